@@ -75,6 +75,7 @@ CREATE TABLE work_requests (
     error_message    text NOT NULL DEFAULT '',
     time_accepted    timestamptz NOT NULL DEFAULT now(),
     time_started     timestamptz,
+    time_heartbeat   timestamptz, -- the worker's last sign of life; a stale one lets another node take over
     time_finished    timestamptz,
     PRIMARY KEY (tenancy_id, id)
 );

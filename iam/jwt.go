@@ -1,0 +1,173 @@
+package iam
+
+import (
+	"context"
+	"crypto/ecdsa"
+	"crypto/rsa"
+	"crypto/x509"
+	"encoding/pem"
+	"errors"
+	"fmt"
+	"os"
+	"slices"
+	"time"
+
+	"github.com/golang-jwt/jwt/v5"
+)
+
+// ClockSkew is how far token times may disagree with ours.
+const ClockSkew = 60 * time.Second
+
+// AuthConfig configures token verification. Exactly one of the key sources is usually set; several may be.
+type AuthConfig struct {
+	HS256Secret   []byte   // shared secret (development)
+	PublicKeyFile string   // PEM file with an RSA or EC public key (RS256/ES256)
+	JWKSURL       string   // JWKS endpoint, fetched and refreshed (RS256/ES256)
+	Algorithms    []string // allow-list; default: the algorithms the configured keys can verify
+	Issuer        string   // checked when set
+	Audience      string   // checked when set
+}
+
+// Claims are the token claims ferry reads.
+type Claims struct {
+	Tenancy string   `json:"tenancy"`
+	Groups  []string `json:"groups,omitempty"`
+	jwt.RegisteredClaims
+}
+
+// Authenticator verifies bearer tokens.
+type Authenticator struct {
+	cfg       AuthConfig
+	algs      []string
+	publicKey any
+	jwks      *jwksCache
+}
+
+// NewAuthenticator checks cfg and loads the key material.
+func NewAuthenticator(cfg AuthConfig) (*Authenticator, error) {
+	a := &Authenticator{cfg: cfg}
+	var defaults []string
+	if len(cfg.HS256Secret) > 0 {
+		if len(cfg.HS256Secret) < 32 {
+			return nil, errors.New("iam: the HS256 secret must be at least 32 bytes")
+		}
+		defaults = append(defaults, "HS256")
+	}
+	if cfg.PublicKeyFile != "" {
+		key, err := loadPublicKey(cfg.PublicKeyFile)
+		if err != nil {
+			return nil, err
+		}
+		a.publicKey = key
+		switch key.(type) {
+		case *rsa.PublicKey:
+			defaults = append(defaults, "RS256")
+		case *ecdsa.PublicKey:
+			defaults = append(defaults, "ES256")
+		}
+	}
+	if cfg.JWKSURL != "" {
+		a.jwks = newJWKSCache(cfg.JWKSURL)
+		defaults = append(defaults, "RS256", "ES256")
+	}
+	a.algs = cfg.Algorithms
+	if len(a.algs) == 0 {
+		a.algs = defaults
+	}
+	if len(a.algs) == 0 {
+		return nil, errors.New("iam: no token verification key configured (HS256 secret, public key file or JWKS URL)")
+	}
+	for _, alg := range a.algs {
+		if !slices.Contains([]string{"HS256", "RS256", "ES256"}, alg) {
+			return nil, fmt.Errorf("iam: algorithm %q is not supported (HS256, RS256, ES256)", alg)
+		}
+	}
+	return a, nil
+}
+
+// Authenticate verifies a bearer token and returns its principal.
+func (a *Authenticator) Authenticate(ctx context.Context, token string) (*Principal, error) {
+	opts := []jwt.ParserOption{
+		jwt.WithValidMethods(a.algs), // "none" is never in the list
+		jwt.WithLeeway(ClockSkew),
+		jwt.WithExpirationRequired(),
+	}
+	if a.cfg.Issuer != "" {
+		opts = append(opts, jwt.WithIssuer(a.cfg.Issuer))
+	}
+	if a.cfg.Audience != "" {
+		opts = append(opts, jwt.WithAudience(a.cfg.Audience))
+	}
+	var claims Claims
+	_, err := jwt.ParseWithClaims(token, &claims, func(t *jwt.Token) (any, error) { return a.key(ctx, t) }, opts...)
+	if err != nil {
+		return nil, err
+	}
+	if claims.Subject == "" {
+		return nil, errors.New("the token has no sub claim")
+	}
+	if claims.Tenancy == "" {
+		return nil, errors.New("the token has no tenancy claim")
+	}
+	return &Principal{Subject: claims.Subject, TenancyID: claims.Tenancy, Groups: claims.Groups}, nil
+}
+
+func (a *Authenticator) key(ctx context.Context, t *jwt.Token) (any, error) {
+	switch t.Method.Alg() {
+	case "HS256":
+		if len(a.cfg.HS256Secret) == 0 {
+			return nil, errors.New("HS256 is not configured")
+		}
+		return a.cfg.HS256Secret, nil
+	case "RS256", "ES256":
+		if kid, _ := t.Header["kid"].(string); a.jwks != nil && (kid != "" || a.publicKey == nil) {
+			return a.jwks.key(ctx, kid, t.Method.Alg())
+		}
+		if a.publicKey == nil {
+			return nil, errors.New("no public key configured")
+		}
+		return a.publicKey, nil
+	}
+	return nil, fmt.Errorf("algorithm %s is not allowed", t.Method.Alg())
+}
+
+// IssueHS256 signs a token for subject in tenancy (ferry token, tests).
+func IssueHS256(secret []byte, tenancyID, subject string, groups []string, ttl time.Duration) (string, error) {
+	now := time.Now()
+	claims := Claims{
+		Tenancy: tenancyID,
+		Groups:  groups,
+		RegisteredClaims: jwt.RegisteredClaims{
+			Subject:   subject,
+			IssuedAt:  jwt.NewNumericDate(now),
+			ExpiresAt: jwt.NewNumericDate(now.Add(ttl)),
+		},
+	}
+	return jwt.NewWithClaims(jwt.SigningMethodHS256, claims).SignedString(secret)
+}
+
+func loadPublicKey(path string) (any, error) {
+	data, err := os.ReadFile(path)
+	if err != nil {
+		return nil, fmt.Errorf("iam: public key: %w", err)
+	}
+	block, _ := pem.Decode(data)
+	if block == nil {
+		return nil, fmt.Errorf("iam: public key %s: no PEM block", path)
+	}
+	if block.Type == "CERTIFICATE" {
+		cert, err := x509.ParseCertificate(block.Bytes)
+		if err != nil {
+			return nil, fmt.Errorf("iam: public key %s: %w", path, err)
+		}
+		return cert.PublicKey, nil
+	}
+	key, err := x509.ParsePKIXPublicKey(block.Bytes)
+	if err != nil {
+		if rsaKey, err2 := x509.ParsePKCS1PublicKey(block.Bytes); err2 == nil {
+			return rsaKey, nil
+		}
+		return nil, fmt.Errorf("iam: public key %s: %w", path, err)
+	}
+	return key, nil
+}

@@ -1,0 +1,266 @@
+package persistence
+
+import (
+	"context"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgxpool"
+
+	"github.com/ferry-mq/ferry/services/apierror"
+)
+
+// Lifecycle states (DESIGN section 3).
+const (
+	StateActive   = "ACTIVE"
+	StateDeleting = "DELETING"
+	StateDeleted  = "DELETED"
+)
+
+// Compartment is a row of compartments.
+type Compartment struct {
+	TenancyID      string
+	ID             string
+	ParentID       *string // nil for the root compartment
+	Name           string
+	Description    string
+	LifecycleState string
+	FreeformTags   map[string]string
+	Version        int64
+	TimeCreated    time.Time
+	TimeUpdated    time.Time
+}
+
+// Etag of the compartment's current version.
+func (c Compartment) Etag() string { return Etag(c.ID, c.Version) }
+
+// CompartmentPatch holds the fields an update changes (nil = unchanged).
+type CompartmentPatch struct {
+	Name         *string
+	Description  *string
+	FreeformTags map[string]string
+}
+
+// CompartmentFilter selects compartments for a list.
+type CompartmentFilter struct {
+	ParentID       string
+	InSubtree      bool // every descendant of ParentID, not only its children
+	Name           string
+	LifecycleState string // "" = every state but DELETED
+}
+
+// Compartments is the repository of the compartments table.
+type Compartments struct{ pool *pgxpool.Pool }
+
+const compartmentColumns = `tenancy_id, id, parent_id, name, description, lifecycle_state, freeform_tags, version, time_created, time_updated`
+
+const (
+	compartmentGet       = `SELECT ` + compartmentColumns + ` FROM compartments WHERE tenancy_id = $1 AND id = $2`
+	compartmentGetLocked = compartmentGet + ` FOR UPDATE`
+	compartmentInsert    = `INSERT INTO compartments (tenancy_id, id, parent_id, name, description, freeform_tags)
+		VALUES ($1, $2, $3, $4, $5, $6) RETURNING ` + compartmentColumns
+	compartmentUpdate = `UPDATE compartments SET name = coalesce($3, name), description = coalesce($4, description),
+		freeform_tags = coalesce($5, freeform_tags), version = version + 1, time_updated = now()
+		WHERE tenancy_id = $1 AND id = $2 RETURNING ` + compartmentColumns
+	compartmentMarkDeleted = `UPDATE compartments SET lifecycle_state = 'DELETED', version = version + 1, time_updated = now()
+		WHERE tenancy_id = $1 AND id = $2`
+	// A compartment is empty when no live child compartment and no live queue is in it.
+	compartmentHasResources = `SELECT EXISTS (SELECT 1 FROM compartments WHERE tenancy_id = $1 AND parent_id = $2 AND lifecycle_state <> 'DELETED')
+		OR EXISTS (SELECT 1 FROM queues WHERE tenancy_id = $1 AND compartment_id = $2 AND lifecycle_state <> 'DELETED')`
+	// The subtree under a compartment (the compartment itself included), by a recursive walk down parent_id.
+	compartmentSubtreeCTE = `WITH RECURSIVE subtree AS (
+			SELECT id FROM compartments WHERE tenancy_id = $1 AND id = $2
+			UNION ALL
+			SELECT c.id FROM compartments c JOIN subtree s ON c.parent_id = s.id WHERE c.tenancy_id = $1
+		) `
+	// The path from the root down to a compartment.
+	compartmentAncestry = `WITH RECURSIVE up AS (
+			SELECT id, parent_id, name, 0 AS depth FROM compartments WHERE tenancy_id = $1 AND id = $2
+			UNION ALL
+			SELECT c.id, c.parent_id, c.name, up.depth + 1 FROM compartments c JOIN up ON c.id = up.parent_id WHERE c.tenancy_id = $1
+		) SELECT id, name FROM up ORDER BY depth DESC`
+)
+
+func scanCompartment(row pgx.Row) (Compartment, error) {
+	var c Compartment
+	err := row.Scan(&c.TenancyID, &c.ID, &c.ParentID, &c.Name, &c.Description, &c.LifecycleState, &c.FreeformTags,
+		&c.Version, &c.TimeCreated, &c.TimeUpdated)
+	c.TimeCreated, c.TimeUpdated = c.TimeCreated.UTC(), c.TimeUpdated.UTC()
+	if c.FreeformTags == nil {
+		c.FreeformTags = map[string]string{}
+	}
+	return c, err
+}
+
+// Get returns one compartment of the tenancy.
+func (r *Compartments) Get(ctx context.Context, tenancyID, id string) (Compartment, error) {
+	ctx, cancel := withTimeout(ctx)
+	defer cancel()
+	c, err := scanCompartment(r.pool.QueryRow(ctx, compartmentGet, tenancyID, id))
+	return c, interpretError("getting compartment", err)
+}
+
+// Create inserts a compartment under an active parent.
+func (r *Compartments) Create(ctx context.Context, c Compartment) (Compartment, error) {
+	ctx, cancel := withTimeout(ctx)
+	defer cancel()
+	var out Compartment
+	err := InTx(ctx, r.pool, func(tx pgx.Tx) error {
+		if err := LockActiveCompartment(ctx, tx, c.TenancyID, *c.ParentID); err != nil {
+			return err
+		}
+		var err error
+		out, err = scanCompartment(tx.QueryRow(ctx, compartmentInsert, c.TenancyID, c.ID, c.ParentID, c.Name, c.Description, tagsOrEmpty(c.FreeformTags)))
+		return err
+	})
+	if apiErr := apierror.From(interpretError("", err)); apiErr.Code == "Conflict" {
+		return out, apierror.Conflict("name: a compartment named %q already exists in the parent compartment", c.Name)
+	}
+	return out, interpretError("creating compartment", err)
+}
+
+// LockActiveCompartment takes a share lock on a compartment that must be ACTIVE, so that it cannot be deleted
+// while a resource is created in it. Call it inside the creating transaction.
+func LockActiveCompartment(ctx context.Context, tx pgx.Tx, tenancyID, id string) error {
+	var state string
+	err := tx.QueryRow(ctx, `SELECT lifecycle_state FROM compartments WHERE tenancy_id = $1 AND id = $2 FOR SHARE`, tenancyID, id).Scan(&state)
+	if err == pgx.ErrNoRows {
+		return apierror.NotFound("compartmentId: compartment %s does not exist or you are not authorized to access it", id)
+	}
+	if err != nil {
+		return err
+	}
+	if state != StateActive {
+		return apierror.IncorrectState("compartmentId: compartment %s is %s", id, state)
+	}
+	return nil
+}
+
+// List returns one page of compartments and the next page token.
+func (r *Compartments) List(ctx context.Context, tenancyID string, f CompartmentFilter, p Page) ([]Compartment, string, error) {
+	ctx, cancel := withTimeout(ctx)
+	defer cancel()
+	args := []any{tenancyID, f.ParentID}
+	query := `SELECT ` + compartmentColumns + ` FROM compartments WHERE tenancy_id = $1 AND parent_id = $2`
+	if f.InSubtree {
+		query = compartmentSubtreeCTE + `SELECT ` + compartmentColumns + ` FROM compartments WHERE tenancy_id = $1
+			AND id IN (SELECT id FROM subtree) AND id <> $2`
+	}
+	if f.Name != "" {
+		args = append(args, f.Name)
+		query += ` AND name = $3`
+	}
+	if f.LifecycleState != "" {
+		args = append(args, f.LifecycleState)
+		query += ` AND lifecycle_state = $` + itoa(len(args))
+	} else {
+		query += ` AND lifecycle_state <> 'DELETED'`
+	}
+	query, args, err := p.keyset(query, args, "time_created", "name", "id")
+	if err != nil {
+		return nil, "", err
+	}
+	rows, err := r.pool.Query(ctx, query, args...)
+	if err != nil {
+		return nil, "", interpretError("listing compartments", err)
+	}
+	list, err := pgx.CollectRows(rows, func(row pgx.CollectableRow) (Compartment, error) { return scanCompartment(row) })
+	if err != nil {
+		return nil, "", interpretError("listing compartments", err)
+	}
+	list, next := trim(p, list, func(c Compartment) (time.Time, string, string) { return c.TimeCreated, c.Name, c.ID })
+	return list, next, nil
+}
+
+// Update changes an active compartment; ifMatch (when set) must equal its etag.
+func (r *Compartments) Update(ctx context.Context, tenancyID, id, ifMatch string, patch CompartmentPatch) (Compartment, error) {
+	ctx, cancel := withTimeout(ctx)
+	defer cancel()
+	var out Compartment
+	err := InTx(ctx, r.pool, func(tx pgx.Tx) error {
+		cur, err := scanCompartment(tx.QueryRow(ctx, compartmentGetLocked, tenancyID, id))
+		if err != nil {
+			return err
+		}
+		if err := CheckEtag(ifMatch, cur.Etag()); err != nil {
+			return err
+		}
+		if cur.LifecycleState != StateActive {
+			return apierror.IncorrectState("compartment %s is %s", id, cur.LifecycleState)
+		}
+		var tags any
+		if patch.FreeformTags != nil {
+			tags = patch.FreeformTags
+		}
+		out, err = scanCompartment(tx.QueryRow(ctx, compartmentUpdate, tenancyID, id, patch.Name, patch.Description, tags))
+		return err
+	})
+	if apiErr := apierror.From(interpretError("", err)); apiErr.Code == "Conflict" {
+		return out, apierror.Conflict("name: a compartment with that name already exists in the parent compartment")
+	}
+	return out, interpretError("updating compartment", err)
+}
+
+// Delete marks an empty, non-root compartment DELETED.
+func (r *Compartments) Delete(ctx context.Context, tenancyID, id, ifMatch string) error {
+	ctx, cancel := withTimeout(ctx)
+	defer cancel()
+	err := InTx(ctx, r.pool, func(tx pgx.Tx) error {
+		cur, err := scanCompartment(tx.QueryRow(ctx, compartmentGetLocked, tenancyID, id))
+		if err != nil {
+			return err
+		}
+		if err := CheckEtag(ifMatch, cur.Etag()); err != nil {
+			return err
+		}
+		if cur.ParentID == nil {
+			return apierror.IncorrectState("the root compartment of a tenancy cannot be deleted")
+		}
+		if cur.LifecycleState == StateDeleted {
+			return apierror.NotFound("compartment %s does not exist or you are not authorized to access it", id)
+		}
+		var busy bool
+		if err := tx.QueryRow(ctx, compartmentHasResources, tenancyID, id).Scan(&busy); err != nil {
+			return err
+		}
+		if busy {
+			return apierror.IncorrectState("compartment %s is not empty: delete its compartments and queues first", id)
+		}
+		_, err = tx.Exec(ctx, compartmentMarkDeleted, tenancyID, id)
+		return err
+	})
+	return interpretError("deleting compartment", err)
+}
+
+// AncestorRef is one compartment on the path from the root.
+type AncestorRef struct {
+	ID   string
+	Name string
+}
+
+// Ancestry returns the path from the tenancy's root down to the compartment (inclusive).
+func (r *Compartments) Ancestry(ctx context.Context, tenancyID, id string) ([]AncestorRef, error) {
+	ctx, cancel := withTimeout(ctx)
+	defer cancel()
+	rows, err := r.pool.Query(ctx, compartmentAncestry, tenancyID, id)
+	if err != nil {
+		return nil, interpretError("compartment ancestry", err)
+	}
+	refs, err := pgx.CollectRows(rows, pgx.RowToStructByPos[AncestorRef])
+	return refs, interpretError("compartment ancestry", err)
+}
+
+// CheckEtag answers 412 NoEtagMatch when ifMatch is set and differs from the current etag.
+func CheckEtag(ifMatch, current string) error {
+	if ifMatch != "" && ifMatch != "*" && ifMatch != current {
+		return apierror.NoEtagMatch("if-match: the resource has changed (current etag %s)", current)
+	}
+	return nil
+}
+
+func tagsOrEmpty(tags map[string]string) map[string]string {
+	if tags == nil {
+		return map[string]string{}
+	}
+	return tags
+}

@@ -1,0 +1,111 @@
+// Package persistence is ferry's only door to PostgreSQL: the pgx pool (with OTel tracing), one repository type
+// per table with its SQL beside it, the LISTEN/NOTIFY listener, and the error mapping. Every tenant-owned query
+// takes the tenancy id and puts it first in its predicate.
+package persistence
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"strconv"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgconn"
+	"github.com/jackc/pgx/v5/pgxpool"
+
+	"github.com/ferry-mq/ferry/services/apierror"
+)
+
+// QueryTimeoutDefault bounds every control-plane statement.
+const QueryTimeoutDefault = 10 * time.Second
+
+// Connect opens a pool on databaseURL with the OTel query tracer and waits until the database answers.
+func Connect(ctx context.Context, databaseURL string, maxConns int32) (*pgxpool.Pool, error) {
+	cfg, err := pgxpool.ParseConfig(databaseURL)
+	if err != nil {
+		return nil, fmt.Errorf("persistence: parsing the database URL: %w", err)
+	}
+	if maxConns > 0 {
+		cfg.MaxConns = maxConns
+	}
+	cfg.ConnConfig.Tracer = NewTracer()
+	pool, err := pgxpool.NewWithConfig(ctx, cfg)
+	if err != nil {
+		return nil, fmt.Errorf("persistence: %w", err)
+	}
+	pingCtx, cancel := context.WithTimeout(ctx, 10*time.Second)
+	defer cancel()
+	if err := pool.Ping(pingCtx); err != nil {
+		pool.Close()
+		return nil, fmt.Errorf("persistence: connecting: %w", err)
+	}
+	return pool, nil
+}
+
+// Store groups the repositories over one pool.
+type Store struct {
+	Pool         *pgxpool.Pool
+	Tenancies    *Tenancies
+	Compartments *Compartments
+	Queues       *Queues
+	WorkRequests *WorkRequests
+	Idempotency  *IdempotencyKeys
+	Secrets      *Secrets
+}
+
+// NewStore builds the repositories.
+func NewStore(pool *pgxpool.Pool) *Store {
+	return &Store{
+		Pool:         pool,
+		Tenancies:    &Tenancies{pool: pool},
+		Compartments: &Compartments{pool: pool},
+		Queues:       &Queues{pool: pool},
+		WorkRequests: &WorkRequests{pool: pool},
+		Idempotency:  &IdempotencyKeys{pool: pool},
+		Secrets:      &Secrets{pool: pool},
+	}
+}
+
+// InTx runs fn in a transaction, committing when it returns nil.
+func InTx(ctx context.Context, pool *pgxpool.Pool, fn func(tx pgx.Tx) error) error {
+	return pgx.BeginFunc(ctx, pool, fn)
+}
+
+// Etag derives a resource's etag from its id and row version (bumped by every update).
+func Etag(id string, version int64) string {
+	sum := sha256.Sum256([]byte(id + ":" + strconv.FormatInt(version, 10)))
+	return hex.EncodeToString(sum[:10])
+}
+
+// interpretError maps pgx and PostgreSQL errors to domain errors: no rows → apierror.ErrNotFound, unique
+// violations → 409 Conflict; anything else is wrapped with the operation.
+func interpretError(op string, err error) error {
+	if err == nil {
+		return nil
+	}
+	if errors.Is(err, pgx.ErrNoRows) {
+		return apierror.ErrNotFound
+	}
+	var pgErr *pgconn.PgError
+	if errors.As(err, &pgErr) {
+		switch pgErr.Code {
+		case "23505":
+			return apierror.Conflict("%s: a resource with the same unique attributes already exists", op)
+		case "23503":
+			return apierror.NotFound("%s: a referenced resource does not exist", op)
+		case "23514", "22001":
+			return apierror.InvalidParameter("%s: a value is out of range (%s)", op, pgErr.ConstraintName)
+		}
+	}
+	if errors.Is(err, context.DeadlineExceeded) {
+		return apierror.ServiceUnavailable(1, "%s: the database did not answer in time", op)
+	}
+	return fmt.Errorf("%s: %w", op, err)
+}
+
+func withTimeout(ctx context.Context) (context.Context, context.CancelFunc) {
+	return context.WithTimeout(ctx, QueryTimeoutDefault)
+}

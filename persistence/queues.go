@@ -1,0 +1,254 @@
+package persistence
+
+import (
+	"context"
+	"strconv"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgxpool"
+
+	"github.com/ferry-mq/ferry/services/apierror"
+)
+
+// Queue is a row of queues: the queue's identity and settings.
+type Queue struct {
+	TenancyID                    string
+	ID                           string
+	CompartmentID                string
+	DisplayName                  string
+	LifecycleState               string
+	LifecycleDetails             string
+	RetentionSeconds             int32
+	VisibilitySeconds            int32
+	TimeoutSeconds               int32
+	DeadLetterQueueDeliveryCount int32
+	ChannelConsumptionLimit      int32
+	MaxSizeBytes                 int64
+	DedupWindowSeconds           int32
+	FreeformTags                 map[string]string
+	Version                      int64
+	TimeCreated                  time.Time
+	TimeUpdated                  time.Time
+}
+
+// Etag of the queue's current version.
+func (q Queue) Etag() string { return Etag(q.ID, q.Version) }
+
+// QueuePatch holds the fields an update changes (nil = unchanged).
+type QueuePatch struct {
+	DisplayName                  *string
+	VisibilitySeconds            *int32
+	TimeoutSeconds               *int32
+	DeadLetterQueueDeliveryCount *int32
+	ChannelConsumptionLimit      *int32
+	MaxSizeBytes                 *int64
+	DedupWindowSeconds           *int32
+	FreeformTags                 map[string]string
+}
+
+// QueueFilter selects queues for a list.
+type QueueFilter struct {
+	CompartmentID  string
+	InSubtree      bool
+	DisplayName    string
+	ID             string
+	LifecycleState string // "" = every state but DELETED
+}
+
+// Queues is the repository of the queues table.
+type Queues struct{ pool *pgxpool.Pool }
+
+const queueColumns = `tenancy_id, id, compartment_id, display_name, lifecycle_state, lifecycle_details, retention_seconds,
+	visibility_seconds, timeout_seconds, dead_letter_queue_delivery_count, channel_consumption_limit, max_size_bytes,
+	dedup_window_seconds, freeform_tags, version, time_created, time_updated`
+
+const (
+	queueGet       = `SELECT ` + queueColumns + ` FROM queues WHERE tenancy_id = $1 AND id = $2`
+	queueGetLocked = queueGet + ` FOR UPDATE`
+	queueInsert    = `INSERT INTO queues (tenancy_id, id, compartment_id, display_name, retention_seconds, visibility_seconds,
+		timeout_seconds, dead_letter_queue_delivery_count, channel_consumption_limit, max_size_bytes, dedup_window_seconds, freeform_tags)
+		VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12) RETURNING ` + queueColumns
+	queueUpdate = `UPDATE queues SET display_name = coalesce($3, display_name),
+		visibility_seconds = coalesce($4, visibility_seconds), timeout_seconds = coalesce($5, timeout_seconds),
+		dead_letter_queue_delivery_count = coalesce($6, dead_letter_queue_delivery_count),
+		channel_consumption_limit = coalesce($7, channel_consumption_limit), max_size_bytes = coalesce($8, max_size_bytes),
+		dedup_window_seconds = coalesce($9, dedup_window_seconds), freeform_tags = coalesce($10, freeform_tags),
+		version = version + 1, time_updated = now()
+		WHERE tenancy_id = $1 AND id = $2 RETURNING ` + queueColumns
+	queueSetState = `UPDATE queues SET lifecycle_state = $3, lifecycle_details = $4, version = version + 1, time_updated = now()
+		WHERE tenancy_id = $1 AND id = $2`
+	queueMove = `UPDATE queues SET compartment_id = $3, version = version + 1, time_updated = now()
+		WHERE tenancy_id = $1 AND id = $2 RETURNING ` + queueColumns
+)
+
+func scanQueue(row pgx.Row) (Queue, error) {
+	var q Queue
+	err := row.Scan(&q.TenancyID, &q.ID, &q.CompartmentID, &q.DisplayName, &q.LifecycleState, &q.LifecycleDetails,
+		&q.RetentionSeconds, &q.VisibilitySeconds, &q.TimeoutSeconds, &q.DeadLetterQueueDeliveryCount,
+		&q.ChannelConsumptionLimit, &q.MaxSizeBytes, &q.DedupWindowSeconds, &q.FreeformTags, &q.Version,
+		&q.TimeCreated, &q.TimeUpdated)
+	q.TimeCreated, q.TimeUpdated = q.TimeCreated.UTC(), q.TimeUpdated.UTC()
+	if q.FreeformTags == nil {
+		q.FreeformTags = map[string]string{}
+	}
+	return q, err
+}
+
+// Get returns one queue of the tenancy (in any lifecycle state).
+func (r *Queues) Get(ctx context.Context, tenancyID, id string) (Queue, error) {
+	ctx, cancel := withTimeout(ctx)
+	defer cancel()
+	q, err := scanQueue(r.pool.QueryRow(ctx, queueGet, tenancyID, id))
+	return q, interpretError("getting queue", err)
+}
+
+// Create inserts a queue into an active compartment.
+func (r *Queues) Create(ctx context.Context, q Queue) (Queue, error) {
+	ctx, cancel := withTimeout(ctx)
+	defer cancel()
+	var out Queue
+	err := InTx(ctx, r.pool, func(tx pgx.Tx) error {
+		if err := LockActiveCompartment(ctx, tx, q.TenancyID, q.CompartmentID); err != nil {
+			return err
+		}
+		var err error
+		out, err = scanQueue(tx.QueryRow(ctx, queueInsert, q.TenancyID, q.ID, q.CompartmentID, q.DisplayName,
+			q.RetentionSeconds, q.VisibilitySeconds, q.TimeoutSeconds, q.DeadLetterQueueDeliveryCount,
+			q.ChannelConsumptionLimit, q.MaxSizeBytes, q.DedupWindowSeconds, tagsOrEmpty(q.FreeformTags)))
+		return err
+	})
+	return out, interpretError("creating queue", err)
+}
+
+// List returns one page of queues and the next page token.
+func (r *Queues) List(ctx context.Context, tenancyID string, f QueueFilter, p Page) ([]Queue, string, error) {
+	ctx, cancel := withTimeout(ctx)
+	defer cancel()
+	args := []any{tenancyID, f.CompartmentID}
+	query := `SELECT ` + queueColumns + ` FROM queues WHERE tenancy_id = $1 AND compartment_id = $2`
+	if f.InSubtree {
+		query = compartmentSubtreeCTE + `SELECT ` + queueColumns + ` FROM queues WHERE tenancy_id = $1
+			AND compartment_id IN (SELECT id FROM subtree)`
+	}
+	if f.DisplayName != "" {
+		args = append(args, f.DisplayName)
+		query += ` AND display_name = $` + itoa(len(args))
+	}
+	if f.ID != "" {
+		args = append(args, f.ID)
+		query += ` AND id = $` + itoa(len(args))
+	}
+	if f.LifecycleState != "" {
+		args = append(args, f.LifecycleState)
+		query += ` AND lifecycle_state = $` + itoa(len(args))
+	} else {
+		query += ` AND lifecycle_state <> 'DELETED'`
+	}
+	query, args, err := p.keyset(query, args, "time_created", "display_name", "id")
+	if err != nil {
+		return nil, "", err
+	}
+	rows, err := r.pool.Query(ctx, query, args...)
+	if err != nil {
+		return nil, "", interpretError("listing queues", err)
+	}
+	list, err := pgx.CollectRows(rows, func(row pgx.CollectableRow) (Queue, error) { return scanQueue(row) })
+	if err != nil {
+		return nil, "", interpretError("listing queues", err)
+	}
+	list, next := trim(p, list, func(q Queue) (time.Time, string, string) { return q.TimeCreated, q.DisplayName, q.ID })
+	return list, next, nil
+}
+
+// lockActive locks a queue for a change that needs it ACTIVE and the etag to match.
+func lockActive(ctx context.Context, tx pgx.Tx, tenancyID, id, ifMatch string) (Queue, error) {
+	cur, err := scanQueue(tx.QueryRow(ctx, queueGetLocked, tenancyID, id))
+	if err != nil {
+		return cur, err
+	}
+	if cur.LifecycleState == StateDeleted {
+		return cur, apierror.ErrNotFound
+	}
+	if err := CheckEtag(ifMatch, cur.Etag()); err != nil {
+		return cur, err
+	}
+	if cur.LifecycleState != StateActive {
+		return cur, apierror.IncorrectState("queue %s is %s", id, cur.LifecycleState)
+	}
+	return cur, nil
+}
+
+// Update changes an active queue's settings.
+func (r *Queues) Update(ctx context.Context, tenancyID, id, ifMatch string, p QueuePatch) (Queue, error) {
+	ctx, cancel := withTimeout(ctx)
+	defer cancel()
+	var out Queue
+	err := InTx(ctx, r.pool, func(tx pgx.Tx) error {
+		if _, err := lockActive(ctx, tx, tenancyID, id, ifMatch); err != nil {
+			return err
+		}
+		var tags any
+		if p.FreeformTags != nil {
+			tags = p.FreeformTags
+		}
+		var err error
+		out, err = scanQueue(tx.QueryRow(ctx, queueUpdate, tenancyID, id, p.DisplayName, p.VisibilitySeconds,
+			p.TimeoutSeconds, p.DeadLetterQueueDeliveryCount, p.ChannelConsumptionLimit, p.MaxSizeBytes,
+			p.DedupWindowSeconds, tags))
+		return err
+	})
+	return out, interpretError("updating queue", err)
+}
+
+// ChangeCompartment moves an active queue into another active compartment of the same tenancy.
+func (r *Queues) ChangeCompartment(ctx context.Context, tenancyID, id, ifMatch, compartmentID string) (Queue, error) {
+	ctx, cancel := withTimeout(ctx)
+	defer cancel()
+	var out Queue
+	err := InTx(ctx, r.pool, func(tx pgx.Tx) error {
+		if _, err := lockActive(ctx, tx, tenancyID, id, ifMatch); err != nil {
+			return err
+		}
+		if err := LockActiveCompartment(ctx, tx, tenancyID, compartmentID); err != nil {
+			return err
+		}
+		var err error
+		out, err = scanQueue(tx.QueryRow(ctx, queueMove, tenancyID, id, compartmentID))
+		return err
+	})
+	return out, interpretError("moving queue", err)
+}
+
+// StartWork locks an active queue, optionally moves it to newState (DELETING for a delete), and records the work
+// request in the same transaction, so that the change and its work request commit together.
+func (r *Queues) StartWork(ctx context.Context, tenancyID, id, ifMatch, newState string, wr WorkRequest) (WorkRequest, error) {
+	ctx, cancel := withTimeout(ctx)
+	defer cancel()
+	var out WorkRequest
+	err := InTx(ctx, r.pool, func(tx pgx.Tx) error {
+		q, err := lockActive(ctx, tx, tenancyID, id, ifMatch)
+		if err != nil {
+			return err
+		}
+		if newState != "" {
+			if _, err := tx.Exec(ctx, queueSetState, tenancyID, id, newState, ""); err != nil {
+				return err
+			}
+		}
+		wr.TenancyID, wr.CompartmentID, wr.ResourceID, wr.ResourceType = tenancyID, q.CompartmentID, id, "queue"
+		out, err = insertWorkRequest(ctx, tx, wr)
+		return err
+	})
+	return out, interpretError("starting queue work request", err)
+}
+
+// SetState changes a queue's lifecycle state (the work request executor finishing a delete).
+func (r *Queues) SetState(ctx context.Context, tenancyID, id, state, details string) error {
+	ctx, cancel := withTimeout(ctx)
+	defer cancel()
+	_, err := r.pool.Exec(ctx, queueSetState, tenancyID, id, state, details)
+	return interpretError("setting queue state", err)
+}
+
+func itoa(n int) string { return strconv.Itoa(n) }

@@ -1,0 +1,152 @@
+package persistence
+
+import (
+	"context"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgxpool"
+)
+
+// Work request statuses and operation types.
+const (
+	WorkAccepted   = "ACCEPTED"
+	WorkInProgress = "IN_PROGRESS"
+	WorkSucceeded  = "SUCCEEDED"
+	WorkFailed     = "FAILED"
+
+	OpDeleteQueue = "DELETE_QUEUE"
+	OpPurgeQueue  = "PURGE_QUEUE"
+)
+
+// WorkRequest is a row of work_requests: an asynchronous operation and its progress.
+type WorkRequest struct {
+	TenancyID       string
+	ID              string
+	CompartmentID   string
+	OperationType   string
+	Status          string
+	ResourceType    string
+	ResourceID      string
+	ActionType      string
+	Params          map[string]any
+	PercentComplete float32
+	ErrorMessage    string
+	TimeAccepted    time.Time
+	TimeStarted     *time.Time
+	TimeFinished    *time.Time
+}
+
+// WorkRequests is the repository of the work_requests table.
+type WorkRequests struct{ pool *pgxpool.Pool }
+
+// WorkRequestStaleAfter is how long a claimed work request may go without a heartbeat before another node takes
+// it over.
+const WorkRequestStaleAfter = time.Minute
+
+const workRequestColumns = `tenancy_id, id, compartment_id, operation_type, status, resource_type, resource_id, action_type,
+	params, percent_complete, error_message, time_accepted, time_started, time_finished`
+
+const (
+	workRequestInsert = `INSERT INTO work_requests (tenancy_id, id, compartment_id, operation_type, resource_type, resource_id, action_type, params)
+		VALUES ($1, $2, $3, $4, $5, $6, $7, $8) RETURNING ` + workRequestColumns
+	workRequestGet = `SELECT ` + workRequestColumns + ` FROM work_requests WHERE tenancy_id = $1 AND id = $2`
+	// Claim the oldest accepted work request, or one whose worker stopped beating.
+	workRequestClaim = `WITH next AS (
+			SELECT tenancy_id, id FROM work_requests
+			WHERE status = 'ACCEPTED' OR (status = 'IN_PROGRESS' AND time_heartbeat < now() - $1::interval)
+			ORDER BY time_accepted LIMIT 1 FOR UPDATE SKIP LOCKED)
+		UPDATE work_requests w SET status = 'IN_PROGRESS', time_started = coalesce(w.time_started, now()), time_heartbeat = now()
+		FROM next WHERE w.tenancy_id = next.tenancy_id AND w.id = next.id RETURNING ` + workRequestColumnsW
+	workRequestProgress = `UPDATE work_requests SET percent_complete = $3, time_heartbeat = now() WHERE tenancy_id = $1 AND id = $2`
+	workRequestFinish   = `UPDATE work_requests SET status = $3, error_message = $4, time_finished = now(),
+		percent_complete = CASE WHEN $3 = 'SUCCEEDED' THEN 100 ELSE percent_complete END,
+		action_type = CASE WHEN $3 = 'FAILED' THEN 'FAILED' ELSE action_type END
+		WHERE tenancy_id = $1 AND id = $2`
+)
+
+const workRequestColumnsW = `w.tenancy_id, w.id, w.compartment_id, w.operation_type, w.status, w.resource_type, w.resource_id,
+	w.action_type, w.params, w.percent_complete, w.error_message, w.time_accepted, w.time_started, w.time_finished`
+
+func scanWorkRequest(row pgx.Row) (WorkRequest, error) {
+	var w WorkRequest
+	err := row.Scan(&w.TenancyID, &w.ID, &w.CompartmentID, &w.OperationType, &w.Status, &w.ResourceType, &w.ResourceID,
+		&w.ActionType, &w.Params, &w.PercentComplete, &w.ErrorMessage, &w.TimeAccepted, &w.TimeStarted, &w.TimeFinished)
+	w.TimeAccepted = w.TimeAccepted.UTC()
+	for _, t := range []*time.Time{w.TimeStarted, w.TimeFinished} {
+		if t != nil {
+			*t = t.UTC()
+		}
+	}
+	return w, err
+}
+
+func insertWorkRequest(ctx context.Context, tx pgx.Tx, w WorkRequest) (WorkRequest, error) {
+	if w.Params == nil {
+		w.Params = map[string]any{}
+	}
+	return scanWorkRequest(tx.QueryRow(ctx, workRequestInsert, w.TenancyID, w.ID, w.CompartmentID, w.OperationType,
+		w.ResourceType, w.ResourceID, w.ActionType, w.Params))
+}
+
+// Get returns one work request of the tenancy.
+func (r *WorkRequests) Get(ctx context.Context, tenancyID, id string) (WorkRequest, error) {
+	ctx, cancel := withTimeout(ctx)
+	defer cancel()
+	w, err := scanWorkRequest(r.pool.QueryRow(ctx, workRequestGet, tenancyID, id))
+	return w, interpretError("getting work request", err)
+}
+
+// List returns one page of a compartment's work requests (optionally for one resource), newest first.
+func (r *WorkRequests) List(ctx context.Context, tenancyID, compartmentID, resourceID string, p Page) ([]WorkRequest, string, error) {
+	ctx, cancel := withTimeout(ctx)
+	defer cancel()
+	args := []any{tenancyID, compartmentID}
+	query := `SELECT ` + workRequestColumns + ` FROM work_requests WHERE tenancy_id = $1 AND compartment_id = $2`
+	if resourceID != "" {
+		args = append(args, resourceID)
+		query += ` AND resource_id = $3`
+	}
+	p.SortByName, p.Descending = false, true
+	query, args, err := p.keyset(query, args, "time_accepted", "id", "id")
+	if err != nil {
+		return nil, "", err
+	}
+	rows, err := r.pool.Query(ctx, query, args...)
+	if err != nil {
+		return nil, "", interpretError("listing work requests", err)
+	}
+	list, err := pgx.CollectRows(rows, func(row pgx.CollectableRow) (WorkRequest, error) { return scanWorkRequest(row) })
+	if err != nil {
+		return nil, "", interpretError("listing work requests", err)
+	}
+	list, next := trim(p, list, func(w WorkRequest) (time.Time, string, string) { return w.TimeAccepted, w.ID, w.ID })
+	return list, next, nil
+}
+
+// Claim takes the next work request to execute, or returns ok=false when there is none.
+func (r *WorkRequests) Claim(ctx context.Context) (w WorkRequest, ok bool, err error) {
+	ctx, cancel := withTimeout(ctx)
+	defer cancel()
+	w, err = scanWorkRequest(r.pool.QueryRow(ctx, workRequestClaim, WorkRequestStaleAfter.String()))
+	if err == pgx.ErrNoRows {
+		return w, false, nil
+	}
+	return w, err == nil, interpretError("claiming work request", err)
+}
+
+// Progress records progress and renews the claim.
+func (r *WorkRequests) Progress(ctx context.Context, tenancyID, id string, percent float32) error {
+	ctx, cancel := withTimeout(ctx)
+	defer cancel()
+	_, err := r.pool.Exec(ctx, workRequestProgress, tenancyID, id, percent)
+	return interpretError("work request progress", err)
+}
+
+// Finish records the outcome.
+func (r *WorkRequests) Finish(ctx context.Context, tenancyID, id, status, errorMessage string) error {
+	ctx, cancel := withTimeout(ctx)
+	defer cancel()
+	_, err := r.pool.Exec(ctx, workRequestFinish, tenancyID, id, status, errorMessage)
+	return interpretError("finishing work request", err)
+}
