@@ -18,7 +18,7 @@ type TenancyLookup func(ctx context.Context, tenancyID string) (bool, error)
 func (a *Authenticator) Middleware(exists TenancyLookup, public func(path string) bool) gin.HandlerFunc {
 	known := &sync.Map{} // tenancies are never deleted, so a positive answer can be kept
 	return func(c *gin.Context) {
-		if public(c.Request.URL.Path) {
+		if c.FullPath() == "" || public(c.Request.URL.Path) { // unknown routes answer 404 without a token
 			c.Next()
 			return
 		}

@@ -1,0 +1,105 @@
+package main
+
+import (
+	"context"
+	"flag"
+	"fmt"
+	"net"
+	"time"
+
+	"github.com/ferry-mq/ferry/iam"
+	"github.com/ferry-mq/ferry/migrations"
+	"github.com/ferry-mq/ferry/persistence"
+	"github.com/ferry-mq/ferry/services/server"
+	"github.com/ferry-mq/ferry/services/telemetry"
+	"github.com/ferry-mq/ferry/tenancy"
+)
+
+// version is set at build time (-ldflags "-X main.version=…").
+var version = "dev"
+
+func serve(ctx context.Context, args []string) error {
+	fs := flag.NewFlagSet("serve", flag.ContinueOnError)
+	dev := fs.Bool("dev", false, `create the "dev" tenancy and print an admin token and a curl example`)
+	if err := fs.Parse(args); err != nil {
+		return err
+	}
+	cfg, err := loadConfig()
+	if err != nil {
+		return err
+	}
+	logger := newLogger(cfg.LogLevel)
+	url, release, err := database(ctx, cfg, logger)
+	if err != nil {
+		return err
+	}
+	defer release()
+	if err := migrations.Up(ctx, url); err != nil {
+		return err
+	}
+	tel, err := telemetry.Setup(ctx, "ferry", version)
+	if err != nil {
+		return err
+	}
+	defer func() { _ = tel.Shutdown(context.Background()) }()
+	pool, err := persistence.Connect(ctx, url, cfg.DBMaxConns)
+	if err != nil {
+		return err
+	}
+	defer pool.Close()
+	srv, err := server.New(cfg, pool, tel, logger)
+	if err != nil {
+		return err
+	}
+	l, err := net.Listen("tcp", cfg.Listen)
+	if err != nil {
+		return fmt.Errorf("listening on %s: %w", cfg.Listen, err)
+	}
+	if *dev {
+		if err := printDevWelcome(ctx, cfg, srv.Store()); err != nil {
+			return err
+		}
+	}
+	srv.Start(ctx)
+	defer srv.Stop()
+	logger.Info("ferry serving", "listen", cfg.Listen, "publicURL", cfg.PublicURL)
+	err = srv.Serve(ctx, l, 20*time.Second)
+	logger.Info("ferry stopped")
+	return err
+}
+
+func printDevWelcome(ctx context.Context, cfg server.Config, store *persistence.Store) error {
+	if cfg.JWTHS256Secret == "" {
+		return fmt.Errorf("--dev needs an HS256 secret (FERRY_JWT_HS256_SECRET, or the embedded default)")
+	}
+	ocids := tenancy.OCIDs{Realm: cfg.Realm, Region: cfg.Region}
+	t, _, err := store.Tenancies.Create(ctx, ocids.New(tenancy.TypeTenancy), "dev")
+	if err != nil {
+		return err
+	}
+	tok, err := iam.IssueHS256([]byte(cfg.JWTHS256Secret), t.ID, "admin", []string{"Administrators"}, 24*time.Hour)
+	if err != nil {
+		return err
+	}
+	base := cfg.PublicURL
+	fmt.Printf(`
+ferry is starting on %[1]s
+
+  tenancy "dev": %[2]s
+  admin token (24 h, group Administrators):
+
+export FERRY_TOKEN=%[3]s
+
+  try it:
+
+curl -s -H "Authorization: Bearer $FERRY_TOKEN" -H 'content-type: application/json' \
+  -d '{"compartmentId":"%[2]s","displayName":"hello"}' %[1]s/20210201/queues
+
+curl -s -H "Authorization: Bearer $FERRY_TOKEN" '%[1]s/20210201/queues?compartmentId=%[2]s'
+
+  the API: %[1]s/openapi.yaml   metrics: %[1]s/metrics
+  a new token: ferry token --tenancy %[2]s --subject you --group Administrators
+
+`, base, t.ID, tok)
+	return nil
+}

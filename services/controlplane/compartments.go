@@ -1,0 +1,114 @@
+package controlplane
+
+import (
+	"net/http"
+
+	"github.com/gin-gonic/gin"
+
+	"github.com/ferry-mq/ferry/openapi/api"
+	"github.com/ferry-mq/ferry/persistence"
+	"github.com/ferry-mq/ferry/services/apierror"
+	"github.com/ferry-mq/ferry/tenancy"
+)
+
+func toCompartment(c persistence.Compartment) api.Compartment {
+	return api.Compartment{
+		Id:             c.ID,
+		CompartmentId:  c.ParentID,
+		Name:           c.Name,
+		Description:    c.Description,
+		LifecycleState: api.LifecycleState(c.LifecycleState),
+		FreeformTags:   c.FreeformTags,
+		TimeCreated:    c.TimeCreated,
+		TimeUpdated:    c.TimeUpdated,
+	}
+}
+
+func writeCompartment(c *gin.Context, comp persistence.Compartment) {
+	c.Header("etag", comp.Etag())
+	c.JSON(http.StatusOK, toCompartment(comp))
+}
+
+// CreateCompartment creates a compartment under compartmentId.
+func (h *Handlers) CreateCompartment(c *gin.Context, _ api.CreateCompartmentParams) {
+	var body api.CreateCompartmentDetails
+	if !bind(c, &body) {
+		return
+	}
+	parent := body.CompartmentId
+	comp, err := h.store.Compartments.Create(c.Request.Context(), persistence.Compartment{
+		TenancyID:    tenancyOf(c),
+		ID:           h.ocids.New(tenancy.TypeCompartment),
+		ParentID:     &parent,
+		Name:         body.Name,
+		Description:  deref(body.Description),
+		FreeformTags: tagsOf(body.FreeformTags),
+	})
+	if err != nil {
+		apierror.Write(c, err)
+		return
+	}
+	writeCompartment(c, comp)
+}
+
+// GetCompartment returns one compartment (a deleted one answers with lifecycleState DELETED).
+func (h *Handlers) GetCompartment(c *gin.Context, id api.CompartmentIdPath, _ api.GetCompartmentParams) {
+	comp, err := h.store.Compartments.Get(c.Request.Context(), tenancyOf(c), id)
+	if err != nil {
+		apierror.Write(c, err)
+		return
+	}
+	writeCompartment(c, comp)
+}
+
+// ListCompartments lists the children (or, with compartmentIdInSubtree, all descendants) of a compartment.
+func (h *Handlers) ListCompartments(c *gin.Context, params api.ListCompartmentsParams) {
+	ctx := c.Request.Context()
+	if _, err := h.store.Compartments.Get(ctx, tenancyOf(c), params.CompartmentId); err != nil {
+		apierror.Write(c, err)
+		return
+	}
+	byName := params.SortBy != nil && *params.SortBy == api.ListCompartmentsParamsSortByName
+	list, next, err := h.store.Compartments.List(ctx, tenancyOf(c), persistence.CompartmentFilter{
+		ParentID:       params.CompartmentId,
+		InSubtree:      deref(params.CompartmentIdInSubtree),
+		Name:           deref(params.Name),
+		LifecycleState: string(deref(params.LifecycleState)),
+	}, page(params.Limit, params.Page, byName, params.SortOrder))
+	if err != nil {
+		apierror.Write(c, err)
+		return
+	}
+	items := make([]api.Compartment, 0, len(list))
+	for _, comp := range list {
+		items = append(items, toCompartment(comp))
+	}
+	writeList(c, next, api.CompartmentCollection{Items: items})
+}
+
+// UpdateCompartment changes name, description or tags.
+func (h *Handlers) UpdateCompartment(c *gin.Context, id api.CompartmentIdPath, params api.UpdateCompartmentParams) {
+	var body api.UpdateCompartmentDetails
+	if !bind(c, &body) {
+		return
+	}
+	comp, err := h.store.Compartments.Update(c.Request.Context(), tenancyOf(c), id, deref(params.IfMatch), persistence.CompartmentPatch{
+		Name:         body.Name,
+		Description:  body.Description,
+		FreeformTags: tagsOf(body.FreeformTags),
+	})
+	if err != nil {
+		apierror.Write(c, err)
+		return
+	}
+	writeCompartment(c, comp)
+}
+
+// DeleteCompartment deletes an empty compartment (409 IncorrectState when it still holds resources).
+func (h *Handlers) DeleteCompartment(c *gin.Context, id api.CompartmentIdPath, params api.DeleteCompartmentParams) {
+	if err := h.store.Compartments.Delete(c.Request.Context(), tenancyOf(c), id, deref(params.IfMatch)); err != nil {
+		apierror.Write(c, err)
+		return
+	}
+	c.Status(http.StatusNoContent)
+}

@@ -1,0 +1,99 @@
+// Package controlplane serves the control plane of DESIGN sections 3–4: compartments, queues and work requests.
+// Handlers are thin: bind the validated request, call the store, convert to the API shape, write.
+package controlplane
+
+import (
+	"cmp"
+	"net/http"
+
+	"github.com/gin-gonic/gin"
+
+	"github.com/ferry-mq/ferry/iam"
+	"github.com/ferry-mq/ferry/openapi/api"
+	"github.com/ferry-mq/ferry/persistence"
+	"github.com/ferry-mq/ferry/services/apierror"
+	"github.com/ferry-mq/ferry/tenancy"
+)
+
+// Handlers implements the control-plane operations of api.ServerInterface.
+type Handlers struct {
+	store     *persistence.Store
+	ocids     tenancy.OCIDs
+	publicURL string
+	wake      func() // nudges the work request executor after a work request is created
+}
+
+// New builds the control-plane handlers. publicURL is the data plane's base URL (a queue's messagesEndpoint).
+func New(store *persistence.Store, ocids tenancy.OCIDs, publicURL string, wakeWorkers func()) *Handlers {
+	if wakeWorkers == nil {
+		wakeWorkers = func() {}
+	}
+	return &Handlers{store: store, ocids: ocids, publicURL: publicURL, wake: wakeWorkers}
+}
+
+// tenancyOf is the caller's tenancy: every query is confined to it.
+func tenancyOf(c *gin.Context) string {
+	if p := iam.PrincipalFrom(c.Request.Context()); p != nil {
+		return p.TenancyID
+	}
+	return ""
+}
+
+// bind decodes the (already validated) JSON body; a body that still fails to decode is a 400.
+func bind(c *gin.Context, dst any) bool {
+	if err := c.ShouldBindJSON(dst); err != nil {
+		apierror.Write(c, apierror.InvalidParameter("body: %v", err))
+		return false
+	}
+	return true
+}
+
+func page(limit *int, token *string, byName bool, order *api.SortOrder) persistence.Page {
+	p := persistence.Page{Limit: cmp.Or(deref(limit), persistence.ListLimitDefault), SortByName: byName, Token: deref(token)}
+	// OCI defaults: newest first by time, alphabetical by name.
+	p.Descending = !byName
+	if order != nil {
+		p.Descending = *order == api.SortOrderDESC
+	}
+	return p
+}
+
+func writeList(c *gin.Context, next string, body any) {
+	if next != "" {
+		c.Header("opc-next-page", next)
+	}
+	c.JSON(http.StatusOK, body)
+}
+
+func deref[T any](p *T) T {
+	var zero T
+	if p == nil {
+		return zero
+	}
+	return *p
+}
+
+func ptrIfSet(s string) *string {
+	if s == "" {
+		return nil
+	}
+	return &s
+}
+
+func int32Ptr(p *int) *int32 {
+	if p == nil {
+		return nil
+	}
+	v := int32(*p)
+	return &v
+}
+
+func tagsOf(p *api.FreeformTags) map[string]string {
+	if p == nil {
+		return nil
+	}
+	if *p == nil {
+		return map[string]string{}
+	}
+	return *p
+}

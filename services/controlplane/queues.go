@@ -1,0 +1,193 @@
+package controlplane
+
+import (
+	"cmp"
+	"net/http"
+
+	"github.com/gin-gonic/gin"
+
+	"github.com/ferry-mq/ferry/openapi/api"
+	"github.com/ferry-mq/ferry/persistence"
+	"github.com/ferry-mq/ferry/services/apierror"
+	"github.com/ferry-mq/ferry/tenancy"
+)
+
+// Queue defaults (DESIGN section 3).
+const (
+	RetentionSecondsDefault        = 86400
+	VisibilitySecondsDefault       = 30
+	TimeoutSecondsDefault          = 30
+	ChannelConsumptionLimitDefault = 100
+	MaxSizeBytesDefault            = int64(2 << 30)
+)
+
+func (h *Handlers) toQueue(q persistence.Queue) api.Queue {
+	return api.Queue{
+		Id:                           q.ID,
+		CompartmentId:                q.CompartmentID,
+		DisplayName:                  q.DisplayName,
+		LifecycleState:               api.LifecycleState(q.LifecycleState),
+		LifecycleDetails:             ptrIfSet(q.LifecycleDetails),
+		RetentionInSeconds:           int(q.RetentionSeconds),
+		VisibilityInSeconds:          int(q.VisibilitySeconds),
+		TimeoutInSeconds:             int(q.TimeoutSeconds),
+		DeadLetterQueueDeliveryCount: int(q.DeadLetterQueueDeliveryCount),
+		ChannelConsumptionLimit:      int(q.ChannelConsumptionLimit),
+		MaxSizeInBytes:               q.MaxSizeBytes,
+		DeduplicationWindowInSeconds: int(q.DedupWindowSeconds),
+		MessagesEndpoint:             h.publicURL,
+		FreeformTags:                 q.FreeformTags,
+		TimeCreated:                  q.TimeCreated,
+		TimeUpdated:                  q.TimeUpdated,
+	}
+}
+
+func (h *Handlers) writeQueue(c *gin.Context, q persistence.Queue) {
+	c.Header("etag", q.Etag())
+	c.JSON(http.StatusOK, h.toQueue(q))
+}
+
+// CreateQueue creates a queue with the defaults of DESIGN section 3 for every setting left out.
+func (h *Handlers) CreateQueue(c *gin.Context, _ api.CreateQueueParams) {
+	var body api.CreateQueueDetails
+	if !bind(c, &body) {
+		return
+	}
+	q, err := h.store.Queues.Create(c.Request.Context(), persistence.Queue{
+		TenancyID:                    tenancyOf(c),
+		ID:                           h.ocids.New(tenancy.TypeQueue),
+		CompartmentID:                body.CompartmentId,
+		DisplayName:                  body.DisplayName,
+		RetentionSeconds:             int32(cmp.Or(deref(body.RetentionInSeconds), RetentionSecondsDefault)),
+		VisibilitySeconds:            int32(orDefault(body.VisibilityInSeconds, VisibilitySecondsDefault)),
+		TimeoutSeconds:               int32(orDefault(body.TimeoutInSeconds, TimeoutSecondsDefault)),
+		DeadLetterQueueDeliveryCount: int32(deref(body.DeadLetterQueueDeliveryCount)),
+		ChannelConsumptionLimit:      int32(cmp.Or(deref(body.ChannelConsumptionLimit), ChannelConsumptionLimitDefault)),
+		MaxSizeBytes:                 cmp.Or(deref(body.MaxSizeInBytes), MaxSizeBytesDefault),
+		DedupWindowSeconds:           int32(deref(body.DeduplicationWindowInSeconds)),
+		FreeformTags:                 tagsOf(body.FreeformTags),
+	})
+	if err != nil {
+		apierror.Write(c, err)
+		return
+	}
+	h.writeQueue(c, q)
+}
+
+// orDefault applies def only when the field is absent (0 is a valid explicit value).
+func orDefault(p *int, def int) int {
+	if p == nil {
+		return def
+	}
+	return *p
+}
+
+// GetQueue returns one queue.
+func (h *Handlers) GetQueue(c *gin.Context, id api.QueueIdPath, _ api.GetQueueParams) {
+	q, err := h.store.Queues.Get(c.Request.Context(), tenancyOf(c), id)
+	if err != nil {
+		apierror.Write(c, err)
+		return
+	}
+	h.writeQueue(c, q)
+}
+
+// ListQueues lists the queues of a compartment (or its subtree) with filters, sorting and pagination.
+func (h *Handlers) ListQueues(c *gin.Context, params api.ListQueuesParams) {
+	ctx := c.Request.Context()
+	if _, err := h.store.Compartments.Get(ctx, tenancyOf(c), params.CompartmentId); err != nil {
+		apierror.Write(c, err)
+		return
+	}
+	byName := params.SortBy != nil && *params.SortBy == api.ListQueuesParamsSortByDisplayName
+	list, next, err := h.store.Queues.List(ctx, tenancyOf(c), persistence.QueueFilter{
+		CompartmentID:  params.CompartmentId,
+		InSubtree:      deref(params.CompartmentIdInSubtree),
+		DisplayName:    deref(params.DisplayName),
+		ID:             deref(params.Id),
+		LifecycleState: string(deref(params.LifecycleState)),
+	}, page(params.Limit, params.Page, byName, params.SortOrder))
+	if err != nil {
+		apierror.Write(c, err)
+		return
+	}
+	items := make([]api.QueueSummary, 0, len(list))
+	for _, q := range list {
+		full := h.toQueue(q)
+		items = append(items, api.QueueSummary{
+			Id: full.Id, CompartmentId: full.CompartmentId, DisplayName: full.DisplayName,
+			LifecycleState: full.LifecycleState, LifecycleDetails: full.LifecycleDetails,
+			MessagesEndpoint: full.MessagesEndpoint, FreeformTags: full.FreeformTags,
+			TimeCreated: full.TimeCreated, TimeUpdated: full.TimeUpdated,
+		})
+	}
+	writeList(c, next, api.QueueCollection{Items: items})
+}
+
+// UpdateQueue changes the queue's settings (retentionInSeconds cannot change: the spec rejects it).
+func (h *Handlers) UpdateQueue(c *gin.Context, id api.QueueIdPath, params api.UpdateQueueParams) {
+	var body api.UpdateQueueDetails
+	if !bind(c, &body) {
+		return
+	}
+	q, err := h.store.Queues.Update(c.Request.Context(), tenancyOf(c), id, deref(params.IfMatch), persistence.QueuePatch{
+		DisplayName:                  body.DisplayName,
+		VisibilitySeconds:            int32Ptr(body.VisibilityInSeconds),
+		TimeoutSeconds:               int32Ptr(body.TimeoutInSeconds),
+		DeadLetterQueueDeliveryCount: int32Ptr(body.DeadLetterQueueDeliveryCount),
+		ChannelConsumptionLimit:      int32Ptr(body.ChannelConsumptionLimit),
+		MaxSizeBytes:                 body.MaxSizeInBytes,
+		DedupWindowSeconds:           int32Ptr(body.DeduplicationWindowInSeconds),
+		FreeformTags:                 tagsOf(body.FreeformTags),
+	})
+	if err != nil {
+		apierror.Write(c, err)
+		return
+	}
+	h.writeQueue(c, q)
+}
+
+// DeleteQueue marks the queue DELETING and answers 202 with the work request that removes its messages.
+func (h *Handlers) DeleteQueue(c *gin.Context, id api.QueueIdPath, params api.DeleteQueueParams) {
+	h.startWork(c, id, deref(params.IfMatch), persistence.StateDeleting, persistence.WorkRequest{
+		OperationType: persistence.OpDeleteQueue, ActionType: "DELETED",
+	})
+}
+
+// PurgeQueue answers 202 with the work request that deletes the queue's (or its DLQ's) messages.
+func (h *Handlers) PurgeQueue(c *gin.Context, id api.QueueIdPath, params api.PurgeQueueParams) {
+	var body api.PurgeQueueDetails
+	if !bind(c, &body) {
+		return
+	}
+	h.startWork(c, id, deref(params.IfMatch), "", persistence.WorkRequest{
+		OperationType: persistence.OpPurgeQueue, ActionType: "UPDATED",
+		Params: map[string]any{"purgeType": string(body.PurgeType)},
+	})
+}
+
+func (h *Handlers) startWork(c *gin.Context, id, ifMatch, newState string, wr persistence.WorkRequest) {
+	wr.ID = h.ocids.New(tenancy.TypeWorkRequest)
+	wr, err := h.store.Queues.StartWork(c.Request.Context(), tenancyOf(c), id, ifMatch, newState, wr)
+	if err != nil {
+		apierror.Write(c, err)
+		return
+	}
+	h.wake()
+	c.Header("opc-work-request-id", wr.ID)
+	c.Status(http.StatusAccepted)
+}
+
+// ChangeQueueCompartment moves the queue to another compartment of the tenancy.
+func (h *Handlers) ChangeQueueCompartment(c *gin.Context, id api.QueueIdPath, params api.ChangeQueueCompartmentParams) {
+	var body api.ChangeQueueCompartmentDetails
+	if !bind(c, &body) {
+		return
+	}
+	q, err := h.store.Queues.ChangeCompartment(c.Request.Context(), tenancyOf(c), id, deref(params.IfMatch), body.CompartmentId)
+	if err != nil {
+		apierror.Write(c, err)
+		return
+	}
+	h.writeQueue(c, q)
+}

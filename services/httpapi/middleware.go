@@ -1,0 +1,110 @@
+// Package httpapi holds the HTTP plumbing both planes share: request ids, panics, body limits, metrics, OpenAPI
+// validation and retry tokens. Each piece is a gin middleware.
+package httpapi
+
+import (
+	"crypto/rand"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net/http"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/gin-gonic/gin"
+	"go.opentelemetry.io/otel/attribute"
+	"go.opentelemetry.io/otel/metric"
+	"go.opentelemetry.io/otel/trace"
+
+	"github.com/ferry-mq/ferry/services/apierror"
+	"github.com/ferry-mq/ferry/services/telemetry"
+)
+
+// RequestID echoes the caller's opc-request-id (when sane) or mints one, on every response.
+func RequestID() gin.HandlerFunc {
+	return func(c *gin.Context) {
+		id := c.GetHeader("opc-request-id")
+		if id == "" || len(id) > 98 || strings.ContainsAny(id, "\r\n") {
+			var b [16]byte
+			_, _ = rand.Read(b[:])
+			id = strings.ToUpper(hex.EncodeToString(b[:]))
+		}
+		c.Header("opc-request-id", id)
+		c.Next()
+	}
+}
+
+// Recover turns a panic into a 500 with the JSON body (and a log line), never a dropped connection.
+func Recover() gin.HandlerFunc {
+	return func(c *gin.Context) {
+		defer func() {
+			if r := recover(); r != nil {
+				if r == http.ErrAbortHandler {
+					panic(r)
+				}
+				apierror.Write(c, fmt.Errorf("panic: %v", r))
+			}
+		}()
+		c.Next()
+	}
+}
+
+// BodyLimit answers 413 PayloadTooLarge for bodies over limit bytes (the control plane's 1 MiB, the data
+// plane's 2 MiB), checked on Content-Length up front and enforced while reading.
+func BodyLimit(limit func(c *gin.Context) int64) gin.HandlerFunc {
+	return func(c *gin.Context) {
+		n := limit(c)
+		if c.Request.ContentLength > n {
+			apierror.Write(c, apierror.PayloadTooLarge("the request body is larger than %d bytes", n))
+			return
+		}
+		if c.Request.Body != nil {
+			c.Request.Body = http.MaxBytesReader(c.Writer, c.Request.Body, n)
+		}
+		c.Next()
+	}
+}
+
+// IsTooLarge reports whether err comes from reading past the body limit.
+func IsTooLarge(err error) bool {
+	var maxErr *http.MaxBytesError
+	return errors.As(err, &maxErr)
+}
+
+// Metrics counts requests and records latency per operation (the route template), method and status, and names
+// the server span after the route.
+func Metrics(inst *telemetry.Instruments) gin.HandlerFunc {
+	return func(c *gin.Context) {
+		start := time.Now()
+		c.Next()
+		route := c.FullPath()
+		if route == "" {
+			route = "unmatched"
+		}
+		attrs := metric.WithAttributeSet(attribute.NewSet(
+			attribute.String("operation", route),
+			attribute.String("method", c.Request.Method),
+			attribute.String("status", strconv.Itoa(c.Writer.Status())),
+		))
+		inst.HTTPRequests.Add(c.Request.Context(), 1, attrs)
+		inst.HTTPDuration.Record(c.Request.Context(), time.Since(start).Seconds(), attrs)
+	}
+}
+
+// AccessLog logs each request at debug level, and failures at warn.
+func AccessLog(logger *slog.Logger) gin.HandlerFunc {
+	return func(c *gin.Context) {
+		start := time.Now()
+		c.Next()
+		status := c.Writer.Status()
+		level := slog.LevelDebug
+		if status >= 500 {
+			level = slog.LevelWarn
+		}
+		logger.Log(c.Request.Context(), level, "request", "method", c.Request.Method, "path", c.Request.URL.Path,
+			"status", status, "duration", time.Since(start), "opcRequestId", c.Writer.Header().Get("opc-request-id"),
+			"traceId", trace.SpanContextFromContext(c.Request.Context()).TraceID().String())
+	}
+}

@@ -1,0 +1,152 @@
+// Package maintenance runs ferry's background work: the work request executor (queue delete, purge) and the
+// periodic maintainers. Each has Start/Stop that are safe to call twice, and runs safely on several nodes at once
+// (work is claimed with SKIP LOCKED or an advisory lock).
+package maintenance
+
+import (
+	"context"
+	"fmt"
+	"log/slog"
+	"sync"
+	"time"
+
+	"github.com/ferry-mq/ferry/persistence"
+)
+
+// PollIntervalDefault is how often the executor looks for work when nobody woke it (work requests created on
+// another node are found this way).
+const PollIntervalDefault = 2 * time.Second
+
+// PurgeFunc deletes a queue's messages in batches ("NORMAL", "DLQ" or "BOTH"), reporting progress (0..100).
+type PurgeFunc func(ctx context.Context, tenancyID, queueID, purgeType string, progress func(percent float32)) error
+
+// WorkRequestExecutor claims and executes asynchronous work requests.
+type WorkRequestExecutor struct {
+	Store        *persistence.Store
+	Purge        PurgeFunc // nil: queues have no data to remove
+	Logger       *slog.Logger
+	PollInterval time.Duration
+
+	wake    chan struct{}
+	mu      sync.Mutex
+	cancel  context.CancelFunc
+	stopped chan struct{}
+}
+
+// Wake makes the executor look for work now.
+func (e *WorkRequestExecutor) Wake() {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	if e.wake == nil {
+		e.wake = make(chan struct{}, 1)
+	}
+	select {
+	case e.wake <- struct{}{}:
+	default:
+	}
+}
+
+// Start runs the executor until Stop. Calling it twice does nothing.
+func (e *WorkRequestExecutor) Start(ctx context.Context) {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	if e.cancel != nil {
+		return
+	}
+	if e.wake == nil {
+		e.wake = make(chan struct{}, 1)
+	}
+	ctx, e.cancel = context.WithCancel(context.WithoutCancel(ctx))
+	e.stopped = make(chan struct{})
+	go e.run(ctx)
+}
+
+// Stop ends the loop and waits for the current work request to reach a safe point.
+func (e *WorkRequestExecutor) Stop() {
+	e.mu.Lock()
+	cancel, stopped := e.cancel, e.stopped
+	e.cancel = nil
+	e.mu.Unlock()
+	if cancel == nil {
+		return
+	}
+	cancel()
+	<-stopped
+}
+
+func (e *WorkRequestExecutor) run(ctx context.Context) {
+	defer close(e.stopped)
+	interval := e.PollInterval
+	if interval <= 0 {
+		interval = PollIntervalDefault
+	}
+	ticker := time.NewTicker(interval)
+	defer ticker.Stop()
+	for {
+		for e.RunOnce(ctx) {
+		}
+		select {
+		case <-ctx.Done():
+			return
+		case <-ticker.C:
+		case <-e.wake:
+		}
+	}
+}
+
+// RunOnce executes at most one work request and reports whether it found one (tests call it directly).
+func (e *WorkRequestExecutor) RunOnce(ctx context.Context) bool {
+	w, ok, err := e.Store.WorkRequests.Claim(ctx)
+	if err != nil {
+		if ctx.Err() == nil {
+			e.logger().Error("claiming work request", "error", err)
+		}
+		return false
+	}
+	if !ok {
+		return false
+	}
+	err = e.execute(ctx, w)
+	// The outcome is recorded even when ctx was cancelled mid-way.
+	done := context.WithoutCancel(ctx)
+	if err != nil {
+		if ctx.Err() != nil {
+			return false // stopping: another node (or the next start) resumes it after WorkRequestStaleAfter
+		}
+		e.logger().Error("work request failed", "workRequest", w.ID, "operation", w.OperationType, "error", err)
+		if w.OperationType == persistence.OpDeleteQueue {
+			_ = e.Store.Queues.SetState(done, w.TenancyID, w.ResourceID, "FAILED", "delete failed; retry the delete")
+		}
+		_ = e.Store.WorkRequests.Finish(done, w.TenancyID, w.ID, persistence.WorkFailed, err.Error())
+		return true
+	}
+	_ = e.Store.WorkRequests.Finish(done, w.TenancyID, w.ID, persistence.WorkSucceeded, "")
+	return true
+}
+
+func (e *WorkRequestExecutor) execute(ctx context.Context, w persistence.WorkRequest) error {
+	progress := func(percent float32) { _ = e.Store.WorkRequests.Progress(ctx, w.TenancyID, w.ID, min(percent, 99)) }
+	switch w.OperationType {
+	case persistence.OpDeleteQueue:
+		if e.Purge != nil {
+			if err := e.Purge(ctx, w.TenancyID, w.ResourceID, "BOTH", progress); err != nil {
+				return err
+			}
+		}
+		return e.Store.Queues.SetState(ctx, w.TenancyID, w.ResourceID, persistence.StateDeleted, "")
+	case persistence.OpPurgeQueue:
+		purgeType, _ := w.Params["purgeType"].(string)
+		if e.Purge == nil {
+			return nil
+		}
+		return e.Purge(ctx, w.TenancyID, w.ResourceID, purgeType, progress)
+	}
+	return fmt.Errorf("unknown operation %s", w.OperationType)
+}
+
+func (e *WorkRequestExecutor) logger() *slog.Logger {
+	if e.Logger == nil {
+		return slog.Default()
+	}
+	return e.Logger
+}

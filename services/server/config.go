@@ -1,0 +1,47 @@
+// Package server wires ferry together: configuration, the router with its middleware chain, the control and data
+// plane handlers, and the background workers. cmd/ferry and the end-to-end tests both build the server here.
+package server
+
+import (
+	"fmt"
+
+	"github.com/caarlos0/env/v11"
+)
+
+// Config is ferry's configuration, read from the environment (DESIGN section 11).
+type Config struct {
+	// DatabaseURL is a postgres:// URL. Empty = the embedded private cluster in DataDir.
+	DatabaseURL string `env:"FERRY_DATABASE_URL"`
+	// DataDir holds the embedded cluster and the development JWT secret. Default ".data".
+	DataDir string `env:"FERRY_DATA_DIR" envDefault:".data"`
+	// Listen is the HTTP listen address. Default "127.0.0.1:8080".
+	Listen string `env:"FERRY_LISTEN" envDefault:"127.0.0.1:8080"`
+	// PublicURL is the base URL clients reach this service at (a queue's messagesEndpoint). Default http://Listen.
+	PublicURL string `env:"FERRY_PUBLIC_URL"`
+	// JWT verification (DESIGN section 5).
+	JWTHS256Secret   string   `env:"FERRY_JWT_HS256_SECRET"`
+	JWTPublicKeyFile string   `env:"FERRY_JWT_PUBLIC_KEY_FILE"`
+	JWTJWKSURL       string   `env:"FERRY_JWT_JWKS_URL"`
+	JWTAlgorithms    []string `env:"FERRY_JWT_ALGORITHMS"` // default: what the configured keys verify
+	JWTIssuer        string   `env:"FERRY_JWT_ISSUER"`
+	JWTAudience      string   `env:"FERRY_JWT_AUDIENCE"`
+	// Realm and Region go into every OCID. Defaults "ferry" and "local".
+	Realm  string `env:"FERRY_REALM" envDefault:"ferry"`
+	Region string `env:"FERRY_REGION" envDefault:"local"`
+	// DBMaxConns caps the pool. Default 20.
+	DBMaxConns int32 `env:"FERRY_DB_MAX_CONNS" envDefault:"20"`
+	// LogLevel is debug, info, warn or error. Default info.
+	LogLevel string `env:"FERRY_LOG_LEVEL" envDefault:"info"`
+}
+
+// LoadConfig reads the environment.
+func LoadConfig() (Config, error) {
+	cfg, err := env.ParseAs[Config]()
+	if err != nil {
+		return cfg, fmt.Errorf("configuration: %w", err)
+	}
+	if cfg.PublicURL == "" {
+		cfg.PublicURL = "http://" + cfg.Listen
+	}
+	return cfg, nil
+}

@@ -1,0 +1,204 @@
+package server
+
+import (
+	"context"
+	"errors"
+	"log/slog"
+	"net"
+	"net/http"
+	"strings"
+	"time"
+
+	"github.com/gin-gonic/gin"
+	"github.com/jackc/pgx/v5/pgxpool"
+	"go.opentelemetry.io/contrib/instrumentation/github.com/gin-gonic/gin/otelgin"
+
+	"github.com/ferry-mq/ferry/iam"
+	"github.com/ferry-mq/ferry/migrations"
+	"github.com/ferry-mq/ferry/openapi"
+	"github.com/ferry-mq/ferry/openapi/api"
+	"github.com/ferry-mq/ferry/persistence"
+	"github.com/ferry-mq/ferry/services/apierror"
+	"github.com/ferry-mq/ferry/services/controlplane"
+	"github.com/ferry-mq/ferry/services/dataplane"
+	"github.com/ferry-mq/ferry/services/httpapi"
+	"github.com/ferry-mq/ferry/services/maintenance"
+	"github.com/ferry-mq/ferry/services/telemetry"
+	"github.com/ferry-mq/ferry/tenancy"
+)
+
+// Body limits (DESIGN sections 4 and 7).
+const (
+	ControlPlaneBodyLimit = 1 << 20
+	DataPlaneBodyLimit    = 2 << 20
+)
+
+// Server is a running ferry node: the HTTP handler and its background workers.
+type Server struct {
+	cfg       Config
+	store     *persistence.Store
+	telemetry *telemetry.Telemetry
+	logger    *slog.Logger
+	engine    *gin.Engine
+	executor  *maintenance.WorkRequestExecutor
+}
+
+// New builds the server on an open pool. It does not start background work: call Start.
+func New(cfg Config, pool *pgxpool.Pool, tel *telemetry.Telemetry, logger *slog.Logger) (*Server, error) {
+	if logger == nil {
+		logger = slog.Default()
+	}
+	auth, err := iam.NewAuthenticator(iam.AuthConfig{
+		HS256Secret:   []byte(cfg.JWTHS256Secret),
+		PublicKeyFile: cfg.JWTPublicKeyFile,
+		JWKSURL:       cfg.JWTJWKSURL,
+		Algorithms:    cfg.JWTAlgorithms,
+		Issuer:        cfg.JWTIssuer,
+		Audience:      cfg.JWTAudience,
+	})
+	if err != nil {
+		return nil, err
+	}
+	store := persistence.NewStore(pool)
+	s := &Server{cfg: cfg, store: store, telemetry: tel, logger: logger}
+	s.executor = &maintenance.WorkRequestExecutor{Store: store, Logger: logger}
+
+	spec, err := api.GetSwagger()
+	if err != nil {
+		return nil, err
+	}
+	gin.SetMode(gin.ReleaseMode)
+	r := gin.New()
+	r.ContextWithFallback = true
+	r.HandleMethodNotAllowed = true
+	r.NoRoute(httpapi.NotFound)
+	r.NoMethod(httpapi.MethodNotAllowed)
+	r.Use(
+		httpapi.RequestID(),
+		httpapi.Recover(),
+		otelgin.Middleware("ferry", otelgin.WithTracerProvider(tel.TracerProvider)),
+		httpapi.Metrics(tel.Instruments),
+		httpapi.AccessLog(logger),
+		auth.Middleware(store.Tenancies.Exists, isPublic),
+		httpapi.BodyLimit(bodyLimit),
+		httpapi.RetryTokens(store.Idempotency),
+		httpapi.NewValidator(spec).Middleware(),
+	)
+	handlers := &handlers{
+		controlPlane: controlplane.New(store, tenancy.OCIDs{Realm: cfg.Realm, Region: cfg.Region}, cfg.PublicURL, s.executor.Wake),
+		dataPlane:    &dataplane.Handlers{},
+		operations:   &operations{pool: pool, telemetry: tel},
+	}
+	api.RegisterHandlersWithOptions(r, handlers, api.GinServerOptions{
+		ErrorHandler: func(c *gin.Context, err error, _ int) { apierror.Write(c, apierror.InvalidParameter("%v", err)) },
+	})
+	s.engine = r
+	return s, nil
+}
+
+// handlers joins the planes into one api.ServerInterface.
+type handlers struct {
+	*controlPlane
+	*dataPlane
+	*operations
+}
+
+type (
+	controlPlane = controlplane.Handlers
+	dataPlane    = dataplane.Handlers
+)
+
+var _ api.ServerInterface = (*handlers)(nil)
+
+// Handler is the HTTP handler of both planes.
+func (s *Server) Handler() http.Handler { return s.engine }
+
+// Store exposes the repositories (admin commands and tests).
+func (s *Server) Store() *persistence.Store { return s.store }
+
+// Start starts the background workers.
+func (s *Server) Start(ctx context.Context) {
+	s.executor.Start(ctx)
+}
+
+// Stop stops the background workers. Safe to call twice.
+func (s *Server) Stop() {
+	s.executor.Stop()
+}
+
+// Executor is the work request executor (tests drive it directly).
+func (s *Server) Executor() *maintenance.WorkRequestExecutor { return s.executor }
+
+// Serve serves HTTP on l until ctx is cancelled, then drains in-flight requests (up to drain) and stops.
+func (s *Server) Serve(ctx context.Context, l net.Listener, drain time.Duration) error {
+	srv := &http.Server{
+		Handler:           s.engine,
+		ReadHeaderTimeout: 10 * time.Second,
+		IdleTimeout:       2 * time.Minute,
+		BaseContext:       func(net.Listener) context.Context { return context.WithoutCancel(ctx) },
+	}
+	errc := make(chan error, 1)
+	go func() { errc <- srv.Serve(l) }()
+	select {
+	case err := <-errc:
+		return err
+	case <-ctx.Done():
+	}
+	shutdownCtx, cancel := context.WithTimeout(context.Background(), drain)
+	defer cancel()
+	err := srv.Shutdown(shutdownCtx)
+	if errors.Is(<-errc, http.ErrServerClosed) && err == nil {
+		return nil
+	}
+	return err
+}
+
+func isPublic(path string) bool {
+	switch path {
+	case "/healthz", "/readyz", "/metrics", "/openapi.yaml":
+		return true
+	}
+	return false
+}
+
+func bodyLimit(c *gin.Context) int64 {
+	if strings.Contains(c.FullPath(), "/messages") {
+		return DataPlaneBodyLimit
+	}
+	return ControlPlaneBodyLimit
+}
+
+// operations serves the unauthenticated endpoints.
+type operations struct {
+	pool      *pgxpool.Pool
+	telemetry *telemetry.Telemetry
+}
+
+func (o *operations) Healthz(c *gin.Context, _ api.HealthzParams) {
+	c.JSON(http.StatusOK, gin.H{"status": "ok"})
+}
+
+func (o *operations) Readyz(c *gin.Context, _ api.ReadyzParams) {
+	ctx, cancel := context.WithTimeout(c.Request.Context(), 2*time.Second)
+	defer cancel()
+	if err := o.pool.Ping(ctx); err != nil {
+		apierror.Write(c, apierror.ServiceUnavailable(1, "the database is not reachable"))
+		return
+	}
+	var version int64
+	var dirty bool
+	err := o.pool.QueryRow(ctx, `SELECT version, dirty FROM schema_migrations`).Scan(&version, &dirty)
+	if err != nil || dirty || uint(version) < migrations.Latest() {
+		apierror.Write(c, apierror.ServiceUnavailable(5, "the database schema is not migrated to version %d", migrations.Latest()))
+		return
+	}
+	c.JSON(http.StatusOK, gin.H{"status": "ready"})
+}
+
+func (o *operations) Metrics(c *gin.Context, _ api.MetricsParams) {
+	o.telemetry.MetricsHandler().ServeHTTP(c.Writer, c.Request)
+}
+
+func (o *operations) GetOpenAPISpec(c *gin.Context, _ api.GetOpenAPISpecParams) {
+	c.Data(http.StatusOK, "application/yaml", openapi.Spec)
+}

@@ -1,0 +1,118 @@
+// Package telemetry sets up OpenTelemetry for ferry: a tracer provider (OTLP over HTTP when the standard
+// OTEL_EXPORTER_OTLP_* variables name an endpoint, otherwise spans are recorded but not exported), a meter
+// provider read by the Prometheus exporter behind GET /metrics (and pushed by OTLP when configured), the W3C
+// propagator, and ferry's instruments.
+package telemetry
+
+import (
+	"context"
+	"errors"
+	"net/http"
+	"os"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/collectors"
+	"github.com/prometheus/client_golang/prometheus/promhttp"
+	"go.opentelemetry.io/otel"
+	"go.opentelemetry.io/otel/attribute"
+	"go.opentelemetry.io/otel/exporters/otlp/otlpmetric/otlpmetrichttp"
+	"go.opentelemetry.io/otel/exporters/otlp/otlptrace/otlptracehttp"
+	otelprom "go.opentelemetry.io/otel/exporters/prometheus"
+	"go.opentelemetry.io/otel/metric"
+	"go.opentelemetry.io/otel/propagation"
+	sdkmetric "go.opentelemetry.io/otel/sdk/metric"
+	"go.opentelemetry.io/otel/sdk/resource"
+	sdktrace "go.opentelemetry.io/otel/sdk/trace"
+	semconv "go.opentelemetry.io/otel/semconv/v1.26.0"
+	"go.opentelemetry.io/otel/trace"
+)
+
+// Telemetry holds the providers, the Prometheus handler and ferry's instruments.
+type Telemetry struct {
+	TracerProvider *sdktrace.TracerProvider
+	MeterProvider  *sdkmetric.MeterProvider
+	Tracer         trace.Tracer
+	Meter          metric.Meter
+	Instruments    *Instruments
+	registry       *prometheus.Registry
+}
+
+// Setup builds the providers and installs them as the OTel globals.
+func Setup(ctx context.Context, serviceName, version string) (*Telemetry, error) {
+	res, err := resource.Merge(resource.Default(), resource.NewSchemaless(
+		semconv.ServiceName(serviceName), semconv.ServiceVersion(version)))
+	if err != nil {
+		res = resource.Default()
+	}
+
+	traceOpts := []sdktrace.TracerProviderOption{sdktrace.WithResource(res)}
+	if otlpConfigured("TRACES") {
+		exp, err := otlptracehttp.New(ctx)
+		if err != nil {
+			return nil, err
+		}
+		traceOpts = append(traceOpts, sdktrace.WithBatcher(exp))
+	}
+	tp := sdktrace.NewTracerProvider(traceOpts...)
+
+	registry := prometheus.NewRegistry()
+	registry.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
+	promExporter, err := otelprom.New(otelprom.WithRegisterer(registry))
+	if err != nil {
+		return nil, err
+	}
+	meterOpts := []sdkmetric.Option{sdkmetric.WithResource(res), sdkmetric.WithReader(promExporter),
+		sdkmetric.WithView(latencyView())}
+	if otlpConfigured("METRICS") {
+		exp, err := otlpmetrichttp.New(ctx)
+		if err != nil {
+			return nil, err
+		}
+		meterOpts = append(meterOpts, sdkmetric.WithReader(sdkmetric.NewPeriodicReader(exp)))
+	}
+	mp := sdkmetric.NewMeterProvider(meterOpts...)
+
+	otel.SetTracerProvider(tp)
+	otel.SetMeterProvider(mp)
+	otel.SetTextMapPropagator(propagation.NewCompositeTextMapPropagator(propagation.TraceContext{}, propagation.Baggage{}))
+
+	t := &Telemetry{
+		TracerProvider: tp,
+		MeterProvider:  mp,
+		Tracer:         tp.Tracer("github.com/ferry-mq/ferry"),
+		Meter:          mp.Meter("github.com/ferry-mq/ferry"),
+		registry:       registry,
+	}
+	if t.Instruments, err = newInstruments(t.Meter); err != nil {
+		return nil, err
+	}
+	return t, nil
+}
+
+// MetricsHandler serves the Prometheus exposition format.
+func (t *Telemetry) MetricsHandler() http.Handler {
+	return promhttp.HandlerFor(t.registry, promhttp.HandlerOpts{})
+}
+
+// Shutdown flushes and stops the providers.
+func (t *Telemetry) Shutdown(ctx context.Context) error {
+	return errors.Join(t.TracerProvider.Shutdown(ctx), t.MeterProvider.Shutdown(ctx))
+}
+
+func otlpConfigured(signal string) bool {
+	return os.Getenv("OTEL_EXPORTER_OTLP_ENDPOINT") != "" || os.Getenv("OTEL_EXPORTER_OTLP_"+signal+"_ENDPOINT") != ""
+}
+
+// latencyView gives request latency histograms buckets fit for a queue (sub-millisecond to tens of seconds, long
+// polls included).
+func latencyView() sdkmetric.View {
+	return sdkmetric.NewView(
+		sdkmetric.Instrument{Name: "ferry.http.server.duration"},
+		sdkmetric.Stream{Aggregation: sdkmetric.AggregationExplicitBucketHistogram{
+			Boundaries: []float64{0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30},
+		}},
+	)
+}
+
+// Attr shortens attribute construction at call sites.
+func Attr(key, value string) attribute.KeyValue { return attribute.String(key, value) }
