@@ -17,7 +17,9 @@ type Tracer struct {
 }
 
 // NewTracer uses the global tracer provider (set up by services/telemetry).
-func NewTracer() *Tracer { return &Tracer{tracer: otel.Tracer("github.com/ferry-mq/ferry/persistence")} }
+func NewTracer() *Tracer {
+	return &Tracer{tracer: otel.Tracer("github.com/ferry-mq/ferry/persistence")}
+}
 
 // TraceQueryStart starts the statement's span.
 func (t *Tracer) TraceQueryStart(ctx context.Context, _ *pgx.Conn, data pgx.TraceQueryStartData) context.Context {

@@ -25,10 +25,16 @@ func (h *Handlers) DeleteMessage(c *gin.Context, _ api.QueueIdPath, _ api.Messag
 func (h *Handlers) UpdateMessage(c *gin.Context, _ api.QueueIdPath, _ api.MessageReceiptPath, _ api.UpdateMessageParams) {
 	notYet(c)
 }
-func (h *Handlers) DeleteMessages(c *gin.Context, _ api.QueueIdPath, _ api.DeleteMessagesParams) { notYet(c) }
-func (h *Handlers) UpdateMessages(c *gin.Context, _ api.QueueIdPath, _ api.UpdateMessagesParams) { notYet(c) }
-func (h *Handlers) GetStats(c *gin.Context, _ api.QueueIdPath, _ api.GetStatsParams)             { notYet(c) }
-func (h *Handlers) ListChannels(c *gin.Context, _ api.QueueIdPath, _ api.ListChannelsParams)     { notYet(c) }
+func (h *Handlers) DeleteMessages(c *gin.Context, _ api.QueueIdPath, _ api.DeleteMessagesParams) {
+	notYet(c)
+}
+func (h *Handlers) UpdateMessages(c *gin.Context, _ api.QueueIdPath, _ api.UpdateMessagesParams) {
+	notYet(c)
+}
+func (h *Handlers) GetStats(c *gin.Context, _ api.QueueIdPath, _ api.GetStatsParams) { notYet(c) }
+func (h *Handlers) ListChannels(c *gin.Context, _ api.QueueIdPath, _ api.ListChannelsParams) {
+	notYet(c)
+}
 func (h *Handlers) RedriveMessages(c *gin.Context, _ api.QueueIdPath, _ api.RedriveMessagesParams) {
 	notYet(c)
 }
