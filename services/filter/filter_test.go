@@ -565,19 +565,19 @@ func TestErrorFormat(t *testing.T) {
 func TestCanonical(t *testing.T) {
 	t.Parallel()
 	cases := map[string]string{
-		`:a`:                                 `:a`,
-		`  :a  AND(:b)AND:c`:                 `:a AND :b AND :c`,
-		`:a AND (:b AND :c)`:                 `:a AND :b AND :c`,
-		`(:a OR :b) OR :c`:                   `:a OR :b OR :c`,
-		`(:a OR :b) AND :c`:                  `(:a OR :b) AND :c`,
-		`:a OR :b AND :c`:                    `:a OR :b AND :c`,
-		`NOT (:a AND :b)`:                    `NOT (:a AND :b)`,
-		`NOT NOT (:a)`:                       `NOT NOT :a`,
-		`(NOT :a) AND :b`:                    `NOT :a AND :b`,
-		`:"x" = 40.0`:                        `:x = 40`,
-		`:"order.id">=-0.50`:                 `:"order.id" >= -0.5`,
-		`:q!="a\"b\\c"`:                      `:q != "a\"b\\c"`,
-		`hasPrefix( :"k k" ,"v" )`:           `hasPrefix(:"k k", "v")`,
+		`:a`:                                  `:a`,
+		`  :a  AND(:b)AND:c`:                  `:a AND :b AND :c`,
+		`:a AND (:b AND :c)`:                  `:a AND :b AND :c`,
+		`(:a OR :b) OR :c`:                    `:a OR :b OR :c`,
+		`(:a OR :b) AND :c`:                   `(:a OR :b) AND :c`,
+		`:a OR :b AND :c`:                     `:a OR :b AND :c`,
+		`NOT (:a AND :b)`:                     `NOT (:a AND :b)`,
+		`NOT NOT (:a)`:                        `NOT NOT :a`,
+		`(NOT :a) AND :b`:                     `NOT :a AND :b`,
+		`:"x" = 40.0`:                         `:x = 40`,
+		`:"order.id">=-0.50`:                  `:"order.id" >= -0.5`,
+		`:q!="a\"b\\c"`:                       `:q != "a\"b\\c"`,
+		`hasPrefix( :"k k" ,"v" )`:            `hasPrefix(:"k k", "v")`,
 		`:a = 123456789012345678901234567890`: `:a = 123456789012345680000000000000`,
 	}
 	for src, want := range cases {
