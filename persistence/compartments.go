@@ -188,6 +188,10 @@ func (r *Compartments) Update(ctx context.Context, tenancyID, id, ifMatch string
 		if cur.LifecycleState != StateActive {
 			return apierror.IncorrectState("compartment %s is %s", id, cur.LifecycleState)
 		}
+		// The root compartment carries the tenancy's name (DESIGN section 3); only its description and tags change.
+		if cur.ParentID == nil && patch.Name != nil && *patch.Name != cur.Name {
+			return apierror.IncorrectState("name: the root compartment of a tenancy cannot be renamed")
+		}
 		var tags any
 		if patch.FreeformTags != nil {
 			tags = patch.FreeformTags

@@ -1,0 +1,377 @@
+package tests
+
+import (
+	"context"
+	"fmt"
+	"net/http"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/ferry-mq/ferry/openapi/sdk"
+)
+
+func TestCompartmentCreateAndGet(t *testing.T) {
+	t.Parallel()
+	_, tenancyID, client := cpStart(t)
+	ctx := context.Background()
+
+	before := time.Now().Add(-time.Minute)
+	resp, err := client.CreateCompartmentWithResponse(ctx, &sdk.CreateCompartmentParams{}, sdk.CreateCompartmentDetails{
+		CompartmentId: tenancyID, Name: "payments", Description: cpPtr("the payments team"),
+		FreeformTags: &sdk.FreeformTags{"team": "payments"},
+	})
+	cpRequireStatus(t, resp, err, http.StatusOK)
+	created := *resp.JSON200
+	require.True(t, strings.HasPrefix(created.Id, "ocid1.compartment.ferry.local."), created.Id)
+	require.Equal(t, tenancyID, *created.CompartmentId)
+	require.Equal(t, "payments", created.Name)
+	require.Equal(t, "the payments team", created.Description)
+	require.Equal(t, sdk.LifecycleStateACTIVE, created.LifecycleState)
+	require.Equal(t, sdk.FreeformTags{"team": "payments"}, created.FreeformTags)
+	require.Equal(t, time.UTC, created.TimeCreated.Location())
+	require.True(t, created.TimeCreated.After(before))
+	createEtag := resp.HTTPResponse.Header.Get("etag")
+	require.NotEmpty(t, createEtag)
+
+	got, etag := cpGetCompartment(t, client, created.Id)
+	require.Equal(t, created, got)
+	require.Equal(t, createEtag, etag)
+
+	// The root compartment has the tenancy's OCID and no parent.
+	root, _ := cpGetCompartment(t, client, tenancyID)
+	require.Equal(t, tenancyID, root.Id)
+	require.Nil(t, root.CompartmentId)
+	require.Equal(t, sdk.LifecycleStateACTIVE, root.LifecycleState)
+
+	// A nested compartment.
+	child := cpCreateCompartment(t, client, created.Id, "ledger")
+	require.Equal(t, created.Id, *child.CompartmentId)
+
+	// A compartment that does not exist.
+	missing := "ocid1.compartment.ferry.local." + strings.Repeat("a", 32)
+	getResp, err := client.GetCompartmentWithResponse(ctx, missing, &sdk.GetCompartmentParams{})
+	cpRequireError(t, getResp, err, http.StatusNotFound, "NotAuthorizedOrNotFound")
+
+	// Creating under a parent that does not exist names the field.
+	resp, err = client.CreateCompartmentWithResponse(ctx, &sdk.CreateCompartmentParams{},
+		sdk.CreateCompartmentDetails{CompartmentId: missing, Name: "orphan"})
+	cpRequireError(t, resp, err, http.StatusNotFound, "NotAuthorizedOrNotFound", "compartmentId")
+}
+
+func TestCompartmentDuplicateSiblingName(t *testing.T) {
+	t.Parallel()
+	_, tenancyID, client := cpStart(t)
+	ctx := context.Background()
+	first := cpCreateCompartment(t, client, tenancyID, "dup")
+
+	for _, name := range []string{"dup", "DUP"} { // sibling names are unique case-insensitively
+		resp, err := client.CreateCompartmentWithResponse(ctx, &sdk.CreateCompartmentParams{},
+			sdk.CreateCompartmentDetails{CompartmentId: tenancyID, Name: name})
+		cpRequireError(t, resp, err, http.StatusConflict, "Conflict", "name")
+	}
+	list, err := client.ListCompartmentsWithResponse(ctx, &sdk.ListCompartmentsParams{CompartmentId: tenancyID})
+	cpRequireStatus(t, list, err, http.StatusOK)
+	require.Len(t, list.JSON200.Items, 1)
+
+	// The same name under another parent is fine.
+	other := cpCreateCompartment(t, client, tenancyID, "other")
+	cpCreateCompartment(t, client, other.Id, "dup")
+
+	// Renaming onto a sibling's name conflicts too.
+	upd, err := client.UpdateCompartmentWithResponse(ctx, other.Id, &sdk.UpdateCompartmentParams{},
+		sdk.UpdateCompartmentDetails{Name: cpPtr("Dup")})
+	cpRequireError(t, upd, err, http.StatusConflict, "Conflict", "name")
+	got, _ := cpGetCompartment(t, client, other.Id)
+	require.Equal(t, "other", got.Name)
+
+	// Deleting a compartment frees its name.
+	del, err := client.DeleteCompartmentWithResponse(ctx, first.Id, &sdk.DeleteCompartmentParams{})
+	cpRequireStatus(t, del, err, http.StatusNoContent)
+	again := cpCreateCompartment(t, client, tenancyID, "dup")
+	require.NotEqual(t, first.Id, again.Id)
+}
+
+// compartmentTree builds root → {a, b, c}, a → {a1, a2}, a1 → {a1x} and returns the compartments by name.
+func compartmentTree(t *testing.T, client *sdk.ClientWithResponses, rootID string) map[string]sdk.Compartment {
+	t.Helper()
+	tree := map[string]sdk.Compartment{}
+	for _, n := range []string{"a", "b", "c"} {
+		tree[n] = cpCreateCompartment(t, client, rootID, n)
+	}
+	for _, n := range []string{"a1", "a2"} {
+		tree[n] = cpCreateCompartment(t, client, tree["a"].Id, n)
+	}
+	tree["a1x"] = cpCreateCompartment(t, client, tree["a1"].Id, "a1x")
+	return tree
+}
+
+func compartmentNames(items []sdk.Compartment) []string {
+	names := make([]string, 0, len(items))
+	for _, c := range items {
+		names = append(names, c.Name)
+	}
+	return names
+}
+
+func TestCompartmentList(t *testing.T) {
+	t.Parallel()
+	_, tenancyID, client := cpStart(t)
+	ctx := context.Background()
+	tree := compartmentTree(t, client, tenancyID)
+
+	list := func(p sdk.ListCompartmentsParams) []string {
+		t.Helper()
+		resp, err := client.ListCompartmentsWithResponse(ctx, &p)
+		cpRequireStatus(t, resp, err, http.StatusOK)
+		require.Empty(t, resp.HTTPResponse.Header.Get("opc-next-page"))
+		return compartmentNames(resp.JSON200.Items)
+	}
+	byName := cpPtr(sdk.ListCompartmentsParamsSortByName)
+	byTime := cpPtr(sdk.ListCompartmentsParamsSortByTimeCreated)
+	asc, desc := cpPtr(sdk.SortOrderASC), cpPtr(sdk.SortOrderDESC)
+
+	// Children only by default; newest first.
+	require.Equal(t, []string{"c", "b", "a"}, list(sdk.ListCompartmentsParams{CompartmentId: tenancyID}))
+	require.Equal(t, []string{"a2", "a1"}, list(sdk.ListCompartmentsParams{CompartmentId: tree["a"].Id}))
+	require.Empty(t, list(sdk.ListCompartmentsParams{CompartmentId: tree["a1x"].Id}))
+
+	// The whole subtree (without the compartment itself).
+	require.Equal(t, []string{"a", "a1", "a1x", "a2", "b", "c"},
+		list(sdk.ListCompartmentsParams{CompartmentId: tenancyID, CompartmentIdInSubtree: cpPtr(true), SortBy: byName}))
+	require.Equal(t, []string{"a1", "a1x", "a2"},
+		list(sdk.ListCompartmentsParams{CompartmentId: tree["a"].Id, CompartmentIdInSubtree: cpPtr(true), SortBy: byName}))
+	require.Equal(t, []string{"a", "b", "c"}, // explicit false = children only
+		list(sdk.ListCompartmentsParams{CompartmentId: tenancyID, CompartmentIdInSubtree: cpPtr(false), SortBy: byName}))
+
+	// Sorting.
+	require.Equal(t, []string{"a", "b", "c"}, list(sdk.ListCompartmentsParams{CompartmentId: tenancyID, SortBy: byName}))
+	require.Equal(t, []string{"a", "b", "c"}, list(sdk.ListCompartmentsParams{CompartmentId: tenancyID, SortBy: byName, SortOrder: asc}))
+	require.Equal(t, []string{"c", "b", "a"}, list(sdk.ListCompartmentsParams{CompartmentId: tenancyID, SortBy: byName, SortOrder: desc}))
+	require.Equal(t, []string{"c", "b", "a"}, list(sdk.ListCompartmentsParams{CompartmentId: tenancyID, SortBy: byTime}))
+	require.Equal(t, []string{"a", "b", "c"}, list(sdk.ListCompartmentsParams{CompartmentId: tenancyID, SortBy: byTime, SortOrder: asc}))
+	require.Equal(t, []string{"c", "b", "a"}, list(sdk.ListCompartmentsParams{CompartmentId: tenancyID, SortBy: byTime, SortOrder: desc}))
+
+	// The name filter is exact and case-sensitive; with the subtree it finds deeper compartments.
+	require.Equal(t, []string{"b"}, list(sdk.ListCompartmentsParams{CompartmentId: tenancyID, Name: cpPtr("b")}))
+	require.Empty(t, list(sdk.ListCompartmentsParams{CompartmentId: tenancyID, Name: cpPtr("B")}))
+	require.Empty(t, list(sdk.ListCompartmentsParams{CompartmentId: tenancyID, Name: cpPtr("a1x")}))
+	require.Equal(t, []string{"a1x"}, list(sdk.ListCompartmentsParams{CompartmentId: tenancyID, Name: cpPtr("a1x"), CompartmentIdInSubtree: cpPtr(true)}))
+
+	// lifecycleState: a deleted compartment is listed only when asked for.
+	del, err := client.DeleteCompartmentWithResponse(ctx, tree["c"].Id, &sdk.DeleteCompartmentParams{})
+	cpRequireStatus(t, del, err, http.StatusNoContent)
+	require.Equal(t, []string{"a", "b"}, list(sdk.ListCompartmentsParams{CompartmentId: tenancyID, SortBy: byName}))
+	require.Equal(t, []string{"c"}, list(sdk.ListCompartmentsParams{CompartmentId: tenancyID, LifecycleState: cpPtr(sdk.LifecycleStateDELETED)}))
+	require.Equal(t, []string{"a", "b"}, list(sdk.ListCompartmentsParams{CompartmentId: tenancyID, SortBy: byName, LifecycleState: cpPtr(sdk.LifecycleStateACTIVE)}))
+	require.Equal(t, []string{"c"}, list(sdk.ListCompartmentsParams{CompartmentId: tenancyID, CompartmentIdInSubtree: cpPtr(true), LifecycleState: cpPtr(sdk.LifecycleStateDELETED)}))
+	require.Empty(t, list(sdk.ListCompartmentsParams{CompartmentId: tenancyID, LifecycleState: cpPtr(sdk.LifecycleStateFAILED)}))
+
+	// Listing in a compartment that does not exist.
+	resp, err := client.ListCompartmentsWithResponse(ctx, &sdk.ListCompartmentsParams{
+		CompartmentId: "ocid1.compartment.ferry.local." + strings.Repeat("b", 32)})
+	cpRequireError(t, resp, err, http.StatusNotFound, "NotAuthorizedOrNotFound")
+}
+
+func TestCompartmentPagination(t *testing.T) {
+	t.Parallel()
+	_, tenancyID, client := cpStart(t)
+	ctx := context.Background()
+
+	// Names in an order that differs from creation order, so that the two sorts disagree.
+	names := []string{"m", "c", "x", "a", "q", "f", "t"}
+	var byCreation []string
+	idOf := map[string]string{}
+	for _, n := range names {
+		c := cpCreateCompartment(t, client, tenancyID, n)
+		byCreation = append(byCreation, c.Id)
+		idOf[n] = c.Id
+	}
+	sortedNames := slices.Sorted(slices.Values(names))
+	var byName []string
+	for _, n := range sortedNames {
+		byName = append(byName, idOf[n])
+	}
+	reversed := func(s []string) []string { r := slices.Clone(s); slices.Reverse(r); return r }
+
+	cases := []struct {
+		sortBy sdk.ListCompartmentsParamsSortBy
+		order  *sdk.SortOrder
+		want   []string
+	}{
+		{sdk.ListCompartmentsParamsSortByTimeCreated, nil, reversed(byCreation)},
+		{sdk.ListCompartmentsParamsSortByTimeCreated, cpPtr(sdk.SortOrderASC), byCreation},
+		{sdk.ListCompartmentsParamsSortByTimeCreated, cpPtr(sdk.SortOrderDESC), reversed(byCreation)},
+		{sdk.ListCompartmentsParamsSortByName, nil, byName},
+		{sdk.ListCompartmentsParamsSortByName, cpPtr(sdk.SortOrderASC), byName},
+		{sdk.ListCompartmentsParamsSortByName, cpPtr(sdk.SortOrderDESC), reversed(byName)},
+	}
+	for _, tc := range cases {
+		for _, limit := range []int{1, 2, 3, 7, 8} {
+			name := fmt.Sprintf("%s/%v/limit=%d", tc.sortBy, tc.order, limit)
+			params := sdk.ListCompartmentsParams{CompartmentId: tenancyID, SortBy: cpPtr(tc.sortBy), SortOrder: tc.order, Limit: cpPtr(limit)}
+			pages := 0
+			var got []string
+			for {
+				resp, err := client.ListCompartmentsWithResponse(ctx, &params)
+				cpRequireStatus(t, resp, err, http.StatusOK)
+				pages++
+				require.LessOrEqual(t, len(resp.JSON200.Items), limit, name)
+				require.NotEmpty(t, resp.JSON200.Items, "%s: a page must not be empty", name)
+				got = append(got, compartmentIDsOf(resp.JSON200.Items)...)
+				next := resp.HTTPResponse.Header.Get("opc-next-page")
+				if next == "" {
+					break
+				}
+				params.Page = &next
+				require.Less(t, pages, 20, name)
+			}
+			require.Equal(t, tc.want, got, name) // every compartment exactly once, in order
+			require.Equal(t, (len(names)+limit-1)/limit, pages, name)
+		}
+	}
+
+	// An invalid page token, and a token made for another sort order, answer 400.
+	for _, page := range []string{"garbage", "eyJ4IjoxfQ", strings.Repeat("A", 100)} {
+		resp, err := client.ListCompartmentsWithResponse(ctx, &sdk.ListCompartmentsParams{CompartmentId: tenancyID, Page: cpPtr(page)})
+		cpRequireError(t, resp, err, http.StatusBadRequest, "InvalidParameter", "page")
+	}
+	first, err := client.ListCompartmentsWithResponse(ctx, &sdk.ListCompartmentsParams{CompartmentId: tenancyID, Limit: cpPtr(2)})
+	cpRequireStatus(t, first, err, http.StatusOK)
+	next := first.HTTPResponse.Header.Get("opc-next-page")
+	require.NotEmpty(t, next)
+	resp, err := client.ListCompartmentsWithResponse(ctx, &sdk.ListCompartmentsParams{CompartmentId: tenancyID, Limit: cpPtr(2),
+		Page: &next, SortBy: cpPtr(sdk.ListCompartmentsParamsSortByName)})
+	cpRequireError(t, resp, err, http.StatusBadRequest, "InvalidParameter", "page")
+}
+
+func compartmentIDsOf(items []sdk.Compartment) []string {
+	ids := make([]string, 0, len(items))
+	for _, c := range items {
+		ids = append(ids, c.Id)
+	}
+	return ids
+}
+
+func TestCompartmentUpdate(t *testing.T) {
+	t.Parallel()
+	_, tenancyID, client := cpStart(t)
+	ctx := context.Background()
+	comp := cpCreateCompartment(t, client, tenancyID, "before")
+	_, etag := cpGetCompartment(t, client, comp.Id)
+
+	resp, err := client.UpdateCompartmentWithResponse(ctx, comp.Id, &sdk.UpdateCompartmentParams{}, sdk.UpdateCompartmentDetails{
+		Name: cpPtr("after"), Description: cpPtr("new description"), FreeformTags: &sdk.FreeformTags{"k": "v"},
+	})
+	cpRequireStatus(t, resp, err, http.StatusOK)
+	require.Equal(t, "after", resp.JSON200.Name)
+	require.Equal(t, "new description", resp.JSON200.Description)
+	require.Equal(t, sdk.FreeformTags{"k": "v"}, resp.JSON200.FreeformTags)
+	require.Equal(t, comp.TimeCreated, resp.JSON200.TimeCreated)
+	require.False(t, resp.JSON200.TimeUpdated.Before(comp.TimeUpdated))
+	newEtag := resp.HTTPResponse.Header.Get("etag")
+	require.NotEmpty(t, newEtag)
+	require.NotEqual(t, etag, newEtag, "an update bumps the etag")
+
+	got, gotEtag := cpGetCompartment(t, client, comp.Id)
+	require.Equal(t, *resp.JSON200, got)
+	require.Equal(t, newEtag, gotEtag)
+
+	// Absent fields are left unchanged.
+	resp, err = client.UpdateCompartmentWithResponse(ctx, comp.Id, &sdk.UpdateCompartmentParams{}, sdk.UpdateCompartmentDetails{
+		Description: cpPtr("only the description"),
+	})
+	cpRequireStatus(t, resp, err, http.StatusOK)
+	require.Equal(t, "after", resp.JSON200.Name)
+	require.Equal(t, sdk.FreeformTags{"k": "v"}, resp.JSON200.FreeformTags)
+	// Empty tags replace the map.
+	resp, err = client.UpdateCompartmentWithResponse(ctx, comp.Id, &sdk.UpdateCompartmentParams{}, sdk.UpdateCompartmentDetails{
+		FreeformTags: &sdk.FreeformTags{},
+	})
+	cpRequireStatus(t, resp, err, http.StatusOK)
+	require.Empty(t, resp.JSON200.FreeformTags)
+	require.Equal(t, "only the description", resp.JSON200.Description)
+
+	// A compartment that does not exist.
+	missing := "ocid1.compartment.ferry.local." + strings.Repeat("c", 32)
+	resp, err = client.UpdateCompartmentWithResponse(ctx, missing, &sdk.UpdateCompartmentParams{}, sdk.UpdateCompartmentDetails{Name: cpPtr("x")})
+	cpRequireError(t, resp, err, http.StatusNotFound, "NotAuthorizedOrNotFound")
+
+	// The root compartment cannot be renamed (its description can change).
+	resp, err = client.UpdateCompartmentWithResponse(ctx, tenancyID, &sdk.UpdateCompartmentParams{}, sdk.UpdateCompartmentDetails{Name: cpPtr("renamed-root")})
+	cpRequireError(t, resp, err, http.StatusConflict, "IncorrectState")
+	root, _ := cpGetCompartment(t, client, tenancyID)
+	require.NotEqual(t, "renamed-root", root.Name)
+	resp, err = client.UpdateCompartmentWithResponse(ctx, tenancyID, &sdk.UpdateCompartmentParams{}, sdk.UpdateCompartmentDetails{Description: cpPtr("the root")})
+	cpRequireStatus(t, resp, err, http.StatusOK)
+	require.Equal(t, "the root", resp.JSON200.Description)
+
+	// A deleted compartment cannot change.
+	del, err := client.DeleteCompartmentWithResponse(ctx, comp.Id, &sdk.DeleteCompartmentParams{})
+	cpRequireStatus(t, del, err, http.StatusNoContent)
+	resp, err = client.UpdateCompartmentWithResponse(ctx, comp.Id, &sdk.UpdateCompartmentParams{}, sdk.UpdateCompartmentDetails{Name: cpPtr("zombie")})
+	require.NoError(t, err)
+	require.Contains(t, []int{http.StatusConflict, http.StatusNotFound}, resp.StatusCode(), "body: %s", resp.Body)
+	deleted, _ := cpGetCompartment(t, client, comp.Id)
+	require.Equal(t, "after", deleted.Name)
+}
+
+func TestCompartmentDelete(t *testing.T) {
+	t.Parallel()
+	srv, tenancyID, client := cpStart(t)
+	ctx := context.Background()
+	parent := cpCreateCompartment(t, client, tenancyID, "parent")
+	child := cpCreateCompartment(t, client, parent.Id, "child")
+
+	deleteCompartment := func(id string) *sdk.DeleteCompartmentResponse {
+		t.Helper()
+		resp, err := client.DeleteCompartmentWithResponse(ctx, id, &sdk.DeleteCompartmentParams{})
+		require.NoError(t, err)
+		return resp
+	}
+
+	// A compartment that holds a child compartment cannot be deleted.
+	cpRequireError(t, deleteCompartment(parent.Id), nil, http.StatusConflict, "IncorrectState")
+
+	// Nor one that holds a live queue.
+	q := cpCreateQueue(t, client, child.Id, "q")
+	cpRequireError(t, deleteCompartment(child.Id), nil, http.StatusConflict, "IncorrectState")
+	got, _ := cpGetCompartment(t, client, child.Id)
+	require.Equal(t, sdk.LifecycleStateACTIVE, got.LifecycleState)
+
+	// Once the queue is deleted, the compartment is empty.
+	wr := cpWaitWorkRequest(t, srv, client, cpDeleteQueue(t, client, q.Id))
+	require.Equal(t, sdk.WorkRequestStatusSUCCEEDED, wr.Status)
+	resp := deleteCompartment(child.Id)
+	require.Equal(t, http.StatusNoContent, resp.StatusCode(), "body: %s", resp.Body)
+	require.Empty(t, resp.Body)
+
+	// A deleted compartment reads as DELETED, is not listed by default, and cannot be deleted again.
+	got, _ = cpGetCompartment(t, client, child.Id)
+	require.Equal(t, sdk.LifecycleStateDELETED, got.LifecycleState)
+	require.Empty(t, cpCompartmentIDs(t, client, sdk.ListCompartmentsParams{CompartmentId: parent.Id}))
+	require.Equal(t, []string{child.Id}, cpCompartmentIDs(t, client, sdk.ListCompartmentsParams{
+		CompartmentId: parent.Id, LifecycleState: cpPtr(sdk.LifecycleStateDELETED)}))
+	cpRequireError(t, deleteCompartment(child.Id), nil, http.StatusNotFound, "NotAuthorizedOrNotFound")
+
+	// Nothing can be created in a deleted compartment.
+	cc, err := client.CreateCompartmentWithResponse(ctx, &sdk.CreateCompartmentParams{}, sdk.CreateCompartmentDetails{CompartmentId: child.Id, Name: "x"})
+	cpRequireError(t, cc, err, http.StatusConflict, "IncorrectState", "compartmentId")
+	cq, err := client.CreateQueueWithResponse(ctx, &sdk.CreateQueueParams{}, sdk.CreateQueueDetails{CompartmentId: child.Id, DisplayName: "x"})
+	cpRequireError(t, cq, err, http.StatusConflict, "IncorrectState", "compartmentId")
+
+	// The parent is empty now.
+	require.Equal(t, http.StatusNoContent, deleteCompartment(parent.Id).StatusCode())
+
+	// The root compartment cannot be deleted.
+	cpRequireError(t, deleteCompartment(tenancyID), nil, http.StatusConflict, "IncorrectState")
+	root, _ := cpGetCompartment(t, client, tenancyID)
+	require.Equal(t, sdk.LifecycleStateACTIVE, root.LifecycleState)
+
+	// A compartment that does not exist.
+	cpRequireError(t, deleteCompartment("ocid1.compartment.ferry.local."+strings.Repeat("d", 32)), nil,
+		http.StatusNotFound, "NotAuthorizedOrNotFound")
+}
