@@ -252,3 +252,22 @@ func (r *Queues) SetState(ctx context.Context, tenancyID, id, state, details str
 }
 
 func itoa(n int) string { return strconv.Itoa(n) }
+
+// RetentionRef is a queue's id and retention, for the retention maintainer.
+type RetentionRef struct {
+	ID               string
+	RetentionSeconds int32
+}
+
+// AllWithRetention lists every queue that can hold messages (any tenancy: maintenance only), after afterID.
+func (r *Queues) AllWithRetention(ctx context.Context, afterID string, limit int) ([]RetentionRef, error) {
+	ctx, cancel := withTimeout(ctx)
+	defer cancel()
+	rows, err := r.pool.Query(ctx, `SELECT id, retention_seconds FROM queues WHERE lifecycle_state <> 'DELETED' AND id > $1
+		ORDER BY id LIMIT $2`, afterID, limit)
+	if err != nil {
+		return nil, interpretError("listing queues", err)
+	}
+	out, err := pgx.CollectRows(rows, pgx.RowToStructByPos[RetentionRef])
+	return out, interpretError("listing queues", err)
+}

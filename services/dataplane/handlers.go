@@ -1,40 +1,276 @@
-// Package dataplane serves the data plane of DESIGN section 7 (messages, stats, channels, redrive).
+// Package dataplane serves the data plane of DESIGN section 7 (messages, stats, channels, redrive) over the
+// messaging service. Handlers are thin: bind, call the service, convert, write.
 package dataplane
 
 import (
+	"cmp"
 	"net/http"
 
 	"github.com/gin-gonic/gin"
 
+	"github.com/ferry-mq/ferry/iam"
 	"github.com/ferry-mq/ferry/openapi/api"
+	"github.com/ferry-mq/ferry/persistence"
 	"github.com/ferry-mq/ferry/services/apierror"
+	"github.com/ferry-mq/ferry/services/messaging"
 )
 
 // Handlers implements the data-plane operations of api.ServerInterface.
-type Handlers struct{}
-
-func notYet(c *gin.Context) {
-	apierror.Write(c, apierror.New(http.StatusNotImplemented, "NotImplemented", "the data plane is not implemented yet"))
+type Handlers struct {
+	svc *messaging.Service
 }
 
-func (h *Handlers) PutMessages(c *gin.Context, _ api.QueueIdPath, _ api.PutMessagesParams) { notYet(c) }
-func (h *Handlers) GetMessages(c *gin.Context, _ api.QueueIdPath, _ api.GetMessagesParams) { notYet(c) }
-func (h *Handlers) DeleteMessage(c *gin.Context, _ api.QueueIdPath, _ api.MessageReceiptPath, _ api.DeleteMessageParams) {
-	notYet(c)
+// New builds the handlers.
+func New(svc *messaging.Service) *Handlers { return &Handlers{svc: svc} }
+
+// primaryGroup is the consumer group a call addresses until consumer groups exist: the primary group.
+const primaryGroup int32 = 0
+
+func tenancyOf(c *gin.Context) string {
+	if p := iam.PrincipalFrom(c.Request.Context()); p != nil {
+		return p.TenancyID
+	}
+	return ""
 }
-func (h *Handlers) UpdateMessage(c *gin.Context, _ api.QueueIdPath, _ api.MessageReceiptPath, _ api.UpdateMessageParams) {
-	notYet(c)
+
+func bind(c *gin.Context, dst any) bool {
+	if err := c.ShouldBindJSON(dst); err != nil {
+		apierror.Write(c, apierror.InvalidParameter("body: %v", err))
+		return false
+	}
+	return true
 }
-func (h *Handlers) DeleteMessages(c *gin.Context, _ api.QueueIdPath, _ api.DeleteMessagesParams) {
-	notYet(c)
+
+func deref[T any](p *T) T {
+	var zero T
+	if p == nil {
+		return zero
+	}
+	return *p
 }
-func (h *Handlers) UpdateMessages(c *gin.Context, _ api.QueueIdPath, _ api.UpdateMessagesParams) {
-	notYet(c)
+
+func int32Ptr(p *int) *int32 {
+	if p == nil {
+		return nil
+	}
+	v := int32(*p)
+	return &v
 }
-func (h *Handlers) GetStats(c *gin.Context, _ api.QueueIdPath, _ api.GetStatsParams) { notYet(c) }
-func (h *Handlers) ListChannels(c *gin.Context, _ api.QueueIdPath, _ api.ListChannelsParams) {
-	notYet(c)
+
+// PutMessages publishes a batch: all of it commits before the 200, or none of it.
+func (h *Handlers) PutMessages(c *gin.Context, queueID api.QueueIdPath, _ api.PutMessagesParams) {
+	var body api.PutMessagesDetails
+	if !bind(c, &body) {
+		return
+	}
+	entries := make([]messaging.PutEntry, len(body.Messages))
+	for i, m := range body.Messages {
+		e := messaging.PutEntry{Content: m.Content}
+		if m.Attributes != nil {
+			e.Attributes = *m.Attributes
+		}
+		if md := m.Metadata; md != nil {
+			e.ChannelID = deref(md.ChannelId)
+			e.DelaySeconds = int32(deref(md.DelayInSeconds))
+			e.DedupID = deref(md.DeduplicationId)
+			e.Traceparent = deref(md.Traceparent)
+		}
+		entries[i] = e
+	}
+	results, err := h.svc.Put(c.Request.Context(), tenancyOf(c), queueID, entries)
+	if err != nil {
+		apierror.Write(c, err)
+		return
+	}
+	out := api.PutMessages{Messages: make([]api.PutMessagesResultEntry, len(results))}
+	for i, r := range results {
+		out.Messages[i] = api.PutMessagesResultEntry{Id: r.ID, ExpireAfter: r.ExpireAt}
+	}
+	c.JSON(http.StatusOK, out)
 }
-func (h *Handlers) RedriveMessages(c *gin.Context, _ api.QueueIdPath, _ api.RedriveMessagesParams) {
-	notYet(c)
+
+// GetMessages leases messages, long-polling up to timeoutInSeconds for the first one.
+func (h *Handlers) GetMessages(c *gin.Context, queueID api.QueueIdPath, params api.GetMessagesParams) {
+	got, err := h.svc.Get(c.Request.Context(), tenancyOf(c), queueID, messaging.GetRequest{
+		GroupNo:           primaryGroup,
+		DLQ:               deref(params.Dlq),
+		Limit:             cmp.Or(deref(params.Limit), 1),
+		VisibilitySeconds: int32Ptr(params.VisibilityInSeconds),
+		TimeoutSeconds:    int32Ptr(params.TimeoutInSeconds),
+		ChannelFilter:     deref(params.ChannelFilter),
+	})
+	if err != nil {
+		apierror.Write(c, err)
+		return
+	}
+	out := api.GetMessages{Messages: make([]api.GetMessage, len(got))}
+	for i, m := range got {
+		msg := api.GetMessage{
+			Id:            m.ID,
+			Content:       m.Content,
+			Receipt:       m.Receipt,
+			DeliveryCount: int(m.DeliveryCount),
+			VisibleAfter:  m.VisibleAt,
+			ExpireAfter:   m.ExpireAt,
+		}
+		if len(m.Attributes) > 0 {
+			attrs := api.MessageAttributes(m.Attributes)
+			msg.Attributes = &attrs
+		}
+		meta := api.MessageMetadata{}
+		if m.ChannelID != "" {
+			ch := m.ChannelID
+			meta.ChannelId = &ch
+		}
+		if m.Traceparent != "" {
+			tp := m.Traceparent
+			meta.Traceparent = &tp
+		}
+		if meta.ChannelId != nil || meta.Traceparent != nil {
+			msg.Metadata = &meta
+		}
+		out.Messages[i] = msg
+	}
+	c.JSON(http.StatusOK, out)
 }
+
+// DeleteMessage acknowledges one message: 204, 409 for a stale receipt, 404 when the message is gone.
+func (h *Handlers) DeleteMessage(c *gin.Context, queueID api.QueueIdPath, receipt api.MessageReceiptPath, params api.DeleteMessageParams) {
+	errs, err := h.svc.Delete(c.Request.Context(), tenancyOf(c), queueID, primaryGroup, deref(params.Dlq), []string{receipt})
+	if err == nil && errs[0] != nil {
+		err = errs[0]
+	}
+	if err != nil {
+		apierror.Write(c, err)
+		return
+	}
+	c.Status(http.StatusNoContent)
+}
+
+// DeleteMessages acknowledges a batch; each entry succeeds or fails on its own.
+func (h *Handlers) DeleteMessages(c *gin.Context, queueID api.QueueIdPath, params api.DeleteMessagesParams) {
+	var body api.DeleteMessagesDetails
+	if !bind(c, &body) {
+		return
+	}
+	receipts := make([]string, len(body.Entries))
+	for i, e := range body.Entries {
+		receipts[i] = e.Receipt
+	}
+	errs, err := h.svc.Delete(c.Request.Context(), tenancyOf(c), queueID, primaryGroup, deref(params.Dlq), receipts)
+	if err != nil {
+		apierror.Write(c, err)
+		return
+	}
+	out := api.DeleteMessagesResult{Entries: make([]api.DeleteMessagesResultEntry, len(errs))}
+	for i, e := range errs {
+		if e != nil {
+			out.Entries[i] = api.DeleteMessagesResultEntry{ErrorCode: &e.Code, ErrorMessage: &e.Message}
+			countFailure(e, &out.ClientFailedCount, &out.ServerFailedCount)
+		}
+	}
+	c.JSON(http.StatusOK, out)
+}
+
+// UpdateMessage extends (or with 0 releases) one lease.
+func (h *Handlers) UpdateMessage(c *gin.Context, queueID api.QueueIdPath, receipt api.MessageReceiptPath, params api.UpdateMessageParams) {
+	var body api.UpdateMessageDetails
+	if !bind(c, &body) {
+		return
+	}
+	times, errs, err := h.svc.Update(c.Request.Context(), tenancyOf(c), queueID, primaryGroup, deref(params.Dlq),
+		[]string{receipt}, []int32{int32(body.VisibilityInSeconds)})
+	if err == nil && errs[0] != nil {
+		err = errs[0]
+	}
+	if err != nil {
+		apierror.Write(c, err)
+		return
+	}
+	rc, _ := messaging.NewReceipts(nil).Peek(receipt)
+	c.JSON(http.StatusOK, api.UpdatedMessage{Id: rc.ID, VisibleAfter: *times[0]})
+}
+
+// UpdateMessages extends or releases a batch of leases; each entry succeeds or fails on its own.
+func (h *Handlers) UpdateMessages(c *gin.Context, queueID api.QueueIdPath, params api.UpdateMessagesParams) {
+	var body api.UpdateMessagesDetails
+	if !bind(c, &body) {
+		return
+	}
+	receipts := make([]string, len(body.Entries))
+	seconds := make([]int32, len(body.Entries))
+	for i, e := range body.Entries {
+		receipts[i], seconds[i] = e.Receipt, int32(e.VisibilityInSeconds)
+	}
+	times, errs, err := h.svc.Update(c.Request.Context(), tenancyOf(c), queueID, primaryGroup, deref(params.Dlq), receipts, seconds)
+	if err != nil {
+		apierror.Write(c, err)
+		return
+	}
+	out := api.UpdateMessagesResult{Entries: make([]api.UpdateMessagesResultEntry, len(errs))}
+	for i, e := range errs {
+		if e != nil {
+			out.Entries[i] = api.UpdateMessagesResultEntry{ErrorCode: &e.Code, ErrorMessage: &e.Message}
+			countFailure(e, &out.ClientFailedCount, &out.ServerFailedCount)
+			continue
+		}
+		rc, _ := messaging.NewReceipts(nil).Peek(receipts[i])
+		id, at := rc.ID, *times[i]
+		out.Entries[i] = api.UpdateMessagesResultEntry{Id: &id, VisibleAfter: &at}
+	}
+	c.JSON(http.StatusOK, out)
+}
+
+func countFailure(e *apierror.Error, client, server *int) {
+	if e.Status >= 500 {
+		*server++
+	} else {
+		*client++
+	}
+}
+
+// GetStats counts the queue's and the DLQ's messages.
+func (h *Handlers) GetStats(c *gin.Context, queueID api.QueueIdPath, params api.GetStatsParams) {
+	queue, dlq, err := h.svc.Stats(c.Request.Context(), tenancyOf(c), queueID, primaryGroup, deref(params.ChannelId))
+	if err != nil {
+		apierror.Write(c, err)
+		return
+	}
+	c.JSON(http.StatusOK, api.QueueStats{Queue: toStats(queue), Dlq: toStats(dlq)})
+}
+
+func toStats(s persistence.Stats) api.QueueStatsDetail {
+	return api.QueueStatsDetail{VisibleMessages: s.Visible, InFlightMessages: s.InFlight, SizeInBytes: s.SizeBytes}
+}
+
+// ListChannels lists the non-empty channels, paginated.
+func (h *Handlers) ListChannels(c *gin.Context, queueID api.QueueIdPath, params api.ListChannelsParams) {
+	limit := cmp.Or(deref(params.Limit), persistence.ListLimitDefault)
+	items, next, err := h.svc.Channels(c.Request.Context(), tenancyOf(c), queueID, primaryGroup, deref(params.Page), deref(params.ChannelFilter), limit)
+	if err != nil {
+		apierror.Write(c, err)
+		return
+	}
+	if next != "" {
+		c.Header("opc-next-page", next)
+	}
+	if items == nil {
+		items = []string{}
+	}
+	c.JSON(http.StatusOK, api.ChannelCollection{Items: items})
+}
+
+// RedriveMessages moves DLQ messages back to the queue.
+func (h *Handlers) RedriveMessages(c *gin.Context, queueID api.QueueIdPath, _ api.RedriveMessagesParams) {
+	var body api.RedriveMessagesDetails
+	if !bind(c, &body) {
+		return
+	}
+	n, err := h.svc.Redrive(c.Request.Context(), tenancyOf(c), queueID, primaryGroup, cmp.Or(deref(body.Limit), 1000))
+	if err != nil {
+		apierror.Write(c, err)
+		return
+	}
+	c.JSON(http.StatusOK, api.RedriveMessagesResult{RedrivenMessages: int(n)})
+}
+

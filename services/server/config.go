@@ -4,8 +4,11 @@ package server
 
 import (
 	"fmt"
+	"time"
 
 	"github.com/caarlos0/env/v11"
+
+	"github.com/ferry-mq/ferry/services/messaging"
 )
 
 // Config is ferry's configuration, read from the environment (DESIGN section 11).
@@ -32,6 +35,10 @@ type Config struct {
 	DBMaxConns int32 `env:"FERRY_DB_MAX_CONNS" envDefault:"20"`
 	// LogLevel is debug, info, warn or error. Default info.
 	LogLevel string `env:"FERRY_LOG_LEVEL" envDefault:"info"`
+	// MaintenanceInterval is how often retention and cleanup run. Default 10s.
+	MaintenanceInterval time.Duration `env:"FERRY_MAINTENANCE_INTERVAL" envDefault:"10s"`
+	// Messaging tunes the data plane (wake-ups, fallback polling); tests shorten it.
+	Messaging messaging.Config
 }
 
 // LoadConfig reads the environment.

@@ -23,6 +23,7 @@ import (
 	"github.com/ferry-mq/ferry/services/dataplane"
 	"github.com/ferry-mq/ferry/services/httpapi"
 	"github.com/ferry-mq/ferry/services/maintenance"
+	"github.com/ferry-mq/ferry/services/messaging"
 	"github.com/ferry-mq/ferry/services/telemetry"
 	"github.com/ferry-mq/ferry/tenancy"
 )
@@ -39,8 +40,10 @@ type Server struct {
 	store     *persistence.Store
 	telemetry *telemetry.Telemetry
 	logger    *slog.Logger
-	engine    *gin.Engine
-	executor  *maintenance.WorkRequestExecutor
+	engine     *gin.Engine
+	executor   *maintenance.WorkRequestExecutor
+	maintainer *maintenance.Maintainer
+	messaging  *messaging.Service
 }
 
 // New builds the server on an open pool. It does not start background work: call Start.
@@ -60,8 +63,19 @@ func New(cfg Config, pool *pgxpool.Pool, tel *telemetry.Telemetry, logger *slog.
 		return nil, err
 	}
 	store := persistence.NewStore(pool)
+	secretCtx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	receiptKey, err := store.Secrets.GetOrCreate(secretCtx, "receipts")
+	cancel()
+	if err != nil {
+		return nil, err
+	}
 	s := &Server{cfg: cfg, store: store, telemetry: tel, logger: logger}
-	s.executor = &maintenance.WorkRequestExecutor{Store: store, Logger: logger}
+	s.messaging = messaging.New(cfg.Messaging, store, pool.Config().ConnString(), receiptKey, tel.Instruments, logger)
+	s.executor = &maintenance.WorkRequestExecutor{Store: store, Purge: s.messaging.Purge, Logger: logger}
+	s.maintainer = &maintenance.Maintainer{
+		Pool: pool, Store: store, Messages: s.messaging.Messages(), Instruments: tel.Instruments, Logger: logger,
+		Interval: cfg.MaintenanceInterval,
+	}
 
 	spec, err := api.GetSwagger()
 	if err != nil {
@@ -86,7 +100,7 @@ func New(cfg Config, pool *pgxpool.Pool, tel *telemetry.Telemetry, logger *slog.
 	)
 	handlers := &handlers{
 		controlPlane: controlplane.New(store, tenancy.OCIDs{Realm: cfg.Realm, Region: cfg.Region}, cfg.PublicURL, s.executor.Wake),
-		dataPlane:    &dataplane.Handlers{},
+		dataPlane:    dataplane.New(s.messaging),
 		operations:   &operations{pool: pool, telemetry: tel},
 	}
 	api.RegisterHandlersWithOptions(r, handlers, api.GinServerOptions{
@@ -116,15 +130,25 @@ func (s *Server) Handler() http.Handler { return s.engine }
 // Store exposes the repositories (admin commands and tests).
 func (s *Server) Store() *persistence.Store { return s.store }
 
-// Start starts the background workers.
+// Start starts the background workers and the LISTEN connection.
 func (s *Server) Start(ctx context.Context) {
+	s.messaging.Start(ctx)
 	s.executor.Start(ctx)
+	s.maintainer.Start(ctx)
 }
 
 // Stop stops the background workers. Safe to call twice.
 func (s *Server) Stop() {
+	s.maintainer.Stop()
 	s.executor.Stop()
+	s.messaging.Stop()
 }
+
+// Messaging is the data plane service (tests and benchmarks inspect it).
+func (s *Server) Messaging() *messaging.Service { return s.messaging }
+
+// Maintainer is the periodic maintainer (tests drive it directly).
+func (s *Server) Maintainer() *maintenance.Maintainer { return s.maintainer }
 
 // Executor is the work request executor (tests drive it directly).
 func (s *Server) Executor() *maintenance.WorkRequestExecutor { return s.executor }

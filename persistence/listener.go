@@ -1,0 +1,112 @@
+package persistence
+
+import (
+	"context"
+	"log/slog"
+	"math/rand/v2"
+	"sync"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+)
+
+// Listener holds the process's one LISTEN connection and hands every notification on its channel to a
+// callback. It reconnects with backoff; onReconnect runs after each (re)connection so that callers can recover
+// notifications they may have missed while disconnected.
+type Listener struct {
+	URL         string
+	Channel     string
+	OnNotify    func(payload string)
+	OnReconnect func()
+	Logger      *slog.Logger
+
+	mu      sync.Mutex
+	cancel  context.CancelFunc
+	stopped chan struct{}
+	ready   chan struct{}
+}
+
+// Start connects in the background. Safe to call twice.
+func (l *Listener) Start(ctx context.Context) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if l.cancel != nil {
+		return
+	}
+	ctx, l.cancel = context.WithCancel(context.WithoutCancel(ctx))
+	l.stopped = make(chan struct{})
+	l.ready = make(chan struct{})
+	go l.run(ctx)
+}
+
+// Ready is closed once the first LISTEN is in place.
+func (l *Listener) Ready() <-chan struct{} {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.ready
+}
+
+// Stop disconnects. Safe to call twice.
+func (l *Listener) Stop() {
+	l.mu.Lock()
+	cancel, stopped := l.cancel, l.stopped
+	l.cancel = nil
+	l.mu.Unlock()
+	if cancel != nil {
+		cancel()
+		<-stopped
+	}
+}
+
+func (l *Listener) run(ctx context.Context) {
+	defer close(l.stopped)
+	backoff := 100 * time.Millisecond
+	first := true
+	for ctx.Err() == nil {
+		err := l.listen(ctx, func() {
+			if first {
+				close(l.ready)
+				first = false
+			} else if l.OnReconnect != nil {
+				l.OnReconnect()
+			}
+			backoff = 100 * time.Millisecond
+		})
+		if ctx.Err() != nil {
+			return
+		}
+		l.logger().Warn("LISTEN connection lost; reconnecting", "error", err, "in", backoff)
+		select {
+		case <-ctx.Done():
+			return
+		case <-time.After(backoff + time.Duration(rand.Int64N(int64(backoff)))):
+		}
+		backoff = min(backoff*2, 5*time.Second)
+	}
+}
+
+func (l *Listener) listen(ctx context.Context, connected func()) error {
+	conn, err := pgx.Connect(ctx, l.URL)
+	if err != nil {
+		return err
+	}
+	defer conn.Close(context.Background())
+	if _, err := conn.Exec(ctx, "LISTEN "+pgx.Identifier{l.Channel}.Sanitize()); err != nil {
+		return err
+	}
+	connected()
+	for {
+		n, err := conn.WaitForNotification(ctx)
+		if err != nil {
+			return err
+		}
+		l.OnNotify(n.Payload)
+	}
+}
+
+func (l *Listener) logger() *slog.Logger {
+	if l.Logger == nil {
+		return slog.Default()
+	}
+	return l.Logger
+}

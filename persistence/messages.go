@@ -1,0 +1,545 @@
+package persistence
+
+import (
+	"context"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgxpool"
+)
+
+// NotifyChannel is the LISTEN/NOTIFY channel that carries "queue has new visible messages" wake-ups; the payload
+// is the queue id.
+const NotifyChannel = "ferry_messages"
+
+// Messages is the repository of the data plane: messages, dedup keys and id watermarks.
+type Messages struct{ pool *pgxpool.Pool }
+
+// NewMessages builds the repository.
+func NewMessages(pool *pgxpool.Pool) *Messages { return &Messages{pool: pool} }
+
+// NewMessage is one message of a PutMessages batch, validated and encoded.
+type NewMessage struct {
+	ChannelID    string
+	DelaySeconds int32
+	SizeBytes    int32
+	Content      string
+	Attributes   []byte // JSON object or nil
+	Metadata     []byte // JSON object or nil
+	DedupID      string
+}
+
+// PutResult is the stored id of a message.
+type PutResult struct {
+	ID        int64
+	ExpireAt  time.Time
+	Duplicate bool // an earlier message with the same deduplicationId was accepted within the window
+}
+
+// LeasedMessage is a message handed to a consumer (or moved to the DLQ by the lease).
+type LeasedMessage struct {
+	GroupNo       int32
+	ID            int64
+	ChannelID     string
+	VisibleAt     time.Time
+	ExpireAt      time.Time
+	DeliveryCount int32
+	Content       string
+	Attributes    []byte
+	Metadata      []byte
+	TimeCreated   time.Time
+	DeadLettered  bool // moved to the DLQ by this lease instead of being delivered
+	NegativeCode  *string
+	NegativeText  *string
+}
+
+// LeaseRequest selects what to lease.
+type LeaseRequest struct {
+	QueueID           string
+	GroupNo           int32
+	DLQ               bool
+	Channels          []string // channels to take from, interleaved in this order
+	Limit             int
+	VisibilitySeconds int32
+	LeaseID           int64
+	MaxDeliveries     int32 // dead-letter after this many deliveries (0 = never; ignored on the DLQ)
+}
+
+// Receipt addresses one lease of one message.
+type Receipt struct {
+	GroupNo int32
+	ID      int64
+	LeaseID int64
+	DLQ     bool
+}
+
+// Stats counts a queue's (or its DLQ's) messages of one group.
+type Stats struct {
+	Visible   int64
+	InFlight  int64
+	SizeBytes int64
+}
+
+const (
+	// Insert a batch: ids come from the sequence in input order (volatile functions are evaluated after the
+	// ordinality order), so sorting the returned ids restores the batch order.
+	messagesInsert = `-- messages.insert
+		WITH input AS (
+			SELECT nextval('messages_id_seq') AS id, u.*
+			FROM unnest($2::text[], $3::int[], $4::int[], $5::text[], $6::json[], $7::json[])
+				WITH ORDINALITY AS u(channel_id, delay, size_bytes, content, attributes, metadata, ord)
+			ORDER BY u.ord)
+		INSERT INTO messages (queue_id, group_no, id, channel_id, visible_at, expire_at, size_bytes, content, attributes, metadata)
+		SELECT $1, g.group_no, input.id, input.channel_id, now() + make_interval(secs => input.delay),
+			now() + make_interval(secs => $8), input.size_bytes, input.content, input.attributes, input.metadata
+		FROM input CROSS JOIN unnest($9::int[]) AS g(group_no)
+		RETURNING id, expire_at`
+
+	messagesNotify = `SELECT pg_notify('` + NotifyChannel + `', $1)`
+
+	// Lease: the oldest visible rows of each requested channel (interleaved round-robin across channels), locked
+	// with SKIP LOCKED and updated in the same statement. A row whose delivery count reached the limit moves to
+	// the DLQ instead of being delivered.
+	messagesLease = `-- messages.lease
+		WITH candidates AS (
+			SELECT m.group_no, m.id, row_number() OVER (PARTITION BY c.ord ORDER BY m.visible_at, m.id) AS rank, c.ord
+			FROM unnest($3::text[]) WITH ORDINALITY AS c(channel_id, ord)
+			CROSS JOIN LATERAL (
+				SELECT group_no, id, visible_at FROM messages
+				WHERE queue_id = $1 AND group_no = $2 AND dlq = $4 AND channel_id = c.channel_id
+					AND visible_at <= now() AND expire_at > now()
+				ORDER BY visible_at, id
+				LIMIT $5
+				FOR UPDATE SKIP LOCKED) m
+		), next AS (
+			SELECT group_no, id FROM candidates ORDER BY rank, ord LIMIT $5
+		)
+		UPDATE messages m SET
+			dlq = m.dlq OR ($8 > 0 AND m.delivery_count >= $8),
+			visible_at = CASE WHEN NOT m.dlq AND $8 > 0 AND m.delivery_count >= $8 THEN now()
+				ELSE now() + make_interval(secs => $6) END,
+			delivery_count = CASE WHEN NOT m.dlq AND $8 > 0 AND m.delivery_count >= $8 THEN m.delivery_count
+				ELSE m.delivery_count + 1 END,
+			lease_id = $7
+		FROM next
+		WHERE m.queue_id = $1 AND m.group_no = next.group_no AND m.id = next.id
+		RETURNING m.group_no, m.id, m.channel_id, m.visible_at, m.expire_at, m.delivery_count, m.content,
+			m.attributes, m.metadata, m.time_created, m.dlq <> $4, m.last_negative_code, m.last_negative_reason`
+
+	messagesDelete = `-- messages.delete
+		DELETE FROM messages m USING unnest($2::int[], $3::bigint[], $4::bigint[], $5::bool[]) AS r(group_no, id, lease_id, dlq)
+		WHERE m.queue_id = $1 AND m.group_no = r.group_no AND m.id = r.id AND m.lease_id = r.lease_id AND m.dlq = r.dlq
+		RETURNING m.group_no, m.id`
+
+	messagesUpdateVisibility = `-- messages.update_visibility
+		UPDATE messages m SET visible_at = now() + make_interval(secs => r.secs)
+		FROM unnest($2::int[], $3::bigint[], $4::bigint[], $5::bool[], $6::int[]) AS r(group_no, id, lease_id, dlq, secs)
+		WHERE m.queue_id = $1 AND m.group_no = r.group_no AND m.id = r.id AND m.lease_id = r.lease_id AND m.dlq = r.dlq
+		RETURNING m.group_no, m.id, m.visible_at`
+
+	// Which of these messages still exist (to tell a stale receipt from a message already acknowledged).
+	messagesExisting = `SELECT m.group_no, m.id FROM messages m
+		JOIN unnest($2::int[], $3::bigint[]) AS r(group_no, id) ON m.group_no = r.group_no AND m.id = r.id
+		WHERE m.queue_id = $1`
+
+	messagesStats = `-- messages.stats
+		SELECT dlq, count(*) FILTER (WHERE visible_at <= now()), count(*) FILTER (WHERE visible_at > now()),
+			coalesce(sum(size_bytes), 0)
+		FROM messages WHERE queue_id = $1 AND group_no = $2 AND ($3 = '' OR channel_id = $3) AND expire_at > now()
+		GROUP BY dlq`
+
+	// Distinct channels by a skip scan over the lease index: one index probe per channel.
+	messagesChannels = `-- messages.channels
+		WITH RECURSIVE ch AS (
+			(SELECT channel_id FROM messages WHERE queue_id = $1 AND group_no = $2 AND dlq = $3 AND channel_id >= $4
+				AND (channel_id <> $4 OR $6) ORDER BY channel_id LIMIT 1)
+			UNION ALL
+			SELECT (SELECT m.channel_id FROM messages m WHERE m.queue_id = $1 AND m.group_no = $2 AND m.dlq = $3
+				AND m.channel_id > ch.channel_id ORDER BY m.channel_id LIMIT 1)
+			FROM ch WHERE ch.channel_id IS NOT NULL)
+		SELECT channel_id FROM ch WHERE channel_id IS NOT NULL LIMIT $5`
+
+	messagesRedrive = `-- messages.redrive
+		WITH picked AS (
+			SELECT group_no, id FROM messages WHERE queue_id = $1 AND group_no = $2 AND dlq
+			LIMIT $3 FOR UPDATE SKIP LOCKED)
+		UPDATE messages m SET dlq = false, delivery_count = 0, visible_at = now(), lease_id = 0
+		FROM picked WHERE m.queue_id = $1 AND m.group_no = picked.group_no AND m.id = picked.id`
+
+	// Purge one batch: dlq NULL = both.
+	messagesPurgeBatch = `-- messages.purge
+		DELETE FROM messages WHERE ctid = ANY (ARRAY (
+			SELECT ctid FROM messages WHERE queue_id = $1 AND ($2::bool IS NULL OR dlq = $2) LIMIT $3))`
+
+	// Retention: one batch of a queue's messages with ids at or below the cutoff (a primary-key range per group).
+	messagesExpireBatch = `-- messages.expire
+		DELETE FROM messages WHERE ctid = ANY (ARRAY (
+			SELECT ctid FROM messages WHERE queue_id = $1 AND group_no = ANY ($2::int[]) AND id <= $3 LIMIT $4))`
+
+	messagesSizeByChannel = `-- messages.size_by_channel
+		SELECT channel_id, coalesce(sum(size_bytes), 0) FROM messages WHERE queue_id = $1 GROUP BY channel_id`
+
+	watermarkRecord = `INSERT INTO message_id_watermarks (time_recorded, max_id)
+		SELECT now(), CASE WHEN is_called THEN last_value ELSE 0 END FROM messages_id_seq
+		ON CONFLICT DO NOTHING`
+	watermarkCutoff = `SELECT coalesce((SELECT max_id FROM message_id_watermarks WHERE time_recorded <= now() - make_interval(secs => $1)
+		ORDER BY time_recorded DESC LIMIT 1), 0)`
+	watermarkPrune = `DELETE FROM message_id_watermarks WHERE time_recorded < now() - interval '8 days'`
+
+	dedupClaim = `-- dedup.claim
+		INSERT INTO message_dedup_keys (queue_id, dedup_id, message_id, expire_at)
+		SELECT $1, d, 0, now() + make_interval(secs => $3) FROM unnest($2::text[]) AS d
+		ON CONFLICT (queue_id, dedup_id) DO UPDATE SET message_id = 0, expire_at = excluded.expire_at
+			WHERE message_dedup_keys.expire_at <= now()
+		RETURNING dedup_id`
+	dedupLookup = `SELECT dedup_id, message_id FROM message_dedup_keys WHERE queue_id = $1 AND dedup_id = ANY ($2::text[])`
+	dedupSet    = `UPDATE message_dedup_keys k SET message_id = r.id FROM unnest($2::text[], $3::bigint[]) AS r(dedup_id, id)
+		WHERE k.queue_id = $1 AND k.dedup_id = r.dedup_id`
+	dedupExpire = `DELETE FROM message_dedup_keys WHERE ctid = ANY (ARRAY (
+		SELECT ctid FROM message_dedup_keys WHERE expire_at < now() LIMIT $1))`
+)
+
+// Put stores a batch in one transaction (one round trip without deduplication), copying each message into
+// every consumer group in groups, and queues a NOTIFY for the queue when notify is set. Results are in batch
+// order.
+func (r *Messages) Put(ctx context.Context, queueID string, retentionSeconds, dedupWindowSeconds int32, groups []int32,
+	msgs []NewMessage, notify bool) ([]PutResult, error) {
+	results := make([]PutResult, len(msgs))
+	var dedupIDs []string
+	if dedupWindowSeconds > 0 {
+		for _, m := range msgs {
+			if m.DedupID != "" {
+				dedupIDs = append(dedupIDs, m.DedupID)
+			}
+		}
+	}
+	if len(dedupIDs) == 0 {
+		batch := &pgx.Batch{}
+		r.queueInsert(batch, queueID, retentionSeconds, groups, msgs, results, nil)
+		if notify {
+			batch.Queue(messagesNotify, queueID)
+		}
+		// A batch without an explicit transaction runs as one implicit transaction: all or nothing, and the
+		// NOTIFY is delivered at commit.
+		err := r.pool.SendBatch(ctx, batch).Close()
+		return results, interpretError("putting messages", err)
+	}
+	err := InTx(ctx, r.pool, func(tx pgx.Tx) error {
+		rows, err := tx.Query(ctx, dedupClaim, queueID, dedupIDs, dedupWindowSeconds)
+		if err != nil {
+			return err
+		}
+		claimedList, err := pgx.CollectRows(rows, pgx.RowTo[string])
+		if err != nil {
+			return err
+		}
+		claimed := make(map[string]bool, len(claimedList))
+		for _, d := range claimedList {
+			claimed[d] = true
+		}
+		existing := map[string]int64{}
+		if len(claimed) < len(dedupIDs) {
+			rows, err := tx.Query(ctx, dedupLookup, queueID, dedupIDs)
+			if err != nil {
+				return err
+			}
+			var d string
+			var id int64
+			if _, err := pgx.ForEachRow(rows, []any{&d, &id}, func() error {
+				if !claimed[d] {
+					existing[d] = id
+				}
+				return nil
+			}); err != nil {
+				return err
+			}
+		}
+		// Decide per message: a duplicate of an earlier accepted message, of one earlier in this batch, or new.
+		var fresh []NewMessage
+		var freshIdx []int
+		firstInBatch := map[string]int{}
+		for i, m := range msgs {
+			if m.DedupID != "" {
+				if id, dup := existing[m.DedupID]; dup {
+					results[i] = PutResult{ID: id, Duplicate: true}
+					continue
+				}
+				if j, dup := firstInBatch[m.DedupID]; dup {
+					results[i] = PutResult{Duplicate: true, ID: -int64(j) - 1} // resolved below
+					continue
+				}
+				firstInBatch[m.DedupID] = i
+			}
+			fresh = append(fresh, m)
+			freshIdx = append(freshIdx, i)
+		}
+		if len(fresh) > 0 {
+			batch := &pgx.Batch{}
+			r.queueInsert(batch, queueID, retentionSeconds, groups, fresh, results, freshIdx)
+			if err := tx.SendBatch(ctx, batch).Close(); err != nil {
+				return err
+			}
+		}
+		var setIDs []string
+		var setMsg []int64
+		for d, i := range firstInBatch {
+			if claimed[d] {
+				setIDs, setMsg = append(setIDs, d), append(setMsg, results[i].ID)
+			}
+		}
+		if len(setIDs) > 0 {
+			if _, err := tx.Exec(ctx, dedupSet, queueID, setIDs, setMsg); err != nil {
+				return err
+			}
+		}
+		for i := range results {
+			if results[i].Duplicate && results[i].ID < 0 {
+				first := results[-results[i].ID-1]
+				results[i].ID, results[i].ExpireAt = first.ID, first.ExpireAt
+			}
+		}
+		if notify && len(fresh) > 0 {
+			_, err = tx.Exec(ctx, messagesNotify, queueID)
+		}
+		return err
+	})
+	return results, interpretError("putting messages", err)
+}
+
+// queueInsert adds the insert statement to batch; its result callback fills results (at idx[k] for the k-th
+// message when idx is set).
+func (r *Messages) queueInsert(batch *pgx.Batch, queueID string, retentionSeconds int32, groups []int32, msgs []NewMessage,
+	results []PutResult, idx []int) {
+	n := len(msgs)
+	channels, delays, sizes := make([]string, n), make([]int32, n), make([]int32, n)
+	contents, attrs, metas := make([]string, n), make([]*string, n), make([]*string, n)
+	for i, m := range msgs {
+		channels[i], delays[i], sizes[i], contents[i] = m.ChannelID, m.DelaySeconds, m.SizeBytes, m.Content
+		attrs[i], metas[i] = jsonText(m.Attributes), jsonText(m.Metadata)
+	}
+	batch.Queue(messagesInsert, queueID, channels, delays, sizes, contents, attrs, metas, retentionSeconds, groups).
+		Query(func(rows pgx.Rows) error {
+			// Every group's copy comes back; ids ascend in batch order.
+			seen := make(map[int64]bool, n)
+			var ordered []PutResult
+			var id int64
+			var expire time.Time
+			_, err := pgx.ForEachRow(rows, []any{&id, &expire}, func() error {
+				if !seen[id] {
+					seen[id] = true
+					ordered = append(ordered, PutResult{ID: id, ExpireAt: expire.UTC()})
+				}
+				return nil
+			})
+			if err != nil {
+				return err
+			}
+			sortResults(ordered)
+			for k, res := range ordered {
+				if idx != nil {
+					results[idx[k]] = res
+				} else {
+					results[k] = res
+				}
+			}
+			return nil
+		})
+}
+
+// Lease leases up to req.Limit messages in one statement.
+func (r *Messages) Lease(ctx context.Context, req LeaseRequest) ([]LeasedMessage, error) {
+	rows, err := r.pool.Query(ctx, messagesLease, req.QueueID, req.GroupNo, req.Channels, req.DLQ, req.Limit,
+		req.VisibilitySeconds, req.LeaseID, req.MaxDeliveries)
+	if err != nil {
+		return nil, interpretError("leasing messages", err)
+	}
+	out, err := pgx.CollectRows(rows, func(row pgx.CollectableRow) (LeasedMessage, error) {
+		var m LeasedMessage
+		err := row.Scan(&m.GroupNo, &m.ID, &m.ChannelID, &m.VisibleAt, &m.ExpireAt, &m.DeliveryCount, &m.Content,
+			&m.Attributes, &m.Metadata, &m.TimeCreated, &m.DeadLettered, &m.NegativeCode, &m.NegativeText)
+		m.VisibleAt, m.ExpireAt, m.TimeCreated = m.VisibleAt.UTC(), m.ExpireAt.UTC(), m.TimeCreated.UTC()
+		return m, err
+	})
+	sortLeased(out)
+	return out, interpretError("leasing messages", err)
+}
+
+// Delete acknowledges the receipts' messages and reports, per receipt, whether it deleted the message.
+func (r *Messages) Delete(ctx context.Context, queueID string, receipts []Receipt) ([]bool, error) {
+	groups, ids, leases, dlqs := receiptArrays(receipts)
+	rows, err := r.pool.Query(ctx, messagesDelete, queueID, groups, ids, leases, dlqs)
+	if err != nil {
+		return nil, interpretError("deleting messages", err)
+	}
+	done := map[[2]int64]bool{}
+	var g int32
+	var id int64
+	if _, err := pgx.ForEachRow(rows, []any{&g, &id}, func() error { done[[2]int64{int64(g), id}] = true; return nil }); err != nil {
+		return nil, interpretError("deleting messages", err)
+	}
+	out := make([]bool, len(receipts))
+	for i, rc := range receipts {
+		out[i] = done[[2]int64{int64(rc.GroupNo), rc.ID}]
+	}
+	return out, nil
+}
+
+// UpdateVisibility moves the leases' visible_at to now()+seconds[i]; it returns the new visible_at per receipt
+// (nil where the receipt no longer holds the lease).
+func (r *Messages) UpdateVisibility(ctx context.Context, queueID string, receipts []Receipt, seconds []int32) ([]*time.Time, error) {
+	groups, ids, leases, dlqs := receiptArrays(receipts)
+	rows, err := r.pool.Query(ctx, messagesUpdateVisibility, queueID, groups, ids, leases, dlqs, seconds)
+	if err != nil {
+		return nil, interpretError("updating messages", err)
+	}
+	got := map[[2]int64]time.Time{}
+	var g int32
+	var id int64
+	var at time.Time
+	if _, err := pgx.ForEachRow(rows, []any{&g, &id, &at}, func() error { got[[2]int64{int64(g), id}] = at.UTC(); return nil }); err != nil {
+		return nil, interpretError("updating messages", err)
+	}
+	out := make([]*time.Time, len(receipts))
+	for i, rc := range receipts {
+		if t, ok := got[[2]int64{int64(rc.GroupNo), rc.ID}]; ok {
+			out[i] = &t
+		}
+	}
+	return out, nil
+}
+
+// Existing reports which receipts' messages still exist (whatever their lease).
+func (r *Messages) Existing(ctx context.Context, queueID string, receipts []Receipt) ([]bool, error) {
+	groups, ids, _, _ := receiptArrays(receipts)
+	rows, err := r.pool.Query(ctx, messagesExisting, queueID, groups, ids)
+	if err != nil {
+		return nil, interpretError("looking up messages", err)
+	}
+	found := map[[2]int64]bool{}
+	var g int32
+	var id int64
+	if _, err := pgx.ForEachRow(rows, []any{&g, &id}, func() error { found[[2]int64{int64(g), id}] = true; return nil }); err != nil {
+		return nil, interpretError("looking up messages", err)
+	}
+	out := make([]bool, len(receipts))
+	for i, rc := range receipts {
+		out[i] = found[[2]int64{int64(rc.GroupNo), rc.ID}]
+	}
+	return out, nil
+}
+
+// Stats counts a group's messages (channelID "" = all channels): the queue's and its DLQ's.
+func (r *Messages) Stats(ctx context.Context, queueID string, groupNo int32, channelID string) (queue, dlq Stats, err error) {
+	rows, err := r.pool.Query(ctx, messagesStats, queueID, groupNo, channelID)
+	if err != nil {
+		return queue, dlq, interpretError("queue stats", err)
+	}
+	var isDLQ bool
+	var s Stats
+	_, err = pgx.ForEachRow(rows, []any{&isDLQ, &s.Visible, &s.InFlight, &s.SizeBytes}, func() error {
+		if isDLQ {
+			dlq = s
+		} else {
+			queue = s
+		}
+		return nil
+	})
+	return queue, dlq, interpretError("queue stats", err)
+}
+
+// Channels lists up to limit distinct channel ids after from (or from itself too, when inclusive) that hold
+// messages of the group, in index order.
+func (r *Messages) Channels(ctx context.Context, queueID string, groupNo int32, dlq bool, from string, inclusive bool, limit int) ([]string, error) {
+	rows, err := r.pool.Query(ctx, messagesChannels, queueID, groupNo, dlq, from, limit, inclusive)
+	if err != nil {
+		return nil, interpretError("listing channels", err)
+	}
+	out, err := pgx.CollectRows(rows, pgx.RowTo[string])
+	return out, interpretError("listing channels", err)
+}
+
+// Redrive moves up to limit of the group's DLQ messages back to the queue and notifies waiting consumers.
+func (r *Messages) Redrive(ctx context.Context, queueID string, groupNo int32, limit int) (int64, error) {
+	var n int64
+	err := InTx(ctx, r.pool, func(tx pgx.Tx) error {
+		tag, err := tx.Exec(ctx, messagesRedrive, queueID, groupNo, limit)
+		if err != nil {
+			return err
+		}
+		n = tag.RowsAffected()
+		if n > 0 {
+			_, err = tx.Exec(ctx, messagesNotify, queueID)
+		}
+		return err
+	})
+	return n, interpretError("redriving messages", err)
+}
+
+// PurgeBatch deletes up to batch messages of the queue (dlq nil = queue and DLQ) and returns how many.
+func (r *Messages) PurgeBatch(ctx context.Context, queueID string, dlq *bool, batch int) (int64, error) {
+	tag, err := r.pool.Exec(ctx, messagesPurgeBatch, queueID, dlq, batch)
+	return tag.RowsAffected(), interpretError("purging messages", err)
+}
+
+// ExpireBatch deletes up to batch messages of the queue's groups whose id is at or below cutoff.
+func (r *Messages) ExpireBatch(ctx context.Context, queueID string, groups []int32, cutoff int64, batch int) (int64, error) {
+	tag, err := r.pool.Exec(ctx, messagesExpireBatch, queueID, groups, cutoff, batch)
+	return tag.RowsAffected(), interpretError("expiring messages", err)
+}
+
+// SizeByChannel sums the stored bytes of a queue (every group and the DLQ) per channel.
+func (r *Messages) SizeByChannel(ctx context.Context, queueID string) (map[string]int64, error) {
+	rows, err := r.pool.Query(ctx, messagesSizeByChannel, queueID)
+	if err != nil {
+		return nil, interpretError("queue size", err)
+	}
+	out := map[string]int64{}
+	var ch string
+	var n int64
+	_, err = pgx.ForEachRow(rows, []any{&ch, &n}, func() error { out[ch] = n; return nil })
+	return out, interpretError("queue size", err)
+}
+
+// RecordWatermark remembers the id sequence's position now, and forgets positions older than any retention.
+func (r *Messages) RecordWatermark(ctx context.Context) error {
+	if _, err := r.pool.Exec(ctx, watermarkRecord); err != nil {
+		return interpretError("recording id watermark", err)
+	}
+	_, err := r.pool.Exec(ctx, watermarkPrune)
+	return interpretError("pruning id watermarks", err)
+}
+
+// ExpiryCutoff is the highest message id that was allocated at least retentionSeconds ago (0 when unknown).
+func (r *Messages) ExpiryCutoff(ctx context.Context, retentionSeconds int32) (int64, error) {
+	var id int64
+	err := r.pool.QueryRow(ctx, watermarkCutoff, retentionSeconds).Scan(&id)
+	return id, interpretError("expiry cutoff", err)
+}
+
+// ExpireDedupKeys deletes up to batch expired deduplication keys.
+func (r *Messages) ExpireDedupKeys(ctx context.Context, batch int) (int64, error) {
+	tag, err := r.pool.Exec(ctx, dedupExpire, batch)
+	return tag.RowsAffected(), interpretError("expiring dedup keys", err)
+}
+
+// Notify wakes the queue's waiting consumers on every node.
+func (r *Messages) Notify(ctx context.Context, queueID string) error {
+	_, err := r.pool.Exec(ctx, messagesNotify, queueID)
+	return interpretError("notifying", err)
+}
+
+func receiptArrays(receipts []Receipt) (groups []int32, ids, leases []int64, dlqs []bool) {
+	for _, rc := range receipts {
+		groups, ids, leases, dlqs = append(groups, rc.GroupNo), append(ids, rc.ID), append(leases, rc.LeaseID), append(dlqs, rc.DLQ)
+	}
+	return
+}
+
+func jsonText(b []byte) *string {
+	if len(b) == 0 {
+		return nil
+	}
+	s := string(b)
+	return &s
+}
+

@@ -1,0 +1,188 @@
+package maintenance
+
+import (
+	"context"
+	"log/slog"
+	"sync"
+	"time"
+
+	"github.com/jackc/pgx/v5/pgxpool"
+	"go.opentelemetry.io/otel/attribute"
+	"go.opentelemetry.io/otel/metric"
+
+	"github.com/ferry-mq/ferry/persistence"
+	"github.com/ferry-mq/ferry/services/telemetry"
+)
+
+// Maintainer defaults.
+const (
+	MaintainIntervalDefault = 10 * time.Second
+	MaintainBatchDefault    = 1000
+	MaintainPauseDefault    = 20 * time.Millisecond
+)
+
+// maintainerLockKey is the advisory lock that makes one node at a time the maintainer.
+const maintainerLockKey int64 = 0x6665727279_01 // "ferry" + 1
+
+// Maintainer runs the periodic upkeep: it records id watermarks, deletes messages past their queue's retention
+// (counted in ferry.messages.expired), and expires deduplication keys and retry tokens. Work goes in batches with
+// pauses. A session-level advisory lock makes one node the maintainer at a time; the others skip the cycle, and
+// since every step is an idempotent batched delete, two maintainers at once would still be safe.
+type Maintainer struct {
+	Pool        *pgxpool.Pool
+	Store       *persistence.Store
+	Messages    *persistence.Messages
+	Instruments *telemetry.Instruments
+	Logger      *slog.Logger
+	Interval    time.Duration // default MaintainIntervalDefault
+	Batch       int           // default MaintainBatchDefault
+	Pause       time.Duration // between batches; default MaintainPauseDefault
+
+	mu      sync.Mutex
+	cancel  context.CancelFunc
+	stopped chan struct{}
+}
+
+// Start runs a cycle every Interval until Stop. Safe to call twice.
+func (m *Maintainer) Start(ctx context.Context) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if m.cancel != nil {
+		return
+	}
+	ctx, m.cancel = context.WithCancel(context.WithoutCancel(ctx))
+	m.stopped = make(chan struct{})
+	go func() {
+		defer close(m.stopped)
+		ticker := time.NewTicker(m.interval())
+		defer ticker.Stop()
+		for {
+			if _, err := m.RunOnce(ctx); err != nil && ctx.Err() == nil {
+				m.logger().Warn("maintenance cycle failed", "error", err)
+			}
+			select {
+			case <-ctx.Done():
+				return
+			case <-ticker.C:
+			}
+		}
+	}()
+}
+
+// Stop ends the loop. Safe to call twice.
+func (m *Maintainer) Stop() {
+	m.mu.Lock()
+	cancel, stopped := m.cancel, m.stopped
+	m.cancel = nil
+	m.mu.Unlock()
+	if cancel != nil {
+		cancel()
+		<-stopped
+	}
+}
+
+// RunOnce runs one cycle if this node wins the maintainer lock, and reports whether it did.
+func (m *Maintainer) RunOnce(ctx context.Context) (bool, error) {
+	conn, err := m.Pool.Acquire(ctx)
+	if err != nil {
+		return false, err
+	}
+	defer conn.Release()
+	var locked bool
+	if err := conn.QueryRow(ctx, `SELECT pg_try_advisory_lock($1)`, maintainerLockKey).Scan(&locked); err != nil {
+		return false, err
+	}
+	if !locked {
+		return false, nil
+	}
+	defer func() { _, _ = conn.Exec(context.WithoutCancel(ctx), `SELECT pg_advisory_unlock($1)`, maintainerLockKey) }()
+
+	if err := m.Messages.RecordWatermark(ctx); err != nil {
+		return true, err
+	}
+	if err := m.expireMessages(ctx); err != nil {
+		return true, err
+	}
+	if err := m.drain(ctx, func() (int64, error) { return m.Messages.ExpireDedupKeys(ctx, m.batch()) }); err != nil {
+		return true, err
+	}
+	return true, m.drain(ctx, func() (int64, error) { return m.Store.Idempotency.Expire(ctx, m.batch()) })
+}
+
+func (m *Maintainer) expireMessages(ctx context.Context) error {
+	after := ""
+	for {
+		queues, err := m.Store.Queues.AllWithRetention(ctx, after, 500)
+		if err != nil {
+			return err
+		}
+		for _, q := range queues {
+			cutoff, err := m.Messages.ExpiryCutoff(ctx, q.RetentionSeconds)
+			if err != nil {
+				return err
+			}
+			if cutoff == 0 {
+				continue
+			}
+			var expired int64
+			err = m.drain(ctx, func() (int64, error) {
+				n, err := m.Messages.ExpireBatch(ctx, q.ID, []int32{0}, cutoff, m.batch())
+				expired += n
+				return n, err
+			})
+			if expired > 0 && m.Instruments != nil {
+				m.Instruments.MessagesExpired.Add(ctx, expired, metric.WithAttributes(attribute.String("queue", q.ID)))
+			}
+			if err != nil {
+				return err
+			}
+		}
+		if len(queues) < 500 {
+			return nil
+		}
+		after = queues[len(queues)-1].ID
+	}
+}
+
+// drain repeats a batched delete until a batch comes back short, pausing between batches.
+func (m *Maintainer) drain(ctx context.Context, batch func() (int64, error)) error {
+	for {
+		n, err := batch()
+		if err != nil || n < int64(m.batch()) {
+			return err
+		}
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-time.After(m.pause()):
+		}
+	}
+}
+
+func (m *Maintainer) interval() time.Duration {
+	if m.Interval > 0 {
+		return m.Interval
+	}
+	return MaintainIntervalDefault
+}
+
+func (m *Maintainer) batch() int {
+	if m.Batch > 0 {
+		return m.Batch
+	}
+	return MaintainBatchDefault
+}
+
+func (m *Maintainer) pause() time.Duration {
+	if m.Pause > 0 {
+		return m.Pause
+	}
+	return MaintainPauseDefault
+}
+
+func (m *Maintainer) logger() *slog.Logger {
+	if m.Logger == nil {
+		return slog.Default()
+	}
+	return m.Logger
+}

@@ -1,0 +1,133 @@
+package messaging
+
+import (
+	"context"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/ferry-mq/ferry/persistence"
+)
+
+// channelSet caches, per (queue, group, dlq), the channels that hold messages, so that a GetMessages without a
+// channel filter can take from the channels in turn: a channel with a huge backlog cannot starve one with a few
+// messages. The list is refreshed (one skip-scan over the lease index) at most every channelRefresh; channels
+// published to on this node are added at once.
+type channelSet struct {
+	messages *persistence.Messages
+	mu       sync.Mutex
+	byKey    map[channelKey]*channelEntry
+}
+
+const (
+	channelRefresh     = time.Second
+	channelsPerLease   = 32   // channels one lease takes from at most
+	channelsCachedMax  = 4096 // beyond this, the rotation covers the first channelsCachedMax channels
+	defaultChannelOnly = ""
+)
+
+type channelKey struct {
+	queueID string
+	groupNo int32
+	dlq     bool
+}
+
+type channelEntry struct {
+	channels []string
+	fetched  time.Time
+	next     int // rotation position
+}
+
+func newChannelSet(m *persistence.Messages) *channelSet {
+	return &channelSet{messages: m, byKey: map[channelKey]*channelEntry{}}
+}
+
+// pick returns the channels a lease should take from, in the order to interleave them: all matching channels
+// (up to channelsPerLease) starting at a rotating position.
+func (s *channelSet) pick(ctx context.Context, key channelKey, filter string) ([]string, error) {
+	if filter != "" && !strings.HasSuffix(filter, "*") {
+		return []string{filter}, nil // an exact channel
+	}
+	all, err := s.list(ctx, key)
+	if err != nil {
+		return nil, err
+	}
+	prefix := strings.TrimSuffix(filter, "*")
+	matching := all
+	if filter != "" {
+		matching = nil
+		for _, ch := range all {
+			if ch != "" && strings.HasPrefix(ch, prefix) {
+				matching = append(matching, ch)
+			}
+		}
+	}
+	if len(matching) <= 1 {
+		if len(matching) == 0 && filter == "" {
+			return []string{defaultChannelOnly}, nil
+		}
+		return matching, nil
+	}
+	s.mu.Lock()
+	e := s.byKey[key]
+	start := 0
+	if e != nil {
+		start = e.next % len(matching)
+		e.next++
+	}
+	s.mu.Unlock()
+	n := min(len(matching), channelsPerLease)
+	out := make([]string, 0, n)
+	for i := 0; i < n; i++ {
+		out = append(out, matching[(start+i)%len(matching)])
+	}
+	return out, nil
+}
+
+func (s *channelSet) list(ctx context.Context, key channelKey) ([]string, error) {
+	s.mu.Lock()
+	e := s.byKey[key]
+	if e != nil && time.Since(e.fetched) < channelRefresh {
+		chans := e.channels
+		s.mu.Unlock()
+		return chans, nil
+	}
+	s.mu.Unlock()
+	chans, err := s.messages.Channels(ctx, key.queueID, key.groupNo, key.dlq, "", true, channelsCachedMax)
+	if err != nil {
+		return nil, err
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if e = s.byKey[key]; e == nil {
+		if len(s.byKey) > 100000 {
+			clear(s.byKey)
+		}
+		e = &channelEntry{}
+		s.byKey[key] = e
+	}
+	e.channels, e.fetched = chans, time.Now()
+	return chans, nil
+}
+
+// published adds channels just written on this node (so that they are leased before the next refresh).
+func (s *channelSet) published(key channelKey, channels map[string]bool) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	e := s.byKey[key]
+	if e == nil {
+		return // not cached yet: the first lease lists them
+	}
+	for ch := range channels {
+		found := false
+		for _, have := range e.channels {
+			if have == ch {
+				found = true
+				break
+			}
+		}
+		if !found && len(e.channels) < channelsCachedMax {
+			e.channels = append(append([]string(nil), e.channels...), ch)
+		}
+	}
+}

@@ -1,0 +1,417 @@
+package messaging
+
+import (
+	"context"
+	"encoding/json"
+	"strings"
+	"time"
+
+	"go.opentelemetry.io/otel/propagation"
+	"go.opentelemetry.io/otel/trace"
+
+	"github.com/ferry-mq/ferry/persistence"
+	"github.com/ferry-mq/ferry/services/apierror"
+)
+
+// Limits of GetMessages (DESIGN section 7).
+const (
+	MaxGetLimit          = 32
+	MaxVisibilitySeconds = 43200
+	MaxTimeoutSeconds    = 30
+)
+
+// GetRequest is a GetMessages call. Nil pointers take the queue's defaults.
+type GetRequest struct {
+	GroupNo           int32
+	DLQ               bool
+	Limit             int
+	VisibilitySeconds *int32
+	TimeoutSeconds    *int32
+	ChannelFilter     string // exact channel id, or a prefix ending in '*'
+}
+
+// Delivered is a leased message with its receipt.
+type Delivered struct {
+	persistence.LeasedMessage
+	Receipt     string
+	Attributes  map[string]any
+	Traceparent string
+}
+
+// Get leases up to req.Limit visible messages, waiting up to the timeout for the first one (long poll). A waiting
+// call holds no database connection.
+func (s *Service) Get(ctx context.Context, tenancyID, queueID string, req GetRequest) ([]Delivered, error) {
+	q, err := s.queues.active(ctx, tenancyID, queueID)
+	if err != nil {
+		return nil, err
+	}
+	if req.Limit <= 0 {
+		req.Limit = 1
+	}
+	if req.Limit > MaxGetLimit {
+		return nil, apierror.InvalidParameter("limit: must be 1 to %d", MaxGetLimit)
+	}
+	if f := req.ChannelFilter; f != "" && strings.Contains(strings.TrimSuffix(f, "*"), "*") {
+		return nil, apierror.InvalidParameter("channelFilter: a channel id, or a prefix followed by a single trailing '*'")
+	}
+	visibility := q.VisibilitySeconds
+	if req.VisibilitySeconds != nil {
+		visibility = *req.VisibilitySeconds
+	}
+	timeout := q.TimeoutSeconds
+	if req.TimeoutSeconds != nil {
+		timeout = *req.TimeoutSeconds
+	}
+	maxDeliveries := q.DeadLetterQueueDeliveryCount
+	if req.DLQ {
+		maxDeliveries = 0
+	}
+	deadline := time.Now().Add(time.Duration(timeout) * time.Second)
+
+	var w *waiter
+	defer func() {
+		if w != nil {
+			s.waiters.remove(w)
+		}
+	}()
+	for {
+		got, err := s.leaseOnce(ctx, q, req, visibility, maxDeliveries)
+		if err != nil {
+			return nil, err
+		}
+		if len(got) > 0 {
+			if w != nil {
+				s.waiters.wakeOne(queueID) // there may be more: let the next waiter look
+			}
+			return got, nil
+		}
+		if timeout == 0 || !time.Now().Before(deadline) {
+			return []Delivered{}, nil
+		}
+		if w == nil {
+			// Register, then look once more: a put between the first lease and the registration is not missed.
+			w = s.waiters.add(queueID)
+			continue
+		}
+		if !s.wait(ctx, w, deadline) {
+			return []Delivered{}, nil
+		}
+	}
+}
+
+// wait blocks until a wake-up, the fallback poll, or the deadline; it reports whether to lease again.
+func (s *Service) wait(ctx context.Context, w *waiter, deadline time.Time) bool {
+	for {
+		remaining := time.Until(deadline)
+		if remaining <= 0 {
+			return false
+		}
+		timer := time.NewTimer(min(remaining, jitter(s.cfg.PollInterval)))
+		select {
+		case <-w.wake:
+			timer.Stop()
+			return true
+		case <-ctx.Done():
+			timer.Stop()
+			return false
+		case <-timer.C:
+			if time.Until(deadline) <= 0 {
+				return false
+			}
+			if s.waiters.mayPoll(w.queueID, s.cfg.PollInterval/2) {
+				return true
+			}
+		}
+	}
+}
+
+// leaseOnce runs the lease statement (again, when it only moved messages to the DLQ) and signs the receipts.
+func (s *Service) leaseOnce(ctx context.Context, q persistence.Queue, req GetRequest, visibility, maxDeliveries int32) ([]Delivered, error) {
+	key := channelKey{queueID: q.ID, groupNo: req.GroupNo, dlq: req.DLQ}
+	channels, err := s.channels.pick(ctx, key, req.ChannelFilter)
+	if err != nil {
+		return nil, err
+	}
+	if len(channels) == 0 {
+		return nil, nil
+	}
+	for attempt := 0; attempt < 3; attempt++ {
+		leaseID := newLeaseID()
+		leased, err := s.messages.Lease(ctx, persistence.LeaseRequest{
+			QueueID: q.ID, GroupNo: req.GroupNo, DLQ: req.DLQ, Channels: channels, Limit: req.Limit,
+			VisibilitySeconds: visibility, LeaseID: leaseID, MaxDeliveries: maxDeliveries,
+		})
+		if err != nil {
+			return nil, err
+		}
+		out := make([]Delivered, 0, len(leased))
+		dead := 0
+		for _, m := range leased {
+			if m.DeadLettered {
+				dead++
+				continue
+			}
+			d := Delivered{LeasedMessage: m}
+			d.Receipt = s.receipts.Encode(q.ID, persistence.Receipt{GroupNo: m.GroupNo, ID: m.ID, LeaseID: leaseID, DLQ: req.DLQ})
+			if len(m.Attributes) > 0 {
+				_ = json.Unmarshal(m.Attributes, &d.Attributes)
+			}
+			if len(m.Metadata) > 0 {
+				var meta map[string]string
+				if json.Unmarshal(m.Metadata, &meta) == nil {
+					d.Traceparent = meta["traceparent"]
+				}
+			}
+			out = append(out, d)
+		}
+		if dead > 0 {
+			s.inst.MessagesDeadLettered.Add(ctx, int64(dead), queueAttr(q.ID))
+		}
+		if len(out) > 0 {
+			s.inst.MessagesDelivered.Add(ctx, int64(len(out)), queueAttr(q.ID))
+			linkProducers(ctx, out)
+			return out, nil
+		}
+		if dead == 0 {
+			return out, nil
+		}
+	}
+	return nil, nil
+}
+
+// linkProducers links the receive span to each message's producer trace (DESIGN section 9).
+func linkProducers(ctx context.Context, msgs []Delivered) {
+	span := trace.SpanFromContext(ctx)
+	if !span.IsRecording() {
+		return
+	}
+	for _, m := range msgs {
+		if m.Traceparent == "" {
+			continue
+		}
+		pctx := propagation.TraceContext{}.Extract(context.Background(), propagation.MapCarrier{"traceparent": m.Traceparent})
+		if sc := trace.SpanContextFromContext(pctx); sc.IsValid() {
+			span.AddLink(trace.Link{SpanContext: sc})
+		}
+	}
+}
+
+// EntryError is the outcome of one entry of a batch acknowledge/update: nil on success.
+type EntryError = *apierror.Error
+
+// decodeReceipts checks each receipt's signature and that it addresses the requested group and queue/DLQ.
+func (s *Service) decodeReceipts(queueID string, groupNo int32, dlq bool, receipts []string) ([]persistence.Receipt, []EntryError) {
+	out := make([]persistence.Receipt, len(receipts))
+	errs := make([]EntryError, len(receipts))
+	for i, r := range receipts {
+		rc, err := s.receipts.Decode(queueID, r)
+		switch {
+		case err != nil:
+			errs[i] = apierror.InvalidParameter("receipt: not a receipt of this queue")
+		case rc.GroupNo != groupNo || rc.DLQ != dlq:
+			errs[i] = apierror.InvalidParameter("receipt: issued for another consumer group or for the %s", map[bool]string{true: "DLQ", false: "queue"}[rc.DLQ])
+		default:
+			out[i] = rc
+		}
+	}
+	return out, errs
+}
+
+// Delete acknowledges messages by receipt. Each entry succeeds or fails on its own: a receipt whose lease was
+// replaced by a newer one deletes nothing (409), and one whose message is gone answers 404.
+func (s *Service) Delete(ctx context.Context, tenancyID, queueID string, groupNo int32, dlq bool, receipts []string) ([]EntryError, error) {
+	if _, err := s.queues.active(ctx, tenancyID, queueID); err != nil {
+		return nil, err
+	}
+	ctx = context.WithoutCancel(ctx) // an acknowledgement that reached us completes even if the caller leaves
+	decoded, errs := s.decodeReceipts(queueID, groupNo, dlq, receipts)
+	valid, idx := validEntries(decoded, errs)
+	if len(valid) == 0 {
+		return errs, nil
+	}
+	deleted, err := s.messages.Delete(ctx, queueID, valid)
+	if err != nil {
+		return nil, err
+	}
+	acked := 0
+	var missed []persistence.Receipt
+	var missedIdx []int
+	for k, ok := range deleted {
+		if ok {
+			acked++
+		} else {
+			missed, missedIdx = append(missed, valid[k]), append(missedIdx, idx[k])
+		}
+	}
+	if acked > 0 {
+		s.inst.MessagesAcknowledged.Add(ctx, int64(acked), queueAttr(queueID))
+	}
+	if err := s.classifyMissed(ctx, queueID, missed, missedIdx, errs); err != nil {
+		return nil, err
+	}
+	return errs, nil
+}
+
+// Update moves the visibility of leased messages: seconds from now (0 releases the message at once).
+func (s *Service) Update(ctx context.Context, tenancyID, queueID string, groupNo int32, dlq bool, receipts []string, seconds []int32) ([]*time.Time, []EntryError, error) {
+	if _, err := s.queues.active(ctx, tenancyID, queueID); err != nil {
+		return nil, nil, err
+	}
+	decoded, errs := s.decodeReceipts(queueID, groupNo, dlq, receipts)
+	for i, sec := range seconds {
+		if errs[i] == nil && (sec < 0 || sec > MaxVisibilitySeconds) {
+			errs[i] = apierror.InvalidParameter("visibilityInSeconds: must be 0 to %d", MaxVisibilitySeconds)
+		}
+	}
+	valid, idx := validEntries(decoded, errs)
+	times := make([]*time.Time, len(receipts))
+	if len(valid) == 0 {
+		return times, errs, nil
+	}
+	secs := make([]int32, len(valid))
+	released := false
+	for k, i := range idx {
+		secs[k] = seconds[i]
+		released = released || seconds[i] == 0
+	}
+	updated, err := s.messages.UpdateVisibility(ctx, queueID, valid, secs)
+	if err != nil {
+		return nil, nil, err
+	}
+	var missed []persistence.Receipt
+	var missedIdx []int
+	for k, t := range updated {
+		if t != nil {
+			times[idx[k]] = t
+		} else {
+			missed, missedIdx = append(missed, valid[k]), append(missedIdx, idx[k])
+		}
+	}
+	if err := s.classifyMissed(ctx, queueID, missed, missedIdx, errs); err != nil {
+		return nil, nil, err
+	}
+	if released {
+		s.waiters.wakeOne(queueID)
+		_ = s.messages.Notify(ctx, queueID)
+	}
+	return times, errs, nil
+}
+
+// classifyMissed tells a stale receipt (the message exists under a newer lease: 409) from a message that is gone
+// (404).
+func (s *Service) classifyMissed(ctx context.Context, queueID string, missed []persistence.Receipt, idx []int, errs []EntryError) error {
+	if len(missed) == 0 {
+		return nil
+	}
+	exists, err := s.messages.Existing(ctx, queueID, missed)
+	if err != nil {
+		return err
+	}
+	for k, ok := range exists {
+		if ok {
+			errs[idx[k]] = apierror.Conflict("receipt: the lease expired and the message was leased again; nothing was changed")
+		} else {
+			errs[idx[k]] = apierror.NotFound("receipt: the message no longer exists (already deleted or expired)")
+		}
+	}
+	return nil
+}
+
+func validEntries(decoded []persistence.Receipt, errs []EntryError) ([]persistence.Receipt, []int) {
+	var valid []persistence.Receipt
+	var idx []int
+	for i, rc := range decoded {
+		if errs[i] == nil {
+			valid, idx = append(valid, rc), append(idx, i)
+		}
+	}
+	return valid, idx
+}
+
+// Stats counts the group's messages (optionally of one channel) in the queue and its DLQ.
+func (s *Service) Stats(ctx context.Context, tenancyID, queueID string, groupNo int32, channelID string) (queue, dlq persistence.Stats, err error) {
+	if _, err := s.queues.active(ctx, tenancyID, queueID); err != nil {
+		return queue, dlq, err
+	}
+	return s.messages.Stats(ctx, queueID, groupNo, channelID)
+}
+
+// Channels lists one page of the non-empty channel ids that hold messages (after the page token).
+func (s *Service) Channels(ctx context.Context, tenancyID, queueID string, groupNo int32, after, filter string, limit int) ([]string, string, error) {
+	if _, err := s.queues.active(ctx, tenancyID, queueID); err != nil {
+		return nil, "", err
+	}
+	prefix, isPrefix := strings.CutSuffix(filter, "*")
+	from := after
+	if from < prefix {
+		from = prefix
+	}
+	inclusive := after == "" && from != ""
+	var out []string
+	for len(out) <= limit {
+		page, err := s.messages.Channels(ctx, queueID, groupNo, false, from, inclusive, limit+1)
+		if err != nil {
+			return nil, "", err
+		}
+		for _, ch := range page {
+			if ch == "" {
+				continue
+			}
+			if filter != "" && ((isPrefix && !strings.HasPrefix(ch, prefix)) || (!isPrefix && ch != filter)) {
+				return out, "", nil // channels are in order: past the prefix, nothing more matches
+			}
+			out = append(out, ch)
+		}
+		if len(page) < limit+1 {
+			return out, "", nil
+		}
+		from, inclusive = page[len(page)-1], false
+	}
+	return out[:limit], out[limit-1], nil
+}
+
+// Redrive moves up to limit DLQ messages of the group back to the queue.
+func (s *Service) Redrive(ctx context.Context, tenancyID, queueID string, groupNo int32, limit int) (int64, error) {
+	if _, err := s.queues.active(ctx, tenancyID, queueID); err != nil {
+		return 0, err
+	}
+	n, err := s.messages.Redrive(ctx, queueID, groupNo, limit)
+	if n > 0 {
+		s.waiters.wakeOne(queueID)
+	}
+	return n, err
+}
+
+// Purge deletes a queue's messages in batches (purgeType NORMAL, DLQ or BOTH), pausing between batches so that
+// a large purge does not starve the hot path. It is the work request executor's PurgeFunc.
+func (s *Service) Purge(ctx context.Context, _, queueID, purgeType string, progress func(float32)) error {
+	var dlq *bool
+	switch purgeType {
+	case "NORMAL":
+		f := false
+		dlq = &f
+	case "DLQ":
+		t := true
+		dlq = &t
+	}
+	const batch = 1000
+	total, _ := s.sizes.get(queueID)
+	_ = total
+	var done int64
+	for {
+		n, err := s.messages.PurgeBatch(ctx, queueID, dlq, batch)
+		if err != nil {
+			return err
+		}
+		done += n
+		if n < batch {
+			return nil
+		}
+		progress(float32(min(99, done/batch)))
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-time.After(10 * time.Millisecond):
+		}
+	}
+}

@@ -1,0 +1,182 @@
+package messaging
+
+import (
+	"context"
+	"encoding/json"
+	"math"
+	"strconv"
+	"unicode/utf8"
+
+	"go.opentelemetry.io/otel/propagation"
+
+	"github.com/ferry-mq/ferry/persistence"
+	"github.com/ferry-mq/ferry/services/apierror"
+)
+
+// Limits of a PutMessages batch (DESIGN section 7).
+const (
+	MaxBatch          = 20
+	MaxContentBytes   = 256 << 10
+	MaxAttributes     = 32
+	MaxAttributeKey   = 64
+	MaxAttributeValue = 256
+	MaxDelaySeconds   = 900
+	MaxChannelID      = 256
+	MaxDedupID        = 128
+)
+
+// PutEntry is one message to publish.
+type PutEntry struct {
+	Content      string
+	Attributes   map[string]any // values: string or float64
+	ChannelID    string
+	DelaySeconds int32
+	DedupID      string
+	Traceparent  string
+}
+
+// Put validates and stores a batch (all or nothing) and wakes the queue's consumers. Results are in batch order.
+func (s *Service) Put(ctx context.Context, tenancyID, queueID string, entries []PutEntry) ([]persistence.PutResult, error) {
+	q, err := s.queues.active(ctx, tenancyID, queueID)
+	if err != nil {
+		return nil, err
+	}
+	if len(entries) == 0 || len(entries) > MaxBatch {
+		return nil, apierror.InvalidParameter("messages: a batch holds 1 to %d messages", MaxBatch)
+	}
+	msgs := make([]persistence.NewMessage, len(entries))
+	bytesByChannel := map[string]int64{}
+	channels := map[string]bool{}
+	var batchBytes int64
+	for i, e := range entries {
+		m, err := encode(i, e, ctx)
+		if err != nil {
+			return nil, err
+		}
+		msgs[i] = m
+		bytesByChannel[m.ChannelID] += int64(m.SizeBytes)
+		channels[m.ChannelID] = true
+		batchBytes += int64(m.SizeBytes)
+	}
+	if err := s.checkSize(q, batchBytes, bytesByChannel); err != nil {
+		return nil, err
+	}
+	results, err := s.messages.Put(ctx, queueID, q.RetentionSeconds, q.DedupWindowSeconds, []int32{0}, msgs, s.throttle.take(queueID))
+	if err != nil {
+		return nil, err
+	}
+	stored := 0
+	for _, r := range results {
+		if !r.Duplicate {
+			stored++
+		}
+	}
+	if stored > 0 {
+		s.sizes.add(queueID, bytesByChannel)
+		s.channels.published(channelKey{queueID: queueID}, channels)
+		s.waiters.wakeOne(queueID) // local consumers do not wait for the NOTIFY round trip
+		s.inst.MessagesPublished.Add(ctx, int64(stored), queueAttr(queueID))
+	}
+	return results, nil
+}
+
+// checkSize answers 429 when the batch would take the queue past maxSizeInBytes, or a channel past its share
+// (channelConsumptionLimit percent of it).
+func (s *Service) checkSize(q persistence.Queue, batchBytes int64, byChannel map[string]int64) error {
+	total, channelBytes := s.sizes.get(q.ID)
+	if total+batchBytes > q.MaxSizeBytes {
+		return apierror.TooManyRequests(5, "the queue is full (maxSizeInBytes %d): consume messages or raise the limit", q.MaxSizeBytes)
+	}
+	if q.ChannelConsumptionLimit < 100 {
+		share := q.MaxSizeBytes * int64(q.ChannelConsumptionLimit) / 100
+		for ch, n := range byChannel {
+			if channelBytes[ch]+n > share {
+				return apierror.TooManyRequests(5, "channel %q holds its share of the queue (channelConsumptionLimit %d%%)", ch, q.ChannelConsumptionLimit)
+			}
+		}
+	}
+	return nil
+}
+
+// encode validates one entry and renders its stored form. Errors name the entry: messages[i].field.
+func encode(i int, e PutEntry, ctx context.Context) (persistence.NewMessage, error) {
+	field := func(name string) string { return "messages[" + strconv.Itoa(i) + "]." + name }
+	if !utf8.ValidString(e.Content) {
+		return persistence.NewMessage{}, apierror.InvalidParameter("%s: must be valid UTF-8", field("content"))
+	}
+	if len(e.Content) > MaxContentBytes {
+		return persistence.NewMessage{}, apierror.InvalidParameter("%s: %d bytes is more than %d", field("content"), len(e.Content), MaxContentBytes)
+	}
+	if len(e.Attributes) > MaxAttributes {
+		return persistence.NewMessage{}, apierror.InvalidParameter("%s: at most %d attributes", field("attributes"), MaxAttributes)
+	}
+	size := len(e.Content)
+	attrs := make(map[string]any, len(e.Attributes))
+	for k, v := range e.Attributes {
+		if k == "" || utf8.RuneCountInString(k) > MaxAttributeKey {
+			return persistence.NewMessage{}, apierror.InvalidParameter("%s: keys are 1 to %d characters", field("attributes"), MaxAttributeKey)
+		}
+		size += len(k)
+		switch val := v.(type) {
+		case string:
+			if utf8.RuneCountInString(val) > MaxAttributeValue {
+				return persistence.NewMessage{}, apierror.InvalidParameter("%s: string values are at most %d characters", field("attributes."+k), MaxAttributeValue)
+			}
+			size += len(val)
+			attrs[k] = val
+		case float64:
+			if math.IsNaN(val) || math.IsInf(val, 0) {
+				return persistence.NewMessage{}, apierror.InvalidParameter("%s: must be a finite number", field("attributes."+k))
+			}
+			size += 8
+			attrs[k] = val
+		case json.Number:
+			f, err := val.Float64()
+			if err != nil {
+				return persistence.NewMessage{}, apierror.InvalidParameter("%s: must be a finite number", field("attributes."+k))
+			}
+			size += 8
+			attrs[k] = f
+		default:
+			return persistence.NewMessage{}, apierror.InvalidParameter("%s: must be a string or a number", field("attributes."+k))
+		}
+	}
+	if e.DelaySeconds < 0 || e.DelaySeconds > MaxDelaySeconds {
+		return persistence.NewMessage{}, apierror.InvalidParameter("%s: must be 0 to %d", field("metadata.delayInSeconds"), MaxDelaySeconds)
+	}
+	if len(e.ChannelID) > MaxChannelID || !utf8.ValidString(e.ChannelID) {
+		return persistence.NewMessage{}, apierror.InvalidParameter("%s: at most %d bytes of UTF-8", field("metadata.channelId"), MaxChannelID)
+	}
+	if len(e.DedupID) > MaxDedupID {
+		return persistence.NewMessage{}, apierror.InvalidParameter("%s: at most %d characters", field("metadata.deduplicationId"), MaxDedupID)
+	}
+	m := persistence.NewMessage{
+		ChannelID:    e.ChannelID,
+		DelaySeconds: e.DelaySeconds,
+		SizeBytes:    int32(size),
+		Content:      e.Content,
+		DedupID:      e.DedupID,
+	}
+	if len(attrs) > 0 {
+		m.Attributes, _ = json.Marshal(attrs)
+	}
+	meta := map[string]string{}
+	traceparent := e.Traceparent
+	if traceparent == "" {
+		// Without an explicit one, the publishing request's own trace context links consumer to producer.
+		carrier := propagation.MapCarrier{}
+		propagation.TraceContext{}.Inject(ctx, carrier)
+		traceparent = carrier["traceparent"]
+	}
+	if traceparent != "" {
+		meta["traceparent"] = traceparent
+	}
+	if e.DedupID != "" {
+		meta["deduplicationId"] = e.DedupID
+	}
+	if len(meta) > 0 {
+		m.Metadata, _ = json.Marshal(meta)
+	}
+	return m, nil
+}
+

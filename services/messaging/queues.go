@@ -1,0 +1,64 @@
+package messaging
+
+import (
+	"context"
+	"sync"
+	"time"
+
+	"github.com/ferry-mq/ferry/persistence"
+	"github.com/ferry-mq/ferry/services/apierror"
+)
+
+// queueCache keeps queue settings for a short time so that the data plane does not read the queues table on every
+// call. Settings changes reach every node within queueCacheTTL.
+type queueCache struct {
+	queues *persistence.Queues
+	mu     sync.Mutex
+	byID   map[string]cachedQueue
+}
+
+const queueCacheTTL = time.Second
+
+type cachedQueue struct {
+	q       persistence.Queue
+	fetched time.Time
+}
+
+func newQueueCache(q *persistence.Queues) *queueCache {
+	return &queueCache{queues: q, byID: map[string]cachedQueue{}}
+}
+
+// active returns the queue when it belongs to the tenancy and is ACTIVE; otherwise 404 (or 409 while deleting).
+func (c *queueCache) active(ctx context.Context, tenancyID, queueID string) (persistence.Queue, error) {
+	c.mu.Lock()
+	e, ok := c.byID[queueID]
+	c.mu.Unlock()
+	if !ok || time.Since(e.fetched) > queueCacheTTL || e.q.TenancyID != tenancyID {
+		q, err := c.queues.Get(ctx, tenancyID, queueID)
+		if err != nil {
+			return q, err
+		}
+		e = cachedQueue{q: q, fetched: time.Now()}
+		c.mu.Lock()
+		if len(c.byID) > 100000 {
+			clear(c.byID)
+		}
+		c.byID[queueID] = e
+		c.mu.Unlock()
+	}
+	switch e.q.LifecycleState {
+	case persistence.StateActive:
+		return e.q, nil
+	case persistence.StateDeleted:
+		return e.q, apierror.ErrNotFound
+	default:
+		return e.q, apierror.IncorrectState("queue %s is %s", queueID, e.q.LifecycleState)
+	}
+}
+
+// forget drops a queue from the cache (its settings changed on this node).
+func (c *queueCache) forget(queueID string) {
+	c.mu.Lock()
+	delete(c.byID, queueID)
+	c.mu.Unlock()
+}

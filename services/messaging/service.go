@@ -1,0 +1,203 @@
+// Package messaging is the data plane's domain logic: publish (validation, deduplication, size limits, wake-ups),
+// lease with long polling, acknowledge and extend by receipt, dead-lettering, redrive, purge and stats. It talks
+// to PostgreSQL only through persistence.Messages, one statement (or one short transaction) per call.
+package messaging
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/binary"
+	"log/slog"
+	mrand "math/rand/v2"
+	"sync"
+	"time"
+
+	"go.opentelemetry.io/otel/attribute"
+	"go.opentelemetry.io/otel/metric"
+
+	"github.com/ferry-mq/ferry/persistence"
+	"github.com/ferry-mq/ferry/services/telemetry"
+)
+
+// Defaults of the service's timing (Config).
+const (
+	NotifyWindowDefault = 5 * time.Millisecond
+	PollIntervalDefault = time.Second
+	SizeRefreshDefault  = 2 * time.Second
+)
+
+// Config tunes the service; zero values take the defaults above.
+type Config struct {
+	// NotifyWindow throttles NOTIFYs per queue.
+	NotifyWindow time.Duration
+	// PollInterval is the fallback poll of a waiting GetMessages (jittered ±30 %, at most one per queue per
+	// interval per node): it finds messages whose lease expired or whose delay ended, which nobody announces.
+	PollInterval time.Duration
+	// SizeRefresh bounds how stale the queue size used for maxSizeInBytes and channelConsumptionLimit may be.
+	SizeRefresh time.Duration
+}
+
+// Service is the data plane of one node.
+type Service struct {
+	cfg      Config
+	store    *persistence.Store
+	messages *persistence.Messages
+	queues   *queueCache
+	channels *channelSet
+	waiters  *waiters
+	throttle *notifyThrottle
+	receipts *Receipts
+	sizes    *sizeCache
+	listener *persistence.Listener
+	inst     *telemetry.Instruments
+	logger   *slog.Logger
+}
+
+// New builds the service. databaseURL is used for the LISTEN connection; receiptKey signs receipts.
+func New(cfg Config, store *persistence.Store, databaseURL string, receiptKey []byte, inst *telemetry.Instruments, logger *slog.Logger) *Service {
+	if cfg.NotifyWindow <= 0 {
+		cfg.NotifyWindow = NotifyWindowDefault
+	}
+	if cfg.PollInterval <= 0 {
+		cfg.PollInterval = PollIntervalDefault
+	}
+	if cfg.SizeRefresh <= 0 {
+		cfg.SizeRefresh = SizeRefreshDefault
+	}
+	if logger == nil {
+		logger = slog.Default()
+	}
+	messages := persistence.NewMessages(store.Pool)
+	s := &Service{
+		cfg:      cfg,
+		store:    store,
+		messages: messages,
+		queues:   newQueueCache(store.Queues),
+		channels: newChannelSet(messages),
+		waiters:  newWaiters(),
+		receipts: NewReceipts(receiptKey),
+		sizes:    newSizeCache(messages, cfg.SizeRefresh, logger),
+		inst:     inst,
+		logger:   logger,
+	}
+	s.throttle = newNotifyThrottle(cfg.NotifyWindow, messages.Notify)
+	s.listener = &persistence.Listener{
+		URL:         databaseURL,
+		Channel:     persistence.NotifyChannel,
+		OnNotify:    s.waiters.wakeOne,
+		OnReconnect: s.waiters.wakeAll, // notifications may have been missed while disconnected
+		Logger:      logger,
+	}
+	return s
+}
+
+// Start opens the LISTEN connection. Safe to call twice.
+func (s *Service) Start(ctx context.Context) { s.listener.Start(ctx) }
+
+// Ready is closed once this node receives wake-ups from other nodes.
+func (s *Service) Ready() <-chan struct{} { return s.listener.Ready() }
+
+// Stop closes the LISTEN connection. Safe to call twice.
+func (s *Service) Stop() { s.listener.Stop() }
+
+// Messages is the repository (maintenance and purge use it).
+func (s *Service) Messages() *persistence.Messages { return s.messages }
+
+// Waiting is the number of GetMessages calls waiting on this node.
+func (s *Service) Waiting() int { return s.waiters.count() }
+
+// ForgetQueue drops cached settings of a queue (after an update on this node).
+func (s *Service) ForgetQueue(queueID string) { s.queues.forget(queueID) }
+
+func queueAttr(queueID string) metric.MeasurementOption {
+	return metric.WithAttributes(attribute.String("queue", queueID))
+}
+
+func newLeaseID() int64 {
+	var b [8]byte
+	_, _ = rand.Read(b[:])
+	return int64(binary.BigEndian.Uint64(b[:]) >> 1)
+}
+
+func jitter(d time.Duration) time.Duration {
+	return d*7/10 + time.Duration(mrand.Int64N(int64(d)*6/10+1))
+}
+
+// sizeCache keeps each queue's stored bytes (total and per channel) for the size limits. It is refreshed in the
+// background at most every refresh interval, so a put never waits for a scan of a large queue; the limits are
+// therefore enforced within a few seconds, not to the byte.
+type sizeCache struct {
+	messages *persistence.Messages
+	refresh  time.Duration
+	logger   *slog.Logger
+	mu       sync.Mutex
+	byQueue  map[string]*queueSize
+}
+
+type queueSize struct {
+	total     int64
+	byChannel map[string]int64
+	fetched   time.Time
+	loading   bool
+	cost      time.Duration // the last scan's duration: big queues are rescanned less often
+}
+
+func newSizeCache(m *persistence.Messages, refresh time.Duration, logger *slog.Logger) *sizeCache {
+	return &sizeCache{messages: m, refresh: refresh, logger: logger, byQueue: map[string]*queueSize{}}
+}
+
+// get returns the last known size (zero before the first scan finished) and starts a refresh when stale.
+func (c *sizeCache) get(queueID string) (total int64, byChannel map[string]int64) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	e := c.byQueue[queueID]
+	if e == nil {
+		e = &queueSize{}
+		c.byQueue[queueID] = e
+	}
+	// Rescan after refresh, or after 20× the last scan's duration: at most ~5 % of a core on one queue.
+	if !e.loading && time.Since(e.fetched) > max(c.refresh, 20*e.cost) {
+		e.loading = true
+		go c.load(queueID)
+	}
+	return e.total, e.byChannel
+}
+
+// add counts a put's bytes until the next scan sees them.
+func (c *sizeCache) add(queueID string, byChannel map[string]int64) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	e := c.byQueue[queueID]
+	if e == nil {
+		return
+	}
+	if e.byChannel == nil {
+		e.byChannel = map[string]int64{}
+	}
+	for ch, n := range byChannel {
+		e.total += n
+		e.byChannel[ch] += n
+	}
+}
+
+func (c *sizeCache) load(queueID string) {
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	start := time.Now()
+	byChannel, err := c.messages.SizeByChannel(ctx, queueID)
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	e := c.byQueue[queueID]
+	e.loading = false
+	e.fetched = time.Now()
+	if err != nil {
+		c.logger.Warn("measuring queue size", "queue", queueID, "error", err)
+		return
+	}
+	e.cost = time.Since(start)
+	e.total = 0
+	for _, n := range byChannel {
+		e.total += n
+	}
+	e.byChannel = byChannel
+}

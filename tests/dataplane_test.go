@@ -1,0 +1,157 @@
+package tests
+
+import (
+	"context"
+	"net/http"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/ferry-mq/ferry/openapi/sdk"
+	"github.com/ferry-mq/ferry/tests/testserver"
+)
+
+func TestPutGetDelete(t *testing.T) {
+	t.Parallel()
+	srv := testserver.Start(t)
+	tenancyID, c := srv.Admin(t, "dp")
+	q := createQueue(t, c, tenancyID)
+	ctx := context.Background()
+
+	attrs := sdk.MessageAttributes{"team": "billing", "amount": 42.5}
+	ids := put(t, c, q, msg("one"), sdk.PutMessagesDetailsEntry{Content: "two", Attributes: &attrs}, msg("three"))
+	require.Less(t, ids[0].Id, ids[1].Id)
+	require.Less(t, ids[1].Id, ids[2].Id)
+
+	got := get(t, c, q, limit(10))
+	require.Len(t, got, 3)
+	require.Equal(t, []string{"one", "two", "three"}, []string{got[0].Content, got[1].Content, got[2].Content})
+	require.Equal(t, 1, got[0].DeliveryCount)
+	require.Equal(t, attrs, *got[1].Attributes)
+	require.NotEmpty(t, got[0].Receipt)
+
+	st := stats(t, c, q)
+	require.EqualValues(t, 0, st.Queue.VisibleMessages)
+	require.EqualValues(t, 3, st.Queue.InFlightMessages)
+
+	del, err := c.DeleteMessageWithResponse(ctx, q, got[0].Receipt, &sdk.DeleteMessageParams{})
+	require.NoError(t, err)
+	require.Equal(t, http.StatusNoContent, del.StatusCode(), string(del.Body))
+
+	batch, err := c.DeleteMessagesWithResponse(ctx, q, &sdk.DeleteMessagesParams{}, sdk.DeleteMessagesDetails{Entries: []sdk.DeleteMessagesDetailsEntry{
+		{Receipt: got[1].Receipt}, {Receipt: "garbage"}, {Receipt: got[2].Receipt}, {Receipt: got[0].Receipt},
+	}})
+	require.NoError(t, err)
+	require.Equal(t, http.StatusOK, batch.StatusCode(), string(batch.Body))
+	require.Equal(t, 2, batch.JSON200.ClientFailedCount)
+	require.Nil(t, batch.JSON200.Entries[0].ErrorCode)
+	require.Equal(t, "InvalidParameter", *batch.JSON200.Entries[1].ErrorCode)
+	require.Nil(t, batch.JSON200.Entries[2].ErrorCode)
+	require.Equal(t, "NotAuthorizedOrNotFound", *batch.JSON200.Entries[3].ErrorCode)
+
+	st = stats(t, c, q)
+	require.EqualValues(t, 0, st.Queue.VisibleMessages+st.Queue.InFlightMessages)
+}
+
+func TestVisibilityExpiryRedeliversAndStaleReceipt(t *testing.T) {
+	t.Parallel()
+	srv := testserver.Start(t)
+	tenancyID, c := srv.Admin(t, "dp")
+	q := createQueue(t, c, tenancyID)
+	ctx := context.Background()
+	put(t, c, q, msg("m"))
+
+	first := get(t, c, q, visibility(1))
+	require.Len(t, first, 1)
+	require.Empty(t, get(t, c, q), "leased message is invisible")
+	time.Sleep(1100 * time.Millisecond)
+	second := get(t, c, q, visibility(30))
+	require.Len(t, second, 1)
+	require.Equal(t, 2, second[0].DeliveryCount)
+	require.Equal(t, first[0].Id, second[0].Id)
+
+	// The first lease's receipt is stale now: it deletes nothing and says so.
+	del, err := c.DeleteMessageWithResponse(ctx, q, first[0].Receipt, &sdk.DeleteMessageParams{})
+	require.NoError(t, err)
+	require.Equal(t, http.StatusConflict, del.StatusCode(), string(del.Body))
+	require.EqualValues(t, 1, stats(t, c, q).Queue.InFlightMessages)
+
+	// Extending and releasing by receipt.
+	upd, err := c.UpdateMessageWithResponse(ctx, q, second[0].Receipt, &sdk.UpdateMessageParams{}, sdk.UpdateMessageDetails{VisibilityInSeconds: 0})
+	require.NoError(t, err)
+	require.Equal(t, http.StatusOK, upd.StatusCode(), string(upd.Body))
+	require.Equal(t, second[0].Id, upd.JSON200.Id)
+	third := get(t, c, q)
+	require.Len(t, third, 1)
+	require.Equal(t, 3, third[0].DeliveryCount)
+}
+
+func TestDeadLetterQueueAndRedrive(t *testing.T) {
+	t.Parallel()
+	srv := testserver.Start(t)
+	tenancyID, c := srv.Admin(t, "dp")
+	q := createQueue(t, c, tenancyID, withDLQ(2))
+	ctx := context.Background()
+	put(t, c, q, msg("poison"))
+
+	for i := 1; i <= 2; i++ {
+		got := get(t, c, q, visibility(0))
+		require.Len(t, got, 1)
+		require.Equal(t, i, got[0].DeliveryCount)
+	}
+	require.Empty(t, get(t, c, q), "a third delivery would exceed the DLQ count: the message moves to the DLQ")
+	st := stats(t, c, q)
+	require.EqualValues(t, 1, st.Dlq.VisibleMessages)
+	require.EqualValues(t, 0, st.Queue.VisibleMessages)
+
+	dead := get(t, c, q, fromDLQ())
+	require.Len(t, dead, 1)
+	require.Equal(t, "poison", dead[0].Content)
+	dlq := true
+	upd, err := c.UpdateMessageWithResponse(ctx, q, dead[0].Receipt, &sdk.UpdateMessageParams{Dlq: &dlq}, sdk.UpdateMessageDetails{VisibilityInSeconds: 0})
+	require.NoError(t, err)
+	require.Equal(t, http.StatusOK, upd.StatusCode(), string(upd.Body))
+
+	red, err := c.RedriveMessagesWithResponse(ctx, q, &sdk.RedriveMessagesParams{}, sdk.RedriveMessagesDetails{})
+	require.NoError(t, err)
+	require.Equal(t, http.StatusOK, red.StatusCode(), string(red.Body))
+	require.Equal(t, 1, red.JSON200.RedrivenMessages)
+	again := get(t, c, q)
+	require.Len(t, again, 1)
+	require.Equal(t, 1, again[0].DeliveryCount)
+}
+
+func TestLongPollWakesOnPut(t *testing.T) {
+	t.Parallel()
+	srv := testserver.Start(t)
+	tenancyID, c := srv.Admin(t, "dp")
+	q := createQueue(t, c, tenancyID)
+
+	type result struct {
+		msgs []sdk.GetMessage
+		at   time.Time
+	}
+	done := make(chan result, 1)
+	go func() {
+		resp, err := c.GetMessagesWithResponse(context.Background(), q, &sdk.GetMessagesParams{TimeoutInSeconds: ptr(10)})
+		if err != nil || resp.JSON200 == nil {
+			done <- result{}
+			return
+		}
+		done <- result{resp.JSON200.Messages, time.Now()}
+	}()
+	require.Eventually(t, func() bool { return srv.Node.Messaging().Waiting() == 1 }, 5*time.Second, 5*time.Millisecond)
+	putAt := time.Now()
+	put(t, c, q, msg("wake"))
+	r := <-done
+	require.Len(t, r.msgs, 1)
+	require.Less(t, r.at.Sub(putAt), 200*time.Millisecond)
+
+	// Nothing arrives: the call returns after timeoutInSeconds.
+	start := time.Now()
+	require.Empty(t, get(t, c, q, timeout(1)))
+	require.InDelta(t, 1.0, time.Since(start).Seconds(), 0.5)
+}
+
+func ptr[T any](v T) *T { return &v }
