@@ -542,4 +542,3 @@ func jsonText(b []byte) *string {
 	s := string(b)
 	return &s
 }
-

@@ -57,7 +57,9 @@ func put(t *testing.T, c *sdk.ClientWithResponses, queueID string, entries ...sd
 	return resp.JSON200.Messages
 }
 
-func msg(content string) sdk.PutMessagesDetailsEntry { return sdk.PutMessagesDetailsEntry{Content: content} }
+func msg(content string) sdk.PutMessagesDetailsEntry {
+	return sdk.PutMessagesDetailsEntry{Content: content}
+}
 
 func msgOn(content, channel string) sdk.PutMessagesDetailsEntry {
 	return sdk.PutMessagesDetailsEntry{Content: content, Metadata: &sdk.MessageMetadata{ChannelId: &channel}}

@@ -273,4 +273,3 @@ func (h *Handlers) RedriveMessages(c *gin.Context, queueID api.QueueIdPath, _ ap
 	}
 	c.JSON(http.StatusOK, api.RedriveMessagesResult{RedrivenMessages: int(n)})
 }
-

@@ -95,7 +95,9 @@ func (m *Maintainer) RunOnce(ctx context.Context) (bool, error) {
 	if !locked {
 		return false, nil
 	}
-	defer func() { _, _ = conn.Exec(context.WithoutCancel(ctx), `SELECT pg_advisory_unlock($1)`, maintainerLockKey) }()
+	defer func() {
+		_, _ = conn.Exec(context.WithoutCancel(ctx), `SELECT pg_advisory_unlock($1)`, maintainerLockKey)
+	}()
 
 	if err := m.Messages.RecordWatermark(ctx); err != nil {
 		return true, err

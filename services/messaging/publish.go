@@ -179,4 +179,3 @@ func encode(i int, e PutEntry, ctx context.Context) (persistence.NewMessage, err
 	}
 	return m, nil
 }
-

@@ -36,10 +36,10 @@ const (
 
 // Server is a running ferry node: the HTTP handler and its background workers.
 type Server struct {
-	cfg       Config
-	store     *persistence.Store
-	telemetry *telemetry.Telemetry
-	logger    *slog.Logger
+	cfg        Config
+	store      *persistence.Store
+	telemetry  *telemetry.Telemetry
+	logger     *slog.Logger
 	engine     *gin.Engine
 	executor   *maintenance.WorkRequestExecutor
 	maintainer *maintenance.Maintainer
