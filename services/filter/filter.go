@@ -40,7 +40,8 @@ package filter
 // Limits on an expression. They are part of the API contract (DESIGN section 6): an expression that exceeds one
 // is rejected by Compile with an *Error naming the column where the limit was crossed.
 const (
-	// MaxLength is the longest accepted expression, in bytes.
+	// MaxLength is the longest accepted expression, in bytes (the unit storage and request limits use). A longer
+	// expression is rejected with the column of the character that crosses the limit.
 	MaxLength = 256
 	// MaxDepth bounds nesting: every '(' and every NOT opens one level. It keeps the recursive-descent parser's
 	// stack small whatever the input.
