@@ -66,6 +66,13 @@ func (s *StoredResponse) SameRequest(hash []byte) bool { return bytes.Equal(s.Re
 func (r *IdempotencyKeys) Store(ctx context.Context, tenancyID, operation, token string, status int, headers map[string]string, body []byte) error {
 	ctx, cancel := withTimeout(ctx)
 	defer cancel()
+	// body and headers are NOT NULL: a response without a body (202) stores an empty one, not NULL.
+	if body == nil {
+		body = []byte{}
+	}
+	if headers == nil {
+		headers = map[string]string{}
+	}
 	_, err := r.pool.Exec(ctx, idempotencyStore, tenancyID, operation, token, status, headers, body)
 	return interpretError("storing retry token", err)
 }

@@ -2,6 +2,7 @@ package httpapi
 
 import (
 	"bytes"
+	"context"
 	"crypto/sha256"
 	"io"
 	"net/http"
@@ -57,12 +58,26 @@ func RetryTokens(keys *persistence.IdempotencyKeys) gin.HandlerFunc {
 				for k, v := range prior.Headers {
 					c.Header(k, v)
 				}
+				if len(prior.Body) == 0 { // a 202 action answers with headers only
+					c.AbortWithStatus(prior.StatusCode)
+					return
+				}
 				c.Data(prior.StatusCode, "application/json; charset=utf-8", prior.Body)
 				c.Abort()
 			}
 			return
 		}
 
+		// The token must leave the in-progress state whatever happens next: a response that cannot be stored, a
+		// failed request, a panic in the handler or a client that went away all release it, so that a retry runs
+		// again instead of answering "in progress" for 24 hours.
+		done := context.WithoutCancel(ctx)
+		stored := false
+		defer func() {
+			if !stored {
+				_ = keys.Release(done, p.TenancyID, op, token)
+			}
+		}()
 		rec := &recorder{ResponseWriter: c.Writer}
 		c.Writer = rec
 		c.Next()
@@ -74,9 +89,7 @@ func RetryTokens(keys *persistence.IdempotencyKeys) gin.HandlerFunc {
 					headers[k] = v
 				}
 			}
-			_ = keys.Store(ctx, p.TenancyID, op, token, status, headers, rec.body.Bytes())
-		} else {
-			_ = keys.Release(ctx, p.TenancyID, op, token)
+			stored = keys.Store(done, p.TenancyID, op, token, status, headers, rec.body.Bytes()) == nil
 		}
 	}
 }
