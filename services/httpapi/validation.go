@@ -1,8 +1,12 @@
 package httpapi
 
 import (
+	"bytes"
+	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
+	"mime"
 	"net/http"
 	"strings"
 
@@ -63,13 +67,46 @@ func (v *Validator) Middleware() gin.HandlerFunc {
 		for _, p := range c.Params {
 			params[p.Key] = p.Value
 		}
+		single, apiErr := singleJSONValue(c.Request)
+		if apiErr != nil {
+			apierror.Write(c, apiErr)
+			return
+		}
 		input := &openapi3filter.RequestValidationInput{Request: c.Request, PathParams: params, Route: route, Options: v.opts}
 		if err := openapi3filter.ValidateRequest(c.Request.Context(), input); err != nil {
 			apierror.Write(c, TranslateValidationError(err))
 			return
 		}
+		if !single {
+			// kin-openapi (like encoding/json's Decoder) reads the first JSON value and ignores the rest, so a body
+			// such as `{...}x` or `{...}{...}` would pass: reject it instead of acting on half of what was sent.
+			apierror.Write(c, apierror.InvalidParameter("body: the request body is not valid JSON (unexpected data after the top-level value)"))
+			return
+		}
 		c.Next()
 	}
+}
+
+// singleJSONValue buffers a JSON request body and reports whether it is exactly one JSON value. A body that is
+// not valid JSON at all also reports false; kin-openapi then rejects it with the position of the error. Bodies of
+// other content types report true (the validator rejects the content type).
+func singleJSONValue(r *http.Request) (bool, *apierror.Error) {
+	if r.Body == nil || r.Body == http.NoBody {
+		return true, nil
+	}
+	mediaType, _, _ := mime.ParseMediaType(r.Header.Get("Content-Type"))
+	if mediaType != "application/json" && !strings.HasSuffix(mediaType, "+json") {
+		return true, nil
+	}
+	body, err := io.ReadAll(r.Body)
+	if err != nil {
+		if IsTooLarge(err) {
+			return false, apierror.PayloadTooLarge("the request body is too large")
+		}
+		return false, apierror.InvalidParameter("body: reading the request body: %v", err)
+	}
+	r.Body = io.NopCloser(bytes.NewReader(body))
+	return len(body) == 0 || json.Valid(body), nil
 }
 
 // TranslateValidationError turns a kin-openapi error into InvalidParameter/MissingParameter naming the field.
@@ -81,42 +118,47 @@ func TranslateValidationError(err error) *apierror.Error {
 	if !errors.As(err, &reqErr) {
 		return apierror.InvalidParameter("%s", err.Error())
 	}
-	field := "body"
-	if reqErr.Parameter != nil {
-		field = reqErr.Parameter.Name
-	}
-	if errors.Is(reqErr.Err, openapi3filter.ErrInvalidRequired) || errors.Is(reqErr.Err, openapi3filter.ErrInvalidEmptyValue) {
+	if errors.Is(reqErr.Err, openapi3filter.ErrInvalidRequired) {
 		if reqErr.Parameter != nil {
-			return apierror.MissingParameter("%s: is required", field)
+			return apierror.MissingParameter("%s: is required", reqErr.Parameter.Name)
 		}
 		return apierror.MissingParameter("body: a request body is required")
 	}
+	if errors.Is(reqErr.Err, openapi3filter.ErrInvalidEmptyValue) {
+		switch {
+		case reqErr.Parameter == nil:
+			return apierror.MissingParameter("body: a request body is required")
+		case reqErr.Parameter.Required:
+			return apierror.MissingParameter("%s: is required", reqErr.Parameter.Name)
+		}
+		return apierror.InvalidParameter("%s: must not be empty", reqErr.Parameter.Name)
+	}
 	var schemaErr *openapi3.SchemaError
 	if errors.As(reqErr.Err, &schemaErr) {
-		if ptr := schemaErr.JSONPointer(); len(ptr) > 0 {
-			if reqErr.Parameter != nil {
-				field += "." + strings.Join(ptr, ".")
-			} else {
-				field = strings.Join(ptr, ".")
+		// allOf (how the spec attaches a description to a $ref) wraps the error that names the actual problem.
+		for {
+			var inner *openapi3.SchemaError
+			if schemaErr.Origin == nil || !errors.As(schemaErr.Origin, &inner) || inner == schemaErr {
+				break
 			}
+			schemaErr = inner
 		}
+		path := schemaErr.JSONPointer()
 		reason := schemaErr.Reason
-		if strings.HasPrefix(reason, "property ") && strings.HasSuffix(reason, " is missing") {
-			name := strings.Trim(strings.TrimSuffix(strings.TrimPrefix(reason, "property "), " is missing"), `"`)
-			return apierror.MissingParameter("%s: is required", joinField(field, name, reqErr.Parameter == nil && len(schemaErr.JSONPointer()) == 0))
+		if name, ok := propertyIn(reason, " is missing"); ok {
+			return apierror.MissingParameter("%s: is required", fieldName(reqErr.Parameter, appendOnce(path, name)))
 		}
-		if strings.HasPrefix(reason, "property ") && strings.HasSuffix(reason, " is unsupported") {
-			name := strings.Trim(strings.TrimSuffix(strings.TrimPrefix(reason, "property "), " is unsupported"), `"`)
-			return apierror.InvalidParameter("%s: unknown field", joinField(field, name, reqErr.Parameter == nil && len(schemaErr.JSONPointer()) == 0))
+		if name, ok := propertyIn(reason, " is unsupported"); ok {
+			return apierror.InvalidParameter("%s: unknown field", fieldName(reqErr.Parameter, appendOnce(path, name)))
 		}
-		return apierror.InvalidParameter("%s: %s", field, reason)
+		return apierror.InvalidParameter("%s: %s", fieldName(reqErr.Parameter, path), reason)
 	}
 	var parseErr *openapi3filter.ParseError
 	if errors.As(reqErr.Err, &parseErr) {
 		if reqErr.Parameter == nil {
 			return apierror.InvalidParameter("body: the request body is not valid JSON (%s)", rootCause(parseErr))
 		}
-		return apierror.InvalidParameter("%s: %s", field, rootCause(parseErr))
+		return apierror.InvalidParameter("%s: %s", reqErr.Parameter.Name, rootCause(parseErr))
 	}
 	if reqErr.Parameter == nil && strings.Contains(reqErr.Error(), "header Content-Type") {
 		return apierror.InvalidParameter("content-type: the request body must be application/json")
@@ -125,14 +167,40 @@ func TranslateValidationError(err error) *apierror.Error {
 	if reason == "" && reqErr.Err != nil {
 		reason = reqErr.Err.Error()
 	}
-	return apierror.InvalidParameter("%s: %s", field, reason)
+	return apierror.InvalidParameter("%s: %s", fieldName(reqErr.Parameter, nil), reason)
 }
 
-func joinField(parent, name string, root bool) string {
-	if root {
-		return name
+// propertyIn extracts the property name from kin-openapi's `property "x" is missing|unsupported` reasons.
+func propertyIn(reason, suffix string) (string, bool) {
+	rest, ok := strings.CutPrefix(reason, "property ")
+	if !ok {
+		return "", false
 	}
-	return parent + "." + name
+	rest, ok = strings.CutSuffix(rest, suffix)
+	return strings.Trim(rest, `"`), ok
+}
+
+// appendOnce appends name to the JSON pointer unless it already ends with it (kin-openapi includes a missing
+// property in the pointer, but not an unsupported one).
+func appendOnce(path []string, name string) []string {
+	if len(path) > 0 && path[len(path)-1] == name {
+		return path
+	}
+	return append(path, name)
+}
+
+// fieldName names the offending field: the parameter, then the path into its value (or into the body), joined
+// with dots; "body" for the body as a whole.
+func fieldName(param *openapi3.Parameter, path []string) string {
+	var parts []string
+	if param != nil {
+		parts = append(parts, param.Name)
+	}
+	parts = append(parts, path...)
+	if len(parts) == 0 {
+		return "body"
+	}
+	return strings.Join(parts, ".")
 }
 
 func rootCause(err *openapi3filter.ParseError) string {
