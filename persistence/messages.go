@@ -73,10 +73,12 @@ type Receipt struct {
 	DLQ     bool
 }
 
-// Stats counts a queue's (or its DLQ's) messages of one group.
+// Stats counts a queue's (or its DLQ's) messages of one group. A message is visible, in flight (leased: it was
+// delivered and its lease has not ended) or delayed (published with a delay that has not ended; never delivered).
 type Stats struct {
 	Visible   int64
 	InFlight  int64
+	Delayed   int64
 	SizeBytes int64
 }
 
@@ -95,7 +97,7 @@ const (
 		FROM input CROSS JOIN unnest($9::int[]) AS g(group_no)
 		RETURNING id, expire_at`
 
-	messagesNotify = `SELECT pg_notify('` + NotifyChannel + `', $1)`
+	messagesNotify = `SELECT pg_notify('` + NotifyChannel + `', q) FROM unnest($1::text[]) AS q`
 
 	// Lease: the oldest visible rows of each requested channel (interleaved round-robin across channels), locked
 	// with SKIP LOCKED and updated in the same statement. A row whose delivery count reached the limit moves to
@@ -143,7 +145,9 @@ const (
 		WHERE m.queue_id = $1`
 
 	messagesStats = `-- messages.stats
-		SELECT dlq, count(*) FILTER (WHERE visible_at <= now()), count(*) FILTER (WHERE visible_at > now()),
+		SELECT dlq, count(*) FILTER (WHERE visible_at <= now()),
+			count(*) FILTER (WHERE visible_at > now() AND delivery_count > 0),
+			count(*) FILTER (WHERE visible_at > now() AND delivery_count = 0),
 			coalesce(sum(size_bytes), 0)
 		FROM messages WHERE queue_id = $1 AND group_no = $2 AND ($3 = '' OR channel_id = $3) AND expire_at > now()
 		GROUP BY dlq`
@@ -199,11 +203,10 @@ const (
 		SELECT ctid FROM message_dedup_keys WHERE expire_at < now() LIMIT $1))`
 )
 
-// Put stores a batch in one transaction (one round trip without deduplication), copying each message into
-// every consumer group in groups, and queues a NOTIFY for the queue when notify is set. Results are in batch
-// order.
+// Put stores a batch in one transaction (one statement without deduplication), copying each message into every
+// consumer group in groups. Results are in batch order.
 func (r *Messages) Put(ctx context.Context, queueID string, retentionSeconds, dedupWindowSeconds int32, groups []int32,
-	msgs []NewMessage, notify bool) ([]PutResult, error) {
+	msgs []NewMessage) ([]PutResult, error) {
 	results := make([]PutResult, len(msgs))
 	var dedupIDs []string
 	if dedupWindowSeconds > 0 {
@@ -216,12 +219,7 @@ func (r *Messages) Put(ctx context.Context, queueID string, retentionSeconds, de
 	if len(dedupIDs) == 0 {
 		batch := &pgx.Batch{}
 		r.queueInsert(batch, queueID, retentionSeconds, groups, msgs, results, nil)
-		if notify {
-			batch.Queue(messagesNotify, queueID)
-		}
-		// A batch without an explicit transaction runs as one implicit transaction: all or nothing, and the
-		// NOTIFY is delivered at commit.
-		err := r.pool.SendBatch(ctx, batch).Close()
+		err := r.pool.SendBatch(ctx, batch).Close() // one statement: atomic on its own
 		return results, interpretError("putting messages", err)
 	}
 	err := InTx(ctx, r.pool, func(tx pgx.Tx) error {
@@ -298,10 +296,7 @@ func (r *Messages) Put(ctx context.Context, queueID string, retentionSeconds, de
 				results[i].ID, results[i].ExpireAt = first.ID, first.ExpireAt
 			}
 		}
-		if notify && len(fresh) > 0 {
-			_, err = tx.Exec(ctx, messagesNotify, queueID)
-		}
-		return err
+		return nil
 	})
 	return results, interpretError("putting messages", err)
 }
@@ -436,7 +431,7 @@ func (r *Messages) Stats(ctx context.Context, queueID string, groupNo int32, cha
 	}
 	var isDLQ bool
 	var s Stats
-	_, err = pgx.ForEachRow(rows, []any{&isDLQ, &s.Visible, &s.InFlight, &s.SizeBytes}, func() error {
+	_, err = pgx.ForEachRow(rows, []any{&isDLQ, &s.Visible, &s.InFlight, &s.Delayed, &s.SizeBytes}, func() error {
 		if isDLQ {
 			dlq = s
 		} else {
@@ -458,21 +453,10 @@ func (r *Messages) Channels(ctx context.Context, queueID string, groupNo int32, 
 	return out, interpretError("listing channels", err)
 }
 
-// Redrive moves up to limit of the group's DLQ messages back to the queue and notifies waiting consumers.
+// Redrive moves up to limit of the group's DLQ messages back to the queue.
 func (r *Messages) Redrive(ctx context.Context, queueID string, groupNo int32, limit int) (int64, error) {
-	var n int64
-	err := InTx(ctx, r.pool, func(tx pgx.Tx) error {
-		tag, err := tx.Exec(ctx, messagesRedrive, queueID, groupNo, limit)
-		if err != nil {
-			return err
-		}
-		n = tag.RowsAffected()
-		if n > 0 {
-			_, err = tx.Exec(ctx, messagesNotify, queueID)
-		}
-		return err
-	})
-	return n, interpretError("redriving messages", err)
+	tag, err := r.pool.Exec(ctx, messagesRedrive, queueID, groupNo, limit)
+	return tag.RowsAffected(), interpretError("redriving messages", err)
 }
 
 // PurgeBatch deletes up to batch messages of the queue (dlq nil = queue and DLQ) and returns how many.
@@ -522,9 +506,9 @@ func (r *Messages) ExpireDedupKeys(ctx context.Context, batch int) (int64, error
 	return tag.RowsAffected(), interpretError("expiring dedup keys", err)
 }
 
-// Notify wakes the queue's waiting consumers on every node.
-func (r *Messages) Notify(ctx context.Context, queueID string) error {
-	_, err := r.pool.Exec(ctx, messagesNotify, queueID)
+// Notify wakes the waiting consumers of the queues on every node (one statement for all of them).
+func (r *Messages) Notify(ctx context.Context, queueIDs []string) error {
+	_, err := r.pool.Exec(ctx, messagesNotify, queueIDs)
 	return interpretError("notifying", err)
 }
 

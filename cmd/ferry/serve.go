@@ -5,6 +5,9 @@ import (
 	"flag"
 	"fmt"
 	"net"
+	"net/http"
+	"net/http/pprof"
+	"os"
 	"time"
 
 	"github.com/ferry-mq/ferry/iam"
@@ -60,6 +63,10 @@ func serve(ctx context.Context, args []string) error {
 			return err
 		}
 	}
+	if addr := os.Getenv("FERRY_PPROF_LISTEN"); addr != "" {
+		// Profiling on a separate (loopback) listener, never on the API port.
+		go func() { logger.Warn("pprof stopped", "error", http.ListenAndServe(addr, pprofMux())) }()
+	}
 	srv.Start(ctx)
 	defer srv.Stop()
 	logger.Info("ferry serving", "listen", cfg.Listen, "publicURL", cfg.PublicURL)
@@ -102,4 +109,12 @@ curl -s -H "Authorization: Bearer $FERRY_TOKEN" '%[1]s/20210201/queues?compartme
 
 `, base, t.ID, tok)
 	return nil
+}
+
+func pprofMux() *http.ServeMux {
+	mux := http.NewServeMux()
+	mux.HandleFunc("/debug/pprof/", pprof.Index)
+	mux.HandleFunc("/debug/pprof/profile", pprof.Profile)
+	mux.HandleFunc("/debug/pprof/trace", pprof.Trace)
+	return mux
 }

@@ -292,7 +292,7 @@ func (s *Service) Update(ctx context.Context, tenancyID, queueID string, groupNo
 	}
 	if released {
 		s.waiters.wakeOne(queueID)
-		_ = s.messages.Notify(ctx, queueID)
+		s.notifier.mark(queueID)
 	}
 	return times, errs, nil
 }
@@ -378,6 +378,7 @@ func (s *Service) Redrive(ctx context.Context, tenancyID, queueID string, groupN
 	n, err := s.messages.Redrive(ctx, queueID, groupNo, limit)
 	if n > 0 {
 		s.waiters.wakeOne(queueID)
+		s.notifier.mark(queueID)
 	}
 	return n, err
 }

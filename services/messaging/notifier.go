@@ -2,54 +2,90 @@ package messaging
 
 import (
 	"context"
+	"log/slog"
 	"sync"
 	"time"
 )
 
-// notifyThrottle limits NOTIFYs to one per queue per window: a put inside the window skips its NOTIFY and a
-// trailing NOTIFY goes out at the end of the window, so no wake-up is lost and a busy queue does not flood the
-// LISTEN connections of the other nodes.
-type notifyThrottle struct {
+// notifier announces "queue has new messages" to the other nodes. Puts only mark their queue dirty (after their
+// commit); one goroutine sends the NOTIFYs for all dirty queues in one statement, at most once per window. So no
+// put transaction carries a NOTIFY — PostgreSQL serialises the commits of notifying transactions on a global
+// lock, which would make every put wait for the others' fsync — and a busy queue costs one NOTIFY per window
+// however many puts it takes.
+type notifier struct {
 	window time.Duration
-	send   func(ctx context.Context, queueID string) error
+	send   func(ctx context.Context, queueIDs []string) error
+	logger *slog.Logger
 
 	mu      sync.Mutex
-	last    map[string]time.Time
-	pending map[string]bool
+	dirty   map[string]struct{}
+	signal  chan struct{}
+	cancel  context.CancelFunc
+	stopped chan struct{}
 }
 
-func newNotifyThrottle(window time.Duration, send func(ctx context.Context, queueID string) error) *notifyThrottle {
-	return &notifyThrottle{window: window, send: send, last: map[string]time.Time{}, pending: map[string]bool{}}
+func newNotifier(window time.Duration, send func(ctx context.Context, queueIDs []string) error, logger *slog.Logger) *notifier {
+	return &notifier{window: window, send: send, logger: logger, dirty: map[string]struct{}{}, signal: make(chan struct{}, 1)}
 }
 
-// take reports whether this put should carry the NOTIFY itself (in its own transaction).
-func (t *notifyThrottle) take(queueID string) bool {
-	t.mu.Lock()
-	defer t.mu.Unlock()
-	now := time.Now()
-	last := t.last[queueID]
-	if now.Sub(last) >= t.window {
-		t.last[queueID] = now
-		if len(t.last) > 10000 { // forget idle queues
-			for q, at := range t.last {
-				if now.Sub(at) > time.Minute {
-					delete(t.last, q)
-				}
-			}
+// mark schedules a NOTIFY for the queue.
+func (n *notifier) mark(queueID string) {
+	n.mu.Lock()
+	n.dirty[queueID] = struct{}{}
+	n.mu.Unlock()
+	select {
+	case n.signal <- struct{}{}:
+	default:
+	}
+}
+
+func (n *notifier) start(ctx context.Context) {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	if n.cancel != nil {
+		return
+	}
+	ctx, n.cancel = context.WithCancel(context.WithoutCancel(ctx))
+	n.stopped = make(chan struct{})
+	go n.run(ctx)
+}
+
+func (n *notifier) stop() {
+	n.mu.Lock()
+	cancel, stopped := n.cancel, n.stopped
+	n.cancel = nil
+	n.mu.Unlock()
+	if cancel != nil {
+		cancel()
+		<-stopped
+	}
+}
+
+func (n *notifier) run(ctx context.Context) {
+	defer close(n.stopped)
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-n.signal:
 		}
-		return true
+		n.mu.Lock()
+		queues := make([]string, 0, len(n.dirty))
+		for q := range n.dirty {
+			queues = append(queues, q)
+		}
+		clear(n.dirty)
+		n.mu.Unlock()
+		sendCtx, cancel := context.WithTimeout(ctx, 5*time.Second)
+		if err := n.send(sendCtx, queues); err != nil && ctx.Err() == nil {
+			n.logger.Warn("sending wake-ups", "queues", len(queues), "error", err)
+		}
+		cancel()
+		// Coalesce: puts during the window share the next NOTIFY.
+		select {
+		case <-ctx.Done():
+			return
+		case <-time.After(n.window):
+		}
 	}
-	if !t.pending[queueID] {
-		t.pending[queueID] = true
-		time.AfterFunc(t.window-now.Sub(last), func() {
-			t.mu.Lock()
-			delete(t.pending, queueID)
-			t.last[queueID] = time.Now()
-			t.mu.Unlock()
-			ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
-			defer cancel()
-			_ = t.send(ctx, queueID)
-		})
-	}
-	return false
 }

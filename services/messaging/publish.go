@@ -61,7 +61,7 @@ func (s *Service) Put(ctx context.Context, tenancyID, queueID string, entries []
 	if err := s.checkSize(q, batchBytes, bytesByChannel); err != nil {
 		return nil, err
 	}
-	results, err := s.messages.Put(ctx, queueID, q.RetentionSeconds, q.DedupWindowSeconds, []int32{0}, msgs, s.throttle.take(queueID))
+	results, err := s.messages.Put(ctx, queueID, q.RetentionSeconds, q.DedupWindowSeconds, []int32{0}, msgs)
 	if err != nil {
 		return nil, err
 	}
@@ -75,6 +75,7 @@ func (s *Service) Put(ctx context.Context, tenancyID, queueID string, entries []
 		s.sizes.add(queueID, bytesByChannel)
 		s.channels.published(channelKey{queueID: queueID}, channels)
 		s.waiters.wakeOne(queueID) // local consumers do not wait for the NOTIFY round trip
+		s.notifier.mark(queueID)
 		s.inst.MessagesPublished.Add(ctx, int64(stored), queueAttr(queueID))
 	}
 	return results, nil

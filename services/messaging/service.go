@@ -21,14 +21,14 @@ import (
 
 // Defaults of the service's timing (Config).
 const (
-	NotifyWindowDefault = 5 * time.Millisecond
+	NotifyWindowDefault = 2 * time.Millisecond
 	PollIntervalDefault = time.Second
 	SizeRefreshDefault  = 2 * time.Second
 )
 
 // Config tunes the service; zero values take the defaults above.
 type Config struct {
-	// NotifyWindow throttles NOTIFYs per queue.
+	// NotifyWindow coalesces NOTIFYs: at most one statement (for all queues with new messages) per window.
 	NotifyWindow time.Duration
 	// PollInterval is the fallback poll of a waiting GetMessages (jittered ±30 %, at most one per queue per
 	// interval per node): it finds messages whose lease expired or whose delay ended, which nobody announces.
@@ -45,7 +45,7 @@ type Service struct {
 	queues   *queueCache
 	channels *channelSet
 	waiters  *waiters
-	throttle *notifyThrottle
+	notifier *notifier
 	receipts *Receipts
 	sizes    *sizeCache
 	listener *persistence.Listener
@@ -80,7 +80,15 @@ func New(cfg Config, store *persistence.Store, databaseURL string, receiptKey []
 		inst:     inst,
 		logger:   logger,
 	}
-	s.throttle = newNotifyThrottle(cfg.NotifyWindow, messages.Notify)
+	s.notifier = newNotifier(cfg.NotifyWindow, messages.Notify, logger)
+	if inst.Meter != nil {
+		_, _ = inst.Meter.Int64ObservableGauge("ferry.messages.waiting_receives",
+			metric.WithDescription("GetMessages calls long-polling on this node (they hold no database connection)."),
+			metric.WithInt64Callback(func(_ context.Context, o metric.Int64Observer) error {
+				o.Observe(int64(s.waiters.count()))
+				return nil
+			}))
+	}
 	s.listener = &persistence.Listener{
 		URL:         databaseURL,
 		Channel:     persistence.NotifyChannel,
@@ -91,14 +99,20 @@ func New(cfg Config, store *persistence.Store, databaseURL string, receiptKey []
 	return s
 }
 
-// Start opens the LISTEN connection. Safe to call twice.
-func (s *Service) Start(ctx context.Context) { s.listener.Start(ctx) }
+// Start opens the LISTEN connection and starts the notifier. Safe to call twice.
+func (s *Service) Start(ctx context.Context) {
+	s.listener.Start(ctx)
+	s.notifier.start(ctx)
+}
 
 // Ready is closed once this node receives wake-ups from other nodes.
 func (s *Service) Ready() <-chan struct{} { return s.listener.Ready() }
 
-// Stop closes the LISTEN connection. Safe to call twice.
-func (s *Service) Stop() { s.listener.Stop() }
+// Stop closes the LISTEN connection and stops the notifier. Safe to call twice.
+func (s *Service) Stop() {
+	s.notifier.stop()
+	s.listener.Stop()
+}
 
 // Messages is the repository (maintenance and purge use it).
 func (s *Service) Messages() *persistence.Messages { return s.messages }

@@ -6,6 +6,8 @@ import (
 
 // Instruments are ferry's metrics (DESIGN section 9). Labels: tenancy, queue, consumer group, operation.
 type Instruments struct {
+	Meter metric.Meter // for observable instruments registered by the services
+
 	HTTPRequests metric.Int64Counter     // ferry.http.server.requests{operation,method,status}
 	HTTPDuration metric.Float64Histogram // ferry.http.server.duration{operation,method,status} seconds
 
@@ -19,7 +21,7 @@ type Instruments struct {
 
 func newInstruments(m metric.Meter) (*Instruments, error) {
 	var (
-		i   Instruments
+		i   = Instruments{Meter: m}
 		err error
 	)
 	counter := func(name, desc string) metric.Int64Counter {

@@ -1,0 +1,360 @@
+package bench
+
+import (
+	"context"
+	"fmt"
+	"math/rand/v2"
+	"net/http"
+	"os"
+	"slices"
+	"strconv"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+)
+
+// Settings (environment overrides): producers, consumers, seconds per throughput phase, the backlog of the
+// "deep queue" phase.
+var (
+	producers   = envInt("FERRY_BENCH_PRODUCERS", 4)
+	consumers   = envInt("FERRY_BENCH_CONSUMERS", 4)
+	phase       = time.Duration(envInt("FERRY_BENCH_SECONDS", 10)) * time.Second
+	deepBacklog = envInt("FERRY_BENCH_DEEP", 1_000_000)
+	waiters     = envInt("FERRY_BENCH_WAITERS", 1000)
+	payload     = strings.Repeat("x", 1024)
+)
+
+func envInt(name string, def int) int {
+	if v, err := strconv.Atoi(os.Getenv(name)); err == nil && v > 0 {
+		return v
+	}
+	return def
+}
+
+// BenchmarkQueue runs every phase once (use -benchtime 1x) and prints the figures; the last line is
+// machine-readable.
+func BenchmarkQueue(b *testing.B) {
+	n := startNode(b)
+	ctx := context.Background()
+	b.Logf("producers=%d consumers=%d phase=%s (1 KiB messages, batches of 20, get limit 32 + deleteMessages)", producers, consumers, phase)
+
+	httpRate := n.httpCycle(b, n.createQueue(b, "throughput"), 10_000)
+	sqlRate := n.sqlCycle(b, 10_000)
+	b.Logf("throughput: http %.0f msgs/s, raw sql %.0f msgs/s, ratio %.2f", httpRate, sqlRate, httpRate/sqlRate)
+
+	deep := n.createQueue(b, "deep")
+	n.fill(b, deep, deepBacklog)
+	deepRate := n.httpCycle(b, deep, 0)
+	b.Logf("backlog: %.0f msgs/s with %d queued vs %.0f msgs/s with 10,000 queued (%.0f %%)", deepRate, deepBacklog, httpRate, 100*deepRate/httpRate)
+
+	p50, p99 := n.latency(b, n.createQueue(b, "latency"), 1000, phase)
+	b.Logf("put→receive at 1,000 msg/s (long-polling consumers): p50 %.2f ms, p99 %.2f ms", p50, p99)
+
+	conns, rss, peak := n.idleWaiters(b, n.createQueue(b, "idle"), waiters)
+	b.Logf("%d long polls on an empty queue: %d database connections in use, ferry RSS %d MiB (peak over the whole run %d MiB)",
+		waiters, conns, rss/1024, peak/1024)
+
+	_ = ctx
+	fmt.Printf("ratio_http_over_sql=%.2f http_msgs_per_s=%.0f sql_msgs_per_s=%.0f p99_put_to_receive_ms=%.1f deep_over_shallow=%.2f idle_waiter_db_conns=%d peak_rss_mib=%d\n",
+		httpRate/sqlRate, httpRate, sqlRate, p99, deepRate/httpRate, conns, peak/1024)
+}
+
+type putEntry struct {
+	Content string `json:"content"`
+}
+
+type getResp struct {
+	Messages []struct {
+		ID      int64  `json:"id"`
+		Content string `json:"content"`
+		Receipt string `json:"receipt"`
+	} `json:"messages"`
+}
+
+// httpCycle runs producers and consumers against queue for one phase and returns consumed (deleted) messages/s.
+// Producers keep the backlog near target (0 = no producers: drain the existing backlog).
+func (n *node) httpCycle(b testing.TB, queue string, target int) float64 {
+	ctx, cancel := context.WithTimeout(context.Background(), phase)
+	defer cancel()
+	var consumed, backlog atomic.Int64
+	var wg sync.WaitGroup
+	batch := make([]putEntry, 20)
+	for i := range batch {
+		batch[i] = putEntry{Content: payload}
+	}
+	body := map[string]any{"messages": batch}
+	if target > 0 {
+		for p := 0; p < producers; p++ {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				for ctx.Err() == nil {
+					if backlog.Load() > int64(target) {
+						time.Sleep(time.Millisecond)
+						continue
+					}
+					if _, err := n.call(ctx, http.MethodPost, "/20210201/queues/"+queue+"/messages", body, nil); err == nil {
+						backlog.Add(20)
+					}
+				}
+			}()
+		}
+		// Warm up: let the producers build the backlog before measuring.
+		for backlog.Load() < int64(target) && ctx.Err() == nil {
+			time.Sleep(10 * time.Millisecond)
+		}
+	}
+	start := time.Now()
+	for c := 0; c < consumers; c++ {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for ctx.Err() == nil {
+				var got getResp
+				if _, err := n.call(ctx, http.MethodGet, "/20210201/queues/"+queue+"/messages?limit=32&timeoutInSeconds=1", nil, &got); err != nil {
+					continue
+				}
+				if len(got.Messages) == 0 {
+					continue
+				}
+				entries := make([]map[string]string, len(got.Messages))
+				for i, m := range got.Messages {
+					entries[i] = map[string]string{"receipt": m.Receipt}
+				}
+				for off := 0; off < len(entries); off += 20 {
+					end := min(off+20, len(entries))
+					if _, err := n.call(context.WithoutCancel(ctx), http.MethodPost, "/20210201/queues/"+queue+"/messages/actions/deleteMessages",
+						map[string]any{"entries": entries[off:end]}, nil); err == nil {
+						consumed.Add(int64(end - off))
+						backlog.Add(-int64(end - off))
+					}
+				}
+			}
+		}()
+	}
+	wg.Wait()
+	return float64(consumed.Load()) / time.Since(start).Seconds()
+}
+
+// sqlCycle is the same cycle as raw SQL on the same database: a 20-row INSERT, a SKIP LOCKED lease of 32 on an
+// index that leaves leased rows behind (visible_at, id), and a DELETE by id.
+func (n *node) sqlCycle(b testing.TB, target int) float64 {
+	ctx := context.Background()
+	if _, err := n.pool.Exec(ctx, `DROP TABLE IF EXISTS bench_raw;
+		CREATE TABLE bench_raw (id bigserial PRIMARY KEY, visible_at timestamptz NOT NULL DEFAULT now(), payload text NOT NULL);
+		CREATE INDEX ON bench_raw (visible_at, id)`); err != nil {
+		b.Fatal(err)
+	}
+	defer func() { _, _ = n.pool.Exec(ctx, `DROP TABLE IF EXISTS bench_raw`) }()
+	ctx, cancel := context.WithTimeout(ctx, phase)
+	defer cancel()
+	payloads := make([]string, 20)
+	for i := range payloads {
+		payloads[i] = payload
+	}
+	var consumed, backlog atomic.Int64
+	var wg sync.WaitGroup
+	for p := 0; p < producers; p++ {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for ctx.Err() == nil {
+				if backlog.Load() > int64(target) {
+					time.Sleep(time.Millisecond)
+					continue
+				}
+				if _, err := n.pool.Exec(ctx, `INSERT INTO bench_raw (payload) SELECT unnest($1::text[])`, payloads); err == nil {
+					backlog.Add(20)
+				}
+			}
+		}()
+	}
+	for backlog.Load() < int64(target) && ctx.Err() == nil {
+		time.Sleep(10 * time.Millisecond)
+	}
+	start := time.Now()
+	for c := 0; c < consumers; c++ {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for ctx.Err() == nil {
+				rows, err := n.pool.Query(ctx, `WITH next AS (
+						SELECT id FROM bench_raw WHERE visible_at <= now() ORDER BY visible_at, id LIMIT 32 FOR UPDATE SKIP LOCKED)
+					UPDATE bench_raw r SET visible_at = now() + interval '120 seconds' FROM next WHERE r.id = next.id
+					RETURNING r.id, r.payload`)
+				if err != nil {
+					continue
+				}
+				var ids []int64
+				var id int64
+				var p string
+				_, err = pgx.ForEachRow(rows, []any{&id, &p}, func() error { ids = append(ids, id); return nil })
+				if err != nil || len(ids) == 0 {
+					time.Sleep(time.Millisecond)
+					continue
+				}
+				for off := 0; off < len(ids); off += 20 {
+					end := min(off+20, len(ids))
+					if _, err := n.pool.Exec(context.WithoutCancel(ctx), `DELETE FROM bench_raw WHERE id = ANY($1)`, ids[off:end]); err == nil {
+						consumed.Add(int64(end - off))
+						backlog.Add(-int64(end - off))
+					}
+				}
+			}
+		}()
+	}
+	wg.Wait()
+	return float64(consumed.Load()) / time.Since(start).Seconds()
+}
+
+// fill puts count 1 KiB messages into queue directly in SQL (the HTTP path would take minutes), in the shape
+// PutMessages stores them.
+func (n *node) fill(b testing.TB, queue string, count int) {
+	start := time.Now()
+	ctx := context.Background()
+	const chunk = 100_000
+	for done := 0; done < count; done += chunk {
+		k := min(chunk, count-done)
+		if _, err := n.pool.Exec(ctx, `INSERT INTO messages (queue_id, group_no, id, visible_at, expire_at, size_bytes, content)
+			SELECT $1, 0, nextval('messages_id_seq'), now(), now() + interval '1 day', 1024, $2 FROM generate_series(1, $3)`,
+			queue, payload, k); err != nil {
+			b.Fatal(err)
+		}
+	}
+	if _, err := n.pool.Exec(ctx, `VACUUM ANALYZE messages`); err != nil {
+		b.Fatal(err)
+	}
+	b.Logf("filled %d messages in %s", count, time.Since(start).Round(time.Second))
+}
+
+// latency publishes single messages at rate/s for d while long-polling consumers receive them, and returns the
+// p50 and p99 of put→receive in milliseconds.
+func (n *node) latency(b testing.TB, queue string, rate int, d time.Duration) (p50, p99 float64) {
+	ctx, cancel := context.WithTimeout(context.Background(), d+3*time.Second)
+	defer cancel()
+	var mu sync.Mutex
+	var lat []float64
+	var wg sync.WaitGroup
+	for c := 0; c < consumers; c++ {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for ctx.Err() == nil {
+				var got getResp
+				if _, err := n.call(ctx, http.MethodGet, "/20210201/queues/"+queue+"/messages?limit=32&timeoutInSeconds=5", nil, &got); err != nil {
+					continue
+				}
+				now := time.Now().UnixNano()
+				entries := make([]map[string]string, 0, len(got.Messages))
+				mu.Lock()
+				for _, m := range got.Messages {
+					if sent, err := strconv.ParseInt(m.Content, 10, 64); err == nil {
+						lat = append(lat, float64(now-sent)/1e6)
+					}
+					entries = append(entries, map[string]string{"receipt": m.Receipt})
+				}
+				mu.Unlock()
+				for off := 0; off < len(entries); off += 20 {
+					_, _ = n.call(context.WithoutCancel(ctx), http.MethodPost, "/20210201/queues/"+queue+"/messages/actions/deleteMessages",
+						map[string]any{"entries": entries[off:min(off+20, len(entries))]}, nil)
+				}
+			}
+		}()
+	}
+	time.Sleep(200 * time.Millisecond) // consumers are waiting
+	interval := time.Second / time.Duration(rate)
+	sendCtx, stopSending := context.WithTimeout(ctx, d)
+	defer stopSending()
+	var senders sync.WaitGroup
+	next := time.Now()
+	for sendCtx.Err() == nil {
+		next = next.Add(interval)
+		if wait := time.Until(next); wait > 0 {
+			time.Sleep(wait)
+		}
+		senders.Add(1)
+		go func() {
+			defer senders.Done()
+			body := map[string]any{"messages": []putEntry{{Content: strconv.FormatInt(time.Now().UnixNano(), 10)}}}
+			_, _ = n.call(sendCtx, http.MethodPost, "/20210201/queues/"+queue+"/messages", body, nil)
+		}()
+	}
+	senders.Wait()
+	time.Sleep(time.Second) // the last messages arrive
+	cancel()
+	wg.Wait()
+	mu.Lock()
+	defer mu.Unlock()
+	slices.Sort(lat)
+	if len(lat) == 0 {
+		return 0, 0
+	}
+	b.Logf("latency samples: %d", len(lat))
+	return lat[len(lat)/2], lat[len(lat)*99/100]
+}
+
+// idleWaiters opens count long polls on an empty queue and reports the database connections in use by ferry
+// while they wait, and ferry's resident memory.
+func (n *node) idleWaiters(b testing.TB, queue string, count int) (conns int, rss, peak int64) {
+	ctx, cancel := context.WithTimeout(context.Background(), 40*time.Second)
+	defer cancel()
+	var wg sync.WaitGroup
+	for i := 0; i < count; i++ {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			time.Sleep(time.Duration(rand.IntN(500)) * time.Millisecond)
+			_, _ = n.call(ctx, http.MethodGet, "/20210201/queues/"+queue+"/messages?limit=1&timeoutInSeconds=20", nil, nil)
+		}()
+	}
+	// Wait until all are waiting (ferry reports them as a gauge on /metrics).
+	deadline := time.Now().Add(15 * time.Second)
+	for time.Now().Before(deadline) {
+		if waitingReceives(n) >= count {
+			break
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+	b.Logf("waiting receives reported by ferry: %d", waitingReceives(n))
+	time.Sleep(2 * time.Second)
+	// Connections of ferry's pool that are running a statement right now (the LISTEN connection is idle).
+	if err := n.pool.QueryRow(context.Background(), `SELECT count(*) FROM pg_stat_activity
+		WHERE datname = current_database() AND pid <> pg_backend_pid() AND state = 'active'`).Scan(&conns); err != nil {
+		b.Fatal(err)
+	}
+	rss, peak = n.rssKiB()
+	cancel()
+	wg.Wait()
+	return conns, rss, peak
+}
+
+func waitingReceives(n *node) int {
+	resp, err := n.client.Get(n.base + "/metrics")
+	if err != nil {
+		return 0
+	}
+	defer resp.Body.Close()
+	var buf strings.Builder
+	_, _ = fmt.Fprint(&buf, "")
+	raw := make([]byte, 0, 1<<16)
+	tmp := make([]byte, 32<<10)
+	for {
+		k, err := resp.Body.Read(tmp)
+		raw = append(raw, tmp[:k]...)
+		if err != nil {
+			break
+		}
+	}
+	for _, line := range strings.Split(string(raw), "\n") {
+		if strings.HasPrefix(line, "ferry_messages_waiting_receives") {
+			f := strings.Fields(line)
+			v, _ := strconv.ParseFloat(f[len(f)-1], 64)
+			return int(v)
+		}
+	}
+	return 0
+}

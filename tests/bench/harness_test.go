@@ -1,0 +1,181 @@
+// Package bench is ferry's load benchmark (make bench): it builds and starts the real ferry binary on its
+// embedded PostgreSQL (fsync on, as in production), drives it over HTTP on loopback, runs the same
+// put/lease/delete cycle as raw SQL through pgx on the same database, and prints throughput, the ratio, latency
+// percentiles and memory figures. Every phase is bounded in time and stops by itself.
+package bench
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/jackc/pgx/v5/pgxpool"
+
+	"github.com/ferry-mq/ferry/iam"
+	"github.com/ferry-mq/ferry/persistence/pgcluster"
+)
+
+// node is a ferry process under test.
+type node struct {
+	base     string
+	token    string
+	tenancy  string
+	cmd      *exec.Cmd
+	pool     *pgxpool.Pool // the same database, for the raw SQL cycle and for observing connections
+	client   *http.Client
+	dataDir  string
+	stderr   *bytes.Buffer
+}
+
+func startNode(b testing.TB) *node {
+	b.Helper()
+	ctx := context.Background()
+	dir, err := os.MkdirTemp("", "ferry-bench-")
+	if err != nil {
+		b.Fatal(err)
+	}
+	_ = os.Chmod(dir, 0o755)
+	bin := filepath.Join(dir, "ferry")
+	build := exec.Command("go", "build", "-o", bin, "github.com/ferry-mq/ferry/cmd/ferry")
+	build.Env = append(os.Environ(), "GOFLAGS=-mod=mod")
+	if out, err := build.CombinedOutput(); err != nil {
+		b.Fatalf("building ferry: %v\n%s", err, out)
+	}
+	l, _ := net.Listen("tcp", "127.0.0.1:0")
+	addr := l.Addr().String()
+	l.Close()
+	secretBytes := make([]byte, 32)
+	_, _ = rand.Read(secretBytes)
+	secret := hex.EncodeToString(secretBytes)
+	env := append(os.Environ(), "FERRY_DATA_DIR="+filepath.Join(dir, "data"), "FERRY_LISTEN="+addr,
+		"FERRY_JWT_HS256_SECRET="+secret, "FERRY_LOG_LEVEL=warn", "FERRY_DB_MAX_CONNS=32", "FERRY_DATABASE_URL=", "FERRY_PPROF_LISTEN="+os.Getenv("FERRY_BENCH_PPROF"))
+	n := &node{base: "http://" + addr, dataDir: dir, stderr: &bytes.Buffer{}}
+	n.cmd = exec.Command(bin, "serve")
+	n.cmd.Env = env
+	n.cmd.Stderr = n.stderr
+	if err := n.cmd.Start(); err != nil {
+		b.Fatal(err)
+	}
+	b.Cleanup(func() {
+		_ = n.cmd.Process.Signal(os.Interrupt)
+		_ = n.cmd.Wait()
+		if n.pool != nil {
+			n.pool.Close()
+		}
+		_ = os.RemoveAll(dir)
+	})
+	n.client = &http.Client{Transport: &http.Transport{MaxIdleConnsPerHost: 2048, MaxConnsPerHost: 0, IdleConnTimeout: time.Minute}}
+	deadline := time.Now().Add(60 * time.Second)
+	for {
+		resp, err := n.client.Get(n.base + "/readyz")
+		if err == nil {
+			resp.Body.Close()
+			if resp.StatusCode == 200 {
+				break
+			}
+		}
+		if time.Now().After(deadline) {
+			b.Fatalf("ferry did not become ready: %v\n%s", err, n.stderr)
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+	create := exec.Command(bin, "tenancy", "create", "--name", "bench")
+	create.Env = env
+	out, err := create.Output()
+	if err != nil {
+		b.Fatalf("tenancy create: %v", err)
+	}
+	var t struct{ ID string }
+	_ = json.Unmarshal(out, &t)
+	n.tenancy = t.ID
+	if n.token, err = iam.IssueHS256([]byte(secret), t.ID, "bench", []string{"Administrators"}, 2*time.Hour); err != nil {
+		b.Fatal(err)
+	}
+	cluster, err := pgcluster.Open(ctx, pgcluster.Options{Dir: filepath.Join(dir, "data", "postgres")})
+	if err != nil {
+		b.Fatal(err)
+	}
+	if n.pool, err = pgxpool.New(ctx, cluster.URL("")+"&pool_max_conns=32"); err != nil {
+		b.Fatal(err)
+	}
+	return n
+}
+
+// call sends a JSON request and decodes a JSON answer into out (when not nil).
+func (n *node) call(ctx context.Context, method, path string, in, out any) (int, error) {
+	var body io.Reader
+	if in != nil {
+		raw, _ := json.Marshal(in)
+		body = bytes.NewReader(raw)
+	}
+	req, err := http.NewRequestWithContext(ctx, method, n.base+path, body)
+	if err != nil {
+		return 0, err
+	}
+	req.Header.Set("Authorization", "Bearer "+n.token)
+	if in != nil {
+		req.Header.Set("Content-Type", "application/json")
+	}
+	resp, err := n.client.Do(req)
+	if err != nil {
+		return 0, err
+	}
+	defer resp.Body.Close()
+	if out != nil && resp.StatusCode < 300 {
+		err = json.NewDecoder(resp.Body).Decode(out)
+	} else {
+		_, _ = io.Copy(io.Discard, resp.Body)
+	}
+	if resp.StatusCode >= 300 {
+		return resp.StatusCode, fmt.Errorf("%s %s: status %d", method, path, resp.StatusCode)
+	}
+	return resp.StatusCode, err
+}
+
+func (n *node) createQueue(b testing.TB, name string) string {
+	b.Helper()
+	var q struct{ ID string }
+	if _, err := n.call(context.Background(), http.MethodPost, "/20210201/queues",
+		map[string]any{"compartmentId": n.tenancy, "displayName": name, "visibilityInSeconds": 120}, &q); err != nil {
+		b.Fatal(err)
+	}
+	return q.ID
+}
+
+// rssKiB reads the ferry process's current and peak resident memory.
+func (n *node) rssKiB() (current, peak int64) {
+	f, err := os.Open(fmt.Sprintf("/proc/%d/status", n.cmd.Process.Pid))
+	if err != nil {
+		return 0, 0
+	}
+	defer f.Close()
+	sc := bufio.NewScanner(f)
+	for sc.Scan() {
+		fields := strings.Fields(sc.Text())
+		if len(fields) < 2 {
+			continue
+		}
+		v, _ := strconv.ParseInt(fields[1], 10, 64)
+		switch fields[0] {
+		case "VmRSS:":
+			current = v
+		case "VmHWM:":
+			peak = v
+		}
+	}
+	return current, peak
+}
