@@ -196,7 +196,12 @@ const (
 		ON CONFLICT (queue_id, dedup_id) DO UPDATE SET message_id = 0, expire_at = excluded.expire_at
 			WHERE message_dedup_keys.expire_at <= now()
 		RETURNING dedup_id`
-	dedupLookup = `SELECT dedup_id, message_id FROM message_dedup_keys WHERE queue_id = $1 AND dedup_id = ANY ($2::text[])`
+	// The original message's expiry: its own while it is stored, else derived from the key, which was written in
+	// the same transaction (same now()) with the window instead of the retention.
+	dedupLookup = `SELECT k.dedup_id, k.message_id, coalesce(
+			(SELECT m.expire_at FROM messages m WHERE m.queue_id = k.queue_id AND m.group_no = ANY ($3::int[]) AND m.id = k.message_id LIMIT 1),
+			k.expire_at - make_interval(secs => $4) + make_interval(secs => $5))
+		FROM message_dedup_keys k WHERE k.queue_id = $1 AND k.dedup_id = ANY ($2::text[])`
 	dedupSet    = `UPDATE message_dedup_keys k SET message_id = r.id FROM unnest($2::text[], $3::bigint[]) AS r(dedup_id, id)
 		WHERE k.queue_id = $1 AND k.dedup_id = r.dedup_id`
 	dedupExpire = `DELETE FROM message_dedup_keys WHERE ctid = ANY (ARRAY (
@@ -208,10 +213,13 @@ const (
 func (r *Messages) Put(ctx context.Context, queueID string, retentionSeconds, dedupWindowSeconds int32, groups []int32,
 	msgs []NewMessage) ([]PutResult, error) {
 	results := make([]PutResult, len(msgs))
+	// Each id once: one INSERT … ON CONFLICT DO UPDATE cannot touch the same key twice.
 	var dedupIDs []string
 	if dedupWindowSeconds > 0 {
+		seen := map[string]bool{}
 		for _, m := range msgs {
-			if m.DedupID != "" {
+			if m.DedupID != "" && !seen[m.DedupID] {
+				seen[m.DedupID] = true
 				dedupIDs = append(dedupIDs, m.DedupID)
 			}
 		}
@@ -235,17 +243,18 @@ func (r *Messages) Put(ctx context.Context, queueID string, retentionSeconds, de
 		for _, d := range claimedList {
 			claimed[d] = true
 		}
-		existing := map[string]int64{}
+		existing := map[string]PutResult{}
 		if len(claimed) < len(dedupIDs) {
-			rows, err := tx.Query(ctx, dedupLookup, queueID, dedupIDs)
+			rows, err := tx.Query(ctx, dedupLookup, queueID, dedupIDs, groups, dedupWindowSeconds, retentionSeconds)
 			if err != nil {
 				return err
 			}
 			var d string
 			var id int64
-			if _, err := pgx.ForEachRow(rows, []any{&d, &id}, func() error {
+			var expire time.Time
+			if _, err := pgx.ForEachRow(rows, []any{&d, &id, &expire}, func() error {
 				if !claimed[d] {
-					existing[d] = id
+					existing[d] = PutResult{ID: id, ExpireAt: expire.UTC(), Duplicate: true}
 				}
 				return nil
 			}); err != nil {
@@ -258,8 +267,8 @@ func (r *Messages) Put(ctx context.Context, queueID string, retentionSeconds, de
 		firstInBatch := map[string]int{}
 		for i, m := range msgs {
 			if m.DedupID != "" {
-				if id, dup := existing[m.DedupID]; dup {
-					results[i] = PutResult{ID: id, Duplicate: true}
+				if original, dup := existing[m.DedupID]; dup {
+					results[i] = original
 					continue
 				}
 				if j, dup := firstInBatch[m.DedupID]; dup {

@@ -569,12 +569,18 @@ type QueueStats struct {
 	Queue QueueStatsDetail `json:"queue"`
 }
 
-// QueueStatsDetail Message counts and size of a queue or of its dead-letter queue.
+// QueueStatsDetail Message counts and size of a queue or of its dead-letter queue. Every stored, unexpired message is counted
+// in exactly one of `visibleMessages`, `inFlightMessages` and `delayedMessages`.
 type QueueStatsDetail struct {
-	// InFlightMessages How many messages are leased and not yet deleted or released.
+	// DelayedMessages How many messages were published with `delayInSeconds` and are not visible yet (never delivered).
+	// ferry extension.
+	DelayedMessages int64 `json:"delayedMessages"`
+
+	// InFlightMessages How many messages are leased and not yet deleted or released (including those whose lease was extended
+	// with UpdateMessage).
 	InFlightMessages int64 `json:"inFlightMessages"`
 
-	// SizeInBytes The total size of the visible and in-flight messages, in bytes.
+	// SizeInBytes The total size of the visible, in-flight and delayed messages, in bytes.
 	SizeInBytes int64 `json:"sizeInBytes"`
 
 	// VisibleMessages How many messages are visible (ready to be leased).

@@ -240,7 +240,7 @@ func (h *Handlers) GetStats(c *gin.Context, queueID api.QueueIdPath, params api.
 }
 
 func toStats(s persistence.Stats) api.QueueStatsDetail {
-	return api.QueueStatsDetail{VisibleMessages: s.Visible, InFlightMessages: s.InFlight, SizeInBytes: s.SizeBytes}
+	return api.QueueStatsDetail{VisibleMessages: s.Visible, InFlightMessages: s.InFlight, DelayedMessages: s.Delayed, SizeInBytes: s.SizeBytes}
 }
 
 // ListChannels lists the non-empty channels, paginated.

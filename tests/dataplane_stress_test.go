@@ -1,0 +1,142 @@
+package tests
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net/http"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/ferry-mq/ferry/openapi/sdk"
+	"github.com/ferry-mq/ferry/tests/testserver"
+)
+
+// TestExactlyOnceUnderConcurrency publishes 5,000 messages from 5 producers while 8 consumers lease (limit 32,
+// long poll, a lease long enough never to expire) and acknowledge them: every message is received exactly once,
+// by one consumer, and deleted; nothing is left.
+func TestExactlyOnceUnderConcurrency(t *testing.T) {
+	t.Parallel()
+	const (
+		producers = 5
+		consumers = 8
+		total     = 5000
+		batch     = 20
+	)
+	srv := testserver.Start(t)
+	tenancyID, c := srv.Admin(t, "stress")
+	q := createQueue(t, c, tenancyID, withVisibility(600))
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+
+	start := time.Now()
+	var (
+		mu        sync.Mutex
+		published = map[int64]string{} // id → content
+		received  = map[int64][]int{}  // id → the consumers that received it
+		contents  = map[int64]string{} // id → content as received
+		failures  []error
+		acked     atomic.Int64
+		wg        sync.WaitGroup
+	)
+	fail := func(err error) {
+		mu.Lock()
+		failures = append(failures, err)
+		mu.Unlock()
+		cancel()
+	}
+
+	for p := range producers {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for b := range total / producers / batch {
+				entries := make([]sdk.PutMessagesDetailsEntry, batch)
+				for i := range entries {
+					entries[i] = msg(fmt.Sprintf("p%d-b%d-m%d", p, b, i))
+				}
+				resp, err := c.PutMessagesWithResponse(ctx, q, &sdk.PutMessagesParams{}, sdk.PutMessagesDetails{Messages: entries})
+				if err != nil || resp.StatusCode() != http.StatusOK {
+					fail(fmt.Errorf("producer %d: put: %v %s", p, err, respBody(resp)))
+					return
+				}
+				mu.Lock()
+				for i, r := range resp.JSON200.Messages {
+					if _, dup := published[r.Id]; dup {
+						failures = append(failures, fmt.Errorf("id %d returned by two puts", r.Id))
+					}
+					published[r.Id] = entries[i].Content
+				}
+				mu.Unlock()
+			}
+		}()
+	}
+
+	for n := range consumers {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for acked.Load() < total && ctx.Err() == nil {
+				resp, err := c.GetMessagesWithResponse(ctx, q, &sdk.GetMessagesParams{Limit: ptr(32), TimeoutInSeconds: ptr(1)})
+				if err != nil || resp.StatusCode() != http.StatusOK {
+					if ctx.Err() == nil {
+						fail(fmt.Errorf("consumer %d: get: %v %s", n, err, respBody(resp)))
+					}
+					return
+				}
+				got := resp.JSON200.Messages
+				mu.Lock()
+				for _, m := range got {
+					received[m.Id] = append(received[m.Id], n)
+					contents[m.Id] = m.Content
+					if m.DeliveryCount != 1 {
+						failures = append(failures, fmt.Errorf("message %d delivered with deliveryCount %d", m.Id, m.DeliveryCount))
+					}
+				}
+				mu.Unlock()
+				for start := 0; start < len(got); start += 20 {
+					var entries []sdk.DeleteMessagesDetailsEntry
+					for _, m := range got[start:min(start+20, len(got))] {
+						entries = append(entries, sdk.DeleteMessagesDetailsEntry{Receipt: m.Receipt})
+					}
+					del, err := c.DeleteMessagesWithResponse(context.WithoutCancel(ctx), q, &sdk.DeleteMessagesParams{},
+						sdk.DeleteMessagesDetails{Entries: entries})
+					if err != nil || del.StatusCode() != http.StatusOK || del.JSON200.ClientFailedCount+del.JSON200.ServerFailedCount > 0 {
+						fail(fmt.Errorf("consumer %d: delete: %v %s", n, err, respBody(del)))
+						return
+					}
+					acked.Add(int64(len(entries)))
+				}
+			}
+		}()
+	}
+	wg.Wait()
+	t.Logf("%d messages published and consumed in %v", total, time.Since(start))
+	require.NoError(t, errors.Join(failures...))
+
+	require.NoError(t, ctx.Err(), "the consumers did not finish in time: %d of %d acknowledged", acked.Load(), total)
+	require.Equal(t, total, len(published))
+	require.Equal(t, total, len(received), "every message is received")
+	for id, by := range received {
+		require.Equal(t, 1, len(by), "message %d was received by consumers %v", id, by)
+		require.Equal(t, published[id], contents[id], "message %d", id)
+	}
+	require.EqualValues(t, total, acked.Load())
+
+	requireStats(t, c, q, 0, 0, 0, 0)
+	require.Zero(t, stats(t, c, q).Queue.SizeInBytes)
+	require.Zero(t, storedMessages(t, srv, q))
+	require.Empty(t, get(t, c, q, limit(32)))
+}
+
+// respBody is a response's body for failure messages (nil when the request failed).
+func respBody[T interface{ GetBody() []byte }](r *T) string {
+	if r == nil {
+		return ""
+	}
+	return string((*r).GetBody())
+}
