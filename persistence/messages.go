@@ -202,7 +202,7 @@ const (
 			(SELECT m.expire_at FROM messages m WHERE m.queue_id = k.queue_id AND m.group_no = ANY ($3::int[]) AND m.id = k.message_id LIMIT 1),
 			k.expire_at - make_interval(secs => $4) + make_interval(secs => $5))
 		FROM message_dedup_keys k WHERE k.queue_id = $1 AND k.dedup_id = ANY ($2::text[])`
-	dedupSet    = `UPDATE message_dedup_keys k SET message_id = r.id FROM unnest($2::text[], $3::bigint[]) AS r(dedup_id, id)
+	dedupSet = `UPDATE message_dedup_keys k SET message_id = r.id FROM unnest($2::text[], $3::bigint[]) AS r(dedup_id, id)
 		WHERE k.queue_id = $1 AND k.dedup_id = r.dedup_id`
 	dedupExpire = `DELETE FROM message_dedup_keys WHERE ctid = ANY (ARRAY (
 		SELECT ctid FROM message_dedup_keys WHERE expire_at < now() LIMIT $1))`
