@@ -22,13 +22,12 @@ func (a *Authenticator) Middleware(exists TenancyLookup, public func(path string
 			c.Next()
 			return
 		}
-		header := c.GetHeader("Authorization")
-		token, ok := strings.CutPrefix(header, "Bearer ")
-		if !ok || token == "" {
+		token, ok := bearerToken(c.GetHeader("Authorization"))
+		if !ok {
 			apierror.Write(c, apierror.NotAuthenticated("the Authorization header must carry a Bearer token"))
 			return
 		}
-		p, err := a.Authenticate(c.Request.Context(), strings.TrimSpace(token))
+		p, err := a.Authenticate(c.Request.Context(), token)
 		if err != nil {
 			apierror.Write(c, apierror.NotAuthenticated("invalid token: %v", err))
 			return
@@ -48,4 +47,15 @@ func (a *Authenticator) Middleware(exists TenancyLookup, public func(path string
 		c.Request = c.Request.WithContext(WithPrincipal(c.Request.Context(), p))
 		c.Next()
 	}
+}
+
+// bearerToken extracts the token of an "Authorization: Bearer <token>" header. The scheme is case-insensitive
+// (RFC 7235 section 2.1).
+func bearerToken(header string) (string, bool) {
+	scheme, token, ok := strings.Cut(header, " ")
+	if !ok || !strings.EqualFold(scheme, "Bearer") {
+		return "", false
+	}
+	token = strings.TrimSpace(token)
+	return token, token != ""
 }

@@ -8141,13 +8141,13 @@ type GetOpenAPISpecResponse struct {
 	Body         []byte
 	HTTPResponse *http.Response
 	// YAML200 the response for an HTTP 200 `application/yaml` response
-	YAML200 *string
+	YAML200 *map[string]interface{}
 	// Headers200 the parsed response headers for an HTTP 200 response
 	Headers200 *GetOpenAPISpecResponse200Headers
 }
 
 // GetYAML200 returns the response for an HTTP 200 `application/yaml` response
-func (r GetOpenAPISpecResponse) GetYAML200() *string {
+func (r GetOpenAPISpecResponse) GetYAML200() *map[string]interface{} {
 	return r.YAML200
 }
 
@@ -12509,7 +12509,7 @@ func ParseGetOpenAPISpecResponse(rsp *http.Response) (*GetOpenAPISpecResponse, e
 
 	switch {
 	case strings.Contains(rsp.Header.Get("Content-Type"), "yaml") && rsp.StatusCode == 200:
-		var dest string
+		var dest map[string]interface{}
 		if err := yaml.Unmarshal(bodyBytes, &dest); err != nil {
 			return nil, err
 		}
