@@ -348,3 +348,401 @@ func metricValue(t *testing.T, srv *testserver.Server, name, queueID string) flo
 	require.True(t, found, "no %s sample for queue %s in /metrics", name, queueID)
 	return sum
 }
+
+// TestPurgeTypes: NORMAL, DLQ and BOTH each delete only their messages, and only of the purged queue.
+func TestPurgeTypes(t *testing.T) {
+	t.Parallel()
+	srv := testserver.Start(t)
+	tenancyID, c := srv.Admin(t, "dp")
+	q := createQueue(t, c, tenancyID, withDLQ(1))
+	other := createQueue(t, c, tenancyID)
+	put(t, c, other, msg("bystander"))
+
+	// deadLetter moves n fresh messages to the DLQ (of an empty queue): one delivery each, then the next lease
+	// dead-letters them.
+	deadLetter := func(n int) {
+		t.Helper()
+		var entries []sdk.PutMessagesDetailsEntry
+		for i := range n {
+			entries = append(entries, msg("poison "+strconv.Itoa(i)))
+		}
+		put(t, c, q, entries...)
+		require.Len(t, get(t, c, q, limit(n), visibility(0)), n)
+		require.Empty(t, get(t, c, q, limit(n)))
+	}
+	deadLetter(2)
+	put(t, c, q, msg("a"), msg("b"), msg("c"))
+	inFlight := get(t, c, q, limit(1)) // a leased message is purged too
+	require.Len(t, inFlight, 1)
+	requireStats(t, c, q, 2, 1, 2, 0)
+
+	purge(t, srv, c, q, sdk.PurgeTypeNORMAL)
+	requireStats(t, c, q, 0, 0, 2, 0)
+	del, err := c.DeleteMessageWithResponse(context.Background(), q, inFlight[0].Receipt, &sdk.DeleteMessageParams{})
+	require.NoError(t, err)
+	requireAPIError(t, del.StatusCode(), del.Body, http.StatusNotFound, "NotAuthorizedOrNotFound", "receipt")
+
+	put(t, c, q, msg("d"))
+	requireStats(t, c, q, 1, 0, 2, 0)
+	purge(t, srv, c, q, sdk.PurgeTypeDLQ)
+	requireStats(t, c, q, 1, 0, 0, 0)
+
+	purge(t, srv, c, q, sdk.PurgeTypeNORMAL)
+	deadLetter(1)
+	put(t, c, q, msg("e"), msg("f"))
+	requireStats(t, c, q, 2, 0, 1, 0)
+	purge(t, srv, c, q, sdk.PurgeTypeBOTH)
+	requireStats(t, c, q, 0, 0, 0, 0)
+	require.Zero(t, storedMessages(t, srv, q))
+
+	requireStats(t, c, other, 1, 0, 0, 0)
+	require.EqualValues(t, 1, storedMessages(t, srv, ""), "only the bystander is left")
+	// The queue works after a purge.
+	put(t, c, q, msg("after"))
+	require.Len(t, get(t, c, q), 1)
+}
+
+// TestListChannels: GET /channels lists the channels that hold messages, in order, a page at a time, optionally
+// those matching a channel filter; a channel disappears with its last message.
+func TestListChannels(t *testing.T) {
+	t.Parallel()
+	srv := testserver.Start(t)
+	tenancyID, c := srv.Admin(t, "dp")
+	q := createQueue(t, c, tenancyID)
+	ctx := context.Background()
+	put(t, c, q, msg("default channel"), msgOn("1", "a1"), msgOn("2", "a2"), msgOn("3", "a3"), msgOn("4", "b1"),
+		msgOn("5", "c1"), msgOn("6", "a2"), msgOn("7", "a\nnewline"), msgOn("8", "ä-umlaut"))
+
+	list := func(filter string, pageSize int) (pages [][]string) {
+		t.Helper()
+		p := &sdk.ListChannelsParams{Limit: &pageSize}
+		if filter != "" {
+			p.ChannelFilter = &filter
+		}
+		for range 20 {
+			resp, err := c.ListChannelsWithResponse(ctx, q, p)
+			require.NoError(t, err)
+			require.Equal(t, http.StatusOK, resp.StatusCode(), string(resp.Body))
+			require.LessOrEqual(t, len(resp.JSON200.Items), pageSize)
+			pages = append(pages, resp.JSON200.Items)
+			next := resp.HTTPResponse.Header.Get("opc-next-page")
+			if next == "" {
+				return pages
+			}
+			p.Page = &next
+		}
+		t.Fatal("pagination did not end")
+		return nil
+	}
+	flat := func(pages [][]string) []string {
+		var out []string
+		for _, p := range pages {
+			out = append(out, p...)
+		}
+		return out
+	}
+	all := []string{"a\nnewline", "a1", "a2", "a3", "b1", "c1", "ä-umlaut"}
+	require.Equal(t, [][]string{all}, list("", 100))
+	pages := list("", 2)
+	require.Equal(t, all, flat(pages))
+	require.Len(t, pages, 4)
+	require.Equal(t, all, flat(list("", 1)))
+	require.Equal(t, []string{"a\nnewline", "a1", "a2", "a3"}, flat(list("a*", 2)))
+	require.Equal(t, []string{"a1"}, flat(list("a1*", 2)))
+	require.Equal(t, []string{"b1"}, flat(list("b1", 2)), "an exact filter")
+	require.Empty(t, flat(list("b", 2)), "an exact filter is not a prefix")
+	require.Empty(t, flat(list("zz*", 2)))
+
+	// b1's only message goes: so does the channel.
+	got := get(t, c, q, channelFilter("b1"))
+	require.Len(t, got, 1)
+	require.Contains(t, flat(list("", 100)), "b1", "a leased message still holds its channel")
+	deleteAll(t, c, q, got)
+	require.Equal(t, []string{"a\nnewline", "a1", "a2", "a3", "c1", "ä-umlaut"}, flat(list("", 100)))
+
+	bad := raw(t, srv, srv.Token(t, tenancyID, "admin", "Administrators"), http.MethodGet,
+		"/20210201/queues/"+q+"/channels?page=not-a-page-token%21", nil)
+	requireAPIError(t, bad.Status, bad.Body, http.StatusBadRequest, "InvalidParameter", "page")
+}
+
+// TestChannelFilterOnGet: GetMessages with an exact channel or a prefix leases only from those channels.
+func TestChannelFilterOnGet(t *testing.T) {
+	t.Parallel()
+	srv := testserver.Start(t)
+	tenancyID, c := srv.Admin(t, "dp")
+	q := createQueue(t, c, tenancyID)
+	put(t, c, q, msg("none"), msgOn("a1-1", "a1"), msgOn("a2-1", "a2"), msgOn("ab-1", "ab"), msgOn("b-1", "b"),
+		msgOn("a1-2", "a1"))
+
+	contents := func(msgs []sdk.GetMessage) []string {
+		var out []string
+		for _, m := range msgs {
+			out = append(out, m.Content)
+			if m.Metadata != nil && m.Metadata.ChannelId != nil {
+				require.True(t, strings.HasPrefix(m.Content, *m.Metadata.ChannelId+"-"), "metadata.channelId of %s", m.Content)
+			}
+		}
+		sort.Strings(out)
+		return out
+	}
+	require.Equal(t, []string{"a1-1", "a1-2"}, contents(get(t, c, q, limit(10), channelFilter("a1"))))
+	require.Empty(t, get(t, c, q, limit(10), channelFilter("a")), "an exact channel, not a prefix")
+	require.Equal(t, []string{"a2-1", "ab-1"}, contents(get(t, c, q, limit(10), channelFilter("a*"))))
+	require.Empty(t, get(t, c, q, limit(10), channelFilter("c*")))
+	rest := get(t, c, q, limit(10))
+	require.Equal(t, []string{"b-1", "none"}, contents(rest))
+	for _, m := range rest {
+		if m.Content == "none" {
+			require.True(t, m.Metadata == nil || m.Metadata.ChannelId == nil, "the default channel has no channelId")
+		}
+	}
+}
+
+// TestChannelFairness: a consumer without a channel filter is not starved by one busy channel: 3 messages of a
+// small channel published after 2,000 of a big one arrive within the first gets.
+func TestChannelFairness(t *testing.T) {
+	t.Parallel()
+	srv := testserver.Start(t)
+	tenancyID, c := srv.Admin(t, "dp")
+	q := createQueue(t, c, tenancyID, withVisibility(600))
+
+	for b := range 100 {
+		entries := make([]sdk.PutMessagesDetailsEntry, 20)
+		for i := range entries {
+			entries[i] = msgOn("big "+strconv.Itoa(b*20+i), "big")
+		}
+		put(t, c, q, entries...)
+	}
+	put(t, c, q, msgOn("small 1", "small"), msgOn("small 2", "small"), msgOn("small 3", "small"))
+
+	require.EqualValues(t, 2000, statsOf(t, c, q, "big").Queue.VisibleMessages)
+	require.EqualValues(t, 3, statsOf(t, c, q, "small").Queue.VisibleMessages)
+	require.EqualValues(t, 0, statsOf(t, c, q, "nothing").Queue.VisibleMessages)
+	require.EqualValues(t, 2003, statsOf(t, c, q, "").Queue.VisibleMessages)
+
+	small := 0
+	for range 3 {
+		for _, m := range get(t, c, q, limit(10)) {
+			if strings.HasPrefix(m.Content, "small") {
+				small++
+			}
+		}
+	}
+	require.Equal(t, 3, small, "the small channel's messages within the first 3 gets of 10")
+	st := statsOf(t, c, q, "small")
+	require.EqualValues(t, [2]int64{0, 3}, [2]int64{st.Queue.VisibleMessages, st.Queue.InFlightMessages})
+	require.EqualValues(t, len("small 1")*3, st.Queue.SizeInBytes)
+}
+
+// TestMaxSizeInBytes: a queue filled past maxSizeInBytes answers 429 TooManyRequests with retry-after (the size
+// is measured every few seconds, so the limit holds within a refresh); consuming makes room again.
+func TestMaxSizeInBytes(t *testing.T) {
+	t.Parallel()
+	srv := testserver.Start(t)
+	tenancyID, c := srv.Admin(t, "dp")
+	q := createQueue(t, c, tenancyID, withMaxSize(1<<20), withVisibility(600))
+	big := strings.Repeat("x", 200<<10)
+	ctx := context.Background()
+
+	var full *sdk.PutMessagesResponse
+	require.Eventually(t, func() bool {
+		resp, err := c.PutMessagesWithResponse(ctx, q, &sdk.PutMessagesParams{}, sdk.PutMessagesDetails{Messages: []sdk.PutMessagesDetailsEntry{msg(big)}})
+		if err != nil || resp.StatusCode() == http.StatusOK {
+			return false
+		}
+		full = resp
+		return true
+	}, 15*time.Second, 50*time.Millisecond)
+	requireAPIError(t, full.StatusCode(), full.Body, http.StatusTooManyRequests, "TooManyRequests", "maxSizeInBytes")
+	retryAfter, err := strconv.Atoi(full.HTTPResponse.Header.Get("retry-after"))
+	require.NoError(t, err, "retry-after header")
+	require.Positive(t, retryAfter)
+	size := stats(t, c, q).Queue.SizeInBytes
+	require.Greater(t, size, int64(1<<20)-int64(len(big)), "the queue was (nearly) full")
+	require.Less(t, size, int64(4<<20), "the limit holds within a few refreshes")
+	// A rejected put stored nothing.
+	require.Equal(t, size, stats(t, c, q).Queue.SizeInBytes)
+
+	for {
+		got := get(t, c, q, limit(32))
+		if len(got) == 0 {
+			break
+		}
+		deleteAll(t, c, q, got)
+	}
+	require.Eventually(t, func() bool {
+		resp, err := c.PutMessagesWithResponse(ctx, q, &sdk.PutMessagesParams{}, sdk.PutMessagesDetails{Messages: []sdk.PutMessagesDetailsEntry{msg(big)}})
+		return err == nil && resp.StatusCode() == http.StatusOK
+	}, 10*time.Second, 100*time.Millisecond, "consuming makes room")
+}
+
+// TestChannelConsumptionLimit: with channelConsumptionLimit 10 %, a channel holding more than a tenth of
+// maxSizeInBytes gets 429 while another channel still publishes. Concurrent puts check the limit safely.
+func TestChannelConsumptionLimit(t *testing.T) {
+	t.Parallel()
+	srv := testserver.Start(t)
+	tenancyID, c := srv.Admin(t, "dp")
+	q := createQueue(t, c, tenancyID, withMaxSize(1<<20), withChannelLimit(10))
+	ctx := context.Background()
+
+	// Concurrent small puts on several channels (the size bookkeeping is shared between them).
+	var wg sync.WaitGroup
+	for g := range 4 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for i := range 10 {
+				_, _ = c.PutMessagesWithResponse(ctx, q, &sdk.PutMessagesParams{}, sdk.PutMessagesDetails{
+					Messages: []sdk.PutMessagesDetailsEntry{msgOn("small", "ch"+strconv.Itoa((g+i)%3))},
+				})
+			}
+		}()
+	}
+	wg.Wait()
+
+	chunk := strings.Repeat("h", 40<<10) // the share is 104857 bytes: the third chunk overflows it
+	var hog *sdk.PutMessagesResponse
+	require.Eventually(t, func() bool {
+		resp, err := c.PutMessagesWithResponse(ctx, q, &sdk.PutMessagesParams{}, sdk.PutMessagesDetails{
+			Messages: []sdk.PutMessagesDetailsEntry{msgOn(chunk, "hog")},
+		})
+		if err != nil || resp.StatusCode() == http.StatusOK {
+			return false
+		}
+		hog = resp
+		return true
+	}, 15*time.Second, 50*time.Millisecond)
+	requireAPIError(t, hog.StatusCode(), hog.Body, http.StatusTooManyRequests, "TooManyRequests", "hog", "channelConsumptionLimit")
+	require.NotEmpty(t, hog.HTTPResponse.Header.Get("retry-after"))
+	hogBytes := statsOf(t, c, q, "hog").Queue.SizeInBytes
+	require.Greater(t, hogBytes, int64(104857-len(chunk)))
+
+	// The other channels are not affected.
+	put(t, c, q, msgOn(chunk, "other"))
+	require.EqualValues(t, len(chunk), statsOf(t, c, q, "other").Queue.SizeInBytes)
+	require.Equal(t, hogBytes, statsOf(t, c, q, "hog").Queue.SizeInBytes, "the rejected puts stored nothing")
+}
+
+// TestUpdateMessagesPerEntryErrors: each entry of updateMessages succeeds or fails on its own (valid, garbage,
+// stale and deleted receipts), counted in clientFailedCount; a DLQ receipt without dlq=true fails its entry.
+func TestUpdateMessagesPerEntryErrors(t *testing.T) {
+	t.Parallel()
+	srv := testserver.Start(t)
+	tenancyID, c := srv.Admin(t, "dp")
+	q := createQueue(t, c, tenancyID, withDLQ(2))
+	ctx := context.Background()
+	put(t, c, q, msg("valid"), msg("stale"), msg("deleted"))
+
+	valid := get(t, c, q, visibility(60))[0]
+	staleFirst := get(t, c, q, visibility(1))[0]
+	deleted := get(t, c, q, visibility(60))[0]
+	require.Equal(t, []string{"valid", "stale", "deleted"}, []string{valid.Content, staleFirst.Content, deleted.Content})
+	deleteAll(t, c, q, []sdk.GetMessage{deleted})
+	var staleNow sdk.GetMessage
+	require.Eventually(t, func() bool {
+		resp, err := c.GetMessagesWithResponse(ctx, q, &sdk.GetMessagesParams{VisibilityInSeconds: ptr(60), TimeoutInSeconds: ptr(0)})
+		if err != nil || resp.JSON200 == nil || len(resp.JSON200.Messages) == 0 {
+			return false
+		}
+		staleNow = resp.JSON200.Messages[0]
+		return true
+	}, 5*time.Second, 50*time.Millisecond, "the short lease ends and the message is leased again")
+	require.Equal(t, staleFirst.Id, staleNow.Id)
+
+	before := time.Now()
+	resp, err := c.UpdateMessagesWithResponse(ctx, q, &sdk.UpdateMessagesParams{}, sdk.UpdateMessagesDetails{Entries: []sdk.UpdateMessagesDetailsEntry{
+		{Receipt: valid.Receipt, VisibilityInSeconds: 300},
+		{Receipt: "garbage", VisibilityInSeconds: 300},
+		{Receipt: staleFirst.Receipt, VisibilityInSeconds: 300},
+		{Receipt: deleted.Receipt, VisibilityInSeconds: 300},
+	}})
+	require.NoError(t, err)
+	require.Equal(t, http.StatusOK, resp.StatusCode(), string(resp.Body))
+	r := resp.JSON200
+	require.Equal(t, 3, r.ClientFailedCount)
+	require.Zero(t, r.ServerFailedCount)
+	require.Len(t, r.Entries, 4)
+	require.Nil(t, r.Entries[0].ErrorCode)
+	require.Equal(t, valid.Id, *r.Entries[0].Id)
+	require.WithinDuration(t, before.Add(300*time.Second), *r.Entries[0].VisibleAfter, 5*time.Second)
+	wantCodes := []string{"InvalidParameter", "Conflict", "NotAuthorizedOrNotFound"}
+	for i, code := range wantCodes {
+		e := r.Entries[i+1]
+		require.NotNil(t, e.ErrorCode, "entry %d", i+1)
+		require.Equal(t, code, *e.ErrorCode, "entry %d", i+1)
+		require.NotEmpty(t, *e.ErrorMessage)
+		require.Nil(t, e.Id)
+		require.Nil(t, e.VisibleAfter)
+	}
+	// The stale receipt changed nothing: the current lease keeps its end; both leases hold.
+	requireStats(t, c, q, 0, 2, 0, 0)
+	upd, err := c.UpdateMessageWithResponse(ctx, q, staleNow.Receipt, &sdk.UpdateMessageParams{}, sdk.UpdateMessageDetails{VisibilityInSeconds: 0})
+	require.NoError(t, err)
+	require.Equal(t, http.StatusOK, upd.StatusCode(), string(upd.Body))
+
+	// A DLQ receipt sent to the queue (no dlq=true) fails its entry and deletes nothing.
+	require.Empty(t, get(t, c, q), "the released message exceeded its delivery count: it moved to the DLQ")
+	dead := get(t, c, q, fromDLQ())
+	require.Len(t, dead, 1)
+	del, err := c.DeleteMessagesWithResponse(ctx, q, &sdk.DeleteMessagesParams{}, sdk.DeleteMessagesDetails{Entries: []sdk.DeleteMessagesDetailsEntry{
+		{Receipt: dead[0].Receipt}, {Receipt: valid.Receipt},
+	}})
+	require.NoError(t, err)
+	require.Equal(t, http.StatusOK, del.StatusCode(), string(del.Body))
+	require.Equal(t, 1, del.JSON200.ClientFailedCount)
+	require.Equal(t, "InvalidParameter", *del.JSON200.Entries[0].ErrorCode)
+	require.Contains(t, *del.JSON200.Entries[0].ErrorMessage, "DLQ")
+	require.Nil(t, del.JSON200.Entries[1].ErrorCode)
+	requireStats(t, c, q, 0, 0, 0, 1)
+	deleteAll(t, c, q, dead, fromDLQ())
+	requireStats(t, c, q, 0, 0, 0, 0)
+}
+
+// TestReceiptScope: a receipt works only on the queue that issued it, and a tampered receipt is rejected.
+func TestReceiptScope(t *testing.T) {
+	t.Parallel()
+	srv := testserver.Start(t)
+	tenancyID, c := srv.Admin(t, "dp")
+	a := createQueue(t, c, tenancyID)
+	b := createQueue(t, c, tenancyID)
+	ctx := context.Background()
+	put(t, c, a, msg("on a"))
+	put(t, c, b, msg("on b"))
+	m := get(t, c, a, visibility(60))[0]
+	onB := get(t, c, b, visibility(60))[0]
+	require.Equal(t, m.Id+1, onB.Id, "ids are global, so a receipt for a on b would name b's message if unscoped")
+
+	del, err := c.DeleteMessageWithResponse(ctx, b, m.Receipt, &sdk.DeleteMessageParams{})
+	require.NoError(t, err)
+	requireAPIError(t, del.StatusCode(), del.Body, http.StatusBadRequest, "InvalidParameter", "receipt")
+	batch, err := c.DeleteMessagesWithResponse(ctx, b, &sdk.DeleteMessagesParams{}, sdk.DeleteMessagesDetails{
+		Entries: []sdk.DeleteMessagesDetailsEntry{{Receipt: m.Receipt}},
+	})
+	require.NoError(t, err)
+	require.Equal(t, http.StatusOK, batch.StatusCode())
+	require.Equal(t, 1, batch.JSON200.ClientFailedCount)
+	upd, err := c.UpdateMessageWithResponse(ctx, b, m.Receipt, &sdk.UpdateMessageParams{}, sdk.UpdateMessageDetails{VisibilityInSeconds: 0})
+	require.NoError(t, err)
+	requireAPIError(t, upd.StatusCode(), upd.Body, http.StatusBadRequest, "InvalidParameter", "receipt")
+	requireStats(t, c, a, 0, 1, 0, 0)
+	requireStats(t, c, b, 0, 1, 0, 0)
+
+	// Change any one character of the receipt to its base64url neighbour (value xor 1): never accepted, not even
+	// in the last character, whose lowest bits carry no data.
+	const alphabet = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-_"
+	for i := range len(m.Receipt) {
+		tampered := []byte(m.Receipt)
+		v := strings.IndexByte(alphabet, tampered[i])
+		require.GreaterOrEqual(t, v, 0, "receipts are base64url: %q", m.Receipt)
+		tampered[i] = alphabet[v^1]
+		del, err := c.DeleteMessageWithResponse(ctx, a, string(tampered), &sdk.DeleteMessageParams{})
+		require.NoError(t, err)
+		requireAPIError(t, del.StatusCode(), del.Body, http.StatusBadRequest, "InvalidParameter", "receipt")
+	}
+	requireStats(t, c, a, 0, 1, 0, 0)
+
+	del, err = c.DeleteMessageWithResponse(ctx, a, m.Receipt, &sdk.DeleteMessageParams{})
+	require.NoError(t, err)
+	require.Equal(t, http.StatusNoContent, del.StatusCode(), string(del.Body))
+	requireStats(t, c, a, 0, 0, 0, 0)
+}

@@ -2,6 +2,7 @@ package messaging
 
 import (
 	"context"
+	"encoding/base64"
 	"encoding/json"
 	"strings"
 	"time"
@@ -336,38 +337,49 @@ func (s *Service) Stats(ctx context.Context, tenancyID, queueID string, groupNo 
 	return s.messages.Stats(ctx, queueID, groupNo, channelID)
 }
 
-// Channels lists one page of the non-empty channel ids that hold messages (after the page token).
-func (s *Service) Channels(ctx context.Context, tenancyID, queueID string, groupNo int32, after, filter string, limit int) ([]string, string, error) {
+// Channels lists one page of the non-empty channel ids that hold messages (after the page token, which is opaque:
+// the last channel of the previous page, base64url-encoded, so that any channel id survives an HTTP header).
+func (s *Service) Channels(ctx context.Context, tenancyID, queueID string, groupNo int32, page, filter string, limit int) ([]string, string, error) {
 	if _, err := s.queues.active(ctx, tenancyID, queueID); err != nil {
 		return nil, "", err
 	}
-	prefix, isPrefix := strings.CutSuffix(filter, "*")
-	from := after
-	if from < prefix {
-		from = prefix
+	last, err := base64.RawURLEncoding.DecodeString(page)
+	if err != nil || (page != "" && len(last) == 0) {
+		return nil, "", apierror.InvalidParameter("page: not a page token of this list; pass the opc-next-page header back unchanged")
 	}
-	inclusive := after == "" && from != ""
+	after := string(last)
+	prefix, isPrefix := strings.CutSuffix(filter, "*")
+	from, inclusive := after, false // the default channel ("") is never listed
+	if from < prefix {
+		from, inclusive = prefix, true
+	}
 	var out []string
+	done := func() ([]string, string, error) {
+		if len(out) <= limit {
+			return out, "", nil
+		}
+		return out[:limit], base64.RawURLEncoding.EncodeToString([]byte(out[limit-1])), nil
+	}
 	for len(out) <= limit {
-		page, err := s.messages.Channels(ctx, queueID, groupNo, false, from, inclusive, limit+1)
+		batch, err := s.messages.Channels(ctx, queueID, groupNo, false, from, inclusive, limit+1)
 		if err != nil {
 			return nil, "", err
 		}
-		for _, ch := range page {
+		for _, ch := range batch {
 			if ch == "" {
 				continue
 			}
 			if filter != "" && ((isPrefix && !strings.HasPrefix(ch, prefix)) || (!isPrefix && ch != filter)) {
-				return out, "", nil // channels are in order: past the prefix, nothing more matches
+				return done() // channels are in order: past the prefix, nothing more matches
 			}
 			out = append(out, ch)
 		}
-		if len(page) < limit+1 {
-			return out, "", nil
+		if len(batch) < limit+1 {
+			return done()
 		}
-		from, inclusive = page[len(page)-1], false
+		from, inclusive = batch[len(batch)-1], false
 	}
-	return out[:limit], out[limit-1], nil
+	return done()
 }
 
 // Redrive moves up to limit DLQ messages of the group back to the queue.
@@ -396,8 +408,7 @@ func (s *Service) Purge(ctx context.Context, _, queueID, purgeType string, progr
 		dlq = &t
 	}
 	const batch = 1000
-	total, _ := s.sizes.get(queueID)
-	_ = total
+	defer s.sizes.invalidate(queueID) // the room freed counts at once, not after the next refresh
 	var done int64
 	for {
 		n, err := s.messages.PurgeBatch(ctx, queueID, dlq, batch)

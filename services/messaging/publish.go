@@ -84,7 +84,7 @@ func (s *Service) Put(ctx context.Context, tenancyID, queueID string, entries []
 // checkSize answers 429 when the batch would take the queue past maxSizeInBytes, or a channel past its share
 // (channelConsumptionLimit percent of it).
 func (s *Service) checkSize(q persistence.Queue, batchBytes int64, byChannel map[string]int64) error {
-	total, channelBytes := s.sizes.get(q.ID)
+	total, channelBytes := s.sizes.get(q.ID, byChannel)
 	if total+batchBytes > q.MaxSizeBytes {
 		return apierror.TooManyRequests(5, "the queue is full (maxSizeInBytes %d): consume messages or raise the limit", q.MaxSizeBytes)
 	}

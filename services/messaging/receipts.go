@@ -46,7 +46,9 @@ func (r *Receipts) Decode(queueID, receipt string) (persistence.Receipt, error) 
 	if len(receipt) > 256 {
 		return persistence.Receipt{}, ErrBadReceipt
 	}
-	buf, err := base64.RawURLEncoding.DecodeString(receipt)
+	// Strict: the unused bits of the last character must be zero, so exactly one spelling of a receipt decodes
+	// (otherwise a changed last character could still be accepted).
+	buf, err := base64.RawURLEncoding.Strict().DecodeString(receipt)
 	if err != nil || len(buf) != receiptPayload+receiptMAC || buf[0] != receiptVersion || buf[1] > 1 {
 		return persistence.Receipt{}, ErrBadReceipt
 	}

@@ -153,6 +153,7 @@ type queueSize struct {
 	byChannel map[string]int64
 	fetched   time.Time
 	loading   bool
+	stale     bool          // invalidated while a scan was running: that scan's result is already out of date
 	cost      time.Duration // the last scan's duration: big queues are rescanned less often
 }
 
@@ -160,8 +161,10 @@ func newSizeCache(m *persistence.Messages, refresh time.Duration, logger *slog.L
 	return &sizeCache{messages: m, refresh: refresh, logger: logger, byQueue: map[string]*queueSize{}}
 }
 
-// get returns the last known size (zero before the first scan finished) and starts a refresh when stale.
-func (c *sizeCache) get(queueID string) (total int64, byChannel map[string]int64) {
+// get returns the last known size of the queue and of each of the given channels (zero before the first scan
+// finished), and starts a refresh when stale. The channel sizes are copied: the cache's own map changes under
+// concurrent puts.
+func (c *sizeCache) get(queueID string, channels map[string]int64) (total int64, byChannel map[string]int64) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	e := c.byQueue[queueID]
@@ -174,7 +177,11 @@ func (c *sizeCache) get(queueID string) (total int64, byChannel map[string]int64
 		e.loading = true
 		go c.load(queueID)
 	}
-	return e.total, e.byChannel
+	byChannel = make(map[string]int64, len(channels))
+	for ch := range channels {
+		byChannel[ch] = e.byChannel[ch]
+	}
+	return e.total, byChannel
 }
 
 // add counts a put's bytes until the next scan sees them.
@@ -194,6 +201,16 @@ func (c *sizeCache) add(queueID string, byChannel map[string]int64) {
 	}
 }
 
+// invalidate makes the next get rescan the queue (after a purge removed messages).
+func (c *sizeCache) invalidate(queueID string) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if e := c.byQueue[queueID]; e != nil {
+		e.fetched = time.Time{}
+		e.stale = e.loading
+	}
+}
+
 func (c *sizeCache) load(queueID string) {
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
@@ -204,6 +221,9 @@ func (c *sizeCache) load(queueID string) {
 	e := c.byQueue[queueID]
 	e.loading = false
 	e.fetched = time.Now()
+	if e.stale {
+		e.fetched, e.stale = time.Time{}, false
+	}
 	if err != nil {
 		c.logger.Warn("measuring queue size", "queue", queueID, "error", err)
 		return
