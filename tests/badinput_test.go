@@ -130,6 +130,16 @@ func TestBadInput(t *testing.T) {
 		invalid("compartment name with a space", http.MethodPost, cs, `{"compartmentId":"`+tenancyID+`","name":"a b"}`, "name"),
 		invalid("long description", http.MethodPost, cs, validCompartment(`,"description":"`+strings.Repeat("d", 401)+`"`), "description"),
 
+		// NUL characters, which PostgreSQL text cannot hold.
+		invalid("NUL in displayName", http.MethodPost, qs, `{"compartmentId":"`+tenancyID+`","displayName":"a\u0000b"}`, "displayName", "NUL"),
+		invalid("NUL in a tag value", http.MethodPost, qs, validQueue(`,"freeformTags":{"k":"\u0000"}`), "freeformTags.k", "NUL"),
+		invalid("NUL in a tag key", http.MethodPost, qs, validQueue(`,"freeformTags":{"\u0000":"v"}`), "freeformTags", "NUL"),
+		invalid("NUL in a description", http.MethodPost, cs, validCompartment(`,"description":"x\u0000"`), "description", "NUL"),
+		invalid("NUL on update", http.MethodPut, qPath, `{"displayName":"\u0000"}`, "displayName", "NUL"),
+		invalid("NUL on compartment update", http.MethodPut, cPath, `{"description":"\u0000"}`, "description", "NUL"),
+		query("NUL in a query filter", qs+in+"&displayName=%00", "displayName", "NUL"),
+		query("NUL in a name filter", cs+in+"&name=a%00", "name", "NUL"),
+
 		// Invalid OCIDs in the path, the query and the body.
 		query("queue id in path", qs+"/not-an-ocid", "queueId"),
 		query("short queue id in path", qs+"/ocid1.queue.ferry.local.abc", "queueId"),
@@ -277,6 +287,8 @@ func TestBadInputAccepted(t *testing.T) {
 			"\n\t {\"compartmentId\":\"" + tenancyID + "\",\"displayName\":\"ws\"} \n"},
 		{"unicode display name", http.MethodPost, "/20210201/queues", "application/json",
 			`{"compartmentId":"` + tenancyID + `","displayName":"очередь ✉"}`},
+		{"a literal backslash-u0000 is not NUL", http.MethodPost, "/20210201/queues", "application/json",
+			`{"compartmentId":"` + tenancyID + `","displayName":"\\u0000"}`},
 		{"255-character display name", http.MethodPost, "/20210201/queues", "application/json",
 			`{"compartmentId":"` + tenancyID + `","displayName":"` + strings.Repeat("x", 255) + `"}`},
 		{"empty update", http.MethodPut, "/20210201/queues/" + queue.Id, "application/json", `{}`},

@@ -8,6 +8,8 @@ import (
 	"io"
 	"mime"
 	"net/http"
+	"slices"
+	"strconv"
 	"strings"
 
 	"github.com/getkin/kin-openapi/openapi3"
@@ -67,46 +69,99 @@ func (v *Validator) Middleware() gin.HandlerFunc {
 		for _, p := range c.Params {
 			params[p.Key] = p.Value
 		}
-		single, apiErr := singleJSONValue(c.Request)
+		body, apiErr := readJSONBody(c.Request)
 		if apiErr != nil {
 			apierror.Write(c, apiErr)
 			return
+		}
+		// PostgreSQL text cannot hold NUL, so a NUL would otherwise surface as a 500 from the database.
+		for _, p := range c.Params {
+			if strings.ContainsRune(p.Value, 0) {
+				apierror.Write(c, apierror.InvalidParameter("%s: must not contain NUL characters", p.Key))
+				return
+			}
+		}
+		for name, values := range c.Request.URL.Query() {
+			if slices.ContainsFunc(values, func(v string) bool { return strings.ContainsRune(v, 0) }) {
+				apierror.Write(c, apierror.InvalidParameter("%s: must not contain NUL characters", name))
+				return
+			}
 		}
 		input := &openapi3filter.RequestValidationInput{Request: c.Request, PathParams: params, Route: route, Options: v.opts}
 		if err := openapi3filter.ValidateRequest(c.Request.Context(), input); err != nil {
 			apierror.Write(c, TranslateValidationError(err))
 			return
 		}
-		if !single {
+		if len(body) > 0 && !json.Valid(body) {
 			// kin-openapi (like encoding/json's Decoder) reads the first JSON value and ignores the rest, so a body
 			// such as `{...}x` or `{...}{...}` would pass: reject it instead of acting on half of what was sent.
 			apierror.Write(c, apierror.InvalidParameter("body: the request body is not valid JSON (unexpected data after the top-level value)"))
+			return
+		}
+		if field, ok := nulField(body); ok {
+			apierror.Write(c, apierror.InvalidParameter("%s: must not contain NUL characters", field))
 			return
 		}
 		c.Next()
 	}
 }
 
-// singleJSONValue buffers a JSON request body and reports whether it is exactly one JSON value. A body that is
-// not valid JSON at all also reports false; kin-openapi then rejects it with the position of the error. Bodies of
-// other content types report true (the validator rejects the content type).
-func singleJSONValue(r *http.Request) (bool, *apierror.Error) {
+// readJSONBody buffers a JSON request body (and puts it back for the validator and the handler). Bodies of other
+// content types are left alone and return nil: the validator rejects the content type.
+func readJSONBody(r *http.Request) ([]byte, *apierror.Error) {
 	if r.Body == nil || r.Body == http.NoBody {
-		return true, nil
+		return nil, nil
 	}
 	mediaType, _, _ := mime.ParseMediaType(r.Header.Get("Content-Type"))
 	if mediaType != "application/json" && !strings.HasSuffix(mediaType, "+json") {
-		return true, nil
+		return nil, nil
 	}
 	body, err := io.ReadAll(r.Body)
 	if err != nil {
 		if IsTooLarge(err) {
-			return false, apierror.PayloadTooLarge("the request body is too large")
+			return nil, apierror.PayloadTooLarge("the request body is too large")
 		}
-		return false, apierror.InvalidParameter("body: reading the request body: %v", err)
+		return nil, apierror.InvalidParameter("body: reading the request body: %v", err)
 	}
 	r.Body = io.NopCloser(bytes.NewReader(body))
-	return len(body) == 0 || json.Valid(body), nil
+	return body, nil
+}
+
+// nulField finds a string (or object key) holding a NUL character in a valid JSON body and returns its path. JSON
+// can only carry NUL as the escape \u0000, so bodies without that text are not decoded again.
+func nulField(body []byte) (string, bool) {
+	if !bytes.Contains(body, []byte(`\u0000`)) {
+		return "", false
+	}
+	var v any
+	if err := json.Unmarshal(body, &v); err != nil {
+		return "", false
+	}
+	var walk func(v any, path []string) ([]string, bool)
+	walk = func(v any, path []string) ([]string, bool) {
+		switch v := v.(type) {
+		case string:
+			return path, strings.ContainsRune(v, 0)
+		case []any:
+			for i, e := range v {
+				if p, ok := walk(e, append(path, strconv.Itoa(i))); ok {
+					return p, true
+				}
+			}
+		case map[string]any:
+			for k, e := range v {
+				if strings.ContainsRune(k, 0) {
+					return path, true
+				}
+				if p, ok := walk(e, append(path, k)); ok {
+					return p, true
+				}
+			}
+		}
+		return nil, false
+	}
+	path, ok := walk(v, nil)
+	return fieldName(nil, path), ok
 }
 
 // TranslateValidationError turns a kin-openapi error into InvalidParameter/MissingParameter naming the field.
