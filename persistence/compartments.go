@@ -15,6 +15,7 @@ const (
 	StateActive   = "ACTIVE"
 	StateDeleting = "DELETING"
 	StateDeleted  = "DELETED"
+	StateFailed   = "FAILED"
 )
 
 // Compartment is a row of compartments.

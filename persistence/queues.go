@@ -2,6 +2,7 @@ package persistence
 
 import (
 	"context"
+	"slices"
 	"strconv"
 	"time"
 
@@ -163,6 +164,12 @@ func (r *Queues) List(ctx context.Context, tenancyID string, f QueueFilter, p Pa
 
 // lockActive locks a queue for a change that needs it ACTIVE and the etag to match.
 func lockActive(ctx context.Context, tx pgx.Tx, tenancyID, id, ifMatch string) (Queue, error) {
+	return lockInState(ctx, tx, tenancyID, id, ifMatch, StateActive)
+}
+
+// lockInState locks a queue for a change that needs it in one of states and the etag to match. A DELETED queue
+// answers 404, like a missing one.
+func lockInState(ctx context.Context, tx pgx.Tx, tenancyID, id, ifMatch string, states ...string) (Queue, error) {
 	cur, err := scanQueue(tx.QueryRow(ctx, queueGetLocked, tenancyID, id))
 	if err != nil {
 		return cur, err
@@ -173,7 +180,7 @@ func lockActive(ctx context.Context, tx pgx.Tx, tenancyID, id, ifMatch string) (
 	if err := CheckEtag(ifMatch, cur.Etag()); err != nil {
 		return cur, err
 	}
-	if cur.LifecycleState != StateActive {
+	if !slices.Contains(states, cur.LifecycleState) {
 		return cur, apierror.IncorrectState("queue %s is %s", id, cur.LifecycleState)
 	}
 	return cur, nil
@@ -226,8 +233,13 @@ func (r *Queues) StartWork(ctx context.Context, tenancyID, id, ifMatch, newState
 	ctx, cancel := withTimeout(ctx)
 	defer cancel()
 	var out WorkRequest
+	// A delete that failed leaves the queue FAILED and asks for the delete to be retried: accept that retry.
+	states := []string{StateActive}
+	if newState == StateDeleting {
+		states = append(states, StateFailed)
+	}
 	err := InTx(ctx, r.pool, func(tx pgx.Tx) error {
-		q, err := lockActive(ctx, tx, tenancyID, id, ifMatch)
+		q, err := lockInState(ctx, tx, tenancyID, id, ifMatch, states...)
 		if err != nil {
 			return err
 		}

@@ -544,3 +544,26 @@ func TestQueuePurge(t *testing.T) {
 		sdk.PurgeQueueDetails{PurgeType: sdk.PurgeTypeNORMAL})
 	cpRequireError(t, resp, err, http.StatusNotFound, "NotAuthorizedOrNotFound")
 }
+
+// TestQueueDeleteRetryAfterFailure: a delete that failed leaves the queue FAILED with "retry the delete" in its
+// lifecycleDetails; the retry must be accepted, while other changes stay refused.
+func TestQueueDeleteRetryAfterFailure(t *testing.T) {
+	t.Parallel()
+	srv, tenancyID, client := cpStart(t)
+	ctx := context.Background()
+	q := cpCreateQueue(t, client, tenancyID, "flaky")
+	// What the executor does when a delete fails (services/maintenance).
+	require.NoError(t, srv.Node.Store().Queues.SetState(ctx, tenancyID, q.Id, "FAILED", "delete failed; retry the delete"))
+	failed, _ := cpGetQueue(t, client, q.Id)
+	require.Equal(t, sdk.LifecycleStateFAILED, failed.LifecycleState)
+
+	upd, err := client.UpdateQueueWithResponse(ctx, q.Id, &sdk.UpdateQueueParams{}, sdk.UpdateQueueDetails{DisplayName: cpPtr("x")})
+	cpRequireError(t, upd, err, http.StatusConflict, "IncorrectState")
+	purge, err := client.PurgeQueueWithResponse(ctx, q.Id, &sdk.PurgeQueueParams{}, sdk.PurgeQueueDetails{PurgeType: sdk.PurgeTypeBOTH})
+	cpRequireError(t, purge, err, http.StatusConflict, "IncorrectState")
+
+	wr := cpWaitWorkRequest(t, srv, client, cpDeleteQueue(t, client, q.Id))
+	require.Equal(t, sdk.WorkRequestStatusSUCCEEDED, wr.Status)
+	deleted, _ := cpGetQueue(t, client, q.Id)
+	require.Equal(t, sdk.LifecycleStateDELETED, deleted.LifecycleState)
+}
