@@ -6,6 +6,7 @@ import (
 	"net/http"
 	"slices"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -374,4 +375,77 @@ func TestCompartmentDelete(t *testing.T) {
 	// A compartment that does not exist.
 	cpRequireError(t, deleteCompartment("ocid1.compartment.ferry.local."+strings.Repeat("d", 32)), nil,
 		http.StatusNotFound, "NotAuthorizedOrNotFound")
+}
+
+// TestCompartmentConcurrentDeleteAndCreate races deleting a compartment against creating a queue and a child in
+// it: whatever the interleaving, a DELETED compartment never ends up holding a live resource.
+func TestCompartmentConcurrentDeleteAndCreate(t *testing.T) {
+	t.Parallel()
+	_, tenancyID, client := cpStart(t)
+	ctx := context.Background()
+
+	for round := range 5 {
+		comp := cpCreateCompartment(t, client, tenancyID, fmt.Sprintf("race-%d", round))
+		var wg sync.WaitGroup
+		var deleted, queued, nested int
+		wg.Go(func() {
+			resp, err := client.DeleteCompartmentWithResponse(ctx, comp.Id, &sdk.DeleteCompartmentParams{})
+			if err == nil {
+				deleted = resp.StatusCode()
+			}
+		})
+		wg.Go(func() {
+			resp, err := client.CreateQueueWithResponse(ctx, &sdk.CreateQueueParams{}, sdk.CreateQueueDetails{CompartmentId: comp.Id, DisplayName: "q"})
+			if err == nil {
+				queued = resp.StatusCode()
+			}
+		})
+		wg.Go(func() {
+			resp, err := client.CreateCompartmentWithResponse(ctx, &sdk.CreateCompartmentParams{}, sdk.CreateCompartmentDetails{CompartmentId: comp.Id, Name: "child"})
+			if err == nil {
+				nested = resp.StatusCode()
+			}
+		})
+		wg.Wait()
+		require.Contains(t, []int{http.StatusNoContent, http.StatusConflict}, deleted)
+		require.Contains(t, []int{http.StatusOK, http.StatusConflict}, queued)
+		require.Contains(t, []int{http.StatusOK, http.StatusConflict}, nested)
+		got, _ := cpGetCompartment(t, client, comp.Id)
+		if got.LifecycleState == sdk.LifecycleStateDELETED {
+			require.Equal(t, http.StatusNoContent, deleted)
+			require.Equal(t, http.StatusConflict, queued, "a queue was created in a deleted compartment")
+			require.Equal(t, http.StatusConflict, nested, "a compartment was created in a deleted compartment")
+		} else {
+			require.Equal(t, http.StatusConflict, deleted)
+			require.True(t, queued == http.StatusOK || nested == http.StatusOK)
+		}
+		live := cpQueueIDs(t, client, sdk.ListQueuesParams{CompartmentId: comp.Id})
+		children := cpCompartmentIDs(t, client, sdk.ListCompartmentsParams{CompartmentId: comp.Id})
+		require.Equal(t, queued == http.StatusOK, len(live) == 1)
+		require.Equal(t, nested == http.StatusOK, len(children) == 1)
+	}
+}
+
+// TestCompartmentConcurrentSameName: many creates of one name under one parent at once: exactly one wins.
+func TestCompartmentConcurrentSameName(t *testing.T) {
+	t.Parallel()
+	_, tenancyID, client := cpStart(t)
+	ctx := context.Background()
+	const n = 8
+	statuses := make([]int, n)
+	var wg sync.WaitGroup
+	for i := range n {
+		wg.Go(func() {
+			resp, err := client.CreateCompartmentWithResponse(ctx, &sdk.CreateCompartmentParams{},
+				sdk.CreateCompartmentDetails{CompartmentId: tenancyID, Name: "only-one"})
+			if err == nil {
+				statuses[i] = resp.StatusCode()
+			}
+		})
+	}
+	wg.Wait()
+	slices.Sort(statuses)
+	want := append([]int{http.StatusOK}, slices.Repeat([]int{http.StatusConflict}, n-1)...)
+	require.Equal(t, want, statuses)
+	require.Len(t, cpCompartmentIDs(t, client, sdk.ListCompartmentsParams{CompartmentId: tenancyID}), 1)
 }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"net/http"
 	"strings"
+	"sync"
 	"testing"
 
 	"github.com/stretchr/testify/require"
@@ -239,4 +240,44 @@ func TestRequestID(t *testing.T) {
 	resp := cpRaw(t, srv, "", http.MethodGet, "/20210201/queues/"+q.Id, "", nil)
 	require.Equal(t, http.StatusUnauthorized, resp.Status)
 	require.NotEmpty(t, resp.Header.Get("opc-request-id"))
+}
+
+// TestRetryTokenConcurrent sends one create with one retry token many times at once: exactly one queue is created;
+// every answer is either that queue or 409 (the first request still in progress).
+func TestRetryTokenConcurrent(t *testing.T) {
+	t.Parallel()
+	_, tenancyID, client := cpStart(t)
+	ctx := context.Background()
+	const n = 8
+	type result struct {
+		status int
+		id     string
+	}
+	results := make([]result, n)
+	var wg sync.WaitGroup
+	for i := range n {
+		wg.Go(func() {
+			resp, err := client.CreateQueueWithResponse(ctx, &sdk.CreateQueueParams{OpcRetryToken: cpPtr("same")},
+				sdk.CreateQueueDetails{CompartmentId: tenancyID, DisplayName: "concurrent"})
+			if err != nil {
+				return
+			}
+			results[i].status = resp.StatusCode()
+			if resp.JSON200 != nil {
+				results[i].id = resp.JSON200.Id
+			}
+		})
+	}
+	wg.Wait()
+	ids := cpQueueIDs(t, client, sdk.ListQueuesParams{CompartmentId: tenancyID})
+	require.Len(t, ids, 1)
+	for _, r := range results {
+		switch r.status {
+		case http.StatusOK:
+			require.Equal(t, ids[0], r.id)
+		case http.StatusConflict:
+		default:
+			t.Fatalf("unexpected status %d in %v", r.status, results)
+		}
+	}
 }

@@ -1,11 +1,13 @@
 package tests
 
 import (
+	"cmp"
 	"context"
 	"fmt"
 	"net/http"
 	"slices"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -257,21 +259,25 @@ func TestQueuePagination(t *testing.T) {
 	ctx := context.Background()
 	child := cpCreateCompartment(t, client, tenancyID, "child")
 
-	var byCreation []string
-	idOf := map[string]string{}
-	names := []string{"kilo", "echo", "zulu", "alpha", "mike", "golf", "alpha2", "xray"}
+	// Display names repeat, so that a page boundary can fall between two queues with the same name.
+	names := []string{"kilo", "echo", "zulu", "echo", "alpha", "mike", "golf", "echo", "alpha2", "xray"}
+	var created []sdk.Queue
 	for i, n := range names {
 		compartment := tenancyID
 		if i%2 == 1 {
 			compartment = child.Id
 		}
-		q := cpCreateQueue(t, client, compartment, n)
-		byCreation = append(byCreation, q.Id)
-		idOf[n] = q.Id
+		created = append(created, cpCreateQueue(t, client, compartment, n))
 	}
-	var byName []string
-	for _, n := range slices.Sorted(slices.Values(names)) {
-		byName = append(byName, idOf[n])
+	var byCreation, byName []string
+	for _, q := range created {
+		byCreation = append(byCreation, q.Id)
+	}
+	slices.SortFunc(created, func(a, b sdk.Queue) int {
+		return cmp.Or(strings.Compare(a.DisplayName, b.DisplayName), strings.Compare(a.Id, b.Id))
+	})
+	for _, q := range created {
+		byName = append(byName, q.Id)
 	}
 	reversed := func(s []string) []string { r := slices.Clone(s); slices.Reverse(r); return r }
 
@@ -286,7 +292,7 @@ func TestQueuePagination(t *testing.T) {
 		{sdk.ListQueuesParamsSortByDisplayName, sdk.SortOrderDESC, reversed(byName)},
 	}
 	for _, tc := range cases {
-		for _, limit := range []int{1, 3, 8, 100} {
+		for _, limit := range []int{1, 2, 3, 10, 100} {
 			name := fmt.Sprintf("%s/%s/limit=%d", tc.sortBy, tc.order, limit)
 			params := sdk.ListQueuesParams{CompartmentId: tenancyID, CompartmentIdInSubtree: cpPtr(true),
 				SortBy: cpPtr(tc.sortBy), SortOrder: cpPtr(tc.order), Limit: cpPtr(limit)}
@@ -566,4 +572,43 @@ func TestQueueDeleteRetryAfterFailure(t *testing.T) {
 	require.Equal(t, sdk.WorkRequestStatusSUCCEEDED, wr.Status)
 	deleted, _ := cpGetQueue(t, client, q.Id)
 	require.Equal(t, sdk.LifecycleStateDELETED, deleted.LifecycleState)
+}
+
+// TestQueueConcurrentDelete: many deletes of one queue at once accept exactly one; the others are refused and no
+// second work request exists.
+func TestQueueConcurrentDelete(t *testing.T) {
+	t.Parallel()
+	srv, tenancyID, client := cpStart(t)
+	ctx := context.Background()
+	q := cpCreateQueue(t, client, tenancyID, "contended")
+
+	const n = 8
+	statuses := make([]int, n)
+	var wg sync.WaitGroup
+	for i := range n {
+		wg.Go(func() {
+			resp, err := client.DeleteQueueWithResponse(ctx, q.Id, &sdk.DeleteQueueParams{})
+			if err == nil {
+				statuses[i] = resp.StatusCode()
+			}
+		})
+	}
+	wg.Wait()
+	accepted := 0
+	for _, s := range statuses {
+		switch s {
+		case http.StatusAccepted:
+			accepted++
+		case http.StatusConflict, http.StatusNotFound:
+		default:
+			t.Fatalf("unexpected status %d among %v", s, statuses)
+		}
+	}
+	require.Equal(t, 1, accepted, "statuses: %v", statuses)
+	list, err := client.ListWorkRequestsWithResponse(ctx, &sdk.ListWorkRequestsParams{CompartmentId: tenancyID, ResourceId: &q.Id})
+	cpRequireStatus(t, list, err, http.StatusOK)
+	require.Len(t, list.JSON200.Items, 1)
+	cpWaitWorkRequest(t, srv, client, list.JSON200.Items[0].Id)
+	got, _ := cpGetQueue(t, client, q.Id)
+	require.Equal(t, sdk.LifecycleStateDELETED, got.LifecycleState)
 }
