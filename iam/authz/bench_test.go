@@ -1,0 +1,296 @@
+package authz
+
+import (
+	"fmt"
+	"math/rand/v2"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/open-policy-agent/opa/v1/ast"
+	"github.com/open-policy-agent/opa/v1/metrics"
+	"github.com/open-policy-agent/opa/v1/rego"
+	"github.com/open-policy-agent/opa/v1/storage/inmem"
+	"github.com/open-policy-agent/opa/v1/topdown"
+	"github.com/stretchr/testify/require"
+
+	"github.com/ferry-mq/ferry/iam/policy"
+)
+
+// world is a generated tenancy: a compartment tree, policies with a given number of statements of varied
+// subjects, verbs, resource types, locations and conditions, and requests against it.
+type world struct {
+	tenancyID string
+	ids       map[string]string // compartment path "A:B" → id
+	paths     [][]string        // id paths from the root, one per compartment
+	names     []string          // names of the compartments in paths (last segment)
+	policies  []Policy
+	inputs    []Input
+}
+
+const (
+	benchGroups   = 100 // distinct groups per tenancy
+	benchBranches = 6   // children per compartment
+	benchDepth    = 3   // levels below the root: 6 + 36 + 216 = 258 compartments
+)
+
+func newWorld(tb testing.TB, seed uint64, tenancyID string, statements int) *world {
+	tb.Helper()
+	rng := rand.New(rand.NewPCG(seed, seed^0x9e3779b97f4a7c15))
+	w := &world{tenancyID: tenancyID, ids: map[string]string{}}
+	var namePaths [][]string
+	var grow func(names, ids []string, depth int)
+	grow = func(names, ids []string, depth int) {
+		if depth == benchDepth {
+			return
+		}
+		for i := range benchBranches {
+			name := fmt.Sprintf("c%d-%d", depth, i)
+			childNames := append(slices.Clone(names), name)
+			id := benchOCID("compartment", seed, len(w.paths))
+			childIDs := append(slices.Clone(ids), id)
+			w.ids[strings.Join(childNames, ":")] = id
+			namePaths = append(namePaths, childNames)
+			w.paths = append(w.paths, childIDs)
+			w.names = append(w.names, name)
+			grow(childNames, childIDs, depth+1)
+		}
+	}
+	grow(nil, []string{tenancyID}, 0)
+
+	verbs := []string{"inspect", "read", "use", "manage"}
+	var texts []string
+	for range statements {
+		var b strings.Builder
+		b.WriteString("Allow ")
+		if rng.IntN(20) == 0 {
+			b.WriteString("any-user")
+		} else {
+			for g := range 1 + rng.IntN(3) {
+				if g > 0 {
+					b.WriteString(", ")
+				}
+				fmt.Fprintf(&b, "group g%d", rng.IntN(benchGroups))
+			}
+		}
+		fmt.Fprintf(&b, " to %s %s in ", verbs[rng.IntN(len(verbs))], policy.ResourceTypes[rng.IntN(len(policy.ResourceTypes))])
+		switch r := rng.IntN(20); {
+		case r == 0:
+			b.WriteString("tenancy")
+		case r < 5:
+			p := w.paths[rng.IntN(len(w.paths))]
+			b.WriteString("compartment id " + p[len(p)-1])
+		default:
+			b.WriteString("compartment " + strings.Join(namePaths[rng.IntN(len(namePaths))], ":"))
+		}
+		switch rng.IntN(10) {
+		case 0:
+			fmt.Fprintf(&b, " where target.queue.id = 'q%d'", rng.IntN(20))
+		case 1:
+			fmt.Fprintf(&b, " where any {request.operation = 'PutMessages', all {target.queue.name != 'n%d', request.principal.id = 'u%d'}}",
+				rng.IntN(20), rng.IntN(20))
+		}
+		texts = append(texts, b.String())
+	}
+	// 20 statements per policy, like a tenancy with a policy per team.
+	for i := 0; i < len(texts); i += 20 {
+		w.policies = append(w.policies, Policy{
+			ID:         fmt.Sprintf("ocid1.policy.ferry.local.p%d", i/20),
+			Statements: parse(tb, texts[i:min(i+20, len(texts))]...),
+		})
+	}
+
+	// Half the requests are aimed at a random statement (one of its groups, a permission it grants, a compartment
+	// under its location), the other half are random, so both outcomes are exercised at any tenancy size.
+	var all []policy.Statement
+	for _, p := range w.policies {
+		all = append(all, p.Statements...)
+	}
+	perms := policy.AllPermissions()
+	for i := range 1024 {
+		c := rng.IntN(len(w.paths))
+		var groups []string
+		for range 1 + rng.IntN(4) {
+			groups = append(groups, fmt.Sprintf("g%d", rng.IntN(benchGroups)))
+		}
+		perm := perms[rng.IntN(len(perms))]
+		if s := all[rng.IntN(len(all))]; i%2 == 0 {
+			if len(s.Subject.Groups) > 0 {
+				groups[0] = s.Subject.Groups[rng.IntN(len(s.Subject.Groups))]
+			}
+			if granted := s.Permissions(); len(granted) > 0 {
+				perm = granted[rng.IntN(len(granted))]
+			}
+			location, _ := resolveLocation(tenancyID, s.Location, w.resolve)
+			var under []int
+			for j, path := range w.paths {
+				if slices.Contains(path, location) {
+					under = append(under, j)
+				}
+			}
+			c = under[rng.IntN(len(under))]
+		}
+		w.inputs = append(w.inputs, Input{
+			TenancyID:       tenancyID,
+			Principal:       fmt.Sprintf("u%d", rng.IntN(20)),
+			Groups:          groups,
+			Permission:      perm,
+			Operation:       "PutMessages",
+			CompartmentPath: w.paths[c],
+			CompartmentName: w.names[c],
+			QueueID:         fmt.Sprintf("q%d", rng.IntN(20)),
+			QueueName:       fmt.Sprintf("n%d", rng.IntN(20)),
+		})
+	}
+	return w
+}
+
+// benchOCID returns a well-formed OCID unique to (seed, n): both numbers written in the OCID base32 alphabet.
+func benchOCID(resourceType string, seed uint64, n int) string {
+	const alphabet = "abcdefghijklmnopqrstuvwxyz234567"
+	unique := []byte(strings.Repeat("a", 32))
+	for i, v := 0, seed<<32|uint64(n); v > 0; i, v = i+1, v/32 {
+		unique[31-i] = alphabet[v%32]
+	}
+	return "ocid1." + resourceType + ".ferry.local." + string(unique)
+}
+
+func (w *world) resolve(path []string) (string, bool) {
+	id, ok := w.ids[strings.Join(path, ":")]
+	return id, ok
+}
+
+// newBenchEngine loads a tenancy with the given number of statements plus nine other tenancies with 1,000 each, and
+// returns the engine and requests against the first tenancy.
+func newBenchEngine(tb testing.TB, statements int) (*Engine, []Input) {
+	tb.Helper()
+	e, err := New(tb.Context())
+	require.NoError(tb, err)
+	var tenancies []*Tenancy
+	var inputs []Input
+	for i := range 10 {
+		n := 1000
+		if i == 0 {
+			n = statements
+		}
+		w := newWorld(tb, uint64(i+1), benchOCID("tenancy", uint64(i+1), 0), n)
+		loaded, err := Load(w.tenancyID, w.policies, w.resolve)
+		require.NoError(tb, err)
+		require.Empty(tb, loaded.Unresolved)
+		tenancies = append(tenancies, loaded)
+		if i == 0 {
+			inputs = w.inputs
+		}
+	}
+	require.NoError(tb, e.SetTenancy(tb.Context(), tenancies...))
+	return e, inputs
+}
+
+// measureLatency times n decisions one by one and returns the median, the 99th percentile and the share of
+// decisions that allowed, which shows the generated requests exercise both outcomes.
+func measureLatency(tb testing.TB, e *Engine, inputs []Input, n int) (p50, p99 time.Duration, allowedShare float64) {
+	tb.Helper()
+	durations := make([]time.Duration, n)
+	allowedCount := 0
+	for i := range n {
+		start := time.Now()
+		d, err := e.Authorize(tb.Context(), inputs[i%len(inputs)])
+		durations[i] = time.Since(start)
+		require.NoError(tb, err)
+		if d.Allowed {
+			allowedCount++
+		}
+	}
+	slices.Sort(durations)
+	return durations[n/2], durations[n*99/100], float64(allowedCount) / float64(n)
+}
+
+func benchmarkAuthorize(b *testing.B, statements int) {
+	e, inputs := newBenchEngine(b, statements)
+	b.ReportAllocs()
+	i := 0
+	for b.Loop() {
+		if _, err := e.Authorize(b.Context(), inputs[i%len(inputs)]); err != nil {
+			b.Fatal(err)
+		}
+		i++
+	}
+	p50, p99, share := measureLatency(b, e, inputs, 20_000)
+	b.ReportMetric(float64(p50.Nanoseconds())/1e3, "p50-µs")
+	b.ReportMetric(float64(p99.Nanoseconds())/1e3, "p99-µs")
+	b.ReportMetric(share*100, "%allowed")
+}
+
+// BenchmarkAuthorize10 decides against a tenancy of 10 statements (nine other tenancies hold 1,000 each).
+func BenchmarkAuthorize10(b *testing.B) { benchmarkAuthorize(b, 10) }
+
+// BenchmarkAuthorize1000 decides against a tenancy of 1,000 statements (nine other tenancies hold 1,000 each);
+// DESIGN section 5's target is p99 < 50 µs here.
+func BenchmarkAuthorize1000(b *testing.B) { benchmarkAuthorize(b, 1000) }
+
+// BenchmarkAuthorize1000Parallel shows throughput when every core decides at once, as the HTTP server will.
+func BenchmarkAuthorize1000Parallel(b *testing.B) {
+	e, inputs := newBenchEngine(b, 1000)
+	b.ReportAllocs()
+	b.ResetTimer()
+	b.RunParallel(func(pb *testing.PB) {
+		i := 0
+		for pb.Next() {
+			if _, err := e.Authorize(b.Context(), inputs[i%len(inputs)]); err != nil {
+				b.Error(err)
+				return
+			}
+			i++
+		}
+	})
+}
+
+// TestLatency holds the median decision with 1,000 statements to well under DESIGN section 5's 100 µs. The p99
+// target (< 50 µs) is reported by BenchmarkAuthorize1000 rather than asserted: on a shared machine the tail measures
+// the neighbours as much as the engine (BenchmarkOPAFloor shows how much), and a test that fails for that reason
+// teaches nothing. It skips where timing means nothing (-short, the race detector).
+func TestLatency(t *testing.T) {
+	if testing.Short() || raceEnabled {
+		t.Skip("timing is meaningless under -short or -race")
+	}
+	e, inputs := newBenchEngine(t, 1000)
+	measureLatency(t, e, inputs, 2_000) // warm up
+	p50, p99, share := measureLatency(t, e, inputs, 20_000)
+	t.Logf("1,000 statements: p50 %v, p99 %v over 20,000 decisions (%.0f%% allowed)", p50, p99, share*100)
+	require.Less(t, p50, 50*time.Microsecond)
+	require.Greater(t, share, 0.2, "the generated requests must also exercise allowing")
+	require.Less(t, share, 0.8, "the generated requests must also exercise denying")
+}
+
+// BenchmarkOPAFloor evaluates a one-line policy with the options Authorize uses: the least any OPA decision costs
+// on this machine, so that Authorize's numbers can be read against the machine rather than in the abstract.
+func BenchmarkOPAFloor(b *testing.B) {
+	store := inmem.NewWithOpts(inmem.OptReturnASTValuesOnRead(true))
+	query, err := rego.New(
+		rego.Query("data.floor.allow"),
+		rego.Module("floor.rego", "package floor\n\nallow if input.permission == \"QUEUE_READ\"\n"),
+		rego.Store(store),
+	).PrepareForEval(b.Context())
+	require.NoError(b, err)
+	input := ast.NewObject(ast.Item(ast.StringTerm("permission"), ast.StringTerm("QUEUE_READ")))
+	eval := func() {
+		if _, err := query.Eval(b.Context(), rego.EvalParsedInput(input), rego.EvalExternalCancel(topdown.NewCancel()),
+			rego.EvalMetrics(metrics.NoOp()), rego.EvalBaseCache(noBaseCache{}), rego.EvalVirtualCache(noVirtualCache{})); err != nil {
+			b.Fatal(err)
+		}
+	}
+	b.ReportAllocs()
+	for b.Loop() {
+		eval()
+	}
+	durations := make([]time.Duration, 20_000)
+	for i := range durations {
+		start := time.Now()
+		eval()
+		durations[i] = time.Since(start)
+	}
+	slices.Sort(durations)
+	b.ReportMetric(float64(durations[len(durations)/2].Nanoseconds())/1e3, "p50-µs")
+	b.ReportMetric(float64(durations[len(durations)*99/100].Nanoseconds())/1e3, "p99-µs")
+}
