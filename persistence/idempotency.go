@@ -12,6 +12,11 @@ import (
 // IdempotencyTTL is how long a retry token replays its first response.
 const IdempotencyTTL = 24 * time.Hour
 
+// IdempotencyAbandonedAfter is how long a token may stay "in progress" before a retry takes it over: the node that
+// reserved it died before storing or releasing it. Far longer than any request (statements time out after
+// QueryTimeoutDefault).
+const IdempotencyAbandonedAfter = time.Minute
+
 // StoredResponse is the first successful response to a request with a retry token.
 type StoredResponse struct {
 	RequestHash []byte
@@ -28,6 +33,7 @@ const (
 		ON CONFLICT (tenancy_id, operation, token) DO UPDATE SET request_hash = excluded.request_hash, status_code = 0,
 			headers = '{}', body = '', time_created = now()
 		WHERE idempotency_keys.time_created < now() - $5::interval
+			OR (idempotency_keys.status_code = 0 AND idempotency_keys.time_created < now() - $6::interval)
 		RETURNING true`
 	idempotencyGet = `SELECT request_hash, status_code, headers, body FROM idempotency_keys
 		WHERE tenancy_id = $1 AND operation = $2 AND token = $3`
@@ -44,7 +50,8 @@ func (r *IdempotencyKeys) Reserve(ctx context.Context, tenancyID, operation, tok
 	ctx, cancel := withTimeout(ctx)
 	defer cancel()
 	var ok bool
-	err = r.pool.QueryRow(ctx, idempotencyReserve, tenancyID, operation, token, hash, IdempotencyTTL.String()).Scan(&ok)
+	err = r.pool.QueryRow(ctx, idempotencyReserve, tenancyID, operation, token, hash, IdempotencyTTL.String(),
+		IdempotencyAbandonedAfter.String()).Scan(&ok)
 	if err == nil {
 		return nil, true, nil
 	}

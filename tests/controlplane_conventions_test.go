@@ -6,6 +6,7 @@ import (
 	"strings"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/require"
 
@@ -280,4 +281,31 @@ func TestRetryTokenConcurrent(t *testing.T) {
 			t.Fatalf("unexpected status %d in %v", r.status, results)
 		}
 	}
+}
+
+// TestRetryTokenAbandoned: a token reserved by a node that died before answering ("in progress" forever) is taken
+// over by a retry after a while, instead of answering 409 for 24 hours; a recent one still answers 409.
+func TestRetryTokenAbandoned(t *testing.T) {
+	t.Parallel()
+	srv, tenancyID, client := cpStart(t)
+	ctx := context.Background()
+	reserve := func(token string, age time.Duration) {
+		t.Helper()
+		_, err := srv.Pool.Exec(ctx, `INSERT INTO idempotency_keys (tenancy_id, operation, token, request_hash, time_created)
+			VALUES ($1, 'POST /20210201/queues', $2, '\x00', now() - $3::interval)`, tenancyID, token, age.String())
+		require.NoError(t, err)
+	}
+	reserve("recent", 0)
+	reserve("abandoned", 2*time.Minute)
+	details := sdk.CreateQueueDetails{CompartmentId: tenancyID, DisplayName: "q"}
+
+	resp, err := client.CreateQueueWithResponse(ctx, &sdk.CreateQueueParams{OpcRetryToken: cpPtr("recent")}, details)
+	cpRequireError(t, resp, err, http.StatusConflict, "Conflict", "opc-retry-token")
+
+	first, err := client.CreateQueueWithResponse(ctx, &sdk.CreateQueueParams{OpcRetryToken: cpPtr("abandoned")}, details)
+	cpRequireStatus(t, first, err, http.StatusOK)
+	again, err := client.CreateQueueWithResponse(ctx, &sdk.CreateQueueParams{OpcRetryToken: cpPtr("abandoned")}, details)
+	cpRequireStatus(t, again, err, http.StatusOK)
+	require.Equal(t, first.JSON200.Id, again.JSON200.Id)
+	require.Len(t, cpQueueIDs(t, client, sdk.ListQueuesParams{CompartmentId: tenancyID}), 1)
 }
