@@ -170,15 +170,32 @@ const (
 		UPDATE messages m SET dlq = false, delivery_count = 0, visible_at = now(), lease_id = 0
 		FROM picked WHERE m.queue_id = $1 AND m.group_no = picked.group_no AND m.id = picked.id`
 
-	// Purge one batch: dlq NULL = both.
+	// Batched deletes address rows by primary key, not by ctid: a lease or an acknowledgement that rewrites a row
+	// between the pick and the delete moves its ctid, and a ctid-addressed delete would silently skip it.
+
+	// Purge one batch of the messages published before the purge started (id <= $4): dlq NULL = both.
 	messagesPurgeBatch = `-- messages.purge
-		DELETE FROM messages WHERE ctid = ANY (ARRAY (
-			SELECT ctid FROM messages WHERE queue_id = $1 AND ($2::bool IS NULL OR dlq = $2) LIMIT $3))`
+		DELETE FROM messages m USING (
+			SELECT group_no, id FROM messages WHERE queue_id = $1 AND ($2::bool IS NULL OR dlq = $2) AND id <= $4 LIMIT $3) p
+		WHERE m.queue_id = $1 AND m.group_no = p.group_no AND m.id = p.id AND ($2::bool IS NULL OR m.dlq = $2)`
+
+	// The highest message id allocated so far.
+	messagesLastID = `SELECT CASE WHEN is_called THEN last_value ELSE 0 END FROM messages_id_seq`
 
 	// Retention: one batch of a queue's messages with ids at or below the cutoff (a primary-key range per group).
 	messagesExpireBatch = `-- messages.expire
-		DELETE FROM messages WHERE ctid = ANY (ARRAY (
-			SELECT ctid FROM messages WHERE queue_id = $1 AND group_no = ANY ($2::int[]) AND id <= $3 LIMIT $4))`
+		DELETE FROM messages m USING (
+			SELECT group_no, id FROM messages WHERE queue_id = $1 AND group_no = ANY ($2::int[]) AND id <= $3 LIMIT $4) e
+		WHERE m.queue_id = $1 AND m.group_no = e.group_no AND m.id = e.id`
+
+	// Messages of queues deleted in the last day: nodes cache a queue's state for a moment, so a put that raced
+	// the delete can land after the delete's purge.
+	messagesDeleteOrphans = `-- messages.delete_orphans
+		DELETE FROM messages m USING (
+			SELECT o.queue_id, o.group_no, o.id FROM queues q
+			CROSS JOIN LATERAL (SELECT queue_id, group_no, id FROM messages WHERE queue_id = q.id LIMIT $1) o
+			WHERE q.lifecycle_state = 'DELETED' AND q.time_updated > now() - interval '1 day' LIMIT $1) d
+		WHERE m.queue_id = d.queue_id AND m.group_no = d.group_no AND m.id = d.id`
 
 	messagesSizeByChannel = `-- messages.size_by_channel
 		SELECT channel_id, coalesce(sum(size_bytes), 0) FROM messages WHERE queue_id = $1 GROUP BY channel_id`
@@ -468,10 +485,26 @@ func (r *Messages) Redrive(ctx context.Context, queueID string, groupNo int32, l
 	return tag.RowsAffected(), interpretError("redriving messages", err)
 }
 
-// PurgeBatch deletes up to batch messages of the queue (dlq nil = queue and DLQ) and returns how many.
-func (r *Messages) PurgeBatch(ctx context.Context, queueID string, dlq *bool, batch int) (int64, error) {
-	tag, err := r.pool.Exec(ctx, messagesPurgeBatch, queueID, dlq, batch)
+// PurgeBatch deletes up to batch messages of the queue with ids at or below upTo (dlq nil = queue and DLQ) and
+// returns how many.
+func (r *Messages) PurgeBatch(ctx context.Context, queueID string, dlq *bool, upTo int64, batch int) (int64, error) {
+	tag, err := r.pool.Exec(ctx, messagesPurgeBatch, queueID, dlq, batch, upTo)
 	return tag.RowsAffected(), interpretError("purging messages", err)
+}
+
+// LastID is the highest message id allocated so far: every message published before the call has an id at or
+// below it, every message published after it a higher one.
+func (r *Messages) LastID(ctx context.Context) (int64, error) {
+	var id int64
+	err := r.pool.QueryRow(ctx, messagesLastID).Scan(&id)
+	return id, interpretError("reading the last message id", err)
+}
+
+// DeleteOrphans deletes up to batch messages of queues deleted in the last day (left by puts that raced the
+// delete) and returns how many.
+func (r *Messages) DeleteOrphans(ctx context.Context, batch int) (int64, error) {
+	tag, err := r.pool.Exec(ctx, messagesDeleteOrphans, batch)
+	return tag.RowsAffected(), interpretError("deleting messages of deleted queues", err)
 }
 
 // ExpireBatch deletes up to batch messages of the queue's groups whose id is at or below cutoff.

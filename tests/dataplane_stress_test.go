@@ -140,3 +140,81 @@ func respBody[T interface{ GetBody() []byte }](r *T) string {
 	}
 	return string((*r).GetBody())
 }
+
+// TestPurgeWhileConsuming: a purge deletes every message it should even while consumers keep leasing and
+// releasing them (a lease rewrites the row).
+func TestPurgeWhileConsuming(t *testing.T) {
+	t.Parallel()
+	srv := testserver.Start(t)
+	tenancyID, c := srv.Admin(t, "stress")
+	q := createQueue(t, c, tenancyID)
+	for b := range 150 {
+		entries := make([]sdk.PutMessagesDetailsEntry, 20)
+		for i := range entries {
+			entries[i] = msg(fmt.Sprintf("m%d-%d", b, i))
+		}
+		put(t, c, q, entries...)
+	}
+
+	ctx, cancel := context.WithCancel(context.Background())
+	var wg sync.WaitGroup
+	for range 4 { // lease with visibility 0: every lease rewrites rows that stay visible
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for ctx.Err() == nil {
+				_, _ = c.GetMessagesWithResponse(ctx, q, &sdk.GetMessagesParams{Limit: ptr(32), VisibilityInSeconds: ptr(0), TimeoutInSeconds: ptr(0)})
+			}
+		}()
+	}
+	time.Sleep(200 * time.Millisecond) // let the consumers get going: the overlap is the subject
+	purge(t, srv, c, q, sdk.PurgeTypeBOTH)
+	cancel()
+	wg.Wait()
+	require.Zero(t, storedMessages(t, srv, q), "messages that were being leased survived the purge")
+}
+
+// TestPutsRacingQueueDelete: puts that race a queue delete (nodes cache queue states briefly) leave no messages
+// behind once the queue is DELETED and the maintainer ran.
+func TestPutsRacingQueueDelete(t *testing.T) {
+	t.Parallel()
+	srv := testserver.Start(t)
+	tenancyID, c := srv.Admin(t, "stress")
+	q := createQueue(t, c, tenancyID)
+	ctx := context.Background()
+	put(t, c, q, msg("warm the caches"))
+
+	stop := make(chan struct{})
+	accepted := atomic.Int64{}
+	var wg sync.WaitGroup
+	for range 3 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for {
+				select {
+				case <-stop:
+					return
+				default:
+				}
+				resp, err := c.PutMessagesWithResponse(ctx, q, &sdk.PutMessagesParams{}, sdk.PutMessagesDetails{Messages: []sdk.PutMessagesDetailsEntry{msg("racing")}})
+				if err == nil && resp.StatusCode() == http.StatusOK {
+					accepted.Add(1)
+				}
+			}
+		}()
+	}
+	time.Sleep(100 * time.Millisecond) // puts are flowing: the race with the delete is the subject
+	resp, err := c.DeleteQueueWithResponse(ctx, q, &sdk.DeleteQueueParams{})
+	require.NoError(t, err)
+	require.Equal(t, http.StatusAccepted, resp.StatusCode(), string(resp.Body))
+	require.Equal(t, sdk.WorkRequestStatusSUCCEEDED, waitWorkRequest(t, srv, c, resp.HTTPResponse.Header.Get("opc-work-request-id")))
+	time.Sleep(1500 * time.Millisecond) // past the data plane's queue cache: no put is accepted any more
+	close(stop)
+	wg.Wait()
+	require.Positive(t, accepted.Load())
+
+	_, err = srv.Node.Maintainer().RunOnce(ctx)
+	require.NoError(t, err)
+	require.Zero(t, storedMessages(t, srv, q), "messages of a deleted queue are left behind")
+}

@@ -409,14 +409,22 @@ func (s *Service) Purge(ctx context.Context, _, queueID, purgeType string, progr
 	}
 	const batch = 1000
 	defer s.sizes.invalidate(queueID) // the room freed counts at once, not after the next refresh
+	// Only what was published before the purge started: messages published meanwhile are kept, and a queue that
+	// is published to faster than it is purged still finishes.
+	upTo, err := s.messages.LastID(ctx)
+	if err != nil {
+		return err
+	}
 	var done int64
 	for {
-		n, err := s.messages.PurgeBatch(ctx, queueID, dlq, batch)
+		n, err := s.messages.PurgeBatch(ctx, queueID, dlq, upTo, batch)
 		if err != nil {
 			return err
 		}
 		done += n
-		if n < batch {
+		// A batch comes back short when consumers acknowledged some of its messages meanwhile: only an empty one
+		// means done.
+		if n == 0 {
 			return nil
 		}
 		progress(float32(min(99, done/batch)))
