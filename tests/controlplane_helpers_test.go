@@ -40,7 +40,7 @@ func cpStart(t *testing.T) (srv *testserver.Server, tenancyID string, client *sd
 
 func cpPtr[T any](v T) *T { return &v }
 
-// cpRequireOK fails unless the response has the wanted status.
+// cpRequireStatus fails unless the call succeeded with the wanted status.
 func cpRequireStatus(t *testing.T, resp cpResponse, err error, status int) {
 	t.Helper()
 	require.NoError(t, err)
