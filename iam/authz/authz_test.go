@@ -352,7 +352,7 @@ func TestUnresolvedStatements(t *testing.T) {
 	)}}
 	loaded, err := Load(tenancyID, policies, resolveTree)
 	require.NoError(t, err)
-	require.Equal(t, 2, loaded.Statements)
+	require.Equal(t, 2, loaded.StatementCount)
 	require.Equal(t, []MatchedStatement{{PolicyID: "p", Statement: "Allow group Producers to use queue-push in compartment D"}},
 		loaded.Unresolved)
 
@@ -438,6 +438,27 @@ func TestConcurrentAuthorize(t *testing.T) {
 				d, err = e.Authorize(ctx, request("QUEUE_DELETE"))
 				require.NoError(t, err)
 				require.False(t, d.Allowed)
+			}
+		})
+	}
+	// Generated statements and requests (conditions included), decided sequentially and then again from many
+	// goroutines at once: every concurrent decision must equal the sequential one.
+	w := newWorld(t, 42, benchOCID("tenancy", 42, 0), 300)
+	generated, err := Load(w.tenancyID, w.policies, w.resolve)
+	require.NoError(t, err)
+	require.NoError(t, e.SetTenancy(ctx, generated))
+	want := make([]Decision, len(w.inputs))
+	for i, in := range w.inputs {
+		want[i], err = e.Authorize(ctx, in)
+		require.NoError(t, err)
+	}
+	for g := range 4 {
+		deciders.Go(func() {
+			for i := range w.inputs {
+				i = (i + g*97) % len(w.inputs)
+				got, err := e.Authorize(ctx, w.inputs[i])
+				require.NoError(t, err)
+				require.Equal(t, want[i], got)
 			}
 		})
 	}

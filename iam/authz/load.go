@@ -25,8 +25,8 @@ type Resolver func(path []string) (id string, ok bool)
 type Tenancy struct {
 	// ID is the tenancy's OCID, which is also the id of its root compartment.
 	ID string
-	// Statements is how many statements were loaded, Unresolved included.
-	Statements int
+	// StatementCount is how many statements were loaded, Unresolved included.
+	StatementCount int
 	// Unresolved lists the statements whose compartment path did not resolve. They are kept (in the data's
 	// statements list) but never match until the tenancy is reloaded with a resolver that knows the compartment;
 	// callers may want to log them.
@@ -108,7 +108,7 @@ func Load(tenancyID string, policies []Policy, resolve Resolver) (*Tenancy, erro
 			}
 		}
 	}
-	t.Statements = len(statements)
+	t.StatementCount = len(statements)
 
 	grantsObj := ast.NewObjectWithCapacity(len(grants))
 	for perm, byKey := range grants {
