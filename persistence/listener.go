@@ -10,13 +10,13 @@ import (
 	"github.com/jackc/pgx/v5"
 )
 
-// Listener holds the process's one LISTEN connection and hands every notification on its channel to a
+// Listener holds the process's one LISTEN connection and hands every notification on its channels to a
 // callback. It reconnects with backoff; onReconnect runs after each (re)connection so that callers can recover
 // notifications they may have missed while disconnected.
 type Listener struct {
 	URL         string
-	Channel     string
-	OnNotify    func(payload string)
+	Channels    []string
+	OnNotify    func(channel, payload string)
 	OnReconnect func()
 	Logger      *slog.Logger
 
@@ -91,8 +91,10 @@ func (l *Listener) listen(ctx context.Context, connected func()) error {
 		return err
 	}
 	defer conn.Close(context.Background())
-	if _, err := conn.Exec(ctx, "LISTEN "+pgx.Identifier{l.Channel}.Sanitize()); err != nil {
-		return err
+	for _, ch := range l.Channels {
+		if _, err := conn.Exec(ctx, "LISTEN "+pgx.Identifier{ch}.Sanitize()); err != nil {
+			return err
+		}
 	}
 	connected()
 	for {
@@ -100,7 +102,7 @@ func (l *Listener) listen(ctx context.Context, connected func()) error {
 		if err != nil {
 			return err
 		}
-		l.OnNotify(n.Payload)
+		l.OnNotify(n.Channel, n.Payload)
 	}
 }
 

@@ -2,6 +2,7 @@ package persistence
 
 import (
 	"context"
+	"fmt"
 	"time"
 
 	"github.com/jackc/pgx/v5"
@@ -27,12 +28,14 @@ type NewMessage struct {
 	Attributes   []byte // JSON object or nil
 	Metadata     []byte // JSON object or nil
 	DedupID      string
+	Groups       []int32 // the consumer groups that receive a copy (fanout); never empty
 }
 
 // PutResult is the stored id of a message.
 type PutResult struct {
 	ID        int64
 	ExpireAt  time.Time
+	Groups    int  // how many consumer groups received it
 	Duplicate bool // an earlier message with the same deduplicationId was accepted within the window
 }
 
@@ -90,12 +93,13 @@ const (
 			SELECT nextval('messages_id_seq') AS id, u.*
 			FROM unnest($2::text[], $3::int[], $4::int[], $5::text[], $6::json[], $7::json[])
 				WITH ORDINALITY AS u(channel_id, delay, size_bytes, content, attributes, metadata, ord)
-			ORDER BY u.ord)
-		INSERT INTO messages (queue_id, group_no, id, channel_id, visible_at, expire_at, size_bytes, content, attributes, metadata)
-		SELECT $1, g.group_no, input.id, input.channel_id, now() + make_interval(secs => input.delay),
-			now() + make_interval(secs => $8), input.size_bytes, input.content, input.attributes, input.metadata
-		FROM input CROSS JOIN unnest($9::int[]) AS g(group_no)
-		RETURNING id, expire_at`
+			ORDER BY u.ord
+		), ins AS (
+			INSERT INTO messages (queue_id, group_no, id, channel_id, visible_at, expire_at, size_bytes, content, attributes, metadata)
+			SELECT $1, g.group_no, input.id, input.channel_id, now() + make_interval(secs => input.delay),
+				now() + make_interval(secs => $8), input.size_bytes, input.content, input.attributes, input.metadata
+			FROM input JOIN unnest($9::int[], $10::int[]) AS g(ord, group_no) ON g.ord = input.ord)
+		SELECT id, ord, now() + make_interval(secs => $8) FROM input`
 
 	messagesNotify = `SELECT pg_notify('` + NotifyChannel + `', q) FROM unnest($1::text[]) AS q`
 
@@ -185,7 +189,9 @@ const (
 	// Retention: one batch of a queue's messages with ids at or below the cutoff (a primary-key range per group).
 	messagesExpireBatch = `-- messages.expire
 		DELETE FROM messages m USING (
-			SELECT group_no, id FROM messages WHERE queue_id = $1 AND group_no = ANY ($2::int[]) AND id <= $3 LIMIT $4) e
+			SELECT group_no, id FROM messages WHERE queue_id = $1
+				AND group_no = ANY (ARRAY (SELECT 0 UNION SELECT group_no FROM consumer_groups WHERE queue_id = $1))
+				AND id <= $2 LIMIT $3) e
 		WHERE m.queue_id = $1 AND m.group_no = e.group_no AND m.id = e.id`
 
 	// Messages of queues deleted in the last day: nodes cache a queue's state for a moment, so a put that raced
@@ -225,8 +231,9 @@ const (
 		SELECT ctid FROM message_dedup_keys WHERE expire_at < now() LIMIT $1))`
 )
 
-// Put stores a batch in one transaction (one statement without deduplication), copying each message into every
-// consumer group in groups. Results are in batch order.
+// Put stores a batch in one transaction (one statement without deduplication), copying each message into the
+// consumer groups it names (fanout costs rows, not round trips). groups lists all of the queue's groups (to find
+// the original of a duplicate). Results are in batch order.
 func (r *Messages) Put(ctx context.Context, queueID string, retentionSeconds, dedupWindowSeconds int32, groups []int32,
 	msgs []NewMessage) ([]PutResult, error) {
 	results := make([]PutResult, len(msgs))
@@ -243,7 +250,7 @@ func (r *Messages) Put(ctx context.Context, queueID string, retentionSeconds, de
 	}
 	if len(dedupIDs) == 0 {
 		batch := &pgx.Batch{}
-		r.queueInsert(batch, queueID, retentionSeconds, groups, msgs, results, nil)
+		r.queueInsert(batch, queueID, retentionSeconds, msgs, results, nil)
 		err := r.pool.SendBatch(ctx, batch).Close() // one statement: atomic on its own
 		return results, interpretError("putting messages", err)
 	}
@@ -299,7 +306,7 @@ func (r *Messages) Put(ctx context.Context, queueID string, retentionSeconds, de
 		}
 		if len(fresh) > 0 {
 			batch := &pgx.Batch{}
-			r.queueInsert(batch, queueID, retentionSeconds, groups, fresh, results, freshIdx)
+			r.queueInsert(batch, queueID, retentionSeconds, fresh, results, freshIdx)
 			if err := tx.SendBatch(ctx, batch).Close(); err != nil {
 				return err
 			}
@@ -329,41 +336,37 @@ func (r *Messages) Put(ctx context.Context, queueID string, retentionSeconds, de
 
 // queueInsert adds the insert statement to batch; its result callback fills results (at idx[k] for the k-th
 // message when idx is set).
-func (r *Messages) queueInsert(batch *pgx.Batch, queueID string, retentionSeconds int32, groups []int32, msgs []NewMessage,
+func (r *Messages) queueInsert(batch *pgx.Batch, queueID string, retentionSeconds int32, msgs []NewMessage,
 	results []PutResult, idx []int) {
 	n := len(msgs)
 	channels, delays, sizes := make([]string, n), make([]int32, n), make([]int32, n)
 	contents, attrs, metas := make([]string, n), make([]*string, n), make([]*string, n)
+	var pairOrd, pairGroup []int32
 	for i, m := range msgs {
 		channels[i], delays[i], sizes[i], contents[i] = m.ChannelID, m.DelaySeconds, m.SizeBytes, m.Content
 		attrs[i], metas[i] = jsonText(m.Attributes), jsonText(m.Metadata)
+		for _, g := range m.Groups {
+			pairOrd, pairGroup = append(pairOrd, int32(i+1)), append(pairGroup, g)
+		}
 	}
-	batch.Queue(messagesInsert, queueID, channels, delays, sizes, contents, attrs, metas, retentionSeconds, groups).
+	batch.Queue(messagesInsert, queueID, channels, delays, sizes, contents, attrs, metas, retentionSeconds, pairOrd, pairGroup).
 		Query(func(rows pgx.Rows) error {
-			// Every group's copy comes back; ids ascend in batch order.
-			seen := make(map[int64]bool, n)
-			var ordered []PutResult
-			var id int64
+			var id, ord int64
 			var expire time.Time
-			_, err := pgx.ForEachRow(rows, []any{&id, &expire}, func() error {
-				if !seen[id] {
-					seen[id] = true
-					ordered = append(ordered, PutResult{ID: id, ExpireAt: expire.UTC()})
+			_, err := pgx.ForEachRow(rows, []any{&id, &ord, &expire}, func() error {
+				k := int(ord - 1)
+				if k < 0 || k >= n {
+					return fmt.Errorf("insert returned ordinality %d for a batch of %d", ord, n)
 				}
-				return nil
-			})
-			if err != nil {
-				return err
-			}
-			sortResults(ordered)
-			for k, res := range ordered {
+				res := PutResult{ID: id, ExpireAt: expire.UTC(), Groups: len(msgs[k].Groups)}
 				if idx != nil {
 					results[idx[k]] = res
 				} else {
 					results[k] = res
 				}
-			}
-			return nil
+				return nil
+			})
+			return err
 		})
 }
 
@@ -507,9 +510,10 @@ func (r *Messages) DeleteOrphans(ctx context.Context, batch int) (int64, error) 
 	return tag.RowsAffected(), interpretError("deleting messages of deleted queues", err)
 }
 
-// ExpireBatch deletes up to batch messages of the queue's groups whose id is at or below cutoff.
-func (r *Messages) ExpireBatch(ctx context.Context, queueID string, groups []int32, cutoff int64, batch int) (int64, error) {
-	tag, err := r.pool.Exec(ctx, messagesExpireBatch, queueID, groups, cutoff, batch)
+// ExpireBatch deletes up to batch messages of the queue (every consumer group, a primary-key range each) whose id
+// is at or below cutoff.
+func (r *Messages) ExpireBatch(ctx context.Context, queueID string, cutoff int64, batch int) (int64, error) {
+	tag, err := r.pool.Exec(ctx, messagesExpireBatch, queueID, cutoff, batch)
 	return tag.RowsAffected(), interpretError("expiring messages", err)
 }
 
@@ -567,4 +571,18 @@ func jsonText(b []byte) *string {
 	}
 	s := string(b)
 	return &s
+}
+
+// AddDiscarded counts messages that no consumer group took.
+func (r *Messages) AddDiscarded(ctx context.Context, queueID string, n int64) error {
+	_, err := r.pool.Exec(ctx, `INSERT INTO queue_discards (queue_id, discarded) VALUES ($1, $2)
+		ON CONFLICT (queue_id) DO UPDATE SET discarded = queue_discards.discarded + excluded.discarded`, queueID, n)
+	return interpretError("counting discarded messages", err)
+}
+
+// Discarded is how many of the queue's messages no consumer group took.
+func (r *Messages) Discarded(ctx context.Context, queueID string) (int64, error) {
+	var n int64
+	err := r.pool.QueryRow(ctx, `SELECT coalesce((SELECT discarded FROM queue_discards WHERE queue_id = $1), 0)`, queueID).Scan(&n)
+	return n, interpretError("reading discarded messages", err)
 }

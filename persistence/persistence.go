@@ -47,25 +47,27 @@ func Connect(ctx context.Context, databaseURL string, maxConns int32) (*pgxpool.
 
 // Store groups the repositories over one pool.
 type Store struct {
-	Pool         *pgxpool.Pool
-	Tenancies    *Tenancies
-	Compartments *Compartments
-	Queues       *Queues
-	WorkRequests *WorkRequests
-	Idempotency  *IdempotencyKeys
-	Secrets      *Secrets
+	Pool           *pgxpool.Pool
+	Tenancies      *Tenancies
+	Compartments   *Compartments
+	Queues         *Queues
+	ConsumerGroups *ConsumerGroups
+	WorkRequests   *WorkRequests
+	Idempotency    *IdempotencyKeys
+	Secrets        *Secrets
 }
 
 // NewStore builds the repositories.
 func NewStore(pool *pgxpool.Pool) *Store {
 	return &Store{
-		Pool:         pool,
-		Tenancies:    &Tenancies{pool: pool},
-		Compartments: &Compartments{pool: pool},
-		Queues:       &Queues{pool: pool},
-		WorkRequests: &WorkRequests{pool: pool},
-		Idempotency:  &IdempotencyKeys{pool: pool},
-		Secrets:      &Secrets{pool: pool},
+		Pool:           pool,
+		Tenancies:      &Tenancies{pool: pool},
+		Compartments:   &Compartments{pool: pool},
+		Queues:         &Queues{pool: pool},
+		ConsumerGroups: &ConsumerGroups{pool: pool},
+		WorkRequests:   &WorkRequests{pool: pool},
+		Idempotency:    &IdempotencyKeys{pool: pool},
+		Secrets:        &Secrets{pool: pool},
 	}
 }
 

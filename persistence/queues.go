@@ -27,6 +27,8 @@ type Queue struct {
 	ChannelConsumptionLimit      int32
 	MaxSizeBytes                 int64
 	DedupWindowSeconds           int32
+	ConsumerGroupsEnabled        bool  // the CONSUMER_GROUPS capability
+	PrimaryGroupEnabled          *bool // with the capability: whether the primary consumer group is enabled
 	FreeformTags                 map[string]string
 	Version                      int64
 	TimeCreated                  time.Time
@@ -46,6 +48,10 @@ type QueuePatch struct {
 	MaxSizeBytes                 *int64
 	DedupWindowSeconds           *int32
 	FreeformTags                 map[string]string
+	// ConsumerGroups, when set, enables (true) or disables (false) the CONSUMER_GROUPS capability, and
+	// PrimaryGroupEnabled enables or disables the primary group.
+	ConsumerGroups      *bool
+	PrimaryGroupEnabled bool
 }
 
 // QueueFilter selects queues for a list.
@@ -62,7 +68,9 @@ type Queues struct{ pool *pgxpool.Pool }
 
 const queueColumns = `tenancy_id, id, compartment_id, display_name, lifecycle_state, lifecycle_details, retention_seconds,
 	visibility_seconds, timeout_seconds, dead_letter_queue_delivery_count, channel_consumption_limit, max_size_bytes,
-	dedup_window_seconds, freeform_tags, version, time_created, time_updated`
+	dedup_window_seconds, consumer_groups_enabled,
+	(SELECT cg.is_enabled FROM consumer_groups cg WHERE cg.queue_id = queues.id AND cg.group_no = 0) AS primary_enabled,
+	freeform_tags, version, time_created, time_updated`
 
 const (
 	queueGet       = `SELECT ` + queueColumns + ` FROM queues WHERE tenancy_id = $1 AND id = $2`
@@ -87,7 +95,7 @@ func scanQueue(row pgx.Row) (Queue, error) {
 	var q Queue
 	err := row.Scan(&q.TenancyID, &q.ID, &q.CompartmentID, &q.DisplayName, &q.LifecycleState, &q.LifecycleDetails,
 		&q.RetentionSeconds, &q.VisibilitySeconds, &q.TimeoutSeconds, &q.DeadLetterQueueDeliveryCount,
-		&q.ChannelConsumptionLimit, &q.MaxSizeBytes, &q.DedupWindowSeconds, &q.FreeformTags, &q.Version,
+		&q.ChannelConsumptionLimit, &q.MaxSizeBytes, &q.DedupWindowSeconds, &q.ConsumerGroupsEnabled, &q.PrimaryGroupEnabled, &q.FreeformTags, &q.Version,
 		&q.TimeCreated, &q.TimeUpdated)
 	q.TimeCreated, q.TimeUpdated = q.TimeCreated.UTC(), q.TimeUpdated.UTC()
 	if q.FreeformTags == nil {
@@ -117,6 +125,13 @@ func (r *Queues) Create(ctx context.Context, q Queue) (Queue, error) {
 		out, err = scanQueue(tx.QueryRow(ctx, queueInsert, q.TenancyID, q.ID, q.CompartmentID, q.DisplayName,
 			q.RetentionSeconds, q.VisibilitySeconds, q.TimeoutSeconds, q.DeadLetterQueueDeliveryCount,
 			q.ChannelConsumptionLimit, q.MaxSizeBytes, q.DedupWindowSeconds, tagsOrEmpty(q.FreeformTags)))
+		if err != nil || !q.ConsumerGroupsEnabled {
+			return err
+		}
+		if err := setConsumerGroups(ctx, tx, q.TenancyID, q.ID, true, q.PrimaryGroupEnabled == nil || *q.PrimaryGroupEnabled); err != nil {
+			return err
+		}
+		out, err = scanQueue(tx.QueryRow(ctx, queueGet, q.TenancyID, q.ID))
 		return err
 	})
 	return out, interpretError("creating queue", err)
@@ -200,6 +215,11 @@ func (r *Queues) Update(ctx context.Context, tenancyID, id, ifMatch string, p Qu
 			tags = p.FreeformTags
 		}
 		var err error
+		if p.ConsumerGroups != nil {
+			if err := setConsumerGroups(ctx, tx, tenancyID, id, *p.ConsumerGroups, p.PrimaryGroupEnabled); err != nil {
+				return err
+			}
+		}
 		out, err = scanQueue(tx.QueryRow(ctx, queueUpdate, tenancyID, id, p.DisplayName, p.VisibilitySeconds,
 			p.TimeoutSeconds, p.DeadLetterQueueDeliveryCount, p.ChannelConsumptionLimit, p.MaxSizeBytes,
 			p.DedupWindowSeconds, tags))
@@ -282,4 +302,18 @@ func (r *Queues) AllWithRetention(ctx context.Context, afterID string, limit int
 	}
 	out, err := pgx.CollectRows(rows, pgx.RowToStructByPos[RetentionRef])
 	return out, interpretError("listing queues", err)
+}
+
+// setConsumerGroups turns the CONSUMER_GROUPS capability on or off inside tx; turning it on creates (or updates)
+// the primary group.
+func setConsumerGroups(ctx context.Context, tx pgx.Tx, tenancyID, queueID string, enabled, primaryEnabled bool) error {
+	if _, err := tx.Exec(ctx, `UPDATE queues SET consumer_groups_enabled = $3 WHERE tenancy_id = $1 AND id = $2`,
+		tenancyID, queueID, enabled); err != nil {
+		return err
+	}
+	if !enabled {
+		_, err := tx.Exec(ctx, consumerGroupNotify, queueID)
+		return err
+	}
+	return upsertPrimary(ctx, tx, tenancyID, queueID, primaryEnabled)
 }

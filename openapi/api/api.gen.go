@@ -19,6 +19,21 @@ import (
 	"github.com/oapi-codegen/runtime"
 )
 
+// Defines values for CapabilityType.
+const (
+	CapabilityTypeCONSUMERGROUPS CapabilityType = "CONSUMER_GROUPS"
+)
+
+// Valid indicates whether the value is a known member of the CapabilityType enum.
+func (e CapabilityType) Valid() bool {
+	switch e {
+	case CapabilityTypeCONSUMERGROUPS:
+		return true
+	default:
+		return false
+	}
+}
+
 // Defines values for LifecycleState.
 const (
 	LifecycleStateACTIVE   LifecycleState = "ACTIVE"
@@ -196,6 +211,24 @@ func (e ListCompartmentsParamsSortBy) Valid() bool {
 	}
 }
 
+// Defines values for ListConsumerGroupsParamsSortBy.
+const (
+	ListConsumerGroupsParamsSortByDisplayName ListConsumerGroupsParamsSortBy = "displayName"
+	ListConsumerGroupsParamsSortByTimeCreated ListConsumerGroupsParamsSortBy = "timeCreated"
+)
+
+// Valid indicates whether the value is a known member of the ListConsumerGroupsParamsSortBy enum.
+func (e ListConsumerGroupsParamsSortBy) Valid() bool {
+	switch e {
+	case ListConsumerGroupsParamsSortByDisplayName:
+		return true
+	case ListConsumerGroupsParamsSortByTimeCreated:
+		return true
+	default:
+		return false
+	}
+}
+
 // Defines values for ListQueuesParamsSortBy.
 const (
 	ListQueuesParamsSortByDisplayName ListQueuesParamsSortBy = "displayName"
@@ -217,6 +250,20 @@ func (e ListQueuesParamsSortBy) Valid() bool {
 // AttributeValue The value of a message attribute: a string (at most 256 characters) or a number. In Go this is `any`
 // holding a `string` or a `float64`.
 type AttributeValue = interface{}
+
+// Capability A queue capability. `CONSUMER_GROUPS` enables consumer groups and fanout.
+type Capability struct {
+	// IsPrimaryConsumerGroupEnabled For `CONSUMER_GROUPS`: whether the primary consumer group (no filter, OCID = the queue's) receives every
+	// message. When it is disabled and no other group matches a message, the message is discarded (and
+	// counted).
+	IsPrimaryConsumerGroupEnabled *bool `json:"isPrimaryConsumerGroupEnabled,omitempty"`
+
+	// Type The capability.
+	Type CapabilityType `json:"type"`
+}
+
+// CapabilityType The capability.
+type CapabilityType string
 
 // ChangeQueueCompartmentDetails The compartment to move a queue to.
 type ChangeQueueCompartmentDetails struct {
@@ -267,6 +314,74 @@ type CompartmentCollection struct {
 	Items []Compartment `json:"items"`
 }
 
+// ConsumerGroup A consumer group of a queue.
+type ConsumerGroup struct {
+	// CompartmentId The OCID of the queue's compartment.
+	CompartmentId Ocid `json:"compartmentId"`
+
+	// ConsumerGroupFilter The filter expression over message attributes (empty = every message).
+	ConsumerGroupFilter string `json:"consumerGroupFilter"`
+
+	// DeadLetterQueueDeliveryCount The group's dead-letter count; absent = the queue's.
+	DeadLetterQueueDeliveryCount *int `json:"deadLetterQueueDeliveryCount,omitempty"`
+
+	// DisplayName The name of the group, unique per queue (case-insensitive).
+	DisplayName string `json:"displayName"`
+
+	// FreeformTags Free-form key/value tags (at most 64) with no predefined meaning, for the caller's own bookkeeping.
+	//
+	//
+	// Example: {"team":"payments"}
+	FreeformTags FreeformTags `json:"freeformTags"`
+
+	// Id The OCID of the consumer group (for the primary group, the queue's OCID).
+	Id Ocid `json:"id"`
+
+	// IsEnabled Whether the group receives newly published messages.
+	IsEnabled bool `json:"isEnabled"`
+
+	// IsPrimary Whether this is the queue's primary group.
+	IsPrimary bool `json:"isPrimary"`
+
+	// LifecycleState The lifecycle state of a resource.
+	LifecycleState LifecycleState `json:"lifecycleState"`
+
+	// QueueId The OCID of the queue.
+	QueueId Ocid `json:"queueId"`
+
+	// TimeCreated When the group was created (RFC 3339, UTC).
+	TimeCreated time.Time `json:"timeCreated"`
+
+	// TimeUpdated When the group was last changed (RFC 3339, UTC).
+	TimeUpdated time.Time `json:"timeUpdated"`
+}
+
+// ConsumerGroupCollection A page of consumer groups.
+type ConsumerGroupCollection struct {
+	// Items The consumer groups.
+	Items []ConsumerGroup `json:"items"`
+}
+
+// ConsumerGroupStats The statistics of one consumer group.
+type ConsumerGroupStats struct {
+	// ConsumerGroupId The group's OCID.
+	ConsumerGroupId Ocid `json:"consumerGroupId"`
+
+	// DisplayName The group's name.
+	DisplayName string `json:"displayName"`
+
+	// Dlq Message counts and size of a queue or of its dead-letter queue. Every stored, unexpired message is counted
+	// in exactly one of `visibleMessages`, `inFlightMessages` and `delayedMessages`.
+	Dlq QueueStatsDetail `json:"dlq"`
+
+	// IsEnabled Whether the group receives new messages.
+	IsEnabled bool `json:"isEnabled"`
+
+	// Queue Message counts and size of a queue or of its dead-letter queue. Every stored, unexpired message is counted
+	// in exactly one of `visibleMessages`, `inFlightMessages` and `delayedMessages`.
+	Queue QueueStatsDetail `json:"queue"`
+}
+
 // CreateCompartmentDetails The details of a new compartment.
 type CreateCompartmentDetails struct {
 	// CompartmentId The OCID of the parent compartment.
@@ -282,8 +397,36 @@ type CreateCompartmentDetails struct {
 	Name string `json:"name"`
 }
 
+// CreateConsumerGroupDetails A new consumer group.
+type CreateConsumerGroupDetails struct {
+	// ConsumerGroupFilter The filter expression (DESIGN section 6); absent or empty = every message.
+	ConsumerGroupFilter *string `json:"consumerGroupFilter,omitempty"`
+
+	// DeadLetterQueueDeliveryCount The group's dead-letter count (0 = none); absent = inherit the queue's.
+	DeadLetterQueueDeliveryCount *int `json:"deadLetterQueueDeliveryCount,omitempty"`
+
+	// DisplayName The name, unique per queue (case-insensitive).
+	DisplayName string `json:"displayName"`
+
+	// FreeformTags Free-form key/value tags (at most 64) with no predefined meaning, for the caller's own bookkeeping.
+	//
+	//
+	// Example: {"team":"payments"}
+	FreeformTags *FreeformTags `json:"freeformTags,omitempty"`
+
+	// IsEnabled Whether the group receives messages (default true).
+	IsEnabled *bool `json:"isEnabled,omitempty"`
+
+	// QueueId The OCID of the queue.
+	QueueId Ocid `json:"queueId"`
+}
+
 // CreateQueueDetails The details of a new queue. Absent settings take the documented defaults.
 type CreateQueueDetails struct {
+	// Capabilities Capabilities of the queue: `[{"type":"CONSUMER_GROUPS","isPrimaryConsumerGroupEnabled":true}]` enables
+	// consumer groups (and creates the primary group).
+	Capabilities *[]Capability `json:"capabilities,omitempty"`
+
 	// ChannelConsumptionLimit The largest share of the queue's messages, in percent (1..100, default 100), that one channel may have
 	// in flight.
 	ChannelConsumptionLimit *int `json:"channelConsumptionLimit,omitempty"`
@@ -489,15 +632,24 @@ type PutMessagesDetailsEntry struct {
 
 // PutMessagesResultEntry The result of publishing one message.
 type PutMessagesResultEntry struct {
+	// ConsumerGroups How many consumer groups the message was delivered to (0 = discarded: the primary group is disabled and
+	// no group's filter matched).
+	ConsumerGroups *int `json:"consumerGroups,omitempty"`
+
 	// ExpireAfter When the message expires (RFC 3339, UTC).
 	ExpireAfter time.Time `json:"expireAfter"`
 
-	// Id The id of the message, unique within the queue.
+	// Id The id of the message, unique within the queue (0 when the message was discarded because no consumer
+	// group took it).
 	Id int64 `json:"id"`
 }
 
 // Queue A queue and its settings.
 type Queue struct {
+	// Capabilities Capabilities of the queue: `[{"type":"CONSUMER_GROUPS","isPrimaryConsumerGroupEnabled":true}]` enables
+	// consumer groups (and creates the primary group).
+	Capabilities *[]Capability `json:"capabilities,omitempty"`
+
 	// ChannelConsumptionLimit The largest share of the queue's messages, in percent (1..100), that one channel may have in flight,
 	// so that a busy channel cannot starve the others.
 	ChannelConsumptionLimit int `json:"channelConsumptionLimit"`
@@ -562,6 +714,12 @@ type QueueCollection struct {
 
 // QueueStats The statistics of a queue.
 type QueueStats struct {
+	// ConsumerGroups When the queue has the CONSUMER_GROUPS capability, the statistics of every group.
+	ConsumerGroups *[]ConsumerGroupStats `json:"consumerGroups,omitempty"`
+
+	// DiscardedMessages How many published messages no consumer group took (primary group disabled, no filter matched).
+	DiscardedMessages *int64 `json:"discardedMessages,omitempty"`
+
 	// Dlq The statistics of the dead-letter queue.
 	Dlq QueueStatsDetail `json:"dlq"`
 
@@ -619,6 +777,9 @@ type QueueSummary struct {
 
 // RedriveMessagesDetails How many dead-lettered messages to move back to the queue.
 type RedriveMessagesDetails struct {
+	// ConsumerGroupId The consumer group (OCID or displayName) whose DLQ to redrive; absent = the primary group.
+	ConsumerGroupId *string `json:"consumerGroupId,omitempty"`
+
 	// Limit The maximum number of messages to move (1..10000, default 1000).
 	Limit *int `json:"limit,omitempty"`
 }
@@ -642,6 +803,27 @@ type UpdateCompartmentDetails struct {
 
 	// Name The new name of the compartment, unique among its siblings (letters, digits, `.`, `_`, `-`).
 	Name *string `json:"name,omitempty"`
+}
+
+// UpdateConsumerGroupDetails The fields of a consumer group to change; absent fields stay as they are.
+type UpdateConsumerGroupDetails struct {
+	// ConsumerGroupFilter The new filter (empty = every message). Affects only messages published afterwards.
+	ConsumerGroupFilter *string `json:"consumerGroupFilter,omitempty"`
+
+	// DeadLetterQueueDeliveryCount The group's dead-letter count (0 = none); -1 = inherit the queue's again.
+	DeadLetterQueueDeliveryCount *int `json:"deadLetterQueueDeliveryCount,omitempty"`
+
+	// DisplayName The new name.
+	DisplayName *string `json:"displayName,omitempty"`
+
+	// FreeformTags Free-form key/value tags (at most 64) with no predefined meaning, for the caller's own bookkeeping.
+	//
+	//
+	// Example: {"team":"payments"}
+	FreeformTags *FreeformTags `json:"freeformTags,omitempty"`
+
+	// IsEnabled Enable or disable the group.
+	IsEnabled *bool `json:"isEnabled,omitempty"`
 }
 
 // UpdateMessageDetails The new lease of a message.
@@ -695,6 +877,10 @@ type UpdateMessagesResultEntry struct {
 // UpdateQueueDetails The settings of a queue to change; absent fields are left unchanged. `retentionInSeconds` cannot be
 // changed.
 type UpdateQueueDetails struct {
+	// Capabilities Capabilities of the queue: `[{"type":"CONSUMER_GROUPS","isPrimaryConsumerGroupEnabled":true}]` enables
+	// consumer groups (and creates the primary group).
+	Capabilities *[]Capability `json:"capabilities,omitempty"`
+
 	// ChannelConsumptionLimit The largest share of the queue's messages, in percent (1..100), that one channel may have in flight.
 	ChannelConsumptionLimit *int `json:"channelConsumptionLimit,omitempty"`
 
@@ -728,6 +914,27 @@ type UpdatedMessage struct {
 
 	// VisibleAfter When the new lease ends (RFC 3339, UTC).
 	VisibleAfter time.Time `json:"visibleAfter"`
+}
+
+// ValidateFilterDetails A filter to check and the attribute sets to try it on.
+type ValidateFilterDetails struct {
+	// Attributes Attribute sets (as on messages) to evaluate the filter on.
+	Attributes *[]MessageAttributes `json:"attributes,omitempty"`
+
+	// ConsumerGroupFilter The filter expression.
+	ConsumerGroupFilter string `json:"consumerGroupFilter"`
+}
+
+// ValidateFilterResult The verdict on a filter.
+type ValidateFilterResult struct {
+	// Error When invalid: where and why, as "column N: …".
+	Error *string `json:"error,omitempty"`
+
+	// Matches When valid, one entry per attribute set, in order.
+	Matches *[]bool `json:"matches,omitempty"`
+
+	// Valid Whether the filter parses.
+	Valid bool `json:"valid"`
 }
 
 // WorkRequest An asynchronous operation and its progress.
@@ -809,6 +1016,15 @@ type CompartmentIdPath = Ocid
 //
 // Example: ocid1.queue.ferry.local.aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa
 type CompartmentIdQuery = Ocid
+
+// ConsumerGroupIdPath An Oracle-Cloud-style identifier: `ocid1.<type>.<realm>.<region>.<unique>`, where `<unique>` is 32 or more
+// lowercase base32 characters.
+//
+// Example: ocid1.queue.ferry.local.aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa
+type ConsumerGroupIdPath = Ocid
+
+// ConsumerGroupIdQuery defines model for ConsumerGroupIdQuery.
+type ConsumerGroupIdQuery = string
 
 // DlqQuery defines model for DlqQuery.
 type DlqQuery = bool
@@ -954,6 +1170,85 @@ type UpdateCompartmentParams struct {
 	IfMatch *IfMatchHeader `json:"if-match,omitempty"`
 }
 
+// ListConsumerGroupsParams defines parameters for ListConsumerGroups.
+type ListConsumerGroupsParams struct {
+	// QueueId The OCID of the queue whose consumer groups to list.
+	QueueId Ocid `form:"queueId" json:"queueId"`
+
+	// DisplayName Only return the group with exactly this display name.
+	DisplayName *string `form:"displayName,omitempty" json:"displayName,omitempty"`
+
+	// LifecycleState Only return resources in this lifecycle state.
+	LifecycleState *LifecycleStateQuery `form:"lifecycleState,omitempty" json:"lifecycleState,omitempty"`
+
+	// Limit The maximum number of items to return in one page (1..1000).
+	Limit *LimitQuery `form:"limit,omitempty" json:"limit,omitempty"`
+
+	// Page The page to return, the value of the `opc-next-page` header of the previous response.
+	Page *PageQuery `form:"page,omitempty" json:"page,omitempty"`
+
+	// SortBy The field to sort by (`timeCreated` newest first, `displayName` alphabetically, by default).
+	SortBy *ListConsumerGroupsParamsSortBy `form:"sortBy,omitempty" json:"sortBy,omitempty"`
+
+	// SortOrder The sort order. Defaults to `DESC` when sorting by `timeCreated` and to `ASC` when sorting by a name.
+	SortOrder *SortOrderQuery `form:"sortOrder,omitempty" json:"sortOrder,omitempty"`
+
+	// OpcRequestId A caller-chosen unique id for this request (for log correlation); it is echoed in the `opc-request-id`
+	// response header. When absent the server generates one.
+	OpcRequestId *OpcRequestIdHeader `json:"opc-request-id,omitempty"`
+}
+
+// ListConsumerGroupsParamsSortBy defines parameters for ListConsumerGroups.
+type ListConsumerGroupsParamsSortBy string
+
+// CreateConsumerGroupParams defines parameters for CreateConsumerGroup.
+type CreateConsumerGroupParams struct {
+	// OpcRequestId A caller-chosen unique id for this request (for log correlation); it is echoed in the `opc-request-id`
+	// response header. When absent the server generates one.
+	OpcRequestId *OpcRequestIdHeader `json:"opc-request-id,omitempty"`
+
+	// OpcRetryToken A caller-chosen token that makes the create idempotent: a retry with the same token and the same body
+	// within 24 hours returns the original result instead of creating again; the same token with a different
+	// body answers 409 `Conflict`.
+	OpcRetryToken *OpcRetryTokenHeader `json:"opc-retry-token,omitempty"`
+}
+
+// ValidateConsumerGroupFilterParams defines parameters for ValidateConsumerGroupFilter.
+type ValidateConsumerGroupFilterParams struct {
+	// OpcRequestId A caller-chosen unique id for this request (for log correlation); it is echoed in the `opc-request-id`
+	// response header. When absent the server generates one.
+	OpcRequestId *OpcRequestIdHeader `json:"opc-request-id,omitempty"`
+}
+
+// DeleteConsumerGroupParams defines parameters for DeleteConsumerGroup.
+type DeleteConsumerGroupParams struct {
+	// OpcRequestId A caller-chosen unique id for this request (for log correlation); it is echoed in the `opc-request-id`
+	// response header. When absent the server generates one.
+	OpcRequestId *OpcRequestIdHeader `json:"opc-request-id,omitempty"`
+
+	// IfMatch For optimistic concurrency: the `etag` of the resource as last read. When it differs from the current
+	// etag the call answers 412 `NoEtagMatch` and changes nothing.
+	IfMatch *IfMatchHeader `json:"if-match,omitempty"`
+}
+
+// GetConsumerGroupParams defines parameters for GetConsumerGroup.
+type GetConsumerGroupParams struct {
+	// OpcRequestId A caller-chosen unique id for this request (for log correlation); it is echoed in the `opc-request-id`
+	// response header. When absent the server generates one.
+	OpcRequestId *OpcRequestIdHeader `json:"opc-request-id,omitempty"`
+}
+
+// UpdateConsumerGroupParams defines parameters for UpdateConsumerGroup.
+type UpdateConsumerGroupParams struct {
+	// OpcRequestId A caller-chosen unique id for this request (for log correlation); it is echoed in the `opc-request-id`
+	// response header. When absent the server generates one.
+	OpcRequestId *OpcRequestIdHeader `json:"opc-request-id,omitempty"`
+
+	// IfMatch For optimistic concurrency: the `etag` of the resource as last read. When it differs from the current
+	// etag the call answers 412 `NoEtagMatch` and changes nothing.
+	IfMatch *IfMatchHeader `json:"if-match,omitempty"`
+}
+
 // ListQueuesParams defines parameters for ListQueues.
 type ListQueuesParams struct {
 	// CompartmentId The OCID of the compartment to list in.
@@ -1065,6 +1360,10 @@ type RedriveMessagesParams struct {
 
 // ListChannelsParams defines parameters for ListChannels.
 type ListChannelsParams struct {
+	// ConsumerGroupId The consumer group the call addresses: its OCID or its `displayName`. Absent = the primary consumer
+	// group.
+	ConsumerGroupId *ConsumerGroupIdQuery `form:"consumerGroupId,omitempty" json:"consumerGroupId,omitempty"`
+
 	// Limit The maximum number of items to return in one page (1..1000).
 	Limit *LimitQuery `form:"limit,omitempty" json:"limit,omitempty"`
 
@@ -1082,6 +1381,10 @@ type ListChannelsParams struct {
 
 // GetMessagesParams defines parameters for GetMessages.
 type GetMessagesParams struct {
+	// ConsumerGroupId The consumer group the call addresses: its OCID or its `displayName`. Absent = the primary consumer
+	// group.
+	ConsumerGroupId *ConsumerGroupIdQuery `form:"consumerGroupId,omitempty" json:"consumerGroupId,omitempty"`
+
 	// Limit The maximum number of messages to lease (1..32).
 	Limit *int `form:"limit,omitempty" json:"limit,omitempty"`
 
@@ -1114,6 +1417,10 @@ type PutMessagesParams struct {
 
 // DeleteMessagesParams defines parameters for DeleteMessages.
 type DeleteMessagesParams struct {
+	// ConsumerGroupId The consumer group the call addresses: its OCID or its `displayName`. Absent = the primary consumer
+	// group.
+	ConsumerGroupId *ConsumerGroupIdQuery `form:"consumerGroupId,omitempty" json:"consumerGroupId,omitempty"`
+
 	// Dlq When true, the operation addresses the queue's dead-letter queue instead of the queue itself.
 	Dlq *DlqQuery `form:"dlq,omitempty" json:"dlq,omitempty"`
 
@@ -1124,6 +1431,10 @@ type DeleteMessagesParams struct {
 
 // UpdateMessagesParams defines parameters for UpdateMessages.
 type UpdateMessagesParams struct {
+	// ConsumerGroupId The consumer group the call addresses: its OCID or its `displayName`. Absent = the primary consumer
+	// group.
+	ConsumerGroupId *ConsumerGroupIdQuery `form:"consumerGroupId,omitempty" json:"consumerGroupId,omitempty"`
+
 	// Dlq When true, the operation addresses the queue's dead-letter queue instead of the queue itself.
 	Dlq *DlqQuery `form:"dlq,omitempty" json:"dlq,omitempty"`
 
@@ -1134,6 +1445,10 @@ type UpdateMessagesParams struct {
 
 // DeleteMessageParams defines parameters for DeleteMessage.
 type DeleteMessageParams struct {
+	// ConsumerGroupId The consumer group the call addresses: its OCID or its `displayName`. Absent = the primary consumer
+	// group.
+	ConsumerGroupId *ConsumerGroupIdQuery `form:"consumerGroupId,omitempty" json:"consumerGroupId,omitempty"`
+
 	// Dlq When true, the operation addresses the queue's dead-letter queue instead of the queue itself.
 	Dlq *DlqQuery `form:"dlq,omitempty" json:"dlq,omitempty"`
 
@@ -1144,6 +1459,10 @@ type DeleteMessageParams struct {
 
 // UpdateMessageParams defines parameters for UpdateMessage.
 type UpdateMessageParams struct {
+	// ConsumerGroupId The consumer group the call addresses: its OCID or its `displayName`. Absent = the primary consumer
+	// group.
+	ConsumerGroupId *ConsumerGroupIdQuery `form:"consumerGroupId,omitempty" json:"consumerGroupId,omitempty"`
+
 	// Dlq When true, the operation addresses the queue's dead-letter queue instead of the queue itself.
 	Dlq *DlqQuery `form:"dlq,omitempty" json:"dlq,omitempty"`
 
@@ -1154,6 +1473,10 @@ type UpdateMessageParams struct {
 
 // GetStatsParams defines parameters for GetStats.
 type GetStatsParams struct {
+	// ConsumerGroupId The consumer group the call addresses: its OCID or its `displayName`. Absent = the primary consumer
+	// group.
+	ConsumerGroupId *ConsumerGroupIdQuery `form:"consumerGroupId,omitempty" json:"consumerGroupId,omitempty"`
+
 	// ChannelId Only count the messages of this channel.
 	ChannelId *ChannelId `form:"channelId,omitempty" json:"channelId,omitempty"`
 
@@ -1222,6 +1545,15 @@ type CreateCompartmentJSONRequestBody = CreateCompartmentDetails
 // UpdateCompartmentJSONRequestBody defines body for UpdateCompartment for application/json ContentType.
 type UpdateCompartmentJSONRequestBody = UpdateCompartmentDetails
 
+// CreateConsumerGroupJSONRequestBody defines body for CreateConsumerGroup for application/json ContentType.
+type CreateConsumerGroupJSONRequestBody = CreateConsumerGroupDetails
+
+// ValidateConsumerGroupFilterJSONRequestBody defines body for ValidateConsumerGroupFilter for application/json ContentType.
+type ValidateConsumerGroupFilterJSONRequestBody = ValidateFilterDetails
+
+// UpdateConsumerGroupJSONRequestBody defines body for UpdateConsumerGroup for application/json ContentType.
+type UpdateConsumerGroupJSONRequestBody = UpdateConsumerGroupDetails
+
 // CreateQueueJSONRequestBody defines body for CreateQueue for application/json ContentType.
 type CreateQueueJSONRequestBody = CreateQueueDetails
 
@@ -1266,6 +1598,24 @@ type ServerInterface interface {
 	// UpdateCompartment Update a compartment
 	// (PUT /20210201/compartments/{compartmentId})
 	UpdateCompartment(c *gin.Context, compartmentId CompartmentIdPath, params UpdateCompartmentParams)
+	// ListConsumerGroups List consumer groups
+	// (GET /20210201/consumerGroups)
+	ListConsumerGroups(c *gin.Context, params ListConsumerGroupsParams)
+	// CreateConsumerGroup Create a consumer group
+	// (POST /20210201/consumerGroups)
+	CreateConsumerGroup(c *gin.Context, params CreateConsumerGroupParams)
+	// ValidateConsumerGroupFilter Check a filter and try it on attribute sets
+	// (POST /20210201/consumerGroups/actions/validateFilter)
+	ValidateConsumerGroupFilter(c *gin.Context, params ValidateConsumerGroupFilterParams)
+	// DeleteConsumerGroup Delete a consumer group
+	// (DELETE /20210201/consumerGroups/{consumerGroupId})
+	DeleteConsumerGroup(c *gin.Context, consumerGroupId ConsumerGroupIdPath, params DeleteConsumerGroupParams)
+	// GetConsumerGroup Get a consumer group
+	// (GET /20210201/consumerGroups/{consumerGroupId})
+	GetConsumerGroup(c *gin.Context, consumerGroupId ConsumerGroupIdPath, params GetConsumerGroupParams)
+	// UpdateConsumerGroup Update a consumer group
+	// (PUT /20210201/consumerGroups/{consumerGroupId})
+	UpdateConsumerGroup(c *gin.Context, consumerGroupId ConsumerGroupIdPath, params UpdateConsumerGroupParams)
 	// ListQueues List queues
 	// (GET /20210201/queues)
 	ListQueues(c *gin.Context, params ListQueuesParams)
@@ -1689,6 +2039,386 @@ func (siw *ServerInterfaceWrapper) UpdateCompartment(c *gin.Context) {
 	}
 
 	siw.Handler.UpdateCompartment(c, compartmentId, params)
+}
+
+// ListConsumerGroups operation middleware
+func (siw *ServerInterfaceWrapper) ListConsumerGroups(c *gin.Context) {
+
+	var err error
+	_ = err
+
+	// Parameter object where we will unmarshal all parameters from the context
+	var params ListConsumerGroupsParams
+
+	// ------------- Required query parameter "queueId" -------------
+
+	err = runtime.BindQueryParameterWithOptions("form", true, true, "queueId", c.Request.URL.Query(), &params.QueueId, runtime.BindQueryParameterOptions{Type: "string", Format: ""})
+	if err != nil {
+		siw.ErrorHandler(c, fmt.Errorf("Invalid format for parameter queueId: %w", err), http.StatusBadRequest)
+		return
+	}
+
+	// ------------- Optional query parameter "displayName" -------------
+
+	err = runtime.BindQueryParameterWithOptions("form", true, false, "displayName", c.Request.URL.Query(), &params.DisplayName, runtime.BindQueryParameterOptions{Type: "string", Format: ""})
+	if err != nil {
+		siw.ErrorHandler(c, fmt.Errorf("Invalid format for parameter displayName: %w", err), http.StatusBadRequest)
+		return
+	}
+
+	// ------------- Optional query parameter "lifecycleState" -------------
+
+	err = runtime.BindQueryParameterWithOptions("form", true, false, "lifecycleState", c.Request.URL.Query(), &params.LifecycleState, runtime.BindQueryParameterOptions{Type: "string", Format: ""})
+	if err != nil {
+		siw.ErrorHandler(c, fmt.Errorf("Invalid format for parameter lifecycleState: %w", err), http.StatusBadRequest)
+		return
+	}
+
+	// ------------- Optional query parameter "limit" -------------
+
+	err = runtime.BindQueryParameterWithOptions("form", true, false, "limit", c.Request.URL.Query(), &params.Limit, runtime.BindQueryParameterOptions{Type: "integer", Format: ""})
+	if err != nil {
+		siw.ErrorHandler(c, fmt.Errorf("Invalid format for parameter limit: %w", err), http.StatusBadRequest)
+		return
+	}
+
+	// ------------- Optional query parameter "page" -------------
+
+	err = runtime.BindQueryParameterWithOptions("form", true, false, "page", c.Request.URL.Query(), &params.Page, runtime.BindQueryParameterOptions{Type: "string", Format: ""})
+	if err != nil {
+		siw.ErrorHandler(c, fmt.Errorf("Invalid format for parameter page: %w", err), http.StatusBadRequest)
+		return
+	}
+
+	// ------------- Optional query parameter "sortBy" -------------
+
+	err = runtime.BindQueryParameterWithOptions("form", true, false, "sortBy", c.Request.URL.Query(), &params.SortBy, runtime.BindQueryParameterOptions{Type: "string", Format: ""})
+	if err != nil {
+		siw.ErrorHandler(c, fmt.Errorf("Invalid format for parameter sortBy: %w", err), http.StatusBadRequest)
+		return
+	}
+
+	// ------------- Optional query parameter "sortOrder" -------------
+
+	err = runtime.BindQueryParameterWithOptions("form", true, false, "sortOrder", c.Request.URL.Query(), &params.SortOrder, runtime.BindQueryParameterOptions{Type: "string", Format: ""})
+	if err != nil {
+		siw.ErrorHandler(c, fmt.Errorf("Invalid format for parameter sortOrder: %w", err), http.StatusBadRequest)
+		return
+	}
+
+	headers := c.Request.Header
+
+	// ------------- Optional header parameter "opc-request-id" -------------
+	if valueList, found := headers[http.CanonicalHeaderKey("opc-request-id")]; found {
+		var OpcRequestId OpcRequestIdHeader
+		n := len(valueList)
+		if n != 1 {
+			siw.ErrorHandler(c, fmt.Errorf("Expected one value for opc-request-id, got %d", n), http.StatusBadRequest)
+			return
+		}
+
+		err = runtime.BindStyledParameterWithOptions("simple", "opc-request-id", valueList[0], &OpcRequestId, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""})
+		if err != nil {
+			siw.ErrorHandler(c, fmt.Errorf("Invalid format for parameter opc-request-id: %w", err), http.StatusBadRequest)
+			return
+		}
+
+		params.OpcRequestId = &OpcRequestId
+
+	}
+
+	for _, middleware := range siw.HandlerMiddlewares {
+		middleware(c)
+		if c.IsAborted() {
+			return
+		}
+	}
+
+	siw.Handler.ListConsumerGroups(c, params)
+}
+
+// CreateConsumerGroup operation middleware
+func (siw *ServerInterfaceWrapper) CreateConsumerGroup(c *gin.Context) {
+
+	var err error
+	_ = err
+
+	// Parameter object where we will unmarshal all parameters from the context
+	var params CreateConsumerGroupParams
+
+	headers := c.Request.Header
+
+	// ------------- Optional header parameter "opc-request-id" -------------
+	if valueList, found := headers[http.CanonicalHeaderKey("opc-request-id")]; found {
+		var OpcRequestId OpcRequestIdHeader
+		n := len(valueList)
+		if n != 1 {
+			siw.ErrorHandler(c, fmt.Errorf("Expected one value for opc-request-id, got %d", n), http.StatusBadRequest)
+			return
+		}
+
+		err = runtime.BindStyledParameterWithOptions("simple", "opc-request-id", valueList[0], &OpcRequestId, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""})
+		if err != nil {
+			siw.ErrorHandler(c, fmt.Errorf("Invalid format for parameter opc-request-id: %w", err), http.StatusBadRequest)
+			return
+		}
+
+		params.OpcRequestId = &OpcRequestId
+
+	}
+
+	// ------------- Optional header parameter "opc-retry-token" -------------
+	if valueList, found := headers[http.CanonicalHeaderKey("opc-retry-token")]; found {
+		var OpcRetryToken OpcRetryTokenHeader
+		n := len(valueList)
+		if n != 1 {
+			siw.ErrorHandler(c, fmt.Errorf("Expected one value for opc-retry-token, got %d", n), http.StatusBadRequest)
+			return
+		}
+
+		err = runtime.BindStyledParameterWithOptions("simple", "opc-retry-token", valueList[0], &OpcRetryToken, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""})
+		if err != nil {
+			siw.ErrorHandler(c, fmt.Errorf("Invalid format for parameter opc-retry-token: %w", err), http.StatusBadRequest)
+			return
+		}
+
+		params.OpcRetryToken = &OpcRetryToken
+
+	}
+
+	for _, middleware := range siw.HandlerMiddlewares {
+		middleware(c)
+		if c.IsAborted() {
+			return
+		}
+	}
+
+	siw.Handler.CreateConsumerGroup(c, params)
+}
+
+// ValidateConsumerGroupFilter operation middleware
+func (siw *ServerInterfaceWrapper) ValidateConsumerGroupFilter(c *gin.Context) {
+
+	var err error
+	_ = err
+
+	// Parameter object where we will unmarshal all parameters from the context
+	var params ValidateConsumerGroupFilterParams
+
+	headers := c.Request.Header
+
+	// ------------- Optional header parameter "opc-request-id" -------------
+	if valueList, found := headers[http.CanonicalHeaderKey("opc-request-id")]; found {
+		var OpcRequestId OpcRequestIdHeader
+		n := len(valueList)
+		if n != 1 {
+			siw.ErrorHandler(c, fmt.Errorf("Expected one value for opc-request-id, got %d", n), http.StatusBadRequest)
+			return
+		}
+
+		err = runtime.BindStyledParameterWithOptions("simple", "opc-request-id", valueList[0], &OpcRequestId, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""})
+		if err != nil {
+			siw.ErrorHandler(c, fmt.Errorf("Invalid format for parameter opc-request-id: %w", err), http.StatusBadRequest)
+			return
+		}
+
+		params.OpcRequestId = &OpcRequestId
+
+	}
+
+	for _, middleware := range siw.HandlerMiddlewares {
+		middleware(c)
+		if c.IsAborted() {
+			return
+		}
+	}
+
+	siw.Handler.ValidateConsumerGroupFilter(c, params)
+}
+
+// DeleteConsumerGroup operation middleware
+func (siw *ServerInterfaceWrapper) DeleteConsumerGroup(c *gin.Context) {
+
+	var err error
+	_ = err
+
+	// ------------- Path parameter "consumerGroupId" -------------
+	var consumerGroupId ConsumerGroupIdPath
+
+	err = runtime.BindStyledParameterWithOptions("simple", "consumerGroupId", c.Param("consumerGroupId"), &consumerGroupId, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationPath, Explode: false, Required: true, Type: "string", Format: "", ValueIsUnescaped: true})
+	if err != nil {
+		siw.ErrorHandler(c, fmt.Errorf("Invalid format for parameter consumerGroupId: %w", err), http.StatusBadRequest)
+		return
+	}
+
+	// Parameter object where we will unmarshal all parameters from the context
+	var params DeleteConsumerGroupParams
+
+	headers := c.Request.Header
+
+	// ------------- Optional header parameter "opc-request-id" -------------
+	if valueList, found := headers[http.CanonicalHeaderKey("opc-request-id")]; found {
+		var OpcRequestId OpcRequestIdHeader
+		n := len(valueList)
+		if n != 1 {
+			siw.ErrorHandler(c, fmt.Errorf("Expected one value for opc-request-id, got %d", n), http.StatusBadRequest)
+			return
+		}
+
+		err = runtime.BindStyledParameterWithOptions("simple", "opc-request-id", valueList[0], &OpcRequestId, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""})
+		if err != nil {
+			siw.ErrorHandler(c, fmt.Errorf("Invalid format for parameter opc-request-id: %w", err), http.StatusBadRequest)
+			return
+		}
+
+		params.OpcRequestId = &OpcRequestId
+
+	}
+
+	// ------------- Optional header parameter "if-match" -------------
+	if valueList, found := headers[http.CanonicalHeaderKey("if-match")]; found {
+		var IfMatch IfMatchHeader
+		n := len(valueList)
+		if n != 1 {
+			siw.ErrorHandler(c, fmt.Errorf("Expected one value for if-match, got %d", n), http.StatusBadRequest)
+			return
+		}
+
+		err = runtime.BindStyledParameterWithOptions("simple", "if-match", valueList[0], &IfMatch, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""})
+		if err != nil {
+			siw.ErrorHandler(c, fmt.Errorf("Invalid format for parameter if-match: %w", err), http.StatusBadRequest)
+			return
+		}
+
+		params.IfMatch = &IfMatch
+
+	}
+
+	for _, middleware := range siw.HandlerMiddlewares {
+		middleware(c)
+		if c.IsAborted() {
+			return
+		}
+	}
+
+	siw.Handler.DeleteConsumerGroup(c, consumerGroupId, params)
+}
+
+// GetConsumerGroup operation middleware
+func (siw *ServerInterfaceWrapper) GetConsumerGroup(c *gin.Context) {
+
+	var err error
+	_ = err
+
+	// ------------- Path parameter "consumerGroupId" -------------
+	var consumerGroupId ConsumerGroupIdPath
+
+	err = runtime.BindStyledParameterWithOptions("simple", "consumerGroupId", c.Param("consumerGroupId"), &consumerGroupId, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationPath, Explode: false, Required: true, Type: "string", Format: "", ValueIsUnescaped: true})
+	if err != nil {
+		siw.ErrorHandler(c, fmt.Errorf("Invalid format for parameter consumerGroupId: %w", err), http.StatusBadRequest)
+		return
+	}
+
+	// Parameter object where we will unmarshal all parameters from the context
+	var params GetConsumerGroupParams
+
+	headers := c.Request.Header
+
+	// ------------- Optional header parameter "opc-request-id" -------------
+	if valueList, found := headers[http.CanonicalHeaderKey("opc-request-id")]; found {
+		var OpcRequestId OpcRequestIdHeader
+		n := len(valueList)
+		if n != 1 {
+			siw.ErrorHandler(c, fmt.Errorf("Expected one value for opc-request-id, got %d", n), http.StatusBadRequest)
+			return
+		}
+
+		err = runtime.BindStyledParameterWithOptions("simple", "opc-request-id", valueList[0], &OpcRequestId, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""})
+		if err != nil {
+			siw.ErrorHandler(c, fmt.Errorf("Invalid format for parameter opc-request-id: %w", err), http.StatusBadRequest)
+			return
+		}
+
+		params.OpcRequestId = &OpcRequestId
+
+	}
+
+	for _, middleware := range siw.HandlerMiddlewares {
+		middleware(c)
+		if c.IsAborted() {
+			return
+		}
+	}
+
+	siw.Handler.GetConsumerGroup(c, consumerGroupId, params)
+}
+
+// UpdateConsumerGroup operation middleware
+func (siw *ServerInterfaceWrapper) UpdateConsumerGroup(c *gin.Context) {
+
+	var err error
+	_ = err
+
+	// ------------- Path parameter "consumerGroupId" -------------
+	var consumerGroupId ConsumerGroupIdPath
+
+	err = runtime.BindStyledParameterWithOptions("simple", "consumerGroupId", c.Param("consumerGroupId"), &consumerGroupId, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationPath, Explode: false, Required: true, Type: "string", Format: "", ValueIsUnescaped: true})
+	if err != nil {
+		siw.ErrorHandler(c, fmt.Errorf("Invalid format for parameter consumerGroupId: %w", err), http.StatusBadRequest)
+		return
+	}
+
+	// Parameter object where we will unmarshal all parameters from the context
+	var params UpdateConsumerGroupParams
+
+	headers := c.Request.Header
+
+	// ------------- Optional header parameter "opc-request-id" -------------
+	if valueList, found := headers[http.CanonicalHeaderKey("opc-request-id")]; found {
+		var OpcRequestId OpcRequestIdHeader
+		n := len(valueList)
+		if n != 1 {
+			siw.ErrorHandler(c, fmt.Errorf("Expected one value for opc-request-id, got %d", n), http.StatusBadRequest)
+			return
+		}
+
+		err = runtime.BindStyledParameterWithOptions("simple", "opc-request-id", valueList[0], &OpcRequestId, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""})
+		if err != nil {
+			siw.ErrorHandler(c, fmt.Errorf("Invalid format for parameter opc-request-id: %w", err), http.StatusBadRequest)
+			return
+		}
+
+		params.OpcRequestId = &OpcRequestId
+
+	}
+
+	// ------------- Optional header parameter "if-match" -------------
+	if valueList, found := headers[http.CanonicalHeaderKey("if-match")]; found {
+		var IfMatch IfMatchHeader
+		n := len(valueList)
+		if n != 1 {
+			siw.ErrorHandler(c, fmt.Errorf("Expected one value for if-match, got %d", n), http.StatusBadRequest)
+			return
+		}
+
+		err = runtime.BindStyledParameterWithOptions("simple", "if-match", valueList[0], &IfMatch, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""})
+		if err != nil {
+			siw.ErrorHandler(c, fmt.Errorf("Invalid format for parameter if-match: %w", err), http.StatusBadRequest)
+			return
+		}
+
+		params.IfMatch = &IfMatch
+
+	}
+
+	for _, middleware := range siw.HandlerMiddlewares {
+		middleware(c)
+		if c.IsAborted() {
+			return
+		}
+	}
+
+	siw.Handler.UpdateConsumerGroup(c, consumerGroupId, params)
 }
 
 // ListQueues operation middleware
@@ -2250,6 +2980,14 @@ func (siw *ServerInterfaceWrapper) ListChannels(c *gin.Context) {
 	// Parameter object where we will unmarshal all parameters from the context
 	var params ListChannelsParams
 
+	// ------------- Optional query parameter "consumerGroupId" -------------
+
+	err = runtime.BindQueryParameterWithOptions("form", true, false, "consumerGroupId", c.Request.URL.Query(), &params.ConsumerGroupId, runtime.BindQueryParameterOptions{Type: "string", Format: ""})
+	if err != nil {
+		siw.ErrorHandler(c, fmt.Errorf("Invalid format for parameter consumerGroupId: %w", err), http.StatusBadRequest)
+		return
+	}
+
 	// ------------- Optional query parameter "limit" -------------
 
 	err = runtime.BindQueryParameterWithOptions("form", true, false, "limit", c.Request.URL.Query(), &params.Limit, runtime.BindQueryParameterOptions{Type: "integer", Format: ""})
@@ -2322,6 +3060,14 @@ func (siw *ServerInterfaceWrapper) GetMessages(c *gin.Context) {
 
 	// Parameter object where we will unmarshal all parameters from the context
 	var params GetMessagesParams
+
+	// ------------- Optional query parameter "consumerGroupId" -------------
+
+	err = runtime.BindQueryParameterWithOptions("form", true, false, "consumerGroupId", c.Request.URL.Query(), &params.ConsumerGroupId, runtime.BindQueryParameterOptions{Type: "string", Format: ""})
+	if err != nil {
+		siw.ErrorHandler(c, fmt.Errorf("Invalid format for parameter consumerGroupId: %w", err), http.StatusBadRequest)
+		return
+	}
 
 	// ------------- Optional query parameter "limit" -------------
 
@@ -2461,6 +3207,14 @@ func (siw *ServerInterfaceWrapper) DeleteMessages(c *gin.Context) {
 	// Parameter object where we will unmarshal all parameters from the context
 	var params DeleteMessagesParams
 
+	// ------------- Optional query parameter "consumerGroupId" -------------
+
+	err = runtime.BindQueryParameterWithOptions("form", true, false, "consumerGroupId", c.Request.URL.Query(), &params.ConsumerGroupId, runtime.BindQueryParameterOptions{Type: "string", Format: ""})
+	if err != nil {
+		siw.ErrorHandler(c, fmt.Errorf("Invalid format for parameter consumerGroupId: %w", err), http.StatusBadRequest)
+		return
+	}
+
 	// ------------- Optional query parameter "dlq" -------------
 
 	err = runtime.BindQueryParameterWithOptions("form", true, false, "dlq", c.Request.URL.Query(), &params.Dlq, runtime.BindQueryParameterOptions{Type: "boolean", Format: ""})
@@ -2517,6 +3271,14 @@ func (siw *ServerInterfaceWrapper) UpdateMessages(c *gin.Context) {
 
 	// Parameter object where we will unmarshal all parameters from the context
 	var params UpdateMessagesParams
+
+	// ------------- Optional query parameter "consumerGroupId" -------------
+
+	err = runtime.BindQueryParameterWithOptions("form", true, false, "consumerGroupId", c.Request.URL.Query(), &params.ConsumerGroupId, runtime.BindQueryParameterOptions{Type: "string", Format: ""})
+	if err != nil {
+		siw.ErrorHandler(c, fmt.Errorf("Invalid format for parameter consumerGroupId: %w", err), http.StatusBadRequest)
+		return
+	}
 
 	// ------------- Optional query parameter "dlq" -------------
 
@@ -2584,6 +3346,14 @@ func (siw *ServerInterfaceWrapper) DeleteMessage(c *gin.Context) {
 	// Parameter object where we will unmarshal all parameters from the context
 	var params DeleteMessageParams
 
+	// ------------- Optional query parameter "consumerGroupId" -------------
+
+	err = runtime.BindQueryParameterWithOptions("form", true, false, "consumerGroupId", c.Request.URL.Query(), &params.ConsumerGroupId, runtime.BindQueryParameterOptions{Type: "string", Format: ""})
+	if err != nil {
+		siw.ErrorHandler(c, fmt.Errorf("Invalid format for parameter consumerGroupId: %w", err), http.StatusBadRequest)
+		return
+	}
+
 	// ------------- Optional query parameter "dlq" -------------
 
 	err = runtime.BindQueryParameterWithOptions("form", true, false, "dlq", c.Request.URL.Query(), &params.Dlq, runtime.BindQueryParameterOptions{Type: "boolean", Format: ""})
@@ -2650,6 +3420,14 @@ func (siw *ServerInterfaceWrapper) UpdateMessage(c *gin.Context) {
 	// Parameter object where we will unmarshal all parameters from the context
 	var params UpdateMessageParams
 
+	// ------------- Optional query parameter "consumerGroupId" -------------
+
+	err = runtime.BindQueryParameterWithOptions("form", true, false, "consumerGroupId", c.Request.URL.Query(), &params.ConsumerGroupId, runtime.BindQueryParameterOptions{Type: "string", Format: ""})
+	if err != nil {
+		siw.ErrorHandler(c, fmt.Errorf("Invalid format for parameter consumerGroupId: %w", err), http.StatusBadRequest)
+		return
+	}
+
 	// ------------- Optional query parameter "dlq" -------------
 
 	err = runtime.BindQueryParameterWithOptions("form", true, false, "dlq", c.Request.URL.Query(), &params.Dlq, runtime.BindQueryParameterOptions{Type: "boolean", Format: ""})
@@ -2706,6 +3484,14 @@ func (siw *ServerInterfaceWrapper) GetStats(c *gin.Context) {
 
 	// Parameter object where we will unmarshal all parameters from the context
 	var params GetStatsParams
+
+	// ------------- Optional query parameter "consumerGroupId" -------------
+
+	err = runtime.BindQueryParameterWithOptions("form", true, false, "consumerGroupId", c.Request.URL.Query(), &params.ConsumerGroupId, runtime.BindQueryParameterOptions{Type: "string", Format: ""})
+	if err != nil {
+		siw.ErrorHandler(c, fmt.Errorf("Invalid format for parameter consumerGroupId: %w", err), http.StatusBadRequest)
+		return
+	}
 
 	// ------------- Optional query parameter "channelId" -------------
 
@@ -3077,6 +3863,12 @@ func RegisterHandlersWithOptions(router gin.IRouter, si ServerInterface, options
 	router.GET(options.BaseURL+"/20210201/queues/:queueId/stats", wrapper.GetStats)
 	router.GET(options.BaseURL+"/20210201/queues/:queueId/channels", wrapper.ListChannels)
 	router.POST(options.BaseURL+"/20210201/queues/:queueId/actions/redrive", wrapper.RedriveMessages)
+	router.GET(options.BaseURL+"/20210201/consumerGroups", wrapper.ListConsumerGroups)
+	router.POST(options.BaseURL+"/20210201/consumerGroups", wrapper.CreateConsumerGroup)
+	router.POST(options.BaseURL+"/20210201/consumerGroups/actions/validateFilter", wrapper.ValidateConsumerGroupFilter)
+	router.DELETE(options.BaseURL+"/20210201/consumerGroups/:consumerGroupId", wrapper.DeleteConsumerGroup)
+	router.GET(options.BaseURL+"/20210201/consumerGroups/:consumerGroupId", wrapper.GetConsumerGroup)
+	router.PUT(options.BaseURL+"/20210201/consumerGroups/:consumerGroupId", wrapper.UpdateConsumerGroup)
 	router.GET(options.BaseURL+"/healthz", wrapper.Healthz)
 	router.GET(options.BaseURL+"/readyz", wrapper.Readyz)
 	router.GET(options.BaseURL+"/metrics", wrapper.Metrics)
@@ -3088,203 +3880,241 @@ func RegisterHandlersWithOptions(router gin.IRouter, si ServerInterface, options
 // const string: with thousands of chunks the chained `+` fold is several
 // times slower for the Go compiler than parsing a slice literal.
 var swaggerSpec = []string{
-	"7H1pcxs5kuhfQXA3oklviaYOu20pNl7IstytWR9qSR7He0PvFFgFkhgXARpAWWY79N9fIBOou0hKpmS1",
-	"R/2hLZJVOBKJvI9vnUjO5lIwYXRn/1tnymjMFPx5fEEn9t+Y6UjxueFSdPY7F1NGolQpJgxhwnCzIIZO",
-	"iBwTM2VEMS1TFbEDMqdaE24I1STk460ZNdE0JGOpiJwbPuPa8IhEUuBY0aLfCTo6mrIZtXOaxZx19jva",
-	"KC4mnauroPNuHr1lX80pnbD6ok4V03ZBl1MmyEwqWEiaGE3YV67Nvl+NJl9okjK7KLvacE4nLCSfU6YW",
-	"ZE4VnTHDFDGSTJiBJwT7aoh9qj8Uqxd4xj6nTJuTuBlsqeCfU0Z4jNDimih8IQC46HQ+l8oQKmKSyAmJ",
-	"pFIsoXaAPjmOppLhqiOaJEz9okko59GWG2KLx+FQwP6lYOSSamIhstayP0j1acXS3x2dvPRnfCnVJ79y",
-	"YqbUEKNo9EnjlqheiGiqpJCpJnLOFG6gtIr/VGzc2e/8x+Mc9x7jr/rxu4jHsLAzZtTicGyYqi/pd3lJ",
-	"ZlQsiGaRFLG2R3ZJuSEjNsbTN2rBxaQ87YwLPktnnf1B4AHBhWETpjpXdsYMAwD9j6ZUCJa84olh6g+L",
-	"IvV1nDELycjgwWS7tcuxpxDhEKRLBWFfaWSyb3jcIxIwDU4Uv9Xkcio1IIg2VBlNLrmZEjoUc8XG/Cvp",
-	"2ofd32OZJPKSxWS0IOGjEFGIfaWzecJIKJW9xVuPwh5iALerBTzvBB1BZ3bvUXGDZUDRr6+ZmJhpZ3/n",
-	"ya+BBZz/vG3BZAxTdsD//cf/Pvr4X8Pho//zn52gAbeO5GxOlZkxYU7iE3GejoxirAWWHyzuGpWygCRc",
-	"G8IFwiYfg4RRccAQbgpNEouY9m7b8ZiIqTDagoqawnUhM2qxhfUO3C0Z00SzgEiRLEjMFYtMsrBzVuZY",
-	"Ar7GzZXgGLMxTRPT2cfJPIRGUiaMijqITqkF8ar7V5i479c2t282L60TdOxl5YrFnX2A73VvYmmNLae3",
-	"ZJEWy92J9teB5fcv+GXyeTWSlW8sjWPFtHYk9nPKUvaLxSgabyXM4jt+R7jQhtHYb9N9aTRLxm2bi5PP",
-	"18WKk/Ebyy9/B2Zc38WrVi66j3yNGToJqzzZcr2EakMUo3GfACi4ITEfj5nSZKzkDI8OuftQ2FGyK0So",
-	"0Jf2ub3tHRK+lceGTt4gU7fX0BKTCdNESDO1hDe/NihR5ODwwkA7xXlSpTh1yvKaj1m0iBJ2bqhpoyjv",
-	"7N1WzKRKZEDQSFe4JokfwhJbw9pOLynNtDYbKy/QrXnGzZLrM6NfLXsiIp2NmEKixmbA29wmODJ3K4+Q",
-	"7na/vz0YDHrtC59x04x424NB0HHTwadBkDPH7QbmGHTeMK3phJ2xiPG5aSdUCh/wuJcwqllMZvh2YFEQ",
-	"94KM6zdm3MCadN+fvd7SdGyJ8px+TlmvhbrNSku5MbUo76gmwrXdvUPHULYiy6tFQaizDLgo1ZGu/aYi",
-	"yfUO7J3jmjAr0MWey9VFOcX0XArNCN4fd1/pCORc+4pm6gtTZMKEpWFMW9RYcu3KE7RdvufPVt89gJJR",
-	"iwv5iYl1wWTswygtzugnL8kqRo2FHZvNpWHC7BOKshtKPrBNOmPubUtnsq9GMl4MhX2MC7KzR6YyVR65",
-	"nDim+IQLmjhdoEi6YWIuJoROKBcH1YlQ7HKUEUihnS2ngIPnJDySYpzwyIQrYW7UYgvGbQP6073VQLd6",
-	"zxLaASQhIxTI3FDVcRcREMxqM1uo8+BS/a9zxb5wK7B7rGsjKvbltm1sD3bW2MgflmOuK+oAe20hA59x",
-	"oO+XFs6lMu+svLwEvtoqZiBU98lLJKNAmMOXx+dHIeqd9hmLU1YgN3zGjgC7nZhqnz1sepQSu592MVP7",
-	"1a3NerL9wO5Kyt16UC8qeC3AvyypjN95BFf2fcQ70Lxe0NiNbT9FUljSYP+k83nCI6Cjj/+l7dq/rTnT",
-	"sVLSaXlNPAvpNbfCwRea8LhPjmTM9D4JT/CLU68ahqRL3c3imsxoMpZqxmKrzMkU2J6yglBAqGUNn4S8",
-	"FGTMWRIPhdfJA/sw9VfW0hupMr6Zr6EXkPAN15qLSXl2D+t8GcgVesFQhCBkHH+NGIst6nUpMUxQES3s",
-	"JCitgmBALmWaxGTECHMP9/oEpBBki4CVjo6Ox0zEFl1hI4iqBTtRhbO0nIR74XHJTHKF6gVS0ts/7Jxo",
-	"7zvJGA8+cl97hdsKsUxZ4MUpLgLhAacaVqh6SBRLrZDjlfWMbQCPcqetDU1y4LrT7vUtgoF0EBkQFLOF",
-	"OZGdg0RtpQSKYiqyUGp1fz0UZR2mWzQBxCxhyOLKuph93Y3KZnOD60vnseOHDkf8YyPGxWQoYDCLIps+",
-	"+xNhmBI0OQdhBg/u9tGgYdZwH28s+zpnkWExGVOepIpVLgWzIpdiXxhN7EXFYXR/s0B5K80rmYr4DiDx",
-	"VprD1Eyl4n+y+J3yM1fRMJbMocxXrpGAlSyRc5nwiDNNYgmPAX6CMDwUOX5Kq28iQM2lJBG16jZVgKt8",
-	"BFIs2GBiq9aKScr1lI4StnGkO6WLRNL4QsrXVKE5+ZbBXJmxQn5AuOwCmfCIxi2oeo42Ixmmzt6n+Z9s",
-	"wwh3qsCMyu1yX1GesLtBvdyE4MwWuZ/AiacZ3sHXRetEi41jw4CxBIJH7L2gXyhPLDLeAWDqkzr4CBnb",
-	"OycsQED78xikieKTqSFCXpaZgH0rpoaOqAZekgrFaAS3qrdhUF1I+YaKhftW3wGcKjM6IDlzr+ddxEyV",
-	"NCZhcUa1nM1Ok3GaJH0CuiyhY/D8WChn5hfnXBgKr6Qj14dHPYpulDhZOTibYdWrBf8IQOe9oBklvzvO",
-	"wYQB+cizjBGjClxoVq61EjJKsEEuKgdkRONkQTSfCPvJYvOCGQJCLwHknVvxdsNk/8orJTDWoTGKj1LD",
-	"/m5l6GaVKNOfc7JM/Wv7II9ZpZZ0qSEzqQ3ZefKURFOqaGSY0j2U+xCb+uREkN8kmoe4JiEVi3AopjKJ",
-	"UeoKcbAQXwrHiaTm6Z6zLUjB3o07+/+omEmf1tTrIHPw4bSdq49B5+vWRG4VLHpqTCP27cpi2xEYbUEj",
-	"L9j4XzJDeQJgojEyBZqcKsvHDbcamrNbN/iFy0b/mfzCcolSWoIzLwzzrWL2t/MlidvparXxY3A9FwSs",
-	"Jr//RpIumnxQP+r1O6iIekX2H5XlfczALUf/YpHxABQsOZJJwiJcRt0QBoqeHBd8f7oOCjD1tnjb8/cy",
-	"xzG4pK1q7l+rYoL/gipFF7Wd4WtLdtTmB0bfNfVrCuw1SEeamZLF5hftb4xGTSKSQqczprRlX97XQrpC",
-	"kvBRCJyoitnLXY4N7saSm6rRHpn/bJcNzNQt2qHAL7qMM4qxNXB2ORLOKUgrRZ8dOUQjrpX4RJokPWc5",
-	"ZkRJWXoUYe1WF6B3eChCHoeWiJRXbidFclH1pdg5UHRB20wBmDLi8fZw2P8H3frz43+5PwZbz7fKHx65",
-	"Dztbv378trsTXDXCvwSIOvzHirEtywJI4Zemu9qd0QUYJqx6CshRm8qOZYe6oBO9Pt14VXyrTj9eZQs0",
-	"dKIbva1XQYffLqEC8Y3WMCEonja83IPVVLxTa6+s6p5qXGPFQ9YGETQJNl0E+0vDW4F3mtCZFBNw3Ws+",
-	"SriY6MbTLhhT2zy6FSheUu2cCzHpnr06Iru7u88D8v7iCPDJHjI1nf1OTA3bssO3Tft+Hl9zWvCwojf0",
-	"xnNXqXXsDa/lUwrqzskiqMo7qFyaRtqfb2VNjpa/cE2WVnixnactQ+Aisf8Obgeg2ojsE+ObSLIFu6yG",
-	"adyl5NPAdDZIoCvsem8wuF8UepP0iHQx+kMHJOYTbnRAwn4YkPCf9n9bNdll27nSW2SXw63/hzy1/8+t",
-	"RilmqQTqttaOyCDJbxCF0f3m5RXNjAGYGPrJmRZklNq1sZi42IIGMhB5GdmKgDAd+CjqAQkNDIiqCdOG",
-	"6ClVrE3CDAgXZM5UBOwToyICvx6yPRj0AhRCixF5VsSY0i8MdPtxwidTkwlPWVTE8qCI4G7VF+crLxgw",
-	"hLvUNH4NOOpOP+FfmFocyVSUYVyDcBZEadmELmi5Tv6KcSgW+6hKbkCJ0j5ssR4dlQWlHAzFAMMV3fw9",
-	"MmNUaCJk/bU65IugHzSBPmbeM8Ol+MBFLC9PxDnaa1bvOpGgdLv9/qJJWBrvBOVrxWbMatEsBhTzoabd",
-	"Qb//7OneYHBABgEpbNGSCG0FbT0UpfF6fTJmSi0I+2qY0FyKyo5huJVb5nqe0MXbVurmHihRucyBfq0A",
-	"qzsl326JV7DGc/4nOxEvFoaVj3Fne+/XvWe7T/eeLaMTRhqagIF8KbEY2eFJd5u84S/6/W1ywV/kBGOH",
-	"/MZflCU1LszTvTKGPn/+ZHv76c6vv/76tEglBnvPnvz6tOn0FDNMAHI1oqnDgFWoatHyE5ubwo1Ea5ku",
-	"o+j2oN9/Oth7VqSEMEWvT47QgDxiXkodCjR+YlBMDTndOMVdNm3QEhGZmubt7Q6a+Q2uzO5xay6TBGO4",
-	"5bgYF1a7e7uFPe0OPAPGpe2uvEVfuOYjnnCzuNFKGdWMxKl3aI0hXili/EsxyK2y4L3dncGSNePPy4PT",
-	"y1JBkRIEa1ipXoL31gP0ZvLBIRmBC0aOC6YdiV7mBisJE0Zx1iL91wcAxrHjYhnXEf8bt3QsjFo4QnKC",
-	"o+wgZN2n7RWKgl/12kDEGa8LSX+Zl8DPBQisT3qr0Ywfg00GZ9Zto36Bq0F1BtF3bdGiEJknx6T8ToMU",
-	"mXAmDDonC7JNozzjjhFc+CC9RDTVLHcVuuhMF2dDpHLRGW5PumhzKpCOVpx+JxiRqYnkjFlBNJvBvrAA",
-	"cuC/wQiymyE5wjHD8TIiBx0MB90EgHCkJhhUtZPamTQtI7jGtSrusRFhPJjlOA9wsXK9w+EDNBoSKYhO",
-	"o4jpBkxiSkl1JOMWKQp+JpGMGYbqgWkCTtKDq+RhzUOKyLgQ6JMF+DQZlmAKt+UmRXyazqjYUozGVpq0",
-	"HD6hAjlO85L6jYpkDdZZeE191xCCIMeEWd3BwaAYC1q1XsSNC5/RaMoFKyw9A2ZTKF1TgFtAKiFswVDU",
-	"fY0BaY1cCQpHEtTCq4Jy6oIdvBqbEZCaZxnGqYcMWcrR5K1HAcphSGe/U914E07MboQOoNe2RuoFhI8J",
-	"FZBama+mID3sk1mqQRTctsxo58mTggNzDeNEbOUPv/Km2/2qqkY0ssnVfs1WReITWzxGPy2oFJkv9ule",
-	"D+PxhCRzxWI25gJYHRXgjR5XI5jkpSAjKT99Ymye5a9kQPvWMYzOIAp2AUZLJ2UUd/F0rwEAOQ9tOtky",
-	"A67fs8zdrK8tCBzmrzbLAvnYnu5nywDTRhY80Cq/EfeQlRvm6SjhetpIiuzsNaPEEkNEYS1kSjUZMSZy",
-	"Y0SA5M8PSbiIkjQuTVzk2aAdtWSRZjZ8P5vTpW7uMuBL3aaFqTKTo0tgKOnqNcWzvq8ZMzSmhl4bL974",
-	"F5uxIgOrhG8bcaMgm64QMblGFM/yry2VKXF8+wWNPgl5mbB4wkqngfmx6L/IHx8KVFvBTAuj98nfUY4T",
-	"yYKkwvAkl24JE7HGy1w7LFAFk5XIkY+TJaD4FY6YFUY0cSNhNglJRcK0dqL9Rn1A/lbmZ1C9W5VdlS/A",
-	"x6UESq8S0Uv6QJVUzZYOUiZ0mnTnUttlLoiQgq2v9hXI6SqnT7agpl3/zmhiplYkSFtWjLk+Hv2n8Dyc",
-	"v+XDXNgDnis5agKFbhk2lJ9c+gcOV+HL8tNKJHAjN+3odc0RvJY/l5YiJ5lIZ3aeo7Pjw4uTt791gs7h",
-	"0cXJ3487Qef96Uv/3cvj18fFP49fdoLOq8OT18cvC2vLL1qdJS0RBZYdfyVqqyYXvKmGaRUkgt2d3r4V",
-	"F4CkgbjzdK8g7ZAZnc8Z5OngwjWB8IzZiCndJ0cugIVMlEznQzGGpHlNNEtYZHLEHi0svnBVWMJBcTmR",
-	"vaXEyEuqyqQEonqrQgedIcPc2+k/yc8cU3tq8sfuTgNaVKn+9UwVLxu4AW0XV6Ji7NB6XCkPN2rmR95f",
-	"U2FD2XlgQBGSaEhgLjp5MM0GyyXk8VcuySMslT8IMy8XuikKZn3SxUAU/36/5n9oigOq5j/yeJ9cTnnC",
-	"KvnlhWHIJfgxIIJAB1kWiseQckYkjwnXQ1HgnXH+xJgrbYruDe6y0CCEX8DsMXKrWsjQ9s6zld6BmCW0",
-	"aj9tNlyDYdkJhxiNm6M8rrLCQ2vW0+dgtIZUbie9j9MEyOhQ5ANXbNbPV7tTjKIRQ0d5M7X8sHsEhU2c",
-	"nPvV5MmSMk4jpkg3LAySxawjc++VEnaDYsauNlKhmDsUzRPgtrIUvMYjWkPfr9gE6zgqXKZ14IJxi1m6",
-	"PLbq9phjYrG7YnJctLbkKdu9PjmBfKEvDZLYUFRFsesljQYd8Jg2Lf+dolHCto4SmcZb2iwSlq9b7ZMQ",
-	"4tv6w3Qw2I3sqPAXc18oRpNZ5ZsJl6L0FYrp+FUYWLxTjIQNv9nd7+5YmjOTyu5ZXjIV2X2PqGa7OwVe",
-	"U7UP4CpR/AdHYT+REU36dM3/Gtx7txXjd5qqyfeEGXyAqiySzO04dQ4CX1/ApOtykNPslToH+TDl0bTk",
-	"bnDzVgWrfN4m2eq0uKq1ZtgnBir5lKqEdMO3787eHL4OISDB/Yx1a2p+9PDl6z9CCCEfSTMdim744t3F",
-	"776aj5fTcDwrhr3+oxN07CONAthpuraQX3j0OkL+O5ENMs8pfsUpdjMreGFFS03g15H/C2Nu1B3m9n1d",
-	"9ahhCO8RCwiNIjY3mGKs2L8wO9HICbPSwU2guClv2TUh/N2+slbg/jXMZPuEkvcXr7ae+cQRK0wXUkf+",
-	"h78g3Z2nO9t7exihcFAUGqIpwxJrlo9GMmbxUFidodcnL7igagF5Xpk91/Kcp3tb7lGnlhB02NSjxGHS",
-	"lVz4x9mcaoZnhPoKvFvpTMqpXkFCLcg3Db6jn9Kc2GRqWmU3AhmgSe1BBmaVDYijdDGD1wwL3Fgg4LLY",
-	"P5KF/gVDoaXLrCejVC+yZ322paHKZQ+BUqbvdbCg3cdUJrGuxFetDhW8s/BAMkBFG0sY4K9T2hweCMiU",
-	"sUgK5R3zyTM1Y+Hu261EE95aBOF9jhm8H1GBt5Bwkw+emUQLYmDFpiiVj4wmdCRTLL5VMaWWq29eThfl",
-	"ROMQjaNhI1B/RArP8pjLzYdX9vrktGAEkoRC8jW+PxRZYa2d54jlGw299Is7FvFc8iZSd2ZJjhTJAotT",
-	"QLb8+7PXfpcgWc0TKlhe462687Itf2rMfP/x4+2dX/uD/qC/vf9s8GzQdPhtYaGbDgPN4z7Re9a/YYTn",
-	"6jQsRPo7TMDKJ9xE6lVbIOumYlc3Fq+6+RDV3j6ZelTjIPMsoBgVGmaHwkgUfgrZvBVXp1S5V9biqDuL",
-	"Cue6fsCrc36Wc2HKUbDXyoRruHXNkG7AhhViVNAq2NZo7Qq5o4FwrZHD55L518neg4tzvbw9fOVmGXuw",
-	"svN0NqNrWG/aU/ZwGENNyxItn4OyuM5blUkz5U3Gyef1WW0+J4oJLcy2PHWjCAw897PXnW559nJx4iqI",
-	"cRUBQGI5oN20ddEoM3CkwmB0hBcOfNUHqVqNnH1yDFo/uEPiAGtvQV27ApeDoVkMaVpQQT1ZgC4nxyR0",
-	"hMkT2zAgIRevQKHLvoNFheCvYnH2LRKkCkKUn1miD2WqyCVTrGDqRLdi2TfmapQrBq43HyeyYIZ0sZZY",
-	"psj0+kPRKPGvEQ1U3fY6i7drcmEZ3jNol1Ug5Yq537sYY4X+O6mZK1OPZN4yXlgxmKQABqWQnd7au9Cr",
-	"5NC6/FlwGm6hKg+bcWfZIJauGV5VQa114enPt6sYjRdWzh15IPduYompLqPhpIMa4pYB2X6zHSVuN+Fo",
-	"qNqO1sPXXJs/kPh37RlbPaho3zkgqWZW9IGHfHjlrPdDa7602kEetOIHrXi5VnxXKuMNa138xZWsWxbv",
-	"byI3n7FY8S/fmSSXcYWCsFMMe/RVqEY0+uStpC3yadKUI9+Ym1hvG1Cbz9tdy3nxFV0UH1jVB2AV4NbL",
-	"9qq81JT/Bg+Ia4tjdr9xM4BXMNvalE1oktfWrvNNaD4DFeGg0jd4711LGvwWaoX3cve3d+Mfnh9BKOX5",
-	"UaP3HhF7I0VKIC3EKUbV+gJwpQ98hwH3JEqJY0NS4ZX5Bsl5SVkRKLvBLu9tSRG/vnGJ3x4QxeYJjVw2",
-	"wuVUJvaizVfVF2GXf40aIzW8LonsN8cvC4AsUmxJpOhaVq0TAfaoUp8viPEUUFt4VRh+Ztc6IAOvy2jC",
-	"zfdmXzet/eMqkH5/mAmC1bXZuWbCdenda+daN27kVnOtl8z4nTi51Lt//5Kug7/0TcmTVG52Z9aTJcrv",
-	"PGSO16/sz5k53r7HVZnjQAh9rA+mkP2bZolfK8SonFS/vhVtVbhUTqAhya6iU7bOu1y/bEGX76yQlpVA",
-	"K5i4ryM7Qwnxiusp9EFGIzYUJY/Z/Q2Y6l8z+OkeRR4NxeCuS5HdfvAQqcQObT5QCHS4+15g7AbK3F3F",
-	"v2w6qOXfN0rhBkJpCzOIl3DXLOuu4upqtYKszUjvknl+j0G2tIAmAazQWa4xOau5E3gWGjxXcqIaK/Tc",
-	"nYvIfUXHY0yryJOhb8fFUu6sdxV0MrBcL+mpAPp3pRGal/CJC6zb39Kb/SroODHgSFp5tSmBHJhyiraI",
-	"bCtck1gKVhYkBihIlHAPGlq0Cw35tfWNK6AlIHbsbVUAXUPfWk96PE69trZUgOaZG7VRT8ry+q99SK7S",
-	"QHvgRqpbUcTe2EOXA7SEEJQgYClVljf0Xa6hV1xAdMOqmcfuucDL6uM0SaDpoBVtK0vIJGUM3uaGTKm+",
-	"3rrODVVrAETjYxtdQBOxLN/jDFeChs7mHqvrd65y1ito7rsq6bj+va9UfDj+5x/vj99nxR7yj1jlIfv4",
-	"5t3f8w+n789+85+avBdNl6uB32at5lwWRtuFrmR+Rd9FO/2CDqMlBBRTVqs3LJZWcJKKxDwOvN5RYh9W",
-	"zTOL9sOxkKq2Lyt7zEMQL8NyaLEP26rbC2C+94q3dQg2U0INuYSM1VJ3v4gKq1YpRuPKAh7vDHa2BzuD",
-	"7ccY+fcYE59d612X+dxiV/Bp2BtnogUo123KHuRBETdKy1lxrRpwooHG3AAlqpftZXbPXpYKqZy8/efp",
-	"2bvfzo7PzztB5+z49eHKAit1TtMaGpk620W1x2/mizw6Oj5tWsiHwxNX88UtJOicvz86Oj5+CX8fHb49",
-	"On6ND+Dfa6wVQ5DWi1YtLvh6QaulN28Wu1oUdW8augqW1ihV3CzO7bC4buyXdphiX2b89Mozob99uOjU",
-	"XUJ/+3BBumfnO0+eBuTY/mNx7nf8bDUUKcZ8kioW9/KKIFFC+UyTUKejEOuyzxUXEZ/TpBeQ0DWWwZ+G",
-	"otRnBkMo2dd5GMCfmKVJLXcPoRqODvvknIFUb+cPfVlGYDL75AV2hHNFGOQnJjzdGGYd0S2ccO85LZka",
-	"M8fOc1yMZf1oMViSg30oTQzfglVnZU+c4UdjeUbf2NduaQtsUFt6SucsJmfH5xfk8PSkPxRDYdHl0aNI",
-	"CqNkgvE7jx6RGRUQYFDsWhL4WGgLkhKGYdruo0d5CNCjR1mUqA5QW9NBqXYLDsOFnls+l0cIuRDZw9MT",
-	"pN8gzuj8WL8wpa1O5Yrc5PQ6hO38x3+QIym+oMFRD8UWefSoUEiTS/Ho0b6r+RnRJIF+o3MkbZmYQBOr",
-	"WkIgjSbd8DEWr/ozDEj4GOIc8c8ZM4pHOgyGgpDwsZwzQee8v6CzJOwRAW1Ml6LG3z5ceMQgh3nfwIKv",
-	"xccHY5USlzRkp9sbbJN6kdA+bvjMd/eOdb5bX9uURFSBQyMsdxcMD7wRPesoqUHBlgLMjVwTFk0lWGrt",
-	"JO/mhs8g+treP+xRGi3sfLmeYqdaQAdpbF2arQELxxyQ8PT9hYtYRnYQkq4vOeeHsdtFzqZ7TsQv9k2F",
-	"aGMsXba3vVMudoo74mZZV1W7Mrelk5jN5hIKPGKQGYAvPH13fhH6b7IVVHtiH+SVivC0ytWLoNws5irb",
-	"De3skalMlfeEumKmik+4xT509QWNI1JS7rZNslSywfOC18Vt6ZTaET3eJ1ybHM1dW5MQAq/cKVge4TFh",
-	"JpX3Ompsg+zPpYxIFHYEABHsq9mCMXxtILQmZX3b51RrH61kKSc82yenWWd4dCJgkZ4DizrZbRCsfAEG",
-	"DfV13a4PG6V/OM28SbiIoXJJsQe4w6OdwU5GPWFbltoVr4rHX7sQsDGGvx1fkFx0vMyZp378rfDpJL4K",
-	"s0qszj/nSJ6BREGWYB5RYQNuT1CAVz96BPD52/m7tyT8NoSKtMPOPhl2+v3+sBOQoY8FLHx7Fa7b6J4c",
-	"yZjp/XYAr1XA+KCFPB3guHvtpYyx2X9RLyr34UZ2LFiRSs3ogmB/YGZhY+eoNdTuHVSuR71O8kGdfNiv",
-	"dkmtXDJuY+d5vWoyRoqXu+b2DsgTBGW9nLL9aXdJQWXDDWhAyPgPT086QccxwM5+x6Obs6pZ5tPZ7+z2",
-	"B/3dDgRITUHeytGyyM3tLxPWYMZ8za3MCPCd8iSuNS4LS/p9SLpSBb6+XPGXE3Gejoxi7L+NSpmVpJLE",
-	"ZcYMhQsSpMLoXp+cORpjMXuOBIvFroIqdCGukJYKG6lSE+wg62/9Sew2dVTcvYWPw1/dqqXlj5R66/4O",
-	"s0Lv2RVvHRUB8kfKIBrhem9lYMxfrwZUJAvHRerd+eyx+CQi0AHAkdWNqGZbmgnNDf/iipEK1LTVwjfd",
-	"2vcN+PK+yctD8mpGo5U7LYeurw0goDZrP215SxvwsghRqIIplSGjRZ+EhVDrEL7WRLBLK1K5Cn4L79Y5",
-	"IKGFkn+KJvMpHTFL8JJkMRRd6oNhe4WXEEObIG5HebEowTyLhq4EgHv1tfxtpV3aNc4ii/N1sPoIlju4",
-	"Z0AsdgaDjfXYbm672NBzu73xYqVLdkYd1miS/ZZ9NaeuoO739oDfQ6g0vZRB7/ELGhdU6b3B9upXSq3N",
-	"4aW91S95Ngov7Dxf/UK1g/1V0HmyzoYaeBlq+z7DCghu6cwsNwPHd6nFn+58vAo6c9nkTzvyAneJpKUi",
-	"dl3r6y0fq7wJpR4geb5KVCkkGTR/HOYXjexOMUG6ZVEBU8AvuWa9Pjl0wvbOYJAL+JXel5m/D7WeJn5U",
-	"68J5RwwJ3jJqcWFFbf/aR7TmMG1eyHixuUve1mm04Z5ftHX/63eKpiYrSVzdDV1aZ5WFbKQKSbIHv4qY",
-	"HF/Qyc9NggZrkCB/zeCF7d3VL1Sk8XtA6xDRy3SqndxdBS0S+eNvJep15VK0G13T2FHAqt6u/U+poXZB",
-	"eUwW+2RnsGcpVz1TVBueJC5ftC7sB0Phix8oq+XyCJX9grWhpkKtbOmeR/75vOsm8ojbu3vyeDIGxa9E",
-	"GEukZm9lc2cgCn5rdTnl4aLjRd9Z46IrCISCYFWMkb4Hdx0xc927HjSr2GcFm1+T3OBNk05+qF2P35jZ",
-	"9N34eG+46gMnvXfC/G/MrI/x18PFkq3jlJopoOI8bbg1GMFYuzW/oFEjKOdbKuLDbSEgtk9eYYQ6xloo",
-	"5qNh6hHrB0MRFkN1w5ZYWrSRzxWz4/TJGRN0lpV6A52DJlgUI9WY6ER9/mNux67Y7EFfWZd/Kjsji526",
-	"UmHFvSa2Wkur/YFsdfP6RmvScAvNcTkLWTLDvVM1UgzZfSCO90j6+GtqKHg1bqShoAqwhrfA6Qpc3NxD",
-	"wMFXCw7dVl/BS1etycciWPqNNXugBQcQ5bBcO+O/XaQR5JhQ/YnFZCxVye0wFLfnd8AiQj+px8EdQ93R",
-	"UMqcWdfhUK6A0uh3WJ1ps9pF4kq7oPmOawj6aVsSxLquR9IxmO/fxe1ROKt74/0o4s+9d4JU61YudX/k",
-	"lSsfHB/33/Hx2ZN8z2HdF+s4O1yxMFF3ZrT6HlzCp9c3QuxgGPbqjoh3LpIxT+uFECDIIJVRaqdisb+o",
-	"GrkpakqrEnmzAlkJNUy1+zz+cMHcP6e3o5Rs3SLW5znUP8DDgeBfurIHr8aDV6Po1cjSL6q0rEFPePzN",
-	"JUqs5b3IZTEv83NTzCymFUcGzQjgevF5Q4F1XiFOEo0rOF2WOh/6xq4hgQoAES4l+8UqDZeN+WaQ88Wg",
-	"vZ8vH4pNBHVm9ymEGrb7TNrdH3dJKVc6PnbakpvtFqUopd8dkLFMEleHpwS0sSuXXkyE3ZCDBClOBRHW",
-	"GOJDMTjzwdJx7/wsrdRnDd8KPBuUqvZex8eyuQv48Ydy9Acufk89Kktw+3o49wcy3fX9J76KR3Yt6jED",
-	"BR3DG6Lhrd5KX8pQ5M4UchNfynqaxlB0qSCp+CTkpXDmjJzTDiDkocyY7fteObo2Uy5UU/oJ3SbrKC65",
-	"zvhjXCZLKV0JRx8o3oOb5HvcJDdTeR67LLXHeDmKHr79b99L0RutRm9QjykaFaoxJVVnjK9bCFllzqe8",
-	"lPhDeWkXCtZDJcol3mCG45wpyFyUAipBSZ/0hjk8PpnP2CMuubUbTUQAOGcY/Tm91M1bXEF5G6B3z6xG",
-	"ARReBQeersZDP1DjB2p8A2psiVux5CQVvhdbkw/7miQaetbfFlku2reyWv2tjfHXaYkvx0hZfVP8YCi+",
-	"1zhGSrYxXxmv0NwJ0hexWy1Aq1xiyQr7n9i8kYyf2sd/Pkk539YSco2FUiSCbB0q3WJZq4P8waz2QIt/",
-	"FC0G1P9+wdg1HLldcTidg/3eVTXI6C9Uhy/aPuoEt9ZDJSAyibP4BxB+hyIb8RNjc/ssVyTkcRi4WvN5",
-	"qfmiRwEey/r+Q5M/X9sES9LD+v5kSta74pGukIZYpmcZwbujE/KHk8ahCE347Sq0y0618+T6iqMWAk30",
-	"udKLZnMmzs3T3JYmRQ2Et94dx/UCultRubk5UIvo3NDACNStf5vEkb+wZNrS8KpGQwrUcpb1WVpBL10Z",
-	"8nXCLnmciZb+LbR3OgdHsoAEr3K95iwuC5ssBMUKVxBGCU0vhwKq5djHQjf2K55AmZW7Ktng4XA3YuT3",
-	"BNitirAswu8uMux96fw1s+td3XseP8SY/VWS6/O70UBfvs+DtJw6zQod6pqpE7bTKQtiXiryb+8TRqNp",
-	"3gnIFyeqNGEnDT3Yx1INRdhQgT0kXSf87De5uTAgLitbRULXjSR0rqxCdbqh6KIW73v6Wi3ct5PKmhqR",
-	"brnxb1ZqMRP0sF8mVOgVstjmOdueFSmhEt0ltTqcA1q12P3KnfmiUhipKwUjXWi6MJdJ0vMiqBgKbyYA",
-	"E8ElOMagFHBA5lLbJS3ypOKEW6E3jJPPGKHvCvmtIUo3EfRC/f1N0fPrtoZ0h7bd7+/utAahJ653fUMQ",
-	"8naxRcDOqs6RrY0w6k2xNKD9Uqxv6w1AXvpoTZQ6nKn+F00ab0h79HVTR4NKEP41OhC0b15iRwbsCoTo",
-	"WqENDe0ZDsggs3A5vWrp1mv3p33ftb4SjZveXWPHN5ABVr/1Mvl8B/JC8XK2KCtVjO1mBENIgTkd/xY6",
-	"yw/m/UDCZjkh3Tjzb7OunPqCrmTb3redQbFoq2XleXcfh5IQDGnITGpDdp48Jf/DX5DuztOd7b091zJG",
-	"jsn7i1dbzw4I9kfTQzGimj3d22ICWo2NuKBqAc2lMy7m4kayUul+BvLGjt9Ysq9Yw2coDglUNcTmHGPK",
-	"kxQKXf4LKtHmE2AjSmCUe4MBlr1V3GA9QqsWFczmVg+KUwV9yXzA6FDsDAZQzJEJc+BrZ6JlBuoyC+a6",
-	"lc2ZKtG+cgs88sHV/Sx2PCKX0HcpIDSzSLlam/XWSmBFdkGpuQHfUdNS4dGQx1gI1EXLMKSoMdqoGmJd",
-	"x2mSkG5Y7ikEmQcuuqapTGKzz8D8FexRhWWu8NkW5Q7nVLlbS1QRoqvWCI2k8/YZFjMdqi5Fzd6Doeqe",
-	"m+0B71awi/W0vcyIHxf1In3bPlTPa6rSx2jhe0k67oOU1IflQwUIez2JxJgEeSn2iyR4SoEAD0VOgeut",
-	"SLNIGWcmwyTmrFFm+DgstqwMrTZGcpaiSx0xh2JFS0ysNQ+eAVfkAljiluYx+hCwXSh+9lO0pw9sWte6",
-	"npi6ecpb3tUK4uu701YakQExRvy9W1pcXvxyp8CcqS1ESl8g+oHI3mcie5ibjUgXkauXIxwXhKIkuRHi",
-	"m5ZaAN8W8T2qGrrgIlXF/k3Q4KEoS8Fr0mCf+RoWW/aFhb65lmAOxRJSnZPpjdHdcnvmn4XuNjf1X0V3",
-	"c5+3PabctESctUXfLf1t7LL+QH9/CvqLxKpCqzZNf7+5v84QwddOby2LrSRrygUFwUx+Y0jXV+ksCYXY",
-	"uMh1O3W9YNzVKqj9VPt5QE2HjlzclNR+V5Gy19ItBAaN3bqddeMATAs0GUs1Y9CNZizVBFqG4toKyTbN",
-	"rTiWS6Y/hkCuU86zCNiHUp4rYuHuofCVNRq/BfPoaoR7U6IUy3Pyjr8a7LGkiJ5KZZgoehfLyks78dgv",
-	"PYZRaLmHEWhCm78UXHlCXpLugCjm6Cc3BR/LYcFOWBe5ahQr9zCWKcyBPZWNEpMST/8ppa0VwlazZPUj",
-	"BKusrfgy11G1mfgDOf2JioWgDEYLPiA485vIXNrQJe2Jivn9uZM/o3XQU3BrnPDJ1JAuSkUFbTxXSzT/",
-	"0/WeLVchcbH0Q1GLaShFySmmjeLQQd1I8OS4eJyWyIdz2NSthD1AdTsMKK4nnHCdLazF/e1+Plm/zt1R",
-	"9sbV7Vc2QMC1ZSQbaqAFoX7wPt9Z3QLXZTQD/a0HoBW76a0REVtrfltJgQ1KRQ1bYl9dRBh04a50owz9",
-	"n1CU7W4CYT8UQfBDK4m2V9Ysw70NfmuW3cxhfBvlN28Y5nubxG5pk+ilsbu1NtEP0bv3P3q3dGgFClqi",
-	"dRVJaVlX0bXkJdcNHTqfulRBKC4vSpXW8oapjVWRio3B73ttpFIT82YRotoV/iFR/R4WSioeUvtluS42",
-	"lnJUC4KHa/fdeqVKdVinHIO47Y0CxxPXRKVCQHjYW3CDCUloqQV5/V797qa87xcK13kOdKTVf5IDgib8",
-	"y2bdJxY5WJQqbhad/X98LNPVL0zYiedKjoqaZ94A2lFU17i99YDBuCJjq8W6R70j8lTJGTNTlmpi2FdD",
-	"2Ne51BzjCKWaUXONM3/jVnE3Z26X+3ieUF457WqN7JY4MVjqXZ1kAcqzDEitp1nsu7/0SN/NmTg8Pckq",
-	"HbsG0/DcCPw1XJPD05PAyuPg9HWGVgiGjNk1zvY3Ztxs53MW/YBr7YGRHzSNMRedJqfKLtZwO45RKQvW",
-	"gJXdokMVOfoXi1r5aQ3I3f97+OZ1765Q5wIUC7cGPWcRHzuQLEMh8JGtS/BdNViLESSiAjElV3zAYxdT",
-	"Q0cUW7krRiNoQg6C14xPFHWeuJg8GewORVP/7zxguR3rGjO7YSM/AxsB+CL44sWGzTtPBmtYWeun0lmG",
-	"eRb0fA3+Ux7iW2fEqGLqMDVTO6IFu3uvFpRTasSuJlRwzfLOUL/oTMe27AraUBnFXG1lhUJKKjj2k8Ig",
-	"GXuYSoJp0FsDi61g6vo+9jIJvA21WFQVv8o6r5CuG5zME+rSQ9wcrmhEffQPZQuCQtNIQTNxQ27BkLme",
-	"oolOo6ml2mibyqoSg6bjC7G42UtCY30NLmSWi0kAJmz4I88MxHLOMeHCEheo7pwnxNhbX99uZhSrT4bS",
-	"ubvSLM53RBPCRDyX3J51FwXSAK4CoFjg+WKA3KlE6IpzF1Dv6uPV/w8AAP//",
+	"7H1tUxu5lvBfUXm3auxs4xhCMjNQt54ihGS4mwQGyE09zzh7W+6WsS5tydOSQzwpqvbX7A/bX/KUzpG6",
+	"1W92A4aQGebDBNvdejk6Ou8vXzuRnM6kYEKrzs7XzoTRmKXw58EZPTf/xkxFKZ9pLkVnp3M2YSSapykT",
+	"mjChuV4QTc+JHBM9YSRlSs7TiO2SGVWKcE2oIiEfb0ypjiYhGcuUyJnmU640j0gkBY4VLfqdoKOiCZtS",
+	"M6dezFhnp6N0ysV55+oq6BzNovfsiz6m56y6qOOUKbOgywkTZCpTWMg80YqwL1zpHbcaRT7TZM7Mosxq",
+	"wxk9ZyH5fc7SBZnRlE6ZZinRkpwzDU8I9kUT81R/KFYv8IT9PmdKH8b1YJsL/vucER4jtLgiKb4QAFzU",
+	"fDaTqSZUxCSR5ySSacoSagbok4NoIhmuOqJJwtIfFAnlLNqwQ2zwOBwK2L8UjFxSRQxEWi37o0wvViz9",
+	"aP/wlTvjS5leuJUTPaGa6JRGFwq3RNVCRJNUCjlXRM5YihsorOLfUzbu7HT+7WmOe0/xV/X0KOIxLOyE",
+	"6XSxN9YsrS7pF3lJplQsiGKRFLEyR3ZJuSYjNsbT1+mCi/PitFMu+HQ+7ewMAgcILjQ7Z2nnysyYYQCg",
+	"//6ECsGS1zzRLP3VoEh1HSfMQDLSeDDZbs1yzClEOATpUkHYFxrp7Bse94gETIMTxW8VuZxIBQiiNE21",
+	"IpdcTwgdilnKxvwL6ZqH7d9jmSTyksVktCDhkxBRiH2h01nCSChTc4s3noQ9xABuVgt43gk6gk7N3iN/",
+	"g0VA0S9vmTjXk87O1vMfAwM493nTgElrlpoB/+u3/3ry6T+Gwyf/5987QQ1u7cvpjKZ6yoQ+jA/F6Xyk",
+	"U8YaYPnR4K5O5ywgCVeacIGwyccgYeQPGMJNoUliENPcbTMeEzEVWhlQUe1dFzKlBltYb9fekjFNFAuI",
+	"FMmCxDxlkU4WZs7SHEvAV7u5AhxjNqbzRHd2cDIHoZGUCaOiCqJjakC86v55E/fd2mbmzfqldYKOuaw8",
+	"ZXFnB+B73ZtYWGPD6S1ZpMFye6L9NrBcx4KFmk9Z+iaV81l7sOJL5Ny85e4an9J0gV/9oPB5jpzk9zmb",
+	"M/tdr/EgCgtZ+86WHEZpO+4mEBrHKVOKqR3YBUIghb/DmKtZQhfv6ZSFfbI3Ap76N+JDwg07FDDusutR",
+	"3noDfXlepi9VOvIq+X010ShS4Gyb8L07q5jReCNhhn7hd4QLpRmNHRLYL7ViybgJWePk9+ve8sPxOyP/",
+	"/ALCVXUXrxuloh2UU5im52FZxjJSTEKVJimjcZ8AKLgmMR+PWarIOJVTPHaU1obCjOIhglCX5rntzS0S",
+	"vpcHmp6/QyHNkFXDHM6ZIkLqiWGk+TmjhJiDwwl3tzrht3zMokWUsFNNdROHODK0OmV6nooMCAr5BFck",
+	"cUMY5qlZ0+klhZlaiyXFBdo1T7lecgOn9IsRN4iYT0csRSbFpiCr2E1wFNaMfEm6m/3+5mAw6DUvfMp1",
+	"PeJtDgZBx04HnwZBLuxs1gg7QecdU4qesxMWMT7TzRQyxQcc7iWMKhaTKb4dGBTEvaAg8oZpO7Ai3Q8n",
+	"bzcUHRsmO6O/z1kTkZwWlnJjGlncUUUkb7p7e1ZA2IiM7CU8Id0IVL6UTrrmm5Jk3ts1d44rwoyAHjup",
+	"pSqap0zNpFCM4P2x95UijTWvKJZ+NuSaCUPDmDKoseTaFSdounw//7T67gGUdLo4kxdMtAWTNg+j9D+l",
+	"F04zSRnVBnZsOpOaCb1DKMriKMnCNumU2bcNncm+Gsl4MRTmMS7I1jaZyHnqkMuK1yk/54ImVrfzSTdM",
+	"zMU5oeeUi93yRChGW8oIpNDMllPAwc8k3JdinPBIhythrtPFBozbBPQX26uBbvTYJbQDSEJGKJC5oepq",
+	"LyIgmNFON1CHxaW6X2cp+8yNAuawromomJebtrE52GqxkV8Nx2wrYwF7bSADv+NAt5eRTmWqj4z+swS+",
+	"yijaoCT1ySsko0CYw1cHp/sh2hHMMwanjIKl+ZTtA3ZbtcM8u1f3KCVmP81ykXKra816sv3A7grKejuo",
+	"+wp7A/AvCyaAWx7BlXkf8Q406Zc0tmObT5EUhjSYP+lslvAI6OjTfymz9q8tZzpIU2m19jqehfTaCOri",
+	"M0143Cf7MjYib3iIXxw7VT8kXWpvFldkSpOxTKcsNiKxnAPbS40gFBBqWMOFkJeCjDlL4qFwNpbAPEzd",
+	"lTX0RqYZ38zX0AtI+I4rxcV5cXYH63wZyBV6wVCEIGQcfIkYiw3qdSnRTFARLcwkKK2CYEAu5TyJyYgR",
+	"Zh/u9QlIIcgWASstHR2PmYgNusJGEFU9u1+JszSchH3hacHsdWV1FKCkd3/YOdHesZIxHnxkv3YGFCPE",
+	"stQAL57jIhAecKphiaqHJGVzI+Q440vGNoBH2dNWmiY5cO1p9/oGwUA6iDQIitnCrMjOQaI2UgJFMRVZ",
+	"KE0SeamGoqjDdH2TTswShiyuqFub1+2obDrTuL75LLb80OKIe2zEuDgfChjMoMi6z/5QaJYKmpyCMIMH",
+	"d/doUDNruIM3ln2ZsUizmIwpT+YpK10KZkSulH1mNDEXFYdR/fUC5b3Ur+VcxPcAifdS7831RKb8DxYf",
+	"pW7mMhrGklmU+cIVErCCZXkmEx5xpkgs4THATxCGhyLHT2n0TQSovpQkokbdpingKh+BFAs2tdioteJ8",
+	"ztWEjhK2dqQ7potE0vhMyrc0RffAHYO5NGOJ/IBw2QUy4RCNG1D1LG1GMkyt/VbxP9iaEe44BbM4N8t9",
+	"TXnC7gf1chOCNVvkfh8rnmZ4B1/71okGG8eaAWMIBI/YB0E/U54YZLwHwFQntfARMjZ3ThiAgPbnMEiR",
+	"lJ9PNBHyssgEzFsx1XREFfCSuUgZjeBW9dYMqjMp31GxsN+qe4BTaUYLJGu+d7yL6EkqtU5YnFEta7NT",
+	"ZDxPkj4BXZbQMXjyDJQz84t1Fg2FU9KR68OjDkXXSpyMHJzNsOpVz98F0PkgaEbJ749zMKFBPnIsY8Ro",
+	"Ci5RI9caCRkl2CAXlQMyonGyIIqfC/PJYPOCaQJCLwHknRnxds1k/8opJTDWntYpH801+4eRoetVokx/",
+	"zskyda/tgDxmlFrSpZpMpdJk6/kLEk1oSiPNUtVDuQ+xqU8OBXkj0TzEFQmpWIRDMZFJjFJXiIOF+FI4",
+	"TiTVL7atbUEKdjTu7PxWMpO+qKjXQeawxWk7V5+CzpeNc7nhWfTSMY3Y1yuDbft0Rkc84Rq0XhojB6DJ",
+	"cWqYtuZGHbNG6rJ1By9RlA3QJ+H+0fvTD+8OTv755uTow/FpSJgwhEaVXAsK9OExFXIO2uXMm+xrh6tj",
+	"9BwUPBcHMFJcMGKiolk1jFfWsWN0bhDo6xwTzn0jJBmDZzNAXfhvviOghxL7Z6aIkQAXQ2ExIjejc0Vi",
+	"rmCZsEEhCWoROD4wMCPu5LZQ7QmW+HZE05jFpEtFPBSRnItc5i47Cdw3ta6c/FQ6QYeJ+bSz81unBJbO",
+	"pzrrTK7H/4a/5k/J0b9YpAFtwNYPhhzP1feKacoTdU1MOqv6/qbyM8sVEVnFkaL3z8yXJPaCrLY2fAqu",
+	"54mE1eRsQ0vSRUshqtW9fgVuxeU1AVCwZF8mCYtwGVX7KdgH5NgLAVA110WzqWrAgvy9LH4EIlM6Qf5a",
+	"mYC4L2ia0kVlZ/jakh01hYNgCAt1awoM9ZyPFNMFQ98Pyt0HhQqou6PKSD3ORQdXNXwSggBTJojLIw9q",
+	"og4K3upaM3b+s1k2yGB20RYFflBFnEkZa4Gzy5FwRkHI9V33zr9qFAUxT5KedTgwkkpZeBRhbVcXYJDI",
+	"UIQ8Dg2dKa7cTIoUpuyCM3OgxIuU1gOmjHi8ORz2f6Mbf3z6D/vHYOPnjeKHJ/bD1saPn74+2wquauFf",
+	"AEQV/uOUsQ0jORDvl7q72p3SBdizpjO9AOSoTGXGMkOd0XPVnm689t+q0o/X2QI1PVe1QRdXQYffLaEC",
+	"qZ9WMCHwT9tFHlwFZadm65WVvZq1ayw5Vpsggpbkuotgfql5K3C+NjqV4hwiEBQfJVycq9rT9mzwTYEA",
+	"JSheUmV9UjHpnrzeJ8+ePfs5IB/O9gGfzCFT3dnpxFSzDTN807QfZvE1pwXHPDrRbzx3mVrHzl5fPKWg",
+	"6tP2QVXcQenS1NL+fCstOVr+wjVZmvdiM09bhsA+sb8Ft/Nl03qmURAugR5nvqz7FGYcXy1fvkK0jY3o",
+	"qwU5ysRGJzO8F0jvZ5ZWFSJFukB4yd9QQnZP1BPimNH4LYTVgBT5iiXcvLRvRN76dbiIKj8iByTkXecT",
+	"Lwjs3qxZFEPQ8eKVVlMemDGjObMsAqgbUcU2uFBMKK75Z9aO17TnMHfELIrqjpMdChFrQQFncnbBVUEB",
+	"KxG0TLXCoTNNSbDLZEFm81HC1SQPAvHPxlNnMsVv2RyoPfuLLKy/fuQqs7sOiwsyR/Od3M1+e06F4L1H",
+	"HpVPeFfcKffhlyM6/ataT658tPTRZ/3szZu7LYMrGDyuyeMq77bkbD5PWhNvMwBsWKeR7SD8EDgxRK8X",
+	"Vl7H6YoRnuu4T36gbb8ViXdvQNRFLW9Kfl8Fa2BaABs0etyKRq6gi3BFrr+gik2iHF1bvGD+VcIZERC1",
+	"GAI3aS2WnxjfRAHJwKIUq36folKNyr1G9bRkrNgeDB6WfrpObYx0UUBTAYn5OdcqIGE/DEj4T/O/jYrl",
+	"ZtPGnzZYbvY2/h9aFPr/3Ki14Sy1v9mtLUNk72rcDJX3LO5eg/5dT+buvjo4PXzznijkPeRFLxN7ZUpq",
+	"Be8669hdyuGkOyB/I0IK1vNEci4mLOW6LJo3xR4Pbiy1txbUrxVpfksxXrX1WyzhEJlFtGtHgPSF3hJm",
+	"cYeiaumm5eKbf0bNV80i2dq4BS7LGUYV0xrIj6YX1vUto7khAywmFng1sljmLbGfi/Pue78WoLFDwt++",
+	"DmGnw87OsOxeGXaC4XJn1hBR4epT5igbirKnrAupFQA7VVXXXK5eK/Ewd/VdwSU4xLc2y4Ji4PL8cM0A",
+	"BwgqrGYQ1Jj+aHrOlCZqQlPWZNsPCBfmmkZguMQ0hsAdENkcDHoBmv/9lMgpXZAJ/czAGT9O+PlEZ2br",
+	"jJQsz2II7tdxZIPbvYgD0W9Hcy2MKxDOsliNBuO5Eom1fMc4FItdWivX4L5SLm+0ms6UZZHsDsUAc9js",
+	"/D0yZVQoImT1tSrkVxNx5kIpuRQfuYjl5aE4xQCL1btOJHjJ7X5/UCQsjHeIno2UTdl0ZAAAKOZyfbuD",
+	"fv+nF9uDwS4ZBMTbYuA8tmooCuP1+mTM0nRB2BdtmIcUpR3DcLfmW/aBgoSVWQlvyafuUHTM7RZT+uWU",
+	"/8EOxcuFZsVj3Nrc/nH7p2cvtn9aRie01DSBiLalxGK0AAPjJnnHX/b7m+SMv8wJxhZ5w18WrRBc6Bfb",
+	"RQz9+efnm5svtn788ccXPpUYbP/0/McXdaeXMs0EIFctmloMWIWqBi0v2Ex7NxLDW1QRRTcH/f6LwfZP",
+	"PiWEKXp9so8RXyPmLDBDgdFKmMVSQU47jr/Lug0aIiLnun57zwb1DBhXZva4MZNJgkn0cuwnclXu3jNv",
+	"T88GvYL892zlLfrMFUfGdaOVMqoYiecuAnUMCUYgWnlZaaUFbz/bGixZM/68vDpAUU4qG7NWxQe8gnBr",
+	"B9Cb6iQjiJmUY8+pLjEsvMYNwYROawUgL/zZGwAYx5ZNPmwjf9Ru6UDotCSPbCFkm6STEmDdqlsDEWe8",
+	"LiTdZV4CPxvR3570ltMPPwXrzKasyupugatBdQLpck3pnZBKJ8ek+E6NWJ1wJjRGEzfok5k8Y48RYu5B",
+	"eonoXLE8ttemU9rEGKPyYjqF3ZPq1bt7GnH6SDAi5zqSU9QX3QzmhQWQA/cNpnzdDMkRjhmOl8VszN9c",
+	"B4BwpDoYlC0jlTOpW0ZwjWvl77EWYRyY5TjPSDFyvcXhXWu8kIKoeRQxVYNJLE1lui/jBikKfiaRjBnm",
+	"1oGXCE7SgasQEp3nAJGxl5mTZeTUmYRhCrvlOiPgZD6lYiNlNDbSpOHwCRXIceqX1K81YlVgneXDVHcN",
+	"OQNybG0+CAM/ebNseoprFz6l0YQL5i09A2Zd7ltdRlpASjlnwVBUg4MD0phqEnhHElTyoYJirQEzeDmZ",
+	"IiCVUHAYp5rjYyhHXXg9ClAWQzo7nfLG63BieiN0AL22MbUuIHxMqMCwzWw1nvSwQ6ZzBaLgpmFGW8+f",
+	"exHHLQyjsZE/3MrrbvfrshpRyya/trEs1isSF2zxFAOrQaXIgqdfbPcwgU5IMktZzMZcAKujAsLHx+WU",
+	"I3kpyEjKiwvGZlnBiQxoXzua0SmkrS4gXMRKGf4uXmzXACDnoXUnW2TA1XuWh0NcWxDYy1+tlwW8UAtL",
+	"97NlYECHZk1GWye/2IeM3JC55RviM5YagkuGCD+QeUIVGTEmcmNEgOTPDUm4iJJ5XJjY59mgHTWU8co8",
+	"0242q0vd3BHOlwaselNl9mVbcaCgq1cUz+q+pkzTmGp6bbx4516sx4oMrBK+rcUNTzZdIWJyhSieFcAz",
+	"VKbA8c0XNLoQ8jJh8TkrnAYWKEPXev74UKDaCi4iGL1P/oFynEgWZC40T3LpljARq0LIe35YoAomK5Ej",
+	"HyerGOFWOGJGGFHEjoTlH8hcJEwpK9qvNb7B3cr8DMp3q7Sr4gX4tJRAqVUiekEfKJOq6dJBioROke5M",
+	"KrPMBXp4WkvEHjldFZKQLahu178wmuiJEQnmDSvG4hwO/SfwPJy/4cNcmAOepXJUBwrVMGwoL2y9Bhyu",
+	"xJflxUoksCPX7ehtJSqpVSQtLaQ6ZrkdJwd7Z4fv33SCzt7+2eE/DjpB58PxK/fdq4O3B/6fB686Qef1",
+	"3uHbg1c1aSBZsZ+9IjdrEAWWHX8pzaoiF7yrCSN0EsGzrd6OEReApIG482Lbk3bIlM5mDApr4MIVgcD4",
+	"6Yilqk/2C56UoUCfqiKKJSzSOWKPFgZfeOotYddfDvo2tbykaZGUQBpuWeigU2SY21v95/mZYy2Oivzx",
+	"bKsGLcpU/3qmilc13IA2iyuRn7XRjivliR71/Mj5a0psKDsPTOVAEg0Vx3wnD9bFwHqVeeaLrcoQFupP",
+	"5vXm0E3hmfVtJGrPvd+v+B/qMjDKBYt4vEMuJzxhpYJw3jDkEvwYEB2ngqxshMOQYgkjHhOuhsLjnXH+",
+	"xJinSvvuDW7LxkDOvYDZY+RWlWSNza2fVnoHYpbQsv203nANhmUrHGL6bI7yuMoSD61YT38GozXUXrPS",
+	"+3ieABkdinzgks3659XuFJ3SiGGQTj21/PhsHyrLWjn3i86rG8l4HrGUdENvkCzJHJl7r1BhK/BLbCkt",
+	"UxRzh6J+AtxWVjOn9oha6Pslm2AVR4UtjRbY7Fm/rBaPjbo95lgJzF4xG5rnTjCrsdbrk0PIWfxcI4kN",
+	"RVkUu16Vp6ADHtO65R+lNErYxn4i5/GG0ouE5etOd0gImUX94XwweBaBa938xewXKaPJtPTNOZei8BWK",
+	"6fhVGBi8SxkJa34zu3+2ZWjOVKZmz/KSpZHZ94gq9mzL4zVl+wCuEsV/cBT2ExnRpE9b/lfj3rur7Krj",
+	"eXp+m7iLj1AWV5KZGafKQeDrM5uJ2o6DHGevVDnIxwmPJgV3g523LFjl89bJVsf+qlrNsEM0lFIulPXs",
+	"hu+PTt7tvQ0hIMH+jIWDK3708NXbX0PI+R5JPRmKbvjy6OwXV07ZyWk4nhHD3v7aCTrmkVoB7HjeWsj3",
+	"Hr2OkH8kskFmOcUvOcVuZgX3VrTUBH4d+d8bc63uMLvv66pHNUM4j1hAaBSxmcaaYCn7F5YT0vIcQrxu",
+	"AsV1ecuuCeFb+8oagft9mMl2CCUfzl5v/OQqPRhh2qv18J/8Jeluvdja3N7GCIVdX2iIJgxr3Bs+GsmY",
+	"xUNhdIZen7zkgqYLKMyS2XMNz3mxvWEftWoJQYdNNT8XJl3Jhb+dzakafQ5QX4F3K51JOdXzJFRPvlkR",
+	"c6uWWDLLkXe+3HtJlRdbpSWGumb1GnaqkXnlahBDIWQWOmvDe7EiRKm+w/dsCTVguSyvC2CXVbZwjksh",
+	"y4XBiZbygnBtwbHSolpnbVtlOvvVpVLUFzMx+haEsds40sdQ0duFiq4tOHRZPCjJwkGDoVDSlkcko7la",
+	"ZM+6klmapraWByjq6kEHkJp9TGQSq1LM3fVC9u80ZJQM0PiCdSjx1wmtDxmF25WJTRR6ruSTZ6rnwhKy",
+	"O4kwvbOo0occR/owIkX5XabPZmZyTzUo2Zll6tIHCB3JOSaklMzrxZY4l5NFsVpciAbzsBao36KgxvI4",
+	"3PWH3Pb65NgzDEpCoYIevj8UWXX0rZ8bePhtwnHd4g5EPJO8jtSdGJIjRbLACqNQ8vDDyVu3S5C2ZwkV",
+	"LC/UX9550b8z0Xq28/Tp5taP/UF/0N/c+Wnw06Du8JtChdcdGpzHAqNHtX/DqN/VqeaI9PeYap5PuI5U",
+	"86bg5nXFM68thnn9Ycu9HTJxqMZB5llARXE01g+FdmXp8tpaJfe3be6DS+DKnUWJc10/CJqvTvO/VuJ+",
+	"za2rh3QNNqwQo5oF2wqtXSF31BCuFiUHbGm9NqUG4OJcr8IAvnKz+jmYaD6fQqWFmxcZyPPV2xQXWFI7",
+	"Z7l2XyIvE9vGsaR/efUSrdunMDtGWGY5vdcvxoD7rIkAzvTiZltvJr9Xy6j4SjTxdOhu0RLhzBABySpc",
+	"lkwPLaKXbE2EdjJNtRhBrVRThHKtrtEvFEC449mLrbxqU12XFEWoTFuVQTPr4lxoDE1yUpgrdinTRg9D",
+	"nxwAHoIvMg6wUj10gfDECVsyFHIkoX9ksgClWY5JaDmAQ7UwICEXr0Fzzr6DRYXgLM6R0kbHFm9e6Zkl",
+	"iJuh6yVLmYfG6NMvOqZth8aUgd/bBWktmCZdrLyfaYwGdWtVqxbIXN52m8WbNdmYKOeWN8vyeGbK7O9d",
+	"DHBE57lUzDbpRH5qJBxYMdiDAQaFeLn2V1KtEvirgr7nsd9Amwlsxp5ljfzfMraxhFpt4enOt5syGi+M",
+	"QjFyQO71b2ADLC+j5qSDCuIWAdl8sy3LazYeKuhZiab7t1zpX5HLds0ZG4XTtyzukrliRsaEh1xs87T3",
+	"TUvdNhqcHs0Pj+aH5eaH+9LNb1ji8zvXZu9Yj7qJgnLC4pR/vmWGasYVPGHHl29d8e0RjS6cObqNItBU",
+	"X7lcAtG1svVg17PM+tXbX7GbHmyzVGKyUnLwmqn6SV01jdos5mpH0ApwnDW+WEGjZKHAB1a1+Fx1yu3y",
+	"Qksv1WXKwgPi2rKj2W9cjw0rJIPKlHU4nbfNqzJ56BMOzR6giR/E+dju4fgttAHs5YEyLuBn73Qfgq5P",
+	"92vjfPAWrqWUGiSQWXW5XIkE6E+GxfZJFGnHmsyFM/HUiPlLip9B6SV2+WALn7n1jQvCwS5J2SyhkfWS",
+	"Xk5kYi7abFUVNHb5fVRCq+C1w7FbVzmrYlnJ+NCAaErTBUHTy8Jg3S0qo8Fxog2jqdww2RuPWaQVxrRm",
+	"FCRXPCHE+ZKmsfqmJdI2NuvLo9ko7yXez43Nm1VJsxj8bYug+avCHywLhj+z+md15c2akdvS9ZujtYFN",
+	"FjC9JGGilSH/UIAJHjiYs89DqoOAnnirstEyU/4uGTirgoLImNvZ3+vW/mkVSG8fbYlgte3hr1l3pPDu",
+	"tUuO1G7kTkuOLJnxlji5NMjt4dUeCb7rm5Lnat7szrQTlIvvPBZQqV7ZP2cBleY9riqgAoTQhbxiJvVf",
+	"tFjKtcJVi7Vl2tuzV4Xe5gQacs1L1p3GeZdbehrQ5ZaVU7PSqJ6z6TqKIbS+LHnbQxdXOWJDUQgSeAya",
+	"/W6CZvvXDIB9QNGnQzG47xKldx9ASkrxo+sPFgWLzUMvPHoD0819xUCuO7DxrxupdgMpvYE7xkvEjSwR",
+	"peSFb7R5tpYs7lOauI2vqLCAOokUqvFQzdDydlON39rlQKxg0UVWeydLyDNSCFL2dGEovRSrMgNLUxQH",
+	"6lJlRCx3Y3tmZPaZJnNXddsuCKdpxcRrcgwLvNyzXefc/MZdHfp1ifWrKrhVJ1t9osv00c8sjXlkDoNQ",
+	"u8QGpaIBd61OuWMz7c2pX04WYB8YdiKZzKeCvN8h//vf/zPs1ErytjNyw/AweABSDOoERt0soBRQl6qa",
+	"2dQwOT85GHp5tx57ZjOaqvr+PGUbGwxZdyIfZXphyxPWFkagaiGiSSqFnCtiYI/01OWkzVJ5ntZWx7y/",
+	"CBH7FQX7Oou9QkR3E2FxKdOLrKSGmSMDy/UKDnigPyqMUL+ECy6wW3HticBCrKi9L42SXFe8CQTfORpA",
+	"s61wRWIpWFFYH6CwXqDv0P29WTDPiZDr8m6QEM+iuVwA/lwBrD3O9n3GPGie2FFrjTNZTa1rH5Kt8tUc",
+	"tzlXjShiuOKezb9fwmwLEDDSQJazf6vIkNdcgI9p1cxj+1zgDATjeZIsoH6V1OUlZOo5JslxTSZUXW9d",
+	"p5qmLQCi8LG1LqBOICne4wxXqlEtOVZX71zprFfQ3KMy6bj+vS9VWzv4568fDj5khdbyj1hhLfv47ugf",
+	"+YfjDydv3Ke6eIC6y1Uj0zq4uGzXpgtdkq2iW9FOt6C9aAkBxXIx5RsWS6OcgJ8vDpxuX2AfTGiuF82H",
+	"YyCVm7PxxWLAXAgqXFhM4XJR21UjJcz3IeX1082onhCqySVUi/EnhfJlIwZVBUsLeLo12NocbA02n2KG",
+	"xVMsOmSbJNmqQw3GTFcCae1M1INy1ZHlQB74uFFYzoprVYMTNTTmBihRvmyvsnv2qlDE8PD9P49Pjt6c",
+	"HJyedoLOycHbvZXFDaucpjEFZW4NpkU240X37O8fHNct5OPeoa23aBcSdE4/7O8fHLyCv/f33u8fvMUH",
+	"8O8Wa8UI5HZZQf6Cr5ccVHjzZjlCvqh70xQhcO9E85TrxakZFtc9YjRl6d7cqEvu02vHhP7+8axT1Ur/",
+	"/vGMdE9Ot56/CMiB+cfg3C/4mSoSSTHm5/OUxb28Gl+UUD5VJFTzUYg9kWYpFxGf0aQXkNC208efhqLQ",
+	"XR8zKNiXWRjAn1ghhRruHqLNOeyTUwZSvZk/dCXRgcnskJewJ2ILoMkLJhzdAHsmgBgUEHgupyUTrWed",
+	"qyvIbhjL6tFirgQHG+w80XwDVp2VHLTGVYWl0RESVJgtbYCdd0NN6IzF5OTg9IzsHR/2h2IoDLo8eRJJ",
+	"oVOZYPjukydkSgUE3Pi92gOXcwbaoY9hWDLnyZM8AvjJkyxWRwVoEVFBoW4iDsOFmkGcTxYgbDNk9o4P",
+	"kX6DOKPyY/3MUmimaAtM5vQ6hO3827+RfSk+o5dDDcUGefLEK2LPpXjyZMdGG0U0SQj7YmQPrCfhxASa",
+	"EGbjaBXphk+xcOwfYUDCp5DmgH9OmU55pMJgKAgJn8oZE3TG+ws6TcIeEYzFK1Dj7x/PHGKQPTLFovwB",
+	"8Ry8Lj0IKwTa5Gwz3fZgk1QL9Pdxw/beEh6rfLeurwCJaApe1FDOog17hBs8Dnfzui9YRJMoMGIZrZ1D",
+	"mUEWTSS4h8wkRzPNp5B8Ze5fNE9TJqKFmS/XU8xUC4ODIdP0PMzXgEUbd0l4/OHMJiwhOwjRm+PzEbNd",
+	"5GyqZ0V8EvLxBpgcbLIRlg3e3twqNhrAHXFkVCCWw0u4R1ixJmZldkuHMZvOJBRXt+4ks53w+Oj0LMwc",
+	"TG4FCD2dLjbgcMLdvEoonlaxcii0esBiO2ZDW9tkIuepC7+wjQRSfs4N9mF8QVA7IiUxH48ZrB0GzVL2",
+	"Bz97rl67pWNqRnR4n3ClczS3PRZDCGW2p2B4hMOEqUxdqIMi7It5155LEZEo7AgAItgXvQFjuLqcaLHF",
+	"ZgHAg5Ry8b+GcsKzfXKMxcYumEDPJRbI3DWok90GwYoXYFDT28Lueq9W+ofTzPqXmO3O5im44mlW3gTw",
+	"aGuwlVFP2Jahdv5VcfhrFgJ2/PDNwRnJRcfLnHmqp1+9T4fxVZh1QbBBAZbkaSjIwBLM1/Y2YPcEzS/U",
+	"kycAn7+fHr0n4dchdIMYdnbIsNPv94edgAxdKoD37VWIGRuOTzS2ruiTfRkztdMM4FbNQ3YbyNMujrvd",
+	"3EaEdGlJL8puLiIgsGPBfCo1pQt4QDFmYGPm4CI2lEmcz7ma0FHCerul61HtUbJbJR/mq2ek0qoEt7H1",
+	"c7VjCSaKgZ89XWxAjGrY2yXPEZTVVibmp2dLmplorkEDQsa/d3zYCTqWAXZ2Og7drFXNMJ/OTudZf9B/",
+	"1oGQ4wnIWzla+tzc/HLOasyYb7mRGQG+E57EBREAclAL+n1IujINXG1n/5dDcTof6ZSxv+l0zowklSQ2",
+	"MXYobNg9FVr1+uTE0hiD2TMkWCy23QvMQsqkpcRGytQEQJfd+sPYbmrf372Bj8Vf1ail5Y88PZpF2RX+",
+	"BWbtXAUr39r3AfLrnEEI1PXeysCYv16O4koWlotUjL1wLC6HGHQAcBZjT+ViR2UuUNNOF67Z9g7+Y+VV",
+	"WmoYUxPkXjEardxpMXOtNYCA2rR+2vCWJuBl0fBQgV6mmowWfRJ6mVYhfA09/o1IZatnL5zrdJeEBkru",
+	"KZrMJnTEDMFLksVQdKlLL+l5L9mIlBqIm1FeLgowz/KLSvlfTn0tfltqk36Ns8gyZyysPoHlDu4ZEIut",
+	"wcBG+bvam3SWxTg8/ZdCXTZf9/LKChmOeqowaD5NyrBPhgy+4tWHlRWoQ9PU9nlzkd+zL/rYNrMoysAt",
+	"Xs6oAC53G6FS91IGvacvaeyp0tuDzdWvfBA044/40vbqlxwbhRe2fl79Qol/mfeet9lQDS9Dbd8lWAPB",
+	"LZyZ4WYQXFJo7a86n66CzkzW+dP2ncBdIGlzEVu3HhaAL/xY4k0o9QDJcxVaC0k+oPnjMD8oZHcpE6Rb",
+	"FBWw1M4lV5CXYoXtrcEgF/AFuywsw/n7UOup40e4N+8a3BNDgrd0ujgzorZ77RNac5jSL2W8WN8lL+/R",
+	"xSTU3POzps7b/Y5vaoJQwPuhS21W6SUjl0iSOfhVxOTgjJ7/uUnQoAUJctcMXth8tvqFkjT+AGgdInqR",
+	"TjWTu6ugQSJ/+rVAva5shZZa1zR28zKqt2296aNl11Mek8UO2RpsG8pVLRShNE8SWy6iKuwHQ+GKTKVG",
+	"y+URKvuetaGiQoF9QEpdDjmgxBlYs3BjV3aljjzi9u6fPB6OQfErEMYCqdluSkovEgW3taqc8njR8aJv",
+	"tbjoKQQbQuwaJmY8gLuOmNn2rgf1KvaJZ/OrkxucadLKD5Xr8Ybpdd+NTw+Gqz5y0gcnzL9huj3GXw8X",
+	"C7aOY6ongIqzec2twSjhyq35AY0aQbGCQUpcSDsEnffJa0yLwViLlLlomGqazO5QhH44fNgQr4428lnK",
+	"zDh9csIEnWYldUHnoAnWxJorzK6krqJAbscu2exBX2nLP1MzI4utulJixb06tlopVPEN2er69Y3GMhwN",
+	"NMcmSmUZVA9O1ZhjWPwjcXxA0sf3qaHg1bihhlKuzrrKa1DKzsuTFYO6Fiuuj7RtUBy714AwYy0+qAGC",
+	"rQfDYlGsv9kYIsjQouqCxWQsU3AnohOBJPyCWQe4Ga3ZN1DY5ZrIYovac9Y/WmlcI3G5DWZiG41WIVhB",
+	"S+KDYWerfQl4RlUvgp961rTGYjGzWh/C6sy079WHQLpFH4LvPQhI6MEmLPkMAs9P0OiYubWbwD+c78Bb",
+	"4F3O9v6Cwo16dBl8Ly6DwrEVmFSBRLfzGxRqW0F2lE2bhzqptpJ4WMpKD71a4vXS9VD4PoHXrtiJFMU6",
+	"Vl69Kr/WnaX5Xo87iEoairAmMwxYW6FvGVDgrFQ46VIXOQYBY2ANLFQIV+XiWsOshF6mohQ6gLnSzSnb",
+	"cKl4cb9EtLhyrpRZntUNbmUuPMfyEteHt9M/sfOjpl5bowmkUojtm3hA/HNpt9RHN8ijG6ToBvHRYxkJ",
+	"X6JpPLUhn08/F7JgoV1xLdkvFZI3dDFOFySdi96Ozf0k9QSWijjLOVaY00wYjSbFDNX+UDjnb/h1iEmi",
+	"tjpJMHT5r8POzm//+9//8+kqJF0pGLEpptV8Vyg+6o+D+dhDzNKFWimYdjsULu/2KuyT9xLDBLmyPQTq",
+	"KKzLG96vyTNem614/SSzPoG90XgDHK45PT1LIs9y1O+PiNYmbtdspCZJOWvmTkUcED4mSgY2gam0R64d",
+	"f//LuJm+U7qIhRQKKOtqJ5QO9aa08mupdHYr33Gu4He3Btu9XXA9zUUua5YaPWLlZispjmh0YV4WMRqt",
+	"C1adoah4eRus1DtZ0VCuCRdKM7rUIXz/QuPNXcIVGenRK/wX8Aq3FX1auYaLpe4r1tMfFBoUuYK768of",
+	"5TlsXhBavRN53ffp08NSTR7VkQfrS25/T67rUC5wwuUu5X1blFh7Bb/RmYzMOrBFB2MyTuh5UFMMXKbW",
+	"v7yXNQhxFYtSQociZRtuCLzFtH1h8ypjhbx1eHPEsqXJdCiyNvVdd+2rSwXBg55nRbN6O/AguqpFtm7D",
+	"7Mf8i2XZQ3Etz/LD4M9351tub8751t7lFrQy9y8/0sxHF/P6XMw3sv5gqGkL/7KNSeXi5ploHHKCIXG4",
+	"MSfNuaNdznuNO5q09EZ76W1DcXf5bdir7k+a2WaPYbkrunVi29p808vd59bbg2kiHAXzpiVBTaXreu//",
+	"Cul1BbfTA8my+67c5+U+1Evd5nkn6kdv+cP3lv/uSL7jsfaLNs5x25NSVJPmGnPcrJvXOY3Dvf2zw38c",
+	"hL1qwtuRrZiT16yHUhNQDVxGczMVi91FVchNMSJ3VZX6TM1KqGZps4P5V1s07M/pWC50EmgQ7/MGAd/A",
+	"j4zgX7qyR7fxo9vYdxtnZf7KtKxGT3j61YZAtvZ0uAIvKPNz7VeJp6WEOZoRwHZ1YIYC24lDPR402+B0",
+	"WRsErG50+P5NSKCbQ4RLyX4xSsNlbV1TqC3KYtUfij0/eInnwTteSZvm3Lxmr8p9UsqV3pStpkL1ZotS",
+	"FMq87pKxTBLbZKoAtLFMKwWX1+RyQYpTQoQWQ3z0iwA9mjsenOemkfq0cNTY6Ha/Ofx1cvnWdwE/fVOO",
+	"/sjFH6i3ZQluXw/nfkWm2z5Pz7kks2tRzU33dAxnkIa3eitz9oYiT9ojN8nZa6dpDEWXCjIXF0JeCmvO",
+	"yDntAFLri4zZvO+Uo2szZa9V2J/QhdJGccl1xm/jPFlK6Qo4+kjxHn0lt/GV3EzlyUJj8XL4maQ7X29L",
+	"0WutRu9Qj/GNCuXaBWVnjGvKCdVLbe7yUuIP4WW25EgPlShb4BEr6c5YCnkOUkBXL+mKq2KtSBcIqs0R",
+	"F9Kna01EADhrGP1zZkPXb3EF5a2B3gOzGgWQaAMOPFWuu/VIjR+p8Q2osSFufj9VisldDbnS1yTRs3mK",
+	"LpO7IMu+fSsLJSpkF3fD90cn7/behr3A+rnrunGGr97+GkJGghwjZe2GL4/Ofgl7wVDc1jhGCraxdw0R",
+	"T0MB0Y0GWsVWPkbYv2CzWjJ+bB7/80nK+baWkGtsyCERZG2odINlrQryR7PaIy3+VrQYUP/2gnHK4pR/",
+	"ZncrDmOSpquen9HfcSqnBdtHleBCPI+fERwQmcRZ/AMIv0ORjXjB2Mw8y1MS8jgMyIhBM3nbErToUYDH",
+	"bA7HwkZ+2h4a9Jxygev7g6WyPxSVnDkhNTFMzzCCo/1D8quVxqHZSfj1KjTLnivryXXdYw0E6ujzCR6D",
+	"o/kPOfmstNQlhDdrh52dj5agvNyvqFxacHOSGZTAhRaD5lCzRYO69Zg59vAlU498+DlZFRriUUv30Ep6",
+	"aVvKtwm75HEmWrq30N5pHRzJAgqJFntvZ3FZ2No18DspQRilnkhlSJ2RqsxjoR3bpubeW2sAB4dbZhu0",
+	"Dpq7mfh5m8C8VRvx4X4fNV1wvtbVXPBxg4WPsWnfSSWX/E7V0KXbeZ6WU7VsmkaqBv3ISgKck6bc2ztY",
+	"AwDDeXPKa4SphSJcuOe1JM5egLRAGT1pKMKaLvwh6VqhaafOPYaBdFlbJRJCD/6ZDq0LzOueNhRd1P6t",
+	"AADae+SlM2EX+i6amvOHbCvATEA0VLhPoIOskNkeucrAATXyoVPaJYUEYQSa5lMm57r9zlzTI4zwlYKR",
+	"biLFObRP6jnRVQyFMy+AaeESHGpQqScgM6nMkhZ50WsokUbCOPkdI/tto7kWIngdI3jD9I0l1TXzgaoE",
+	"Z7tI10lyWrrD3uz3n201Br0DntcHPW96baqfbXldqvOody40O2dpXdi7kYgT208Bl+LJKea6LL0tICgo",
+	"xCLopL39bAu8qq9cdChKOdY18IMitTerOdq75uly0D9uFiaubdHdavMSbgggOrVoXqIpla0+G+ySQWZR",
+	"s3rc0q1X7l3zvsuP1m/6WYsd30B2WP3Wq+T3e5Az/EvdoByVMbabERohBeaQ/CV0pG8sMwAJm+YEeO1C",
+	"Q5M159g1KiWb5r5tDfxmpEYEsB9/gEaz0B2Sw2WdSqXJ1vMX5D/5S9LderG1ub1NRguNRvgPZ683ftol",
+	"UcLNsoZiRBV7sb3BRCRjRkZc0HRBYqppxv1snErWAtzNQN6Z8Wtb0fm9aYZij9hiSVwKMqY8mUPhjn9B",
+	"wnE+wQh6YAKD3R4MsJ1ryjX22TNqmGemN3pXPE+hRIcLUB2KrcEAShAxoXddT0i0BEG/YcEIEzpdQNkj",
+	"n/a5rYE22CcfbT9LFs+z+00uuYjlZUBoZgGz9fLCwnOHcYhWaxsEmzsMLDUtNNQMeYx1nmx0DkOKGqNN",
+	"rCa2djxPEtINp/TLKf+DHYqX5lgh08FG89S1/6v3Uejvwf7lLXOFj9iXO6wT534tXz5EV63xkqUsRw0o",
+	"yWVRdSlq9h4NYw/cTQB4t4JdtNMSM6dB7OtT6q59to7XlKWP0YJYrc9yH6SkLg0AOhuY60kkxkDIS7Hj",
+	"k+AJBQI8FDkFdqgN3wSughNE5lizHCZNQ+m5fRmz8Cn+bWERGi2O5CxFke4YelPT6SxhQ+G1SkPhV2kK",
+	"fAy20cMe6uCJsHVtgCVuKB6jz0LBOeNnN0VzusJD0dGuJ96un2IXobGCaNuzyEy4PhFHvL9fGl5c/HLn",
+	"xYylG4jMrmHyI3F+yMR5LzdTkS4iVy9HOC4IRQl0LUR77tu37oxo75cNa3CRyurCOmj3UBSl55a022Xo",
+	"htbisAetp808MLmCfJShWELic/K+Nnr9oXg2f3F6XYRGW3qd+/TN8eamLGKtO+p+6XZxE490+89Vp9QQ",
+	"uRKNWzfd/mr/OkEEb52+WxSTCY+Z0HzMsbGWzm8M1jLtk72iEIrFE9FMzr7MzGVxV8szM1Dl5gGzQEAg",
+	"3q1gZrA1PHvFtJ5cADaDxnbd1pqyC6YMmoxlOoVybUZKPmdxtjYvmYiEhwJsOMeOMoUrJeHvi7C2qZ3q",
+	"H8hj0dQVMYIPUNij7gTvwIy7GuHeFSjM8lzFgy+aCZTM1ESmmgnfe1pUlpqJzk7hMYzOyz2oQEua/MFj",
+	"1zukOyAps3SXa88XtOfZM6siXoXS5R7UImXaNaeyViJUkAUepTsPGCuEu3pJ7lsIcrE7vWWuMSzUgrmw",
+	"j2T4T1Z8BWU+6vm44MxvIuMpTXVzzI1fLyEPYshopIgJFxvjhJ9PNOmiFOZZDXI1SPE/WJBFk+RVXWxu",
+	"wlBUYj0KUYcpUzrlkcZWSkbXtnFKDREhp7CpBxUOAlUGMbC7mvjDVbahhrAA+/Nh+3qD+9kbV3dfYQIB",
+	"3pQZrqnmSvNIPXrl761+BN6xHPR3HtB3mef0tIlM9lOU4BaUUpGDUvfF2hhkG2EHxbmdSQ4yi4cidH9C",
+	"cbz7CUj+6IPgm1Z0ba5wWoR7E/xalj/NYXwXZVBvGDZ9l8TOO+FTvG5tY6ELcH+Mhv4+oqELh+ZR0AKt",
+	"K0lY/m9Pv176mY5XreQsQ7PnKDy5lE1oxywKFe9IRn5qq1N5iPrga1T5a20QIfyDeCwY8EALVvmH1HxZ",
+	"rouNhVxhT/CYMJroyR+NV6pQD3fCMSje3ChwrHFF0rkQEDb3Htx8QhJzCExoi8XVe/WLnfKhXyhc5ynQ",
+	"kUY/Tw4ImvDP63XzGORg0TzletHZ+e1Tka5+ZsJMPEvlyNdYM1A7ijplRudrliXBKCNjo/3aR52j9TiV",
+	"U6YnbK6IZl80YV9mUnGMr5TplOprnPk7u4r7OXOz3KezhPLSaZdrlTfEz8FS7+skPShPMyA1nqacMUFn",
+	"vL+g02TpkR7NmNg7PswqTqOMis+NwK/EFdk7PgyMPA5ObWvYhSDRmF3jbN8wbWc7nbHoG1xrB4z8oGmM",
+	"NQFocpyaxWpuxoF2pS1gZbZoUUWO/sWiRn5aAXL3/+69e9u7L9Q5A8XCrkHNWMTHFiTLUAh8eW0Jvq3K",
+	"azAC+i8BpuSKD3gWY6rpiCrInEoZjSbUWbWm/Dyl1mMYk+eDZ0MRGvbHI/ZB0M+UJ+ZRL5C7GetqM+xh",
+	"I38GNgLwRfDFizWbd54PWlhnq6fSWYZ5BvS8Bf8pDvG1M2I0ZeneXE/MiAbs9r1K0FGukCsi03MquGKE",
+	"umpqP6hMxzbsSkvzU8psjesUhZS54FDLgWIQkDnMVIJp0FkDvUlq9H3sKRM426tf3Ba/yjrgkK4dnMwS",
+	"atNm7By2eEd19I9FC0KKphFPM7FDbsCQuZ6iiJpHE0O10TaVVYcGTccVxLGzF4TG6hr2C+2KUD9ydmPc",
+	"Yt6iFTukZdsnYyrkXJeT8fSETQsQLrQ9qq7ABjNzcR6A8R3+yHM9sbB3TLgw5A3qfOepSobuVAGemeWq",
+	"k6F+YIkKi3OY0oQwEc8kN9jWRZE4gMsISB44zhwgfyyQWn9uD/mvPl39/wAAAP//",
 }
 
 // decodeSpec returns the embedded OpenAPI spec as raw JSON bytes,

@@ -19,6 +19,21 @@ import (
 	"github.com/oapi-codegen/runtime"
 )
 
+// Defines values for CapabilityType.
+const (
+	CapabilityTypeCONSUMERGROUPS CapabilityType = "CONSUMER_GROUPS"
+)
+
+// Valid indicates whether the value is a known member of the CapabilityType enum.
+func (e CapabilityType) Valid() bool {
+	switch e {
+	case CapabilityTypeCONSUMERGROUPS:
+		return true
+	default:
+		return false
+	}
+}
+
 // Defines values for LifecycleState.
 const (
 	LifecycleStateACTIVE   LifecycleState = "ACTIVE"
@@ -196,6 +211,24 @@ func (e ListCompartmentsParamsSortBy) Valid() bool {
 	}
 }
 
+// Defines values for ListConsumerGroupsParamsSortBy.
+const (
+	ListConsumerGroupsParamsSortByDisplayName ListConsumerGroupsParamsSortBy = "displayName"
+	ListConsumerGroupsParamsSortByTimeCreated ListConsumerGroupsParamsSortBy = "timeCreated"
+)
+
+// Valid indicates whether the value is a known member of the ListConsumerGroupsParamsSortBy enum.
+func (e ListConsumerGroupsParamsSortBy) Valid() bool {
+	switch e {
+	case ListConsumerGroupsParamsSortByDisplayName:
+		return true
+	case ListConsumerGroupsParamsSortByTimeCreated:
+		return true
+	default:
+		return false
+	}
+}
+
 // Defines values for ListQueuesParamsSortBy.
 const (
 	ListQueuesParamsSortByDisplayName ListQueuesParamsSortBy = "displayName"
@@ -217,6 +250,20 @@ func (e ListQueuesParamsSortBy) Valid() bool {
 // AttributeValue The value of a message attribute: a string (at most 256 characters) or a number. In Go this is `any`
 // holding a `string` or a `float64`.
 type AttributeValue = interface{}
+
+// Capability A queue capability. `CONSUMER_GROUPS` enables consumer groups and fanout.
+type Capability struct {
+	// IsPrimaryConsumerGroupEnabled For `CONSUMER_GROUPS`: whether the primary consumer group (no filter, OCID = the queue's) receives every
+	// message. When it is disabled and no other group matches a message, the message is discarded (and
+	// counted).
+	IsPrimaryConsumerGroupEnabled *bool `json:"isPrimaryConsumerGroupEnabled,omitempty"`
+
+	// Type The capability.
+	Type CapabilityType `json:"type"`
+}
+
+// CapabilityType The capability.
+type CapabilityType string
 
 // ChangeQueueCompartmentDetails The compartment to move a queue to.
 type ChangeQueueCompartmentDetails struct {
@@ -267,6 +314,74 @@ type CompartmentCollection struct {
 	Items []Compartment `json:"items"`
 }
 
+// ConsumerGroup A consumer group of a queue.
+type ConsumerGroup struct {
+	// CompartmentId The OCID of the queue's compartment.
+	CompartmentId Ocid `json:"compartmentId"`
+
+	// ConsumerGroupFilter The filter expression over message attributes (empty = every message).
+	ConsumerGroupFilter string `json:"consumerGroupFilter"`
+
+	// DeadLetterQueueDeliveryCount The group's dead-letter count; absent = the queue's.
+	DeadLetterQueueDeliveryCount *int `json:"deadLetterQueueDeliveryCount,omitempty"`
+
+	// DisplayName The name of the group, unique per queue (case-insensitive).
+	DisplayName string `json:"displayName"`
+
+	// FreeformTags Free-form key/value tags (at most 64) with no predefined meaning, for the caller's own bookkeeping.
+	//
+	//
+	// Example: {"team":"payments"}
+	FreeformTags FreeformTags `json:"freeformTags"`
+
+	// Id The OCID of the consumer group (for the primary group, the queue's OCID).
+	Id Ocid `json:"id"`
+
+	// IsEnabled Whether the group receives newly published messages.
+	IsEnabled bool `json:"isEnabled"`
+
+	// IsPrimary Whether this is the queue's primary group.
+	IsPrimary bool `json:"isPrimary"`
+
+	// LifecycleState The lifecycle state of a resource.
+	LifecycleState LifecycleState `json:"lifecycleState"`
+
+	// QueueId The OCID of the queue.
+	QueueId Ocid `json:"queueId"`
+
+	// TimeCreated When the group was created (RFC 3339, UTC).
+	TimeCreated time.Time `json:"timeCreated"`
+
+	// TimeUpdated When the group was last changed (RFC 3339, UTC).
+	TimeUpdated time.Time `json:"timeUpdated"`
+}
+
+// ConsumerGroupCollection A page of consumer groups.
+type ConsumerGroupCollection struct {
+	// Items The consumer groups.
+	Items []ConsumerGroup `json:"items"`
+}
+
+// ConsumerGroupStats The statistics of one consumer group.
+type ConsumerGroupStats struct {
+	// ConsumerGroupId The group's OCID.
+	ConsumerGroupId Ocid `json:"consumerGroupId"`
+
+	// DisplayName The group's name.
+	DisplayName string `json:"displayName"`
+
+	// Dlq Message counts and size of a queue or of its dead-letter queue. Every stored, unexpired message is counted
+	// in exactly one of `visibleMessages`, `inFlightMessages` and `delayedMessages`.
+	Dlq QueueStatsDetail `json:"dlq"`
+
+	// IsEnabled Whether the group receives new messages.
+	IsEnabled bool `json:"isEnabled"`
+
+	// Queue Message counts and size of a queue or of its dead-letter queue. Every stored, unexpired message is counted
+	// in exactly one of `visibleMessages`, `inFlightMessages` and `delayedMessages`.
+	Queue QueueStatsDetail `json:"queue"`
+}
+
 // CreateCompartmentDetails The details of a new compartment.
 type CreateCompartmentDetails struct {
 	// CompartmentId The OCID of the parent compartment.
@@ -282,8 +397,36 @@ type CreateCompartmentDetails struct {
 	Name string `json:"name"`
 }
 
+// CreateConsumerGroupDetails A new consumer group.
+type CreateConsumerGroupDetails struct {
+	// ConsumerGroupFilter The filter expression (DESIGN section 6); absent or empty = every message.
+	ConsumerGroupFilter *string `json:"consumerGroupFilter,omitempty"`
+
+	// DeadLetterQueueDeliveryCount The group's dead-letter count (0 = none); absent = inherit the queue's.
+	DeadLetterQueueDeliveryCount *int `json:"deadLetterQueueDeliveryCount,omitempty"`
+
+	// DisplayName The name, unique per queue (case-insensitive).
+	DisplayName string `json:"displayName"`
+
+	// FreeformTags Free-form key/value tags (at most 64) with no predefined meaning, for the caller's own bookkeeping.
+	//
+	//
+	// Example: {"team":"payments"}
+	FreeformTags *FreeformTags `json:"freeformTags,omitempty"`
+
+	// IsEnabled Whether the group receives messages (default true).
+	IsEnabled *bool `json:"isEnabled,omitempty"`
+
+	// QueueId The OCID of the queue.
+	QueueId Ocid `json:"queueId"`
+}
+
 // CreateQueueDetails The details of a new queue. Absent settings take the documented defaults.
 type CreateQueueDetails struct {
+	// Capabilities Capabilities of the queue: `[{"type":"CONSUMER_GROUPS","isPrimaryConsumerGroupEnabled":true}]` enables
+	// consumer groups (and creates the primary group).
+	Capabilities *[]Capability `json:"capabilities,omitempty"`
+
 	// ChannelConsumptionLimit The largest share of the queue's messages, in percent (1..100, default 100), that one channel may have
 	// in flight.
 	ChannelConsumptionLimit *int `json:"channelConsumptionLimit,omitempty"`
@@ -489,15 +632,24 @@ type PutMessagesDetailsEntry struct {
 
 // PutMessagesResultEntry The result of publishing one message.
 type PutMessagesResultEntry struct {
+	// ConsumerGroups How many consumer groups the message was delivered to (0 = discarded: the primary group is disabled and
+	// no group's filter matched).
+	ConsumerGroups *int `json:"consumerGroups,omitempty"`
+
 	// ExpireAfter When the message expires (RFC 3339, UTC).
 	ExpireAfter time.Time `json:"expireAfter"`
 
-	// Id The id of the message, unique within the queue.
+	// Id The id of the message, unique within the queue (0 when the message was discarded because no consumer
+	// group took it).
 	Id int64 `json:"id"`
 }
 
 // Queue A queue and its settings.
 type Queue struct {
+	// Capabilities Capabilities of the queue: `[{"type":"CONSUMER_GROUPS","isPrimaryConsumerGroupEnabled":true}]` enables
+	// consumer groups (and creates the primary group).
+	Capabilities *[]Capability `json:"capabilities,omitempty"`
+
 	// ChannelConsumptionLimit The largest share of the queue's messages, in percent (1..100), that one channel may have in flight,
 	// so that a busy channel cannot starve the others.
 	ChannelConsumptionLimit int `json:"channelConsumptionLimit"`
@@ -562,6 +714,12 @@ type QueueCollection struct {
 
 // QueueStats The statistics of a queue.
 type QueueStats struct {
+	// ConsumerGroups When the queue has the CONSUMER_GROUPS capability, the statistics of every group.
+	ConsumerGroups *[]ConsumerGroupStats `json:"consumerGroups,omitempty"`
+
+	// DiscardedMessages How many published messages no consumer group took (primary group disabled, no filter matched).
+	DiscardedMessages *int64 `json:"discardedMessages,omitempty"`
+
 	// Dlq The statistics of the dead-letter queue.
 	Dlq QueueStatsDetail `json:"dlq"`
 
@@ -619,6 +777,9 @@ type QueueSummary struct {
 
 // RedriveMessagesDetails How many dead-lettered messages to move back to the queue.
 type RedriveMessagesDetails struct {
+	// ConsumerGroupId The consumer group (OCID or displayName) whose DLQ to redrive; absent = the primary group.
+	ConsumerGroupId *string `json:"consumerGroupId,omitempty"`
+
 	// Limit The maximum number of messages to move (1..10000, default 1000).
 	Limit *int `json:"limit,omitempty"`
 }
@@ -642,6 +803,27 @@ type UpdateCompartmentDetails struct {
 
 	// Name The new name of the compartment, unique among its siblings (letters, digits, `.`, `_`, `-`).
 	Name *string `json:"name,omitempty"`
+}
+
+// UpdateConsumerGroupDetails The fields of a consumer group to change; absent fields stay as they are.
+type UpdateConsumerGroupDetails struct {
+	// ConsumerGroupFilter The new filter (empty = every message). Affects only messages published afterwards.
+	ConsumerGroupFilter *string `json:"consumerGroupFilter,omitempty"`
+
+	// DeadLetterQueueDeliveryCount The group's dead-letter count (0 = none); -1 = inherit the queue's again.
+	DeadLetterQueueDeliveryCount *int `json:"deadLetterQueueDeliveryCount,omitempty"`
+
+	// DisplayName The new name.
+	DisplayName *string `json:"displayName,omitempty"`
+
+	// FreeformTags Free-form key/value tags (at most 64) with no predefined meaning, for the caller's own bookkeeping.
+	//
+	//
+	// Example: {"team":"payments"}
+	FreeformTags *FreeformTags `json:"freeformTags,omitempty"`
+
+	// IsEnabled Enable or disable the group.
+	IsEnabled *bool `json:"isEnabled,omitempty"`
 }
 
 // UpdateMessageDetails The new lease of a message.
@@ -695,6 +877,10 @@ type UpdateMessagesResultEntry struct {
 // UpdateQueueDetails The settings of a queue to change; absent fields are left unchanged. `retentionInSeconds` cannot be
 // changed.
 type UpdateQueueDetails struct {
+	// Capabilities Capabilities of the queue: `[{"type":"CONSUMER_GROUPS","isPrimaryConsumerGroupEnabled":true}]` enables
+	// consumer groups (and creates the primary group).
+	Capabilities *[]Capability `json:"capabilities,omitempty"`
+
 	// ChannelConsumptionLimit The largest share of the queue's messages, in percent (1..100), that one channel may have in flight.
 	ChannelConsumptionLimit *int `json:"channelConsumptionLimit,omitempty"`
 
@@ -728,6 +914,27 @@ type UpdatedMessage struct {
 
 	// VisibleAfter When the new lease ends (RFC 3339, UTC).
 	VisibleAfter time.Time `json:"visibleAfter"`
+}
+
+// ValidateFilterDetails A filter to check and the attribute sets to try it on.
+type ValidateFilterDetails struct {
+	// Attributes Attribute sets (as on messages) to evaluate the filter on.
+	Attributes *[]MessageAttributes `json:"attributes,omitempty"`
+
+	// ConsumerGroupFilter The filter expression.
+	ConsumerGroupFilter string `json:"consumerGroupFilter"`
+}
+
+// ValidateFilterResult The verdict on a filter.
+type ValidateFilterResult struct {
+	// Error When invalid: where and why, as "column N: …".
+	Error *string `json:"error,omitempty"`
+
+	// Matches When valid, one entry per attribute set, in order.
+	Matches *[]bool `json:"matches,omitempty"`
+
+	// Valid Whether the filter parses.
+	Valid bool `json:"valid"`
 }
 
 // WorkRequest An asynchronous operation and its progress.
@@ -809,6 +1016,15 @@ type CompartmentIdPath = Ocid
 //
 // Example: ocid1.queue.ferry.local.aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa
 type CompartmentIdQuery = Ocid
+
+// ConsumerGroupIdPath An Oracle-Cloud-style identifier: `ocid1.<type>.<realm>.<region>.<unique>`, where `<unique>` is 32 or more
+// lowercase base32 characters.
+//
+// Example: ocid1.queue.ferry.local.aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa
+type ConsumerGroupIdPath = Ocid
+
+// ConsumerGroupIdQuery defines model for ConsumerGroupIdQuery.
+type ConsumerGroupIdQuery = string
 
 // DlqQuery defines model for DlqQuery.
 type DlqQuery = bool
@@ -954,6 +1170,85 @@ type UpdateCompartmentParams struct {
 	IfMatch *IfMatchHeader `json:"if-match,omitempty"`
 }
 
+// ListConsumerGroupsParams defines parameters for ListConsumerGroups.
+type ListConsumerGroupsParams struct {
+	// QueueId The OCID of the queue whose consumer groups to list.
+	QueueId Ocid `form:"queueId" json:"queueId"`
+
+	// DisplayName Only return the group with exactly this display name.
+	DisplayName *string `form:"displayName,omitempty" json:"displayName,omitempty"`
+
+	// LifecycleState Only return resources in this lifecycle state.
+	LifecycleState *LifecycleStateQuery `form:"lifecycleState,omitempty" json:"lifecycleState,omitempty"`
+
+	// Limit The maximum number of items to return in one page (1..1000).
+	Limit *LimitQuery `form:"limit,omitempty" json:"limit,omitempty"`
+
+	// Page The page to return, the value of the `opc-next-page` header of the previous response.
+	Page *PageQuery `form:"page,omitempty" json:"page,omitempty"`
+
+	// SortBy The field to sort by (`timeCreated` newest first, `displayName` alphabetically, by default).
+	SortBy *ListConsumerGroupsParamsSortBy `form:"sortBy,omitempty" json:"sortBy,omitempty"`
+
+	// SortOrder The sort order. Defaults to `DESC` when sorting by `timeCreated` and to `ASC` when sorting by a name.
+	SortOrder *SortOrderQuery `form:"sortOrder,omitempty" json:"sortOrder,omitempty"`
+
+	// OpcRequestId A caller-chosen unique id for this request (for log correlation); it is echoed in the `opc-request-id`
+	// response header. When absent the server generates one.
+	OpcRequestId *OpcRequestIdHeader `json:"opc-request-id,omitempty"`
+}
+
+// ListConsumerGroupsParamsSortBy defines parameters for ListConsumerGroups.
+type ListConsumerGroupsParamsSortBy string
+
+// CreateConsumerGroupParams defines parameters for CreateConsumerGroup.
+type CreateConsumerGroupParams struct {
+	// OpcRequestId A caller-chosen unique id for this request (for log correlation); it is echoed in the `opc-request-id`
+	// response header. When absent the server generates one.
+	OpcRequestId *OpcRequestIdHeader `json:"opc-request-id,omitempty"`
+
+	// OpcRetryToken A caller-chosen token that makes the create idempotent: a retry with the same token and the same body
+	// within 24 hours returns the original result instead of creating again; the same token with a different
+	// body answers 409 `Conflict`.
+	OpcRetryToken *OpcRetryTokenHeader `json:"opc-retry-token,omitempty"`
+}
+
+// ValidateConsumerGroupFilterParams defines parameters for ValidateConsumerGroupFilter.
+type ValidateConsumerGroupFilterParams struct {
+	// OpcRequestId A caller-chosen unique id for this request (for log correlation); it is echoed in the `opc-request-id`
+	// response header. When absent the server generates one.
+	OpcRequestId *OpcRequestIdHeader `json:"opc-request-id,omitempty"`
+}
+
+// DeleteConsumerGroupParams defines parameters for DeleteConsumerGroup.
+type DeleteConsumerGroupParams struct {
+	// OpcRequestId A caller-chosen unique id for this request (for log correlation); it is echoed in the `opc-request-id`
+	// response header. When absent the server generates one.
+	OpcRequestId *OpcRequestIdHeader `json:"opc-request-id,omitempty"`
+
+	// IfMatch For optimistic concurrency: the `etag` of the resource as last read. When it differs from the current
+	// etag the call answers 412 `NoEtagMatch` and changes nothing.
+	IfMatch *IfMatchHeader `json:"if-match,omitempty"`
+}
+
+// GetConsumerGroupParams defines parameters for GetConsumerGroup.
+type GetConsumerGroupParams struct {
+	// OpcRequestId A caller-chosen unique id for this request (for log correlation); it is echoed in the `opc-request-id`
+	// response header. When absent the server generates one.
+	OpcRequestId *OpcRequestIdHeader `json:"opc-request-id,omitempty"`
+}
+
+// UpdateConsumerGroupParams defines parameters for UpdateConsumerGroup.
+type UpdateConsumerGroupParams struct {
+	// OpcRequestId A caller-chosen unique id for this request (for log correlation); it is echoed in the `opc-request-id`
+	// response header. When absent the server generates one.
+	OpcRequestId *OpcRequestIdHeader `json:"opc-request-id,omitempty"`
+
+	// IfMatch For optimistic concurrency: the `etag` of the resource as last read. When it differs from the current
+	// etag the call answers 412 `NoEtagMatch` and changes nothing.
+	IfMatch *IfMatchHeader `json:"if-match,omitempty"`
+}
+
 // ListQueuesParams defines parameters for ListQueues.
 type ListQueuesParams struct {
 	// CompartmentId The OCID of the compartment to list in.
@@ -1065,6 +1360,10 @@ type RedriveMessagesParams struct {
 
 // ListChannelsParams defines parameters for ListChannels.
 type ListChannelsParams struct {
+	// ConsumerGroupId The consumer group the call addresses: its OCID or its `displayName`. Absent = the primary consumer
+	// group.
+	ConsumerGroupId *ConsumerGroupIdQuery `form:"consumerGroupId,omitempty" json:"consumerGroupId,omitempty"`
+
 	// Limit The maximum number of items to return in one page (1..1000).
 	Limit *LimitQuery `form:"limit,omitempty" json:"limit,omitempty"`
 
@@ -1082,6 +1381,10 @@ type ListChannelsParams struct {
 
 // GetMessagesParams defines parameters for GetMessages.
 type GetMessagesParams struct {
+	// ConsumerGroupId The consumer group the call addresses: its OCID or its `displayName`. Absent = the primary consumer
+	// group.
+	ConsumerGroupId *ConsumerGroupIdQuery `form:"consumerGroupId,omitempty" json:"consumerGroupId,omitempty"`
+
 	// Limit The maximum number of messages to lease (1..32).
 	Limit *int `form:"limit,omitempty" json:"limit,omitempty"`
 
@@ -1114,6 +1417,10 @@ type PutMessagesParams struct {
 
 // DeleteMessagesParams defines parameters for DeleteMessages.
 type DeleteMessagesParams struct {
+	// ConsumerGroupId The consumer group the call addresses: its OCID or its `displayName`. Absent = the primary consumer
+	// group.
+	ConsumerGroupId *ConsumerGroupIdQuery `form:"consumerGroupId,omitempty" json:"consumerGroupId,omitempty"`
+
 	// Dlq When true, the operation addresses the queue's dead-letter queue instead of the queue itself.
 	Dlq *DlqQuery `form:"dlq,omitempty" json:"dlq,omitempty"`
 
@@ -1124,6 +1431,10 @@ type DeleteMessagesParams struct {
 
 // UpdateMessagesParams defines parameters for UpdateMessages.
 type UpdateMessagesParams struct {
+	// ConsumerGroupId The consumer group the call addresses: its OCID or its `displayName`. Absent = the primary consumer
+	// group.
+	ConsumerGroupId *ConsumerGroupIdQuery `form:"consumerGroupId,omitempty" json:"consumerGroupId,omitempty"`
+
 	// Dlq When true, the operation addresses the queue's dead-letter queue instead of the queue itself.
 	Dlq *DlqQuery `form:"dlq,omitempty" json:"dlq,omitempty"`
 
@@ -1134,6 +1445,10 @@ type UpdateMessagesParams struct {
 
 // DeleteMessageParams defines parameters for DeleteMessage.
 type DeleteMessageParams struct {
+	// ConsumerGroupId The consumer group the call addresses: its OCID or its `displayName`. Absent = the primary consumer
+	// group.
+	ConsumerGroupId *ConsumerGroupIdQuery `form:"consumerGroupId,omitempty" json:"consumerGroupId,omitempty"`
+
 	// Dlq When true, the operation addresses the queue's dead-letter queue instead of the queue itself.
 	Dlq *DlqQuery `form:"dlq,omitempty" json:"dlq,omitempty"`
 
@@ -1144,6 +1459,10 @@ type DeleteMessageParams struct {
 
 // UpdateMessageParams defines parameters for UpdateMessage.
 type UpdateMessageParams struct {
+	// ConsumerGroupId The consumer group the call addresses: its OCID or its `displayName`. Absent = the primary consumer
+	// group.
+	ConsumerGroupId *ConsumerGroupIdQuery `form:"consumerGroupId,omitempty" json:"consumerGroupId,omitempty"`
+
 	// Dlq When true, the operation addresses the queue's dead-letter queue instead of the queue itself.
 	Dlq *DlqQuery `form:"dlq,omitempty" json:"dlq,omitempty"`
 
@@ -1154,6 +1473,10 @@ type UpdateMessageParams struct {
 
 // GetStatsParams defines parameters for GetStats.
 type GetStatsParams struct {
+	// ConsumerGroupId The consumer group the call addresses: its OCID or its `displayName`. Absent = the primary consumer
+	// group.
+	ConsumerGroupId *ConsumerGroupIdQuery `form:"consumerGroupId,omitempty" json:"consumerGroupId,omitempty"`
+
 	// ChannelId Only count the messages of this channel.
 	ChannelId *ChannelId `form:"channelId,omitempty" json:"channelId,omitempty"`
 
@@ -1221,6 +1544,15 @@ type CreateCompartmentJSONRequestBody = CreateCompartmentDetails
 
 // UpdateCompartmentJSONRequestBody defines body for UpdateCompartment for application/json ContentType.
 type UpdateCompartmentJSONRequestBody = UpdateCompartmentDetails
+
+// CreateConsumerGroupJSONRequestBody defines body for CreateConsumerGroup for application/json ContentType.
+type CreateConsumerGroupJSONRequestBody = CreateConsumerGroupDetails
+
+// ValidateConsumerGroupFilterJSONRequestBody defines body for ValidateConsumerGroupFilter for application/json ContentType.
+type ValidateConsumerGroupFilterJSONRequestBody = ValidateFilterDetails
+
+// UpdateConsumerGroupJSONRequestBody defines body for UpdateConsumerGroup for application/json ContentType.
+type UpdateConsumerGroupJSONRequestBody = UpdateConsumerGroupDetails
 
 // CreateQueueJSONRequestBody defines body for CreateQueue for application/json ContentType.
 type CreateQueueJSONRequestBody = CreateQueueDetails
@@ -1387,6 +1719,99 @@ type ClientInterface interface {
 	//
 	// Corresponds with PUT /20210201/compartments/{compartmentId} (the `UpdateCompartment` operationId).
 	UpdateCompartment(ctx context.Context, compartmentId CompartmentIdPath, params *UpdateCompartmentParams, body UpdateCompartmentJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// ListConsumerGroups List consumer groups
+	//
+	// Lists the consumer groups of a queue, the primary group included. Deleted groups are listed only when
+	// `lifecycleState=DELETED` is asked for. Paginated like every list.
+	//
+	// Corresponds with GET /20210201/consumerGroups (the `ListConsumerGroups` operationId).
+	ListConsumerGroups(ctx context.Context, params *ListConsumerGroupsParams, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// CreateConsumerGroupWithBody Create a consumer group
+	//
+	// Creates a consumer group on a queue that has the `CONSUMER_GROUPS` capability (409 `IncorrectState`
+	// otherwise). From now on every message published to the queue whose attributes match
+	// `consumerGroupFilter` is delivered to this group too (a missing or empty filter matches every message).
+	// Messages already in the queue are not re-evaluated. `displayName` is unique per queue (case-insensitive).
+	//
+	// Takes any type of body and a specified content type.
+	//
+	// Corresponds with POST /20210201/consumerGroups (the `CreateConsumerGroup` operationId).
+	CreateConsumerGroupWithBody(ctx context.Context, params *CreateConsumerGroupParams, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// CreateConsumerGroup Create a consumer group
+	//
+	// Creates a consumer group on a queue that has the `CONSUMER_GROUPS` capability (409 `IncorrectState`
+	// otherwise). From now on every message published to the queue whose attributes match
+	// `consumerGroupFilter` is delivered to this group too (a missing or empty filter matches every message).
+	// Messages already in the queue are not re-evaluated. `displayName` is unique per queue (case-insensitive).
+	//
+	// Takes a body of the `application/json` content type.
+	//
+	// Corresponds with POST /20210201/consumerGroups (the `CreateConsumerGroup` operationId).
+	CreateConsumerGroup(ctx context.Context, params *CreateConsumerGroupParams, body CreateConsumerGroupJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// ValidateConsumerGroupFilterWithBody Check a filter and try it on attribute sets
+	//
+	// ferry extension (a dry run): parses `consumerGroupFilter` and evaluates it on each attribute set.
+	// Answers `{"valid":true,"matches":[…]}` (one boolean per attribute set) or `{"valid":false,"error":"column
+	// N: …"}`. Nothing is stored.
+	//
+	// Takes any type of body and a specified content type.
+	//
+	// Corresponds with POST /20210201/consumerGroups/actions/validateFilter (the `ValidateConsumerGroupFilter` operationId).
+	ValidateConsumerGroupFilterWithBody(ctx context.Context, params *ValidateConsumerGroupFilterParams, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// ValidateConsumerGroupFilter Check a filter and try it on attribute sets
+	//
+	// ferry extension (a dry run): parses `consumerGroupFilter` and evaluates it on each attribute set.
+	// Answers `{"valid":true,"matches":[…]}` (one boolean per attribute set) or `{"valid":false,"error":"column
+	// N: …"}`. Nothing is stored.
+	//
+	// Takes a body of the `application/json` content type.
+	//
+	// Corresponds with POST /20210201/consumerGroups/actions/validateFilter (the `ValidateConsumerGroupFilter` operationId).
+	ValidateConsumerGroupFilter(ctx context.Context, params *ValidateConsumerGroupFilterParams, body ValidateConsumerGroupFilterJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// DeleteConsumerGroup Delete a consumer group
+	//
+	// Deletes the group (204); its undelivered messages are removed in the background. The primary group
+	// cannot be deleted (409 `IncorrectState`): disable it instead.
+	//
+	// Corresponds with DELETE /20210201/consumerGroups/{consumerGroupId} (the `DeleteConsumerGroup` operationId).
+	DeleteConsumerGroup(ctx context.Context, consumerGroupId ConsumerGroupIdPath, params *DeleteConsumerGroupParams, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// GetConsumerGroup Get a consumer group
+	//
+	// Returns the consumer group (the primary group's OCID is its queue's OCID) and its `etag`.
+	//
+	// Corresponds with GET /20210201/consumerGroups/{consumerGroupId} (the `GetConsumerGroup` operationId).
+	GetConsumerGroup(ctx context.Context, consumerGroupId ConsumerGroupIdPath, params *GetConsumerGroupParams, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// UpdateConsumerGroupWithBody Update a consumer group
+	//
+	// Changes the group's name, filter, enabled flag, dead-letter count or tags. A changed filter or a
+	// re-enabled group affects only messages published afterwards. The primary group can only be enabled or
+	// disabled (and its dead-letter count and tags changed): its name and filter are fixed (409
+	// `IncorrectState`).
+	//
+	// Takes any type of body and a specified content type.
+	//
+	// Corresponds with PUT /20210201/consumerGroups/{consumerGroupId} (the `UpdateConsumerGroup` operationId).
+	UpdateConsumerGroupWithBody(ctx context.Context, consumerGroupId ConsumerGroupIdPath, params *UpdateConsumerGroupParams, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// UpdateConsumerGroup Update a consumer group
+	//
+	// Changes the group's name, filter, enabled flag, dead-letter count or tags. A changed filter or a
+	// re-enabled group affects only messages published afterwards. The primary group can only be enabled or
+	// disabled (and its dead-letter count and tags changed): its name and filter are fixed (409
+	// `IncorrectState`).
+	//
+	// Takes a body of the `application/json` content type.
+	//
+	// Corresponds with PUT /20210201/consumerGroups/{consumerGroupId} (the `UpdateConsumerGroup` operationId).
+	UpdateConsumerGroup(ctx context.Context, consumerGroupId ConsumerGroupIdPath, params *UpdateConsumerGroupParams, body UpdateConsumerGroupJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error)
 
 	// ListQueues List queues
 	//
@@ -1819,6 +2244,189 @@ func (c *Client) UpdateCompartmentWithBody(ctx context.Context, compartmentId Co
 // Corresponds with PUT /20210201/compartments/{compartmentId} (the `UpdateCompartment` operationId).
 func (c *Client) UpdateCompartment(ctx context.Context, compartmentId CompartmentIdPath, params *UpdateCompartmentParams, body UpdateCompartmentJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error) {
 	req, err := NewUpdateCompartmentRequest(c.Server, compartmentId, params, body)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// ListConsumerGroups List consumer groups
+//
+// Lists the consumer groups of a queue, the primary group included. Deleted groups are listed only when
+// `lifecycleState=DELETED` is asked for. Paginated like every list.
+//
+// Corresponds with GET /20210201/consumerGroups (the `ListConsumerGroups` operationId).
+func (c *Client) ListConsumerGroups(ctx context.Context, params *ListConsumerGroupsParams, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewListConsumerGroupsRequest(c.Server, params)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// CreateConsumerGroupWithBody Create a consumer group
+//
+// Creates a consumer group on a queue that has the `CONSUMER_GROUPS` capability (409 `IncorrectState`
+// otherwise). From now on every message published to the queue whose attributes match
+// `consumerGroupFilter` is delivered to this group too (a missing or empty filter matches every message).
+// Messages already in the queue are not re-evaluated. `displayName` is unique per queue (case-insensitive).
+//
+// Takes any type of body and a specified content type.
+//
+// Corresponds with POST /20210201/consumerGroups (the `CreateConsumerGroup` operationId).
+func (c *Client) CreateConsumerGroupWithBody(ctx context.Context, params *CreateConsumerGroupParams, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewCreateConsumerGroupRequestWithBody(c.Server, params, contentType, body)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// CreateConsumerGroup Create a consumer group
+//
+// Creates a consumer group on a queue that has the `CONSUMER_GROUPS` capability (409 `IncorrectState`
+// otherwise). From now on every message published to the queue whose attributes match
+// `consumerGroupFilter` is delivered to this group too (a missing or empty filter matches every message).
+// Messages already in the queue are not re-evaluated. `displayName` is unique per queue (case-insensitive).
+//
+// Takes a body of the `application/json` content type.
+//
+// Corresponds with POST /20210201/consumerGroups (the `CreateConsumerGroup` operationId).
+func (c *Client) CreateConsumerGroup(ctx context.Context, params *CreateConsumerGroupParams, body CreateConsumerGroupJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewCreateConsumerGroupRequest(c.Server, params, body)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// ValidateConsumerGroupFilterWithBody Check a filter and try it on attribute sets
+//
+// ferry extension (a dry run): parses `consumerGroupFilter` and evaluates it on each attribute set.
+// Answers `{"valid":true,"matches":[…]}` (one boolean per attribute set) or `{"valid":false,"error":"column
+// N: …"}`. Nothing is stored.
+//
+// Takes any type of body and a specified content type.
+//
+// Corresponds with POST /20210201/consumerGroups/actions/validateFilter (the `ValidateConsumerGroupFilter` operationId).
+func (c *Client) ValidateConsumerGroupFilterWithBody(ctx context.Context, params *ValidateConsumerGroupFilterParams, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewValidateConsumerGroupFilterRequestWithBody(c.Server, params, contentType, body)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// ValidateConsumerGroupFilter Check a filter and try it on attribute sets
+//
+// ferry extension (a dry run): parses `consumerGroupFilter` and evaluates it on each attribute set.
+// Answers `{"valid":true,"matches":[…]}` (one boolean per attribute set) or `{"valid":false,"error":"column
+// N: …"}`. Nothing is stored.
+//
+// Takes a body of the `application/json` content type.
+//
+// Corresponds with POST /20210201/consumerGroups/actions/validateFilter (the `ValidateConsumerGroupFilter` operationId).
+func (c *Client) ValidateConsumerGroupFilter(ctx context.Context, params *ValidateConsumerGroupFilterParams, body ValidateConsumerGroupFilterJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewValidateConsumerGroupFilterRequest(c.Server, params, body)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// DeleteConsumerGroup Delete a consumer group
+//
+// Deletes the group (204); its undelivered messages are removed in the background. The primary group
+// cannot be deleted (409 `IncorrectState`): disable it instead.
+//
+// Corresponds with DELETE /20210201/consumerGroups/{consumerGroupId} (the `DeleteConsumerGroup` operationId).
+func (c *Client) DeleteConsumerGroup(ctx context.Context, consumerGroupId ConsumerGroupIdPath, params *DeleteConsumerGroupParams, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewDeleteConsumerGroupRequest(c.Server, consumerGroupId, params)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// GetConsumerGroup Get a consumer group
+//
+// Returns the consumer group (the primary group's OCID is its queue's OCID) and its `etag`.
+//
+// Corresponds with GET /20210201/consumerGroups/{consumerGroupId} (the `GetConsumerGroup` operationId).
+func (c *Client) GetConsumerGroup(ctx context.Context, consumerGroupId ConsumerGroupIdPath, params *GetConsumerGroupParams, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewGetConsumerGroupRequest(c.Server, consumerGroupId, params)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// UpdateConsumerGroupWithBody Update a consumer group
+//
+// Changes the group's name, filter, enabled flag, dead-letter count or tags. A changed filter or a
+// re-enabled group affects only messages published afterwards. The primary group can only be enabled or
+// disabled (and its dead-letter count and tags changed): its name and filter are fixed (409
+// `IncorrectState`).
+//
+// Takes any type of body and a specified content type.
+//
+// Corresponds with PUT /20210201/consumerGroups/{consumerGroupId} (the `UpdateConsumerGroup` operationId).
+func (c *Client) UpdateConsumerGroupWithBody(ctx context.Context, consumerGroupId ConsumerGroupIdPath, params *UpdateConsumerGroupParams, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewUpdateConsumerGroupRequestWithBody(c.Server, consumerGroupId, params, contentType, body)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// UpdateConsumerGroup Update a consumer group
+//
+// Changes the group's name, filter, enabled flag, dead-letter count or tags. A changed filter or a
+// re-enabled group affects only messages published afterwards. The primary group can only be enabled or
+// disabled (and its dead-letter count and tags changed): its name and filter are fixed (409
+// `IncorrectState`).
+//
+// Takes a body of the `application/json` content type.
+//
+// Corresponds with PUT /20210201/consumerGroups/{consumerGroupId} (the `UpdateConsumerGroup` operationId).
+func (c *Client) UpdateConsumerGroup(ctx context.Context, consumerGroupId ConsumerGroupIdPath, params *UpdateConsumerGroupParams, body UpdateConsumerGroupJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewUpdateConsumerGroupRequest(c.Server, consumerGroupId, params, body)
 	if err != nil {
 		return nil, err
 	}
@@ -2841,6 +3449,446 @@ func NewUpdateCompartmentRequestWithBody(server string, compartmentId Compartmen
 	return req, nil
 }
 
+// NewListConsumerGroupsRequest constructs an http.Request for the ListConsumerGroups method
+func NewListConsumerGroupsRequest(server string, params *ListConsumerGroupsParams) (*http.Request, error) {
+	var err error
+
+	serverURL, err := url.Parse(server)
+	if err != nil {
+		return nil, err
+	}
+
+	operationPath := fmt.Sprintf("/20210201/consumerGroups")
+	if operationPath[0] == '/' {
+		operationPath = "." + operationPath
+	}
+
+	queryURL, err := serverURL.Parse(operationPath)
+	if err != nil {
+		return nil, err
+	}
+
+	if params != nil {
+		// queryValues collects non-styled parameters (passthrough, JSON)
+		// that are safe to round-trip through url.Values.Encode().
+		queryValues := queryURL.Query()
+		// rawQueryFragments collects pre-encoded query fragments from
+		// styled parameters, preserving literal commas as delimiters
+		// per the OpenAPI spec (e.g. "color=blue,black,brown").
+		var rawQueryFragments []string
+
+		if queryFrag, err := runtime.StyleParamWithOptions("form", true, "queueId", params.QueueId, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "string", Format: ""}); err != nil {
+			return nil, err
+		} else {
+			for _, qp := range strings.Split(queryFrag, "&") {
+				rawQueryFragments = append(rawQueryFragments, qp)
+			}
+		}
+
+		if params.DisplayName != nil {
+
+			if queryFrag, err := runtime.StyleParamWithOptions("form", true, "displayName", *params.DisplayName, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			} else {
+				for _, qp := range strings.Split(queryFrag, "&") {
+					rawQueryFragments = append(rawQueryFragments, qp)
+				}
+			}
+
+		}
+
+		if params.LifecycleState != nil {
+
+			if queryFrag, err := runtime.StyleParamWithOptions("form", true, "lifecycleState", *params.LifecycleState, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			} else {
+				for _, qp := range strings.Split(queryFrag, "&") {
+					rawQueryFragments = append(rawQueryFragments, qp)
+				}
+			}
+
+		}
+
+		if params.Limit != nil {
+
+			if queryFrag, err := runtime.StyleParamWithOptions("form", true, "limit", *params.Limit, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			} else {
+				for _, qp := range strings.Split(queryFrag, "&") {
+					rawQueryFragments = append(rawQueryFragments, qp)
+				}
+			}
+
+		}
+
+		if params.Page != nil {
+
+			if queryFrag, err := runtime.StyleParamWithOptions("form", true, "page", *params.Page, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			} else {
+				for _, qp := range strings.Split(queryFrag, "&") {
+					rawQueryFragments = append(rawQueryFragments, qp)
+				}
+			}
+
+		}
+
+		if params.SortBy != nil {
+
+			if queryFrag, err := runtime.StyleParamWithOptions("form", true, "sortBy", *params.SortBy, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			} else {
+				for _, qp := range strings.Split(queryFrag, "&") {
+					rawQueryFragments = append(rawQueryFragments, qp)
+				}
+			}
+
+		}
+
+		if params.SortOrder != nil {
+
+			if queryFrag, err := runtime.StyleParamWithOptions("form", true, "sortOrder", *params.SortOrder, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			} else {
+				for _, qp := range strings.Split(queryFrag, "&") {
+					rawQueryFragments = append(rawQueryFragments, qp)
+				}
+			}
+
+		}
+
+		if encoded := queryValues.Encode(); encoded != "" {
+			rawQueryFragments = append(rawQueryFragments, encoded)
+		}
+		queryURL.RawQuery = strings.Join(rawQueryFragments, "&")
+	}
+
+	req, err := http.NewRequest(http.MethodGet, queryURL.String(), nil)
+	if err != nil {
+		return nil, err
+	}
+
+	if params != nil {
+
+		if params.OpcRequestId != nil {
+			var headerParam0 string
+
+			headerParam0, err = runtime.StyleParamWithOptions("simple", false, "opc-request-id", *params.OpcRequestId, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationHeader, Type: "string", Format: ""})
+			if err != nil {
+				return nil, err
+			}
+
+			req.Header.Set("opc-request-id", headerParam0)
+		}
+
+	}
+
+	return req, nil
+}
+
+// NewCreateConsumerGroupRequest calls the generic CreateConsumerGroup builder with application/json body
+func NewCreateConsumerGroupRequest(server string, params *CreateConsumerGroupParams, body CreateConsumerGroupJSONRequestBody) (*http.Request, error) {
+	var bodyReader io.Reader
+	buf, err := json.Marshal(body)
+	if err != nil {
+		return nil, err
+	}
+	bodyReader = bytes.NewReader(buf)
+	return NewCreateConsumerGroupRequestWithBody(server, params, "application/json", bodyReader)
+}
+
+// NewCreateConsumerGroupRequestWithBody constructs an http.Request for the CreateConsumerGroup method, with any body, and a specified content type
+func NewCreateConsumerGroupRequestWithBody(server string, params *CreateConsumerGroupParams, contentType string, body io.Reader) (*http.Request, error) {
+	var err error
+
+	serverURL, err := url.Parse(server)
+	if err != nil {
+		return nil, err
+	}
+
+	operationPath := fmt.Sprintf("/20210201/consumerGroups")
+	if operationPath[0] == '/' {
+		operationPath = "." + operationPath
+	}
+
+	queryURL, err := serverURL.Parse(operationPath)
+	if err != nil {
+		return nil, err
+	}
+
+	req, err := http.NewRequest(http.MethodPost, queryURL.String(), body)
+	if err != nil {
+		return nil, err
+	}
+
+	req.Header.Add("Content-Type", contentType)
+
+	if params != nil {
+
+		if params.OpcRequestId != nil {
+			var headerParam0 string
+
+			headerParam0, err = runtime.StyleParamWithOptions("simple", false, "opc-request-id", *params.OpcRequestId, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationHeader, Type: "string", Format: ""})
+			if err != nil {
+				return nil, err
+			}
+
+			req.Header.Set("opc-request-id", headerParam0)
+		}
+
+		if params.OpcRetryToken != nil {
+			var headerParam1 string
+
+			headerParam1, err = runtime.StyleParamWithOptions("simple", false, "opc-retry-token", *params.OpcRetryToken, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationHeader, Type: "string", Format: ""})
+			if err != nil {
+				return nil, err
+			}
+
+			req.Header.Set("opc-retry-token", headerParam1)
+		}
+
+	}
+
+	return req, nil
+}
+
+// NewValidateConsumerGroupFilterRequest calls the generic ValidateConsumerGroupFilter builder with application/json body
+func NewValidateConsumerGroupFilterRequest(server string, params *ValidateConsumerGroupFilterParams, body ValidateConsumerGroupFilterJSONRequestBody) (*http.Request, error) {
+	var bodyReader io.Reader
+	buf, err := json.Marshal(body)
+	if err != nil {
+		return nil, err
+	}
+	bodyReader = bytes.NewReader(buf)
+	return NewValidateConsumerGroupFilterRequestWithBody(server, params, "application/json", bodyReader)
+}
+
+// NewValidateConsumerGroupFilterRequestWithBody constructs an http.Request for the ValidateConsumerGroupFilter method, with any body, and a specified content type
+func NewValidateConsumerGroupFilterRequestWithBody(server string, params *ValidateConsumerGroupFilterParams, contentType string, body io.Reader) (*http.Request, error) {
+	var err error
+
+	serverURL, err := url.Parse(server)
+	if err != nil {
+		return nil, err
+	}
+
+	operationPath := fmt.Sprintf("/20210201/consumerGroups/actions/validateFilter")
+	if operationPath[0] == '/' {
+		operationPath = "." + operationPath
+	}
+
+	queryURL, err := serverURL.Parse(operationPath)
+	if err != nil {
+		return nil, err
+	}
+
+	req, err := http.NewRequest(http.MethodPost, queryURL.String(), body)
+	if err != nil {
+		return nil, err
+	}
+
+	req.Header.Add("Content-Type", contentType)
+
+	if params != nil {
+
+		if params.OpcRequestId != nil {
+			var headerParam0 string
+
+			headerParam0, err = runtime.StyleParamWithOptions("simple", false, "opc-request-id", *params.OpcRequestId, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationHeader, Type: "string", Format: ""})
+			if err != nil {
+				return nil, err
+			}
+
+			req.Header.Set("opc-request-id", headerParam0)
+		}
+
+	}
+
+	return req, nil
+}
+
+// NewDeleteConsumerGroupRequest constructs an http.Request for the DeleteConsumerGroup method
+func NewDeleteConsumerGroupRequest(server string, consumerGroupId ConsumerGroupIdPath, params *DeleteConsumerGroupParams) (*http.Request, error) {
+	var err error
+
+	var pathParam0 string
+
+	pathParam0, err = runtime.StyleParamWithOptions("simple", false, "consumerGroupId", consumerGroupId, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationPath, Type: "string", Format: ""})
+	if err != nil {
+		return nil, err
+	}
+
+	serverURL, err := url.Parse(server)
+	if err != nil {
+		return nil, err
+	}
+
+	operationPath := fmt.Sprintf("/20210201/consumerGroups/%s", pathParam0)
+	if operationPath[0] == '/' {
+		operationPath = "." + operationPath
+	}
+
+	queryURL, err := serverURL.Parse(operationPath)
+	if err != nil {
+		return nil, err
+	}
+
+	req, err := http.NewRequest(http.MethodDelete, queryURL.String(), nil)
+	if err != nil {
+		return nil, err
+	}
+
+	if params != nil {
+
+		if params.OpcRequestId != nil {
+			var headerParam0 string
+
+			headerParam0, err = runtime.StyleParamWithOptions("simple", false, "opc-request-id", *params.OpcRequestId, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationHeader, Type: "string", Format: ""})
+			if err != nil {
+				return nil, err
+			}
+
+			req.Header.Set("opc-request-id", headerParam0)
+		}
+
+		if params.IfMatch != nil {
+			var headerParam1 string
+
+			headerParam1, err = runtime.StyleParamWithOptions("simple", false, "if-match", *params.IfMatch, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationHeader, Type: "string", Format: ""})
+			if err != nil {
+				return nil, err
+			}
+
+			req.Header.Set("if-match", headerParam1)
+		}
+
+	}
+
+	return req, nil
+}
+
+// NewGetConsumerGroupRequest constructs an http.Request for the GetConsumerGroup method
+func NewGetConsumerGroupRequest(server string, consumerGroupId ConsumerGroupIdPath, params *GetConsumerGroupParams) (*http.Request, error) {
+	var err error
+
+	var pathParam0 string
+
+	pathParam0, err = runtime.StyleParamWithOptions("simple", false, "consumerGroupId", consumerGroupId, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationPath, Type: "string", Format: ""})
+	if err != nil {
+		return nil, err
+	}
+
+	serverURL, err := url.Parse(server)
+	if err != nil {
+		return nil, err
+	}
+
+	operationPath := fmt.Sprintf("/20210201/consumerGroups/%s", pathParam0)
+	if operationPath[0] == '/' {
+		operationPath = "." + operationPath
+	}
+
+	queryURL, err := serverURL.Parse(operationPath)
+	if err != nil {
+		return nil, err
+	}
+
+	req, err := http.NewRequest(http.MethodGet, queryURL.String(), nil)
+	if err != nil {
+		return nil, err
+	}
+
+	if params != nil {
+
+		if params.OpcRequestId != nil {
+			var headerParam0 string
+
+			headerParam0, err = runtime.StyleParamWithOptions("simple", false, "opc-request-id", *params.OpcRequestId, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationHeader, Type: "string", Format: ""})
+			if err != nil {
+				return nil, err
+			}
+
+			req.Header.Set("opc-request-id", headerParam0)
+		}
+
+	}
+
+	return req, nil
+}
+
+// NewUpdateConsumerGroupRequest calls the generic UpdateConsumerGroup builder with application/json body
+func NewUpdateConsumerGroupRequest(server string, consumerGroupId ConsumerGroupIdPath, params *UpdateConsumerGroupParams, body UpdateConsumerGroupJSONRequestBody) (*http.Request, error) {
+	var bodyReader io.Reader
+	buf, err := json.Marshal(body)
+	if err != nil {
+		return nil, err
+	}
+	bodyReader = bytes.NewReader(buf)
+	return NewUpdateConsumerGroupRequestWithBody(server, consumerGroupId, params, "application/json", bodyReader)
+}
+
+// NewUpdateConsumerGroupRequestWithBody constructs an http.Request for the UpdateConsumerGroup method, with any body, and a specified content type
+func NewUpdateConsumerGroupRequestWithBody(server string, consumerGroupId ConsumerGroupIdPath, params *UpdateConsumerGroupParams, contentType string, body io.Reader) (*http.Request, error) {
+	var err error
+
+	var pathParam0 string
+
+	pathParam0, err = runtime.StyleParamWithOptions("simple", false, "consumerGroupId", consumerGroupId, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationPath, Type: "string", Format: ""})
+	if err != nil {
+		return nil, err
+	}
+
+	serverURL, err := url.Parse(server)
+	if err != nil {
+		return nil, err
+	}
+
+	operationPath := fmt.Sprintf("/20210201/consumerGroups/%s", pathParam0)
+	if operationPath[0] == '/' {
+		operationPath = "." + operationPath
+	}
+
+	queryURL, err := serverURL.Parse(operationPath)
+	if err != nil {
+		return nil, err
+	}
+
+	req, err := http.NewRequest(http.MethodPut, queryURL.String(), body)
+	if err != nil {
+		return nil, err
+	}
+
+	req.Header.Add("Content-Type", contentType)
+
+	if params != nil {
+
+		if params.OpcRequestId != nil {
+			var headerParam0 string
+
+			headerParam0, err = runtime.StyleParamWithOptions("simple", false, "opc-request-id", *params.OpcRequestId, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationHeader, Type: "string", Format: ""})
+			if err != nil {
+				return nil, err
+			}
+
+			req.Header.Set("opc-request-id", headerParam0)
+		}
+
+		if params.IfMatch != nil {
+			var headerParam1 string
+
+			headerParam1, err = runtime.StyleParamWithOptions("simple", false, "if-match", *params.IfMatch, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationHeader, Type: "string", Format: ""})
+			if err != nil {
+				return nil, err
+			}
+
+			req.Header.Set("if-match", headerParam1)
+		}
+
+	}
+
+	return req, nil
+}
+
 // NewListQueuesRequest constructs an http.Request for the ListQueues method
 func NewListQueuesRequest(server string, params *ListQueuesParams) (*http.Request, error) {
 	var err error
@@ -3493,6 +4541,18 @@ func NewListChannelsRequest(server string, queueId QueueIdPath, params *ListChan
 		// per the OpenAPI spec (e.g. "color=blue,black,brown").
 		var rawQueryFragments []string
 
+		if params.ConsumerGroupId != nil {
+
+			if queryFrag, err := runtime.StyleParamWithOptions("form", true, "consumerGroupId", *params.ConsumerGroupId, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			} else {
+				for _, qp := range strings.Split(queryFrag, "&") {
+					rawQueryFragments = append(rawQueryFragments, qp)
+				}
+			}
+
+		}
+
 		if params.Limit != nil {
 
 			if queryFrag, err := runtime.StyleParamWithOptions("form", true, "limit", *params.Limit, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "integer", Format: ""}); err != nil {
@@ -3592,6 +4652,18 @@ func NewGetMessagesRequest(server string, queueId QueueIdPath, params *GetMessag
 		// styled parameters, preserving literal commas as delimiters
 		// per the OpenAPI spec (e.g. "color=blue,black,brown").
 		var rawQueryFragments []string
+
+		if params.ConsumerGroupId != nil {
+
+			if queryFrag, err := runtime.StyleParamWithOptions("form", true, "consumerGroupId", *params.ConsumerGroupId, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			} else {
+				for _, qp := range strings.Split(queryFrag, "&") {
+					rawQueryFragments = append(rawQueryFragments, qp)
+				}
+			}
+
+		}
 
 		if params.Limit != nil {
 
@@ -3790,6 +4862,18 @@ func NewDeleteMessagesRequestWithBody(server string, queueId QueueIdPath, params
 		// per the OpenAPI spec (e.g. "color=blue,black,brown").
 		var rawQueryFragments []string
 
+		if params.ConsumerGroupId != nil {
+
+			if queryFrag, err := runtime.StyleParamWithOptions("form", true, "consumerGroupId", *params.ConsumerGroupId, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			} else {
+				for _, qp := range strings.Split(queryFrag, "&") {
+					rawQueryFragments = append(rawQueryFragments, qp)
+				}
+			}
+
+		}
+
 		if params.Dlq != nil {
 
 			if queryFrag, err := runtime.StyleParamWithOptions("form", true, "dlq", *params.Dlq, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "boolean", Format: ""}); err != nil {
@@ -3879,6 +4963,18 @@ func NewUpdateMessagesRequestWithBody(server string, queueId QueueIdPath, params
 		// per the OpenAPI spec (e.g. "color=blue,black,brown").
 		var rawQueryFragments []string
 
+		if params.ConsumerGroupId != nil {
+
+			if queryFrag, err := runtime.StyleParamWithOptions("form", true, "consumerGroupId", *params.ConsumerGroupId, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			} else {
+				for _, qp := range strings.Split(queryFrag, "&") {
+					rawQueryFragments = append(rawQueryFragments, qp)
+				}
+			}
+
+		}
+
 		if params.Dlq != nil {
 
 			if queryFrag, err := runtime.StyleParamWithOptions("form", true, "dlq", *params.Dlq, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "boolean", Format: ""}); err != nil {
@@ -3963,6 +5059,18 @@ func NewDeleteMessageRequest(server string, queueId QueueIdPath, messageReceipt 
 		// styled parameters, preserving literal commas as delimiters
 		// per the OpenAPI spec (e.g. "color=blue,black,brown").
 		var rawQueryFragments []string
+
+		if params.ConsumerGroupId != nil {
+
+			if queryFrag, err := runtime.StyleParamWithOptions("form", true, "consumerGroupId", *params.ConsumerGroupId, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			} else {
+				for _, qp := range strings.Split(queryFrag, "&") {
+					rawQueryFragments = append(rawQueryFragments, qp)
+				}
+			}
+
+		}
 
 		if params.Dlq != nil {
 
@@ -4058,6 +5166,18 @@ func NewUpdateMessageRequestWithBody(server string, queueId QueueIdPath, message
 		// per the OpenAPI spec (e.g. "color=blue,black,brown").
 		var rawQueryFragments []string
 
+		if params.ConsumerGroupId != nil {
+
+			if queryFrag, err := runtime.StyleParamWithOptions("form", true, "consumerGroupId", *params.ConsumerGroupId, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			} else {
+				for _, qp := range strings.Split(queryFrag, "&") {
+					rawQueryFragments = append(rawQueryFragments, qp)
+				}
+			}
+
+		}
+
 		if params.Dlq != nil {
 
 			if queryFrag, err := runtime.StyleParamWithOptions("form", true, "dlq", *params.Dlq, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "boolean", Format: ""}); err != nil {
@@ -4135,6 +5255,18 @@ func NewGetStatsRequest(server string, queueId QueueIdPath, params *GetStatsPara
 		// styled parameters, preserving literal commas as delimiters
 		// per the OpenAPI spec (e.g. "color=blue,black,brown").
 		var rawQueryFragments []string
+
+		if params.ConsumerGroupId != nil {
+
+			if queryFrag, err := runtime.StyleParamWithOptions("form", true, "consumerGroupId", *params.ConsumerGroupId, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			} else {
+				for _, qp := range strings.Split(queryFrag, "&") {
+					rawQueryFragments = append(rawQueryFragments, qp)
+				}
+			}
+
+		}
 
 		if params.ChannelId != nil {
 
@@ -4609,6 +5741,105 @@ type ClientWithResponsesInterface interface {
 	//
 	// Corresponds with PUT /20210201/compartments/{compartmentId} (the `UpdateCompartment` operationId).
 	UpdateCompartmentWithResponse(ctx context.Context, compartmentId CompartmentIdPath, params *UpdateCompartmentParams, body UpdateCompartmentJSONRequestBody, reqEditors ...RequestEditorFn) (*UpdateCompartmentResponse, error)
+
+	// ListConsumerGroupsWithResponse List consumer groups
+	//
+	// Lists the consumer groups of a queue, the primary group included. Deleted groups are listed only when
+	// `lifecycleState=DELETED` is asked for. Paginated like every list.
+	//
+	// Returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with GET /20210201/consumerGroups (the `ListConsumerGroups` operationId).
+	ListConsumerGroupsWithResponse(ctx context.Context, params *ListConsumerGroupsParams, reqEditors ...RequestEditorFn) (*ListConsumerGroupsResponse, error)
+
+	// CreateConsumerGroupWithBodyWithResponse Create a consumer group
+	//
+	// Creates a consumer group on a queue that has the `CONSUMER_GROUPS` capability (409 `IncorrectState`
+	// otherwise). From now on every message published to the queue whose attributes match
+	// `consumerGroupFilter` is delivered to this group too (a missing or empty filter matches every message).
+	// Messages already in the queue are not re-evaluated. `displayName` is unique per queue (case-insensitive).
+	//
+	// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with POST /20210201/consumerGroups (the `CreateConsumerGroup` operationId).
+	CreateConsumerGroupWithBodyWithResponse(ctx context.Context, params *CreateConsumerGroupParams, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*CreateConsumerGroupResponse, error)
+
+	// CreateConsumerGroupWithResponse Create a consumer group
+	//
+	// Creates a consumer group on a queue that has the `CONSUMER_GROUPS` capability (409 `IncorrectState`
+	// otherwise). From now on every message published to the queue whose attributes match
+	// `consumerGroupFilter` is delivered to this group too (a missing or empty filter matches every message).
+	// Messages already in the queue are not re-evaluated. `displayName` is unique per queue (case-insensitive).
+	//
+	// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with POST /20210201/consumerGroups (the `CreateConsumerGroup` operationId).
+	CreateConsumerGroupWithResponse(ctx context.Context, params *CreateConsumerGroupParams, body CreateConsumerGroupJSONRequestBody, reqEditors ...RequestEditorFn) (*CreateConsumerGroupResponse, error)
+
+	// ValidateConsumerGroupFilterWithBodyWithResponse Check a filter and try it on attribute sets
+	//
+	// ferry extension (a dry run): parses `consumerGroupFilter` and evaluates it on each attribute set.
+	// Answers `{"valid":true,"matches":[…]}` (one boolean per attribute set) or `{"valid":false,"error":"column
+	// N: …"}`. Nothing is stored.
+	//
+	// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with POST /20210201/consumerGroups/actions/validateFilter (the `ValidateConsumerGroupFilter` operationId).
+	ValidateConsumerGroupFilterWithBodyWithResponse(ctx context.Context, params *ValidateConsumerGroupFilterParams, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*ValidateConsumerGroupFilterResponse, error)
+
+	// ValidateConsumerGroupFilterWithResponse Check a filter and try it on attribute sets
+	//
+	// ferry extension (a dry run): parses `consumerGroupFilter` and evaluates it on each attribute set.
+	// Answers `{"valid":true,"matches":[…]}` (one boolean per attribute set) or `{"valid":false,"error":"column
+	// N: …"}`. Nothing is stored.
+	//
+	// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with POST /20210201/consumerGroups/actions/validateFilter (the `ValidateConsumerGroupFilter` operationId).
+	ValidateConsumerGroupFilterWithResponse(ctx context.Context, params *ValidateConsumerGroupFilterParams, body ValidateConsumerGroupFilterJSONRequestBody, reqEditors ...RequestEditorFn) (*ValidateConsumerGroupFilterResponse, error)
+
+	// DeleteConsumerGroupWithResponse Delete a consumer group
+	//
+	// Deletes the group (204); its undelivered messages are removed in the background. The primary group
+	// cannot be deleted (409 `IncorrectState`): disable it instead.
+	//
+	// Returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with DELETE /20210201/consumerGroups/{consumerGroupId} (the `DeleteConsumerGroup` operationId).
+	DeleteConsumerGroupWithResponse(ctx context.Context, consumerGroupId ConsumerGroupIdPath, params *DeleteConsumerGroupParams, reqEditors ...RequestEditorFn) (*DeleteConsumerGroupResponse, error)
+
+	// GetConsumerGroupWithResponse Get a consumer group
+	//
+	// Returns the consumer group (the primary group's OCID is its queue's OCID) and its `etag`.
+	//
+	// Returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with GET /20210201/consumerGroups/{consumerGroupId} (the `GetConsumerGroup` operationId).
+	GetConsumerGroupWithResponse(ctx context.Context, consumerGroupId ConsumerGroupIdPath, params *GetConsumerGroupParams, reqEditors ...RequestEditorFn) (*GetConsumerGroupResponse, error)
+
+	// UpdateConsumerGroupWithBodyWithResponse Update a consumer group
+	//
+	// Changes the group's name, filter, enabled flag, dead-letter count or tags. A changed filter or a
+	// re-enabled group affects only messages published afterwards. The primary group can only be enabled or
+	// disabled (and its dead-letter count and tags changed): its name and filter are fixed (409
+	// `IncorrectState`).
+	//
+	// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with PUT /20210201/consumerGroups/{consumerGroupId} (the `UpdateConsumerGroup` operationId).
+	UpdateConsumerGroupWithBodyWithResponse(ctx context.Context, consumerGroupId ConsumerGroupIdPath, params *UpdateConsumerGroupParams, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*UpdateConsumerGroupResponse, error)
+
+	// UpdateConsumerGroupWithResponse Update a consumer group
+	//
+	// Changes the group's name, filter, enabled flag, dead-letter count or tags. A changed filter or a
+	// re-enabled group affects only messages published afterwards. The primary group can only be enabled or
+	// disabled (and its dead-letter count and tags changed): its name and filter are fixed (409
+	// `IncorrectState`).
+	//
+	// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with PUT /20210201/consumerGroups/{consumerGroupId} (the `UpdateConsumerGroup` operationId).
+	UpdateConsumerGroupWithResponse(ctx context.Context, consumerGroupId ConsumerGroupIdPath, params *UpdateConsumerGroupParams, body UpdateConsumerGroupJSONRequestBody, reqEditors ...RequestEditorFn) (*UpdateConsumerGroupResponse, error)
 
 	// ListQueuesWithResponse List queues
 	//
@@ -5626,6 +6857,829 @@ func (r UpdateCompartmentResponse) StatusCode() int {
 
 // ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
 func (r UpdateCompartmentResponse) ContentType() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Header.Get("Content-Type")
+	}
+	return ""
+}
+
+// ListConsumerGroupsResponse200Headers the declared response headers of an HTTP 200 response for ListConsumerGroups
+type ListConsumerGroupsResponse200Headers struct {
+	OpcNextPage  *string
+	OpcRequestId *string
+}
+
+// ListConsumerGroupsResponse400Headers the declared response headers of an HTTP 400 response for ListConsumerGroups
+type ListConsumerGroupsResponse400Headers struct {
+	OpcRequestId *string
+}
+
+// ListConsumerGroupsResponse401Headers the declared response headers of an HTTP 401 response for ListConsumerGroups
+type ListConsumerGroupsResponse401Headers struct {
+	OpcRequestId *string
+}
+
+// ListConsumerGroupsResponse404Headers the declared response headers of an HTTP 404 response for ListConsumerGroups
+type ListConsumerGroupsResponse404Headers struct {
+	OpcRequestId *string
+}
+
+// ListConsumerGroupsResponse429Headers the declared response headers of an HTTP 429 response for ListConsumerGroups
+type ListConsumerGroupsResponse429Headers struct {
+	OpcRequestId *string
+	RetryAfter   *int
+}
+
+// ListConsumerGroupsResponse500Headers the declared response headers of an HTTP 500 response for ListConsumerGroups
+type ListConsumerGroupsResponse500Headers struct {
+	OpcRequestId *string
+}
+
+type ListConsumerGroupsResponse struct {
+	Body         []byte
+	HTTPResponse *http.Response
+	// JSON200 the response for an HTTP 200 `application/json` response
+	JSON200 *ConsumerGroupCollection
+	// JSON400 the response for an HTTP 400 `application/json` response
+	JSON400 *BadRequest
+	// JSON401 the response for an HTTP 401 `application/json` response
+	JSON401 *Unauthorized
+	// JSON404 the response for an HTTP 404 `application/json` response
+	JSON404 *NotFound
+	// JSON429 the response for an HTTP 429 `application/json` response
+	JSON429 *TooManyRequests
+	// JSON500 the response for an HTTP 500 `application/json` response
+	JSON500 *InternalServerError
+	// Headers200 the parsed response headers for an HTTP 200 response
+	Headers200 *ListConsumerGroupsResponse200Headers
+	// Headers400 the parsed response headers for an HTTP 400 response
+	Headers400 *ListConsumerGroupsResponse400Headers
+	// Headers401 the parsed response headers for an HTTP 401 response
+	Headers401 *ListConsumerGroupsResponse401Headers
+	// Headers404 the parsed response headers for an HTTP 404 response
+	Headers404 *ListConsumerGroupsResponse404Headers
+	// Headers429 the parsed response headers for an HTTP 429 response
+	Headers429 *ListConsumerGroupsResponse429Headers
+	// Headers500 the parsed response headers for an HTTP 500 response
+	Headers500 *ListConsumerGroupsResponse500Headers
+}
+
+// GetJSON200 returns the response for an HTTP 200 `application/json` response
+func (r ListConsumerGroupsResponse) GetJSON200() *ConsumerGroupCollection {
+	return r.JSON200
+}
+
+// GetJSON400 returns the response for an HTTP 400 `application/json` response
+func (r ListConsumerGroupsResponse) GetJSON400() *BadRequest {
+	return r.JSON400
+}
+
+// GetJSON401 returns the response for an HTTP 401 `application/json` response
+func (r ListConsumerGroupsResponse) GetJSON401() *Unauthorized {
+	return r.JSON401
+}
+
+// GetJSON404 returns the response for an HTTP 404 `application/json` response
+func (r ListConsumerGroupsResponse) GetJSON404() *NotFound {
+	return r.JSON404
+}
+
+// GetJSON429 returns the response for an HTTP 429 `application/json` response
+func (r ListConsumerGroupsResponse) GetJSON429() *TooManyRequests {
+	return r.JSON429
+}
+
+// GetJSON500 returns the response for an HTTP 500 `application/json` response
+func (r ListConsumerGroupsResponse) GetJSON500() *InternalServerError {
+	return r.JSON500
+}
+
+// GetBody returns the raw response body bytes
+func (r ListConsumerGroupsResponse) GetBody() []byte {
+	return r.Body
+}
+
+// Status returns HTTPResponse.Status
+func (r ListConsumerGroupsResponse) Status() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Status
+	}
+	return http.StatusText(0)
+}
+
+// StatusCode returns HTTPResponse.StatusCode
+func (r ListConsumerGroupsResponse) StatusCode() int {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.StatusCode
+	}
+	return 0
+}
+
+// ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
+func (r ListConsumerGroupsResponse) ContentType() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Header.Get("Content-Type")
+	}
+	return ""
+}
+
+// CreateConsumerGroupResponse200Headers the declared response headers of an HTTP 200 response for CreateConsumerGroup
+type CreateConsumerGroupResponse200Headers struct {
+	Etag         *string
+	OpcRequestId *string
+}
+
+// CreateConsumerGroupResponse400Headers the declared response headers of an HTTP 400 response for CreateConsumerGroup
+type CreateConsumerGroupResponse400Headers struct {
+	OpcRequestId *string
+}
+
+// CreateConsumerGroupResponse401Headers the declared response headers of an HTTP 401 response for CreateConsumerGroup
+type CreateConsumerGroupResponse401Headers struct {
+	OpcRequestId *string
+}
+
+// CreateConsumerGroupResponse404Headers the declared response headers of an HTTP 404 response for CreateConsumerGroup
+type CreateConsumerGroupResponse404Headers struct {
+	OpcRequestId *string
+}
+
+// CreateConsumerGroupResponse409Headers the declared response headers of an HTTP 409 response for CreateConsumerGroup
+type CreateConsumerGroupResponse409Headers struct {
+	OpcRequestId *string
+}
+
+// CreateConsumerGroupResponse413Headers the declared response headers of an HTTP 413 response for CreateConsumerGroup
+type CreateConsumerGroupResponse413Headers struct {
+	OpcRequestId *string
+}
+
+// CreateConsumerGroupResponse429Headers the declared response headers of an HTTP 429 response for CreateConsumerGroup
+type CreateConsumerGroupResponse429Headers struct {
+	OpcRequestId *string
+	RetryAfter   *int
+}
+
+// CreateConsumerGroupResponse500Headers the declared response headers of an HTTP 500 response for CreateConsumerGroup
+type CreateConsumerGroupResponse500Headers struct {
+	OpcRequestId *string
+}
+
+type CreateConsumerGroupResponse struct {
+	Body         []byte
+	HTTPResponse *http.Response
+	// JSON200 the response for an HTTP 200 `application/json` response
+	JSON200 *ConsumerGroup
+	// JSON400 the response for an HTTP 400 `application/json` response
+	JSON400 *BadRequest
+	// JSON401 the response for an HTTP 401 `application/json` response
+	JSON401 *Unauthorized
+	// JSON404 the response for an HTTP 404 `application/json` response
+	JSON404 *NotFound
+	// JSON409 the response for an HTTP 409 `application/json` response
+	JSON409 *Conflict
+	// JSON413 the response for an HTTP 413 `application/json` response
+	JSON413 *PayloadTooLarge
+	// JSON429 the response for an HTTP 429 `application/json` response
+	JSON429 *TooManyRequests
+	// JSON500 the response for an HTTP 500 `application/json` response
+	JSON500 *InternalServerError
+	// Headers200 the parsed response headers for an HTTP 200 response
+	Headers200 *CreateConsumerGroupResponse200Headers
+	// Headers400 the parsed response headers for an HTTP 400 response
+	Headers400 *CreateConsumerGroupResponse400Headers
+	// Headers401 the parsed response headers for an HTTP 401 response
+	Headers401 *CreateConsumerGroupResponse401Headers
+	// Headers404 the parsed response headers for an HTTP 404 response
+	Headers404 *CreateConsumerGroupResponse404Headers
+	// Headers409 the parsed response headers for an HTTP 409 response
+	Headers409 *CreateConsumerGroupResponse409Headers
+	// Headers413 the parsed response headers for an HTTP 413 response
+	Headers413 *CreateConsumerGroupResponse413Headers
+	// Headers429 the parsed response headers for an HTTP 429 response
+	Headers429 *CreateConsumerGroupResponse429Headers
+	// Headers500 the parsed response headers for an HTTP 500 response
+	Headers500 *CreateConsumerGroupResponse500Headers
+}
+
+// GetJSON200 returns the response for an HTTP 200 `application/json` response
+func (r CreateConsumerGroupResponse) GetJSON200() *ConsumerGroup {
+	return r.JSON200
+}
+
+// GetJSON400 returns the response for an HTTP 400 `application/json` response
+func (r CreateConsumerGroupResponse) GetJSON400() *BadRequest {
+	return r.JSON400
+}
+
+// GetJSON401 returns the response for an HTTP 401 `application/json` response
+func (r CreateConsumerGroupResponse) GetJSON401() *Unauthorized {
+	return r.JSON401
+}
+
+// GetJSON404 returns the response for an HTTP 404 `application/json` response
+func (r CreateConsumerGroupResponse) GetJSON404() *NotFound {
+	return r.JSON404
+}
+
+// GetJSON409 returns the response for an HTTP 409 `application/json` response
+func (r CreateConsumerGroupResponse) GetJSON409() *Conflict {
+	return r.JSON409
+}
+
+// GetJSON413 returns the response for an HTTP 413 `application/json` response
+func (r CreateConsumerGroupResponse) GetJSON413() *PayloadTooLarge {
+	return r.JSON413
+}
+
+// GetJSON429 returns the response for an HTTP 429 `application/json` response
+func (r CreateConsumerGroupResponse) GetJSON429() *TooManyRequests {
+	return r.JSON429
+}
+
+// GetJSON500 returns the response for an HTTP 500 `application/json` response
+func (r CreateConsumerGroupResponse) GetJSON500() *InternalServerError {
+	return r.JSON500
+}
+
+// GetBody returns the raw response body bytes
+func (r CreateConsumerGroupResponse) GetBody() []byte {
+	return r.Body
+}
+
+// Status returns HTTPResponse.Status
+func (r CreateConsumerGroupResponse) Status() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Status
+	}
+	return http.StatusText(0)
+}
+
+// StatusCode returns HTTPResponse.StatusCode
+func (r CreateConsumerGroupResponse) StatusCode() int {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.StatusCode
+	}
+	return 0
+}
+
+// ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
+func (r CreateConsumerGroupResponse) ContentType() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Header.Get("Content-Type")
+	}
+	return ""
+}
+
+// ValidateConsumerGroupFilterResponse200Headers the declared response headers of an HTTP 200 response for ValidateConsumerGroupFilter
+type ValidateConsumerGroupFilterResponse200Headers struct {
+	OpcRequestId *string
+}
+
+// ValidateConsumerGroupFilterResponse400Headers the declared response headers of an HTTP 400 response for ValidateConsumerGroupFilter
+type ValidateConsumerGroupFilterResponse400Headers struct {
+	OpcRequestId *string
+}
+
+// ValidateConsumerGroupFilterResponse401Headers the declared response headers of an HTTP 401 response for ValidateConsumerGroupFilter
+type ValidateConsumerGroupFilterResponse401Headers struct {
+	OpcRequestId *string
+}
+
+// ValidateConsumerGroupFilterResponse404Headers the declared response headers of an HTTP 404 response for ValidateConsumerGroupFilter
+type ValidateConsumerGroupFilterResponse404Headers struct {
+	OpcRequestId *string
+}
+
+// ValidateConsumerGroupFilterResponse413Headers the declared response headers of an HTTP 413 response for ValidateConsumerGroupFilter
+type ValidateConsumerGroupFilterResponse413Headers struct {
+	OpcRequestId *string
+}
+
+// ValidateConsumerGroupFilterResponse429Headers the declared response headers of an HTTP 429 response for ValidateConsumerGroupFilter
+type ValidateConsumerGroupFilterResponse429Headers struct {
+	OpcRequestId *string
+	RetryAfter   *int
+}
+
+// ValidateConsumerGroupFilterResponse500Headers the declared response headers of an HTTP 500 response for ValidateConsumerGroupFilter
+type ValidateConsumerGroupFilterResponse500Headers struct {
+	OpcRequestId *string
+}
+
+type ValidateConsumerGroupFilterResponse struct {
+	Body         []byte
+	HTTPResponse *http.Response
+	// JSON200 the response for an HTTP 200 `application/json` response
+	JSON200 *ValidateFilterResult
+	// JSON400 the response for an HTTP 400 `application/json` response
+	JSON400 *BadRequest
+	// JSON401 the response for an HTTP 401 `application/json` response
+	JSON401 *Unauthorized
+	// JSON404 the response for an HTTP 404 `application/json` response
+	JSON404 *NotFound
+	// JSON413 the response for an HTTP 413 `application/json` response
+	JSON413 *PayloadTooLarge
+	// JSON429 the response for an HTTP 429 `application/json` response
+	JSON429 *TooManyRequests
+	// JSON500 the response for an HTTP 500 `application/json` response
+	JSON500 *InternalServerError
+	// Headers200 the parsed response headers for an HTTP 200 response
+	Headers200 *ValidateConsumerGroupFilterResponse200Headers
+	// Headers400 the parsed response headers for an HTTP 400 response
+	Headers400 *ValidateConsumerGroupFilterResponse400Headers
+	// Headers401 the parsed response headers for an HTTP 401 response
+	Headers401 *ValidateConsumerGroupFilterResponse401Headers
+	// Headers404 the parsed response headers for an HTTP 404 response
+	Headers404 *ValidateConsumerGroupFilterResponse404Headers
+	// Headers413 the parsed response headers for an HTTP 413 response
+	Headers413 *ValidateConsumerGroupFilterResponse413Headers
+	// Headers429 the parsed response headers for an HTTP 429 response
+	Headers429 *ValidateConsumerGroupFilterResponse429Headers
+	// Headers500 the parsed response headers for an HTTP 500 response
+	Headers500 *ValidateConsumerGroupFilterResponse500Headers
+}
+
+// GetJSON200 returns the response for an HTTP 200 `application/json` response
+func (r ValidateConsumerGroupFilterResponse) GetJSON200() *ValidateFilterResult {
+	return r.JSON200
+}
+
+// GetJSON400 returns the response for an HTTP 400 `application/json` response
+func (r ValidateConsumerGroupFilterResponse) GetJSON400() *BadRequest {
+	return r.JSON400
+}
+
+// GetJSON401 returns the response for an HTTP 401 `application/json` response
+func (r ValidateConsumerGroupFilterResponse) GetJSON401() *Unauthorized {
+	return r.JSON401
+}
+
+// GetJSON404 returns the response for an HTTP 404 `application/json` response
+func (r ValidateConsumerGroupFilterResponse) GetJSON404() *NotFound {
+	return r.JSON404
+}
+
+// GetJSON413 returns the response for an HTTP 413 `application/json` response
+func (r ValidateConsumerGroupFilterResponse) GetJSON413() *PayloadTooLarge {
+	return r.JSON413
+}
+
+// GetJSON429 returns the response for an HTTP 429 `application/json` response
+func (r ValidateConsumerGroupFilterResponse) GetJSON429() *TooManyRequests {
+	return r.JSON429
+}
+
+// GetJSON500 returns the response for an HTTP 500 `application/json` response
+func (r ValidateConsumerGroupFilterResponse) GetJSON500() *InternalServerError {
+	return r.JSON500
+}
+
+// GetBody returns the raw response body bytes
+func (r ValidateConsumerGroupFilterResponse) GetBody() []byte {
+	return r.Body
+}
+
+// Status returns HTTPResponse.Status
+func (r ValidateConsumerGroupFilterResponse) Status() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Status
+	}
+	return http.StatusText(0)
+}
+
+// StatusCode returns HTTPResponse.StatusCode
+func (r ValidateConsumerGroupFilterResponse) StatusCode() int {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.StatusCode
+	}
+	return 0
+}
+
+// ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
+func (r ValidateConsumerGroupFilterResponse) ContentType() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Header.Get("Content-Type")
+	}
+	return ""
+}
+
+// DeleteConsumerGroupResponse204Headers the declared response headers of an HTTP 204 response for DeleteConsumerGroup
+type DeleteConsumerGroupResponse204Headers struct {
+	OpcRequestId *string
+}
+
+// DeleteConsumerGroupResponse400Headers the declared response headers of an HTTP 400 response for DeleteConsumerGroup
+type DeleteConsumerGroupResponse400Headers struct {
+	OpcRequestId *string
+}
+
+// DeleteConsumerGroupResponse401Headers the declared response headers of an HTTP 401 response for DeleteConsumerGroup
+type DeleteConsumerGroupResponse401Headers struct {
+	OpcRequestId *string
+}
+
+// DeleteConsumerGroupResponse404Headers the declared response headers of an HTTP 404 response for DeleteConsumerGroup
+type DeleteConsumerGroupResponse404Headers struct {
+	OpcRequestId *string
+}
+
+// DeleteConsumerGroupResponse409Headers the declared response headers of an HTTP 409 response for DeleteConsumerGroup
+type DeleteConsumerGroupResponse409Headers struct {
+	OpcRequestId *string
+}
+
+// DeleteConsumerGroupResponse412Headers the declared response headers of an HTTP 412 response for DeleteConsumerGroup
+type DeleteConsumerGroupResponse412Headers struct {
+	OpcRequestId *string
+}
+
+// DeleteConsumerGroupResponse429Headers the declared response headers of an HTTP 429 response for DeleteConsumerGroup
+type DeleteConsumerGroupResponse429Headers struct {
+	OpcRequestId *string
+	RetryAfter   *int
+}
+
+// DeleteConsumerGroupResponse500Headers the declared response headers of an HTTP 500 response for DeleteConsumerGroup
+type DeleteConsumerGroupResponse500Headers struct {
+	OpcRequestId *string
+}
+
+type DeleteConsumerGroupResponse struct {
+	Body         []byte
+	HTTPResponse *http.Response
+	// JSON400 the response for an HTTP 400 `application/json` response
+	JSON400 *BadRequest
+	// JSON401 the response for an HTTP 401 `application/json` response
+	JSON401 *Unauthorized
+	// JSON404 the response for an HTTP 404 `application/json` response
+	JSON404 *NotFound
+	// JSON409 the response for an HTTP 409 `application/json` response
+	JSON409 *Conflict
+	// JSON412 the response for an HTTP 412 `application/json` response
+	JSON412 *PreconditionFailed
+	// JSON429 the response for an HTTP 429 `application/json` response
+	JSON429 *TooManyRequests
+	// JSON500 the response for an HTTP 500 `application/json` response
+	JSON500 *InternalServerError
+	// Headers204 the parsed response headers for an HTTP 204 response
+	Headers204 *DeleteConsumerGroupResponse204Headers
+	// Headers400 the parsed response headers for an HTTP 400 response
+	Headers400 *DeleteConsumerGroupResponse400Headers
+	// Headers401 the parsed response headers for an HTTP 401 response
+	Headers401 *DeleteConsumerGroupResponse401Headers
+	// Headers404 the parsed response headers for an HTTP 404 response
+	Headers404 *DeleteConsumerGroupResponse404Headers
+	// Headers409 the parsed response headers for an HTTP 409 response
+	Headers409 *DeleteConsumerGroupResponse409Headers
+	// Headers412 the parsed response headers for an HTTP 412 response
+	Headers412 *DeleteConsumerGroupResponse412Headers
+	// Headers429 the parsed response headers for an HTTP 429 response
+	Headers429 *DeleteConsumerGroupResponse429Headers
+	// Headers500 the parsed response headers for an HTTP 500 response
+	Headers500 *DeleteConsumerGroupResponse500Headers
+}
+
+// GetJSON400 returns the response for an HTTP 400 `application/json` response
+func (r DeleteConsumerGroupResponse) GetJSON400() *BadRequest {
+	return r.JSON400
+}
+
+// GetJSON401 returns the response for an HTTP 401 `application/json` response
+func (r DeleteConsumerGroupResponse) GetJSON401() *Unauthorized {
+	return r.JSON401
+}
+
+// GetJSON404 returns the response for an HTTP 404 `application/json` response
+func (r DeleteConsumerGroupResponse) GetJSON404() *NotFound {
+	return r.JSON404
+}
+
+// GetJSON409 returns the response for an HTTP 409 `application/json` response
+func (r DeleteConsumerGroupResponse) GetJSON409() *Conflict {
+	return r.JSON409
+}
+
+// GetJSON412 returns the response for an HTTP 412 `application/json` response
+func (r DeleteConsumerGroupResponse) GetJSON412() *PreconditionFailed {
+	return r.JSON412
+}
+
+// GetJSON429 returns the response for an HTTP 429 `application/json` response
+func (r DeleteConsumerGroupResponse) GetJSON429() *TooManyRequests {
+	return r.JSON429
+}
+
+// GetJSON500 returns the response for an HTTP 500 `application/json` response
+func (r DeleteConsumerGroupResponse) GetJSON500() *InternalServerError {
+	return r.JSON500
+}
+
+// GetBody returns the raw response body bytes
+func (r DeleteConsumerGroupResponse) GetBody() []byte {
+	return r.Body
+}
+
+// Status returns HTTPResponse.Status
+func (r DeleteConsumerGroupResponse) Status() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Status
+	}
+	return http.StatusText(0)
+}
+
+// StatusCode returns HTTPResponse.StatusCode
+func (r DeleteConsumerGroupResponse) StatusCode() int {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.StatusCode
+	}
+	return 0
+}
+
+// ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
+func (r DeleteConsumerGroupResponse) ContentType() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Header.Get("Content-Type")
+	}
+	return ""
+}
+
+// GetConsumerGroupResponse200Headers the declared response headers of an HTTP 200 response for GetConsumerGroup
+type GetConsumerGroupResponse200Headers struct {
+	Etag         *string
+	OpcRequestId *string
+}
+
+// GetConsumerGroupResponse400Headers the declared response headers of an HTTP 400 response for GetConsumerGroup
+type GetConsumerGroupResponse400Headers struct {
+	OpcRequestId *string
+}
+
+// GetConsumerGroupResponse401Headers the declared response headers of an HTTP 401 response for GetConsumerGroup
+type GetConsumerGroupResponse401Headers struct {
+	OpcRequestId *string
+}
+
+// GetConsumerGroupResponse404Headers the declared response headers of an HTTP 404 response for GetConsumerGroup
+type GetConsumerGroupResponse404Headers struct {
+	OpcRequestId *string
+}
+
+// GetConsumerGroupResponse429Headers the declared response headers of an HTTP 429 response for GetConsumerGroup
+type GetConsumerGroupResponse429Headers struct {
+	OpcRequestId *string
+	RetryAfter   *int
+}
+
+// GetConsumerGroupResponse500Headers the declared response headers of an HTTP 500 response for GetConsumerGroup
+type GetConsumerGroupResponse500Headers struct {
+	OpcRequestId *string
+}
+
+type GetConsumerGroupResponse struct {
+	Body         []byte
+	HTTPResponse *http.Response
+	// JSON200 the response for an HTTP 200 `application/json` response
+	JSON200 *ConsumerGroup
+	// JSON400 the response for an HTTP 400 `application/json` response
+	JSON400 *BadRequest
+	// JSON401 the response for an HTTP 401 `application/json` response
+	JSON401 *Unauthorized
+	// JSON404 the response for an HTTP 404 `application/json` response
+	JSON404 *NotFound
+	// JSON429 the response for an HTTP 429 `application/json` response
+	JSON429 *TooManyRequests
+	// JSON500 the response for an HTTP 500 `application/json` response
+	JSON500 *InternalServerError
+	// Headers200 the parsed response headers for an HTTP 200 response
+	Headers200 *GetConsumerGroupResponse200Headers
+	// Headers400 the parsed response headers for an HTTP 400 response
+	Headers400 *GetConsumerGroupResponse400Headers
+	// Headers401 the parsed response headers for an HTTP 401 response
+	Headers401 *GetConsumerGroupResponse401Headers
+	// Headers404 the parsed response headers for an HTTP 404 response
+	Headers404 *GetConsumerGroupResponse404Headers
+	// Headers429 the parsed response headers for an HTTP 429 response
+	Headers429 *GetConsumerGroupResponse429Headers
+	// Headers500 the parsed response headers for an HTTP 500 response
+	Headers500 *GetConsumerGroupResponse500Headers
+}
+
+// GetJSON200 returns the response for an HTTP 200 `application/json` response
+func (r GetConsumerGroupResponse) GetJSON200() *ConsumerGroup {
+	return r.JSON200
+}
+
+// GetJSON400 returns the response for an HTTP 400 `application/json` response
+func (r GetConsumerGroupResponse) GetJSON400() *BadRequest {
+	return r.JSON400
+}
+
+// GetJSON401 returns the response for an HTTP 401 `application/json` response
+func (r GetConsumerGroupResponse) GetJSON401() *Unauthorized {
+	return r.JSON401
+}
+
+// GetJSON404 returns the response for an HTTP 404 `application/json` response
+func (r GetConsumerGroupResponse) GetJSON404() *NotFound {
+	return r.JSON404
+}
+
+// GetJSON429 returns the response for an HTTP 429 `application/json` response
+func (r GetConsumerGroupResponse) GetJSON429() *TooManyRequests {
+	return r.JSON429
+}
+
+// GetJSON500 returns the response for an HTTP 500 `application/json` response
+func (r GetConsumerGroupResponse) GetJSON500() *InternalServerError {
+	return r.JSON500
+}
+
+// GetBody returns the raw response body bytes
+func (r GetConsumerGroupResponse) GetBody() []byte {
+	return r.Body
+}
+
+// Status returns HTTPResponse.Status
+func (r GetConsumerGroupResponse) Status() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Status
+	}
+	return http.StatusText(0)
+}
+
+// StatusCode returns HTTPResponse.StatusCode
+func (r GetConsumerGroupResponse) StatusCode() int {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.StatusCode
+	}
+	return 0
+}
+
+// ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
+func (r GetConsumerGroupResponse) ContentType() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Header.Get("Content-Type")
+	}
+	return ""
+}
+
+// UpdateConsumerGroupResponse200Headers the declared response headers of an HTTP 200 response for UpdateConsumerGroup
+type UpdateConsumerGroupResponse200Headers struct {
+	Etag         *string
+	OpcRequestId *string
+}
+
+// UpdateConsumerGroupResponse400Headers the declared response headers of an HTTP 400 response for UpdateConsumerGroup
+type UpdateConsumerGroupResponse400Headers struct {
+	OpcRequestId *string
+}
+
+// UpdateConsumerGroupResponse401Headers the declared response headers of an HTTP 401 response for UpdateConsumerGroup
+type UpdateConsumerGroupResponse401Headers struct {
+	OpcRequestId *string
+}
+
+// UpdateConsumerGroupResponse404Headers the declared response headers of an HTTP 404 response for UpdateConsumerGroup
+type UpdateConsumerGroupResponse404Headers struct {
+	OpcRequestId *string
+}
+
+// UpdateConsumerGroupResponse409Headers the declared response headers of an HTTP 409 response for UpdateConsumerGroup
+type UpdateConsumerGroupResponse409Headers struct {
+	OpcRequestId *string
+}
+
+// UpdateConsumerGroupResponse412Headers the declared response headers of an HTTP 412 response for UpdateConsumerGroup
+type UpdateConsumerGroupResponse412Headers struct {
+	OpcRequestId *string
+}
+
+// UpdateConsumerGroupResponse413Headers the declared response headers of an HTTP 413 response for UpdateConsumerGroup
+type UpdateConsumerGroupResponse413Headers struct {
+	OpcRequestId *string
+}
+
+// UpdateConsumerGroupResponse429Headers the declared response headers of an HTTP 429 response for UpdateConsumerGroup
+type UpdateConsumerGroupResponse429Headers struct {
+	OpcRequestId *string
+	RetryAfter   *int
+}
+
+// UpdateConsumerGroupResponse500Headers the declared response headers of an HTTP 500 response for UpdateConsumerGroup
+type UpdateConsumerGroupResponse500Headers struct {
+	OpcRequestId *string
+}
+
+type UpdateConsumerGroupResponse struct {
+	Body         []byte
+	HTTPResponse *http.Response
+	// JSON200 the response for an HTTP 200 `application/json` response
+	JSON200 *ConsumerGroup
+	// JSON400 the response for an HTTP 400 `application/json` response
+	JSON400 *BadRequest
+	// JSON401 the response for an HTTP 401 `application/json` response
+	JSON401 *Unauthorized
+	// JSON404 the response for an HTTP 404 `application/json` response
+	JSON404 *NotFound
+	// JSON409 the response for an HTTP 409 `application/json` response
+	JSON409 *Conflict
+	// JSON412 the response for an HTTP 412 `application/json` response
+	JSON412 *PreconditionFailed
+	// JSON413 the response for an HTTP 413 `application/json` response
+	JSON413 *PayloadTooLarge
+	// JSON429 the response for an HTTP 429 `application/json` response
+	JSON429 *TooManyRequests
+	// JSON500 the response for an HTTP 500 `application/json` response
+	JSON500 *InternalServerError
+	// Headers200 the parsed response headers for an HTTP 200 response
+	Headers200 *UpdateConsumerGroupResponse200Headers
+	// Headers400 the parsed response headers for an HTTP 400 response
+	Headers400 *UpdateConsumerGroupResponse400Headers
+	// Headers401 the parsed response headers for an HTTP 401 response
+	Headers401 *UpdateConsumerGroupResponse401Headers
+	// Headers404 the parsed response headers for an HTTP 404 response
+	Headers404 *UpdateConsumerGroupResponse404Headers
+	// Headers409 the parsed response headers for an HTTP 409 response
+	Headers409 *UpdateConsumerGroupResponse409Headers
+	// Headers412 the parsed response headers for an HTTP 412 response
+	Headers412 *UpdateConsumerGroupResponse412Headers
+	// Headers413 the parsed response headers for an HTTP 413 response
+	Headers413 *UpdateConsumerGroupResponse413Headers
+	// Headers429 the parsed response headers for an HTTP 429 response
+	Headers429 *UpdateConsumerGroupResponse429Headers
+	// Headers500 the parsed response headers for an HTTP 500 response
+	Headers500 *UpdateConsumerGroupResponse500Headers
+}
+
+// GetJSON200 returns the response for an HTTP 200 `application/json` response
+func (r UpdateConsumerGroupResponse) GetJSON200() *ConsumerGroup {
+	return r.JSON200
+}
+
+// GetJSON400 returns the response for an HTTP 400 `application/json` response
+func (r UpdateConsumerGroupResponse) GetJSON400() *BadRequest {
+	return r.JSON400
+}
+
+// GetJSON401 returns the response for an HTTP 401 `application/json` response
+func (r UpdateConsumerGroupResponse) GetJSON401() *Unauthorized {
+	return r.JSON401
+}
+
+// GetJSON404 returns the response for an HTTP 404 `application/json` response
+func (r UpdateConsumerGroupResponse) GetJSON404() *NotFound {
+	return r.JSON404
+}
+
+// GetJSON409 returns the response for an HTTP 409 `application/json` response
+func (r UpdateConsumerGroupResponse) GetJSON409() *Conflict {
+	return r.JSON409
+}
+
+// GetJSON412 returns the response for an HTTP 412 `application/json` response
+func (r UpdateConsumerGroupResponse) GetJSON412() *PreconditionFailed {
+	return r.JSON412
+}
+
+// GetJSON413 returns the response for an HTTP 413 `application/json` response
+func (r UpdateConsumerGroupResponse) GetJSON413() *PayloadTooLarge {
+	return r.JSON413
+}
+
+// GetJSON429 returns the response for an HTTP 429 `application/json` response
+func (r UpdateConsumerGroupResponse) GetJSON429() *TooManyRequests {
+	return r.JSON429
+}
+
+// GetJSON500 returns the response for an HTTP 500 `application/json` response
+func (r UpdateConsumerGroupResponse) GetJSON500() *InternalServerError {
+	return r.JSON500
+}
+
+// GetBody returns the raw response body bytes
+func (r UpdateConsumerGroupResponse) GetBody() []byte {
+	return r.Body
+}
+
+// Status returns HTTPResponse.Status
+func (r UpdateConsumerGroupResponse) Status() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Status
+	}
+	return http.StatusText(0)
+}
+
+// StatusCode returns HTTPResponse.StatusCode
+func (r UpdateConsumerGroupResponse) StatusCode() int {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.StatusCode
+	}
+	return 0
+}
+
+// ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
+func (r UpdateConsumerGroupResponse) ContentType() string {
 	if r.HTTPResponse != nil {
 		return r.HTTPResponse.Header.Get("Content-Type")
 	}
@@ -8355,6 +10409,159 @@ func (c *ClientWithResponses) UpdateCompartmentWithResponse(ctx context.Context,
 	return ParseUpdateCompartmentResponse(rsp)
 }
 
+// ListConsumerGroupsWithResponse List consumer groups
+//
+// Lists the consumer groups of a queue, the primary group included. Deleted groups are listed only when
+// `lifecycleState=DELETED` is asked for. Paginated like every list.
+//
+// Returns a wrapper object for the known response body format(s).
+//
+// Corresponds with GET /20210201/consumerGroups (the `ListConsumerGroups` operationId).
+func (c *ClientWithResponses) ListConsumerGroupsWithResponse(ctx context.Context, params *ListConsumerGroupsParams, reqEditors ...RequestEditorFn) (*ListConsumerGroupsResponse, error) {
+	rsp, err := c.ListConsumerGroups(ctx, params, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseListConsumerGroupsResponse(rsp)
+}
+
+// CreateConsumerGroupWithBodyWithResponse Create a consumer group
+//
+// Creates a consumer group on a queue that has the `CONSUMER_GROUPS` capability (409 `IncorrectState`
+// otherwise). From now on every message published to the queue whose attributes match
+// `consumerGroupFilter` is delivered to this group too (a missing or empty filter matches every message).
+// Messages already in the queue are not re-evaluated. `displayName` is unique per queue (case-insensitive).
+//
+// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
+//
+// Corresponds with POST /20210201/consumerGroups (the `CreateConsumerGroup` operationId).
+func (c *ClientWithResponses) CreateConsumerGroupWithBodyWithResponse(ctx context.Context, params *CreateConsumerGroupParams, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*CreateConsumerGroupResponse, error) {
+	rsp, err := c.CreateConsumerGroupWithBody(ctx, params, contentType, body, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseCreateConsumerGroupResponse(rsp)
+}
+
+// CreateConsumerGroupWithResponse Create a consumer group
+//
+// Creates a consumer group on a queue that has the `CONSUMER_GROUPS` capability (409 `IncorrectState`
+// otherwise). From now on every message published to the queue whose attributes match
+// `consumerGroupFilter` is delivered to this group too (a missing or empty filter matches every message).
+// Messages already in the queue are not re-evaluated. `displayName` is unique per queue (case-insensitive).
+//
+// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
+//
+// Corresponds with POST /20210201/consumerGroups (the `CreateConsumerGroup` operationId).
+func (c *ClientWithResponses) CreateConsumerGroupWithResponse(ctx context.Context, params *CreateConsumerGroupParams, body CreateConsumerGroupJSONRequestBody, reqEditors ...RequestEditorFn) (*CreateConsumerGroupResponse, error) {
+	rsp, err := c.CreateConsumerGroup(ctx, params, body, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseCreateConsumerGroupResponse(rsp)
+}
+
+// ValidateConsumerGroupFilterWithBodyWithResponse Check a filter and try it on attribute sets
+//
+// ferry extension (a dry run): parses `consumerGroupFilter` and evaluates it on each attribute set.
+// Answers `{"valid":true,"matches":[…]}` (one boolean per attribute set) or `{"valid":false,"error":"column
+// N: …"}`. Nothing is stored.
+//
+// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
+//
+// Corresponds with POST /20210201/consumerGroups/actions/validateFilter (the `ValidateConsumerGroupFilter` operationId).
+func (c *ClientWithResponses) ValidateConsumerGroupFilterWithBodyWithResponse(ctx context.Context, params *ValidateConsumerGroupFilterParams, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*ValidateConsumerGroupFilterResponse, error) {
+	rsp, err := c.ValidateConsumerGroupFilterWithBody(ctx, params, contentType, body, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseValidateConsumerGroupFilterResponse(rsp)
+}
+
+// ValidateConsumerGroupFilterWithResponse Check a filter and try it on attribute sets
+//
+// ferry extension (a dry run): parses `consumerGroupFilter` and evaluates it on each attribute set.
+// Answers `{"valid":true,"matches":[…]}` (one boolean per attribute set) or `{"valid":false,"error":"column
+// N: …"}`. Nothing is stored.
+//
+// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
+//
+// Corresponds with POST /20210201/consumerGroups/actions/validateFilter (the `ValidateConsumerGroupFilter` operationId).
+func (c *ClientWithResponses) ValidateConsumerGroupFilterWithResponse(ctx context.Context, params *ValidateConsumerGroupFilterParams, body ValidateConsumerGroupFilterJSONRequestBody, reqEditors ...RequestEditorFn) (*ValidateConsumerGroupFilterResponse, error) {
+	rsp, err := c.ValidateConsumerGroupFilter(ctx, params, body, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseValidateConsumerGroupFilterResponse(rsp)
+}
+
+// DeleteConsumerGroupWithResponse Delete a consumer group
+//
+// Deletes the group (204); its undelivered messages are removed in the background. The primary group
+// cannot be deleted (409 `IncorrectState`): disable it instead.
+//
+// Returns a wrapper object for the known response body format(s).
+//
+// Corresponds with DELETE /20210201/consumerGroups/{consumerGroupId} (the `DeleteConsumerGroup` operationId).
+func (c *ClientWithResponses) DeleteConsumerGroupWithResponse(ctx context.Context, consumerGroupId ConsumerGroupIdPath, params *DeleteConsumerGroupParams, reqEditors ...RequestEditorFn) (*DeleteConsumerGroupResponse, error) {
+	rsp, err := c.DeleteConsumerGroup(ctx, consumerGroupId, params, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseDeleteConsumerGroupResponse(rsp)
+}
+
+// GetConsumerGroupWithResponse Get a consumer group
+//
+// Returns the consumer group (the primary group's OCID is its queue's OCID) and its `etag`.
+//
+// Returns a wrapper object for the known response body format(s).
+//
+// Corresponds with GET /20210201/consumerGroups/{consumerGroupId} (the `GetConsumerGroup` operationId).
+func (c *ClientWithResponses) GetConsumerGroupWithResponse(ctx context.Context, consumerGroupId ConsumerGroupIdPath, params *GetConsumerGroupParams, reqEditors ...RequestEditorFn) (*GetConsumerGroupResponse, error) {
+	rsp, err := c.GetConsumerGroup(ctx, consumerGroupId, params, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseGetConsumerGroupResponse(rsp)
+}
+
+// UpdateConsumerGroupWithBodyWithResponse Update a consumer group
+//
+// Changes the group's name, filter, enabled flag, dead-letter count or tags. A changed filter or a
+// re-enabled group affects only messages published afterwards. The primary group can only be enabled or
+// disabled (and its dead-letter count and tags changed): its name and filter are fixed (409
+// `IncorrectState`).
+//
+// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
+//
+// Corresponds with PUT /20210201/consumerGroups/{consumerGroupId} (the `UpdateConsumerGroup` operationId).
+func (c *ClientWithResponses) UpdateConsumerGroupWithBodyWithResponse(ctx context.Context, consumerGroupId ConsumerGroupIdPath, params *UpdateConsumerGroupParams, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*UpdateConsumerGroupResponse, error) {
+	rsp, err := c.UpdateConsumerGroupWithBody(ctx, consumerGroupId, params, contentType, body, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseUpdateConsumerGroupResponse(rsp)
+}
+
+// UpdateConsumerGroupWithResponse Update a consumer group
+//
+// Changes the group's name, filter, enabled flag, dead-letter count or tags. A changed filter or a
+// re-enabled group affects only messages published afterwards. The primary group can only be enabled or
+// disabled (and its dead-letter count and tags changed): its name and filter are fixed (409
+// `IncorrectState`).
+//
+// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
+//
+// Corresponds with PUT /20210201/consumerGroups/{consumerGroupId} (the `UpdateConsumerGroup` operationId).
+func (c *ClientWithResponses) UpdateConsumerGroupWithResponse(ctx context.Context, consumerGroupId ConsumerGroupIdPath, params *UpdateConsumerGroupParams, body UpdateConsumerGroupJSONRequestBody, reqEditors ...RequestEditorFn) (*UpdateConsumerGroupResponse, error) {
+	rsp, err := c.UpdateConsumerGroup(ctx, consumerGroupId, params, body, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseUpdateConsumerGroupResponse(rsp)
+}
+
 // ListQueuesWithResponse List queues
 //
 // Lists the queues in `compartmentId` (or, with `compartmentIdInSubtree=true`, in it and all of its
@@ -9657,6 +11864,952 @@ func ParseUpdateCompartmentResponse(rsp *http.Response) (*UpdateCompartmentRespo
 		response.Headers429 = &headers
 	case rsp.StatusCode == 500:
 		var headers UpdateCompartmentResponse500Headers
+		if values := rsp.Header.Values("opc-request-id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "opc-request-id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.OpcRequestId = &value
+		}
+		response.Headers500 = &headers
+	}
+
+	return response, nil
+}
+
+// ParseListConsumerGroupsResponse parses an HTTP response from a ListConsumerGroupsWithResponse call
+func ParseListConsumerGroupsResponse(rsp *http.Response) (*ListConsumerGroupsResponse, error) {
+	bodyBytes, err := io.ReadAll(rsp.Body)
+	defer func() { _ = rsp.Body.Close() }()
+	if err != nil {
+		return nil, err
+	}
+
+	response := &ListConsumerGroupsResponse{
+		Body:         bodyBytes,
+		HTTPResponse: rsp,
+	}
+
+	switch {
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 200:
+		var dest ConsumerGroupCollection
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON200 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 400:
+		var dest BadRequest
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON400 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 401:
+		var dest Unauthorized
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON401 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 404:
+		var dest NotFound
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON404 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 429:
+		var dest TooManyRequests
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON429 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 500:
+		var dest InternalServerError
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON500 = &dest
+
+	}
+
+	switch {
+	case rsp.StatusCode == 200:
+		var headers ListConsumerGroupsResponse200Headers
+		if values := rsp.Header.Values("opc-next-page"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "opc-next-page", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.OpcNextPage = &value
+		}
+		if values := rsp.Header.Values("opc-request-id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "opc-request-id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.OpcRequestId = &value
+		}
+		response.Headers200 = &headers
+	case rsp.StatusCode == 400:
+		var headers ListConsumerGroupsResponse400Headers
+		if values := rsp.Header.Values("opc-request-id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "opc-request-id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.OpcRequestId = &value
+		}
+		response.Headers400 = &headers
+	case rsp.StatusCode == 401:
+		var headers ListConsumerGroupsResponse401Headers
+		if values := rsp.Header.Values("opc-request-id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "opc-request-id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.OpcRequestId = &value
+		}
+		response.Headers401 = &headers
+	case rsp.StatusCode == 404:
+		var headers ListConsumerGroupsResponse404Headers
+		if values := rsp.Header.Values("opc-request-id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "opc-request-id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.OpcRequestId = &value
+		}
+		response.Headers404 = &headers
+	case rsp.StatusCode == 429:
+		var headers ListConsumerGroupsResponse429Headers
+		if values := rsp.Header.Values("opc-request-id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "opc-request-id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.OpcRequestId = &value
+		}
+		if values := rsp.Header.Values("retry-after"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "retry-after", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = &value
+		}
+		response.Headers429 = &headers
+	case rsp.StatusCode == 500:
+		var headers ListConsumerGroupsResponse500Headers
+		if values := rsp.Header.Values("opc-request-id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "opc-request-id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.OpcRequestId = &value
+		}
+		response.Headers500 = &headers
+	}
+
+	return response, nil
+}
+
+// ParseCreateConsumerGroupResponse parses an HTTP response from a CreateConsumerGroupWithResponse call
+func ParseCreateConsumerGroupResponse(rsp *http.Response) (*CreateConsumerGroupResponse, error) {
+	bodyBytes, err := io.ReadAll(rsp.Body)
+	defer func() { _ = rsp.Body.Close() }()
+	if err != nil {
+		return nil, err
+	}
+
+	response := &CreateConsumerGroupResponse{
+		Body:         bodyBytes,
+		HTTPResponse: rsp,
+	}
+
+	switch {
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 200:
+		var dest ConsumerGroup
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON200 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 400:
+		var dest BadRequest
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON400 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 401:
+		var dest Unauthorized
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON401 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 404:
+		var dest NotFound
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON404 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 409:
+		var dest Conflict
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON409 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 413:
+		var dest PayloadTooLarge
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON413 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 429:
+		var dest TooManyRequests
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON429 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 500:
+		var dest InternalServerError
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON500 = &dest
+
+	}
+
+	switch {
+	case rsp.StatusCode == 200:
+		var headers CreateConsumerGroupResponse200Headers
+		if values := rsp.Header.Values("etag"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "etag", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.Etag = &value
+		}
+		if values := rsp.Header.Values("opc-request-id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "opc-request-id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.OpcRequestId = &value
+		}
+		response.Headers200 = &headers
+	case rsp.StatusCode == 400:
+		var headers CreateConsumerGroupResponse400Headers
+		if values := rsp.Header.Values("opc-request-id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "opc-request-id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.OpcRequestId = &value
+		}
+		response.Headers400 = &headers
+	case rsp.StatusCode == 401:
+		var headers CreateConsumerGroupResponse401Headers
+		if values := rsp.Header.Values("opc-request-id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "opc-request-id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.OpcRequestId = &value
+		}
+		response.Headers401 = &headers
+	case rsp.StatusCode == 404:
+		var headers CreateConsumerGroupResponse404Headers
+		if values := rsp.Header.Values("opc-request-id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "opc-request-id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.OpcRequestId = &value
+		}
+		response.Headers404 = &headers
+	case rsp.StatusCode == 409:
+		var headers CreateConsumerGroupResponse409Headers
+		if values := rsp.Header.Values("opc-request-id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "opc-request-id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.OpcRequestId = &value
+		}
+		response.Headers409 = &headers
+	case rsp.StatusCode == 413:
+		var headers CreateConsumerGroupResponse413Headers
+		if values := rsp.Header.Values("opc-request-id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "opc-request-id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.OpcRequestId = &value
+		}
+		response.Headers413 = &headers
+	case rsp.StatusCode == 429:
+		var headers CreateConsumerGroupResponse429Headers
+		if values := rsp.Header.Values("opc-request-id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "opc-request-id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.OpcRequestId = &value
+		}
+		if values := rsp.Header.Values("retry-after"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "retry-after", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = &value
+		}
+		response.Headers429 = &headers
+	case rsp.StatusCode == 500:
+		var headers CreateConsumerGroupResponse500Headers
+		if values := rsp.Header.Values("opc-request-id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "opc-request-id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.OpcRequestId = &value
+		}
+		response.Headers500 = &headers
+	}
+
+	return response, nil
+}
+
+// ParseValidateConsumerGroupFilterResponse parses an HTTP response from a ValidateConsumerGroupFilterWithResponse call
+func ParseValidateConsumerGroupFilterResponse(rsp *http.Response) (*ValidateConsumerGroupFilterResponse, error) {
+	bodyBytes, err := io.ReadAll(rsp.Body)
+	defer func() { _ = rsp.Body.Close() }()
+	if err != nil {
+		return nil, err
+	}
+
+	response := &ValidateConsumerGroupFilterResponse{
+		Body:         bodyBytes,
+		HTTPResponse: rsp,
+	}
+
+	switch {
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 200:
+		var dest ValidateFilterResult
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON200 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 400:
+		var dest BadRequest
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON400 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 401:
+		var dest Unauthorized
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON401 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 404:
+		var dest NotFound
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON404 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 413:
+		var dest PayloadTooLarge
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON413 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 429:
+		var dest TooManyRequests
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON429 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 500:
+		var dest InternalServerError
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON500 = &dest
+
+	}
+
+	switch {
+	case rsp.StatusCode == 200:
+		var headers ValidateConsumerGroupFilterResponse200Headers
+		if values := rsp.Header.Values("opc-request-id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "opc-request-id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.OpcRequestId = &value
+		}
+		response.Headers200 = &headers
+	case rsp.StatusCode == 400:
+		var headers ValidateConsumerGroupFilterResponse400Headers
+		if values := rsp.Header.Values("opc-request-id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "opc-request-id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.OpcRequestId = &value
+		}
+		response.Headers400 = &headers
+	case rsp.StatusCode == 401:
+		var headers ValidateConsumerGroupFilterResponse401Headers
+		if values := rsp.Header.Values("opc-request-id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "opc-request-id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.OpcRequestId = &value
+		}
+		response.Headers401 = &headers
+	case rsp.StatusCode == 404:
+		var headers ValidateConsumerGroupFilterResponse404Headers
+		if values := rsp.Header.Values("opc-request-id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "opc-request-id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.OpcRequestId = &value
+		}
+		response.Headers404 = &headers
+	case rsp.StatusCode == 413:
+		var headers ValidateConsumerGroupFilterResponse413Headers
+		if values := rsp.Header.Values("opc-request-id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "opc-request-id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.OpcRequestId = &value
+		}
+		response.Headers413 = &headers
+	case rsp.StatusCode == 429:
+		var headers ValidateConsumerGroupFilterResponse429Headers
+		if values := rsp.Header.Values("opc-request-id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "opc-request-id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.OpcRequestId = &value
+		}
+		if values := rsp.Header.Values("retry-after"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "retry-after", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = &value
+		}
+		response.Headers429 = &headers
+	case rsp.StatusCode == 500:
+		var headers ValidateConsumerGroupFilterResponse500Headers
+		if values := rsp.Header.Values("opc-request-id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "opc-request-id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.OpcRequestId = &value
+		}
+		response.Headers500 = &headers
+	}
+
+	return response, nil
+}
+
+// ParseDeleteConsumerGroupResponse parses an HTTP response from a DeleteConsumerGroupWithResponse call
+func ParseDeleteConsumerGroupResponse(rsp *http.Response) (*DeleteConsumerGroupResponse, error) {
+	bodyBytes, err := io.ReadAll(rsp.Body)
+	defer func() { _ = rsp.Body.Close() }()
+	if err != nil {
+		return nil, err
+	}
+
+	response := &DeleteConsumerGroupResponse{
+		Body:         bodyBytes,
+		HTTPResponse: rsp,
+	}
+
+	switch {
+	case rsp.StatusCode == 204:
+		break // No content-type
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 400:
+		var dest BadRequest
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON400 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 401:
+		var dest Unauthorized
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON401 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 404:
+		var dest NotFound
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON404 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 409:
+		var dest Conflict
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON409 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 412:
+		var dest PreconditionFailed
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON412 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 429:
+		var dest TooManyRequests
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON429 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 500:
+		var dest InternalServerError
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON500 = &dest
+
+	}
+
+	switch {
+	case rsp.StatusCode == 204:
+		var headers DeleteConsumerGroupResponse204Headers
+		if values := rsp.Header.Values("opc-request-id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "opc-request-id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.OpcRequestId = &value
+		}
+		response.Headers204 = &headers
+	case rsp.StatusCode == 400:
+		var headers DeleteConsumerGroupResponse400Headers
+		if values := rsp.Header.Values("opc-request-id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "opc-request-id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.OpcRequestId = &value
+		}
+		response.Headers400 = &headers
+	case rsp.StatusCode == 401:
+		var headers DeleteConsumerGroupResponse401Headers
+		if values := rsp.Header.Values("opc-request-id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "opc-request-id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.OpcRequestId = &value
+		}
+		response.Headers401 = &headers
+	case rsp.StatusCode == 404:
+		var headers DeleteConsumerGroupResponse404Headers
+		if values := rsp.Header.Values("opc-request-id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "opc-request-id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.OpcRequestId = &value
+		}
+		response.Headers404 = &headers
+	case rsp.StatusCode == 409:
+		var headers DeleteConsumerGroupResponse409Headers
+		if values := rsp.Header.Values("opc-request-id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "opc-request-id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.OpcRequestId = &value
+		}
+		response.Headers409 = &headers
+	case rsp.StatusCode == 412:
+		var headers DeleteConsumerGroupResponse412Headers
+		if values := rsp.Header.Values("opc-request-id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "opc-request-id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.OpcRequestId = &value
+		}
+		response.Headers412 = &headers
+	case rsp.StatusCode == 429:
+		var headers DeleteConsumerGroupResponse429Headers
+		if values := rsp.Header.Values("opc-request-id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "opc-request-id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.OpcRequestId = &value
+		}
+		if values := rsp.Header.Values("retry-after"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "retry-after", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = &value
+		}
+		response.Headers429 = &headers
+	case rsp.StatusCode == 500:
+		var headers DeleteConsumerGroupResponse500Headers
+		if values := rsp.Header.Values("opc-request-id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "opc-request-id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.OpcRequestId = &value
+		}
+		response.Headers500 = &headers
+	}
+
+	return response, nil
+}
+
+// ParseGetConsumerGroupResponse parses an HTTP response from a GetConsumerGroupWithResponse call
+func ParseGetConsumerGroupResponse(rsp *http.Response) (*GetConsumerGroupResponse, error) {
+	bodyBytes, err := io.ReadAll(rsp.Body)
+	defer func() { _ = rsp.Body.Close() }()
+	if err != nil {
+		return nil, err
+	}
+
+	response := &GetConsumerGroupResponse{
+		Body:         bodyBytes,
+		HTTPResponse: rsp,
+	}
+
+	switch {
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 200:
+		var dest ConsumerGroup
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON200 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 400:
+		var dest BadRequest
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON400 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 401:
+		var dest Unauthorized
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON401 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 404:
+		var dest NotFound
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON404 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 429:
+		var dest TooManyRequests
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON429 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 500:
+		var dest InternalServerError
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON500 = &dest
+
+	}
+
+	switch {
+	case rsp.StatusCode == 200:
+		var headers GetConsumerGroupResponse200Headers
+		if values := rsp.Header.Values("etag"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "etag", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.Etag = &value
+		}
+		if values := rsp.Header.Values("opc-request-id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "opc-request-id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.OpcRequestId = &value
+		}
+		response.Headers200 = &headers
+	case rsp.StatusCode == 400:
+		var headers GetConsumerGroupResponse400Headers
+		if values := rsp.Header.Values("opc-request-id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "opc-request-id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.OpcRequestId = &value
+		}
+		response.Headers400 = &headers
+	case rsp.StatusCode == 401:
+		var headers GetConsumerGroupResponse401Headers
+		if values := rsp.Header.Values("opc-request-id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "opc-request-id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.OpcRequestId = &value
+		}
+		response.Headers401 = &headers
+	case rsp.StatusCode == 404:
+		var headers GetConsumerGroupResponse404Headers
+		if values := rsp.Header.Values("opc-request-id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "opc-request-id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.OpcRequestId = &value
+		}
+		response.Headers404 = &headers
+	case rsp.StatusCode == 429:
+		var headers GetConsumerGroupResponse429Headers
+		if values := rsp.Header.Values("opc-request-id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "opc-request-id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.OpcRequestId = &value
+		}
+		if values := rsp.Header.Values("retry-after"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "retry-after", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = &value
+		}
+		response.Headers429 = &headers
+	case rsp.StatusCode == 500:
+		var headers GetConsumerGroupResponse500Headers
+		if values := rsp.Header.Values("opc-request-id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "opc-request-id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.OpcRequestId = &value
+		}
+		response.Headers500 = &headers
+	}
+
+	return response, nil
+}
+
+// ParseUpdateConsumerGroupResponse parses an HTTP response from a UpdateConsumerGroupWithResponse call
+func ParseUpdateConsumerGroupResponse(rsp *http.Response) (*UpdateConsumerGroupResponse, error) {
+	bodyBytes, err := io.ReadAll(rsp.Body)
+	defer func() { _ = rsp.Body.Close() }()
+	if err != nil {
+		return nil, err
+	}
+
+	response := &UpdateConsumerGroupResponse{
+		Body:         bodyBytes,
+		HTTPResponse: rsp,
+	}
+
+	switch {
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 200:
+		var dest ConsumerGroup
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON200 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 400:
+		var dest BadRequest
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON400 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 401:
+		var dest Unauthorized
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON401 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 404:
+		var dest NotFound
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON404 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 409:
+		var dest Conflict
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON409 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 412:
+		var dest PreconditionFailed
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON412 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 413:
+		var dest PayloadTooLarge
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON413 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 429:
+		var dest TooManyRequests
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON429 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 500:
+		var dest InternalServerError
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON500 = &dest
+
+	}
+
+	switch {
+	case rsp.StatusCode == 200:
+		var headers UpdateConsumerGroupResponse200Headers
+		if values := rsp.Header.Values("etag"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "etag", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.Etag = &value
+		}
+		if values := rsp.Header.Values("opc-request-id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "opc-request-id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.OpcRequestId = &value
+		}
+		response.Headers200 = &headers
+	case rsp.StatusCode == 400:
+		var headers UpdateConsumerGroupResponse400Headers
+		if values := rsp.Header.Values("opc-request-id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "opc-request-id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.OpcRequestId = &value
+		}
+		response.Headers400 = &headers
+	case rsp.StatusCode == 401:
+		var headers UpdateConsumerGroupResponse401Headers
+		if values := rsp.Header.Values("opc-request-id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "opc-request-id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.OpcRequestId = &value
+		}
+		response.Headers401 = &headers
+	case rsp.StatusCode == 404:
+		var headers UpdateConsumerGroupResponse404Headers
+		if values := rsp.Header.Values("opc-request-id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "opc-request-id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.OpcRequestId = &value
+		}
+		response.Headers404 = &headers
+	case rsp.StatusCode == 409:
+		var headers UpdateConsumerGroupResponse409Headers
+		if values := rsp.Header.Values("opc-request-id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "opc-request-id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.OpcRequestId = &value
+		}
+		response.Headers409 = &headers
+	case rsp.StatusCode == 412:
+		var headers UpdateConsumerGroupResponse412Headers
+		if values := rsp.Header.Values("opc-request-id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "opc-request-id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.OpcRequestId = &value
+		}
+		response.Headers412 = &headers
+	case rsp.StatusCode == 413:
+		var headers UpdateConsumerGroupResponse413Headers
+		if values := rsp.Header.Values("opc-request-id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "opc-request-id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.OpcRequestId = &value
+		}
+		response.Headers413 = &headers
+	case rsp.StatusCode == 429:
+		var headers UpdateConsumerGroupResponse429Headers
+		if values := rsp.Header.Values("opc-request-id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "opc-request-id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.OpcRequestId = &value
+		}
+		if values := rsp.Header.Values("retry-after"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "retry-after", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = &value
+		}
+		response.Headers429 = &headers
+	case rsp.StatusCode == 500:
+		var headers UpdateConsumerGroupResponse500Headers
 		if values := rsp.Header.Values("opc-request-id"); len(values) > 0 {
 			var value string
 			if err := runtime.BindStyledParameterWithOptions("simple", "opc-request-id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {

@@ -4,6 +4,7 @@
 package apierror
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -80,6 +81,9 @@ func From(err error) *Error {
 		return apiErr
 	case errors.Is(err, ErrNotFound):
 		return NotFound("the resource does not exist or you are not authorized to access it")
+	case errors.Is(err, context.Canceled):
+		// The caller went away (or the server is stopping): nobody reads this answer; it is not a server fault.
+		return New(http.StatusServiceUnavailable, "ServiceUnavailable", "the request was cancelled")
 	default:
 		return New(http.StatusInternalServerError, "InternalServerError", "internal error; quote the opc-request-id when reporting it")
 	}
@@ -88,7 +92,7 @@ func From(err error) *Error {
 // Write answers err as JSON and aborts the gin chain. 5xx errors are logged with the request id.
 func Write(c *gin.Context, err error) {
 	apiErr := From(err)
-	if apiErr.Status >= 500 {
+	if apiErr.Status >= 500 && apiErr.Code == "InternalServerError" {
 		slog.ErrorContext(c.Request.Context(), "request failed", "error", err,
 			"method", c.Request.Method, "path", c.FullPath(), "opcRequestId", c.Writer.Header().Get("opc-request-id"))
 	}

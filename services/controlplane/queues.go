@@ -36,6 +36,7 @@ func (h *Handlers) toQueue(q persistence.Queue) api.Queue {
 		MaxSizeInBytes:               q.MaxSizeBytes,
 		DeduplicationWindowInSeconds: int(q.DedupWindowSeconds),
 		MessagesEndpoint:             h.publicURL,
+		Capabilities:                 capabilitiesOf(q),
 		FreeformTags:                 q.FreeformTags,
 		TimeCreated:                  q.TimeCreated,
 		TimeUpdated:                  q.TimeUpdated,
@@ -53,6 +54,7 @@ func (h *Handlers) CreateQueue(c *gin.Context, _ api.CreateQueueParams) {
 	if !bind(c, &body) {
 		return
 	}
+	groups, primary := capabilitiesFrom(body.Capabilities)
 	q, err := h.store.Queues.Create(c.Request.Context(), persistence.Queue{
 		TenancyID:                    tenancyOf(c),
 		ID:                           h.ocids.New(tenancy.TypeQueue),
@@ -66,6 +68,8 @@ func (h *Handlers) CreateQueue(c *gin.Context, _ api.CreateQueueParams) {
 		MaxSizeBytes:                 cmp.Or(deref(body.MaxSizeInBytes), MaxSizeBytesDefault),
 		DedupWindowSeconds:           int32(deref(body.DeduplicationWindowInSeconds)),
 		FreeformTags:                 tagsOf(body.FreeformTags),
+		ConsumerGroupsEnabled:        groups != nil && *groups,
+		PrimaryGroupEnabled:          &primary,
 	})
 	if err != nil {
 		apierror.Write(c, err)
@@ -130,6 +134,7 @@ func (h *Handlers) UpdateQueue(c *gin.Context, id api.QueueIdPath, params api.Up
 	if !bind(c, &body) {
 		return
 	}
+	groups, primary := capabilitiesFrom(body.Capabilities)
 	q, err := h.store.Queues.Update(c.Request.Context(), tenancyOf(c), id, deref(params.IfMatch), persistence.QueuePatch{
 		DisplayName:                  body.DisplayName,
 		VisibilitySeconds:            int32Ptr(body.VisibilityInSeconds),
@@ -139,6 +144,8 @@ func (h *Handlers) UpdateQueue(c *gin.Context, id api.QueueIdPath, params api.Up
 		MaxSizeBytes:                 body.MaxSizeInBytes,
 		DedupWindowSeconds:           int32Ptr(body.DeduplicationWindowInSeconds),
 		FreeformTags:                 tagsOf(body.FreeformTags),
+		ConsumerGroups:               groups,
+		PrimaryGroupEnabled:          primary,
 	})
 	if err != nil {
 		apierror.Write(c, err)
@@ -190,4 +197,31 @@ func (h *Handlers) ChangeQueueCompartment(c *gin.Context, id api.QueueIdPath, pa
 		return
 	}
 	h.writeQueue(c, q)
+}
+
+// capabilitiesFrom reads the CONSUMER_GROUPS capability of a request: nil when capabilities are absent (no
+// change), false when the list is present without it, true with the primary group's flag when it is listed.
+func capabilitiesFrom(caps *[]api.Capability) (groups *bool, primaryEnabled bool) {
+	if caps == nil {
+		return nil, true
+	}
+	on := false
+	primaryEnabled = true
+	for _, c := range *caps {
+		if c.Type == api.CapabilityTypeCONSUMERGROUPS {
+			on = true
+			if c.IsPrimaryConsumerGroupEnabled != nil {
+				primaryEnabled = *c.IsPrimaryConsumerGroupEnabled
+			}
+		}
+	}
+	return &on, primaryEnabled
+}
+
+func capabilitiesOf(q persistence.Queue) *[]api.Capability {
+	if !q.ConsumerGroupsEnabled {
+		return nil
+	}
+	enabled := q.PrimaryGroupEnabled == nil || *q.PrimaryGroupEnabled
+	return &[]api.Capability{{Type: api.CapabilityTypeCONSUMERGROUPS, IsPrimaryConsumerGroupEnabled: &enabled}}
 }

@@ -23,8 +23,6 @@ type Handlers struct {
 // New builds the handlers.
 func New(svc *messaging.Service) *Handlers { return &Handlers{svc: svc} }
 
-// primaryGroup is the consumer group a call addresses until consumer groups exist: the primary group.
-const primaryGroup int32 = 0
 
 func tenancyOf(c *gin.Context) string {
 	if p := iam.PrincipalFrom(c.Request.Context()); p != nil {
@@ -84,7 +82,8 @@ func (h *Handlers) PutMessages(c *gin.Context, queueID api.QueueIdPath, _ api.Pu
 	}
 	out := api.PutMessages{Messages: make([]api.PutMessagesResultEntry, len(results))}
 	for i, r := range results {
-		out.Messages[i] = api.PutMessagesResultEntry{Id: r.ID, ExpireAfter: r.ExpireAt}
+		groups := r.Groups
+		out.Messages[i] = api.PutMessagesResultEntry{Id: r.ID, ExpireAfter: r.ExpireAt, ConsumerGroups: &groups}
 	}
 	c.JSON(http.StatusOK, out)
 }
@@ -92,7 +91,7 @@ func (h *Handlers) PutMessages(c *gin.Context, queueID api.QueueIdPath, _ api.Pu
 // GetMessages leases messages, long-polling up to timeoutInSeconds for the first one.
 func (h *Handlers) GetMessages(c *gin.Context, queueID api.QueueIdPath, params api.GetMessagesParams) {
 	got, err := h.svc.Get(c.Request.Context(), tenancyOf(c), queueID, messaging.GetRequest{
-		GroupNo:           primaryGroup,
+		ConsumerGroup:     deref(params.ConsumerGroupId),
 		DLQ:               deref(params.Dlq),
 		Limit:             cmp.Or(deref(params.Limit), 1),
 		VisibilitySeconds: int32Ptr(params.VisibilityInSeconds),
@@ -136,7 +135,7 @@ func (h *Handlers) GetMessages(c *gin.Context, queueID api.QueueIdPath, params a
 
 // DeleteMessage acknowledges one message: 204, 409 for a stale receipt, 404 when the message is gone.
 func (h *Handlers) DeleteMessage(c *gin.Context, queueID api.QueueIdPath, receipt api.MessageReceiptPath, params api.DeleteMessageParams) {
-	errs, err := h.svc.Delete(c.Request.Context(), tenancyOf(c), queueID, primaryGroup, deref(params.Dlq), []string{receipt})
+	errs, err := h.svc.Delete(c.Request.Context(), tenancyOf(c), queueID, deref(params.ConsumerGroupId), deref(params.Dlq), []string{receipt})
 	if err == nil && errs[0] != nil {
 		err = errs[0]
 	}
@@ -157,7 +156,7 @@ func (h *Handlers) DeleteMessages(c *gin.Context, queueID api.QueueIdPath, param
 	for i, e := range body.Entries {
 		receipts[i] = e.Receipt
 	}
-	errs, err := h.svc.Delete(c.Request.Context(), tenancyOf(c), queueID, primaryGroup, deref(params.Dlq), receipts)
+	errs, err := h.svc.Delete(c.Request.Context(), tenancyOf(c), queueID, deref(params.ConsumerGroupId), deref(params.Dlq), receipts)
 	if err != nil {
 		apierror.Write(c, err)
 		return
@@ -178,7 +177,7 @@ func (h *Handlers) UpdateMessage(c *gin.Context, queueID api.QueueIdPath, receip
 	if !bind(c, &body) {
 		return
 	}
-	times, errs, err := h.svc.Update(c.Request.Context(), tenancyOf(c), queueID, primaryGroup, deref(params.Dlq),
+	times, errs, err := h.svc.Update(c.Request.Context(), tenancyOf(c), queueID, deref(params.ConsumerGroupId), deref(params.Dlq),
 		[]string{receipt}, []int32{int32(body.VisibilityInSeconds)})
 	if err == nil && errs[0] != nil {
 		err = errs[0]
@@ -202,7 +201,7 @@ func (h *Handlers) UpdateMessages(c *gin.Context, queueID api.QueueIdPath, param
 	for i, e := range body.Entries {
 		receipts[i], seconds[i] = e.Receipt, int32(e.VisibilityInSeconds)
 	}
-	times, errs, err := h.svc.Update(c.Request.Context(), tenancyOf(c), queueID, primaryGroup, deref(params.Dlq), receipts, seconds)
+	times, errs, err := h.svc.Update(c.Request.Context(), tenancyOf(c), queueID, deref(params.ConsumerGroupId), deref(params.Dlq), receipts, seconds)
 	if err != nil {
 		apierror.Write(c, err)
 		return
@@ -231,12 +230,27 @@ func countFailure(e *apierror.Error, client, server *int) {
 
 // GetStats counts the queue's and the DLQ's messages.
 func (h *Handlers) GetStats(c *gin.Context, queueID api.QueueIdPath, params api.GetStatsParams) {
-	queue, dlq, err := h.svc.Stats(c.Request.Context(), tenancyOf(c), queueID, primaryGroup, deref(params.ChannelId))
+	ctx := c.Request.Context()
+	queue, dlq, err := h.svc.Stats(ctx, tenancyOf(c), queueID, deref(params.ConsumerGroupId), deref(params.ChannelId))
 	if err != nil {
 		apierror.Write(c, err)
 		return
 	}
-	c.JSON(http.StatusOK, api.QueueStats{Queue: toStats(queue), Dlq: toStats(dlq)})
+	groups, discarded, err := h.svc.AllGroupStats(ctx, tenancyOf(c), queueID, deref(params.ChannelId))
+	if err != nil {
+		apierror.Write(c, err)
+		return
+	}
+	out := api.QueueStats{Queue: toStats(queue), Dlq: toStats(dlq), DiscardedMessages: &discarded}
+	if groups != nil {
+		list := make([]api.ConsumerGroupStats, len(groups))
+		for i, g := range groups {
+			list[i] = api.ConsumerGroupStats{ConsumerGroupId: g.ID, DisplayName: g.DisplayName, IsEnabled: g.Enabled,
+				Queue: toStats(g.Queue), Dlq: toStats(g.DLQ)}
+		}
+		out.ConsumerGroups = &list
+	}
+	c.JSON(http.StatusOK, out)
 }
 
 func toStats(s persistence.Stats) api.QueueStatsDetail {
@@ -246,7 +260,7 @@ func toStats(s persistence.Stats) api.QueueStatsDetail {
 // ListChannels lists the non-empty channels, paginated.
 func (h *Handlers) ListChannels(c *gin.Context, queueID api.QueueIdPath, params api.ListChannelsParams) {
 	limit := cmp.Or(deref(params.Limit), persistence.ListLimitDefault)
-	items, next, err := h.svc.Channels(c.Request.Context(), tenancyOf(c), queueID, primaryGroup, deref(params.Page), deref(params.ChannelFilter), limit)
+	items, next, err := h.svc.Channels(c.Request.Context(), tenancyOf(c), queueID, deref(params.ConsumerGroupId), deref(params.Page), deref(params.ChannelFilter), limit)
 	if err != nil {
 		apierror.Write(c, err)
 		return
@@ -266,7 +280,7 @@ func (h *Handlers) RedriveMessages(c *gin.Context, queueID api.QueueIdPath, _ ap
 	if !bind(c, &body) {
 		return
 	}
-	n, err := h.svc.Redrive(c.Request.Context(), tenancyOf(c), queueID, primaryGroup, cmp.Or(deref(body.Limit), 1000))
+	n, err := h.svc.Redrive(c.Request.Context(), tenancyOf(c), queueID, deref(body.ConsumerGroupId), cmp.Or(deref(body.Limit), 1000))
 	if err != nil {
 		apierror.Write(c, err)
 		return

@@ -112,6 +112,9 @@ func (m *Maintainer) RunOnce(ctx context.Context) (bool, error) {
 	if err := m.drain(ctx, func() (int64, error) { return m.Messages.ExpireDedupKeys(ctx, m.batch()) }); err != nil {
 		return true, err
 	}
+	if err := m.purgeDeletedGroups(ctx); err != nil {
+		return true, err
+	}
 	return true, m.drain(ctx, func() (int64, error) { return m.Store.Idempotency.Expire(ctx, m.batch()) })
 }
 
@@ -132,7 +135,7 @@ func (m *Maintainer) expireMessages(ctx context.Context) error {
 			}
 			var expired int64
 			err = m.drain(ctx, func() (int64, error) {
-				n, err := m.Messages.ExpireBatch(ctx, q.ID, []int32{0}, cutoff, m.batch())
+				n, err := m.Messages.ExpireBatch(ctx, q.ID, cutoff, m.batch())
 				expired += n
 				return n, err
 			})
@@ -148,6 +151,20 @@ func (m *Maintainer) expireMessages(ctx context.Context) error {
 		}
 		after = queues[len(queues)-1].ID
 	}
+}
+
+// purgeDeletedGroups removes the stored messages of deleted consumer groups.
+func (m *Maintainer) purgeDeletedGroups(ctx context.Context) error {
+	refs, err := m.Store.ConsumerGroups.DeletedWithMessages(ctx)
+	if err != nil {
+		return err
+	}
+	for _, ref := range refs {
+		if err := m.drain(ctx, func() (int64, error) { return m.Store.ConsumerGroups.PurgeBatch(ctx, ref, m.batch()) }); err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 // drain repeats a batched delete until a batch comes back short, pausing between batches.

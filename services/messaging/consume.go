@@ -23,7 +23,7 @@ const (
 
 // GetRequest is a GetMessages call. Nil pointers take the queue's defaults.
 type GetRequest struct {
-	GroupNo           int32
+	ConsumerGroup     string // OCID or displayName; "" = the primary group
 	DLQ               bool
 	Limit             int
 	VisibilitySeconds *int32
@@ -63,7 +63,14 @@ func (s *Service) Get(ctx context.Context, tenancyID, queueID string, req GetReq
 	if req.TimeoutSeconds != nil {
 		timeout = *req.TimeoutSeconds
 	}
+	g, err := s.groups.resolve(ctx, q, req.ConsumerGroup)
+	if err != nil {
+		return nil, err
+	}
 	maxDeliveries := q.DeadLetterQueueDeliveryCount
+	if g.MaxDeliveries != nil {
+		maxDeliveries = *g.MaxDeliveries
+	}
 	if req.DLQ {
 		maxDeliveries = 0
 	}
@@ -76,13 +83,13 @@ func (s *Service) Get(ctx context.Context, tenancyID, queueID string, req GetReq
 		}
 	}()
 	for {
-		got, err := s.leaseOnce(ctx, q, req, visibility, maxDeliveries)
+		got, err := s.leaseOnce(ctx, q, g.No, req, visibility, maxDeliveries)
 		if err != nil {
 			return nil, err
 		}
 		if len(got) > 0 {
 			if w != nil {
-				s.waiters.wakeOne(queueID) // there may be more: let the next waiter look
+				s.waiters.wakeOne(queueID, g.No) // there may be more: let the next waiter look
 			}
 			return got, nil
 		}
@@ -91,7 +98,7 @@ func (s *Service) Get(ctx context.Context, tenancyID, queueID string, req GetReq
 		}
 		if w == nil {
 			// Register, then look once more: a put between the first lease and the registration is not missed.
-			w = s.waiters.add(queueID)
+			w = s.waiters.add(queueID, g.No)
 			continue
 		}
 		if !s.wait(ctx, w, deadline) {
@@ -119,27 +126,44 @@ func (s *Service) wait(ctx context.Context, w *waiter, deadline time.Time) bool 
 			if time.Until(deadline) <= 0 {
 				return false
 			}
-			if s.waiters.mayPoll(w.queueID, s.cfg.PollInterval/2) {
+			if s.waiters.mayPoll(w.key, s.cfg.PollInterval/2) {
 				return true
 			}
 		}
 	}
 }
 
-// leaseOnce runs the lease statement (again, when it only moved messages to the DLQ) and signs the receipts.
-func (s *Service) leaseOnce(ctx context.Context, q persistence.Queue, req GetRequest, visibility, maxDeliveries int32) ([]Delivered, error) {
-	key := channelKey{queueID: q.ID, groupNo: req.GroupNo, dlq: req.DLQ}
+// leaseOnce leases from the channels to take from now (see channelSet.pick). When that finds nothing it lists
+// the channels once more: another node may have published to a channel that this node has not listed yet, and
+// its NOTIFY should wake a waiting consumer at once, not at the next refresh of the list.
+func (s *Service) leaseOnce(ctx context.Context, q persistence.Queue, groupNo int32, req GetRequest, visibility, maxDeliveries int32) ([]Delivered, error) {
+	key := channelKey{queueID: q.ID, groupNo: groupNo, dlq: req.DLQ}
 	channels, err := s.channels.pick(ctx, key, req.ChannelFilter)
 	if err != nil {
 		return nil, err
 	}
+	for rechecked := false; ; rechecked = true {
+		out, err := s.leaseFrom(ctx, q, groupNo, req, channels, visibility, maxDeliveries)
+		if err != nil || len(out) > 0 || rechecked {
+			return out, err
+		}
+		var changed bool
+		if channels, changed, err = s.channels.recheck(ctx, key, req.ChannelFilter, channels); err != nil || !changed {
+			return nil, err
+		}
+	}
+}
+
+// leaseFrom runs the lease statement over channels (again, when it only moved messages to the DLQ) and signs the
+// receipts.
+func (s *Service) leaseFrom(ctx context.Context, q persistence.Queue, groupNo int32, req GetRequest, channels []string, visibility, maxDeliveries int32) ([]Delivered, error) {
 	if len(channels) == 0 {
 		return nil, nil
 	}
 	for attempt := 0; attempt < 3; attempt++ {
 		leaseID := newLeaseID()
 		leased, err := s.messages.Lease(ctx, persistence.LeaseRequest{
-			QueueID: q.ID, GroupNo: req.GroupNo, DLQ: req.DLQ, Channels: channels, Limit: req.Limit,
+			QueueID: q.ID, GroupNo: groupNo, DLQ: req.DLQ, Channels: channels, Limit: req.Limit,
 			VisibilitySeconds: visibility, LeaseID: leaseID, MaxDeliveries: maxDeliveries,
 		})
 		if err != nil {
@@ -220,8 +244,9 @@ func (s *Service) decodeReceipts(queueID string, groupNo int32, dlq bool, receip
 
 // Delete acknowledges messages by receipt. Each entry succeeds or fails on its own: a receipt whose lease was
 // replaced by a newer one deletes nothing (409), and one whose message is gone answers 404.
-func (s *Service) Delete(ctx context.Context, tenancyID, queueID string, groupNo int32, dlq bool, receipts []string) ([]EntryError, error) {
-	if _, err := s.queues.active(ctx, tenancyID, queueID); err != nil {
+func (s *Service) Delete(ctx context.Context, tenancyID, queueID, groupRef string, dlq bool, receipts []string) ([]EntryError, error) {
+	groupNo, err := s.resolveGroup(ctx, tenancyID, queueID, groupRef)
+	if err != nil {
 		return nil, err
 	}
 	ctx = context.WithoutCancel(ctx) // an acknowledgement that reached us completes even if the caller leaves
@@ -254,8 +279,9 @@ func (s *Service) Delete(ctx context.Context, tenancyID, queueID string, groupNo
 }
 
 // Update moves the visibility of leased messages: seconds from now (0 releases the message at once).
-func (s *Service) Update(ctx context.Context, tenancyID, queueID string, groupNo int32, dlq bool, receipts []string, seconds []int32) ([]*time.Time, []EntryError, error) {
-	if _, err := s.queues.active(ctx, tenancyID, queueID); err != nil {
+func (s *Service) Update(ctx context.Context, tenancyID, queueID, groupRef string, dlq bool, receipts []string, seconds []int32) ([]*time.Time, []EntryError, error) {
+	groupNo, err := s.resolveGroup(ctx, tenancyID, queueID, groupRef)
+	if err != nil {
 		return nil, nil, err
 	}
 	decoded, errs := s.decodeReceipts(queueID, groupNo, dlq, receipts)
@@ -292,7 +318,7 @@ func (s *Service) Update(ctx context.Context, tenancyID, queueID string, groupNo
 		return nil, nil, err
 	}
 	if released {
-		s.waiters.wakeOne(queueID)
+		s.waiters.wakeOne(queueID, groupNo)
 		s.notifier.mark(queueID)
 	}
 	return times, errs, nil
@@ -330,17 +356,63 @@ func validEntries(decoded []persistence.Receipt, errs []EntryError) ([]persisten
 }
 
 // Stats counts the group's messages (optionally of one channel) in the queue and its DLQ.
-func (s *Service) Stats(ctx context.Context, tenancyID, queueID string, groupNo int32, channelID string) (queue, dlq persistence.Stats, err error) {
-	if _, err := s.queues.active(ctx, tenancyID, queueID); err != nil {
+func (s *Service) Stats(ctx context.Context, tenancyID, queueID, groupRef string, channelID string) (queue, dlq persistence.Stats, err error) {
+	groupNo, err := s.resolveGroup(ctx, tenancyID, queueID, groupRef)
+	if err != nil {
 		return queue, dlq, err
 	}
 	return s.messages.Stats(ctx, queueID, groupNo, channelID)
 }
 
+// GroupStats are one consumer group's statistics.
+type GroupStats struct {
+	ID          string
+	DisplayName string
+	Enabled     bool
+	Queue, DLQ  persistence.Stats
+}
+
+// AllGroupStats reports every consumer group of a queue that has the capability (nil without it), and how many
+// messages no group took.
+func (s *Service) AllGroupStats(ctx context.Context, tenancyID, queueID, channelID string) ([]GroupStats, int64, error) {
+	q, err := s.queues.active(ctx, tenancyID, queueID)
+	if err != nil {
+		return nil, 0, err
+	}
+	discarded, err := s.messages.Discarded(ctx, queueID)
+	if err != nil || !q.ConsumerGroupsEnabled {
+		return nil, discarded, err
+	}
+	groups, err := s.groups.of(ctx, q)
+	if err != nil {
+		return nil, 0, err
+	}
+	out := make([]GroupStats, 0, len(groups))
+	for _, g := range groups {
+		queue, dlq, err := s.messages.Stats(ctx, queueID, g.No, channelID)
+		if err != nil {
+			return nil, 0, err
+		}
+		out = append(out, GroupStats{ID: g.ID, DisplayName: g.DisplayName, Enabled: g.Enabled, Queue: queue, DLQ: dlq})
+	}
+	return out, discarded, nil
+}
+
+// resolveGroup checks the queue and finds the consumer group a call addresses.
+func (s *Service) resolveGroup(ctx context.Context, tenancyID, queueID, groupRef string) (int32, error) {
+	q, err := s.queues.active(ctx, tenancyID, queueID)
+	if err != nil {
+		return 0, err
+	}
+	g, err := s.groups.resolve(ctx, q, groupRef)
+	return g.No, err
+}
+
 // Channels lists one page of the non-empty channel ids that hold messages (after the page token, which is opaque:
 // the last channel of the previous page, base64url-encoded, so that any channel id survives an HTTP header).
-func (s *Service) Channels(ctx context.Context, tenancyID, queueID string, groupNo int32, page, filter string, limit int) ([]string, string, error) {
-	if _, err := s.queues.active(ctx, tenancyID, queueID); err != nil {
+func (s *Service) Channels(ctx context.Context, tenancyID, queueID, groupRef string, page, filter string, limit int) ([]string, string, error) {
+	groupNo, err := s.resolveGroup(ctx, tenancyID, queueID, groupRef)
+	if err != nil {
 		return nil, "", err
 	}
 	last, err := base64.RawURLEncoding.DecodeString(page)
@@ -383,13 +455,14 @@ func (s *Service) Channels(ctx context.Context, tenancyID, queueID string, group
 }
 
 // Redrive moves up to limit DLQ messages of the group back to the queue.
-func (s *Service) Redrive(ctx context.Context, tenancyID, queueID string, groupNo int32, limit int) (int64, error) {
-	if _, err := s.queues.active(ctx, tenancyID, queueID); err != nil {
+func (s *Service) Redrive(ctx context.Context, tenancyID, queueID, groupRef string, limit int) (int64, error) {
+	groupNo, err := s.resolveGroup(ctx, tenancyID, queueID, groupRef)
+	if err != nil {
 		return 0, err
 	}
 	n, err := s.messages.Redrive(ctx, queueID, groupNo, limit)
 	if n > 0 {
-		s.waiters.wakeOne(queueID)
+		s.waiters.wakeOne(queueID, groupNo)
 		s.notifier.mark(queueID)
 	}
 	return n, err

@@ -44,7 +44,19 @@ func (s *Service) Put(ctx context.Context, tenancyID, queueID string, entries []
 	if len(entries) == 0 || len(entries) > MaxBatch {
 		return nil, apierror.InvalidParameter("messages: a batch holds 1 to %d messages", MaxBatch)
 	}
-	msgs := make([]persistence.NewMessage, len(entries))
+	groups, err := s.groups.of(ctx, q)
+	if err != nil {
+		return nil, err
+	}
+	allGroups := make([]int32, len(groups))
+	for i, g := range groups {
+		allGroups[i] = g.No
+	}
+	// Validate everything first (a rejected batch writes nothing), then fan out: each message goes to the enabled
+	// groups whose filter matches its attributes; a message no group takes is discarded and counted.
+	results := make([]persistence.PutResult, len(entries))
+	var msgs []persistence.NewMessage
+	var idx []int
 	bytesByChannel := map[string]int64{}
 	channels := map[string]bool{}
 	var batchBytes int64
@@ -53,30 +65,48 @@ func (s *Service) Put(ctx context.Context, tenancyID, queueID string, entries []
 		if err != nil {
 			return nil, err
 		}
-		msgs[i] = m
-		bytesByChannel[m.ChannelID] += int64(m.SizeBytes)
+		m.Groups = fanout(groups, e.Attributes)
+		if len(m.Groups) == 0 {
+			continue
+		}
+		msgs, idx = append(msgs, m), append(idx, i)
+		bytesByChannel[m.ChannelID] += int64(m.SizeBytes) * int64(len(m.Groups))
 		channels[m.ChannelID] = true
-		batchBytes += int64(m.SizeBytes)
+		batchBytes += int64(m.SizeBytes) * int64(len(m.Groups))
+	}
+	if discarded := len(entries) - len(msgs); discarded > 0 {
+		if err := s.messages.AddDiscarded(context.WithoutCancel(ctx), queueID, int64(discarded)); err != nil {
+			return nil, err
+		}
+		s.inst.MessagesDiscarded.Add(ctx, int64(discarded), queueAttr(queueID))
+	}
+	if len(msgs) == 0 {
+		return results, nil
 	}
 	if err := s.checkSize(q, batchBytes, bytesByChannel); err != nil {
 		return nil, err
 	}
-	results, err := s.messages.Put(ctx, queueID, q.RetentionSeconds, q.DedupWindowSeconds, []int32{0}, msgs)
+	stored, err := s.messages.Put(ctx, queueID, q.RetentionSeconds, q.DedupWindowSeconds, allGroups, msgs)
 	if err != nil {
 		return nil, err
 	}
-	stored := 0
-	for _, r := range results {
-		if !r.Duplicate {
-			stored++
+	fresh := 0
+	for k, r := range stored {
+		if r.Duplicate {
+			r.Groups = len(msgs[k].Groups)
+		} else {
+			fresh++
 		}
+		results[idx[k]] = r
 	}
-	if stored > 0 {
+	if fresh > 0 {
 		s.sizes.add(queueID, bytesByChannel)
-		s.channels.published(channelKey{queueID: queueID}, channels)
-		s.waiters.wakeOne(queueID) // local consumers do not wait for the NOTIFY round trip
+		for _, g := range groups {
+			s.channels.published(channelKey{queueID: queueID, groupNo: g.No}, channels)
+		}
+		s.waiters.wakeQueue(queueID) // local consumers do not wait for the NOTIFY round trip
 		s.notifier.mark(queueID)
-		s.inst.MessagesPublished.Add(ctx, int64(stored), queueAttr(queueID))
+		s.inst.MessagesPublished.Add(ctx, int64(fresh), queueAttr(queueID))
 	}
 	return results, nil
 }

@@ -43,6 +43,7 @@ type Service struct {
 	store    *persistence.Store
 	messages *persistence.Messages
 	queues   *queueCache
+	groups   *groupCache
 	channels *channelSet
 	waiters  *waiters
 	notifier *notifier
@@ -73,6 +74,7 @@ func New(cfg Config, store *persistence.Store, databaseURL string, receiptKey []
 		store:    store,
 		messages: messages,
 		queues:   newQueueCache(store.Queues),
+		groups:   newGroupCache(store.ConsumerGroups),
 		channels: newChannelSet(messages),
 		waiters:  newWaiters(),
 		receipts: NewReceipts(receiptKey),
@@ -90,10 +92,22 @@ func New(cfg Config, store *persistence.Store, databaseURL string, receiptKey []
 			}))
 	}
 	s.listener = &persistence.Listener{
-		URL:         databaseURL,
-		Channel:     persistence.NotifyChannel,
-		OnNotify:    s.waiters.wakeOne,
-		OnReconnect: s.waiters.wakeAll, // notifications may have been missed while disconnected
+		URL:      databaseURL,
+		Channels: []string{persistence.NotifyChannel, persistence.ConfigChannel},
+		OnNotify: func(channel, queueID string) {
+			if channel == persistence.ConfigChannel {
+				s.groups.forget(queueID)
+				s.queues.forget(queueID)
+				return
+			}
+			s.channels.invalidate(queueID) // another node may have published to a channel this node has not seen
+			s.waiters.wakeQueue(queueID)
+		},
+		OnReconnect: func() {
+			// Notifications may have been missed while disconnected.
+			s.groups.clear()
+			s.waiters.wakeAll()
+		},
 		Logger:      logger,
 	}
 	return s
@@ -120,8 +134,11 @@ func (s *Service) Messages() *persistence.Messages { return s.messages }
 // Waiting is the number of GetMessages calls waiting on this node.
 func (s *Service) Waiting() int { return s.waiters.count() }
 
-// ForgetQueue drops cached settings of a queue (after an update on this node).
-func (s *Service) ForgetQueue(queueID string) { s.queues.forget(queueID) }
+// ForgetQueue drops cached settings and consumer groups of a queue (after a change on this node).
+func (s *Service) ForgetQueue(queueID string) {
+	s.queues.forget(queueID)
+	s.groups.forget(queueID)
+}
 
 func queueAttr(queueID string) metric.MeasurementOption {
 	return metric.WithAttributes(attribute.String("queue", queueID))

@@ -6,35 +6,46 @@ import (
 	"time"
 )
 
-// waiters are the long-polling GetMessages calls of this node, per queue, in arrival order. They hold no
-// database connection while they wait: a wake-up (a local put, a NOTIFY from another node, or the fallback poll)
-// makes one of them try to lease, and a waiter that leased something wakes the next one, so a burst of messages
-// cascades through the waiters without waking all of them for one message.
+// waiters are the long-polling GetMessages calls of this node, per queue and consumer group, in arrival order.
+// They hold no database connection while they wait: a wake-up (a local put, a NOTIFY from another node, or the
+// fallback poll) makes one waiter of each group try to lease, and a waiter that leased something wakes the next
+// one of its group, so a burst of messages cascades through the waiters without waking all of them for one
+// message.
 type waiters struct {
 	mu       sync.Mutex
-	byQueue  map[string]*list.List // of *waiter
-	lastPoll map[string]time.Time  // fallback polls are limited to one per queue per pollInterval
+	byQueue  map[string]map[int32]*list.List // queue → group → *waiter
+	lastPoll map[waitKey]time.Time           // fallback polls are limited to one per group per interval
+}
+
+type waitKey struct {
+	queueID string
+	groupNo int32
 }
 
 type waiter struct {
-	queueID string
-	wake    chan struct{} // buffered 1: a pending wake-up
-	elem    *list.Element
+	key  waitKey
+	wake chan struct{} // buffered 1: a pending wake-up
+	elem *list.Element
 }
 
 func newWaiters() *waiters {
-	return &waiters{byQueue: map[string]*list.List{}, lastPoll: map[string]time.Time{}}
+	return &waiters{byQueue: map[string]map[int32]*list.List{}, lastPoll: map[waitKey]time.Time{}}
 }
 
-func (ws *waiters) add(queueID string) *waiter {
+func (ws *waiters) add(queueID string, groupNo int32) *waiter {
 	ws.mu.Lock()
 	defer ws.mu.Unlock()
-	l := ws.byQueue[queueID]
+	groups := ws.byQueue[queueID]
+	if groups == nil {
+		groups = map[int32]*list.List{}
+		ws.byQueue[queueID] = groups
+	}
+	l := groups[groupNo]
 	if l == nil {
 		l = list.New()
-		ws.byQueue[queueID] = l
+		groups[groupNo] = l
 	}
-	w := &waiter{queueID: queueID, wake: make(chan struct{}, 1)}
+	w := &waiter{key: waitKey{queueID, groupNo}, wake: make(chan struct{}, 1)}
 	w.elem = l.PushBack(w)
 	return w
 }
@@ -42,42 +53,58 @@ func (ws *waiters) add(queueID string) *waiter {
 func (ws *waiters) remove(w *waiter) {
 	ws.mu.Lock()
 	defer ws.mu.Unlock()
-	l := ws.byQueue[w.queueID]
-	if l == nil || w.elem == nil {
+	groups := ws.byQueue[w.key.queueID]
+	if groups == nil || w.elem == nil {
 		return
 	}
+	l := groups[w.key.groupNo]
 	l.Remove(w.elem)
 	w.elem = nil
 	if l.Len() == 0 {
-		delete(ws.byQueue, w.queueID)
-		delete(ws.lastPoll, w.queueID)
+		delete(groups, w.key.groupNo)
+		delete(ws.lastPoll, w.key)
+		if len(groups) == 0 {
+			delete(ws.byQueue, w.key.queueID)
+		}
 	}
 	// A wake-up this waiter received but did not use passes on to the next one.
 	select {
 	case <-w.wake:
-		ws.wakeLocked(w.queueID, 1)
+		ws.wakeLocked(groups[w.key.groupNo], 1)
 	default:
 	}
 }
 
-// wakeOne wakes the oldest waiter of the queue that has no pending wake-up.
-func (ws *waiters) wakeOne(queueID string) {
+// wakeOne wakes the oldest waiter of a group that has no pending wake-up.
+func (ws *waiters) wakeOne(queueID string, groupNo int32) {
 	ws.mu.Lock()
 	defer ws.mu.Unlock()
-	ws.wakeLocked(queueID, 1)
+	if groups := ws.byQueue[queueID]; groups != nil {
+		ws.wakeLocked(groups[groupNo], 1)
+	}
+}
+
+// wakeQueue wakes one waiter of every group of the queue (new messages may have gone to any of them).
+func (ws *waiters) wakeQueue(queueID string) {
+	ws.mu.Lock()
+	defer ws.mu.Unlock()
+	for _, l := range ws.byQueue[queueID] {
+		ws.wakeLocked(l, 1)
+	}
 }
 
 // wakeAll wakes every waiter (after a reconnect of the listener, when notifications may have been missed).
 func (ws *waiters) wakeAll() {
 	ws.mu.Lock()
 	defer ws.mu.Unlock()
-	for q, l := range ws.byQueue {
-		ws.wakeLocked(q, l.Len())
+	for _, groups := range ws.byQueue {
+		for _, l := range groups {
+			ws.wakeLocked(l, l.Len())
+		}
 	}
 }
 
-func (ws *waiters) wakeLocked(queueID string, n int) {
-	l := ws.byQueue[queueID]
+func (ws *waiters) wakeLocked(l *list.List, n int) {
 	if l == nil {
 		return
 	}
@@ -90,15 +117,15 @@ func (ws *waiters) wakeLocked(queueID string, n int) {
 	}
 }
 
-// mayPoll reports whether a waiter of the queue may run the fallback poll now (one per queue per interval).
-func (ws *waiters) mayPoll(queueID string, interval time.Duration) bool {
+// mayPoll reports whether a waiter of the group may run the fallback poll now (one per group per interval).
+func (ws *waiters) mayPoll(key waitKey, interval time.Duration) bool {
 	ws.mu.Lock()
 	defer ws.mu.Unlock()
 	now := time.Now()
-	if now.Sub(ws.lastPoll[queueID]) < interval {
+	if now.Sub(ws.lastPoll[key]) < interval {
 		return false
 	}
-	ws.lastPoll[queueID] = now
+	ws.lastPoll[key] = now
 	return true
 }
 
@@ -107,8 +134,10 @@ func (ws *waiters) count() int {
 	ws.mu.Lock()
 	defer ws.mu.Unlock()
 	n := 0
-	for _, l := range ws.byQueue {
-		n += l.Len()
+	for _, groups := range ws.byQueue {
+		for _, l := range groups {
+			n += l.Len()
+		}
 	}
 	return n
 }

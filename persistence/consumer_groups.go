@@ -1,0 +1,300 @@
+package persistence
+
+import (
+	"context"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgxpool"
+
+	"github.com/ferry-mq/ferry/services/apierror"
+)
+
+// PrimaryGroupNo numbers the primary consumer group (whose OCID is the queue's).
+const PrimaryGroupNo int32 = 0
+
+// PrimaryGroupName is the primary group's displayName.
+const PrimaryGroupName = "primary"
+
+// ConfigChannel carries "a queue's consumer groups changed" (payload: the queue id) so that every node drops its
+// compiled filters at once.
+const ConfigChannel = "ferry_config"
+
+// ConsumerGroup is a row of consumer_groups.
+type ConsumerGroup struct {
+	TenancyID                    string
+	ID                           string
+	QueueID                      string
+	GroupNo                      int32
+	DisplayName                  string
+	Filter                       string
+	IsEnabled                    bool
+	DeadLetterQueueDeliveryCount *int32 // nil = the queue's
+	LifecycleState               string
+	FreeformTags                 map[string]string
+	Version                      int64
+	TimeCreated                  time.Time
+	TimeUpdated                  time.Time
+}
+
+// Etag of the group's current version.
+func (g ConsumerGroup) Etag() string { return Etag(g.ID, g.Version) }
+
+// IsPrimary reports whether g is the queue's primary group.
+func (g ConsumerGroup) IsPrimary() bool { return g.GroupNo == PrimaryGroupNo }
+
+// ConsumerGroupPatch holds the fields an update changes (nil = unchanged).
+type ConsumerGroupPatch struct {
+	DisplayName *string
+	Filter      *string
+	IsEnabled   *bool
+	// DeadLetterQueueDeliveryCount: SetDLQCount false = unchanged; true with nil = inherit the queue's.
+	SetDLQCount                  bool
+	DeadLetterQueueDeliveryCount *int32
+	FreeformTags                 map[string]string
+}
+
+// ConsumerGroupFilter selects groups for a list.
+type ConsumerGroupFilter struct {
+	QueueID        string
+	DisplayName    string
+	LifecycleState string // "" = all but DELETED
+}
+
+// ConsumerGroups is the repository of consumer_groups.
+type ConsumerGroups struct{ pool *pgxpool.Pool }
+
+const consumerGroupColumns = `tenancy_id, id, queue_id, group_no, display_name, filter, is_enabled,
+	dead_letter_queue_delivery_count, lifecycle_state, freeform_tags, version, time_created, time_updated`
+
+const (
+	consumerGroupGet = `SELECT ` + consumerGroupColumns + ` FROM consumer_groups
+		WHERE tenancy_id = $1 AND id = $2 AND lifecycle_state <> 'DELETED' ORDER BY group_no LIMIT 1`
+	consumerGroupGetLocked = `SELECT ` + consumerGroupColumns + ` FROM consumer_groups
+		WHERE tenancy_id = $1 AND id = $2 AND lifecycle_state <> 'DELETED' FOR UPDATE`
+	consumerGroupInsert = `INSERT INTO consumer_groups (tenancy_id, id, queue_id, group_no, display_name, filter, is_enabled,
+			dead_letter_queue_delivery_count, freeform_tags)
+		VALUES ($1, $2, $3, (SELECT coalesce(max(group_no), 0) + 1 FROM consumer_groups WHERE queue_id = $3), $4, $5, $6, $7, $8)
+		RETURNING ` + consumerGroupColumns
+	consumerGroupInsertPrimary = `INSERT INTO consumer_groups (tenancy_id, id, queue_id, group_no, display_name, is_enabled)
+		VALUES ($1, $2, $2, 0, '` + PrimaryGroupName + `', $3)
+		ON CONFLICT (queue_id, group_no) DO UPDATE SET is_enabled = excluded.is_enabled, version = consumer_groups.version + 1,
+			time_updated = now()`
+	consumerGroupUpdate = `UPDATE consumer_groups SET display_name = coalesce($3, display_name), filter = coalesce($4, filter),
+		is_enabled = coalesce($5, is_enabled),
+		dead_letter_queue_delivery_count = CASE WHEN $6 THEN $7 ELSE dead_letter_queue_delivery_count END,
+		freeform_tags = coalesce($8, freeform_tags), version = version + 1, time_updated = now()
+		WHERE tenancy_id = $1 AND id = $2 AND queue_id = $9 RETURNING ` + consumerGroupColumns
+	consumerGroupMarkDeleted = `UPDATE consumer_groups SET lifecycle_state = 'DELETED', version = version + 1, time_updated = now()
+		WHERE tenancy_id = $1 AND id = $2 AND queue_id = $3`
+	consumerGroupsOfQueue = `SELECT ` + consumerGroupColumns + ` FROM consumer_groups
+		WHERE queue_id = $1 AND lifecycle_state <> 'DELETED' ORDER BY group_no`
+	consumerGroupNotify = `SELECT pg_notify('` + ConfigChannel + `', $1)`
+	// Deleted groups whose messages are still stored (the maintainer removes them in batches).
+	consumerGroupsDeletedWithMessages = `SELECT cg.queue_id, cg.group_no FROM consumer_groups cg
+		WHERE cg.lifecycle_state = 'DELETED' AND EXISTS (
+			SELECT 1 FROM messages m WHERE m.queue_id = cg.queue_id AND m.group_no = cg.group_no)`
+	consumerGroupPurgeBatch = `DELETE FROM messages WHERE ctid = ANY (ARRAY (
+		SELECT ctid FROM messages WHERE queue_id = $1 AND group_no = $2 LIMIT $3))`
+)
+
+func scanConsumerGroup(row pgx.Row) (ConsumerGroup, error) {
+	var g ConsumerGroup
+	err := row.Scan(&g.TenancyID, &g.ID, &g.QueueID, &g.GroupNo, &g.DisplayName, &g.Filter, &g.IsEnabled,
+		&g.DeadLetterQueueDeliveryCount, &g.LifecycleState, &g.FreeformTags, &g.Version, &g.TimeCreated, &g.TimeUpdated)
+	g.TimeCreated, g.TimeUpdated = g.TimeCreated.UTC(), g.TimeUpdated.UTC()
+	if g.FreeformTags == nil {
+		g.FreeformTags = map[string]string{}
+	}
+	return g, err
+}
+
+// lockQueueForGroups locks an active queue that has the CONSUMER_GROUPS capability.
+func lockQueueForGroups(ctx context.Context, tx pgx.Tx, tenancyID, queueID string) error {
+	var state string
+	var enabled bool
+	err := tx.QueryRow(ctx, `SELECT lifecycle_state, consumer_groups_enabled FROM queues WHERE tenancy_id = $1 AND id = $2 FOR UPDATE`,
+		tenancyID, queueID).Scan(&state, &enabled)
+	if err == pgx.ErrNoRows {
+		return apierror.NotFound("queueId: queue %s does not exist or you are not authorized to access it", queueID)
+	}
+	if err != nil {
+		return err
+	}
+	if state != StateActive {
+		return apierror.IncorrectState("queue %s is %s", queueID, state)
+	}
+	if !enabled {
+		return apierror.IncorrectState("queue %s does not have the CONSUMER_GROUPS capability: enable it on the queue first", queueID)
+	}
+	return nil
+}
+
+// Get returns a live group by OCID (the primary group's OCID is its queue's).
+func (r *ConsumerGroups) Get(ctx context.Context, tenancyID, id string) (ConsumerGroup, error) {
+	ctx, cancel := withTimeout(ctx)
+	defer cancel()
+	g, err := scanConsumerGroup(r.pool.QueryRow(ctx, consumerGroupGet, tenancyID, id))
+	return g, interpretError("getting consumer group", err)
+}
+
+// Create adds a group to a queue with the capability.
+func (r *ConsumerGroups) Create(ctx context.Context, g ConsumerGroup) (ConsumerGroup, error) {
+	ctx, cancel := withTimeout(ctx)
+	defer cancel()
+	var out ConsumerGroup
+	err := InTx(ctx, r.pool, func(tx pgx.Tx) error {
+		if err := lockQueueForGroups(ctx, tx, g.TenancyID, g.QueueID); err != nil {
+			return err
+		}
+		var err error
+		out, err = scanConsumerGroup(tx.QueryRow(ctx, consumerGroupInsert, g.TenancyID, g.ID, g.QueueID, g.DisplayName, g.Filter,
+			g.IsEnabled, g.DeadLetterQueueDeliveryCount, tagsOrEmpty(g.FreeformTags)))
+		if err != nil {
+			return err
+		}
+		_, err = tx.Exec(ctx, consumerGroupNotify, g.QueueID)
+		return err
+	})
+	if apiErr := apierror.From(interpretError("", err)); apiErr.Code == "Conflict" {
+		return out, apierror.Conflict("displayName: the queue already has a consumer group named %q", g.DisplayName)
+	}
+	return out, interpretError("creating consumer group", err)
+}
+
+// List returns one page of a queue's groups.
+func (r *ConsumerGroups) List(ctx context.Context, tenancyID string, f ConsumerGroupFilter, p Page) ([]ConsumerGroup, string, error) {
+	ctx, cancel := withTimeout(ctx)
+	defer cancel()
+	args := []any{tenancyID, f.QueueID}
+	query := `SELECT ` + consumerGroupColumns + ` FROM consumer_groups WHERE tenancy_id = $1 AND queue_id = $2`
+	if f.DisplayName != "" {
+		args = append(args, f.DisplayName)
+		query += ` AND display_name = $` + itoa(len(args))
+	}
+	if f.LifecycleState != "" {
+		args = append(args, f.LifecycleState)
+		query += ` AND lifecycle_state = $` + itoa(len(args))
+	} else {
+		query += ` AND lifecycle_state <> 'DELETED'`
+	}
+	query, args, err := p.keyset(query, args, "time_created", "display_name", "id")
+	if err != nil {
+		return nil, "", err
+	}
+	rows, err := r.pool.Query(ctx, query, args...)
+	if err != nil {
+		return nil, "", interpretError("listing consumer groups", err)
+	}
+	list, err := pgx.CollectRows(rows, func(row pgx.CollectableRow) (ConsumerGroup, error) { return scanConsumerGroup(row) })
+	if err != nil {
+		return nil, "", interpretError("listing consumer groups", err)
+	}
+	list, next := trim(p, list, func(g ConsumerGroup) (time.Time, string, string) { return g.TimeCreated, g.DisplayName, g.ID })
+	return list, next, nil
+}
+
+// Update changes a group (the primary group's filter and name cannot change: the caller checks).
+func (r *ConsumerGroups) Update(ctx context.Context, tenancyID, id, ifMatch string, p ConsumerGroupPatch) (ConsumerGroup, error) {
+	ctx, cancel := withTimeout(ctx)
+	defer cancel()
+	var out ConsumerGroup
+	err := InTx(ctx, r.pool, func(tx pgx.Tx) error {
+		cur, err := scanConsumerGroup(tx.QueryRow(ctx, consumerGroupGetLocked, tenancyID, id))
+		if err != nil {
+			return err
+		}
+		if err := CheckEtag(ifMatch, cur.Etag()); err != nil {
+			return err
+		}
+		if cur.IsPrimary() && (p.DisplayName != nil || (p.Filter != nil && *p.Filter != "")) {
+			return apierror.IncorrectState("the primary consumer group has no filter and keeps its name; it can only be enabled or disabled")
+		}
+		var tags any
+		if p.FreeformTags != nil {
+			tags = p.FreeformTags
+		}
+		out, err = scanConsumerGroup(tx.QueryRow(ctx, consumerGroupUpdate, tenancyID, id, p.DisplayName, p.Filter, p.IsEnabled,
+			p.SetDLQCount, p.DeadLetterQueueDeliveryCount, tags, cur.QueueID))
+		if err != nil {
+			return err
+		}
+		_, err = tx.Exec(ctx, consumerGroupNotify, cur.QueueID)
+		return err
+	})
+	if apiErr := apierror.From(interpretError("", err)); apiErr.Code == "Conflict" {
+		return out, apierror.Conflict("displayName: the queue already has a consumer group with that name")
+	}
+	return out, interpretError("updating consumer group", err)
+}
+
+// Delete marks a non-primary group DELETED; its stored messages are removed by the maintainer.
+func (r *ConsumerGroups) Delete(ctx context.Context, tenancyID, id, ifMatch string) error {
+	ctx, cancel := withTimeout(ctx)
+	defer cancel()
+	err := InTx(ctx, r.pool, func(tx pgx.Tx) error {
+		cur, err := scanConsumerGroup(tx.QueryRow(ctx, consumerGroupGetLocked, tenancyID, id))
+		if err != nil {
+			return err
+		}
+		if err := CheckEtag(ifMatch, cur.Etag()); err != nil {
+			return err
+		}
+		if cur.IsPrimary() {
+			return apierror.IncorrectState("the primary consumer group cannot be deleted; disable it instead")
+		}
+		if _, err := tx.Exec(ctx, consumerGroupMarkDeleted, tenancyID, id, cur.QueueID); err != nil {
+			return err
+		}
+		_, err = tx.Exec(ctx, consumerGroupNotify, cur.QueueID)
+		return err
+	})
+	return interpretError("deleting consumer group", err)
+}
+
+// OfQueue lists a queue's live groups by group_no (the data plane caches it).
+func (r *ConsumerGroups) OfQueue(ctx context.Context, queueID string) ([]ConsumerGroup, error) {
+	ctx, cancel := withTimeout(ctx)
+	defer cancel()
+	rows, err := r.pool.Query(ctx, consumerGroupsOfQueue, queueID)
+	if err != nil {
+		return nil, interpretError("listing consumer groups", err)
+	}
+	list, err := pgx.CollectRows(rows, func(row pgx.CollectableRow) (ConsumerGroup, error) { return scanConsumerGroup(row) })
+	return list, interpretError("listing consumer groups", err)
+}
+
+// upsertPrimary creates (or enables/disables) the primary group of a queue inside tx.
+func upsertPrimary(ctx context.Context, tx pgx.Tx, tenancyID, queueID string, enabled bool) error {
+	if _, err := tx.Exec(ctx, consumerGroupInsertPrimary, tenancyID, queueID, enabled); err != nil {
+		return err
+	}
+	_, err := tx.Exec(ctx, consumerGroupNotify, queueID)
+	return err
+}
+
+// GroupRef names one group's messages.
+type GroupRef struct {
+	QueueID string
+	GroupNo int32
+}
+
+// DeletedWithMessages lists deleted groups whose messages are still stored.
+func (r *ConsumerGroups) DeletedWithMessages(ctx context.Context) ([]GroupRef, error) {
+	ctx, cancel := withTimeout(ctx)
+	defer cancel()
+	rows, err := r.pool.Query(ctx, consumerGroupsDeletedWithMessages)
+	if err != nil {
+		return nil, interpretError("listing deleted consumer groups", err)
+	}
+	out, err := pgx.CollectRows(rows, pgx.RowToStructByPos[GroupRef])
+	return out, interpretError("listing deleted consumer groups", err)
+}
+
+// PurgeBatch deletes up to batch messages of one group.
+func (r *ConsumerGroups) PurgeBatch(ctx context.Context, ref GroupRef, batch int) (int64, error) {
+	ctx, cancel := withTimeout(ctx)
+	defer cancel()
+	tag, err := r.pool.Exec(ctx, consumerGroupPurgeBatch, ref.QueueID, ref.GroupNo, batch)
+	return tag.RowsAffected(), interpretError("purging consumer group", err)
+}

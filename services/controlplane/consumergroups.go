@@ -1,0 +1,187 @@
+package controlplane
+
+import (
+	"errors"
+	"net/http"
+
+	"github.com/gin-gonic/gin"
+
+	"github.com/ferry-mq/ferry/openapi/api"
+	"github.com/ferry-mq/ferry/persistence"
+	"github.com/ferry-mq/ferry/services/apierror"
+	"github.com/ferry-mq/ferry/services/filter"
+	"github.com/ferry-mq/ferry/tenancy"
+)
+
+func toConsumerGroup(g persistence.ConsumerGroup, compartmentID string) api.ConsumerGroup {
+	out := api.ConsumerGroup{
+		Id:                  g.ID,
+		QueueId:             g.QueueID,
+		CompartmentId:       compartmentID,
+		DisplayName:         g.DisplayName,
+		ConsumerGroupFilter: g.Filter,
+		IsEnabled:           g.IsEnabled,
+		IsPrimary:           g.IsPrimary(),
+		LifecycleState:      api.LifecycleState(g.LifecycleState),
+		FreeformTags:        g.FreeformTags,
+		TimeCreated:         g.TimeCreated,
+		TimeUpdated:         g.TimeUpdated,
+	}
+	if g.DeadLetterQueueDeliveryCount != nil {
+		n := int(*g.DeadLetterQueueDeliveryCount)
+		out.DeadLetterQueueDeliveryCount = &n
+	}
+	return out
+}
+
+// writeConsumerGroup answers with the group and its etag; the compartment is its queue's.
+func (h *Handlers) writeConsumerGroup(c *gin.Context, g persistence.ConsumerGroup) {
+	q, err := h.store.Queues.Get(c.Request.Context(), tenancyOf(c), g.QueueID)
+	if err != nil {
+		apierror.Write(c, err)
+		return
+	}
+	c.Header("etag", g.Etag())
+	c.JSON(http.StatusOK, toConsumerGroup(g, q.CompartmentID))
+}
+
+// compileFilter checks a filter expression; errors name the field and the column.
+func compileFilter(expr string) error {
+	if _, err := filter.Compile(expr); err != nil {
+		return apierror.InvalidParameter("consumerGroupFilter: %v", err)
+	}
+	return nil
+}
+
+// CreateConsumerGroup adds a group (with its filter) to a queue that has the CONSUMER_GROUPS capability.
+func (h *Handlers) CreateConsumerGroup(c *gin.Context, _ api.CreateConsumerGroupParams) {
+	var body api.CreateConsumerGroupDetails
+	if !bind(c, &body) {
+		return
+	}
+	expr := deref(body.ConsumerGroupFilter)
+	if err := compileFilter(expr); err != nil {
+		apierror.Write(c, err)
+		return
+	}
+	enabled := true
+	if body.IsEnabled != nil {
+		enabled = *body.IsEnabled
+	}
+	g, err := h.store.ConsumerGroups.Create(c.Request.Context(), persistence.ConsumerGroup{
+		TenancyID:                    tenancyOf(c),
+		ID:                           h.ocids.New(tenancy.TypeConsumerGroup),
+		QueueID:                      body.QueueId,
+		DisplayName:                  body.DisplayName,
+		Filter:                       expr,
+		IsEnabled:                    enabled,
+		DeadLetterQueueDeliveryCount: int32Ptr(body.DeadLetterQueueDeliveryCount),
+		FreeformTags:                 tagsOf(body.FreeformTags),
+	})
+	if err != nil {
+		apierror.Write(c, err)
+		return
+	}
+	h.writeConsumerGroup(c, g)
+}
+
+// GetConsumerGroup returns one group (the primary group by its queue's OCID).
+func (h *Handlers) GetConsumerGroup(c *gin.Context, id api.ConsumerGroupIdPath, _ api.GetConsumerGroupParams) {
+	g, err := h.store.ConsumerGroups.Get(c.Request.Context(), tenancyOf(c), id)
+	if err != nil {
+		apierror.Write(c, err)
+		return
+	}
+	h.writeConsumerGroup(c, g)
+}
+
+// ListConsumerGroups lists a queue's groups.
+func (h *Handlers) ListConsumerGroups(c *gin.Context, params api.ListConsumerGroupsParams) {
+	ctx := c.Request.Context()
+	q, err := h.store.Queues.Get(ctx, tenancyOf(c), params.QueueId)
+	if err != nil {
+		apierror.Write(c, err)
+		return
+	}
+	byName := params.SortBy != nil && *params.SortBy == api.ListConsumerGroupsParamsSortByDisplayName
+	list, next, err := h.store.ConsumerGroups.List(ctx, tenancyOf(c), persistence.ConsumerGroupFilter{
+		QueueID:        params.QueueId,
+		DisplayName:    deref(params.DisplayName),
+		LifecycleState: string(deref(params.LifecycleState)),
+	}, page(params.Limit, params.Page, byName, params.SortOrder))
+	if err != nil {
+		apierror.Write(c, err)
+		return
+	}
+	items := make([]api.ConsumerGroup, 0, len(list))
+	for _, g := range list {
+		items = append(items, toConsumerGroup(g, q.CompartmentID))
+	}
+	writeList(c, next, api.ConsumerGroupCollection{Items: items})
+}
+
+// UpdateConsumerGroup changes a group; a new filter applies to messages published from now on.
+func (h *Handlers) UpdateConsumerGroup(c *gin.Context, id api.ConsumerGroupIdPath, params api.UpdateConsumerGroupParams) {
+	var body api.UpdateConsumerGroupDetails
+	if !bind(c, &body) {
+		return
+	}
+	if body.ConsumerGroupFilter != nil {
+		if err := compileFilter(*body.ConsumerGroupFilter); err != nil {
+			apierror.Write(c, err)
+			return
+		}
+	}
+	patch := persistence.ConsumerGroupPatch{
+		DisplayName:  body.DisplayName,
+		Filter:       body.ConsumerGroupFilter,
+		IsEnabled:    body.IsEnabled,
+		FreeformTags: tagsOf(body.FreeformTags),
+	}
+	if n := body.DeadLetterQueueDeliveryCount; n != nil {
+		patch.SetDLQCount = true
+		if *n >= 0 {
+			patch.DeadLetterQueueDeliveryCount = int32Ptr(n)
+		}
+	}
+	g, err := h.store.ConsumerGroups.Update(c.Request.Context(), tenancyOf(c), id, deref(params.IfMatch), patch)
+	if err != nil {
+		apierror.Write(c, err)
+		return
+	}
+	h.writeConsumerGroup(c, g)
+}
+
+// DeleteConsumerGroup deletes a (non-primary) group.
+func (h *Handlers) DeleteConsumerGroup(c *gin.Context, id api.ConsumerGroupIdPath, params api.DeleteConsumerGroupParams) {
+	if err := h.store.ConsumerGroups.Delete(c.Request.Context(), tenancyOf(c), id, deref(params.IfMatch)); err != nil {
+		apierror.Write(c, err)
+		return
+	}
+	c.Status(http.StatusNoContent)
+}
+
+// ValidateConsumerGroupFilter is the filter dry run: parse, and evaluate on each attribute set.
+func (h *Handlers) ValidateConsumerGroupFilter(c *gin.Context, _ api.ValidateConsumerGroupFilterParams) {
+	var body api.ValidateFilterDetails
+	if !bind(c, &body) {
+		return
+	}
+	f, err := filter.Compile(body.ConsumerGroupFilter)
+	if err != nil {
+		var ferr *filter.Error
+		msg := err.Error()
+		if !errors.As(err, &ferr) {
+			msg = "invalid filter"
+		}
+		c.JSON(http.StatusOK, api.ValidateFilterResult{Valid: false, Error: &msg})
+		return
+	}
+	matches := []bool{}
+	if body.Attributes != nil {
+		for _, attrs := range *body.Attributes {
+			matches = append(matches, f.Match(attrs))
+		}
+	}
+	c.JSON(http.StatusOK, api.ValidateFilterResult{Valid: true, Matches: &matches})
+}

@@ -1,0 +1,126 @@
+package messaging
+
+import (
+	"context"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/ferry-mq/ferry/persistence"
+	"github.com/ferry-mq/ferry/services/apierror"
+	"github.com/ferry-mq/ferry/services/filter"
+)
+
+// group is a consumer group as the data plane uses it: its number in the messages table and its compiled filter.
+type group struct {
+	No            int32
+	ID            string
+	DisplayName   string
+	Enabled       bool
+	Filter        *filter.Filter // nil matches every message
+	MaxDeliveries *int32         // nil = the queue's deadLetterQueueDeliveryCount
+}
+
+// groupCache keeps each queue's consumer groups with their filters compiled once. A change to a queue's groups
+// on any node NOTIFYs ferry_config, which drops the entry on every node; the TTL is a safety net.
+type groupCache struct {
+	groups *persistence.ConsumerGroups
+	mu     sync.Mutex
+	byQ    map[string]cachedGroups
+}
+
+const groupCacheTTL = 5 * time.Second
+
+type cachedGroups struct {
+	list    []group
+	fetched time.Time
+}
+
+func newGroupCache(g *persistence.ConsumerGroups) *groupCache {
+	return &groupCache{groups: g, byQ: map[string]cachedGroups{}}
+}
+
+// primaryOnly is the behaviour of a queue without the CONSUMER_GROUPS capability.
+func primaryOnly(q persistence.Queue) []group {
+	return []group{{No: persistence.PrimaryGroupNo, ID: q.ID, DisplayName: persistence.PrimaryGroupName, Enabled: true}}
+}
+
+// of returns the queue's live groups.
+func (c *groupCache) of(ctx context.Context, q persistence.Queue) ([]group, error) {
+	if !q.ConsumerGroupsEnabled {
+		return primaryOnly(q), nil
+	}
+	c.mu.Lock()
+	e, ok := c.byQ[q.ID]
+	c.mu.Unlock()
+	if ok && time.Since(e.fetched) < groupCacheTTL {
+		return e.list, nil
+	}
+	rows, err := c.groups.OfQueue(ctx, q.ID)
+	if err != nil {
+		return nil, err
+	}
+	list := make([]group, 0, len(rows))
+	for _, r := range rows {
+		g := group{No: r.GroupNo, ID: r.ID, DisplayName: r.DisplayName, Enabled: r.IsEnabled, MaxDeliveries: r.DeadLetterQueueDeliveryCount}
+		if r.Filter != "" {
+			f, err := filter.Compile(r.Filter)
+			if err != nil {
+				// Filters are validated when set; a stored one that no longer compiles matches nothing rather
+				// than everything.
+				g.Enabled = false
+			}
+			g.Filter = f
+		}
+		list = append(list, g)
+	}
+	c.mu.Lock()
+	if len(c.byQ) > 100000 {
+		clear(c.byQ)
+	}
+	c.byQ[q.ID] = cachedGroups{list: list, fetched: time.Now()}
+	c.mu.Unlock()
+	return list, nil
+}
+
+// forget drops a queue's entry (its groups changed).
+func (c *groupCache) forget(queueID string) {
+	c.mu.Lock()
+	delete(c.byQ, queueID)
+	c.mu.Unlock()
+}
+
+// clear drops every entry.
+func (c *groupCache) clear() {
+	c.mu.Lock()
+	clear(c.byQ)
+	c.mu.Unlock()
+}
+
+// resolve finds the group a data-plane call addresses: "" = the primary group, else its OCID or displayName.
+func (c *groupCache) resolve(ctx context.Context, q persistence.Queue, ref string) (group, error) {
+	list, err := c.of(ctx, q)
+	if err != nil {
+		return group{}, err
+	}
+	for _, g := range list {
+		if (ref == "" && g.No == persistence.PrimaryGroupNo) || (ref != "" && (g.ID == ref || strings.EqualFold(g.DisplayName, ref))) {
+			return g, nil
+		}
+	}
+	if ref == "" {
+		return group{}, apierror.NotFound("consumerGroupId: the queue has no primary consumer group")
+	}
+	return group{}, apierror.NotFound("consumerGroupId: consumer group %q does not exist or you are not authorized to access it", ref)
+}
+
+// fanout returns, for a message's attributes, the enabled groups that take it.
+func fanout(groups []group, attrs map[string]any) []int32 {
+	var out []int32
+	for _, g := range groups {
+		if g.Enabled && g.Filter.Match(attrs) {
+			out = append(out, g.No)
+		}
+	}
+	return out
+}
