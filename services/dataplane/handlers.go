@@ -23,7 +23,6 @@ type Handlers struct {
 // New builds the handlers.
 func New(svc *messaging.Service) *Handlers { return &Handlers{svc: svc} }
 
-
 func tenancyOf(c *gin.Context) string {
 	if p := iam.PrincipalFrom(c.Request.Context()); p != nil {
 		return p.TenancyID

@@ -108,7 +108,7 @@ func New(cfg Config, store *persistence.Store, databaseURL string, receiptKey []
 			s.groups.clear()
 			s.waiters.wakeAll()
 		},
-		Logger:      logger,
+		Logger: logger,
 	}
 	return s
 }

@@ -31,14 +31,14 @@ import (
 
 // node is a ferry process under test.
 type node struct {
-	base     string
-	token    string
-	tenancy  string
-	cmd      *exec.Cmd
-	pool     *pgxpool.Pool // the same database, for the raw SQL cycle and for observing connections
-	client   *http.Client
-	dataDir  string
-	stderr   *bytes.Buffer
+	base    string
+	token   string
+	tenancy string
+	cmd     *exec.Cmd
+	pool    *pgxpool.Pool // the same database, for the raw SQL cycle and for observing connections
+	client  *http.Client
+	dataDir string
+	stderr  *bytes.Buffer
 }
 
 func startNode(b testing.TB) *node {
