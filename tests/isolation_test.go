@@ -18,6 +18,8 @@ type isolationSnapshot struct {
 	Queues           map[string]sdk.Queue
 	QueueEtags       map[string]string
 	WorkRequest      sdk.WorkRequest
+	ConsumerGroups   map[string]sdk.ConsumerGroup
+	ListedGroups     []string
 	ListedQueues     []string
 	ListedComps      []string
 	ListedWork       []string
@@ -32,11 +34,23 @@ func TestTenantIsolation(t *testing.T) {
 	tenancyB, clientB := srv.Admin(t, "tenancy-b")
 	ctx := context.Background()
 
-	// Tenancy A: a compartment with a queue, an empty compartment, a second queue, and a finished work request.
+	// Tenancy A: a compartment with a queue, an empty compartment, a second queue, a queue with consumer groups
+	// and one group besides the primary, and a finished work request.
 	compA := cpCreateCompartment(t, clientA, tenancyA, "a-team")
 	emptyA := cpCreateCompartment(t, clientA, tenancyA, "a-empty")
 	queueA := cpCreateQueue(t, clientA, compA.Id, "a-orders")
 	queueA2 := cpCreateQueue(t, clientA, tenancyA, "a-invoices")
+	fanout, err := clientA.CreateQueueWithResponse(ctx, &sdk.CreateQueueParams{}, sdk.CreateQueueDetails{
+		CompartmentId: compA.Id, DisplayName: "a-fanout",
+		Capabilities: &[]sdk.Capability{{Type: sdk.CapabilityTypeCONSUMERGROUPS, IsPrimaryConsumerGroupEnabled: cpPtr(true)}},
+	})
+	cpRequireStatus(t, fanout, err, http.StatusOK)
+	fanoutA := *fanout.JSON200
+	group, err := clientA.CreateConsumerGroupWithResponse(ctx, &sdk.CreateConsumerGroupParams{}, sdk.CreateConsumerGroupDetails{
+		QueueId: fanoutA.Id, DisplayName: "a-audit",
+	})
+	cpRequireStatus(t, group, err, http.StatusOK)
+	groupA := *group.JSON200
 	purge, err := clientA.PurgeQueueWithResponse(ctx, queueA.Id, &sdk.PurgeQueueParams{}, sdk.PurgeQueueDetails{PurgeType: sdk.PurgeTypeBOTH})
 	cpRequireStatus(t, purge, err, http.StatusAccepted)
 	workA := cpWaitWorkRequest(t, srv, clientA, purge.HTTPResponse.Header.Get("opc-work-request-id"))
@@ -48,12 +62,22 @@ func TestTenantIsolation(t *testing.T) {
 	snapshot := func() isolationSnapshot {
 		t.Helper()
 		s := isolationSnapshot{Compartments: map[string]sdk.Compartment{}, CompartmentEtags: map[string]string{},
-			Queues: map[string]sdk.Queue{}, QueueEtags: map[string]string{}}
+			Queues: map[string]sdk.Queue{}, QueueEtags: map[string]string{}, ConsumerGroups: map[string]sdk.ConsumerGroup{}}
 		for _, id := range []string{tenancyA, compA.Id, emptyA.Id} {
 			s.Compartments[id], s.CompartmentEtags[id] = cpGetCompartment(t, clientA, id)
 		}
-		for _, id := range []string{queueA.Id, queueA2.Id} {
+		for _, id := range []string{queueA.Id, queueA2.Id, fanoutA.Id} {
 			s.Queues[id], s.QueueEtags[id] = cpGetQueue(t, clientA, id)
+		}
+		for _, id := range []string{groupA.Id, fanoutA.Id} { // a group, and the primary group
+			g, err := clientA.GetConsumerGroupWithResponse(ctx, id, &sdk.GetConsumerGroupParams{})
+			cpRequireStatus(t, g, err, http.StatusOK)
+			s.ConsumerGroups[id] = *g.JSON200
+		}
+		groups, err := clientA.ListConsumerGroupsWithResponse(ctx, &sdk.ListConsumerGroupsParams{QueueId: fanoutA.Id})
+		cpRequireStatus(t, groups, err, http.StatusOK)
+		for _, g := range groups.JSON200.Items {
+			s.ListedGroups = append(s.ListedGroups, g.Id)
 		}
 		wr, err := clientA.GetWorkRequestWithResponse(ctx, workA.Id, &sdk.GetWorkRequestParams{})
 		cpRequireStatus(t, wr, err, http.StatusOK)
@@ -68,7 +92,8 @@ func TestTenantIsolation(t *testing.T) {
 		return s
 	}
 	before := snapshot()
-	require.Len(t, before.ListedQueues, 2)
+	require.Len(t, before.ListedQueues, 3)
+	require.Contains(t, before.ListedGroups, groupA.Id)
 	require.Len(t, before.ListedComps, 2)
 	require.Equal(t, []string{workA.Id}, before.ListedWork)
 
@@ -140,6 +165,30 @@ func TestTenantIsolation(t *testing.T) {
 		}},
 		{"PurgeQueue", func() (cpResponse, error) {
 			return clientB.PurgeQueueWithResponse(ctx, queueA.Id, &sdk.PurgeQueueParams{}, sdk.PurgeQueueDetails{PurgeType: sdk.PurgeTypeBOTH})
+		}},
+		{"GetConsumerGroup", func() (cpResponse, error) {
+			return clientB.GetConsumerGroupWithResponse(ctx, groupA.Id, &sdk.GetConsumerGroupParams{})
+		}},
+		{"GetConsumerGroup primary", func() (cpResponse, error) {
+			return clientB.GetConsumerGroupWithResponse(ctx, fanoutA.Id, &sdk.GetConsumerGroupParams{})
+		}},
+		{"ListConsumerGroups", func() (cpResponse, error) {
+			return clientB.ListConsumerGroupsWithResponse(ctx, &sdk.ListConsumerGroupsParams{QueueId: fanoutA.Id})
+		}},
+		{"CreateConsumerGroup on A's queue", func() (cpResponse, error) {
+			return clientB.CreateConsumerGroupWithResponse(ctx, &sdk.CreateConsumerGroupParams{},
+				sdk.CreateConsumerGroupDetails{QueueId: fanoutA.Id, DisplayName: "intruder"})
+		}},
+		{"UpdateConsumerGroup", func() (cpResponse, error) {
+			return clientB.UpdateConsumerGroupWithResponse(ctx, groupA.Id, &sdk.UpdateConsumerGroupParams{},
+				sdk.UpdateConsumerGroupDetails{DisplayName: cpPtr("owned"), IsEnabled: cpPtr(false)})
+		}},
+		{"UpdateConsumerGroup primary", func() (cpResponse, error) {
+			return clientB.UpdateConsumerGroupWithResponse(ctx, fanoutA.Id, &sdk.UpdateConsumerGroupParams{},
+				sdk.UpdateConsumerGroupDetails{IsEnabled: cpPtr(false)})
+		}},
+		{"DeleteConsumerGroup", func() (cpResponse, error) {
+			return clientB.DeleteConsumerGroupWithResponse(ctx, groupA.Id, &sdk.DeleteConsumerGroupParams{})
 		}},
 		{"GetWorkRequest", func() (cpResponse, error) {
 			return clientB.GetWorkRequestWithResponse(ctx, workA.Id, &sdk.GetWorkRequestParams{})
