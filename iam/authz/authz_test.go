@@ -395,6 +395,8 @@ func TestInvalid(t *testing.T) {
 
 	_, err = Load("", nil, resolveTree)
 	require.Error(t, err)
+	require.Error(t, e.SetTenancy(t.Context(), nil))
+	require.Error(t, e.SetTenancy(t.Context(), &Tenancy{ID: tenancyID}))
 
 	deep := &policy.Condition{Op: policy.OpEqual, Variable: policy.VarTargetQueueID, Value: "q"}
 	for range policy.MaxConditionDepth + 1 {
