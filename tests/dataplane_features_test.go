@@ -57,6 +57,35 @@ func TestLongPollWakesAcrossNodes(t *testing.T) {
 		require.Less(t, r.at.Sub(putAt), 200*time.Millisecond, "round %d", round)
 		deleteAll(t, c, q, r.msgs)
 	}
+
+	// The same for a message on a channel that the first node has not seen yet (its channel list is cached).
+	for _, channel := range []string{"orders", "payments"} {
+		done := make(chan []sdk.GetMessage, 1)
+		go func() {
+			resp, err := c.GetMessagesWithResponse(context.Background(), q, &sdk.GetMessagesParams{TimeoutInSeconds: ptr(10)})
+			if err != nil || resp.JSON200 == nil {
+				done <- nil
+				return
+			}
+			done <- resp.JSON200.Messages
+		}()
+		require.Eventually(t, func() bool { return srv.Node.Messaging().Waiting() == 1 }, 5*time.Second, 5*time.Millisecond)
+		putAt := time.Now()
+		put(t, c2, q, msgOn("on "+channel, channel))
+		got := <-done
+		require.Len(t, got, 1, channel)
+		require.Less(t, time.Since(putAt), 200*time.Millisecond, "a put on the new channel %s woke the long poll", channel)
+		deleteAll(t, c, q, got)
+	}
+	// And a short poll on the first node soon sees a new channel's message published on the second (not only
+	// at the next refresh of its channel list, a second later).
+	putAt := time.Now()
+	put(t, c2, q, msgOn("short poll", "refunds"))
+	require.Eventually(t, func() bool {
+		resp, err := c.GetMessagesWithResponse(context.Background(), q, &sdk.GetMessagesParams{TimeoutInSeconds: ptr(0)})
+		return err == nil && resp.JSON200 != nil && len(resp.JSON200.Messages) == 1
+	}, 2*time.Second, 10*time.Millisecond)
+	require.Less(t, time.Since(putAt), 300*time.Millisecond)
 }
 
 // TestLongPollTimeouts: without messages a long poll answers an empty list after timeoutInSeconds, or after the

@@ -21,9 +21,8 @@ type channelSet struct {
 
 const (
 	channelRefresh     = time.Second
-	channelRecheck     = 25 * time.Millisecond // a lease that found nothing lists again at most this often
-	channelsPerLease   = 32                    // channels one lease takes from at most
-	channelsCachedMax  = 4096                  // beyond this, the rotation covers the first channelsCachedMax channels
+	channelsPerLease   = 32   // channels one lease takes from at most
+	channelsCachedMax  = 4096 // beyond this, the rotation covers the first channelsCachedMax channels
 	defaultChannelOnly = ""
 )
 
@@ -83,39 +82,6 @@ func (s *channelSet) pick(ctx context.Context, key channelKey, filter string) ([
 		out = append(out, matching[(start+i)%len(matching)])
 	}
 	return out, nil
-}
-
-// recheck lists the channels again (unless that was done within channelRecheck) after a lease over the picked
-// channels found nothing, and picks anew. It reports whether that found channels the first pick did not have.
-// An exact channel filter needs no list.
-func (s *channelSet) recheck(ctx context.Context, key channelKey, filter string, picked []string) ([]string, bool, error) {
-	if filter != "" && !strings.HasSuffix(filter, "*") {
-		return picked, false, nil
-	}
-	s.mu.Lock()
-	e := s.byKey[key]
-	fresh := e != nil && time.Since(e.fetched) < channelRecheck
-	if e != nil && !fresh {
-		e.fetched = time.Time{} // makes list fetch
-	}
-	s.mu.Unlock()
-	if fresh {
-		return picked, false, nil
-	}
-	again, err := s.pick(ctx, key, filter)
-	if err != nil {
-		return nil, false, err
-	}
-	had := make(map[string]bool, len(picked))
-	for _, ch := range picked {
-		had[ch] = true
-	}
-	for _, ch := range again {
-		if !had[ch] {
-			return again, true, nil
-		}
-	}
-	return picked, false, nil
 }
 
 func (s *channelSet) list(ctx context.Context, key channelKey) ([]string, error) {

@@ -133,30 +133,13 @@ func (s *Service) wait(ctx context.Context, w *waiter, deadline time.Time) bool 
 	}
 }
 
-// leaseOnce leases from the channels to take from now (see channelSet.pick). When that finds nothing it lists
-// the channels once more: another node may have published to a channel that this node has not listed yet, and
-// its NOTIFY should wake a waiting consumer at once, not at the next refresh of the list.
+// leaseOnce runs the lease statement (again, when it only moved messages to the DLQ) and signs the receipts.
 func (s *Service) leaseOnce(ctx context.Context, q persistence.Queue, groupNo int32, req GetRequest, visibility, maxDeliveries int32) ([]Delivered, error) {
 	key := channelKey{queueID: q.ID, groupNo: groupNo, dlq: req.DLQ}
 	channels, err := s.channels.pick(ctx, key, req.ChannelFilter)
 	if err != nil {
 		return nil, err
 	}
-	for rechecked := false; ; rechecked = true {
-		out, err := s.leaseFrom(ctx, q, groupNo, req, channels, visibility, maxDeliveries)
-		if err != nil || len(out) > 0 || rechecked {
-			return out, err
-		}
-		var changed bool
-		if channels, changed, err = s.channels.recheck(ctx, key, req.ChannelFilter, channels); err != nil || !changed {
-			return nil, err
-		}
-	}
-}
-
-// leaseFrom runs the lease statement over channels (again, when it only moved messages to the DLQ) and signs the
-// receipts.
-func (s *Service) leaseFrom(ctx context.Context, q persistence.Queue, groupNo int32, req GetRequest, channels []string, visibility, maxDeliveries int32) ([]Delivered, error) {
 	if len(channels) == 0 {
 		return nil, nil
 	}
