@@ -85,6 +85,8 @@ func New(cfg Config, pool *pgxpool.Pool, tel *telemetry.Telemetry, logger *slog.
 	r := gin.New()
 	r.ContextWithFallback = true
 	r.HandleMethodNotAllowed = true
+	r.RedirectTrailingSlash = false // an unknown route answers a JSON 404, never an HTML redirect
+	r.RedirectFixedPath = false
 	r.NoRoute(httpapi.NotFound)
 	r.NoMethod(httpapi.MethodNotAllowed)
 	r.Use(
