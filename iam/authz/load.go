@@ -20,8 +20,8 @@ type Policy struct {
 // one) to the compartment's id. ok is false when no such compartment exists.
 type Resolver func(path []string) (id string, ok bool)
 
-// Tenancy is one tenancy's policies compiled for the engine by Load. It is immutable, so it may be written with
-// SetTenancy any number of times.
+// Tenancy is one tenancy's policies compiled for the engine by Load. Treat it as read-only: it may then be written
+// with SetTenancy any number of times, to any number of engines.
 type Tenancy struct {
 	// ID is the tenancy's OCID, which is also the id of its root compartment.
 	ID string
