@@ -228,15 +228,17 @@ func (r *ConsumerGroups) Update(ctx context.Context, tenancyID, id, ifMatch stri
 	return out, interpretError("updating consumer group", err)
 }
 
-// Delete marks a non-primary group DELETED; its stored messages are removed by the maintainer.
-func (r *ConsumerGroups) Delete(ctx context.Context, tenancyID, id, ifMatch string) error {
+// Delete marks a non-primary group DELETED and returns its queue's id; its stored messages are removed by the
+// maintainer.
+func (r *ConsumerGroups) Delete(ctx context.Context, tenancyID, id, ifMatch string) (queueID string, err error) {
 	ctx, cancel := withTimeout(ctx)
 	defer cancel()
-	err := InTx(ctx, r.pool, func(tx pgx.Tx) error {
+	err = InTx(ctx, r.pool, func(tx pgx.Tx) error {
 		cur, err := scanConsumerGroup(tx.QueryRow(ctx, consumerGroupGetLocked, tenancyID, id))
 		if err != nil {
 			return err
 		}
+		queueID = cur.QueueID
 		if err := CheckEtag(ifMatch, cur.Etag()); err != nil {
 			return err
 		}
@@ -249,7 +251,7 @@ func (r *ConsumerGroups) Delete(ctx context.Context, tenancyID, id, ifMatch stri
 		_, err = tx.Exec(ctx, consumerGroupNotify, cur.QueueID)
 		return err
 	})
-	return interpretError("deleting consumer group", err)
+	return queueID, interpretError("deleting consumer group", err)
 }
 
 // OfQueue lists a queue's live groups by group_no (the data plane caches it).

@@ -45,6 +45,17 @@ func (h *Handlers) writeConsumerGroup(c *gin.Context, g persistence.ConsumerGrou
 	c.JSON(http.StatusOK, toConsumerGroup(g, q.CompartmentID))
 }
 
+// OnQueueConfigChanged registers fn, called after this node committed a change to a queue's settings or consumer
+// groups, so that the node's own data plane applies it to the very next call. Other nodes learn of it from the
+// ferry_config NOTIFY, which cannot give read-your-writes: it arrives asynchronously, on this node too.
+func (h *Handlers) OnQueueConfigChanged(fn func(queueID string)) { h.configChanged = fn }
+
+func (h *Handlers) queueConfigChanged(queueID string) {
+	if h.configChanged != nil {
+		h.configChanged(queueID)
+	}
+}
+
 // compileFilter checks a filter expression; errors name the field and the column.
 func compileFilter(expr string) error {
 	if _, err := filter.Compile(expr); err != nil {
@@ -82,6 +93,7 @@ func (h *Handlers) CreateConsumerGroup(c *gin.Context, _ api.CreateConsumerGroup
 		apierror.Write(c, err)
 		return
 	}
+	h.queueConfigChanged(g.QueueID)
 	h.writeConsumerGroup(c, g)
 }
 
@@ -149,15 +161,18 @@ func (h *Handlers) UpdateConsumerGroup(c *gin.Context, id api.ConsumerGroupIdPat
 		apierror.Write(c, err)
 		return
 	}
+	h.queueConfigChanged(g.QueueID)
 	h.writeConsumerGroup(c, g)
 }
 
 // DeleteConsumerGroup deletes a (non-primary) group.
 func (h *Handlers) DeleteConsumerGroup(c *gin.Context, id api.ConsumerGroupIdPath, params api.DeleteConsumerGroupParams) {
-	if err := h.store.ConsumerGroups.Delete(c.Request.Context(), tenancyOf(c), id, deref(params.IfMatch)); err != nil {
+	queueID, err := h.store.ConsumerGroups.Delete(c.Request.Context(), tenancyOf(c), id, deref(params.IfMatch))
+	if err != nil {
 		apierror.Write(c, err)
 		return
 	}
+	h.queueConfigChanged(queueID)
 	c.Status(http.StatusNoContent)
 }
 

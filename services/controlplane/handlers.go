@@ -21,6 +21,8 @@ type Handlers struct {
 	ocids     tenancy.OCIDs
 	publicURL string
 	wake      func() // nudges the work request executor after a work request is created
+	// configChanged drops this node's cached settings and consumer groups of a queue (see OnQueueConfigChanged).
+	configChanged func(queueID string)
 }
 
 // New builds the control-plane handlers. publicURL is the data plane's base URL (a queue's messagesEndpoint).

@@ -151,6 +151,7 @@ func (h *Handlers) UpdateQueue(c *gin.Context, id api.QueueIdPath, params api.Up
 		apierror.Write(c, err)
 		return
 	}
+	h.queueConfigChanged(q.ID)
 	h.writeQueue(c, q)
 }
 

@@ -27,6 +27,9 @@ type groupCache struct {
 	groups *persistence.ConsumerGroups
 	mu     sync.Mutex
 	byQ    map[string]cachedGroups
+	// gen counts invalidations: a load that started before one must not store what it read, or a change could be
+	// hidden until the TTL by a put that was reading the old groups when the change was announced.
+	gen uint64
 }
 
 const groupCacheTTL = 5 * time.Second
@@ -52,6 +55,7 @@ func (c *groupCache) of(ctx context.Context, q persistence.Queue) ([]group, erro
 	}
 	c.mu.Lock()
 	e, ok := c.byQ[q.ID]
+	gen := c.gen
 	c.mu.Unlock()
 	if ok && time.Since(e.fetched) < groupCacheTTL {
 		return e.list, nil
@@ -75,10 +79,12 @@ func (c *groupCache) of(ctx context.Context, q persistence.Queue) ([]group, erro
 		list = append(list, g)
 	}
 	c.mu.Lock()
-	if len(c.byQ) > 100000 {
-		clear(c.byQ)
+	if c.gen == gen {
+		if len(c.byQ) > 100000 {
+			clear(c.byQ)
+		}
+		c.byQ[q.ID] = cachedGroups{list: list, fetched: time.Now()}
 	}
-	c.byQ[q.ID] = cachedGroups{list: list, fetched: time.Now()}
 	c.mu.Unlock()
 	return list, nil
 }
@@ -87,6 +93,7 @@ func (c *groupCache) of(ctx context.Context, q persistence.Queue) ([]group, erro
 func (c *groupCache) forget(queueID string) {
 	c.mu.Lock()
 	delete(c.byQ, queueID)
+	c.gen++
 	c.mu.Unlock()
 }
 
@@ -94,6 +101,7 @@ func (c *groupCache) forget(queueID string) {
 func (c *groupCache) clear() {
 	c.mu.Lock()
 	clear(c.byQ)
+	c.gen++
 	c.mu.Unlock()
 }
 

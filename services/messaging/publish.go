@@ -74,13 +74,11 @@ func (s *Service) Put(ctx context.Context, tenancyID, queueID string, entries []
 		channels[m.ChannelID] = true
 		batchBytes += int64(m.SizeBytes) * int64(len(m.Groups))
 	}
-	if discarded := len(entries) - len(msgs); discarded > 0 {
-		if err := s.messages.AddDiscarded(context.WithoutCancel(ctx), queueID, int64(discarded)); err != nil {
+	discarded := int64(len(entries) - len(msgs))
+	if len(msgs) == 0 {
+		if err := s.countDiscarded(ctx, queueID, discarded); err != nil {
 			return nil, err
 		}
-		s.inst.MessagesDiscarded.Add(ctx, int64(discarded), queueAttr(queueID))
-	}
-	if len(msgs) == 0 {
 		return results, nil
 	}
 	if err := s.checkSize(q, batchBytes, bytesByChannel); err != nil {
@@ -89,6 +87,11 @@ func (s *Service) Put(ctx context.Context, tenancyID, queueID string, entries []
 	stored, err := s.messages.Put(ctx, queueID, q.RetentionSeconds, q.DedupWindowSeconds, allGroups, msgs)
 	if err != nil {
 		return nil, err
+	}
+	// Counted only once the batch is accepted (a refused batch discards nothing). The stored messages are
+	// committed: failing the call now would make the producer publish them again, so a failed count is logged.
+	if err := s.countDiscarded(ctx, queueID, discarded); err != nil {
+		s.logger.Error("counting discarded messages", "queue", queueID, "discarded", discarded, "error", err)
 	}
 	fresh := 0
 	for k, r := range stored {
@@ -109,6 +112,19 @@ func (s *Service) Put(ctx context.Context, tenancyID, queueID string, entries []
 		s.inst.MessagesPublished.Add(ctx, int64(fresh), queueAttr(queueID))
 	}
 	return results, nil
+}
+
+// countDiscarded records messages that no consumer group took (DESIGN section 7): in the queue's stats and in
+// ferry.messages.discarded.
+func (s *Service) countDiscarded(ctx context.Context, queueID string, n int64) error {
+	if n == 0 {
+		return nil
+	}
+	if err := s.messages.AddDiscarded(context.WithoutCancel(ctx), queueID, n); err != nil {
+		return err
+	}
+	s.inst.MessagesDiscarded.Add(ctx, n, queueAttr(queueID))
+	return nil
 }
 
 // checkSize answers 429 when the batch would take the queue past maxSizeInBytes, or a channel past its share

@@ -100,8 +100,10 @@ func New(cfg Config, pool *pgxpool.Pool, tel *telemetry.Telemetry, logger *slog.
 		httpapi.RetryTokens(store.Idempotency),
 		httpapi.NewValidator(spec).Middleware(),
 	)
+	cp := controlplane.New(store, tenancy.OCIDs{Realm: cfg.Realm, Region: cfg.Region}, cfg.PublicURL, s.executor.Wake)
+	cp.OnQueueConfigChanged(s.messaging.ForgetQueue)
 	handlers := &handlers{
-		controlPlane: controlplane.New(store, tenancy.OCIDs{Realm: cfg.Realm, Region: cfg.Region}, cfg.PublicURL, s.executor.Wake),
+		controlPlane: cp,
 		dataPlane:    dataplane.New(s.messaging),
 		operations:   &operations{pool: pool, telemetry: tel},
 	}

@@ -1,0 +1,412 @@
+package tests
+
+import (
+	"context"
+	"fmt"
+	"net/http"
+	"slices"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/ferry-mq/ferry/openapi/sdk"
+	"github.com/ferry-mq/ferry/tests/testserver"
+)
+
+// End-to-end tests of fanout (DESIGN sections 6 and 7): which consumer groups receive a message, discards, the
+// filter applying only to messages published after it changed, sharing within a group versus fanout across
+// groups, per-group leases and DLQs, and configuration changes reaching every node.
+
+// groupCounts returns the consumerGroups count of each put result.
+func groupCounts(res []sdk.PutMessagesResultEntry) []int {
+	out := make([]int, len(res))
+	for i, r := range res {
+		out[i] = -1 // absent
+		if r.ConsumerGroups != nil {
+			out[i] = *r.ConsumerGroups
+		}
+	}
+	return out
+}
+
+// drain leases everything visible in a group (long visibility) and returns the contents, sorted.
+func drain(t *testing.T, c *sdk.ClientWithResponses, queueID string, opts ...getOpts) []string {
+	t.Helper()
+	var out []string
+	for {
+		got := get(t, c, queueID, append(opts, limit(32), visibility(300))...)
+		if len(got) == 0 {
+			slices.Sort(out)
+			return out
+		}
+		out = append(out, contents(got)...)
+	}
+}
+
+// TestFanoutBillingExample is the billing example of the OCI fanout documentation: the primary group (compliance)
+// receives every message, the exec-expenses group only its team's.
+func TestFanoutBillingExample(t *testing.T) {
+	t.Parallel()
+	srv := testserver.Start(t)
+	tenancyID, c := srv.Admin(t, "fanout-billing")
+	q := createQueue(t, c, tenancyID, withConsumerGroups(true))
+	exec := createGroup(t, c, q, "exec-expenses", `:team = "exec-expenses"`)
+
+	res := put(t, c, q,
+		withAttrs("dinner", map[string]any{"team": "exec-expenses", "amount": 420}),
+		withAttrs("laptop", map[string]any{"team": "engineering", "amount": 1999}),
+		withAttrs("flight", map[string]any{"team": "exec-expenses", "amount": 880}),
+		msg("no attributes"),
+		withAttrs("Exec", map[string]any{"team": "Exec-Expenses"}), // filters are case-sensitive
+	)
+	require.Equal(t, []int{2, 1, 2, 1, 1}, groupCounts(res))
+	for _, r := range res {
+		require.Positive(t, r.Id)
+	}
+
+	// The exec-expenses group by OCID, then by displayName: each lease takes one of its two messages.
+	byID := get(t, c, q, ofGroup(exec.Id), visibility(60))
+	byName := get(t, c, q, ofGroup("exec-expenses"), visibility(60))
+	require.Len(t, byID, 1)
+	require.Len(t, byName, 1)
+	require.ElementsMatch(t, []string{"dinner", "flight"}, append(contents(byID), contents(byName)...))
+	require.Empty(t, get(t, c, q, ofGroup("exec-expenses")))
+	require.Equal(t, res[0].Id, min(byID[0].Id, byName[0].Id), "a message keeps its id in every group")
+	require.Equal(t, res[2].Id, max(byID[0].Id, byName[0].Id))
+	require.NotNil(t, byID[0].Attributes)
+	require.Equal(t, "exec-expenses", (*byID[0].Attributes)["team"])
+
+	// Compliance (the primary group: no consumerGroupId, the queue's OCID, or "primary") receives everything.
+	compliance := get(t, c, q, limit(2), visibility(60))
+	compliance = append(compliance, get(t, c, q, ofGroup(q), limit(2), visibility(60))...)
+	compliance = append(compliance, get(t, c, q, ofGroup("primary"), limit(2), visibility(60))...)
+	require.ElementsMatch(t, []string{"dinner", "laptop", "flight", "no attributes", "Exec"}, contents(compliance))
+
+	// Acknowledging in one group leaves the other's copy alone.
+	deleteAll(t, c, q, byID, ofGroup(exec.Id))
+	deleteAll(t, c, q, byName, ofGroup("exec-expenses"))
+	require.Zero(t, groupStats(t, c, q, "exec-expenses").Queue.InFlightMessages)
+	require.Equal(t, int64(5), stats(t, c, q).Queue.InFlightMessages)
+	deleteAll(t, c, q, compliance)
+	require.Zero(t, storedMessages(t, srv, q))
+}
+
+// TestFanoutDiscarded: with the primary group disabled, a message no group takes is discarded: the put answers
+// consumerGroups 0, nothing is stored, and it is counted in the stats and in ferry_messages_discarded.
+func TestFanoutDiscarded(t *testing.T) {
+	t.Parallel()
+	srv := testserver.Start(t)
+	tenancyID, c := srv.Admin(t, "fanout-discard")
+	q := createQueue(t, c, tenancyID, withConsumerGroups(false))
+	createGroup(t, c, q, "only-a", `:kind = "a"`)
+	other := createQueue(t, c, tenancyID, withConsumerGroups(true))
+
+	res := put(t, c, q, withAttrs("b", map[string]any{"kind": "b"}), msg("none"), withAttrs("a", map[string]any{"kind": "a"}))
+	require.Equal(t, []int{0, 0, 1}, groupCounts(res))
+	require.Zero(t, res[0].Id, "a discarded message has no id")
+	require.Zero(t, res[1].Id)
+	require.Positive(t, res[2].Id)
+	require.Equal(t, int64(1), storedMessages(t, srv, q), "discarded messages are not stored")
+	res = put(t, c, q, msg("none again"))
+	require.Equal(t, []int{0}, groupCounts(res))
+	require.Equal(t, int64(1), storedMessages(t, srv, q))
+
+	st := stats(t, c, q)
+	require.Equal(t, cpPtr(int64(3)), st.DiscardedMessages)
+	require.Zero(t, st.Queue.VisibleMessages, "the disabled primary group holds nothing")
+	require.Equal(t, int64(1), groupStats(t, c, q, "only-a").Queue.VisibleMessages)
+	require.Empty(t, get(t, c, q), "nothing for the disabled primary group")
+	require.Equal(t, []string{"a"}, drain(t, c, q, ofGroup("only-a")))
+	require.EqualValues(t, 3, metricValue(t, srv, "ferry_messages_discarded", q))
+
+	// Another queue's discards are its own (none here: its primary group takes everything).
+	put(t, c, other, msg("kept"))
+	require.Equal(t, cpPtr(int64(0)), stats(t, c, other).DiscardedMessages)
+
+	// A rejected batch writes nothing: not its messages, and not its discards either.
+	bad := putErr(t, c, q, msg("would be discarded"), sdk.PutMessagesDetailsEntry{Content: "x",
+		Attributes: &sdk.MessageAttributes{"": "empty key"}})
+	require.Equal(t, http.StatusBadRequest, bad.StatusCode(), string(bad.Body))
+	// A batch refused for size (429: the fanned-out copies exceed maxSizeInBytes) also discards nothing.
+	small := createQueue(t, c, tenancyID, withConsumerGroups(false), withMaxSize(1<<20))
+	for i := range 5 {
+		createGroup(t, c, small, fmt.Sprintf("g%d", i), ":big")
+	}
+	big := withAttrs(strings.Repeat("x", 250<<10), map[string]any{"big": 1})
+	full := putErr(t, c, small, msg("would be discarded"), big)
+	require.Equal(t, http.StatusTooManyRequests, full.StatusCode(), string(full.Body))
+	require.EqualValues(t, 0, *stats(t, c, small).DiscardedMessages, "a refused batch discards nothing")
+	require.Zero(t, storedMessages(t, srv, small))
+	require.Equal(t, cpPtr(int64(3)), stats(t, c, q).DiscardedMessages)
+	require.EqualValues(t, 3, metricValue(t, srv, "ferry_messages_discarded", q))
+}
+
+// TestFanoutNotRetroactive: a filter is evaluated once, at publish time. Messages stored before a filter change
+// stay where they were delivered; a disabled group receives nothing; a re-enabled or new group receives only
+// what is published after the change.
+func TestFanoutNotRetroactive(t *testing.T) {
+	t.Parallel()
+	srv := testserver.Start(t)
+	tenancyID, c := srv.Admin(t, "fanout-retro")
+	q := createQueue(t, c, tenancyID, withConsumerGroups(false))
+	g := createGroup(t, c, q, "g", `:v = 1`)
+	v := func(content string, n int) sdk.PutMessagesDetailsEntry {
+		return withAttrs(content, map[string]any{"v": n})
+	}
+
+	require.Equal(t, []int{1, 0}, groupCounts(put(t, c, q, v("m1 v1", 1), v("m2 v2", 2))))
+	updateGroup(t, c, g.Id, sdk.UpdateConsumerGroupDetails{ConsumerGroupFilter: cpPtr(`:v = 2`)})
+	require.Equal(t, []int{0, 1}, groupCounts(put(t, c, q, v("m3 v1", 1), v("m4 v2", 2))), "the new filter applies at once")
+	require.Equal(t, []string{"m1 v1", "m4 v2"}, drain(t, c, q, ofGroup("g")), "m1 stays although it no longer matches")
+
+	updateGroup(t, c, g.Id, sdk.UpdateConsumerGroupDetails{IsEnabled: cpPtr(false)})
+	require.Equal(t, []int{0}, groupCounts(put(t, c, q, v("m5 v2 while disabled", 2))))
+	require.Empty(t, drain(t, c, q, ofGroup("g")), "a disabled group receives nothing")
+	updateGroup(t, c, g.Id, sdk.UpdateConsumerGroupDetails{IsEnabled: cpPtr(true)})
+	require.Equal(t, []int{1}, groupCounts(put(t, c, q, v("m6 v2 re-enabled", 2))))
+	require.Equal(t, []string{"m6 v2 re-enabled"}, drain(t, c, q, ofGroup("g")), "only what was published after re-enabling")
+
+	// Messages already stored for a group that is disabled are still delivered to it (only new ones are not).
+	require.Equal(t, []int{1}, groupCounts(put(t, c, q, v("m7 before disabling", 2))))
+	updateGroup(t, c, g.Id, sdk.UpdateConsumerGroupDetails{IsEnabled: cpPtr(false)})
+	require.Equal(t, []string{"m7 before disabling"}, drain(t, c, q, ofGroup("g")))
+
+	// A new group receives only what is published after it was created; so does the re-enabled primary group.
+	require.Equal(t, []int{0}, groupCounts(put(t, c, q, v("m8", 2))))
+	createGroup(t, c, q, "late", "")
+	updateGroup(t, c, q, sdk.UpdateConsumerGroupDetails{IsEnabled: cpPtr(true)})
+	require.Equal(t, []int{2}, groupCounts(put(t, c, q, v("m9", 2))))
+	require.Equal(t, []string{"m9"}, drain(t, c, q, ofGroup("late")))
+	require.Equal(t, []string{"m9"}, drain(t, c, q))
+	require.Equal(t, cpPtr(int64(4)), stats(t, c, q).DiscardedMessages, "m2, m3, m5 and m8")
+}
+
+// TestFanoutSharingVersusFanout: consumers of one group share its messages (each delivered to exactly one of
+// them), while every group receives every message.
+func TestFanoutSharingVersusFanout(t *testing.T) {
+	t.Parallel()
+	srv := testserver.Start(t)
+	tenancyID, c := srv.Admin(t, "fanout-share")
+	q := createQueue(t, c, tenancyID, withConsumerGroups(false))
+	createGroup(t, c, q, "A", "")
+	createGroup(t, c, q, "B", "")
+
+	const n = 60
+	var want []string
+	for batch := range n / 20 {
+		var entries []sdk.PutMessagesDetailsEntry
+		for i := range 20 {
+			content := fmt.Sprintf("m%03d", batch*20+i)
+			want = append(want, content)
+			entries = append(entries, msg(content))
+		}
+		require.Equal(t, slices.Repeat([]int{2}, 20), groupCounts(put(t, c, q, entries...)))
+	}
+
+	// Two consumers of group A, concurrently, each leasing small batches until the group is empty.
+	var mu sync.Mutex
+	seen := map[string]int{}
+	perConsumer := [2]int{}
+	var wg sync.WaitGroup
+	for consumer := range 2 {
+		wg.Go(func() {
+			for {
+				resp, err := c.GetMessagesWithResponse(context.Background(), q, &sdk.GetMessagesParams{
+					ConsumerGroupId: cpPtr("A"), Limit: cpPtr(3), VisibilityInSeconds: cpPtr(300), TimeoutInSeconds: cpPtr(0)})
+				if err != nil || resp.JSON200 == nil || len(resp.JSON200.Messages) == 0 {
+					return
+				}
+				mu.Lock()
+				for _, m := range resp.JSON200.Messages {
+					seen[m.Content]++
+				}
+				perConsumer[consumer] += len(resp.JSON200.Messages)
+				mu.Unlock()
+			}
+		})
+	}
+	wg.Wait()
+	require.Len(t, seen, n, "every message delivered in group A")
+	for content, times := range seen {
+		require.Equal(t, 1, times, "%s was delivered to both consumers of group A", content)
+	}
+	require.Equal(t, n, perConsumer[0]+perConsumer[1])
+	require.Positive(t, perConsumer[0], "both consumers got a share")
+	require.Positive(t, perConsumer[1], "both consumers got a share")
+
+	// Group B still has every message: A's leases are A's.
+	require.Equal(t, want, drain(t, c, q, ofGroup("B")))
+	require.Equal(t, int64(2*n), storedMessages(t, srv, q), "one row per (message, group)")
+}
+
+// TestFanoutPerGroupDLQ: each group has its own delivery counts and DLQ: a message dead-lettered in one group is
+// untouched in the others, a group's deadLetterQueueDeliveryCount overrides the queue's, and redrive is per group.
+func TestFanoutPerGroupDLQ(t *testing.T) {
+	t.Parallel()
+	srv := testserver.Start(t)
+	tenancyID, c := srv.Admin(t, "fanout-dlq")
+	ctx := context.Background()
+	q := createQueue(t, c, tenancyID, withConsumerGroups(true), withDLQ(2))
+	a := createGroup(t, c, q, "A", "")              // inherits 2
+	b := createGroup(t, c, q, "B", "", groupDLQ(1)) // overrides: 1
+	createGroup(t, c, q, "C", "", groupDLQ(0))      // no DLQ at all
+
+	res := put(t, c, q, msg("poison"))
+	require.Equal(t, []int{4}, groupCounts(res))
+	id := res[0].Id
+
+	// lease delivers once with visibility 0 (the lease ends at once) and returns the delivery count, or 0 when
+	// the lease moved the message to the DLQ instead.
+	lease := func(ref string) int {
+		got := get(t, c, q, ofGroup(ref), visibility(0))
+		if len(got) == 0 {
+			return 0
+		}
+		require.Equal(t, id, got[0].Id)
+		return got[0].DeliveryCount
+	}
+	require.Equal(t, 1, lease("A"))
+	require.Equal(t, 2, lease("A"))
+	require.Equal(t, 0, lease("A"), "a third delivery moves A's copy to A's DLQ")
+	sa := groupStats(t, c, q, "A")
+	require.Equal(t, [2]int64{0, 1}, [2]int64{sa.Queue.VisibleMessages, sa.Dlq.VisibleMessages})
+
+	// B's copy is untouched by A's dead-lettering; its own limit is 1.
+	sb := groupStats(t, c, q, b.Id)
+	require.Equal(t, [2]int64{1, 0}, [2]int64{sb.Queue.VisibleMessages, sb.Dlq.VisibleMessages})
+	require.Equal(t, 1, lease("B"))
+	require.Equal(t, 0, lease("B"), "B's own count (1) applies, not the queue's (2)")
+	sb = groupStats(t, c, q, "B")
+	require.Equal(t, [2]int64{0, 1}, [2]int64{sb.Queue.VisibleMessages, sb.Dlq.VisibleMessages})
+
+	// C never dead-letters; the primary group follows the queue's count.
+	for i := 1; i <= 4; i++ {
+		require.Equal(t, i, lease("C"))
+	}
+	require.Equal(t, 1, lease("primary"))
+	require.Equal(t, 2, lease(q))
+	require.Equal(t, 0, lease(""+q))
+	requireStats(t, c, q, 0, 0, 1, 0) // the primary group's own view
+	sc := groupStats(t, c, q, "C")
+	require.Equal(t, [2]int64{1, 0}, [2]int64{sc.Queue.VisibleMessages, sc.Dlq.VisibleMessages})
+
+	// Each group's DLQ holds its own copy, read and acknowledged with consumerGroupId and dlq=true.
+	dlqA := get(t, c, q, ofGroup("A"), fromDLQ(), visibility(60))
+	require.Len(t, dlqA, 1)
+	require.Equal(t, id, dlqA[0].Id)
+	badDel, err := c.DeleteMessageWithResponse(ctx, q, dlqA[0].Receipt, &sdk.DeleteMessageParams{ConsumerGroupId: cpPtr("B"), Dlq: cpPtr(true)})
+	cpRequireError(t, badDel, err, http.StatusBadRequest, "InvalidParameter", "receipt")
+
+	// Redrive is per group: A's redrive leaves B's DLQ alone.
+	rd, err := c.RedriveMessagesWithResponse(ctx, q, &sdk.RedriveMessagesParams{}, sdk.RedriveMessagesDetails{ConsumerGroupId: cpPtr("A")})
+	cpRequireStatus(t, rd, err, http.StatusOK)
+	require.Equal(t, 1, rd.JSON200.RedrivenMessages)
+	sa = groupStats(t, c, q, a.Id)
+	require.Equal(t, [2]int64{1, 0}, [2]int64{sa.Queue.VisibleMessages, sa.Dlq.VisibleMessages})
+	sb = groupStats(t, c, q, b.Id)
+	require.Equal(t, [2]int64{0, 1}, [2]int64{sb.Queue.VisibleMessages, sb.Dlq.VisibleMessages})
+	requireStats(t, c, q, 0, 0, 1, 0)
+	require.Equal(t, 1, lease("A"), "a redriven message starts counting again")
+
+	// Without consumerGroupId redrive addresses the primary group; by OCID it addresses B.
+	rd, err = c.RedriveMessagesWithResponse(ctx, q, &sdk.RedriveMessagesParams{}, sdk.RedriveMessagesDetails{})
+	cpRequireStatus(t, rd, err, http.StatusOK)
+	require.Equal(t, 1, rd.JSON200.RedrivenMessages)
+	requireStats(t, c, q, 1, 0, 0, 0)
+	sb = groupStats(t, c, q, b.Id)
+	require.Equal(t, int64(1), sb.Dlq.VisibleMessages)
+	rd, err = c.RedriveMessagesWithResponse(ctx, q, &sdk.RedriveMessagesParams{}, sdk.RedriveMessagesDetails{ConsumerGroupId: &b.Id})
+	cpRequireStatus(t, rd, err, http.StatusOK)
+	require.Equal(t, 1, rd.JSON200.RedrivenMessages)
+
+	// B inherits the queue's count again after -1: two deliveries before its DLQ.
+	updateGroup(t, c, b.Id, sdk.UpdateConsumerGroupDetails{DeadLetterQueueDeliveryCount: cpPtr(-1)})
+	require.Equal(t, 1, lease("B"))
+	require.Equal(t, 2, lease("B"))
+	require.Equal(t, 0, lease("B"))
+}
+
+// TestFanoutCrossNode: a group created or changed through one node takes effect for puts on another node within a
+// second (ferry_config NOTIFY), well before the group cache's TTL.
+func TestFanoutCrossNode(t *testing.T) {
+	t.Parallel()
+	srv := testserver.Start(t)
+	srv2 := testserver.Start(t, testserver.WithDatabase(srv.DatabaseURL), testserver.WithSecret(srv.Secret))
+	tenancyID, c1 := srv.Admin(t, "fanout-nodes")
+	c2 := srv2.Client(t, srv2.Token(t, tenancyID, "admin", "Administrators"))
+	select {
+	case <-srv2.Node.Messaging().Ready():
+	case <-time.After(10 * time.Second):
+		t.Fatal("node 2 is not listening")
+	}
+	q := createQueue(t, c1, tenancyID, withConsumerGroups(false))
+
+	// putOn2 publishes through node 2 until the message reaches want groups, and returns how long that took.
+	putOn2 := func(want int, attrs map[string]any) time.Duration {
+		t.Helper()
+		start := time.Now()
+		for {
+			res := put(t, c2, q, withAttrs("probe", attrs))
+			if *res[0].ConsumerGroups == want {
+				return time.Since(start)
+			}
+			require.Less(t, time.Since(start), 3*time.Second, "node 2 still routes to %d groups, not %d", *res[0].ConsumerGroups, want)
+			time.Sleep(10 * time.Millisecond)
+		}
+	}
+	require.Equal(t, []int{0}, groupCounts(put(t, c2, q, msg("cached"))), "node 2 caches the queue's groups: none takes it")
+
+	g := createGroup(t, c1, q, "g", "")
+	require.Less(t, putOn2(1, nil), time.Second, "a group created on node 1")
+	updateGroup(t, c1, g.Id, sdk.UpdateConsumerGroupDetails{ConsumerGroupFilter: cpPtr(":x")})
+	require.Less(t, putOn2(0, nil), time.Second, "a filter changed on node 1")
+	require.Equal(t, []int{1}, groupCounts(put(t, c2, q, withAttrs("x", map[string]any{"x": 1}))))
+	updateGroup(t, c1, q, sdk.UpdateConsumerGroupDetails{IsEnabled: cpPtr(true)})
+	require.Less(t, putOn2(2, map[string]any{"x": 1}), time.Second, "the primary group enabled on node 1")
+	del, err := c1.DeleteConsumerGroupWithResponse(context.Background(), g.Id, &sdk.DeleteConsumerGroupParams{})
+	cpRequireStatus(t, del, err, http.StatusNoContent)
+	require.Less(t, putOn2(1, map[string]any{"x": 1}), time.Second, "a group deleted on node 1")
+	upd, err := c1.UpdateQueueWithResponse(context.Background(), q, &sdk.UpdateQueueParams{},
+		sdk.UpdateQueueDetails{Capabilities: &[]sdk.Capability{{Type: sdk.CapabilityTypeCONSUMERGROUPS, IsPrimaryConsumerGroupEnabled: cpPtr(false)}}})
+	cpRequireStatus(t, upd, err, http.StatusOK)
+	require.Less(t, putOn2(0, nil), time.Second, "the primary group disabled through UpdateQueue on node 1")
+
+	// Node 2 also resolves the new group's name at once for consumers.
+	createGroup(t, c1, q, "fresh", "")
+	require.Eventually(t, func() bool {
+		resp, err := c2.GetStatsWithResponse(context.Background(), q, &sdk.GetStatsParams{ConsumerGroupId: cpPtr("fresh")})
+		return err == nil && resp.StatusCode() == http.StatusOK
+	}, time.Second, 10*time.Millisecond)
+}
+
+// TestFanoutSameNodeReadsItsWrites: a put right after a group change on the same node sees the change (no
+// waiting for the node's own NOTIFY), even while other puts keep the cache warm.
+func TestFanoutSameNodeReadsItsWrites(t *testing.T) {
+	t.Parallel()
+	srv := testserver.Start(t)
+	tenancyID, c := srv.Admin(t, "fanout-ryw")
+	q := createQueue(t, c, tenancyID, withConsumerGroups(false))
+	stop := make(chan struct{})
+	var wg sync.WaitGroup
+	wg.Go(func() { // keeps the group cache busy: a refill racing a change must not bring the old groups back
+		for {
+			select {
+			case <-stop:
+				return
+			default:
+			}
+			_, _ = c.PutMessagesWithResponse(context.Background(), q, &sdk.PutMessagesParams{},
+				sdk.PutMessagesDetails{Messages: []sdk.PutMessagesDetailsEntry{withAttrs("noise", map[string]any{"noise": 1})}})
+		}
+	})
+	defer func() { close(stop); wg.Wait() }()
+	for i := range 20 {
+		g := createGroup(t, c, q, fmt.Sprintf("g%d", i), fmt.Sprintf(":n = %d", i))
+		require.Equal(t, []int{1}, groupCounts(put(t, c, q, withAttrs("hit", map[string]any{"n": i}))), "right after creating g%d", i)
+		updateGroup(t, c, g.Id, sdk.UpdateConsumerGroupDetails{IsEnabled: cpPtr(false)})
+		require.Equal(t, []int{0}, groupCounts(put(t, c, q, withAttrs("miss", map[string]any{"n": i}))), "right after disabling g%d", i)
+	}
+}
