@@ -111,7 +111,10 @@ func (r *Compartments) Create(ctx context.Context, c Compartment) (Compartment, 
 			return err
 		}
 		var err error
-		out, err = scanCompartment(tx.QueryRow(ctx, compartmentInsert, c.TenancyID, c.ID, c.ParentID, c.Name, c.Description, tagsOrEmpty(c.FreeformTags)))
+		if out, err = scanCompartment(tx.QueryRow(ctx, compartmentInsert, c.TenancyID, c.ID, c.ParentID, c.Name, c.Description, tagsOrEmpty(c.FreeformTags))); err != nil {
+			return err
+		}
+		_, err = tx.Exec(ctx, policyNotify, c.TenancyID) // policies name compartments: every node reloads the tree
 		return err
 	})
 	if apiErr := apierror.From(interpretError("", err)); apiErr.Code == "Conflict" {
@@ -197,7 +200,10 @@ func (r *Compartments) Update(ctx context.Context, tenancyID, id, ifMatch string
 		if patch.FreeformTags != nil {
 			tags = patch.FreeformTags
 		}
-		out, err = scanCompartment(tx.QueryRow(ctx, compartmentUpdate, tenancyID, id, patch.Name, patch.Description, tags))
+		if out, err = scanCompartment(tx.QueryRow(ctx, compartmentUpdate, tenancyID, id, patch.Name, patch.Description, tags)); err != nil {
+			return err
+		}
+		_, err = tx.Exec(ctx, policyNotify, tenancyID)
 		return err
 	})
 	if apiErr := apierror.From(interpretError("", err)); apiErr.Code == "Conflict" {
@@ -231,7 +237,10 @@ func (r *Compartments) Delete(ctx context.Context, tenancyID, id, ifMatch string
 		if busy {
 			return apierror.IncorrectState("compartment %s is not empty: delete its compartments and queues first", id)
 		}
-		_, err = tx.Exec(ctx, compartmentMarkDeleted, tenancyID, id)
+		if _, err = tx.Exec(ctx, compartmentMarkDeleted, tenancyID, id); err != nil {
+			return err
+		}
+		_, err = tx.Exec(ctx, policyNotify, tenancyID)
 		return err
 	})
 	return interpretError("deleting compartment", err)

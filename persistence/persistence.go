@@ -52,6 +52,7 @@ type Store struct {
 	Compartments   *Compartments
 	Queues         *Queues
 	ConsumerGroups *ConsumerGroups
+	Policies       *Policies
 	WorkRequests   *WorkRequests
 	Idempotency    *IdempotencyKeys
 	Secrets        *Secrets
@@ -65,6 +66,7 @@ func NewStore(pool *pgxpool.Pool) *Store {
 		Compartments:   &Compartments{pool: pool},
 		Queues:         &Queues{pool: pool},
 		ConsumerGroups: &ConsumerGroups{pool: pool},
+		Policies:       &Policies{pool: pool},
 		WorkRequests:   &WorkRequests{pool: pool},
 		Idempotency:    &IdempotencyKeys{pool: pool},
 		Secrets:        &Secrets{pool: pool},

@@ -241,7 +241,10 @@ func (r *Queues) ChangeCompartment(ctx context.Context, tenancyID, id, ifMatch, 
 			return err
 		}
 		var err error
-		out, err = scanQueue(tx.QueryRow(ctx, queueMove, tenancyID, id, compartmentID))
+		if out, err = scanQueue(tx.QueryRow(ctx, queueMove, tenancyID, id, compartmentID)); err != nil {
+			return err
+		}
+		_, err = tx.Exec(ctx, policyNotify, tenancyID) // decisions cache a queue's compartment
 		return err
 	})
 	return out, interpretError("moving queue", err)

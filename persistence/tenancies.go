@@ -28,9 +28,9 @@ const (
 		VALUES ($1, $1, NULL, $2, 'root compartment of the tenancy')`
 )
 
-// Create inserts a tenancy and its root compartment, or returns the existing tenancy of that name.
-// created reports which happened.
-func (r *Tenancies) Create(ctx context.Context, id, name string) (t Tenancy, created bool, err error) {
+// Create inserts a tenancy with its root compartment and its Tenant Admin Policy (OCID adminPolicyID), or returns
+// the existing tenancy of that name. created reports which happened.
+func (r *Tenancies) Create(ctx context.Context, id, name, adminPolicyID string) (t Tenancy, created bool, err error) {
 	err = InTx(ctx, r.pool, func(tx pgx.Tx) error {
 		err := tx.QueryRow(ctx, tenancyInsert, id, name).Scan(&t.ID, &t.Name, &t.TimeCreated)
 		if err == pgx.ErrNoRows {
@@ -40,8 +40,10 @@ func (r *Tenancies) Create(ctx context.Context, id, name string) (t Tenancy, cre
 			return err
 		}
 		created = true
-		_, err = tx.Exec(ctx, rootCompartmentInsert, id, name)
-		return err
+		if _, err = tx.Exec(ctx, rootCompartmentInsert, id, name); err != nil {
+			return err
+		}
+		return insertTenantAdminPolicy(ctx, tx, id, adminPolicyID)
 	})
 	t.TimeCreated = t.TimeCreated.UTC()
 	return t, created, interpretError("creating tenancy", err)

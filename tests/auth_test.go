@@ -128,9 +128,11 @@ func TestAuthentication(t *testing.T) {
 		{"valid", "Bearer " + valid},
 		{"expired within the skew", "Bearer " + hs(func(c jwt.MapClaims) { c["exp"] = now.Add(-30 * time.Second).Unix() })},
 		{"not yet valid within the skew", "Bearer " + hs(func(c jwt.MapClaims) { c["nbf"] = now.Add(30 * time.Second).Unix() })},
-		{"without groups", "Bearer " + hs(func(c jwt.MapClaims) { delete(c, "groups") })},
 		{"lowercase scheme", "bearer " + valid}, // RFC 7235: the scheme is case-insensitive
 	}
+	// A token without groups authenticates (no 401) but no policy grants it anything: 404, as for a missing resource.
+	noGroups := cpRaw(t, srv, "", http.MethodGet, path, "", nil, "Authorization", "Bearer "+hs(func(c jwt.MapClaims) { delete(c, "groups") }))
+	require.Equal(t, http.StatusNotFound, noGroups.Status, "without groups: %s", noGroups.Body)
 	for _, tc := range accepted {
 		resp := cpRaw(t, srv, "", http.MethodGet, path, "", nil, "Authorization", tc.authorization)
 		require.Equal(t, http.StatusOK, resp.Status, "%s: %s", tc.name, resp.Body)

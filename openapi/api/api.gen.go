@@ -19,6 +19,75 @@ import (
 	"github.com/oapi-codegen/runtime"
 )
 
+// Defines values for AuthorizeDetailsPermission.
+const (
+	AuthorizeDetailsPermissionCOMPARTMENTCREATE  AuthorizeDetailsPermission = "COMPARTMENT_CREATE"
+	AuthorizeDetailsPermissionCOMPARTMENTDELETE  AuthorizeDetailsPermission = "COMPARTMENT_DELETE"
+	AuthorizeDetailsPermissionCOMPARTMENTINSPECT AuthorizeDetailsPermission = "COMPARTMENT_INSPECT"
+	AuthorizeDetailsPermissionCOMPARTMENTREAD    AuthorizeDetailsPermission = "COMPARTMENT_READ"
+	AuthorizeDetailsPermissionCOMPARTMENTUPDATE  AuthorizeDetailsPermission = "COMPARTMENT_UPDATE"
+	AuthorizeDetailsPermissionPOLICYCREATE       AuthorizeDetailsPermission = "POLICY_CREATE"
+	AuthorizeDetailsPermissionPOLICYDELETE       AuthorizeDetailsPermission = "POLICY_DELETE"
+	AuthorizeDetailsPermissionPOLICYINSPECT      AuthorizeDetailsPermission = "POLICY_INSPECT"
+	AuthorizeDetailsPermissionPOLICYREAD         AuthorizeDetailsPermission = "POLICY_READ"
+	AuthorizeDetailsPermissionPOLICYUPDATE       AuthorizeDetailsPermission = "POLICY_UPDATE"
+	AuthorizeDetailsPermissionQUEUECREATE        AuthorizeDetailsPermission = "QUEUE_CREATE"
+	AuthorizeDetailsPermissionQUEUEDELETE        AuthorizeDetailsPermission = "QUEUE_DELETE"
+	AuthorizeDetailsPermissionQUEUEINSPECT       AuthorizeDetailsPermission = "QUEUE_INSPECT"
+	AuthorizeDetailsPermissionQUEUEMOVE          AuthorizeDetailsPermission = "QUEUE_MOVE"
+	AuthorizeDetailsPermissionQUEUEPULL          AuthorizeDetailsPermission = "QUEUE_PULL"
+	AuthorizeDetailsPermissionQUEUEPURGE         AuthorizeDetailsPermission = "QUEUE_PURGE"
+	AuthorizeDetailsPermissionQUEUEPUSH          AuthorizeDetailsPermission = "QUEUE_PUSH"
+	AuthorizeDetailsPermissionQUEUEREAD          AuthorizeDetailsPermission = "QUEUE_READ"
+	AuthorizeDetailsPermissionQUEUEUPDATE        AuthorizeDetailsPermission = "QUEUE_UPDATE"
+)
+
+// Valid indicates whether the value is a known member of the AuthorizeDetailsPermission enum.
+func (e AuthorizeDetailsPermission) Valid() bool {
+	switch e {
+	case AuthorizeDetailsPermissionCOMPARTMENTCREATE:
+		return true
+	case AuthorizeDetailsPermissionCOMPARTMENTDELETE:
+		return true
+	case AuthorizeDetailsPermissionCOMPARTMENTINSPECT:
+		return true
+	case AuthorizeDetailsPermissionCOMPARTMENTREAD:
+		return true
+	case AuthorizeDetailsPermissionCOMPARTMENTUPDATE:
+		return true
+	case AuthorizeDetailsPermissionPOLICYCREATE:
+		return true
+	case AuthorizeDetailsPermissionPOLICYDELETE:
+		return true
+	case AuthorizeDetailsPermissionPOLICYINSPECT:
+		return true
+	case AuthorizeDetailsPermissionPOLICYREAD:
+		return true
+	case AuthorizeDetailsPermissionPOLICYUPDATE:
+		return true
+	case AuthorizeDetailsPermissionQUEUECREATE:
+		return true
+	case AuthorizeDetailsPermissionQUEUEDELETE:
+		return true
+	case AuthorizeDetailsPermissionQUEUEINSPECT:
+		return true
+	case AuthorizeDetailsPermissionQUEUEMOVE:
+		return true
+	case AuthorizeDetailsPermissionQUEUEPULL:
+		return true
+	case AuthorizeDetailsPermissionQUEUEPURGE:
+		return true
+	case AuthorizeDetailsPermissionQUEUEPUSH:
+		return true
+	case AuthorizeDetailsPermissionQUEUEREAD:
+		return true
+	case AuthorizeDetailsPermissionQUEUEUPDATE:
+		return true
+	default:
+		return false
+	}
+}
+
 // Defines values for CapabilityType.
 const (
 	CapabilityTypeCONSUMERGROUPS CapabilityType = "CONSUMER_GROUPS"
@@ -229,6 +298,24 @@ func (e ListConsumerGroupsParamsSortBy) Valid() bool {
 	}
 }
 
+// Defines values for ListPoliciesParamsSortBy.
+const (
+	ListPoliciesParamsSortByName        ListPoliciesParamsSortBy = "name"
+	ListPoliciesParamsSortByTimeCreated ListPoliciesParamsSortBy = "timeCreated"
+)
+
+// Valid indicates whether the value is a known member of the ListPoliciesParamsSortBy enum.
+func (e ListPoliciesParamsSortBy) Valid() bool {
+	switch e {
+	case ListPoliciesParamsSortByName:
+		return true
+	case ListPoliciesParamsSortByTimeCreated:
+		return true
+	default:
+		return false
+	}
+}
+
 // Defines values for ListQueuesParamsSortBy.
 const (
 	ListQueuesParamsSortByDisplayName ListQueuesParamsSortBy = "displayName"
@@ -250,6 +337,45 @@ func (e ListQueuesParamsSortBy) Valid() bool {
 // AttributeValue The value of a message attribute: a string (at most 256 characters) or a number. In Go this is `any`
 // holding a `string` or a `float64`.
 type AttributeValue = interface{}
+
+// AuthorizeDetails A hypothetical request for the policy simulator.
+type AuthorizeDetails struct {
+	// CompartmentId The target compartment (absent = the root compartment, or the queue's compartment).
+	CompartmentId *Ocid `json:"compartmentId,omitempty"`
+
+	// ConsumerGroupId The target consumer group (for `target.consumergroup.id` conditions).
+	ConsumerGroupId *Ocid `json:"consumerGroupId,omitempty"`
+
+	// Groups The principal's groups.
+	Groups *[]string `json:"groups,omitempty"`
+
+	// Permission The permission to decide.
+	Permission AuthorizeDetailsPermission `json:"permission"`
+
+	// QueueId The target queue.
+	QueueId *Ocid `json:"queueId,omitempty"`
+
+	// Subject The principal (a token's `sub`).
+	Subject string `json:"subject"`
+}
+
+// AuthorizeDetailsPermission The permission to decide.
+type AuthorizeDetailsPermission string
+
+// AuthorizeResult The simulator's decision.
+type AuthorizeResult struct {
+	// Allowed Whether the request would be allowed.
+	Allowed bool `json:"allowed"`
+
+	// MatchedStatements The statements that allow it (empty when denied).
+	MatchedStatements []struct {
+		// PolicyId The policy that holds the statement.
+		PolicyId Ocid `json:"policyId"`
+
+		// Statement The statement's text.
+		Statement string `json:"statement"`
+	} `json:"matchedStatements"`
+}
 
 // Capability A queue capability. `CONSUMER_GROUPS` enables consumer groups and fanout.
 type Capability struct {
@@ -419,6 +545,27 @@ type CreateConsumerGroupDetails struct {
 
 	// QueueId The OCID of the queue.
 	QueueId Ocid `json:"queueId"`
+}
+
+// CreatePolicyDetails A new policy.
+type CreatePolicyDetails struct {
+	// CompartmentId The OCID of the compartment to create the policy in.
+	CompartmentId Ocid `json:"compartmentId"`
+
+	// Description What the policy is for.
+	Description *string `json:"description,omitempty"`
+
+	// FreeformTags Free-form key/value tags (at most 64) with no predefined meaning, for the caller's own bookkeeping.
+	//
+	//
+	// Example: {"team":"payments"}
+	FreeformTags *FreeformTags `json:"freeformTags,omitempty"`
+
+	// Name The name, unique in the tenancy.
+	Name string `json:"name"`
+
+	// Statements The statements, e.g. `Allow group Producers to use queue-push in compartment orders`.
+	Statements []string `json:"statements"`
 }
 
 // CreateQueueDetails The details of a new queue. Absent settings take the documented defaults.
@@ -594,6 +741,45 @@ type MessageReceipt = string
 //
 // Example: ocid1.queue.ferry.local.aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa
 type Ocid = string
+
+// Policy An IAM policy.
+type Policy struct {
+	// CompartmentId The OCID of the compartment that holds the policy.
+	CompartmentId Ocid `json:"compartmentId"`
+
+	// Description What the policy is for.
+	Description string `json:"description"`
+
+	// FreeformTags Free-form key/value tags (at most 64) with no predefined meaning, for the caller's own bookkeeping.
+	//
+	//
+	// Example: {"team":"payments"}
+	FreeformTags FreeformTags `json:"freeformTags"`
+
+	// Id The OCID of the policy.
+	Id Ocid `json:"id"`
+
+	// LifecycleState The lifecycle state of a resource.
+	LifecycleState LifecycleState `json:"lifecycleState"`
+
+	// Name The name, unique in the tenancy (case-insensitive).
+	Name string `json:"name"`
+
+	// Statements The policy statements (OCI syntax).
+	Statements []string `json:"statements"`
+
+	// TimeCreated When the policy was created (RFC 3339, UTC).
+	TimeCreated time.Time `json:"timeCreated"`
+
+	// TimeUpdated When the policy was last changed (RFC 3339, UTC).
+	TimeUpdated time.Time `json:"timeUpdated"`
+}
+
+// PolicyCollection A page of policies.
+type PolicyCollection struct {
+	// Items The policies.
+	Items []Policy `json:"items"`
+}
 
 // PurgeQueueDetails What to purge.
 type PurgeQueueDetails struct {
@@ -874,6 +1060,24 @@ type UpdateMessagesResultEntry struct {
 	VisibleAfter *time.Time `json:"visibleAfter,omitempty"`
 }
 
+// UpdatePolicyDetails The fields of a policy to change.
+type UpdatePolicyDetails struct {
+	// Description The new description.
+	Description *string `json:"description,omitempty"`
+
+	// FreeformTags Free-form key/value tags (at most 64) with no predefined meaning, for the caller's own bookkeeping.
+	//
+	//
+	// Example: {"team":"payments"}
+	FreeformTags *FreeformTags `json:"freeformTags,omitempty"`
+
+	// Name The new name.
+	Name *string `json:"name,omitempty"`
+
+	// Statements The new statements (replacing all of them).
+	Statements *[]string `json:"statements,omitempty"`
+}
+
 // UpdateQueueDetails The settings of a queue to change; absent fields are left unchanged. `retentionInSeconds` cannot be
 // changed.
 type UpdateQueueDetails struct {
@@ -1051,6 +1255,12 @@ type OpcRetryTokenHeader = string
 // PageQuery defines model for PageQuery.
 type PageQuery = string
 
+// PolicyIdPath An Oracle-Cloud-style identifier: `ocid1.<type>.<realm>.<region>.<unique>`, where `<unique>` is 32 or more
+// lowercase base32 characters.
+//
+// Example: ocid1.queue.ferry.local.aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa
+type PolicyIdPath = Ocid
+
 // QueueIdPath An Oracle-Cloud-style identifier: `ocid1.<type>.<realm>.<region>.<unique>`, where `<unique>` is 32 or more
 // lowercase base32 characters.
 //
@@ -1092,6 +1302,13 @@ type TooManyRequests = Error
 
 // Unauthorized The body of every error response.
 type Unauthorized = Error
+
+// AuthorizeParams defines parameters for Authorize.
+type AuthorizeParams struct {
+	// OpcRequestId A caller-chosen unique id for this request (for log correlation); it is echoed in the `opc-request-id`
+	// response header. When absent the server generates one.
+	OpcRequestId *OpcRequestIdHeader `json:"opc-request-id,omitempty"`
+}
 
 // ListCompartmentsParams defines parameters for ListCompartments.
 type ListCompartmentsParams struct {
@@ -1240,6 +1457,78 @@ type GetConsumerGroupParams struct {
 
 // UpdateConsumerGroupParams defines parameters for UpdateConsumerGroup.
 type UpdateConsumerGroupParams struct {
+	// OpcRequestId A caller-chosen unique id for this request (for log correlation); it is echoed in the `opc-request-id`
+	// response header. When absent the server generates one.
+	OpcRequestId *OpcRequestIdHeader `json:"opc-request-id,omitempty"`
+
+	// IfMatch For optimistic concurrency: the `etag` of the resource as last read. When it differs from the current
+	// etag the call answers 412 `NoEtagMatch` and changes nothing.
+	IfMatch *IfMatchHeader `json:"if-match,omitempty"`
+}
+
+// ListPoliciesParams defines parameters for ListPolicies.
+type ListPoliciesParams struct {
+	// CompartmentId The OCID of the compartment to list in.
+	CompartmentId CompartmentIdQuery `form:"compartmentId" json:"compartmentId"`
+
+	// Name Only return the policy with exactly this name.
+	Name *string `form:"name,omitempty" json:"name,omitempty"`
+
+	// LifecycleState Only return resources in this lifecycle state.
+	LifecycleState *LifecycleStateQuery `form:"lifecycleState,omitempty" json:"lifecycleState,omitempty"`
+
+	// Limit The maximum number of items to return in one page (1..1000).
+	Limit *LimitQuery `form:"limit,omitempty" json:"limit,omitempty"`
+
+	// Page The page to return, the value of the `opc-next-page` header of the previous response.
+	Page *PageQuery `form:"page,omitempty" json:"page,omitempty"`
+
+	// SortBy The field to sort by (`timeCreated` newest first, `name` alphabetically, by default).
+	SortBy *ListPoliciesParamsSortBy `form:"sortBy,omitempty" json:"sortBy,omitempty"`
+
+	// SortOrder The sort order. Defaults to `DESC` when sorting by `timeCreated` and to `ASC` when sorting by a name.
+	SortOrder *SortOrderQuery `form:"sortOrder,omitempty" json:"sortOrder,omitempty"`
+
+	// OpcRequestId A caller-chosen unique id for this request (for log correlation); it is echoed in the `opc-request-id`
+	// response header. When absent the server generates one.
+	OpcRequestId *OpcRequestIdHeader `json:"opc-request-id,omitempty"`
+}
+
+// ListPoliciesParamsSortBy defines parameters for ListPolicies.
+type ListPoliciesParamsSortBy string
+
+// CreatePolicyParams defines parameters for CreatePolicy.
+type CreatePolicyParams struct {
+	// OpcRequestId A caller-chosen unique id for this request (for log correlation); it is echoed in the `opc-request-id`
+	// response header. When absent the server generates one.
+	OpcRequestId *OpcRequestIdHeader `json:"opc-request-id,omitempty"`
+
+	// OpcRetryToken A caller-chosen token that makes the create idempotent: a retry with the same token and the same body
+	// within 24 hours returns the original result instead of creating again; the same token with a different
+	// body answers 409 `Conflict`.
+	OpcRetryToken *OpcRetryTokenHeader `json:"opc-retry-token,omitempty"`
+}
+
+// DeletePolicyParams defines parameters for DeletePolicy.
+type DeletePolicyParams struct {
+	// OpcRequestId A caller-chosen unique id for this request (for log correlation); it is echoed in the `opc-request-id`
+	// response header. When absent the server generates one.
+	OpcRequestId *OpcRequestIdHeader `json:"opc-request-id,omitempty"`
+
+	// IfMatch For optimistic concurrency: the `etag` of the resource as last read. When it differs from the current
+	// etag the call answers 412 `NoEtagMatch` and changes nothing.
+	IfMatch *IfMatchHeader `json:"if-match,omitempty"`
+}
+
+// GetPolicyParams defines parameters for GetPolicy.
+type GetPolicyParams struct {
+	// OpcRequestId A caller-chosen unique id for this request (for log correlation); it is echoed in the `opc-request-id`
+	// response header. When absent the server generates one.
+	OpcRequestId *OpcRequestIdHeader `json:"opc-request-id,omitempty"`
+}
+
+// UpdatePolicyParams defines parameters for UpdatePolicy.
+type UpdatePolicyParams struct {
 	// OpcRequestId A caller-chosen unique id for this request (for log correlation); it is echoed in the `opc-request-id`
 	// response header. When absent the server generates one.
 	OpcRequestId *OpcRequestIdHeader `json:"opc-request-id,omitempty"`
@@ -1539,6 +1828,9 @@ type ReadyzParams struct {
 	OpcRequestId *OpcRequestIdHeader `json:"opc-request-id,omitempty"`
 }
 
+// AuthorizeJSONRequestBody defines body for Authorize for application/json ContentType.
+type AuthorizeJSONRequestBody = AuthorizeDetails
+
 // CreateCompartmentJSONRequestBody defines body for CreateCompartment for application/json ContentType.
 type CreateCompartmentJSONRequestBody = CreateCompartmentDetails
 
@@ -1553,6 +1845,12 @@ type ValidateConsumerGroupFilterJSONRequestBody = ValidateFilterDetails
 
 // UpdateConsumerGroupJSONRequestBody defines body for UpdateConsumerGroup for application/json ContentType.
 type UpdateConsumerGroupJSONRequestBody = UpdateConsumerGroupDetails
+
+// CreatePolicyJSONRequestBody defines body for CreatePolicy for application/json ContentType.
+type CreatePolicyJSONRequestBody = CreatePolicyDetails
+
+// UpdatePolicyJSONRequestBody defines body for UpdatePolicy for application/json ContentType.
+type UpdatePolicyJSONRequestBody = UpdatePolicyDetails
 
 // CreateQueueJSONRequestBody defines body for CreateQueue for application/json ContentType.
 type CreateQueueJSONRequestBody = CreateQueueDetails
@@ -1583,6 +1881,9 @@ type UpdateMessageJSONRequestBody = UpdateMessageDetails
 
 // ServerInterface represents all server handlers.
 type ServerInterface interface {
+	// Authorize Simulate an authorization decision
+	// (POST /20210201/actions/authorize)
+	Authorize(c *gin.Context, params AuthorizeParams)
 	// ListCompartments List compartments
 	// (GET /20210201/compartments)
 	ListCompartments(c *gin.Context, params ListCompartmentsParams)
@@ -1616,6 +1917,21 @@ type ServerInterface interface {
 	// UpdateConsumerGroup Update a consumer group
 	// (PUT /20210201/consumerGroups/{consumerGroupId})
 	UpdateConsumerGroup(c *gin.Context, consumerGroupId ConsumerGroupIdPath, params UpdateConsumerGroupParams)
+	// ListPolicies List policies
+	// (GET /20210201/policies)
+	ListPolicies(c *gin.Context, params ListPoliciesParams)
+	// CreatePolicy Create a policy
+	// (POST /20210201/policies)
+	CreatePolicy(c *gin.Context, params CreatePolicyParams)
+	// DeletePolicy Delete a policy
+	// (DELETE /20210201/policies/{policyId})
+	DeletePolicy(c *gin.Context, policyId PolicyIdPath, params DeletePolicyParams)
+	// GetPolicy Get a policy
+	// (GET /20210201/policies/{policyId})
+	GetPolicy(c *gin.Context, policyId PolicyIdPath, params GetPolicyParams)
+	// UpdatePolicy Update a policy
+	// (PUT /20210201/policies/{policyId})
+	UpdatePolicy(c *gin.Context, policyId PolicyIdPath, params UpdatePolicyParams)
 	// ListQueues List queues
 	// (GET /20210201/queues)
 	ListQueues(c *gin.Context, params ListQueuesParams)
@@ -1692,6 +2008,46 @@ type ServerInterfaceWrapper struct {
 }
 
 type MiddlewareFunc func(c *gin.Context)
+
+// Authorize operation middleware
+func (siw *ServerInterfaceWrapper) Authorize(c *gin.Context) {
+
+	var err error
+	_ = err
+
+	// Parameter object where we will unmarshal all parameters from the context
+	var params AuthorizeParams
+
+	headers := c.Request.Header
+
+	// ------------- Optional header parameter "opc-request-id" -------------
+	if valueList, found := headers[http.CanonicalHeaderKey("opc-request-id")]; found {
+		var OpcRequestId OpcRequestIdHeader
+		n := len(valueList)
+		if n != 1 {
+			siw.ErrorHandler(c, fmt.Errorf("Expected one value for opc-request-id, got %d", n), http.StatusBadRequest)
+			return
+		}
+
+		err = runtime.BindStyledParameterWithOptions("simple", "opc-request-id", valueList[0], &OpcRequestId, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""})
+		if err != nil {
+			siw.ErrorHandler(c, fmt.Errorf("Invalid format for parameter opc-request-id: %w", err), http.StatusBadRequest)
+			return
+		}
+
+		params.OpcRequestId = &OpcRequestId
+
+	}
+
+	for _, middleware := range siw.HandlerMiddlewares {
+		middleware(c)
+		if c.IsAborted() {
+			return
+		}
+	}
+
+	siw.Handler.Authorize(c, params)
+}
 
 // ListCompartments operation middleware
 func (siw *ServerInterfaceWrapper) ListCompartments(c *gin.Context) {
@@ -2419,6 +2775,346 @@ func (siw *ServerInterfaceWrapper) UpdateConsumerGroup(c *gin.Context) {
 	}
 
 	siw.Handler.UpdateConsumerGroup(c, consumerGroupId, params)
+}
+
+// ListPolicies operation middleware
+func (siw *ServerInterfaceWrapper) ListPolicies(c *gin.Context) {
+
+	var err error
+	_ = err
+
+	// Parameter object where we will unmarshal all parameters from the context
+	var params ListPoliciesParams
+
+	// ------------- Required query parameter "compartmentId" -------------
+
+	err = runtime.BindQueryParameterWithOptions("form", true, true, "compartmentId", c.Request.URL.Query(), &params.CompartmentId, runtime.BindQueryParameterOptions{Type: "string", Format: ""})
+	if err != nil {
+		siw.ErrorHandler(c, fmt.Errorf("Invalid format for parameter compartmentId: %w", err), http.StatusBadRequest)
+		return
+	}
+
+	// ------------- Optional query parameter "name" -------------
+
+	err = runtime.BindQueryParameterWithOptions("form", true, false, "name", c.Request.URL.Query(), &params.Name, runtime.BindQueryParameterOptions{Type: "string", Format: ""})
+	if err != nil {
+		siw.ErrorHandler(c, fmt.Errorf("Invalid format for parameter name: %w", err), http.StatusBadRequest)
+		return
+	}
+
+	// ------------- Optional query parameter "lifecycleState" -------------
+
+	err = runtime.BindQueryParameterWithOptions("form", true, false, "lifecycleState", c.Request.URL.Query(), &params.LifecycleState, runtime.BindQueryParameterOptions{Type: "string", Format: ""})
+	if err != nil {
+		siw.ErrorHandler(c, fmt.Errorf("Invalid format for parameter lifecycleState: %w", err), http.StatusBadRequest)
+		return
+	}
+
+	// ------------- Optional query parameter "limit" -------------
+
+	err = runtime.BindQueryParameterWithOptions("form", true, false, "limit", c.Request.URL.Query(), &params.Limit, runtime.BindQueryParameterOptions{Type: "integer", Format: ""})
+	if err != nil {
+		siw.ErrorHandler(c, fmt.Errorf("Invalid format for parameter limit: %w", err), http.StatusBadRequest)
+		return
+	}
+
+	// ------------- Optional query parameter "page" -------------
+
+	err = runtime.BindQueryParameterWithOptions("form", true, false, "page", c.Request.URL.Query(), &params.Page, runtime.BindQueryParameterOptions{Type: "string", Format: ""})
+	if err != nil {
+		siw.ErrorHandler(c, fmt.Errorf("Invalid format for parameter page: %w", err), http.StatusBadRequest)
+		return
+	}
+
+	// ------------- Optional query parameter "sortBy" -------------
+
+	err = runtime.BindQueryParameterWithOptions("form", true, false, "sortBy", c.Request.URL.Query(), &params.SortBy, runtime.BindQueryParameterOptions{Type: "string", Format: ""})
+	if err != nil {
+		siw.ErrorHandler(c, fmt.Errorf("Invalid format for parameter sortBy: %w", err), http.StatusBadRequest)
+		return
+	}
+
+	// ------------- Optional query parameter "sortOrder" -------------
+
+	err = runtime.BindQueryParameterWithOptions("form", true, false, "sortOrder", c.Request.URL.Query(), &params.SortOrder, runtime.BindQueryParameterOptions{Type: "string", Format: ""})
+	if err != nil {
+		siw.ErrorHandler(c, fmt.Errorf("Invalid format for parameter sortOrder: %w", err), http.StatusBadRequest)
+		return
+	}
+
+	headers := c.Request.Header
+
+	// ------------- Optional header parameter "opc-request-id" -------------
+	if valueList, found := headers[http.CanonicalHeaderKey("opc-request-id")]; found {
+		var OpcRequestId OpcRequestIdHeader
+		n := len(valueList)
+		if n != 1 {
+			siw.ErrorHandler(c, fmt.Errorf("Expected one value for opc-request-id, got %d", n), http.StatusBadRequest)
+			return
+		}
+
+		err = runtime.BindStyledParameterWithOptions("simple", "opc-request-id", valueList[0], &OpcRequestId, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""})
+		if err != nil {
+			siw.ErrorHandler(c, fmt.Errorf("Invalid format for parameter opc-request-id: %w", err), http.StatusBadRequest)
+			return
+		}
+
+		params.OpcRequestId = &OpcRequestId
+
+	}
+
+	for _, middleware := range siw.HandlerMiddlewares {
+		middleware(c)
+		if c.IsAborted() {
+			return
+		}
+	}
+
+	siw.Handler.ListPolicies(c, params)
+}
+
+// CreatePolicy operation middleware
+func (siw *ServerInterfaceWrapper) CreatePolicy(c *gin.Context) {
+
+	var err error
+	_ = err
+
+	// Parameter object where we will unmarshal all parameters from the context
+	var params CreatePolicyParams
+
+	headers := c.Request.Header
+
+	// ------------- Optional header parameter "opc-request-id" -------------
+	if valueList, found := headers[http.CanonicalHeaderKey("opc-request-id")]; found {
+		var OpcRequestId OpcRequestIdHeader
+		n := len(valueList)
+		if n != 1 {
+			siw.ErrorHandler(c, fmt.Errorf("Expected one value for opc-request-id, got %d", n), http.StatusBadRequest)
+			return
+		}
+
+		err = runtime.BindStyledParameterWithOptions("simple", "opc-request-id", valueList[0], &OpcRequestId, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""})
+		if err != nil {
+			siw.ErrorHandler(c, fmt.Errorf("Invalid format for parameter opc-request-id: %w", err), http.StatusBadRequest)
+			return
+		}
+
+		params.OpcRequestId = &OpcRequestId
+
+	}
+
+	// ------------- Optional header parameter "opc-retry-token" -------------
+	if valueList, found := headers[http.CanonicalHeaderKey("opc-retry-token")]; found {
+		var OpcRetryToken OpcRetryTokenHeader
+		n := len(valueList)
+		if n != 1 {
+			siw.ErrorHandler(c, fmt.Errorf("Expected one value for opc-retry-token, got %d", n), http.StatusBadRequest)
+			return
+		}
+
+		err = runtime.BindStyledParameterWithOptions("simple", "opc-retry-token", valueList[0], &OpcRetryToken, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""})
+		if err != nil {
+			siw.ErrorHandler(c, fmt.Errorf("Invalid format for parameter opc-retry-token: %w", err), http.StatusBadRequest)
+			return
+		}
+
+		params.OpcRetryToken = &OpcRetryToken
+
+	}
+
+	for _, middleware := range siw.HandlerMiddlewares {
+		middleware(c)
+		if c.IsAborted() {
+			return
+		}
+	}
+
+	siw.Handler.CreatePolicy(c, params)
+}
+
+// DeletePolicy operation middleware
+func (siw *ServerInterfaceWrapper) DeletePolicy(c *gin.Context) {
+
+	var err error
+	_ = err
+
+	// ------------- Path parameter "policyId" -------------
+	var policyId PolicyIdPath
+
+	err = runtime.BindStyledParameterWithOptions("simple", "policyId", c.Param("policyId"), &policyId, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationPath, Explode: false, Required: true, Type: "string", Format: "", ValueIsUnescaped: true})
+	if err != nil {
+		siw.ErrorHandler(c, fmt.Errorf("Invalid format for parameter policyId: %w", err), http.StatusBadRequest)
+		return
+	}
+
+	// Parameter object where we will unmarshal all parameters from the context
+	var params DeletePolicyParams
+
+	headers := c.Request.Header
+
+	// ------------- Optional header parameter "opc-request-id" -------------
+	if valueList, found := headers[http.CanonicalHeaderKey("opc-request-id")]; found {
+		var OpcRequestId OpcRequestIdHeader
+		n := len(valueList)
+		if n != 1 {
+			siw.ErrorHandler(c, fmt.Errorf("Expected one value for opc-request-id, got %d", n), http.StatusBadRequest)
+			return
+		}
+
+		err = runtime.BindStyledParameterWithOptions("simple", "opc-request-id", valueList[0], &OpcRequestId, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""})
+		if err != nil {
+			siw.ErrorHandler(c, fmt.Errorf("Invalid format for parameter opc-request-id: %w", err), http.StatusBadRequest)
+			return
+		}
+
+		params.OpcRequestId = &OpcRequestId
+
+	}
+
+	// ------------- Optional header parameter "if-match" -------------
+	if valueList, found := headers[http.CanonicalHeaderKey("if-match")]; found {
+		var IfMatch IfMatchHeader
+		n := len(valueList)
+		if n != 1 {
+			siw.ErrorHandler(c, fmt.Errorf("Expected one value for if-match, got %d", n), http.StatusBadRequest)
+			return
+		}
+
+		err = runtime.BindStyledParameterWithOptions("simple", "if-match", valueList[0], &IfMatch, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""})
+		if err != nil {
+			siw.ErrorHandler(c, fmt.Errorf("Invalid format for parameter if-match: %w", err), http.StatusBadRequest)
+			return
+		}
+
+		params.IfMatch = &IfMatch
+
+	}
+
+	for _, middleware := range siw.HandlerMiddlewares {
+		middleware(c)
+		if c.IsAborted() {
+			return
+		}
+	}
+
+	siw.Handler.DeletePolicy(c, policyId, params)
+}
+
+// GetPolicy operation middleware
+func (siw *ServerInterfaceWrapper) GetPolicy(c *gin.Context) {
+
+	var err error
+	_ = err
+
+	// ------------- Path parameter "policyId" -------------
+	var policyId PolicyIdPath
+
+	err = runtime.BindStyledParameterWithOptions("simple", "policyId", c.Param("policyId"), &policyId, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationPath, Explode: false, Required: true, Type: "string", Format: "", ValueIsUnescaped: true})
+	if err != nil {
+		siw.ErrorHandler(c, fmt.Errorf("Invalid format for parameter policyId: %w", err), http.StatusBadRequest)
+		return
+	}
+
+	// Parameter object where we will unmarshal all parameters from the context
+	var params GetPolicyParams
+
+	headers := c.Request.Header
+
+	// ------------- Optional header parameter "opc-request-id" -------------
+	if valueList, found := headers[http.CanonicalHeaderKey("opc-request-id")]; found {
+		var OpcRequestId OpcRequestIdHeader
+		n := len(valueList)
+		if n != 1 {
+			siw.ErrorHandler(c, fmt.Errorf("Expected one value for opc-request-id, got %d", n), http.StatusBadRequest)
+			return
+		}
+
+		err = runtime.BindStyledParameterWithOptions("simple", "opc-request-id", valueList[0], &OpcRequestId, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""})
+		if err != nil {
+			siw.ErrorHandler(c, fmt.Errorf("Invalid format for parameter opc-request-id: %w", err), http.StatusBadRequest)
+			return
+		}
+
+		params.OpcRequestId = &OpcRequestId
+
+	}
+
+	for _, middleware := range siw.HandlerMiddlewares {
+		middleware(c)
+		if c.IsAborted() {
+			return
+		}
+	}
+
+	siw.Handler.GetPolicy(c, policyId, params)
+}
+
+// UpdatePolicy operation middleware
+func (siw *ServerInterfaceWrapper) UpdatePolicy(c *gin.Context) {
+
+	var err error
+	_ = err
+
+	// ------------- Path parameter "policyId" -------------
+	var policyId PolicyIdPath
+
+	err = runtime.BindStyledParameterWithOptions("simple", "policyId", c.Param("policyId"), &policyId, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationPath, Explode: false, Required: true, Type: "string", Format: "", ValueIsUnescaped: true})
+	if err != nil {
+		siw.ErrorHandler(c, fmt.Errorf("Invalid format for parameter policyId: %w", err), http.StatusBadRequest)
+		return
+	}
+
+	// Parameter object where we will unmarshal all parameters from the context
+	var params UpdatePolicyParams
+
+	headers := c.Request.Header
+
+	// ------------- Optional header parameter "opc-request-id" -------------
+	if valueList, found := headers[http.CanonicalHeaderKey("opc-request-id")]; found {
+		var OpcRequestId OpcRequestIdHeader
+		n := len(valueList)
+		if n != 1 {
+			siw.ErrorHandler(c, fmt.Errorf("Expected one value for opc-request-id, got %d", n), http.StatusBadRequest)
+			return
+		}
+
+		err = runtime.BindStyledParameterWithOptions("simple", "opc-request-id", valueList[0], &OpcRequestId, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""})
+		if err != nil {
+			siw.ErrorHandler(c, fmt.Errorf("Invalid format for parameter opc-request-id: %w", err), http.StatusBadRequest)
+			return
+		}
+
+		params.OpcRequestId = &OpcRequestId
+
+	}
+
+	// ------------- Optional header parameter "if-match" -------------
+	if valueList, found := headers[http.CanonicalHeaderKey("if-match")]; found {
+		var IfMatch IfMatchHeader
+		n := len(valueList)
+		if n != 1 {
+			siw.ErrorHandler(c, fmt.Errorf("Expected one value for if-match, got %d", n), http.StatusBadRequest)
+			return
+		}
+
+		err = runtime.BindStyledParameterWithOptions("simple", "if-match", valueList[0], &IfMatch, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""})
+		if err != nil {
+			siw.ErrorHandler(c, fmt.Errorf("Invalid format for parameter if-match: %w", err), http.StatusBadRequest)
+			return
+		}
+
+		params.IfMatch = &IfMatch
+
+	}
+
+	for _, middleware := range siw.HandlerMiddlewares {
+		middleware(c)
+		if c.IsAborted() {
+			return
+		}
+	}
+
+	siw.Handler.UpdatePolicy(c, policyId, params)
 }
 
 // ListQueues operation middleware
@@ -3869,6 +4565,12 @@ func RegisterHandlersWithOptions(router gin.IRouter, si ServerInterface, options
 	router.DELETE(options.BaseURL+"/20210201/consumerGroups/:consumerGroupId", wrapper.DeleteConsumerGroup)
 	router.GET(options.BaseURL+"/20210201/consumerGroups/:consumerGroupId", wrapper.GetConsumerGroup)
 	router.PUT(options.BaseURL+"/20210201/consumerGroups/:consumerGroupId", wrapper.UpdateConsumerGroup)
+	router.GET(options.BaseURL+"/20210201/policies", wrapper.ListPolicies)
+	router.POST(options.BaseURL+"/20210201/policies", wrapper.CreatePolicy)
+	router.DELETE(options.BaseURL+"/20210201/policies/:policyId", wrapper.DeletePolicy)
+	router.GET(options.BaseURL+"/20210201/policies/:policyId", wrapper.GetPolicy)
+	router.PUT(options.BaseURL+"/20210201/policies/:policyId", wrapper.UpdatePolicy)
+	router.POST(options.BaseURL+"/20210201/actions/authorize", wrapper.Authorize)
 	router.GET(options.BaseURL+"/healthz", wrapper.Healthz)
 	router.GET(options.BaseURL+"/readyz", wrapper.Readyz)
 	router.GET(options.BaseURL+"/metrics", wrapper.Metrics)
@@ -3880,241 +4582,263 @@ func RegisterHandlersWithOptions(router gin.IRouter, si ServerInterface, options
 // const string: with thousands of chunks the chained `+` fold is several
 // times slower for the Go compiler than parsing a slice literal.
 var swaggerSpec = []string{
-	"7H1tUxu5lvBfUXm3auxs4xhCMjNQt54ihGS4mwQGyE09zzh7W+6WsS5tydOSQzwpqvbX7A/bX/KUzpG6",
-	"1W92A4aQGebDBNvdejk6Ou8vXzuRnM6kYEKrzs7XzoTRmKXw58EZPTf/xkxFKZ9pLkVnp3M2YSSapykT",
-	"mjChuV4QTc+JHBM9YSRlSs7TiO2SGVWKcE2oIiEfb0ypjiYhGcuUyJnmU640j0gkBY4VLfqdoKOiCZtS",
-	"M6dezFhnp6N0ysV55+oq6BzNovfsiz6m56y6qOOUKbOgywkTZCpTWMg80YqwL1zpHbcaRT7TZM7Mosxq",
-	"wxk9ZyH5fc7SBZnRlE6ZZinRkpwzDU8I9kUT81R/KFYv8IT9PmdKH8b1YJsL/vucER4jtLgiKb4QAFzU",
-	"fDaTqSZUxCSR5ySSacoSagbok4NoIhmuOqJJwtIfFAnlLNqwQ2zwOBwK2L8UjFxSRQxEWi37o0wvViz9",
-	"aP/wlTvjS5leuJUTPaGa6JRGFwq3RNVCRJNUCjlXRM5YihsorOLfUzbu7HT+7WmOe0/xV/X0KOIxLOyE",
-	"6XSxN9YsrS7pF3lJplQsiGKRFLEyR3ZJuSYjNsbT1+mCi/PitFMu+HQ+7ewMAgcILjQ7Z2nnysyYYQCg",
-	"//6ECsGS1zzRLP3VoEh1HSfMQDLSeDDZbs1yzClEOATpUkHYFxrp7Bse94gETIMTxW8VuZxIBQiiNE21",
-	"IpdcTwgdilnKxvwL6ZqH7d9jmSTyksVktCDhkxBRiH2h01nCSChTc4s3noQ9xABuVgt43gk6gk7N3iN/",
-	"g0VA0S9vmTjXk87O1vMfAwM493nTgElrlpoB/+u3/3ry6T+Gwyf/5987QQ1u7cvpjKZ6yoQ+jA/F6Xyk",
-	"U8YaYPnR4K5O5ywgCVeacIGwyccgYeQPGMJNoUliENPcbTMeEzEVWhlQUe1dFzKlBltYb9fekjFNFAuI",
-	"FMmCxDxlkU4WZs7SHEvAV7u5AhxjNqbzRHd2cDIHoZGUCaOiCqJjakC86v55E/fd2mbmzfqldYKOuaw8",
-	"ZXFnB+B73ZtYWGPD6S1ZpMFye6L9NrBcx4KFmk9Z+iaV81l7sOJL5Ny85e4an9J0gV/9oPB5jpzk9zmb",
-	"M/tdr/EgCgtZ+86WHEZpO+4mEBrHKVOKqR3YBUIghb/DmKtZQhfv6ZSFfbI3Ap76N+JDwg07FDDusutR",
-	"3noDfXlepi9VOvIq+X010ShS4Gyb8L07q5jReCNhhn7hd4QLpRmNHRLYL7ViybgJWePk9+ve8sPxOyP/",
-	"/ALCVXUXrxuloh2UU5im52FZxjJSTEKVJimjcZ8AKLgmMR+PWarIOJVTPHaU1obCjOIhglCX5rntzS0S",
-	"vpcHmp6/QyHNkFXDHM6ZIkLqiWGk+TmjhJiDwwl3tzrht3zMokWUsFNNdROHODK0OmV6nooMCAr5BFck",
-	"cUMY5qlZ0+klhZlaiyXFBdo1T7lecgOn9IsRN4iYT0csRSbFpiCr2E1wFNaMfEm6m/3+5mAw6DUvfMp1",
-	"PeJtDgZBx04HnwZBLuxs1gg7QecdU4qesxMWMT7TzRQyxQcc7iWMKhaTKb4dGBTEvaAg8oZpO7Ai3Q8n",
-	"bzcUHRsmO6O/z1kTkZwWlnJjGlncUUUkb7p7e1ZA2IiM7CU8Id0IVL6UTrrmm5Jk3ts1d44rwoyAHjup",
-	"pSqap0zNpFCM4P2x95UijTWvKJZ+NuSaCUPDmDKoseTaFSdounw//7T67gGUdLo4kxdMtAWTNg+j9D+l",
-	"F04zSRnVBnZsOpOaCb1DKMriKMnCNumU2bcNncm+Gsl4MRTmMS7I1jaZyHnqkMuK1yk/54ImVrfzSTdM",
-	"zMU5oeeUi93yRChGW8oIpNDMllPAwc8k3JdinPBIhythrtPFBozbBPQX26uBbvTYJbQDSEJGKJC5oepq",
-	"LyIgmNFON1CHxaW6X2cp+8yNAuawromomJebtrE52GqxkV8Nx2wrYwF7bSADv+NAt5eRTmWqj4z+swS+",
-	"yijaoCT1ySsko0CYw1cHp/sh2hHMMwanjIKl+ZTtA3ZbtcM8u1f3KCVmP81ykXKra816sv3A7grKejuo",
-	"+wp7A/AvCyaAWx7BlXkf8Q406Zc0tmObT5EUhjSYP+lslvAI6OjTfymz9q8tZzpIU2m19jqehfTaCOri",
-	"M0143Cf7MjYib3iIXxw7VT8kXWpvFldkSpOxTKcsNiKxnAPbS40gFBBqWMOFkJeCjDlL4qFwNpbAPEzd",
-	"lTX0RqYZ38zX0AtI+I4rxcV5cXYH63wZyBV6wVCEIGQcfIkYiw3qdSnRTFARLcwkKK2CYEAu5TyJyYgR",
-	"Zh/u9QlIIcgWASstHR2PmYgNusJGEFU9u1+JszSchH3hacHsdWV1FKCkd3/YOdHesZIxHnxkv3YGFCPE",
-	"stQAL57jIhAecKphiaqHJGVzI+Q440vGNoBH2dNWmiY5cO1p9/oGwUA6iDQIitnCrMjOQaI2UgJFMRVZ",
-	"KE0SeamGoqjDdH2TTswShiyuqFub1+2obDrTuL75LLb80OKIe2zEuDgfChjMoMi6z/5QaJYKmpyCMIMH",
-	"d/doUDNruIM3ln2ZsUizmIwpT+YpK10KZkSulH1mNDEXFYdR/fUC5b3Ur+VcxPcAifdS7831RKb8DxYf",
-	"pW7mMhrGklmU+cIVErCCZXkmEx5xpkgs4THATxCGhyLHT2n0TQSovpQkokbdpingKh+BFAs2tdioteJ8",
-	"ztWEjhK2dqQ7potE0vhMyrc0RffAHYO5NGOJ/IBw2QUy4RCNG1D1LG1GMkyt/VbxP9iaEe44BbM4N8t9",
-	"TXnC7gf1chOCNVvkfh8rnmZ4B1/71okGG8eaAWMIBI/YB0E/U54YZLwHwFQntfARMjZ3ThiAgPbnMEiR",
-	"lJ9PNBHyssgEzFsx1XREFfCSuUgZjeBW9dYMqjMp31GxsN+qe4BTaUYLJGu+d7yL6EkqtU5YnFEta7NT",
-	"ZDxPkj4BXZbQMXjyDJQz84t1Fg2FU9KR68OjDkXXSpyMHJzNsOpVz98F0PkgaEbJ749zMKFBPnIsY8Ro",
-	"Ci5RI9caCRkl2CAXlQMyonGyIIqfC/PJYPOCaQJCLwHknRnxds1k/8opJTDWntYpH801+4eRoetVokx/",
-	"zskyda/tgDxmlFrSpZpMpdJk6/kLEk1oSiPNUtVDuQ+xqU8OBXkj0TzEFQmpWIRDMZFJjFJXiIOF+FI4",
-	"TiTVL7atbUEKdjTu7PxWMpO+qKjXQeawxWk7V5+CzpeNc7nhWfTSMY3Y1yuDbft0Rkc84Rq0XhojB6DJ",
-	"cWqYtuZGHbNG6rJ1By9RlA3QJ+H+0fvTD+8OTv755uTow/FpSJgwhEaVXAsK9OExFXIO2uXMm+xrh6tj",
-	"9BwUPBcHMFJcMGKiolk1jFfWsWN0bhDo6xwTzn0jJBmDZzNAXfhvviOghxL7Z6aIkQAXQ2ExIjejc0Vi",
-	"rmCZsEEhCWoROD4wMCPu5LZQ7QmW+HZE05jFpEtFPBSRnItc5i47Cdw3ta6c/FQ6QYeJ+bSz81unBJbO",
-	"pzrrTK7H/4a/5k/J0b9YpAFtwNYPhhzP1feKacoTdU1MOqv6/qbyM8sVEVnFkaL3z8yXJPaCrLY2fAqu",
-	"54mE1eRsQ0vSRUshqtW9fgVuxeU1AVCwZF8mCYtwGVX7KdgH5NgLAVA110WzqWrAgvy9LH4EIlM6Qf5a",
-	"mYC4L2ia0kVlZ/jakh01hYNgCAt1awoM9ZyPFNMFQ98Pyt0HhQqou6PKSD3ORQdXNXwSggBTJojLIw9q",
-	"og4K3upaM3b+s1k2yGB20RYFflBFnEkZa4Gzy5FwRkHI9V33zr9qFAUxT5KedTgwkkpZeBRhbVcXYJDI",
-	"UIQ8Dg2dKa7cTIoUpuyCM3OgxIuU1gOmjHi8ORz2f6Mbf3z6D/vHYOPnjeKHJ/bD1saPn74+2wquauFf",
-	"AEQV/uOUsQ0jORDvl7q72p3SBdizpjO9AOSoTGXGMkOd0XPVnm689t+q0o/X2QI1PVe1QRdXQYffLaEC",
-	"qZ9WMCHwT9tFHlwFZadm65WVvZq1ayw5Vpsggpbkuotgfql5K3C+NjqV4hwiEBQfJVycq9rT9mzwTYEA",
-	"JSheUmV9UjHpnrzeJ8+ePfs5IB/O9gGfzCFT3dnpxFSzDTN807QfZvE1pwXHPDrRbzx3mVrHzl5fPKWg",
-	"6tP2QVXcQenS1NL+fCstOVr+wjVZmvdiM09bhsA+sb8Ft/Nl03qmURAugR5nvqz7FGYcXy1fvkK0jY3o",
-	"qwU5ysRGJzO8F0jvZ5ZWFSJFukB4yd9QQnZP1BPimNH4LYTVgBT5iiXcvLRvRN76dbiIKj8iByTkXecT",
-	"Lwjs3qxZFEPQ8eKVVlMemDGjObMsAqgbUcU2uFBMKK75Z9aO17TnMHfELIrqjpMdChFrQQFncnbBVUEB",
-	"KxG0TLXCoTNNSbDLZEFm81HC1SQPAvHPxlNnMsVv2RyoPfuLLKy/fuQqs7sOiwsyR/Od3M1+e06F4L1H",
-	"HpVPeFfcKffhlyM6/ataT658tPTRZ/3szZu7LYMrGDyuyeMq77bkbD5PWhNvMwBsWKeR7SD8EDgxRK8X",
-	"Vl7H6YoRnuu4T36gbb8ViXdvQNRFLW9Kfl8Fa2BaABs0etyKRq6gi3BFrr+gik2iHF1bvGD+VcIZERC1",
-	"GAI3aS2WnxjfRAHJwKIUq36folKNyr1G9bRkrNgeDB6WfrpObYx0UUBTAYn5OdcqIGE/DEj4T/O/jYrl",
-	"ZtPGnzZYbvY2/h9aFPr/3Ki14Sy1v9mtLUNk72rcDJX3LO5eg/5dT+buvjo4PXzznijkPeRFLxN7ZUpq",
-	"Be8669hdyuGkOyB/I0IK1vNEci4mLOW6LJo3xR4Pbiy1txbUrxVpfksxXrX1WyzhEJlFtGtHgPSF3hJm",
-	"cYeiaumm5eKbf0bNV80i2dq4BS7LGUYV0xrIj6YX1vUto7khAywmFng1sljmLbGfi/Pue78WoLFDwt++",
-	"DmGnw87OsOxeGXaC4XJn1hBR4epT5igbirKnrAupFQA7VVXXXK5eK/Ewd/VdwSU4xLc2y4Ji4PL8cM0A",
-	"BwgqrGYQ1Jj+aHrOlCZqQlPWZNsPCBfmmkZguMQ0hsAdENkcDHoBmv/9lMgpXZAJ/czAGT9O+PlEZ2br",
-	"jJQsz2II7tdxZIPbvYgD0W9Hcy2MKxDOsliNBuO5Eom1fMc4FItdWivX4L5SLm+0ms6UZZHsDsUAc9js",
-	"/D0yZVQoImT1tSrkVxNx5kIpuRQfuYjl5aE4xQCL1btOJHjJ7X5/UCQsjHeIno2UTdl0ZAAAKOZyfbuD",
-	"fv+nF9uDwS4ZBMTbYuA8tmooCuP1+mTM0nRB2BdtmIcUpR3DcLfmW/aBgoSVWQlvyafuUHTM7RZT+uWU",
-	"/8EOxcuFZsVj3Nrc/nH7p2cvtn9aRie01DSBiLalxGK0AAPjJnnHX/b7m+SMv8wJxhZ5w18WrRBc6Bfb",
-	"RQz9+efnm5svtn788ccXPpUYbP/0/McXdaeXMs0EIFctmloMWIWqBi0v2Ex7NxLDW1QRRTcH/f6LwfZP",
-	"PiWEKXp9so8RXyPmLDBDgdFKmMVSQU47jr/Lug0aIiLnun57zwb1DBhXZva4MZNJgkn0cuwnclXu3jNv",
-	"T88GvYL892zlLfrMFUfGdaOVMqoYiecuAnUMCUYgWnlZaaUFbz/bGixZM/68vDpAUU4qG7NWxQe8gnBr",
-	"B9Cb6iQjiJmUY8+pLjEsvMYNwYROawUgL/zZGwAYx5ZNPmwjf9Ru6UDotCSPbCFkm6STEmDdqlsDEWe8",
-	"LiTdZV4CPxvR3570ltMPPwXrzKasyupugatBdQLpck3pnZBKJ8ek+E6NWJ1wJjRGEzfok5k8Y48RYu5B",
-	"eonoXLE8ttemU9rEGKPyYjqF3ZPq1bt7GnH6SDAi5zqSU9QX3QzmhQWQA/cNpnzdDMkRjhmOl8VszN9c",
-	"B4BwpDoYlC0jlTOpW0ZwjWvl77EWYRyY5TjPSDFyvcXhXWu8kIKoeRQxVYNJLE1lui/jBikKfiaRjBnm",
-	"1oGXCE7SgasQEp3nAJGxl5mTZeTUmYRhCrvlOiPgZD6lYiNlNDbSpOHwCRXIceqX1K81YlVgneXDVHcN",
-	"OQNybG0+CAM/ebNseoprFz6l0YQL5i09A2Zd7ltdRlpASjlnwVBUg4MD0phqEnhHElTyoYJirQEzeDmZ",
-	"IiCVUHAYp5rjYyhHXXg9ClAWQzo7nfLG63BieiN0AL22MbUuIHxMqMCwzWw1nvSwQ6ZzBaLgpmFGW8+f",
-	"exHHLQyjsZE/3MrrbvfrshpRyya/trEs1isSF2zxFAOrQaXIgqdfbPcwgU5IMktZzMZcAKujAsLHx+WU",
-	"I3kpyEjKiwvGZlnBiQxoXzua0SmkrS4gXMRKGf4uXmzXACDnoXUnW2TA1XuWh0NcWxDYy1+tlwW8UAtL",
-	"97NlYECHZk1GWye/2IeM3JC55RviM5YagkuGCD+QeUIVGTEmcmNEgOTPDUm4iJJ5XJjY59mgHTWU8co8",
-	"0242q0vd3BHOlwaselNl9mVbcaCgq1cUz+q+pkzTmGp6bbx4516sx4oMrBK+rcUNTzZdIWJyhSieFcAz",
-	"VKbA8c0XNLoQ8jJh8TkrnAYWKEPXev74UKDaCi4iGL1P/oFynEgWZC40T3LpljARq0LIe35YoAomK5Ej",
-	"HyerGOFWOGJGGFHEjoTlH8hcJEwpK9qvNb7B3cr8DMp3q7Sr4gX4tJRAqVUiekEfKJOq6dJBioROke5M",
-	"KrPMBXp4WkvEHjldFZKQLahu178wmuiJEQnmDSvG4hwO/SfwPJy/4cNcmAOepXJUBwrVMGwoL2y9Bhyu",
-	"xJflxUoksCPX7ehtJSqpVSQtLaQ6ZrkdJwd7Z4fv33SCzt7+2eE/DjpB58PxK/fdq4O3B/6fB686Qef1",
-	"3uHbg1c1aSBZsZ+9IjdrEAWWHX8pzaoiF7yrCSN0EsGzrd6OEReApIG482Lbk3bIlM5mDApr4MIVgcD4",
-	"6Yilqk/2C56UoUCfqiKKJSzSOWKPFgZfeOotYddfDvo2tbykaZGUQBpuWeigU2SY21v95/mZYy2Oivzx",
-	"bKsGLcpU/3qmilc13IA2iyuRn7XRjivliR71/Mj5a0psKDsPTOVAEg0Vx3wnD9bFwHqVeeaLrcoQFupP",
-	"5vXm0E3hmfVtJGrPvd+v+B/qMjDKBYt4vEMuJzxhpYJw3jDkEvwYEB2ngqxshMOQYgkjHhOuhsLjnXH+",
-	"xJinSvvuDW7LxkDOvYDZY+RWlWSNza2fVnoHYpbQsv203nANhmUrHGL6bI7yuMoSD61YT38GozXUXrPS",
-	"+3ieABkdinzgks3659XuFJ3SiGGQTj21/PhsHyrLWjn3i86rG8l4HrGUdENvkCzJHJl7r1BhK/BLbCkt",
-	"UxRzh6J+AtxWVjOn9oha6Pslm2AVR4UtjRbY7Fm/rBaPjbo95lgJzF4xG5rnTjCrsdbrk0PIWfxcI4kN",
-	"RVkUu16Vp6ADHtO65R+lNErYxn4i5/GG0ouE5etOd0gImUX94XwweBaBa938xewXKaPJtPTNOZei8BWK",
-	"6fhVGBi8SxkJa34zu3+2ZWjOVKZmz/KSpZHZ94gq9mzL4zVl+wCuEsV/cBT2ExnRpE9b/lfj3rur7Krj",
-	"eXp+m7iLj1AWV5KZGafKQeDrM5uJ2o6DHGevVDnIxwmPJgV3g523LFjl89bJVsf+qlrNsEM0lFIulPXs",
-	"hu+PTt7tvQ0hIMH+jIWDK3708NXbX0PI+R5JPRmKbvjy6OwXV07ZyWk4nhHD3v7aCTrmkVoB7HjeWsj3",
-	"Hr2OkH8kskFmOcUvOcVuZgX3VrTUBH4d+d8bc63uMLvv66pHNUM4j1hAaBSxmcaaYCn7F5YT0vIcQrxu",
-	"AsV1ecuuCeFb+8oagft9mMl2CCUfzl5v/OQqPRhh2qv18J/8Jeluvdja3N7GCIVdX2iIJgxr3Bs+GsmY",
-	"xUNhdIZen7zkgqYLKMyS2XMNz3mxvWEftWoJQYdNNT8XJl3Jhb+dzakafQ5QX4F3K51JOdXzJFRPvlkR",
-	"c6uWWDLLkXe+3HtJlRdbpSWGumb1GnaqkXnlahBDIWQWOmvDe7EiRKm+w/dsCTVguSyvC2CXVbZwjksh",
-	"y4XBiZbygnBtwbHSolpnbVtlOvvVpVLUFzMx+haEsds40sdQ0duFiq4tOHRZPCjJwkGDoVDSlkcko7la",
-	"ZM+6klmapraWByjq6kEHkJp9TGQSq1LM3fVC9u80ZJQM0PiCdSjx1wmtDxmF25WJTRR6ruSTZ6rnwhKy",
-	"O4kwvbOo0occR/owIkX5XabPZmZyTzUo2Zll6tIHCB3JOSaklMzrxZY4l5NFsVpciAbzsBao36KgxvI4",
-	"3PWH3Pb65NgzDEpCoYIevj8UWXX0rZ8bePhtwnHd4g5EPJO8jtSdGJIjRbLACqNQ8vDDyVu3S5C2ZwkV",
-	"LC/UX9550b8z0Xq28/Tp5taP/UF/0N/c+Wnw06Du8JtChdcdGpzHAqNHtX/DqN/VqeaI9PeYap5PuI5U",
-	"86bg5nXFM68thnn9Ycu9HTJxqMZB5llARXE01g+FdmXp8tpaJfe3be6DS+DKnUWJc10/CJqvTvO/VuJ+",
-	"za2rh3QNNqwQo5oF2wqtXSF31BCuFiUHbGm9NqUG4OJcr8IAvnKz+jmYaD6fQqWFmxcZyPPV2xQXWFI7",
-	"Z7l2XyIvE9vGsaR/efUSrdunMDtGWGY5vdcvxoD7rIkAzvTiZltvJr9Xy6j4SjTxdOhu0RLhzBABySpc",
-	"lkwPLaKXbE2EdjJNtRhBrVRThHKtrtEvFEC449mLrbxqU12XFEWoTFuVQTPr4lxoDE1yUpgrdinTRg9D",
-	"nxwAHoIvMg6wUj10gfDECVsyFHIkoX9ksgClWY5JaDmAQ7UwICEXr0Fzzr6DRYXgLM6R0kbHFm9e6Zkl",
-	"iJuh6yVLmYfG6NMvOqZth8aUgd/bBWktmCZdrLyfaYwGdWtVqxbIXN52m8WbNdmYKOeWN8vyeGbK7O9d",
-	"DHBE57lUzDbpRH5qJBxYMdiDAQaFeLn2V1KtEvirgr7nsd9Amwlsxp5ljfzfMraxhFpt4enOt5syGi+M",
-	"QjFyQO71b2ADLC+j5qSDCuIWAdl8sy3LazYeKuhZiab7t1zpX5HLds0ZG4XTtyzukrliRsaEh1xs87T3",
-	"TUvdNhqcHs0Pj+aH5eaH+9LNb1ji8zvXZu9Yj7qJgnLC4pR/vmWGasYVPGHHl29d8e0RjS6cObqNItBU",
-	"X7lcAtG1svVg17PM+tXbX7GbHmyzVGKyUnLwmqn6SV01jdos5mpH0ApwnDW+WEGjZKHAB1a1+Fx1yu3y",
-	"Qksv1WXKwgPi2rKj2W9cjw0rJIPKlHU4nbfNqzJ56BMOzR6giR/E+dju4fgttAHs5YEyLuBn73Qfgq5P",
-	"92vjfPAWrqWUGiSQWXW5XIkE6E+GxfZJFGnHmsyFM/HUiPlLip9B6SV2+WALn7n1jQvCwS5J2SyhkfWS",
-	"Xk5kYi7abFUVNHb5fVRCq+C1w7FbVzmrYlnJ+NCAaErTBUHTy8Jg3S0qo8Fxog2jqdww2RuPWaQVxrRm",
-	"FCRXPCHE+ZKmsfqmJdI2NuvLo9ko7yXez43Nm1VJsxj8bYug+avCHywLhj+z+md15c2akdvS9ZujtYFN",
-	"FjC9JGGilSH/UIAJHjiYs89DqoOAnnirstEyU/4uGTirgoLImNvZ3+vW/mkVSG8fbYlgte3hr1l3pPDu",
-	"tUuO1G7kTkuOLJnxlji5NMjt4dUeCb7rm5Lnat7szrQTlIvvPBZQqV7ZP2cBleY9riqgAoTQhbxiJvVf",
-	"tFjKtcJVi7Vl2tuzV4Xe5gQacs1L1p3GeZdbehrQ5ZaVU7PSqJ6z6TqKIbS+LHnbQxdXOWJDUQgSeAya",
-	"/W6CZvvXDIB9QNGnQzG47xKldx9ASkrxo+sPFgWLzUMvPHoD0819xUCuO7DxrxupdgMpvYE7xkvEjSwR",
-	"peSFb7R5tpYs7lOauI2vqLCAOokUqvFQzdDydlON39rlQKxg0UVWeydLyDNSCFL2dGEovRSrMgNLUxQH",
-	"6lJlRCx3Y3tmZPaZJnNXddsuCKdpxcRrcgwLvNyzXefc/MZdHfp1ifWrKrhVJ1t9osv00c8sjXlkDoNQ",
-	"u8QGpaIBd61OuWMz7c2pX04WYB8YdiKZzKeCvN8h//vf/zPs1ErytjNyw/AweABSDOoERt0soBRQl6qa",
-	"2dQwOT85GHp5tx57ZjOaqvr+PGUbGwxZdyIfZXphyxPWFkagaiGiSSqFnCtiYI/01OWkzVJ5ntZWx7y/",
-	"CBH7FQX7Oou9QkR3E2FxKdOLrKSGmSMDy/UKDnigPyqMUL+ECy6wW3HticBCrKi9L42SXFe8CQTfORpA",
-	"s61wRWIpWFFYH6CwXqDv0P29WTDPiZDr8m6QEM+iuVwA/lwBrD3O9n3GPGie2FFrjTNZTa1rH5Kt8tUc",
-	"tzlXjShiuOKezb9fwmwLEDDSQJazf6vIkNdcgI9p1cxj+1zgDATjeZIsoH6V1OUlZOo5JslxTSZUXW9d",
-	"p5qmLQCi8LG1LqBOICne4wxXqlEtOVZX71zprFfQ3KMy6bj+vS9VWzv4568fDj5khdbyj1hhLfv47ugf",
-	"+YfjDydv3Ke6eIC6y1Uj0zq4uGzXpgtdkq2iW9FOt6C9aAkBxXIx5RsWS6OcgJ8vDpxuX2AfTGiuF82H",
-	"YyCVm7PxxWLAXAgqXFhM4XJR21UjJcz3IeX1082onhCqySVUi/EnhfJlIwZVBUsLeLo12NocbA02n2KG",
-	"xVMsOmSbJNmqQw3GTFcCae1M1INy1ZHlQB74uFFYzoprVYMTNTTmBihRvmyvsnv2qlDE8PD9P49Pjt6c",
-	"HJyedoLOycHbvZXFDaucpjEFZW4NpkU240X37O8fHNct5OPeoa23aBcSdE4/7O8fHLyCv/f33u8fvMUH",
-	"8O8Wa8UI5HZZQf6Cr5ccVHjzZjlCvqh70xQhcO9E85TrxakZFtc9YjRl6d7cqEvu02vHhP7+8axT1Ur/",
-	"/vGMdE9Ot56/CMiB+cfg3C/4mSoSSTHm5/OUxb28Gl+UUD5VJFTzUYg9kWYpFxGf0aQXkNC208efhqLQ",
-	"XR8zKNiXWRjAn1ghhRruHqLNOeyTUwZSvZk/dCXRgcnskJewJ2ILoMkLJhzdAHsmgBgUEHgupyUTrWed",
-	"qyvIbhjL6tFirgQHG+w80XwDVp2VHLTGVYWl0RESVJgtbYCdd0NN6IzF5OTg9IzsHR/2h2IoDLo8eRJJ",
-	"oVOZYPjukydkSgUE3Pi92gOXcwbaoY9hWDLnyZM8AvjJkyxWRwVoEVFBoW4iDsOFmkGcTxYgbDNk9o4P",
-	"kX6DOKPyY/3MUmimaAtM5vQ6hO3827+RfSk+o5dDDcUGefLEK2LPpXjyZMdGG0U0SQj7YmQPrCfhxASa",
-	"EGbjaBXphk+xcOwfYUDCp5DmgH9OmU55pMJgKAgJn8oZE3TG+ws6TcIeEYzFK1Dj7x/PHGKQPTLFovwB",
-	"8Ry8Lj0IKwTa5Gwz3fZgk1QL9Pdxw/beEh6rfLeurwCJaApe1FDOog17hBs8Dnfzui9YRJMoMGIZrZ1D",
-	"mUEWTSS4h8wkRzPNp5B8Ze5fNE9TJqKFmS/XU8xUC4ODIdP0PMzXgEUbd0l4/OHMJiwhOwjRm+PzEbNd",
-	"5GyqZ0V8EvLxBpgcbLIRlg3e3twqNhrAHXFkVCCWw0u4R1ixJmZldkuHMZvOJBRXt+4ks53w+Oj0LMwc",
-	"TG4FCD2dLjbgcMLdvEoonlaxcii0esBiO2ZDW9tkIuepC7+wjQRSfs4N9mF8QVA7IiUxH48ZrB0GzVL2",
-	"Bz97rl67pWNqRnR4n3ClczS3PRZDCGW2p2B4hMOEqUxdqIMi7It5155LEZEo7AgAItgXvQFjuLqcaLHF",
-	"ZgHAg5Ry8b+GcsKzfXKMxcYumEDPJRbI3DWok90GwYoXYFDT28Lueq9W+ofTzPqXmO3O5im44mlW3gTw",
-	"aGuwlVFP2Jahdv5VcfhrFgJ2/PDNwRnJRcfLnHmqp1+9T4fxVZh1QbBBAZbkaSjIwBLM1/Y2YPcEzS/U",
-	"kycAn7+fHr0n4dchdIMYdnbIsNPv94edgAxdKoD37VWIGRuOTzS2ruiTfRkztdMM4FbNQ3YbyNMujrvd",
-	"3EaEdGlJL8puLiIgsGPBfCo1pQt4QDFmYGPm4CI2lEmcz7ma0FHCerul61HtUbJbJR/mq2ek0qoEt7H1",
-	"c7VjCSaKgZ89XWxAjGrY2yXPEZTVVibmp2dLmplorkEDQsa/d3zYCTqWAXZ2Og7drFXNMJ/OTudZf9B/",
-	"1oGQ4wnIWzla+tzc/HLOasyYb7mRGQG+E57EBREAclAL+n1IujINXG1n/5dDcTof6ZSxv+l0zowklSQ2",
-	"MXYobNg9FVr1+uTE0hiD2TMkWCy23QvMQsqkpcRGytQEQJfd+sPYbmrf372Bj8Vf1ail5Y88PZpF2RX+",
-	"BWbtXAUr39r3AfLrnEEI1PXeysCYv16O4koWlotUjL1wLC6HGHQAcBZjT+ViR2UuUNNOF67Z9g7+Y+VV",
-	"WmoYUxPkXjEardxpMXOtNYCA2rR+2vCWJuBl0fBQgV6mmowWfRJ6mVYhfA09/o1IZatnL5zrdJeEBkru",
-	"KZrMJnTEDMFLksVQdKlLL+l5L9mIlBqIm1FeLgowz/KLSvlfTn0tfltqk36Ns8gyZyysPoHlDu4ZEIut",
-	"wcBG+bvam3SWxTg8/ZdCXTZf9/LKChmOeqowaD5NyrBPhgy+4tWHlRWoQ9PU9nlzkd+zL/rYNrMoysAt",
-	"Xs6oAC53G6FS91IGvacvaeyp0tuDzdWvfBA044/40vbqlxwbhRe2fl79Qol/mfeet9lQDS9Dbd8lWAPB",
-	"LZyZ4WYQXFJo7a86n66CzkzW+dP2ncBdIGlzEVu3HhaAL/xY4k0o9QDJcxVaC0k+oPnjMD8oZHcpE6Rb",
-	"FBWw1M4lV5CXYoXtrcEgF/AFuywsw/n7UOup40e4N+8a3BNDgrd0ujgzorZ77RNac5jSL2W8WN8lL+/R",
-	"xSTU3POzps7b/Y5vaoJQwPuhS21W6SUjl0iSOfhVxOTgjJ7/uUnQoAUJctcMXth8tvqFkjT+AGgdInqR",
-	"TjWTu6ugQSJ/+rVAva5shZZa1zR28zKqt2296aNl11Mek8UO2RpsG8pVLRShNE8SWy6iKuwHQ+GKTKVG",
-	"y+URKvuetaGiQoF9QEpdDjmgxBlYs3BjV3aljjzi9u6fPB6OQfErEMYCqdluSkovEgW3taqc8njR8aJv",
-	"tbjoKQQbQuwaJmY8gLuOmNn2rgf1KvaJZ/OrkxucadLKD5Xr8Ybpdd+NTw+Gqz5y0gcnzL9huj3GXw8X",
-	"C7aOY6ongIqzec2twSjhyq35AY0aQbGCQUpcSDsEnffJa0yLwViLlLlomGqazO5QhH44fNgQr4428lnK",
-	"zDh9csIEnWYldUHnoAnWxJorzK6krqJAbscu2exBX2nLP1MzI4utulJixb06tlopVPEN2er69Y3GMhwN",
-	"NMcmSmUZVA9O1ZhjWPwjcXxA0sf3qaHg1bihhlKuzrrKa1DKzsuTFYO6Fiuuj7RtUBy714AwYy0+qAGC",
-	"rQfDYlGsv9kYIsjQouqCxWQsU3AnohOBJPyCWQe4Ga3ZN1DY5ZrIYovac9Y/WmlcI3G5DWZiG41WIVhB",
-	"S+KDYWerfQl4RlUvgp961rTGYjGzWh/C6sy079WHQLpFH4LvPQhI6MEmLPkMAs9P0OiYubWbwD+c78Bb",
-	"4F3O9v6Cwo16dBl8Ly6DwrEVmFSBRLfzGxRqW0F2lE2bhzqptpJ4WMpKD71a4vXS9VD4PoHXrtiJFMU6",
-	"Vl69Kr/WnaX5Xo87iEoairAmMwxYW6FvGVDgrFQ46VIXOQYBY2ANLFQIV+XiWsOshF6mohQ6gLnSzSnb",
-	"cKl4cb9EtLhyrpRZntUNbmUuPMfyEteHt9M/sfOjpl5bowmkUojtm3hA/HNpt9RHN8ijG6ToBvHRYxkJ",
-	"X6JpPLUhn08/F7JgoV1xLdkvFZI3dDFOFySdi96Ozf0k9QSWijjLOVaY00wYjSbFDNX+UDjnb/h1iEmi",
-	"tjpJMHT5r8POzm//+9//8+kqJF0pGLEpptV8Vyg+6o+D+dhDzNKFWimYdjsULu/2KuyT9xLDBLmyPQTq",
-	"KKzLG96vyTNem614/SSzPoG90XgDHK45PT1LIs9y1O+PiNYmbtdspCZJOWvmTkUcED4mSgY2gam0R64d",
-	"f//LuJm+U7qIhRQKKOtqJ5QO9aa08mupdHYr33Gu4He3Btu9XXA9zUUua5YaPWLlZispjmh0YV4WMRqt",
-	"C1adoah4eRus1DtZ0VCuCRdKM7rUIXz/QuPNXcIVGenRK/wX8Aq3FX1auYaLpe4r1tMfFBoUuYK768of",
-	"5TlsXhBavRN53ffp08NSTR7VkQfrS25/T67rUC5wwuUu5X1blFh7Bb/RmYzMOrBFB2MyTuh5UFMMXKbW",
-	"v7yXNQhxFYtSQociZRtuCLzFtH1h8ypjhbx1eHPEsqXJdCiyNvVdd+2rSwXBg55nRbN6O/AguqpFtm7D",
-	"7Mf8i2XZQ3Etz/LD4M9351tub8751t7lFrQy9y8/0sxHF/P6XMw3sv5gqGkL/7KNSeXi5ploHHKCIXG4",
-	"MSfNuaNdznuNO5q09EZ76W1DcXf5bdir7k+a2WaPYbkrunVi29p808vd59bbg2kiHAXzpiVBTaXreu//",
-	"Cul1BbfTA8my+67c5+U+1Evd5nkn6kdv+cP3lv/uSL7jsfaLNs5x25NSVJPmGnPcrJvXOY3Dvf2zw38c",
-	"hL1qwtuRrZiT16yHUhNQDVxGczMVi91FVchNMSJ3VZX6TM1KqGZps4P5V1s07M/pWC50EmgQ7/MGAd/A",
-	"j4zgX7qyR7fxo9vYdxtnZf7KtKxGT3j61YZAtvZ0uAIvKPNz7VeJp6WEOZoRwHZ1YIYC24lDPR402+B0",
-	"WRsErG50+P5NSKCbQ4RLyX4xSsNlbV1TqC3KYtUfij0/eInnwTteSZvm3Lxmr8p9UsqV3pStpkL1ZotS",
-	"FMq87pKxTBLbZKoAtLFMKwWX1+RyQYpTQoQWQ3z0iwA9mjsenOemkfq0cNTY6Ha/Ofx1cvnWdwE/fVOO",
-	"/sjFH6i3ZQluXw/nfkWm2z5Pz7kks2tRzU33dAxnkIa3eitz9oYiT9ojN8nZa6dpDEWXCjIXF0JeCmvO",
-	"yDntAFLri4zZvO+Uo2szZa9V2J/QhdJGccl1xm/jPFlK6Qo4+kjxHn0lt/GV3EzlyUJj8XL4maQ7X29L",
-	"0WutRu9Qj/GNCuXaBWVnjGvKCdVLbe7yUuIP4WW25EgPlShb4BEr6c5YCnkOUkBXL+mKq2KtSBcIqs0R",
-	"F9Kna01EADhrGP1zZkPXb3EF5a2B3gOzGgWQaAMOPFWuu/VIjR+p8Q2osSFufj9VisldDbnS1yTRs3mK",
-	"LpO7IMu+fSsLJSpkF3fD90cn7/behr3A+rnrunGGr97+GkJGghwjZe2GL4/Ofgl7wVDc1jhGCraxdw0R",
-	"T0MB0Y0GWsVWPkbYv2CzWjJ+bB7/80nK+baWkGtsyCERZG2odINlrQryR7PaIy3+VrQYUP/2gnHK4pR/",
-	"ZncrDmOSpquen9HfcSqnBdtHleBCPI+fERwQmcRZ/AMIv0ORjXjB2Mw8y1MS8jgMyIhBM3nbErToUYDH",
-	"bA7HwkZ+2h4a9Jxygev7g6WyPxSVnDkhNTFMzzCCo/1D8quVxqHZSfj1KjTLnivryXXdYw0E6ujzCR6D",
-	"o/kPOfmstNQlhDdrh52dj5agvNyvqFxacHOSGZTAhRaD5lCzRYO69Zg59vAlU498+DlZFRriUUv30Ep6",
-	"aVvKtwm75HEmWrq30N5pHRzJAgqJFntvZ3FZ2No18DspQRilnkhlSJ2RqsxjoR3bpubeW2sAB4dbZhu0",
-	"Dpq7mfh5m8C8VRvx4X4fNV1wvtbVXPBxg4WPsWnfSSWX/E7V0KXbeZ6WU7VsmkaqBv3ISgKck6bc2ztY",
-	"AwDDeXPKa4SphSJcuOe1JM5egLRAGT1pKMKaLvwh6VqhaafOPYaBdFlbJRJCD/6ZDq0LzOueNhRd1P6t",
-	"AADae+SlM2EX+i6amvOHbCvATEA0VLhPoIOskNkeucrAATXyoVPaJYUEYQSa5lMm57r9zlzTI4zwlYKR",
-	"biLFObRP6jnRVQyFMy+AaeESHGpQqScgM6nMkhZ50WsokUbCOPkdI/tto7kWIngdI3jD9I0l1TXzgaoE",
-	"Z7tI10lyWrrD3uz3n201Br0DntcHPW96baqfbXldqvOody40O2dpXdi7kYgT208Bl+LJKea6LL0tICgo",
-	"xCLopL39bAu8qq9cdChKOdY18IMitTerOdq75uly0D9uFiaubdHdavMSbgggOrVoXqIpla0+G+ySQWZR",
-	"s3rc0q1X7l3zvsuP1m/6WYsd30B2WP3Wq+T3e5Az/EvdoByVMbabERohBeaQ/CV0pG8sMwAJm+YEeO1C",
-	"Q5M159g1KiWb5r5tDfxmpEYEsB9/gEaz0B2Sw2WdSqXJ1vMX5D/5S9LderG1ub1NRguNRvgPZ683ftol",
-	"UcLNsoZiRBV7sb3BRCRjRkZc0HRBYqppxv1snErWAtzNQN6Z8Wtb0fm9aYZij9hiSVwKMqY8mUPhjn9B",
-	"wnE+wQh6YAKD3R4MsJ1ryjX22TNqmGemN3pXPE+hRIcLUB2KrcEAShAxoXddT0i0BEG/YcEIEzpdQNkj",
-	"n/a5rYE22CcfbT9LFs+z+00uuYjlZUBoZgGz9fLCwnOHcYhWaxsEmzsMLDUtNNQMeYx1nmx0DkOKGqNN",
-	"rCa2djxPEtINp/TLKf+DHYqX5lgh08FG89S1/6v3Uejvwf7lLXOFj9iXO6wT534tXz5EV63xkqUsRw0o",
-	"yWVRdSlq9h4NYw/cTQB4t4JdtNMSM6dB7OtT6q59to7XlKWP0YJYrc9yH6SkLg0AOhuY60kkxkDIS7Hj",
-	"k+AJBQI8FDkFdqgN3wSughNE5lizHCZNQ+m5fRmz8Cn+bWERGi2O5CxFke4YelPT6SxhQ+G1SkPhV2kK",
-	"fAy20cMe6uCJsHVtgCVuKB6jz0LBOeNnN0VzusJD0dGuJ96un2IXobGCaNuzyEy4PhFHvL9fGl5c/HLn",
-	"xYylG4jMrmHyI3F+yMR5LzdTkS4iVy9HOC4IRQl0LUR77tu37oxo75cNa3CRyurCOmj3UBSl55a022Xo",
-	"htbisAetp808MLmCfJShWELic/K+Nnr9oXg2f3F6XYRGW3qd+/TN8eamLGKtO+p+6XZxE490+89Vp9QQ",
-	"uRKNWzfd/mr/OkEEb52+WxSTCY+Z0HzMsbGWzm8M1jLtk72iEIrFE9FMzr7MzGVxV8szM1Dl5gGzQEAg",
-	"3q1gZrA1PHvFtJ5cADaDxnbd1pqyC6YMmoxlOoVybUZKPmdxtjYvmYiEhwJsOMeOMoUrJeHvi7C2qZ3q",
-	"H8hj0dQVMYIPUNij7gTvwIy7GuHeFSjM8lzFgy+aCZTM1ESmmgnfe1pUlpqJzk7hMYzOyz2oQEua/MFj",
-	"1zukOyAps3SXa88XtOfZM6siXoXS5R7UImXaNaeyViJUkAUepTsPGCuEu3pJ7lsIcrE7vWWuMSzUgrmw",
-	"j2T4T1Z8BWU+6vm44MxvIuMpTXVzzI1fLyEPYshopIgJFxvjhJ9PNOmiFOZZDXI1SPE/WJBFk+RVXWxu",
-	"wlBUYj0KUYcpUzrlkcZWSkbXtnFKDREhp7CpBxUOAlUGMbC7mvjDVbahhrAA+/Nh+3qD+9kbV3dfYQIB",
-	"3pQZrqnmSvNIPXrl761+BN6xHPR3HtB3mef0tIlM9lOU4BaUUpGDUvfF2hhkG2EHxbmdSQ4yi4cidH9C",
-	"cbz7CUj+6IPgm1Z0ba5wWoR7E/xalj/NYXwXZVBvGDZ9l8TOO+FTvG5tY6ELcH+Mhv4+oqELh+ZR0AKt",
-	"K0lY/m9Pv176mY5XreQsQ7PnKDy5lE1oxywKFe9IRn5qq1N5iPrga1T5a20QIfyDeCwY8EALVvmH1HxZ",
-	"rouNhVxhT/CYMJroyR+NV6pQD3fCMSje3ChwrHFF0rkQEDb3Htx8QhJzCExoi8XVe/WLnfKhXyhc5ynQ",
-	"kUY/Tw4ImvDP63XzGORg0TzletHZ+e1Tka5+ZsJMPEvlyNdYM1A7ijplRudrliXBKCNjo/3aR52j9TiV",
-	"U6YnbK6IZl80YV9mUnGMr5TplOprnPk7u4r7OXOz3KezhPLSaZdrlTfEz8FS7+skPShPMyA1nqacMUFn",
-	"vL+g02TpkR7NmNg7PswqTqOMis+NwK/EFdk7PgyMPA5ObWvYhSDRmF3jbN8wbWc7nbHoG1xrB4z8oGmM",
-	"NQFocpyaxWpuxoF2pS1gZbZoUUWO/sWiRn5aAXL3/+69e9u7L9Q5A8XCrkHNWMTHFiTLUAh8eW0Jvq3K",
-	"azAC+i8BpuSKD3gWY6rpiCrInEoZjSbUWbWm/Dyl1mMYk+eDZ0MRGvbHI/ZB0M+UJ+ZRL5C7GetqM+xh",
-	"I38GNgLwRfDFizWbd54PWlhnq6fSWYZ5BvS8Bf8pDvG1M2I0ZeneXE/MiAbs9r1K0FGukCsi03MquGKE",
-	"umpqP6hMxzbsSkvzU8psjesUhZS54FDLgWIQkDnMVIJp0FkDvUlq9H3sKRM426tf3Ba/yjrgkK4dnMwS",
-	"atNm7By2eEd19I9FC0KKphFPM7FDbsCQuZ6iiJpHE0O10TaVVYcGTccVxLGzF4TG6hr2C+2KUD9ydmPc",
-	"Yt6iFTukZdsnYyrkXJeT8fSETQsQLrQ9qq7ABjNzcR6A8R3+yHM9sbB3TLgw5A3qfOepSobuVAGemeWq",
-	"k6F+YIkKi3OY0oQwEc8kN9jWRZE4gMsISB44zhwgfyyQWn9uD/mvPl39/wAAAP//",
+	"7L37chs3lj/+KijuVoX0tmhKVpxEqqlfybLsaNa2ZEke1/5C7zTYDYoYNQGmAVpiXK7ap9kH2yf5Fs4B",
+	"utE3sqmb5UT5IxbJblwPzv188KUTyelMCia06ux86UwYjVkKfx6c0XPzb8xUlPKZ5lJ0djpnE0aieZoy",
+	"oQkTmusF0fScyDHRE0ZSpuQ8jdgumVGlCNeEKhLy8caU6mgSkrFMiZxpPuVK84hEUmBb0aLfCToqmrAp",
+	"NX3qxYx1djpKp1ycd75+DTpHs+gdu9LH9JxVB3WcMmUGdDlhgkxlCgOZJ1oRdsWV3nGjUeQzTebMDMqM",
+	"NpzRcxaS3+csXZAZTemUaZYSLck50/CEYFeamKf6Q7F6gCfs9zlT+jCuX7a54L/PGeExrhZXJMUXAlgX",
+	"NZ/NZKoJFTFJ5DmJZJqyhJoG+uQgmkiGo45okrD0B0VCOYs2bBMbPA6HAuYvBSOXVBGzIq2G/VGmFyuG",
+	"frR/+NLt8aVML9zIiZ5QTXRKowuFU6JqIaJJKoWcKyJnLMUJFEbx7ykbd3Y6//Y0p72n+Kt6ehTxGAZ2",
+	"wnS62BtrllaH9Ku8JFMqFkSxSIpYmS27pFyTERvj7ut0wcV5sdspF3w6n3Z2BoFbCC40O2dp56vpMaMA",
+	"IP/9CRWCJa94oln63pBIdRwnzKxkpHFjstma4ZhdiLAJ0qWCsCsa6ewbHveIBEqDHcVvFbmcSAUEojRN",
+	"tSKXXE8IHYpZysb8inTNw/bvsUwSecliMlqQ8EmIJMSu6HSWMBLK1JzijSdhDymAm9ECnXeCjqBTM/fI",
+	"n2BxoejVGybO9aSzs/XjT4FZOPd50yyT1iw1Df73b//95NN/DIdP/r9/7wQ1tLUvpzOa6ikT+jA+FKfz",
+	"kU4Za1jLj4Z2dTpnAUm40oQLXJu8DRJGfoMhnBSaJIYwzdk27TERU6GVWSqqveNCptRQC+vt2lMypoli",
+	"AZEiWZCYpyzSycL0WepjyfLVTq6wjjEb03miOzvYmVuhkZQJo6K6RMfULPGq8+d13Hdjm5k364fWCTrm",
+	"sPKUxZ0dWN91T2JhjA27t2SQhsrtjvbbrOVtDFio+ZSlr1M5n7VfVnyJnJu33FnjU5ou8KsfFD7PUZL8",
+	"PmdzZr/rNW5EYSC3PrMlm1GajjsJhMZxypRiagdmgSuQwt9hzNUsoYt3dMrCPtkbgUz9G/FXwjU7FNDu",
+	"suNRnnoDf/mxzF+qfORl8vtqplHkwNk04Xu3VzGj8UbCDP/C7wgXSjMaOyKwX2rFknETscbJ7+ue8sPx",
+	"W6P//ArKVXUWrxq1oh3UU5im52FZxzJaTEKVJimjcZ/AUnBNYj4es1SRcSqnuO2orQ2FacUjBKEuzXPb",
+	"m1skfCcPND1/i0qaYatGOJwzRYTUEyNI831GDTFfDqfc3WiH3/AxixZRwk411U0S4sjw6pTpeSqyRVAo",
+	"J7giiWvCCE/NmnYvKfTUWi0pDtCOecr1khM4pVdG3SBiPh2xFIUUm4KuYifBUVkz+iXpbvb7m4PBoNc8",
+	"8CnX9YS3ORgEHdsdfBoEubKzWaPsBJ23TCl6zk5YxPhMN3PIFB9wtJcwqlhMpvh2YEgQ54KKyGumbcOK",
+	"dD+cvNlQdGyE7Iz+PmdNTHJaGMq1eWRxRhWVvOns7VkFYSMyupfwlHSjUPlaOumab0qaeW/XnDmuCDMK",
+	"euy0lqpqnjI1k0IxgufHnleKPNa8olj62bBrJgwPY8qQxpJjV+yg6fD98vPqswerpNPFmbxgou0yafMw",
+	"av9TeuEsk5RRbdaOTWdSM6F3CEVdHDVZmCadMvu24TPZVyMZL4bCPMYF2domEzlPHXFZ9Trl51zQxNp2",
+	"PuuGjrk4J/SccrFb7gjVaMsZgRWa3nIOOPiFhPtSjBMe6XDlmut0sQHtNi368+3Vi27s2CW8A1hCxihQ",
+	"uKHpag8iEJixTjfQhsWhul9nKfvMjQHmqK6JqZiXm6axOdhqMxGZ8GjRVsmawdMNjGBmm7q5mvTeiPG2",
+	"YwKZ3zCk37Ghm4/oVKb6yBhlSzZdGesfLLc+eYm8HaRF+PLgdD9E54Z5xhC6sfo0n7J9OHLWFjLP7tU9",
+	"SomZT7OyptzoWsvDbD4wu4IHod2q+16EhsW/LPglbrgFX837eBjAvH9BY9u2+RRJYfiV+ZPOZgmPgLk/",
+	"/ZcyY//SsqeDNJXWlVAnSFGIGOtBfKYJj/tkX8ZGDw8P8Ytj538ISZfa484VmdJkLNMpi42eLucgi1Oj",
+	"nQWEGnl1IeSlIGPOkngonOMnMA9Tx0cME5RpJszzMfQCEr7lSnFxXuzdrXU+DBRVvWAoQtB8Dq4ixmJD",
+	"el1KNBNURAvTCarQoK2QSzlPYjJihNmHe30CqhHKaqBKy9zHYyZiQ64wESRVzxlZEncNO2FfeFrwxX21",
+	"hhOw97vf7FyS7Fh1HTc+sl87r47RrFlqFi+e4yBwPWBXw5KoCUnK5kbzch6hTJaB4LS7rTRN8sW1u93r",
+	"GwIDlSXSoL1mA7N2BAc136guFHVnlOs0SeSlGoqiYdX1/UwxSxjK3aLBb163rbLpTOP45rPYCmlLI+6x",
+	"EePifCigMUMit733h0KzVNDkFDQs3Li7J4OaXsMdPLHsasYizWIypjyZp6x0KJjRA1P2mdHEHFRsRvVv",
+	"d1HeSf1KzkV8DyvxTuq9uZ7IlP/B4qPU9Vwmw1gySzJXXCEDK7i7QT3gTJFYwmNAn6ChD0VOn9IYwbig",
+	"+lKSiCqmCE2BVvkIVGtw9MXG1hbnc64mdJSwWye6Y7pIJI3PpHxDU4xZ3PEyl3ossR/QeLvAJhyhcbNU",
+	"PcubkQ1T61RW/A92ywR3nIKvnpvhvqI8YfdDerlfw/pS8mCU1ZkzuoOvfZdJg+PllhfGMAgesQ+CfqY8",
+	"McR4DwtT7dSuj5CxOXPCLAiYpI6CFEn5+UQTIS+LQsC8FVNNR1SBLJmLlNEITlXvlpfqTMq3VCzst+oe",
+	"1qnUo10kG1NwsovoSSq1TliccS3rSFRkPE+SPgEDm9AxhBfNKmc+IRvBGgrnOUCpD486Er1V5mT04KyH",
+	"Va96QThYnQ+CZpz8/iQHExr0IycyRoymEKc1eq3RkFGDDXJVOSAjGicLovi5MJ8MNS+YJqD0EiDemVFv",
+	"b5ntf3VGCbS1p3XKR3PN/mF06HqTKDPqc7ZM3Ws7oI8ZS5t0qSZTqTTZ+vE5iSY0pZFmqeqh3ofU1CeH",
+	"gryW6LPiioRULMKhmMgkRq0rxMZCfCkcJ5Lq59vW4SEFOxp3dn4r+W6fV2z+IIsiY7edr5+CztXGudzw",
+	"3IzpmEbsy1dDbZnof8k05QmsDI1RDtDkODWiW3NjlFn/ednxNFnMjKpsSCDJxNnYnjP0GRDFp/OEapka",
+	"hjPz2vxSii2ZzpPEznS12fipzpTTRrzqgsbbpX6wJJWy8HORK/yg/N96fbNI5WjJrQ6zGNcyKxfib333",
+	"G8ZyeBySTEQrHBj8ohqcVCkXEZ/R5AeFjYOOCk7umlwD8FAf4o/gsLa/0zSlC/PzjKVwkJF11HSX/U60",
+	"JDGLeAyimIn5tLPzW+f9h4MPB/88fHd6fLB/1gns55ODvZfZhw/HL/fODrKP+ycH/seXB28OvI9vj/6R",
+	"fzj+cPLa/3T6q/fhzZtO0Nk/enu8d3L29uDdmTcI/1s7FP+rbED+l9mw/C+zwR0fvTnc/y+vC/uFbd1+",
+	"ytqwn7OO7Gfb3Kfq8c58XrdIg9bFZtjjfPQvhmb4EoICl4Lh7j8oEqr5KARFYt2gUu4v+i3rt0Bm+ewl",
+	"/uqzqxPwMjd46hy7gZhixJVNcSlyHqtM10Ytwfb39fPMVWLf6neqkUSzBDqasBjM+KnL2aoZX/a7Z8oT",
+	"rkkXzHH0D8ZMcGNu+2e2OIHMIXsbpGA5NYzHyCQ0OLKRInW4Tyum9YMiml3pfmfVtnsu5bztum0vMqNS",
+	"K24j69a/rrF9OqMjnnC9WFvYod4YZQ30Sbh/9O70w9uDk3++Pjn6cHwaEiaMbq1KnF2BC3hMhZzrKi1y",
+	"dYwR/EIGwQG0FBeCiehbrQaoK+PYMWSU0XE5QcCJGyHJGDKMAnT//s0XhD10Un1mirDPLF0MhVWC8nA2",
+	"VyTmCoYJExSSoOMM28cNUbn6hLGSzMSFtyOaxiwmXSrioYjkXORupuoRw29qUyryXfHETmlZalhqiZrg",
+	"11qygZg7xC68lJvrqU1n1RycqfzMct+bvA9NaUlGEIwmt5S0JF2M2KEn2WgfpXUrDq9pAQVL9mWSsEjX",
+	"KhJ76BKXYy8VT9UcF8cQa1Y1fy/L44QM0aW6z1L+gq8tmVFTWiamklI3psAYDPORYroQ2/pBufNgxYE7",
+	"o8oY+i5VBo5q+KRG1D5flQFYk/1XyBqrDSf76jFFt4MdtCWBop5MdMpYC5pdEX+k4NfxU+hcnlNXpkTM",
+	"k6SX2RZlNR7X2o4uwGTNoQiN2sxVaeSmU+QwZa3F9IFOHuS03mLKiMebw2H/N7rxx6f/sH8MNn7ZKH54",
+	"Yj9sbfz06cuzreBr7foXFqK6/uOUsQ1jLBPvl7qz2p3SBYRwjObQ69d1ZdoyTZ3Rc9Web7zy36ryj1fZ",
+	"ADU9V7XJj1+DDr9bRgXWEq0x6LzddhmAX4NyclHrkZWzi2rHWEpwaloRDJ7WHQTzS81bgct5oVMpziET",
+	"UPFRwsW5qt1tL+zclJBXWsVLqmxuSEy6J6/2ybNnz34JyIezfaAns8lUd3Y6MdVswzTf1O2HWbxmt5Ag",
+	"h8ls1+67zK1jF6Iu7lJQzS3zl6o4g9KhqeX9+VRaSrT8hTVFmvdis0xbRsA+s7+BtPN103qhUVAugR9n",
+	"6Rv3qczUOHKqfhybWV+75KgTE3Y1M7IXWO9nllZ9gMqZbH9DDdk9Uc+IY0bjN5DeClrkS5Zw89K+UXnr",
+	"x+Eym/3MWNCQd0nBpWUn7PWaZRMGHS9veDXngR4znjPLMnG7EVVsgwvFhOKaf2btZE17CXNHwqLqXatk",
+	"jgcFmsnFBVcFA6zJRYBNZ5aSYJfJgszmo4SrSZ6Mqeo9Bpnht6wPdBj7gyyMv77lqrBbR8Tdrp+pJp+r",
+	"taTC5b1HGZV3eFfSKU9bK1dW+Ee1nl35ZOmTz+2LN6/vtgKu4PBYU8ZV3m0p2XyZdEuyzSzgEtcdlAGA",
+	"JIYqssLI6yTd7ccO/IKXfisW796ARMNa2ZT8vmqtQWjB2qDT40Y8cgVfhCOy/oAqPolylUvxgPlHCXvE",
+	"hailEDhJt+L5ifFNVJDMWpRqxu5TVaoxuW/RPC05K7a9wNKDsE9v0xojXVTQVEBifs61CkjYDwMS/tP8",
+	"b6Piudm0dSANnpu9jf8fPQr9f27U+nCW+t/s1JYRsnc0rhv7Rdpdg/+tp3N3Xx6cHr5+RxTKHvK8l6m9",
+	"MiW1inedd+wu9XDSHZC/ESEF63kqORcTlnJdVs2baoAG19baWyvqawXnbqjGq7ZxiyUSIvOIdm0LUEbY",
+	"WyIs7lBVLZ20XH3z96j5qGENxk3OWF6X8Q1DArZ8yEvr4GK1rPjoCr3dO4qMMQ9kbbmwDhGKdsfGZnVZ",
+	"V+E1DopqHeoNCOuf90m4B8FeJPfjVMbziKVQRzJXluI2ZnM1MUMrOLcBMiAsKMZFYTJYOdhShseUC/dx",
+	"hd5cK1sKk2+mfstib01XwkPpwgKKaQ3CV9MLm+soo7kZE4uJZR01lkgWK7Sfi/3ue78WeMEOCX/7MoSZ",
+	"Djs7w3JwcdgJhstDuUNkhF8/ZWHioSjHibtQ4Atrp6rOCocY0co4ygPdxd2vZvdELjZnxgLrAFUk1TrW",
+	"Gsc3Tc+Z0kRNaMqaIluBoecZSyNw22MxbeA2iGwOBr0Ag18+MMeULsiEfmaQfTlO+PlEZ0GbTJAur6UN",
+	"vhmPdAXs/XYah13jygpnWCrGfvcC6cTGfWJsisUOXIVrCN4qh15SLarPapl3h2KASAq2/x6ZMioUEbL6",
+	"WnXlV6swzNXOcCk+chHLy0Nxihm1q2edSEiLtPP9QZGw0N4hxvVSNmXTkVkAIDGHONMd9Ps/P98eDHbJ",
+	"ICDeFAOXr6CGotBer0/GLE0XhF1pozpJUZoxNHdjrc0+ULAvMh/5DbW0OzSccq/dlF6d8j/YoXix0Ky4",
+	"jVub2z9t//zs+fbPy/iElpomUMKwlFmMFuBe3yRv+Yt+f5Oc8Rc5w9gir/mLog+OC/18u0ihv/zy4+bm",
+	"862ffvrpuc8lBts///jT87rdS5lmAoirlkwtBawiVUOWF2ymvROJ+cyqSKKbg37/+WD7Z58TQhe9PtnH",
+	"FP8Rc/7HocD0dKylrhCnbcefZd0EDRORc10/vWeDegGMIzNz3JjJJEEoJzn24QQqZ++ZN6dng17B+nm2",
+	"8hR95oqj4LrWSBlVjMRzV3I0hjJ3MCw8bITSgLefbQ2WjBl/Xo5RVdSZyq7cVdkxL6G+zi3oda2FERTJ",
+	"yLGXUiKxDrAmCMeETmsVIK/ezWsABMfWoNfaOVs7pQOh05I+srWWMupG3XoRscd1V9Id5iXrZ0s427Pe",
+	"MgjGp+A2MT2qlqob4OqlWpZOawEd5JgU36lRqxPOhMbysQZvSqbP2G2EIkvQXiJqLKCsmMuCethKaCJT",
+	"Wz9r56R69cHORpo+EozIuY7kFL0lrgfzwgLYgfsGa/yvR+S4jhmNl9VsRBG5jQXClurWoGy7VfakbhjB",
+	"GsfKn2MtwbhlluO8BNno9ZaGd63rTgqi5lHEVA0lsTSV6b6MG7Qo+JlEMmaYLA0xUthJt1yFGri86JuM",
+	"vVLsrAS7LiACXdgp17nAJ/MpFRspo7HRJo2ET6hAiVM/pPp06MpaZwXQ1VlDkagcW48nroEPIVJ2DsW1",
+	"A5/SaMIF84aeLWYd2EEdBEFASiADwVBUq8EC0lhbHHhbElQK4IMi4pVpvFw9G5BK7R+0Uy3qNpyjrp4S",
+	"FShLIZ2dTnnidTQxvRY5gF3biKUQED4mVGDScjYaT3vYIdO5AlVw0wijrR9/9ErMWoQFYqN/uJHXne5X",
+	"ZTOiVkx+aeNXrzckLtjiKVbSgUmRVcs93+4hYoKQZJaymI25AFFHBdQLjss15vJSkJGUFxeMzTLYs2zR",
+	"vnQ0o1PAKVmgVwq1DH8Wz7drFiCXoXU7WxTANXUkWTLQ2orAXv5qvS7gJRpZvp8NA9OZdGM1htNf7ENG",
+	"b8iSUhqyk5aGQUqOCD+Nf0IVGTGoWbHOiADZn2uScBEl87jQsS+zwTpqAJPN8jJcb9aWun4aCF+aru11",
+	"lbmJLe5VwVavGJ7VeU2ZpjHVdG26eOterKeKbFklfFtLG55uukLF5ApJPINhNlymIPHNFzS6EPIyYfE5",
+	"K+wGwuRiYkn++FCg2QoBUmi9T/6BepxIFmQuNE9y7ZYwEatCwUe+WWAKJiuJI28nwy1zIxwxo4woYltC",
+	"EDIyFwlTyqr2t5rd405lvgfls1WaVfEAfFrKoNQqFb1gD5RZ1XRpI0VGp0h3JpUZ5gLjm601Yo+drkrI",
+	"yQZUN+tfGU30xKgE84YRI0ScI/8JPA/7b+QwF2aDZ6kc1S2Famg2lBcWoAubK8llebGSCGzLdTN6U8nJ",
+	"a5VHTgvYFlll08nB3tnhu9edoLO3f3YI1bBQR4rfQQmp9+fBy07QebV3+ObgZW1daVUkLVEFlm1/qa6+",
+	"ohe8rUmidRrBs63ejlEXgKWBuvN829N2yJTOZgyQ1HDgikBZyHTEUtUn+4VIylBgRoEiiiUs0jlhjxaG",
+	"XnjqDWHXHw5G9rW8pGmRlQDuSlnpoFMUmNtb/R/zPUfwtYr+8WyrhizKXH89V8XLGmlAm9WVyK9ZaieV",
+	"8jKnennk4jUlMZTtBxYyIYsG3Fs/yINAaIiantd9WRiusICCnqMeY5jCc+vbPOyee79fiT/U1R+VYTN5",
+	"vEMuJzxhJVhirxlyCXEMyA1VQYYT5iikCKTJY8LVUHiyM86fGPNUaT+8wS1OIIAsCeg9RmlVKVXa3Pp5",
+	"ZXQgZgkt+0/rHdfgWLbKIeKl5CSPoyzJ0Ir39BdwWgMCsNXex/ME2OhQ5A2XfNa/rA6n6JRGDFPU6rnl",
+	"x2f7cL+B1XOvdI6xiaF10g29RjJUIRTuvQLOa+ADvSotU1Rzh6K+A5xWBpJYu0Ut7P2ST7BKo8IC9AYW",
+	"LsUHd+WxMbfHHPFo7RGzialuBzOk316fHELF7ucaTWwoyqrYelijQQcipnXDP0pplLCN/UTO4w2lFwnL",
+	"x53ukBDq6vrD+WDwLILQuvmL2S9SRpNp6ZtzLkXhK1TT8aswMHSXMhLW/GZm/2zL8JypTM2c5SVLIzPv",
+	"EVXs2ZYna8r+ARwlqv8QKOwnMqJJn7b8rya8d1e1hZhwVLsXh3tvH0I2URFlwA3o+rlED70OxZvhTesy",
+	"rpXZ1LZ8Z1U6k8PzyQEsukf7h0QthKZXvXVqrNuWf9ge77H+w+vxrgpAGvKpiuWK3l7cdnEHMoh2VR0O",
+	"13Gtcg7/pVY2o2VZ1y/gOJ6n5zfJNUPeIsnMtFOdK3x9ZrEn2rGG4+yVKn/4OOHRpBBitf1WEFKyRhon",
+	"fVaLiNHQww7RcIlR4UKNbvju6OTt3psQkrDsz3hlTyV3KHz55n0IwGYjqSdD0Q1fHJ396i4ycrYptmdM",
+	"zzfvO0HHPFJrdB7PWzs2vEfXcWwciayRWa7llhIBrhf580a0NOy3js/Da/NWUwDsvNd1CdU04bIAAkKj",
+	"iM00Al+n7F+ImavlOSR1X2cVbytDYM0VvnF+QOPifh+hgR1CyYezVxs/OzhDOSY+oOF/8heku/V8a3N7",
+	"G7Oydn1DKZowvF3O2A6RjFk8FIr/YayNF1zQdAHoo1kMy+jZz7c37KPWFUMwSF1F5IBOV+c1fzM/e7Xe",
+	"TDdBWDVwixVcz7PKPZtuRZWNWhK9KWcb+7a+UXnyfFItsbglQ2jaqWYjl/GfhkLIrFjGFvRYUK4iotP3",
+	"HP0xy3JZHhesXYZl5ZI1hCxfyUW0lBeEa7scK6NIderjqnDBe1c8WQ9fRkWMhWs2d/4xPf5m6fG3lhC/",
+	"LAeeZCnwwVAoaYEDyWiuFtmzDhda09Sid4FzUj3opPmiKyDPM16vSO9O0+TJAB3OeNkC/jqh9WnycLoy",
+	"tYnCbad555m7bWEZ2Z1k1d9ZJv1Dzp1/GNnx/C4BMzIngGcalGJrMnUlU4SO5BzdZaWQYvEy2svJogiJ",
+	"HmKQMKxd1G8BobW89uD2ywx6fXLsBUMkoQATj+8PRXYv2dYvDTL8JiUIbnAHIp5JXsfqTgzLkSJZ4DUa",
+	"gOv/4eSNmyVo27OECpZfkVeeeTGmPdF6tvP06ebWT/1Bf9Df3Pl58POgbvObyiNuuxwir39A31v/mpUO",
+	"q72LSPT36FzMO7wN32JTQcdt1XDcWt3G7Zdq9HbIxJEaB51nAddmYYByKLQDos3RNEspP/ZaXRwCV24v",
+	"SpJr/cIPvhrYZy1vbs2pq1/pGmpYoUY1K7YVXrtC76hhXC380BZMt40bGg7Oek5ofOV6iHkILTOfArbS",
+	"9b3SOUJNGzihJWh5y637Ensxuqn5VLK/PITkIEP3znvHrPIMxWN9+CWcZ02kJ7OLm329mf5eBU7zjWji",
+	"2dDdoifCuSECkmFal1wPLTI2LQpSO52mCj9Uq9UUV7nW1ugXII/uuPfiJdq14BZLYJAq3VZ10My7OBca",
+	"0zGdFubgrWXaGGHokwOgQ8i/iAO8jg2uOvTUCQsSDnXh7IpGOlmA0SzHJLQSwJFaGJCQi1dgOWffwaBC",
+	"SJDJidJWBBRPXumZJYSbkeslS5lHxpjHVEzGwQEY49AoOS4xdcE06eL1cpnFaEi31rRqQczlabcZvBmT",
+	"zQN1qUhmWJ7MTJn9vYtJ3ZgwJBVDxGUrT42GAyMGfzCsQSFHuP2RVKsU/qqi72UpbaDPBCZj97JG/2+Z",
+	"z10irbbr6fa3mzIaL4xBMXKL3OtfwwdYHkbNTgcVwi0uZPPJtiKv2XmoSMKVRtf9G670e5SyXbPHxuD0",
+	"PYu7AGrymuFDrp5j2ntAuSeew+nR/fDofljufrgv2/yaoN7fuTV7x3bUdQyUExan/PMNq/IzqeApO75+",
+	"667bGNHowrmj2xgCTTcqlEGP8TSnxFu7nhXWL9+8x3vsYZolUOkKyPCa8CRJHYJQLXKDtba9excri+O8",
+	"8UXUoJKHAh9YGtv4unqX29XCl16qQweAB8TauqOZb1xPDSs0g0qXdTSd3w1fFfIqsqWpXbipHvJ8zCPZ",
+	"t3DXfS9PlHEJP3un+1Bocrpfm+eDp/BWwFOhaNaay2X0JeA/GRXbJ1GlHWsyF87FU6PmL0k7hdxKdvlg",
+	"oU7d+MYF5WCXpGyW0MhGSS8nMjEHbbYK95Rdfh/YpxW6djR2Y1zTKpWVnA8NhKY0XRB0vSwM1d0ACxW2",
+	"E30YTRcMkL3xmEVaYR5/xkFywxPKOi5pGqtvCoq6sVkPiGorW5ZEPzc2r4eLain428Ke+qPCH6wIhj8z",
+	"xNM6QNNm4rZ8/fpkbdYmKxJZUiTWypF/KMAFDxLM+eehvEvAxe+rKnAzV/4uGTivgoLMmJv53+vG/mnV",
+	"kt482xKXFTmDWhNrqfDu2jBLtRO5U5ilJT3ekCaXJrk9PLyl4Ls+KXl9+vXOTDtFufjOI2hU9cj+OUGj",
+	"mue4CjQKGKFLeUX0iL8oQNRa6apFPK32/uxVqbc5gwZ8jZJ3p7Hf5Z6eBnK5CVZ6WW93VxpLL43kZmbf",
+	"t4Qtv75Wu6qozzTtV/Sh3WjOH01cUf+0d3/I4w2kcUMg8Qwp3ItDruMzIGE1ESN0KbcjNhSF/JHHfOrv",
+	"Jp+6v2Zu9ANKTB6KwX0jdt99bjEppRbffh4xcPWHjsN9Da/efaXH3nbO6183ifEaBlyDdIyXaKJZjVIp",
+	"QaPRHd5a6bxPRfMmYcTCAOqMFQCno5qhU/a6ziDrsgW1gkUXGRRdVqtptBDk7OnCcHpUKZcVjZa6KDbU",
+	"pcpo3+7E9kzL7DNN5u4SCjsg7KaVEK8pP62obxVpfu0rvvp1ODOrAE2rna3e0WWuis8sjXlkNoNQO8QG",
+	"e7OBdq27YccCz5hdv5wswHU07EQymU8FebdD/u9//nfYqTXyME+xKbETGg9Ai0FzccbSIkkBd6l6IKo3",
+	"ZZV3DppefnWj3bMZTVX9ZY1l9ys0WbcjH2V6YdF6a7FpqFqIaJJKIeeKmLVHfurKFWepPE9rwaLvL3nI",
+	"fkUh9MJiD5fvbpJvLmV6kSFMmT6yZVkPi8Jb+qNCC/VDuOACOH39jsBArKq9L6ezhNVhGYLiO0ffeDYV",
+	"rkgsBSsq6wNU1gv8fZxIqpsV85wJYcoAVqfgXjQjSeDPlYW129kerMRbzRPbaq3fLoOYXHuTLOhlc0rv",
+	"XDWSiJGKexaaYYmwLayA0QYyOIcbJQ294gLCj6t6HtvnAuc7Gs+TZAFwjlKXh5CZ51g/yTWZULXeuE41",
+	"TVssiMLHbnUAdQpJ8RxntFJNeMqpunrmSnu9gucelVnH+ue+BD568M/3Hw4+ZLij+UcEHM0+vj36R/7h",
+	"+MPJa/epLlWk7nDV6LRuXVwhdNOBLulW0Y14pxvQXrSEgWYoZYUhxdIYJxACjgNn2xfEBxOa60Xz5piV",
+	"yiMd+GIxlzIEEy4sVve5hP6q/xr6+5DyBggnqieEanIJQEJ+p4DmOWIAslsawNOtwdbmYGuw+RSLb54i",
+	"Bp+9MdOC8DX4uR0i4K0LUW+VqzFOt+SBTxuF4aw4VjU00Qxctw5JlA/by+ycvSxg+h6+++fxydHrk4PT",
+	"007QOTl4s7cS67cqaRqrk+bWYVoUM17i1/7+wXHdQD7uHVr4YTuQoHP6YX//4OAl/L2/927/4A0+gH+3",
+	"GCsmp7crGPMHvF7dWOHN65WP+arudavHIPIXzVOuF6emWRz3iNGUpXtzYy65T6+cEPr7x7NO1Sr9+8cz",
+	"0j053frxeUAOzD+G5n7Fz1SRSIoxP5+nLO7l4LRRQvlUkVDNRyFeEThLuYj4jCa9gIQWVhB/GgqHMmhO",
+	"XQ+La9jVLAzgTwTPoUa6h+hzDvvklIFWb/oP3Q0hIGR2yAuYE7F4oPKCCcc3wJ8JSwwGCDyX85KJ1rPO",
+	"169Q+DKW1a3FMhoOPth5ovkGjDpD4LXOVYU3heBKUGGmtAF+3g01oTMWk5OD0zOyd3zYH4qhMOTy5Ekk",
+	"hU5lgpndT56QKRWQi+XJchW4ckSwDn0KQzSlJ0/y5PAnT7I0LhWgR0QFBRhhbIYLNYMUsCx33BZP7R0f",
+	"Iv8GdUbl2/qZpXCztsVbzvl1CNP5t38j+1J8xiiHGooN8uSJd6cLl+LJkx2biBbRJCHsyugeCDXi1ASa",
+	"EGZTrBXphk8RR/2PMCDhU6iAwT+nTKc8UmEwFISET+WMCTrj/QWdJmGPCMbiFaTx949njjDIHpniHTUB",
+	"8WL/rnIMAXNt3b7pbnuwSar31fRxwvbcEh6rfLbumh0S0RQC7KGcRRt2Czd4HO7mkECIKU0UOLGM1c4B",
+	"dZdFEwnhIdPJ0UzzKdTlmfMXzdOUiWhh+svtFNPVwtBgyDQ9D/MxIIbxLgmPP5zZWjYUByFGc3w5YqaL",
+	"kk31rIpPQj7eAJeDrUNDFP3tza3ivTs4I46CCtRyeAnnCCPWxIzMTukwZtOZhLtGbDjJTCc8Pjo9C7MA",
+	"kxsBrp5OFxuwOeFuDpqNu1UE0oabjxCHyUxoa5tM5Dx1mTn2Xp2Un3NDfZh6EtS2SEnMx2MGY4dGMzSH",
+	"wS9eFoCd0jE1LTq6T7jSOZnbK4dDyHK3u2BkhKOEqUxdFowi7Mq8a/elSEgUZgQLItiV3oA2HEw1emzx",
+	"7hyQQUq51HDDOeHZPjlGHLoLJjByiXjRu4Z0stMgWPEADGquerKz3qvV/mE3s+u8zHRn8xSyNGiGfAN0",
+	"tDXYyrgnTMtwO/+oOPo1AwE/fvj64IzkquNlLjzV0y/ep8P4a5hdCmTzRSzL04DVwRIs5fcmYOcEd0Gp",
+	"J09gff5+evSOhF+GcDnSsLNDhp1+vz/sBGToqkS8b7+GWMzj5ETjTU59si9jpnaaF7jVXVq7DexpF9vd",
+	"br5Vi3RpyS7KTi4SIIhjwXwuNaULeEAxZtbG9MFFbDiTOJ9zNaGjhPV2S8ejemXXbpV9mK+ekcrNXTiN",
+	"rV+qF3hhDSHE2dPFBqQvh71d8iMuZfVmL/PTsyV3e2muwQJCwb93fNgJOlYAdnY6jtysV80In85O51l/",
+	"0H/WgWz0CehbOVlaLvqUuqUHXFhZ58wsVexaBcpiJ/PpPKFapj1znCIeM2UYBvhbjbpllL/QVg1bdYlc",
+	"ynkSQ9EiCWcsBVknRUikQEgqbVZWm+0vpOt75dblLPZSqY9V4H5QJJVS+630yFzE6Aoeiuwirvx5h/SL",
+	"up5hkSrDFrAJJWihw7X3XPfJCeq+ymw0jbMG7KZl/OYwNsprttZmS+yRUY2GYf7I06NZlHGNX4HfgKVo",
+	"2dALGS9sQr6DyaSzLOb89F8KbQtU51deeOIG6cJGoIRW7YrJYib1hJnznPimVG4MQLIG+HxARgABbg0G",
+	"tz9SGw5pGKghSxedQV4NIylqPE192RcKG4AdbeNM6l7KZvz0BY09w2l7sLn6lQ8iO5IxvrS9+iXHNOGF",
+	"zWerXyjxMXhv65fV75W4nHnvxzYLUcPx0CZ0FdqdU+QkRvAS6ivK2QYaJgg5Cb913DHrfDKN5FzNt1HM",
+	"oM5ZDT97kx3raMKTuGDYAOhCwWsZkq5MA3eBi//LoTidj3TK2N8MpRv7EBPMuAZEOagzo0KrnuESqDkZ",
+	"eT1DNYzF9ooyM5CywlRSjss6Ug1vMZPa92d/GywmWPnWvr8g7+cMcn7Xeytbxvz1ctpysrC6cSWEBdvi",
+	"QDPAswEpMHhBQPF6AC7Qf5guHEb9joOqz/nN8qquiit85UyLpdqtFwh0qNZPG425afGyNFK4ZkqmmowW",
+	"fRJ6pcUhfK2IYJfGULRX5CxcQsguCc0quadoMpvQEbL9ZDEUXerqKXveSzbPrmbFTSsvFoU1zwpqSwXP",
+	"zilX/Bba+XSdvchKRe1afbpD2eRRuOfgq5FQuYvPZ0M1sirjDi1E1Tt2pY/tjXV/Xjn3beWVYbiFPfPE",
+	"U+HrT1+DBsV637kRCiwt01AJ3vJU+LEkm9CWA5bnIMkLVa2g52IzPygUdykTpFs0gBBb7pIrKMS0LoSt",
+	"wSB3Wwh2WRiGy2JAX06dPMK5ecfgngQSvKXTxZm8YOKOVeXKHFeozOUCb3j9fnVmf0NajNJD3yixJLPx",
+	"q5jJwRk9/3OzoEELFuSO2XesmyOhF/lUM7tr1Miffilwr68Wkqw24Qav7FXGGsCScZ8su55LLFnskK3B",
+	"tuFcVWQkpXmSWHykqrIfDIVDVUwzy73oQ604hsDrWfIqYEzRhY2yIgqHM1bHHnF6988eD8fgziowxgKr",
+	"2W5CYSkyBTe1v4pNvf5B32px0FNIoYaMXKxEfABnHSmz7VkP6k3sEy+SUac3uICL1R8qx+M107d9Nj49",
+	"GKn6KEkfnDL/mun2FL8eLRZ8HcdUT4AUZ/OaU4O1D5VT84OylyEWIHtS4gp1oJSmT15hsR/6p1PmXOLV",
+	"4r/doQj9Ip+woQoHI3+zlJl2+uSECTrNMOTB5qAJgkDOFcIJUAehk0fnSpFIsFfays/U9Mhia66URHGv",
+	"TqxWkJm+oVi9fXujEXeqgefY8s9CyfCDMjXmWOzzyBwfkPbxfVooeDSuaaGU4chXRQ1KNcd5CXZQd6cY",
+	"4AqzuE9eWthh+xowZgSfBdArvF88LKJA/s1mRkLdKVUXLIZLgsmxCyKQhF8wm9ZjWmuODRRmeUtssQXY",
+	"qs36qNzUJnG4DW5im2NbYVhBS+aDybSrYwm4R9Uogl9Q2zTGInpnbQxhdb3t9xpDIN1iDMGPHgQk9NYm",
+	"LMUMAi9O0BiYuXGYwN+c7yBa4B3O9vGCwol6DBl8LyGDwrYVhFSBRbeLGxTAHKHm04KBADC4vTojLGFt",
+	"hN7lGfXa9VD4MYFXDt1LiiJwowfQ6IO7Wp7vXeoKuZZDEdbUu4JoK1zUCRw4uxuDdKnLh4U0WPAGFq7E",
+	"UGU0yWGGGZuZKIUrL91dBSnbcAXGcb/EtLhyoZRZjlVRvXd+SejDm+mfOPhRA1Da6AKpII9+kwiIvy/t",
+	"hvoYBnkMgxTDID55LGPhSyyNLAXzc6G2f408TEridEHSuejt2Ip2Us9gqYgzJAWFSA2E0WhSrLvvD4UL",
+	"/oZfhlj6bjGXgqGr6h92dn77v//5309fQ9KVghFbOF+t4ge0bb8dRJkYIvYAIEAhmMBQODSBr2GfvJOY",
+	"/MyVvTSnjsM6NIT9GvSEB5xaWQ/L0ei8AQnXDLqRQWNkyBv3x0Rr4ShqJlIDvcAVQkCYmQWEj4mSgS3L",
+	"LM2RayffH1M3HzZfRHiYAsk6RJjSpl6XV34p3RXRKnacG/jdrcF2bxdCT3OR65qlm43xqgKrKY5odGFe",
+	"FjE6rQtenaGoRHkbvNQ7GUo214QLpRldGhC+f6Xx+iHhio70GBX+C0SF26o+rULDxbtdKt7THxQ6FLmC",
+	"s+tA3fLKXC8JrT6IfNvn6dPDMk0ezZEHG0tuf07WDSgXJOHykPK+ReHX3g0XGExGYR1YKNWYjBN6HtTc",
+	"fiFTG1/ey27EcjhsKaFDkbIN1wSeYtr+Jo+qYAU0DnhzxLKhyXQo3IWoWBNcvmwThwqKBz3PoAB7O/Ag",
+	"hqpFNm4j7Mf8yorsoVgrsvww5PPdxZbbu3O+dXS5Ba/M48uPPPMxxHx7IeZreX+ymrXVEeYsF7V8L9iy",
+	"wG9t2PfYdfpNy8GWx2BtKXF9Kdd1Krf+slFX8c3Crd9HVRbex9A2wOpO4WNk9fuIrM5yXldTJ7wymCrI",
+	"4d5bx4y4qJZaHdBokiMBGJv0aP8wA0JYCE2vhqIb7gE2AKL6WAQERPYx5xi//szSkf0Ov3A4FxtwOwL+",
+	"woX9MZFI7Pb73xCXF3/LxCv++Cns7eJ9L3aQBdwMKAVTzKtwGBCX0+mDHBAuYnYFKjO66K2ibm8goRdM",
+	"EQZafh4QFnA5DWDaGKsAwcGbo6N4Ev+0YdHixS8N2ql3o8s3iIPaHVg+tsfA52Pg0w98ztyxXQXE4L5/",
+	"+gVfWcNjb0nPuuwh9gWQuoRrcp5SYXRfC0ZWx3vsvQT9Bg/7vTKe67rWvdP36FL/07vUlx2qFk50Sywt",
+	"vOG3SPufvrFkepRGD9TvvZyY1yO8Yys62ru4sfe6gqnAx/CyPu1dq8Xyz2xdYeLf7/cn9AO30l+/rQN4",
+	"OZdwnt9HbvHo8b25x7e12otwAi08vBZ3oOpmaI82xgHNFiBvG3HHXMmRQ2uuKTkiLSuOPAizobg7DLP3",
+	"uIJ/TvQyuw3Ly41ag5fdWv3Rcve8zehHKCB0er1sGhLcBrJuhdZfAUKtUFrwQJDUvqsSKeALbT33eM4e",
+	"/fbfh9/+d8fynXS1X7QpgELmVOetb8Qxs6U8rjAo3Ns/O/zHQdirgpod2bse8tuWASQd7rGV0dx0xWJ3",
+	"UBVKU0RdWHW/cpZKk1DN0mY3+Xt73c2f00teuAO7QZHPr7b+Bj5yXP6lI3v0kD96yH0PeXZBVZmX1dgJ",
+	"T7/YMvfWvnF3NQHq/Fz79xvTEigazRhguxsMhsK0KyTcJIERP+wuu8Ab7+U4fPc6JHAPeYRDyX4xRsNl",
+	"7Y18cCsei1V/KPb8AlWeF2h6lzE04681Z87fJ6dc6dbfarpi2UxRisIFhbtkLCFiXFm0sUwrV4XeUgwA",
+	"OU6JEFo08dG/vuLRwfHgQgmN3KdFHMEimBiKy/SdNfDabu8AfvqmEv1Rij/QyMIS2l6P5t6j0G2PxebK",
+	"TrJjUcUf9WwM53qGt3orcdmGIgdmI9fBZWtnaQxFlwoyFxdCXgrrzvDygAA+tSiYzfvOOFpbKOPyfWuh",
+	"fFfhkTaGS24zfpv4yFJOV6DRR473GB25SXTkeiZPBn+Ah8NHC9z5clOOXus1eot2jO9UKOPTloMxFsgM",
+	"792z+JRLmT+UEFtY6R4aUfZqMrwDMr/vinBBRtJdC4i3nLlif3sDlp/4X+cigoWzjtE/J+Jl/RRXcN6a",
+	"1XtgXqMAwJQggKfKdys8cuNHbnwNbmyYWw7+JQlFAK8GPMw1WfRsnmLI5C7Ysu/fyspFCwiS3fDd0cnb",
+	"vTdhL7Bx7kLxp3vo5Zv3IaDOyDFy1m744ujs17AXDMVNnWOk4Bt721DVivcXwmoVfDyg7F+wWS0bPzaP",
+	"//k05XxaS9g1XiUvccnacOkGz1p1yR/dao+8+FvxYiD9myvGKYtT/pndrTqMQHzu3ueM/45TOS34PqoM",
+	"F/J5fNTHgMgkzvIfQPkdiqzFC8Zm5lmekpDHYUBGLJJTRj5zxUcJK0YU4DGL07Ow1f329nd6TrnA8f3B",
+	"UtkfigoumpCaGKFnBMHR/iF5b7VxuKY//PI1NMOeKxvJxfAtgRWo488nuA2O5z9kgLHSUJcw3l/lJZlS",
+	"4QE0aAnGy/2qyqUBL7/IVcynIwbSPRs0mFuP6GAPXzP12IePu1XhIR63dA+t5JfRhArBkjZplzzOVEv3",
+	"Fvo7bYAjWeC91HlUlQuS5WURmcYsDYi0eSHJAtMo9UQqw+qMVmUeC23bFn7x3q5/detwQ0SZ1klz11M/",
+	"b5KYt2oi/rrfB2439tcasRsfN1T4mJv2naB152eqhi/dLPK0nKtl3TRyNUZVRYFz2pR7ewdxXjGdN+e8",
+	"RplaKMKFe15L4vwFyAuUsZOGIoQHACjciy51rdK0Uxcew0S6iKYp3KZHwpRFjM90aENg0YWQlwmLz5ka",
+	"ii5a/1YBAOs98up5EjNH0kVXc/7Q2GZNOwXRcOE++Thhwtjobo5cZcuR3fdPLimAQOKiaT5lcq7bz8zY",
+	"johlmiqjrzLSTaQ4JzOZJD2nuoqhcO4FcC1cQkAN0NgDMpPKDGmRX2wI4C0kjJPfMbMfJ91GBa8TBK+Z",
+	"vramestyoKrBTekVn86ndZqclm6zN/v9Z1uNSe9A5/VJz5tBx3bQ2Xm2BXnv+CHPeudCs3OW1qW9G404",
+	"sXfm4lA8PcUcl6WnBRQFLBZTpDvo97efbUFU9aXLDkUtx4YGflCk9mQ1Z3vXPF1O+sfJQsfe5AfrTV7C",
+	"CQFCp5bMSzylMtVng10yyDxq1o5bOvXKuWued/nR+kk/azHja+gOq996mfx+D3qGf6gbjKMyxXYzRiOk",
+	"wBqSv4SN9I11BmBh05wB37rS0OTNObaeaEU2zXnbGmSjsMA19uMPiliShORLTaZSabL143Pyn/wF6W49",
+	"39rc3iajhUYn/IezVxs/75Io4WZYQzGiij3f3mAikjEjIy5ouiAx1TSTfjZPxXlbsx7IW9P+9uYzEpZs",
+	"1ML940OxRywgPpeCjClP5gDO/C8Alcw7GBlrCwXs9mAAvV+mXCPSjTHDPDe9sbvieQowzC5BdSi2BgOA",
+	"mWdC23t9wUwDgaxAuDOh0wVA2/u8z00NrME++QjhAxKzeJ6db3LJRSwvA0IzD5i9EyUsPHcYh+i1tkmw",
+	"ecDAclMzLJlyYzIm4DfDlDzMzmHIUWP0idXk1o7nSUK64ZRenfI/2KF4YbYVKh1sNs/WLyQsnYawPkah",
+	"vwf/lzfMFTFiX++wQZx7Ll+er2Tp2RgvWcpy0oBrFyypLiXN3qNj7IGHCYDuVoiLdlZiFjSIfXtK3XXM",
+	"1smasvYxWhBr9Vnpg5zUlQHA7bXmeBKJORDyUuz4LHhCgQEPRc6BHWnDN4FD6YfMHOuWw6JpuF5kX8Ys",
+	"fIp/27UIjRVHcpGiSNcoueyKTmcJG4r8klqr/CpNQY7BNHqBhUObC3cLJIjEDcVjjFko2Gf87LpoLld4",
+	"KDbaeurt7XPs4mqsYNp2LzIXrs/Eke7vl4cXB788eDFj6QYSs5zrSE7ZI3N+0Mx5L3dTkS4SVy8nOMCG",
+	"AQ30Vpj23Pdv3RnT3i871uAglc2F2+DdQ1HUnlvyblehG1qPw94Ybq+SAjtXUI8yFEtYfM7eb41ffyju",
+	"zV+cXxdXoy2/zmP6ZntzVxax3h11v3y7OIlHvv3nuovKMLkSj7ttvv3F/nWCBN66fLeoJhMeM6H5mLPY",
+	"MF2dnxgEv+yTvaISihfkoJucXc3MYXFHy3MzUOX6AbdAQCDfreBmsKCSvWJZT64Am0ZjO27rTdkFVwZN",
+	"xjKdwpUcRks+Z3E2Nh9UODwU4MM5dpwpXKkJf1+MtQ2Ip78hjyieK3IEH6CyR90O3oEbdzXBvS1wmOW1",
+	"igdXGgFxU6ImMtVM+NHTorHUzHR2Co9hdl4eQQVe0hQPHrv7obsDkjLLd7n2YkF7nj+zquJVOF0eQS1y",
+	"pl2zK7fKhAq6wKN25y3GCuWuXpP7Fopc7HZvWWgMgVqwFvaRDf/JwFdQ56NejAv2/Do6ntJUN+fc+HgJ",
+	"eRJDxiNFTLjYGCf8fKJJF7Uwz2uQm0GK/8GCLJskR3WxtQlDUcn1KGQdpkzplEcar8s3trbNU2rICDmF",
+	"ST2odBBAGcTE7mrhD1fZhBrSAuzPh+3xBvezN77ePcIELnhTZbimmivNI/UYlb83/Ag8Y/nS33lC32Ve",
+	"09MmM9kvUYJTUCpFDkp3PdXmINsMO7yaxbrkoLJ4KEL3J4Dj3U9C8kd/CR7oBWTFdW9av5bwp/ka3wUM",
+	"6jXTpu+S2Xk7fIrHrW0udGHdH7Ohv49s6MKmeRy0wOtKGpb/29Mvl36l49dWepbh2XNUnlzJJtyLKAqI",
+	"dyRjP7XoVB6hPniMKn+sDSqEvxGPgAEPFLDK36Tmw7IuNRZqhT3FY8Jooid/NB6pAh7uhGNSvDlReLeS",
+	"IulcCEibewdhPiGJ2QQmtKXi6rn61Xb50A8UjvMU+EhjnCdfCJrwz7cb5jHEwaJ5yvWis/PbpyJf/cyE",
+	"6XiWypFvsWZL7TjqlBmbr1mXBKeMjI31ax91gdbjVE6ZnrC5IppdacKuZlJxzK+U6ZTqNfb8rR3F/ey5",
+	"Ge7TWUJ5abfLWOUN+XMw1PvaSW+Vp9kiNe6mnDFBZ7y/oNNk6ZYezZjYOz7MEKftlY7w3AjiSlyRvePD",
+	"wOjjENS2jl1IEo3ZGnv7mmnb2+mMRd/gWLvFyDeaxogJQJPj1AxWwwXKOp2zoMVamSlaUpFwEWcTqVQW",
+	"uftfe2/f9O6LdM7AsLBjUDMW8bFdkmUkBLG8tgzfovLC7UYRFUgpueEDkcWYajqiCiqnUkajCXVerSk/",
+	"T6mNGMbkx8GzoQiN+OMR+yDoZ8oT86iXyN1MdbUV9jCRP4MYgfXF5YsXt+ze+XHQwjtb3ZXOMsozS89b",
+	"yJ9iE186I0ZTlu7N9cS0aJbdvldJOsoNckVkek4FV4xQh6b2g8psbCOutDQ/pcxiXKeopMwFBywHew+k",
+	"2cxUgmvQeQO9TmrsfbxTJnC+Vx/cFr/KbsAhXds4mSXUls3YPix4R7X1j0UPQoquEc8ysU1uQJO5naKI",
+	"mkcTw7XRN5WhQ4Ol4wBxbO8FpbE6hv3ClfT23njrN8YpUq1TPpprRsZQ4ZRNn4ypkHNdLsbTEzYtrHDh",
+	"avvqCGwyMxfnATjf4Y+81hOBvWPChWFvgPOdlyoZvlNd8MwtV+0su6iZm9eP9g+9u4vxIua8HMXdz8yn",
+	"84RqmXo9ZLc4VXtAC8SyLRbnu0YTwkQ8k9zQcxeV7gCOOxyjwMn+ACVwgZn7s/OO19dPX/9fAAAA//8=",
 }
 
 // decodeSpec returns the embedded OpenAPI spec as raw JSON bytes,

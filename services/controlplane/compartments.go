@@ -5,6 +5,8 @@ import (
 
 	"github.com/gin-gonic/gin"
 
+	"github.com/ferry-mq/ferry/iam"
+	"github.com/ferry-mq/ferry/iam/policy"
 	"github.com/ferry-mq/ferry/openapi/api"
 	"github.com/ferry-mq/ferry/persistence"
 	"github.com/ferry-mq/ferry/services/apierror"
@@ -48,6 +50,7 @@ func (h *Handlers) CreateCompartment(c *gin.Context, _ api.CreateCompartmentPara
 		apierror.Write(c, err)
 		return
 	}
+	h.invalidate(tenancyOf(c))
 	writeCompartment(c, comp)
 }
 
@@ -81,6 +84,10 @@ func (h *Handlers) ListCompartments(c *gin.Context, params api.ListCompartmentsP
 	}
 	items := make([]api.Compartment, 0, len(list))
 	for _, comp := range list {
+		// In a subtree list, only the compartments the caller may inspect.
+		if deref(params.CompartmentIdInSubtree) && !iam.CanInspect(ctx, policy.PermCompartmentInspect, *comp.ParentID) {
+			continue
+		}
 		items = append(items, toCompartment(comp))
 	}
 	writeList(c, next, api.CompartmentCollection{Items: items})
@@ -101,6 +108,7 @@ func (h *Handlers) UpdateCompartment(c *gin.Context, id api.CompartmentIdPath, p
 		apierror.Write(c, err)
 		return
 	}
+	h.invalidate(tenancyOf(c))
 	writeCompartment(c, comp)
 }
 
@@ -110,5 +118,6 @@ func (h *Handlers) DeleteCompartment(c *gin.Context, id api.CompartmentIdPath, p
 		apierror.Write(c, err)
 		return
 	}
+	h.invalidate(tenancyOf(c))
 	c.Status(http.StatusNoContent)
 }

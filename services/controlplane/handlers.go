@@ -17,6 +17,9 @@ import (
 
 // Handlers implements the control-plane operations of api.ServerInterface.
 type Handlers struct {
+	// Access decides requests (the policy simulator uses it; nil without IAM).
+	Access *iam.Access
+
 	store     *persistence.Store
 	ocids     tenancy.OCIDs
 	publicURL string

@@ -6,6 +6,8 @@ import (
 
 	"github.com/gin-gonic/gin"
 
+	"github.com/ferry-mq/ferry/iam"
+	"github.com/ferry-mq/ferry/iam/policy"
 	"github.com/ferry-mq/ferry/openapi/api"
 	"github.com/ferry-mq/ferry/persistence"
 	"github.com/ferry-mq/ferry/services/apierror"
@@ -117,6 +119,10 @@ func (h *Handlers) ListQueues(c *gin.Context, params api.ListQueuesParams) {
 	}
 	items := make([]api.QueueSummary, 0, len(list))
 	for _, q := range list {
+		// In a subtree list, only the queues the caller may inspect.
+		if deref(params.CompartmentIdInSubtree) && !iam.CanInspect(ctx, policy.PermQueueInspect, q.CompartmentID) {
+			continue
+		}
 		full := h.toQueue(q)
 		items = append(items, api.QueueSummary{
 			Id: full.Id, CompartmentId: full.CompartmentId, DisplayName: full.DisplayName,
@@ -197,6 +203,7 @@ func (h *Handlers) ChangeQueueCompartment(c *gin.Context, id api.QueueIdPath, pa
 		apierror.Write(c, err)
 		return
 	}
+	h.invalidate(tenancyOf(c))
 	h.writeQueue(c, q)
 }
 

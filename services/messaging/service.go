@@ -10,6 +10,7 @@ import (
 	"log/slog"
 	mrand "math/rand/v2"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"go.opentelemetry.io/otel/attribute"
@@ -52,6 +53,16 @@ type Service struct {
 	listener *persistence.Listener
 	inst     *telemetry.Instruments
 	logger   *slog.Logger
+
+	configHook    atomic.Pointer[func(payload string)]
+	reconnectHook atomic.Pointer[func()]
+}
+
+// OnConfig passes every ferry_config notification to onConfig, and calls onReconnect after the LISTEN connection
+// was re-established (IAM reloads policies on both).
+func (s *Service) OnConfig(onConfig func(payload string), onReconnect func()) {
+	s.configHook.Store(&onConfig)
+	s.reconnectHook.Store(&onReconnect)
 }
 
 // New builds the service. databaseURL is used for the LISTEN connection; receiptKey signs receipts.
@@ -98,6 +109,9 @@ func New(cfg Config, store *persistence.Store, databaseURL string, receiptKey []
 			if channel == persistence.ConfigChannel {
 				s.groups.forget(queueID)
 				s.queues.forget(queueID)
+				if hook := s.configHook.Load(); hook != nil {
+					(*hook)(queueID)
+				}
 				return
 			}
 			s.channels.invalidate(queueID) // another node may have published to a channel this node has not seen
@@ -105,6 +119,9 @@ func New(cfg Config, store *persistence.Store, databaseURL string, receiptKey []
 		},
 		OnReconnect: func() {
 			// Notifications may have been missed while disconnected.
+			if hook := s.reconnectHook.Load(); hook != nil {
+				(*hook)()
+			}
 			s.groups.clear()
 			s.waiters.wakeAll()
 		},

@@ -102,7 +102,7 @@ func Start(t testing.TB, opts ...Option) *Server {
 func (s *Server) Tenancy(t testing.TB, name string) string {
 	t.Helper()
 	ocids := tenancy.OCIDs{Realm: tenancy.RealmDefault, Region: tenancy.RegionDefault}
-	tn, _, err := persistence.NewStore(s.Pool).Tenancies.Create(context.Background(), ocids.New(tenancy.TypeTenancy), name)
+	tn, _, err := persistence.NewStore(s.Pool).Tenancies.Create(context.Background(), ocids.New(tenancy.TypeTenancy), name, ocids.New(tenancy.TypePolicy))
 	if err != nil {
 		t.Fatalf("testserver: creating tenancy: %v", err)
 	}

@@ -1,0 +1,2 @@
+-- Reverts 0004_policies.
+DROP TABLE IF EXISTS policies;

@@ -1,0 +1,237 @@
+package persistence
+
+import (
+	"context"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgxpool"
+
+	"github.com/ferry-mq/ferry/services/apierror"
+)
+
+// Tenant admin policy created with every tenancy (DESIGN section 5).
+const (
+	TenantAdminPolicyName      = "Tenant Admin Policy"
+	TenantAdminPolicyStatement = "Allow group Administrators to manage all-resources in tenancy"
+)
+
+// PolicyChannelPrefix prefixes the ConfigChannel payload that says "this tenancy's policies or compartments
+// changed": every node reloads the tenancy's decisions.
+const PolicyChannelPrefix = "iam:"
+
+// Policy is a row of policies.
+type Policy struct {
+	TenancyID      string
+	ID             string
+	CompartmentID  string
+	Name           string
+	Description    string
+	Statements     []string
+	LifecycleState string
+	FreeformTags   map[string]string
+	Version        int64
+	TimeCreated    time.Time
+	TimeUpdated    time.Time
+}
+
+// Etag of the policy's current version.
+func (p Policy) Etag() string { return Etag(p.ID, p.Version) }
+
+// PolicyPatch holds the fields an update changes (nil = unchanged).
+type PolicyPatch struct {
+	Name         *string
+	Description  *string
+	Statements   []string
+	FreeformTags map[string]string
+}
+
+// Policies is the repository of the policies table.
+type Policies struct{ pool *pgxpool.Pool }
+
+const policyColumns = `tenancy_id, id, compartment_id, name, description, statements, lifecycle_state, freeform_tags, version,
+	time_created, time_updated`
+
+const (
+	policyGet       = `SELECT ` + policyColumns + ` FROM policies WHERE tenancy_id = $1 AND id = $2`
+	policyGetLocked = policyGet + ` FOR UPDATE`
+	policyInsert    = `INSERT INTO policies (tenancy_id, id, compartment_id, name, description, statements, freeform_tags)
+		VALUES ($1, $2, $3, $4, $5, $6, $7) RETURNING ` + policyColumns
+	policyUpdate = `UPDATE policies SET name = coalesce($3, name), description = coalesce($4, description),
+		statements = coalesce($5, statements), freeform_tags = coalesce($6, freeform_tags), version = version + 1, time_updated = now()
+		WHERE tenancy_id = $1 AND id = $2 RETURNING ` + policyColumns
+	policyMarkDeleted = `UPDATE policies SET lifecycle_state = 'DELETED', version = version + 1, time_updated = now()
+		WHERE tenancy_id = $1 AND id = $2`
+	policiesOfTenancy = `SELECT ` + policyColumns + ` FROM policies WHERE tenancy_id = $1 AND lifecycle_state = 'ACTIVE'
+		ORDER BY time_created, id`
+	policyNotify = `SELECT pg_notify('` + ConfigChannel + `', '` + PolicyChannelPrefix + `' || $1)`
+)
+
+func scanPolicy(row pgx.Row) (Policy, error) {
+	var p Policy
+	err := row.Scan(&p.TenancyID, &p.ID, &p.CompartmentID, &p.Name, &p.Description, &p.Statements, &p.LifecycleState,
+		&p.FreeformTags, &p.Version, &p.TimeCreated, &p.TimeUpdated)
+	p.TimeCreated, p.TimeUpdated = p.TimeCreated.UTC(), p.TimeUpdated.UTC()
+	if p.FreeformTags == nil {
+		p.FreeformTags = map[string]string{}
+	}
+	return p, err
+}
+
+// insertTenantAdminPolicy creates a new tenancy's admin policy inside its creating transaction.
+func insertTenantAdminPolicy(ctx context.Context, tx pgx.Tx, tenancyID, policyID string) error {
+	_, err := tx.Exec(ctx, policyInsert, tenancyID, policyID, tenancyID, TenantAdminPolicyName,
+		"Administrators manage everything in the tenancy.", []string{TenantAdminPolicyStatement}, map[string]string{})
+	return err
+}
+
+// Get returns one policy of the tenancy.
+func (r *Policies) Get(ctx context.Context, tenancyID, id string) (Policy, error) {
+	ctx, cancel := withTimeout(ctx)
+	defer cancel()
+	p, err := scanPolicy(r.pool.QueryRow(ctx, policyGet, tenancyID, id))
+	return p, interpretError("getting policy", err)
+}
+
+// Create inserts a policy into an active compartment (statements are parsed by the caller).
+func (r *Policies) Create(ctx context.Context, p Policy) (Policy, error) {
+	ctx, cancel := withTimeout(ctx)
+	defer cancel()
+	var out Policy
+	err := InTx(ctx, r.pool, func(tx pgx.Tx) error {
+		if err := LockActiveCompartment(ctx, tx, p.TenancyID, p.CompartmentID); err != nil {
+			return err
+		}
+		var err error
+		if out, err = scanPolicy(tx.QueryRow(ctx, policyInsert, p.TenancyID, p.ID, p.CompartmentID, p.Name, p.Description,
+			p.Statements, tagsOrEmpty(p.FreeformTags))); err != nil {
+			return err
+		}
+		_, err = tx.Exec(ctx, policyNotify, p.TenancyID)
+		return err
+	})
+	if apiErr := apierror.From(interpretError("", err)); apiErr.Code == "Conflict" {
+		return out, apierror.Conflict("name: the tenancy already has a policy named %q", p.Name)
+	}
+	return out, interpretError("creating policy", err)
+}
+
+// List returns one page of a compartment's policies.
+func (r *Policies) List(ctx context.Context, tenancyID, compartmentID, name, state string, p Page) ([]Policy, string, error) {
+	ctx, cancel := withTimeout(ctx)
+	defer cancel()
+	args := []any{tenancyID, compartmentID}
+	query := `SELECT ` + policyColumns + ` FROM policies WHERE tenancy_id = $1 AND compartment_id = $2`
+	if name != "" {
+		args = append(args, name)
+		query += ` AND name = $` + itoa(len(args))
+	}
+	if state != "" {
+		args = append(args, state)
+		query += ` AND lifecycle_state = $` + itoa(len(args))
+	} else {
+		query += ` AND lifecycle_state <> 'DELETED'`
+	}
+	query, args, err := p.keyset(query, args, "time_created", "name", "id")
+	if err != nil {
+		return nil, "", err
+	}
+	rows, err := r.pool.Query(ctx, query, args...)
+	if err != nil {
+		return nil, "", interpretError("listing policies", err)
+	}
+	list, err := pgx.CollectRows(rows, func(row pgx.CollectableRow) (Policy, error) { return scanPolicy(row) })
+	if err != nil {
+		return nil, "", interpretError("listing policies", err)
+	}
+	list, next := trim(p, list, func(x Policy) (time.Time, string, string) { return x.TimeCreated, x.Name, x.ID })
+	return list, next, nil
+}
+
+// Update changes an active policy.
+func (r *Policies) Update(ctx context.Context, tenancyID, id, ifMatch string, patch PolicyPatch) (Policy, error) {
+	ctx, cancel := withTimeout(ctx)
+	defer cancel()
+	var out Policy
+	err := InTx(ctx, r.pool, func(tx pgx.Tx) error {
+		cur, err := scanPolicy(tx.QueryRow(ctx, policyGetLocked, tenancyID, id))
+		if err != nil {
+			return err
+		}
+		if cur.LifecycleState == StateDeleted {
+			return apierror.ErrNotFound
+		}
+		if err := CheckEtag(ifMatch, cur.Etag()); err != nil {
+			return err
+		}
+		var tags any
+		if patch.FreeformTags != nil {
+			tags = patch.FreeformTags
+		}
+		if out, err = scanPolicy(tx.QueryRow(ctx, policyUpdate, tenancyID, id, patch.Name, patch.Description, patch.Statements, tags)); err != nil {
+			return err
+		}
+		_, err = tx.Exec(ctx, policyNotify, tenancyID)
+		return err
+	})
+	if apiErr := apierror.From(interpretError("", err)); apiErr.Code == "Conflict" {
+		return out, apierror.Conflict("name: the tenancy already has a policy with that name")
+	}
+	return out, interpretError("updating policy", err)
+}
+
+// Delete marks a policy DELETED.
+func (r *Policies) Delete(ctx context.Context, tenancyID, id, ifMatch string) error {
+	ctx, cancel := withTimeout(ctx)
+	defer cancel()
+	err := InTx(ctx, r.pool, func(tx pgx.Tx) error {
+		cur, err := scanPolicy(tx.QueryRow(ctx, policyGetLocked, tenancyID, id))
+		if err != nil {
+			return err
+		}
+		if cur.LifecycleState == StateDeleted {
+			return apierror.ErrNotFound
+		}
+		if err := CheckEtag(ifMatch, cur.Etag()); err != nil {
+			return err
+		}
+		if _, err := tx.Exec(ctx, policyMarkDeleted, tenancyID, id); err != nil {
+			return err
+		}
+		_, err = tx.Exec(ctx, policyNotify, tenancyID)
+		return err
+	})
+	return interpretError("deleting policy", err)
+}
+
+// OfTenancy lists the tenancy's active policies (the authorizer loads them).
+func (r *Policies) OfTenancy(ctx context.Context, tenancyID string) ([]Policy, error) {
+	ctx, cancel := withTimeout(ctx)
+	defer cancel()
+	rows, err := r.pool.Query(ctx, policiesOfTenancy, tenancyID)
+	if err != nil {
+		return nil, interpretError("listing policies", err)
+	}
+	out, err := pgx.CollectRows(rows, func(row pgx.CollectableRow) (Policy, error) { return scanPolicy(row) })
+	return out, interpretError("listing policies", err)
+}
+
+// CompartmentNode is one compartment of a tenancy's tree (the authorizer caches the tree).
+type CompartmentNode struct {
+	ID       string
+	ParentID *string
+	Name     string
+	State    string
+}
+
+// Tree returns every compartment of the tenancy.
+func (r *Compartments) Tree(ctx context.Context, tenancyID string) ([]CompartmentNode, error) {
+	ctx, cancel := withTimeout(ctx)
+	defer cancel()
+	rows, err := r.pool.Query(ctx, `SELECT id, parent_id, name, lifecycle_state FROM compartments WHERE tenancy_id = $1`, tenancyID)
+	if err != nil {
+		return nil, interpretError("compartment tree", err)
+	}
+	out, err := pgx.CollectRows(rows, pgx.RowToStructByPos[CompartmentNode])
+	return out, interpretError("compartment tree", err)
+}

@@ -1,0 +1,163 @@
+package controlplane
+
+import (
+	"errors"
+	"net/http"
+
+	"github.com/gin-gonic/gin"
+
+	"github.com/ferry-mq/ferry/iam"
+	"github.com/ferry-mq/ferry/iam/policy"
+	"github.com/ferry-mq/ferry/openapi/api"
+	"github.com/ferry-mq/ferry/persistence"
+	"github.com/ferry-mq/ferry/services/apierror"
+	"github.com/ferry-mq/ferry/tenancy"
+)
+
+func toPolicy(p persistence.Policy) api.Policy {
+	return api.Policy{
+		Id: p.ID, CompartmentId: p.CompartmentID, Name: p.Name, Description: p.Description, Statements: p.Statements,
+		LifecycleState: api.LifecycleState(p.LifecycleState), FreeformTags: p.FreeformTags,
+		TimeCreated: p.TimeCreated, TimeUpdated: p.TimeUpdated,
+	}
+}
+
+func writePolicy(c *gin.Context, p persistence.Policy) {
+	c.Header("etag", p.Etag())
+	c.JSON(http.StatusOK, toPolicy(p))
+}
+
+// checkStatements parses the statements; an error names the statement index and column.
+func checkStatements(statements []string) error {
+	if _, err := policy.ParseStatements(statements); err != nil {
+		var perr *policy.Error
+		if errors.As(err, &perr) {
+			return apierror.InvalidParameter("statements[%d]: column %d: %s", perr.Statement, perr.Column, perr.Message)
+		}
+		return apierror.InvalidParameter("statements: %v", err)
+	}
+	return nil
+}
+
+// CreatePolicy creates a policy after parsing every statement.
+func (h *Handlers) CreatePolicy(c *gin.Context, _ api.CreatePolicyParams) {
+	var body api.CreatePolicyDetails
+	if !bind(c, &body) {
+		return
+	}
+	if err := checkStatements(body.Statements); err != nil {
+		apierror.Write(c, err)
+		return
+	}
+	p, err := h.store.Policies.Create(c.Request.Context(), persistence.Policy{
+		TenancyID: tenancyOf(c), ID: h.ocids.New(tenancy.TypePolicy), CompartmentID: body.CompartmentId, Name: body.Name,
+		Description: deref(body.Description), Statements: body.Statements, FreeformTags: tagsOf(body.FreeformTags),
+	})
+	if err != nil {
+		apierror.Write(c, err)
+		return
+	}
+	h.invalidate(tenancyOf(c))
+	writePolicy(c, p)
+}
+
+// GetPolicy returns one policy.
+func (h *Handlers) GetPolicy(c *gin.Context, id api.PolicyIdPath, _ api.GetPolicyParams) {
+	p, err := h.store.Policies.Get(c.Request.Context(), tenancyOf(c), id)
+	if err != nil {
+		apierror.Write(c, err)
+		return
+	}
+	writePolicy(c, p)
+}
+
+// ListPolicies lists a compartment's policies.
+func (h *Handlers) ListPolicies(c *gin.Context, params api.ListPoliciesParams) {
+	ctx := c.Request.Context()
+	if _, err := h.store.Compartments.Get(ctx, tenancyOf(c), params.CompartmentId); err != nil {
+		apierror.Write(c, err)
+		return
+	}
+	byName := params.SortBy != nil && *params.SortBy == api.ListPoliciesParamsSortByName
+	list, next, err := h.store.Policies.List(ctx, tenancyOf(c), params.CompartmentId, deref(params.Name),
+		string(deref(params.LifecycleState)), page(params.Limit, params.Page, byName, params.SortOrder))
+	if err != nil {
+		apierror.Write(c, err)
+		return
+	}
+	items := make([]api.Policy, 0, len(list))
+	for _, p := range list {
+		items = append(items, toPolicy(p))
+	}
+	writeList(c, next, api.PolicyCollection{Items: items})
+}
+
+// UpdatePolicy changes a policy; new statements are parsed first.
+func (h *Handlers) UpdatePolicy(c *gin.Context, id api.PolicyIdPath, params api.UpdatePolicyParams) {
+	var body api.UpdatePolicyDetails
+	if !bind(c, &body) {
+		return
+	}
+	var statements []string
+	if body.Statements != nil {
+		statements = *body.Statements
+		if err := checkStatements(statements); err != nil {
+			apierror.Write(c, err)
+			return
+		}
+	}
+	p, err := h.store.Policies.Update(c.Request.Context(), tenancyOf(c), id, deref(params.IfMatch), persistence.PolicyPatch{
+		Name: body.Name, Description: body.Description, Statements: statements, FreeformTags: tagsOf(body.FreeformTags),
+	})
+	if err != nil {
+		apierror.Write(c, err)
+		return
+	}
+	h.invalidate(tenancyOf(c))
+	writePolicy(c, p)
+}
+
+// DeletePolicy deletes a policy.
+func (h *Handlers) DeletePolicy(c *gin.Context, id api.PolicyIdPath, params api.DeletePolicyParams) {
+	if err := h.store.Policies.Delete(c.Request.Context(), tenancyOf(c), id, deref(params.IfMatch)); err != nil {
+		apierror.Write(c, err)
+		return
+	}
+	h.invalidate(tenancyOf(c))
+	c.Status(http.StatusNoContent)
+}
+
+// Authorize is the policy simulator.
+func (h *Handlers) Authorize(c *gin.Context, _ api.AuthorizeParams) {
+	var body api.AuthorizeDetails
+	if !bind(c, &body) {
+		return
+	}
+	if h.Access == nil {
+		apierror.Write(c, apierror.ServiceUnavailable(1, "authorization is not configured"))
+		return
+	}
+	d, err := h.Access.Simulate(c.Request.Context(), tenancyOf(c), body.Subject, deref(body.Groups), string(body.Permission), iam.Target{
+		CompartmentID: deref(body.CompartmentId), QueueID: deref(body.QueueId), ConsumerGroupID: deref(body.ConsumerGroupId),
+	})
+	if err != nil {
+		apierror.Write(c, err)
+		return
+	}
+	out := api.AuthorizeResult{Allowed: d.Allowed}
+	out.MatchedStatements = make([]struct {
+		PolicyId  api.Ocid `json:"policyId"`
+		Statement string   `json:"statement"`
+	}, len(d.Matched))
+	for i, m := range d.Matched {
+		out.MatchedStatements[i].PolicyId, out.MatchedStatements[i].Statement = m.PolicyID, m.Statement
+	}
+	c.JSON(http.StatusOK, out)
+}
+
+// invalidate makes this node reload the tenancy's decisions at once (other nodes follow the NOTIFY).
+func (h *Handlers) invalidate(tenancyID string) {
+	if h.Access != nil {
+		h.Access.Invalidate(tenancyID)
+	}
+}
