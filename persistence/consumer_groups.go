@@ -94,8 +94,9 @@ const (
 	consumerGroupsDeletedWithMessages = `SELECT cg.queue_id, cg.group_no FROM consumer_groups cg
 		WHERE cg.lifecycle_state = 'DELETED' AND EXISTS (
 			SELECT 1 FROM messages m WHERE m.queue_id = cg.queue_id AND m.group_no = cg.group_no)`
-	consumerGroupPurgeBatch = `DELETE FROM messages WHERE ctid = ANY (ARRAY (
-		SELECT ctid FROM messages WHERE queue_id = $1 AND group_no = $2 LIMIT $3))`
+	consumerGroupPurgeBatch = `DELETE FROM messages m USING (
+			SELECT id FROM messages WHERE queue_id = $1 AND group_no = $2 LIMIT $3) p
+		WHERE m.queue_id = $1 AND m.group_no = $2 AND m.id = p.id`
 )
 
 func scanConsumerGroup(row pgx.Row) (ConsumerGroup, error) {

@@ -272,6 +272,17 @@ func (r *Queues) StartWork(ctx context.Context, tenancyID, id, ifMatch, newState
 			}
 		}
 		wr.TenancyID, wr.CompartmentID, wr.ResourceID, wr.ResourceType = tenancyID, q.CompartmentID, id, "queue"
+		if wr.OperationType == OpPurgeQueue {
+			// A purge removes what was published before it was accepted, not what arrives while it waits to run.
+			var upTo int64
+			if err := tx.QueryRow(ctx, messagesLastID).Scan(&upTo); err != nil {
+				return err
+			}
+			if wr.Params == nil {
+				wr.Params = map[string]any{}
+			}
+			wr.Params["upToMessageId"] = upTo
+		}
 		out, err = insertWorkRequest(ctx, tx, wr)
 		return err
 	})

@@ -6,6 +6,7 @@ package maintenance
 import (
 	"context"
 	"fmt"
+	"math"
 	"log/slog"
 	"sync"
 	"time"
@@ -17,8 +18,9 @@ import (
 // another node are found this way).
 const PollIntervalDefault = 2 * time.Second
 
-// PurgeFunc deletes a queue's messages in batches ("NORMAL", "DLQ" or "BOTH"), reporting progress (0..100).
-type PurgeFunc func(ctx context.Context, tenancyID, queueID, purgeType string, progress func(percent float32)) error
+// PurgeFunc deletes a queue's messages with ids up to upTo in batches ("NORMAL", "DLQ" or "BOTH"), reporting
+// progress (0..100).
+type PurgeFunc func(ctx context.Context, tenancyID, queueID, purgeType string, upTo int64, progress func(percent float32)) error
 
 // WorkRequestExecutor claims and executes asynchronous work requests.
 type WorkRequestExecutor struct {
@@ -129,7 +131,7 @@ func (e *WorkRequestExecutor) execute(ctx context.Context, w persistence.WorkReq
 	switch w.OperationType {
 	case persistence.OpDeleteQueue:
 		if e.Purge != nil {
-			if err := e.Purge(ctx, w.TenancyID, w.ResourceID, "BOTH", progress); err != nil {
+			if err := e.Purge(ctx, w.TenancyID, w.ResourceID, "BOTH", math.MaxInt64, progress); err != nil {
 				return err
 			}
 		}
@@ -139,7 +141,11 @@ func (e *WorkRequestExecutor) execute(ctx context.Context, w persistence.WorkReq
 		if e.Purge == nil {
 			return nil
 		}
-		return e.Purge(ctx, w.TenancyID, w.ResourceID, purgeType, progress)
+		upTo, _ := w.Params["upToMessageId"].(float64) // JSON numbers; ids stay far below 2^53
+		if upTo <= 0 {
+			upTo = math.MaxInt64
+		}
+		return e.Purge(ctx, w.TenancyID, w.ResourceID, purgeType, int64(upTo), progress)
 	}
 	return fmt.Errorf("unknown operation %s", w.OperationType)
 }

@@ -453,7 +453,7 @@ func (s *Service) Redrive(ctx context.Context, tenancyID, queueID, groupRef stri
 
 // Purge deletes a queue's messages in batches (purgeType NORMAL, DLQ or BOTH), pausing between batches so that
 // a large purge does not starve the hot path. It is the work request executor's PurgeFunc.
-func (s *Service) Purge(ctx context.Context, _, queueID, purgeType string, progress func(float32)) error {
+func (s *Service) Purge(ctx context.Context, _, queueID, purgeType string, upTo int64, progress func(float32)) error {
 	var dlq *bool
 	switch purgeType {
 	case "NORMAL":
@@ -465,12 +465,8 @@ func (s *Service) Purge(ctx context.Context, _, queueID, purgeType string, progr
 	}
 	const batch = 1000
 	defer s.sizes.invalidate(queueID) // the room freed counts at once, not after the next refresh
-	// Only what was published before the purge started: messages published meanwhile are kept, and a queue that
-	// is published to faster than it is purged still finishes.
-	upTo, err := s.messages.LastID(ctx)
-	if err != nil {
-		return err
-	}
+	// Only what was published before the purge was accepted (upTo): messages published since are kept, and a
+	// queue that is published to faster than it is purged still finishes.
 	var done int64
 	for {
 		n, err := s.messages.PurgeBatch(ctx, queueID, dlq, upTo, batch)
