@@ -1,0 +1,271 @@
+package bench
+
+import (
+	"bufio"
+	"context"
+	"encoding/binary"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"net/url"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/ferry-mq/ferry/openapi/sdk"
+	"github.com/ferry-mq/ferry/persistence/testdb"
+	"github.com/ferry-mq/ferry/tests/testserver"
+)
+
+// fanoutMinPhase and fanoutMinBatches bound the measured phase from below: with -benchtime 1x (make bench) a
+// single batch says little, so the rates are taken over at least this much publishing.
+const (
+	fanoutMinPhase   = time.Second
+	fanoutMinBatches = 20
+	fanoutBatch      = 20
+)
+
+// fanoutResult is one sub-benchmark's figures.
+type fanoutResult struct {
+	groups           int
+	msgsPerSec       float64
+	rowsPerSec       float64
+	batchMillis      float64
+	tripsPerBatch    float64
+	discardedBatches int
+}
+
+// BenchmarkPublishFanout publishes batches of 20 × 1 KiB messages through an in-process server to a queue with 1,
+// 10 and 100 consumer groups whose filters all match, and reports messages/s, stored rows/s (one row per message
+// and group) and database round trips per batch, counted by a proxy in front of PostgreSQL. Fanout costs rows, not
+// round trips: a batch is one INSERT whatever the number of groups, so 100 groups must cost far less than 100× one.
+// The summary line compares 100 groups with 1.
+func BenchmarkPublishFanout(b *testing.B) {
+	proxy := startCountingProxy(b, testdb.New(b))
+	srv := testserver.Start(b, testserver.WithDatabase(proxy.url))
+	tenancyID, c := srv.Admin(b, "bench-fanout")
+	ctx := context.Background()
+
+	content := strings.Repeat("x", 1024)
+	batch := make([]sdk.PutMessagesDetailsEntry, fanoutBatch)
+	for i := range batch {
+		attrs := sdk.MessageAttributes{"n": float64(i)}
+		batch[i] = sdk.PutMessagesDetailsEntry{Content: content, Attributes: &attrs}
+	}
+	publish := func(b *testing.B, queueID string, groups int) {
+		resp, err := c.PutMessagesWithResponse(ctx, queueID, &sdk.PutMessagesParams{}, sdk.PutMessagesDetails{Messages: batch})
+		if err != nil {
+			b.Fatal(err)
+		}
+		if resp.StatusCode() != http.StatusOK {
+			b.Fatalf("put: %d %s", resp.StatusCode(), resp.Body)
+		}
+		for _, m := range resp.JSON200.Messages {
+			if m.ConsumerGroups == nil || *m.ConsumerGroups != groups {
+				b.Fatalf("a message reached %v consumer groups, not %d", m.ConsumerGroups, groups)
+			}
+		}
+	}
+
+	var results []fanoutResult
+	for _, groups := range []int{1, 10, 100} {
+		b.Run(fmt.Sprintf("groups=%d", groups), func(b *testing.B) {
+			// The primary group is disabled: exactly `groups` groups receive each message.
+			primary, maxSize := false, int64(1<<40)
+			q, err := c.CreateQueueWithResponse(ctx, &sdk.CreateQueueParams{}, sdk.CreateQueueDetails{
+				CompartmentId: tenancyID, DisplayName: fmt.Sprintf("fanout-%d", groups), MaxSizeInBytes: &maxSize,
+				Capabilities: &[]sdk.Capability{{Type: sdk.CapabilityTypeCONSUMERGROUPS, IsPrimaryConsumerGroupEnabled: &primary}},
+			})
+			if err != nil || q.StatusCode() != http.StatusOK {
+				b.Fatalf("create queue: %v %s", err, q.Body)
+			}
+			queueID := q.JSON200.Id
+			filter := ":n >= 0"
+			for i := range groups {
+				g, err := c.CreateConsumerGroupWithResponse(ctx, &sdk.CreateConsumerGroupParams{}, sdk.CreateConsumerGroupDetails{
+					QueueId: queueID, DisplayName: "g" + strconv.Itoa(i), ConsumerGroupFilter: &filter,
+				})
+				if err != nil || g.StatusCode() != http.StatusOK {
+					b.Fatalf("create group: %v %s", err, g.Body)
+				}
+			}
+			publish(b, queueID, groups) // warm the caches (queue, groups, compiled filters, size)
+
+			trips0 := proxy.roundTrips.Load()
+			start := time.Now()
+			batches := 0
+			for b.Loop() {
+				publish(b, queueID, groups)
+				batches++
+			}
+			for batches < fanoutMinBatches || time.Since(start) < fanoutMinPhase {
+				publish(b, queueID, groups)
+				batches++
+			}
+			elapsed := time.Since(start).Seconds()
+			trips := proxy.roundTrips.Load() - trips0
+
+			r := fanoutResult{
+				groups:        groups,
+				msgsPerSec:    float64(batches*fanoutBatch) / elapsed,
+				rowsPerSec:    float64(batches*fanoutBatch*groups) / elapsed,
+				batchMillis:   1000 * elapsed / float64(batches),
+				tripsPerBatch: float64(trips) / float64(batches),
+			}
+			b.ReportMetric(r.msgsPerSec, "msgs/s")
+			b.ReportMetric(r.rowsPerSec, "rows/s")
+			b.ReportMetric(r.tripsPerBatch, "roundtrips/batch")
+			b.Logf("%d groups: %d batches in %.2fs, %.0f msgs/s, %.0f rows/s, %.2f ms/batch, %.2f database round trips/batch",
+				groups, batches, elapsed, r.msgsPerSec, r.rowsPerSec, r.batchMillis, r.tripsPerBatch)
+			results = append(results, r)
+
+			// The next size starts from an empty table.
+			if _, err := srv.Pool.Exec(ctx, `DELETE FROM messages WHERE queue_id = $1`, queueID); err != nil {
+				b.Fatal(err)
+			}
+		})
+	}
+
+	byGroups := map[int]fanoutResult{}
+	var line []string
+	for _, r := range results {
+		byGroups[r.groups] = r
+		line = append(line, fmt.Sprintf("groups=%d msgs_per_s=%.0f rows_per_s=%.0f ms_per_batch=%.2f roundtrips_per_batch=%.2f",
+			r.groups, r.msgsPerSec, r.rowsPerSec, r.batchMillis, r.tripsPerBatch))
+	}
+	one, okOne := byGroups[1]
+	hundred, okHundred := byGroups[100]
+	if okOne && okHundred {
+		line = append(line, fmt.Sprintf("batch_time_100_over_1=%.2f roundtrips_100_over_1=%.2f rows_per_s_100_over_1=%.2f",
+			hundred.batchMillis/one.batchMillis, hundred.tripsPerBatch/one.tripsPerBatch, hundred.rowsPerSec/one.rowsPerSec))
+		if hundred.tripsPerBatch > 2*one.tripsPerBatch {
+			b.Errorf("100 groups take %.2f round trips per batch, 1 group %.2f: fanout must not add round trips",
+				hundred.tripsPerBatch, one.tripsPerBatch)
+		}
+	}
+	fmt.Printf("fanout: %s\n", strings.Join(line, " | "))
+}
+
+// countingProxy forwards PostgreSQL connections to the real server and counts round trips: the client's Sync
+// (end of an extended-protocol pipeline: one answer for all the statements before it) and Query (simple protocol)
+// messages. Background statements of the server (NOTIFY, maintenance) are counted too.
+type countingProxy struct {
+	url        string
+	roundTrips atomic.Int64
+}
+
+// startCountingProxy listens on a Unix socket that stands in for the database's and returns the rewritten URL.
+func startCountingProxy(b testing.TB, databaseURL string) *countingProxy {
+	b.Helper()
+	u, err := url.Parse(databaseURL)
+	if err != nil {
+		b.Fatal(err)
+	}
+	query := u.Query()
+	target := filepath.Join(query.Get("host"), ".s.PGSQL."+query.Get("port"))
+	dir, err := os.MkdirTemp("", "pgproxy")
+	if err != nil {
+		b.Fatal(err)
+	}
+	l, err := net.Listen("unix", filepath.Join(dir, ".s.PGSQL."+query.Get("port")))
+	if err != nil {
+		b.Fatal(err)
+	}
+	query.Set("host", dir)
+	u.RawQuery = query.Encode()
+	p := &countingProxy{url: u.String()}
+
+	var wg sync.WaitGroup
+	var mu sync.Mutex
+	var conns []net.Conn
+	wg.Go(func() {
+		for {
+			client, err := l.Accept()
+			if err != nil {
+				return
+			}
+			server, err := net.Dial("unix", target)
+			if err != nil {
+				client.Close()
+				continue
+			}
+			mu.Lock()
+			conns = append(conns, client, server)
+			mu.Unlock()
+			wg.Go(func() {
+				_, _ = io.Copy(client, server)
+				client.Close()
+			})
+			wg.Go(func() {
+				_ = p.forward(server, client)
+				server.Close()
+			})
+		}
+	})
+	b.Cleanup(func() {
+		l.Close()
+		mu.Lock()
+		for _, c := range conns {
+			c.Close()
+		}
+		mu.Unlock()
+		wg.Wait()
+		_ = os.RemoveAll(dir)
+	})
+	return p
+}
+
+// forward copies the client's messages to the server, counting Sync and Query messages. The first messages
+// (SSLRequest, GSSENCRequest, StartupMessage) have no type byte.
+func (p *countingProxy) forward(dst io.Writer, src io.Reader) error {
+	r := bufio.NewReaderSize(src, 64<<10)
+	w := bufio.NewWriterSize(dst, 64<<10)
+	var header [5]byte
+	for untyped := true; ; {
+		if untyped {
+			if _, err := io.ReadFull(r, header[:4]); err != nil {
+				return err
+			}
+			n := int64(binary.BigEndian.Uint32(header[:4]))
+			body := make([]byte, n-4)
+			if _, err := io.ReadFull(r, body); err != nil {
+				return err
+			}
+			code := binary.BigEndian.Uint32(body[:4])
+			untyped = code == 80877103 || code == 80877104 // SSL or GSS encryption request: the startup follows
+			if _, err := w.Write(header[:4]); err != nil {
+				return err
+			}
+			if _, err := w.Write(body); err != nil {
+				return err
+			}
+			if err := w.Flush(); err != nil {
+				return err
+			}
+			continue
+		}
+		if _, err := io.ReadFull(r, header[:5]); err != nil {
+			return err
+		}
+		if header[0] == 'S' || header[0] == 'Q' {
+			p.roundTrips.Add(1)
+		}
+		if _, err := w.Write(header[:5]); err != nil {
+			return err
+		}
+		if _, err := io.CopyN(w, r, int64(binary.BigEndian.Uint32(header[1:5]))-4); err != nil {
+			return err
+		}
+		if r.Buffered() == 0 { // nothing more pending from the client: send what we have
+			if err := w.Flush(); err != nil {
+				return err
+			}
+		}
+	}
+}
