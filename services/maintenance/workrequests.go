@@ -6,8 +6,8 @@ package maintenance
 import (
 	"context"
 	"fmt"
-	"math"
 	"log/slog"
+	"math"
 	"sync"
 	"time"
 
