@@ -94,6 +94,15 @@ const (
 	consumerGroupsDeletedWithMessages = `SELECT cg.queue_id, cg.group_no FROM consumer_groups cg
 		WHERE cg.lifecycle_state = 'DELETED' AND EXISTS (
 			SELECT 1 FROM messages m WHERE m.queue_id = cg.queue_id AND m.group_no = cg.group_no)`
+	// Every group's counts in one statement (the per-group view of GetStats): one scan of the queue's messages
+	// instead of one statement per group.
+	consumerGroupStats = `-- consumer_groups.stats
+		SELECT group_no, dlq, count(*) FILTER (WHERE visible_at <= now()),
+			count(*) FILTER (WHERE visible_at > now() AND delivery_count > 0),
+			count(*) FILTER (WHERE visible_at > now() AND delivery_count = 0),
+			coalesce(sum(size_bytes), 0)
+		FROM messages WHERE queue_id = $1 AND group_no = ANY ($2::int[]) AND ($3 = '' OR channel_id = $3) AND expire_at > now()
+		GROUP BY group_no, dlq`
 	consumerGroupPurgeBatch = `DELETE FROM messages m USING (
 			SELECT id FROM messages WHERE queue_id = $1 AND group_no = $2 LIMIT $3) p
 		WHERE m.queue_id = $1 AND m.group_no = $2 AND m.id = p.id`
@@ -208,7 +217,9 @@ func (r *ConsumerGroups) Update(ctx context.Context, tenancyID, id, ifMatch stri
 		if err := CheckEtag(ifMatch, cur.Etag()); err != nil {
 			return err
 		}
-		if cur.IsPrimary() && (p.DisplayName != nil || (p.Filter != nil && *p.Filter != "")) {
+		// Sending the primary group's current name and empty filter back is not a change (clients that update
+		// with the whole resource do).
+		if cur.IsPrimary() && ((p.DisplayName != nil && *p.DisplayName != cur.DisplayName) || (p.Filter != nil && *p.Filter != "")) {
 			return apierror.IncorrectState("the primary consumer group has no filter and keeps its name; it can only be enabled or disabled")
 		}
 		var tags any
@@ -300,4 +311,35 @@ func (r *ConsumerGroups) PurgeBatch(ctx context.Context, ref GroupRef, batch int
 	defer cancel()
 	tag, err := r.pool.Exec(ctx, consumerGroupPurgeBatch, ref.QueueID, ref.GroupNo, batch)
 	return tag.RowsAffected(), interpretError("purging consumer group", err)
+}
+
+// GroupStats are one consumer group's counts in the queue and in its DLQ.
+type GroupStats struct {
+	Queue, DLQ Stats
+}
+
+// Stats counts the messages of the given groups of a queue (optionally of one channel) in one statement, with the
+// same definitions as Messages.Stats. Groups without messages are absent from the map.
+func (r *ConsumerGroups) Stats(ctx context.Context, queueID string, groupNos []int32, channelID string) (map[int32]GroupStats, error) {
+	ctx, cancel := withTimeout(ctx)
+	defer cancel()
+	rows, err := r.pool.Query(ctx, consumerGroupStats, queueID, groupNos, channelID)
+	if err != nil {
+		return nil, interpretError("counting consumer group messages", err)
+	}
+	out := map[int32]GroupStats{}
+	var groupNo int32
+	var dlq bool
+	var s Stats
+	_, err = pgx.ForEachRow(rows, []any{&groupNo, &dlq, &s.Visible, &s.InFlight, &s.Delayed, &s.SizeBytes}, func() error {
+		g := out[groupNo]
+		if dlq {
+			g.DLQ = s
+		} else {
+			g.Queue = s
+		}
+		out[groupNo] = g
+		return nil
+	})
+	return out, interpretError("counting consumer group messages", err)
 }

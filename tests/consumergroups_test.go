@@ -203,7 +203,9 @@ func TestConsumerGroupCRUD(t *testing.T) {
 		fixed, err := c.UpdateConsumerGroupWithResponse(ctx, q, &sdk.UpdateConsumerGroupParams{}, d)
 		cpRequireError(t, fixed, err, http.StatusConflict, "IncorrectState", "primary")
 	}
-	off := updateGroup(t, c, q, sdk.UpdateConsumerGroupDetails{IsEnabled: cpPtr(false), DeadLetterQueueDeliveryCount: cpPtr(2)})
+	// Its current name and empty filter sent back (a whole-resource update) are not changes.
+	off := updateGroup(t, c, q, sdk.UpdateConsumerGroupDetails{IsEnabled: cpPtr(false), DeadLetterQueueDeliveryCount: cpPtr(2),
+		DisplayName: cpPtr("primary"), ConsumerGroupFilter: cpPtr("")})
 	require.False(t, off.IsEnabled)
 	require.Equal(t, "primary", off.DisplayName)
 	require.Equal(t, cpPtr(2), off.DeadLetterQueueDeliveryCount)
@@ -233,6 +235,19 @@ func TestConsumerGroupCRUD(t *testing.T) {
 	require.Equal(t, sdk.LifecycleStateDELETED, items[0].LifecycleState)
 	reborn := createGroup(t, c, q, "Audit", "")
 	require.NotEqual(t, audit.Id, reborn.Id)
+
+	// A group's compartmentId is its queue's, also after the queue moved.
+	child := cpCreateCompartment(t, c, tenancyID, "cg-child")
+	moved, err := c.ChangeQueueCompartmentWithResponse(ctx, q, &sdk.ChangeQueueCompartmentParams{},
+		sdk.ChangeQueueCompartmentDetails{CompartmentId: child.Id})
+	cpRequireStatus(t, moved, err, http.StatusOK)
+	got, err = c.GetConsumerGroupWithResponse(ctx, reborn.Id, &sdk.GetConsumerGroupParams{})
+	cpRequireStatus(t, got, err, http.StatusOK)
+	require.Equal(t, child.Id, got.JSON200.CompartmentId)
+	items, _ = listGroups(t, c, q, sdk.ListConsumerGroupsParams{})
+	for _, g := range items {
+		require.Equal(t, child.Id, g.CompartmentId, g.DisplayName)
+	}
 }
 
 // TestConsumerGroupCapability: UpdateQueue enables the capability (creating the primary group), toggles the primary

@@ -293,6 +293,20 @@ func TestFanoutPerGroupDLQ(t *testing.T) {
 	sc := groupStats(t, c, q, "C")
 	require.Equal(t, [2]int64{1, 0}, [2]int64{sc.Queue.VisibleMessages, sc.Dlq.VisibleMessages})
 
+	// The consumerGroups array of the stats says the same of every group, in one answer.
+	all := map[string][2]int64{}
+	for _, g := range *stats(t, c, q).ConsumerGroups {
+		all[g.DisplayName] = [2]int64{g.Queue.VisibleMessages, g.Dlq.VisibleMessages}
+		require.Zero(t, g.Queue.InFlightMessages+g.Dlq.InFlightMessages)
+		require.Equal(t, int64(len("poison")), g.Queue.SizeInBytes+g.Dlq.SizeInBytes, g.DisplayName)
+	}
+	require.Equal(t, map[string][2]int64{"primary": {0, 1}, "A": {0, 1}, "B": {0, 1}, "C": {1, 0}}, all)
+	inFlight := get(t, c, q, ofGroup("C"), visibility(60))
+	for _, g := range *stats(t, c, q).ConsumerGroups {
+		require.Equal(t, map[bool]int64{true: 1, false: 0}[g.DisplayName == "C"], g.Queue.InFlightMessages, g.DisplayName)
+	}
+	deleteAll(t, c, q, inFlight, ofGroup("C"))
+
 	// Each group's DLQ holds its own copy, read and acknowledged with consumerGroupId and dlq=true.
 	dlqA := get(t, c, q, ofGroup("A"), fromDLQ(), visibility(60))
 	require.Len(t, dlqA, 1)
@@ -408,5 +422,116 @@ func TestFanoutSameNodeReadsItsWrites(t *testing.T) {
 		require.Equal(t, []int{1}, groupCounts(put(t, c, q, withAttrs("hit", map[string]any{"n": i}))), "right after creating g%d", i)
 		updateGroup(t, c, g.Id, sdk.UpdateConsumerGroupDetails{IsEnabled: cpPtr(false)})
 		require.Equal(t, []int{0}, groupCounts(put(t, c, q, withAttrs("miss", map[string]any{"n": i}))), "right after disabling g%d", i)
+	}
+}
+
+// TestFanoutLongPollPerGroup: a put wakes the long polls of the groups that received the message, at once, and a
+// long poll in a group whose filter did not match keeps waiting.
+func TestFanoutLongPollPerGroup(t *testing.T) {
+	t.Parallel()
+	srv := testserver.Start(t)
+	tenancyID, c := srv.Admin(t, "fanout-poll")
+	q := createQueue(t, c, tenancyID, withConsumerGroups(false))
+	createGroup(t, c, q, "red", `:color = "red"`)
+	createGroup(t, c, q, "blue", `:color = "blue"`)
+
+	type answer struct {
+		msgs []sdk.GetMessage
+		at   time.Time
+	}
+	poll := func(group string, seconds int) chan answer {
+		done := make(chan answer, 1)
+		go func() {
+			resp, err := c.GetMessagesWithResponse(context.Background(), q, &sdk.GetMessagesParams{
+				ConsumerGroupId: &group, TimeoutInSeconds: &seconds, VisibilityInSeconds: cpPtr(60)})
+			if err != nil || resp.JSON200 == nil {
+				done <- answer{at: time.Now()}
+				return
+			}
+			done <- answer{msgs: resp.JSON200.Messages, at: time.Now()}
+		}()
+		return done
+	}
+	red, blue := poll("red", 10), poll("blue", 2)
+	require.Eventually(t, func() bool { return srv.Node.Messaging().Waiting() == 2 }, 5*time.Second, 5*time.Millisecond)
+	putAt := time.Now()
+	require.Equal(t, []int{1}, groupCounts(put(t, c, q, withAttrs("for red", map[string]any{"color": "red"}))))
+	got := <-red
+	require.Equal(t, []string{"for red"}, contents(got.msgs))
+	require.Less(t, got.at.Sub(putAt), 500*time.Millisecond, "the red long poll was woken by the put")
+	other := <-blue
+	require.Empty(t, other.msgs, "blue's filter did not match: its long poll ran to its timeout")
+	require.GreaterOrEqual(t, other.at.Sub(putAt), time.Second)
+}
+
+// TestFanoutDeduplication: a duplicate answers the original's id and group count and stores no further copy in
+// any group.
+func TestFanoutDeduplication(t *testing.T) {
+	t.Parallel()
+	srv := testserver.Start(t)
+	tenancyID, c := srv.Admin(t, "fanout-dedup")
+	q := createQueue(t, c, tenancyID, withConsumerGroups(true), withDedup(60))
+	createGroup(t, c, q, "a", `:k = "a"`)
+	createGroup(t, c, q, "b", "")
+	dedup := func(content, id string, attrs map[string]any) sdk.PutMessagesDetailsEntry {
+		e := withAttrs(content, attrs)
+		e.Metadata = &sdk.MessageMetadata{DeduplicationId: &id}
+		return e
+	}
+
+	first := put(t, c, q, dedup("one", "d1", map[string]any{"k": "a"}), dedup("one again", "d1", map[string]any{"k": "a"}),
+		dedup("two", "d2", nil))
+	require.Equal(t, []int{3, 3, 2}, groupCounts(first))
+	require.Equal(t, first[0].Id, first[1].Id, "a duplicate within the batch answers the first's id")
+	require.Equal(t, int64(5), storedMessages(t, srv, q), "3 copies of one, 2 of two")
+
+	again := put(t, c, q, dedup("one later", "d1", map[string]any{"k": "a"}), dedup("two later", "d2", nil))
+	require.Equal(t, []int64{first[0].Id, first[2].Id}, []int64{again[0].Id, again[1].Id})
+	require.Equal(t, []int{3, 2}, groupCounts(again))
+	require.Equal(t, first[0].ExpireAfter, again[0].ExpireAfter)
+	require.Equal(t, int64(5), storedMessages(t, srv, q))
+	require.Equal(t, []string{"one", "two"}, drain(t, c, q, ofGroup("b")))
+	require.Equal(t, []string{"one"}, drain(t, c, q, ofGroup("a")))
+}
+
+// TestFanoutCapabilityReadsItsWrites: turning the CONSUMER_GROUPS capability (or the primary group) on and off
+// through UpdateQueue applies to the next put on the same node, even while other puts keep the caches warm.
+func TestFanoutCapabilityReadsItsWrites(t *testing.T) {
+	t.Parallel()
+	srv := testserver.Start(t)
+	tenancyID, c := srv.Admin(t, "fanout-cap-ryw")
+	q := createQueue(t, c, tenancyID, withConsumerGroups(false))
+	createGroup(t, c, q, "a", "")
+	createGroup(t, c, q, "b", "")
+	stop := make(chan struct{})
+	var wg sync.WaitGroup
+	for range 2 {
+		wg.Go(func() {
+			for {
+				select {
+				case <-stop:
+					return
+				default:
+				}
+				_, _ = c.PutMessagesWithResponse(context.Background(), q, &sdk.PutMessagesParams{},
+					sdk.PutMessagesDetails{Messages: []sdk.PutMessagesDetailsEntry{msg("noise")}})
+			}
+		})
+	}
+	defer func() { close(stop); wg.Wait() }()
+	setCaps := func(caps []sdk.Capability) {
+		resp, err := c.UpdateQueueWithResponse(context.Background(), q, &sdk.UpdateQueueParams{}, sdk.UpdateQueueDetails{Capabilities: &caps})
+		cpRequireStatus(t, resp, err, http.StatusOK)
+	}
+	groups := func(primary bool) []sdk.Capability {
+		return []sdk.Capability{{Type: sdk.CapabilityTypeCONSUMERGROUPS, IsPrimaryConsumerGroupEnabled: &primary}}
+	}
+	for i := range 15 {
+		setCaps([]sdk.Capability{})
+		require.Equal(t, []int{1}, groupCounts(put(t, c, q, msg("plain"))), "round %d: without the capability", i)
+		setCaps(groups(false))
+		require.Equal(t, []int{2}, groupCounts(put(t, c, q, msg("a and b"))), "round %d: a and b", i)
+		setCaps(groups(true))
+		require.Equal(t, []int{3}, groupCounts(put(t, c, q, msg("all"))), "round %d: primary, a and b", i)
 	}
 }

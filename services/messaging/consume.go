@@ -370,13 +370,18 @@ func (s *Service) AllGroupStats(ctx context.Context, tenancyID, queueID, channel
 	if err != nil {
 		return nil, 0, err
 	}
+	nos := make([]int32, len(groups))
+	for i, g := range groups {
+		nos[i] = g.No
+	}
+	counts, err := s.store.ConsumerGroups.Stats(ctx, queueID, nos, channelID) // one statement for every group
+	if err != nil {
+		return nil, 0, err
+	}
 	out := make([]GroupStats, 0, len(groups))
 	for _, g := range groups {
-		queue, dlq, err := s.messages.Stats(ctx, queueID, g.No, channelID)
-		if err != nil {
-			return nil, 0, err
-		}
-		out = append(out, GroupStats{ID: g.ID, DisplayName: g.DisplayName, Enabled: g.Enabled, Queue: queue, DLQ: dlq})
+		c := counts[g.No]
+		out = append(out, GroupStats{ID: g.ID, DisplayName: g.DisplayName, Enabled: g.Enabled, Queue: c.Queue, DLQ: c.DLQ})
 	}
 	return out, discarded, nil
 }
