@@ -87,6 +87,8 @@ const (
 		WHERE tenancy_id = $1 AND id = $2 AND queue_id = $9 RETURNING ` + consumerGroupColumns
 	consumerGroupMarkDeleted = `UPDATE consumer_groups SET lifecycle_state = 'DELETED', version = version + 1, time_updated = now()
 		WHERE tenancy_id = $1 AND id = $2 AND queue_id = $3`
+	consumerGroupsDeleteOfQueue = `UPDATE consumer_groups SET lifecycle_state = 'DELETED', version = version + 1, time_updated = now()
+		WHERE tenancy_id = $1 AND queue_id = $2 AND lifecycle_state <> 'DELETED'`
 	consumerGroupsOfQueue = `SELECT ` + consumerGroupColumns + ` FROM consumer_groups
 		WHERE queue_id = $1 AND lifecycle_state <> 'DELETED' ORDER BY group_no`
 	consumerGroupNotify = `SELECT pg_notify('` + ConfigChannel + `', $1)`
@@ -138,6 +140,28 @@ func lockQueueForGroups(ctx context.Context, tx pgx.Tx, tenancyID, queueID strin
 		return apierror.IncorrectState("queue %s does not have the CONSUMER_GROUPS capability: enable it on the queue first", queueID)
 	}
 	return nil
+}
+
+// checkQueueActive answers 409 unless the group's queue is ACTIVE (its groups do not change while it is being
+// deleted). The queue row is read, not locked: the delete locks the queue first and then the groups.
+func checkQueueActive(ctx context.Context, tx pgx.Tx, tenancyID, queueID string) error {
+	var state string
+	if err := tx.QueryRow(ctx, `SELECT lifecycle_state FROM queues WHERE tenancy_id = $1 AND id = $2`, tenancyID, queueID).Scan(&state); err != nil {
+		return err
+	}
+	if state != StateActive {
+		return apierror.IncorrectState("queue %s is %s", queueID, state)
+	}
+	return nil
+}
+
+// deleteGroupsOfQueue marks every group of a deleted queue DELETED inside tx and tells the nodes.
+func deleteGroupsOfQueue(ctx context.Context, tx pgx.Tx, tenancyID, queueID string) error {
+	if _, err := tx.Exec(ctx, consumerGroupsDeleteOfQueue, tenancyID, queueID); err != nil {
+		return err
+	}
+	_, err := tx.Exec(ctx, consumerGroupNotify, queueID)
+	return err
 }
 
 // Get returns a live group by OCID (the primary group's OCID is its queue's).
@@ -217,6 +241,9 @@ func (r *ConsumerGroups) Update(ctx context.Context, tenancyID, id, ifMatch stri
 		if err := CheckEtag(ifMatch, cur.Etag()); err != nil {
 			return err
 		}
+		if err := checkQueueActive(ctx, tx, tenancyID, cur.QueueID); err != nil {
+			return err
+		}
 		// Sending the primary group's current name and empty filter back is not a change (clients that update
 		// with the whole resource do).
 		if cur.IsPrimary() && ((p.DisplayName != nil && *p.DisplayName != cur.DisplayName) || (p.Filter != nil && *p.Filter != "")) {
@@ -252,6 +279,9 @@ func (r *ConsumerGroups) Delete(ctx context.Context, tenancyID, id, ifMatch stri
 		}
 		queueID = cur.QueueID
 		if err := CheckEtag(ifMatch, cur.Etag()); err != nil {
+			return err
+		}
+		if err := checkQueueActive(ctx, tx, tenancyID, cur.QueueID); err != nil {
 			return err
 		}
 		if cur.IsPrimary() {

@@ -289,11 +289,21 @@ func (r *Queues) StartWork(ctx context.Context, tenancyID, id, ifMatch, newState
 	return out, interpretError("starting queue work request", err)
 }
 
-// SetState changes a queue's lifecycle state (the work request executor finishing a delete).
+// SetState changes a queue's lifecycle state (the work request executor finishing a delete). A DELETED queue's
+// consumer groups are DELETED with it, in the same transaction.
 func (r *Queues) SetState(ctx context.Context, tenancyID, id, state, details string) error {
 	ctx, cancel := withTimeout(ctx)
 	defer cancel()
-	_, err := r.pool.Exec(ctx, queueSetState, tenancyID, id, state, details)
+	if state != StateDeleted {
+		_, err := r.pool.Exec(ctx, queueSetState, tenancyID, id, state, details)
+		return interpretError("setting queue state", err)
+	}
+	err := InTx(ctx, r.pool, func(tx pgx.Tx) error {
+		if _, err := tx.Exec(ctx, queueSetState, tenancyID, id, state, details); err != nil {
+			return err
+		}
+		return deleteGroupsOfQueue(ctx, tx, tenancyID, id)
+	})
 	return interpretError("setting queue state", err)
 }
 

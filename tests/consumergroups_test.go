@@ -2,9 +2,11 @@ package tests
 
 import (
 	"context"
+	"fmt"
 	"net/http"
 	"slices"
 	"strings"
+	"sync"
 	"testing"
 
 	"github.com/stretchr/testify/require"
@@ -542,4 +544,83 @@ func TestConsumerGroupStatsAndScopes(t *testing.T) {
 	require.Equal(t, []string{"a", "off", "primary"}, listed)
 	gone, err := c.GetStatsWithResponse(ctx, q, &sdk.GetStatsParams{ConsumerGroupId: cpPtr("b")})
 	cpRequireError(t, gone, err, http.StatusNotFound, "NotAuthorizedOrNotFound")
+}
+
+// TestConsumerGroupConcurrentCreates: creates racing on one queue all succeed with distinct groups, and creates
+// racing for one name give exactly one group and 409s (never a 500).
+func TestConsumerGroupConcurrentCreates(t *testing.T) {
+	t.Parallel()
+	srv := testserver.Start(t)
+	tenancyID, c := srv.Admin(t, "cg-race")
+	q := createQueue(t, c, tenancyID, withConsumerGroups(false))
+	const n = 12
+	statuses := make([]int, 2*n)
+	var wg sync.WaitGroup
+	for i := range 2 * n {
+		wg.Go(func() {
+			name := "same"
+			if i < n {
+				name = fmt.Sprintf("g%02d", i)
+			}
+			resp, err := c.CreateConsumerGroupWithResponse(context.Background(), &sdk.CreateConsumerGroupParams{},
+				sdk.CreateConsumerGroupDetails{QueueId: q, DisplayName: name})
+			if err == nil {
+				statuses[i] = resp.StatusCode()
+			}
+		})
+	}
+	wg.Wait()
+	require.Equal(t, slices.Repeat([]int{http.StatusOK}, n), statuses[:n])
+	same := statuses[n:]
+	slices.Sort(same)
+	require.Equal(t, append([]int{http.StatusOK}, slices.Repeat([]int{http.StatusConflict}, n-1)...), same)
+
+	items, _ := listGroups(t, c, q, sdk.ListConsumerGroupsParams{Limit: cpPtr(100)})
+	require.Len(t, items, n+2, "the primary group, the %d groups and one 'same'", n)
+	var distinct int
+	require.NoError(t, srv.Pool.QueryRow(context.Background(),
+		`SELECT count(DISTINCT group_no) FROM consumer_groups WHERE queue_id = $1`, q).Scan(&distinct))
+	require.Equal(t, n+2, distinct)
+	require.Equal(t, []int{n + 1}, groupCounts(put(t, c, q, msg("to every group"))))
+}
+
+// TestConsumerGroupsOfDeletedQueue: a queue's groups cannot be changed while it is being deleted, and they are gone
+// (like deleted groups) once it is deleted.
+func TestConsumerGroupsOfDeletedQueue(t *testing.T) {
+	t.Parallel()
+	srv := testserver.Start(t)
+	tenancyID, c := srv.Admin(t, "cg-queue-deleted")
+	ctx := context.Background()
+	q := createQueue(t, c, tenancyID, withConsumerGroups(true))
+	g := createGroup(t, c, q, "g", "")
+	put(t, c, q, msg("m"))
+
+	// While the queue is DELETING (held there: the node's executor would finish a real delete at once), its groups
+	// do not change.
+	_, err := srv.Pool.Exec(ctx, `UPDATE queues SET lifecycle_state = 'DELETING' WHERE id = $1`, q)
+	require.NoError(t, err)
+	upd, err := c.UpdateConsumerGroupWithResponse(ctx, g.Id, &sdk.UpdateConsumerGroupParams{}, sdk.UpdateConsumerGroupDetails{IsEnabled: cpPtr(false)})
+	cpRequireError(t, upd, err, http.StatusConflict, "IncorrectState", "DELETING")
+	del, err := c.DeleteConsumerGroupWithResponse(ctx, g.Id, &sdk.DeleteConsumerGroupParams{})
+	cpRequireError(t, del, err, http.StatusConflict, "IncorrectState", "DELETING")
+	create, err := c.CreateConsumerGroupWithResponse(ctx, &sdk.CreateConsumerGroupParams{}, sdk.CreateConsumerGroupDetails{QueueId: q, DisplayName: "h"})
+	cpRequireError(t, create, err, http.StatusConflict, "IncorrectState", "DELETING")
+	_, err = srv.Pool.Exec(ctx, `UPDATE queues SET lifecycle_state = 'ACTIVE' WHERE id = $1`, q)
+	require.NoError(t, err)
+
+	resp, err := c.DeleteQueueWithResponse(ctx, q, &sdk.DeleteQueueParams{})
+	cpRequireStatus(t, resp, err, http.StatusAccepted)
+
+	require.Equal(t, sdk.WorkRequestStatusSUCCEEDED, waitWorkRequest(t, srv, c, resp.HTTPResponse.Header.Get("opc-work-request-id")))
+	for _, id := range []string{g.Id, q} {
+		got, err := c.GetConsumerGroupWithResponse(ctx, id, &sdk.GetConsumerGroupParams{})
+		cpRequireError(t, got, err, http.StatusNotFound, "NotAuthorizedOrNotFound")
+		upd, err := c.UpdateConsumerGroupWithResponse(ctx, id, &sdk.UpdateConsumerGroupParams{}, sdk.UpdateConsumerGroupDetails{IsEnabled: cpPtr(true)})
+		cpRequireError(t, upd, err, http.StatusNotFound, "NotAuthorizedOrNotFound")
+	}
+	items, _ := listGroups(t, c, q, sdk.ListConsumerGroupsParams{})
+	require.Empty(t, items, "a deleted queue has no live groups")
+	items, _ = listGroups(t, c, q, sdk.ListConsumerGroupsParams{LifecycleState: cpPtr(sdk.LifecycleStateDELETED)})
+	require.Len(t, items, 2)
+	require.Zero(t, storedMessages(t, srv, q))
 }
