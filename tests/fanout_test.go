@@ -535,3 +535,29 @@ func TestFanoutCapabilityReadsItsWrites(t *testing.T) {
 		require.Equal(t, []int{3}, groupCounts(put(t, c, q, msg("all"))), "round %d: primary, a and b", i)
 	}
 }
+
+// TestFanoutPurge: a purge empties every consumer group of the queue (NORMAL: their queues, DLQ: their DLQs).
+func TestFanoutPurge(t *testing.T) {
+	t.Parallel()
+	srv := testserver.Start(t)
+	tenancyID, c := srv.Admin(t, "fanout-purge")
+	q := createQueue(t, c, tenancyID, withConsumerGroups(true), withDLQ(1))
+	createGroup(t, c, q, "a", "")
+	put(t, c, q, msg("dead"))
+	for _, ref := range []string{"primary", "a"} {
+		require.Len(t, get(t, c, q, ofGroup(ref), visibility(0)), 1)
+		require.Empty(t, get(t, c, q, ofGroup(ref)), "%s: the second lease moves the message to the DLQ", ref)
+	}
+	put(t, c, q, msg("alive"))
+	for _, ref := range []string{"primary", "a"} {
+		st := groupStats(t, c, q, ref)
+		require.Equal(t, [2]int64{1, 1}, [2]int64{st.Queue.VisibleMessages, st.Dlq.VisibleMessages}, ref)
+	}
+	purge(t, srv, c, q, sdk.PurgeTypeDLQ)
+	for _, ref := range []string{"primary", "a"} {
+		st := groupStats(t, c, q, ref)
+		require.Equal(t, [2]int64{1, 0}, [2]int64{st.Queue.VisibleMessages, st.Dlq.VisibleMessages}, ref)
+	}
+	purge(t, srv, c, q, sdk.PurgeTypeNORMAL)
+	require.Zero(t, storedMessages(t, srv, q))
+}
