@@ -25,7 +25,8 @@ CREATE TABLE messages (
     last_negative_code   text,
     last_negative_reason text,
     time_created         timestamptz NOT NULL DEFAULT now(),
-    PRIMARY KEY (queue_id, group_no, id)
+    -- id before group_no: the lease index, not this one, is the obvious path for "visible rows of a group"
+    PRIMARY KEY (queue_id, id, group_no)
 ) WITH (
     -- Rows are updated (leased) and deleted (acknowledged) within seconds of insertion: vacuum often and leave
     -- room on each page for the updated versions.
