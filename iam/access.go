@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"slices"
 	"strings"
 	"sync"
 	"time"
@@ -39,12 +40,16 @@ type Access struct {
 // tenancyState is what Access holds per tenancy: the compartment tree (ids → parent and name) and when the
 // tenancy's statements were last loaded into the engine.
 type tenancyState struct {
-	mu     sync.Mutex
-	loaded time.Time
-	stale  bool
-	nodes  map[string]persistence.CompartmentNode
-	queues map[string]queueRef // queue id → compartment and name (cleared with the tenancy)
-	qmu    sync.Mutex
+	mu      sync.Mutex
+	loaded  time.Time
+	stale   bool
+	nodes   map[string]persistence.CompartmentNode
+	resolve authz.Resolver      // compartment paths (names from the root) → ids, over nodes
+	queues  map[string]queueRef // queue id → compartment and name (cleared with the tenancy)
+	// queuesGen counts the clears of queues: a lookup that started before a clear must not store what it read
+	// (the queue may have moved or been renamed since).
+	queuesGen uint64
+	qmu       sync.Mutex
 }
 
 type queueRef struct {
@@ -113,6 +118,7 @@ func (a *Access) state(ctx context.Context, tenancyID string) (*tenancyState, er
 	for _, n := range nodes {
 		byID[n.ID] = n
 	}
+	tree := &tenancyState{nodes: byID, resolve: resolver(tenancyID, byID)}
 	policies := make([]authz.Policy, 0, len(rows))
 	for _, p := range rows {
 		statements, err := policy.ParseStatements(p.Statements)
@@ -120,20 +126,87 @@ func (a *Access) state(ctx context.Context, tenancyID string) (*tenancyState, er
 			a.logger.Warn("skipping a stored policy that no longer parses", "policy", p.ID, "error", err)
 			continue
 		}
+		// A statement grants only inside its policy's compartment. Statements are checked when written, but a
+		// path can come to resolve elsewhere when compartments are renamed: check again with today's tree.
+		statements = slices.DeleteFunc(statements, func(s policy.Statement) bool {
+			return !tree.inScope(tenancyID, p.CompartmentID, s.Location)
+		})
 		policies = append(policies, authz.Policy{ID: p.ID, Statements: statements})
 	}
-	compiled, err := authz.Load(tenancyID, policies, resolver(tenancyID, byID))
+	compiled, err := authz.Load(tenancyID, policies, tree.resolve)
 	if err != nil {
 		return nil, err
 	}
 	if err := a.engine.SetTenancy(ctx, compiled); err != nil {
 		return nil, err
 	}
-	st.nodes, st.loaded, st.stale = byID, time.Now(), false
+	st.nodes, st.resolve, st.loaded, st.stale = byID, tree.resolve, time.Now(), false
 	st.qmu.Lock()
 	st.queues = map[string]queueRef{}
+	st.queuesGen++
 	st.qmu.Unlock()
 	return st, nil
+}
+
+// inScope reports whether a statement of a policy attached to compartment home applies at location l once
+// resolved: a policy grants only in its compartment and the compartments below it, so that `manage policies` in a
+// compartment gives no more than that compartment (OCI's rule). A path that does not resolve grants nothing anyway
+// and is kept (it is checked again when it resolves).
+func (st *tenancyState) inScope(tenancyID, home string, l policy.Location) bool {
+	if home == tenancyID {
+		return true
+	}
+	var id string
+	switch {
+	case l.Tenancy:
+		id = tenancyID
+	case l.ID != "":
+		id = l.ID
+	default:
+		var ok bool
+		if id, ok = st.resolve(slices.Clone(l.Path)); !ok {
+			return true
+		}
+	}
+	path, _, ok := st.ancestry(tenancyID, id)
+	return ok && slices.Contains(path, home)
+}
+
+// CheckScope refuses statements that reach outside the compartment home their policy is attached to (400 naming
+// the statement). A path is checked by its names, so that a path below home is accepted before it exists.
+func (a *Access) CheckScope(ctx context.Context, tenancyID, home string, statements []policy.Statement) error {
+	if home == tenancyID {
+		return nil
+	}
+	st, err := a.state(ctx, tenancyID)
+	if err != nil {
+		return err
+	}
+	homePath, homeName, ok := st.ancestry(tenancyID, home)
+	if !ok {
+		return nil // not a compartment of the tenancy: the store answers 404
+	}
+	var homeNames []string
+	for _, id := range homePath[1:] {
+		homeNames = append(homeNames, st.nodes[id].Name)
+	}
+	for i, s := range statements {
+		var in bool
+		switch l := s.Location; {
+		case l.Tenancy:
+		case l.ID != "":
+			path, _, found := st.ancestry(tenancyID, l.ID)
+			in = found && slices.Contains(path, home)
+		default:
+			in = len(l.Path) >= len(homeNames) && slices.Equal(l.Path[:len(homeNames)], homeNames)
+		}
+		if !in {
+			return apierror.InvalidParameter("statements[%d]: the location is outside compartment %s (%s), which the "+
+				"policy is attached to: a policy grants only in its compartment and the compartments below it",
+				i, strings.Join(homeNames, ":"), homeName)
+		}
+	}
+	return nil
 }
 
 // resolver maps a compartment path from the root (names) to an id over the tenancy's live compartments.
@@ -218,13 +291,15 @@ func (a *Access) Decide(ctx context.Context, p *Principal, permission, operation
 	})
 }
 
-// Allowed reports whether the caller in ctx holds permission in the compartment (list filtering).
+// Allowed reports whether the caller in ctx holds permission in the compartment (list filtering). The operation
+// being served (for request.operation conditions) is the one the middleware put in ctx.
 func (a *Access) Allowed(ctx context.Context, permission, compartmentID string) bool {
 	p := PrincipalFrom(ctx)
 	if p == nil {
 		return false
 	}
-	d, err := a.Decide(ctx, p, permission, "", Target{CompartmentID: compartmentID})
+	operation, _ := ctx.Value(operationKey{}).(string)
+	d, err := a.Decide(ctx, p, permission, operation, Target{CompartmentID: compartmentID})
 	return err == nil && d.Allowed
 }
 
@@ -249,8 +324,20 @@ func (a *Access) Middleware(operationOf func(method, route string) string) gin.H
 		}
 		ctx := c.Request.Context()
 		target, err := a.target(c, p.TenancyID, op.Target)
+		if err == nil && op.Permission == policy.PermQueuePull && target.ConsumerGroupID == "" {
+			target.ConsumerGroupID = target.QueueID // no consumerGroupId: the primary group, whose OCID is the queue's
+		}
 		if err == nil {
 			err = a.require(ctx, p, op.Permission, name, target, fieldOf[op.Target])
+		}
+		if err != nil && op.Target == TargetCompartmentQuery && c.Query("compartmentIdInSubtree") == "true" {
+			// A subtree list answers what the caller may see below compartmentId, so it needs the permission
+			// somewhere in the subtree, not in compartmentId itself; the handler drops what it may not see.
+			if ok, serr := a.allowedBelow(ctx, p, op.Permission, name, target.CompartmentID); serr != nil {
+				err = serr
+			} else if ok {
+				err = nil
+			}
 		}
 		if err == nil && op.AlsoBodyCompartment {
 			var dest Target
@@ -262,9 +349,36 @@ func (a *Access) Middleware(operationOf func(method, route string) string) gin.H
 			apierror.Write(c, err)
 			return
 		}
-		c.Request = c.Request.WithContext(withAccess(ctx, a))
+		c.Request = c.Request.WithContext(withAccess(ctx, a, name))
 		c.Next()
 	}
+}
+
+// allowedBelow reports whether the caller holds permission in some live compartment strictly below compartmentID.
+func (a *Access) allowedBelow(ctx context.Context, p *Principal, permission, operation, compartmentID string) (bool, error) {
+	st, err := a.state(ctx, p.TenancyID)
+	if err != nil {
+		return false, err
+	}
+	if _, _, ok := st.ancestry(p.TenancyID, compartmentID); !ok {
+		return false, nil
+	}
+	for id, n := range st.nodes {
+		if id == compartmentID || n.State == persistence.StateDeleted {
+			continue
+		}
+		if path, _, ok := st.ancestry(p.TenancyID, id); !ok || !slices.Contains(path, compartmentID) {
+			continue
+		}
+		d, err := a.Decide(ctx, p, permission, operation, Target{CompartmentID: id})
+		if err != nil {
+			return false, err
+		}
+		if d.Allowed {
+			return true, nil
+		}
+	}
+	return false, nil
 }
 
 // fieldOf names the request field that holds each kind of target, for the 404's message.
@@ -304,7 +418,10 @@ func (a *Access) target(c *gin.Context, tenancyID string, kind TargetKind) (Targ
 		return Target{CompartmentID: body.CompartmentID}, err
 	case TargetQueuePath:
 		t, err := a.queueTarget(ctx, tenancyID, c.Param("queueId"))
-		t.ConsumerGroupID = c.Query("consumerGroupId")
+		if err != nil {
+			return t, err
+		}
+		t.ConsumerGroupID, err = a.consumerGroupID(ctx, t.QueueID, c.Query("consumerGroupId"))
 		return t, err
 	case TargetQueueQuery:
 		return a.queueTarget(ctx, tenancyID, c.Query("queueId"))
@@ -341,6 +458,7 @@ func (a *Access) queueTarget(ctx context.Context, tenancyID, queueID string) (Ta
 	}
 	st.qmu.Lock()
 	ref, ok := st.queues[queueID]
+	gen := st.queuesGen
 	st.qmu.Unlock()
 	if !ok {
 		q, err := a.store.Queues.Get(ctx, tenancyID, queueID)
@@ -349,12 +467,35 @@ func (a *Access) queueTarget(ctx context.Context, tenancyID, queueID string) (Ta
 		}
 		ref = queueRef{compartmentID: q.CompartmentID, name: q.DisplayName}
 		st.qmu.Lock()
-		if len(st.queues) < 100000 {
+		if st.queuesGen == gen && len(st.queues) < 100000 {
 			st.queues[queueID] = ref
 		}
 		st.qmu.Unlock()
 	}
 	return Target{CompartmentID: ref.compartmentID, QueueID: queueID, QueueName: ref.name}, nil
+}
+
+// consumerGroupID is the OCID of the consumer group that ref (a data-plane call's consumerGroupId: an OCID or a
+// displayName, case-insensitive) names on the queue, resolved the way the data plane resolves it, so that a
+// target.consumergroup.id condition cannot be sidestepped by naming the group differently. The primary group's
+// OCID is the queue's. A ref that names no group is returned as is (the call then answers 404 anyway).
+func (a *Access) consumerGroupID(ctx context.Context, queueID, ref string) (string, error) {
+	if ref == "" || ref == queueID || strings.EqualFold(ref, persistence.PrimaryGroupName) {
+		if ref == "" {
+			return "", nil
+		}
+		return queueID, nil
+	}
+	groups, err := a.store.ConsumerGroups.OfQueue(ctx, queueID)
+	if err != nil {
+		return "", err
+	}
+	for _, g := range groups {
+		if g.ID == ref || strings.EqualFold(g.DisplayName, ref) {
+			return g.ID, nil
+		}
+	}
+	return ref, nil
 }
 
 // notFound names the field of a target that does not exist.
@@ -387,10 +528,14 @@ func peekBody(c *gin.Context) (targetBody, error) {
 	return t, nil
 }
 
-type accessKey struct{}
+type (
+	accessKey    struct{}
+	operationKey struct{}
+)
 
-func withAccess(ctx context.Context, a *Access) context.Context {
-	return context.WithValue(ctx, accessKey{}, a)
+// withAccess records the Access and the operation being served for CanInspect.
+func withAccess(ctx context.Context, a *Access, operation string) context.Context {
+	return context.WithValue(context.WithValue(ctx, accessKey{}, a), operationKey{}, operation)
 }
 
 // CanInspect reports whether the caller of ctx holds permission in compartmentID; handlers of lists use it to
@@ -405,6 +550,18 @@ func CanInspect(ctx context.Context, permission, compartmentID string) bool {
 
 // Simulate is the policy simulator: the decision for a hypothetical caller of the tenancy.
 func (a *Access) Simulate(ctx context.Context, tenancyID, subject string, groups []string, permission string, t Target) (authz.Decision, error) {
+	if t.ConsumerGroupID != "" && t.QueueID == "" {
+		// A group alone: its queue (the primary group's OCID is the queue's own).
+		if strings.HasPrefix(t.ConsumerGroupID, "ocid1.queue.") {
+			t.QueueID = t.ConsumerGroupID
+		} else {
+			g, err := a.store.ConsumerGroups.Get(ctx, tenancyID, t.ConsumerGroupID)
+			if err != nil {
+				return authz.Decision{}, notFound("consumerGroupId", err)
+			}
+			t.QueueID = g.QueueID
+		}
+	}
 	if t.QueueID != "" && t.CompartmentID == "" {
 		qt, err := a.queueTarget(ctx, tenancyID, t.QueueID)
 		if err != nil {
@@ -420,6 +577,16 @@ func (a *Access) Simulate(ctx context.Context, tenancyID, subject string, groups
 		return d, apierror.InvalidParameter("permission: %v", err)
 	}
 	return d, err
+}
+
+// Changed makes every node reload the tenancy's decisions, for a change whose own transaction sends no
+// notification (a queue rename: target.queue.name). This node forgets at once; a failed notification leaves other
+// nodes stale until their periodic reload, which is logged rather than failing a change that is already committed.
+func (a *Access) Changed(ctx context.Context, tenancyID string) {
+	a.Invalidate(tenancyID)
+	if err := a.store.Policies.NotifyChanged(ctx, tenancyID); err != nil {
+		a.logger.Warn("iam: notifying other nodes of a change", "tenancy", tenancyID, "error", err)
+	}
 }
 
 // OnConfigNotify handles a ferry_config notification payload.

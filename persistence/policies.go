@@ -204,6 +204,15 @@ func (r *Policies) Delete(ctx context.Context, tenancyID, id, ifMatch string) er
 	return interpretError("deleting policy", err)
 }
 
+// NotifyChanged tells every node to reload the tenancy's decisions, for a change that sends no notification in its
+// own transaction (a queue rename changes what target.queue.name conditions see).
+func (r *Policies) NotifyChanged(ctx context.Context, tenancyID string) error {
+	ctx, cancel := withTimeout(ctx)
+	defer cancel()
+	_, err := r.pool.Exec(ctx, policyNotify, tenancyID)
+	return interpretError("notifying a policy change", err)
+}
+
 // OfTenancy lists the tenancy's active policies (the authorizer loads them).
 func (r *Policies) OfTenancy(ctx context.Context, tenancyID string) ([]Policy, error) {
 	ctx, cancel := withTimeout(ctx)

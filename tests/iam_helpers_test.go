@@ -73,7 +73,13 @@ func iamDeletePolicy(t *testing.T, client *sdk.ClientWithResponses, id string) {
 // iamRequireDenied checks the answer to a denied request: 404 NotAuthorizedOrNotFound, like a missing resource.
 func iamRequireDenied(t *testing.T, status int, body []byte, msgAndArgs ...any) {
 	t.Helper()
-	require.Equal(t, http.StatusNotFound, status, append([]any{"want a denial, got %s"}, append([]any{body}, msgAndArgs...)...)...)
+	if status != http.StatusNotFound {
+		what := ""
+		if len(msgAndArgs) > 0 {
+			what = fmt.Sprintf(fmt.Sprint(msgAndArgs[0]), msgAndArgs[1:]...) + ": "
+		}
+		require.Failf(t, "want a denial (404)", "%sgot %d %s", what, status, body)
+	}
 	cpRequireErrorBody(t, body, "NotAuthorizedOrNotFound")
 }
 

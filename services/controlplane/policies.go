@@ -27,16 +27,21 @@ func writePolicy(c *gin.Context, p persistence.Policy) {
 	c.JSON(http.StatusOK, toPolicy(p))
 }
 
-// checkStatements parses the statements; an error names the statement index and column.
-func checkStatements(statements []string) error {
-	if _, err := policy.ParseStatements(statements); err != nil {
+// checkStatements parses the statements (an error names the statement index and column) and checks that they
+// grant nothing outside compartmentID, the compartment the policy is attached to.
+func (h *Handlers) checkStatements(c *gin.Context, compartmentID string, statements []string) error {
+	parsed, err := policy.ParseStatements(statements)
+	if err != nil {
 		var perr *policy.Error
 		if errors.As(err, &perr) {
 			return apierror.InvalidParameter("statements[%d]: column %d: %s", perr.Statement, perr.Column, perr.Message)
 		}
 		return apierror.InvalidParameter("statements: %v", err)
 	}
-	return nil
+	if h.Access == nil {
+		return nil
+	}
+	return h.Access.CheckScope(c.Request.Context(), tenancyOf(c), compartmentID, parsed)
 }
 
 // CreatePolicy creates a policy after parsing every statement.
@@ -45,7 +50,7 @@ func (h *Handlers) CreatePolicy(c *gin.Context, _ api.CreatePolicyParams) {
 	if !bind(c, &body) {
 		return
 	}
-	if err := checkStatements(body.Statements); err != nil {
+	if err := h.checkStatements(c, body.CompartmentId, body.Statements); err != nil {
 		apierror.Write(c, err)
 		return
 	}
@@ -101,7 +106,12 @@ func (h *Handlers) UpdatePolicy(c *gin.Context, id api.PolicyIdPath, params api.
 	var statements []string
 	if body.Statements != nil {
 		statements = *body.Statements
-		if err := checkStatements(statements); err != nil {
+		cur, err := h.store.Policies.Get(c.Request.Context(), tenancyOf(c), id)
+		if err != nil {
+			apierror.Write(c, err)
+			return
+		}
+		if err := h.checkStatements(c, cur.CompartmentID, statements); err != nil {
 			apierror.Write(c, err)
 			return
 		}

@@ -158,6 +158,9 @@ func (h *Handlers) UpdateQueue(c *gin.Context, id api.QueueIdPath, params api.Up
 		return
 	}
 	h.queueConfigChanged(q.ID)
+	if body.DisplayName != nil && h.Access != nil {
+		h.Access.Changed(c.Request.Context(), tenancyOf(c)) // target.queue.name conditions see the new name
+	}
 	h.writeQueue(c, q)
 }
 
