@@ -179,3 +179,18 @@ func (n *node) rssKiB() (current, peak int64) {
 	}
 	return current, peak
 }
+
+// ferryCPU is the ferry process's CPU time so far, in seconds (user + system).
+func (n *node) ferryCPU() float64 {
+	raw, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", n.cmd.Process.Pid))
+	if err != nil {
+		return 0
+	}
+	fields := strings.Fields(string(raw[strings.LastIndexByte(string(raw), ')')+2:]))
+	if len(fields) < 13 {
+		return 0
+	}
+	utime, _ := strconv.ParseFloat(fields[11], 64)
+	stime, _ := strconv.ParseFloat(fields[12], 64)
+	return (utime + stime) / 100 // clock ticks (USER_HZ = 100 on Linux)
+}
