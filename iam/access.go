@@ -562,6 +562,9 @@ func (a *Access) Simulate(ctx context.Context, tenancyID, subject string, groups
 			t.QueueID = g.QueueID
 		}
 	}
+	if permission == policy.PermQueuePull && t.QueueID != "" && t.ConsumerGroupID == "" {
+		t.ConsumerGroupID = t.QueueID // as for a real pull without consumerGroupId: the primary group
+	}
 	if t.QueueID != "" && t.CompartmentID == "" {
 		qt, err := a.queueTarget(ctx, tenancyID, t.QueueID)
 		if err != nil {

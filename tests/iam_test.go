@@ -556,6 +556,7 @@ func TestIAMSimulator(t *testing.T) {
 		"Allow group PolicyReaders to read policies in tenancy",
 		"Allow group PolicyInspectors to inspect policies in tenancy",
 		"Allow group PolicyReadersInA to read policies in compartment A",
+		fmt.Sprintf("Allow group PrimaryPullers to use queue-pull in compartment A where target.consumergroup.id = '%s'", q),
 	)
 	type matched = struct {
 		PolicyId  sdk.Ocid `json:"policyId"`
@@ -601,6 +602,13 @@ func TestIAMSimulator(t *testing.T) {
 	require.False(t, pull(sdk.AuthorizeDetails{QueueId: &q, ConsumerGroupId: &q}), "the primary group")
 	require.False(t, pull(sdk.AuthorizeDetails{QueueId: &q}), "no group")
 	require.True(t, pull(sdk.AuthorizeDetails{ConsumerGroupId: &billing.Id}), "the group's queue is in A")
+	// A pull without a group addresses the primary group, in the simulator as in a real call.
+	primary := iamSimulate(t, e.admin, sdk.AuthorizeDetails{Subject: "pp", Groups: &[]string{"PrimaryPullers"},
+		Permission: sdk.AuthorizeDetailsPermissionQUEUEPULL, QueueId: &q})
+	require.Equal(t, http.StatusOK, primary.StatusCode(), string(primary.Body))
+	require.True(t, primary.JSON200.Allowed, string(primary.Body))
+	status, body := iamGet(t, e.client(t, "pp", "PrimaryPullers"), q)
+	require.Equal(t, http.StatusOK, status, string(body))
 
 	// Who may ask: read policies in the tenancy.
 	ask := func(groups ...string) *sdk.AuthorizeResponse {
