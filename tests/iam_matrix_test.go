@@ -330,16 +330,26 @@ func iamGrants(t *testing.T, verbAndType string) []string {
 	return parsed[0].Permissions()
 }
 
-// TestIAMPermissionMatrixSDK spot-checks that the SDK surfaces a denial as the same 404 (one call per plane).
+// TestIAMPermissionMatrixSDK spot-checks that the SDK surfaces a denial as the same 404 (one call per plane), and
+// that a denial cannot be told from a missing resource: the same status and the same body.
 func TestIAMPermissionMatrixSDK(t *testing.T) {
 	t.Parallel()
 	env := iamStart(t)
 	q := createQueue(t, env.admin, env.tenancyID)
+	missing := "ocid1.queue.ferry.local." + strings.Repeat("m", 32)
 	stranger := env.client(t, "stranger")
 	status, body := iamGetQueue(t, stranger, q)
 	iamRequireDenied(t, status, body)
+	for _, c := range []*sdk.ClientWithResponses{stranger, env.admin} {
+		missingStatus, missingBody := iamGetQueue(t, c, missing)
+		require.Equal(t, status, missingStatus)
+		require.JSONEq(t, string(body), string(missingBody), "a denied queue and a missing one answer alike")
+	}
 	status, body = iamPut(t, stranger, q, "x")
 	iamRequireDenied(t, status, body)
+	missingStatus, missingBody := iamPut(t, env.admin, missing, "x")
+	require.Equal(t, status, missingStatus)
+	require.JSONEq(t, string(body), string(missingBody))
 	resp, err := stranger.ListPoliciesWithResponse(t.Context(), &sdk.ListPoliciesParams{CompartmentId: env.tenancyID})
 	require.NoError(t, err)
 	iamRequireDenied(t, resp.StatusCode(), resp.Body)
