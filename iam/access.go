@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"net/http"
 	"slices"
 	"strings"
 	"sync"
@@ -330,7 +331,8 @@ func (a *Access) Middleware(operationOf func(method, route string) string) gin.H
 		if err == nil {
 			err = a.require(ctx, p, op.Permission, name, target, fieldOf[op.Target])
 		}
-		if err != nil && op.Target == TargetCompartmentQuery && c.Query("compartmentIdInSubtree") == "true" {
+		if err != nil && apierror.From(err).Status == http.StatusNotFound && op.Target == TargetCompartmentQuery &&
+			c.Query("compartmentIdInSubtree") == "true" {
 			// A subtree list answers what the caller may see below compartmentId, so it needs the permission
 			// somewhere in the subtree, not in compartmentId itself; the handler drops what it may not see.
 			if ok, serr := a.allowedBelow(ctx, p, op.Permission, name, target.CompartmentID); serr != nil {

@@ -777,7 +777,12 @@ func TestIAMPolicyScope(t *testing.T) {
 	delegate := e.client(t, "d", "DelegatedA")
 
 	// Inside A: accepted and effective.
-	iamCreatePolicy(t, delegate, tr.a, "team-a", "Allow group TeamA to read queues in compartment A:B")
+	teamA := iamCreatePolicy(t, delegate, tr.a, "team-a", "Allow group TeamA to read queues in compartment A:B")
+	iamRequireQueueAccess(t, e.client(t, "ta", "TeamA"), []string{tr.qb}, tr.qa, tr.qb, tr.qc, tr.qr)
+	// An update is held to the same rule (the policy's compartment, not the caller's choice).
+	up, err := delegate.UpdatePolicyWithResponse(ctx, teamA.Id, &sdk.UpdatePolicyParams{},
+		sdk.UpdatePolicyDetails{Statements: &[]string{"Allow group TeamA to read queues in tenancy"}})
+	cpRequireError(t, up, err, http.StatusBadRequest, "InvalidParameter", "statements[0]", "compartment A")
 	iamRequireQueueAccess(t, e.client(t, "ta", "TeamA"), []string{tr.qb}, tr.qa, tr.qb, tr.qc, tr.qr)
 
 	// Reaching out of A: refused, whichever way the location is written.
