@@ -67,7 +67,8 @@ const (
 		WHERE tenancy_id = $1 AND id = $2`
 	// A compartment is empty when no live child compartment and no live queue is in it.
 	compartmentHasResources = `SELECT EXISTS (SELECT 1 FROM compartments WHERE tenancy_id = $1 AND parent_id = $2 AND lifecycle_state <> 'DELETED')
-		OR EXISTS (SELECT 1 FROM queues WHERE tenancy_id = $1 AND compartment_id = $2 AND lifecycle_state <> 'DELETED')`
+		OR EXISTS (SELECT 1 FROM queues WHERE tenancy_id = $1 AND compartment_id = $2 AND lifecycle_state <> 'DELETED')
+		OR EXISTS (SELECT 1 FROM policies WHERE tenancy_id = $1 AND compartment_id = $2 AND lifecycle_state <> 'DELETED')`
 	// The subtree under a compartment (the compartment itself included), by a recursive walk down parent_id.
 	compartmentSubtreeCTE = `WITH RECURSIVE subtree AS (
 			SELECT id FROM compartments WHERE tenancy_id = $1 AND id = $2
@@ -235,7 +236,7 @@ func (r *Compartments) Delete(ctx context.Context, tenancyID, id, ifMatch string
 			return err
 		}
 		if busy {
-			return apierror.IncorrectState("compartment %s is not empty: delete its compartments and queues first", id)
+			return apierror.IncorrectState("compartment %s is not empty: delete its compartments, queues and policies first", id)
 		}
 		if _, err = tx.Exec(ctx, compartmentMarkDeleted, tenancyID, id); err != nil {
 			return err

@@ -112,9 +112,10 @@ func New(cfg Config, pool *pgxpool.Pool, tel *telemetry.Telemetry, logger *slog.
 		httpapi.AccessLog(logger),
 		auth.Middleware(store.Tenancies.Exists, isPublic),
 		httpapi.BodyLimit(bodyLimit),
-		httpapi.RetryTokens(store.Idempotency),
 		httpapi.NewValidator(spec).Middleware(),
 		access.Middleware(func(method, route string) string { return routeOps[method+" "+route] }),
+		// After IAM: a caller who may not make the call cannot replay someone else's response by its token.
+		httpapi.RetryTokens(store.Idempotency),
 	)
 	cp := controlplane.New(store, tenancy.OCIDs{Realm: cfg.Realm, Region: cfg.Region}, cfg.PublicURL, s.executor.Wake)
 	cp.OnQueueConfigChanged(s.messaging.ForgetQueue)
