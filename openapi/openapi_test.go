@@ -122,8 +122,8 @@ func TestGinRoutesRegister(t *testing.T) {
 	gin.SetMode(gin.TestMode)
 	router := gin.New()
 	api.RegisterHandlers(router, api.ServerInterface(nil))
-	if got := len(router.Routes()); got != 39 {
-		t.Errorf("registered %d routes, want 39", got)
+	if got := len(router.Routes()); got != 41 {
+		t.Errorf("registered %d routes, want 41", got)
 	}
 }
 

@@ -28,6 +28,10 @@ type NewMessage struct {
 	Attributes   []byte // JSON object or nil
 	Metadata     []byte // JSON object or nil
 	DedupID      string
+	// MessageGroup orders the message behind the earlier ones of its message group in every consumer group it
+	// goes to ("" = unordered). The service leaves it empty for delayed messages: a delay takes a message out of
+	// its group's order.
+	MessageGroup string
 	Groups       []int32 // the consumer groups that receive a copy (fanout); never empty
 }
 
@@ -54,6 +58,7 @@ type LeasedMessage struct {
 	DeadLettered  bool // moved to the DLQ by this lease instead of being delivered
 	NegativeCode  *string
 	NegativeText  *string
+	MessageGroup  *string // the ordering key; nil for an unordered message
 }
 
 // LeaseRequest selects what to lease.
@@ -68,12 +73,24 @@ type LeaseRequest struct {
 	MaxDeliveries     int32 // dead-letter after this many deliveries (0 = never; ignored on the DLQ)
 }
 
+// ConsumerLeaseRequest is a lease on a single-active-consumer queue: Consumer registers (or renews) first, and
+// messages are leased only when it is the group's active consumer, in publish order (by id) across channels.
+type ConsumerLeaseRequest struct {
+	LeaseRequest
+	Consumer             string
+	ConsumerLeaseSeconds int32
+	AllChannels          bool // no channel filter: every channel, ignoring Channels
+}
+
 // Receipt addresses one lease of one message.
 type Receipt struct {
 	GroupNo int32
 	ID      int64
 	LeaseID int64
 	DLQ     bool
+	// Ordered: the message belongs to an ordered message group, so acknowledging it makes the group's next
+	// message visible (under the group's lock).
+	Ordered bool
 }
 
 // Stats counts a queue's (or its DLQ's) messages of one group. A message is visible, in flight (leased: it was
@@ -105,7 +122,8 @@ const (
 
 	// Lease: the oldest visible rows of each requested channel (interleaved round-robin across channels), locked
 	// with SKIP LOCKED and updated in the same statement. A row whose delivery count reached the limit moves to
-	// the DLQ instead of being delivered.
+	// the DLQ instead of being delivered; when it was the head of an ordered message group, the group's next
+	// message becomes visible in the same statement.
 	messagesLease = `-- messages.lease
 		WITH candidates AS (
 			SELECT m.group_no, m.id, row_number() OVER (PARTITION BY c.ord ORDER BY m.visible_at, m.id) AS rank, c.ord
@@ -119,23 +137,132 @@ const (
 				FOR UPDATE SKIP LOCKED) m
 		), next AS (
 			SELECT group_no, id FROM candidates ORDER BY rank, ord LIMIT $5
-		)
-		UPDATE messages m SET
-			dlq = m.dlq OR ($8 > 0 AND m.delivery_count >= $8),
-			visible_at = CASE WHEN NOT m.dlq AND $8 > 0 AND m.delivery_count >= $8 THEN now()
-				ELSE now() + make_interval(secs => $6) END,
-			delivery_count = CASE WHEN NOT m.dlq AND $8 > 0 AND m.delivery_count >= $8 THEN m.delivery_count
-				ELSE m.delivery_count + 1 END,
-			lease_id = $7
-		FROM next
-		WHERE m.queue_id = $1 AND m.group_no = next.group_no AND m.id = next.id
-		RETURNING m.group_no, m.id, m.channel_id, m.visible_at, m.expire_at, m.delivery_count, m.content,
-			m.attributes, m.metadata, m.time_created, m.dlq <> $4, m.last_negative_code, m.last_negative_reason`
+		)` + messagesLeaseUpdate
 
+	// Lease on a single-active-consumer queue, after consumers.decide in the same transaction: only the active
+	// consumer (decided by that statement, so its row was written now) leases, and it leases in publish order
+	// across the channels ($3 NULL = every channel).
+	messagesLeaseAsConsumer = `-- messages.lease_as_consumer
+		WITH next AS (
+			SELECT group_no, id FROM messages
+			WHERE queue_id = $1 AND group_no = $2 AND dlq = $4 AND ($3::text[] IS NULL OR channel_id = ANY ($3))
+				AND visible_at <= now() AND expire_at > now()
+				AND EXISTS (SELECT 1 FROM consumers c WHERE c.queue_id = $1 AND c.group_no = $2 AND c.consumer_id = $9
+					AND c.active_since IS NOT NULL AND c.last_seen = now())
+			ORDER BY id
+			LIMIT $5
+			FOR UPDATE OF messages SKIP LOCKED
+		)` + messagesLeaseUpdate
+
+	// The next message of each ordered group in the CTE heads_left (group_no, message_group; NULL groups are
+	// ignored) that lost its head: the oldest waiting one becomes visible. Waiting rows sort last in the lease
+	// index and first-to-last by id in messages_group, so this is one index probe per group. The scalar subquery
+	// picks by the statement's snapshot and the update re-checks visible_at: when the picked row was unblocked or
+	// deleted meanwhile, nothing else is unblocked in its place.
+	messagesUnblockNext = `
+			UPDATE messages m SET visible_at = now()
+			FROM (SELECT h.group_no, (SELECT n.id FROM messages n
+					WHERE n.queue_id = $1 AND n.group_no = h.group_no AND n.message_group = h.message_group AND NOT n.dlq
+						AND n.visible_at = 'infinity'
+					ORDER BY n.id LIMIT 1) AS id
+				FROM (SELECT DISTINCT group_no, message_group FROM heads_left WHERE message_group IS NOT NULL) h) nx
+			WHERE m.queue_id = $1 AND m.group_no = nx.group_no AND m.id = nx.id AND m.visible_at = 'infinity'
+			RETURNING m.group_no, m.id`
+
+	// The update shared by both leases: deliver (or dead-letter) the picked rows, then unblock the ordered groups
+	// whose head was dead-lettered.
+	messagesLeaseUpdate = `, leased AS (
+			UPDATE messages m SET
+				dlq = m.dlq OR ($8 > 0 AND m.delivery_count >= $8),
+				visible_at = CASE WHEN NOT m.dlq AND $8 > 0 AND m.delivery_count >= $8 THEN now()
+					ELSE now() + make_interval(secs => $6) END,
+				delivery_count = CASE WHEN NOT m.dlq AND $8 > 0 AND m.delivery_count >= $8 THEN m.delivery_count
+					ELSE m.delivery_count + 1 END,
+				lease_id = $7,
+				lease_owner = $9
+			FROM next
+			WHERE m.queue_id = $1 AND m.group_no = next.group_no AND m.id = next.id
+			RETURNING m.group_no, m.id, m.channel_id, m.visible_at, m.expire_at, m.delivery_count, m.content,
+				m.attributes, m.metadata, m.time_created, m.dlq <> $4 AS dead_lettered, m.last_negative_code,
+				m.last_negative_reason, m.message_group
+		), heads_left AS (
+			SELECT group_no, message_group FROM leased WHERE dead_lettered
+		), unblocked AS (` + messagesUnblockNext + `)
+		SELECT * FROM leased`
+
+	// Acknowledge: delete the rows whose lease the receipts still hold; a deleted head of an ordered message group
+	// makes the group's next message visible in the same statement. Rows come back as (group_no, id, false) per
+	// deleted message and (group_no, id, true) per unblocked one.
 	messagesDelete = `-- messages.delete
-		DELETE FROM messages m USING unnest($2::int[], $3::bigint[], $4::bigint[], $5::bool[]) AS r(group_no, id, lease_id, dlq)
-		WHERE m.queue_id = $1 AND m.group_no = r.group_no AND m.id = r.id AND m.lease_id = r.lease_id AND m.dlq = r.dlq
-		RETURNING m.group_no, m.id`
+		WITH deleted AS (
+			DELETE FROM messages m USING unnest($2::int[], $3::bigint[], $4::bigint[], $5::bool[]) AS r(group_no, id, lease_id, dlq)
+			WHERE m.queue_id = $1 AND m.group_no = r.group_no AND m.id = r.id AND m.lease_id = r.lease_id AND m.dlq = r.dlq
+			RETURNING m.group_no, m.id, m.message_group, m.dlq
+		), heads_left AS (
+			SELECT group_no, message_group FROM deleted WHERE NOT dlq
+		), unblocked AS (` + messagesUnblockNext + `)
+		SELECT group_no, id, false FROM deleted UNION ALL SELECT group_no, id, true FROM unblocked`
+
+	// Before a statement that changes the head of ordered message groups: the groups' advisory locks, in one
+	// global order (no deadlocks between batches). Puts, acknowledgements, redrives and repairs of the same group
+	// are serialised by them, and each decides with a snapshot taken after the lock (a later statement of the same
+	// transaction or batch), so a put always sees the head that an acknowledgement just removed, and an
+	// acknowledgement always sees the message that a put just queued behind the head. $2/$3 are the (consumer
+	// group, message group) pairs.
+	messagesLockGroups = `-- messages.lock_groups
+		SELECT pg_advisory_xact_lock(k) FROM (
+			SELECT DISTINCT hashtextextended($1 || '/' || u.group_no || '/' || u.message_group, 0) AS k
+			FROM unnest($2::int[], $3::text[]) AS u(group_no, message_group) ORDER BY 1) keys`
+
+	// The same locks, for the ordered messages that receipts address.
+	messagesLockReceiptGroups = `-- messages.lock_receipt_groups
+		SELECT pg_advisory_xact_lock(k) FROM (
+			SELECT DISTINCT hashtextextended(m.queue_id || '/' || m.group_no || '/' || m.message_group, 0) AS k
+			FROM messages m JOIN unnest($2::int[], $3::bigint[]) AS r(group_no, id) ON m.group_no = r.group_no AND m.id = r.id
+			WHERE m.queue_id = $1 AND m.message_group IS NOT NULL AND NOT m.dlq ORDER BY 1) keys`
+
+	// Insert a batch that holds ordered messages (after messages.lock_groups in the same transaction). Per
+	// consumer group, the first message of a message group that has no message yet is its head and is inserted
+	// as usual; every other one waits (visible_at = 'infinity'). The group's last message is locked FOR KEY SHARE
+	// until commit, so no lease can dead-letter it — and unblock nothing, not seeing this insert — meanwhile: the
+	// lease skips it (SKIP LOCKED), or this statement waits for the lease and then finds it in the DLQ.
+	messagesInsertOrdered = `-- messages.insert_ordered
+		WITH input AS (
+			SELECT nextval('messages_id_seq') AS id, u.*
+			FROM unnest($2::text[], $3::int[], $4::int[], $5::text[], $6::json[], $7::json[], $11::text[])
+				WITH ORDINALITY AS u(channel_id, delay, size_bytes, content, attributes, metadata, message_group, ord)
+			ORDER BY u.ord
+		), copies AS (
+			SELECT input.*, g.group_no,
+				row_number() OVER (PARTITION BY g.group_no, input.message_group ORDER BY input.id) AS position
+			FROM input JOIN unnest($9::int[], $10::int[]) AS g(ord, group_no) ON g.ord = input.ord
+		), queued AS (
+			SELECT k.group_no, k.message_group FROM (
+				SELECT DISTINCT group_no, message_group FROM copies WHERE message_group IS NOT NULL) k
+			CROSS JOIN LATERAL (
+				SELECT 1 FROM messages m
+				WHERE m.queue_id = $1 AND m.group_no = k.group_no AND m.message_group = k.message_group AND NOT m.dlq
+				ORDER BY m.id DESC LIMIT 1
+				FOR KEY SHARE) last
+		), ins AS (
+			INSERT INTO messages (queue_id, group_no, id, channel_id, visible_at, expire_at, size_bytes, content,
+				attributes, metadata, message_group)
+			SELECT $1, c.group_no, c.id, c.channel_id,
+				CASE WHEN c.message_group IS NOT NULL AND (c.position > 1 OR q.group_no IS NOT NULL) THEN 'infinity'::timestamptz
+					ELSE now() + make_interval(secs => c.delay) END,
+				now() + make_interval(secs => $8), c.size_bytes, c.content, c.attributes, c.metadata, c.message_group
+			FROM copies c LEFT JOIN queued q ON q.group_no = c.group_no AND q.message_group = c.message_group)
+		SELECT id, ord, now() + make_interval(secs => $8) FROM input`
+
+	// After rows were deleted in bulk (purge, retention) — under messages.lock_groups — make the next message of
+	// each given group visible when the group has no head left.
+	messagesUnblockGroups = `-- messages.unblock_groups
+		WITH heads_left AS (
+			SELECT k.group_no, k.message_group FROM unnest($2::int[], $3::text[]) AS k(group_no, message_group)
+			WHERE NOT EXISTS (SELECT 1 FROM messages a WHERE a.queue_id = $1 AND a.group_no = k.group_no
+				AND a.message_group = k.message_group AND NOT a.dlq AND a.visible_at <> 'infinity')
+		), unblocked AS (` + messagesUnblockNext + `)
+		SELECT count(*) FROM unblocked`
 
 	messagesUpdateVisibility = `-- messages.update_visibility
 		UPDATE messages m SET visible_at = now() + make_interval(secs => r.secs)
@@ -148,10 +275,12 @@ const (
 		JOIN unnest($2::int[], $3::bigint[]) AS r(group_no, id) ON m.group_no = r.group_no AND m.id = r.id
 		WHERE m.queue_id = $1`
 
+	// Messages of an ordered group that wait for an earlier one (visible_at 'infinity') count as visible: they
+	// are in the queue, neither leased nor delayed.
 	messagesStats = `-- messages.stats
-		SELECT dlq, count(*) FILTER (WHERE visible_at <= now()),
-			count(*) FILTER (WHERE visible_at > now() AND delivery_count > 0),
-			count(*) FILTER (WHERE visible_at > now() AND delivery_count = 0),
+		SELECT dlq, count(*) FILTER (WHERE visible_at <= now() OR visible_at = 'infinity'),
+			count(*) FILTER (WHERE visible_at > now() AND visible_at < 'infinity' AND delivery_count > 0),
+			count(*) FILTER (WHERE visible_at > now() AND visible_at < 'infinity' AND delivery_count = 0),
 			coalesce(sum(size_bytes), 0)
 		FROM messages WHERE queue_id = $1 AND group_no = $2 AND ($3 = '' OR channel_id = $3) AND expire_at > now()
 		GROUP BY dlq`
@@ -167,32 +296,65 @@ const (
 			FROM ch WHERE ch.channel_id IS NOT NULL)
 		SELECT channel_id FROM ch WHERE channel_id IS NOT NULL LIMIT $5`
 
+	// Redrive, step 1: pick (and lock) the oldest DLQ messages.
+	messagesRedrivePick = `-- messages.redrive_pick
+		SELECT id, message_group FROM messages WHERE queue_id = $1 AND group_no = $2 AND dlq
+		ORDER BY id LIMIT $3 FOR UPDATE SKIP LOCKED`
+
+	// Redrive, step 2 (after messages.lock_groups for their ordered groups): back to the queue, visible at once —
+	// except a message of an ordered group that still has messages in the queue (or an earlier redriven one): it
+	// waits, and being older than the waiting ones it is next after the group's current head. The group's last
+	// message is locked FOR KEY SHARE as in messages.insert_ordered.
 	messagesRedrive = `-- messages.redrive
 		WITH picked AS (
-			SELECT group_no, id FROM messages WHERE queue_id = $1 AND group_no = $2 AND dlq
-			LIMIT $3 FOR UPDATE SKIP LOCKED)
-		UPDATE messages m SET dlq = false, delivery_count = 0, visible_at = now(), lease_id = 0
-		FROM picked WHERE m.queue_id = $1 AND m.group_no = picked.group_no AND m.id = picked.id`
+			SELECT p.id, p.message_group, row_number() OVER (PARTITION BY p.message_group ORDER BY p.id) AS position
+			FROM unnest($3::bigint[], $4::text[]) AS p(id, message_group)
+		), queued AS (
+			SELECT k.message_group FROM (SELECT DISTINCT message_group FROM picked WHERE message_group IS NOT NULL) k
+			CROSS JOIN LATERAL (
+				SELECT 1 FROM messages m
+				WHERE m.queue_id = $1 AND m.group_no = $2 AND m.message_group = k.message_group AND NOT m.dlq
+				ORDER BY m.id DESC LIMIT 1
+				FOR KEY SHARE) last
+		)
+		UPDATE messages m SET dlq = false, delivery_count = 0, lease_id = 0,
+			visible_at = CASE WHEN p.message_group IS NOT NULL AND (p.position > 1 OR q.message_group IS NOT NULL)
+				THEN 'infinity'::timestamptz ELSE now() END
+		FROM picked p LEFT JOIN queued q ON q.message_group = p.message_group
+		WHERE m.queue_id = $1 AND m.group_no = $2 AND m.id = p.id AND m.dlq`
 
 	// Batched deletes address rows by primary key, not by ctid: a lease or an acknowledgement that rewrites a row
 	// between the pick and the delete moves its ctid, and a ctid-addressed delete would silently skip it.
 
 	// Purge one batch of the messages published before the purge started (id <= $4): dlq NULL = both.
+	// It returns how many it deleted and the ordered groups that lost messages (to unblock their next ones).
 	messagesPurgeBatch = `-- messages.purge
-		DELETE FROM messages m USING (
-			SELECT group_no, id FROM messages WHERE queue_id = $1 AND ($2::bool IS NULL OR dlq = $2) AND id <= $4 LIMIT $3) p
-		WHERE m.queue_id = $1 AND m.group_no = p.group_no AND m.id = p.id AND ($2::bool IS NULL OR m.dlq = $2)`
+		WITH deleted AS (
+			DELETE FROM messages m USING (
+				SELECT group_no, id FROM messages WHERE queue_id = $1 AND ($2::bool IS NULL OR dlq = $2) AND id <= $4 LIMIT $3) p
+			WHERE m.queue_id = $1 AND m.group_no = p.group_no AND m.id = p.id AND ($2::bool IS NULL OR m.dlq = $2)
+			RETURNING m.group_no, m.message_group, m.dlq
+		)` + deletedGroups
 
 	// The highest message id allocated so far.
 	messagesLastID = `SELECT CASE WHEN is_called THEN last_value ELSE 0 END FROM messages_id_seq`
 
 	// Retention: one batch of a queue's messages with ids at or below the cutoff (a primary-key range per group).
 	messagesExpireBatch = `-- messages.expire
-		DELETE FROM messages m USING (
-			SELECT group_no, id FROM messages WHERE queue_id = $1
-				AND group_no = ANY (ARRAY (SELECT 0 UNION SELECT group_no FROM consumer_groups WHERE queue_id = $1))
-				AND id <= $2 LIMIT $3) e
-		WHERE m.queue_id = $1 AND m.group_no = e.group_no AND m.id = e.id`
+		WITH deleted AS (
+			DELETE FROM messages m USING (
+				SELECT group_no, id FROM messages WHERE queue_id = $1
+					AND group_no = ANY (ARRAY (SELECT 0 UNION SELECT group_no FROM consumer_groups WHERE queue_id = $1))
+					AND id <= $2 LIMIT $3) e
+			WHERE m.queue_id = $1 AND m.group_no = e.group_no AND m.id = e.id
+			RETURNING m.group_no, m.message_group, m.dlq
+		)` + deletedGroups
+
+	// The tail of the bulk deletes: the count, and the distinct (consumer group, message group) pairs of the
+	// deleted ordered messages that were not in the DLQ.
+	deletedGroups = `
+		SELECT (SELECT count(*) FROM deleted), coalesce(array_agg(g.group_no), '{}'), coalesce(array_agg(g.message_group), '{}')
+		FROM (SELECT DISTINCT group_no, message_group FROM deleted WHERE message_group IS NOT NULL AND NOT dlq) g`
 
 	// Messages of queues deleted in the last day: nodes cache a queue's state for a moment, so a put that raced
 	// the delete can land after the delete's purge.
@@ -335,77 +497,141 @@ func (r *Messages) Put(ctx context.Context, queueID string, retentionSeconds, de
 }
 
 // queueInsert adds the insert statement to batch; its result callback fills results (at idx[k] for the k-th
-// message when idx is set).
+// message when idx is set). A batch with ordered messages locks their groups first (same batch or transaction:
+// the lock is held until the insert commits). A batch without any pays for none of it.
 func (r *Messages) queueInsert(batch *pgx.Batch, queueID string, retentionSeconds int32, msgs []NewMessage,
 	results []PutResult, idx []int) {
 	n := len(msgs)
 	channels, delays, sizes := make([]string, n), make([]int32, n), make([]int32, n)
 	contents, attrs, metas := make([]string, n), make([]*string, n), make([]*string, n)
-	var pairOrd, pairGroup []int32
+	messageGroups := make([]*string, n)
+	var pairOrd, pairGroup, lockGroupNos []int32
+	var lockNames []string
 	for i, m := range msgs {
 		channels[i], delays[i], sizes[i], contents[i] = m.ChannelID, m.DelaySeconds, m.SizeBytes, m.Content
 		attrs[i], metas[i] = jsonText(m.Attributes), jsonText(m.Metadata)
+		if m.MessageGroup != "" {
+			messageGroups[i] = &msgs[i].MessageGroup
+		}
 		for _, g := range m.Groups {
 			pairOrd, pairGroup = append(pairOrd, int32(i+1)), append(pairGroup, g)
+			if m.MessageGroup != "" {
+				lockGroupNos, lockNames = append(lockGroupNos, g), append(lockNames, m.MessageGroup)
+			}
 		}
 	}
-	batch.Queue(messagesInsert, queueID, channels, delays, sizes, contents, attrs, metas, retentionSeconds, pairOrd, pairGroup).
-		Query(func(rows pgx.Rows) error {
-			var id, ord int64
-			var expire time.Time
-			_, err := pgx.ForEachRow(rows, []any{&id, &ord, &expire}, func() error {
-				k := int(ord - 1)
-				if k < 0 || k >= n {
-					return fmt.Errorf("insert returned ordinality %d for a batch of %d", ord, n)
-				}
-				res := PutResult{ID: id, ExpireAt: expire.UTC(), Groups: len(msgs[k].Groups)}
-				if idx != nil {
-					results[idx[k]] = res
-				} else {
-					results[k] = res
-				}
-				return nil
-			})
-			return err
+	query := messagesInsert
+	args := []any{queueID, channels, delays, sizes, contents, attrs, metas, retentionSeconds, pairOrd, pairGroup}
+	if len(lockNames) > 0 {
+		batch.Queue(messagesLockGroups, queueID, lockGroupNos, lockNames)
+		query, args = messagesInsertOrdered, append(args, messageGroups)
+	}
+	batch.Queue(query, args...).Query(func(rows pgx.Rows) error {
+		var id, ord int64
+		var expire time.Time
+		_, err := pgx.ForEachRow(rows, []any{&id, &ord, &expire}, func() error {
+			k := int(ord - 1)
+			if k < 0 || k >= n {
+				return fmt.Errorf("insert returned ordinality %d for a batch of %d", ord, n)
+			}
+			res := PutResult{ID: id, ExpireAt: expire.UTC(), Groups: len(msgs[k].Groups)}
+			if idx != nil {
+				results[idx[k]] = res
+			} else {
+				results[k] = res
+			}
+			return nil
 		})
+		return err
+	})
 }
 
 // Lease leases up to req.Limit messages in one statement.
 func (r *Messages) Lease(ctx context.Context, req LeaseRequest) ([]LeasedMessage, error) {
 	rows, err := r.pool.Query(ctx, messagesLease, req.QueueID, req.GroupNo, req.Channels, req.DLQ, req.Limit,
-		req.VisibilitySeconds, req.LeaseID, req.MaxDeliveries)
+		req.VisibilitySeconds, req.LeaseID, req.MaxDeliveries, nil)
 	if err != nil {
 		return nil, interpretError("leasing messages", err)
 	}
+	out, err := collectLeased(rows)
+	return out, interpretError("leasing messages", err)
+}
+
+// LeaseAsConsumer registers (or renews) the consumer of a single-active-consumer queue, decides who is the
+// group's active consumer and, when it is this one, leases up to req.Limit messages in publish order: one round
+// trip, one transaction, under the group's consumer lock (so every node decides the same).
+func (r *Messages) LeaseAsConsumer(ctx context.Context, req ConsumerLeaseRequest) (ConsumerDecision, []LeasedMessage, error) {
+	var channels []string
+	if !req.AllChannels {
+		channels = req.Channels
+		if channels == nil {
+			channels = []string{}
+		}
+	}
+	var d ConsumerDecision
+	var out []LeasedMessage
+	batch := &pgx.Batch{}
+	batch.Queue(consumersLock, req.QueueID, req.GroupNo)
+	batch.Queue(consumersDecide, req.QueueID, req.GroupNo, req.Consumer, req.ConsumerLeaseSeconds).QueryRow(func(row pgx.Row) error {
+		return d.scan(row)
+	})
+	batch.Queue(messagesLeaseAsConsumer, req.QueueID, req.GroupNo, channels, req.DLQ, req.Limit, req.VisibilitySeconds,
+		req.LeaseID, req.MaxDeliveries, req.Consumer).Query(func(rows pgx.Rows) error {
+		var err error
+		out, err = collectLeased(rows)
+		return err
+	})
+	err := r.pool.SendBatch(ctx, batch).Close()
+	return d, out, interpretError("leasing messages", err)
+}
+
+func collectLeased(rows pgx.Rows) ([]LeasedMessage, error) {
 	out, err := pgx.CollectRows(rows, func(row pgx.CollectableRow) (LeasedMessage, error) {
 		var m LeasedMessage
 		err := row.Scan(&m.GroupNo, &m.ID, &m.ChannelID, &m.VisibleAt, &m.ExpireAt, &m.DeliveryCount, &m.Content,
-			&m.Attributes, &m.Metadata, &m.TimeCreated, &m.DeadLettered, &m.NegativeCode, &m.NegativeText)
+			&m.Attributes, &m.Metadata, &m.TimeCreated, &m.DeadLettered, &m.NegativeCode, &m.NegativeText, &m.MessageGroup)
 		m.VisibleAt, m.ExpireAt, m.TimeCreated = m.VisibleAt.UTC(), m.ExpireAt.UTC(), m.TimeCreated.UTC()
 		return m, err
 	})
 	sortLeased(out)
-	return out, interpretError("leasing messages", err)
+	return out, err
 }
 
-// Delete acknowledges the receipts' messages and reports, per receipt, whether it deleted the message.
-func (r *Messages) Delete(ctx context.Context, queueID string, receipts []Receipt) ([]bool, error) {
+// Delete acknowledges the receipts' messages and reports, per receipt, whether it deleted the message, and how
+// many ordered groups' next messages became visible. Receipts of ordered messages take their groups' locks
+// first, in the same round trip (a batch is one implicit transaction).
+func (r *Messages) Delete(ctx context.Context, queueID string, receipts []Receipt) (deleted []bool, unblocked int, err error) {
 	groups, ids, leases, dlqs := receiptArrays(receipts)
-	rows, err := r.pool.Query(ctx, messagesDelete, queueID, groups, ids, leases, dlqs)
-	if err != nil {
-		return nil, interpretError("deleting messages", err)
+	batch := &pgx.Batch{}
+	for _, rc := range receipts {
+		if rc.Ordered && !rc.DLQ {
+			batch.Queue(messagesLockReceiptGroups, queueID, groups, ids)
+			break
+		}
 	}
 	done := map[[2]int64]bool{}
-	var g int32
-	var id int64
-	if _, err := pgx.ForEachRow(rows, []any{&g, &id}, func() error { done[[2]int64{int64(g), id}] = true; return nil }); err != nil {
-		return nil, interpretError("deleting messages", err)
+	batch.Queue(messagesDelete, queueID, groups, ids, leases, dlqs).Query(func(rows pgx.Rows) error {
+		var g int32
+		var id int64
+		var next bool
+		_, err := pgx.ForEachRow(rows, []any{&g, &id, &next}, func() error {
+			if next {
+				unblocked++
+			} else {
+				done[[2]int64{int64(g), id}] = true
+			}
+			return nil
+		})
+		return err
+	})
+	if err := r.pool.SendBatch(ctx, batch).Close(); err != nil {
+		return nil, 0, interpretError("deleting messages", err)
 	}
 	out := make([]bool, len(receipts))
 	for i, rc := range receipts {
 		out[i] = done[[2]int64{int64(rc.GroupNo), rc.ID}]
 	}
-	return out, nil
+	return out, unblocked, nil
 }
 
 // UpdateVisibility moves the leases' visible_at to now()+seconds[i]; it returns the new visible_at per receipt
@@ -482,17 +708,79 @@ func (r *Messages) Channels(ctx context.Context, queueID string, groupNo int32, 
 	return out, interpretError("listing channels", err)
 }
 
-// Redrive moves up to limit of the group's DLQ messages back to the queue.
+// Redrive moves up to limit of the group's DLQ messages back to the queue, oldest first, in one transaction.
+// Messages of ordered groups rejoin their group's order (under the group's lock).
 func (r *Messages) Redrive(ctx context.Context, queueID string, groupNo int32, limit int) (int64, error) {
-	tag, err := r.pool.Exec(ctx, messagesRedrive, queueID, groupNo, limit)
-	return tag.RowsAffected(), interpretError("redriving messages", err)
+	var n int64
+	err := InTx(ctx, r.pool, func(tx pgx.Tx) error {
+		rows, err := tx.Query(ctx, messagesRedrivePick, queueID, groupNo, limit)
+		if err != nil {
+			return err
+		}
+		var ids []int64
+		var names []*string
+		var lockGroupNos []int32
+		var lockNames []string
+		var id int64
+		var name *string
+		if _, err := pgx.ForEachRow(rows, []any{&id, &name}, func() error {
+			ids, names = append(ids, id), append(names, name)
+			if name != nil {
+				lockGroupNos, lockNames = append(lockGroupNos, groupNo), append(lockNames, *name)
+			}
+			return nil
+		}); err != nil || len(ids) == 0 {
+			return err
+		}
+		if len(lockNames) > 0 {
+			if _, err := tx.Exec(ctx, messagesLockGroups, queueID, lockGroupNos, lockNames); err != nil {
+				return err
+			}
+		}
+		tag, err := tx.Exec(ctx, messagesRedrive, queueID, groupNo, ids, names)
+		n = tag.RowsAffected()
+		return err
+	})
+	return n, interpretError("redriving messages", err)
 }
 
 // PurgeBatch deletes up to batch messages of the queue with ids at or below upTo (dlq nil = queue and DLQ) and
-// returns how many.
+// returns how many. Ordered groups that lost their head continue with their next message.
 func (r *Messages) PurgeBatch(ctx context.Context, queueID string, dlq *bool, upTo int64, batch int) (int64, error) {
-	tag, err := r.pool.Exec(ctx, messagesPurgeBatch, queueID, dlq, batch, upTo)
-	return tag.RowsAffected(), interpretError("purging messages", err)
+	n, err := r.deleteAndUnblock(ctx, queueID, messagesPurgeBatch, queueID, dlq, batch, upTo)
+	return n, interpretError("purging messages", err)
+}
+
+// deleteAndUnblock runs a bulk delete that reports the ordered groups it touched (deletedGroups), then makes the
+// next message of each of those groups visible when the group has no head left: under the groups' locks, in a
+// second transaction (the delete's snapshot cannot see a put that queued behind a head it deleted; the repair,
+// taken after the put's lock, does).
+func (r *Messages) deleteAndUnblock(ctx context.Context, queueID, query string, args ...any) (int64, error) {
+	var n int64
+	var groupNos []int32
+	var names []string
+	if err := r.pool.QueryRow(ctx, query, args...).Scan(&n, &groupNos, &names); err != nil || len(names) == 0 {
+		return n, err
+	}
+	unblocked, err := r.UnblockGroups(ctx, queueID, groupNos, names)
+	if err != nil {
+		return n, err
+	}
+	if unblocked > 0 {
+		return n, r.Notify(ctx, []string{queueID})
+	}
+	return n, nil
+}
+
+// UnblockGroups makes the next message of each given ordered group visible when the group has no head (a
+// message that is visible, leased or delayed) left, and returns how many it made visible. It is idempotent.
+func (r *Messages) UnblockGroups(ctx context.Context, queueID string, groupNos []int32, names []string) (int64, error) {
+	var unblocked int64
+	batch := &pgx.Batch{}
+	batch.Queue(messagesLockGroups, queueID, groupNos, names)
+	batch.Queue(messagesUnblockGroups, queueID, groupNos, names).QueryRow(func(row pgx.Row) error { return row.Scan(&unblocked) })
+	err := r.pool.SendBatch(ctx, batch).Close()
+	return unblocked, interpretError("unblocking ordered groups", err)
 }
 
 // LastID is the highest message id allocated so far: every message published before the call has an id at or
@@ -513,8 +801,8 @@ func (r *Messages) DeleteOrphans(ctx context.Context, batch int) (int64, error) 
 // ExpireBatch deletes up to batch messages of the queue (every consumer group, a primary-key range each) whose id
 // is at or below cutoff.
 func (r *Messages) ExpireBatch(ctx context.Context, queueID string, cutoff int64, batch int) (int64, error) {
-	tag, err := r.pool.Exec(ctx, messagesExpireBatch, queueID, cutoff, batch)
-	return tag.RowsAffected(), interpretError("expiring messages", err)
+	n, err := r.deleteAndUnblock(ctx, queueID, messagesExpireBatch, queueID, cutoff, batch)
+	return n, interpretError("expiring messages", err)
 }
 
 // SizeByChannel sums the stored bytes of a queue (every group and the DLQ) per channel.

@@ -52,6 +52,7 @@ type Store struct {
 	Compartments   *Compartments
 	Queues         *Queues
 	ConsumerGroups *ConsumerGroups
+	Consumers      *Consumers
 	Policies       *Policies
 	WorkRequests   *WorkRequests
 	Idempotency    *IdempotencyKeys
@@ -66,6 +67,7 @@ func NewStore(pool *pgxpool.Pool) *Store {
 		Compartments:   &Compartments{pool: pool},
 		Queues:         &Queues{pool: pool},
 		ConsumerGroups: &ConsumerGroups{pool: pool},
+		Consumers:      &Consumers{pool: pool},
 		Policies:       &Policies{pool: pool},
 		WorkRequests:   &WorkRequests{pool: pool},
 		Idempotency:    &IdempotencyKeys{pool: pool},

@@ -29,6 +29,8 @@ type Queue struct {
 	DedupWindowSeconds           int32
 	ConsumerGroupsEnabled        bool  // the CONSUMER_GROUPS capability
 	PrimaryGroupEnabled          *bool // with the capability: whether the primary consumer group is enabled
+	SingleActiveConsumer         bool  // per consumer group, only the active consumer receives messages
+	ConsumerLeaseSeconds         int32 // how long a single active consumer stays active without calling
 	FreeformTags                 map[string]string
 	Version                      int64
 	TimeCreated                  time.Time
@@ -47,6 +49,8 @@ type QueuePatch struct {
 	ChannelConsumptionLimit      *int32
 	MaxSizeBytes                 *int64
 	DedupWindowSeconds           *int32
+	SingleActiveConsumer         *bool
+	ConsumerLeaseSeconds         *int32
 	FreeformTags                 map[string]string
 	// ConsumerGroups, when set, enables (true) or disables (false) the CONSUMER_GROUPS capability, and
 	// PrimaryGroupEnabled enables or disables the primary group.
@@ -70,19 +74,22 @@ const queueColumns = `tenancy_id, id, compartment_id, display_name, lifecycle_st
 	visibility_seconds, timeout_seconds, dead_letter_queue_delivery_count, channel_consumption_limit, max_size_bytes,
 	dedup_window_seconds, consumer_groups_enabled,
 	(SELECT cg.is_enabled FROM consumer_groups cg WHERE cg.queue_id = queues.id AND cg.group_no = 0) AS primary_enabled,
-	freeform_tags, version, time_created, time_updated`
+	is_single_active_consumer, consumer_lease_seconds, freeform_tags, version, time_created, time_updated`
 
 const (
 	queueGet       = `SELECT ` + queueColumns + ` FROM queues WHERE tenancy_id = $1 AND id = $2`
 	queueGetLocked = queueGet + ` FOR UPDATE`
 	queueInsert    = `INSERT INTO queues (tenancy_id, id, compartment_id, display_name, retention_seconds, visibility_seconds,
-		timeout_seconds, dead_letter_queue_delivery_count, channel_consumption_limit, max_size_bytes, dedup_window_seconds, freeform_tags)
-		VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12) RETURNING ` + queueColumns
+		timeout_seconds, dead_letter_queue_delivery_count, channel_consumption_limit, max_size_bytes, dedup_window_seconds, freeform_tags,
+		is_single_active_consumer, consumer_lease_seconds)
+		VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14) RETURNING ` + queueColumns
 	queueUpdate = `UPDATE queues SET display_name = coalesce($3, display_name),
 		visibility_seconds = coalesce($4, visibility_seconds), timeout_seconds = coalesce($5, timeout_seconds),
 		dead_letter_queue_delivery_count = coalesce($6, dead_letter_queue_delivery_count),
 		channel_consumption_limit = coalesce($7, channel_consumption_limit), max_size_bytes = coalesce($8, max_size_bytes),
 		dedup_window_seconds = coalesce($9, dedup_window_seconds), freeform_tags = coalesce($10, freeform_tags),
+		is_single_active_consumer = coalesce($11, is_single_active_consumer),
+		consumer_lease_seconds = coalesce($12, consumer_lease_seconds),
 		version = version + 1, time_updated = now()
 		WHERE tenancy_id = $1 AND id = $2 RETURNING ` + queueColumns
 	queueSetState = `UPDATE queues SET lifecycle_state = $3, lifecycle_details = $4, version = version + 1, time_updated = now()
@@ -95,7 +102,8 @@ func scanQueue(row pgx.Row) (Queue, error) {
 	var q Queue
 	err := row.Scan(&q.TenancyID, &q.ID, &q.CompartmentID, &q.DisplayName, &q.LifecycleState, &q.LifecycleDetails,
 		&q.RetentionSeconds, &q.VisibilitySeconds, &q.TimeoutSeconds, &q.DeadLetterQueueDeliveryCount,
-		&q.ChannelConsumptionLimit, &q.MaxSizeBytes, &q.DedupWindowSeconds, &q.ConsumerGroupsEnabled, &q.PrimaryGroupEnabled, &q.FreeformTags, &q.Version,
+		&q.ChannelConsumptionLimit, &q.MaxSizeBytes, &q.DedupWindowSeconds, &q.ConsumerGroupsEnabled, &q.PrimaryGroupEnabled,
+		&q.SingleActiveConsumer, &q.ConsumerLeaseSeconds, &q.FreeformTags, &q.Version,
 		&q.TimeCreated, &q.TimeUpdated)
 	q.TimeCreated, q.TimeUpdated = q.TimeCreated.UTC(), q.TimeUpdated.UTC()
 	if q.FreeformTags == nil {
@@ -124,7 +132,8 @@ func (r *Queues) Create(ctx context.Context, q Queue) (Queue, error) {
 		var err error
 		out, err = scanQueue(tx.QueryRow(ctx, queueInsert, q.TenancyID, q.ID, q.CompartmentID, q.DisplayName,
 			q.RetentionSeconds, q.VisibilitySeconds, q.TimeoutSeconds, q.DeadLetterQueueDeliveryCount,
-			q.ChannelConsumptionLimit, q.MaxSizeBytes, q.DedupWindowSeconds, tagsOrEmpty(q.FreeformTags)))
+			q.ChannelConsumptionLimit, q.MaxSizeBytes, q.DedupWindowSeconds, tagsOrEmpty(q.FreeformTags),
+			q.SingleActiveConsumer, q.ConsumerLeaseSeconds))
 		if err != nil || !q.ConsumerGroupsEnabled {
 			return err
 		}
@@ -222,7 +231,7 @@ func (r *Queues) Update(ctx context.Context, tenancyID, id, ifMatch string, p Qu
 		}
 		out, err = scanQueue(tx.QueryRow(ctx, queueUpdate, tenancyID, id, p.DisplayName, p.VisibilitySeconds,
 			p.TimeoutSeconds, p.DeadLetterQueueDeliveryCount, p.ChannelConsumptionLimit, p.MaxSizeBytes,
-			p.DedupWindowSeconds, tags))
+			p.DedupWindowSeconds, tags, p.SingleActiveConsumer, p.ConsumerLeaseSeconds))
 		return err
 	})
 	return out, interpretError("updating queue", err)

@@ -207,6 +207,17 @@ func iamMatrixRows() []iamMatrixRow {
 				return iamRequest{"POST", v + "/queues/" + q + "/messages/actions/updateMessages",
 					map[string]any{"entries": []any{map[string]any{"receipt": r, "visibilityInSeconds": 60}}}}
 			}},
+		// Single active consumer: listing the consumers reads the queue; leaving is a consumer's own act (pull).
+		{op: "ListConsumers", allow: "read queues", deny: []string{"inspect queues", "manage queue-pull"}, want: http.StatusOK,
+			setup: func(t *testing.T, m *iamMatrix) iamRequest {
+				return iamRequest{"GET", v + "/queues/" + m.queue(t, withSingleActiveConsumer(30)) + "/consumers", nil}
+			}},
+		{op: "DeleteConsumer", allow: "use queue-pull", deny: []string{"read queue-pull", "manage queue-push", "manage queues"}, want: http.StatusNoContent,
+			setup: func(t *testing.T, m *iamMatrix) iamRequest {
+				q := m.queue(t, withSingleActiveConsumer(30))
+				get(t, m.admin, q, as("leaving"))
+				return iamRequest{"DELETE", v + "/queues/" + q + "/consumers/leaving", nil}
+			}},
 		// Policies: the target is the policy's compartment (for create and list: the compartment named).
 		{op: "CreatePolicy", allow: "manage policies", deny: []string{"read policies", "manage compartments"}, want: http.StatusOK,
 			setup: func(_ *testing.T, m *iamMatrix) iamRequest {

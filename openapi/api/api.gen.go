@@ -103,6 +103,24 @@ func (e CapabilityType) Valid() bool {
 	}
 }
 
+// Defines values for ConsumerStatus.
+const (
+	ConsumerStatusRUNNING ConsumerStatus = "RUNNING"
+	ConsumerStatusSTANDBY ConsumerStatus = "STANDBY"
+)
+
+// Valid indicates whether the value is a known member of the ConsumerStatus enum.
+func (e ConsumerStatus) Valid() bool {
+	switch e {
+	case ConsumerStatusRUNNING:
+		return true
+	case ConsumerStatusSTANDBY:
+		return true
+	default:
+		return false
+	}
+}
+
 // Defines values for LifecycleState.
 const (
 	LifecycleStateACTIVE   LifecycleState = "ACTIVE"
@@ -440,6 +458,33 @@ type CompartmentCollection struct {
 	Items []Compartment `json:"items"`
 }
 
+// Consumer A live consumer of a consumer group of a single-active-consumer queue.
+type Consumer struct {
+	// ConsumerGroupId The OCID of the consumer group (the queue's OCID for the primary group).
+	ConsumerGroupId Ocid `json:"consumerGroupId"`
+
+	// Id The consumer's id.
+	Id ConsumerId `json:"id"`
+
+	// IdleSeconds Seconds since the consumer's last GetMessages call.
+	IdleSeconds int `json:"idleSeconds"`
+
+	// Status `RUNNING`: the active consumer, the only one that receives messages; `STANDBY`: waits to take over.
+	Status ConsumerStatus `json:"status"`
+
+	// TimeRegistered When the consumer registered (its place in line to become active; RFC 3339, UTC).
+	TimeRegistered time.Time `json:"timeRegistered"`
+}
+
+// ConsumerStatus `RUNNING`: the active consumer, the only one that receives messages; `STANDBY`: waits to take over.
+type ConsumerStatus string
+
+// ConsumerCollection The live consumers of a consumer group.
+type ConsumerCollection struct {
+	// Items The consumers, the active one first, then the standbys in the order they would take over.
+	Items []Consumer `json:"items"`
+}
+
 // ConsumerGroup A consumer group of a queue.
 type ConsumerGroup struct {
 	// CompartmentId The OCID of the queue's compartment.
@@ -507,6 +552,10 @@ type ConsumerGroupStats struct {
 	// in exactly one of `visibleMessages`, `inFlightMessages` and `delayedMessages`.
 	Queue QueueStatsDetail `json:"queue"`
 }
+
+// ConsumerId The id a consumer names itself with (1..128 characters: letters, digits and `.`, `_`, `:`, `@`, `~`, `-`),
+// for example a host or pod name.
+type ConsumerId = string
 
 // CreateCompartmentDetails The details of a new compartment.
 type CreateCompartmentDetails struct {
@@ -581,6 +630,10 @@ type CreateQueueDetails struct {
 	// CompartmentId The OCID of the compartment to create the queue in.
 	CompartmentId Ocid `json:"compartmentId"`
 
+	// ConsumerLeaseInSeconds How long a single active consumer stays active without calling GetMessages, in seconds (5..300,
+	// default 30).
+	ConsumerLeaseInSeconds *int `json:"consumerLeaseInSeconds,omitempty"`
+
 	// DeadLetterQueueDeliveryCount How many times a message may be delivered before it moves to the dead-letter queue (1..1000);
 	// 0 (the default) means no dead-letter queue.
 	DeadLetterQueueDeliveryCount *int `json:"deadLetterQueueDeliveryCount,omitempty"`
@@ -594,6 +647,10 @@ type CreateQueueDetails struct {
 
 	// FreeformTags Free-form tags of the queue.
 	FreeformTags *FreeformTags `json:"freeformTags,omitempty"`
+
+	// IsSingleActiveConsumer Single active consumer (default false): per consumer group, only one consumer receives messages; the
+	// others wait as standby. ferry extension.
+	IsSingleActiveConsumer *bool `json:"isSingleActiveConsumer,omitempty"`
 
 	// MaxSizeInBytes The largest total size of the queue's messages, in bytes (1 MiB..1 TiB, default 2 GiB).
 	MaxSizeInBytes *int64 `json:"maxSizeInBytes,omitempty"`
@@ -724,8 +781,18 @@ type MessageMetadata struct {
 	DeduplicationId *string `json:"deduplicationId,omitempty"`
 
 	// DelayInSeconds How long after publishing the message first becomes visible, in seconds (0..900). Only meaningful when
-	// publishing.
+	// publishing. A delayed message is not ordered within its `messageGroupId`.
 	DelayInSeconds *int `json:"delayInSeconds,omitempty"`
+
+	// MessageGroupId The ordered message group of the message. Within each consumer group, the messages of a message group
+	// are delivered in publish order, one at a time: while one is visible or leased, the later ones are not
+	// delivered (to anyone); the next one is delivered once it is acknowledged or moved to the dead-letter
+	// queue. A lease that expires keeps the message first in line (it is delivered again first). Different
+	// message groups are delivered in parallel, and messages without a group are not held back by them. A
+	// message published with `delayInSeconds` > 0 is not part of its group's order: it is delivered when its
+	// delay ends, without waiting for the group's other messages and without holding them back. A redriven
+	// message rejoins its group after the group's current message.
+	MessageGroupId *string `json:"messageGroupId,omitempty"`
 
 	// Traceparent The W3C trace context of the producer (`traceparent` header format). When absent, the server stores the
 	// trace context of the publish request.
@@ -843,6 +910,11 @@ type Queue struct {
 	// CompartmentId The OCID of the compartment that holds the queue.
 	CompartmentId Ocid `json:"compartmentId"`
 
+	// ConsumerLeaseInSeconds With `isSingleActiveConsumer`: how long a consumer stays registered (and the active one active) without
+	// calling GetMessages, in seconds (5..300). When the active consumer's lease lapses, the standby that
+	// registered first takes over and receives the previous consumer's unacknowledged messages first.
+	ConsumerLeaseInSeconds int `json:"consumerLeaseInSeconds"`
+
 	// DeadLetterQueueDeliveryCount How many times a message may be delivered before it moves to the dead-letter queue (1..1000); 0 means
 	// the queue has no dead-letter queue and messages are redelivered until they expire.
 	DeadLetterQueueDeliveryCount int `json:"deadLetterQueueDeliveryCount"`
@@ -859,6 +931,11 @@ type Queue struct {
 
 	// Id The OCID of the queue.
 	Id Ocid `json:"id"`
+
+	// IsSingleActiveConsumer Single active consumer: per consumer group, only one consumer (the live one that registered first)
+	// receives messages, in publish order; the others wait as standby. Consumers name themselves in
+	// GetMessages (`consumerId`). ferry extension.
+	IsSingleActiveConsumer bool `json:"isSingleActiveConsumer"`
 
 	// LifecycleDetails More detail about the lifecycle state, for example why the queue is `FAILED`.
 	LifecycleDetails *string `json:"lifecycleDetails,omitempty"`
@@ -927,7 +1004,8 @@ type QueueStatsDetail struct {
 	// SizeInBytes The total size of the visible, in-flight and delayed messages, in bytes.
 	SizeInBytes int64 `json:"sizeInBytes"`
 
-	// VisibleMessages How many messages are visible (ready to be leased).
+	// VisibleMessages How many messages are visible (ready to be leased), including the messages of ordered message groups
+	// that wait for an earlier message of their group.
 	VisibleMessages int64 `json:"visibleMessages"`
 }
 
@@ -1088,6 +1166,9 @@ type UpdateQueueDetails struct {
 	// ChannelConsumptionLimit The largest share of the queue's messages, in percent (1..100), that one channel may have in flight.
 	ChannelConsumptionLimit *int `json:"channelConsumptionLimit,omitempty"`
 
+	// ConsumerLeaseInSeconds How long a single active consumer stays active without calling GetMessages, in seconds (5..300).
+	ConsumerLeaseInSeconds *int `json:"consumerLeaseInSeconds,omitempty"`
+
 	// DeadLetterQueueDeliveryCount How many times a message may be delivered before it moves to the dead-letter queue (1..1000);
 	// 0 means no dead-letter queue.
 	DeadLetterQueueDeliveryCount *int `json:"deadLetterQueueDeliveryCount,omitempty"`
@@ -1100,6 +1181,9 @@ type UpdateQueueDetails struct {
 
 	// FreeformTags The new free-form tags; replaces the whole map.
 	FreeformTags *FreeformTags `json:"freeformTags,omitempty"`
+
+	// IsSingleActiveConsumer Single active consumer on or off.
+	IsSingleActiveConsumer *bool `json:"isSingleActiveConsumer,omitempty"`
 
 	// MaxSizeInBytes The largest total size of the queue's messages, in bytes (1 MiB..1 TiB).
 	MaxSizeInBytes *int64 `json:"maxSizeInBytes,omitempty"`
@@ -1229,6 +1313,18 @@ type ConsumerGroupIdPath = Ocid
 
 // ConsumerGroupIdQuery defines model for ConsumerGroupIdQuery.
 type ConsumerGroupIdQuery = string
+
+// ConsumerIdHeader The id a consumer names itself with (1..128 characters: letters, digits and `.`, `_`, `:`, `@`, `~`, `-`),
+// for example a host or pod name.
+type ConsumerIdHeader = ConsumerId
+
+// ConsumerIdPath The id a consumer names itself with (1..128 characters: letters, digits and `.`, `_`, `:`, `@`, `~`, `-`),
+// for example a host or pod name.
+type ConsumerIdPath = ConsumerId
+
+// ConsumerIdQuery The id a consumer names itself with (1..128 characters: letters, digits and `.`, `_`, `:`, `@`, `~`, `-`),
+// for example a host or pod name.
+type ConsumerIdQuery = ConsumerId
 
 // DlqQuery defines model for DlqQuery.
 type DlqQuery = bool
@@ -1668,11 +1764,37 @@ type ListChannelsParams struct {
 	OpcRequestId *OpcRequestIdHeader `json:"opc-request-id,omitempty"`
 }
 
+// ListConsumersParams defines parameters for ListConsumers.
+type ListConsumersParams struct {
+	// ConsumerGroupId The consumer group the call addresses: its OCID or its `displayName`. Absent = the primary consumer
+	// group.
+	ConsumerGroupId *ConsumerGroupIdQuery `form:"consumerGroupId,omitempty" json:"consumerGroupId,omitempty"`
+
+	// OpcRequestId A caller-chosen unique id for this request (for log correlation); it is echoed in the `opc-request-id`
+	// response header. When absent the server generates one.
+	OpcRequestId *OpcRequestIdHeader `json:"opc-request-id,omitempty"`
+}
+
+// DeleteConsumerParams defines parameters for DeleteConsumer.
+type DeleteConsumerParams struct {
+	// ConsumerGroupId The consumer group the call addresses: its OCID or its `displayName`. Absent = the primary consumer
+	// group.
+	ConsumerGroupId *ConsumerGroupIdQuery `form:"consumerGroupId,omitempty" json:"consumerGroupId,omitempty"`
+
+	// OpcRequestId A caller-chosen unique id for this request (for log correlation); it is echoed in the `opc-request-id`
+	// response header. When absent the server generates one.
+	OpcRequestId *OpcRequestIdHeader `json:"opc-request-id,omitempty"`
+}
+
 // GetMessagesParams defines parameters for GetMessages.
 type GetMessagesParams struct {
 	// ConsumerGroupId The consumer group the call addresses: its OCID or its `displayName`. Absent = the primary consumer
 	// group.
 	ConsumerGroupId *ConsumerGroupIdQuery `form:"consumerGroupId,omitempty" json:"consumerGroupId,omitempty"`
+
+	// ConsumerId The caller's consumer id on a single-active-consumer queue (required there, ignored elsewhere). Same as the
+	// `X-Ferry-Consumer-Id` header; when both are sent they must be equal.
+	ConsumerId *ConsumerIdQuery `form:"consumerId,omitempty" json:"consumerId,omitempty"`
 
 	// Limit The maximum number of messages to lease (1..32).
 	Limit *int `form:"limit,omitempty" json:"limit,omitempty"`
@@ -1695,6 +1817,9 @@ type GetMessagesParams struct {
 	// OpcRequestId A caller-chosen unique id for this request (for log correlation); it is echoed in the `opc-request-id`
 	// response header. When absent the server generates one.
 	OpcRequestId *OpcRequestIdHeader `json:"opc-request-id,omitempty"`
+
+	// XFerryConsumerId The caller's consumer id, as the `consumerId` query parameter.
+	XFerryConsumerId *ConsumerIdHeader `json:"X-Ferry-Consumer-Id,omitempty"`
 }
 
 // PutMessagesParams defines parameters for PutMessages.
@@ -1959,6 +2084,12 @@ type ServerInterface interface {
 	// ListChannels List channels
 	// (GET /20210201/queues/{queueId}/channels)
 	ListChannels(c *gin.Context, queueId QueueIdPath, params ListChannelsParams)
+	// ListConsumers List the consumers of a consumer group
+	// (GET /20210201/queues/{queueId}/consumers)
+	ListConsumers(c *gin.Context, queueId QueueIdPath, params ListConsumersParams)
+	// DeleteConsumer Remove a consumer (leave)
+	// (DELETE /20210201/queues/{queueId}/consumers/{consumerId})
+	DeleteConsumer(c *gin.Context, queueId QueueIdPath, consumerId ConsumerIdPath, params DeleteConsumerParams)
 	// GetMessages Lease messages
 	// (GET /20210201/queues/{queueId}/messages)
 	GetMessages(c *gin.Context, queueId QueueIdPath, params GetMessagesParams)
@@ -3739,6 +3870,129 @@ func (siw *ServerInterfaceWrapper) ListChannels(c *gin.Context) {
 	siw.Handler.ListChannels(c, queueId, params)
 }
 
+// ListConsumers operation middleware
+func (siw *ServerInterfaceWrapper) ListConsumers(c *gin.Context) {
+
+	var err error
+	_ = err
+
+	// ------------- Path parameter "queueId" -------------
+	var queueId QueueIdPath
+
+	err = runtime.BindStyledParameterWithOptions("simple", "queueId", c.Param("queueId"), &queueId, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationPath, Explode: false, Required: true, Type: "string", Format: "", ValueIsUnescaped: true})
+	if err != nil {
+		siw.ErrorHandler(c, fmt.Errorf("Invalid format for parameter queueId: %w", err), http.StatusBadRequest)
+		return
+	}
+
+	// Parameter object where we will unmarshal all parameters from the context
+	var params ListConsumersParams
+
+	// ------------- Optional query parameter "consumerGroupId" -------------
+
+	err = runtime.BindQueryParameterWithOptions("form", true, false, "consumerGroupId", c.Request.URL.Query(), &params.ConsumerGroupId, runtime.BindQueryParameterOptions{Type: "string", Format: ""})
+	if err != nil {
+		siw.ErrorHandler(c, fmt.Errorf("Invalid format for parameter consumerGroupId: %w", err), http.StatusBadRequest)
+		return
+	}
+
+	headers := c.Request.Header
+
+	// ------------- Optional header parameter "opc-request-id" -------------
+	if valueList, found := headers[http.CanonicalHeaderKey("opc-request-id")]; found {
+		var OpcRequestId OpcRequestIdHeader
+		n := len(valueList)
+		if n != 1 {
+			siw.ErrorHandler(c, fmt.Errorf("Expected one value for opc-request-id, got %d", n), http.StatusBadRequest)
+			return
+		}
+
+		err = runtime.BindStyledParameterWithOptions("simple", "opc-request-id", valueList[0], &OpcRequestId, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""})
+		if err != nil {
+			siw.ErrorHandler(c, fmt.Errorf("Invalid format for parameter opc-request-id: %w", err), http.StatusBadRequest)
+			return
+		}
+
+		params.OpcRequestId = &OpcRequestId
+
+	}
+
+	for _, middleware := range siw.HandlerMiddlewares {
+		middleware(c)
+		if c.IsAborted() {
+			return
+		}
+	}
+
+	siw.Handler.ListConsumers(c, queueId, params)
+}
+
+// DeleteConsumer operation middleware
+func (siw *ServerInterfaceWrapper) DeleteConsumer(c *gin.Context) {
+
+	var err error
+	_ = err
+
+	// ------------- Path parameter "queueId" -------------
+	var queueId QueueIdPath
+
+	err = runtime.BindStyledParameterWithOptions("simple", "queueId", c.Param("queueId"), &queueId, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationPath, Explode: false, Required: true, Type: "string", Format: "", ValueIsUnescaped: true})
+	if err != nil {
+		siw.ErrorHandler(c, fmt.Errorf("Invalid format for parameter queueId: %w", err), http.StatusBadRequest)
+		return
+	}
+
+	// ------------- Path parameter "consumerId" -------------
+	var consumerId ConsumerIdPath
+
+	err = runtime.BindStyledParameterWithOptions("simple", "consumerId", c.Param("consumerId"), &consumerId, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationPath, Explode: false, Required: true, Type: "string", Format: "", ValueIsUnescaped: true})
+	if err != nil {
+		siw.ErrorHandler(c, fmt.Errorf("Invalid format for parameter consumerId: %w", err), http.StatusBadRequest)
+		return
+	}
+
+	// Parameter object where we will unmarshal all parameters from the context
+	var params DeleteConsumerParams
+
+	// ------------- Optional query parameter "consumerGroupId" -------------
+
+	err = runtime.BindQueryParameterWithOptions("form", true, false, "consumerGroupId", c.Request.URL.Query(), &params.ConsumerGroupId, runtime.BindQueryParameterOptions{Type: "string", Format: ""})
+	if err != nil {
+		siw.ErrorHandler(c, fmt.Errorf("Invalid format for parameter consumerGroupId: %w", err), http.StatusBadRequest)
+		return
+	}
+
+	headers := c.Request.Header
+
+	// ------------- Optional header parameter "opc-request-id" -------------
+	if valueList, found := headers[http.CanonicalHeaderKey("opc-request-id")]; found {
+		var OpcRequestId OpcRequestIdHeader
+		n := len(valueList)
+		if n != 1 {
+			siw.ErrorHandler(c, fmt.Errorf("Expected one value for opc-request-id, got %d", n), http.StatusBadRequest)
+			return
+		}
+
+		err = runtime.BindStyledParameterWithOptions("simple", "opc-request-id", valueList[0], &OpcRequestId, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""})
+		if err != nil {
+			siw.ErrorHandler(c, fmt.Errorf("Invalid format for parameter opc-request-id: %w", err), http.StatusBadRequest)
+			return
+		}
+
+		params.OpcRequestId = &OpcRequestId
+
+	}
+
+	for _, middleware := range siw.HandlerMiddlewares {
+		middleware(c)
+		if c.IsAborted() {
+			return
+		}
+	}
+
+	siw.Handler.DeleteConsumer(c, queueId, consumerId, params)
+}
+
 // GetMessages operation middleware
 func (siw *ServerInterfaceWrapper) GetMessages(c *gin.Context) {
 
@@ -3762,6 +4016,14 @@ func (siw *ServerInterfaceWrapper) GetMessages(c *gin.Context) {
 	err = runtime.BindQueryParameterWithOptions("form", true, false, "consumerGroupId", c.Request.URL.Query(), &params.ConsumerGroupId, runtime.BindQueryParameterOptions{Type: "string", Format: ""})
 	if err != nil {
 		siw.ErrorHandler(c, fmt.Errorf("Invalid format for parameter consumerGroupId: %w", err), http.StatusBadRequest)
+		return
+	}
+
+	// ------------- Optional query parameter "consumerId" -------------
+
+	err = runtime.BindQueryParameterWithOptions("form", true, false, "consumerId", c.Request.URL.Query(), &params.ConsumerId, runtime.BindQueryParameterOptions{Type: "string", Format: ""})
+	if err != nil {
+		siw.ErrorHandler(c, fmt.Errorf("Invalid format for parameter consumerId: %w", err), http.StatusBadRequest)
 		return
 	}
 
@@ -3823,6 +4085,25 @@ func (siw *ServerInterfaceWrapper) GetMessages(c *gin.Context) {
 		}
 
 		params.OpcRequestId = &OpcRequestId
+
+	}
+
+	// ------------- Optional header parameter "X-Ferry-Consumer-Id" -------------
+	if valueList, found := headers[http.CanonicalHeaderKey("X-Ferry-Consumer-Id")]; found {
+		var XFerryConsumerId ConsumerIdHeader
+		n := len(valueList)
+		if n != 1 {
+			siw.ErrorHandler(c, fmt.Errorf("Expected one value for X-Ferry-Consumer-Id, got %d", n), http.StatusBadRequest)
+			return
+		}
+
+		err = runtime.BindStyledParameterWithOptions("simple", "X-Ferry-Consumer-Id", valueList[0], &XFerryConsumerId, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""})
+		if err != nil {
+			siw.ErrorHandler(c, fmt.Errorf("Invalid format for parameter X-Ferry-Consumer-Id: %w", err), http.StatusBadRequest)
+			return
+		}
+
+		params.XFerryConsumerId = &XFerryConsumerId
 
 	}
 
@@ -4559,6 +4840,8 @@ func RegisterHandlersWithOptions(router gin.IRouter, si ServerInterface, options
 	router.GET(options.BaseURL+"/20210201/queues/:queueId/stats", wrapper.GetStats)
 	router.GET(options.BaseURL+"/20210201/queues/:queueId/channels", wrapper.ListChannels)
 	router.POST(options.BaseURL+"/20210201/queues/:queueId/actions/redrive", wrapper.RedriveMessages)
+	router.GET(options.BaseURL+"/20210201/queues/:queueId/consumers", wrapper.ListConsumers)
+	router.DELETE(options.BaseURL+"/20210201/queues/:queueId/consumers/:consumerId", wrapper.DeleteConsumer)
 	router.GET(options.BaseURL+"/20210201/consumerGroups", wrapper.ListConsumerGroups)
 	router.POST(options.BaseURL+"/20210201/consumerGroups", wrapper.CreateConsumerGroup)
 	router.POST(options.BaseURL+"/20210201/consumerGroups/actions/validateFilter", wrapper.ValidateConsumerGroupFilter)
@@ -4582,263 +4865,292 @@ func RegisterHandlersWithOptions(router gin.IRouter, si ServerInterface, options
 // const string: with thousands of chunks the chained `+` fold is several
 // times slower for the Go compiler than parsing a slice literal.
 var swaggerSpec = []string{
-	"7L37chs3lj/+KijuVoX0tmhKVpxEqqlfybLsaNa2ZEke1/5C7zTYDYoYNQGmAVpiXK7ap9kH2yf5Fs4B",
-	"utE3sqmb5UT5IxbJblwPzv188KUTyelMCia06ux86UwYjVkKfx6c0XPzb8xUlPKZ5lJ0djpnE0aieZoy",
-	"oQkTmusF0fScyDHRE0ZSpuQ8jdgumVGlCNeEKhLy8caU6mgSkrFMiZxpPuVK84hEUmBb0aLfCToqmrAp",
-	"NX3qxYx1djpKp1ycd75+DTpHs+gdu9LH9JxVB3WcMmUGdDlhgkxlCgOZJ1oRdsWV3nGjUeQzTebMDMqM",
-	"NpzRcxaS3+csXZAZTemUaZYSLck50/CEYFeamKf6Q7F6gCfs9zlT+jCuX7a54L/PGeExrhZXJMUXAlgX",
-	"NZ/NZKoJFTFJ5DmJZJqyhJoG+uQgmkiGo45okrD0B0VCOYs2bBMbPA6HAuYvBSOXVBGzIq2G/VGmFyuG",
-	"frR/+NLt8aVML9zIiZ5QTXRKowuFU6JqIaJJKoWcKyJnLMUJFEbx7ykbd3Y6//Y0p72n+Kt6ehTxGAZ2",
-	"wnS62BtrllaH9Ku8JFMqFkSxSIpYmS27pFyTERvj7ut0wcV5sdspF3w6n3Z2BoFbCC40O2dp56vpMaMA",
-	"IP/9CRWCJa94oln63pBIdRwnzKxkpHFjstma4ZhdiLAJ0qWCsCsa6ewbHveIBEqDHcVvFbmcSAUEojRN",
-	"tSKXXE8IHYpZysb8inTNw/bvsUwSecliMlqQ8EmIJMSu6HSWMBLK1JzijSdhDymAm9ECnXeCjqBTM/fI",
-	"n2BxoejVGybO9aSzs/XjT4FZOPd50yyT1iw1Df73b//95NN/DIdP/r9/7wQ1tLUvpzOa6ikT+jA+FKfz",
-	"kU4Za1jLj4Z2dTpnAUm40oQLXJu8DRJGfoMhnBSaJIYwzdk27TERU6GVWSqqveNCptRQC+vt2lMypoli",
-	"AZEiWZCYpyzSycL0WepjyfLVTq6wjjEb03miOzvYmVuhkZQJo6K6RMfULPGq8+d13Hdjm5k364fWCTrm",
-	"sPKUxZ0dWN91T2JhjA27t2SQhsrtjvbbrOVtDFio+ZSlr1M5n7VfVnyJnJu33FnjU5ou8KsfFD7PUZL8",
-	"PmdzZr/rNW5EYSC3PrMlm1GajjsJhMZxypRiagdmgSuQwt9hzNUsoYt3dMrCPtkbgUz9G/FXwjU7FNDu",
-	"suNRnnoDf/mxzF+qfORl8vtqplHkwNk04Xu3VzGj8UbCDP/C7wgXSjMaOyKwX2rFknETscbJ7+ue8sPx",
-	"W6P//ArKVXUWrxq1oh3UU5im52FZxzJaTEKVJimjcZ/AUnBNYj4es1SRcSqnuO2orQ2FacUjBKEuzXPb",
-	"m1skfCcPND1/i0qaYatGOJwzRYTUEyNI831GDTFfDqfc3WiH3/AxixZRwk411U0S4sjw6pTpeSqyRVAo",
-	"J7giiWvCCE/NmnYvKfTUWi0pDtCOecr1khM4pVdG3SBiPh2xFIUUm4KuYifBUVkz+iXpbvb7m4PBoNc8",
-	"8CnX9YS3ORgEHdsdfBoEubKzWaPsBJ23TCl6zk5YxPhMN3PIFB9wtJcwqlhMpvh2YEgQ54KKyGumbcOK",
-	"dD+cvNlQdGyE7Iz+PmdNTHJaGMq1eWRxRhWVvOns7VkFYSMyupfwlHSjUPlaOumab0qaeW/XnDmuCDMK",
-	"euy0lqpqnjI1k0IxgufHnleKPNa8olj62bBrJgwPY8qQxpJjV+yg6fD98vPqswerpNPFmbxgou0yafMw",
-	"av9TeuEsk5RRbdaOTWdSM6F3CEVdHDVZmCadMvu24TPZVyMZL4bCPMYF2domEzlPHXFZ9Trl51zQxNp2",
-	"PuuGjrk4J/SccrFb7gjVaMsZgRWa3nIOOPiFhPtSjBMe6XDlmut0sQHtNi368+3Vi27s2CW8A1hCxihQ",
-	"uKHpag8iEJixTjfQhsWhul9nKfvMjQHmqK6JqZiXm6axOdhqMxGZ8GjRVsmawdMNjGBmm7q5mvTeiPG2",
-	"YwKZ3zCk37Ghm4/oVKb6yBhlSzZdGesfLLc+eYm8HaRF+PLgdD9E54Z5xhC6sfo0n7J9OHLWFjLP7tU9",
-	"SomZT7OyptzoWsvDbD4wu4IHod2q+16EhsW/LPglbrgFX837eBjAvH9BY9u2+RRJYfiV+ZPOZgmPgLk/",
-	"/ZcyY//SsqeDNJXWlVAnSFGIGOtBfKYJj/tkX8ZGDw8P8Ytj538ISZfa484VmdJkLNMpi42eLucgi1Oj",
-	"nQWEGnl1IeSlIGPOkngonOMnMA9Tx0cME5RpJszzMfQCEr7lSnFxXuzdrXU+DBRVvWAoQtB8Dq4ixmJD",
-	"el1KNBNURAvTCarQoK2QSzlPYjJihNmHe30CqhHKaqBKy9zHYyZiQ64wESRVzxlZEncNO2FfeFrwxX21",
-	"hhOw97vf7FyS7Fh1HTc+sl87r47RrFlqFi+e4yBwPWBXw5KoCUnK5kbzch6hTJaB4LS7rTRN8sW1u93r",
-	"GwIDlSXSoL1mA7N2BAc136guFHVnlOs0SeSlGoqiYdX1/UwxSxjK3aLBb163rbLpTOP45rPYCmlLI+6x",
-	"EePifCigMUMit733h0KzVNDkFDQs3Li7J4OaXsMdPLHsasYizWIypjyZp6x0KJjRA1P2mdHEHFRsRvVv",
-	"d1HeSf1KzkV8DyvxTuq9uZ7IlP/B4qPU9Vwmw1gySzJXXCEDK7i7QT3gTJFYwmNAn6ChD0VOn9IYwbig",
-	"+lKSiCqmCE2BVvkIVGtw9MXG1hbnc64mdJSwWye6Y7pIJI3PpHxDU4xZ3PEyl3ossR/QeLvAJhyhcbNU",
-	"PcubkQ1T61RW/A92ywR3nIKvnpvhvqI8YfdDerlfw/pS8mCU1ZkzuoOvfZdJg+PllhfGMAgesQ+CfqY8",
-	"McR4DwtT7dSuj5CxOXPCLAiYpI6CFEn5+UQTIS+LQsC8FVNNR1SBLJmLlNEITlXvlpfqTMq3VCzst+oe",
-	"1qnUo10kG1NwsovoSSq1TliccS3rSFRkPE+SPgEDm9AxhBfNKmc+IRvBGgrnOUCpD486Er1V5mT04KyH",
-	"Va96QThYnQ+CZpz8/iQHExr0IycyRoymEKc1eq3RkFGDDXJVOSAjGicLovi5MJ8MNS+YJqD0EiDemVFv",
-	"b5ntf3VGCbS1p3XKR3PN/mF06HqTKDPqc7ZM3Ws7oI8ZS5t0qSZTqTTZ+vE5iSY0pZFmqeqh3ofU1CeH",
-	"gryW6LPiioRULMKhmMgkRq0rxMZCfCkcJ5Lq59vW4SEFOxp3dn4r+W6fV2z+IIsiY7edr5+CztXGudzw",
-	"3IzpmEbsy1dDbZnof8k05QmsDI1RDtDkODWiW3NjlFn/ednxNFnMjKpsSCDJxNnYnjP0GRDFp/OEapka",
-	"hjPz2vxSii2ZzpPEznS12fipzpTTRrzqgsbbpX6wJJWy8HORK/yg/N96fbNI5WjJrQ6zGNcyKxfib333",
-	"G8ZyeBySTEQrHBj8ohqcVCkXEZ/R5AeFjYOOCk7umlwD8FAf4o/gsLa/0zSlC/PzjKVwkJF11HSX/U60",
-	"JDGLeAyimIn5tLPzW+f9h4MPB/88fHd6fLB/1gns55ODvZfZhw/HL/fODrKP+ycH/seXB28OvI9vj/6R",
-	"fzj+cPLa/3T6q/fhzZtO0Nk/enu8d3L29uDdmTcI/1s7FP+rbED+l9mw/C+zwR0fvTnc/y+vC/uFbd1+",
-	"ytqwn7OO7Gfb3Kfq8c58XrdIg9bFZtjjfPQvhmb4EoICl4Lh7j8oEqr5KARFYt2gUu4v+i3rt0Bm+ewl",
-	"/uqzqxPwMjd46hy7gZhixJVNcSlyHqtM10Ytwfb39fPMVWLf6neqkUSzBDqasBjM+KnL2aoZX/a7Z8oT",
-	"rkkXzHH0D8ZMcGNu+2e2OIHMIXsbpGA5NYzHyCQ0OLKRInW4Tyum9YMiml3pfmfVtnsu5bztum0vMqNS",
-	"K24j69a/rrF9OqMjnnC9WFvYod4YZQ30Sbh/9O70w9uDk3++Pjn6cHwaEiaMbq1KnF2BC3hMhZzrKi1y",
-	"dYwR/EIGwQG0FBeCiehbrQaoK+PYMWSU0XE5QcCJGyHJGDKMAnT//s0XhD10Un1mirDPLF0MhVWC8nA2",
-	"VyTmCoYJExSSoOMM28cNUbn6hLGSzMSFtyOaxiwmXSrioYjkXORupuoRw29qUyryXfHETmlZalhqiZrg",
-	"11qygZg7xC68lJvrqU1n1RycqfzMct+bvA9NaUlGEIwmt5S0JF2M2KEn2WgfpXUrDq9pAQVL9mWSsEjX",
-	"KhJ76BKXYy8VT9UcF8cQa1Y1fy/L44QM0aW6z1L+gq8tmVFTWiamklI3psAYDPORYroQ2/pBufNgxYE7",
-	"o8oY+i5VBo5q+KRG1D5flQFYk/1XyBqrDSf76jFFt4MdtCWBop5MdMpYC5pdEX+k4NfxU+hcnlNXpkTM",
-	"k6SX2RZlNR7X2o4uwGTNoQiN2sxVaeSmU+QwZa3F9IFOHuS03mLKiMebw2H/N7rxx6f/sH8MNn7ZKH54",
-	"Yj9sbfz06cuzreBr7foXFqK6/uOUsQ1jLBPvl7qz2p3SBYRwjObQ69d1ZdoyTZ3Rc9Web7zy36ryj1fZ",
-	"ADU9V7XJj1+DDr9bRgXWEq0x6LzddhmAX4NyclHrkZWzi2rHWEpwaloRDJ7WHQTzS81bgct5oVMpziET",
-	"UPFRwsW5qt1tL+zclJBXWsVLqmxuSEy6J6/2ybNnz34JyIezfaAns8lUd3Y6MdVswzTf1O2HWbxmt5Ag",
-	"h8ls1+67zK1jF6Iu7lJQzS3zl6o4g9KhqeX9+VRaSrT8hTVFmvdis0xbRsA+s7+BtPN103qhUVAugR9n",
-	"6Rv3qczUOHKqfhybWV+75KgTE3Y1M7IXWO9nllZ9gMqZbH9DDdk9Uc+IY0bjN5DeClrkS5Zw89K+UXnr",
-	"x+Eym/3MWNCQd0nBpWUn7PWaZRMGHS9veDXngR4znjPLMnG7EVVsgwvFhOKaf2btZE17CXNHwqLqXatk",
-	"jgcFmsnFBVcFA6zJRYBNZ5aSYJfJgszmo4SrSZ6Mqeo9Bpnht6wPdBj7gyyMv77lqrBbR8Tdrp+pJp+r",
-	"taTC5b1HGZV3eFfSKU9bK1dW+Ee1nl35ZOmTz+2LN6/vtgKu4PBYU8ZV3m0p2XyZdEuyzSzgEtcdlAGA",
-	"JIYqssLI6yTd7ccO/IKXfisW796ARMNa2ZT8vmqtQWjB2qDT40Y8cgVfhCOy/oAqPolylUvxgPlHCXvE",
-	"hailEDhJt+L5ifFNVJDMWpRqxu5TVaoxuW/RPC05K7a9wNKDsE9v0xojXVTQVEBifs61CkjYDwMS/tP8",
-	"b6Piudm0dSANnpu9jf8fPQr9f27U+nCW+t/s1JYRsnc0rhv7Rdpdg/+tp3N3Xx6cHr5+RxTKHvK8l6m9",
-	"MiW1inedd+wu9XDSHZC/ESEF63kqORcTlnJdVs2baoAG19baWyvqawXnbqjGq7ZxiyUSIvOIdm0LUEbY",
-	"WyIs7lBVLZ20XH3z96j5qGENxk3OWF6X8Q1DArZ8yEvr4GK1rPjoCr3dO4qMMQ9kbbmwDhGKdsfGZnVZ",
-	"V+E1DopqHeoNCOuf90m4B8FeJPfjVMbziKVQRzJXluI2ZnM1MUMrOLcBMiAsKMZFYTJYOdhShseUC/dx",
-	"hd5cK1sKk2+mfstib01XwkPpwgKKaQ3CV9MLm+soo7kZE4uJZR01lkgWK7Sfi/3ue78WeMEOCX/7MoSZ",
-	"Djs7w3JwcdgJhstDuUNkhF8/ZWHioSjHibtQ4Atrp6rOCocY0co4ygPdxd2vZvdELjZnxgLrAFUk1TrW",
-	"Gsc3Tc+Z0kRNaMqaIluBoecZSyNw22MxbeA2iGwOBr0Ag18+MMeULsiEfmaQfTlO+PlEZ0GbTJAur6UN",
-	"vhmPdAXs/XYah13jygpnWCrGfvcC6cTGfWJsisUOXIVrCN4qh15SLarPapl3h2KASAq2/x6ZMioUEbL6",
-	"WnXlV6swzNXOcCk+chHLy0Nxihm1q2edSEiLtPP9QZGw0N4hxvVSNmXTkVkAIDGHONMd9Ps/P98eDHbJ",
-	"ICDeFAOXr6CGotBer0/GLE0XhF1pozpJUZoxNHdjrc0+ULAvMh/5DbW0OzSccq/dlF6d8j/YoXix0Ky4",
-	"jVub2z9t//zs+fbPy/iElpomUMKwlFmMFuBe3yRv+Yt+f5Oc8Rc5w9gir/mLog+OC/18u0ihv/zy4+bm",
-	"862ffvrpuc8lBts///jT87rdS5lmAoirlkwtBawiVUOWF2ymvROJ+cyqSKKbg37/+WD7Z58TQhe9PtnH",
-	"FP8Rc/7HocD0dKylrhCnbcefZd0EDRORc10/vWeDegGMIzNz3JjJJEEoJzn24QQqZ++ZN6dng17B+nm2",
-	"8hR95oqj4LrWSBlVjMRzV3I0hjJ3MCw8bITSgLefbQ2WjBl/Xo5RVdSZyq7cVdkxL6G+zi3oda2FERTJ",
-	"yLGXUiKxDrAmCMeETmsVIK/ezWsABMfWoNfaOVs7pQOh05I+srWWMupG3XoRscd1V9Id5iXrZ0s427Pe",
-	"MgjGp+A2MT2qlqob4OqlWpZOawEd5JgU36lRqxPOhMbysQZvSqbP2G2EIkvQXiJqLKCsmMuCethKaCJT",
-	"Wz9r56R69cHORpo+EozIuY7kFL0lrgfzwgLYgfsGa/yvR+S4jhmNl9VsRBG5jQXClurWoGy7VfakbhjB",
-	"GsfKn2MtwbhlluO8BNno9ZaGd63rTgqi5lHEVA0lsTSV6b6MG7Qo+JlEMmaYLA0xUthJt1yFGri86JuM",
-	"vVLsrAS7LiACXdgp17nAJ/MpFRspo7HRJo2ET6hAiVM/pPp06MpaZwXQ1VlDkagcW48nroEPIVJ2DsW1",
-	"A5/SaMIF84aeLWYd2EEdBEFASiADwVBUq8EC0lhbHHhbElQK4IMi4pVpvFw9G5BK7R+0Uy3qNpyjrp4S",
-	"FShLIZ2dTnnidTQxvRY5gF3biKUQED4mVGDScjYaT3vYIdO5AlVw0wijrR9/9ErMWoQFYqN/uJHXne5X",
-	"ZTOiVkx+aeNXrzckLtjiKVbSgUmRVcs93+4hYoKQZJaymI25AFFHBdQLjss15vJSkJGUFxeMzTLYs2zR",
-	"vnQ0o1PAKVmgVwq1DH8Wz7drFiCXoXU7WxTANXUkWTLQ2orAXv5qvS7gJRpZvp8NA9OZdGM1htNf7ENG",
-	"b8iSUhqyk5aGQUqOCD+Nf0IVGTGoWbHOiADZn2uScBEl87jQsS+zwTpqAJPN8jJcb9aWun4aCF+aru11",
-	"lbmJLe5VwVavGJ7VeU2ZpjHVdG26eOterKeKbFklfFtLG55uukLF5ApJPINhNlymIPHNFzS6EPIyYfE5",
-	"K+wGwuRiYkn++FCg2QoBUmi9T/6BepxIFmQuNE9y7ZYwEatCwUe+WWAKJiuJI28nwy1zIxwxo4woYltC",
-	"EDIyFwlTyqr2t5rd405lvgfls1WaVfEAfFrKoNQqFb1gD5RZ1XRpI0VGp0h3JpUZ5gLjm601Yo+drkrI",
-	"yQZUN+tfGU30xKgE84YRI0ScI/8JPA/7b+QwF2aDZ6kc1S2Famg2lBcWoAubK8llebGSCGzLdTN6U8nJ",
-	"a5VHTgvYFlll08nB3tnhu9edoLO3f3YI1bBQR4rfQQmp9+fBy07QebV3+ObgZW1daVUkLVEFlm1/qa6+",
-	"ohe8rUmidRrBs63ejlEXgKWBuvN829N2yJTOZgyQ1HDgikBZyHTEUtUn+4VIylBgRoEiiiUs0jlhjxaG",
-	"XnjqDWHXHw5G9rW8pGmRlQDuSlnpoFMUmNtb/R/zPUfwtYr+8WyrhizKXH89V8XLGmlAm9WVyK9ZaieV",
-	"8jKnennk4jUlMZTtBxYyIYsG3Fs/yINAaIiantd9WRiusICCnqMeY5jCc+vbPOyee79fiT/U1R+VYTN5",
-	"vEMuJzxhJVhirxlyCXEMyA1VQYYT5iikCKTJY8LVUHiyM86fGPNUaT+8wS1OIIAsCeg9RmlVKVXa3Pp5",
-	"ZXQgZgkt+0/rHdfgWLbKIeKl5CSPoyzJ0Ir39BdwWgMCsNXex/ME2OhQ5A2XfNa/rA6n6JRGDFPU6rnl",
-	"x2f7cL+B1XOvdI6xiaF10g29RjJUIRTuvQLOa+ADvSotU1Rzh6K+A5xWBpJYu0Ut7P2ST7BKo8IC9AYW",
-	"LsUHd+WxMbfHHPFo7RGzialuBzOk316fHELF7ucaTWwoyqrYelijQQcipnXDP0pplLCN/UTO4w2lFwnL",
-	"x53ukBDq6vrD+WDwLILQuvmL2S9SRpNp6ZtzLkXhK1TT8aswMHSXMhLW/GZm/2zL8JypTM2c5SVLIzPv",
-	"EVXs2ZYna8r+ARwlqv8QKOwnMqJJn7b8rya8d1e1hZhwVLsXh3tvH0I2URFlwA3o+rlED70OxZvhTesy",
-	"rpXZ1LZ8Z1U6k8PzyQEsukf7h0QthKZXvXVqrNuWf9ge77H+w+vxrgpAGvKpiuWK3l7cdnEHMoh2VR0O",
-	"13Gtcg7/pVY2o2VZ1y/gOJ6n5zfJNUPeIsnMtFOdK3x9ZrEn2rGG4+yVKn/4OOHRpBBitf1WEFKyRhon",
-	"fVaLiNHQww7RcIlR4UKNbvju6OTt3psQkrDsz3hlTyV3KHz55n0IwGYjqSdD0Q1fHJ396i4ycrYptmdM",
-	"zzfvO0HHPFJrdB7PWzs2vEfXcWwciayRWa7llhIBrhf580a0NOy3js/Da/NWUwDsvNd1CdU04bIAAkKj",
-	"iM00Al+n7F+ImavlOSR1X2cVbytDYM0VvnF+QOPifh+hgR1CyYezVxs/OzhDOSY+oOF/8heku/V8a3N7",
-	"G7Oydn1DKZowvF3O2A6RjFk8FIr/YayNF1zQdAHoo1kMy+jZz7c37KPWFUMwSF1F5IBOV+c1fzM/e7Xe",
-	"TDdBWDVwixVcz7PKPZtuRZWNWhK9KWcb+7a+UXnyfFItsbglQ2jaqWYjl/GfhkLIrFjGFvRYUK4iotP3",
-	"HP0xy3JZHhesXYZl5ZI1hCxfyUW0lBeEa7scK6NIderjqnDBe1c8WQ9fRkWMhWs2d/4xPf5m6fG3lhC/",
-	"LAeeZCnwwVAoaYEDyWiuFtmzDhda09Sid4FzUj3opPmiKyDPM16vSO9O0+TJAB3OeNkC/jqh9WnycLoy",
-	"tYnCbad555m7bWEZ2Z1k1d9ZJv1Dzp1/GNnx/C4BMzIngGcalGJrMnUlU4SO5BzdZaWQYvEy2svJogiJ",
-	"HmKQMKxd1G8BobW89uD2ywx6fXLsBUMkoQATj+8PRXYv2dYvDTL8JiUIbnAHIp5JXsfqTgzLkSJZ4DUa",
-	"gOv/4eSNmyVo27OECpZfkVeeeTGmPdF6tvP06ebWT/1Bf9Df3Pl58POgbvObyiNuuxwir39A31v/mpUO",
-	"q72LSPT36FzMO7wN32JTQcdt1XDcWt3G7Zdq9HbIxJEaB51nAddmYYByKLQDos3RNEspP/ZaXRwCV24v",
-	"SpJr/cIPvhrYZy1vbs2pq1/pGmpYoUY1K7YVXrtC76hhXC380BZMt40bGg7Oek5ofOV6iHkILTOfArbS",
-	"9b3SOUJNGzihJWh5y637Ensxuqn5VLK/PITkIEP3znvHrPIMxWN9+CWcZ02kJ7OLm329mf5eBU7zjWji",
-	"2dDdoifCuSECkmFal1wPLTI2LQpSO52mCj9Uq9UUV7nW1ugXII/uuPfiJdq14BZLYJAq3VZ10My7OBca",
-	"0zGdFubgrWXaGGHokwOgQ8i/iAO8jg2uOvTUCQsSDnXh7IpGOlmA0SzHJLQSwJFaGJCQi1dgOWffwaBC",
-	"SJDJidJWBBRPXumZJYSbkeslS5lHxpjHVEzGwQEY49AoOS4xdcE06eL1cpnFaEi31rRqQczlabcZvBmT",
-	"zQN1qUhmWJ7MTJn9vYtJ3ZgwJBVDxGUrT42GAyMGfzCsQSFHuP2RVKsU/qqi72UpbaDPBCZj97JG/2+Z",
-	"z10irbbr6fa3mzIaL4xBMXKL3OtfwwdYHkbNTgcVwi0uZPPJtiKv2XmoSMKVRtf9G670e5SyXbPHxuD0",
-	"PYu7AGrymuFDrp5j2ntAuSeew+nR/fDofljufrgv2/yaoN7fuTV7x3bUdQyUExan/PMNq/IzqeApO75+",
-	"667bGNHowrmj2xgCTTcqlEGP8TSnxFu7nhXWL9+8x3vsYZolUOkKyPCa8CRJHYJQLXKDtba9excri+O8",
-	"8UXUoJKHAh9YGtv4unqX29XCl16qQweAB8TauqOZb1xPDSs0g0qXdTSd3w1fFfIqsqWpXbipHvJ8zCPZ",
-	"t3DXfS9PlHEJP3un+1Bocrpfm+eDp/BWwFOhaNaay2X0JeA/GRXbJ1GlHWsyF87FU6PmL0k7hdxKdvlg",
-	"oU7d+MYF5WCXpGyW0MhGSS8nMjEHbbYK95Rdfh/YpxW6djR2Y1zTKpWVnA8NhKY0XRB0vSwM1d0ACxW2",
-	"E30YTRcMkL3xmEVaYR5/xkFywxPKOi5pGqtvCoq6sVkPiGorW5ZEPzc2r4eLain428Ke+qPCH6wIhj8z",
-	"xNM6QNNm4rZ8/fpkbdYmKxJZUiTWypF/KMAFDxLM+eehvEvAxe+rKnAzV/4uGTivgoLMmJv53+vG/mnV",
-	"kt482xKXFTmDWhNrqfDu2jBLtRO5U5ilJT3ekCaXJrk9PLyl4Ls+KXl9+vXOTDtFufjOI2hU9cj+OUGj",
-	"mue4CjQKGKFLeUX0iL8oQNRa6apFPK32/uxVqbc5gwZ8jZJ3p7Hf5Z6eBnK5CVZ6WW93VxpLL43kZmbf",
-	"t4Qtv75Wu6qozzTtV/Sh3WjOH01cUf+0d3/I4w2kcUMg8Qwp3ItDruMzIGE1ESN0KbcjNhSF/JHHfOrv",
-	"Jp+6v2Zu9ANKTB6KwX0jdt99bjEppRbffh4xcPWHjsN9Da/efaXH3nbO6183ifEaBlyDdIyXaKJZjVIp",
-	"QaPRHd5a6bxPRfMmYcTCAOqMFQCno5qhU/a6ziDrsgW1gkUXGRRdVqtptBDk7OnCcHpUKZcVjZa6KDbU",
-	"pcpo3+7E9kzL7DNN5u4SCjsg7KaVEK8pP62obxVpfu0rvvp1ODOrAE2rna3e0WWuis8sjXlkNoNQO8QG",
-	"e7OBdq27YccCz5hdv5wswHU07EQymU8FebdD/u9//nfYqTXyME+xKbETGg9Ai0FzccbSIkkBd6l6IKo3",
-	"ZZV3DppefnWj3bMZTVX9ZY1l9ys0WbcjH2V6YdF6a7FpqFqIaJJKIeeKmLVHfurKFWepPE9rwaLvL3nI",
-	"fkUh9MJiD5fvbpJvLmV6kSFMmT6yZVkPi8Jb+qNCC/VDuOACOH39jsBArKq9L6ezhNVhGYLiO0ffeDYV",
-	"rkgsBSsq6wNU1gv8fZxIqpsV85wJYcoAVqfgXjQjSeDPlYW129kerMRbzRPbaq3fLoOYXHuTLOhlc0rv",
-	"XDWSiJGKexaaYYmwLayA0QYyOIcbJQ294gLCj6t6HtvnAuc7Gs+TZAFwjlKXh5CZ51g/yTWZULXeuE41",
-	"TVssiMLHbnUAdQpJ8RxntFJNeMqpunrmSnu9gucelVnH+ue+BD568M/3Hw4+ZLij+UcEHM0+vj36R/7h",
-	"+MPJa/epLlWk7nDV6LRuXVwhdNOBLulW0Y14pxvQXrSEgWYoZYUhxdIYJxACjgNn2xfEBxOa60Xz5piV",
-	"yiMd+GIxlzIEEy4sVve5hP6q/xr6+5DyBggnqieEanIJQEJ+p4DmOWIAslsawNOtwdbmYGuw+RSLb54i",
-	"Bp+9MdOC8DX4uR0i4K0LUW+VqzFOt+SBTxuF4aw4VjU00Qxctw5JlA/by+ycvSxg+h6+++fxydHrk4PT",
-	"007QOTl4s7cS67cqaRqrk+bWYVoUM17i1/7+wXHdQD7uHVr4YTuQoHP6YX//4OAl/L2/927/4A0+gH+3",
-	"GCsmp7crGPMHvF7dWOHN65WP+arudavHIPIXzVOuF6emWRz3iNGUpXtzYy65T6+cEPr7x7NO1Sr9+8cz",
-	"0j053frxeUAOzD+G5n7Fz1SRSIoxP5+nLO7l4LRRQvlUkVDNRyFeEThLuYj4jCa9gIQWVhB/GgqHMmhO",
-	"XQ+La9jVLAzgTwTPoUa6h+hzDvvklIFWb/oP3Q0hIGR2yAuYE7F4oPKCCcc3wJ8JSwwGCDyX85KJ1rPO",
-	"169Q+DKW1a3FMhoOPth5ovkGjDpD4LXOVYU3heBKUGGmtAF+3g01oTMWk5OD0zOyd3zYH4qhMOTy5Ekk",
-	"hU5lgpndT56QKRWQi+XJchW4ckSwDn0KQzSlJ0/y5PAnT7I0LhWgR0QFBRhhbIYLNYMUsCx33BZP7R0f",
-	"Iv8GdUbl2/qZpXCztsVbzvl1CNP5t38j+1J8xiiHGooN8uSJd6cLl+LJkx2biBbRJCHsyugeCDXi1ASa",
-	"EGZTrBXphk8RR/2PMCDhU6iAwT+nTKc8UmEwFISET+WMCTrj/QWdJmGPCMbiFaTx949njjDIHpniHTUB",
-	"8WL/rnIMAXNt3b7pbnuwSar31fRxwvbcEh6rfLbumh0S0RQC7KGcRRt2Czd4HO7mkECIKU0UOLGM1c4B",
-	"dZdFEwnhIdPJ0UzzKdTlmfMXzdOUiWhh+svtFNPVwtBgyDQ9D/MxIIbxLgmPP5zZWjYUByFGc3w5YqaL",
-	"kk31rIpPQj7eAJeDrUNDFP3tza3ivTs4I46CCtRyeAnnCCPWxIzMTukwZtOZhLtGbDjJTCc8Pjo9C7MA",
-	"kxsBrp5OFxuwOeFuDpqNu1UE0oabjxCHyUxoa5tM5Dx1mTn2Xp2Un3NDfZh6EtS2SEnMx2MGY4dGMzSH",
-	"wS9eFoCd0jE1LTq6T7jSOZnbK4dDyHK3u2BkhKOEqUxdFowi7Mq8a/elSEgUZgQLItiV3oA2HEw1emzx",
-	"7hyQQUq51HDDOeHZPjlGHLoLJjByiXjRu4Z0stMgWPEADGquerKz3qvV/mE3s+u8zHRn8xSyNGiGfAN0",
-	"tDXYyrgnTMtwO/+oOPo1AwE/fvj64IzkquNlLjzV0y/ep8P4a5hdCmTzRSzL04DVwRIs5fcmYOcEd0Gp",
-	"J09gff5+evSOhF+GcDnSsLNDhp1+vz/sBGToqkS8b7+GWMzj5ETjTU59si9jpnaaF7jVXVq7DexpF9vd",
-	"br5Vi3RpyS7KTi4SIIhjwXwuNaULeEAxZtbG9MFFbDiTOJ9zNaGjhPV2S8ejemXXbpV9mK+ekcrNXTiN",
-	"rV+qF3hhDSHE2dPFBqQvh71d8iMuZfVmL/PTsyV3e2muwQJCwb93fNgJOlYAdnY6jtysV80In85O51l/",
-	"0H/WgWz0CehbOVlaLvqUuqUHXFhZ58wsVexaBcpiJ/PpPKFapj1znCIeM2UYBvhbjbpllL/QVg1bdYlc",
-	"ynkSQ9EiCWcsBVknRUikQEgqbVZWm+0vpOt75dblLPZSqY9V4H5QJJVS+630yFzE6Aoeiuwirvx5h/SL",
-	"up5hkSrDFrAJJWihw7X3XPfJCeq+ymw0jbMG7KZl/OYwNsprttZmS+yRUY2GYf7I06NZlHGNX4HfgKVo",
-	"2dALGS9sQr6DyaSzLOb89F8KbQtU51deeOIG6cJGoIRW7YrJYib1hJnznPimVG4MQLIG+HxARgABbg0G",
-	"tz9SGw5pGKghSxedQV4NIylqPE192RcKG4AdbeNM6l7KZvz0BY09w2l7sLn6lQ8iO5IxvrS9+iXHNOGF",
-	"zWerXyjxMXhv65fV75W4nHnvxzYLUcPx0CZ0FdqdU+QkRvAS6ivK2QYaJgg5Cb913DHrfDKN5FzNt1HM",
-	"oM5ZDT97kx3raMKTuGDYAOhCwWsZkq5MA3eBi//LoTidj3TK2N8MpRv7EBPMuAZEOagzo0KrnuESqDkZ",
-	"eT1DNYzF9ooyM5CywlRSjss6Ug1vMZPa92d/GywmWPnWvr8g7+cMcn7Xeytbxvz1ctpysrC6cSWEBdvi",
-	"QDPAswEpMHhBQPF6AC7Qf5guHEb9joOqz/nN8qquiit85UyLpdqtFwh0qNZPG425afGyNFK4ZkqmmowW",
-	"fRJ6pcUhfK2IYJfGULRX5CxcQsguCc0quadoMpvQEbL9ZDEUXerqKXveSzbPrmbFTSsvFoU1zwpqSwXP",
-	"zilX/Bba+XSdvchKRe1afbpD2eRRuOfgq5FQuYvPZ0M1sirjDi1E1Tt2pY/tjXV/Xjn3beWVYbiFPfPE",
-	"U+HrT1+DBsV637kRCiwt01AJ3vJU+LEkm9CWA5bnIMkLVa2g52IzPygUdykTpFs0gBBb7pIrKMS0LoSt",
-	"wSB3Wwh2WRiGy2JAX06dPMK5ecfgngQSvKXTxZm8YOKOVeXKHFeozOUCb3j9fnVmf0NajNJD3yixJLPx",
-	"q5jJwRk9/3OzoEELFuSO2XesmyOhF/lUM7tr1Miffilwr68Wkqw24Qav7FXGGsCScZ8su55LLFnskK3B",
-	"tuFcVWQkpXmSWHykqrIfDIVDVUwzy73oQ604hsDrWfIqYEzRhY2yIgqHM1bHHnF6988eD8fgziowxgKr",
-	"2W5CYSkyBTe1v4pNvf5B32px0FNIoYaMXKxEfABnHSmz7VkP6k3sEy+SUac3uICL1R8qx+M107d9Nj49",
-	"GKn6KEkfnDL/mun2FL8eLRZ8HcdUT4AUZ/OaU4O1D5VT84OylyEWIHtS4gp1oJSmT15hsR/6p1PmXOLV",
-	"4r/doQj9Ip+woQoHI3+zlJl2+uSECTrNMOTB5qAJgkDOFcIJUAehk0fnSpFIsFfays/U9Mhia66URHGv",
-	"TqxWkJm+oVi9fXujEXeqgefY8s9CyfCDMjXmWOzzyBwfkPbxfVooeDSuaaGU4chXRQ1KNcd5CXZQd6cY",
-	"4AqzuE9eWthh+xowZgSfBdArvF88LKJA/s1mRkLdKVUXLIZLgsmxCyKQhF8wm9ZjWmuODRRmeUtssQXY",
-	"qs36qNzUJnG4DW5im2NbYVhBS+aDybSrYwm4R9Uogl9Q2zTGInpnbQxhdb3t9xpDIN1iDMGPHgQk9NYm",
-	"LMUMAi9O0BiYuXGYwN+c7yBa4B3O9vGCwol6DBl8LyGDwrYVhFSBRbeLGxTAHKHm04KBADC4vTojLGFt",
-	"hN7lGfXa9VD4MYFXDt1LiiJwowfQ6IO7Wp7vXeoKuZZDEdbUu4JoK1zUCRw4uxuDdKnLh4U0WPAGFq7E",
-	"UGU0yWGGGZuZKIUrL91dBSnbcAXGcb/EtLhyoZRZjlVRvXd+SejDm+mfOPhRA1Da6AKpII9+kwiIvy/t",
-	"hvoYBnkMgxTDID55LGPhSyyNLAXzc6G2f408TEridEHSuejt2Ip2Us9gqYgzJAWFSA2E0WhSrLvvD4UL",
-	"/oZfhlj6bjGXgqGr6h92dn77v//5309fQ9KVghFbOF+t4ge0bb8dRJkYIvYAIEAhmMBQODSBr2GfvJOY",
-	"/MyVvTSnjsM6NIT9GvSEB5xaWQ/L0ei8AQnXDLqRQWNkyBv3x0Rr4ShqJlIDvcAVQkCYmQWEj4mSgS3L",
-	"LM2RayffH1M3HzZfRHiYAsk6RJjSpl6XV34p3RXRKnacG/jdrcF2bxdCT3OR65qlm43xqgKrKY5odGFe",
-	"FjE6rQtenaGoRHkbvNQ7GUo214QLpRldGhC+f6Xx+iHhio70GBX+C0SF26o+rULDxbtdKt7THxQ6FLmC",
-	"s+tA3fLKXC8JrT6IfNvn6dPDMk0ezZEHG0tuf07WDSgXJOHykPK+ReHX3g0XGExGYR1YKNWYjBN6HtTc",
-	"fiFTG1/ey27EcjhsKaFDkbIN1wSeYtr+Jo+qYAU0DnhzxLKhyXQo3IWoWBNcvmwThwqKBz3PoAB7O/Ag",
-	"hqpFNm4j7Mf8yorsoVgrsvww5PPdxZbbu3O+dXS5Ba/M48uPPPMxxHx7IeZreX+ymrXVEeYsF7V8L9iy",
-	"wG9t2PfYdfpNy8GWx2BtKXF9Kdd1Krf+slFX8c3Crd9HVRbex9A2wOpO4WNk9fuIrM5yXldTJ7wymCrI",
-	"4d5bx4y4qJZaHdBokiMBGJv0aP8wA0JYCE2vhqIb7gE2AKL6WAQERPYx5xi//szSkf0Ov3A4FxtwOwL+",
-	"woX9MZFI7Pb73xCXF3/LxCv++Cns7eJ9L3aQBdwMKAVTzKtwGBCX0+mDHBAuYnYFKjO66K2ibm8goRdM",
-	"EQZafh4QFnA5DWDaGKsAwcGbo6N4Ev+0YdHixS8N2ql3o8s3iIPaHVg+tsfA52Pg0w98ztyxXQXE4L5/",
-	"+gVfWcNjb0nPuuwh9gWQuoRrcp5SYXRfC0ZWx3vsvQT9Bg/7vTKe67rWvdP36FL/07vUlx2qFk50Sywt",
-	"vOG3SPufvrFkepRGD9TvvZyY1yO8Yys62ru4sfe6gqnAx/CyPu1dq8Xyz2xdYeLf7/cn9AO30l+/rQN4",
-	"OZdwnt9HbvHo8b25x7e12otwAi08vBZ3oOpmaI82xgHNFiBvG3HHXMmRQ2uuKTkiLSuOPAizobg7DLP3",
-	"uIJ/TvQyuw3Ly41ag5fdWv3Rcve8zehHKCB0er1sGhLcBrJuhdZfAUKtUFrwQJDUvqsSKeALbT33eM4e",
-	"/fbfh9/+d8fynXS1X7QpgELmVOetb8Qxs6U8rjAo3Ns/O/zHQdirgpod2bse8tuWASQd7rGV0dx0xWJ3",
-	"UBVKU0RdWHW/cpZKk1DN0mY3+Xt73c2f00teuAO7QZHPr7b+Bj5yXP6lI3v0kD96yH0PeXZBVZmX1dgJ",
-	"T7/YMvfWvnF3NQHq/Fz79xvTEigazRhguxsMhsK0KyTcJIERP+wuu8Ab7+U4fPc6JHAPeYRDyX4xRsNl",
-	"7Y18cCsei1V/KPb8AlWeF2h6lzE04681Z87fJ6dc6dbfarpi2UxRisIFhbtkLCFiXFm0sUwrV4XeUgwA",
-	"OU6JEFo08dG/vuLRwfHgQgmN3KdFHMEimBiKy/SdNfDabu8AfvqmEv1Rij/QyMIS2l6P5t6j0G2PxebK",
-	"TrJjUcUf9WwM53qGt3orcdmGIgdmI9fBZWtnaQxFlwoyFxdCXgrrzvDygAA+tSiYzfvOOFpbKOPyfWuh",
-	"fFfhkTaGS24zfpv4yFJOV6DRR473GB25SXTkeiZPBn+Ah8NHC9z5clOOXus1eot2jO9UKOPTloMxFsgM",
-	"792z+JRLmT+UEFtY6R4aUfZqMrwDMr/vinBBRtJdC4i3nLlif3sDlp/4X+cigoWzjtE/J+Jl/RRXcN6a",
-	"1XtgXqMAwJQggKfKdys8cuNHbnwNbmyYWw7+JQlFAK8GPMw1WfRsnmLI5C7Ysu/fyspFCwiS3fDd0cnb",
-	"vTdhL7Bx7kLxp3vo5Zv3IaDOyDFy1m744ujs17AXDMVNnWOk4Bt721DVivcXwmoVfDyg7F+wWS0bPzaP",
-	"//k05XxaS9g1XiUvccnacOkGz1p1yR/dao+8+FvxYiD9myvGKYtT/pndrTqMQHzu3ueM/45TOS34PqoM",
-	"F/J5fNTHgMgkzvIfQPkdiqzFC8Zm5lmekpDHYUBGLJJTRj5zxUcJK0YU4DGL07Ow1f329nd6TrnA8f3B",
-	"UtkfigoumpCaGKFnBMHR/iF5b7VxuKY//PI1NMOeKxvJxfAtgRWo488nuA2O5z9kgLHSUJcw3l/lJZlS",
-	"4QE0aAnGy/2qyqUBL7/IVcynIwbSPRs0mFuP6GAPXzP12IePu1XhIR63dA+t5JfRhArBkjZplzzOVEv3",
-	"Fvo7bYAjWeC91HlUlQuS5WURmcYsDYi0eSHJAtMo9UQqw+qMVmUeC23bFn7x3q5/detwQ0SZ1klz11M/",
-	"b5KYt2oi/rrfB2439tcasRsfN1T4mJv2naB152eqhi/dLPK0nKtl3TRyNUZVRYFz2pR7ewdxXjGdN+e8",
-	"RplaKMKFe15L4vwFyAuUsZOGIoQHACjciy51rdK0Uxcew0S6iKYp3KZHwpRFjM90aENg0YWQlwmLz5ka",
-	"ii5a/1YBAOs98up5EjNH0kVXc/7Q2GZNOwXRcOE++Thhwtjobo5cZcuR3fdPLimAQOKiaT5lcq7bz8zY",
-	"johlmiqjrzLSTaQ4JzOZJD2nuoqhcO4FcC1cQkAN0NgDMpPKDGmRX2wI4C0kjJPfMbMfJ91GBa8TBK+Z",
-	"vramestyoKrBTekVn86ndZqclm6zN/v9Z1uNSe9A5/VJz5tBx3bQ2Xm2BXnv+CHPeudCs3OW1qW9G404",
-	"sXfm4lA8PcUcl6WnBRQFLBZTpDvo97efbUFU9aXLDkUtx4YGflCk9mQ1Z3vXPF1O+sfJQsfe5AfrTV7C",
-	"CQFCp5bMSzylMtVng10yyDxq1o5bOvXKuWued/nR+kk/azHja+gOq996mfx+D3qGf6gbjKMyxXYzRiOk",
-	"wBqSv4SN9I11BmBh05wB37rS0OTNObaeaEU2zXnbGmSjsMA19uMPiliShORLTaZSabL143Pyn/wF6W49",
-	"39rc3iajhUYn/IezVxs/75Io4WZYQzGiij3f3mAikjEjIy5ouiAx1TSTfjZPxXlbsx7IW9P+9uYzEpZs",
-	"1ML940OxRywgPpeCjClP5gDO/C8Alcw7GBlrCwXs9mAAvV+mXCPSjTHDPDe9sbvieQowzC5BdSi2BgOA",
-	"mWdC23t9wUwDgaxAuDOh0wVA2/u8z00NrME++QjhAxKzeJ6db3LJRSwvA0IzD5i9EyUsPHcYh+i1tkmw",
-	"ecDAclMzLJlyYzIm4DfDlDzMzmHIUWP0idXk1o7nSUK64ZRenfI/2KF4YbYVKh1sNs/WLyQsnYawPkah",
-	"vwf/lzfMFTFiX++wQZx7Ll+er2Tp2RgvWcpy0oBrFyypLiXN3qNj7IGHCYDuVoiLdlZiFjSIfXtK3XXM",
-	"1smasvYxWhBr9Vnpg5zUlQHA7bXmeBKJORDyUuz4LHhCgQEPRc6BHWnDN4FD6YfMHOuWw6JpuF5kX8Ys",
-	"fIp/27UIjRVHcpGiSNcoueyKTmcJG4r8klqr/CpNQY7BNHqBhUObC3cLJIjEDcVjjFko2Gf87LpoLld4",
-	"KDbaeurt7XPs4mqsYNp2LzIXrs/Eke7vl4cXB788eDFj6QYSs5zrSE7ZI3N+0Mx5L3dTkS4SVy8nOMCG",
-	"AQ30Vpj23Pdv3RnT3i871uAglc2F2+DdQ1HUnlvyblehG1qPw94Ybq+SAjtXUI8yFEtYfM7eb41ffyju",
-	"zV+cXxdXoy2/zmP6ZntzVxax3h11v3y7OIlHvv3nuovKMLkSj7ttvv3F/nWCBN66fLeoJhMeM6H5mLPY",
-	"MF2dnxgEv+yTvaISihfkoJucXc3MYXFHy3MzUOX6AbdAQCDfreBmsKCSvWJZT64Am0ZjO27rTdkFVwZN",
-	"xjKdwpUcRks+Z3E2Nh9UODwU4MM5dpwpXKkJf1+MtQ2Ip78hjyieK3IEH6CyR90O3oEbdzXBvS1wmOW1",
-	"igdXGgFxU6ImMtVM+NHTorHUzHR2Co9hdl4eQQVe0hQPHrv7obsDkjLLd7n2YkF7nj+zquJVOF0eQS1y",
-	"pl2zK7fKhAq6wKN25y3GCuWuXpP7Fopc7HZvWWgMgVqwFvaRDf/JwFdQ56NejAv2/Do6ntJUN+fc+HgJ",
-	"eRJDxiNFTLjYGCf8fKJJF7Uwz2uQm0GK/8GCLJskR3WxtQlDUcn1KGQdpkzplEcar8s3trbNU2rICDmF",
-	"ST2odBBAGcTE7mrhD1fZhBrSAuzPh+3xBvezN77ePcIELnhTZbimmivNI/UYlb83/Ag8Y/nS33lC32Ve",
-	"09MmM9kvUYJTUCpFDkp3PdXmINsMO7yaxbrkoLJ4KEL3J4Dj3U9C8kd/CR7oBWTFdW9av5bwp/ka3wUM",
-	"6jXTpu+S2Xk7fIrHrW0udGHdH7Ohv49s6MKmeRy0wOtKGpb/29Mvl36l49dWepbh2XNUnlzJJtyLKAqI",
-	"dyRjP7XoVB6hPniMKn+sDSqEvxGPgAEPFLDK36Tmw7IuNRZqhT3FY8Jooid/NB6pAh7uhGNSvDlReLeS",
-	"IulcCEibewdhPiGJ2QQmtKXi6rn61Xb50A8UjvMU+EhjnCdfCJrwz7cb5jHEwaJ5yvWis/PbpyJf/cyE",
-	"6XiWypFvsWZL7TjqlBmbr1mXBKeMjI31ax91gdbjVE6ZnrC5IppdacKuZlJxzK+U6ZTqNfb8rR3F/ey5",
-	"Ge7TWUJ5abfLWOUN+XMw1PvaSW+Vp9kiNe6mnDFBZ7y/oNNk6ZYezZjYOz7MEKftlY7w3AjiSlyRvePD",
-	"wOjjENS2jl1IEo3ZGnv7mmnb2+mMRd/gWLvFyDeaxogJQJPj1AxWwwXKOp2zoMVamSlaUpFwEWcTqVQW",
-	"uftfe2/f9O6LdM7AsLBjUDMW8bFdkmUkBLG8tgzfovLC7UYRFUgpueEDkcWYajqiCiqnUkajCXVerSk/",
-	"T6mNGMbkx8GzoQiN+OMR+yDoZ8oT86iXyN1MdbUV9jCRP4MYgfXF5YsXt+ze+XHQwjtb3ZXOMsozS89b",
-	"yJ9iE186I0ZTlu7N9cS0aJbdvldJOsoNckVkek4FV4xQh6b2g8psbCOutDQ/pcxiXKeopMwFBywHew+k",
-	"2cxUgmvQeQO9TmrsfbxTJnC+Vx/cFr/KbsAhXds4mSXUls3YPix4R7X1j0UPQoquEc8ysU1uQJO5naKI",
-	"mkcTw7XRN5WhQ4Ol4wBxbO8FpbE6hv3ClfT23njrN8YpUq1TPpprRsZQ4ZRNn4ypkHNdLsbTEzYtrHDh",
-	"avvqCGwyMxfnATjf4Y+81hOBvWPChWFvgPOdlyoZvlNd8MwtV+0su6iZm9eP9g+9u4vxIua8HMXdz8yn",
-	"84RqmXo9ZLc4VXtAC8SyLRbnu0YTwkQ8k9zQcxeV7gCOOxyjwMn+ACVwgZn7s/OO19dPX/9fAAAA//8=",
+	"7L37chs39if+Kih+tyqkt0VTsuJJpJr6rSzLjr5rW4okj3d+oXca7AZJjJsA0wAtMS5v7dPsg+2TbOEc",
+	"oBt9I5u6WU6UPxyR7MYd534+50snkrO5FExo1dn70pkyGrMU/jy6oBPz/5ipKOVzzaXo7HUupoxEizRl",
+	"QhMmNNdLoumEyDHRU0ZSpuQijdg+mVOlCNeEKhLy8daM6mgakrFMiZxrPuNK84hEUmBb0bLfCToqmrIZ",
+	"NX3q5Zx19jpKp1xMOl+/Bp2TefSOXelTOmHVQZ2mTJkBXU6ZIDOZwkAWiVaEXXGl99xoFPlMkwUzgzKj",
+	"Ded0wkLy+4KlSzKnKZ0xzVKiJZkwDU8IdqWJeao/FOsHeMZ+XzClj+P6ZVsI/vuCER7janFFUnwhgHVR",
+	"i/lcpppQEZNETkgk05Ql1DTQJ0fRVDIcdUSThKU/KBLKebRlm9jicTgUMH8pGLmkipgVaTXsDzL9tGbo",
+	"J4fHL90eX8r0kxs50VOqiU5p9EnhlKhaimiaSiEXisg5S3EChVH8l5SNO3ud/3ian72n+Kt6ehLxGAZ2",
+	"xnS6PBhrllaH9Iu8JDMqlkSxSIpYmS27pFyTERvj7ut0ycWk2O2MCz5bzDp7g8AtBBeaTVja+Wp6zE4A",
+	"HP/DKRWCJa94oln6qzki1XGcMbOSkcaNyWZrhmN2IcImSJcKwq5opLNveNwjEk4a7Ch+q8jlVCo4IErT",
+	"VCtyyfWU0KGYp2zMr0jXPGz/HsskkZcsJqMlCZ+EeITYFZ3NE0ZCmZpbvPUk7OEJ4Ga0cM47QUfQmZl7",
+	"5E+wuFD06g0TEz3t7O38+LfALJz7vG2WSWuWmgb/52//88nH/zocPvn//ksnqDlbh3I2p6meMaGP42Nx",
+	"vhjplLGGtfxgzq5OFywgCVeacIFrk7dBwshvMISbQpPEHExzt017TMRUaGWWimrvupAZNaeF9fbtLRnT",
+	"RLGASJEsScxTFulkafos9bFi+WonV1jHmI3pItGdPezMrdBIyoRRUV2iU2qWeN398zruu7HNzZv1Q+sE",
+	"HXNZecrizh6s76Y3sTDGht1bMUhzyu2O9tus5W0MWKjFjKWvU7mYt19WfIlMzFvurvEZTZf41Q8Kn+fI",
+	"SX5fsAWz3/UaN6IwkFuf2YrNKE3H3QRC4zhlSjG1B7PAFUjh7zDmap7Q5Ts6Y2GfHIyAp/6d+Cvhmh0K",
+	"aHfV9ShPvYG+/FimL3V0BNs6jn8B8aRhxo4vZlPncZCx+ihro8Lws81D4Sefw//YesXSdLnl+t8qzWPV",
+	"luVjLk2h+TQ6wSDfPBg+18SMJzZ7xJKxIVKvmX7LlKITptacvBscusYZrDp1NXtApCCUKC4mCduikeaf",
+	"2Vb2M9wi0nUjNLNPWUD4REjzkSWKXZqven1yTmdOchuKsGZvQoIbuI9y4Ega5pkyEITMW0syWygjIxD2",
+	"+4Im68/u9bf7ZfL7ejZXlBmyiwnfO+oSMxpvJcxwXLtWXCjNaHZU7JdwNJrIa5z8vilfOh6/NRJ70317",
+	"1SjH7+F1Y5pOwrJWYHYvoUqTlNG4T2ApuCYxH49Zqsg4lTM8/qhfDIVpxSNdQl2a53a3d0j4Th5pOnmL",
+	"aoURBIw4M2GKCKmnRvTLd7d8rZ06ciOa9IaPWbSMEnauqW6SaU6MdJEyvUhFtggKJRuuSOKaMOKeZk27",
+	"lxR6an0iiwO0Y55xveL2zuiVEZCJWMxGLEWxis1AuraT4KheGI2IdLf7/e3BYNBrHviM6/qDtz0YBB3b",
+	"HXwaBLl4vl0jngcdS/DOWMT4XDdT0RQfcGcvYVSxmMzwbSCoOBcUnT1KSrrvz95sKTo2YuGc/r5gTWx9",
+	"VhjKtQlscUYVJbLp7h1YKrsVGW1BeGqlUQF8vZJ0zTclXbK3b+4cV4QZlTJ2cnZVmUyZmkuhmKWq9r7S",
+	"kSOnRLH0sxEwmDA0jClzNFZcu2IHTZfv55/W3z1YJZ0uL+QnJtoukzYPo746o5+cLp0yqs3asdlcaib0",
+	"HqGoPaLuBdM0fAffNnQm+2ok4+VQmMe4IDu7ZCoXqTtcViFM+YQLmlhrhE+6oWMuJoROKBf75Y5Q8bOU",
+	"EUih6S2ngIOfSXgoxTjhkQ7XrrlOl1vQbtOiP99dv+indMJW0A4gCRmhQOaGxhZ7EeGACXalt9DqgkN1",
+	"v85T9pnLhVk/PHVNRMW83DSN7cFOm4nIhEfLtmrBHJ5uIARz29TNBftfDRtvOybg+Q1D+h0buvmIzmWq",
+	"T9K40fZhBqVkqgnYGvrkJdJ24Bbhy6PzwxDFMPOMOeijJQk1n7FDuHJWezfPHtQ9SkHmbRbRlBtda36Y",
+	"zQdmV7B5tVt13+7VsPiXBUvaDbfgq3kfLwMYpF7Q2LZtPkVSGHpl/qTzecIjIO5P/63M2L+07OkoTaU1",
+	"ftUxUmQiRt8Vn2nC4z45lLHRHMNj/OLUqVAh6VJ73bkiM5qMZWpUFiMmLoAXp0Y6Cwg1/OqTkJeCjDlL",
+	"4qFwpsrAPEwdHTFEUKYZM8/H0AtI+JYro04Ue89UiGwYyKp6wVCEIPkcXUWMxebodSnRTFARLU0nKEKD",
+	"tEIu5SKJQUWwD/f6BEQj5NVwKi1xH4+ZiM1xhYngUfXM5yV217AT9oWnBevxV6tvAXm/+83OOcmeFddx",
+	"4yP7tbNDGsmapWbx4gUOAtcDdjUssZqQpGxhJC9nw8x4GTBOu9tK0yRfXLvbvb45YCCyRBqk12xgVo/g",
+	"IOYb0YWi7Ix8nSaJvFRDUVSsur5lNGYJQ75bNFGZ122rbDbXOL7FPLZM2p4R99iIcTEZCmjMHJHb3vtj",
+	"oVkqaHIOEhZu3N0fg5pewz28sexqziLNYjKmPFmkrHQpmJEDU/aZ0cRcVGwGTBO3uCjvpH4lFyK+h5V4",
+	"J/XBQk9lyv9g8Unqei4fw1gye2SuuEICVnDQgHjAmSKxhMfgfIKEPhT5+ZRGCcYF1ZeSRFQxBXaLmCV8",
+	"BKI1mKZjo2uLyYKrKR0l7NYP3SldJpLGF1K+oSl62e54mUs9lsgPSLxdIBPuoHGzVD1Lm5EMU+sGUfwP",
+	"dssH7jQF7xI3w31FecLu5+jldg1rS8ndp1Zmzs4dfO2bTBoML7e8MIZA8Ii9F/Qz5Yk5jPewMNVO7foI",
+	"GZs7J8yCgErqTpAiKZ9MNRHyssgEzFsx1XREFfCShUgZjeBW9W55qS6kfEvF0n6r7mGdSj3aRbJeMMe7",
+	"iJ6mUuuExRnVsoZERcaLJOkTULAJHYND3KxyZhOyPtehcJYD5PrwqDuit0qcjByc9bDuVc9tDKvzXtCM",
+	"kt8f52BCg3zkWMaI0RQiC4xcayRklGCDXFQOyIjGyZIoPhHmkznNS6YJCL0EDu/ciLe3TPa/OqUE2jrQ",
+	"OuWjhWb/MDJ0vUqUKfU5WabutT2Qx4ymTbpUk5lUmuz8+JxEU5rSSLNU9VDuw9PUJ8eCvJZos+KKhFQs",
+	"w6GYyiRGqSvExkJ8KRwnkurnu9bgIQU7GXf2fivZbp9XdP4gi3vAbjtfPwadq62J3PLMjOmYRuzLV3Pa",
+	"Mtb/kmnKE1gZGiMfoMlpali35kYps/bzsuFpupwbUdkcgSRjZ2N7z9BmQBSfLRKqJXif5l6bX0reUNN5",
+	"ktiZrlcbP9apctqwV12QeLvUd++lUhZ+LlIF8Odkv/X6ZpHK/r1bHWbRE2tWLsTf+u439D7yOCQZi1Y4",
+	"MPhFNRipUi4iPqfJDwobR/eZZjNVEx0DFupj/BEM1vZ3mqZ0aX6esxQuMpKOmu6y34mWJGYRj4EVM7GY",
+	"dfZ+6/z6/uj90b+O352fHh1edAL7+ezo4GX24f3py4OLo+zj4dmR//Hl0Zsj7+Pbk3/kH07fn732P53/",
+	"4n1486YTdA5P3p4enF28PXp34Q3C/9YOxf8qG5D/ZTYs/8tscKcnb44P/+l1Yb+wrdtPWRv2c9aR/Wyb",
+	"+1i93pnN6xbPoDWxGfK4GP2boRq+4kCBScFQ9x8UCdViFIIgsalTKbcX/Zb1Wzhm+ewl/uqTqzOwMjdY",
+	"6hy5AZ9ixJUNyipSHitM13otQff35fPMVGLf6neqnkSzBDqashjU+JmLMqwZX/a7p8oTrkkX1HG0D8ZM",
+	"cKNu+3e2OIHMIHsbR8FSahiP4UmocGQjxdPhPq2Z1g+KaHal+5112+6ZlPO267a9SIxKrbiNrFv/usYO",
+	"6ZyOeML1cmNmh3JjlDXQJ+Hhybvz92+Pzv71+uzk/el5SJgwsrUqUXYFJuAxFXKhq2eRq1OMOSnEvBxB",
+	"S3HBmYi21aqDujKOPXOMsnNcDmlx7EZIMoaYuADNv3/3GWEPjVSfmSLsM0uXQ2GFoNydzRWJuYJhwgSF",
+	"JGg4w/ZxQ1QuPqGvJFNx4e2IpjGLSZeKeCgiuRC5mal6xfCb+nCMbFc8tlNalhqSWjpN8GvtsQGfO/gu",
+	"vCCx64lNF9WosZn8zHLbm7wPSWlFDBuMJteUtCRd9NihJdlIH6V1Kw6vaQEFSw5lkrBI1woSB2gSl2Mv",
+	"eFTVXBdHEGtWNX8vizyGmOaVss9K+oKvrZhRUyAxxjhRN6bAKAyLkWK64Nv6Qbn7YNmBu6PKKPouVAau",
+	"avikhtU+XxezWhOvWohzrHUn++IxRbODHbQ9AkU5meiUsRZndo3/kYJdxw/6dJF5XZkSsUiSXqZblMV4",
+	"XGs7ugDDi4ciNGIzV6WRm06RwpSlFtMHGnmQ0nqLKSMebw+H/d/o1h8f/6v9Y7D181bxwxP7YWfrbx+/",
+	"PNsJvtauf2Ehqus/ThnbMsoy8X6pu6vdGV2CC8dIDr1+XVemLdPUBZ2o9nTjlf9WlX68ygao6UTVhut+",
+	"DTr8bgkVaEu0RqHzdtvFrH4NysFFrUdWji6qHWMpwKlpRdB5WncRzC81bwUu5oXOpJhA7Krio4SLiard",
+	"bc/t3BSQV1rFS6psbEhMumevDsmzZ89+Dsj7i0M4T2aTqe7sdWKq2ZZpvqnb9/N4w24hQA6D2a7dd5la",
+	"x85FXdyloBpb5i9VcQalS1NL+/OptORo+QsbsjTvxWaetjpgMyf2N+B2li/VTTLhn70wbOR6RVETvlsV",
+	"GFvHPW7f7LIuCt6PdM/NWH5ofG9jyubHy34MVsSv/6AIj23zCTtH23N1ue0PZjUjVpjJD/ZK+ZF+EU0S",
+	"j1JkYYaocy1q2g/P3r97d/zutbXn4m55cdrgchbJEsIjQWTJ9AQnyeyT8Pzi4N3LF/80igjlGCqj6SdG",
+	"5GdnMncyuu2uE3TsO7WGD3M/z9iEK83SNUTGbmuaPU26ZgTzhEbgV0u4AJl2xCI5cxPcJ7dHf2oSAnCt",
+	"iztbmdSqa7eKyiAD8jZJ1d3BDamObSnwD4HZ8TFPFfJY4YwEIh4tlYuuhBgpjEFHs0m+7e0JliU1N6dW",
+	"sAX1Im6VPjUSortUvWrMzlWrs81cq90q1OAJu5obTQEExc8srXoslDMw/R31efdEvdgYMxq/gWB80Hlf",
+	"MnPA0uWhUdDrx+Eyh/w4ftDn90nBAG8nXE+UvLyc9XIS9JhJSPM8xyKiim1xoZhQ3BzcdpJxe3n4jkTb",
+	"qi+gwn4CUmZTliGpgrmoyaCJTWf0WrDLZEnmi1HC1TQPHVf19s3MTLWqD3Rv+YMsjL++5apovolAfrtW",
+	"8Zro09ZyNS7vPUrUeYd3JUvnQbblzEX/qtaTK/9Y+sfn9oVxr++24njBPHst3ljnV2vD1pAn3RJvMwu4",
+	"wtEASUsgDkCW9hqB4C5Ebj+htN+KxLs3ICy6ljclv69ba2BasDZoor0RjVxDF+GKbD6gigW1LDQWL5h/",
+	"lbBHXIhVJ2SFadKTDjHQ16ZcQgwr5Dvt/OQFM+wR5OgqIDGfGHGaipiE/TAg4b/MP3vmn/9m/vlf5p+t",
+	"sBcMhR+JRMlUKk1kSuYy9kLe/aSGnZ9WWTMPtv5/tLL1/7X33/7XVpNpE6jIrdjoY3wThUNzDkr56Pcp",
+	"JtYYR2/RkFgyK+96IQAPwpJ4m3Yz0i0d5cA/x1sVG/u2zdhbfyrrj+RKT4mdWu0ltgfZIwvXjdLBs7sB",
+	"7d9M3+i+PDo/fv2OKOS75HkvE/kNAahTOur8GHepg5DugPydCClYz1NHuJiylOuyWtKUrTm4tsbSWknZ",
+	"KIzihiqMauthXsEdM99V17YACd+9FYzyDsX00k3LRVd/j5qvGmbL3eSO5Rl039B5axM9vQA8Ltbzig8O",
+	"RMa9o8gYI/Y25gubHELR7tpY25J16lzjoqjWQTkBYf1Jn4QHEJaDx/00lfEiYimYMRfKnrit+UJNzdAK",
+	"bkiAIwoLSkGRmQzWDrYUizfjwn1cozPU8pbC5JtPvyWxtyYr4aV0DlzFtAbmC9ZAiEqX0cKMicXEko4a",
+	"LSyL6rCfi/0eer8WaMEeCX/7MoSZDjt7w3IYyLATDFcH3QyREH79mAX0DEU5oqcLUAywdqrOT4AJna0U",
+	"wzwkqbj71TjMyEVRmLHAOkC+XxVxoMZCTNMJU5qoKU1ZUwxCYM7znKUROFgR9iBwG0S2B4NegDZ/H/Rr",
+	"RpdkSj8ziJMfJ3wy1ZlsnzHS1agHwTejkQ5qpGB0fcOoYsei4IOxq/ussri/yEuSSIjiRg9X2WdiqMtS",
+	"uW+NhiUXGjwzXEx8bw2svgN66/7Y7z8bDIKhcMv/bNArreuzwrr+WCufrBWi7MRq5wXQc5rP/CguYoMO",
+	"YmyKxQ6LjmuIHFIO7K2K6JIBaewPxQBdbrb/HpkxKhQRsvpa9TCtl8qYS9zkUnzgIpaX9du5ajftfH9Q",
+	"JCy0d4xBJSmbsdnILEBx3wb9/k/PdweDfTIIiDfFwAXLKbOlXnu9PhmzNF0SdqWNNChFacbQ3I0FUftA",
+	"QWXKXB43FDzvUBfMjbBcncP9OoCLVHRIF2F+Sh7T+luZiazwUm8PhPMilQ9yT6fnV6x4OwGnCSIfFYIz",
+	"UuX8Yg1bWxc9fHXO/2DH4sVSs+IZ3dne/dvuT8+e7/60iq5rqWkCyYEriftoCa6gbfKWv+j3t8kFf5ET",
+	"+B3ymr8o2ou50M93i9fv559/3N5+vvO3v/3tuU/VB7s//fi353VHM2WaCbg5tXfQHu9199DcuU9srj1y",
+	"g5lCJbq5Pej3nw92f/I5F3TR65NDTJ4bMWcrHwpM/EKUksrNs+34s6yboKGQcqHbcoyLnCjAHLfmMknw",
+	"5MhxM0MYGIaQz+nZoNcvMoN1JOIzVxwFjWuN1DBFEi9cMu8YAGTgMnioQ6UB7z7bGawYM/68Gq+0KOOW",
+	"3Q7r4k5fQua6W9DrancjSD+VYy9YU2KGfY3DmAmd1gqsXia51wBwxZ1Br7UjoXZKR0KnJflxZyPlwY26",
+	"9SJij5uupLvMK9bPgiO05ytleKmPwW2iZVUtC26A65dqVaKKhUqSY1J8p0YNSjgTGhOzG6xfmbBmtxHg",
+	"C0A0i6jRWLM0aQuXZTFGiEwtMoWdk+rVO+Ybz/SJYEQuNITSzIE9Yg/mhSWQA/cNoudc75DjOmZnvKwW",
+	"IT7XbSwQtlS3BmVdu7IndcMINrhW/hxrD4xbZjnOwT2MaGLP8L41tUpB1CKKmKo5SSxNZXoo4wYREX4m",
+	"kYwZpiGBPx920i1XIbs8h1MhYw/kJAM3qfPPQBd2ynUui+liRsVWymhsRGXD4RMqkOPUD6k+0aiy1hm0",
+	"SHXWAL8gx9ZCjWvgg3OVjXlx7cBnNJpywbyhZ4tZByNUB+4TkBJ8TzAU1TzrgDSidgTelgQVaJmgiCVp",
+	"Gi/jUgSkklUP7VThUgzlqEMqsMF9eEI6e53yxOvOxOxaxwHsEI0oRQHhY0IFpgNlo/Gkh70MI3XbMKOd",
+	"H3/0/J0t3DixkT/cyOtu96uyjlTLJr+08YPUa0mf2PIp5qiDvpTloT/f7aEfV0gyT1nMxlwAq6MCMvHH",
+	"ZfQWeSnISMpPnxibZ4Ci2aJ96WhGZ4AAtkQrIkoZ/iye79YsQM5Da4OGCwy4JkMzC1zbWBA4yF+tlwW8",
+	"oDhL97NhoBVIN+Y5OvnFPmTkhiyAqiGSbqXbqmRl8RPkplSREYNsUGtpCZD8uSYJF1GyiAsd+zwbtKOG",
+	"wgJZDJHrzepS1w9Z4vE6sOdM2LJmfYsoWTBEVBTP6rxmTNOYarrxuXjrXqw/FdmySvi29mx4sukaEZMr",
+	"POJZSQ5DZQoc33xBo09CXiYsnrDCbmDJBAyCyh8fClRbwaENrffJP1COE8mSLITmSS7dEiZiVbA35JsF",
+	"qmCy9nDk7WSIoG6EGD6tiG0J4T3JQiRMKSva32okmruV+R6U71ZpVsUL8HElgVLrRPQSDnmRVM1WNlIk",
+	"dIp051KZYS7RH91aIvbI6brgsWxAdbP+hdFET88bwv+BPAL4qjv+U3ge9t/wYS7MBs9TOapbisasAvnJ",
+	"Ql9icyW+LD+tPQS25boZvanEj7bK0KIF1KgsZ/js6OACExIODi+OAWcCEBrwOwBn8P48etkJOq8Ojt8c",
+	"vaxNXKiypBWiwKrtLyHWVOSCtzUB304ieLbT2zPiApA0EHee73rSDpnR+ZwBRikOXBFIuJyNWKr65LBg",
+	"Ex0KjABRRLGERTo/2KOlOS889Yaw7w8HIzG0vKRpkZQAollZ6KAzZJi7O/3csSER1rQifzzbqTkWZaq/",
+	"maniZQ03oM3iSuRnA7fMDMpeaUgMsv61EhvK9gNThJFEA6K875RDiFGsoJNnVFuAy7BQESevgIE+GM9n",
+	"YXMGeu79fsW5UhdjWAak5vEeuZzyhJUA/71myCU4aSCOWQUZAqc7IUWIah4TrobC451x/gQkqPi+G24R",
+	"eAG+UEDvMXKrNhGIdfIcLdtP6w3XYFi2wiEikeVHHkdZ4qEV6+nPYLQGbH0rvY8XCZDRocgb7pMDAqPK",
+	"uYxD+IT7YlcHIAUVCe0jNtA0LFm8f17vaSo20GCrsB278WRpNoWT/AGHxWg0rXhetG8sLYBwWTLkgCPR",
+	"B8mFW2rsO4DbQDWhIFm7A2i+5LnQIlPLnrG/hJotk8LCUgqpAfrUdtE18ppYYhBZVjPNtpg/JkXELDpG",
+	"4YTKFNyjcY17dChcuIS9zqDbOoncqGWq5vS4XLauheLIRoCiGDzU65OXObR6YQVz6M18BWlqLm4SwIXJ",
+	"Vt+5rKndRrs2ZMqSmIxo9MmS/lmfHOSd5HklSHOKFyckw8Vg8IyRgTurc5pqV+DKBfLBVu6R8gQvEYAE",
+	"HKkJXYKAGmTDvKQcbGNOz80a80kKCrTuFQfEZiYBMzJbkbI45Z/NXcthe/8tuVD5ED3YQNeLw6d0h/w6",
+	"NEanNGIY8lt/vT48O4RadFYPvdI5ujyGKpFu6DWS4Wmi8N0rVDgI/BIHSsuU2coz9R3YS+bgwWun18Ie",
+	"V7LZV3mIsKUpAgsU6Jc14DETmo85VmKwd8YmObi9ympc9PrkGM7P5xpNaSjKqtJmKPtBByJQ6oZ/ktIo",
+	"YVuHiVzEW0ovE5aPO90jISBK9OEWRBCqBPfBfpEymsxK30y4FIWvUI3Gr8KAQPkgEtb8Zmb/bAcpUGrm",
+	"LC9ZGpl5j6hiz3Y8WbBsv8NRInkCV3Y/kRFN+rTlfzWxBXeFqoEBnLV7cXzw9iFEZxbxtdyArh+b+dBz",
+	"Gr0Z3jTH71qRom1TQdeFhzokyxy6rXtyeEzUUmh61dsEXahtKqHt8R5zCb0e7yqZsCE+tQjU4e3FbScK",
+	"IoFolyHoEM03Sg30X2pl07Ek6/rJgKeLdHKT2F2kLZLMTTvVucLXFxZ1rR1pOM1eqdKHD1MeTQshELbf",
+	"CjZg1kjjpC9qseAaetgjGgrOFkrJdcN3J2dvD96EENRqf8byqpXAxfDlm19DgPQdST0dim744uTiF1d0",
+	"1tmOsL1O0Hn55tdO0DGP1BqFThetDY/eo5sYHk9E1sg810JLgTrX88x7I1rplt/EJum1eashOnbem5ps",
+	"a5pwUToBoVHE5hoVupT9G6tFaDmBJJnrrOJtRfBsuMI3jt9pXNzvw3W3Ryh5f/Fq6ycH5C3HxIfy/u/8",
+	"BenuPN/Z3t3FqMl9X1GKpgwrgRvdIZIxi4dC8T+MtvGCC5ouAXc/8zEbOfv57pZ91OrLBINIqlh00On6",
+	"PJFv5ger5i7rJvDWBmqxhup5VjNPp1uTtahWeFfL2Ru+NcWIPLltQUtMFsywSfeq2R1l5NOhEDIzANgE",
+	"SQtHW8Qy/Z69s2ZZLsvjgrXLUFxdMJWQ5fLJREv5iXBtl2Otl7dOfFznzvvVJeLXA/dSEWMisM1Fekw3",
+	"ulm60a0lGK3KKSJZSlEwFEpayGwyWqhl9qyriKJpanFrMRb/QSchFU0BeZLDqhSkAoUAm2p9SkS4R6Z5",
+	"+HwpDcnHRXM+fQ/fC//sOcvoULTMU3I2xRrMuB9srAJJ6FwxCylm8yNgIYbCGxTatjUULgUkK3Q826SL",
+	"QgVNr4NF0RuUCXDQ2l1kTd1bphQZoFsOi73hr1NanylVNNuba5iyvPPM6Lm07OROEqvuLJnqIadPPZAE",
+	"qbuEwFqVfbU+26ptdhXkBCaOGFl4ySJt6BlyUcrBCir+v32PEVSTsnIXOmynnrKZYslnKFk+FIVS2WFe",
+	"Iz/stU7nygxXnjpbiteQqUubJnQkF2jiLYWpYLCmi7e+nC6LBaxCDDwJa4/gtwA8zo9LXT7b7aeu9frk",
+	"1HOwS0KhqBe+PxRZFemdnxvkzpuktbnBHYl4LnkdYzgzBNoccix6CFXY3p+9cbMEDXGeUMHygublmRfj",
+	"pKZaz/eePt3e+Vt/0B/0t/d+Gvw0qNv8ppS7206xy3Pq0F7cv2b23HqLOB76ezSI5x3ehj28KUnwtvIC",
+	"by0X8PbT/3qeOMq1FUO5sDEYQ6Fd2ZAcv7YURirTPOLVnFG7FyU+v3kyIV8PbLiRB6Lm1tWvdM1pWCN0",
+	"NitjFVq7RkprZOWNykcNqWvhbbHFUto4W+CqbeZqwVeuh4iOYHyLGaBRXt/3kmP6tQFgpK2AztVagmRk",
+	"f/OpZGXwKuBkCpbXO+Y2ZdhfmwNW4jxr/JmZ9afZo5HpR1WoWd9URDxLUbdob3PGtoBkNYtKBrYWeQMW",
+	"N7KdFFQFbKyVg4qrXKvL9QsgkXfcuxUNAcyxARJrBXBkpduq1JrZ0BfCokA6uc2VL5Jpox+tT47gHEKU",
+	"URxguW2eFuMWbREoQJNhVzTSVkeQYxJanuGOWhiQkItXYB/KvkNoShsQmX2Lp6R480rPrDi4eSgcS9dH",
+	"tpkBuBg5F2m4ZJp0sXx4ppGbo1urT7Q4zOVptxm8GZPNRnABsWZYHpdNmf29i6lFGBMnFcOKOpYDG5kI",
+	"RgxeD1iDQqZK+yup1qkIVdXAi5XdQssgTKYUAOtpDC2zikpHq+16uv3tpozGS6wrYBe5FxB/FYvhrLUB",
+	"smDkoRjBiCm1gjCaJtwLhcZl4A7I8Vrm9PJca45TULkdxd1qJh+Wrzbb4RVJjEIPXrA3XOlfkZV3XTCm",
+	"b6TfB7y11wwfciGds94DCuPKifyjDWmNDenRKnJfJoNrVob6zpXsO1bvrqMFnWEQ+c2iWzLW40lUvhDt",
+	"ajZCLL71KbQvq7QO4h6CHV8a8cBbu56VCF6++dX0aGPlS7U+KrUfNoQZS+rADWtBiqwRwCveX1kc51Ip",
+	"AhqWDCf4wEo34df1u9wO9qX0Uh0QDiYgbCygYp5J7WlYIxlUuqw70+cy1SeQiVdl8iqyKAzd8OD8EEPm",
+	"zCPZty+P7Nc25szFzh2cH0JO5flhbcgc3sJbwXUHfIisRlIRGBLoT3aK7ZMoN481WQhnearRJVZEcEOY",
+	"Mrt8sCjsbnzjgnCwT1IGVbNQzrmcysRctPk6SHZ2+X3AslfOtTtjN4Zcr56ykoWj4aApTZcE7TtLc+pu",
+	"ANMO24mGkqa6T+RgPGaRVuiGyyhIrt1CctMlTWP1TfHat7brsdptEucKF/bW9vUg2+0J/raI7P6o8AfL",
+	"guHPLOWsDmu9+XBbun79Y23WJsu3WpEP3cq/cCzAMwAczLkNIJNZyMsWYBOZh2GfDJzpQkGQ2c3cAnVj",
+	"/7huSW8euIzLipRBbQgrWHh3Y0TB2oncKaLgih5veCZXxos+PGjB4Lu+KTkUy/XuTDtBufjOIz5i9cr+",
+	"OfERm+e4Dh8RCKGLHkegpL8oFuJGkd9F6Mj2RvN1Uew5gQYoqZJ1p7Hf1ZaehuNykzIuZbnd5kRm8vrN",
+	"1b5vWVHl+lLtuvxY07SfHIt6o7l/NHH4NbPe/RVFaTgaN6xxkhUx8Zydm9gMSFiNDwld9PqIDUUhrOUx",
+	"NeG7SU3ob5xm0C7G/24ri5Qjxr6noPihGNx3wZC7j2snpbD2249hB2b00MuAXMMYebPYdCN+QNDKuN+6",
+	"NMddhDLfdnzyXzfg9BpabYPIEK8Qz7McyFJoTKOPoLUkfp/S9018q4UB1GlwAE5LNUNL9XUtZNaODbIW",
+	"iz5lULRZLrgRzZBvpEvDR1DOXpWUXuqi2FCXKkMT3I3tmZbZZ5osXNEwOyDsppVkU5PeXpFpKyLOtUuy",
+	"9utwrNYBmlc7W7+jq+w3n1ka88hsBqF2iA1KeMPZtTaYPQtsBXht0yXY04adSCaLmSDv9sj//d//Z9ip",
+	"1XwxQrQppBYaR5hA1KHnLC0eKaAuVbNMlUOUdw6aXl1m3O7ZnKaqvrB42SYNTdbtyAeZfrJo/bXYV1Qt",
+	"RTRNpZALRczaIz116dDzVE7S2mIR9xdRZb+i4I9isYfLezcRSZcy/ZQh2Jk+smXZDOvGW/qTQgv1Q/jE",
+	"BVD6+h2BgVj941DO5gmrwzIGsXqBDoNsKlyRWApW1GAGqMEU6Ps4kVQ3ays5EcI4Cswkwr1oRqrBnysL",
+	"a7ezPRiSt5pnttVaY2YGMb3xJlnQ6+Zg6oVqPCKGKx5Y6JcVzLawAkYayOBibhRJ9YoL8Mmu63lsnwuc",
+	"QW28SJIlwDlLXR5CZrPAzGCuyZSqzcZ1rmnaYkEUPnarA6gTSIr3ODsr1Siw/FRX71xpr9fQ3JMy6dj8",
+	"3pfAx4/+9ev7o/cZ7nj+EQHHs49vT/6Rfzh9f/bafaqLn6m7XDUyrVsXB7TQdKFLslV0I9rpBnQQrSCg",
+	"GQpiYUixNMoJ+MXjwFkOCuyDCc31snlzzErl7h98sRhgGoIKFxYzMV0qRdWoD/29T3kDRBzVU0I1uQSg",
+	"Mr9TQPMeMQDZLw3g6c5gZ3uwM9h+imlPTxHj01Y4tyCfDcZ/hzh660zUW+Wq49cteeCfjcJw1lyrmjPR",
+	"DIy5yZEoX7aX2T17WcD0P373r9Ozk9dnR+fnnaBzdvTmYC3Wf5XTNOaFLawVuchmvGi4w8Oj07qBfDg4",
+	"tuUH7ECCzvn7w8Ojo5fw9+HBu8OjN/gA/t1irBix3y5Vzx/wZhl7hTevl7jni7rXzdsDd2i0SLlenptm",
+	"cdwjRlOWHiyMuuQ+vXJM6D8/XHSqWul/frgg3bPznR+fB+TI/M+cuV/wMwVwkjGfLFIW93Jw+iihfKZI",
+	"qBajELEO5ikXEZ/TpBeQ0MKW4k9D4VBMza3rYVoTu5qHiM6N4FzUcPcQDfFhn5wzkOpN/6GrEAZMZo+8",
+	"gDkRizcsPzHh6AZYS2GJQQGB53JaMtV63vn6FVKOxrK6tZjAxMHCu0g034JRZ/jX1nSrsFIYrgQVZkpb",
+	"YEXeUlM6ZzE5Ozq/IAenx/2hGApzXJ48iaTQqUww3P3JEzKjAgLUPF6uApcICtqhf8IQAOLJkzxi/smT",
+	"LLZNBWgRUUGhjAA2w4WaQ1xcFlBv09YOTo+RfoM4o/Jt/cxSo3a7egs5vQ5hOv/xH+RQis/o+lFDsUWe",
+	"PPFqunEpnjzZs9F5EU0Swq6M7IEIFk5MoAlhNu5ckW74FOuo/BEGJHwKuUf454zplEcqDIaCkPCpnDNB",
+	"57y/pLMk7BHBWLzmaPznhwt3MMgBmWGNuoB4AREuZw8BuS3Ggulud7BNqvXq+jhhe28Jj1U+W1dmj0Q0",
+	"haiDUM6jLbuFWzwO93PIMawpQRQYsQB1H1C9WTSV4DMznZzMNZ9BRqS5fwjFHi1Nf7meYrpamjMYMk0n",
+	"YT4GxEjfJ+Hp+wubRYjsIMyRklwzZrrI2VTPivgk5OMtMDnYDECsorO7vVOsu+fQ64FRgVgOL+EcLXi8",
+	"GZmd0nHMZnMJtcasj81MJzw9Ob8IM6+bGwGunk6XW7A54X5eNAN3q1hIAyofIs6bmdDOLpnKRerClWxd",
+	"vZRPuDl9GI8T1LZISeyqDGCjGfLG4GcvNMJO6ZSaFt25T7jS+TFXAP1EQgj9t7tgeIQ7CTOZutAgRdiV",
+	"edfuS/EgUZgRLIhgV3oL2nAw+Gixxdp5wIOUcvHyhnLCs31yijiXn5hAdy7i0e+bo5PdBsGKF2BQU+rR",
+	"zvqgVvqH3czKeZrpzhcphK7QDNMJztHOYCejnjAtQ+38q+LOrxkI2PHD10cXJBcdL3PmqZ5+8T4dx1/D",
+	"rFiCDaKxJE8DrgpLEHbBm4CdE9SCVE+ewPr85/nJOxJ+GUJxxGFnjww7/X5/2AnI0KXOeN9+DTHDyfGJ",
+	"xkqOfXIoY6b2mhe4VS3N/QbytI/t7jZX1SRdWtKLspuLBxDYsWA+lZrRJTygGDNrY/rgIjaUSUwWXE3p",
+	"KGG9/dL1qJbs3K+SD/PVM1Kp3InT2Pm5WsATEysh+CBdbkFMd9jbJz/iUlYre5qfnq2o7am5Bg0IGf/B",
+	"6XEn6FgG2NnruONmrWqG+XT2Os/6g/6zDoToT0Heyo+lpaJPqVt6wJ2WdcbMUq60FaAsNjufLRKqZdoz",
+	"1yniMVOGYIC91YhbRvgLbb62FZfIpVwkMWRyknDOUuB1UoRECgRb02Zltdn+Qg6Dl+heDu0v5T9ZAe4H",
+	"RVIptd9KjyxEjKZghNgDFLv8eYckjrKeIZEqQ3WwUTaooSeJvCRc98kZyr7KbDSNswbspmX05jg2wmu2",
+	"1mZL7JVRjYph/sjTk3mUUY1fgN6ApmjJ0AsZL22WgoPhpfPMo/303wp1CxTn1xY8c4N0biMQQqt6xXQ5",
+	"l3rKzH1OfFUqVwYgggVsPsAj4ADuDAa3P1LrDmkYqDmWzjuDtBpGUpR4mvqyLxQ2ADvaxZnUvZTN+OkL",
+	"GnuK0+5ge/0r70V2JWN8aXf9S45owgvbz9a/UKJj8N7Oz+vfK1E5896PbRaihuKhTujS1jvnSEkM4yXU",
+	"F5SzDTREECIefuu4a9b5aBrJqZqvo5hBTVgNPXuTXetoypO4oNgA3EXBahmSrkwDV8DN/+VYnC9GOmXs",
+	"7+akG/0Qo+5shSRIvqNCq56hEig5GX49RzGMxbZEqRlIWWAqCcdlGamGtphJHfqzvw0SE6x969BfkF8X",
+	"DAKhN3srW8b89XIsd7K0snHFhQXb4uBKwLIBATZYgKRYfoQLtB+mS1cDY8+VwsjpzepUt4opfO1Mi/nr",
+	"rRcIZKjWTxuJuWnxsthaKDMpU01Gyz4JvXzrEL5WRLBLoyjaEnlLFxCyT0KzSu4pmsyndIRkP1kORZe6",
+	"JNOe95INPqxZcdPKi2VhzbMs41IWuDPKFb+Fdj5eZy+y/Fm7Vh/vkDd5J9wz8NVwqNzE55OhGl6VUYcW",
+	"rOodu9KntmLtn5fPfVt+ZQhuYc889lT4+uPXoEGwPnRmhAJJyyRUglXkCj+WeBPqckDyXMmDQqovyLnY",
+	"zA8K2V3KBOkWFSDEAbzkCrJTrQlhZzDIzRaCXRaG4aIY0JZTx49wbt41uCeGBG/pdHkhPzFxx6JyZY5r",
+	"ROZy1ju8fr8ys78hLUbpQZKUSJLZ+HXE5OiCTv7cJGjQggS5a/Ydy+Z40It0qpncNUrkT78UqNdXCwZX",
+	"G3CDJfsVQHFBHr1/LLueSSxZ7pGdwa6hXFW4KKV5kljQqKqwH9gCsFB326kURRtqxTAEVs+SVQF9is5t",
+	"lGWWOIS3OvKI07t/8ng8BnNWgTAWSM1uEzRNkSi4qf1VdOrNL/pOi4ueQgg1RORieuYDuOt4Mtve9aBe",
+	"xT7zPBl1coNzuFj5oXI9XjN923fj44Phqo+c9MEJ86+Zbn/iNzuLBVvHKdVTOIrzRc2twdyHyq35Qdli",
+	"qwUco5S4NCBI1OmTV5gBifbplDmTeDUjcn8oQj+FKGzI8UHP3zxlpp0+OWOCzjK8f9A5aILwmwuFGAvU",
+	"4Qrl3rmSJxL0lbb8MzU9stiqKyVW3KtjqxW4qm/IVm9f32gE42qgOTYntpBH/aBUjQUm+zwSxwckfXyf",
+	"GgpejWtqKGUg+HVeg1Iidp6XHtTVLAQsYhb3yUsL+GxfA8KMiLyABGao7VCERWjMv9vISMhqpeoTi6EI",
+	"OTl1TgSS8E/MhvWY1pp9A4VZ3hJZbIFAa6M+KpUgJQ63wUxsY2wrBCtoSXwwmHa9LwH3qOpF8NN1m8ZY",
+	"hDSt9SGsz+b9Xn0IpFv0Ifjeg4CE3tqEJZ9B4PkJGh0zN3YT+JvzHXgLvMvZ3l9QuFGPLoPvxWVQ2LYC",
+	"kyqQ6HZ+gwLCJeR8WoQUQEu3RUvCEgBJ6JUtqZeuh8L3CbxykGdSFNEsPdRKH/HW0nyvaDTEWg5FWJPv",
+	"CqytUAgYKHBWlYR0qYuHhTBYsAYWipGoMsTmMAPSzVSUQkldVyUiZVsuwTjul4gWV86VMs+RMMCtzIXn",
+	"WF7h+vBm+id2ftSgtjaaQCpwrN/EA+LvS7uhPrpBHt0gRTeIfzxWkfAVmkYWgvm5kNu/QRwmJXG6JOlC",
+	"9PZsRjupJ7BUxBmSgkKkBsJoNC3m3feHwjl/wy9DTH23QFTB0GX1Dzt7v/3f//1/Pn4NSVcKRmzifDWL",
+	"HyDI/XYQZWKI2AMAi4VgAkPh0AS+hn3yTmLwM1e2XFEdhXVoCIc16AkPOLSyHpaj0XgDHK4ZdCODxsiQ",
+	"N+6PiNbCUdRMpAZ6gSuEgDAzCwgfEyUDm5ZZmiPXjr8/hm4+bLqI8DCFI+sQYUqbel1a+aVUQKOV7zhX",
+	"8Ls7g93ePrieFiKXNUs1u7F+g5UURzT6ZF4WMRqtC1adoah4eRus1HsZdDjXhAulGV3pEL5/ofH6LuGK",
+	"jPToFf4LeIXbij6tXMPFgjcV6+kPCg2KXMHddaBueWauF4RW70S+7fv08WGpJo/qyIP1Jbe/J5s6lAuc",
+	"cLVL+dCWJtBe2Q90JiOzDiy+bEzGCZ0ENSVBZGr9ywdZmTCHw5YSOhQp23JN4C2m7cubVBkroHHAmyOW",
+	"DU2mQ+FK0WJOcLnMKQ4VBA86yaAAe3vwILqqRTZuw+zH/Mqy7KHYyLP8MPjz3fmW25tzvrV3uQWtzP3L",
+	"jzTz0cV8ey7ma1l/spy19R7mLBa1XCxtleO31u176jr9pulgq32wNpW4PpXrOplbf1mvq/hm7tbvIysL",
+	"i1S0dbC6W/joWf0+PKvznNbV5AmvdaYKcnzw1hEjLqqpVkc0muZIAEYnPTk8zoAQlkLTq6HohgeADYCo",
+	"PhYBAZF9zD3Grz+zdGS/wy8czsUWlIzAX7iwPyYSD7v9/jfE5cXfMvaKP34Me/tYBMcOsoCbAalginkZ",
+	"DgPiYjp9kAPCRcyuQGRGE70V1G1ZFvqJKcJAys8dwgIq9gCmjdEKEBy82TuKN/FP6xYtVsNpkE69Mjff",
+	"wA9qd2D12B4dn4+OT9/xOXfXdh0Qg/v+6Rd8ZQOLvT161mQPvi+A1CVck0lKhZF9LRhZHe2xdQn6DRb2",
+	"eyU81zWte7fv0aT+pzepr7pULYzo9rC0sIbf4tn/+I050yM3eqB279WHebODd2pZR3sTN/ZelzAV+Bhe",
+	"1qa9b6VY/pltykz8ood/QjtwK/n12xqAV1MJZ/l9pBaPFt+bW3xbi70IJ9DCwmtxB6pmhvZoYxzQbAHy",
+	"thF3zKUcObTmmpQj0jLjyIMwG4q7wzD7FVfwz4leZrdhdbpRa/CyW8s/Wm2etxH9CAWERq+XTUOCaiCb",
+	"Zmj9FSDUCqkFDwRJ7btKkQK60NZyj/fs0W7/fdjtf3ck33FX+0WbBCgkTnXW+kYcM5vK4xKDwoPDi+N/",
+	"HIW9KqjZia31kJegBpB0qJIro4XpisXuoirkpoi6sK7odBZKk1DN0mYz+a+23M2f00peKAzeIMjn9b6/",
+	"gY0cl3/lyB4t5I8Wct9CnhWoKtOyGj3h6Reb5t7aNu5KE6DMz7Vf35iWQNFoRgDbVTAYCtOukFBJAj1+",
+	"2F1WHhzrchy/ex0SKM4e4VCyX4zScFlbkQ+q4rFY9YfiwE9Q5XmCpleMoRl/rTly/j4p5Vqz/k5TiWUz",
+	"RSkKBQr3yViCx7iyaGOZVkqF3pIPAClO6SC0aOKDX77i0cDx4FwJjdSnhR/BIpiYE5fJOxvgtd3eBfz4",
+	"TTn6Ixd/oJ6FFWd7szP3KzLd9lhsLu0kuxZV/FFPx3CmZ3irtxaXbShyYDZyHVy2dprGUHSpIAvxSchL",
+	"Yc0ZXhwQwKcWGbN53ylHGzNlXL5vzZTvyj3SRnHJdcZv4x9ZSekKZ/SR4j16R27iHbmeypPBH+Dl8NEC",
+	"977clKLXWo3eoh7jGxXK+LRlZ4wFMsO6exafciXxhxRiCyvdQyXKlibDGpB5vSvCBRlJVxYQq5y5ZH9b",
+	"AcsP/K8zEcHCWcPonxPxsn6Kayhvzeo9MKtRAGBK4MBT5doKj9T4kRpfgxob4paDf0lCEcCrAQ9zQxI9",
+	"X6ToMrkLsuzbt7J00QKCZDd8d3L29uBN2Ausn7uQ/Okeevnm1xBQZ+QYKWs3fHFy8UvYC4bipsYxUrCN",
+	"vW3IasX6hbBaBRsPCPuf2LyWjJ+ax/98knI+rRXkGkvJS1yyNlS6wbJWXfJHs9ojLf5WtBiO/s0F45TF",
+	"Kf/M7lYcRiA+V/c5o7/jVM4Kto8qwYV4Hh/1MSAyibP4BxB+hyJr8RNjc/MsT0nI4zAgIxbJGSOfueKj",
+	"hBU9CvCYxelZ2ux+W/2dTigXOL4/WCr7Q1HBRRNSE8P0DCM4OTwmv1ppHMr0h1++hmbYC2U9uei+JbAC",
+	"dfT5DLfB0fyHDDBWGuoKwvuLvCQzKjyABi1BeblfUbk04NWFXMViNmLA3bNBg7r1iA728CVTj3z4uFsV",
+	"GuJRS/fQWnoZTakQLGkTdsnjTLR0b6G90zo4kiXWpc69qlyQLC6LyDRmaUCkjQtJlhhGqadSGVJnpCrz",
+	"WGjbtvCL91b+1a3DDRFlWgfNXU/8vElg3rqJ+Ot+H7jd2F9rxG583JzCx9i07wStO79TNXTpZp6nNVTN",
+	"Xso2ZM3ISRksSYYaUoQGH0N1HjFJ2BaFlJet7AmnQHN1Dg8cwO+OKoS9PaPXSuVgvROqNHnNdKYFRxCM",
+	"olzWjC82Zni0bxhVLHdQAWFN2YQrjVQMaWt/KDDaNlXggwrP3r97BwEnXUwE1f5Me1hvAwwdSFzD84uD",
+	"dy9f/DPsk6M8m8cp+86Uu4d1UROOnUDh/kzgjammI6pYn5TkynWVNb4t3b0PXLrVdO6ichAD4m2aFHZf",
+	"/zLi2gMgXz7IYi1d+IZ0Lcd0XRMAd5CPeT0VSxj9zBAtsjhTxIIrkBy4+wj6SkWMxrtMNOXatKXwNxLz",
+	"GBziNPok5GXC4glrUGD75MOUQWrOpa2+UKJaAXakNBXxaIniJw4LZGOkfQiyIT+bOTs3wZVGSmvGk7KI",
+	"cXRnGZKc6+2IBMTFUFjbpCWsWTz07mA3D9LLlsj6+/NxtCJ/RdDaB0b/1sHWJmz8SIvuhxadwS3ziU8X",
+	"7mnvDshP0PrYtSRY2cAa5TBDJsqWNEcV3Nt7CLiPeVW5CmzIwFIRLtzzWhLnuHFkeyzToQjhAajY4oX5",
+	"dK31aq8uTgkzGiKaplDWmIRANOY6tLFIOSlTQ9HFu2xlOnCjRF5iNZBC0kWff/7Q2KavOUudUYctARQy",
+	"myNX2XKA4AVU7JICGjcumuYzJhe6/czG0oHKG2ppZItuIsWEzGWS9JwNUQyFE/3Ax3MJkU1QFicgc6nM",
+	"kJZ5hWlA0SNhnPyOKZY46Ta20P5QDMXJ2DQF1NbbX4tsHNrPltSBJwtNB8xZTb3VyhDK923WyhXO0bwy",
+	"FGAm5Rg8ne9hbLasYGbpk5O8HhBmlDZI+CiouUAFOkMGypLxULhMVHdlIEEVjRb/Y+uVYRFbrpmt48xd",
+	"tk+cDTEAlKnwLRbwOXW3MIQByYXZj94embN0KCrFjOz6lPhnzvsKVpoCu9v3FYOuZbU99+ZQCLOauaU5",
+	"OzoKjiVZCM0T89vSMXkcg9Mq4ACnTLBL5a3cD8pnLlSxoeg26T+9PjljNHbQW3XuzOwc9nLurHTKI51X",
+	"W8Jh5UtXx6Q9Te2BW4ZywrxBLq57ZWVVwhm94rPFrM6ErKUjbtv9/rOdxmxboOv12ZbbQcd20Nl7tgMJ",
+	"t/ghT7flQrMJS+vybX+Rl3gAMzrrGUgNe1jJHeDsI0qFIt1Bv7/7bAfCOV+6tDQ8KjYmyajkdZykOc20",
+	"5ulytjFOFjr2Jj/YbPISr54h7NSS9RIPrUz12WCfDDLt3srfK6de4TPN8y4/Wj/pZy1mfA2j5fq3Xia/",
+	"34OB06cdTSp/6cR2M8ZqiGzvUcK+H20fSNgsp/O3rtU3uZFPbQiMItvmvu0MslFYxEz7EbmjtsiZVJOZ",
+	"VJrs/Pic/Hf+gnR3nu9s7+6S0VJj9M/7i1dbP+2TKOFmWEMxooo9391iIpIxIyMuaLoEW10m7dkAeRfm",
+	"kfVA3pr2d7efkbDkHAuJV+RwKA6IrcTFpSBjypMFVIX5N6DZ5x2MqI6mKE8Z0cb0fplyjRCbUy4mXnwQ",
+	"TRmJFynUf3FK91DsDAZQ34oJjYJKCv4hEEAVCHpM6HQJNbV82uemZjX6DxC3RGIWL7L7TS65iOVlQGjm",
+	"erdW27DwnBHVIFzGZt/lkUqerVSmfMIFTcBhj7lAKIgwpKgxOuNrkvrGiyQxQi+9Oud/sGPxwmwrpFhb",
+	"I8TOzyQs3YbQWzdoR00BayScMU3NTvdLMjSublbMpywDOnM06F3lSiOKmZZtf28bOujVh2vp7yEUwBvm",
+	"mnBZXxKyC3jPSE6LtUwmG+MlS1l+WKECnb08Ky9L7zFG4IFHTOHFXc3A2tlpsvip2LdoqLsOX3XcrywP",
+	"jZbE2l0sP0Ta7jKijdZueI1ydl55KfZ8pjClwBKGIucJ7mjDN4ErWAZJCjZCAbV2qLR4KGMWPsW/7VqE",
+	"RDGAbrZMTpGuEbvZFZ3NE0MXXfheaMVxpSlwVphGL7DI0AvhCuIDk95SPEalWsE+42fXRbP5+DtRTksC",
+	"9+1T7OJqrCHadi+yaBafiOO5v18aXhz86jiuOUu38DDLhY7kjD0S5wdNnA88n1cXD1fP85MJQlEmvhWi",
+	"vfAtzHdGtA/Lpm24SGUF5jZo91AU5fmWtNuBFYXWBnIwBqOpFNi5UuixXEHic/J+a/T6fXFv/uL0urga",
+	"bel1bnQ225sb14i1N6n7pdvFSTzS7T9XWV5D5Eo07rbp9hf71xke8NZIRkUxmfCYCc3HnMVktLQkFBrE",
+	"OgB9clAUQjEeDA337GpuLou7Wp7hg6oshmNCuQgIpP4UDB8WX79XRDjIBWAI/rDjtvadfTCu0GQs0xm6",
+	"3cYynbA4G5tfXyU8FmBVyj1fayXh74uwtom58DfksaDBmnSpByjsUbeD3yRe422BwqyGbTm60lgbJCVq",
+	"KlPNhB+/UFSWmonOXuExdAHnMQxAS5oiMiBYQMhL0h2QlFm6y7XnnTrwLKxVEa9C6fIYhiJl2je7cqtE",
+	"qCALPEp33mKsEe7qJblvIcjFbvdWOesQsxJhgR7J8J8MhxJlPup53WDPryPjKU11c9SbDx2Xh1VkNFLE",
+	"hIutccInUw3RfsoIWZn0matBiv/BgiyeKwe4tGnaQ1GJjSkkYBVjYoyubVM2GkJhzmFS35i41QCuY45r",
+	"FQOBq2xCDYEK9ufj9tDrh9kbX+8ebA8XvAkkS1PNleaReowTuDcoPbxj+dLfeQ7AZQ5v0CabyUdrgFtQ",
+	"QmUKSmVva9MxbYwrVqm0JjkAWRqK0P0JOOH3k5v5wV+CB1qLubjuTevXshJEvsZ3URHimhmkd0nsvB0+",
+	"x+vWNi20sO6PiaHfR2ZVYdM8ClqgdSUJy//t6ZdLH/Tlays5y9DsBQpPDr0GUqJEAfybZOSnFqjXO6gP",
+	"Hq7XH2uDCOFvxCN22gPF7vU3qfmybHoaC7BJnuAxZTTR0z8ar1ShNMiUY1qKuVFYZlaRdCEEBPK9Azef",
+	"kMRsAhPanuLqvfrFdvnQLxSO8xzoSKOfJ18ImvDPt+vmMYeDRYuU62Vn77ePRbr6mQnT8TyVI19jzZba",
+	"UdQZMzpfsywJRhkZG+3XPuocraepnDE9ZQtFNLvShF3NpeIY8SnTGdUb7PlbO4r72XMz3KfzhPLSbpfL",
+	"NjXEz8FQ72snvVWeZYvUuJtyzgSd8/6SzpKVW3oyZ+Lg9DgrvmOr28NzI/ArcUUOTo8DI4+DU9sadiFs",
+	"NWYb7O1rpm1v53MWfYNr7RYj32gaIzwaTU5TM1jNTTs6XbCgxVqZKdqjIkf/ZlEjP60scvefB2/f9O7r",
+	"6FyAYmHHoOYs4mO7JKuOEPjy2hJ8m/sM0BARFXhScsWn66NAWHyIaEqdVWvGJym1HsOY/Dh4NhShYX88",
+	"Yu8F/Ux5Yh71QsubT10t2BhM5M/ARmB9LbzG8pbNOz8OWlhnq7vSWXXyMB9vPf8pNvGlM2I0ZenBQk9N",
+	"i2bZ7XuVoKNcIVdEphMquGKEOmDpH1SmYxt2paX5KWW23E+KQspCcIC1syXxzWamEkyDzhrodVKj72N5",
+	"zcDZXv06HzYV0lVbJF3bOJkn1Cby2D4sjmG19Q9FC0KKphFPM7FNbkGTuZ6iiFpEU0O10TaVFcoBTcdh",
+	"g9reC0JjdQyHhUh/C3ph7cY4Rap1ykcLzcgYcq6y6ZMxFXKhy+mBespmhRX2bMF1I7DBzFxMAjC+wx95",
+	"pi7WOIoJF4a8QcmjPHnK0J3qgmdmuWpnxwdviatGS7onh8d5nWuilkLTqzxBxlaKV3y2SKiWqddDVtC2",
+	"2gNqIJZssTjfNZoQJuK55OY8d1HoDuC6wzUKHO8PkAMXiLk/O+96ff349f8FAAD//w==",
 }
 
 // decodeSpec returns the embedded OpenAPI spec as raw JSON bytes,

@@ -103,6 +103,24 @@ func (e CapabilityType) Valid() bool {
 	}
 }
 
+// Defines values for ConsumerStatus.
+const (
+	ConsumerStatusRUNNING ConsumerStatus = "RUNNING"
+	ConsumerStatusSTANDBY ConsumerStatus = "STANDBY"
+)
+
+// Valid indicates whether the value is a known member of the ConsumerStatus enum.
+func (e ConsumerStatus) Valid() bool {
+	switch e {
+	case ConsumerStatusRUNNING:
+		return true
+	case ConsumerStatusSTANDBY:
+		return true
+	default:
+		return false
+	}
+}
+
 // Defines values for LifecycleState.
 const (
 	LifecycleStateACTIVE   LifecycleState = "ACTIVE"
@@ -440,6 +458,33 @@ type CompartmentCollection struct {
 	Items []Compartment `json:"items"`
 }
 
+// Consumer A live consumer of a consumer group of a single-active-consumer queue.
+type Consumer struct {
+	// ConsumerGroupId The OCID of the consumer group (the queue's OCID for the primary group).
+	ConsumerGroupId Ocid `json:"consumerGroupId"`
+
+	// Id The consumer's id.
+	Id ConsumerId `json:"id"`
+
+	// IdleSeconds Seconds since the consumer's last GetMessages call.
+	IdleSeconds int `json:"idleSeconds"`
+
+	// Status `RUNNING`: the active consumer, the only one that receives messages; `STANDBY`: waits to take over.
+	Status ConsumerStatus `json:"status"`
+
+	// TimeRegistered When the consumer registered (its place in line to become active; RFC 3339, UTC).
+	TimeRegistered time.Time `json:"timeRegistered"`
+}
+
+// ConsumerStatus `RUNNING`: the active consumer, the only one that receives messages; `STANDBY`: waits to take over.
+type ConsumerStatus string
+
+// ConsumerCollection The live consumers of a consumer group.
+type ConsumerCollection struct {
+	// Items The consumers, the active one first, then the standbys in the order they would take over.
+	Items []Consumer `json:"items"`
+}
+
 // ConsumerGroup A consumer group of a queue.
 type ConsumerGroup struct {
 	// CompartmentId The OCID of the queue's compartment.
@@ -507,6 +552,10 @@ type ConsumerGroupStats struct {
 	// in exactly one of `visibleMessages`, `inFlightMessages` and `delayedMessages`.
 	Queue QueueStatsDetail `json:"queue"`
 }
+
+// ConsumerId The id a consumer names itself with (1..128 characters: letters, digits and `.`, `_`, `:`, `@`, `~`, `-`),
+// for example a host or pod name.
+type ConsumerId = string
 
 // CreateCompartmentDetails The details of a new compartment.
 type CreateCompartmentDetails struct {
@@ -581,6 +630,10 @@ type CreateQueueDetails struct {
 	// CompartmentId The OCID of the compartment to create the queue in.
 	CompartmentId Ocid `json:"compartmentId"`
 
+	// ConsumerLeaseInSeconds How long a single active consumer stays active without calling GetMessages, in seconds (5..300,
+	// default 30).
+	ConsumerLeaseInSeconds *int `json:"consumerLeaseInSeconds,omitempty"`
+
 	// DeadLetterQueueDeliveryCount How many times a message may be delivered before it moves to the dead-letter queue (1..1000);
 	// 0 (the default) means no dead-letter queue.
 	DeadLetterQueueDeliveryCount *int `json:"deadLetterQueueDeliveryCount,omitempty"`
@@ -594,6 +647,10 @@ type CreateQueueDetails struct {
 
 	// FreeformTags Free-form tags of the queue.
 	FreeformTags *FreeformTags `json:"freeformTags,omitempty"`
+
+	// IsSingleActiveConsumer Single active consumer (default false): per consumer group, only one consumer receives messages; the
+	// others wait as standby. ferry extension.
+	IsSingleActiveConsumer *bool `json:"isSingleActiveConsumer,omitempty"`
 
 	// MaxSizeInBytes The largest total size of the queue's messages, in bytes (1 MiB..1 TiB, default 2 GiB).
 	MaxSizeInBytes *int64 `json:"maxSizeInBytes,omitempty"`
@@ -724,8 +781,18 @@ type MessageMetadata struct {
 	DeduplicationId *string `json:"deduplicationId,omitempty"`
 
 	// DelayInSeconds How long after publishing the message first becomes visible, in seconds (0..900). Only meaningful when
-	// publishing.
+	// publishing. A delayed message is not ordered within its `messageGroupId`.
 	DelayInSeconds *int `json:"delayInSeconds,omitempty"`
+
+	// MessageGroupId The ordered message group of the message. Within each consumer group, the messages of a message group
+	// are delivered in publish order, one at a time: while one is visible or leased, the later ones are not
+	// delivered (to anyone); the next one is delivered once it is acknowledged or moved to the dead-letter
+	// queue. A lease that expires keeps the message first in line (it is delivered again first). Different
+	// message groups are delivered in parallel, and messages without a group are not held back by them. A
+	// message published with `delayInSeconds` > 0 is not part of its group's order: it is delivered when its
+	// delay ends, without waiting for the group's other messages and without holding them back. A redriven
+	// message rejoins its group after the group's current message.
+	MessageGroupId *string `json:"messageGroupId,omitempty"`
 
 	// Traceparent The W3C trace context of the producer (`traceparent` header format). When absent, the server stores the
 	// trace context of the publish request.
@@ -843,6 +910,11 @@ type Queue struct {
 	// CompartmentId The OCID of the compartment that holds the queue.
 	CompartmentId Ocid `json:"compartmentId"`
 
+	// ConsumerLeaseInSeconds With `isSingleActiveConsumer`: how long a consumer stays registered (and the active one active) without
+	// calling GetMessages, in seconds (5..300). When the active consumer's lease lapses, the standby that
+	// registered first takes over and receives the previous consumer's unacknowledged messages first.
+	ConsumerLeaseInSeconds int `json:"consumerLeaseInSeconds"`
+
 	// DeadLetterQueueDeliveryCount How many times a message may be delivered before it moves to the dead-letter queue (1..1000); 0 means
 	// the queue has no dead-letter queue and messages are redelivered until they expire.
 	DeadLetterQueueDeliveryCount int `json:"deadLetterQueueDeliveryCount"`
@@ -859,6 +931,11 @@ type Queue struct {
 
 	// Id The OCID of the queue.
 	Id Ocid `json:"id"`
+
+	// IsSingleActiveConsumer Single active consumer: per consumer group, only one consumer (the live one that registered first)
+	// receives messages, in publish order; the others wait as standby. Consumers name themselves in
+	// GetMessages (`consumerId`). ferry extension.
+	IsSingleActiveConsumer bool `json:"isSingleActiveConsumer"`
 
 	// LifecycleDetails More detail about the lifecycle state, for example why the queue is `FAILED`.
 	LifecycleDetails *string `json:"lifecycleDetails,omitempty"`
@@ -927,7 +1004,8 @@ type QueueStatsDetail struct {
 	// SizeInBytes The total size of the visible, in-flight and delayed messages, in bytes.
 	SizeInBytes int64 `json:"sizeInBytes"`
 
-	// VisibleMessages How many messages are visible (ready to be leased).
+	// VisibleMessages How many messages are visible (ready to be leased), including the messages of ordered message groups
+	// that wait for an earlier message of their group.
 	VisibleMessages int64 `json:"visibleMessages"`
 }
 
@@ -1088,6 +1166,9 @@ type UpdateQueueDetails struct {
 	// ChannelConsumptionLimit The largest share of the queue's messages, in percent (1..100), that one channel may have in flight.
 	ChannelConsumptionLimit *int `json:"channelConsumptionLimit,omitempty"`
 
+	// ConsumerLeaseInSeconds How long a single active consumer stays active without calling GetMessages, in seconds (5..300).
+	ConsumerLeaseInSeconds *int `json:"consumerLeaseInSeconds,omitempty"`
+
 	// DeadLetterQueueDeliveryCount How many times a message may be delivered before it moves to the dead-letter queue (1..1000);
 	// 0 means no dead-letter queue.
 	DeadLetterQueueDeliveryCount *int `json:"deadLetterQueueDeliveryCount,omitempty"`
@@ -1100,6 +1181,9 @@ type UpdateQueueDetails struct {
 
 	// FreeformTags The new free-form tags; replaces the whole map.
 	FreeformTags *FreeformTags `json:"freeformTags,omitempty"`
+
+	// IsSingleActiveConsumer Single active consumer on or off.
+	IsSingleActiveConsumer *bool `json:"isSingleActiveConsumer,omitempty"`
 
 	// MaxSizeInBytes The largest total size of the queue's messages, in bytes (1 MiB..1 TiB).
 	MaxSizeInBytes *int64 `json:"maxSizeInBytes,omitempty"`
@@ -1229,6 +1313,18 @@ type ConsumerGroupIdPath = Ocid
 
 // ConsumerGroupIdQuery defines model for ConsumerGroupIdQuery.
 type ConsumerGroupIdQuery = string
+
+// ConsumerIdHeader The id a consumer names itself with (1..128 characters: letters, digits and `.`, `_`, `:`, `@`, `~`, `-`),
+// for example a host or pod name.
+type ConsumerIdHeader = ConsumerId
+
+// ConsumerIdPath The id a consumer names itself with (1..128 characters: letters, digits and `.`, `_`, `:`, `@`, `~`, `-`),
+// for example a host or pod name.
+type ConsumerIdPath = ConsumerId
+
+// ConsumerIdQuery The id a consumer names itself with (1..128 characters: letters, digits and `.`, `_`, `:`, `@`, `~`, `-`),
+// for example a host or pod name.
+type ConsumerIdQuery = ConsumerId
 
 // DlqQuery defines model for DlqQuery.
 type DlqQuery = bool
@@ -1668,11 +1764,37 @@ type ListChannelsParams struct {
 	OpcRequestId *OpcRequestIdHeader `json:"opc-request-id,omitempty"`
 }
 
+// ListConsumersParams defines parameters for ListConsumers.
+type ListConsumersParams struct {
+	// ConsumerGroupId The consumer group the call addresses: its OCID or its `displayName`. Absent = the primary consumer
+	// group.
+	ConsumerGroupId *ConsumerGroupIdQuery `form:"consumerGroupId,omitempty" json:"consumerGroupId,omitempty"`
+
+	// OpcRequestId A caller-chosen unique id for this request (for log correlation); it is echoed in the `opc-request-id`
+	// response header. When absent the server generates one.
+	OpcRequestId *OpcRequestIdHeader `json:"opc-request-id,omitempty"`
+}
+
+// DeleteConsumerParams defines parameters for DeleteConsumer.
+type DeleteConsumerParams struct {
+	// ConsumerGroupId The consumer group the call addresses: its OCID or its `displayName`. Absent = the primary consumer
+	// group.
+	ConsumerGroupId *ConsumerGroupIdQuery `form:"consumerGroupId,omitempty" json:"consumerGroupId,omitempty"`
+
+	// OpcRequestId A caller-chosen unique id for this request (for log correlation); it is echoed in the `opc-request-id`
+	// response header. When absent the server generates one.
+	OpcRequestId *OpcRequestIdHeader `json:"opc-request-id,omitempty"`
+}
+
 // GetMessagesParams defines parameters for GetMessages.
 type GetMessagesParams struct {
 	// ConsumerGroupId The consumer group the call addresses: its OCID or its `displayName`. Absent = the primary consumer
 	// group.
 	ConsumerGroupId *ConsumerGroupIdQuery `form:"consumerGroupId,omitempty" json:"consumerGroupId,omitempty"`
+
+	// ConsumerId The caller's consumer id on a single-active-consumer queue (required there, ignored elsewhere). Same as the
+	// `X-Ferry-Consumer-Id` header; when both are sent they must be equal.
+	ConsumerId *ConsumerIdQuery `form:"consumerId,omitempty" json:"consumerId,omitempty"`
 
 	// Limit The maximum number of messages to lease (1..32).
 	Limit *int `form:"limit,omitempty" json:"limit,omitempty"`
@@ -1695,6 +1817,9 @@ type GetMessagesParams struct {
 	// OpcRequestId A caller-chosen unique id for this request (for log correlation); it is echoed in the `opc-request-id`
 	// response header. When absent the server generates one.
 	OpcRequestId *OpcRequestIdHeader `json:"opc-request-id,omitempty"`
+
+	// XFerryConsumerId The caller's consumer id, as the `consumerId` query parameter.
+	XFerryConsumerId *ConsumerIdHeader `json:"X-Ferry-Consumer-Id,omitempty"`
 }
 
 // PutMessagesParams defines parameters for PutMessages.
@@ -2335,6 +2460,26 @@ type ClientInterface interface {
 	// Corresponds with GET /20210201/queues/{queueId}/channels (the `ListChannels` operationId).
 	ListChannels(ctx context.Context, queueId QueueIdPath, params *ListChannelsParams, reqEditors ...RequestEditorFn) (*http.Response, error)
 
+	// ListConsumers List the consumers of a consumer group
+	//
+	// Lists the live consumers of a consumer group of a single-active-consumer queue (`isSingleActiveConsumer`):
+	// those whose last GetMessages call is within the queue's `consumerLeaseInSeconds`, in registration order.
+	// The first is `RUNNING` (the active consumer), the others are `STANDBY`. Every node answers the same: the
+	// list is read from the database. ferry extension.
+	//
+	// Corresponds with GET /20210201/queues/{queueId}/consumers (the `ListConsumers` operationId).
+	ListConsumers(ctx context.Context, queueId QueueIdPath, params *ListConsumersParams, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// DeleteConsumer Remove a consumer (leave)
+	//
+	// A consumer of a single-active-consumer queue leaves its consumer group: its registration is removed and
+	// the messages it leased and did not acknowledge become visible at once. When it was the active consumer,
+	// the standby that registered first takes over on its next call and receives those messages first, in
+	// publish order. Answers 404 when the consumer is not registered. ferry extension.
+	//
+	// Corresponds with DELETE /20210201/queues/{queueId}/consumers/{consumerId} (the `DeleteConsumer` operationId).
+	DeleteConsumer(ctx context.Context, queueId QueueIdPath, consumerId ConsumerIdPath, params *DeleteConsumerParams, reqEditors ...RequestEditorFn) (*http.Response, error)
+
 	// GetMessages Lease messages
 	//
 	// Leases up to `limit` visible messages: each returned message stays invisible to other consumers for
@@ -2342,6 +2487,14 @@ type ClientInterface interface {
 	// (DeleteMessage) or changes the lease (UpdateMessage) of this delivery only. When no message is visible the
 	// call waits up to `timeoutInSeconds` (default: the queue's setting) for the first one (long poll) and then
 	// answers with what it has, possibly an empty list. `dlq=true` leases from the queue's dead-letter queue.
+	//
+	// Of an ordered message group (`messageGroupId`), only the oldest message is delivered; the next one only
+	// once it is acknowledged or dead-lettered. On a queue with `isSingleActiveConsumer`, the caller names itself
+	// with `consumerId` (or the `X-Ferry-Consumer-Id` header; required, 400 `MissingParameter` without it): per
+	// consumer group only the active consumer receives messages, in publish order; the others (standby) receive
+	// none and their long polls wait until they become active. Every call renews the caller's consumer lease
+	// (`consumerLeaseInSeconds`). Reading the dead-letter queue (`dlq=true`) is not restricted to the active
+	// consumer.
 	//
 	// Corresponds with GET /20210201/queues/{queueId}/messages (the `GetMessages` operationId).
 	GetMessages(ctx context.Context, queueId QueueIdPath, params *GetMessagesParams, reqEditors ...RequestEditorFn) (*http.Response, error)
@@ -2353,7 +2506,9 @@ type ClientInterface interface {
 	// A validation failure rejects the whole batch with 400 and writes nothing. Messages are durable when the
 	// 200 is sent; the result lists one entry per message, in request order. With a deduplication window, a
 	// message whose `deduplicationId` was already accepted answers the original `id` and is not enqueued again.
-	// A queue that is full (`maxSizeInBytes`) answers 429 `TooManyRequests`.
+	// A queue that is full (`maxSizeInBytes`) answers 429 `TooManyRequests`. Messages that share
+	// `metadata.messageGroupId` are delivered in publish order within each consumer group (see
+	// `MessageMetadata.messageGroupId`).
 	//
 	// Takes any type of body and a specified content type.
 	//
@@ -2367,7 +2522,9 @@ type ClientInterface interface {
 	// A validation failure rejects the whole batch with 400 and writes nothing. Messages are durable when the
 	// 200 is sent; the result lists one entry per message, in request order. With a deduplication window, a
 	// message whose `deduplicationId` was already accepted answers the original `id` and is not enqueued again.
-	// A queue that is full (`maxSizeInBytes`) answers 429 `TooManyRequests`.
+	// A queue that is full (`maxSizeInBytes`) answers 429 `TooManyRequests`. Messages that share
+	// `metadata.messageGroupId` are delivered in publish order within each consumer group (see
+	// `MessageMetadata.messageGroupId`).
 	//
 	// Takes a body of the `application/json` content type.
 	//
@@ -3274,6 +3431,46 @@ func (c *Client) ListChannels(ctx context.Context, queueId QueueIdPath, params *
 	return c.Client.Do(req)
 }
 
+// ListConsumers List the consumers of a consumer group
+//
+// Lists the live consumers of a consumer group of a single-active-consumer queue (`isSingleActiveConsumer`):
+// those whose last GetMessages call is within the queue's `consumerLeaseInSeconds`, in registration order.
+// The first is `RUNNING` (the active consumer), the others are `STANDBY`. Every node answers the same: the
+// list is read from the database. ferry extension.
+//
+// Corresponds with GET /20210201/queues/{queueId}/consumers (the `ListConsumers` operationId).
+func (c *Client) ListConsumers(ctx context.Context, queueId QueueIdPath, params *ListConsumersParams, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewListConsumersRequest(c.Server, queueId, params)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// DeleteConsumer Remove a consumer (leave)
+//
+// A consumer of a single-active-consumer queue leaves its consumer group: its registration is removed and
+// the messages it leased and did not acknowledge become visible at once. When it was the active consumer,
+// the standby that registered first takes over on its next call and receives those messages first, in
+// publish order. Answers 404 when the consumer is not registered. ferry extension.
+//
+// Corresponds with DELETE /20210201/queues/{queueId}/consumers/{consumerId} (the `DeleteConsumer` operationId).
+func (c *Client) DeleteConsumer(ctx context.Context, queueId QueueIdPath, consumerId ConsumerIdPath, params *DeleteConsumerParams, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewDeleteConsumerRequest(c.Server, queueId, consumerId, params)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
 // GetMessages Lease messages
 //
 // Leases up to `limit` visible messages: each returned message stays invisible to other consumers for
@@ -3281,6 +3478,14 @@ func (c *Client) ListChannels(ctx context.Context, queueId QueueIdPath, params *
 // (DeleteMessage) or changes the lease (UpdateMessage) of this delivery only. When no message is visible the
 // call waits up to `timeoutInSeconds` (default: the queue's setting) for the first one (long poll) and then
 // answers with what it has, possibly an empty list. `dlq=true` leases from the queue's dead-letter queue.
+//
+// Of an ordered message group (`messageGroupId`), only the oldest message is delivered; the next one only
+// once it is acknowledged or dead-lettered. On a queue with `isSingleActiveConsumer`, the caller names itself
+// with `consumerId` (or the `X-Ferry-Consumer-Id` header; required, 400 `MissingParameter` without it): per
+// consumer group only the active consumer receives messages, in publish order; the others (standby) receive
+// none and their long polls wait until they become active. Every call renews the caller's consumer lease
+// (`consumerLeaseInSeconds`). Reading the dead-letter queue (`dlq=true`) is not restricted to the active
+// consumer.
 //
 // Corresponds with GET /20210201/queues/{queueId}/messages (the `GetMessages` operationId).
 func (c *Client) GetMessages(ctx context.Context, queueId QueueIdPath, params *GetMessagesParams, reqEditors ...RequestEditorFn) (*http.Response, error) {
@@ -3302,7 +3507,9 @@ func (c *Client) GetMessages(ctx context.Context, queueId QueueIdPath, params *G
 // A validation failure rejects the whole batch with 400 and writes nothing. Messages are durable when the
 // 200 is sent; the result lists one entry per message, in request order. With a deduplication window, a
 // message whose `deduplicationId` was already accepted answers the original `id` and is not enqueued again.
-// A queue that is full (`maxSizeInBytes`) answers 429 `TooManyRequests`.
+// A queue that is full (`maxSizeInBytes`) answers 429 `TooManyRequests`. Messages that share
+// `metadata.messageGroupId` are delivered in publish order within each consumer group (see
+// `MessageMetadata.messageGroupId`).
 //
 // Takes any type of body and a specified content type.
 //
@@ -3326,7 +3533,9 @@ func (c *Client) PutMessagesWithBody(ctx context.Context, queueId QueueIdPath, p
 // A validation failure rejects the whole batch with 400 and writes nothing. Messages are durable when the
 // 200 is sent; the result lists one entry per message, in request order. With a deduplication window, a
 // message whose `deduplicationId` was already accepted answers the original `id` and is not enqueued again.
-// A queue that is full (`maxSizeInBytes`) answers 429 `TooManyRequests`.
+// A queue that is full (`maxSizeInBytes`) answers 429 `TooManyRequests`. Messages that share
+// `metadata.messageGroupId` are delivered in publish order within each consumer group (see
+// `MessageMetadata.messageGroupId`).
 //
 // Takes a body of the `application/json` content type.
 //
@@ -5616,6 +5825,165 @@ func NewListChannelsRequest(server string, queueId QueueIdPath, params *ListChan
 	return req, nil
 }
 
+// NewListConsumersRequest constructs an http.Request for the ListConsumers method
+func NewListConsumersRequest(server string, queueId QueueIdPath, params *ListConsumersParams) (*http.Request, error) {
+	var err error
+
+	var pathParam0 string
+
+	pathParam0, err = runtime.StyleParamWithOptions("simple", false, "queueId", queueId, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationPath, Type: "string", Format: ""})
+	if err != nil {
+		return nil, err
+	}
+
+	serverURL, err := url.Parse(server)
+	if err != nil {
+		return nil, err
+	}
+
+	operationPath := fmt.Sprintf("/20210201/queues/%s/consumers", pathParam0)
+	if operationPath[0] == '/' {
+		operationPath = "." + operationPath
+	}
+
+	queryURL, err := serverURL.Parse(operationPath)
+	if err != nil {
+		return nil, err
+	}
+
+	if params != nil {
+		// queryValues collects non-styled parameters (passthrough, JSON)
+		// that are safe to round-trip through url.Values.Encode().
+		queryValues := queryURL.Query()
+		// rawQueryFragments collects pre-encoded query fragments from
+		// styled parameters, preserving literal commas as delimiters
+		// per the OpenAPI spec (e.g. "color=blue,black,brown").
+		var rawQueryFragments []string
+
+		if params.ConsumerGroupId != nil {
+
+			if queryFrag, err := runtime.StyleParamWithOptions("form", true, "consumerGroupId", *params.ConsumerGroupId, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			} else {
+				for _, qp := range strings.Split(queryFrag, "&") {
+					rawQueryFragments = append(rawQueryFragments, qp)
+				}
+			}
+
+		}
+
+		if encoded := queryValues.Encode(); encoded != "" {
+			rawQueryFragments = append(rawQueryFragments, encoded)
+		}
+		queryURL.RawQuery = strings.Join(rawQueryFragments, "&")
+	}
+
+	req, err := http.NewRequest(http.MethodGet, queryURL.String(), nil)
+	if err != nil {
+		return nil, err
+	}
+
+	if params != nil {
+
+		if params.OpcRequestId != nil {
+			var headerParam0 string
+
+			headerParam0, err = runtime.StyleParamWithOptions("simple", false, "opc-request-id", *params.OpcRequestId, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationHeader, Type: "string", Format: ""})
+			if err != nil {
+				return nil, err
+			}
+
+			req.Header.Set("opc-request-id", headerParam0)
+		}
+
+	}
+
+	return req, nil
+}
+
+// NewDeleteConsumerRequest constructs an http.Request for the DeleteConsumer method
+func NewDeleteConsumerRequest(server string, queueId QueueIdPath, consumerId ConsumerIdPath, params *DeleteConsumerParams) (*http.Request, error) {
+	var err error
+
+	var pathParam0 string
+
+	pathParam0, err = runtime.StyleParamWithOptions("simple", false, "queueId", queueId, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationPath, Type: "string", Format: ""})
+	if err != nil {
+		return nil, err
+	}
+
+	var pathParam1 string
+
+	pathParam1, err = runtime.StyleParamWithOptions("simple", false, "consumerId", consumerId, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationPath, Type: "string", Format: ""})
+	if err != nil {
+		return nil, err
+	}
+
+	serverURL, err := url.Parse(server)
+	if err != nil {
+		return nil, err
+	}
+
+	operationPath := fmt.Sprintf("/20210201/queues/%s/consumers/%s", pathParam0, pathParam1)
+	if operationPath[0] == '/' {
+		operationPath = "." + operationPath
+	}
+
+	queryURL, err := serverURL.Parse(operationPath)
+	if err != nil {
+		return nil, err
+	}
+
+	if params != nil {
+		// queryValues collects non-styled parameters (passthrough, JSON)
+		// that are safe to round-trip through url.Values.Encode().
+		queryValues := queryURL.Query()
+		// rawQueryFragments collects pre-encoded query fragments from
+		// styled parameters, preserving literal commas as delimiters
+		// per the OpenAPI spec (e.g. "color=blue,black,brown").
+		var rawQueryFragments []string
+
+		if params.ConsumerGroupId != nil {
+
+			if queryFrag, err := runtime.StyleParamWithOptions("form", true, "consumerGroupId", *params.ConsumerGroupId, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			} else {
+				for _, qp := range strings.Split(queryFrag, "&") {
+					rawQueryFragments = append(rawQueryFragments, qp)
+				}
+			}
+
+		}
+
+		if encoded := queryValues.Encode(); encoded != "" {
+			rawQueryFragments = append(rawQueryFragments, encoded)
+		}
+		queryURL.RawQuery = strings.Join(rawQueryFragments, "&")
+	}
+
+	req, err := http.NewRequest(http.MethodDelete, queryURL.String(), nil)
+	if err != nil {
+		return nil, err
+	}
+
+	if params != nil {
+
+		if params.OpcRequestId != nil {
+			var headerParam0 string
+
+			headerParam0, err = runtime.StyleParamWithOptions("simple", false, "opc-request-id", *params.OpcRequestId, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationHeader, Type: "string", Format: ""})
+			if err != nil {
+				return nil, err
+			}
+
+			req.Header.Set("opc-request-id", headerParam0)
+		}
+
+	}
+
+	return req, nil
+}
+
 // NewGetMessagesRequest constructs an http.Request for the GetMessages method
 func NewGetMessagesRequest(server string, queueId QueueIdPath, params *GetMessagesParams) (*http.Request, error) {
 	var err error
@@ -5654,6 +6022,18 @@ func NewGetMessagesRequest(server string, queueId QueueIdPath, params *GetMessag
 		if params.ConsumerGroupId != nil {
 
 			if queryFrag, err := runtime.StyleParamWithOptions("form", true, "consumerGroupId", *params.ConsumerGroupId, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			} else {
+				for _, qp := range strings.Split(queryFrag, "&") {
+					rawQueryFragments = append(rawQueryFragments, qp)
+				}
+			}
+
+		}
+
+		if params.ConsumerId != nil {
+
+			if queryFrag, err := runtime.StyleParamWithOptions("form", true, "consumerId", *params.ConsumerId, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "string", Format: ""}); err != nil {
 				return nil, err
 			} else {
 				for _, qp := range strings.Split(queryFrag, "&") {
@@ -5745,6 +6125,17 @@ func NewGetMessagesRequest(server string, queueId QueueIdPath, params *GetMessag
 			}
 
 			req.Header.Set("opc-request-id", headerParam0)
+		}
+
+		if params.XFerryConsumerId != nil {
+			var headerParam1 string
+
+			headerParam1, err = runtime.StyleParamWithOptions("simple", false, "X-Ferry-Consumer-Id", *params.XFerryConsumerId, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationHeader, Type: "string", Format: ""})
+			if err != nil {
+				return nil, err
+			}
+
+			req.Header.Set("X-Ferry-Consumer-Id", headerParam1)
 		}
 
 	}
@@ -7077,6 +7468,30 @@ type ClientWithResponsesInterface interface {
 	// Corresponds with GET /20210201/queues/{queueId}/channels (the `ListChannels` operationId).
 	ListChannelsWithResponse(ctx context.Context, queueId QueueIdPath, params *ListChannelsParams, reqEditors ...RequestEditorFn) (*ListChannelsResponse, error)
 
+	// ListConsumersWithResponse List the consumers of a consumer group
+	//
+	// Lists the live consumers of a consumer group of a single-active-consumer queue (`isSingleActiveConsumer`):
+	// those whose last GetMessages call is within the queue's `consumerLeaseInSeconds`, in registration order.
+	// The first is `RUNNING` (the active consumer), the others are `STANDBY`. Every node answers the same: the
+	// list is read from the database. ferry extension.
+	//
+	// Returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with GET /20210201/queues/{queueId}/consumers (the `ListConsumers` operationId).
+	ListConsumersWithResponse(ctx context.Context, queueId QueueIdPath, params *ListConsumersParams, reqEditors ...RequestEditorFn) (*ListConsumersResponse, error)
+
+	// DeleteConsumerWithResponse Remove a consumer (leave)
+	//
+	// A consumer of a single-active-consumer queue leaves its consumer group: its registration is removed and
+	// the messages it leased and did not acknowledge become visible at once. When it was the active consumer,
+	// the standby that registered first takes over on its next call and receives those messages first, in
+	// publish order. Answers 404 when the consumer is not registered. ferry extension.
+	//
+	// Returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with DELETE /20210201/queues/{queueId}/consumers/{consumerId} (the `DeleteConsumer` operationId).
+	DeleteConsumerWithResponse(ctx context.Context, queueId QueueIdPath, consumerId ConsumerIdPath, params *DeleteConsumerParams, reqEditors ...RequestEditorFn) (*DeleteConsumerResponse, error)
+
 	// GetMessagesWithResponse Lease messages
 	//
 	// Leases up to `limit` visible messages: each returned message stays invisible to other consumers for
@@ -7084,6 +7499,14 @@ type ClientWithResponsesInterface interface {
 	// (DeleteMessage) or changes the lease (UpdateMessage) of this delivery only. When no message is visible the
 	// call waits up to `timeoutInSeconds` (default: the queue's setting) for the first one (long poll) and then
 	// answers with what it has, possibly an empty list. `dlq=true` leases from the queue's dead-letter queue.
+	//
+	// Of an ordered message group (`messageGroupId`), only the oldest message is delivered; the next one only
+	// once it is acknowledged or dead-lettered. On a queue with `isSingleActiveConsumer`, the caller names itself
+	// with `consumerId` (or the `X-Ferry-Consumer-Id` header; required, 400 `MissingParameter` without it): per
+	// consumer group only the active consumer receives messages, in publish order; the others (standby) receive
+	// none and their long polls wait until they become active. Every call renews the caller's consumer lease
+	// (`consumerLeaseInSeconds`). Reading the dead-letter queue (`dlq=true`) is not restricted to the active
+	// consumer.
 	//
 	// Returns a wrapper object for the known response body format(s).
 	//
@@ -7097,7 +7520,9 @@ type ClientWithResponsesInterface interface {
 	// A validation failure rejects the whole batch with 400 and writes nothing. Messages are durable when the
 	// 200 is sent; the result lists one entry per message, in request order. With a deduplication window, a
 	// message whose `deduplicationId` was already accepted answers the original `id` and is not enqueued again.
-	// A queue that is full (`maxSizeInBytes`) answers 429 `TooManyRequests`.
+	// A queue that is full (`maxSizeInBytes`) answers 429 `TooManyRequests`. Messages that share
+	// `metadata.messageGroupId` are delivered in publish order within each consumer group (see
+	// `MessageMetadata.messageGroupId`).
 	//
 	// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
 	//
@@ -7111,7 +7536,9 @@ type ClientWithResponsesInterface interface {
 	// A validation failure rejects the whole batch with 400 and writes nothing. Messages are durable when the
 	// 200 is sent; the result lists one entry per message, in request order. With a deduplication window, a
 	// message whose `deduplicationId` was already accepted answers the original `id` and is not enqueued again.
-	// A queue that is full (`maxSizeInBytes`) answers 429 `TooManyRequests`.
+	// A queue that is full (`maxSizeInBytes`) answers 429 `TooManyRequests`. Messages that share
+	// `metadata.messageGroupId` are delivered in publish order within each consumer group (see
+	// `MessageMetadata.messageGroupId`).
 	//
 	// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
 	//
@@ -10859,6 +11286,237 @@ func (r ListChannelsResponse) ContentType() string {
 	return ""
 }
 
+// ListConsumersResponse200Headers the declared response headers of an HTTP 200 response for ListConsumers
+type ListConsumersResponse200Headers struct {
+	OpcRequestId *string
+}
+
+// ListConsumersResponse400Headers the declared response headers of an HTTP 400 response for ListConsumers
+type ListConsumersResponse400Headers struct {
+	OpcRequestId *string
+}
+
+// ListConsumersResponse401Headers the declared response headers of an HTTP 401 response for ListConsumers
+type ListConsumersResponse401Headers struct {
+	OpcRequestId *string
+}
+
+// ListConsumersResponse404Headers the declared response headers of an HTTP 404 response for ListConsumers
+type ListConsumersResponse404Headers struct {
+	OpcRequestId *string
+}
+
+// ListConsumersResponse429Headers the declared response headers of an HTTP 429 response for ListConsumers
+type ListConsumersResponse429Headers struct {
+	OpcRequestId *string
+	RetryAfter   *int
+}
+
+// ListConsumersResponse500Headers the declared response headers of an HTTP 500 response for ListConsumers
+type ListConsumersResponse500Headers struct {
+	OpcRequestId *string
+}
+
+type ListConsumersResponse struct {
+	Body         []byte
+	HTTPResponse *http.Response
+	// JSON200 the response for an HTTP 200 `application/json` response
+	JSON200 *ConsumerCollection
+	// JSON400 the response for an HTTP 400 `application/json` response
+	JSON400 *BadRequest
+	// JSON401 the response for an HTTP 401 `application/json` response
+	JSON401 *Unauthorized
+	// JSON404 the response for an HTTP 404 `application/json` response
+	JSON404 *NotFound
+	// JSON429 the response for an HTTP 429 `application/json` response
+	JSON429 *TooManyRequests
+	// JSON500 the response for an HTTP 500 `application/json` response
+	JSON500 *InternalServerError
+	// Headers200 the parsed response headers for an HTTP 200 response
+	Headers200 *ListConsumersResponse200Headers
+	// Headers400 the parsed response headers for an HTTP 400 response
+	Headers400 *ListConsumersResponse400Headers
+	// Headers401 the parsed response headers for an HTTP 401 response
+	Headers401 *ListConsumersResponse401Headers
+	// Headers404 the parsed response headers for an HTTP 404 response
+	Headers404 *ListConsumersResponse404Headers
+	// Headers429 the parsed response headers for an HTTP 429 response
+	Headers429 *ListConsumersResponse429Headers
+	// Headers500 the parsed response headers for an HTTP 500 response
+	Headers500 *ListConsumersResponse500Headers
+}
+
+// GetJSON200 returns the response for an HTTP 200 `application/json` response
+func (r ListConsumersResponse) GetJSON200() *ConsumerCollection {
+	return r.JSON200
+}
+
+// GetJSON400 returns the response for an HTTP 400 `application/json` response
+func (r ListConsumersResponse) GetJSON400() *BadRequest {
+	return r.JSON400
+}
+
+// GetJSON401 returns the response for an HTTP 401 `application/json` response
+func (r ListConsumersResponse) GetJSON401() *Unauthorized {
+	return r.JSON401
+}
+
+// GetJSON404 returns the response for an HTTP 404 `application/json` response
+func (r ListConsumersResponse) GetJSON404() *NotFound {
+	return r.JSON404
+}
+
+// GetJSON429 returns the response for an HTTP 429 `application/json` response
+func (r ListConsumersResponse) GetJSON429() *TooManyRequests {
+	return r.JSON429
+}
+
+// GetJSON500 returns the response for an HTTP 500 `application/json` response
+func (r ListConsumersResponse) GetJSON500() *InternalServerError {
+	return r.JSON500
+}
+
+// GetBody returns the raw response body bytes
+func (r ListConsumersResponse) GetBody() []byte {
+	return r.Body
+}
+
+// Status returns HTTPResponse.Status
+func (r ListConsumersResponse) Status() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Status
+	}
+	return http.StatusText(0)
+}
+
+// StatusCode returns HTTPResponse.StatusCode
+func (r ListConsumersResponse) StatusCode() int {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.StatusCode
+	}
+	return 0
+}
+
+// ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
+func (r ListConsumersResponse) ContentType() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Header.Get("Content-Type")
+	}
+	return ""
+}
+
+// DeleteConsumerResponse204Headers the declared response headers of an HTTP 204 response for DeleteConsumer
+type DeleteConsumerResponse204Headers struct {
+	OpcRequestId *string
+}
+
+// DeleteConsumerResponse400Headers the declared response headers of an HTTP 400 response for DeleteConsumer
+type DeleteConsumerResponse400Headers struct {
+	OpcRequestId *string
+}
+
+// DeleteConsumerResponse401Headers the declared response headers of an HTTP 401 response for DeleteConsumer
+type DeleteConsumerResponse401Headers struct {
+	OpcRequestId *string
+}
+
+// DeleteConsumerResponse404Headers the declared response headers of an HTTP 404 response for DeleteConsumer
+type DeleteConsumerResponse404Headers struct {
+	OpcRequestId *string
+}
+
+// DeleteConsumerResponse429Headers the declared response headers of an HTTP 429 response for DeleteConsumer
+type DeleteConsumerResponse429Headers struct {
+	OpcRequestId *string
+	RetryAfter   *int
+}
+
+// DeleteConsumerResponse500Headers the declared response headers of an HTTP 500 response for DeleteConsumer
+type DeleteConsumerResponse500Headers struct {
+	OpcRequestId *string
+}
+
+type DeleteConsumerResponse struct {
+	Body         []byte
+	HTTPResponse *http.Response
+	// JSON400 the response for an HTTP 400 `application/json` response
+	JSON400 *BadRequest
+	// JSON401 the response for an HTTP 401 `application/json` response
+	JSON401 *Unauthorized
+	// JSON404 the response for an HTTP 404 `application/json` response
+	JSON404 *NotFound
+	// JSON429 the response for an HTTP 429 `application/json` response
+	JSON429 *TooManyRequests
+	// JSON500 the response for an HTTP 500 `application/json` response
+	JSON500 *InternalServerError
+	// Headers204 the parsed response headers for an HTTP 204 response
+	Headers204 *DeleteConsumerResponse204Headers
+	// Headers400 the parsed response headers for an HTTP 400 response
+	Headers400 *DeleteConsumerResponse400Headers
+	// Headers401 the parsed response headers for an HTTP 401 response
+	Headers401 *DeleteConsumerResponse401Headers
+	// Headers404 the parsed response headers for an HTTP 404 response
+	Headers404 *DeleteConsumerResponse404Headers
+	// Headers429 the parsed response headers for an HTTP 429 response
+	Headers429 *DeleteConsumerResponse429Headers
+	// Headers500 the parsed response headers for an HTTP 500 response
+	Headers500 *DeleteConsumerResponse500Headers
+}
+
+// GetJSON400 returns the response for an HTTP 400 `application/json` response
+func (r DeleteConsumerResponse) GetJSON400() *BadRequest {
+	return r.JSON400
+}
+
+// GetJSON401 returns the response for an HTTP 401 `application/json` response
+func (r DeleteConsumerResponse) GetJSON401() *Unauthorized {
+	return r.JSON401
+}
+
+// GetJSON404 returns the response for an HTTP 404 `application/json` response
+func (r DeleteConsumerResponse) GetJSON404() *NotFound {
+	return r.JSON404
+}
+
+// GetJSON429 returns the response for an HTTP 429 `application/json` response
+func (r DeleteConsumerResponse) GetJSON429() *TooManyRequests {
+	return r.JSON429
+}
+
+// GetJSON500 returns the response for an HTTP 500 `application/json` response
+func (r DeleteConsumerResponse) GetJSON500() *InternalServerError {
+	return r.JSON500
+}
+
+// GetBody returns the raw response body bytes
+func (r DeleteConsumerResponse) GetBody() []byte {
+	return r.Body
+}
+
+// Status returns HTTPResponse.Status
+func (r DeleteConsumerResponse) Status() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Status
+	}
+	return http.StatusText(0)
+}
+
+// StatusCode returns HTTPResponse.StatusCode
+func (r DeleteConsumerResponse) StatusCode() int {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.StatusCode
+	}
+	return 0
+}
+
+// ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
+func (r DeleteConsumerResponse) ContentType() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Header.Get("Content-Type")
+	}
+	return ""
+}
+
 // GetMessagesResponse200Headers the declared response headers of an HTTP 200 response for GetMessages
 type GetMessagesResponse200Headers struct {
 	OpcRequestId *string
@@ -12850,6 +13508,42 @@ func (c *ClientWithResponses) ListChannelsWithResponse(ctx context.Context, queu
 	return ParseListChannelsResponse(rsp)
 }
 
+// ListConsumersWithResponse List the consumers of a consumer group
+//
+// Lists the live consumers of a consumer group of a single-active-consumer queue (`isSingleActiveConsumer`):
+// those whose last GetMessages call is within the queue's `consumerLeaseInSeconds`, in registration order.
+// The first is `RUNNING` (the active consumer), the others are `STANDBY`. Every node answers the same: the
+// list is read from the database. ferry extension.
+//
+// Returns a wrapper object for the known response body format(s).
+//
+// Corresponds with GET /20210201/queues/{queueId}/consumers (the `ListConsumers` operationId).
+func (c *ClientWithResponses) ListConsumersWithResponse(ctx context.Context, queueId QueueIdPath, params *ListConsumersParams, reqEditors ...RequestEditorFn) (*ListConsumersResponse, error) {
+	rsp, err := c.ListConsumers(ctx, queueId, params, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseListConsumersResponse(rsp)
+}
+
+// DeleteConsumerWithResponse Remove a consumer (leave)
+//
+// A consumer of a single-active-consumer queue leaves its consumer group: its registration is removed and
+// the messages it leased and did not acknowledge become visible at once. When it was the active consumer,
+// the standby that registered first takes over on its next call and receives those messages first, in
+// publish order. Answers 404 when the consumer is not registered. ferry extension.
+//
+// Returns a wrapper object for the known response body format(s).
+//
+// Corresponds with DELETE /20210201/queues/{queueId}/consumers/{consumerId} (the `DeleteConsumer` operationId).
+func (c *ClientWithResponses) DeleteConsumerWithResponse(ctx context.Context, queueId QueueIdPath, consumerId ConsumerIdPath, params *DeleteConsumerParams, reqEditors ...RequestEditorFn) (*DeleteConsumerResponse, error) {
+	rsp, err := c.DeleteConsumer(ctx, queueId, consumerId, params, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseDeleteConsumerResponse(rsp)
+}
+
 // GetMessagesWithResponse Lease messages
 //
 // Leases up to `limit` visible messages: each returned message stays invisible to other consumers for
@@ -12857,6 +13551,14 @@ func (c *ClientWithResponses) ListChannelsWithResponse(ctx context.Context, queu
 // (DeleteMessage) or changes the lease (UpdateMessage) of this delivery only. When no message is visible the
 // call waits up to `timeoutInSeconds` (default: the queue's setting) for the first one (long poll) and then
 // answers with what it has, possibly an empty list. `dlq=true` leases from the queue's dead-letter queue.
+//
+// Of an ordered message group (`messageGroupId`), only the oldest message is delivered; the next one only
+// once it is acknowledged or dead-lettered. On a queue with `isSingleActiveConsumer`, the caller names itself
+// with `consumerId` (or the `X-Ferry-Consumer-Id` header; required, 400 `MissingParameter` without it): per
+// consumer group only the active consumer receives messages, in publish order; the others (standby) receive
+// none and their long polls wait until they become active. Every call renews the caller's consumer lease
+// (`consumerLeaseInSeconds`). Reading the dead-letter queue (`dlq=true`) is not restricted to the active
+// consumer.
 //
 // Returns a wrapper object for the known response body format(s).
 //
@@ -12876,7 +13578,9 @@ func (c *ClientWithResponses) GetMessagesWithResponse(ctx context.Context, queue
 // A validation failure rejects the whole batch with 400 and writes nothing. Messages are durable when the
 // 200 is sent; the result lists one entry per message, in request order. With a deduplication window, a
 // message whose `deduplicationId` was already accepted answers the original `id` and is not enqueued again.
-// A queue that is full (`maxSizeInBytes`) answers 429 `TooManyRequests`.
+// A queue that is full (`maxSizeInBytes`) answers 429 `TooManyRequests`. Messages that share
+// `metadata.messageGroupId` are delivered in publish order within each consumer group (see
+// `MessageMetadata.messageGroupId`).
 //
 // Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
 //
@@ -12896,7 +13600,9 @@ func (c *ClientWithResponses) PutMessagesWithBodyWithResponse(ctx context.Contex
 // A validation failure rejects the whole batch with 400 and writes nothing. Messages are durable when the
 // 200 is sent; the result lists one entry per message, in request order. With a deduplication window, a
 // message whose `deduplicationId` was already accepted answers the original `id` and is not enqueued again.
-// A queue that is full (`maxSizeInBytes`) answers 429 `TooManyRequests`.
+// A queue that is full (`maxSizeInBytes`) answers 429 `TooManyRequests`. Messages that share
+// `metadata.messageGroupId` are delivered in publish order within each consumer group (see
+// `MessageMetadata.messageGroupId`).
 //
 // Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
 //
@@ -17278,6 +17984,264 @@ func ParseListChannelsResponse(rsp *http.Response) (*ListChannelsResponse, error
 		response.Headers429 = &headers
 	case rsp.StatusCode == 500:
 		var headers ListChannelsResponse500Headers
+		if values := rsp.Header.Values("opc-request-id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "opc-request-id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.OpcRequestId = &value
+		}
+		response.Headers500 = &headers
+	}
+
+	return response, nil
+}
+
+// ParseListConsumersResponse parses an HTTP response from a ListConsumersWithResponse call
+func ParseListConsumersResponse(rsp *http.Response) (*ListConsumersResponse, error) {
+	bodyBytes, err := io.ReadAll(rsp.Body)
+	defer func() { _ = rsp.Body.Close() }()
+	if err != nil {
+		return nil, err
+	}
+
+	response := &ListConsumersResponse{
+		Body:         bodyBytes,
+		HTTPResponse: rsp,
+	}
+
+	switch {
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 200:
+		var dest ConsumerCollection
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON200 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 400:
+		var dest BadRequest
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON400 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 401:
+		var dest Unauthorized
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON401 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 404:
+		var dest NotFound
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON404 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 429:
+		var dest TooManyRequests
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON429 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 500:
+		var dest InternalServerError
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON500 = &dest
+
+	}
+
+	switch {
+	case rsp.StatusCode == 200:
+		var headers ListConsumersResponse200Headers
+		if values := rsp.Header.Values("opc-request-id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "opc-request-id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.OpcRequestId = &value
+		}
+		response.Headers200 = &headers
+	case rsp.StatusCode == 400:
+		var headers ListConsumersResponse400Headers
+		if values := rsp.Header.Values("opc-request-id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "opc-request-id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.OpcRequestId = &value
+		}
+		response.Headers400 = &headers
+	case rsp.StatusCode == 401:
+		var headers ListConsumersResponse401Headers
+		if values := rsp.Header.Values("opc-request-id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "opc-request-id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.OpcRequestId = &value
+		}
+		response.Headers401 = &headers
+	case rsp.StatusCode == 404:
+		var headers ListConsumersResponse404Headers
+		if values := rsp.Header.Values("opc-request-id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "opc-request-id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.OpcRequestId = &value
+		}
+		response.Headers404 = &headers
+	case rsp.StatusCode == 429:
+		var headers ListConsumersResponse429Headers
+		if values := rsp.Header.Values("opc-request-id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "opc-request-id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.OpcRequestId = &value
+		}
+		if values := rsp.Header.Values("retry-after"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "retry-after", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = &value
+		}
+		response.Headers429 = &headers
+	case rsp.StatusCode == 500:
+		var headers ListConsumersResponse500Headers
+		if values := rsp.Header.Values("opc-request-id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "opc-request-id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.OpcRequestId = &value
+		}
+		response.Headers500 = &headers
+	}
+
+	return response, nil
+}
+
+// ParseDeleteConsumerResponse parses an HTTP response from a DeleteConsumerWithResponse call
+func ParseDeleteConsumerResponse(rsp *http.Response) (*DeleteConsumerResponse, error) {
+	bodyBytes, err := io.ReadAll(rsp.Body)
+	defer func() { _ = rsp.Body.Close() }()
+	if err != nil {
+		return nil, err
+	}
+
+	response := &DeleteConsumerResponse{
+		Body:         bodyBytes,
+		HTTPResponse: rsp,
+	}
+
+	switch {
+	case rsp.StatusCode == 204:
+		break // No content-type
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 400:
+		var dest BadRequest
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON400 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 401:
+		var dest Unauthorized
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON401 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 404:
+		var dest NotFound
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON404 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 429:
+		var dest TooManyRequests
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON429 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 500:
+		var dest InternalServerError
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON500 = &dest
+
+	}
+
+	switch {
+	case rsp.StatusCode == 204:
+		var headers DeleteConsumerResponse204Headers
+		if values := rsp.Header.Values("opc-request-id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "opc-request-id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.OpcRequestId = &value
+		}
+		response.Headers204 = &headers
+	case rsp.StatusCode == 400:
+		var headers DeleteConsumerResponse400Headers
+		if values := rsp.Header.Values("opc-request-id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "opc-request-id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.OpcRequestId = &value
+		}
+		response.Headers400 = &headers
+	case rsp.StatusCode == 401:
+		var headers DeleteConsumerResponse401Headers
+		if values := rsp.Header.Values("opc-request-id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "opc-request-id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.OpcRequestId = &value
+		}
+		response.Headers401 = &headers
+	case rsp.StatusCode == 404:
+		var headers DeleteConsumerResponse404Headers
+		if values := rsp.Header.Values("opc-request-id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "opc-request-id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.OpcRequestId = &value
+		}
+		response.Headers404 = &headers
+	case rsp.StatusCode == 429:
+		var headers DeleteConsumerResponse429Headers
+		if values := rsp.Header.Values("opc-request-id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "opc-request-id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.OpcRequestId = &value
+		}
+		if values := rsp.Header.Values("retry-after"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "retry-after", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = &value
+		}
+		response.Headers429 = &headers
+	case rsp.StatusCode == 500:
+		var headers DeleteConsumerResponse500Headers
 		if values := rsp.Header.Values("opc-request-id"); len(values) > 0 {
 			var value string
 			if err := runtime.BindStyledParameterWithOptions("simple", "opc-request-id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {

@@ -21,6 +21,7 @@ const (
 	TimeoutSecondsDefault          = 30
 	ChannelConsumptionLimitDefault = 100
 	MaxSizeBytesDefault            = int64(2 << 30)
+	ConsumerLeaseSecondsDefault    = 30
 )
 
 func (h *Handlers) toQueue(q persistence.Queue) api.Queue {
@@ -37,6 +38,8 @@ func (h *Handlers) toQueue(q persistence.Queue) api.Queue {
 		ChannelConsumptionLimit:      int(q.ChannelConsumptionLimit),
 		MaxSizeInBytes:               q.MaxSizeBytes,
 		DeduplicationWindowInSeconds: int(q.DedupWindowSeconds),
+		IsSingleActiveConsumer:       q.SingleActiveConsumer,
+		ConsumerLeaseInSeconds:       int(q.ConsumerLeaseSeconds),
 		MessagesEndpoint:             h.publicURL,
 		Capabilities:                 capabilitiesOf(q),
 		FreeformTags:                 q.FreeformTags,
@@ -69,6 +72,8 @@ func (h *Handlers) CreateQueue(c *gin.Context, _ api.CreateQueueParams) {
 		ChannelConsumptionLimit:      int32(cmp.Or(deref(body.ChannelConsumptionLimit), ChannelConsumptionLimitDefault)),
 		MaxSizeBytes:                 cmp.Or(deref(body.MaxSizeInBytes), MaxSizeBytesDefault),
 		DedupWindowSeconds:           int32(deref(body.DeduplicationWindowInSeconds)),
+		SingleActiveConsumer:         deref(body.IsSingleActiveConsumer),
+		ConsumerLeaseSeconds:         int32(cmp.Or(deref(body.ConsumerLeaseInSeconds), ConsumerLeaseSecondsDefault)),
 		FreeformTags:                 tagsOf(body.FreeformTags),
 		ConsumerGroupsEnabled:        groups != nil && *groups,
 		PrimaryGroupEnabled:          &primary,
@@ -149,6 +154,8 @@ func (h *Handlers) UpdateQueue(c *gin.Context, id api.QueueIdPath, params api.Up
 		ChannelConsumptionLimit:      int32Ptr(body.ChannelConsumptionLimit),
 		MaxSizeBytes:                 body.MaxSizeInBytes,
 		DedupWindowSeconds:           int32Ptr(body.DeduplicationWindowInSeconds),
+		SingleActiveConsumer:         body.IsSingleActiveConsumer,
+		ConsumerLeaseSeconds:         int32Ptr(body.ConsumerLeaseInSeconds),
 		FreeformTags:                 tagsOf(body.FreeformTags),
 		ConsumerGroups:               groups,
 		PrimaryGroupEnabled:          primary,

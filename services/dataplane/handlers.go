@@ -5,6 +5,7 @@ package dataplane
 import (
 	"cmp"
 	"net/http"
+	"time"
 
 	"github.com/gin-gonic/gin"
 
@@ -71,6 +72,7 @@ func (h *Handlers) PutMessages(c *gin.Context, queueID api.QueueIdPath, _ api.Pu
 			e.DelaySeconds = int32(deref(md.DelayInSeconds))
 			e.DedupID = deref(md.DeduplicationId)
 			e.Traceparent = deref(md.Traceparent)
+			e.MessageGroupID = deref(md.MessageGroupId)
 		}
 		entries[i] = e
 	}
@@ -89,7 +91,16 @@ func (h *Handlers) PutMessages(c *gin.Context, queueID api.QueueIdPath, _ api.Pu
 
 // GetMessages leases messages, long-polling up to timeoutInSeconds for the first one.
 func (h *Handlers) GetMessages(c *gin.Context, queueID api.QueueIdPath, params api.GetMessagesParams) {
+	consumerID := deref(params.ConsumerId)
+	if header := deref(params.XFerryConsumerId); header != "" {
+		if consumerID != "" && consumerID != header {
+			apierror.Write(c, apierror.InvalidParameter("consumerId: the query parameter and the X-Ferry-Consumer-Id header differ"))
+			return
+		}
+		consumerID = header
+	}
 	got, err := h.svc.Get(c.Request.Context(), tenancyOf(c), queueID, messaging.GetRequest{
+		ConsumerID:        consumerID,
 		ConsumerGroup:     deref(params.ConsumerGroupId),
 		DLQ:               deref(params.Dlq),
 		Limit:             cmp.Or(deref(params.Limit), 1),
@@ -124,7 +135,11 @@ func (h *Handlers) GetMessages(c *gin.Context, queueID api.QueueIdPath, params a
 			tp := m.Traceparent
 			meta.Traceparent = &tp
 		}
-		if meta.ChannelId != nil || meta.Traceparent != nil {
+		if m.MessageGroupID != "" {
+			mg := m.MessageGroupID
+			meta.MessageGroupId = &mg
+		}
+		if meta.ChannelId != nil || meta.Traceparent != nil || meta.MessageGroupId != nil {
 			msg.Metadata = &meta
 		}
 		out.Messages[i] = msg
@@ -285,4 +300,32 @@ func (h *Handlers) RedriveMessages(c *gin.Context, queueID api.QueueIdPath, _ ap
 		return
 	}
 	c.JSON(http.StatusOK, api.RedriveMessagesResult{RedrivenMessages: int(n)})
+}
+
+// ListConsumers lists the live consumers of a consumer group (single active consumer), the active one first.
+func (h *Handlers) ListConsumers(c *gin.Context, queueID api.QueueIdPath, params api.ListConsumersParams) {
+	list, err := h.svc.Consumers(c.Request.Context(), tenancyOf(c), queueID, deref(params.ConsumerGroupId))
+	if err != nil {
+		apierror.Write(c, err)
+		return
+	}
+	out := api.ConsumerCollection{Items: make([]api.Consumer, len(list))}
+	for i, cs := range list {
+		status := api.ConsumerStatusSTANDBY
+		if cs.Running {
+			status = api.ConsumerStatusRUNNING
+		}
+		out.Items[i] = api.Consumer{Id: cs.ID, ConsumerGroupId: cs.GroupID, Status: status,
+			IdleSeconds: int(cs.Idle / time.Second), TimeRegistered: cs.TimeRegistered}
+	}
+	c.JSON(http.StatusOK, out)
+}
+
+// DeleteConsumer removes a consumer from its consumer group (it leaves): 204, or 404 when it is not registered.
+func (h *Handlers) DeleteConsumer(c *gin.Context, queueID api.QueueIdPath, consumerID api.ConsumerIdPath, params api.DeleteConsumerParams) {
+	if err := h.svc.Leave(c.Request.Context(), tenancyOf(c), queueID, deref(params.ConsumerGroupId), consumerID); err != nil {
+		apierror.Write(c, err)
+		return
+	}
+	c.Status(http.StatusNoContent)
 }

@@ -26,9 +26,9 @@ const maintainerLockKey int64 = 0x6665727279_01 // "ferry" + 1
 
 // Maintainer runs the periodic upkeep: it records id watermarks, deletes messages past their queue's retention
 // (counted in ferry.messages.expired) and messages left in deleted queues by puts that raced the delete, and
-// expires deduplication keys and retry tokens. Work goes in batches with pauses. A session-level advisory lock
-// makes one node the maintainer at a time; the others skip the cycle, and since every step is an idempotent
-// batched delete, two maintainers at once would still be safe.
+// expires deduplication keys, retry tokens and the registrations of consumers that stopped calling. Work goes in
+// batches with pauses. A session-level advisory lock makes one node the maintainer at a time; the others skip the
+// cycle, and since every step is an idempotent batched delete, two maintainers at once would still be safe.
 type Maintainer struct {
 	Pool        *pgxpool.Pool
 	Store       *persistence.Store
@@ -113,6 +113,9 @@ func (m *Maintainer) RunOnce(ctx context.Context) (bool, error) {
 		return true, err
 	}
 	if err := m.purgeDeletedGroups(ctx); err != nil {
+		return true, err
+	}
+	if err := m.drain(ctx, func() (int64, error) { return m.Store.Consumers.Sweep(ctx, m.batch()) }); err != nil {
 		return true, err
 	}
 	return true, m.drain(ctx, func() (int64, error) { return m.Store.Idempotency.Expire(ctx, m.batch()) })

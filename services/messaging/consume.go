@@ -29,22 +29,38 @@ type GetRequest struct {
 	VisibilitySeconds *int32
 	TimeoutSeconds    *int32
 	ChannelFilter     string // exact channel id, or a prefix ending in '*'
+	// ConsumerID names the caller; required on a single-active-consumer queue (except for DLQ reads), ignored
+	// elsewhere.
+	ConsumerID string
 }
 
 // Delivered is a leased message with its receipt.
 type Delivered struct {
 	persistence.LeasedMessage
-	Receipt     string
-	Attributes  map[string]any
-	Traceparent string
+	Receipt        string
+	Attributes     map[string]any
+	Traceparent    string
+	MessageGroupID string
 }
 
 // Get leases up to req.Limit visible messages, waiting up to the timeout for the first one (long poll). A waiting
-// call holds no database connection.
+// call holds no database connection. On a single-active-consumer queue every attempt registers (renews) the
+// caller and leases only when it is the group's active consumer; a standby waits for a change of consumers or
+// for the active consumer's lease to end, and a waiting consumer renews its own lease every third of it.
 func (s *Service) Get(ctx context.Context, tenancyID, queueID string, req GetRequest) ([]Delivered, error) {
 	q, err := s.queues.active(ctx, tenancyID, queueID)
 	if err != nil {
 		return nil, err
+	}
+	consumer := ""
+	if q.SingleActiveConsumer && !req.DLQ {
+		if req.ConsumerID == "" {
+			return nil, apierror.MissingParameter("consumerId: the queue has a single active consumer: name the consumer with consumerId or the X-Ferry-Consumer-Id header")
+		}
+		if err := ValidConsumerID(req.ConsumerID); err != nil {
+			return nil, err
+		}
+		consumer = req.ConsumerID
 	}
 	if req.Limit <= 0 {
 		req.Limit = 1
@@ -83,12 +99,12 @@ func (s *Service) Get(ctx context.Context, tenancyID, queueID string, req GetReq
 		}
 	}()
 	for {
-		got, err := s.leaseOnce(ctx, q, g.No, req, visibility, maxDeliveries)
+		got, decision, err := s.leaseOnce(ctx, q, g.No, req, visibility, maxDeliveries, consumer)
 		if err != nil {
 			return nil, err
 		}
 		if len(got) > 0 {
-			if w != nil {
+			if w != nil && !w.standby {
 				s.waiters.wakeOne(queueID, g.No) // there may be more: let the next waiter look
 			}
 			return got, nil
@@ -96,25 +112,53 @@ func (s *Service) Get(ctx context.Context, tenancyID, queueID string, req GetReq
 		if timeout == 0 || !time.Now().Before(deadline) {
 			return []Delivered{}, nil
 		}
-		if w == nil {
+		standby := consumer != "" && !decision.Active
+		if w == nil || w.standby != standby {
+			if w != nil {
+				s.waiters.remove(w)
+			}
 			// Register, then look once more: a put between the first lease and the registration is not missed.
-			w = s.waiters.add(queueID, g.No)
+			if standby {
+				w = s.waiters.addStandby(queueID, g.No)
+			} else {
+				w = s.waiters.add(queueID, g.No)
+			}
 			continue
 		}
-		if !s.wait(ctx, w, deadline) {
+		var recheck time.Time
+		if consumer != "" {
+			recheck = time.Now().Add(time.Duration(q.ConsumerLeaseSeconds) * time.Second / 3)
+			if until := decision.ActiveUntil; standby && !until.IsZero() && until.Add(takeoverMargin).Before(recheck) {
+				recheck = until.Add(takeoverMargin)
+			}
+		}
+		if !s.wait(ctx, w, deadline, recheck) {
 			return []Delivered{}, nil
 		}
 	}
 }
 
-// wait blocks until a wake-up, the fallback poll, or the deadline; it reports whether to lease again.
-func (s *Service) wait(ctx context.Context, w *waiter, deadline time.Time) bool {
+// takeoverMargin is how long after the active consumer's lease ends a standby looks again (clock reads differ
+// slightly between the database and this node).
+const takeoverMargin = 20 * time.Millisecond
+
+// wait blocks until a wake-up, the fallback poll, recheck (when set), or the deadline; it reports whether to lease
+// again.
+func (s *Service) wait(ctx context.Context, w *waiter, deadline, recheck time.Time) bool {
 	for {
 		remaining := time.Until(deadline)
 		if remaining <= 0 {
 			return false
 		}
-		timer := time.NewTimer(min(remaining, jitter(s.cfg.PollInterval)))
+		next := min(remaining, jitter(s.cfg.PollInterval))
+		if !recheck.IsZero() {
+			untilRecheck := time.Until(recheck)
+			if untilRecheck <= 0 {
+				return true
+			}
+			next = min(next, untilRecheck)
+		}
+		timer := time.NewTimer(next)
 		select {
 		case <-w.wake:
 			timer.Stop()
@@ -126,48 +170,75 @@ func (s *Service) wait(ctx context.Context, w *waiter, deadline time.Time) bool 
 			if time.Until(deadline) <= 0 {
 				return false
 			}
-			if s.waiters.mayPoll(w.key, s.cfg.PollInterval/2) {
+			if !recheck.IsZero() && !time.Now().Before(recheck) {
+				return true
+			}
+			// A standby has nothing to poll for: new messages are not its to take.
+			if !w.standby && s.waiters.mayPoll(w.key, s.cfg.PollInterval/2) {
 				return true
 			}
 		}
 	}
 }
 
-// leaseOnce runs the lease statement (again, when it only moved messages to the DLQ) and signs the receipts.
-func (s *Service) leaseOnce(ctx context.Context, q persistence.Queue, groupNo int32, req GetRequest, visibility, maxDeliveries int32) ([]Delivered, error) {
+// leaseOnce runs the lease statement (again, when it only moved messages to the DLQ) and signs the receipts. With
+// a consumer (single active consumer), the lease registers it and decides first, in the same transaction.
+func (s *Service) leaseOnce(ctx context.Context, q persistence.Queue, groupNo int32, req GetRequest, visibility, maxDeliveries int32,
+	consumer string) ([]Delivered, persistence.ConsumerDecision, error) {
+	var decision persistence.ConsumerDecision
 	key := channelKey{queueID: q.ID, groupNo: groupNo, dlq: req.DLQ}
-	channels, err := s.channels.pick(ctx, key, req.ChannelFilter)
-	if err != nil {
-		return nil, err
-	}
-	if len(channels) == 0 {
-		return nil, nil
+	// The active consumer takes every channel in publish order: no channel list to rotate through.
+	allChannels := consumer != "" && req.ChannelFilter == ""
+	var channels []string
+	if !allChannels {
+		var err error
+		if channels, err = s.channels.pick(ctx, key, req.ChannelFilter); err != nil {
+			return nil, decision, err
+		}
+		if len(channels) == 0 && consumer == "" {
+			return nil, decision, nil
+		}
 	}
 	for attempt := 0; attempt < 3; attempt++ {
 		leaseID := newLeaseID()
-		leased, err := s.messages.Lease(ctx, persistence.LeaseRequest{
+		lease := persistence.LeaseRequest{
 			QueueID: q.ID, GroupNo: groupNo, DLQ: req.DLQ, Channels: channels, Limit: req.Limit,
 			VisibilitySeconds: visibility, LeaseID: leaseID, MaxDeliveries: maxDeliveries,
-		})
+		}
+		var leased []persistence.LeasedMessage
+		var err error
+		if consumer != "" {
+			decision, leased, err = s.messages.LeaseAsConsumer(ctx, persistence.ConsumerLeaseRequest{
+				LeaseRequest: lease, Consumer: consumer, ConsumerLeaseSeconds: q.ConsumerLeaseSeconds, AllChannels: allChannels,
+			})
+			if err == nil && decision.TookOver {
+				s.logger.Info("single active consumer took over", "queue", q.ID, "group", groupNo, "consumer", consumer,
+					"released", decision.Released)
+			}
+		} else {
+			leased, err = s.messages.Lease(ctx, lease)
+		}
 		if err != nil {
-			return nil, err
+			return nil, decision, err
 		}
 		out := make([]Delivered, 0, len(leased))
-		dead := 0
+		dead, unblocked := 0, false
 		for _, m := range leased {
 			if m.DeadLettered {
 				dead++
+				unblocked = unblocked || m.MessageGroup != nil // its group's next message became visible
 				continue
 			}
 			d := Delivered{LeasedMessage: m}
-			d.Receipt = s.receipts.Encode(q.ID, persistence.Receipt{GroupNo: m.GroupNo, ID: m.ID, LeaseID: leaseID, DLQ: req.DLQ})
+			d.Receipt = s.receipts.Encode(q.ID, persistence.Receipt{GroupNo: m.GroupNo, ID: m.ID, LeaseID: leaseID, DLQ: req.DLQ,
+				Ordered: m.MessageGroup != nil && !req.DLQ})
 			if len(m.Attributes) > 0 {
 				_ = json.Unmarshal(m.Attributes, &d.Attributes)
 			}
 			if len(m.Metadata) > 0 {
 				var meta map[string]string
 				if json.Unmarshal(m.Metadata, &meta) == nil {
-					d.Traceparent = meta["traceparent"]
+					d.Traceparent, d.MessageGroupID = meta["traceparent"], meta["messageGroupId"]
 				}
 			}
 			out = append(out, d)
@@ -175,16 +246,20 @@ func (s *Service) leaseOnce(ctx context.Context, q persistence.Queue, groupNo in
 		if dead > 0 {
 			s.inst.MessagesDeadLettered.Add(ctx, int64(dead), queueAttr(q.ID))
 		}
+		if unblocked {
+			s.waiters.wakeOne(q.ID, groupNo)
+			s.notifier.mark(q.ID)
+		}
 		if len(out) > 0 {
 			s.inst.MessagesDelivered.Add(ctx, int64(len(out)), queueAttr(q.ID))
 			linkProducers(ctx, out)
-			return out, nil
+			return out, decision, nil
 		}
 		if dead == 0 {
-			return out, nil
+			return out, decision, nil
 		}
 	}
-	return nil, nil
+	return nil, decision, nil
 }
 
 // linkProducers links the receive span to each message's producer trace (DESIGN section 9).
@@ -238,9 +313,14 @@ func (s *Service) Delete(ctx context.Context, tenancyID, queueID, groupRef strin
 	if len(valid) == 0 {
 		return errs, nil
 	}
-	deleted, err := s.messages.Delete(ctx, queueID, valid)
+	deleted, unblocked, err := s.messages.Delete(ctx, queueID, valid)
 	if err != nil {
 		return nil, err
+	}
+	if unblocked > 0 {
+		// The next messages of ordered groups became visible.
+		s.waiters.wakeOne(queueID, groupNo)
+		s.notifier.mark(queueID)
 	}
 	acked := 0
 	var missed []persistence.Receipt

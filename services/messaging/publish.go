@@ -23,6 +23,7 @@ const (
 	MaxDelaySeconds   = 900
 	MaxChannelID      = 256
 	MaxDedupID        = 128
+	MaxMessageGroupID = 128
 )
 
 // PutEntry is one message to publish.
@@ -33,6 +34,10 @@ type PutEntry struct {
 	DelaySeconds int32
 	DedupID      string
 	Traceparent  string
+	// MessageGroupID orders the message after the earlier ones of its message group, in every consumer group
+	// ("" = unordered). A delayed message is delivered out of its group's order (it neither waits nor holds the
+	// group back): ordering it would let a delay block the group, or need a second head per group.
+	MessageGroupID string
 }
 
 // Put validates and stores a batch (all or nothing) and wakes the queue's consumers. Results are in batch order.
@@ -197,12 +202,18 @@ func encode(i int, e PutEntry, ctx context.Context) (persistence.NewMessage, err
 	if len(e.DedupID) > MaxDedupID {
 		return persistence.NewMessage{}, apierror.InvalidParameter("%s: at most %d characters", field("metadata.deduplicationId"), MaxDedupID)
 	}
+	if g := e.MessageGroupID; g != "" && (!utf8.ValidString(g) || utf8.RuneCountInString(g) > MaxMessageGroupID) {
+		return persistence.NewMessage{}, apierror.InvalidParameter("%s: 1 to %d characters of UTF-8", field("metadata.messageGroupId"), MaxMessageGroupID)
+	}
 	m := persistence.NewMessage{
 		ChannelID:    e.ChannelID,
 		DelaySeconds: e.DelaySeconds,
 		SizeBytes:    int32(size),
 		Content:      e.Content,
 		DedupID:      e.DedupID,
+	}
+	if e.DelaySeconds == 0 {
+		m.MessageGroup = e.MessageGroupID
 	}
 	if len(attrs) > 0 {
 		m.Attributes, _ = json.Marshal(attrs)
@@ -220,6 +231,9 @@ func encode(i int, e PutEntry, ctx context.Context) (persistence.NewMessage, err
 	}
 	if e.DedupID != "" {
 		meta["deduplicationId"] = e.DedupID
+	}
+	if e.MessageGroupID != "" {
+		meta["messageGroupId"] = e.MessageGroupID
 	}
 	if len(meta) > 0 {
 		m.Metadata, _ = json.Marshal(meta)

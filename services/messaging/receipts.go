@@ -10,13 +10,15 @@ import (
 	"github.com/ferry-mq/ferry/persistence"
 )
 
-// Receipts are opaque, URL-safe tokens naming one lease of one message: version, DLQ flag, consumer group, message
-// id and lease id, signed with HMAC-SHA256 over the queue id too, so a receipt cannot be forged, moved to another
+// Receipts are opaque, URL-safe tokens naming one lease of one message: version, flags (DLQ; ordered: the message
+// belongs to an ordered message group), consumer group, message id and lease id, signed with HMAC-SHA256 over the queue id too, so a receipt cannot be forged, moved to another
 // queue, or reused after the message was leased again (the lease id no longer matches).
 type Receipts struct{ key []byte }
 
 const (
 	receiptVersion = 1
+	receiptDLQ     = 1 << 0
+	receiptOrdered = 1 << 1
 	receiptPayload = 1 + 1 + 4 + 8 + 8
 	receiptMAC     = 16
 )
@@ -32,7 +34,10 @@ func (r *Receipts) Encode(queueID string, rc persistence.Receipt) string {
 	buf := make([]byte, receiptPayload, receiptPayload+receiptMAC)
 	buf[0] = receiptVersion
 	if rc.DLQ {
-		buf[1] = 1
+		buf[1] |= receiptDLQ
+	}
+	if rc.Ordered {
+		buf[1] |= receiptOrdered
 	}
 	binary.BigEndian.PutUint32(buf[2:], uint32(rc.GroupNo))
 	binary.BigEndian.PutUint64(buf[6:], uint64(rc.ID))
@@ -49,18 +54,23 @@ func (r *Receipts) Decode(queueID, receipt string) (persistence.Receipt, error) 
 	// Strict: the unused bits of the last character must be zero, so exactly one spelling of a receipt decodes
 	// (otherwise a changed last character could still be accepted).
 	buf, err := base64.RawURLEncoding.Strict().DecodeString(receipt)
-	if err != nil || len(buf) != receiptPayload+receiptMAC || buf[0] != receiptVersion || buf[1] > 1 {
+	if err != nil || len(buf) != receiptPayload+receiptMAC || buf[0] != receiptVersion || buf[1]&^(receiptDLQ|receiptOrdered) != 0 {
 		return persistence.Receipt{}, ErrBadReceipt
 	}
 	if !hmac.Equal(buf[receiptPayload:], r.mac(queueID, buf[:receiptPayload])) {
 		return persistence.Receipt{}, ErrBadReceipt
 	}
+	return receiptOf(buf), nil
+}
+
+func receiptOf(buf []byte) persistence.Receipt {
 	return persistence.Receipt{
-		DLQ:     buf[1] == 1,
+		DLQ:     buf[1]&receiptDLQ != 0,
+		Ordered: buf[1]&receiptOrdered != 0,
 		GroupNo: int32(binary.BigEndian.Uint32(buf[2:])),
 		ID:      int64(binary.BigEndian.Uint64(buf[6:])),
 		LeaseID: int64(binary.BigEndian.Uint64(buf[14:])),
-	}, nil
+	}
 }
 
 func (r *Receipts) mac(queueID string, payload []byte) []byte {
@@ -78,10 +88,5 @@ func (r *Receipts) Peek(receipt string) (persistence.Receipt, bool) {
 	if err != nil || len(buf) != receiptPayload+receiptMAC {
 		return persistence.Receipt{}, false
 	}
-	return persistence.Receipt{
-		DLQ:     buf[1] == 1,
-		GroupNo: int32(binary.BigEndian.Uint32(buf[2:])),
-		ID:      int64(binary.BigEndian.Uint64(buf[6:])),
-		LeaseID: int64(binary.BigEndian.Uint64(buf[14:])),
-	}, true
+	return receiptOf(buf), true
 }

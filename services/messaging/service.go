@@ -9,6 +9,7 @@ import (
 	"encoding/binary"
 	"log/slog"
 	mrand "math/rand/v2"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -112,6 +113,10 @@ func New(cfg Config, store *persistence.Store, databaseURL string, receiptKey []
 				if hook := s.configHook.Load(); hook != nil {
 					(*hook)(queueID)
 				}
+				return
+			}
+			if changed, ok := strings.CutPrefix(queueID, consumersNotifyPrefix); ok {
+				s.waiters.wakeStandby(changed)
 				return
 			}
 			s.channels.invalidate(queueID) // another node may have published to a channel this node has not seen

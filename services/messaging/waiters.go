@@ -10,10 +10,12 @@ import (
 // They hold no database connection while they wait: a wake-up (a local put, a NOTIFY from another node, or the
 // fallback poll) makes one waiter of each group try to lease, and a waiter that leased something wakes the next
 // one of its group, so a burst of messages cascades through the waiters without waking all of them for one
-// message.
+// message. Standby consumers of single-active-consumer queues wait apart: new messages are not for them, only a
+// change of consumers (wakeStandby) is.
 type waiters struct {
 	mu       sync.Mutex
 	byQueue  map[string]map[int32]*list.List // queue → group → *waiter
+	standby  map[string]*list.List           // queue → standby *waiter
 	lastPoll map[waitKey]time.Time           // fallback polls are limited to one per group per interval
 }
 
@@ -23,13 +25,38 @@ type waitKey struct {
 }
 
 type waiter struct {
-	key  waitKey
-	wake chan struct{} // buffered 1: a pending wake-up
-	elem *list.Element
+	key     waitKey
+	wake    chan struct{} // buffered 1: a pending wake-up
+	elem    *list.Element
+	standby bool
 }
 
 func newWaiters() *waiters {
-	return &waiters{byQueue: map[string]map[int32]*list.List{}, lastPoll: map[waitKey]time.Time{}}
+	return &waiters{byQueue: map[string]map[int32]*list.List{}, standby: map[string]*list.List{}, lastPoll: map[waitKey]time.Time{}}
+}
+
+// addStandby registers a standby consumer of a single-active-consumer queue.
+func (ws *waiters) addStandby(queueID string, groupNo int32) *waiter {
+	ws.mu.Lock()
+	defer ws.mu.Unlock()
+	l := ws.standby[queueID]
+	if l == nil {
+		l = list.New()
+		ws.standby[queueID] = l
+	}
+	w := &waiter{key: waitKey{queueID, groupNo}, wake: make(chan struct{}, 1), standby: true}
+	w.elem = l.PushBack(w)
+	return w
+}
+
+// wakeStandby wakes every standby consumer of the queue on this node (the consumers changed: one of them may be
+// active now).
+func (ws *waiters) wakeStandby(queueID string) {
+	ws.mu.Lock()
+	defer ws.mu.Unlock()
+	if l := ws.standby[queueID]; l != nil {
+		ws.wakeLocked(l, l.Len())
+	}
 }
 
 func (ws *waiters) add(queueID string, groupNo int32) *waiter {
@@ -53,6 +80,16 @@ func (ws *waiters) add(queueID string, groupNo int32) *waiter {
 func (ws *waiters) remove(w *waiter) {
 	ws.mu.Lock()
 	defer ws.mu.Unlock()
+	if w.standby {
+		if l := ws.standby[w.key.queueID]; l != nil && w.elem != nil {
+			l.Remove(w.elem)
+			w.elem = nil
+			if l.Len() == 0 {
+				delete(ws.standby, w.key.queueID)
+			}
+		}
+		return
+	}
 	groups := ws.byQueue[w.key.queueID]
 	if groups == nil || w.elem == nil {
 		return
@@ -102,6 +139,9 @@ func (ws *waiters) wakeAll() {
 			ws.wakeLocked(l, l.Len())
 		}
 	}
+	for _, l := range ws.standby {
+		ws.wakeLocked(l, l.Len())
+	}
 }
 
 func (ws *waiters) wakeLocked(l *list.List, n int) {
@@ -138,6 +178,9 @@ func (ws *waiters) count() int {
 		for _, l := range groups {
 			n += l.Len()
 		}
+	}
+	for _, l := range ws.standby {
+		n += l.Len()
 	}
 	return n
 }
