@@ -19,6 +19,10 @@ ALTER TABLE messages
 CREATE INDEX messages_group ON messages (queue_id, group_no, message_group, id)
     WHERE message_group IS NOT NULL AND NOT dlq;
 
+-- The messages a single active consumer holds (lease_owner is only set on such queues): a takeover or a leave
+-- makes them visible without reading the rest of the group.
+CREATE INDEX messages_lease_owner ON messages (queue_id, group_no, lease_owner) WHERE lease_owner IS NOT NULL;
+
 -- Single active consumer: per consumer group, only the consumer that registered first among the live ones
 -- receives messages; the others are standby.
 ALTER TABLE queues

@@ -62,8 +62,9 @@ const (
 	// Register or renew $3 and decide, in one statement: forget the other consumers that lapsed; the caller is
 	// active when no other live consumer registered before it (a caller that lapsed itself registers again, at
 	// the back). When it becomes active with this call (active_since = now(): set by this statement), every
-	// message of the group still leased by someone else becomes visible at once — the previous active consumer's
-	// unacknowledged messages, delivered first since the consumer lease orders by id. The answer also names the
+	// message of the group still leased by another consumer becomes visible at once — the previous active
+	// consumer's unacknowledged messages, delivered first since the consumer lease orders by id (found through
+	// messages_lease_owner, without reading the group's backlog). The answer also names the
 	// active consumer and when its lease ends, so that a standby knows when to look again.
 	consumersDecide = `-- consumers.decide
 		WITH lapsed AS (
@@ -88,8 +89,8 @@ const (
 			RETURNING c.active_since
 		), released AS (
 			UPDATE messages m SET visible_at = now()
-			WHERE m.queue_id = $1 AND m.group_no = $2 AND NOT m.dlq AND m.delivery_count > 0
-				AND m.visible_at > now() AND m.visible_at < 'infinity' AND m.lease_owner IS DISTINCT FROM $3
+			WHERE m.queue_id = $1 AND m.group_no = $2 AND m.lease_owner IS NOT NULL AND m.lease_owner <> $3
+				AND NOT m.dlq AND m.visible_at > now() AND m.visible_at < 'infinity'
 				AND EXISTS (SELECT 1 FROM me WHERE me.active_since = now())
 			RETURNING 1
 		)
@@ -104,8 +105,8 @@ const (
 			DELETE FROM consumers WHERE queue_id = $1 AND group_no = $2 AND consumer_id = $3 RETURNING 1
 		), released AS (
 			UPDATE messages m SET visible_at = now()
-			WHERE m.queue_id = $1 AND m.group_no = $2 AND NOT m.dlq AND m.lease_owner = $3
-				AND m.visible_at > now() AND m.visible_at < 'infinity' AND EXISTS (SELECT 1 FROM gone)
+			WHERE m.queue_id = $1 AND m.group_no = $2 AND m.lease_owner = $3
+				AND NOT m.dlq AND m.visible_at > now() AND m.visible_at < 'infinity' AND EXISTS (SELECT 1 FROM gone)
 			RETURNING 1
 		)
 		SELECT (SELECT count(*) FROM gone), (SELECT count(*) FROM released)`

@@ -123,8 +123,12 @@ const (
 	// Lease: the oldest visible rows of each requested channel (interleaved round-robin across channels), locked
 	// with SKIP LOCKED and updated in the same statement. A row whose delivery count reached the limit moves to
 	// the DLQ instead of being delivered; when it was the head of an ordered message group, the group's next
-	// message becomes visible in the same statement.
-	messagesLease = `-- messages.lease
+	// message becomes visible in the same statement (messagesLeaseDeadLetter: only where a DLQ limit is set, so
+	// that a queue without one runs the plain update).
+	messagesLease           = `-- messages.lease` + messagesLeasePick + messagesLeaseSet
+	messagesLeaseDeadLetter = `-- messages.lease_dead_letter` + messagesLeasePick + messagesLeaseSetUnblock
+
+	messagesLeasePick = `
 		WITH candidates AS (
 			SELECT m.group_no, m.id, row_number() OVER (PARTITION BY c.ord ORDER BY m.visible_at, m.id) AS rank, c.ord
 			FROM unnest($3::text[]) WITH ORDINALITY AS c(channel_id, ord)
@@ -137,12 +141,15 @@ const (
 				FOR UPDATE SKIP LOCKED) m
 		), next AS (
 			SELECT group_no, id FROM candidates ORDER BY rank, ord LIMIT $5
-		)` + messagesLeaseUpdate
+		)`
 
 	// Lease on a single-active-consumer queue, after consumers.decide in the same transaction: only the active
 	// consumer (decided by that statement, so its row was written now) leases, and it leases in publish order
 	// across the channels ($3 NULL = every channel).
-	messagesLeaseAsConsumer = `-- messages.lease_as_consumer
+	messagesLeaseAsConsumer           = `-- messages.lease_as_consumer` + messagesLeaseAsConsumerPick + messagesLeaseSet
+	messagesLeaseAsConsumerDeadLetter = `-- messages.lease_as_consumer_dead_letter` + messagesLeaseAsConsumerPick + messagesLeaseSetUnblock
+
+	messagesLeaseAsConsumerPick = `
 		WITH next AS (
 			SELECT group_no, id FROM messages
 			WHERE queue_id = $1 AND group_no = $2 AND dlq = $4 AND ($3::text[] IS NULL OR channel_id = ANY ($3))
@@ -152,7 +159,7 @@ const (
 			ORDER BY id
 			LIMIT $5
 			FOR UPDATE OF messages SKIP LOCKED
-		)` + messagesLeaseUpdate
+		)`
 
 	// The next message of each ordered group in the CTE heads_left (group_no, message_group; NULL groups are
 	// ignored) that lost its head: the oldest waiting one becomes visible. Waiting rows sort last in the lease
@@ -169,9 +176,8 @@ const (
 			WHERE m.queue_id = $1 AND m.group_no = nx.group_no AND m.id = nx.id AND m.visible_at = 'infinity'
 			RETURNING m.group_no, m.id`
 
-	// The update shared by both leases: deliver (or dead-letter) the picked rows, then unblock the ordered groups
-	// whose head was dead-lettered.
-	messagesLeaseUpdate = `, leased AS (
+	// The update shared by the leases: deliver (or dead-letter) the picked rows.
+	messagesLeaseSet = `
 			UPDATE messages m SET
 				dlq = m.dlq OR ($8 > 0 AND m.delivery_count >= $8),
 				visible_at = CASE WHEN NOT m.dlq AND $8 > 0 AND m.delivery_count >= $8 THEN now()
@@ -184,16 +190,25 @@ const (
 			WHERE m.queue_id = $1 AND m.group_no = next.group_no AND m.id = next.id
 			RETURNING m.group_no, m.id, m.channel_id, m.visible_at, m.expire_at, m.delivery_count, m.content,
 				m.attributes, m.metadata, m.time_created, m.dlq <> $4 AS dead_lettered, m.last_negative_code,
-				m.last_negative_reason, m.message_group
+				m.last_negative_reason, m.message_group`
+
+	// The same, then unblock the ordered groups whose head was dead-lettered.
+	messagesLeaseSetUnblock = `, leased AS (` + messagesLeaseSet + `
 		), heads_left AS (
 			SELECT group_no, message_group FROM leased WHERE dead_lettered
 		), unblocked AS (` + messagesUnblockNext + `)
 		SELECT * FROM leased`
 
-	// Acknowledge: delete the rows whose lease the receipts still hold; a deleted head of an ordered message group
-	// makes the group's next message visible in the same statement. Rows come back as (group_no, id, false) per
-	// deleted message and (group_no, id, true) per unblocked one.
+	// Acknowledge: delete the rows whose lease the receipts still hold. Rows come back as (group_no, id, false)
+	// per deleted message.
 	messagesDelete = `-- messages.delete
+		DELETE FROM messages m USING unnest($2::int[], $3::bigint[], $4::bigint[], $5::bool[]) AS r(group_no, id, lease_id, dlq)
+		WHERE m.queue_id = $1 AND m.group_no = r.group_no AND m.id = r.id AND m.lease_id = r.lease_id AND m.dlq = r.dlq
+		RETURNING m.group_no, m.id, false`
+
+	// Acknowledge receipts of which some are of ordered messages: a deleted head of an ordered message group
+	// makes the group's next message visible in the same statement, which returns (group_no, id, true) for it.
+	messagesDeleteOrdered = `-- messages.delete_ordered
 		WITH deleted AS (
 			DELETE FROM messages m USING unnest($2::int[], $3::bigint[], $4::bigint[], $5::bool[]) AS r(group_no, id, lease_id, dlq)
 			WHERE m.queue_id = $1 AND m.group_no = r.group_no AND m.id = r.id AND m.lease_id = r.lease_id AND m.dlq = r.dlq
@@ -548,7 +563,11 @@ func (r *Messages) queueInsert(batch *pgx.Batch, queueID string, retentionSecond
 
 // Lease leases up to req.Limit messages in one statement.
 func (r *Messages) Lease(ctx context.Context, req LeaseRequest) ([]LeasedMessage, error) {
-	rows, err := r.pool.Query(ctx, messagesLease, req.QueueID, req.GroupNo, req.Channels, req.DLQ, req.Limit,
+	query := messagesLease
+	if req.MaxDeliveries > 0 && !req.DLQ {
+		query = messagesLeaseDeadLetter
+	}
+	rows, err := r.pool.Query(ctx, query, req.QueueID, req.GroupNo, req.Channels, req.DLQ, req.Limit,
 		req.VisibilitySeconds, req.LeaseID, req.MaxDeliveries, nil)
 	if err != nil {
 		return nil, interpretError("leasing messages", err)
@@ -575,7 +594,11 @@ func (r *Messages) LeaseAsConsumer(ctx context.Context, req ConsumerLeaseRequest
 	batch.Queue(consumersDecide, req.QueueID, req.GroupNo, req.Consumer, req.ConsumerLeaseSeconds).QueryRow(func(row pgx.Row) error {
 		return d.scan(row)
 	})
-	batch.Queue(messagesLeaseAsConsumer, req.QueueID, req.GroupNo, channels, req.DLQ, req.Limit, req.VisibilitySeconds,
+	query := messagesLeaseAsConsumer
+	if req.MaxDeliveries > 0 && !req.DLQ {
+		query = messagesLeaseAsConsumerDeadLetter
+	}
+	batch.Queue(query, req.QueueID, req.GroupNo, channels, req.DLQ, req.Limit, req.VisibilitySeconds,
 		req.LeaseID, req.MaxDeliveries, req.Consumer).Query(func(rows pgx.Rows) error {
 		var err error
 		out, err = collectLeased(rows)
@@ -603,14 +626,16 @@ func collectLeased(rows pgx.Rows) ([]LeasedMessage, error) {
 func (r *Messages) Delete(ctx context.Context, queueID string, receipts []Receipt) (deleted []bool, unblocked int, err error) {
 	groups, ids, leases, dlqs := receiptArrays(receipts)
 	batch := &pgx.Batch{}
+	query := messagesDelete
 	for _, rc := range receipts {
 		if rc.Ordered && !rc.DLQ {
 			batch.Queue(messagesLockReceiptGroups, queueID, groups, ids)
+			query = messagesDeleteOrdered
 			break
 		}
 	}
 	done := map[[2]int64]bool{}
-	batch.Queue(messagesDelete, queueID, groups, ids, leases, dlqs).Query(func(rows pgx.Rows) error {
+	batch.Queue(query, queueID, groups, ids, leases, dlqs).Query(func(rows pgx.Rows) error {
 		var g int32
 		var id int64
 		var next bool
