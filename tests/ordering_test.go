@@ -388,8 +388,8 @@ func TestOrderedGroupsPerConsumerGroup(t *testing.T) {
 	require.Equal(t, []string{"m2"}, contents(get(t, c, q, limit(10), visibility(60))))
 }
 
-// TestOrderedGroupPurgeUnblocks: a purge that removes a group's head (here: what was published before the purge,
-// while a later message already waits behind it) lets the group continue with the message that is left.
+// TestOrderedGroupPurgeUnblocks: a purge or retention that removes a group's head (here: what was published before
+// the purge, while a later message already waits behind it) lets the group continue with the message that is left.
 func TestOrderedGroupPurgeUnblocks(t *testing.T) {
 	t.Parallel()
 	srv := testserver.Start(t)
@@ -406,6 +406,16 @@ func TestOrderedGroupPurgeUnblocks(t *testing.T) {
 	m3 := get(t, c, q, limit(10), visibility(60))
 	require.Equal(t, []string{"m3"}, contents(m3), "the group continues after the purge")
 	deleteAll(t, c, q, m3)
+
+	// Retention deletes the oldest messages the same way (ids up to a cutoff), and the group continues too.
+	ret := put(t, c, q, inGroup("r1", "R"), inGroup("r2", "R"), inGroup("r3", "R"))
+	require.Equal(t, []string{"r1"}, contents(get(t, c, q, limit(10), visibility(60))))
+	expired, err := srv.Node.Messaging().Messages().ExpireBatch(context.Background(), q, ret[1].Id, 1000)
+	require.NoError(t, err)
+	require.Equal(t, int64(2), expired)
+	r3 := get(t, c, q, limit(10), visibility(60))
+	require.Equal(t, []string{"r3"}, contents(r3), "the group continues after retention removed its head")
+	deleteAll(t, c, q, r3)
 
 	// A purge through the API empties waiting messages too; the group then starts afresh.
 	put(t, c, q, inGroup("n1", "G"), inGroup("n2", "G"))

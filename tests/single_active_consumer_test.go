@@ -266,6 +266,30 @@ func TestSingleActiveConsumerTwoNodes(t *testing.T) {
 	require.Equal(t, next+":RUNNING", consumersOf(t, c2, q)[0])
 }
 
+// TestSingleActiveConsumerPerConsumerGroup: each consumer group has its own active consumer (with fanout, the same
+// messages go to the active consumer of every group), and listing addresses one group.
+func TestSingleActiveConsumerPerConsumerGroup(t *testing.T) {
+	t.Parallel()
+	srv := testserver.Start(t)
+	tenancyID, c := srv.Admin(t, "sac-groups")
+	q := createQueue(t, c, tenancyID, withSingleActiveConsumer(30), withConsumerGroups(true))
+	audit := createGroup(t, c, q, "audit", "")
+	put(t, c, q, msg("m0"), msg("m1"))
+
+	require.Len(t, get(t, c, q, as("p1"), limit(10), visibility(60)), 2)
+	require.Empty(t, get(t, c, q, as("p2"), limit(10)))
+	require.Len(t, get(t, c, q, ofGroup("audit"), as("p2"), limit(10), visibility(60)), 2, "p2 registers first in audit: active there")
+	require.Empty(t, get(t, c, q, ofGroup("audit"), as("p1"), limit(10)), "p1 is a standby in audit")
+	require.Equal(t, []string{"p1:RUNNING", "p2:STANDBY"}, consumersOf(t, c, q))
+	resp, err := c.ListConsumersWithResponse(context.Background(), q, &sdk.ListConsumersParams{ConsumerGroupId: &audit.Id})
+	require.NoError(t, err)
+	require.Equal(t, http.StatusOK, resp.StatusCode(), string(resp.Body))
+	require.Len(t, resp.JSON200.Items, 2)
+	require.Equal(t, "p2", resp.JSON200.Items[0].Id)
+	require.Equal(t, sdk.ConsumerStatusRUNNING, resp.JSON200.Items[0].Status)
+	require.Equal(t, audit.Id, resp.JSON200.Items[0].ConsumerGroupId)
+}
+
 // TestSingleActiveConsumerBadInput: the consumer id is required on such queues (and only there), well-formed and
 // not contradictory; the queue settings are validated.
 func TestSingleActiveConsumerBadInput(t *testing.T) {
