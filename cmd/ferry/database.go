@@ -21,7 +21,15 @@ func database(ctx context.Context, cfg server.Config, logger *slog.Logger) (url 
 	if cfg.DatabaseURL != "" {
 		return cfg.DatabaseURL, func() {}, nil
 	}
-	cluster, err := pgcluster.Open(ctx, pgcluster.Options{Dir: filepath.Join(cfg.DataDir, "postgres"), Logger: logger})
+	// FERRY_PG_SETTINGS passes extra postgres settings to the private cluster ("name=value,name=value"), e.g.
+	// shared_preload_libraries=pg_stat_statements for profiling.
+	settings := map[string]string{}
+	for _, kv := range strings.Split(os.Getenv("FERRY_PG_SETTINGS"), ",") {
+		if name, value, ok := strings.Cut(strings.TrimSpace(kv), "="); ok {
+			settings[name] = value
+		}
+	}
+	cluster, err := pgcluster.Open(ctx, pgcluster.Options{Dir: filepath.Join(cfg.DataDir, "postgres"), Logger: logger, Settings: settings})
 	if err != nil {
 		return "", nil, err
 	}

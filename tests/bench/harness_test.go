@@ -62,7 +62,7 @@ func startNode(b testing.TB) *node {
 	_, _ = rand.Read(secretBytes)
 	secret := hex.EncodeToString(secretBytes)
 	env := append(os.Environ(), "FERRY_DATA_DIR="+filepath.Join(dir, "data"), "FERRY_LISTEN="+addr,
-		"FERRY_JWT_HS256_SECRET="+secret, "FERRY_LOG_LEVEL=warn", "FERRY_DB_MAX_CONNS=32", "FERRY_DATABASE_URL=", "FERRY_PPROF_LISTEN="+os.Getenv("FERRY_BENCH_PPROF"))
+		"FERRY_JWT_HS256_SECRET="+secret, "FERRY_LOG_LEVEL=warn", "FERRY_DB_MAX_CONNS=32", "FERRY_DATABASE_URL=", "FERRY_PPROF_LISTEN="+os.Getenv("FERRY_BENCH_PPROF"), "FERRY_PG_SETTINGS="+os.Getenv("FERRY_BENCH_PG_SETTINGS"))
 	n := &node{base: "http://" + addr, dataDir: dir, stderr: &bytes.Buffer{}}
 	n.cmd = exec.Command(bin, "serve")
 	n.cmd.Env = env
