@@ -3,6 +3,7 @@ package persistence
 import (
 	"context"
 	"fmt"
+	"strconv"
 	"time"
 
 	"github.com/jackc/pgx/v5"
@@ -273,8 +274,8 @@ const (
 			FROM copies c LEFT JOIN queued q ON q.group_no = c.group_no AND q.message_group = c.message_group)
 		SELECT id, ord, now() + make_interval(secs => $8) FROM input`
 
-	// After rows were deleted in bulk (purge, retention) — under messages.lock_groups — make the next message of
-	// each given group visible when the group has no head left.
+	// After rows were deleted in bulk (purge, retention) — in the same transaction, under messages.lock_groups —
+	// make the next message of each given group visible when the group has no head left.
 	messagesUnblockGroups = `-- messages.unblock_groups
 		WITH heads_left AS (
 			SELECT k.group_no, k.message_group FROM unnest($2::int[], $3::text[]) AS k(group_no, message_group)
@@ -345,35 +346,28 @@ const (
 	// Batched deletes address rows by primary key, not by ctid: a lease or an acknowledgement that rewrites a row
 	// between the pick and the delete moves its ctid, and a ctid-addressed delete would silently skip it.
 
-	// Purge one batch of the messages published before the purge started (id <= $4): dlq NULL = both.
-	// It returns how many it deleted and the ordered groups that lost messages (to unblock their next ones).
-	messagesPurgeBatch = `-- messages.purge
-		WITH deleted AS (
-			DELETE FROM messages m USING (
-				SELECT group_no, id FROM messages WHERE queue_id = $1 AND ($2::bool IS NULL OR dlq = $2) AND id <= $4 LIMIT $3) p
-			WHERE m.queue_id = $1 AND m.id = p.id AND m.group_no IS NOT DISTINCT FROM p.group_no AND ($2::bool IS NULL OR m.dlq = $2)
-			RETURNING m.group_no, m.message_group, m.dlq
-		)` + deletedGroups
+	// Purge one batch of the messages published before the purge started (id <= $4): dlq NULL = both. Bulk
+	// deletes run in steps in one transaction (deleteBatch): pick a batch (with the ordered groups it touches),
+	// take those groups' locks, delete the picked rows that still qualify, unblock the groups.
+	messagesPurgePick = `-- messages.purge_pick
+		SELECT group_no, id, message_group FROM messages
+		WHERE queue_id = $1 AND ($2::bool IS NULL OR dlq = $2) AND id <= $4 LIMIT $3`
 
 	// The highest message id allocated so far.
 	messagesLastID = `SELECT CASE WHEN is_called THEN last_value ELSE 0 END FROM messages_id_seq`
 
 	// Retention: one batch of a queue's messages with ids at or below the cutoff (a primary-key range per group).
-	messagesExpireBatch = `-- messages.expire
-		WITH deleted AS (
-			DELETE FROM messages m USING (
-				SELECT group_no, id FROM messages WHERE queue_id = $1
-					AND group_no = ANY (ARRAY (SELECT 0 UNION SELECT group_no FROM consumer_groups WHERE queue_id = $1))
-					AND id <= $2 LIMIT $3) e
-			WHERE m.queue_id = $1 AND m.id = e.id AND m.group_no IS NOT DISTINCT FROM e.group_no
-			RETURNING m.group_no, m.message_group, m.dlq
-		)` + deletedGroups
+	messagesExpirePick = `-- messages.expire_pick
+		SELECT group_no, id, message_group FROM messages WHERE queue_id = $1
+			AND group_no = ANY (ARRAY (SELECT 0 UNION SELECT group_no FROM consumer_groups WHERE queue_id = $1))
+			AND id <= $2 LIMIT $3`
 
-	// The tail of the bulk deletes: the count, and the distinct (consumer group, message group) pairs of the
-	// deleted ordered messages that were not in the DLQ.
-	deletedGroups = `
-		SELECT (SELECT count(*) FROM deleted), coalesce(array_agg(g.group_no), '{}'), coalesce(array_agg(g.message_group), '{}')
-		FROM (SELECT DISTINCT group_no, message_group FROM deleted WHERE message_group IS NOT NULL AND NOT dlq) g`
+	// The delete step of deleteBatch: the picked rows, by primary key, still in the DLQ or not as the purge asks
+	// ($4 NULL = either).
+	messagesDeletePicked = `-- messages.delete_picked
+		DELETE FROM messages m USING unnest($2::int[], $3::bigint[]) AS p(group_no, id)
+		WHERE m.queue_id = $1 AND m.id = p.id AND m.group_no IS NOT DISTINCT FROM p.group_no
+			AND ($4::bool IS NULL OR m.dlq IS NOT DISTINCT FROM $4)`
 
 	// Messages of queues deleted in the last day: nodes cache a queue's state for a moment, so a put that raced
 	// the delete can land after the delete's purge.
@@ -776,40 +770,69 @@ func (r *Messages) Redrive(ctx context.Context, queueID string, groupNo int32, l
 // PurgeBatch deletes up to batch messages of the queue with ids at or below upTo (dlq nil = queue and DLQ) and
 // returns how many. Ordered groups that lost their head continue with their next message.
 func (r *Messages) PurgeBatch(ctx context.Context, queueID string, dlq *bool, upTo int64, batch int) (int64, error) {
-	n, err := r.deleteAndUnblock(ctx, queueID, messagesPurgeBatch, queueID, dlq, batch, upTo)
+	n, err := r.deleteBatch(ctx, queueID, dlq, messagesPurgePick, queueID, dlq, batch, upTo)
 	return n, interpretError("purging messages", err)
 }
 
-// deleteAndUnblock runs a bulk delete that reports the ordered groups it touched (deletedGroups), then makes the
-// next message of each of those groups visible when the group has no head left: under the groups' locks, in a
-// second transaction (the delete's snapshot cannot see a put that queued behind a head it deleted; the repair,
-// taken after the put's lock, does).
-func (r *Messages) deleteAndUnblock(ctx context.Context, queueID, query string, args ...any) (int64, error) {
-	var n int64
-	var groupNos []int32
-	var names []string
-	if err := r.pool.QueryRow(ctx, query, args...).Scan(&n, &groupNos, &names); err != nil || len(names) == 0 {
-		return n, err
-	}
-	unblocked, err := r.UnblockGroups(ctx, queueID, groupNos, names)
+// deleteBatch deletes the rows that pick selects (group_no, id, message_group) in one transaction. When some
+// belong to ordered groups it takes those groups' locks before deleting — as puts and acknowledgements do: locks
+// first, then rows, so no deadlock — and afterwards makes the next message of each group that lost its head
+// visible, with a snapshot that sees every put that queued behind a deleted head. The other nodes are told after
+// the commit.
+func (r *Messages) deleteBatch(ctx context.Context, queueID string, dlq *bool, pick string, pickArgs ...any) (int64, error) {
+	var deleted, unblocked int64
+	err := InTx(ctx, r.pool, func(tx pgx.Tx) error {
+		rows, err := tx.Query(ctx, pick, pickArgs...)
+		if err != nil {
+			return err
+		}
+		var groupNos, lockGroupNos []int32
+		var ids []int64
+		var lockNames []string
+		seen := map[string]bool{}
+		var g int32
+		var id int64
+		var name *string
+		if _, err := pgx.ForEachRow(rows, []any{&g, &id, &name}, func() error {
+			groupNos, ids = append(groupNos, g), append(ids, id)
+			// DLQ rows are out of their group's order, but one may be redriven before the delete: lock it too.
+			if key := strconv.Itoa(int(g)) + "/" + deref(name); name != nil && !seen[key] {
+				seen[key] = true
+				lockGroupNos, lockNames = append(lockGroupNos, g), append(lockNames, *name)
+			}
+			return nil
+		}); err != nil || len(ids) == 0 {
+			return err
+		}
+		if len(lockNames) > 0 {
+			if _, err := tx.Exec(ctx, messagesLockGroups, queueID, lockGroupNos, lockNames); err != nil {
+				return err
+			}
+		}
+		tag, err := tx.Exec(ctx, messagesDeletePicked, queueID, groupNos, ids, dlq)
+		if err != nil {
+			return err
+		}
+		deleted = tag.RowsAffected()
+		if len(lockNames) > 0 {
+			return tx.QueryRow(ctx, messagesUnblockGroups, queueID, lockGroupNos, lockNames).Scan(&unblocked)
+		}
+		return nil
+	})
 	if err != nil {
-		return n, err
+		return deleted, err
 	}
 	if unblocked > 0 {
-		return n, r.Notify(ctx, []string{queueID})
+		return deleted, r.Notify(ctx, []string{queueID})
 	}
-	return n, nil
+	return deleted, nil
 }
 
-// UnblockGroups makes the next message of each given ordered group visible when the group has no head (a
-// message that is visible, leased or delayed) left, and returns how many it made visible. It is idempotent.
-func (r *Messages) UnblockGroups(ctx context.Context, queueID string, groupNos []int32, names []string) (int64, error) {
-	var unblocked int64
-	batch := &pgx.Batch{}
-	batch.Queue(messagesLockGroups, queueID, groupNos, names)
-	batch.Queue(messagesUnblockGroups, queueID, groupNos, names).QueryRow(func(row pgx.Row) error { return row.Scan(&unblocked) })
-	err := r.pool.SendBatch(ctx, batch).Close()
-	return unblocked, interpretError("unblocking ordered groups", err)
+func deref(s *string) string {
+	if s == nil {
+		return ""
+	}
+	return *s
 }
 
 // LastID is the highest message id allocated so far: every message published before the call has an id at or
@@ -830,7 +853,7 @@ func (r *Messages) DeleteOrphans(ctx context.Context, batch int) (int64, error) 
 // ExpireBatch deletes up to batch messages of the queue (every consumer group, a primary-key range each) whose id
 // is at or below cutoff.
 func (r *Messages) ExpireBatch(ctx context.Context, queueID string, cutoff int64, batch int) (int64, error) {
-	n, err := r.deleteAndUnblock(ctx, queueID, messagesExpireBatch, queueID, cutoff, batch)
+	n, err := r.deleteBatch(ctx, queueID, nil, messagesExpirePick, queueID, cutoff, batch)
 	return n, interpretError("expiring messages", err)
 }
 
