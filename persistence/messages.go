@@ -168,18 +168,24 @@ const (
 
 	// The next message of each ordered group in the CTE heads_left (group_no, message_group; NULL groups are
 	// ignored) that lost its head: the oldest waiting one becomes visible. Waiting rows sort last in the lease
-	// index and first-to-last by id in messages_group, so this is one index probe per group. The scalar subquery
-	// picks by the statement's snapshot and the update re-checks visible_at: when the picked row was unblocked or
-	// deleted meanwhile, nothing else is unblocked in its place.
-	messagesUnblockNext = `
-			UPDATE messages m SET visible_at = now()
-			FROM (SELECT h.group_no, (SELECT n.id FROM messages n
+	// index and first-to-last by id in messages_group, so this is one index probe per group (next_up, kept apart
+	// so that the update looks its rows up by primary key: m.id = ANY is the index condition). The scalar
+	// subquery picks by the statement's snapshot and the update re-checks visible_at: when the picked row was
+	// unblocked or deleted meanwhile, nothing else is unblocked in its place. Defines the CTEs next_up and
+	// unblocked (group_no, id).
+	messagesUnblockNext = `next_up AS MATERIALIZED (
+			SELECT h.group_no, (SELECT n.id FROM messages n
 					WHERE n.queue_id = $1 AND n.group_no = h.group_no AND n.message_group = h.message_group AND NOT n.dlq
 						AND n.visible_at = 'infinity'
 					ORDER BY n.id LIMIT 1) AS id
-				FROM (SELECT DISTINCT group_no, message_group FROM heads_left WHERE message_group IS NOT NULL) h) nx
-			WHERE m.queue_id = $1 AND m.id = nx.id AND m.group_no IS NOT DISTINCT FROM nx.group_no AND m.visible_at = 'infinity'
-			RETURNING m.group_no, m.id`
+			FROM (SELECT DISTINCT group_no, message_group FROM heads_left WHERE message_group IS NOT NULL) h
+		), unblocked AS (
+			UPDATE messages m SET visible_at = now()
+			FROM next_up nx
+			WHERE m.queue_id = $1 AND m.id = ANY (ARRAY (SELECT id FROM next_up)) AND m.id = nx.id
+				AND m.group_no IS NOT DISTINCT FROM nx.group_no AND m.visible_at = 'infinity'
+			RETURNING m.group_no, m.id
+		)`
 
 	// The update shared by the leases: deliver (or dead-letter) the picked rows.
 	messagesLeaseSet = `
@@ -201,7 +207,7 @@ const (
 	messagesLeaseSetUnblock = `, leased AS (` + messagesLeaseSet + `
 		), heads_left AS (
 			SELECT group_no, message_group FROM leased WHERE dead_lettered
-		), unblocked AS (` + messagesUnblockNext + `)
+		), ` + messagesUnblockNext + `
 		SELECT * FROM leased`
 
 	// Acknowledge: delete the rows whose lease the receipts still hold. Rows come back as (group_no, id, false)
@@ -220,7 +226,7 @@ const (
 			RETURNING m.group_no, m.id, m.message_group, m.dlq
 		), heads_left AS (
 			SELECT group_no, message_group FROM deleted WHERE NOT dlq
-		), unblocked AS (` + messagesUnblockNext + `)
+		), ` + messagesUnblockNext + `
 		SELECT group_no, id, false FROM deleted UNION ALL SELECT group_no, id, true FROM unblocked`
 
 	// Before a statement that changes the head of ordered message groups: the groups' advisory locks, in one
@@ -234,12 +240,16 @@ const (
 			SELECT DISTINCT hashtextextended($1 || '/' || u.group_no || '/' || u.message_group, 0) AS k
 			FROM unnest($2::int[], $3::text[]) AS u(group_no, message_group) ORDER BY 1) keys`
 
-	// The same locks, for the ordered messages that receipts address.
+	// The same locks, for the ordered messages that receipts address: one primary-key probe per receipt (a
+	// scalar subquery, so that the planner cannot turn it into a scan of the queue's ordered messages).
 	messagesLockReceiptGroups = `-- messages.lock_receipt_groups
 		SELECT pg_advisory_xact_lock(k) FROM (
-			SELECT DISTINCT hashtextextended(m.queue_id || '/' || m.group_no || '/' || m.message_group, 0) AS k
-			FROM messages m JOIN unnest($2::int[], $3::bigint[]) AS r(group_no, id) ON m.id = r.id AND m.group_no IS NOT DISTINCT FROM r.group_no
-			WHERE m.queue_id = $1 AND m.message_group IS NOT NULL AND NOT m.dlq ORDER BY 1) keys`
+			SELECT DISTINCT k FROM (
+				SELECT (SELECT hashtextextended(m.queue_id || '/' || m.group_no || '/' || m.message_group, 0) FROM messages m
+					WHERE m.queue_id = $1 AND m.id = r.id AND m.group_no IS NOT DISTINCT FROM r.group_no
+						AND m.message_group IS NOT NULL AND NOT m.dlq) AS k
+				FROM unnest($2::int[], $3::bigint[]) AS r(group_no, id)) receipt_keys
+			WHERE k IS NOT NULL ORDER BY 1) keys`
 
 	// Insert a batch that holds ordered messages (after messages.lock_groups in the same transaction). Per
 	// consumer group, the first message of a message group that has no message yet is its head and is inserted
@@ -281,7 +291,7 @@ const (
 			SELECT k.group_no, k.message_group FROM unnest($2::int[], $3::text[]) AS k(group_no, message_group)
 			WHERE NOT EXISTS (SELECT 1 FROM messages a WHERE a.queue_id = $1 AND a.group_no = k.group_no
 				AND a.message_group = k.message_group AND NOT a.dlq AND a.visible_at <> 'infinity')
-		), unblocked AS (` + messagesUnblockNext + `)
+		), ` + messagesUnblockNext + `
 		SELECT count(*) FROM unblocked`
 
 	messagesUpdateVisibility = `-- messages.update_visibility
@@ -341,7 +351,7 @@ const (
 			visible_at = CASE WHEN p.message_group IS NOT NULL AND (p.position > 1 OR q.message_group IS NOT NULL)
 				THEN 'infinity'::timestamptz ELSE now() END
 		FROM picked p LEFT JOIN queued q ON q.message_group = p.message_group
-		WHERE m.queue_id = $1 AND m.group_no = $2 AND m.id = p.id AND m.dlq`
+		WHERE m.queue_id = $1 AND m.id = ANY ($3) AND m.id = p.id AND m.group_no IS NOT DISTINCT FROM $2 AND m.dlq`
 
 	// Batched deletes address rows by primary key, not by ctid: a lease or an acknowledgement that rewrites a row
 	// between the pick and the delete moves its ctid, and a ctid-addressed delete would silently skip it.
@@ -366,7 +376,7 @@ const (
 	// ($4 NULL = either).
 	messagesDeletePicked = `-- messages.delete_picked
 		DELETE FROM messages m USING unnest($2::int[], $3::bigint[]) AS p(group_no, id)
-		WHERE m.queue_id = $1 AND m.id = p.id AND m.group_no IS NOT DISTINCT FROM p.group_no
+		WHERE m.queue_id = $1 AND m.id = ANY ($3) AND m.id = p.id AND m.group_no IS NOT DISTINCT FROM p.group_no
 			AND ($4::bool IS NULL OR m.dlq IS NOT DISTINCT FROM $4)`
 
 	// Messages of queues deleted in the last day: nodes cache a queue's state for a moment, so a put that raced
