@@ -4,6 +4,7 @@ package dataplane
 
 import (
 	"cmp"
+	"encoding/json"
 	"net/http"
 	"time"
 
@@ -57,10 +58,29 @@ func int32Ptr(p *int) *int32 {
 
 // PutMessages publishes a batch: all of it commits before the 200, or none of it.
 func (h *Handlers) PutMessages(c *gin.Context, queueID api.QueueIdPath, _ api.PutMessagesParams) {
-	var body api.PutMessagesDetails
-	if !bind(c, &body) {
+	entries, ok := validatedEntries(c)
+	if !ok {
+		var body api.PutMessagesDetails
+		if !bind(c, &body) {
+			return
+		}
+		entries = entriesOf(body)
+	}
+	results, err := h.svc.Put(c.Request.Context(), tenancyOf(c), queueID, entries)
+	if err != nil {
+		apierror.Write(c, err)
 		return
 	}
+	out := api.PutMessages{Messages: make([]api.PutMessagesResultEntry, len(results))}
+	for i, r := range results {
+		groups := r.Groups
+		out.Messages[i] = api.PutMessagesResultEntry{Id: r.ID, ExpireAfter: r.ExpireAt, ConsumerGroups: &groups}
+	}
+	c.JSON(http.StatusOK, out)
+}
+
+// entriesOf converts a decoded PutMessages body.
+func entriesOf(body api.PutMessagesDetails) []messaging.PutEntry {
 	entries := make([]messaging.PutEntry, len(body.Messages))
 	for i, m := range body.Messages {
 		e := messaging.PutEntry{Content: m.Content}
@@ -76,17 +96,52 @@ func (h *Handlers) PutMessages(c *gin.Context, queueID api.QueueIdPath, _ api.Pu
 		}
 		entries[i] = e
 	}
-	results, err := h.svc.Put(c.Request.Context(), tenancyOf(c), queueID, entries)
-	if err != nil {
-		apierror.Write(c, err)
-		return
+	return entries
+}
+
+// validatedEntries reads the PutMessages body that the OpenAPI validator already decoded and checked (its
+// KeepValidatedValue), sparing a second JSON decode of up to 2 MiB on the hottest path. ok is false when the body
+// was not kept (another middleware re-read it), and the handler decodes it itself.
+func validatedEntries(c *gin.Context) (entries []messaging.PutEntry, ok bool) {
+	vv, ok := c.Request.Body.(interface{ ValidatedValue() any })
+	if !ok {
+		return nil, false
 	}
-	out := api.PutMessages{Messages: make([]api.PutMessagesResultEntry, len(results))}
-	for i, r := range results {
-		groups := r.Groups
-		out.Messages[i] = api.PutMessagesResultEntry{Id: r.ID, ExpireAfter: r.ExpireAt, ConsumerGroups: &groups}
+	root, _ := vv.ValidatedValue().(map[string]any)
+	list, ok := root["messages"].([]any)
+	if !ok {
+		return nil, false
 	}
-	c.JSON(http.StatusOK, out)
+	entries = make([]messaging.PutEntry, len(list))
+	for i, item := range list {
+		m, _ := item.(map[string]any)
+		content, ok := m["content"].(string)
+		if !ok {
+			return nil, false
+		}
+		e := messaging.PutEntry{Content: content}
+		if attrs, ok := m["attributes"].(map[string]any); ok {
+			e.Attributes = attrs
+		}
+		if md, ok := m["metadata"].(map[string]any); ok {
+			e.ChannelID, _ = md["channelId"].(string)
+			e.DedupID, _ = md["deduplicationId"].(string)
+			e.Traceparent, _ = md["traceparent"].(string)
+			e.MessageGroupID, _ = md["messageGroupId"].(string)
+			switch d := md["delayInSeconds"].(type) {
+			case float64:
+				e.DelaySeconds = int32(d)
+			case json.Number:
+				n, _ := d.Int64()
+				e.DelaySeconds = int32(n)
+			case nil:
+			default:
+				return nil, false
+			}
+		}
+		entries[i] = e
+	}
+	return entries, true
 }
 
 // GetMessages leases messages, long-polling up to timeoutInSeconds for the first one.

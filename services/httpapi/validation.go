@@ -34,6 +34,8 @@ func NewValidator(doc *openapi3.T) *Validator {
 		routes: map[string]*routers.Route{},
 		opts: &openapi3filter.Options{
 			AuthenticationFunc: openapi3filter.NoopAuthenticationFunc, // iam authenticates before validation
+			// Hot handlers (PutMessages) read the decoded body from the validator instead of decoding it twice.
+			KeepValidatedValue: true,
 			// Error strings must name the field and the reason, not dump the schema.
 			SchemaValidationOptions: []openapi3.SchemaValidationOption{openapi3.DisableSchemaErrorDetails()},
 		},
