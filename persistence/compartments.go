@@ -155,26 +155,9 @@ func (r *Compartments) List(ctx context.Context, tenancyID string, f Compartment
 		args = append(args, f.Name)
 		query += ` AND name = $3`
 	}
-	if f.LifecycleState != "" {
-		args = append(args, f.LifecycleState)
-		query += ` AND lifecycle_state = $` + itoa(len(args))
-	} else {
-		query += ` AND lifecycle_state <> 'DELETED'`
-	}
-	query, args, err := p.keyset(query, args, "time_created", "name", "id")
-	if err != nil {
-		return nil, "", err
-	}
-	rows, err := r.pool.Query(ctx, query, args...)
-	if err != nil {
-		return nil, "", interpretError("listing compartments", err)
-	}
-	list, err := pgx.CollectRows(rows, func(row pgx.CollectableRow) (Compartment, error) { return scanCompartment(row) })
-	if err != nil {
-		return nil, "", interpretError("listing compartments", err)
-	}
-	list, next := trim(p, list, func(c Compartment) (time.Time, string, string) { return c.TimeCreated, c.Name, c.ID })
-	return list, next, nil
+	query, args = lifecycleFilter(query, args, f.LifecycleState)
+	return listPage(ctx, r.pool, "listing compartments", p, query, args, "time_created", "name", "id", scanCompartment,
+		func(c Compartment) (time.Time, string, string) { return c.TimeCreated, c.Name, c.ID })
 }
 
 // Update changes an active compartment; ifMatch (when set) must equal its etag.

@@ -206,26 +206,9 @@ func (r *ConsumerGroups) List(ctx context.Context, tenancyID string, f ConsumerG
 		args = append(args, f.DisplayName)
 		query += ` AND display_name = $` + itoa(len(args))
 	}
-	if f.LifecycleState != "" {
-		args = append(args, f.LifecycleState)
-		query += ` AND lifecycle_state = $` + itoa(len(args))
-	} else {
-		query += ` AND lifecycle_state <> 'DELETED'`
-	}
-	query, args, err := p.keyset(query, args, "time_created", "display_name", "id")
-	if err != nil {
-		return nil, "", err
-	}
-	rows, err := r.pool.Query(ctx, query, args...)
-	if err != nil {
-		return nil, "", interpretError("listing consumer groups", err)
-	}
-	list, err := pgx.CollectRows(rows, func(row pgx.CollectableRow) (ConsumerGroup, error) { return scanConsumerGroup(row) })
-	if err != nil {
-		return nil, "", interpretError("listing consumer groups", err)
-	}
-	list, next := trim(p, list, func(g ConsumerGroup) (time.Time, string, string) { return g.TimeCreated, g.DisplayName, g.ID })
-	return list, next, nil
+	query, args = lifecycleFilter(query, args, f.LifecycleState)
+	return listPage(ctx, r.pool, "listing consumer groups", p, query, args, "time_created", "display_name", "id", scanConsumerGroup,
+		func(g ConsumerGroup) (time.Time, string, string) { return g.TimeCreated, g.DisplayName, g.ID })
 }
 
 // Update changes a group (the primary group's filter and name cannot change: the caller checks).

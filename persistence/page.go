@@ -1,11 +1,15 @@
 package persistence
 
 import (
+	"context"
 	"encoding/base64"
 	"encoding/json"
 	"fmt"
 	"strings"
 	"time"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/ferry-mq/ferry/services/apierror"
 )
@@ -115,4 +119,33 @@ func trim[T any](p Page, rows []T, position func(T) (time.Time, string, string))
 		c.Time = t
 	}
 	return rows, encodeCursor(c)
+}
+
+// listPage runs a list query whose WHERE clause is open, adding the keyset predicate, order and limit, and returns
+// one page and the next page token: the one shape every repository's List shares.
+func listPage[T any](ctx context.Context, pool *pgxpool.Pool, op string, p Page, query string, args []any,
+	timeCol, nameCol, idCol string, scan func(pgx.Row) (T, error), position func(T) (time.Time, string, string)) ([]T, string, error) {
+	query, args, err := p.keyset(query, args, timeCol, nameCol, idCol)
+	if err != nil {
+		return nil, "", err
+	}
+	rows, err := pool.Query(ctx, query, args...)
+	if err != nil {
+		return nil, "", interpretError(op, err)
+	}
+	list, err := pgx.CollectRows(rows, func(row pgx.CollectableRow) (T, error) { return scan(row) })
+	if err != nil {
+		return nil, "", interpretError(op, err)
+	}
+	list, next := trim(p, list, position)
+	return list, next, nil
+}
+
+// lifecycleFilter restricts a list to one lifecycle state, or by default to every state but DELETED.
+func lifecycleFilter(query string, args []any, state string) (string, []any) {
+	if state == "" {
+		return query + ` AND lifecycle_state <> 'DELETED'`, args
+	}
+	args = append(args, state)
+	return query + ` AND lifecycle_state = $` + itoa(len(args)), args
 }

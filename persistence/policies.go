@@ -126,26 +126,9 @@ func (r *Policies) List(ctx context.Context, tenancyID, compartmentID, name, sta
 		args = append(args, name)
 		query += ` AND name = $` + itoa(len(args))
 	}
-	if state != "" {
-		args = append(args, state)
-		query += ` AND lifecycle_state = $` + itoa(len(args))
-	} else {
-		query += ` AND lifecycle_state <> 'DELETED'`
-	}
-	query, args, err := p.keyset(query, args, "time_created", "name", "id")
-	if err != nil {
-		return nil, "", err
-	}
-	rows, err := r.pool.Query(ctx, query, args...)
-	if err != nil {
-		return nil, "", interpretError("listing policies", err)
-	}
-	list, err := pgx.CollectRows(rows, func(row pgx.CollectableRow) (Policy, error) { return scanPolicy(row) })
-	if err != nil {
-		return nil, "", interpretError("listing policies", err)
-	}
-	list, next := trim(p, list, func(x Policy) (time.Time, string, string) { return x.TimeCreated, x.Name, x.ID })
-	return list, next, nil
+	query, args = lifecycleFilter(query, args, state)
+	return listPage(ctx, r.pool, "listing policies", p, query, args, "time_created", "name", "id", scanPolicy,
+		func(x Policy) (time.Time, string, string) { return x.TimeCreated, x.Name, x.ID })
 }
 
 // Update changes an active policy.

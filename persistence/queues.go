@@ -164,26 +164,9 @@ func (r *Queues) List(ctx context.Context, tenancyID string, f QueueFilter, p Pa
 		args = append(args, f.ID)
 		query += ` AND id = $` + itoa(len(args))
 	}
-	if f.LifecycleState != "" {
-		args = append(args, f.LifecycleState)
-		query += ` AND lifecycle_state = $` + itoa(len(args))
-	} else {
-		query += ` AND lifecycle_state <> 'DELETED'`
-	}
-	query, args, err := p.keyset(query, args, "time_created", "display_name", "id")
-	if err != nil {
-		return nil, "", err
-	}
-	rows, err := r.pool.Query(ctx, query, args...)
-	if err != nil {
-		return nil, "", interpretError("listing queues", err)
-	}
-	list, err := pgx.CollectRows(rows, func(row pgx.CollectableRow) (Queue, error) { return scanQueue(row) })
-	if err != nil {
-		return nil, "", interpretError("listing queues", err)
-	}
-	list, next := trim(p, list, func(q Queue) (time.Time, string, string) { return q.TimeCreated, q.DisplayName, q.ID })
-	return list, next, nil
+	query, args = lifecycleFilter(query, args, f.LifecycleState)
+	return listPage(ctx, r.pool, "listing queues", p, query, args, "time_created", "display_name", "id", scanQueue,
+		func(q Queue) (time.Time, string, string) { return q.TimeCreated, q.DisplayName, q.ID })
 }
 
 // lockActive locks a queue for a change that needs it ACTIVE and the etag to match.

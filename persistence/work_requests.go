@@ -108,20 +108,8 @@ func (r *WorkRequests) List(ctx context.Context, tenancyID, compartmentID, resou
 		query += ` AND resource_id = $3`
 	}
 	p.SortByName, p.Descending = false, true
-	query, args, err := p.keyset(query, args, "time_accepted", "id", "id")
-	if err != nil {
-		return nil, "", err
-	}
-	rows, err := r.pool.Query(ctx, query, args...)
-	if err != nil {
-		return nil, "", interpretError("listing work requests", err)
-	}
-	list, err := pgx.CollectRows(rows, func(row pgx.CollectableRow) (WorkRequest, error) { return scanWorkRequest(row) })
-	if err != nil {
-		return nil, "", interpretError("listing work requests", err)
-	}
-	list, next := trim(p, list, func(w WorkRequest) (time.Time, string, string) { return w.TimeAccepted, w.ID, w.ID })
-	return list, next, nil
+	return listPage(ctx, r.pool, "listing work requests", p, query, args, "time_accepted", "id", "id", scanWorkRequest,
+		func(w WorkRequest) (time.Time, string, string) { return w.TimeAccepted, w.ID, w.ID })
 }
 
 // Claim takes the next work request to execute, or returns ok=false when there is none.
