@@ -118,10 +118,7 @@ func (r *Compartments) Create(ctx context.Context, c Compartment) (Compartment, 
 		_, err = tx.Exec(ctx, policyNotify, c.TenancyID) // policies name compartments: every node reloads the tree
 		return err
 	})
-	if apiErr := apierror.From(interpretError("", err)); apiErr.Code == "Conflict" {
-		return out, apierror.Conflict("name: a compartment named %q already exists in the parent compartment", c.Name)
-	}
-	return out, interpretError("creating compartment", err)
+	return out, nameConflict("creating compartment", err, apierror.Conflict("name: a compartment named %q already exists in the parent compartment", c.Name))
 }
 
 // LockActiveCompartment takes a share lock on a compartment that must be ACTIVE, so that it cannot be deleted
@@ -180,20 +177,14 @@ func (r *Compartments) Update(ctx context.Context, tenancyID, id, ifMatch string
 		if cur.ParentID == nil && patch.Name != nil && *patch.Name != cur.Name {
 			return apierror.IncorrectState("name: the root compartment of a tenancy cannot be renamed")
 		}
-		var tags any
-		if patch.FreeformTags != nil {
-			tags = patch.FreeformTags
-		}
+		tags := tagsPatch(patch.FreeformTags)
 		if out, err = scanCompartment(tx.QueryRow(ctx, compartmentUpdate, tenancyID, id, patch.Name, patch.Description, tags)); err != nil {
 			return err
 		}
 		_, err = tx.Exec(ctx, policyNotify, tenancyID)
 		return err
 	})
-	if apiErr := apierror.From(interpretError("", err)); apiErr.Code == "Conflict" {
-		return out, apierror.Conflict("name: a compartment with that name already exists in the parent compartment")
-	}
-	return out, interpretError("updating compartment", err)
+	return out, nameConflict("updating compartment", err, apierror.Conflict("name: a compartment with that name already exists in the parent compartment"))
 }
 
 // Delete marks an empty, non-root compartment DELETED.
@@ -254,6 +245,23 @@ func CheckEtag(ifMatch, current string) error {
 		return apierror.NoEtagMatch("if-match: the resource has changed (current etag %s)", current)
 	}
 	return nil
+}
+
+// tagsPatch is an update's freeform_tags parameter: NULL (keep the stored tags) when the request has none.
+func tagsPatch(tags map[string]string) any {
+	if tags == nil {
+		return nil
+	}
+	return tags
+}
+
+// nameConflict turns a unique violation of a write into conflict, whose message names the clashing field; other
+// errors go through interpretError.
+func nameConflict(op string, err error, conflict *apierror.Error) error {
+	if apierror.From(interpretError("", err)).Code == "Conflict" {
+		return conflict
+	}
+	return interpretError(op, err)
 }
 
 func tagsOrEmpty(tags map[string]string) map[string]string {

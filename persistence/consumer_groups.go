@@ -190,10 +190,7 @@ func (r *ConsumerGroups) Create(ctx context.Context, g ConsumerGroup) (ConsumerG
 		_, err = tx.Exec(ctx, consumerGroupNotify, g.QueueID)
 		return err
 	})
-	if apiErr := apierror.From(interpretError("", err)); apiErr.Code == "Conflict" {
-		return out, apierror.Conflict("displayName: the queue already has a consumer group named %q", g.DisplayName)
-	}
-	return out, interpretError("creating consumer group", err)
+	return out, nameConflict("creating consumer group", err, apierror.Conflict("displayName: the queue already has a consumer group named %q", g.DisplayName))
 }
 
 // List returns one page of a queue's groups.
@@ -232,10 +229,7 @@ func (r *ConsumerGroups) Update(ctx context.Context, tenancyID, id, ifMatch stri
 		if cur.IsPrimary() && ((p.DisplayName != nil && *p.DisplayName != cur.DisplayName) || (p.Filter != nil && *p.Filter != "")) {
 			return apierror.IncorrectState("the primary consumer group has no filter and keeps its name; it can only be enabled or disabled")
 		}
-		var tags any
-		if p.FreeformTags != nil {
-			tags = p.FreeformTags
-		}
+		tags := tagsPatch(p.FreeformTags)
 		out, err = scanConsumerGroup(tx.QueryRow(ctx, consumerGroupUpdate, tenancyID, id, p.DisplayName, p.Filter, p.IsEnabled,
 			p.SetDLQCount, p.DeadLetterQueueDeliveryCount, tags, cur.QueueID))
 		if err != nil {
@@ -244,10 +238,7 @@ func (r *ConsumerGroups) Update(ctx context.Context, tenancyID, id, ifMatch stri
 		_, err = tx.Exec(ctx, consumerGroupNotify, cur.QueueID)
 		return err
 	})
-	if apiErr := apierror.From(interpretError("", err)); apiErr.Code == "Conflict" {
-		return out, apierror.Conflict("displayName: the queue already has a consumer group with that name")
-	}
-	return out, interpretError("updating consumer group", err)
+	return out, nameConflict("updating consumer group", err, apierror.Conflict("displayName: the queue already has a consumer group with that name"))
 }
 
 // Delete marks a non-primary group DELETED and returns its queue's id; its stored messages are removed by the

@@ -110,10 +110,7 @@ func (r *Policies) Create(ctx context.Context, p Policy) (Policy, error) {
 		_, err = tx.Exec(ctx, policyNotify, p.TenancyID)
 		return err
 	})
-	if apiErr := apierror.From(interpretError("", err)); apiErr.Code == "Conflict" {
-		return out, apierror.Conflict("name: the tenancy already has a policy named %q", p.Name)
-	}
-	return out, interpretError("creating policy", err)
+	return out, nameConflict("creating policy", err, apierror.Conflict("name: the tenancy already has a policy named %q", p.Name))
 }
 
 // List returns one page of a compartment's policies.
@@ -147,20 +144,14 @@ func (r *Policies) Update(ctx context.Context, tenancyID, id, ifMatch string, pa
 		if err := CheckEtag(ifMatch, cur.Etag()); err != nil {
 			return err
 		}
-		var tags any
-		if patch.FreeformTags != nil {
-			tags = patch.FreeformTags
-		}
+		tags := tagsPatch(patch.FreeformTags)
 		if out, err = scanPolicy(tx.QueryRow(ctx, policyUpdate, tenancyID, id, patch.Name, patch.Description, patch.Statements, tags)); err != nil {
 			return err
 		}
 		_, err = tx.Exec(ctx, policyNotify, tenancyID)
 		return err
 	})
-	if apiErr := apierror.From(interpretError("", err)); apiErr.Code == "Conflict" {
-		return out, apierror.Conflict("name: the tenancy already has a policy with that name")
-	}
-	return out, interpretError("updating policy", err)
+	return out, nameConflict("updating policy", err, apierror.Conflict("name: the tenancy already has a policy with that name"))
 }
 
 // Delete marks a policy DELETED.

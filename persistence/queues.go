@@ -202,10 +202,7 @@ func (r *Queues) Update(ctx context.Context, tenancyID, id, ifMatch string, p Qu
 		if _, err := lockActive(ctx, tx, tenancyID, id, ifMatch); err != nil {
 			return err
 		}
-		var tags any
-		if p.FreeformTags != nil {
-			tags = p.FreeformTags
-		}
+		tags := tagsPatch(p.FreeformTags)
 		var err error
 		if p.ConsumerGroups != nil {
 			if err := setConsumerGroups(ctx, tx, tenancyID, id, *p.ConsumerGroups, p.PrimaryGroupEnabled); err != nil {
