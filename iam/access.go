@@ -30,6 +30,11 @@ const tenancyReload = 30 * time.Second
 // (Operations), finds the target's compartment, and asks authz for a decision over the caller's tenancy's
 // policies. A denial answers 404 NotAuthorizedOrNotFound, exactly like a missing resource.
 type Access struct {
+	// ResolveGroup, when set, resolves a data-plane consumerGroupId (OCID or displayName) to the group's OCID from
+	// the data plane's own cache of the queue's groups (ok false: no such group), so that a pull naming a group
+	// costs no extra query. Without it the groups are read from the database.
+	ResolveGroup func(ctx context.Context, tenancyID, queueID, ref string) (id string, ok bool)
+
 	engine *authz.Engine
 	store  *persistence.Store
 	logger *slog.Logger
@@ -423,7 +428,7 @@ func (a *Access) target(c *gin.Context, tenancyID string, kind TargetKind) (Targ
 		if err != nil {
 			return t, err
 		}
-		t.ConsumerGroupID, err = a.consumerGroupID(ctx, t.QueueID, c.Query("consumerGroupId"))
+		t.ConsumerGroupID, err = a.consumerGroupID(ctx, tenancyID, t.QueueID, c.Query("consumerGroupId"))
 		return t, err
 	case TargetQueueQuery:
 		return a.queueTarget(ctx, tenancyID, c.Query("queueId"))
@@ -481,12 +486,18 @@ func (a *Access) queueTarget(ctx context.Context, tenancyID, queueID string) (Ta
 // displayName, case-insensitive) names on the queue, resolved the way the data plane resolves it, so that a
 // target.consumergroup.id condition cannot be sidestepped by naming the group differently. The primary group's
 // OCID is the queue's. A ref that names no group is returned as is (the call then answers 404 anyway).
-func (a *Access) consumerGroupID(ctx context.Context, queueID, ref string) (string, error) {
+func (a *Access) consumerGroupID(ctx context.Context, tenancyID, queueID, ref string) (string, error) {
 	if ref == "" || ref == queueID || strings.EqualFold(ref, persistence.PrimaryGroupName) {
 		if ref == "" {
 			return "", nil
 		}
 		return queueID, nil
+	}
+	if a.ResolveGroup != nil {
+		if id, ok := a.ResolveGroup(ctx, tenancyID, queueID, ref); ok {
+			return id, nil
+		}
+		return ref, nil
 	}
 	groups, err := a.store.ConsumerGroups.OfQueue(ctx, queueID)
 	if err != nil {

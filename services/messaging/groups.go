@@ -132,3 +132,18 @@ func fanout(groups []group, attrs map[string]any) []int32 {
 	}
 	return out
 }
+
+// GroupID resolves a data-plane consumerGroupId (OCID or displayName) on a queue to the group's OCID from this node's
+// caches, the same way the data plane resolves it (IAM conditions on target.consumergroup.id use it). ok is false
+// when the queue is not active or has no such group.
+func (s *Service) GroupID(ctx context.Context, tenancyID, queueID, ref string) (string, bool) {
+	q, err := s.queues.active(ctx, tenancyID, queueID)
+	if err != nil {
+		return "", false
+	}
+	g, err := s.groups.resolve(ctx, q, ref)
+	if err != nil {
+		return "", false
+	}
+	return g.ID, true
+}

@@ -89,7 +89,8 @@ func New(cfg Config, pool *pgxpool.Pool, tel *telemetry.Telemetry, logger *slog.
 		return nil, err
 	}
 	s.messaging.OnConfig(access.OnConfigNotify, access.InvalidateAll)
-	routeOps := map[string]string{} // "METHOD /gin/route" → operationId
+	access.ResolveGroup = s.messaging.GroupID // one cache of a queue's groups, not a query per pull
+	routeOps := map[string]string{}           // "METHOD /gin/route" → operationId
 	for path, item := range spec.Paths.Map() {
 		for method, op := range item.Operations() {
 			routeOps[method+" "+httpapi.GinPath(path)] = op.OperationID
