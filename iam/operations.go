@@ -76,7 +76,8 @@ var Operations = map[string]Operation{
 	"DeleteMessages": {policy.PermQueuePull, TargetQueuePath, false},
 	"UpdateMessage":  {policy.PermQueuePull, TargetQueuePath, false},
 	"UpdateMessages": {policy.PermQueuePull, TargetQueuePath, false},
-	// Single active consumer: listing consumers reads the queue; leaving is a consumer's own act.
+	"WatchMessages":  {policy.PermQueuePull, TargetQueuePath, false},
+	// Consumers: listing them reads the queue; leaving is a consumer's own act.
 	"ListConsumers":  {policy.PermQueueRead, TargetQueuePath, false},
 	"DeleteConsumer": {policy.PermQueuePull, TargetQueuePath, false},
 	// Policies.

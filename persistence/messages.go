@@ -72,6 +72,9 @@ type LeaseRequest struct {
 	VisibilitySeconds int32
 	LeaseID           int64
 	MaxDeliveries     int32 // dead-letter after this many deliveries (0 = never; ignored on the DLQ)
+	// Owner is the consumer the messages are leased to (a watch's consumer: its messages are released when it
+	// leaves); "" = nobody in particular (GetMessages).
+	Owner string
 }
 
 // ConsumerLeaseRequest is a lease on a single-active-consumer queue: Consumer registers (or renews) first, and
@@ -576,7 +579,7 @@ func (r *Messages) Lease(ctx context.Context, req LeaseRequest) ([]LeasedMessage
 		query = messagesLeaseDeadLetter
 	}
 	rows, err := r.pool.Query(ctx, query, req.QueueID, req.GroupNo, req.Channels, req.DLQ, req.Limit,
-		req.VisibilitySeconds, req.LeaseID, req.MaxDeliveries, nil)
+		req.VisibilitySeconds, req.LeaseID, req.MaxDeliveries, nilIfEmpty(req.Owner))
 	if err != nil {
 		return nil, interpretError("leasing messages", err)
 	}

@@ -103,8 +103,28 @@ func (e CapabilityType) Valid() bool {
 	}
 }
 
+// Defines values for ConsumerKind.
+const (
+	ConsumerKindPOLL  ConsumerKind = "POLL"
+	ConsumerKindWATCH ConsumerKind = "WATCH"
+)
+
+// Valid indicates whether the value is a known member of the ConsumerKind enum.
+func (e ConsumerKind) Valid() bool {
+	switch e {
+	case ConsumerKindPOLL:
+		return true
+	case ConsumerKindWATCH:
+		return true
+	default:
+		return false
+	}
+}
+
 // Defines values for ConsumerStatus.
 const (
+	ConsumerStatusEXIT    ConsumerStatus = "EXIT"
+	ConsumerStatusLEAVING ConsumerStatus = "LEAVING"
 	ConsumerStatusRUNNING ConsumerStatus = "RUNNING"
 	ConsumerStatusSTANDBY ConsumerStatus = "STANDBY"
 )
@@ -112,6 +132,10 @@ const (
 // Valid indicates whether the value is a known member of the ConsumerStatus enum.
 func (e ConsumerStatus) Valid() bool {
 	switch e {
+	case ConsumerStatusEXIT:
+		return true
+	case ConsumerStatusLEAVING:
+		return true
 	case ConsumerStatusRUNNING:
 		return true
 	case ConsumerStatusSTANDBY:
@@ -458,30 +482,57 @@ type CompartmentCollection struct {
 	Items []Compartment `json:"items"`
 }
 
-// Consumer A live consumer of a consumer group of a single-active-consumer queue.
+// Consumer A consumer of a consumer group.
 type Consumer struct {
+	// AutoCommit Watch only. Messages are acknowledged as they are sent.
+	AutoCommit *bool `json:"autoCommit,omitempty"`
+
 	// ConsumerGroupId The OCID of the consumer group (the queue's OCID for the primary group).
 	ConsumerGroupId Ocid `json:"consumerGroupId"`
+
+	// Delivered Watch only (0 otherwise). The messages pushed to it by its current watch.
+	Delivered int64 `json:"delivered"`
 
 	// Id The consumer's id.
 	Id ConsumerId `json:"id"`
 
-	// IdleSeconds Seconds since the consumer's last GetMessages call.
+	// IdleSeconds Seconds since the consumer's last GetMessages call, or since its watch last pushed a message or heard
+	// from it.
 	IdleSeconds int `json:"idleSeconds"`
 
-	// Status `RUNNING`: the active consumer, the only one that receives messages; `STANDBY`: waits to take over.
+	// Kind `WATCH`: a push consumer (WatchMessages); `POLL`: a GetMessages caller.
+	Kind ConsumerKind `json:"kind"`
+
+	// Pending The messages the consumer holds (delivered, not acknowledged, lease not ended).
+	Pending int64 `json:"pending"`
+
+	// Slots Watch only. `window` − `pending`, how many more messages may be pushed to it.
+	Slots *int `json:"slots,omitempty"`
+
+	// Status `RUNNING`: receives messages (on a single-active-consumer queue: the active consumer); `STANDBY`: waits
+	// to take over; `LEAVING`: sent `Shutdown`, receives nothing more; `EXIT`: left.
 	Status ConsumerStatus `json:"status"`
 
 	// TimeRegistered When the consumer registered (its place in line to become active; RFC 3339, UTC).
 	TimeRegistered time.Time `json:"timeRegistered"`
+
+	// Window Watch only. The most messages it may hold unacknowledged.
+	Window *int `json:"window,omitempty"`
 }
 
-// ConsumerStatus `RUNNING`: the active consumer, the only one that receives messages; `STANDBY`: waits to take over.
+// ConsumerKind `WATCH`: a push consumer (WatchMessages); `POLL`: a GetMessages caller.
+type ConsumerKind string
+
+// ConsumerStatus `RUNNING`: receives messages (on a single-active-consumer queue: the active consumer); `STANDBY`: waits
+// to take over; `LEAVING`: sent `Shutdown`, receives nothing more; `EXIT`: left.
 type ConsumerStatus string
 
-// ConsumerCollection The live consumers of a consumer group.
+// ConsumerCollection The consumers of a queue's consumer groups.
 type ConsumerCollection struct {
-	// Items The consumers, the active one first, then the standbys in the order they would take over.
+	// Groups Per consumer group listed, its consumers summed.
+	Groups []ConsumerGroupConsumers `json:"groups"`
+
+	// Items The consumers, per group the active one first, then the standbys in the order they would take over; `EXIT` last.
 	Items []Consumer `json:"items"`
 }
 
@@ -531,6 +582,21 @@ type ConsumerGroup struct {
 type ConsumerGroupCollection struct {
 	// Items The consumer groups.
 	Items []ConsumerGroup `json:"items"`
+}
+
+// ConsumerGroupConsumers The consumers of one consumer group, summed (those not `EXIT`).
+type ConsumerGroupConsumers struct {
+	// ConsumerGroupId The OCID of the consumer group.
+	ConsumerGroupId Ocid `json:"consumerGroupId"`
+
+	// Consumers How many consumers are not `EXIT`.
+	Consumers int `json:"consumers"`
+
+	// Delivered The messages pushed to its watches (including those listed as `EXIT`).
+	Delivered int64 `json:"delivered"`
+
+	// Pending The messages its consumers hold.
+	Pending int64 `json:"pending"`
 }
 
 // ConsumerGroupStats The statistics of one consumer group.
@@ -737,6 +803,9 @@ type GetMessage struct {
 	// Id The id of the message, unique within the queue.
 	Id int64 `json:"id"`
 
+	// LastNegative The last negative acknowledgement of the message (a watch consumer's), when there was one.
+	LastNegative *NegativeAcknowledgement `json:"lastNegative,omitempty"`
+
 	// Metadata The delivery options of the message.
 	Metadata *MessageMetadata `json:"metadata,omitempty"`
 
@@ -802,6 +871,15 @@ type MessageMetadata struct {
 // MessageReceipt An opaque, signed token that identifies one lease of one message (URL-safe). It is valid only until the
 // lease ends.
 type MessageReceipt = string
+
+// NegativeAcknowledgement Why a consumer released a message (a watch's negative frame).
+type NegativeAcknowledgement struct {
+	// Code The code the consumer gave (CamelCase words with an optional `.Detail`, or a number).
+	Code string `json:"code"`
+
+	// Reason The reason the consumer gave.
+	Reason *string `json:"reason,omitempty"`
+}
 
 // Ocid An Oracle-Cloud-style identifier: `ocid1.<type>.<realm>.<region>.<unique>`, where `<unique>` is 32 or more
 // lowercase base32 characters.
@@ -1857,6 +1935,30 @@ type UpdateMessagesParams struct {
 	OpcRequestId *OpcRequestIdHeader `json:"opc-request-id,omitempty"`
 }
 
+// WatchMessagesParams defines parameters for WatchMessages.
+type WatchMessagesParams struct {
+	// ConsumerGroupId The consumer group the call addresses: its OCID or its `displayName`. Absent = the primary consumer
+	// group.
+	ConsumerGroupId *ConsumerGroupIdQuery `form:"consumerGroupId,omitempty" json:"consumerGroupId,omitempty"`
+
+	// Window The most messages the consumer holds unacknowledged (1..1000).
+	Window *int `form:"window,omitempty" json:"window,omitempty"`
+
+	// AutoCommit Acknowledge each message as it is sent (at most once delivery).
+	AutoCommit *bool `form:"autoCommit,omitempty" json:"autoCommit,omitempty"`
+
+	// ChannelFilter Restricts the operation to one channel (an exact channel id) or to the channels whose id starts with a
+	// prefix (the prefix followed by `*`, for example `orders-*`).
+	ChannelFilter *ChannelFilterQuery `form:"channelFilter,omitempty" json:"channelFilter,omitempty"`
+
+	// OpcRequestId A caller-chosen unique id for this request (for log correlation); it is echoed in the `opc-request-id`
+	// response header. When absent the server generates one.
+	OpcRequestId *OpcRequestIdHeader `json:"opc-request-id,omitempty"`
+
+	// XFerryConsumerId The caller's consumer id, as the `consumerId` query parameter.
+	XFerryConsumerId *ConsumerIdHeader `json:"X-Ferry-Consumer-Id,omitempty"`
+}
+
 // DeleteMessageParams defines parameters for DeleteMessage.
 type DeleteMessageParams struct {
 	// ConsumerGroupId The consumer group the call addresses: its OCID or its `displayName`. Absent = the primary consumer
@@ -2102,6 +2204,9 @@ type ServerInterface interface {
 	// UpdateMessages Change the leases of messages in a batch
 	// (POST /20210201/queues/{queueId}/messages/actions/updateMessages)
 	UpdateMessages(c *gin.Context, queueId QueueIdPath, params UpdateMessagesParams)
+	// WatchMessages Watch (push) messages over a WebSocket
+	// (GET /20210201/queues/{queueId}/messages/watch)
+	WatchMessages(c *gin.Context, queueId QueueIdPath, params WatchMessagesParams)
 	// DeleteMessage Acknowledge (delete) a message
 	// (DELETE /20210201/queues/{queueId}/messages/{messageReceipt})
 	DeleteMessage(c *gin.Context, queueId QueueIdPath, messageReceipt MessageReceiptPath, params DeleteMessageParams)
@@ -4296,6 +4401,106 @@ func (siw *ServerInterfaceWrapper) UpdateMessages(c *gin.Context) {
 	siw.Handler.UpdateMessages(c, queueId, params)
 }
 
+// WatchMessages operation middleware
+func (siw *ServerInterfaceWrapper) WatchMessages(c *gin.Context) {
+
+	var err error
+	_ = err
+
+	// ------------- Path parameter "queueId" -------------
+	var queueId QueueIdPath
+
+	err = runtime.BindStyledParameterWithOptions("simple", "queueId", c.Param("queueId"), &queueId, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationPath, Explode: false, Required: true, Type: "string", Format: "", ValueIsUnescaped: true})
+	if err != nil {
+		siw.ErrorHandler(c, fmt.Errorf("Invalid format for parameter queueId: %w", err), http.StatusBadRequest)
+		return
+	}
+
+	// Parameter object where we will unmarshal all parameters from the context
+	var params WatchMessagesParams
+
+	// ------------- Optional query parameter "consumerGroupId" -------------
+
+	err = runtime.BindQueryParameterWithOptions("form", true, false, "consumerGroupId", c.Request.URL.Query(), &params.ConsumerGroupId, runtime.BindQueryParameterOptions{Type: "string", Format: ""})
+	if err != nil {
+		siw.ErrorHandler(c, fmt.Errorf("Invalid format for parameter consumerGroupId: %w", err), http.StatusBadRequest)
+		return
+	}
+
+	// ------------- Optional query parameter "window" -------------
+
+	err = runtime.BindQueryParameterWithOptions("form", true, false, "window", c.Request.URL.Query(), &params.Window, runtime.BindQueryParameterOptions{Type: "integer", Format: ""})
+	if err != nil {
+		siw.ErrorHandler(c, fmt.Errorf("Invalid format for parameter window: %w", err), http.StatusBadRequest)
+		return
+	}
+
+	// ------------- Optional query parameter "autoCommit" -------------
+
+	err = runtime.BindQueryParameterWithOptions("form", true, false, "autoCommit", c.Request.URL.Query(), &params.AutoCommit, runtime.BindQueryParameterOptions{Type: "boolean", Format: ""})
+	if err != nil {
+		siw.ErrorHandler(c, fmt.Errorf("Invalid format for parameter autoCommit: %w", err), http.StatusBadRequest)
+		return
+	}
+
+	// ------------- Optional query parameter "channelFilter" -------------
+
+	err = runtime.BindQueryParameterWithOptions("form", true, false, "channelFilter", c.Request.URL.Query(), &params.ChannelFilter, runtime.BindQueryParameterOptions{Type: "string", Format: ""})
+	if err != nil {
+		siw.ErrorHandler(c, fmt.Errorf("Invalid format for parameter channelFilter: %w", err), http.StatusBadRequest)
+		return
+	}
+
+	headers := c.Request.Header
+
+	// ------------- Optional header parameter "opc-request-id" -------------
+	if valueList, found := headers[http.CanonicalHeaderKey("opc-request-id")]; found {
+		var OpcRequestId OpcRequestIdHeader
+		n := len(valueList)
+		if n != 1 {
+			siw.ErrorHandler(c, fmt.Errorf("Expected one value for opc-request-id, got %d", n), http.StatusBadRequest)
+			return
+		}
+
+		err = runtime.BindStyledParameterWithOptions("simple", "opc-request-id", valueList[0], &OpcRequestId, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""})
+		if err != nil {
+			siw.ErrorHandler(c, fmt.Errorf("Invalid format for parameter opc-request-id: %w", err), http.StatusBadRequest)
+			return
+		}
+
+		params.OpcRequestId = &OpcRequestId
+
+	}
+
+	// ------------- Optional header parameter "X-Ferry-Consumer-Id" -------------
+	if valueList, found := headers[http.CanonicalHeaderKey("X-Ferry-Consumer-Id")]; found {
+		var XFerryConsumerId ConsumerIdHeader
+		n := len(valueList)
+		if n != 1 {
+			siw.ErrorHandler(c, fmt.Errorf("Expected one value for X-Ferry-Consumer-Id, got %d", n), http.StatusBadRequest)
+			return
+		}
+
+		err = runtime.BindStyledParameterWithOptions("simple", "X-Ferry-Consumer-Id", valueList[0], &XFerryConsumerId, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""})
+		if err != nil {
+			siw.ErrorHandler(c, fmt.Errorf("Invalid format for parameter X-Ferry-Consumer-Id: %w", err), http.StatusBadRequest)
+			return
+		}
+
+		params.XFerryConsumerId = &XFerryConsumerId
+
+	}
+
+	for _, middleware := range siw.HandlerMiddlewares {
+		middleware(c)
+		if c.IsAborted() {
+			return
+		}
+	}
+
+	siw.Handler.WatchMessages(c, queueId, params)
+}
+
 // DeleteMessage operation middleware
 func (siw *ServerInterfaceWrapper) DeleteMessage(c *gin.Context) {
 
@@ -4833,6 +5038,7 @@ func RegisterHandlersWithOptions(router gin.IRouter, si ServerInterface, options
 	router.GET(options.BaseURL+"/20210201/workRequests/:workRequestId", wrapper.GetWorkRequest)
 	router.GET(options.BaseURL+"/20210201/queues/:queueId/messages", wrapper.GetMessages)
 	router.POST(options.BaseURL+"/20210201/queues/:queueId/messages", wrapper.PutMessages)
+	router.GET(options.BaseURL+"/20210201/queues/:queueId/messages/watch", wrapper.WatchMessages)
 	router.DELETE(options.BaseURL+"/20210201/queues/:queueId/messages/:messageReceipt", wrapper.DeleteMessage)
 	router.PUT(options.BaseURL+"/20210201/queues/:queueId/messages/:messageReceipt", wrapper.UpdateMessage)
 	router.POST(options.BaseURL+"/20210201/queues/:queueId/messages/actions/deleteMessages", wrapper.DeleteMessages)
@@ -4865,292 +5071,317 @@ func RegisterHandlersWithOptions(router gin.IRouter, si ServerInterface, options
 // const string: with thousands of chunks the chained `+` fold is several
 // times slower for the Go compiler than parsing a slice literal.
 var swaggerSpec = []string{
-	"7L37chs39if+Kih+tyqkt0VTsuJJpJr6rSzLjr5rW4okj3d+oXca7AZJjJsA0wAtMS5v7dPsg+2TbOEc",
-	"oBt9I5u6WU6UPxyR7MYd534+50snkrO5FExo1dn70pkyGrMU/jy6oBPz/5ipKOVzzaXo7HUupoxEizRl",
-	"QhMmNNdLoumEyDHRU0ZSpuQijdg+mVOlCNeEKhLy8daM6mgakrFMiZxrPuNK84hEUmBb0bLfCToqmrIZ",
-	"NX3q5Zx19jpKp1xMOl+/Bp2TefSOXelTOmHVQZ2mTJkBXU6ZIDOZwkAWiVaEXXGl99xoFPlMkwUzgzKj",
-	"Ded0wkLy+4KlSzKnKZ0xzVKiJZkwDU8IdqWJeao/FOsHeMZ+XzClj+P6ZVsI/vuCER7janFFUnwhgHVR",
-	"i/lcpppQEZNETkgk05Ql1DTQJ0fRVDIcdUSThKU/KBLKebRlm9jicTgUMH8pGLmkipgVaTXsDzL9tGbo",
-	"J4fHL90eX8r0kxs50VOqiU5p9EnhlKhaimiaSiEXisg5S3EChVH8l5SNO3ud/3ian72n+Kt6ehLxGAZ2",
-	"xnS6PBhrllaH9Iu8JDMqlkSxSIpYmS27pFyTERvj7ut0ycWk2O2MCz5bzDp7g8AtBBeaTVja+Wp6zE4A",
-	"HP/DKRWCJa94oln6qzki1XGcMbOSkcaNyWZrhmN2IcImSJcKwq5opLNveNwjEk4a7Ch+q8jlVCo4IErT",
-	"VCtyyfWU0KGYp2zMr0jXPGz/HsskkZcsJqMlCZ+EeITYFZ3NE0ZCmZpbvPUk7OEJ4Ga0cM47QUfQmZl7",
-	"5E+wuFD06g0TEz3t7O38+LfALJz7vG2WSWuWmgb/52//88nH/zocPvn//ksnqDlbh3I2p6meMaGP42Nx",
-	"vhjplLGGtfxgzq5OFywgCVeacIFrk7dBwshvMISbQpPEHExzt017TMRUaGWWimrvupAZNaeF9fbtLRnT",
-	"RLGASJEsScxTFulkafos9bFi+WonV1jHmI3pItGdPezMrdBIyoRRUV2iU2qWeN398zruu7HNzZv1Q+sE",
-	"HXNZecrizh6s76Y3sTDGht1bMUhzyu2O9tus5W0MWKjFjKWvU7mYt19WfIlMzFvurvEZTZf41Q8Kn+fI",
-	"SX5fsAWz3/UaN6IwkFuf2YrNKE3H3QRC4zhlSjG1B7PAFUjh7zDmap7Q5Ts6Y2GfHIyAp/6d+Cvhmh0K",
-	"aHfV9ShPvYG+/FimL3V0BNs6jn8B8aRhxo4vZlPncZCx+ihro8Lws81D4Sefw//YesXSdLnl+t8qzWPV",
-	"luVjLk2h+TQ6wSDfPBg+18SMJzZ7xJKxIVKvmX7LlKITptacvBscusYZrDp1NXtApCCUKC4mCduikeaf",
-	"2Vb2M9wi0nUjNLNPWUD4REjzkSWKXZqven1yTmdOchuKsGZvQoIbuI9y4Ega5pkyEITMW0syWygjIxD2",
-	"+4Im68/u9bf7ZfL7ejZXlBmyiwnfO+oSMxpvJcxwXLtWXCjNaHZU7JdwNJrIa5z8vilfOh6/NRJ70317",
-	"1SjH7+F1Y5pOwrJWYHYvoUqTlNG4T2ApuCYxH49Zqsg4lTM8/qhfDIVpxSNdQl2a53a3d0j4Th5pOnmL",
-	"aoURBIw4M2GKCKmnRvTLd7d8rZ06ciOa9IaPWbSMEnauqW6SaU6MdJEyvUhFtggKJRuuSOKaMOKeZk27",
-	"lxR6an0iiwO0Y55xveL2zuiVEZCJWMxGLEWxis1AuraT4KheGI2IdLf7/e3BYNBrHviM6/qDtz0YBB3b",
-	"HXwaBLl4vl0jngcdS/DOWMT4XDdT0RQfcGcvYVSxmMzwbSCoOBcUnT1KSrrvz95sKTo2YuGc/r5gTWx9",
-	"VhjKtQlscUYVJbLp7h1YKrsVGW1BeGqlUQF8vZJ0zTclXbK3b+4cV4QZlTJ2cnZVmUyZmkuhmKWq9r7S",
-	"kSOnRLH0sxEwmDA0jClzNFZcu2IHTZfv55/W3z1YJZ0uL+QnJtoukzYPo746o5+cLp0yqs3asdlcaib0",
-	"HqGoPaLuBdM0fAffNnQm+2ok4+VQmMe4IDu7ZCoXqTtcViFM+YQLmlhrhE+6oWMuJoROKBf75Y5Q8bOU",
-	"EUih6S2ngIOfSXgoxTjhkQ7XrrlOl1vQbtOiP99dv+indMJW0A4gCRmhQOaGxhZ7EeGACXalt9DqgkN1",
-	"v85T9pnLhVk/PHVNRMW83DSN7cFOm4nIhEfLtmrBHJ5uIARz29TNBftfDRtvOybg+Q1D+h0buvmIzmWq",
-	"T9K40fZhBqVkqgnYGvrkJdJ24Bbhy6PzwxDFMPOMOeijJQk1n7FDuHJWezfPHtQ9SkHmbRbRlBtda36Y",
-	"zQdmV7B5tVt13+7VsPiXBUvaDbfgq3kfLwMYpF7Q2LZtPkVSGHpl/qTzecIjIO5P/63M2L+07OkoTaU1",
-	"ftUxUmQiRt8Vn2nC4z45lLHRHMNj/OLUqVAh6VJ73bkiM5qMZWpUFiMmLoAXp0Y6Cwg1/OqTkJeCjDlL",
-	"4qFwpsrAPEwdHTFEUKYZM8/H0AtI+JYro04Ue89UiGwYyKp6wVCEIPkcXUWMxebodSnRTFARLU0nKEKD",
-	"tEIu5SKJQUWwD/f6BEQj5NVwKi1xH4+ZiM1xhYngUfXM5yV217AT9oWnBevxV6tvAXm/+83OOcmeFddx",
-	"4yP7tbNDGsmapWbx4gUOAtcDdjUssZqQpGxhJC9nw8x4GTBOu9tK0yRfXLvbvb45YCCyRBqk12xgVo/g",
-	"IOYb0YWi7Ix8nSaJvFRDUVSsur5lNGYJQ75bNFGZ122rbDbXOL7FPLZM2p4R99iIcTEZCmjMHJHb3vtj",
-	"oVkqaHIOEhZu3N0fg5pewz28sexqziLNYjKmPFmkrHQpmJEDU/aZ0cRcVGwGTBO3uCjvpH4lFyK+h5V4",
-	"J/XBQk9lyv9g8Unqei4fw1gye2SuuEICVnDQgHjAmSKxhMfgfIKEPhT5+ZRGCcYF1ZeSRFQxBXaLmCV8",
-	"BKI1mKZjo2uLyYKrKR0l7NYP3SldJpLGF1K+oSl62e54mUs9lsgPSLxdIBPuoHGzVD1Lm5EMU+sGUfwP",
-	"dssH7jQF7xI3w31FecLu5+jldg1rS8ndp1Zmzs4dfO2bTBoML7e8MIZA8Ii9F/Qz5Yk5jPewMNVO7foI",
-	"GZs7J8yCgErqTpAiKZ9MNRHyssgEzFsx1XREFfCShUgZjeBW9W55qS6kfEvF0n6r7mGdSj3aRbJeMMe7",
-	"iJ6mUuuExRnVsoZERcaLJOkTULAJHYND3KxyZhOyPtehcJYD5PrwqDuit0qcjByc9bDuVc9tDKvzXtCM",
-	"kt8f52BCg3zkWMaI0RQiC4xcayRklGCDXFQOyIjGyZIoPhHmkznNS6YJCL0EDu/ciLe3TPa/OqUE2jrQ",
-	"OuWjhWb/MDJ0vUqUKfU5WabutT2Qx4ymTbpUk5lUmuz8+JxEU5rSSLNU9VDuw9PUJ8eCvJZos+KKhFQs",
-	"w6GYyiRGqSvExkJ8KRwnkurnu9bgIQU7GXf2fivZbp9XdP4gi3vAbjtfPwadq62J3PLMjOmYRuzLV3Pa",
-	"Mtb/kmnKE1gZGiMfoMlpali35kYps/bzsuFpupwbUdkcgSRjZ2N7z9BmQBSfLRKqJXif5l6bX0reUNN5",
-	"ktiZrlcbP9apctqwV12QeLvUd++lUhZ+LlIF8Odkv/X6ZpHK/r1bHWbRE2tWLsTf+u439D7yOCQZi1Y4",
-	"MPhFNRipUi4iPqfJDwobR/eZZjNVEx0DFupj/BEM1vZ3mqZ0aX6esxQuMpKOmu6y34mWJGYRj4EVM7GY",
-	"dfZ+6/z6/uj90b+O352fHh1edAL7+ezo4GX24f3py4OLo+zj4dmR//Hl0Zsj7+Pbk3/kH07fn732P53/",
-	"4n1486YTdA5P3p4enF28PXp34Q3C/9YOxf8qG5D/ZTYs/8tscKcnb44P/+l1Yb+wrdtPWRv2c9aR/Wyb",
-	"+1i93pnN6xbPoDWxGfK4GP2boRq+4kCBScFQ9x8UCdViFIIgsalTKbcX/Zb1Wzhm+ewl/uqTqzOwMjdY",
-	"6hy5AZ9ixJUNyipSHitM13otQff35fPMVGLf6neqnkSzBDqashjU+JmLMqwZX/a7p8oTrkkX1HG0D8ZM",
-	"cKNu+3e2OIHMIHsbR8FSahiP4UmocGQjxdPhPq2Z1g+KaHal+5112+6ZlPO267a9SIxKrbiNrFv/usYO",
-	"6ZyOeML1cmNmh3JjlDXQJ+Hhybvz92+Pzv71+uzk/el5SJgwsrUqUXYFJuAxFXKhq2eRq1OMOSnEvBxB",
-	"S3HBmYi21aqDujKOPXOMsnNcDmlx7EZIMoaYuADNv3/3GWEPjVSfmSLsM0uXQ2GFoNydzRWJuYJhwgSF",
-	"JGg4w/ZxQ1QuPqGvJFNx4e2IpjGLSZeKeCgiuRC5mal6xfCb+nCMbFc8tlNalhqSWjpN8GvtsQGfO/gu",
-	"vCCx64lNF9WosZn8zHLbm7wPSWlFDBuMJteUtCRd9NihJdlIH6V1Kw6vaQEFSw5lkrBI1woSB2gSl2Mv",
-	"eFTVXBdHEGtWNX8vizyGmOaVss9K+oKvrZhRUyAxxjhRN6bAKAyLkWK64Nv6Qbn7YNmBu6PKKPouVAau",
-	"avikhtU+XxezWhOvWohzrHUn++IxRbODHbQ9AkU5meiUsRZndo3/kYJdxw/6dJF5XZkSsUiSXqZblMV4",
-	"XGs7ugDDi4ciNGIzV6WRm06RwpSlFtMHGnmQ0nqLKSMebw+H/d/o1h8f/6v9Y7D181bxwxP7YWfrbx+/",
-	"PNsJvtauf2Ehqus/ThnbMsoy8X6pu6vdGV2CC8dIDr1+XVemLdPUBZ2o9nTjlf9WlX68ygao6UTVhut+",
-	"DTr8bgkVaEu0RqHzdtvFrH4NysFFrUdWji6qHWMpwKlpRdB5WncRzC81bwUu5oXOpJhA7Krio4SLiard",
-	"bc/t3BSQV1rFS6psbEhMumevDsmzZ89+Dsj7i0M4T2aTqe7sdWKq2ZZpvqnb9/N4w24hQA6D2a7dd5la",
-	"x85FXdyloBpb5i9VcQalS1NL+/OptORo+QsbsjTvxWaetjpgMyf2N+B2li/VTTLhn70wbOR6RVETvlsV",
-	"GFvHPW7f7LIuCt6PdM/NWH5ofG9jyubHy34MVsSv/6AIj23zCTtH23N1ue0PZjUjVpjJD/ZK+ZF+EU0S",
-	"j1JkYYaocy1q2g/P3r97d/zutbXn4m55cdrgchbJEsIjQWTJ9AQnyeyT8Pzi4N3LF/80igjlGCqj6SdG",
-	"5GdnMncyuu2uE3TsO7WGD3M/z9iEK83SNUTGbmuaPU26ZgTzhEbgV0u4AJl2xCI5cxPcJ7dHf2oSAnCt",
-	"iztbmdSqa7eKyiAD8jZJ1d3BDamObSnwD4HZ8TFPFfJY4YwEIh4tlYuuhBgpjEFHs0m+7e0JliU1N6dW",
-	"sAX1Im6VPjUSortUvWrMzlWrs81cq90q1OAJu5obTQEExc8srXoslDMw/R31efdEvdgYMxq/gWB80Hlf",
-	"MnPA0uWhUdDrx+Eyh/w4ftDn90nBAG8nXE+UvLyc9XIS9JhJSPM8xyKiim1xoZhQ3BzcdpJxe3n4jkTb",
-	"qi+gwn4CUmZTliGpgrmoyaCJTWf0WrDLZEnmi1HC1TQPHVf19s3MTLWqD3Rv+YMsjL++5apovolAfrtW",
-	"8Zro09ZyNS7vPUrUeYd3JUvnQbblzEX/qtaTK/9Y+sfn9oVxr++24njBPHst3ljnV2vD1pAn3RJvMwu4",
-	"wtEASUsgDkCW9hqB4C5Ebj+htN+KxLs3ICy6ljclv69ba2BasDZoor0RjVxDF+GKbD6gigW1LDQWL5h/",
-	"lbBHXIhVJ2SFadKTDjHQ16ZcQgwr5Dvt/OQFM+wR5OgqIDGfGHGaipiE/TAg4b/MP3vmn/9m/vlf5p+t",
-	"sBcMhR+JRMlUKk1kSuYy9kLe/aSGnZ9WWTMPtv5/tLL1/7X33/7XVpNpE6jIrdjoY3wThUNzDkr56Pcp",
-	"JtYYR2/RkFgyK+96IQAPwpJ4m3Yz0i0d5cA/x1sVG/u2zdhbfyrrj+RKT4mdWu0ltgfZIwvXjdLBs7sB",
-	"7d9M3+i+PDo/fv2OKOS75HkvE/kNAahTOur8GHepg5DugPydCClYz1NHuJiylOuyWtKUrTm4tsbSWknZ",
-	"KIzihiqMauthXsEdM99V17YACd+9FYzyDsX00k3LRVd/j5qvGmbL3eSO5Rl039B5axM9vQA8Ltbzig8O",
-	"RMa9o8gYI/Y25gubHELR7tpY25J16lzjoqjWQTkBYf1Jn4QHEJaDx/00lfEiYimYMRfKnrit+UJNzdAK",
-	"bkiAIwoLSkGRmQzWDrYUizfjwn1cozPU8pbC5JtPvyWxtyYr4aV0DlzFtAbmC9ZAiEqX0cKMicXEko4a",
-	"LSyL6rCfi/0eer8WaMEeCX/7MoSZDjt7w3IYyLATDFcH3QyREH79mAX0DEU5oqcLUAywdqrOT4AJna0U",
-	"wzwkqbj71TjMyEVRmLHAOkC+XxVxoMZCTNMJU5qoKU1ZUwxCYM7znKUROFgR9iBwG0S2B4NegDZ/H/Rr",
-	"RpdkSj8ziJMfJ3wy1ZlsnzHS1agHwTejkQ5qpGB0fcOoYsei4IOxq/ussri/yEuSSIjiRg9X2WdiqMtS",
-	"uW+NhiUXGjwzXEx8bw2svgN66/7Y7z8bDIKhcMv/bNArreuzwrr+WCufrBWi7MRq5wXQc5rP/CguYoMO",
-	"YmyKxQ6LjmuIHFIO7K2K6JIBaewPxQBdbrb/HpkxKhQRsvpa9TCtl8qYS9zkUnzgIpaX9du5ajftfH9Q",
-	"JCy0d4xBJSmbsdnILEBx3wb9/k/PdweDfTIIiDfFwAXLKbOlXnu9PhmzNF0SdqWNNChFacbQ3I0FUftA",
-	"QWXKXB43FDzvUBfMjbBcncP9OoCLVHRIF2F+Sh7T+luZiazwUm8PhPMilQ9yT6fnV6x4OwGnCSIfFYIz",
-	"UuX8Yg1bWxc9fHXO/2DH4sVSs+IZ3dne/dvuT8+e7/60iq5rqWkCyYEriftoCa6gbfKWv+j3t8kFf5ET",
-	"+B3ymr8o2ou50M93i9fv559/3N5+vvO3v/3tuU/VB7s//fi353VHM2WaCbg5tXfQHu9199DcuU9srj1y",
-	"g5lCJbq5Pej3nw92f/I5F3TR65NDTJ4bMWcrHwpM/EKUksrNs+34s6yboKGQcqHbcoyLnCjAHLfmMknw",
-	"5MhxM0MYGIaQz+nZoNcvMoN1JOIzVxwFjWuN1DBFEi9cMu8YAGTgMnioQ6UB7z7bGawYM/68Gq+0KOOW",
-	"3Q7r4k5fQua6W9DrancjSD+VYy9YU2KGfY3DmAmd1gqsXia51wBwxZ1Br7UjoXZKR0KnJflxZyPlwY26",
-	"9SJij5uupLvMK9bPgiO05ytleKmPwW2iZVUtC26A65dqVaKKhUqSY1J8p0YNSjgTGhOzG6xfmbBmtxHg",
-	"C0A0i6jRWLM0aQuXZTFGiEwtMoWdk+rVO+Ybz/SJYEQuNITSzIE9Yg/mhSWQA/cNoudc75DjOmZnvKwW",
-	"IT7XbSwQtlS3BmVdu7IndcMINrhW/hxrD4xbZjnOwT2MaGLP8L41tUpB1CKKmKo5SSxNZXoo4wYREX4m",
-	"kYwZpiGBPx920i1XIbs8h1MhYw/kJAM3qfPPQBd2ynUui+liRsVWymhsRGXD4RMqkOPUD6k+0aiy1hm0",
-	"SHXWAL8gx9ZCjWvgg3OVjXlx7cBnNJpywbyhZ4tZByNUB+4TkBJ8TzAU1TzrgDSidgTelgQVaJmgiCVp",
-	"Gi/jUgSkklUP7VThUgzlqEMqsMF9eEI6e53yxOvOxOxaxwHsEI0oRQHhY0IFpgNlo/Gkh70MI3XbMKOd",
-	"H3/0/J0t3DixkT/cyOtu96uyjlTLJr+08YPUa0mf2PIp5qiDvpTloT/f7aEfV0gyT1nMxlwAq6MCMvHH",
-	"ZfQWeSnISMpPnxibZ4Ci2aJ96WhGZ4AAtkQrIkoZ/iye79YsQM5Da4OGCwy4JkMzC1zbWBA4yF+tlwW8",
-	"oDhL97NhoBVIN+Y5OvnFPmTkhiyAqiGSbqXbqmRl8RPkplSREYNsUGtpCZD8uSYJF1GyiAsd+zwbtKOG",
-	"wgJZDJHrzepS1w9Z4vE6sOdM2LJmfYsoWTBEVBTP6rxmTNOYarrxuXjrXqw/FdmySvi29mx4sukaEZMr",
-	"POJZSQ5DZQoc33xBo09CXiYsnrDCbmDJBAyCyh8fClRbwaENrffJP1COE8mSLITmSS7dEiZiVbA35JsF",
-	"qmCy9nDk7WSIoG6EGD6tiG0J4T3JQiRMKSva32okmruV+R6U71ZpVsUL8HElgVLrRPQSDnmRVM1WNlIk",
-	"dIp051KZYS7RH91aIvbI6brgsWxAdbP+hdFET88bwv+BPAL4qjv+U3ge9t/wYS7MBs9TOapbisasAvnJ",
-	"Ql9icyW+LD+tPQS25boZvanEj7bK0KIF1KgsZ/js6OACExIODi+OAWcCEBrwOwBn8P48etkJOq8Ojt8c",
-	"vaxNXKiypBWiwKrtLyHWVOSCtzUB304ieLbT2zPiApA0EHee73rSDpnR+ZwBRikOXBFIuJyNWKr65LBg",
-	"Ex0KjABRRLGERTo/2KOlOS889Yaw7w8HIzG0vKRpkZQAollZ6KAzZJi7O/3csSER1rQifzzbqTkWZaq/",
-	"maniZQ03oM3iSuRnA7fMDMpeaUgMsv61EhvK9gNThJFEA6K875RDiFGsoJNnVFuAy7BQESevgIE+GM9n",
-	"YXMGeu79fsW5UhdjWAak5vEeuZzyhJUA/71myCU4aSCOWQUZAqc7IUWIah4TrobC451x/gQkqPi+G24R",
-	"eAG+UEDvMXKrNhGIdfIcLdtP6w3XYFi2wiEikeVHHkdZ4qEV6+nPYLQGbH0rvY8XCZDRocgb7pMDAqPK",
-	"uYxD+IT7YlcHIAUVCe0jNtA0LFm8f17vaSo20GCrsB278WRpNoWT/AGHxWg0rXhetG8sLYBwWTLkgCPR",
-	"B8mFW2rsO4DbQDWhIFm7A2i+5LnQIlPLnrG/hJotk8LCUgqpAfrUdtE18ppYYhBZVjPNtpg/JkXELDpG",
-	"4YTKFNyjcY17dChcuIS9zqDbOoncqGWq5vS4XLauheLIRoCiGDzU65OXObR6YQVz6M18BWlqLm4SwIXJ",
-	"Vt+5rKndRrs2ZMqSmIxo9MmS/lmfHOSd5HklSHOKFyckw8Vg8IyRgTurc5pqV+DKBfLBVu6R8gQvEYAE",
-	"HKkJXYKAGmTDvKQcbGNOz80a80kKCrTuFQfEZiYBMzJbkbI45Z/NXcthe/8tuVD5ED3YQNeLw6d0h/w6",
-	"NEanNGIY8lt/vT48O4RadFYPvdI5ujyGKpFu6DWS4Wmi8N0rVDgI/BIHSsuU2coz9R3YS+bgwWun18Ie",
-	"V7LZV3mIsKUpAgsU6Jc14DETmo85VmKwd8YmObi9ympc9PrkGM7P5xpNaSjKqtJmKPtBByJQ6oZ/ktIo",
-	"YVuHiVzEW0ovE5aPO90jISBK9OEWRBCqBPfBfpEymsxK30y4FIWvUI3Gr8KAQPkgEtb8Zmb/bAcpUGrm",
-	"LC9ZGpl5j6hiz3Y8WbBsv8NRInkCV3Y/kRFN+rTlfzWxBXeFqoEBnLV7cXzw9iFEZxbxtdyArh+b+dBz",
-	"Gr0Z3jTH71qRom1TQdeFhzokyxy6rXtyeEzUUmh61dsEXahtKqHt8R5zCb0e7yqZsCE+tQjU4e3FbScK",
-	"IoFolyHoEM03Sg30X2pl07Ek6/rJgKeLdHKT2F2kLZLMTTvVucLXFxZ1rR1pOM1eqdKHD1MeTQshELbf",
-	"CjZg1kjjpC9qseAaetgjGgrOFkrJdcN3J2dvD96EENRqf8byqpXAxfDlm19DgPQdST0dim744uTiF1d0",
-	"1tmOsL1O0Hn55tdO0DGP1BqFThetDY/eo5sYHk9E1sg810JLgTrX88x7I1rplt/EJum1eashOnbem5ps",
-	"a5pwUToBoVHE5hoVupT9G6tFaDmBJJnrrOJtRfBsuMI3jt9pXNzvw3W3Ryh5f/Fq6ycH5C3HxIfy/u/8",
-	"BenuPN/Z3t3FqMl9X1GKpgwrgRvdIZIxi4dC8T+MtvGCC5ouAXc/8zEbOfv57pZ91OrLBINIqlh00On6",
-	"PJFv5ger5i7rJvDWBmqxhup5VjNPp1uTtahWeFfL2Ru+NcWIPLltQUtMFsywSfeq2R1l5NOhEDIzANgE",
-	"SQtHW8Qy/Z69s2ZZLsvjgrXLUFxdMJWQ5fLJREv5iXBtl2Otl7dOfFznzvvVJeLXA/dSEWMisM1Fekw3",
-	"ulm60a0lGK3KKSJZSlEwFEpayGwyWqhl9qyriKJpanFrMRb/QSchFU0BeZLDqhSkAoUAm2p9SkS4R6Z5",
-	"+HwpDcnHRXM+fQ/fC//sOcvoULTMU3I2xRrMuB9srAJJ6FwxCylm8yNgIYbCGxTatjUULgUkK3Q826SL",
-	"QgVNr4NF0RuUCXDQ2l1kTd1bphQZoFsOi73hr1NanylVNNuba5iyvPPM6Lm07OROEqvuLJnqIadPPZAE",
-	"qbuEwFqVfbU+26ptdhXkBCaOGFl4ySJt6BlyUcrBCir+v32PEVSTsnIXOmynnrKZYslnKFk+FIVS2WFe",
-	"Iz/stU7nygxXnjpbiteQqUubJnQkF2jiLYWpYLCmi7e+nC6LBaxCDDwJa4/gtwA8zo9LXT7b7aeu9frk",
-	"1HOwS0KhqBe+PxRZFemdnxvkzpuktbnBHYl4LnkdYzgzBNoccix6CFXY3p+9cbMEDXGeUMHygublmRfj",
-	"pKZaz/eePt3e+Vt/0B/0t/d+Gvw0qNv8ppS7206xy3Pq0F7cv2b23HqLOB76ezSI5x3ehj28KUnwtvIC",
-	"by0X8PbT/3qeOMq1FUO5sDEYQ6Fd2ZAcv7YURirTPOLVnFG7FyU+v3kyIV8PbLiRB6Lm1tWvdM1pWCN0",
-	"NitjFVq7RkprZOWNykcNqWvhbbHFUto4W+CqbeZqwVeuh4iOYHyLGaBRXt/3kmP6tQFgpK2AztVagmRk",
-	"f/OpZGXwKuBkCpbXO+Y2ZdhfmwNW4jxr/JmZ9afZo5HpR1WoWd9URDxLUbdob3PGtoBkNYtKBrYWeQMW",
-	"N7KdFFQFbKyVg4qrXKvL9QsgkXfcuxUNAcyxARJrBXBkpduq1JrZ0BfCokA6uc2VL5Jpox+tT47gHEKU",
-	"URxguW2eFuMWbREoQJNhVzTSVkeQYxJanuGOWhiQkItXYB/KvkNoShsQmX2Lp6R480rPrDi4eSgcS9dH",
-	"tpkBuBg5F2m4ZJp0sXx4ppGbo1urT7Q4zOVptxm8GZPNRnABsWZYHpdNmf29i6lFGBMnFcOKOpYDG5kI",
-	"RgxeD1iDQqZK+yup1qkIVdXAi5XdQssgTKYUAOtpDC2zikpHq+16uv3tpozGS6wrYBe5FxB/FYvhrLUB",
-	"smDkoRjBiCm1gjCaJtwLhcZl4A7I8Vrm9PJca45TULkdxd1qJh+Wrzbb4RVJjEIPXrA3XOlfkZV3XTCm",
-	"b6TfB7y11wwfciGds94DCuPKifyjDWmNDenRKnJfJoNrVob6zpXsO1bvrqMFnWEQ+c2iWzLW40lUvhDt",
-	"ajZCLL71KbQvq7QO4h6CHV8a8cBbu56VCF6++dX0aGPlS7U+KrUfNoQZS+rADWtBiqwRwCveX1kc51Ip",
-	"AhqWDCf4wEo34df1u9wO9qX0Uh0QDiYgbCygYp5J7WlYIxlUuqw70+cy1SeQiVdl8iqyKAzd8OD8EEPm",
-	"zCPZty+P7Nc25szFzh2cH0JO5flhbcgc3sJbwXUHfIisRlIRGBLoT3aK7ZMoN481WQhnearRJVZEcEOY",
-	"Mrt8sCjsbnzjgnCwT1IGVbNQzrmcysRctPk6SHZ2+X3AslfOtTtjN4Zcr56ykoWj4aApTZcE7TtLc+pu",
-	"ANMO24mGkqa6T+RgPGaRVuiGyyhIrt1CctMlTWP1TfHat7brsdptEucKF/bW9vUg2+0J/raI7P6o8AfL",
-	"guHPLOWsDmu9+XBbun79Y23WJsu3WpEP3cq/cCzAMwAczLkNIJNZyMsWYBOZh2GfDJzpQkGQ2c3cAnVj",
-	"/7huSW8euIzLipRBbQgrWHh3Y0TB2oncKaLgih5veCZXxos+PGjB4Lu+KTkUy/XuTDtBufjOIz5i9cr+",
-	"OfERm+e4Dh8RCKGLHkegpL8oFuJGkd9F6Mj2RvN1Uew5gQYoqZJ1p7Hf1ZaehuNykzIuZbnd5kRm8vrN",
-	"1b5vWVHl+lLtuvxY07SfHIt6o7l/NHH4NbPe/RVFaTgaN6xxkhUx8Zydm9gMSFiNDwld9PqIDUUhrOUx",
-	"NeG7SU3ob5xm0C7G/24ri5Qjxr6noPihGNx3wZC7j2snpbD2249hB2b00MuAXMMYebPYdCN+QNDKuN+6",
-	"NMddhDLfdnzyXzfg9BpabYPIEK8Qz7McyFJoTKOPoLUkfp/S9018q4UB1GlwAE5LNUNL9XUtZNaODbIW",
-	"iz5lULRZLrgRzZBvpEvDR1DOXpWUXuqi2FCXKkMT3I3tmZbZZ5osXNEwOyDsppVkU5PeXpFpKyLOtUuy",
-	"9utwrNYBmlc7W7+jq+w3n1ka88hsBqF2iA1KeMPZtTaYPQtsBXht0yXY04adSCaLmSDv9sj//d//Z9ip",
-	"1XwxQrQppBYaR5hA1KHnLC0eKaAuVbNMlUOUdw6aXl1m3O7ZnKaqvrB42SYNTdbtyAeZfrJo/bXYV1Qt",
-	"RTRNpZALRczaIz116dDzVE7S2mIR9xdRZb+i4I9isYfLezcRSZcy/ZQh2Jk+smXZDOvGW/qTQgv1Q/jE",
-	"BVD6+h2BgVj941DO5gmrwzIGsXqBDoNsKlyRWApW1GAGqMEU6Ps4kVQ3ays5EcI4Cswkwr1oRqrBnysL",
-	"a7ezPRiSt5pnttVaY2YGMb3xJlnQ6+Zg6oVqPCKGKx5Y6JcVzLawAkYayOBibhRJ9YoL8Mmu63lsnwuc",
-	"QW28SJIlwDlLXR5CZrPAzGCuyZSqzcZ1rmnaYkEUPnarA6gTSIr3ODsr1Siw/FRX71xpr9fQ3JMy6dj8",
-	"3pfAx4/+9ev7o/cZ7nj+EQHHs49vT/6Rfzh9f/bafaqLn6m7XDUyrVsXB7TQdKFLslV0I9rpBnQQrSCg",
-	"GQpiYUixNMoJ+MXjwFkOCuyDCc31snlzzErl7h98sRhgGoIKFxYzMV0qRdWoD/29T3kDRBzVU0I1uQSg",
-	"Mr9TQPMeMQDZLw3g6c5gZ3uwM9h+imlPTxHj01Y4tyCfDcZ/hzh660zUW+Wq49cteeCfjcJw1lyrmjPR",
-	"DIy5yZEoX7aX2T17WcD0P373r9Ozk9dnR+fnnaBzdvTmYC3Wf5XTNOaFLawVuchmvGi4w8Oj07qBfDg4",
-	"tuUH7ECCzvn7w8Ojo5fw9+HBu8OjN/gA/t1irBix3y5Vzx/wZhl7hTevl7jni7rXzdsDd2i0SLlenptm",
-	"cdwjRlOWHiyMuuQ+vXJM6D8/XHSqWul/frgg3bPznR+fB+TI/M+cuV/wMwVwkjGfLFIW93Jw+iihfKZI",
-	"qBajELEO5ikXEZ/TpBeQ0MKW4k9D4VBMza3rYVoTu5qHiM6N4FzUcPcQDfFhn5wzkOpN/6GrEAZMZo+8",
-	"gDkRizcsPzHh6AZYS2GJQQGB53JaMtV63vn6FVKOxrK6tZjAxMHCu0g034JRZ/jX1nSrsFIYrgQVZkpb",
-	"YEXeUlM6ZzE5Ozq/IAenx/2hGApzXJ48iaTQqUww3P3JEzKjAgLUPF6uApcICtqhf8IQAOLJkzxi/smT",
-	"LLZNBWgRUUGhjAA2w4WaQ1xcFlBv09YOTo+RfoM4o/Jt/cxSo3a7egs5vQ5hOv/xH+RQis/o+lFDsUWe",
-	"PPFqunEpnjzZs9F5EU0Swq6M7IEIFk5MoAlhNu5ckW74FOuo/BEGJHwKuUf454zplEcqDIaCkPCpnDNB",
-	"57y/pLMk7BHBWLzmaPznhwt3MMgBmWGNuoB4AREuZw8BuS3Ggulud7BNqvXq+jhhe28Jj1U+W1dmj0Q0",
-	"haiDUM6jLbuFWzwO93PIMawpQRQYsQB1H1C9WTSV4DMznZzMNZ9BRqS5fwjFHi1Nf7meYrpamjMYMk0n",
-	"YT4GxEjfJ+Hp+wubRYjsIMyRklwzZrrI2VTPivgk5OMtMDnYDECsorO7vVOsu+fQ64FRgVgOL+EcLXi8",
-	"GZmd0nHMZnMJtcasj81MJzw9Ob8IM6+bGwGunk6XW7A54X5eNAN3q1hIAyofIs6bmdDOLpnKRerClWxd",
-	"vZRPuDl9GI8T1LZISeyqDGCjGfLG4GcvNMJO6ZSaFt25T7jS+TFXAP1EQgj9t7tgeIQ7CTOZutAgRdiV",
-	"edfuS/EgUZgRLIhgV3oL2nAw+Gixxdp5wIOUcvHyhnLCs31yijiXn5hAdy7i0e+bo5PdBsGKF2BQU+rR",
-	"zvqgVvqH3czKeZrpzhcphK7QDNMJztHOYCejnjAtQ+38q+LOrxkI2PHD10cXJBcdL3PmqZ5+8T4dx1/D",
-	"rFiCDaKxJE8DrgpLEHbBm4CdE9SCVE+ewPr85/nJOxJ+GUJxxGFnjww7/X5/2AnI0KXOeN9+DTHDyfGJ",
-	"xkqOfXIoY6b2mhe4VS3N/QbytI/t7jZX1SRdWtKLspuLBxDYsWA+lZrRJTygGDNrY/rgIjaUSUwWXE3p",
-	"KGG9/dL1qJbs3K+SD/PVM1Kp3InT2Pm5WsATEysh+CBdbkFMd9jbJz/iUlYre5qfnq2o7am5Bg0IGf/B",
-	"6XEn6FgG2NnruONmrWqG+XT2Os/6g/6zDoToT0Heyo+lpaJPqVt6wJ2WdcbMUq60FaAsNjufLRKqZdoz",
-	"1yniMVOGYIC91YhbRvgLbb62FZfIpVwkMWRyknDOUuB1UoRECgRb02Zltdn+Qg6Dl+heDu0v5T9ZAe4H",
-	"RVIptd9KjyxEjKZghNgDFLv8eYckjrKeIZEqQ3WwUTaooSeJvCRc98kZyr7KbDSNswbspmX05jg2wmu2",
-	"1mZL7JVRjYph/sjTk3mUUY1fgN6ApmjJ0AsZL22WgoPhpfPMo/303wp1CxTn1xY8c4N0biMQQqt6xXQ5",
-	"l3rKzH1OfFUqVwYgggVsPsAj4ADuDAa3P1LrDmkYqDmWzjuDtBpGUpR4mvqyLxQ2ADvaxZnUvZTN+OkL",
-	"GnuK0+5ge/0r70V2JWN8aXf9S45owgvbz9a/UKJj8N7Oz+vfK1E5896PbRaihuKhTujS1jvnSEkM4yXU",
-	"F5SzDTREECIefuu4a9b5aBrJqZqvo5hBTVgNPXuTXetoypO4oNgA3EXBahmSrkwDV8DN/+VYnC9GOmXs",
-	"7+akG/0Qo+5shSRIvqNCq56hEig5GX49RzGMxbZEqRlIWWAqCcdlGamGtphJHfqzvw0SE6x969BfkF8X",
-	"DAKhN3srW8b89XIsd7K0snHFhQXb4uBKwLIBATZYgKRYfoQLtB+mS1cDY8+VwsjpzepUt4opfO1Mi/nr",
-	"rRcIZKjWTxuJuWnxsthaKDMpU01Gyz4JvXzrEL5WRLBLoyjaEnlLFxCyT0KzSu4pmsyndIRkP1kORZe6",
-	"JNOe95INPqxZcdPKi2VhzbMs41IWuDPKFb+Fdj5eZy+y/Fm7Vh/vkDd5J9wz8NVwqNzE55OhGl6VUYcW",
-	"rOodu9KntmLtn5fPfVt+ZQhuYc889lT4+uPXoEGwPnRmhAJJyyRUglXkCj+WeBPqckDyXMmDQqovyLnY",
-	"zA8K2V3KBOkWFSDEAbzkCrJTrQlhZzDIzRaCXRaG4aIY0JZTx49wbt41uCeGBG/pdHkhPzFxx6JyZY5r",
-	"ROZy1ju8fr8ys78hLUbpQZKUSJLZ+HXE5OiCTv7cJGjQggS5a/Ydy+Z40It0qpncNUrkT78UqNdXCwZX",
-	"G3CDJfsVQHFBHr1/LLueSSxZ7pGdwa6hXFW4KKV5kljQqKqwH9gCsFB326kURRtqxTAEVs+SVQF9is5t",
-	"lGWWOIS3OvKI07t/8ng8BnNWgTAWSM1uEzRNkSi4qf1VdOrNL/pOi4ueQgg1RORieuYDuOt4Mtve9aBe",
-	"xT7zPBl1coNzuFj5oXI9XjN923fj44Phqo+c9MEJ86+Zbn/iNzuLBVvHKdVTOIrzRc2twdyHyq35Qdli",
-	"qwUco5S4NCBI1OmTV5gBifbplDmTeDUjcn8oQj+FKGzI8UHP3zxlpp0+OWOCzjK8f9A5aILwmwuFGAvU",
-	"4Qrl3rmSJxL0lbb8MzU9stiqKyVW3KtjqxW4qm/IVm9f32gE42qgOTYntpBH/aBUjQUm+zwSxwckfXyf",
-	"GgpejWtqKGUg+HVeg1Iidp6XHtTVLAQsYhb3yUsL+GxfA8KMiLyABGao7VCERWjMv9vISMhqpeoTi6EI",
-	"OTl1TgSS8E/MhvWY1pp9A4VZ3hJZbIFAa6M+KpUgJQ63wUxsY2wrBCtoSXwwmHa9LwH3qOpF8NN1m8ZY",
-	"hDSt9SGsz+b9Xn0IpFv0Ifjeg4CE3tqEJZ9B4PkJGh0zN3YT+JvzHXgLvMvZ3l9QuFGPLoPvxWVQ2LYC",
-	"kyqQ6HZ+gwLCJeR8WoQUQEu3RUvCEgBJ6JUtqZeuh8L3CbxykGdSFNEsPdRKH/HW0nyvaDTEWg5FWJPv",
-	"CqytUAgYKHBWlYR0qYuHhTBYsAYWipGoMsTmMAPSzVSUQkldVyUiZVsuwTjul4gWV86VMs+RMMCtzIXn",
-	"WF7h+vBm+id2ftSgtjaaQCpwrN/EA+LvS7uhPrpBHt0gRTeIfzxWkfAVmkYWgvm5kNu/QRwmJXG6JOlC",
-	"9PZsRjupJ7BUxBmSgkKkBsJoNC3m3feHwjl/wy9DTH23QFTB0GX1Dzt7v/3f//1/Pn4NSVcKRmzifDWL",
-	"HyDI/XYQZWKI2AMAi4VgAkPh0AS+hn3yTmLwM1e2XFEdhXVoCIc16AkPOLSyHpaj0XgDHK4ZdCODxsiQ",
-	"N+6PiNbCUdRMpAZ6gSuEgDAzCwgfEyUDm5ZZmiPXjr8/hm4+bLqI8DCFI+sQYUqbel1a+aVUQKOV7zhX",
-	"8Ls7g93ePrieFiKXNUs1u7F+g5UURzT6ZF4WMRqtC1adoah4eRus1HsZdDjXhAulGV3pEL5/ofH6LuGK",
-	"jPToFf4LeIXbij6tXMPFgjcV6+kPCg2KXMHddaBueWauF4RW70S+7fv08WGpJo/qyIP1Jbe/J5s6lAuc",
-	"cLVL+dCWJtBe2Q90JiOzDiy+bEzGCZ0ENSVBZGr9ywdZmTCHw5YSOhQp23JN4C2m7cubVBkroHHAmyOW",
-	"DU2mQ+FK0WJOcLnMKQ4VBA86yaAAe3vwILqqRTZuw+zH/Mqy7KHYyLP8MPjz3fmW25tzvrV3uQWtzP3L",
-	"jzTz0cV8ey7ma1l/spy19R7mLBa1XCxtleO31u176jr9pulgq32wNpW4PpXrOplbf1mvq/hm7tbvIysL",
-	"i1S0dbC6W/joWf0+PKvznNbV5AmvdaYKcnzw1hEjLqqpVkc0muZIAEYnPTk8zoAQlkLTq6HohgeADYCo",
-	"PhYBAZF9zD3Grz+zdGS/wy8czsUWlIzAX7iwPyYSD7v9/jfE5cXfMvaKP34Me/tYBMcOsoCbAalginkZ",
-	"DgPiYjp9kAPCRcyuQGRGE70V1G1ZFvqJKcJAys8dwgIq9gCmjdEKEBy82TuKN/FP6xYtVsNpkE69Mjff",
-	"wA9qd2D12B4dn4+OT9/xOXfXdh0Qg/v+6Rd8ZQOLvT161mQPvi+A1CVck0lKhZF9LRhZHe2xdQn6DRb2",
-	"eyU81zWte7fv0aT+pzepr7pULYzo9rC0sIbf4tn/+I050yM3eqB279WHebODd2pZR3sTN/ZelzAV+Bhe",
-	"1qa9b6VY/pltykz8ood/QjtwK/n12xqAV1MJZ/l9pBaPFt+bW3xbi70IJ9DCwmtxB6pmhvZoYxzQbAHy",
-	"thF3zKUcObTmmpQj0jLjyIMwG4q7wzD7FVfwz4leZrdhdbpRa/CyW8s/Wm2etxH9CAWERq+XTUOCaiCb",
-	"Zmj9FSDUCqkFDwRJ7btKkQK60NZyj/fs0W7/fdjtf3ck33FX+0WbBCgkTnXW+kYcM5vK4xKDwoPDi+N/",
-	"HIW9KqjZia31kJegBpB0qJIro4XpisXuoirkpoi6sK7odBZKk1DN0mYz+a+23M2f00peKAzeIMjn9b6/",
-	"gY0cl3/lyB4t5I8Wct9CnhWoKtOyGj3h6Reb5t7aNu5KE6DMz7Vf35iWQNFoRgDbVTAYCtOukFBJAj1+",
-	"2F1WHhzrchy/ex0SKM4e4VCyX4zScFlbkQ+q4rFY9YfiwE9Q5XmCpleMoRl/rTly/j4p5Vqz/k5TiWUz",
-	"RSkKBQr3yViCx7iyaGOZVkqF3pIPAClO6SC0aOKDX77i0cDx4FwJjdSnhR/BIpiYE5fJOxvgtd3eBfz4",
-	"TTn6Ixd/oJ6FFWd7szP3KzLd9lhsLu0kuxZV/FFPx3CmZ3irtxaXbShyYDZyHVy2dprGUHSpIAvxSchL",
-	"Yc0ZXhwQwKcWGbN53ylHGzNlXL5vzZTvyj3SRnHJdcZv4x9ZSekKZ/SR4j16R27iHbmeypPBH+Dl8NEC",
-	"977clKLXWo3eoh7jGxXK+LRlZ4wFMsO6exafciXxhxRiCyvdQyXKlibDGpB5vSvCBRlJVxYQq5y5ZH9b",
-	"AcsP/K8zEcHCWcPonxPxsn6Kayhvzeo9MKtRAGBK4MBT5doKj9T4kRpfgxob4paDf0lCEcCrAQ9zQxI9",
-	"X6ToMrkLsuzbt7J00QKCZDd8d3L29uBN2Ausn7uQ/Okeevnm1xBQZ+QYKWs3fHFy8UvYC4bipsYxUrCN",
-	"vW3IasX6hbBaBRsPCPuf2LyWjJ+ax/98knI+rRXkGkvJS1yyNlS6wbJWXfJHs9ojLf5WtBiO/s0F45TF",
-	"Kf/M7lYcRiA+V/c5o7/jVM4Kto8qwYV4Hh/1MSAyibP4BxB+hyJr8RNjc/MsT0nI4zAgIxbJGSOfueKj",
-	"hBU9CvCYxelZ2ux+W/2dTigXOL4/WCr7Q1HBRRNSE8P0DCM4OTwmv1ppHMr0h1++hmbYC2U9uei+JbAC",
-	"dfT5DLfB0fyHDDBWGuoKwvuLvCQzKjyABi1BeblfUbk04NWFXMViNmLA3bNBg7r1iA728CVTj3z4uFsV",
-	"GuJRS/fQWnoZTakQLGkTdsnjTLR0b6G90zo4kiXWpc69qlyQLC6LyDRmaUCkjQtJlhhGqadSGVJnpCrz",
-	"WGjbtvCL91b+1a3DDRFlWgfNXU/8vElg3rqJ+Ot+H7jd2F9rxG583JzCx9i07wStO79TNXTpZp6nNVTN",
-	"Xso2ZM3ISRksSYYaUoQGH0N1HjFJ2BaFlJet7AmnQHN1Dg8cwO+OKoS9PaPXSuVgvROqNHnNdKYFRxCM",
-	"olzWjC82Zni0bxhVLHdQAWFN2YQrjVQMaWt/KDDaNlXggwrP3r97BwEnXUwE1f5Me1hvAwwdSFzD84uD",
-	"dy9f/DPsk6M8m8cp+86Uu4d1UROOnUDh/kzgjammI6pYn5TkynWVNb4t3b0PXLrVdO6ichAD4m2aFHZf",
-	"/zLi2gMgXz7IYi1d+IZ0Lcd0XRMAd5CPeT0VSxj9zBAtsjhTxIIrkBy4+wj6SkWMxrtMNOXatKXwNxLz",
-	"GBziNPok5GXC4glrUGD75MOUQWrOpa2+UKJaAXakNBXxaIniJw4LZGOkfQiyIT+bOTs3wZVGSmvGk7KI",
-	"cXRnGZKc6+2IBMTFUFjbpCWsWTz07mA3D9LLlsj6+/NxtCJ/RdDaB0b/1sHWJmz8SIvuhxadwS3ziU8X",
-	"7mnvDshP0PrYtSRY2cAa5TBDJsqWNEcV3Nt7CLiPeVW5CmzIwFIRLtzzWhLnuHFkeyzToQjhAajY4oX5",
-	"dK31aq8uTgkzGiKaplDWmIRANOY6tLFIOSlTQ9HFu2xlOnCjRF5iNZBC0kWff/7Q2KavOUudUYctARQy",
-	"myNX2XKA4AVU7JICGjcumuYzJhe6/czG0oHKG2ppZItuIsWEzGWS9JwNUQyFE/3Ax3MJkU1QFicgc6nM",
-	"kJZ5hWlA0SNhnPyOKZY46Ta20P5QDMXJ2DQF1NbbX4tsHNrPltSBJwtNB8xZTb3VyhDK923WyhXO0bwy",
-	"FGAm5Rg8ne9hbLasYGbpk5O8HhBmlDZI+CiouUAFOkMGypLxULhMVHdlIEEVjRb/Y+uVYRFbrpmt48xd",
-	"tk+cDTEAlKnwLRbwOXW3MIQByYXZj94embN0KCrFjOz6lPhnzvsKVpoCu9v3FYOuZbU99+ZQCLOauaU5",
-	"OzoKjiVZCM0T89vSMXkcg9Mq4ACnTLBL5a3cD8pnLlSxoeg26T+9PjljNHbQW3XuzOwc9nLurHTKI51X",
-	"W8Jh5UtXx6Q9Te2BW4ZywrxBLq57ZWVVwhm94rPFrM6ErKUjbtv9/rOdxmxboOv12ZbbQcd20Nl7tgMJ",
-	"t/ghT7flQrMJS+vybX+Rl3gAMzrrGUgNe1jJHeDsI0qFIt1Bv7/7bAfCOV+6tDQ8KjYmyajkdZykOc20",
-	"5ulytjFOFjr2Jj/YbPISr54h7NSS9RIPrUz12WCfDDLt3srfK6de4TPN8y4/Wj/pZy1mfA2j5fq3Xia/",
-	"34OB06cdTSp/6cR2M8ZqiGzvUcK+H20fSNgsp/O3rtU3uZFPbQiMItvmvu0MslFYxEz7EbmjtsiZVJOZ",
-	"VJrs/Pic/Hf+gnR3nu9s7+6S0VJj9M/7i1dbP+2TKOFmWEMxooo9391iIpIxIyMuaLoEW10m7dkAeRfm",
-	"kfVA3pr2d7efkbDkHAuJV+RwKA6IrcTFpSBjypMFVIX5N6DZ5x2MqI6mKE8Z0cb0fplyjRCbUy4mXnwQ",
-	"TRmJFynUf3FK91DsDAZQ34oJjYJKCv4hEEAVCHpM6HQJNbV82uemZjX6DxC3RGIWL7L7TS65iOVlQGjm",
-	"erdW27DwnBHVIFzGZt/lkUqerVSmfMIFTcBhj7lAKIgwpKgxOuNrkvrGiyQxQi+9Oud/sGPxwmwrpFhb",
-	"I8TOzyQs3YbQWzdoR00BayScMU3NTvdLMjSublbMpywDOnM06F3lSiOKmZZtf28bOujVh2vp7yEUwBvm",
-	"mnBZXxKyC3jPSE6LtUwmG+MlS1l+WKECnb08Ky9L7zFG4IFHTOHFXc3A2tlpsvip2LdoqLsOX3XcrywP",
-	"jZbE2l0sP0Ta7jKijdZueI1ydl55KfZ8pjClwBKGIucJ7mjDN4ErWAZJCjZCAbV2qLR4KGMWPsW/7VqE",
-	"RDGAbrZMTpGuEbvZFZ3NE0MXXfheaMVxpSlwVphGL7DI0AvhCuIDk95SPEalWsE+42fXRbP5+DtRTksC",
-	"9+1T7OJqrCHadi+yaBafiOO5v18aXhz86jiuOUu38DDLhY7kjD0S5wdNnA88n1cXD1fP85MJQlEmvhWi",
-	"vfAtzHdGtA/Lpm24SGUF5jZo91AU5fmWtNuBFYXWBnIwBqOpFNi5UuixXEHic/J+a/T6fXFv/uL0urga",
-	"bel1bnQ225sb14i1N6n7pdvFSTzS7T9XWV5D5Eo07rbp9hf71xke8NZIRkUxmfCYCc3HnMVktLQkFBrE",
-	"OgB9clAUQjEeDA337GpuLou7Wp7hg6oshmNCuQgIpP4UDB8WX79XRDjIBWAI/rDjtvadfTCu0GQs0xm6",
-	"3cYynbA4G5tfXyU8FmBVyj1fayXh74uwtom58DfksaDBmnSpByjsUbeD3yRe422BwqyGbTm60lgbJCVq",
-	"KlPNhB+/UFSWmonOXuExdAHnMQxAS5oiMiBYQMhL0h2QlFm6y7XnnTrwLKxVEa9C6fIYhiJl2je7cqtE",
-	"qCALPEp33mKsEe7qJblvIcjFbvdWOesQsxJhgR7J8J8MhxJlPup53WDPryPjKU11c9SbDx2Xh1VkNFLE",
-	"hIutccInUw3RfsoIWZn0matBiv/BgiyeKwe4tGnaQ1GJjSkkYBVjYoyubVM2GkJhzmFS35i41QCuY45r",
-	"FQOBq2xCDYEK9ufj9tDrh9kbX+8ebA8XvAkkS1PNleaReowTuDcoPbxj+dLfeQ7AZQ5v0CabyUdrgFtQ",
-	"QmUKSmVva9MxbYwrVqm0JjkAWRqK0P0JOOH3k5v5wV+CB1qLubjuTevXshJEvsZ3URHimhmkd0nsvB0+",
-	"x+vWNi20sO6PiaHfR2ZVYdM8ClqgdSUJy//t6ZdLH/Tlays5y9DsBQpPDr0GUqJEAfybZOSnFqjXO6gP",
-	"Hq7XH2uDCOFvxCN22gPF7vU3qfmybHoaC7BJnuAxZTTR0z8ar1ShNMiUY1qKuVFYZlaRdCEEBPK9Azef",
-	"kMRsAhPanuLqvfrFdvnQLxSO8xzoSKOfJ18ImvDPt+vmMYeDRYuU62Vn77ePRbr6mQnT8TyVI19jzZba",
-	"UdQZMzpfsywJRhkZG+3XPuocraepnDE9ZQtFNLvShF3NpeIY8SnTGdUb7PlbO4r72XMz3KfzhPLSbpfL",
-	"NjXEz8FQ72snvVWeZYvUuJtyzgSd8/6SzpKVW3oyZ+Lg9DgrvmOr28NzI/ArcUUOTo8DI4+DU9sadiFs",
-	"NWYb7O1rpm1v53MWfYNr7RYj32gaIzwaTU5TM1jNTTs6XbCgxVqZKdqjIkf/ZlEjP60scvefB2/f9O7r",
-	"6FyAYmHHoOYs4mO7JKuOEPjy2hJ8m/sM0BARFXhScsWn66NAWHyIaEqdVWvGJym1HsOY/Dh4NhShYX88",
-	"Yu8F/Ux5Yh71QsubT10t2BhM5M/ARmB9LbzG8pbNOz8OWlhnq7vSWXXyMB9vPf8pNvGlM2I0ZenBQk9N",
-	"i2bZ7XuVoKNcIVdEphMquGKEOmDpH1SmYxt2paX5KWW23E+KQspCcIC1syXxzWamEkyDzhrodVKj72N5",
-	"zcDZXv06HzYV0lVbJF3bOJkn1Cby2D4sjmG19Q9FC0KKphFPM7FNbkGTuZ6iiFpEU0O10TaVFcoBTcdh",
-	"g9reC0JjdQyHhUh/C3ph7cY4Rap1ykcLzcgYcq6y6ZMxFXKhy+mBespmhRX2bMF1I7DBzFxMAjC+wx95",
-	"pi7WOIoJF4a8QcmjPHnK0J3qgmdmuWpnxwdviatGS7onh8d5nWuilkLTqzxBxlaKV3y2SKiWqddDVtC2",
-	"2gNqIJZssTjfNZoQJuK55OY8d1HoDuC6wzUKHO8PkAMXiLk/O+96ff349f8FAAD//w==",
+	"7P3bchs5tieMvwqCeyJMelI0JavcVVR0/Eclyy712JZKktt7/4ueTpAJimgnAVYCaYrl8MS+/K6/h9gP",
+	"tp/kC6wFZCJPZOpouVp9UW2RTCQOC+u8futLZyLnCymY0Koz/NKZMRqxBP55eE4vzP9HTE0SvtBcis6w",
+	"cz5jZJImCROaMKG5XhFNL4icEj1jJGFKpsmE7ZEFVYpwTagiIZ9uzamezEIylQmRC83nXGk+IRMpcKzJ",
+	"qt8JOmoyY3Nq3qlXC9YZdpROuLjofP0adI4Xk3fsUp/QC1ad1EnClJnQcsYEmcsEJpLGWhF2yZUeutko",
+	"8pnGKTOTMrMNF/SCheT3lCUrsqAJnTPNEqIluWAafiHYpSbmV/2R2DzBU/Z7ypQ+iuq3LRX895QRHuFu",
+	"cUUSfCCAfVHpYiETTaiISCwvyEQmCYupGaBPDiczyXDWExrHLHmiSCgXky07xBaPwpGA9UvByJIqYnak",
+	"1bQ/yOTThqkfHxy9dGe8lMknN3OiZ1QTndDJJ4VLomolJrNECpkqIhcswQUUZvE/EjbtDDv/9iynvWf4",
+	"rXp2POERTOyU6WS1P9UsqU7pF7kkcypWRLGJFJEyR7akXJMxm+Lp62TFxUXxtXMu+Dydd4aDwG0EF5pd",
+	"sKTz1bwxowAg/4MZFYLFr3isWfKrIZHqPE6Z2cmJxoPJVmumY05hgkOQLhWEXdKJzj7hUY9IoDQ4UfxU",
+	"keVMKiAQpWmiFVlyPSN0JBYJm/JL0jU/tv+eyjiWSxaR8YqET0MkIXZJ54uYkVAm5hZvPQ17SAHczBbo",
+	"vBN0BJ2btU/8BRY3il6+YeJCzzrDnR/+EpiNc39vm23SmiVmwP/z2/95+vF/jkZP/3//oxPU0NaBnC9o",
+	"oudM6KPoSJylY50w1rCXHwzt6iRlAYm50oQL3Jt8DBJO/AFDuCk0jg1hmrttxmMiokIrs1VUe9eFzKmh",
+	"Ftbbs7dkSmPFAiJFvCIRT9hExyvzztI71mxf7eIK+xixKU1j3Rniy9wOjaWMGRXVLTqhZos33T/vxX03",
+	"t4V5sn5qnaBjLitPWNQZwv5e9SYW5thwemsmaajcnmi/zV7exoSFSucseZ3IdNF+W/EhcmGecneNz2my",
+	"wo+eKPw9R0nye8pSZj/rNR5EYSK3vrI1h1FajrsJhEZRwpRiagirwB1I4N9hxNUipqt3dM7CPtkfg0z9",
+	"K/F3wg07EjDuuutRXnoDf/mhzF/q+AiOdRT9AupJw4qdXMyWzqMgE/WTbIyKwM8OD5WffA3/vvWKJclq",
+	"y71/q7SOdUeWz7m0hGZqdIpBfngwfa6JmU9kzojFU8OkXjP9lilFL5jaQHk3ILrGFayjupozIFIQShQX",
+	"FzHbohPNP7Ot7Gu4RaTrZmhWn7CA8AshzZ8sVmxpPur1yRmdO81tJMKaswkJHuAe6oFjaYRnwkARMk+t",
+	"yDxVRkcg7PeUxptp9/rH/TL+fbOYK+oM2cWEzx13iRiNtmJmJK7dKy6UZjQjFfshkEYTe43i368ql46m",
+	"b43G3nTfXjXq8UO8bkzTi7BsFZjTi6nSJGE06hPYCq5JxKdTligyTeQcyR/ti5Ewo3isS6il+d3u9g4J",
+	"38lDTS/eollhFAGjzlwwRYTUM6P65adbvtbOHLkRT3rDp2yymsTsTFPdpNMcG+0iYTpNRLYJCjUbrkjs",
+	"hjDqnmZNpxcX3tSaIosTtHOec73m9s7ppVGQiUjnY5agWsXmoF3bRXA0L4xFRLrb/f72YDDoNU98znU9",
+	"4W0PBkHHvg7+GgS5er5do54HHcvwTtmE8YVu5qIJ/sDRXsyoYhGZ49PAUHEtqDp7nJR035++2VJ0atTC",
+	"Bf09ZU1ifV6YyrUZbHFFFSOy6e7tWy67NTHWgvDMSmMC+HYl6ZpPSrZkb8/cOa4IMyZl5PTsqjGZMLWQ",
+	"QjHLVe19pWPHToliyWejYDBheBhThjTWXLviC5ou308/br57sEs6WZ3LT0y03SZtfoz26px+crZ0wqg2",
+	"e8fmC6mZ0ENC0XpE2wuWaeQOPm34TPbRWEarkTA/44Ls7JKZTBNHXNYgTPgFFzS23gifdcOLubgg9IJy",
+	"sVd+ERp+ljMCKzRvyzng4CcSHkgxjflEhxv3XCerLRi3adNf7G7e9BN6wdbwDmAJGaNA4YbOFnsRgcAE",
+	"u9Rb6HXBqbpvFwn7zGVq9g+prompmIeblrE92GmzEBnzyaqtWbCAXzcwgoUd6uaK/a9GjLedE8j8hin9",
+	"jgPdfEZnMtHHSdTo+zCTUjLRBHwNffISeTtIi/Dl4dlBiGqY+Y0h9PGKhJrP2QFcOWu9m9/u1/2Ugs7b",
+	"rKIpN7vW8jBbD6yu4PNqt+u+36th85cFT9oNj+CreR4vAzikfqaRHdv8NZHC8CvzT7pYxHwCzP3ZP5WZ",
+	"+5eWbzpMEmmdX3WCFIWIsXfFZxrzqE8OZGQsx/AIPzhxJlRIutRed67InMZTmRiTxaiJKcjixGhnAaFG",
+	"Xn0ScinIlLM4GgnnqgzMj6njI4YJyiQT5vkcegEJ33JlzIni2zMTIpsGiqpeMBIhaD6HlxPGIkN6XUo0",
+	"E1RMVuYlqEKDtkKWMo0jMBHsj3t9AqoRymqgSsvcp1MmIkOusBAkVc99XhJ3DSdhH3hW8B5/tfYWsPe7",
+	"P+xckgytuo4HP7EfOz+k0axZYjYvSnESuB9wqmFJ1IQkYanRvJwPM5NlIDjtaStN43xz7Wn3+obAQGWZ",
+	"aNBes4lZO4KDmm9UF4q6M8p1GsdyqUaiaFh1fc9oxGKGcrfoojKP21HZfKFxfukiskLa0oj72ZhxcTES",
+	"MJghkds++yOhWSJofAYaFh7c3ZNBzVvDId5YdrlgE80iMqU8ThNWuhTM6IEJ+8xobC4qDgOuiVvclHdS",
+	"v5KpiO5hJ95JvZ/qmUz4Hyw6Ttyby2QYSWZJ5pIrZGCFAA2oB5wpEkn4GdAnaOgjkdOnNEYwbqheSjKh",
+	"iinwW0Qs5mNQrcE1HRlbW1ykXM3oOGa3TnQndBVLGp1L+YYmGGW7420uvbHEfkDj7QKbcITGzVb1LG9G",
+	"NkxtGETxP9gtE9xJAtElbqb7ivKY3Q/p5X4N60vJw6dWZ87oDj72XSYNjpdb3hjDIPiEvRf0M+WxIcZ7",
+	"2JjqS+3+CBmZOyfMhoBJ6ihIkYRfzDQRclkUAuapiGo6pgpkSSoSRidwq3q3vFXnUr6lYmU/VfewT6U3",
+	"2k2yUTAnu4ieJVLrmEUZ17KOREWmaRz3CRjYhE4hIG52OfMJ2ZjrSDjPAUp9+Kkj0VtlTkYPzt6w6VEv",
+	"bAy7817QjJPfn+RgQoN+5ETGmNEEMguMXms0ZNRgg1xVDsiYRvGKKH4hzF+GmldME1B6CRDvwqi3t8z2",
+	"vzqjBMba1zrh41Szvxsdut4kyoz6nC1T99gQ9DFjaZMu1WQulSY7P7wgkxlN6ESzRPVQ70Nq6pMjQV5L",
+	"9FlxRUIqVuFIzGQcodYV4mAhPhROY0n1i13r8JCCHU87w99KvtsXFZs/yPIe8LWdrx+DzuXWhdzy3IzJ",
+	"lE7Yl6+G2jLR/5JpymPYGRqhHKDxSWJEt+bGKLP+87LjabZaGFXZkECcibOpvWfoMyCKz9OYagnRp4U3",
+	"5pdSNNS8PI7tSjebjR/rTDltxKsuaLxd6of3EikLXxe5AsRzsu96fbNJ5fjerU6zGIk1Oxfid333HUYf",
+	"eRSSTEQrnBh8oxqcVAkXE76g8ROFg2P4TLO5qsmOAQ/1EX4JDmv7PU0SujJfL1gCFxlZR83rsu+JliRi",
+	"Ex6BKGYinXeGv3V+fX/4/vAfR+/OTg4PzjuB/fv0cP9l9sf7k5f754fZnwenh/6fLw/fHHp/vj3+e/7H",
+	"yfvT1/5fZ794f7x50wk6B8dvT/ZPz98evjv3JuF/aqfif5RNyP8wm5b/YTa5k+M3Rwf/4b3CfmBHt39l",
+	"Y9i/sxfZv+1wH6vXO/N53SINWhebYY/p+J8MzfA1BAUuBcPdnygSqnQcgiJx1aBS7i/6LXtvgczy1Uv8",
+	"1mdXp+BlbvDUOXYDMcUJVzYpq8h5rDJdG7UE29/XzzNXiX2q36lGEs0W6MmMRWDGz12WYc38su89U55w",
+	"TbpgjqN/MGKCG3Pbv7PFBWQO2dsgBcupYT5GJqHBkc0UqcP9tWFZTxTR7FL3O5uO3XMp52PXHXuRGZVG",
+	"cQdZt/91gx3QBR3zmOvVlYUd6o2TbIA+CQ+O3529f3t4+o/Xp8fvT85CwoTRrVWJsytwAU+pkKmu0iJX",
+	"J5hzUsh5OYSRokIwEX2r1QB1ZR5DQ0YZHZdTWpy4EZJMIScuQPfvX31B2EMn1WemCPvMktVIWCUoD2dz",
+	"RSKuYJqwQCEJOs5wfDwQlatPGCvJTFx4ekKTiEWkS0U0EhOZitzNVL1i+El9OkZ2Kp7YKW1LDUstURN8",
+	"W0s2EHOH2IWXJHY9tem8mjU2l59Z7nuT96Eprclhg9nklpKWpIsRO/QkG+2jtG/F6TVtoGDxgYxjNtG1",
+	"isQ+usTl1EseVTXXxTHEml3Nn8syjyGnea3us5a/4GNrVtSUSIw5TtTNKTAGQzpWTBdiW0+Uuw9WHLg7",
+	"qoyh71Jl4KqGT2tE7YtNOas1+aqFPMfacLKvHlN0O9hJWxIo6slEJ4y1oNkN8UcKfh0/6dNl5nVlQkQa",
+	"x73Mtiir8bjXdnYBphePRGjUZq5KMzcvRQ5T1lrMO9DJg5zW20w54dH2aNT/jW798fF/2n8Mtn7aKv7x",
+	"1P6xs/WXj1+e7wRfa/e/sBHV/Z8mjG0ZY5l439Td1e6criCEYzSHXr/uVWYsM9Q5vVDt+cYr/6kq/3iV",
+	"TVDTC1Wbrvs16PC7ZVRgLdEag847bZez+jUoJxe1nlk5u6h2jqUEp6YdweBp3UUw39Q8FbicFzqX4gJy",
+	"VxUfx1xcqNrT9sLOTQl5pV1cUmVzQyLSPX11QJ4/f/5TQN6fHwA9mUOmujPsRFSzLTN802vfL6IrvhYS",
+	"5DCZ7drvLnPryIWoi6cUVHPL/K0qrqB0aWp5f76UlhItf+CKIs17sFmmrU/YzJn9DaSdlUv18sLqlSjw",
+	"ClpmjemVankg53NeI3s+gJtfinjVJ1m2Gk0YoZNPQi5jFhlawdTYVZbyWm+P3YXfZlMavZ8qn/vB/Nx6",
+	"ZEYRi/lnltRel2wLSHeA+vSSK1aMziuySNWMQVoJ12S8AtbgQiNLM0ThBnGhX+x2qtmGV2PSfurvx2BN",
+	"Kv4TRXhkZUDMztCNXl2q/YIoLiassKdPLHfwkxYnNI7BW4c/NwuGheIv7X7krlqZkBmjSTQSkG3LdcGo",
+	"8HbgExc1xxB+2D8/+CUcEgpD56fdhQNys+rtkfDk+M0b+GF5tphw74wRGBC9PG9qnTsLzLJoyFjNtUSP",
+	"9NBY72bkhN50/7IEmBeKwVsRWadCC8JQsaxzYfg3NFxyEcllSP77//l/SWinHwZk5orWoEAxm7lVVnzK",
+	"7de/WlOd1rw7PH3/7t3Ru9fhMLdNs9G7G5PvMUCBX2VbaA7w7Hz/3cuf/8NYzZRrNRJaEk0/MSI/s2SP",
+	"hG8O9/+OrwVtNDybpTqSSxEG+TxsMjYseY+Eh/9+dB4OScymlu4cFdgldIKOfWsn6NjxO0HHPFZLG0Y+",
+	"nbILrnQD18iFrF1ykv2adM1dWcR0AnHlmAuw6cZsIuduP/bIdWU/0sB6QgEClkrnp8U1kIOhX5IKn2Dr",
+	"SKJOyteU3SDZ2Bud3yef3RY5UmVf10m+dYLeZ34KxWAeTyh4gqrysMmNf8KSsoyJzTyjAJl99jqVzue4",
+	"by31AW/j3B+qqhoE69US+1xAFoXSK3u9pGBkyhOF6rhw/kQRjVfKJWJDOiVKcvSw+ncOLhCw9isvrKWW",
+	"kwVQ1h06bNJanQeXnh/5fftuauJW1bCVLX2tPUp0ARJ2uUgYhnDMEVRDnsp5qP+KDkH3i3q7M2I0egPV",
+	"POA0e4k3cHUg0yYPsis99AuBwCG4RwoRPLvgetHhFfZtNrTgjZmJtciLtCZUsS0uFBOKG3JuZ1q3N6jv",
+	"yDauBhMr6mdAymoqKqRcFfzNTRERHDoXemwZr8giHcccZPrcK9WrKuSZn3vdOzA+7k+yMP/6kau2/VUs",
+	"+tsNq9Wkr7c2zHF779Ekz194V8Z4nqVfLn32r2o9u/LJ0ief27fmCxKxnT2/Qaq3kJ11gfnWgvsWTPmS",
+	"ArBZqQGkh8LkA6t8GOtXWisDRXevTg7ep0FeEIJqDbJGvkSa+CtoEDDNlnujfW4NVSNBuZjEaYR5aWbD",
+	"UKMD7Jh821pYZ+1sxaKeaJTtVsNXgjtlTbtes843eyPVmWu7Jj4OtbYNJHc/dOXjIPRbKRbuCajmqdWI",
+	"4t833XBQlWBvMLJ4I8m8QRoDY776hDbSRpGt+wwc34gbsY5C1kTUPO8i1qdYpAAovYAy3Z0fvRw8Y4Ab",
+	"PVIFJOIX5jZQEZGwHwYk/If5z9D853+Z//xf85+tsBeMhJ9AS8nM2K0yIQsZeZVafi3ezo/rgnD7W/9/",
+	"DA71/zH8X/93qykiB7LrVkLLET6JJomhgxKMyn0aJzUxvVuMf5Wiobte5tqDCIDdZriHdEukHPh0vFUJ",
+	"DW/bQvPNVFlPkmsD/HZptZfYErLHFq6bXIq0ewXefzUrt/vy8Ozo9TuiUNsjL3qZoWkYQJ2pWxd+v0vL",
+	"l3QH5K9ESMF6nhHMxYwlXJeN4SaQgcG17eTWpvGVsv9uaDirtolRa6Rj7jS2IwBOSW+NoLxD47B003KD",
+	"yT+j5quGRd43uWN54fc3zDmy+ARe3jgXm2XFB4d95p5RZIqJ5leWC1chQtHu2lg/p81FuMZFUa1zSQPC",
+	"+hd9Eu5DNimS+0kio3RiNH8tSaosxW1BOIuLYvYMoOiFBVO0KEwGGydbSiGfc+H+3GCp1sqWwuKbqd+y",
+	"2FvTlfBSurwjxbQG4QueaSimkpPUzIlFxLKOGts/S0a0fxffe+B9W+AFQxL+9mUEKx11hqNy9uKoE4zW",
+	"54qOkBF+/ZjloY5EORG1CwhCsHeqLjqNOASt3BF5Jm3x9KuBhIlL/jNzgX2AMvUqUE5NZg1NLpjSRM2M",
+	"dd6QOhcYel6wZAJ5QYjWE7gDItuDQS/A7DofqxLiT/Qzg/KuacwvZjrT7TNBuh6sJ/hmPNIhZBW8HG8Y",
+	"VexIFOLtdnefVzb3F7kksYTiIwyaliOjhruslPvUWFgy1RDX5uLCj3XD7jt80u4P/f7zwSAYCbf9zwe9",
+	"0r4+L+zrD/Vulk1KlF1Y7brAr6P53E8+duHnzGPhIFS5hoRX5TBKq0BkGf7T3kgMMNHDvr9H5owKRYSs",
+	"PlYlps1aGXN4A1yKDxBYrT/Odadp1/tEkbAw3hHmQiZszuZjTBbwz23Q7//4Yncw2CODgHhLDFyOtzJH",
+	"6o3X65MpS5IVYZfaaINSlFYMw91YEbU/KJhMWaDthornHdqCueufqzO4X/twkYp5VEV0ulJ2TP2tzFRW",
+	"eKg3BOW87JWF9KGC76yi++4hvCAkGCnEFKbKxWgbjrau6OXyjP/BjsTPK82KNLqzvfuX3R+fv9j9cR1f",
+	"11LTGGra1zL38QoCkNvkLf+5398m5/znnMHvkNf853rPqXf9fvrph+3tFzt/+ctfXvhcfbD74w9/eVFH",
+	"mgnTTMDNqb2Dlrw33UNz5z6xhfbYDRa4lvjm9qDffzHY/dGXXPCKXp8cYM33mLkIzUhgvTKCa1Vunh3H",
+	"X2XdAg2HlKluKzHOc6YAa9xayDhGypHTZoEwMAIhX9PzQa9fFAabWMRnrjgqGteaKaQ/RanDoJgC7hlc",
+	"Bg8srzTh3ec7gzVzxq/Xw2wXddxysGtTucRLAFxxG3pd626MOThTL3tMIjBMTZoCEzqpVViL6WduAJCK",
+	"O4Ne6/BV7ZIOhU5K+uPOlYwHN+vWm4hvvOpOusu8Zv8spk97uVJGRfwY3CbIY9Wz4Ca4eavW1VdahD85",
+	"JcVnasygmDOhEU+kwfuVKWv2GAF1B1SzCTUWa4buYVEeLTQWZIECoJJdk+rVR+saafpYMCJTDRlwCxCP",
+	"+AbzwArYgfsEQd+uR+S4jxmNl80ihJW8jQ3CkVqkzlXPpG4awRWulb/GWoJx2yynOSaVUU0sDe9ZV6sU",
+	"RKWTCVM1lMSSRCYHMmpQEeFrMpERw+pZyCKBk3TbVQBFyVHAyNTD5sowueriM/AKu+S6kMUsnVOxlTAa",
+	"GVXZSPiYCpQ49VOqr4+t7HWGiFVdNaAGyan1UOMe+JiSZWdeVDvxOZ3MuGDe1LPNrEO/q8OkC0gJdS4Y",
+	"iSo8SEAawaYC70iCCiJaUIRANoOX4ZQCUgGDgXGqKF+Gc9QB7NgkXaSQzrBTXngdTcyvRQ7gh2gE1wsI",
+	"nxIqsIo1m42nPQwzaO9tI4x2fvjBi3e2CONERv9wM6+73a/KNlKtmPzSJg5SbyV9YqtnCK0C9lIGn/Ji",
+	"t4dxXCHJImERm3IBoo4KAJCZlkHH5FKQsZSfPjG2yHCws0370tGMzgG4coVeRNQy/FW82K3ZgFyG1p1s",
+	"UQDXVLdk6ZJXVgT280frdQEvFdPy/Wwa6AXSjeX5Tn+xPzJ6Q5a215C/uTZsVfKy+HXdM6rImAGIQVaV",
+	"AOzPDUkwCaY+1ducoLGOGvrhZJlr7m3Wlrp+ohyPNvUoyJQt69a3QMgFR0SLlJ2YKv2OXVBjzrenDffE",
+	"fp4ij5Vc9XWIVGki7CN+HYirkfW3rkttAU1eddMLnLhiCfZWkgKpa840jaimV6bqt+7B+hlnRCHh01rK",
+	"9jTrDQoyV3hBsz5YhkcW9BXzgbcvhQ3BPkWYOJj/fCTQ6IZwPIzeJ39HLVTEK5IKzeNcNydMRKrgLclJ",
+	"DQzZeCNp5+NkMNxuhlizoYgdCTG1SSpippQ1TG41e9PxlPwMypyhtKri9f24lr2qTQZGqflHkdHO1w5S",
+	"ZNOKdBdSmWmuMJreWp/3hMGmhMtsQnWr/oXRWM/OGgqbgLkD4rkj/xn8Hs7faBFcmANeJHJctxWN9VLy",
+	"k8WbxuFKWoX8tJEI7Mh1K3pTybluVRZNC1CNGVDH6eH+OZZA7R+cHwG4E8Ai4WeAiOT98/BlJ+i82j96",
+	"c/iytlqqKlDXKDLrjr8EE1fRat7WFEk4feb5Tm9olB1gaaCsvdj1dDUyp4sFZojixBUBlIP5mCWqTw4K",
+	"Ht2RwPwVRRSL2cQrpBqvDL3wxJvCnj8dzCPRckmTIisBGNGyykTnKO53d/p5WEYilnhFe3q+U0MWZa5/",
+	"NUfLyxppQJuVrYkPwdGyhjV7pKGE1UYHS2IoOw/E5UAWDYWlfkgRcb2xbV0OY2JRpcNCG7q87RRGkLyI",
+	"i62z6bnn+5XQUF2GZLkLBI+GZDnjMSt12fGGIVi7B1qDCjLYa0chxb4QPCJcjQqlevkvoNTLjzxxC3uP",
+	"Zafw9gilVZv8yTptlJa9v/Vud3CLW9UW06xzksdZlmRoxff7E7jcoaGNtT2maQxsdCTygftkn8Cscinj",
+	"YLXhvtjdARxfRUL7E5smG5b89T9tjpMVB2jwtNgXu/lkpWkFSv6A02LU0/z84qCMtRSQLy0bcmjNGEHl",
+	"wm01vjuA20A1oWAXOAI0H/JcaZGJFc/4vpiaI5OCZQn4gDduX9E1+ppYYQpc1qjUjpj/TGJJOIDh+xQq",
+	"EwjuRjXB3ZFwyR72OoNl7uwJY1SqGupxBbRdi3+VzQBVMfhRr09e5v1MCjuY413nO0gTc3HjAC5Mtvsu",
+	"4E7tMbrihBmLIzKmk0+W9c/7ZD9/SV6LhTyneHFCMkoHg+eMDBytLmiiXVdJl4YIRzkk5QUuEfULwsAx",
+	"XYGCGmTTXFIOnj1npWeD+SwFFVr3iEM/NYuAFZmjSFiU8M/mruVY+f+UXKh8ih5Wr3uLQz5wRH4dHqMT",
+	"OmGYsFx/vT48P4AGsNaKvtR5SxdMtCLd0BskA7FG5btXaCsU+H2FlJYJs+3e6l9gL5nryVG7vBbexFLE",
+	"oSpDhO0HFVh0Xr+XEI+Y0HzKsf2RvTO2RCMzKV1jqV6fHAH9fK6xlEaibCpdrbVN0GmyimuMqpVfNJAw",
+	"axjQihX8ROWG8zShc9Zr60TFOqmIlYqQ6GdGugd0zuIDs9ilTKKsv4TVb2hMwj7GpcLAxwuud0InjKqm",
+	"6nP8rjqFfjufYJ2GD0lKdTRynNBJzLYOYplGW0qvYpYTRzIkIWBl9YHVTCCbDZiO/SBhNJ6XPrngUhQ+",
+	"Qk8LfhSCTyJhJKz5zpDY8x1k84khLLlkycTs95gq9nzHU7jLLl6cJcoAyHbox3JC4z5t+b+a9JO7wgvD",
+	"HN/aszjaf/sQEniLyKFuQtdP333oxdbeCm9afHytZOK2NeqbMogdRncOSts9PjgiaiU0vexdBTexbY2z",
+	"feM9Fjl7b7yrKueGFOYiBJl3FrddwYwMol3psuvVcqWaZf+hVo4zy7KuX6V8kiYXN0nvRt4iycKMU10r",
+	"fHxu8WTbsYaT7JEqf/gw45NZIUvGvreCepwN0rjo81qU24Y3DG0hcaFJbjd8d3z6dv9NCHnP9mtsHF/J",
+	"bQ1fvvk1hGYFY6lnI9ENfz4+/8W103cOOhyvE3Revvm1E3TMT2o9bydpa++u99OreHePRTbIIjf1S7lc",
+	"10ve8Ga0NnPjKo5fb8xbzeKy676qX7xmCJfIFRA6mbCFRqs5Yf/EPlhaXkAd1XV28baSvK64wzdO8Wrc",
+	"3O8jujsklLw/f7X1o2tRIqfEb1Lyv/nPpLvzYmd7dxcTa/d8a3QyY5NPqMcxYYyDaCQU/8OYdD9zQZMV",
+	"dBTK0hCMnv1id8v+1DolCOYZVVF24aWbS4m+WbCxWt6um2DpG7jFBq7nuSY9w3lDYWsb+ArnX/JdVkbl",
+	"yR04WmI9aYa6PqwWAJUx3UdCyMzLYmtoLdB+rwlQ8bsL4JttWZbnBXuX4dO7fDshsw0fCYt6JuUnwrXd",
+	"jquCa4D6uClm+qvDaqhvSUBFhLXitlztsSLtZhVpt1aDtq7sjGRVZ8FIKGmbgZBxqlbZb12vN00Ti8iP",
+	"5RoPuk6t6ArI62DWVakVOAQ4ruurZsIhgIvaCotSpZqPeOkSJzw4Qvxnz7mfR6JlKZtz3NaAhz6xCSEk",
+	"pgtlnvZgDmEjRsKbFAYQNLRkB4g9jO7bupxCb3DvBUV0zFyBg9HuorDu3orpyABjn9jGFr+d0fpiumJs",
+	"xFzDhOUvzzzLKytO7qT27s7q7R5yhd0DqaG7S2y+dQV6mwvy2hbgQdlo7JgRcMkyb+gZdlEq0wsqQdY9",
+	"TxBU6/byPAU4Tj1jc8ViMyIXI+EjVHfDSQa4FPZaV/xljivPnC0lxcjEVdYTOpYpunhLuUCYz+tS8pez",
+	"VbE1Z4jZPWEtCX6LVg45udSVPN5+dWOvT068LAZJKLQrxedHArPFFNnd+alB77xJ5aOb3KGIFpLXCYZT",
+	"w6BzcGfoL/v+9I1bJViIi5gKZgPCXFVWXkxGm2m9GD57tr3zl/6gP+hvD38c/DioD4LVV2XedhVmXnaJ",
+	"/uL+NQssN3vEkejv0SGev/A2/OFNdaS3VTp6a+Wit18h2vPUUa6tGsqFTXQBHHnMf8hBGEu5ujLJ04oN",
+	"jdqzKMn5q9eb8s2Iq1eKQNTcuvqdrqGGDUpnszFW4bUbtLRGUd5ofNSwuhbRFtsGrk2wBa7a1UIt+Mj1",
+	"er0gXmM6B5jc68dectjHNhida4DP1/uwSgxphn1dSMnL4PX2ywws7+1Y/pbBw10dSRfXWRPPzLw/zRGN",
+	"zD6qYmD7riLieYq6RX+bc7YFJOvGWHKwtSgtsdCi7bSgKqZnrR5U3OVaW65fwBG947db1RDwPhtQ09Zg",
+	"i1ZeW9VaMx96KixQqNPbXGNGmTTG0frkEOgQUrmigKTCdjH3FRDb3hIAh9glnWhrI8gpCa3McKQWBiTk",
+	"4hX4h7LPEL3UZp1mnyKVFG9e6TdrCDfPN2TJ5vRBMwGXiOjSOVdMk64w1zB3BxjSrbUn2nQkKi27zeTN",
+	"nFxml806NtPypGyW+VWBYF4iEDNIYKMTwYwh6gF7UCgHan8l1SYToWoaeAnJW+gZhMWUsow9i6Fl4VmJ",
+	"tNrupzvfbsJotMKOMXaTewHxd7GYM1ybhQxOHoppolh1LQijScy9fHPcBu6wPq/lTi+vtYacgsrtKJ5W",
+	"M/uwcrXZD68cnvd4Rd5wpX9FUd51Ga++k34PIPleM/yRy5ud9x5QGlfO5B99SBt8SI9ekftyGVyz5+V3",
+	"bmTfsXl3HSvoFDP1b5bdkokeT6PylWjXjRoKHmxMoY210VQiU26Sg7c5Id7e9axG8PLNr+aNtiCh1ISo",
+	"0pTmikh0cR3+ZS2OlXUC2MTwchoQbI4LqRQxL0uOE/zB2jDh182n3A4ZqPRQHVYSVnlcWUHFYp5aatig",
+	"GVReWUfTZzLRx1DuWBXyamKBOrrh/tkBpsyZn2Sfvjy0H0fFxo/7ZwdQuHp2UJsyh7fwVqD/AUJEuTas",
+	"RexQ4D8ZFdtfot481SQVzvNUY0usyeCGNGW2fLBA/W5+04JysEcSBv0QUc9ZzmRsLtpiE2o/W34fyP0V",
+	"unY0dmNU/iqVlTwcDYSmNF35fXtvgOQPx4mOkqaGdGR/OmUTrTAM5/XkcdYtVJAtaRKpbwrpv7VdD+dv",
+	"K2XXhLC3tq+H6m8p+NuC9vuzwi+sCIZ/ZnV9dXD8zcRt+fr1ydrsTVbUtqbovFV84UjkXXBd2ADKxYVc",
+	"tkD0yCIMe2TgXBcKksxuFhaom/vHTVt688Rl3FbkDOqKyJOFZ68MOlm7kDsFnVzzxhvS5Np80YeHPhl8",
+	"1zclx7u53p1ppygXn3mE0Kxe2T8nhGbzGjdBaAIjdNnjiEb1LwqXeaXM7yK6aHun+aYs9pxBA15XybvT",
+	"+N71np4GcrlJp5+y3m5rIjN9/eZm37dsunN9rXZTfawZ2i+ORbvR3D8aO5Cgee/++uY0kMYN2+BkfW68",
+	"YOdVfAYkrOaHhC57fcxGopDW8lia8N2UJvSvXGbQLsf/bpvPlDPGvqek+JEY3HdPmbvPayeltPbbz2EH",
+	"YfTQO8Vcwxl5s9x0o35A0sq037p7y12kMt92fvK/bsLpNazaBpUhWqOeZzWQpdSYxhhBa038PrXvm8RW",
+	"CxOos+AAAZhqhp7q63rIrB8bdC02+ZTh/Wa14EY1Q7mRrIwcQT17XVF66RXFgbqA6Jzd2J4ZmX2mcer6",
+	"ytkJ4WtaaTY15e0Vnbai4ly7a2+/DixsE75V9WWbT3Sd/+YzSyI+MYdBqJ1igxHeQLvWBzO0wFYAijdb",
+	"gT9t1JnIOJ0L8m5I/vs//2vUqbV8MUO0KaUWBkcsRrShFywpkhRwl6pbpiohyicHQ6/vRG/PbEETVd97",
+	"vuyThiHrTuSDTD7Zhg612FdUrcRklkghU0XM3iM/deXQi0ReJLX9RO4vo8p+RCEexSIP/PhuMpKWMvmU",
+	"wQSad2TbcjWsG2/rjwsj1E/hExfA6etPBCZi7Y8DOV/ErA4wGtTqFAMG2VK4IpEUrGjBDNCCKfD3aSyp",
+	"brZWciaEeRRYSYRn0YxUg19XNtYeZ3swJG83T+2otc7MDMf7yodkkcWbk6lT1UgiRiruW+iXNcK2sANG",
+	"G8jgYm6USfWKC4jJbnrz1P4ucA61aRrHK8DMlro8hcxngZXBXJMZVVeb15mmSYsNUfizW51AnUJSvMcZ",
+	"rVSzwHKqrt650llv4LnHZdZx9XtfQng//Mev7w/fZ+Du+Z+I6p79+fb47/kfJ+9PX7u/6vJn6i5XjU7r",
+	"9sUBLTRd6JJuNbkR73QT2p+sYaAZCmJhSpE0xgnExaPAeQ4K4oMJzfWq+XDMTuXhH3ywmGAaggkXFisx",
+	"XSlF1akP73uf8AaIOKpnhGqyBKAy/6UAmT4GjNKoNIFnO4Od7cHOYPsZlj09Q4xP2wTfgnw2OP8d4uit",
+	"C1Fvl6uBX7flgU8bhelsuFY1NNEMjHkVkihftpfZPXtZaJxw9O4fJ6fHr08Pz846Qef08M3+xoYKVUnT",
+	"WBeWWi9yUcx42XAHB4cndRP5sH9kezzYiQSds/cHB4eHL+HfB/vvDg7f4A/w3y3mihn77Ur1/AlfrWKv",
+	"8OT1Cvd8Vfe6dXsQDp2kCderMzMsznvMaMKS/dSYS+6vV04I/e3Deadqlf7twznpnp7t/PAiIIfm/wzN",
+	"/YJ/UwAnmfKLNGFRL+8AMIkpnysSqnQcItbBIuFiwhc07gUktLCl+NVIOBRTc+t6WNbELhchQqA7bOR4",
+	"RUJ0xId9csZAqzfvD10TORAyQ/IzrIlYvGH5iQnHN8BbClsMBgj8LuclM60Xna9foeRoKqtHiwVMHDy8",
+	"aaz5Fsw6Axm3rluFzeQyZOfjg6Mt8CJvqRldsIicHp6dk/2To/5IjIQhl6dPJ1LoRMaY7v70KZlTAQlq",
+	"nixXgSsEBevQpzAEgHj6NM+Yf/o0y21TAXpEVFDo1YDDcKEWkBeXJdTbsrX9kyPk36DOqPxYP7PEmN2u",
+	"qUXOr0NYzr/9GzmQ4jOGftRIbJGnT722f1yKp0+HNjtvQuOYsEujeyCChVMTaEyYzTtXpBs+w2Y1f4QB",
+	"CZ9B7RH+c850wicqDEaCkPCZXDBBF7y/ovM47BHBWLSBNP724dwRBtknc2xjGBAvIcLV7CHqucVYMK/b",
+	"HWyTakvDPi7Y3lvCI5Wv1nViJBOaQNZBKBeTLXuEWzwK93LIMWzcQRQ4saC1AUCns8lMQszMvOR4ofkc",
+	"KiLN/UO8+8nKvC+3U8yrVoYGQ6bpRZjPAYHo90h48v7cVhGiOAhzpCQ3jFkuSjbVsyo+Cfl0C1wOtgIQ",
+	"WxXtbu8UWzO6FgEgqEAth4dwjRah38zMLukoYvOFhHZ0NsZmlhOeHJ+dh1nUzc0Ad08nqy04nHAv70yC",
+	"p1XsVgLNMRHnzSxoZ5fMZJq4dCXbejHhF9xQH+bjBLUjUhK5Vg44aIa8MfjJS42wSzqhZkRH9zFXOidz",
+	"BdBPJITUf3sKRkY4SpjLxKUGKcIuzbP2XIqERGFFsCGCXeotGMP1GkCPLbZXBBmklMuXN5wTftsnJ4hz",
+	"+YkJDOci6P+eIZ3sNghWvACDmm6gdtX7tdo/nGbW8dUsd5EmkLpCM0wnoKOdwU7GPWFZhtv5V8XRr5kI",
+	"+PHD14fnJFcdl7nwVM++eH8dRV/DrCOFTaKxLE8DrgqLEXbBW4BdE7QLVU+fwv787ez4HQm/jAArf9QZ",
+	"klGn3++POgEZudIZ79OvIVY4OTnR2OyzTw5kxNSweYNbtVvda2BPezjubnPjVdKlJbsou7lIgCCOBfO5",
+	"1Jyu4AeKMbM35h1cRIYziYuUqxkdx6y3V7oe1a6ue1X2YT56TirNXXEZOz9Ve7xiYSUkHySrLcjpDnt7",
+	"5AfcymrzV/PV8zXtXzXXYAGh4N8/OeoEHSsAO8OOIzfrVTPCpzPsPO8P+s87kKI/A30rJ0vLRZ9Rt/WA",
+	"Oy3rnJmlWmmrQFlsdj5PY6pl0jPXacIjpgzDAH+rUbeM8hfaem2rLpGlTOMIKjlJuGAJyDopQiIFgq1p",
+	"s7PaHH+hhsErdC+n9pfqn6wC90SRRErtj9IjqYjQFYwQe4Bil//eIYmjrmdYpMpQHWyWDVrocSyXhOs+",
+	"OUXdV5mDplE2gD20jN8cRUZ5zfbaHIm9MqrRMMx/8ux4Mcm4xi/Ab8BStGzoZxmtbJWCg+Gliyyi/eyf",
+	"ti8HqvMbu8q5SbqwESihVbtitlpIPWPmPse+KZUbA5DBAj4fkBFAgDuDwe3P1IZDGiZqyNJFZ5BXw0yK",
+	"Gk/Tu+wDhQPAF+3iSuoeylb87GcaeYbT7mB78yPvRXYlI3xod/NDjmnCA9vPNz9Q4mPw3M5Pm58rcTnz",
+	"3A9tNqKG46FN6MrWO2fISYzgJdRXlLMDNEwQMh5+67hr1vloBsm5mm+jmEldsBp+9ia71pMZj6OCYQNw",
+	"FwWvZUi6Mglclzz/myNxlo51wthfDaUb+xCz7mwbKii+o0KrnuESqDkZeb1ANYxFtg+smUhZYSopx2Ud",
+	"qYa3mEUd+Ku/DRYTbHzqwN+QX1MGidBXeyrbxvzxci53vLK6cSWEBcfi4ErAswEJNtiApNh+hAv0HyYr",
+	"1wNj6Fph5PxmfalbxRW+caXF+vXWGwQ6VOtfG425afOy3Fro5SkTTcarPgm9eusQPlZEsKUxFG0fwpVL",
+	"CNkjodkl9ysaL2Z0jGw/Xo1El7oi0573kE0+rNlxM8rPq8KeZ1XGpSpw55QrfgrjfLzOWWT1s3avPt6h",
+	"bPIo3HPw1Uio3MXns6EaWZVxhxai6h271Ce2LfCfV859W3llGG7hzDzxVPj449egQbE+cG6EAkvLNFSC",
+	"rfoKX5ZkE9pywPJcy4NCqS/ouTjME4XiLmGCdIsGEOIALrmC6lTrQtgZDHK3hWDLwjRcFgP6curkEa7N",
+	"uwb3JJDgKZ2szuUnJu5YVa6scYPKXK56h8fvV2f2D6TFLD1IkhJLMge/iZkcntOLPzcLGrRgQe6afce6",
+	"ORJ6kU81s7tGjfzZlwL3+mrB4GoTbl7C5wqguKCO3ifLrucSi1dDsjPYNZyrChelNI9jCxpVVfYD22UX",
+	"mps7k6LoQ604hsDrWfIqYEzRhY2yyhKH8FbHHnF5988ej6bgziowxgKr2W2CpikyBbe0fxWb+uoXfafF",
+	"RU8ghRoycrE88wHcdaTMtnc9qDexT71IRp3e4AIuVn+oXI/XTN/23fj4YKTqoyR9cMr8a6bbU/zVaLHg",
+	"6zihegakuEhrbg3WPlRuzRNlm60WcIwS4sqAoFCnT15hBST6pxPmXOLVisi9kQj9EqKwocYHI3+LhJlx",
+	"+uSUCTrP8P7B5qAxwm+mCjEWqMMVyqNzpUgk2Ctt5Wdi3sgia66URHGvTqxW4Kq+oVi9fXujEYyrgefY",
+	"mthCHfWDMjVSLPZ5ZI4PSPv4Pi0UvBrXtFDKQPCbogalQuy8Lj2o61kIWMQs6pOXFvDZPgaMGRF5AQnM",
+	"cNuRCIvQmH+1mZFQ1UrVJxZBE3Jy4oIIJOafmE3rMaM1xwYKq7wlttgCgdZmfVQ6QUqcboOb2ObYVhhW",
+	"0JL5YDLt5lgCnlE1iuCX6zbNsQhpWhtD2FzN+73GEEi3GEPwowcBCb29CUsxg8CLEzQGZm4cJvAP5zuI",
+	"FniXs328oHCjHkMG30vIoHBsBSFVYNHt4gYFhEuo+bQIKYCWbpuWhCUAktBrW1KvXY+EHxN45SDPpCii",
+	"WXqolT7ireX5XtNoyLUcibCm3hVEW6ERMHDgrCsJ6VKXDwtpsOANLDQjUWWIzVEGpJuZKIWWuq5LRMK2",
+	"XIFx1C8xLa5cKGWRI2FAWJkLL7C8JvThrfRPHPyoQW1tdIFU4Fi/SQTEP5d2U30MgzyGQYphEJ881rHw",
+	"NZZGloL5uVDbf4U8TEqiZEWSVPSGtqKd1DNYKqIMSUEhUgNhdDIr1t33R8IFf8MvIyx9t0BUwchV9Y86",
+	"w9/++z//6+PXkHSlYMQWzler+AGC3B8HUSZGiD0AsFgIJjASDk3ga9gn7yQmP3Nl2xXVcViHhnBQg57w",
+	"gFMr62E5Gp03IOGaQTcyaIwMeeP+mGgtHEXNQmqgF7hCCAizsoDwKVEysGWZpTVy7eT7Y+rmw+aLCA9T",
+	"IFmHCFM61Ovyyi+lBhqtYse5gd/dGez29iD0lIpc1yz17Mb+DVZTHNPJJ/OwiNBpXfDqjEQlytvgpR5m",
+	"0OFcEy6UZnRtQPj+lcbrh4QrOtJjVPhfICrcVvVpFRouNrypeE+fKHQocgV314G65ZW5XhJafRD5tu/T",
+	"x4dlmjyaIw82ltz+nlw1oFyQhOtDyge2NYH22n5gMBmFdWDxZSMyjelFUNMSRCY2vryftQlzOGwJoSOR",
+	"sC03BN5i2r69SVWwAhoHPDlm2dRkMhKuFS3WBJfbnOJUQfGgFxkUYG8IP8RQtcjmbYT9lF9akT0SV4os",
+	"Pwz5fHex5fbunG8dXW7BK/P48iPPfAwx316I+Vren6xmbXOEOctFLTdLWxf4rQ37nriXftNysPUxWFtK",
+	"XF/KdZ3KrX/ZqKv4ZuHW76MqC5tUtA2wulv4GFn9PiKri5zX1dQJbwymCnK0/9YxIy6qpVaHdDLLkQCM",
+	"TXp8cJQBIayEppcj0Q33ARsAUX0sAgIi+5h7jB9/ZsnYfoYfOJyLLWgZgd9wYb+MJRK7/fw3xOXF7zLx",
+	"il9+DHt72ATHTrKAmwGlYIp5FQ4D4nI6fZADwkXELkFlRhe9VdRtWxb6iSnCQMvPA8ICOvYApo2xChAc",
+	"vDk6ijfxTxsWLXbDadBOvTY33yAOak9g/dweA5+PgU8/8Llw13YTEIP7/NkXfOQKHntLetZlD7EvgNQl",
+	"XJOLhAqj+1owsjreY/sS9Bs87PfKeK7rWvdu36NL/U/vUl93qVo40S2xtPCG3yLtf/zGkulRGj1Qv/d6",
+	"Yr4a4Z1Y0dHexY1vryuYCnwML+vT3rNaLP/MripM/KaHf0I/cCv99ds6gNdzCef5feQWjx7fm3t8W6u9",
+	"CCfQwsNrcQeqbob2aGMc0GwB8rYRd8yVHDm05pqSI9Ky4siDMBuJu8Mw+xV38M+JXmaPYX25UWvwslur",
+	"P1rvnrcZ/QgFhE6vl01Tgm4gV63Q+leAUCuUFjwQJLXvqkQK+EJbzz3es0e//ffht//dsXwnXe0HbQqg",
+	"kDnVeesbccxsKY8rDAr3D86P/n4Y9qqgZse210PeghpA0qFLrpyk5lUschdVoTRF1IVNTaezVJqYapY0",
+	"u8l/te1u/pxe8kJj8AZFPu/3/Q185Lj9a2f26CF/9JD7HvKsQVWZl9XYCc++2DL31r5x15oAdX6u/f7G",
+	"tASKRjMG2K6DwUiYcYWEThIY8cPXZe3BsS/H0bvXIYHm7BOcSvaNMRqWtR35oCsei1R/JPb9AlWeF2h6",
+	"zRia8deaM+fvk1NudOvvNLVYNkuUotCgcI9MJUSMK5s2lUmlVegtxQCQ45QIocUQH/z2FY8OjgcXSmjk",
+	"Pi3iCBbBxFBcpu9cAa/t9i7gx28q0R+l+AONLKyh7avR3K8odNtjsbmyk+xaVPFHPRvDuZ7hqd5GXLaR",
+	"yIHZyHVw2dpZGiPRpYKk4pOQS2HdGV4eEMCnFgWzed4ZR1cWyrh931oo31V4pI3hktuM3yY+spbTFWj0",
+	"keM9RkduEh25nsmTwR/g5fDRAodfbsrRa71Gb9GO8Z0KZXzacjDGAplh3z2LT7mW+UMJsYWV7qERZVuT",
+	"YQ/IvN8V4YKMpWsLiF3OXLG/7YDlJ/7XuYhg46xj9M+JeFm/xA2ct2b3HpjXKAAwJQjgqXJvhUdu/MiN",
+	"r8GNDXPLwb8koQjg1YCHeUUWvUgTDJncBVv2/VtZuWgBQbIbvjs+fbv/JuwFNs5dKP50P3r55tcQUGfk",
+	"FDlrN/z5+PyXsBeMxE2dY6TgG3vbUNWK/Qthtwo+HlD2P7FFLRs/MT//82nK+bLWsGtsJS9xy9pw6QbP",
+	"WnXLH91qj7z4W/FiIP2bK8YJixL+md2tOoxAfK7vc8Z/p4mcF3wfVYYL+Tw+6mNAZBxl+Q+g/I5ENuIn",
+	"xhbmtzwhIY/CgIzZRM4Z+cwVH8esGFGAn1mcnpWt7rfd3+kF5QLn9wdLZH8kKrhoQmpihJ4RBMcHR+RX",
+	"q41Dm/7wy9fQTDtVNpKL4VsCO1DHn0/xGBzPf8gAY6WprmG8v8glmVPhATRoCcbL/arKpQmvb+Qq0vmY",
+	"gXTPJg3m1iM62MPXTD324eNuVXiIxy3djzbyy8mMCsHiNmmXPMpUS/cU+jttgCNeYV/qPKrKBcnysohM",
+	"IpYERNq8kHiFaZR6JpVhdUarMj8L7dgWfvHe2r+6fbghokzrpLnrqZ83SczbtBB/3+8Dtxvf1xqxG39u",
+	"qPAxN+07QevO71QNX7pZ5GkDV7OX8iodKYp28xNV6brQDUs4iuHQPCKFRYcyBnahEKYLHURjsxVcEWhx",
+	"n6mGEdV0TBXrDcnS4nB3P5h/OHHeyxyar5nObGb0hyK2yUgoLi5itkWhCmcrm6+z6bk6gx/sw/eOUYW9",
+	"PjnJYOO4IAm74EojP0QuPQTsyQ3jIyxpooz2BzVAzKwyPH3/7h1kuXSx+hQKhNyj+aLAwWIT4sOz8/13",
+	"L3/+j3CPUNwN24AQvMpns1RHcikgpz58c7j/dzP8nndu8GNo09SViYVPx2EizqKAuA9HIltCzKhiJKYL",
+	"xaKen9ofU6VBWhz++9F5CPYuJXMuUs36JERKCIlK5wpBgBEUiZTU6E2NRL6tmLkPGL71bN3H4lMB4B9b",
+	"XPOcZgxBoTH0r6KiPgCWXWGIaxCb7puX5zi2G5L+9vM5wwrWsrGY0c8METKLK0X8uwJzBC6OQLdUROiw",
+	"zNRxrpGrwHck4hEkAdDJJyGXMYsuWIPR3icfZgzKkZa240SJaQb4IqWpiMYr5HY4LbAHkAcjsIj8bNbs",
+	"QiOXGuQFzCdhE8YxhGfYY+6rQPQjLkbC+mNRBOQ54LuD3TwxMdsim+OQz6MVDywC9T4wJrgJqtdImEde",
+	"dC+86BRumc98unBPe3fAfoLWZNeSYWUTa9Q9DZsoew8dV3BPD1G/wFqy3Ow3bGClCBfu91oSF6xybHsq",
+	"k5EI4QfQpcZLbepaj92wLjcLtbMJTRJo5UxCYBoLHdr8q5yVqZHo4l22mimEjiZeMTkqWF3Mc8h/NLUl",
+	"e847KUW8sgxQyGyNXGXbASo0cLElBQRy3DTN50ymuv3KjCKXa6xGt+jGUlyQhYzjTCsVI+FiWxDXWkI2",
+	"F7QCCshCKjOlVd5VG5ADSRjFv2NZKS66jf+3PxIjcTw1QwG39c7XojmH9m9naoBxAe4S5jzF3m5lqOx7",
+	"tlLnEtdoHhkJcA1zTBjPzzAyR1ZwLfXJcd4DCatoG0wI7NXnkjPoHAUoi6cj4apv3ZWBolx01Pz71isj",
+	"IrbcMFtHWYhwjzi/aQDIWuFbbFp04m5hCBOSqTmP3tBojJ427xo42f0pyc9c9hU8UwVxt+cbJV0ranvu",
+	"yZEQZjdz73pGOgrIkqRC89h8t3JCHufQJ4fohDcEnDDBlsrbOd/GBNIZidzGBCaR03evT04ZjRzcWF0I",
+	"N6PDXi6dlU74ROcdpnBa+dbVCWnP3nzg3rCcMV+h/tg9srYT45xe8nk6r3Oba+mY23a//3ynscIY+Hp9",
+	"hel20LEv6Ayf70CRMf6RlxhzodkFS+pqjH+RSyTAjM96TmEjHtZKB6B9ROZQpDvo93ef70AK60tXioek",
+	"YvOwnihSK0maS2trfl2usMbFwou9xQ+utniJVw8tdGTrJRlaWerzwR4ZZOkLVv9eu/SKnGled/mn9Yt+",
+	"3mLF13DUbn7qZfz7PTh1fd7RYPeXKbabCVbDZHuPGvb9WPvAwuY5n791q74pdH5i034U2Tb3bWeQzcKi",
+	"hNo/UTpqixZKNZlLpcnODy/I/+Y/k+7Oi53t3V0yXmnMeHp//mrrxz0yibmZ1kiMqWIvdreYmMiIkTEX",
+	"NFmB1zX3QWJRgEttyd5A3prxd7efk7AUEAyJ19hxJPaJ7T7GpSBTyuMUOuH8ExD88xeMwRUJepFRbczb",
+	"lwnXCCs64+LCy4miCSNRmkDPG2d0j8TOYAA9vZjQqKgkEBMDBVSBoseETlbgR/N5n1uateg/QK4WiViU",
+	"ZvebLLmI5DIgNEs3sB7UsPA7o6pBipCtOMyzsyw3Bf0p4Rdc0BiSFLD+CRURhhw1wgSEmkLGaRrHRuml",
+	"l2f8D3YkfjbHCmXl1gmx8xMJS7ch9PYN/cUzdCfPmabmpPslHRp3N2tgVNYBHXAV2F3l7iqKmZHt+942",
+	"vKBXn6Kmv4f0B2+aG1KEfU3IbuA9o1elG4VMNsclS1hOrNB1z16etZel95gX8cCzxPDirhdg7fw0Wc5Y",
+	"5Hs01F2n7DrpV9aHxiti/S5WHiJvd1Xgxmo3skY5P69ciqEvFGYURMJI5DLBkTZ8ErgmbVCYYbMy0GqH",
+	"7pIHMmLhM/y33YuQKAZw1VbIKdI1aje7pPNFbPiiS1l0ATOlKUhWWEYvsGjYqXAhVxDSW4pHaFQrOGf8",
+	"272i2X38nRinJYX79jl2cTc2MG17FlmQ22fiSPf3y8OLk1+fu7ZgyRYSs0z1RM7ZI3N+0Mx534t5dZG4",
+	"el6cTBCKOvGtMO3U9zDfGdM+KLu24SKVDZjb4N0jUdTnW/JuB9AUWh/I/hScplLgy5XCiOUaFp+z91vj",
+	"1++LZ/Mvzq+Lu9GWX+dOZ3O8uXONWH+Tul++XVzEI9/+c7UiNkyuxONum29DYlZjaPT94iKhEaollHxg",
+	"4zM5+YS6J7a5BuYHKyCLFLxI1V6oT5TXnFhhWIYmCf/MAiKYeXQuEzYSekYFCdEBEpJUFIJjrqSiW0pr",
+	"CLBaDV57sn+0dbh/Zn0ZZlp8wp4oAol8ZP/kqGcLObL5+bGynHGvi4yRLiUXTBi2yiLCIx8pD/rV5CkZ",
+	"0UjMZBzlzjIIAS6YsNlwCy8O4PwaDqWbYIAr97YsZzz2k/y4gjy/HoQuXyWwDpow8rez43dEs0vtufHO",
+	"80NS0G0Chwi/jDp5YBC62EPr+mDUKWVW+t+JUQePaNQZimDUoamWB3I+53rUGY6ljL9iOFLA+G4Sfqv9",
+	"chJlFkqf0QWz8tPxW7O+80zk2enjxO0rfxt17I9HncC+wlCrp/SgqP0y6gh2QSHgVvMYrDpihW1IGFVS",
+	"5B/h0AmLC97anDYtaXterZHAGh9HW9VSIHPQM34xc0FP8I9iipB5eVZuae6cZymg4J/JpR2b62AkrDby",
+	"8s2vREvZ6xOjWfgpm0rLhUWXT9UMEcoityCFybLgAy1eYyBjGzwdCXsWU0N0ZE5XkKIAcfhw1OHRqBPu",
+	"+XzBUbH145ljM4qXOwuYPh5PwhbxatQZfsFhhv/9n/8VjDqgFgEBmc9FxC5HnSGvOy67Nd55ffxqCM4I",
+	"PY7+XZdXalVAFvXQDzsSYU7INn2g0FG9yIwyLsbACwyX0LtlCwBLwdTjKVu6oJfNrChsbcTVRArBJloF",
+	"9nhww8whwDiQMItpcSPRdWcZkGLyVi8g5fQ3ZD5rStMupItDOz4N/vScPyrSddnQ5vd1mc805p9Yr0+O",
+	"6/Im8DHM9yunAYyE0XpWGDi07wA547+lS7M8O+SZWe6AoRelqU4VHLdNWYYrCh59ypF5VJTgQlb3dxNQ",
+	"Xx8dl3n6iaq5uWVZ2t3u97cHg0FjrBwZfEOwHILELn5qhrlqwNy3R5kXYTLnj2kxkGnezcXmJOOoq8Y5",
+	"59e3ft5TGiuWTc8IKkbFtQO85aDtNiqyxYWeLbmtorLXLFegFonUciLjfudhB0Vf3Jql4jTcBvMKrWob",
+	"n/JVzRRV0Nu2Vb6tao8aadcIYc8VA+nC3trvP7k7Mwu+2H+doo7UGtS16D0nPGJC8ylnERmvrGcFBsSW",
+	"aH2yX/RNo3KI6hW7XBgb2lncXjyUqiy12yhXICBtvnYBgRVqSXywt9wvDjnhdt427LsHMVcaT2Uyx2y8",
+	"qUwMu3Rz81tNhkcCgs15QtxGB/n35W9pk4rtH8hjb7cNyBEP0AdM3Ql+kzTutwUOsx7B8tCY++iwVTOZ",
+	"GNvfS2suxlCamc6w8DNUjPPUZuAlTYnakEMs5JJ0B7m5xLWXtLbvJV5UPb8VTpenNhc50545lVtlQgUX",
+	"4aPT19uMDT7fegfvt/DvRu701uXwIXw/IqQ+suE/GSQ/uoKpl4wHZ34d16+xmpuLYXwU7TzbOuORIiJc",
+	"bE1jfjHTUAQEBbu5pySLjij+BwuyMo8c698iVo1EJWW+gEVRTJWXIsO4aMiQP4NFfWPmVtN7Cn18VTg4",
+	"rrIFNdiz9uuj9l2oDrInvt497jhueBNesKaaK80n6jF9+N5QxW3UI9v6O7celznSWxtgBx+4Dm5BCaA2",
+	"KLQca0CmsaVv2LDfRuoBb3YkQvdPaJl0PzA1H/wt+KZ9/pr73hX3vWn/WjbFy/f4LprjXRNM5y6ZnXfC",
+	"Z3jd2iLkFPb9ESPn+wBcKByax0ELvK6kYfnfPfuy9PEvv7bSszCOAeqRA/IEpARR6INEMvZT27PEI9QH",
+	"37nEn2uDCuEfxCOM9ANtY+IfUvNluSo1FhBkPcVjxmisZ380XqlCl8QsXWKRSMi344okqRBQ3/MOsv+E",
+	"JOYQmNCWiqv36hf7yod+oXCeZ8BHGtO/8o2gMf98uxEVQxxskiZcrzrD3z4W+epnJsyLF4kc+xZrttWO",
+	"o86ZsfmadUlwysiIQUIR/NTlX54kcs70jKUKc1/Y5UIqjoVgMplTfYUzf2tncT9nbqb7bBFTXjrtcgfb",
+	"hrIamOp9naS3y/NskxpPUy6YoAveX9F5vPZIjxdM7J8cZX1IUUfF340hrsQV2T85Cow+DhkW1rEL0cKI",
+	"XeFsXzNt33a2YJNvcK3dZuQHTSNEiqbxSWImq7kZRycpC1rslVmiJRU5/iebNMrTyiZ3/2P/7ZvefZHO",
+	"ORgWdg5qwSZ8ardkHQlBLK8tw7eZNQD1N6ECKSU3fLo+zJ8FAJzMqPNqzfkFpPRhOeoPg+cjEZ5hBuF7",
+	"QT9THpufehWnzVRXi7sMC/kziBHYX4ufuLpl984Pgxbe2eqpdNZRHsJ0bJY/xSG+dMaMJizZT/XMjGi2",
+	"3T5XqUXIDXJFZHJBBVeMUNdj54nKbGwjriCRVifMdj5NUElJBQeEb4q1AeYwEwmuQecN9F5SY++Dl0YF",
+	"zvfqtzy0CCmu8Tzp2sHJIqa2vt++w0K6V0f/UPQgJOga8SwTO+QWDJnbKYqodDIzXBt9U1nPULB0XJsE",
+	"l3PkK43VORyU0D8BSc76jXGJVOuEj1PNyBQydbLlkykVMtVl1BA9Y/PCDnu+4LoZ2BpHLi4CcL7DP/K8",
+	"KpdMyYVhb9D9NcdUMHynuuGZW676sqP9t2QhYz7h5vHjgyMwEhlwbrUSml7mdfPwuxVRfJ7GVMvEe4Mb",
+	"ouYNaIFYtsWi/NRoTJiIFpIbeu6i0h3AdYdrFDjZH6AELjBzf3Xe9fr68ev/FwAA//8=",
 }
 
 // decodeSpec returns the embedded OpenAPI spec as raw JSON bytes,

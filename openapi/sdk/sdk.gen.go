@@ -103,8 +103,28 @@ func (e CapabilityType) Valid() bool {
 	}
 }
 
+// Defines values for ConsumerKind.
+const (
+	ConsumerKindPOLL  ConsumerKind = "POLL"
+	ConsumerKindWATCH ConsumerKind = "WATCH"
+)
+
+// Valid indicates whether the value is a known member of the ConsumerKind enum.
+func (e ConsumerKind) Valid() bool {
+	switch e {
+	case ConsumerKindPOLL:
+		return true
+	case ConsumerKindWATCH:
+		return true
+	default:
+		return false
+	}
+}
+
 // Defines values for ConsumerStatus.
 const (
+	ConsumerStatusEXIT    ConsumerStatus = "EXIT"
+	ConsumerStatusLEAVING ConsumerStatus = "LEAVING"
 	ConsumerStatusRUNNING ConsumerStatus = "RUNNING"
 	ConsumerStatusSTANDBY ConsumerStatus = "STANDBY"
 )
@@ -112,6 +132,10 @@ const (
 // Valid indicates whether the value is a known member of the ConsumerStatus enum.
 func (e ConsumerStatus) Valid() bool {
 	switch e {
+	case ConsumerStatusEXIT:
+		return true
+	case ConsumerStatusLEAVING:
+		return true
 	case ConsumerStatusRUNNING:
 		return true
 	case ConsumerStatusSTANDBY:
@@ -458,30 +482,57 @@ type CompartmentCollection struct {
 	Items []Compartment `json:"items"`
 }
 
-// Consumer A live consumer of a consumer group of a single-active-consumer queue.
+// Consumer A consumer of a consumer group.
 type Consumer struct {
+	// AutoCommit Watch only. Messages are acknowledged as they are sent.
+	AutoCommit *bool `json:"autoCommit,omitempty"`
+
 	// ConsumerGroupId The OCID of the consumer group (the queue's OCID for the primary group).
 	ConsumerGroupId Ocid `json:"consumerGroupId"`
+
+	// Delivered Watch only (0 otherwise). The messages pushed to it by its current watch.
+	Delivered int64 `json:"delivered"`
 
 	// Id The consumer's id.
 	Id ConsumerId `json:"id"`
 
-	// IdleSeconds Seconds since the consumer's last GetMessages call.
+	// IdleSeconds Seconds since the consumer's last GetMessages call, or since its watch last pushed a message or heard
+	// from it.
 	IdleSeconds int `json:"idleSeconds"`
 
-	// Status `RUNNING`: the active consumer, the only one that receives messages; `STANDBY`: waits to take over.
+	// Kind `WATCH`: a push consumer (WatchMessages); `POLL`: a GetMessages caller.
+	Kind ConsumerKind `json:"kind"`
+
+	// Pending The messages the consumer holds (delivered, not acknowledged, lease not ended).
+	Pending int64 `json:"pending"`
+
+	// Slots Watch only. `window` − `pending`, how many more messages may be pushed to it.
+	Slots *int `json:"slots,omitempty"`
+
+	// Status `RUNNING`: receives messages (on a single-active-consumer queue: the active consumer); `STANDBY`: waits
+	// to take over; `LEAVING`: sent `Shutdown`, receives nothing more; `EXIT`: left.
 	Status ConsumerStatus `json:"status"`
 
 	// TimeRegistered When the consumer registered (its place in line to become active; RFC 3339, UTC).
 	TimeRegistered time.Time `json:"timeRegistered"`
+
+	// Window Watch only. The most messages it may hold unacknowledged.
+	Window *int `json:"window,omitempty"`
 }
 
-// ConsumerStatus `RUNNING`: the active consumer, the only one that receives messages; `STANDBY`: waits to take over.
+// ConsumerKind `WATCH`: a push consumer (WatchMessages); `POLL`: a GetMessages caller.
+type ConsumerKind string
+
+// ConsumerStatus `RUNNING`: receives messages (on a single-active-consumer queue: the active consumer); `STANDBY`: waits
+// to take over; `LEAVING`: sent `Shutdown`, receives nothing more; `EXIT`: left.
 type ConsumerStatus string
 
-// ConsumerCollection The live consumers of a consumer group.
+// ConsumerCollection The consumers of a queue's consumer groups.
 type ConsumerCollection struct {
-	// Items The consumers, the active one first, then the standbys in the order they would take over.
+	// Groups Per consumer group listed, its consumers summed.
+	Groups []ConsumerGroupConsumers `json:"groups"`
+
+	// Items The consumers, per group the active one first, then the standbys in the order they would take over; `EXIT` last.
 	Items []Consumer `json:"items"`
 }
 
@@ -531,6 +582,21 @@ type ConsumerGroup struct {
 type ConsumerGroupCollection struct {
 	// Items The consumer groups.
 	Items []ConsumerGroup `json:"items"`
+}
+
+// ConsumerGroupConsumers The consumers of one consumer group, summed (those not `EXIT`).
+type ConsumerGroupConsumers struct {
+	// ConsumerGroupId The OCID of the consumer group.
+	ConsumerGroupId Ocid `json:"consumerGroupId"`
+
+	// Consumers How many consumers are not `EXIT`.
+	Consumers int `json:"consumers"`
+
+	// Delivered The messages pushed to its watches (including those listed as `EXIT`).
+	Delivered int64 `json:"delivered"`
+
+	// Pending The messages its consumers hold.
+	Pending int64 `json:"pending"`
 }
 
 // ConsumerGroupStats The statistics of one consumer group.
@@ -737,6 +803,9 @@ type GetMessage struct {
 	// Id The id of the message, unique within the queue.
 	Id int64 `json:"id"`
 
+	// LastNegative The last negative acknowledgement of the message (a watch consumer's), when there was one.
+	LastNegative *NegativeAcknowledgement `json:"lastNegative,omitempty"`
+
 	// Metadata The delivery options of the message.
 	Metadata *MessageMetadata `json:"metadata,omitempty"`
 
@@ -802,6 +871,15 @@ type MessageMetadata struct {
 // MessageReceipt An opaque, signed token that identifies one lease of one message (URL-safe). It is valid only until the
 // lease ends.
 type MessageReceipt = string
+
+// NegativeAcknowledgement Why a consumer released a message (a watch's negative frame).
+type NegativeAcknowledgement struct {
+	// Code The code the consumer gave (CamelCase words with an optional `.Detail`, or a number).
+	Code string `json:"code"`
+
+	// Reason The reason the consumer gave.
+	Reason *string `json:"reason,omitempty"`
+}
 
 // Ocid An Oracle-Cloud-style identifier: `ocid1.<type>.<realm>.<region>.<unique>`, where `<unique>` is 32 or more
 // lowercase base32 characters.
@@ -1857,6 +1935,30 @@ type UpdateMessagesParams struct {
 	OpcRequestId *OpcRequestIdHeader `json:"opc-request-id,omitempty"`
 }
 
+// WatchMessagesParams defines parameters for WatchMessages.
+type WatchMessagesParams struct {
+	// ConsumerGroupId The consumer group the call addresses: its OCID or its `displayName`. Absent = the primary consumer
+	// group.
+	ConsumerGroupId *ConsumerGroupIdQuery `form:"consumerGroupId,omitempty" json:"consumerGroupId,omitempty"`
+
+	// Window The most messages the consumer holds unacknowledged (1..1000).
+	Window *int `form:"window,omitempty" json:"window,omitempty"`
+
+	// AutoCommit Acknowledge each message as it is sent (at most once delivery).
+	AutoCommit *bool `form:"autoCommit,omitempty" json:"autoCommit,omitempty"`
+
+	// ChannelFilter Restricts the operation to one channel (an exact channel id) or to the channels whose id starts with a
+	// prefix (the prefix followed by `*`, for example `orders-*`).
+	ChannelFilter *ChannelFilterQuery `form:"channelFilter,omitempty" json:"channelFilter,omitempty"`
+
+	// OpcRequestId A caller-chosen unique id for this request (for log correlation); it is echoed in the `opc-request-id`
+	// response header. When absent the server generates one.
+	OpcRequestId *OpcRequestIdHeader `json:"opc-request-id,omitempty"`
+
+	// XFerryConsumerId The caller's consumer id, as the `consumerId` query parameter.
+	XFerryConsumerId *ConsumerIdHeader `json:"X-Ferry-Consumer-Id,omitempty"`
+}
+
 // DeleteMessageParams defines parameters for DeleteMessage.
 type DeleteMessageParams struct {
 	// ConsumerGroupId The consumer group the call addresses: its OCID or its `displayName`. Absent = the primary consumer
@@ -2462,10 +2564,12 @@ type ClientInterface interface {
 
 	// ListConsumers List the consumers of a consumer group
 	//
-	// Lists the live consumers of a consumer group of a single-active-consumer queue (`isSingleActiveConsumer`):
-	// those whose last GetMessages call is within the queue's `consumerLeaseInSeconds`, in registration order.
-	// The first is `RUNNING` (the active consumer), the others are `STANDBY`. Every node answers the same: the
-	// list is read from the database. ferry extension.
+	// Lists the consumers of the queue's consumer groups (`consumerGroupId`: of one group), on every node (the
+	// list is read from the database): watches (WatchMessages) and the GetMessages callers of a
+	// single-active-consumer queue (`isSingleActiveConsumer`). Per group in registration order: on a
+	// single-active-consumer queue the first live one is `RUNNING` (the active consumer) and the others are
+	// `STANDBY`; a watch that sent `Shutdown` is `LEAVING`; consumers that left (or whose watch died, or whose
+	// consumer lease lapsed) are listed last as `EXIT` for a minute. `groups` sums each group. ferry extension.
 	//
 	// Corresponds with GET /20210201/queues/{queueId}/consumers (the `ListConsumers` operationId).
 	ListConsumers(ctx context.Context, queueId QueueIdPath, params *ListConsumersParams, reqEditors ...RequestEditorFn) (*http.Response, error)
@@ -2574,6 +2678,31 @@ type ClientInterface interface {
 	//
 	// Corresponds with POST /20210201/queues/{queueId}/messages/actions/updateMessages (the `UpdateMessages` operationId).
 	UpdateMessages(ctx context.Context, queueId QueueIdPath, params *UpdateMessagesParams, body UpdateMessagesJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// WatchMessages Watch (push) messages over a WebSocket
+	//
+	// Upgrades to a WebSocket on which the server pushes the consumer group's messages as they arrive, never more
+	// than `window` unacknowledged at once (ferry extension, after the PAI-EAS queue service's Watch API). The
+	// consumer names itself with the `X-Ferry-Consumer-Id` header (a generated id when absent); a consumer id
+	// holds at most one open watch per consumer group (a second one answers 429 while the first is live).
+	//
+	// Frames are JSON text messages. The server sends first `{"consumerId":"…","consumerGroupId":"…",
+	// "window":n,"autoCommit":bool}`, then `{"messages":[…]}` (the GetMessages message shape, with receipts).
+	// The client sends `{"commit":["receipt",…]}` to acknowledge and
+	// `{"negative":["receipt",…],"code":"…","reason":"…"}` to release messages at once (they are delivered
+	// again with their delivery count one higher; the code and reason are kept on the message and shown with it,
+	// in the DLQ too). Code `Shutdown` stops the pushing and releases everything the consumer holds. Every
+	// client frame may carry an `"id"`; the server answers each commit or negative with
+	// `{"reply":{"id":…,"errors":[{"index":i,"code":"…","message":"…"}]}}` (entries not listed succeeded). With
+	// `autoCommit=true` messages are acknowledged as they are sent.
+	//
+	// The server pings every few seconds. When the consumer disconnects, stops answering pings, or leaves
+	// (Shutdown, DeleteConsumer), the messages it holds become visible at once and go to the group's other
+	// consumers (watches and GetMessages callers alike). Ordered message groups and single active consumer
+	// apply to watches as to GetMessages (a standby watch receives `{"status":"STANDBY"}` and waits).
+	//
+	// Corresponds with GET /20210201/queues/{queueId}/messages/watch (the `WatchMessages` operationId).
+	WatchMessages(ctx context.Context, queueId QueueIdPath, params *WatchMessagesParams, reqEditors ...RequestEditorFn) (*http.Response, error)
 
 	// DeleteMessage Acknowledge (delete) a message
 	//
@@ -3433,10 +3562,12 @@ func (c *Client) ListChannels(ctx context.Context, queueId QueueIdPath, params *
 
 // ListConsumers List the consumers of a consumer group
 //
-// Lists the live consumers of a consumer group of a single-active-consumer queue (`isSingleActiveConsumer`):
-// those whose last GetMessages call is within the queue's `consumerLeaseInSeconds`, in registration order.
-// The first is `RUNNING` (the active consumer), the others are `STANDBY`. Every node answers the same: the
-// list is read from the database. ferry extension.
+// Lists the consumers of the queue's consumer groups (`consumerGroupId`: of one group), on every node (the
+// list is read from the database): watches (WatchMessages) and the GetMessages callers of a
+// single-active-consumer queue (`isSingleActiveConsumer`). Per group in registration order: on a
+// single-active-consumer queue the first live one is `RUNNING` (the active consumer) and the others are
+// `STANDBY`; a watch that sent `Shutdown` is `LEAVING`; consumers that left (or whose watch died, or whose
+// consumer lease lapsed) are listed last as `EXIT` for a minute. `groups` sums each group. ferry extension.
 //
 // Corresponds with GET /20210201/queues/{queueId}/consumers (the `ListConsumers` operationId).
 func (c *Client) ListConsumers(ctx context.Context, queueId QueueIdPath, params *ListConsumersParams, reqEditors ...RequestEditorFn) (*http.Response, error) {
@@ -3626,6 +3757,41 @@ func (c *Client) UpdateMessagesWithBody(ctx context.Context, queueId QueueIdPath
 // Corresponds with POST /20210201/queues/{queueId}/messages/actions/updateMessages (the `UpdateMessages` operationId).
 func (c *Client) UpdateMessages(ctx context.Context, queueId QueueIdPath, params *UpdateMessagesParams, body UpdateMessagesJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error) {
 	req, err := NewUpdateMessagesRequest(c.Server, queueId, params, body)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// WatchMessages Watch (push) messages over a WebSocket
+//
+// Upgrades to a WebSocket on which the server pushes the consumer group's messages as they arrive, never more
+// than `window` unacknowledged at once (ferry extension, after the PAI-EAS queue service's Watch API). The
+// consumer names itself with the `X-Ferry-Consumer-Id` header (a generated id when absent); a consumer id
+// holds at most one open watch per consumer group (a second one answers 429 while the first is live).
+//
+// Frames are JSON text messages. The server sends first `{"consumerId":"…","consumerGroupId":"…",
+// "window":n,"autoCommit":bool}`, then `{"messages":[…]}` (the GetMessages message shape, with receipts).
+// The client sends `{"commit":["receipt",…]}` to acknowledge and
+// `{"negative":["receipt",…],"code":"…","reason":"…"}` to release messages at once (they are delivered
+// again with their delivery count one higher; the code and reason are kept on the message and shown with it,
+// in the DLQ too). Code `Shutdown` stops the pushing and releases everything the consumer holds. Every
+// client frame may carry an `"id"`; the server answers each commit or negative with
+// `{"reply":{"id":…,"errors":[{"index":i,"code":"…","message":"…"}]}}` (entries not listed succeeded). With
+// `autoCommit=true` messages are acknowledged as they are sent.
+//
+// The server pings every few seconds. When the consumer disconnects, stops answering pings, or leaves
+// (Shutdown, DeleteConsumer), the messages it holds become visible at once and go to the group's other
+// consumers (watches and GetMessages callers alike). Ordered message groups and single active consumer
+// apply to watches as to GetMessages (a standby watch receives `{"status":"STANDBY"}` and waits).
+//
+// Corresponds with GET /20210201/queues/{queueId}/messages/watch (the `WatchMessages` operationId).
+func (c *Client) WatchMessages(ctx context.Context, queueId QueueIdPath, params *WatchMessagesParams, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewWatchMessagesRequest(c.Server, queueId, params)
 	if err != nil {
 		return nil, err
 	}
@@ -6407,6 +6573,129 @@ func NewUpdateMessagesRequestWithBody(server string, queueId QueueIdPath, params
 	return req, nil
 }
 
+// NewWatchMessagesRequest constructs an http.Request for the WatchMessages method
+func NewWatchMessagesRequest(server string, queueId QueueIdPath, params *WatchMessagesParams) (*http.Request, error) {
+	var err error
+
+	var pathParam0 string
+
+	pathParam0, err = runtime.StyleParamWithOptions("simple", false, "queueId", queueId, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationPath, Type: "string", Format: ""})
+	if err != nil {
+		return nil, err
+	}
+
+	serverURL, err := url.Parse(server)
+	if err != nil {
+		return nil, err
+	}
+
+	operationPath := fmt.Sprintf("/20210201/queues/%s/messages/watch", pathParam0)
+	if operationPath[0] == '/' {
+		operationPath = "." + operationPath
+	}
+
+	queryURL, err := serverURL.Parse(operationPath)
+	if err != nil {
+		return nil, err
+	}
+
+	if params != nil {
+		// queryValues collects non-styled parameters (passthrough, JSON)
+		// that are safe to round-trip through url.Values.Encode().
+		queryValues := queryURL.Query()
+		// rawQueryFragments collects pre-encoded query fragments from
+		// styled parameters, preserving literal commas as delimiters
+		// per the OpenAPI spec (e.g. "color=blue,black,brown").
+		var rawQueryFragments []string
+
+		if params.ConsumerGroupId != nil {
+
+			if queryFrag, err := runtime.StyleParamWithOptions("form", true, "consumerGroupId", *params.ConsumerGroupId, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			} else {
+				for _, qp := range strings.Split(queryFrag, "&") {
+					rawQueryFragments = append(rawQueryFragments, qp)
+				}
+			}
+
+		}
+
+		if params.Window != nil {
+
+			if queryFrag, err := runtime.StyleParamWithOptions("form", true, "window", *params.Window, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			} else {
+				for _, qp := range strings.Split(queryFrag, "&") {
+					rawQueryFragments = append(rawQueryFragments, qp)
+				}
+			}
+
+		}
+
+		if params.AutoCommit != nil {
+
+			if queryFrag, err := runtime.StyleParamWithOptions("form", true, "autoCommit", *params.AutoCommit, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "boolean", Format: ""}); err != nil {
+				return nil, err
+			} else {
+				for _, qp := range strings.Split(queryFrag, "&") {
+					rawQueryFragments = append(rawQueryFragments, qp)
+				}
+			}
+
+		}
+
+		if params.ChannelFilter != nil {
+
+			if queryFrag, err := runtime.StyleParamWithOptions("form", true, "channelFilter", *params.ChannelFilter, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			} else {
+				for _, qp := range strings.Split(queryFrag, "&") {
+					rawQueryFragments = append(rawQueryFragments, qp)
+				}
+			}
+
+		}
+
+		if encoded := queryValues.Encode(); encoded != "" {
+			rawQueryFragments = append(rawQueryFragments, encoded)
+		}
+		queryURL.RawQuery = strings.Join(rawQueryFragments, "&")
+	}
+
+	req, err := http.NewRequest(http.MethodGet, queryURL.String(), nil)
+	if err != nil {
+		return nil, err
+	}
+
+	if params != nil {
+
+		if params.OpcRequestId != nil {
+			var headerParam0 string
+
+			headerParam0, err = runtime.StyleParamWithOptions("simple", false, "opc-request-id", *params.OpcRequestId, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationHeader, Type: "string", Format: ""})
+			if err != nil {
+				return nil, err
+			}
+
+			req.Header.Set("opc-request-id", headerParam0)
+		}
+
+		if params.XFerryConsumerId != nil {
+			var headerParam1 string
+
+			headerParam1, err = runtime.StyleParamWithOptions("simple", false, "X-Ferry-Consumer-Id", *params.XFerryConsumerId, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationHeader, Type: "string", Format: ""})
+			if err != nil {
+				return nil, err
+			}
+
+			req.Header.Set("X-Ferry-Consumer-Id", headerParam1)
+		}
+
+	}
+
+	return req, nil
+}
+
 // NewDeleteMessageRequest constructs an http.Request for the DeleteMessage method
 func NewDeleteMessageRequest(server string, queueId QueueIdPath, messageReceipt MessageReceiptPath, params *DeleteMessageParams) (*http.Request, error) {
 	var err error
@@ -7470,10 +7759,12 @@ type ClientWithResponsesInterface interface {
 
 	// ListConsumersWithResponse List the consumers of a consumer group
 	//
-	// Lists the live consumers of a consumer group of a single-active-consumer queue (`isSingleActiveConsumer`):
-	// those whose last GetMessages call is within the queue's `consumerLeaseInSeconds`, in registration order.
-	// The first is `RUNNING` (the active consumer), the others are `STANDBY`. Every node answers the same: the
-	// list is read from the database. ferry extension.
+	// Lists the consumers of the queue's consumer groups (`consumerGroupId`: of one group), on every node (the
+	// list is read from the database): watches (WatchMessages) and the GetMessages callers of a
+	// single-active-consumer queue (`isSingleActiveConsumer`). Per group in registration order: on a
+	// single-active-consumer queue the first live one is `RUNNING` (the active consumer) and the others are
+	// `STANDBY`; a watch that sent `Shutdown` is `LEAVING`; consumers that left (or whose watch died, or whose
+	// consumer lease lapsed) are listed last as `EXIT` for a minute. `groups` sums each group. ferry extension.
 	//
 	// Returns a wrapper object for the known response body format(s).
 	//
@@ -7588,6 +7879,33 @@ type ClientWithResponsesInterface interface {
 	//
 	// Corresponds with POST /20210201/queues/{queueId}/messages/actions/updateMessages (the `UpdateMessages` operationId).
 	UpdateMessagesWithResponse(ctx context.Context, queueId QueueIdPath, params *UpdateMessagesParams, body UpdateMessagesJSONRequestBody, reqEditors ...RequestEditorFn) (*UpdateMessagesResponse, error)
+
+	// WatchMessagesWithResponse Watch (push) messages over a WebSocket
+	//
+	// Upgrades to a WebSocket on which the server pushes the consumer group's messages as they arrive, never more
+	// than `window` unacknowledged at once (ferry extension, after the PAI-EAS queue service's Watch API). The
+	// consumer names itself with the `X-Ferry-Consumer-Id` header (a generated id when absent); a consumer id
+	// holds at most one open watch per consumer group (a second one answers 429 while the first is live).
+	//
+	// Frames are JSON text messages. The server sends first `{"consumerId":"…","consumerGroupId":"…",
+	// "window":n,"autoCommit":bool}`, then `{"messages":[…]}` (the GetMessages message shape, with receipts).
+	// The client sends `{"commit":["receipt",…]}` to acknowledge and
+	// `{"negative":["receipt",…],"code":"…","reason":"…"}` to release messages at once (they are delivered
+	// again with their delivery count one higher; the code and reason are kept on the message and shown with it,
+	// in the DLQ too). Code `Shutdown` stops the pushing and releases everything the consumer holds. Every
+	// client frame may carry an `"id"`; the server answers each commit or negative with
+	// `{"reply":{"id":…,"errors":[{"index":i,"code":"…","message":"…"}]}}` (entries not listed succeeded). With
+	// `autoCommit=true` messages are acknowledged as they are sent.
+	//
+	// The server pings every few seconds. When the consumer disconnects, stops answering pings, or leaves
+	// (Shutdown, DeleteConsumer), the messages it holds become visible at once and go to the group's other
+	// consumers (watches and GetMessages callers alike). Ordered message groups and single active consumer
+	// apply to watches as to GetMessages (a standby watch receives `{"status":"STANDBY"}` and waits).
+	//
+	// Returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with GET /20210201/queues/{queueId}/messages/watch (the `WatchMessages` operationId).
+	WatchMessagesWithResponse(ctx context.Context, queueId QueueIdPath, params *WatchMessagesParams, reqEditors ...RequestEditorFn) (*WatchMessagesResponse, error)
 
 	// DeleteMessageWithResponse Acknowledge (delete) a message
 	//
@@ -12035,6 +12353,125 @@ func (r UpdateMessagesResponse) ContentType() string {
 	return ""
 }
 
+// WatchMessagesResponse400Headers the declared response headers of an HTTP 400 response for WatchMessages
+type WatchMessagesResponse400Headers struct {
+	OpcRequestId *string
+}
+
+// WatchMessagesResponse401Headers the declared response headers of an HTTP 401 response for WatchMessages
+type WatchMessagesResponse401Headers struct {
+	OpcRequestId *string
+}
+
+// WatchMessagesResponse404Headers the declared response headers of an HTTP 404 response for WatchMessages
+type WatchMessagesResponse404Headers struct {
+	OpcRequestId *string
+}
+
+// WatchMessagesResponse426Headers the declared response headers of an HTTP 426 response for WatchMessages
+type WatchMessagesResponse426Headers struct {
+	OpcRequestId *string
+}
+
+// WatchMessagesResponse429Headers the declared response headers of an HTTP 429 response for WatchMessages
+type WatchMessagesResponse429Headers struct {
+	OpcRequestId *string
+	RetryAfter   *int
+}
+
+// WatchMessagesResponse500Headers the declared response headers of an HTTP 500 response for WatchMessages
+type WatchMessagesResponse500Headers struct {
+	OpcRequestId *string
+}
+
+type WatchMessagesResponse struct {
+	Body         []byte
+	HTTPResponse *http.Response
+	// JSON400 the response for an HTTP 400 `application/json` response
+	JSON400 *BadRequest
+	// JSON401 the response for an HTTP 401 `application/json` response
+	JSON401 *Unauthorized
+	// JSON404 the response for an HTTP 404 `application/json` response
+	JSON404 *NotFound
+	// JSON426 the response for an HTTP 426 `application/json` response
+	JSON426 *Error
+	// JSON429 the response for an HTTP 429 `application/json` response
+	JSON429 *TooManyRequests
+	// JSON500 the response for an HTTP 500 `application/json` response
+	JSON500 *InternalServerError
+	// Headers400 the parsed response headers for an HTTP 400 response
+	Headers400 *WatchMessagesResponse400Headers
+	// Headers401 the parsed response headers for an HTTP 401 response
+	Headers401 *WatchMessagesResponse401Headers
+	// Headers404 the parsed response headers for an HTTP 404 response
+	Headers404 *WatchMessagesResponse404Headers
+	// Headers426 the parsed response headers for an HTTP 426 response
+	Headers426 *WatchMessagesResponse426Headers
+	// Headers429 the parsed response headers for an HTTP 429 response
+	Headers429 *WatchMessagesResponse429Headers
+	// Headers500 the parsed response headers for an HTTP 500 response
+	Headers500 *WatchMessagesResponse500Headers
+}
+
+// GetJSON400 returns the response for an HTTP 400 `application/json` response
+func (r WatchMessagesResponse) GetJSON400() *BadRequest {
+	return r.JSON400
+}
+
+// GetJSON401 returns the response for an HTTP 401 `application/json` response
+func (r WatchMessagesResponse) GetJSON401() *Unauthorized {
+	return r.JSON401
+}
+
+// GetJSON404 returns the response for an HTTP 404 `application/json` response
+func (r WatchMessagesResponse) GetJSON404() *NotFound {
+	return r.JSON404
+}
+
+// GetJSON426 returns the response for an HTTP 426 `application/json` response
+func (r WatchMessagesResponse) GetJSON426() *Error {
+	return r.JSON426
+}
+
+// GetJSON429 returns the response for an HTTP 429 `application/json` response
+func (r WatchMessagesResponse) GetJSON429() *TooManyRequests {
+	return r.JSON429
+}
+
+// GetJSON500 returns the response for an HTTP 500 `application/json` response
+func (r WatchMessagesResponse) GetJSON500() *InternalServerError {
+	return r.JSON500
+}
+
+// GetBody returns the raw response body bytes
+func (r WatchMessagesResponse) GetBody() []byte {
+	return r.Body
+}
+
+// Status returns HTTPResponse.Status
+func (r WatchMessagesResponse) Status() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Status
+	}
+	return http.StatusText(0)
+}
+
+// StatusCode returns HTTPResponse.StatusCode
+func (r WatchMessagesResponse) StatusCode() int {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.StatusCode
+	}
+	return 0
+}
+
+// ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
+func (r WatchMessagesResponse) ContentType() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Header.Get("Content-Type")
+	}
+	return ""
+}
+
 // DeleteMessageResponse204Headers the declared response headers of an HTTP 204 response for DeleteMessage
 type DeleteMessageResponse204Headers struct {
 	OpcRequestId *string
@@ -13510,10 +13947,12 @@ func (c *ClientWithResponses) ListChannelsWithResponse(ctx context.Context, queu
 
 // ListConsumersWithResponse List the consumers of a consumer group
 //
-// Lists the live consumers of a consumer group of a single-active-consumer queue (`isSingleActiveConsumer`):
-// those whose last GetMessages call is within the queue's `consumerLeaseInSeconds`, in registration order.
-// The first is `RUNNING` (the active consumer), the others are `STANDBY`. Every node answers the same: the
-// list is read from the database. ferry extension.
+// Lists the consumers of the queue's consumer groups (`consumerGroupId`: of one group), on every node (the
+// list is read from the database): watches (WatchMessages) and the GetMessages callers of a
+// single-active-consumer queue (`isSingleActiveConsumer`). Per group in registration order: on a
+// single-active-consumer queue the first live one is `RUNNING` (the active consumer) and the others are
+// `STANDBY`; a watch that sent `Shutdown` is `LEAVING`; consumers that left (or whose watch died, or whose
+// consumer lease lapsed) are listed last as `EXIT` for a minute. `groups` sums each group. ferry extension.
 //
 // Returns a wrapper object for the known response body format(s).
 //
@@ -13681,6 +14120,39 @@ func (c *ClientWithResponses) UpdateMessagesWithResponse(ctx context.Context, qu
 		return nil, err
 	}
 	return ParseUpdateMessagesResponse(rsp)
+}
+
+// WatchMessagesWithResponse Watch (push) messages over a WebSocket
+//
+// Upgrades to a WebSocket on which the server pushes the consumer group's messages as they arrive, never more
+// than `window` unacknowledged at once (ferry extension, after the PAI-EAS queue service's Watch API). The
+// consumer names itself with the `X-Ferry-Consumer-Id` header (a generated id when absent); a consumer id
+// holds at most one open watch per consumer group (a second one answers 429 while the first is live).
+//
+// Frames are JSON text messages. The server sends first `{"consumerId":"…","consumerGroupId":"…",
+// "window":n,"autoCommit":bool}`, then `{"messages":[…]}` (the GetMessages message shape, with receipts).
+// The client sends `{"commit":["receipt",…]}` to acknowledge and
+// `{"negative":["receipt",…],"code":"…","reason":"…"}` to release messages at once (they are delivered
+// again with their delivery count one higher; the code and reason are kept on the message and shown with it,
+// in the DLQ too). Code `Shutdown` stops the pushing and releases everything the consumer holds. Every
+// client frame may carry an `"id"`; the server answers each commit or negative with
+// `{"reply":{"id":…,"errors":[{"index":i,"code":"…","message":"…"}]}}` (entries not listed succeeded). With
+// `autoCommit=true` messages are acknowledged as they are sent.
+//
+// The server pings every few seconds. When the consumer disconnects, stops answering pings, or leaves
+// (Shutdown, DeleteConsumer), the messages it holds become visible at once and go to the group's other
+// consumers (watches and GetMessages callers alike). Ordered message groups and single active consumer
+// apply to watches as to GetMessages (a standby watch receives `{"status":"STANDBY"}` and waits).
+//
+// Returns a wrapper object for the known response body format(s).
+//
+// Corresponds with GET /20210201/queues/{queueId}/messages/watch (the `WatchMessages` operationId).
+func (c *ClientWithResponses) WatchMessagesWithResponse(ctx context.Context, queueId QueueIdPath, params *WatchMessagesParams, reqEditors ...RequestEditorFn) (*WatchMessagesResponse, error) {
+	rsp, err := c.WatchMessages(ctx, queueId, params, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseWatchMessagesResponse(rsp)
 }
 
 // DeleteMessageWithResponse Acknowledge (delete) a message
@@ -18817,6 +19289,140 @@ func ParseUpdateMessagesResponse(rsp *http.Response) (*UpdateMessagesResponse, e
 		response.Headers429 = &headers
 	case rsp.StatusCode == 500:
 		var headers UpdateMessagesResponse500Headers
+		if values := rsp.Header.Values("opc-request-id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "opc-request-id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.OpcRequestId = &value
+		}
+		response.Headers500 = &headers
+	}
+
+	return response, nil
+}
+
+// ParseWatchMessagesResponse parses an HTTP response from a WatchMessagesWithResponse call
+func ParseWatchMessagesResponse(rsp *http.Response) (*WatchMessagesResponse, error) {
+	bodyBytes, err := io.ReadAll(rsp.Body)
+	defer func() { _ = rsp.Body.Close() }()
+	if err != nil {
+		return nil, err
+	}
+
+	response := &WatchMessagesResponse{
+		Body:         bodyBytes,
+		HTTPResponse: rsp,
+	}
+
+	switch {
+	case rsp.StatusCode == 101:
+		break // No content-type
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 400:
+		var dest BadRequest
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON400 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 401:
+		var dest Unauthorized
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON401 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 404:
+		var dest NotFound
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON404 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 426:
+		var dest Error
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON426 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 429:
+		var dest TooManyRequests
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON429 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 500:
+		var dest InternalServerError
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON500 = &dest
+
+	}
+
+	switch {
+	case rsp.StatusCode == 400:
+		var headers WatchMessagesResponse400Headers
+		if values := rsp.Header.Values("opc-request-id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "opc-request-id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.OpcRequestId = &value
+		}
+		response.Headers400 = &headers
+	case rsp.StatusCode == 401:
+		var headers WatchMessagesResponse401Headers
+		if values := rsp.Header.Values("opc-request-id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "opc-request-id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.OpcRequestId = &value
+		}
+		response.Headers401 = &headers
+	case rsp.StatusCode == 404:
+		var headers WatchMessagesResponse404Headers
+		if values := rsp.Header.Values("opc-request-id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "opc-request-id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.OpcRequestId = &value
+		}
+		response.Headers404 = &headers
+	case rsp.StatusCode == 426:
+		var headers WatchMessagesResponse426Headers
+		if values := rsp.Header.Values("opc-request-id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "opc-request-id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.OpcRequestId = &value
+		}
+		response.Headers426 = &headers
+	case rsp.StatusCode == 429:
+		var headers WatchMessagesResponse429Headers
+		if values := rsp.Header.Values("opc-request-id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "opc-request-id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.OpcRequestId = &value
+		}
+		if values := rsp.Header.Values("retry-after"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "retry-after", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = &value
+		}
+		response.Headers429 = &headers
+	case rsp.StatusCode == 500:
+		var headers WatchMessagesResponse500Headers
 		if values := rsp.Header.Values("opc-request-id"); len(values) > 0 {
 			var value string
 			if err := runtime.BindStyledParameterWithOptions("simple", "opc-request-id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {

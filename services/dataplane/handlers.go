@@ -169,37 +169,45 @@ func (h *Handlers) GetMessages(c *gin.Context, queueID api.QueueIdPath, params a
 	}
 	out := api.GetMessages{Messages: make([]api.GetMessage, len(got))}
 	for i, m := range got {
-		msg := api.GetMessage{
-			Id:            m.ID,
-			Content:       m.Content,
-			Receipt:       m.Receipt,
-			DeliveryCount: int(m.DeliveryCount),
-			VisibleAfter:  m.VisibleAt,
-			ExpireAfter:   m.ExpireAt,
-		}
-		if len(m.Attributes) > 0 {
-			attrs := api.MessageAttributes(m.Attributes)
-			msg.Attributes = &attrs
-		}
-		meta := api.MessageMetadata{}
-		if m.ChannelID != "" {
-			ch := m.ChannelID
-			meta.ChannelId = &ch
-		}
-		if m.Traceparent != "" {
-			tp := m.Traceparent
-			meta.Traceparent = &tp
-		}
-		if m.MessageGroupID != "" {
-			mg := m.MessageGroupID
-			meta.MessageGroupId = &mg
-		}
-		if meta.ChannelId != nil || meta.Traceparent != nil || meta.MessageGroupId != nil {
-			msg.Metadata = &meta
-		}
-		out.Messages[i] = msg
+		out.Messages[i] = Message(m)
 	}
 	c.JSON(http.StatusOK, out)
+}
+
+// Message is a leased message as GetMessages and a watch's frames show it.
+func Message(m messaging.Delivered) api.GetMessage {
+	msg := api.GetMessage{
+		Id:            m.ID,
+		Content:       m.Content,
+		Receipt:       m.Receipt,
+		DeliveryCount: int(m.DeliveryCount),
+		VisibleAfter:  m.VisibleAt,
+		ExpireAfter:   m.ExpireAt,
+	}
+	if len(m.Attributes) > 0 {
+		attrs := api.MessageAttributes(m.Attributes)
+		msg.Attributes = &attrs
+	}
+	meta := api.MessageMetadata{}
+	if m.ChannelID != "" {
+		ch := m.ChannelID
+		meta.ChannelId = &ch
+	}
+	if m.Traceparent != "" {
+		tp := m.Traceparent
+		meta.Traceparent = &tp
+	}
+	if m.MessageGroupID != "" {
+		mg := m.MessageGroupID
+		meta.MessageGroupId = &mg
+	}
+	if meta.ChannelId != nil || meta.Traceparent != nil || meta.MessageGroupId != nil {
+		msg.Metadata = &meta
+	}
+	if m.NegativeCode != nil {
+		msg.LastNegative = &api.NegativeAcknowledgement{Code: *m.NegativeCode, Reason: m.NegativeText}
+	}
+	return msg
 }
 
 // DeleteMessage acknowledges one message: 204, 409 for a stale receipt, 404 when the message is gone.
@@ -357,21 +365,32 @@ func (h *Handlers) RedriveMessages(c *gin.Context, queueID api.QueueIdPath, _ ap
 	c.JSON(http.StatusOK, api.RedriveMessagesResult{RedrivenMessages: int(n)})
 }
 
-// ListConsumers lists the live consumers of a consumer group (single active consumer), the active one first.
+// ListConsumers lists the consumers of the queue's consumer groups (watches and single active consumers).
 func (h *Handlers) ListConsumers(c *gin.Context, queueID api.QueueIdPath, params api.ListConsumersParams) {
-	list, err := h.svc.Consumers(c.Request.Context(), tenancyOf(c), queueID, deref(params.ConsumerGroupId))
+	list, groups, err := h.svc.Consumers(c.Request.Context(), tenancyOf(c), queueID, deref(params.ConsumerGroupId))
 	if err != nil {
 		apierror.Write(c, err)
 		return
 	}
-	out := api.ConsumerCollection{Items: make([]api.Consumer, len(list))}
+	out := api.ConsumerCollection{Items: make([]api.Consumer, len(list)), Groups: make([]api.ConsumerGroupConsumers, len(groups))}
 	for i, cs := range list {
-		status := api.ConsumerStatusSTANDBY
-		if cs.Running {
-			status = api.ConsumerStatusRUNNING
-		}
-		out.Items[i] = api.Consumer{Id: cs.ID, ConsumerGroupId: cs.GroupID, Status: status,
+		item := api.Consumer{Id: cs.ID, ConsumerGroupId: cs.GroupID, Status: api.ConsumerStatus(cs.Status),
+			Kind: api.ConsumerKindPOLL, Pending: cs.Pending, Delivered: cs.Delivered,
 			IdleSeconds: int(cs.Idle / time.Second), TimeRegistered: cs.TimeRegistered}
+		if cs.Watch {
+			item.Kind = api.ConsumerKindWATCH
+			auto := cs.AutoCommit
+			item.AutoCommit = &auto
+			if cs.Window != nil {
+				window := int(*cs.Window)
+				slots := max(0, window-int(cs.Pending))
+				item.Window, item.Slots = &window, &slots
+			}
+		}
+		out.Items[i] = item
+	}
+	for i, g := range groups {
+		out.Groups[i] = api.ConsumerGroupConsumers{ConsumerGroupId: g.GroupID, Pending: g.Pending, Delivered: g.Delivered, Consumers: g.Consumers}
 	}
 	c.JSON(http.StatusOK, out)
 }

@@ -32,6 +32,8 @@ type GetRequest struct {
 	// ConsumerID names the caller; required on a single-active-consumer queue (except for DLQ reads), ignored
 	// elsewhere.
 	ConsumerID string
+
+	owner string // the consumer the messages are leased to (a watch's; see Subscription)
 }
 
 // Delivered is a leased message with its receipt.
@@ -203,7 +205,7 @@ func (s *Service) leaseOnce(ctx context.Context, q persistence.Queue, groupNo in
 		leaseID := newLeaseID()
 		lease := persistence.LeaseRequest{
 			QueueID: q.ID, GroupNo: groupNo, DLQ: req.DLQ, Channels: channels, Limit: req.Limit,
-			VisibilitySeconds: visibility, LeaseID: leaseID, MaxDeliveries: maxDeliveries,
+			VisibilitySeconds: visibility, LeaseID: leaseID, MaxDeliveries: maxDeliveries, Owner: req.owner,
 		}
 		var leased []persistence.LeasedMessage
 		var err error

@@ -9,6 +9,7 @@ import (
 	"github.com/caarlos0/env/v11"
 
 	"github.com/ferry-mq/ferry/services/messaging"
+	"github.com/ferry-mq/ferry/services/push"
 )
 
 // Config is ferry's configuration, read from the environment (DESIGN section 11).
@@ -39,6 +40,8 @@ type Config struct {
 	MaintenanceInterval time.Duration `env:"FERRY_MAINTENANCE_INTERVAL" envDefault:"10s"`
 	// Messaging tunes the data plane (wake-ups, fallback polling); tests shorten it.
 	Messaging messaging.Config
+	// Watch tunes the push consumers (pings, heartbeat, leases, caps): FERRY_WATCH_*.
+	Watch push.Config
 }
 
 // LoadConfig reads the environment.

@@ -24,6 +24,7 @@ import (
 	"github.com/ferry-mq/ferry/services/httpapi"
 	"github.com/ferry-mq/ferry/services/maintenance"
 	"github.com/ferry-mq/ferry/services/messaging"
+	"github.com/ferry-mq/ferry/services/push"
 	"github.com/ferry-mq/ferry/services/telemetry"
 	"github.com/ferry-mq/ferry/tenancy"
 )
@@ -44,6 +45,7 @@ type Server struct {
 	executor   *maintenance.WorkRequestExecutor
 	maintainer *maintenance.Maintainer
 	messaging  *messaging.Service
+	push       *push.Service
 	operations map[string]string
 }
 
@@ -72,6 +74,7 @@ func New(cfg Config, pool *pgxpool.Pool, tel *telemetry.Telemetry, logger *slog.
 	}
 	s := &Server{cfg: cfg, store: store, telemetry: tel, logger: logger}
 	s.messaging = messaging.New(cfg.Messaging, store, pool.Config().ConnString(), receiptKey, tel.Instruments, logger)
+	s.push = push.New(cfg.Watch, s.messaging, store, tel.Instruments, logger)
 	s.executor = &maintenance.WorkRequestExecutor{Store: store, Purge: s.messaging.Purge, Logger: logger}
 	s.maintainer = &maintenance.Maintainer{
 		Pool: pool, Store: store, Messages: s.messaging.Messages(), Instruments: tel.Instruments, Logger: logger,
@@ -125,6 +128,7 @@ func New(cfg Config, pool *pgxpool.Pool, tel *telemetry.Telemetry, logger *slog.
 		controlPlane: cp,
 		dataPlane:    dataplane.New(s.messaging),
 		operations:   &operations{pool: pool, telemetry: tel},
+		push:         s.push,
 	}
 	api.RegisterHandlersWithOptions(r, handlers, api.GinServerOptions{
 		ErrorHandler: func(c *gin.Context, err error, _ int) { apierror.Write(c, apierror.InvalidParameter("%v", err)) },
@@ -138,6 +142,12 @@ type handlers struct {
 	*controlPlane
 	*dataPlane
 	*operations
+	push *push.Service
+}
+
+// WatchMessages is served by the push service (a WebSocket, not a JSON handler).
+func (h *handlers) WatchMessages(c *gin.Context, queueID api.QueueIdPath, params api.WatchMessagesParams) {
+	h.push.WatchMessages(c, queueID, params)
 }
 
 type (
@@ -156,6 +166,7 @@ func (s *Server) Store() *persistence.Store { return s.store }
 // Start starts the background workers and the LISTEN connection.
 func (s *Server) Start(ctx context.Context) {
 	s.messaging.Start(ctx)
+	s.push.Start(ctx)
 	s.executor.Start(ctx)
 	s.maintainer.Start(ctx)
 }
@@ -164,6 +175,7 @@ func (s *Server) Start(ctx context.Context) {
 func (s *Server) Stop() {
 	s.maintainer.Stop()
 	s.executor.Stop()
+	s.push.Stop() // releases the watches' messages: before the listener goes, so other nodes hear of them
 	s.messaging.Stop()
 }
 

@@ -1,0 +1,235 @@
+package messaging
+
+import (
+	"context"
+	"regexp"
+	"strings"
+	"sync/atomic"
+	"time"
+
+	"github.com/ferry-mq/ferry/persistence"
+	"github.com/ferry-mq/ferry/services/apierror"
+)
+
+// A Subscription is a push consumer's (a watch's) hold on a consumer group: it leases messages to one named
+// consumer, waiting for them like a long poll that never times out, and acknowledges, releases and renews them.
+// It shares everything with GetMessages — the lease statements, the waiters (a watch and the long polls of its
+// group take turns at new messages), ordered message groups and single active consumer — so a group can have
+// watches and pollers at once. The WebSocket protocol around it lives in services/push.
+type Subscription struct {
+	s             *Service
+	tenancyID     string
+	q             persistence.Queue
+	g             group
+	consumer      string
+	sac           bool // the queue has a single active consumer: leases register and decide first
+	channelFilter string
+	maxDeliveries int32
+	w             *waiter
+	standby       atomic.Bool
+
+	// OnStandby, when set, is called by Lease when the consumer becomes a standby (true) or the active consumer
+	// (false) of a single-active-consumer queue.
+	OnStandby func(standby bool)
+}
+
+// SubscribeRequest names the consumer group and the consumer of a subscription.
+type SubscribeRequest struct {
+	ConsumerGroup string // OCID or displayName; "" = the primary group
+	ConsumerID    string // required
+	ChannelFilter string // exact channel id, or a prefix ending in '*'; "" = every channel
+}
+
+// Subscribe checks the queue, the consumer group and the consumer id, and returns a subscription (it leases
+// nothing yet).
+func (s *Service) Subscribe(ctx context.Context, tenancyID, queueID string, req SubscribeRequest) (*Subscription, error) {
+	if err := ValidConsumerID(req.ConsumerID); err != nil {
+		return nil, err
+	}
+	if f := req.ChannelFilter; f != "" && strings.Contains(strings.TrimSuffix(f, "*"), "*") {
+		return nil, apierror.InvalidParameter("channelFilter: a channel id, or a prefix followed by a single trailing '*'")
+	}
+	q, err := s.queues.active(ctx, tenancyID, queueID)
+	if err != nil {
+		return nil, err
+	}
+	g, err := s.groups.resolve(ctx, q, req.ConsumerGroup)
+	if err != nil {
+		return nil, err
+	}
+	maxDeliveries := q.DeadLetterQueueDeliveryCount
+	if g.MaxDeliveries != nil {
+		maxDeliveries = *g.MaxDeliveries
+	}
+	return &Subscription{s: s, tenancyID: tenancyID, q: q, g: g, consumer: req.ConsumerID, sac: q.SingleActiveConsumer,
+		channelFilter: req.ChannelFilter, maxDeliveries: maxDeliveries}, nil
+}
+
+// QueueID, GroupNo, GroupID and ConsumerID identify the subscription.
+func (sub *Subscription) QueueID() string    { return sub.q.ID }
+func (sub *Subscription) GroupNo() int32     { return sub.g.No }
+func (sub *Subscription) GroupID() string    { return sub.g.ID }
+func (sub *Subscription) ConsumerID() string { return sub.consumer }
+
+// Standby reports whether the consumer waits for its turn (a single active consumer queue's standby).
+func (sub *Subscription) Standby() bool { return sub.standby.Load() }
+
+// Lease leases up to n messages (1..MaxGetLimit) to the consumer for lease, waiting as long as it takes: it returns
+// messages, or ctx's error. While it waits it holds no database connection; on a single-active-consumer queue it
+// renews the consumer's registration every third of the queue's consumerLeaseInSeconds, like a waiting
+// GetMessages.
+func (sub *Subscription) Lease(ctx context.Context, n int, lease time.Duration) ([]Delivered, error) {
+	s := sub.s
+	req := GetRequest{Limit: min(max(n, 1), MaxGetLimit), ChannelFilter: sub.channelFilter, owner: sub.consumer}
+	consumer := ""
+	if sub.sac {
+		consumer = sub.consumer
+	}
+	visibility := int32(max(lease/time.Second, 1))
+	for {
+		if err := ctx.Err(); err != nil {
+			return nil, err
+		}
+		got, decision, err := s.leaseOnce(ctx, sub.q, sub.g.No, req, visibility, sub.maxDeliveries, consumer)
+		if err != nil {
+			return nil, err
+		}
+		standby := sub.sac && !decision.Active
+		if sub.standby.Swap(standby) != standby && sub.OnStandby != nil {
+			sub.OnStandby(standby)
+		}
+		if len(got) > 0 {
+			if sub.w != nil && !sub.w.standby {
+				s.waiters.wakeOne(sub.q.ID, sub.g.No) // there may be more: let the next waiter look
+			}
+			return got, nil
+		}
+		if sub.w == nil || sub.w.standby != standby {
+			sub.Pause()
+			// Register, then look once more: a put between the lease and the registration is not missed.
+			if standby {
+				sub.w = s.waiters.addStandby(sub.q.ID, sub.g.No)
+			} else {
+				sub.w = s.waiters.add(sub.q.ID, sub.g.No)
+			}
+			continue
+		}
+		var recheck time.Time
+		if sub.sac {
+			recheck = time.Now().Add(time.Duration(sub.q.ConsumerLeaseSeconds) * time.Second / 3)
+			if until := decision.ActiveUntil; standby && !until.IsZero() && until.Add(takeoverMargin).Before(recheck) {
+				recheck = until.Add(takeoverMargin)
+			}
+		}
+		if !s.wait(ctx, sub.w, time.Now().Add(24*time.Hour), recheck) {
+			if err := ctx.Err(); err != nil {
+				return nil, err
+			}
+		}
+	}
+}
+
+// Pause takes the subscription out of its group's waiters (it has no room for messages: a wake-up must go to
+// another consumer). The next Lease joins them again, at the back.
+func (sub *Subscription) Pause() {
+	if sub.w != nil {
+		sub.s.waiters.remove(sub.w)
+		sub.w = nil
+	}
+}
+
+// Commit acknowledges messages by receipt (each entry succeeds or fails on its own, as in DeleteMessages).
+func (sub *Subscription) Commit(ctx context.Context, receipts []string) ([]EntryError, error) {
+	return sub.s.Delete(ctx, sub.tenancyID, sub.q.ID, sub.g.ID, false, receipts)
+}
+
+// negativeCode is the form of a negative acknowledgement's code: words in CamelCase with an optional .Detail, or
+// a number.
+var negativeCode = regexp.MustCompile(`^([A-Z][a-z]*)+(\.[A-Z][a-z]*)?$|^[0-9]+$`)
+
+// Limits of a negative acknowledgement.
+const (
+	MaxNegativeCode   = 20
+	MaxNegativeReason = 1024
+)
+
+// ValidNegative checks a negative acknowledgement's code and reason.
+func ValidNegative(code, reason string) error {
+	if len(code) > MaxNegativeCode || !negativeCode.MatchString(code) {
+		return apierror.InvalidParameter("code: at most %d characters, CamelCase words with an optional .Detail (Timeout, Invalid.Format) or a number", MaxNegativeCode)
+	}
+	if len(reason) > MaxNegativeReason {
+		return apierror.InvalidParameter("reason: at most %d bytes", MaxNegativeReason)
+	}
+	return nil
+}
+
+// Negative releases messages by receipt at once (they are delivered again, to any consumer of the group, with
+// their delivery count one higher), recording code and reason on them. Each entry succeeds or fails on its own.
+func (sub *Subscription) Negative(ctx context.Context, receipts []string, code, reason string) ([]EntryError, error) {
+	if err := ValidNegative(code, reason); err != nil {
+		return nil, err
+	}
+	s := sub.s
+	ctx = context.WithoutCancel(ctx)
+	decoded, errs := s.decodeReceipts(sub.q.ID, sub.g.No, false, receipts)
+	valid, idx := validEntries(decoded, errs)
+	if len(valid) == 0 {
+		return errs, nil
+	}
+	released, err := s.messages.Negative(ctx, sub.q.ID, valid, code, reason)
+	if err != nil {
+		return nil, err
+	}
+	var missed []persistence.Receipt
+	var missedIdx []int
+	n := 0
+	for k, ok := range released {
+		if ok {
+			n++
+		} else {
+			missed, missedIdx = append(missed, valid[k]), append(missedIdx, idx[k])
+		}
+	}
+	if err := s.classifyMissed(ctx, sub.q.ID, missed, missedIdx, errs); err != nil {
+		return nil, err
+	}
+	if n > 0 {
+		s.waiters.wakeOne(sub.q.ID, sub.g.No)
+		s.notifier.mark(sub.q.ID)
+	}
+	return errs, nil
+}
+
+// Renew extends the consumer's leases that end within within, to lease from now.
+func (sub *Subscription) Renew(ctx context.Context, lease, within time.Duration) error {
+	_, err := sub.s.messages.RenewLeases(ctx, sub.q.ID, sub.g.No, sub.consumer, lease, within)
+	return err
+}
+
+// Release makes every message the consumer holds visible at once (to the group's other consumers, on every
+// node), and returns how many.
+func (sub *Subscription) Release(ctx context.Context) (int64, error) {
+	n, err := sub.s.messages.ReleaseOwned(context.WithoutCancel(ctx), sub.q.ID, sub.g.No, sub.consumer)
+	sub.s.consumersChanged(sub.q.ID, sub.g.No, n)
+	return n, err
+}
+
+// Shutdown marks the watch session's consumer as leaving (it gives up its place in a single active consumer
+// group) and releases what it holds.
+func (sub *Subscription) Shutdown(ctx context.Context, sessionID string) (int64, error) {
+	sub.Pause()
+	if err := sub.s.store.Consumers.Leaving(context.WithoutCancel(ctx), sub.q.ID, sub.g.No, sub.consumer, sessionID); err != nil {
+		return 0, err
+	}
+	return sub.Release(ctx)
+}
+
+// Leave ends the subscription: the watch session's registration is marked left and the messages the consumer
+// holds are released at once. Safe to call more than once.
+func (sub *Subscription) Leave(ctx context.Context, sessionID string) (int64, error) {
+	sub.Pause()
+	_, n, err := sub.s.store.Consumers.Leave(context.WithoutCancel(ctx), sub.q.ID, sub.g.No, sub.consumer, sessionID)
+	sub.s.consumersChanged(sub.q.ID, sub.g.No, n)
+	return n, err
+}

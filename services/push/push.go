@@ -1,0 +1,293 @@
+// Package push serves watches: push consumers on a WebSocket (DESIGN section 7, "Watch"). A watch is a
+// messaging.Subscription (leases to one named consumer, shared waiters, ordered groups, single active consumer)
+// with a window of unacknowledged messages, commit and negative frames, pings, and a registration in the
+// consumers table that this node heartbeats, so that every node lists it and a dead one is noticed.
+package push
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"log/slog"
+	"net/http"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/coder/websocket"
+	"github.com/gin-gonic/gin"
+	"go.opentelemetry.io/otel/metric"
+
+	"github.com/ferry-mq/ferry/iam"
+	"github.com/ferry-mq/ferry/openapi/api"
+	"github.com/ferry-mq/ferry/persistence"
+	"github.com/ferry-mq/ferry/services/apierror"
+	"github.com/ferry-mq/ferry/services/messaging"
+	"github.com/ferry-mq/ferry/services/telemetry"
+)
+
+// Config tunes the watches; zero values take the defaults.
+type Config struct {
+	// PingInterval is how often the server pings each consumer. Default 5s.
+	PingInterval time.Duration `env:"FERRY_WATCH_PING_INTERVAL" envDefault:"5s"`
+	// DeadAfter: a consumer that has not answered a ping for this long is dead, and its messages go to the
+	// group's other consumers. Default 15s.
+	DeadAfter time.Duration `env:"FERRY_WATCH_DEAD_AFTER" envDefault:"15s"`
+	// Heartbeat is how often this node renews its watches' registrations. Default 3s (below
+	// messaging.WatchLiveness / 3).
+	Heartbeat time.Duration `env:"FERRY_WATCH_HEARTBEAT" envDefault:"3s"`
+	// Lease is how long a pushed message stays leased without being renewed; the lease is renewed while the
+	// consumer lives, so it only matters when a node dies. Default 30s.
+	Lease time.Duration `env:"FERRY_WATCH_LEASE" envDefault:"30s"`
+	// WriteTimeout closes a watch whose consumer does not read a frame within it (a slow consumer cannot make the
+	// server buffer: nothing more is leased until a frame is written). Default 10s.
+	WriteTimeout time.Duration `env:"FERRY_WATCH_WRITE_TIMEOUT" envDefault:"10s"`
+	// MaxPerTenancy caps a tenancy's open watches across all nodes. Default 2000.
+	MaxPerTenancy int `env:"FERRY_WATCH_MAX_PER_TENANCY" envDefault:"2000"`
+}
+
+func (c *Config) defaults() {
+	if c.PingInterval <= 0 {
+		c.PingInterval = 5 * time.Second
+	}
+	if c.DeadAfter <= 0 {
+		c.DeadAfter = 15 * time.Second
+	}
+	if c.Heartbeat <= 0 || c.Heartbeat > messaging.WatchLiveness/3 {
+		c.Heartbeat = min(3*time.Second, messaging.WatchLiveness/3)
+	}
+	if c.Lease <= 0 {
+		c.Lease = 30 * time.Second
+	}
+	c.Lease = max(c.Lease, 3*time.Second)
+	if c.WriteTimeout <= 0 {
+		c.WriteTimeout = 10 * time.Second
+	}
+	if c.MaxPerTenancy <= 0 {
+		c.MaxPerTenancy = 2000
+	}
+}
+
+// Limits of a watch (DESIGN section 7).
+const (
+	MaxWindow     = 1000
+	DefaultWindow = 100
+	// maxFrame bounds a client frame: a commit of a whole window of receipts fits easily.
+	maxFrame = 1 << 20
+)
+
+// Service holds this node's watches.
+type Service struct {
+	cfg       Config
+	messaging *messaging.Service
+	consumers *persistence.Consumers
+	logger    *slog.Logger
+
+	mu       sync.Mutex
+	sessions map[string]*session // by session id
+	closed   bool
+	wg       sync.WaitGroup // sessions and the heartbeat
+	stop     chan struct{}
+	started  bool
+}
+
+// New builds the service.
+func New(cfg Config, msgs *messaging.Service, store *persistence.Store, inst *telemetry.Instruments, logger *slog.Logger) *Service {
+	cfg.defaults()
+	if logger == nil {
+		logger = slog.Default()
+	}
+	s := &Service{cfg: cfg, messaging: msgs, consumers: store.Consumers, logger: logger,
+		sessions: map[string]*session{}, stop: make(chan struct{})}
+	if inst != nil && inst.Meter != nil {
+		_, _ = inst.Meter.Int64ObservableGauge("ferry.watch.open",
+			metric.WithDescription("Watches (push consumers) open on this node."),
+			metric.WithInt64Callback(func(_ context.Context, o metric.Int64Observer) error {
+				o.Observe(int64(s.Open()))
+				return nil
+			}))
+	}
+	return s
+}
+
+// Start starts the heartbeat of this node's watches. Safe to call twice.
+func (s *Service) Start(context.Context) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.started || s.closed {
+		return
+	}
+	s.started = true
+	s.wg.Add(1)
+	go s.heartbeat()
+}
+
+// Stop closes every watch (their consumers' messages are released for the other nodes) and stops the
+// heartbeat. Safe to call twice.
+func (s *Service) Stop() {
+	s.mu.Lock()
+	if !s.closed {
+		s.closed = true
+		close(s.stop)
+		for _, ss := range s.sessions {
+			ss.end(websocket.StatusGoingAway, "the server is shutting down")
+		}
+	}
+	s.mu.Unlock()
+	s.wg.Wait()
+}
+
+// Open is the number of watches open on this node.
+func (s *Service) Open() int {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return len(s.sessions)
+}
+
+// WatchMessages upgrades to a WebSocket and pushes the consumer group's messages to the consumer.
+func (s *Service) WatchMessages(c *gin.Context, queueID api.QueueIdPath, params api.WatchMessagesParams) {
+	if !isUpgrade(c.Request) {
+		apierror.Write(c, apierror.New(http.StatusUpgradeRequired, "UpgradeRequired",
+			"WatchMessages is a WebSocket: send Connection: Upgrade and Upgrade: websocket"))
+		return
+	}
+	principal := iam.PrincipalFrom(c.Request.Context())
+	if principal == nil {
+		apierror.Write(c, apierror.NotAuthenticated("no principal"))
+		return
+	}
+	consumerID := deref(params.XFerryConsumerId)
+	if consumerID == "" {
+		consumerID = "watch-" + randomHex(8)
+	}
+	window := DefaultWindow
+	if params.Window != nil {
+		window = *params.Window
+	}
+	if window < 1 || window > MaxWindow {
+		apierror.Write(c, apierror.InvalidParameter("window: must be 1 to %d", MaxWindow))
+		return
+	}
+	sub, err := s.messaging.Subscribe(c.Request.Context(), principal.TenancyID, queueID, messaging.SubscribeRequest{
+		ConsumerGroup: deref(params.ConsumerGroupId), ConsumerID: consumerID, ChannelFilter: deref(params.ChannelFilter)})
+	if err != nil {
+		apierror.Write(c, err)
+		return
+	}
+	ss := &session{
+		svc: s, sub: sub, id: randomHex(16), tenancyID: principal.TenancyID, window: window,
+		autoCommit: params.AutoCommit != nil && *params.AutoCommit,
+		pending:    map[string]struct{}{}, lastActive: time.Now(), freed: make(chan struct{}, 1),
+	}
+	// The request's context ends when the handler returns; the watch keeps its values (principal, trace).
+	ctx := c.Request.Context()
+	ss.ctx, ss.cancel = context.WithCancel(context.WithoutCancel(ctx))
+	defer ss.cancel()
+	result, err := s.consumers.OpenWatch(ctx, ss.registration(), int32(messaging.WatchLiveness/time.Second), s.cfg.MaxPerTenancy)
+	switch {
+	case err != nil:
+		apierror.Write(c, err)
+		return
+	case result == persistence.WatchConsumerBusy:
+		apierror.Write(c, apierror.TooManyRequests(int(s.cfg.Heartbeat/time.Second)+1,
+			"X-Ferry-Consumer-Id: consumer %q already has an open watch on this consumer group", consumerID))
+		return
+	case result == persistence.WatchTenancyFull:
+		apierror.Write(c, apierror.TooManyRequests(10, "the tenancy has %d open watches, the most allowed", s.cfg.MaxPerTenancy))
+		return
+	}
+	if !s.add(ss) {
+		ss.leave()
+		apierror.Write(c, apierror.ServiceUnavailable(1, "the server is shutting down"))
+		return
+	}
+	defer s.remove(ss)
+	conn, err := websocket.Accept(c.Writer, c.Request, &websocket.AcceptOptions{
+		// Callers authenticate with a bearer token, never a cookie: a page of another origin gains nothing.
+		InsecureSkipVerify: true,
+	})
+	if err != nil {
+		ss.leave()
+		return // Accept answered the request
+	}
+	conn.SetReadLimit(maxFrame)
+	ss.run(conn)
+}
+
+func (s *Service) add(ss *session) bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.closed {
+		return false
+	}
+	s.sessions[ss.id] = ss
+	s.wg.Add(1)
+	return true
+}
+
+func (s *Service) remove(ss *session) {
+	s.mu.Lock()
+	delete(s.sessions, ss.id)
+	s.mu.Unlock()
+	s.wg.Done()
+}
+
+// heartbeat renews this node's registrations and stops the watches that lost theirs (the consumer was removed
+// with DeleteConsumer, or it was declared dead and opened a watch elsewhere).
+func (s *Service) heartbeat() {
+	defer s.wg.Done()
+	t := time.NewTicker(s.cfg.Heartbeat)
+	defer t.Stop()
+	for {
+		select {
+		case <-s.stop:
+			return
+		case <-t.C:
+		}
+		s.mu.Lock()
+		list := make([]*session, 0, len(s.sessions))
+		for _, ss := range s.sessions {
+			list = append(list, ss)
+		}
+		s.mu.Unlock()
+		if len(list) == 0 {
+			continue
+		}
+		regs := make([]persistence.Watch, len(list))
+		for i, ss := range list {
+			regs[i] = ss.registration()
+		}
+		ctx, cancel := context.WithTimeout(context.Background(), s.cfg.Heartbeat)
+		owned, err := s.consumers.Heartbeat(ctx, regs)
+		cancel()
+		if err != nil {
+			s.logger.Warn("heartbeat of watches", "error", err)
+			continue
+		}
+		for _, ss := range list {
+			if !owned[ss.id] {
+				ss.lost.Store(true)
+				ss.end(websocket.StatusPolicyViolation, "the consumer was removed from its consumer group")
+			}
+		}
+	}
+}
+
+func isUpgrade(r *http.Request) bool {
+	return strings.EqualFold(r.Header.Get("Upgrade"), "websocket") &&
+		strings.Contains(strings.ToLower(r.Header.Get("Connection")), "upgrade")
+}
+
+func randomHex(n int) string {
+	b := make([]byte, n)
+	_, _ = rand.Read(b)
+	return hex.EncodeToString(b)
+}
+
+func deref[T any](p *T) T {
+	var zero T
+	if p == nil {
+		return zero
+	}
+	return *p
+}

@@ -1,0 +1,365 @@
+package push
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/coder/websocket"
+
+	"github.com/ferry-mq/ferry/openapi/api"
+	"github.com/ferry-mq/ferry/persistence"
+	"github.com/ferry-mq/ferry/services/apierror"
+	"github.com/ferry-mq/ferry/services/dataplane"
+	"github.com/ferry-mq/ferry/services/messaging"
+)
+
+// session is one open watch. Four goroutines: the pusher leases (when the window has room) and writes frames;
+// the reader reads the consumer's frames; the pinger pings; run handles the frames and renews the leases, one
+// thing at a time, so that a commit and a renewal of the same messages never run at once.
+type session struct {
+	svc        *Service
+	sub        *messaging.Subscription
+	conn       *websocket.Conn
+	id         string
+	tenancyID  string
+	window     int
+	autoCommit bool
+
+	mu         sync.Mutex
+	pending    map[string]struct{} // receipts pushed and not yet committed or released
+	delivered  int64
+	leaving    bool
+	lastActive time.Time
+	freed      chan struct{} // buffered 1: the window has room again
+
+	ctx         context.Context // ends with the watch
+	cancel      context.CancelFunc
+	lost        atomic.Bool // the registration belongs to someone else now
+	once        sync.Once
+	closeCode   websocket.StatusCode
+	closeReason string
+}
+
+// registration is what the heartbeat writes.
+func (ss *session) registration() persistence.Watch {
+	ss.mu.Lock()
+	defer ss.mu.Unlock()
+	return persistence.Watch{
+		QueueID: ss.sub.QueueID(), GroupNo: ss.sub.GroupNo(), ConsumerID: ss.sub.ConsumerID(), TenancyID: ss.tenancyID,
+		SessionID: ss.id, Window: int32(ss.window), AutoCommit: ss.autoCommit, Delivered: ss.delivered,
+		Leaving: ss.leaving, LastActive: ss.lastActive,
+	}
+}
+
+// end closes the watch (once) with a close frame; run cleans up. Safe before run started.
+func (ss *session) end(code websocket.StatusCode, reason string) {
+	ss.cancel()
+	ss.once.Do(func() {
+		ss.mu.Lock()
+		ss.closeCode, ss.closeReason = code, reason
+		conn := ss.conn
+		ss.mu.Unlock()
+		if conn != nil {
+			go func() { _ = conn.Close(code, reason) }()
+		}
+	})
+}
+
+// run serves the watch until the consumer disconnects, stops answering pings, is removed, or the server stops;
+// then the messages the consumer holds are released at once.
+func (ss *session) run(conn *websocket.Conn) {
+	cfg := ss.svc.cfg
+	ss.mu.Lock()
+	ss.conn = conn
+	code, reason := ss.closeCode, ss.closeReason
+	ss.mu.Unlock()
+	defer func() {
+		_ = conn.CloseNow()
+		ss.leave()
+	}()
+	if ss.ctx.Err() != nil { // ended before it started
+		_ = conn.Close(code, reason)
+		return
+	}
+	if err := ss.write(helloFrame{ConsumerID: ss.sub.ConsumerID(), ConsumerGroupID: ss.sub.GroupID(), Window: ss.window,
+		AutoCommit: ss.autoCommit}); err != nil {
+		return
+	}
+	ss.sub.OnStandby = func(standby bool) {
+		status := messaging.StatusRunning
+		if standby {
+			status = messaging.StatusStandby
+		}
+		_ = ss.write(statusFrame{Status: status})
+	}
+
+	frames := make(chan clientFrame, 4)
+	var wg sync.WaitGroup
+	wg.Add(2)
+	go func() { defer wg.Done(); ss.read(frames) }()
+	go func() { defer wg.Done(); ss.ping() }()
+	pushCtx, stopPush := context.WithCancel(ss.ctx)
+	pushed := make(chan struct{})
+	go func() { defer close(pushed); ss.push(pushCtx) }()
+	defer func() {
+		ss.end(websocket.StatusNormalClosure, "")
+		stopPush()
+		<-pushed
+		wg.Wait()
+	}()
+
+	renew := time.NewTicker(cfg.Lease / 3)
+	defer renew.Stop()
+	for {
+		select {
+		case <-ss.ctx.Done():
+			return
+		case f, ok := <-frames:
+			if !ok {
+				return
+			}
+			ss.touch()
+			if f.Negative != nil && f.Code == shutdownCode {
+				stopPush()
+				<-pushed
+			}
+			ss.handle(f)
+		case <-renew.C:
+			if ss.holding() {
+				if err := ss.sub.Renew(ss.ctx, cfg.Lease, cfg.Lease*2/3); err != nil && ss.ctx.Err() == nil {
+					ss.svc.logger.Warn("renewing a watch's leases", "consumer", ss.sub.ConsumerID(), "error", err)
+				}
+			}
+		}
+	}
+}
+
+// push leases as many messages as the window has room for and writes them, until ctx ends.
+func (ss *session) push(ctx context.Context) {
+	defer ss.sub.Pause()
+	for ctx.Err() == nil {
+		room := ss.room()
+		if room <= 0 {
+			ss.sub.Pause() // a wake-up must go to a consumer with room
+			select {
+			case <-ss.freed:
+				continue
+			case <-ctx.Done():
+				return
+			}
+		}
+		got, err := ss.sub.Lease(ctx, min(room, messaging.MaxGetLimit), ss.svc.cfg.Lease)
+		if err != nil {
+			if ctx.Err() != nil {
+				return
+			}
+			ss.svc.logger.Warn("watch lease", "consumer", ss.sub.ConsumerID(), "error", err)
+			select { // the database is unwell: try again shortly
+			case <-time.After(time.Second):
+			case <-ctx.Done():
+				return
+			}
+			continue
+		}
+		frame := messagesFrame{Messages: make([]api.GetMessage, len(got))}
+		receipts := make([]string, len(got))
+		for i, m := range got {
+			frame.Messages[i] = dataplane.Message(m)
+			receipts[i] = m.Receipt
+		}
+		ss.mu.Lock()
+		if !ss.autoCommit {
+			for _, r := range receipts {
+				ss.pending[r] = struct{}{}
+			}
+		}
+		ss.delivered += int64(len(got))
+		ss.lastActive = time.Now()
+		ss.mu.Unlock()
+		if err := ss.write(frame); err != nil {
+			ss.end(websocket.StatusPolicyViolation, "the consumer did not read in time")
+			return // what was leased is released when the watch ends
+		}
+		if ss.autoCommit {
+			if _, err := ss.sub.Commit(context.WithoutCancel(ctx), receipts); err != nil {
+				ss.svc.logger.Warn("watch auto-commit", "consumer", ss.sub.ConsumerID(), "error", err)
+			}
+		}
+	}
+}
+
+// handle applies a consumer's frame and answers it.
+func (ss *session) handle(f clientFrame) {
+	ctx := ss.ctx
+	var errs []entryError
+	var frameErr error
+	settle := func(receipts []string, results []messaging.EntryError, offset int) {
+		ss.mu.Lock()
+		for i, r := range receipts {
+			// Acknowledged, released, or no longer this consumer's (stale, gone, not a receipt): off the window.
+			delete(ss.pending, r)
+			if e := results[i]; e != nil {
+				errs = append(errs, entryError{Index: offset + i, Code: e.Code, Message: e.Message})
+			}
+		}
+		ss.mu.Unlock()
+		select {
+		case ss.freed <- struct{}{}:
+		default:
+		}
+	}
+	switch {
+	case len(f.Commit) == 0 && f.Negative == nil:
+		frameErr = apierror.InvalidParameter("frame: send {\"commit\":[receipts]} or {\"negative\":[receipts],\"code\":…}")
+	case len(f.Commit)+len(f.Negative) > MaxWindow:
+		frameErr = apierror.InvalidParameter("frame: at most %d receipts", MaxWindow)
+	}
+	if frameErr == nil && len(f.Commit) > 0 {
+		results, err := ss.sub.Commit(ctx, f.Commit)
+		if err != nil {
+			frameErr = err
+		} else {
+			settle(f.Commit, results, 0)
+		}
+	}
+	if frameErr == nil && f.Negative != nil {
+		if f.Code == shutdownCode {
+			frameErr = ss.shutdown()
+		} else if len(f.Negative) > 0 || f.Code != "" {
+			results, err := ss.sub.Negative(ctx, f.Negative, f.Code, f.Reason)
+			if err != nil {
+				frameErr = err
+			} else {
+				settle(f.Negative, results, len(f.Commit))
+			}
+		}
+	}
+	r := reply{ID: f.ID, Errors: errs}
+	if r.Errors == nil {
+		r.Errors = []entryError{}
+	}
+	if frameErr != nil {
+		r.Error = bodyOf(frameErr)
+	}
+	_ = ss.write(replyFrame{Reply: r})
+}
+
+// shutdown stops the pushing for good (the pusher has already stopped) and releases what the consumer holds.
+func (ss *session) shutdown() error {
+	ss.mu.Lock()
+	already := ss.leaving
+	ss.leaving = true
+	ss.pending = map[string]struct{}{}
+	ss.mu.Unlock()
+	if already {
+		return nil
+	}
+	if _, err := ss.sub.Shutdown(ss.ctx, ss.id); err != nil {
+		return err
+	}
+	return ss.write(statusFrame{Status: messaging.StatusLeaving})
+}
+
+// read passes the consumer's frames to run; a frame that is not JSON is answered with an error and skipped.
+func (ss *session) read(frames chan<- clientFrame) {
+	defer close(frames)
+	defer ss.cancel() // the consumer is gone
+	for {
+		typ, data, err := ss.conn.Read(ss.ctx)
+		if err != nil {
+			return
+		}
+		var f clientFrame
+		if err := json.Unmarshal(data, &f); typ != websocket.MessageText || err != nil {
+			_ = ss.write(errorFrame{Error: *bodyOf(apierror.InvalidParameter("frame: not a JSON object of the watch protocol"))})
+			continue
+		}
+		select {
+		case frames <- f:
+		case <-ss.ctx.Done():
+			return
+		}
+	}
+}
+
+// ping pings the consumer every PingInterval; one that does not answer within DeadAfter is dead.
+func (ss *session) ping() {
+	cfg := ss.svc.cfg
+	t := time.NewTicker(cfg.PingInterval)
+	defer t.Stop()
+	for {
+		select {
+		case <-ss.ctx.Done():
+			return
+		case <-t.C:
+		}
+		ctx, cancel := context.WithTimeout(ss.ctx, cfg.DeadAfter)
+		err := ss.conn.Ping(ctx)
+		cancel()
+		if err != nil {
+			if ss.ctx.Err() == nil {
+				ss.svc.logger.Info("watch consumer stopped answering pings", "consumer", ss.sub.ConsumerID())
+			}
+			ss.end(websocket.StatusPolicyViolation, "no answer to ping")
+			return
+		}
+	}
+}
+
+// write sends one frame within the write timeout.
+func (ss *session) write(frame any) error {
+	data, err := json.Marshal(frame)
+	if err != nil {
+		return err
+	}
+	ctx, cancel := context.WithTimeout(ss.ctx, ss.svc.cfg.WriteTimeout)
+	defer cancel()
+	return ss.conn.Write(ctx, websocket.MessageText, data)
+}
+
+// leave ends the registration and releases the consumer's messages (once the watch is over).
+func (ss *session) leave() {
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	if ss.lost.Load() {
+		ss.sub.Pause()
+		return
+	}
+	if _, err := ss.sub.Leave(ctx, ss.id); err != nil && !errors.Is(err, context.Canceled) {
+		ss.svc.logger.Warn("closing a watch", "consumer", ss.sub.ConsumerID(), "error", err)
+	}
+}
+
+func (ss *session) room() int {
+	ss.mu.Lock()
+	defer ss.mu.Unlock()
+	if ss.leaving {
+		return 0
+	}
+	if ss.autoCommit {
+		return ss.window
+	}
+	return ss.window - len(ss.pending)
+}
+
+func (ss *session) holding() bool {
+	ss.mu.Lock()
+	defer ss.mu.Unlock()
+	return len(ss.pending) > 0
+}
+
+func (ss *session) touch() {
+	ss.mu.Lock()
+	ss.lastActive = time.Now()
+	ss.mu.Unlock()
+}
+
+func (s *Service) isClosed() bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.closed
+}
