@@ -207,7 +207,13 @@ func iamMatrixRows() []iamMatrixRow {
 				return iamRequest{"POST", v + "/queues/" + q + "/messages/actions/updateMessages",
 					map[string]any{"entries": []any{map[string]any{"receipt": r, "visibilityInSeconds": 60}}}}
 			}},
-		// Single active consumer: listing the consumers reads the queue; leaving is a consumer's own act (pull).
+		// A watch is a pull. Without the WebSocket upgrade, an allowed caller reaches the handler (426): the
+		// authorization is decided before the upgrade (tests/watch_test.go opens real watches).
+		{op: "WatchMessages", allow: "use queue-pull", deny: []string{"read queue-pull", "manage queue-push", "manage queues"}, want: http.StatusUpgradeRequired,
+			setup: func(t *testing.T, m *iamMatrix) iamRequest {
+				return iamRequest{"GET", v + "/queues/" + m.queue(t) + "/messages/watch", nil}
+			}},
+		// Consumers: listing them reads the queue; leaving is a consumer's own act (pull).
 		{op: "ListConsumers", allow: "read queues", deny: []string{"inspect queues", "manage queue-pull"}, want: http.StatusOK,
 			setup: func(t *testing.T, m *iamMatrix) iamRequest {
 				return iamRequest{"GET", v + "/queues/" + m.queue(t, withSingleActiveConsumer(30)) + "/consumers", nil}

@@ -266,7 +266,6 @@ func (s *Service) heartbeat() {
 		}
 		for _, ss := range list {
 			if !owned[ss.id] {
-				ss.lost.Store(true)
 				ss.end(websocket.StatusPolicyViolation, "the consumer was removed from its consumer group")
 			}
 		}

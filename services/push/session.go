@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"errors"
 	"sync"
-	"sync/atomic"
 	"time"
 
 	"github.com/coder/websocket"
@@ -38,7 +37,6 @@ type session struct {
 
 	ctx         context.Context // ends with the watch
 	cancel      context.CancelFunc
-	lost        atomic.Bool // the registration belongs to someone else now
 	once        sync.Once
 	closeCode   websocket.StatusCode
 	closeReason string
@@ -321,14 +319,11 @@ func (ss *session) write(frame any) error {
 	return ss.conn.Write(ctx, websocket.MessageText, data)
 }
 
-// leave ends the registration and releases the consumer's messages (once the watch is over).
+// leave ends the registration and releases the consumer's messages (once the watch is over). When the
+// registration belongs to another watch now, nothing is released: the messages may be that watch's.
 func (ss *session) leave() {
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
-	if ss.lost.Load() {
-		ss.sub.Pause()
-		return
-	}
 	if _, err := ss.sub.Leave(ctx, ss.id); err != nil && !errors.Is(err, context.Canceled) {
 		ss.svc.logger.Warn("closing a watch", "consumer", ss.sub.ConsumerID(), "error", err)
 	}

@@ -1,0 +1,515 @@
+package tests
+
+import (
+	"context"
+	"net/http"
+	"strings"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/coder/websocket"
+	"github.com/stretchr/testify/require"
+
+	"github.com/ferry-mq/ferry/openapi/sdk"
+	"github.com/ferry-mq/ferry/services/server"
+	"github.com/ferry-mq/ferry/tests/testserver"
+)
+
+// End-to-end tests of push consumers (DESIGN section 7, "Watch"): a WebSocket per consumer through the real
+// router, the SDK's Watch helper, and real Postgres. A watch never holds more than its window, commit frees
+// room, negative releases with a code, Shutdown releases everything, a consumer that disconnects or stops
+// answering pings has its messages redelivered to the others at once, and watches work across nodes.
+
+// fastPings makes dead consumers noticed quickly.
+func fastPings(c *server.Config) {
+	c.Watch.PingInterval = 100 * time.Millisecond
+	c.Watch.DeadAfter = 400 * time.Millisecond
+	c.Watch.Heartbeat = 200 * time.Millisecond
+}
+
+// watchAs opens a watch and closes it when the test ends.
+func watchAs(t *testing.T, srv *testserver.Server, token, queueID string, opts sdk.WatchOptions) *sdk.Watcher {
+	t.Helper()
+	opts.Token = token
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	w, err := sdk.Watch(ctx, srv.URL, queueID, opts)
+	require.NoError(t, err)
+	t.Cleanup(func() { _ = w.Close() })
+	return w
+}
+
+// receive waits for n pushed messages.
+func receive(t *testing.T, w *sdk.Watcher, n int, within time.Duration) []sdk.GetMessage {
+	t.Helper()
+	var out []sdk.GetMessage
+	deadline := time.After(within)
+	for len(out) < n {
+		select {
+		case m, ok := <-w.Messages():
+			require.True(t, ok, "the watch ended: %v", w.Err())
+			out = append(out, m)
+		case <-deadline:
+			require.FailNowf(t, "timeout", "received %d of %d messages in %s", len(out), n, within)
+		}
+	}
+	return out
+}
+
+// receiveNone checks that nothing is pushed for d.
+func receiveNone(t *testing.T, w *sdk.Watcher, d time.Duration) {
+	t.Helper()
+	select {
+	case m, ok := <-w.Messages():
+		if ok {
+			require.FailNowf(t, "unexpected message", "pushed %d (%q)", m.Id, m.Content)
+		}
+	case <-time.After(d):
+	}
+}
+
+func receipts(msgs []sdk.GetMessage) []string {
+	out := make([]string, len(msgs))
+	for i, m := range msgs {
+		out[i] = m.Receipt
+	}
+	return out
+}
+
+func listConsumers(t *testing.T, c *sdk.ClientWithResponses, queueID string) *sdk.ConsumerCollection {
+	t.Helper()
+	resp, err := c.ListConsumersWithResponse(context.Background(), queueID, &sdk.ListConsumersParams{})
+	require.NoError(t, err)
+	require.Equal(t, http.StatusOK, resp.StatusCode(), string(resp.Body))
+	return resp.JSON200
+}
+
+func consumerNamed(t *testing.T, list *sdk.ConsumerCollection, id string) sdk.Consumer {
+	t.Helper()
+	for _, c := range list.Items {
+		if c.Id == id {
+			return c
+		}
+	}
+	require.FailNowf(t, "no such consumer", "%q not listed in %+v", id, list.Items)
+	return sdk.Consumer{}
+}
+
+func adminToken(t *testing.T, srv *testserver.Server, tenancyID string) string {
+	return srv.Token(t, tenancyID, "admin", "Administrators")
+}
+
+// TestWatchWindow: never more than window unacknowledged messages; each commit makes room for as many; the
+// consumers API shows pending, window, slots and delivered.
+func TestWatchWindow(t *testing.T) {
+	t.Parallel()
+	srv := testserver.Start(t)
+	tenancyID, c := srv.Admin(t, "watch-window")
+	token := adminToken(t, srv, tenancyID)
+	q := createQueue(t, c, tenancyID)
+	for i := 0; i < 10; i++ {
+		put(t, c, q, msg("m"+string(rune('0'+i))))
+	}
+	w := watchAs(t, srv, token, q, sdk.WatchOptions{ConsumerID: "pusher-1", Window: 3})
+	require.Equal(t, "pusher-1", w.ConsumerID)
+	require.Equal(t, q, w.ConsumerGroupID, "the primary group's OCID is the queue's")
+	require.Equal(t, 3, w.Window)
+
+	first := receive(t, w, 3, 5*time.Second)
+	receiveNone(t, w, 300*time.Millisecond)
+	for _, m := range first {
+		require.Equal(t, 1, m.DeliveryCount)
+	}
+
+	list := listConsumers(t, c, q)
+	me := consumerNamed(t, list, "pusher-1")
+	require.Equal(t, sdk.ConsumerStatusRUNNING, me.Status)
+	require.Equal(t, sdk.ConsumerKindWATCH, me.Kind)
+	require.EqualValues(t, 3, me.Pending)
+	require.Equal(t, 3, *me.Window)
+	require.Equal(t, 0, *me.Slots)
+	require.False(t, *me.AutoCommit)
+	require.Len(t, list.Groups, 1)
+	require.EqualValues(t, 3, list.Groups[0].Pending)
+	require.Equal(t, 1, list.Groups[0].Consumers)
+
+	ctx := context.Background()
+	errs, err := w.Commit(ctx, first[0].Receipt)
+	require.NoError(t, err)
+	require.Empty(t, errs)
+	next := receive(t, w, 1, 5*time.Second)
+	receiveNone(t, w, 300*time.Millisecond)
+
+	got := append(first[1:], next...)
+	total := 4
+	for total < 10 {
+		errs, err := w.Commit(ctx, receipts(got)...)
+		require.NoError(t, err)
+		require.Empty(t, errs)
+		n := min(3, 10-total)
+		got = receive(t, w, n, 5*time.Second)
+		total += n
+	}
+	errs, err = w.Commit(ctx, receipts(got)...)
+	require.NoError(t, err)
+	require.Empty(t, errs)
+	requireStats(t, c, q, 0, 0, 0, 0)
+	require.Eventually(t, func() bool {
+		me := consumerNamed(t, listConsumers(t, c, q), "pusher-1")
+		return me.Delivered == 10 && me.Pending == 0 && *me.Slots == 3
+	}, 5*time.Second, 50*time.Millisecond, "the heartbeat publishes delivered")
+
+	// A receipt that is not one answers per entry; the others succeed.
+	errs, err = w.Commit(ctx, "not-a-receipt")
+	require.NoError(t, err)
+	require.Len(t, errs, 1)
+	require.Equal(t, "InvalidParameter", errs[0].Code)
+}
+
+// TestWatchNegative: a negative acknowledgement releases at once with the delivery count one higher and the
+// code and reason on the message; after the dead-letter count the message is in the DLQ with its last code.
+// Invalid codes are refused.
+func TestWatchNegative(t *testing.T) {
+	t.Parallel()
+	srv := testserver.Start(t)
+	tenancyID, c := srv.Admin(t, "watch-negative")
+	token := adminToken(t, srv, tenancyID)
+	q := createQueue(t, c, tenancyID, withDLQ(3))
+	sent := put(t, c, q, msg("negative"))
+	w := watchAs(t, srv, token, q, sdk.WatchOptions{Window: 1})
+	require.True(t, strings.HasPrefix(w.ConsumerID, "watch-"), "a generated consumer id: %q", w.ConsumerID)
+	ctx := context.Background()
+
+	m := receive(t, w, 1, 5*time.Second)[0]
+	for _, bad := range []string{"", "lower", "Too.Many.Dots", "TheCodeIsLongerThan20", "Bad-Char"} {
+		_, err := w.Negative(ctx, bad, "r", m.Receipt)
+		var we *sdk.WatchError
+		require.ErrorAs(t, err, &we, "code %q", bad)
+		require.Equal(t, "InvalidParameter", we.Code)
+		require.Contains(t, we.Message, "code")
+	}
+	receiveNone(t, w, 200*time.Millisecond) // nothing was released: the window is still full
+
+	for delivery := 1; delivery <= 3; delivery++ {
+		if delivery > 1 {
+			m = receive(t, w, 1, 5*time.Second)[0]
+			require.NotNil(t, m.LastNegative)
+			require.Equal(t, "Timeout.Db", m.LastNegative.Code)
+			require.Equal(t, "db down", *m.LastNegative.Reason)
+		}
+		require.Equal(t, sent[0].Id, m.Id)
+		require.Equal(t, delivery, m.DeliveryCount)
+		errs, err := w.Negative(ctx, "Timeout.Db", "db down", m.Receipt)
+		require.NoError(t, err)
+		require.Empty(t, errs)
+	}
+	receiveNone(t, w, 300*time.Millisecond)
+	require.Eventually(t, func() bool { return stats(t, c, q).Dlq.VisibleMessages == 1 }, 5*time.Second, 20*time.Millisecond)
+	dead := get(t, c, q, fromDLQ())
+	require.Len(t, dead, 1)
+	require.Equal(t, sent[0].Id, dead[0].Id)
+	require.Equal(t, "Timeout.Db", dead[0].LastNegative.Code)
+	require.Equal(t, "db down", *dead[0].LastNegative.Reason)
+
+	// A numeric code is fine; a stale receipt fails on its own.
+	put(t, c, q, msg("n"))
+	m = receive(t, w, 1, 5*time.Second)[0]
+	errs, err := w.Negative(ctx, "503", "", m.Receipt)
+	require.NoError(t, err)
+	require.Empty(t, errs)
+	errs, err = w.Negative(ctx, "503", "", m.Receipt)
+	require.NoError(t, err)
+	require.Len(t, errs, 1)
+	require.Equal(t, "Conflict", errs[0].Code)
+}
+
+// TestWatchShutdown: Shutdown stops the pushing and releases what the consumer holds, at once, to the group's
+// pollers; the consumer is listed as LEAVING until it disconnects, then EXIT.
+func TestWatchShutdown(t *testing.T) {
+	t.Parallel()
+	srv := testserver.Start(t)
+	tenancyID, c := srv.Admin(t, "watch-shutdown")
+	token := adminToken(t, srv, tenancyID)
+	q := createQueue(t, c, tenancyID, withVisibility(300))
+	put(t, c, q, msg("a"), msg("b"), msg("c"))
+	w := watchAs(t, srv, token, q, sdk.WatchOptions{ConsumerID: "leaver", Window: 5})
+	held := receive(t, w, 3, 5*time.Second)
+	require.NoError(t, w.Shutdown(context.Background()))
+	require.Equal(t, "LEAVING", <-w.Statuses())
+
+	got := get(t, c, q, limit(10), timeout(0))
+	require.ElementsMatch(t, ids(held), ids(got), "released at once, not at the lease's end")
+	for _, m := range got {
+		require.Equal(t, 2, m.DeliveryCount)
+	}
+	put(t, c, q, msg("d"))
+	receiveNone(t, w, 500*time.Millisecond)
+	require.Equal(t, sdk.ConsumerStatusLEAVING, consumerNamed(t, listConsumers(t, c, q), "leaver").Status)
+
+	// The old receipts no longer acknowledge anything.
+	errs, err := w.Commit(context.Background(), held[0].Receipt)
+	require.NoError(t, err)
+	require.Len(t, errs, 1)
+
+	require.NoError(t, w.Close())
+	require.Eventually(t, func() bool {
+		return consumerNamed(t, listConsumers(t, c, q), "leaver").Status == sdk.ConsumerStatusEXIT
+	}, 5*time.Second, 20*time.Millisecond)
+	deleteAll(t, c, q, got)
+}
+
+// TestWatchAutoCommit: messages are acknowledged as they are sent; the window bounds frames, not the total.
+func TestWatchAutoCommit(t *testing.T) {
+	t.Parallel()
+	srv := testserver.Start(t)
+	tenancyID, c := srv.Admin(t, "watch-autocommit")
+	token := adminToken(t, srv, tenancyID)
+	q := createQueue(t, c, tenancyID)
+	w := watchAs(t, srv, token, q, sdk.WatchOptions{Window: 5, AutoCommit: true})
+	require.True(t, w.AutoCommit)
+	var want []int64
+	for i := 0; i < 5; i++ {
+		sent := put(t, c, q, msg("a"), msg("b"), msg("c"), msg("d"), msg("e"), msg("f"), msg("g"), msg("h"), msg("i"), msg("j"))
+		for _, s := range sent {
+			want = append(want, s.Id)
+		}
+	}
+	got := receive(t, w, 50, 10*time.Second)
+	require.ElementsMatch(t, want, ids(got))
+	require.Eventually(t, func() bool { return storedMessages(t, srv, q) == 0 }, 5*time.Second, 20*time.Millisecond)
+}
+
+// TestWatchDisconnectRebalance: a consumer that drops its connection mid-window has its messages delivered to
+// the group's other consumer within a second, with delivery count 2; it is listed as EXIT.
+func TestWatchDisconnectRebalance(t *testing.T) {
+	t.Parallel()
+	srv := testserver.Start(t)
+	tenancyID, c := srv.Admin(t, "watch-rebalance")
+	token := adminToken(t, srv, tenancyID)
+	q := createQueue(t, c, tenancyID, withVisibility(300))
+	a := watchAs(t, srv, token, q, sdk.WatchOptions{ConsumerID: "a", Window: 10})
+	sent := put(t, c, q, msg("1"), msg("2"), msg("3"), msg("4"), msg("5"))
+	held := receive(t, a, 5, 5*time.Second)
+	b := watchAs(t, srv, token, q, sdk.WatchOptions{ConsumerID: "b", Window: 10})
+	receiveNone(t, b, 200*time.Millisecond)
+
+	dropped := time.Now()
+	a.Abort()
+	got := receive(t, b, 5, 2*time.Second)
+	require.Less(t, time.Since(dropped), time.Second, "redelivered within a second")
+	require.ElementsMatch(t, ids(held), ids(got))
+	for _, m := range got {
+		require.Equal(t, 2, m.DeliveryCount)
+	}
+	require.Len(t, sent, 5)
+	errs, err := b.Commit(context.Background(), receipts(got)...)
+	require.NoError(t, err)
+	require.Empty(t, errs)
+	list := listConsumers(t, c, q)
+	require.Equal(t, sdk.ConsumerStatusEXIT, consumerNamed(t, list, "a").Status)
+	require.Equal(t, sdk.ConsumerStatusRUNNING, consumerNamed(t, list, "b").Status)
+	require.Equal(t, "b", list.Items[0].Id, "EXIT is listed last")
+}
+
+// TestWatchDeadConsumer: a consumer that stops answering pings is dead after the configured timeout; its
+// messages go to a long-polling consumer of the group.
+func TestWatchDeadConsumer(t *testing.T) {
+	t.Parallel()
+	srv := testserver.Start(t, fastPings)
+	tenancyID, c := srv.Admin(t, "watch-dead")
+	token := adminToken(t, srv, tenancyID)
+	q := createQueue(t, c, tenancyID, withVisibility(300))
+	var deaf atomic.Bool
+	a := watchAs(t, srv, token, q, sdk.WatchOptions{ConsumerID: "deaf", Window: 4, IgnorePings: &deaf})
+	put(t, c, q, msg("1"), msg("2"), msg("3"))
+	held := receive(t, a, 3, 5*time.Second)
+	receiveNone(t, a, 300*time.Millisecond) // pings are answered: still alive
+	require.Empty(t, get(t, c, q, timeout(0)))
+
+	deaf.Store(true)
+	start := time.Now()
+	got := get(t, c, q, limit(10), timeout(5))
+	require.ElementsMatch(t, ids(held), ids(got))
+	require.Less(t, time.Since(start), 3*time.Second)
+	for _, m := range got {
+		require.Equal(t, 2, m.DeliveryCount)
+	}
+	<-a.Done()
+	deleteAll(t, c, q, got)
+}
+
+// TestWatchTwoNodes: a watch on one node receives what a producer puts on another promptly (NOTIFY), and both
+// nodes list it; a consumer id holds one watch across the nodes.
+func TestWatchTwoNodes(t *testing.T) {
+	t.Parallel()
+	one := testserver.Start(t)
+	two := testserver.Start(t, testserver.WithDatabase(one.DatabaseURL), testserver.WithSecret(one.Secret))
+	tenancyID, c1 := one.Admin(t, "watch-nodes")
+	token := adminToken(t, one, tenancyID)
+	c2 := two.Client(t, token)
+	q := createQueue(t, c1, tenancyID)
+	w := watchAs(t, two, token, q, sdk.WatchOptions{ConsumerID: "remote", Window: 10})
+	select {
+	case <-two.Node.Messaging().Ready():
+	case <-time.After(5 * time.Second):
+		t.Fatal("node two does not listen")
+	}
+	for i := 0; i < 5; i++ {
+		start := time.Now()
+		sent := put(t, c1, q, msg("x"))
+		got := receive(t, w, 1, 2*time.Second)
+		require.Equal(t, sent[0].Id, got[0].Id)
+		require.Less(t, time.Since(start), time.Second)
+		errs, err := w.Commit(context.Background(), got[0].Receipt)
+		require.NoError(t, err)
+		require.Empty(t, errs)
+	}
+	require.Equal(t, sdk.ConsumerStatusRUNNING, consumerNamed(t, listConsumers(t, c1, q), "remote").Status)
+	require.Equal(t, sdk.ConsumerStatusRUNNING, consumerNamed(t, listConsumers(t, c2, q), "remote").Status)
+
+	_, err := sdk.Watch(context.Background(), one.URL, q, sdk.WatchOptions{Token: token, ConsumerID: "remote"})
+	var we *sdk.WatchError
+	require.ErrorAs(t, err, &we)
+	require.Equal(t, http.StatusTooManyRequests, we.StatusCode)
+	require.Equal(t, "TooManyRequests", we.Code)
+}
+
+// TestWatchRemovedConsumer: DeleteConsumer removes a watch's consumer: its node closes the watch and its
+// messages are released at once.
+func TestWatchRemovedConsumer(t *testing.T) {
+	t.Parallel()
+	srv := testserver.Start(t, fastPings)
+	tenancyID, c := srv.Admin(t, "watch-removed")
+	token := adminToken(t, srv, tenancyID)
+	q := createQueue(t, c, tenancyID, withVisibility(300))
+	w := watchAs(t, srv, token, q, sdk.WatchOptions{ConsumerID: "kicked", Window: 2})
+	put(t, c, q, msg("1"))
+	held := receive(t, w, 1, 5*time.Second)
+	leave(t, c, q, "kicked")
+	select {
+	case <-w.Done():
+	case <-time.After(5 * time.Second):
+		t.Fatal("the watch of a removed consumer stays open")
+	}
+	got := get(t, c, q, timeout(0))
+	require.Equal(t, ids(held), ids(got))
+	require.Equal(t, sdk.ConsumerStatusEXIT, consumerNamed(t, listConsumers(t, c, q), "kicked").Status)
+	deleteAll(t, c, q, got)
+}
+
+// TestWatchOrderedAndSingleActive: ordered message groups hold the next message until the previous one is
+// committed, for watches as for GetMessages; on a single-active-consumer queue the second watch is STANDBY and
+// takes over (with the first one's messages) when the first leaves.
+func TestWatchOrderedAndSingleActive(t *testing.T) {
+	t.Parallel()
+	srv := testserver.Start(t)
+	tenancyID, c := srv.Admin(t, "watch-ordered")
+	token := adminToken(t, srv, tenancyID)
+	ctx := context.Background()
+
+	q := createQueue(t, c, tenancyID)
+	sent := put(t, c, q, inGroup("g1", "g"), inGroup("g2", "g"), inGroup("g3", "g"), msg("free"))
+	w := watchAs(t, srv, token, q, sdk.WatchOptions{Window: 10})
+	got := receive(t, w, 2, 5*time.Second)
+	require.ElementsMatch(t, []int64{sent[0].Id, sent[3].Id}, ids(got))
+	receiveNone(t, w, 300*time.Millisecond)
+	for i := 1; i < 3; i++ {
+		var head sdk.GetMessage
+		for _, m := range got {
+			if groupOf(m) == "g" {
+				head = m
+			}
+		}
+		errs, err := w.Commit(ctx, head.Receipt)
+		require.NoError(t, err)
+		require.Empty(t, errs)
+		got = receive(t, w, 1, 5*time.Second)
+		require.Equal(t, sent[i].Id, got[0].Id)
+	}
+
+	sac := createQueue(t, c, tenancyID, withSingleActiveConsumer(30))
+	first := watchAs(t, srv, token, sac, sdk.WatchOptions{ConsumerID: "first", Window: 10})
+	put(t, c, sac, msg("1"), msg("2"))
+	held := receive(t, first, 2, 5*time.Second)
+	second := watchAs(t, srv, token, sac, sdk.WatchOptions{ConsumerID: "second", Window: 10})
+	select {
+	case s := <-second.Statuses():
+		require.Equal(t, "STANDBY", s)
+	case <-time.After(5 * time.Second):
+		t.Fatal("the second watch of a single-active-consumer queue is not told it is a standby")
+	}
+	put(t, c, sac, msg("3"))
+	receiveNone(t, second, 300*time.Millisecond)
+	more := receive(t, first, 1, 5*time.Second)
+	list := listConsumers(t, c, sac)
+	require.Equal(t, sdk.ConsumerStatusRUNNING, consumerNamed(t, list, "first").Status)
+	require.Equal(t, sdk.ConsumerStatusSTANDBY, consumerNamed(t, list, "second").Status)
+
+	require.NoError(t, first.Close())
+	took := receive(t, second, 3, 5*time.Second)
+	require.Equal(t, append(ids(held), ids(more)...), ids(took), "the leaver's messages, in publish order")
+	require.Equal(t, "RUNNING", second.Status())
+}
+
+// TestWatchBadInput: every refusal is a clear 4xx with the JSON error body; a bad frame is answered and the
+// watch goes on.
+func TestWatchBadInput(t *testing.T) {
+	t.Parallel()
+	srv := testserver.Start(t, func(c *server.Config) { c.Watch.MaxPerTenancy = 2 })
+	tenancyID, c := srv.Admin(t, "watch-bad")
+	token := adminToken(t, srv, tenancyID)
+	q := createQueue(t, c, tenancyID)
+	ctx := context.Background()
+	refused := func(opts sdk.WatchOptions, queueID string, status int, code, contains string) {
+		t.Helper()
+		_, err := sdk.Watch(ctx, srv.URL, queueID, opts)
+		var we *sdk.WatchError
+		require.ErrorAs(t, err, &we)
+		require.Equal(t, status, we.StatusCode, we.Error())
+		require.Equal(t, code, we.Code)
+		require.Contains(t, we.Message, contains)
+	}
+	refused(sdk.WatchOptions{Token: token, Window: 1001}, q, http.StatusBadRequest, "InvalidParameter", "window")
+	refused(sdk.WatchOptions{Token: token, Window: -1}, q, http.StatusBadRequest, "InvalidParameter", "window")
+	refused(sdk.WatchOptions{Token: token, ConsumerID: "bad id!"}, q, http.StatusBadRequest, "InvalidParameter", "Consumer")
+	refused(sdk.WatchOptions{Token: token, ConsumerGroupID: "nope"}, q, http.StatusNotFound, "NotAuthorizedOrNotFound", "")
+	refused(sdk.WatchOptions{Token: token, ChannelFilter: "a*b"}, q, http.StatusBadRequest, "InvalidParameter", "channelFilter")
+	refused(sdk.WatchOptions{}, q, http.StatusUnauthorized, "NotAuthenticated", "")
+	refused(sdk.WatchOptions{Token: token}, "ocid1.queue.ferry.local."+strings.Repeat("a", 32), http.StatusNotFound, "NotAuthorizedOrNotFound", "")
+
+	// A plain GET is not a WebSocket.
+	r := raw(t, srv, token, http.MethodGet, "/20210201/queues/"+q+"/messages/watch", nil)
+	requireAPIError(t, r.Status, r.Body, http.StatusUpgradeRequired, "UpgradeRequired", "WebSocket")
+
+	// The tenancy's cap of open watches.
+	watchAs(t, srv, token, q, sdk.WatchOptions{ConsumerID: "one"})
+	watchAs(t, srv, token, q, sdk.WatchOptions{ConsumerID: "two"})
+	refused(sdk.WatchOptions{Token: token, ConsumerID: "three"}, q, http.StatusTooManyRequests, "TooManyRequests", "open watches")
+
+	// Frames that are not the protocol's are answered, and the watch goes on.
+	conn, _, err := websocket.Dial(ctx, srv.URL+"/20210201/queues/"+q+"/messages/watch", &websocket.DialOptions{
+		HTTPHeader: http.Header{"Authorization": {"Bearer " + srv.Token(t, srv.Tenancy(t, "watch-bad-2"), "admin", "Administrators")}}})
+	require.Error(t, err, "another tenancy's token does not reach this queue")
+	_ = conn
+	other := srv.Tenancy(t, "watch-bad-3")
+	otherToken := srv.Token(t, other, "admin", "Administrators")
+	oq := createQueue(t, srv.Client(t, otherToken), other)
+	conn, _, err = websocket.Dial(ctx, srv.URL+"/20210201/queues/"+oq+"/messages/watch", &websocket.DialOptions{
+		HTTPHeader: http.Header{"Authorization": {"Bearer " + otherToken}}})
+	require.NoError(t, err)
+	defer conn.CloseNow()
+	_, hello, err := conn.Read(ctx)
+	require.NoError(t, err)
+	require.Contains(t, string(hello), `"consumerId"`)
+	for _, frame := range []string{`not json`, `{}`, `{"commit":[]}`, `{"negative":["x"],"code":"lower"}`} {
+		require.NoError(t, conn.Write(ctx, websocket.MessageText, []byte(frame)))
+		_, answer, err := conn.Read(ctx)
+		require.NoError(t, err)
+		require.Contains(t, string(answer), `"InvalidParameter"`, frame)
+	}
+	put(t, srv.Client(t, otherToken), oq, msg("still here"))
+	_, pushed, err := conn.Read(ctx)
+	require.NoError(t, err)
+	require.Contains(t, string(pushed), "still here")
+}
