@@ -1,0 +1,251 @@
+package bench
+
+import (
+	"context"
+	"fmt"
+	"net/http"
+	"slices"
+	"strconv"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/ferry-mq/ferry/openapi/sdk"
+)
+
+// watchers is how many idle watches the memory phase opens.
+var watchers = envInt("FERRY_BENCH_WATCHERS", 1000)
+
+// BenchmarkWatch measures push consumers (issue 7) against the same server: push throughput with window 100
+// against the long-poll cycle (alternating, A B A B), put→push latency at 1,000 msg/s, and what 1,000 idle
+// watches cost in resident memory and database connections. The last line is machine-readable.
+func BenchmarkWatch(b *testing.B) {
+	n := startNode(b)
+	b.Logf("producers=%d consumers=%d phase=%s (1 KiB messages, batches of 20; watches: window 100, commit per frame)", producers, consumers, phase)
+
+	queue := n.createQueue(b, "push-throughput")
+	var pushRate, pollRate float64
+	for round := 0; round < 2; round++ {
+		cpu0 := n.ferryCPU()
+		p := n.watchCycle(b, queue, 10_000, 100)
+		cpu1 := n.ferryCPU()
+		l := n.httpCycle(b, queue, 10_000)
+		b.Logf("round %d: push %.0f msgs/s (ferry CPU %.0f µs/msg), long poll %.0f msgs/s", round+1, p,
+			(cpu1-cpu0)*1e6/(p*phase.Seconds()), l)
+		pushRate += p / 2
+		pollRate += l / 2
+	}
+	b.Logf("throughput: push %.0f msgs/s, long poll %.0f msgs/s, ratio %.2f", pushRate, pollRate, pushRate/pollRate)
+
+	p50, p99 := n.pushLatency(b, n.createQueue(b, "push-latency"), 1000, phase)
+	b.Logf("put→push at 1,000 msg/s (%d watches, window 100): p50 %.2f ms, p99 %.2f ms", consumers, p50, p99)
+
+	conns, added := n.idleWatchers(b, n.createQueue(b, "push-idle"), watchers)
+	b.Logf("%d idle watches: %d database connections in use, ferry RSS +%d MiB", watchers, conns, added/1024)
+
+	fmt.Printf("push_msgs_per_s=%.0f poll_msgs_per_s=%.0f push_over_poll=%.2f p50_put_to_push_ms=%.1f p99_put_to_push_ms=%.1f idle_watch_db_conns=%d idle_watch_rss_added_mib=%d\n",
+		pushRate, pollRate, pushRate/pollRate, p50, p99, conns, added/1024)
+}
+
+// watch opens a watch with the benchmark's token.
+func (n *node) watch(ctx context.Context, queue, consumer string, window int) (*sdk.Watcher, error) {
+	return sdk.Watch(ctx, n.base, queue, sdk.WatchOptions{Token: n.token, ConsumerID: consumer, Window: window, HTTPClient: n.client})
+}
+
+// watchCycle keeps the backlog near target with producers while `consumers` watches consume: each commits what
+// it has received in one frame. It returns committed messages/s.
+func (n *node) watchCycle(b testing.TB, queue string, target, window int) float64 {
+	ctx, cancel := context.WithTimeout(context.Background(), phase)
+	defer cancel()
+	var consumed, backlog atomic.Int64
+	var wg sync.WaitGroup
+	batch := make([]putEntry, 20)
+	for i := range batch {
+		batch[i] = putEntry{Content: payload}
+	}
+	body := map[string]any{"messages": batch}
+	for p := 0; p < producers; p++ {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for ctx.Err() == nil {
+				if backlog.Load() > int64(target) {
+					time.Sleep(time.Millisecond)
+					continue
+				}
+				if _, err := n.call(ctx, http.MethodPost, "/20210201/queues/"+queue+"/messages", body, nil); err == nil {
+					backlog.Add(20)
+				}
+			}
+		}()
+	}
+	for backlog.Load() < int64(target) && ctx.Err() == nil {
+		time.Sleep(10 * time.Millisecond)
+	}
+	start := time.Now()
+	for c := 0; c < consumers; c++ {
+		w, err := n.watch(ctx, queue, "throughput-"+strconv.Itoa(c), window)
+		if err != nil {
+			b.Fatal(err)
+		}
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			defer func() { _ = w.Close() }()
+			for ctx.Err() == nil {
+				var receipts []string
+				select {
+				case m, ok := <-w.Messages():
+					if !ok {
+						return
+					}
+					receipts = append(receipts, m.Receipt)
+				case <-ctx.Done():
+					return
+				}
+			more:
+				for len(receipts) < window {
+					select {
+					case m := <-w.Messages():
+						receipts = append(receipts, m.Receipt)
+					default:
+						break more
+					}
+				}
+				if _, err := w.Commit(context.WithoutCancel(ctx), receipts...); err == nil {
+					consumed.Add(int64(len(receipts)))
+					backlog.Add(-int64(len(receipts)))
+				}
+			}
+		}()
+	}
+	wg.Wait()
+	return float64(consumed.Load()) / time.Since(start).Seconds()
+}
+
+// pushLatency publishes single messages at rate/s for d while watches receive them, and returns the p50 and p99
+// of put→push in milliseconds.
+func (n *node) pushLatency(b testing.TB, queue string, rate int, d time.Duration) (p50, p99 float64) {
+	ctx, cancel := context.WithTimeout(context.Background(), d+3*time.Second)
+	defer cancel()
+	var mu sync.Mutex
+	var lat []float64
+	var wg sync.WaitGroup
+	for c := 0; c < consumers; c++ {
+		w, err := n.watch(ctx, queue, "latency-"+strconv.Itoa(c), 100)
+		if err != nil {
+			b.Fatal(err)
+		}
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			defer func() { _ = w.Close() }()
+			for {
+				var m sdk.GetMessage
+				select {
+				case got, ok := <-w.Messages():
+					if !ok {
+						return
+					}
+					m = got
+				case <-ctx.Done():
+					return
+				}
+				now := time.Now().UnixNano()
+				if sent, err := strconv.ParseInt(m.Content, 10, 64); err == nil {
+					mu.Lock()
+					lat = append(lat, float64(now-sent)/1e6)
+					mu.Unlock()
+				}
+				receipts := []string{m.Receipt}
+			more:
+				for {
+					select {
+					case m2 := <-w.Messages():
+						receipts = append(receipts, m2.Receipt)
+						if sent, err := strconv.ParseInt(m2.Content, 10, 64); err == nil {
+							mu.Lock()
+							lat = append(lat, float64(time.Now().UnixNano()-sent)/1e6)
+							mu.Unlock()
+						}
+					default:
+						break more
+					}
+				}
+				_, _ = w.Commit(context.WithoutCancel(ctx), receipts...)
+			}
+		}()
+	}
+	time.Sleep(200 * time.Millisecond) // the watches are waiting
+	interval := time.Second / time.Duration(rate)
+	sendCtx, stopSending := context.WithTimeout(ctx, d)
+	defer stopSending()
+	var senders sync.WaitGroup
+	next := time.Now()
+	for sendCtx.Err() == nil {
+		next = next.Add(interval)
+		if wait := time.Until(next); wait > 0 {
+			time.Sleep(wait)
+		}
+		senders.Add(1)
+		go func() {
+			defer senders.Done()
+			body := map[string]any{"messages": []putEntry{{Content: strconv.FormatInt(time.Now().UnixNano(), 10)}}}
+			_, _ = n.call(sendCtx, http.MethodPost, "/20210201/queues/"+queue+"/messages", body, nil)
+		}()
+	}
+	senders.Wait()
+	time.Sleep(time.Second) // the last messages arrive
+	cancel()
+	wg.Wait()
+	mu.Lock()
+	defer mu.Unlock()
+	slices.Sort(lat)
+	if len(lat) == 0 {
+		return 0, 0
+	}
+	b.Logf("latency samples: %d", len(lat))
+	return lat[len(lat)/2], lat[len(lat)*99/100]
+}
+
+// idleWatchers opens count watches (distinct consumers) on an empty queue and reports the database connections
+// in use while they wait and how much ferry's resident memory grew.
+func (n *node) idleWatchers(b testing.TB, queue string, count int) (conns int, added int64) {
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	time.Sleep(2 * time.Second) // let the previous phase's memory settle
+	before, _ := n.rssKiB()
+	list := make([]*sdk.Watcher, 0, count)
+	var mu sync.Mutex
+	var wg sync.WaitGroup
+	sem := make(chan struct{}, 32)
+	for i := 0; i < count; i++ {
+		wg.Add(1)
+		sem <- struct{}{}
+		go func() {
+			defer wg.Done()
+			defer func() { <-sem }()
+			w, err := n.watch(ctx, queue, "idle-"+strconv.Itoa(i), 10)
+			if err != nil {
+				b.Errorf("watch %d: %v", i, err)
+				return
+			}
+			mu.Lock()
+			list = append(list, w)
+			mu.Unlock()
+		}()
+	}
+	wg.Wait()
+	b.Logf("open watches: %d", len(list))
+	time.Sleep(5 * time.Second) // a heartbeat or two, pings
+	if err := n.pool.QueryRow(context.Background(), `SELECT count(*) FROM pg_stat_activity
+		WHERE datname = current_database() AND pid <> pg_backend_pid() AND state = 'active'`).Scan(&conns); err != nil {
+		b.Fatal(err)
+	}
+	after, _ := n.rssKiB()
+	for _, w := range list {
+		_ = w.Close()
+	}
+	return conns, after - before
+}
