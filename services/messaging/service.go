@@ -57,6 +57,13 @@ type Service struct {
 
 	configHook    atomic.Pointer[func(payload string)]
 	reconnectHook atomic.Pointer[func()]
+	consumersHook atomic.Pointer[func(queueID string)]
+}
+
+// OnConsumersChanged calls onChange when a queue's consumers changed on any node (one left or was removed): the
+// push service checks at once whether its watches still own their registrations.
+func (s *Service) OnConsumersChanged(onChange func(queueID string)) {
+	s.consumersHook.Store(&onChange)
 }
 
 // OnConfig passes every ferry_config notification to onConfig, and calls onReconnect after the LISTEN connection
@@ -117,6 +124,9 @@ func New(cfg Config, store *persistence.Store, databaseURL string, receiptKey []
 			}
 			if changed, ok := strings.CutPrefix(queueID, consumersNotifyPrefix); ok {
 				s.waiters.wakeStandby(changed)
+				if hook := s.consumersHook.Load(); hook != nil {
+					(*hook)(changed)
+				}
 				return
 			}
 			s.channels.invalidate(queueID) // another node may have published to a channel this node has not seen

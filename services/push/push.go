@@ -88,7 +88,28 @@ type Service struct {
 	closed   bool
 	wg       sync.WaitGroup // sessions and the heartbeat
 	stop     chan struct{}
+	kick     chan struct{} // buffered 1: heartbeat now
 	started  bool
+}
+
+// ConsumersChanged makes the heartbeat run at once when this node holds a watch on the queue (a consumer may
+// have been removed: its watch must stop and release promptly, not at the next heartbeat).
+func (s *Service) ConsumersChanged(queueID string) {
+	s.mu.Lock()
+	found := false
+	for _, ss := range s.sessions {
+		if ss.sub.QueueID() == queueID {
+			found = true
+			break
+		}
+	}
+	s.mu.Unlock()
+	if found {
+		select {
+		case s.kick <- struct{}{}:
+		default:
+		}
+	}
 }
 
 // New builds the service.
@@ -98,7 +119,7 @@ func New(cfg Config, msgs *messaging.Service, store *persistence.Store, inst *te
 		logger = slog.Default()
 	}
 	s := &Service{cfg: cfg, messaging: msgs, consumers: store.Consumers, logger: logger,
-		sessions: map[string]*session{}, stop: make(chan struct{})}
+		sessions: map[string]*session{}, stop: make(chan struct{}), kick: make(chan struct{}, 1)}
 	if inst != nil && inst.Meter != nil {
 		_, _ = inst.Meter.Int64ObservableGauge("ferry.watch.open",
 			metric.WithDescription("Watches (push consumers) open on this node."),
@@ -243,6 +264,8 @@ func (s *Service) heartbeat() {
 		case <-s.stop:
 			return
 		case <-t.C:
+		case <-s.kick:
+			time.Sleep(50 * time.Millisecond) // coalesce a burst of changes
 		}
 		s.mu.Lock()
 		list := make([]*session, 0, len(s.sessions))

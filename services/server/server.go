@@ -75,6 +75,7 @@ func New(cfg Config, pool *pgxpool.Pool, tel *telemetry.Telemetry, logger *slog.
 	s := &Server{cfg: cfg, store: store, telemetry: tel, logger: logger}
 	s.messaging = messaging.New(cfg.Messaging, store, pool.Config().ConnString(), receiptKey, tel.Instruments, logger)
 	s.push = push.New(cfg.Watch, s.messaging, store, tel.Instruments, logger)
+	s.messaging.OnConsumersChanged(s.push.ConsumersChanged)
 	s.executor = &maintenance.WorkRequestExecutor{Store: store, Purge: s.messaging.Purge, Logger: logger}
 	s.maintainer = &maintenance.Maintainer{
 		Pool: pool, Store: store, Messages: s.messaging.Messages(), Instruments: tel.Instruments, Logger: logger,
