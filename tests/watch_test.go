@@ -257,6 +257,12 @@ func TestWatchShutdown(t *testing.T) {
 		return consumerNamed(t, listConsumers(t, c, q), "leaver").Status == sdk.ConsumerStatusEXIT
 	}, 5*time.Second, 20*time.Millisecond)
 	deleteAll(t, c, q, got)
+
+	// A minute after it left, the maintainer removes it.
+	_, err = srv.Pool.Exec(context.Background(), `UPDATE consumers SET left_at = now() - interval '61 seconds' WHERE consumer_id = 'leaver'`)
+	require.NoError(t, err)
+	runMaintainer(t, srv)
+	require.Empty(t, listConsumers(t, c, q).Items)
 }
 
 // TestWatchAutoCommit: messages are acknowledged as they are sent; the window bounds frames, not the total.

@@ -200,6 +200,9 @@ func (s *Server) Serve(ctx context.Context, l net.Listener, drain time.Duration)
 		IdleTimeout:       2 * time.Minute,
 		BaseContext:       func(net.Listener) context.Context { return context.WithoutCancel(ctx) },
 	}
+	// Watches are hijacked connections that Shutdown does not wait for: close them as the drain starts, so that
+	// their messages go to consumers on other nodes at once.
+	srv.RegisterOnShutdown(s.push.Stop)
 	errc := make(chan error, 1)
 	go func() { errc <- srv.Serve(l) }()
 	select {
