@@ -50,6 +50,9 @@ const (
 	consumersLock = `-- consumers.lock
 		SELECT pg_advisory_xact_lock(hashtextextended($1 || '/' || $2::int, 1))`
 
+	// registered_at is clock_timestamp(), read under the group's lock, not now(): now() is when the transaction
+	// began, before it waited for the lock, so a consumer that registered later could sort before the one whose
+	// decision it waited for — and both would be active.
 	// Register or renew $3 and decide, in one statement: forget the other consumers that lapsed; the caller is
 	// active when no other live consumer registered before it (a caller that lapsed or left registers again, at
 	// the back). When it becomes active with this call (active_since = now(): set by this statement), every
@@ -68,16 +71,16 @@ const (
 			ORDER BY registered_at, consumer_id LIMIT 1
 		), me AS (
 			INSERT INTO consumers AS c (queue_id, group_no, consumer_id, registered_at, last_seen, active_since)
-			SELECT $1, $2, $3, now(), now(), CASE WHEN NOT EXISTS (SELECT 1 FROM first_other) THEN now() END
+			SELECT $1, $2, $3, clock_timestamp(), now(), CASE WHEN NOT EXISTS (SELECT 1 FROM first_other) THEN now() END
 			ON CONFLICT (queue_id, group_no, consumer_id) DO UPDATE SET
 				last_seen = now(),
 				left_at = NULL,
 				registered_at = CASE WHEN c.last_seen < now() - make_interval(secs => $4) OR c.left_at IS NOT NULL
-					THEN now() ELSE c.registered_at END,
+					THEN clock_timestamp() ELSE c.registered_at END,
 				active_since = CASE
 					WHEN EXISTS (SELECT 1 FROM first_other o WHERE (o.registered_at, o.consumer_id) <
 						(CASE WHEN c.last_seen < now() - make_interval(secs => $4) OR c.left_at IS NOT NULL
-							THEN now() ELSE c.registered_at END, $3::text))
+							THEN clock_timestamp() ELSE c.registered_at END, $3::text))
 						THEN NULL
 					WHEN c.last_seen < now() - make_interval(secs => $4) OR c.left_at IS NOT NULL THEN now()
 					ELSE coalesce(c.active_since, now()) END

@@ -53,10 +53,10 @@ const (
 	watchRegister = `-- consumers.watch_register
 		INSERT INTO consumers AS c (queue_id, group_no, consumer_id, registered_at, last_seen, kind, tenancy_id,
 			session_id, window_size, auto_commit, delivered, leaving, left_at, last_active)
-		VALUES ($1, $2, $3, now(), now(), 'watch', $6, $4, $7, $8, 0, false, NULL, now())
+		VALUES ($1, $2, $3, clock_timestamp(), now(), 'watch', $6, $4, $7, $8, 0, false, NULL, now())
 		ON CONFLICT (queue_id, group_no, consumer_id) DO UPDATE SET
 			registered_at = CASE WHEN c.left_at IS NOT NULL OR c.last_seen < now() - make_interval(secs => $5)
-				THEN now() ELSE c.registered_at END,
+				THEN clock_timestamp() ELSE c.registered_at END,
 			active_since = CASE WHEN c.left_at IS NOT NULL OR c.last_seen < now() - make_interval(secs => $5)
 				THEN NULL ELSE c.active_since END,
 			last_seen = now(), kind = 'watch', tenancy_id = $6, session_id = $4, window_size = $7, auto_commit = $8,

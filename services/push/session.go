@@ -37,6 +37,7 @@ type session struct {
 
 	ctx         context.Context // ends with the watch
 	cancel      context.CancelFunc
+	connCtx     context.Context // the connection's calls: ends after the messages were released
 	once        sync.Once
 	closeCode   websocket.StatusCode
 	closeReason string
@@ -53,38 +54,49 @@ func (ss *session) registration() persistence.Watch {
 	}
 }
 
-// end closes the watch (once) with a close frame; run cleans up. Safe before run started.
+// end ends the watch (the first code and reason win); run releases the consumer's messages and then closes the
+// connection with them. Safe before run started.
 func (ss *session) end(code websocket.StatusCode, reason string) {
-	ss.cancel()
 	ss.once.Do(func() {
 		ss.mu.Lock()
 		ss.closeCode, ss.closeReason = code, reason
-		conn := ss.conn
 		ss.mu.Unlock()
-		if conn != nil {
-			go func() { _ = conn.Close(code, reason) }()
-		}
 	})
+	ss.cancel()
 }
 
 // run serves the watch until the consumer disconnects, stops answering pings, is removed, or the server stops;
-// then the messages the consumer holds are released at once.
+// then the messages the consumer holds are released at once, before the connection is closed.
 func (ss *session) run(conn *websocket.Conn) {
 	cfg := ss.svc.cfg
-	ss.mu.Lock()
-	ss.conn = conn
-	code, reason := ss.closeCode, ss.closeReason
-	ss.mu.Unlock()
+	// Every call on the connection runs under connCtx, which outlives ss.ctx: a cancelled context closes a
+	// websocket.Conn at once, and the close must wait until the messages are released.
+	connCtx, closeConn := context.WithCancel(context.WithoutCancel(ss.ctx))
+	defer closeConn()
+	ss.conn, ss.connCtx = conn, connCtx
+	frames := make(chan clientFrame, 4)
+	var wg sync.WaitGroup
+	pushCtx, stopPush := context.WithCancel(ss.ctx)
+	pushed := make(chan struct{})
 	defer func() {
-		_ = conn.CloseNow()
+		ss.end(websocket.StatusNormalClosure, "")
+		stopPush()
+		<-pushed
 		ss.leave()
+		ss.mu.Lock()
+		code, reason := ss.closeCode, ss.closeReason
+		ss.mu.Unlock()
+		_ = conn.Close(code, reason)
+		closeConn()
+		wg.Wait()
 	}()
 	if ss.ctx.Err() != nil { // ended before it started
-		_ = conn.Close(code, reason)
+		close(pushed)
 		return
 	}
 	if err := ss.write(helloFrame{ConsumerID: ss.sub.ConsumerID(), ConsumerGroupID: ss.sub.GroupID(), Window: ss.window,
 		AutoCommit: ss.autoCommit}); err != nil {
+		close(pushed)
 		return
 	}
 	ss.sub.OnStandby = func(standby bool) {
@@ -94,21 +106,10 @@ func (ss *session) run(conn *websocket.Conn) {
 		}
 		_ = ss.write(statusFrame{Status: status})
 	}
-
-	frames := make(chan clientFrame, 4)
-	var wg sync.WaitGroup
 	wg.Add(2)
 	go func() { defer wg.Done(); ss.read(frames) }()
 	go func() { defer wg.Done(); ss.ping() }()
-	pushCtx, stopPush := context.WithCancel(ss.ctx)
-	pushed := make(chan struct{})
 	go func() { defer close(pushed); ss.push(pushCtx) }()
-	defer func() {
-		ss.end(websocket.StatusNormalClosure, "")
-		stopPush()
-		<-pushed
-		wg.Wait()
-	}()
 
 	renew := time.NewTicker(cfg.Lease / 3)
 	defer renew.Stop()
@@ -265,9 +266,9 @@ func (ss *session) shutdown() error {
 // read passes the consumer's frames to run; a frame that is not JSON is answered with an error and skipped.
 func (ss *session) read(frames chan<- clientFrame) {
 	defer close(frames)
-	defer ss.cancel() // the consumer is gone
+	defer ss.end(websocket.StatusNormalClosure, "") // the consumer is gone
 	for {
-		typ, data, err := ss.conn.Read(ss.ctx)
+		typ, data, err := ss.conn.Read(ss.connCtx)
 		if err != nil {
 			return
 		}
@@ -295,7 +296,7 @@ func (ss *session) ping() {
 			return
 		case <-t.C:
 		}
-		ctx, cancel := context.WithTimeout(ss.ctx, cfg.DeadAfter)
+		ctx, cancel := context.WithTimeout(ss.connCtx, cfg.DeadAfter)
 		err := ss.conn.Ping(ctx)
 		cancel()
 		if err != nil {
@@ -314,7 +315,7 @@ func (ss *session) write(frame any) error {
 	if err != nil {
 		return err
 	}
-	ctx, cancel := context.WithTimeout(ss.ctx, ss.svc.cfg.WriteTimeout)
+	ctx, cancel := context.WithTimeout(ss.connCtx, ss.svc.cfg.WriteTimeout)
 	defer cancel()
 	return ss.conn.Write(ctx, websocket.MessageText, data)
 }
