@@ -4,6 +4,7 @@ import (
 	"context"
 	"net/http"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -518,4 +519,43 @@ func TestWatchBadInput(t *testing.T) {
 	_, pushed, err := conn.Read(ctx)
 	require.NoError(t, err)
 	require.Contains(t, string(pushed), "still here")
+}
+
+// TestWatchHandle: the SDK's handler loop commits what the handler accepts and releases what it rejects, with
+// the handler's code and reason.
+func TestWatchHandle(t *testing.T) {
+	t.Parallel()
+	srv := testserver.Start(t)
+	tenancyID, c := srv.Admin(t, "watch-handle")
+	token := adminToken(t, srv, tenancyID)
+	q := createQueue(t, c, tenancyID, withDLQ(2))
+	put(t, c, q, msg("ok-1"), msg("poison"), msg("ok-2"))
+	w := watchAs(t, srv, token, q, sdk.WatchOptions{Window: 2})
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	var mu sync.Mutex
+	seen := map[string]int{}
+	handled := make(chan error, 1)
+	go func() {
+		handled <- w.Handle(ctx, func(_ context.Context, m sdk.GetMessage) error {
+			mu.Lock()
+			seen[m.Content]++
+			mu.Unlock()
+			if m.Content == "poison" {
+				return &sdk.NegativeError{Code: "Invalid.Format", Reason: "cannot parse"}
+			}
+			return nil
+		})
+	}()
+	require.Eventually(t, func() bool {
+		st := stats(t, c, q)
+		return st.Queue.VisibleMessages == 0 && st.Queue.InFlightMessages == 0 && st.Dlq.VisibleMessages == 1
+	}, 5*time.Second, 20*time.Millisecond, "the acknowledged are gone, the poison is in the DLQ")
+	cancel()
+	require.ErrorIs(t, <-handled, context.Canceled)
+	mu.Lock()
+	require.Equal(t, map[string]int{"ok-1": 1, "ok-2": 1, "poison": 2}, seen)
+	mu.Unlock()
+	dead := get(t, c, q, fromDLQ())
+	require.Equal(t, "Invalid.Format", dead[0].LastNegative.Code)
 }
