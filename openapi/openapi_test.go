@@ -122,8 +122,8 @@ func TestGinRoutesRegister(t *testing.T) {
 	gin.SetMode(gin.TestMode)
 	router := gin.New()
 	api.RegisterHandlers(router, api.ServerInterface(nil))
-	if got := len(router.Routes()); got != 41 {
-		t.Errorf("registered %d routes, want 41", got)
+	if got := len(router.Routes()); got != 42 {
+		t.Errorf("registered %d routes, want 42", got)
 	}
 }
 

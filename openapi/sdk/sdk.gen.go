@@ -12353,6 +12353,11 @@ func (r UpdateMessagesResponse) ContentType() string {
 	return ""
 }
 
+// WatchMessagesResponse101Headers the declared response headers of an HTTP 101 response for WatchMessages
+type WatchMessagesResponse101Headers struct {
+	OpcRequestId *string
+}
+
 // WatchMessagesResponse400Headers the declared response headers of an HTTP 400 response for WatchMessages
 type WatchMessagesResponse400Headers struct {
 	OpcRequestId *string
@@ -12399,6 +12404,8 @@ type WatchMessagesResponse struct {
 	JSON429 *TooManyRequests
 	// JSON500 the response for an HTTP 500 `application/json` response
 	JSON500 *InternalServerError
+	// Headers101 the parsed response headers for an HTTP 101 response
+	Headers101 *WatchMessagesResponse101Headers
 	// Headers400 the parsed response headers for an HTTP 400 response
 	Headers400 *WatchMessagesResponse400Headers
 	// Headers401 the parsed response headers for an HTTP 401 response
@@ -19364,6 +19371,16 @@ func ParseWatchMessagesResponse(rsp *http.Response) (*WatchMessagesResponse, err
 	}
 
 	switch {
+	case rsp.StatusCode == 101:
+		var headers WatchMessagesResponse101Headers
+		if values := rsp.Header.Values("opc-request-id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "opc-request-id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.OpcRequestId = &value
+		}
+		response.Headers101 = &headers
 	case rsp.StatusCode == 400:
 		var headers WatchMessagesResponse400Headers
 		if values := rsp.Header.Values("opc-request-id"); len(values) > 0 {
