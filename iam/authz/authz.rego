@@ -1,40 +1,55 @@
 # Package ferry.authz decides one request against the IAM policy statements of the caller's tenancy
 # (DESIGN section 5). It is embedded in iam/authz and prepared once; iam/authz writes the data and builds the input.
 #
-# The query is `matched := data.ferry.authz.matched; allowed := count(matched) > 0`: a request is allowed when at
-# least one statement matches, and the matching statements explain the decision (the policy simulator shows them).
+# The query is `data.ferry.authz.matched`: a request is allowed when at least one statement matches, and the
+# matching statements explain the decision (the policy simulator shows them).
 #
 # data.tenancies[<tenancy id>], written whole by Engine.SetTenancy:
 #   statements: [{index, policy_id, text, subjects, location, condition?}, ...] in load order: every statement,
-#               including those whose location did not resolve (location null), which no grant lists
-#   grants[<permission>]["<location id>|<subject>"]: the statements that grant <permission> to <subject>
-#               ("any-user" or "group:<name>") on the compartment <location id> and so on all its descendants
+#               including those whose location did not resolve (location null), which no index lists
+#   grants[<permission>]["<location id>|<subject>"]: the results ([index, policy_id, text]) of the statements
+#               without a condition that grant <permission> to <subject> ("any-user" or "group:<name>") on the
+#               compartment <location id> and so on all its descendants
+#   conditional[<permission>]["<location id>|<subject>"]: the same for the statements with a condition, as
+#               {result, condition}
 #
 # input (built by iam/authz for each request):
 #   tenancy, permission, path: [<tenancy id>, ..., <target compartment id>],
-#   keys: "<location>|<subject>" for every location on path and every subject the caller answers to,
-#   vars: {<condition variable>: <value>}, omitting variables the request has no value for
+#   keys, conditional_keys: "<location>|<subject>" for locations on path and subjects the caller answers to;
+#               iam/authz leaves out the keys under which the index (grants, conditional) lists nothing, which
+#               changes no decision and saves looking them up here (absent when empty)
+#   vars: {<condition variable>: <value>}, omitting variables the request has no value for (absent when there
+#               are no conditional_keys)
 #
 # A statement matches a request when it grants the permission to one of the caller's subjects on a compartment on
-# the target's path, and its condition holds. The grants index answers the first three tests with one lookup per
-# input key (about ten), so no rule iterates the tenancy's statements and a decision costs the same with 10
-# statements or 10,000 (policy-performance.md: look data up by key, never search it).
+# the target's path, and its condition holds. The indexes answer the first three tests with one lookup per input
+# key, so no rule iterates the tenancy's statements and a decision costs the same with 10 statements or 10,000
+# (policy-performance.md: look data up by key, never search it).
 package ferry.authz
 
 # matched holds [statement index, policy id, statement text] for every statement that allows the request. Only
 # data.tenancies[input.tenancy] is read, and the target must lie in that tenancy (its path starts at the tenancy's
 # root compartment), so one tenancy's statements can never grant anything in another.
-matched contains [st.index, st.policy_id, st.text] if {
+#
+# Every expression costs the evaluator about a microsecond, so the rules do as few as they can: each reads the
+# permission's index from the store once (a data reference is resolved from the root on every use) and then looks
+# the input's keys up in it, and the first expression fails at once when the input has no keys for the rule.
+matched contains result if {
+	keys := input.keys
 	input.path[0] == input.tenancy
 	grants := data.tenancies[input.tenancy].grants[input.permission]
-	some key in input.keys
-	some st in grants[key]
-	condition_holds(st)
+	some key in keys
+	some result in grants[key]
 }
 
-condition_holds(st) if not st.condition
-
-condition_holds(st) if cond_0(st.condition)
+matched contains st.result if {
+	keys := input.conditional_keys
+	input.path[0] == input.tenancy
+	conditional := data.tenancies[input.tenancy].conditional[input.permission]
+	some key in keys
+	some st in conditional[key]
+	cond_0(st.condition)
+}
 
 # Rego has no recursion, so each nesting level of all/any has its own function; policy.MaxConditionDepth (4) is
 # the deepest level the parser accepts and cond_4 is the last one here.
