@@ -119,12 +119,13 @@ func keepAST(t *ast.Term, _ *rego.EvalContext) (any, error) { return t, nil }
 
 // Input object keys, interned once rather than allocated per request.
 var (
-	keyTenancy         = ast.StringTerm("tenancy")
-	keyPermission      = ast.StringTerm("permission")
-	keyPath            = ast.StringTerm("path")
-	keyKeys            = ast.StringTerm("keys")
-	keyConditionalKeys = ast.StringTerm("conditional_keys")
-	keyVars            = ast.StringTerm("vars")
+	keyTenancy    = ast.StringTerm("tenancy")
+	keyPermission = ast.StringTerm("permission")
+	keyPath       = ast.StringTerm("path")
+	keyVars       = ast.StringTerm("vars")
+	keyFacts      = ast.StringTerm("facts")
+	// keyKeys are the input's key lists, one per index, in keyKinds' bit order.
+	keyKeys = [keyKindCount]*ast.Term{ast.StringTerm("keys"), ast.StringTerm("conditional_keys"), ast.StringTerm("condition_keys")}
 
 	varRequestPermission     = ast.StringTerm(policy.VarRequestPermission)
 	varRequestOperation      = ast.StringTerm(policy.VarRequestOperation)
@@ -137,9 +138,9 @@ var (
 )
 
 // value builds the Rego input (layout in authz.rego) directly as an AST value. Of the grant keys the caller answers
-// to (every location on the path with every subject of the caller), it passes only those under which t's data lists
-// statements for the permission, split by index: the Rego module would look each of the others up and find
-// nothing, which changes no decision but costs a lookup per key (most of them: a request has about a dozen keys and
+// to (every location on the path with every subject of the caller), it passes each index only those under which
+// t's data lists entries for the permission: the Rego module would look each of the others up and find nothing,
+// which changes no decision but costs a lookup per key (most of them: a request has about a dozen keys and
 // typically one or two are listed). The module still decides on the data alone: a key passed here only tells it
 // where to look. t is nil for a tenancy the engine does not hold, whose requests then carry no keys.
 func (in Input) value(t *Tenancy) ast.Value {
@@ -148,7 +149,7 @@ func (in Input) value(t *Tenancy) ast.Value {
 	for i, location := range in.CompartmentPath {
 		path[i] = ast.StringTerm(location)
 	}
-	obj := ast.NewObjectWithCapacity(6)
+	obj := ast.NewObjectWithCapacity(8)
 	obj.Insert(keyTenancy, ast.StringTerm(in.TenancyID))
 	obj.Insert(keyPermission, permission)
 	obj.Insert(keyPath, ast.ArrayTerm(path...))
@@ -157,58 +158,76 @@ func (in Input) value(t *Tenancy) ast.Value {
 	if t != nil {
 		kinds = t.keys[in.Permission]
 	}
-	var keys, conditionalKeys []*ast.Term
+	var keys [keyKindCount][]*ast.Term
 	if len(kinds) > 0 {
 		var buf [256]byte
 		for _, location := range in.CompartmentPath {
 			b := append(append(buf[:0], location...), '|')
-			keys, conditionalKeys = appendKeys(kinds, append(b, subjectAnyUser...), keys, conditionalKeys)
+			appendKeys(&keys, kinds, append(b, subjectAnyUser...))
 			b = append(b, subjectGroupPrefix...)
 			for _, g := range in.Groups {
-				keys, conditionalKeys = appendKeys(kinds, append(b, g...), keys, conditionalKeys)
+				appendKeys(&keys, kinds, append(b, g...))
 			}
 		}
 	}
-	if len(keys) > 0 {
-		obj.Insert(keyKeys, ast.ArrayTerm(keys...))
-	}
-	if len(conditionalKeys) == 0 {
-		return obj
-	}
-	obj.Insert(keyConditionalKeys, ast.ArrayTerm(conditionalKeys...))
-	vars := ast.NewObjectWithCapacity(8)
-	addVar := func(key *ast.Term, v string) {
-		if v != "" { // a variable without a value must be undefined in Rego, so that comparisons on it are false
-			vars.Insert(key, ast.StringTerm(v))
+	for kind, list := range keys {
+		if len(list) > 0 {
+			obj.Insert(keyKeys[kind], ast.ArrayTerm(list...))
 		}
 	}
-	vars.Insert(varRequestPermission, permission)
-	addVar(varRequestOperation, in.Operation)
-	addVar(varRequestPrincipalID, in.Principal)
-	vars.Insert(varTargetCompartmentID, path[len(path)-1])
-	addVar(varTargetCompartmentName, in.CompartmentName)
-	addVar(varTargetQueueID, in.QueueID)
-	addVar(varTargetQueueName, in.QueueName)
-	addVar(varTargetConsumerGroupID, in.ConsumerGroupID)
-	obj.Insert(keyVars, ast.NewTerm(vars))
+	if len(keys[indexConditional]) == 0 && len(keys[indexConditions]) == 0 {
+		return obj
+	}
+	// The condition variables, as facts for the conditional index and as vars for the conditions index.
+	vars := [...]struct {
+		name  *ast.Term
+		value string
+	}{
+		{varRequestPermission, in.Permission},
+		{varRequestOperation, in.Operation},
+		{varRequestPrincipalID, in.Principal},
+		{varTargetCompartmentID, in.CompartmentPath[len(in.CompartmentPath)-1]},
+		{varTargetCompartmentName, in.CompartmentName},
+		{varTargetQueueID, in.QueueID},
+		{varTargetQueueName, in.QueueName},
+		{varTargetConsumerGroupID, in.ConsumerGroupID},
+	}
+	// A variable without a value is left out, so that every comparison on it is false.
+	if len(keys[indexConditional]) > 0 {
+		facts := ast.NewSetWithCapacity(2 * len(vars))
+		for _, v := range vars {
+			if v.value != "" {
+				facts.Add(v.name)
+				facts.Add(ast.StringTerm(fact(string(v.name.Value.(ast.String)), v.value)))
+			}
+		}
+		obj.Insert(keyFacts, ast.NewTerm(facts))
+	}
+	if len(keys[indexConditions]) > 0 {
+		object := ast.NewObjectWithCapacity(len(vars))
+		for _, v := range vars {
+			if v.value != "" {
+				object.Insert(v.name, ast.StringTerm(v.value))
+			}
+		}
+		obj.Insert(keyVars, ast.NewTerm(object))
+	}
 	return obj
 }
 
-// appendKeys appends the grant key key to keys and/or conditionalKeys, as kinds lists it. Looking key up converts
+// appendKeys appends the grant key key to the lists of the indexes that kinds says list it. Looking key up converts
 // it without allocating; only a listed key becomes a string.
-func appendKeys(kinds map[string]keyKinds, key []byte, keys, conditionalKeys []*ast.Term) ([]*ast.Term, []*ast.Term) {
+func appendKeys(keys *[keyKindCount][]*ast.Term, kinds map[string]keyKinds, key []byte) {
 	kind := kinds[string(key)]
 	if kind == 0 {
-		return keys, conditionalKeys
+		return
 	}
 	term := ast.StringTerm(string(key))
-	if kind&keyGrants != 0 {
-		keys = append(keys, term)
+	for i := range keys {
+		if kind&(1<<i) != 0 {
+			keys[i] = append(keys[i], term)
+		}
 	}
-	if kind&keyConditional != 0 {
-		conditionalKeys = append(conditionalKeys, term)
-	}
-	return keys, conditionalKeys
 }
 
 var errUnexpectedResult = errors.New("unexpected result from the authz query")

@@ -7,19 +7,24 @@
 # data.tenancies[<tenancy id>], written whole by Engine.SetTenancy:
 #   statements: [{index, policy_id, text, subjects, location, condition?}, ...] in load order: every statement,
 #               including those whose location did not resolve (location null), which no index lists
-#   grants[<permission>]["<location id>|<subject>"]: the results ([index, policy_id, text]) of the statements
-#               without a condition that grant <permission> to <subject> ("any-user" or "group:<name>") on the
-#               compartment <location id> and so on all its descendants
-#   conditional[<permission>]["<location id>|<subject>"]: the same for the statements with a condition, as
-#               {result, condition}
+#   three indexes, each <index>[<permission>]["<location id>|<subject>"]: entries for the statements that grant
+#   <permission> to <subject> ("any-user" or "group:<name>") on the compartment <location id> and so on all its
+#   descendants, if their condition holds. A statement's result is [index, policy_id, text]. iam/authz rewrites a
+#   condition as clauses (any may hold) of comparisons (all must hold) and lists each clause:
+#     grants:      statements without a condition: their result
+#     conditional: the clauses of conditions: {result, required, relevant}, sets of facts (see below)
+#     conditions:  statements whose condition has too many clauses to list, whole: {result, condition}
 #
 # input (built by iam/authz for each request):
 #   tenancy, permission, path: [<tenancy id>, ..., <target compartment id>],
-#   keys, conditional_keys: "<location>|<subject>" for locations on path and subjects the caller answers to;
-#               iam/authz leaves out the keys under which the index (grants, conditional) lists nothing, which
-#               changes no decision and saves looking them up here (absent when empty)
-#   vars: {<condition variable>: <value>}, omitting variables the request has no value for (absent when there
-#               are no conditional_keys)
+#   keys, conditional_keys, condition_keys (for the three indexes in that order): the keys
+#               "<location>|<subject>" for locations on path and subjects the caller answers to, leaving out those
+#               under which the index lists nothing for the permission, which changes no decision and saves
+#               looking them up here (absent when empty)
+#   facts: for every condition variable the request has a value for, "<variable>" and "<variable>=<value>"
+#               (present with conditional_keys)
+#   vars: {<condition variable>: <value>}, omitting variables the request has no value for (present with
+#               condition_keys)
 #
 # A statement matches a request when it grants the permission to one of the caller's subjects on a compartment on
 # the target's path, and its condition holds. The indexes answer the first three tests with one lookup per input
@@ -42,13 +47,25 @@ matched contains result if {
 	some result in grants[key]
 }
 
-matched contains st.result if {
+# A clause holds when the request's facts include every fact it requires and no other fact relevant to it: `v = 'x'`
+# requires v=x; `v != 'x'` requires v (a value) and must not find v=x. One set intersection checks a whole clause.
+matched contains c.result if {
 	keys := input.conditional_keys
 	input.path[0] == input.tenancy
 	conditional := data.tenancies[input.tenancy].conditional[input.permission]
+	facts := input.facts
 	some key in keys
-	some st in conditional[key]
-	cond_0(st.condition)
+	some c in conditional[key]
+	facts & c.relevant == c.required
+}
+
+matched contains c.result if {
+	keys := input.condition_keys
+	input.path[0] == input.tenancy
+	conditions := data.tenancies[input.tenancy].conditions[input.permission]
+	some key in keys
+	some c in conditions[key]
+	cond_0(c.condition)
 }
 
 # Rego has no recursion, so each nesting level of all/any has its own function; policy.MaxConditionDepth (4) is

@@ -33,19 +33,31 @@ type Tenancy struct {
 	Unresolved []MatchedStatement
 
 	value ast.Value
-	// keys tells, for a permission and a grant key, which of the data's two indexes list statements under that key,
-	// so that a request's input names only the keys the Rego module will find something under (see Input.value).
-	// It mirrors the data exactly and is never modified after Load.
+	// keys tells, for a permission and a grant key, which of the data's indexes list entries under that key, so
+	// that a request's input names only the keys the Rego module will find something under (see Input.value). It
+	// mirrors the data exactly and is never modified after Load.
 	keys map[string]map[string]keyKinds
 }
 
-// keyKinds tells under which of the data's indexes a grant key lists statements.
+// keyKinds tells under which of the data's indexes (see authz.rego) a grant key lists entries.
 type keyKinds uint8
 
 const (
-	keyGrants      keyKinds = 1 << iota // data.tenancies[t].grants[permission][key]: statements without a condition
-	keyConditional                      // data.tenancies[t].conditional[permission][key]: statements with one
+	keyGrants      keyKinds = 1 << iota // grants: statements without a condition
+	keyConditional                      // conditional: the clauses of conditions
+	keyConditions                       // conditions: conditions with more than maxClauses clauses, whole
+	keyKindCount   = iota
 )
+
+// The indexes' numbers (keyKinds' bit numbers), for arrays indexed by index.
+const (
+	indexGrants = iota
+	indexConditional
+	indexConditions
+)
+
+// indexNames are the data's indexes, in keyKinds' bit order.
+var indexNames = [keyKindCount]string{"grants", "conditional", "conditions"}
 
 // Subject keys: every caller answers to subjectAnyUser and to subjectGroupPrefix+g for each of its groups g. The
 // prefix keeps a group that happens to be named "any-user" from being taken for any-user.
@@ -60,26 +72,29 @@ func grantKey(location, subject string) string { return location + "|" + subject
 
 // Keys of the data layout (see authz.rego), interned once.
 var (
-	termStatements  = ast.StringTerm("statements")
-	termGrants      = ast.StringTerm("grants")
-	termConditional = ast.StringTerm("conditional")
-	termIndex       = ast.StringTerm("index")
-	termPolicyID    = ast.StringTerm("policy_id")
-	termText        = ast.StringTerm("text")
-	termSubjects    = ast.StringTerm("subjects")
-	termLocation    = ast.StringTerm("location")
-	termCondition   = ast.StringTerm("condition")
-	termResult      = ast.StringTerm("result")
-	termOp          = ast.StringTerm("op")
-	termVar         = ast.StringTerm("var")
-	termValue       = ast.StringTerm("value")
-	termArgs        = ast.StringTerm("args")
+	termStatements = ast.StringTerm("statements")
+	termIndex      = ast.StringTerm("index")
+	termPolicyID   = ast.StringTerm("policy_id")
+	termText       = ast.StringTerm("text")
+	termSubjects   = ast.StringTerm("subjects")
+	termLocation   = ast.StringTerm("location")
+	termCondition  = ast.StringTerm("condition")
+	termResult     = ast.StringTerm("result")
+	termRequired   = ast.StringTerm("required")
+	termRelevant   = ast.StringTerm("relevant")
+	termOp         = ast.StringTerm("op")
+	termVar        = ast.StringTerm("var")
+	termValue      = ast.StringTerm("value")
+	termArgs       = ast.StringTerm("args")
 )
 
 // Load compiles a tenancy's policies into the data the Rego module reads (layout in authz.rego): the list of
-// statements, and two indexes from (permission, location, subject) to the statements that grant it, one for the
-// statements without a condition and one for those with one, so that a decision looks only at statements that can
-// match instead of scanning the tenancy, and evaluates conditions only where there are some.
+// statements, and indexes from (permission, location, subject) to the statements that grant it, so that a decision
+// looks only at statements that can match instead of scanning the tenancy. Statements without a condition go to one
+// index. A condition is rewritten as a disjunction of conjunctions of comparisons (its clauses), each listed in a
+// second index in a form the Rego module checks with one set intersection (see clauseTerm); only a condition of more
+// than maxClauses clauses goes whole to a third index, where the general (and several times slower) condition
+// functions evaluate it.
 //
 // Locations are resolved here, not per request: `tenancy` is the tenancy id, `compartment id <ocid>` is taken as
 // is, and a path goes through resolve. Because names are resolved at load time, renaming, moving or deleting a
@@ -90,11 +105,12 @@ func Load(tenancyID string, policies []Policy, resolve Resolver) (*Tenancy, erro
 	}
 	t := &Tenancy{ID: tenancyID, keys: map[string]map[string]keyKinds{}}
 	var statements []*ast.Term
-	// grants and conditional [permission][grant key] list statements in load order: grants lists their results
-	// ([index, policy id, text], what a decision reports), conditional lists {result, condition}. One term per
-	// statement is shared by every entry that lists it, so the indexes cost pointers, not copies.
-	grants := map[string]map[string][]*ast.Term{}
-	conditional := map[string]map[string][]*ast.Term{}
+	// indexes[kind][permission][grant key] lists entries in load order (see authz.rego for each kind's entries).
+	// The terms of a statement are shared by every entry that lists it, so the indexes cost pointers, not copies.
+	var indexes [keyKindCount]map[string]map[string][]*ast.Term
+	for i := range indexes {
+		indexes[i] = map[string]map[string][]*ast.Term{}
+	}
 	for _, p := range policies {
 		for _, s := range p.Statements {
 			if depth := s.Condition.Depth(); depth > policy.MaxConditionDepth {
@@ -103,45 +119,149 @@ func Load(tenancyID string, policies []Policy, resolve Resolver) (*Tenancy, erro
 			}
 			location, resolved := resolveLocation(tenancyID, s.Location, resolve)
 			subjects := subjectKeys(s.Subject)
-			st, entry := statementTerms(len(statements), p.ID, s, subjects, location, resolved)
+			st, result := statementTerms(len(statements), p.ID, s, subjects, location, resolved)
 			statements = append(statements, st)
 			if !resolved {
 				t.Unresolved = append(t.Unresolved, MatchedStatement{PolicyID: p.ID, Statement: s.Text})
 				continue
 			}
-			index, kind := grants, keyGrants
-			if s.Condition != nil {
-				index, kind = conditional, keyConditional
-			}
+			entries := indexEntries(s.Condition, result)
 			for _, perm := range s.Permissions() {
-				byKey := index[perm]
-				if byKey == nil {
-					byKey = map[string][]*ast.Term{}
-					index[perm] = byKey
-				}
 				kinds := t.keys[perm]
 				if kinds == nil {
 					kinds = map[string]keyKinds{}
 					t.keys[perm] = kinds
 				}
-				for _, subject := range subjects {
-					key := grantKey(location, subject)
-					// A statement naming the same group twice must be listed once; it can only be the last entry.
-					if list := byKey[key]; len(list) == 0 || list[len(list)-1] != entry {
-						byKey[key] = append(list, entry)
+				// A statement naming the same group twice must be listed once.
+				for i, subject := range subjects {
+					if slices.Contains(subjects[:i], subject) {
+						continue
 					}
-					kinds[key] |= kind
+					key := grantKey(location, subject)
+					for _, e := range entries {
+						byKey := indexes[e.kind][perm]
+						if byKey == nil {
+							byKey = map[string][]*ast.Term{}
+							indexes[e.kind][perm] = byKey
+						}
+						byKey[key] = append(byKey[key], e.term)
+						kinds[key] |= 1 << e.kind
+					}
 				}
 			}
 		}
 	}
 	t.StatementCount = len(statements)
-	t.value = ast.NewObject(
-		ast.Item(termStatements, ast.ArrayTerm(statements...)),
-		ast.Item(termGrants, indexTerm(grants)),
-		ast.Item(termConditional, indexTerm(conditional)),
-	)
+	obj := ast.NewObjectWithCapacity(1 + keyKindCount)
+	obj.Insert(termStatements, ast.ArrayTerm(statements...))
+	for kind, index := range indexes {
+		obj.Insert(ast.StringTerm(indexNames[kind]), indexTerm(index))
+	}
+	t.value = obj
 	return t, nil
+}
+
+// entry is what an index lists for a statement: kind is the index (a bit number of keyKinds).
+type entry struct {
+	kind int
+	term *ast.Term
+}
+
+// maxClauses bounds how many clauses a condition may be rewritten to; past it, the condition is evaluated whole.
+// The rewrite multiplies out `all` of `any`s, so a statement can reach it only by combining several of them.
+const maxClauses = 32
+
+// indexEntries returns a statement's index entries: its result for a statement without a condition, else one entry
+// per clause of its condition (see clauseTerm), or the whole condition ({result, condition}) when it has more than
+// maxClauses clauses. A statement matches when any of its entries holds, as its condition holds when any of its
+// clauses does; a clause that can never hold (it requires a variable to equal and differ from a value) is left out.
+func indexEntries(c *policy.Condition, result *ast.Term) []entry {
+	if c == nil {
+		return []entry{{indexGrants, result}}
+	}
+	clauses, ok := disjunctiveNormalForm(c)
+	if !ok {
+		return []entry{{indexConditions, ast.ObjectTerm(ast.Item(termResult, result), ast.Item(termCondition, conditionTerm(c)))}}
+	}
+	entries := make([]entry, 0, len(clauses))
+	for _, clause := range clauses {
+		if term, ok := clauseTerm(clause, result); ok {
+			entries = append(entries, entry{indexConditional, term})
+		}
+	}
+	return entries
+}
+
+// disjunctiveNormalForm rewrites c as clauses, any of which must hold, of comparisons, all of which must hold. This
+// changes nothing about when c holds: comparisons are its only leaves (there is no negation) and all/any distribute
+// over each other. ok is false when there would be more than maxClauses clauses.
+func disjunctiveNormalForm(c *policy.Condition) (clauses [][]*policy.Condition, ok bool) {
+	switch c.Op {
+	case policy.OpAny:
+		for _, child := range c.Conditions {
+			sub, ok := disjunctiveNormalForm(child)
+			if !ok || len(clauses)+len(sub) > maxClauses {
+				return nil, false
+			}
+			clauses = append(clauses, sub...)
+		}
+		return clauses, true
+	case policy.OpAll:
+		clauses = [][]*policy.Condition{nil}
+		for _, child := range c.Conditions {
+			sub, ok := disjunctiveNormalForm(child)
+			if !ok || len(clauses)*len(sub) > maxClauses {
+				return nil, false
+			}
+			product := make([][]*policy.Condition, 0, len(clauses)*len(sub))
+			for _, a := range clauses {
+				for _, b := range sub {
+					product = append(product, append(slices.Clip(a), b...))
+				}
+			}
+			clauses = product
+		}
+		return clauses, true
+	}
+	return [][]*policy.Condition{{c}}, true
+}
+
+// Facts are what a clause is checked against: a request's facts (Input.facts) are "<variable>" for every condition
+// variable it has a value for and "<variable>=<value>" for that value. Variable names never contain '=', so the two
+// kinds cannot be confused whatever the value.
+func fact(variable, value string) string { return variable + "=" + value }
+
+// clauseTerm is a clause's entry in the conditional index, {result, required, relevant}: the request's facts must
+// include every fact in required and no other fact in relevant, which Rego checks as
+// `facts & relevant == required`. A comparison `v = 'x'` requires the fact v=x; `v != 'x'` requires v (a value) and
+// puts v=x in relevant without requiring it (that value must not be the one). ok is false for a clause that can
+// never hold because it requires a fact that it also forbids.
+func clauseTerm(clause []*policy.Condition, result *ast.Term) (term *ast.Term, ok bool) {
+	required, relevant := ast.NewSet(), ast.NewSet()
+	var forbidden []*ast.Term
+	for _, c := range clause {
+		if c.Op == policy.OpEqual {
+			f := ast.StringTerm(fact(c.Variable, c.Value))
+			required.Add(f)
+			relevant.Add(f)
+			continue
+		}
+		v, f := ast.StringTerm(c.Variable), ast.StringTerm(fact(c.Variable, c.Value))
+		required.Add(v)
+		relevant.Add(v)
+		relevant.Add(f)
+		forbidden = append(forbidden, f)
+	}
+	for _, f := range forbidden {
+		if required.Contains(f) {
+			return nil, false
+		}
+	}
+	return ast.ObjectTerm(
+		ast.Item(termResult, result),
+		ast.Item(termRequired, ast.NewTerm(required)),
+		ast.Item(termRelevant, ast.NewTerm(relevant)),
+	), true
 }
 
 func indexTerm(index map[string]map[string][]*ast.Term) *ast.Term {
@@ -180,11 +300,10 @@ func subjectKeys(s policy.Subject) []string {
 	return keys
 }
 
-// statementTerms returns a statement as the Rego module sees it in the statements list, and its entry in the
-// indexes: its result [index, policy id, text] for a statement without a condition, {result, condition} for one
-// with a condition. Subjects and location are there for whoever inspects the data; decisions reach statements
-// through the indexes, which already encode them.
-func statementTerms(index int, policyID string, s policy.Statement, subjects []string, location string, resolved bool) (st, entry *ast.Term) {
+// statementTerms returns a statement as the Rego module sees it in the statements list, and its result
+// [index, policy id, text], which is what a decision reports. Subjects, location and condition are there for
+// whoever inspects the data; decisions reach statements through the indexes, which already encode them.
+func statementTerms(index int, policyID string, s policy.Statement, subjects []string, location string, resolved bool) (st, result *ast.Term) {
 	subjectTerms := make([]*ast.Term, len(subjects))
 	for i, subject := range subjects {
 		subjectTerms[i] = ast.StringTerm(subject)
@@ -194,7 +313,6 @@ func statementTerms(index int, policyID string, s policy.Statement, subjects []s
 		locationTerm = ast.StringTerm(location)
 	}
 	indexTerm, policyTerm, textTerm := ast.IntNumberTerm(index), ast.StringTerm(policyID), ast.StringTerm(s.Text)
-	result := ast.ArrayTerm(indexTerm, policyTerm, textTerm)
 	obj := ast.NewObject(
 		ast.Item(termIndex, indexTerm),
 		ast.Item(termPolicyID, policyTerm),
@@ -202,12 +320,10 @@ func statementTerms(index int, policyID string, s policy.Statement, subjects []s
 		ast.Item(termSubjects, ast.ArrayTerm(subjectTerms...)),
 		ast.Item(termLocation, locationTerm),
 	)
-	if s.Condition == nil {
-		return ast.NewTerm(obj), result
+	if s.Condition != nil {
+		obj.Insert(termCondition, conditionTerm(s.Condition))
 	}
-	condition := conditionTerm(s.Condition)
-	obj.Insert(termCondition, condition)
-	return ast.NewTerm(obj), ast.ObjectTerm(ast.Item(termResult, result), ast.Item(termCondition, condition))
+	return ast.NewTerm(obj), ast.ArrayTerm(indexTerm, policyTerm, textTerm)
 }
 
 func conditionTerm(c *policy.Condition) *ast.Term {
