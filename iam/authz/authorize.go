@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"slices"
-	"strings"
 
 	"github.com/open-policy-agent/opa/v1/ast"
 	"github.com/open-policy-agent/opa/v1/metrics"
@@ -74,8 +73,10 @@ func (e *Engine) Authorize(ctx context.Context, in Input) (Decision, error) {
 	cancel := topdown.NewCancel()
 	stop := context.AfterFunc(ctx, cancel.Cancel)
 	defer stop()
+	e.mu.RLock()
+	defer e.mu.RUnlock()
 	rs, err := e.query.Eval(ctx,
-		rego.EvalParsedInput(in.value()),
+		rego.EvalParsedInput(in.value(e.tenancies[in.TenancyID])),
 		rego.EvalExternalCancel(cancel),
 		// What follows drops per-evaluation work that a decision this small does not pay back: a metrics
 		// registry nobody reads, caches (see noBaseCache), and converting the result to Go maps only to pick it
@@ -121,8 +122,10 @@ var (
 	keyTenancy    = ast.StringTerm("tenancy")
 	keyPermission = ast.StringTerm("permission")
 	keyPath       = ast.StringTerm("path")
-	keyKeys       = ast.StringTerm("keys")
 	keyVars       = ast.StringTerm("vars")
+	keyFacts      = ast.StringTerm("facts")
+	// keyKeys are the input's key lists, one per index, in keyKinds' bit order.
+	keyKeys = [keyKindCount]*ast.Term{ast.StringTerm("keys"), ast.StringTerm("conditional_keys"), ast.StringTerm("condition_keys")}
 
 	varRequestPermission     = ast.StringTerm(policy.VarRequestPermission)
 	varRequestOperation      = ast.StringTerm(policy.VarRequestOperation)
@@ -134,91 +137,116 @@ var (
 	varTargetConsumerGroupID = ast.StringTerm(policy.VarTargetConsumerGroupID)
 )
 
-// value builds the Rego input (layout in authz.rego) directly as an AST value: what ast.InterfaceToValue would make
-// of the equivalent map, without building the map first. The grant keys, the bulk of the input, share one string
-// and one slice of terms, so their cost is one allocation per key (boxing the string into ast.Value).
-func (in Input) value() ast.Value {
+// value builds the Rego input (layout in authz.rego) directly as an AST value. Of the grant keys the caller answers
+// to (every location on the path with every subject of the caller), it passes each index only those under which
+// t's data lists entries for the permission: the Rego module would look each of the others up and find nothing,
+// which changes no decision but costs a lookup per key (most of them: a request has about a dozen keys and
+// typically one or two are listed). The module still decides on the data alone: a key passed here only tells it
+// where to look. t is nil for a tenancy the engine does not hold, whose requests then carry no keys.
+func (in Input) value(t *Tenancy) ast.Value {
 	permission := ast.StringTerm(in.Permission)
-	vars := ast.NewObjectWithCapacity(8)
-	addVar := func(key *ast.Term, v string) {
-		if v != "" { // a variable without a value must be undefined in Rego, so that comparisons on it are false
-			vars.Insert(key, ast.StringTerm(v))
-		}
-	}
-	vars.Insert(varRequestPermission, permission)
-	addVar(varRequestOperation, in.Operation)
-	addVar(varRequestPrincipalID, in.Principal)
-	addVar(varTargetCompartmentName, in.CompartmentName)
-	addVar(varTargetQueueID, in.QueueID)
-	addVar(varTargetQueueName, in.QueueName)
-	addVar(varTargetConsumerGroupID, in.ConsumerGroupID)
-
-	subjectsLen := len("|" + subjectAnyUser)
-	for _, g := range in.Groups {
-		subjectsLen += len("|"+subjectGroupPrefix) + len(g)
-	}
-	size := 0
-	for _, location := range in.CompartmentPath {
-		size += (1+len(in.Groups))*len(location) + subjectsLen
-	}
-	var b strings.Builder
-	b.Grow(size)
-	ends := make([]int, 0, (1+len(in.Groups))*len(in.CompartmentPath))
-	for _, location := range in.CompartmentPath {
-		b.WriteString(location)
-		b.WriteString("|" + subjectAnyUser)
-		ends = append(ends, b.Len())
-		for _, g := range in.Groups {
-			b.WriteString(location)
-			b.WriteString("|" + subjectGroupPrefix)
-			b.WriteString(g)
-			ends = append(ends, b.Len())
-		}
-	}
-	all := b.String()
-	terms := make([]ast.Term, len(ends)+len(in.CompartmentPath))
-	keys := make([]*ast.Term, len(ends))
-	start := 0
-	for i, end := range ends {
-		terms[i].Value = ast.String(all[start:end])
-		keys[i] = &terms[i]
-		start = end
-	}
 	path := make([]*ast.Term, len(in.CompartmentPath))
 	for i, location := range in.CompartmentPath {
-		t := &terms[len(ends)+i]
-		t.Value = ast.String(location)
-		path[i] = t
+		path[i] = ast.StringTerm(location)
 	}
-	vars.Insert(varTargetCompartmentID, path[len(path)-1])
-	return ast.NewObject(
-		ast.Item(keyTenancy, ast.StringTerm(in.TenancyID)),
-		ast.Item(keyPermission, permission),
-		ast.Item(keyPath, ast.ArrayTerm(path...)),
-		ast.Item(keyKeys, ast.ArrayTerm(keys...)),
-		ast.Item(keyVars, ast.NewTerm(vars)),
-	)
+	obj := ast.NewObjectWithCapacity(8)
+	obj.Insert(keyTenancy, ast.StringTerm(in.TenancyID))
+	obj.Insert(keyPermission, permission)
+	obj.Insert(keyPath, ast.ArrayTerm(path...))
+
+	var kinds map[string]keyKinds
+	if t != nil {
+		kinds = t.keys[in.Permission]
+	}
+	var keys [keyKindCount][]*ast.Term
+	if len(kinds) > 0 {
+		var buf [256]byte
+		for _, location := range in.CompartmentPath {
+			b := append(append(buf[:0], location...), '|')
+			appendKeys(&keys, kinds, append(b, subjectAnyUser...))
+			b = append(b, subjectGroupPrefix...)
+			for _, g := range in.Groups {
+				appendKeys(&keys, kinds, append(b, g...))
+			}
+		}
+	}
+	for kind, list := range keys {
+		if len(list) > 0 {
+			obj.Insert(keyKeys[kind], ast.ArrayTerm(list...))
+		}
+	}
+	if len(keys[indexConditional]) == 0 && len(keys[indexConditions]) == 0 {
+		return obj
+	}
+	// The condition variables, as facts for the conditional index and as vars for the conditions index.
+	vars := [...]struct {
+		name  *ast.Term
+		value string
+	}{
+		{varRequestPermission, in.Permission},
+		{varRequestOperation, in.Operation},
+		{varRequestPrincipalID, in.Principal},
+		{varTargetCompartmentID, in.CompartmentPath[len(in.CompartmentPath)-1]},
+		{varTargetCompartmentName, in.CompartmentName},
+		{varTargetQueueID, in.QueueID},
+		{varTargetQueueName, in.QueueName},
+		{varTargetConsumerGroupID, in.ConsumerGroupID},
+	}
+	// A variable without a value is left out, so that every comparison on it is false.
+	if len(keys[indexConditional]) > 0 {
+		facts := ast.NewSetWithCapacity(2 * len(vars))
+		for _, v := range vars {
+			if v.value != "" {
+				facts.Add(v.name)
+				facts.Add(ast.StringTerm(fact(string(v.name.Value.(ast.String)), v.value)))
+			}
+		}
+		obj.Insert(keyFacts, ast.NewTerm(facts))
+	}
+	if len(keys[indexConditions]) > 0 {
+		object := ast.NewObjectWithCapacity(len(vars))
+		for _, v := range vars {
+			if v.value != "" {
+				object.Insert(v.name, ast.StringTerm(v.value))
+			}
+		}
+		obj.Insert(keyVars, ast.NewTerm(object))
+	}
+	return obj
+}
+
+// appendKeys appends the grant key key to the lists of the indexes that kinds says list it. Looking key up converts
+// it without allocating; only a listed key becomes a string.
+func appendKeys(keys *[keyKindCount][]*ast.Term, kinds map[string]keyKinds, key []byte) {
+	kind := kinds[string(key)]
+	if kind == 0 {
+		return
+	}
+	term := ast.StringTerm(string(key))
+	for i := range keys {
+		if kind&(1<<i) != 0 {
+			keys[i] = append(keys[i], term)
+		}
+	}
 }
 
 var errUnexpectedResult = errors.New("unexpected result from the authz query")
 
-// decode reads the query's bindings: allowed (a boolean) and matched (a set of [index, policy id, text]).
+// decode reads the query's value, the set of [index, policy id, text] of the statements that allow the request.
 func decode(rs rego.ResultSet) (Decision, error) {
-	if len(rs) != 1 {
-		return Decision{}, fmt.Errorf("%w: %d results", errUnexpectedResult, len(rs))
+	if len(rs) != 1 || len(rs[0].Expressions) != 1 {
+		return Decision{}, fmt.Errorf("%w: %v", errUnexpectedResult, rs)
 	}
-	allowed, ok1 := rs[0].Bindings["allowed"].(*ast.Term)
-	matched, ok2 := rs[0].Bindings["matched"].(*ast.Term)
-	if !ok1 || !ok2 {
-		return Decision{}, fmt.Errorf("%w: %v", errUnexpectedResult, rs[0].Bindings)
+	matched, ok := rs[0].Expressions[0].Value.(*ast.Term)
+	if !ok {
+		return Decision{}, fmt.Errorf("%w: %v", errUnexpectedResult, rs[0].Expressions[0].Value)
 	}
-	allowedValue, ok1 := allowed.Value.(ast.Boolean)
-	matchedSet, ok2 := matched.Value.(ast.Set)
-	if !ok1 || !ok2 {
-		return Decision{}, fmt.Errorf("%w: %v", errUnexpectedResult, rs[0].Bindings)
+	matchedSet, ok := matched.Value.(ast.Set)
+	if !ok {
+		return Decision{}, fmt.Errorf("%w: %v", errUnexpectedResult, matched)
 	}
-	d := Decision{Allowed: bool(allowedValue)}
-	if matchedSet.Len() == 0 {
+	d := Decision{Allowed: matchedSet.Len() > 0}
+	if !d.Allowed {
 		return d, nil
 	}
 	type indexed struct {

@@ -3,7 +3,9 @@ package authz
 import (
 	"fmt"
 	"math/rand/v2"
+	"os"
 	"runtime"
+	"runtime/debug"
 	"slices"
 	"strings"
 	"testing"
@@ -245,7 +247,18 @@ func (l latency) report(b *testing.B) {
 	}
 }
 
+// serverGC runs the garbage collector as cmd/ferry does (GC percent 400 unless GOGC is set) until the test ends, so
+// that the latency tail includes the collections a server would see, no more and no fewer.
+func serverGC(tb testing.TB) {
+	if os.Getenv("GOGC") != "" {
+		return
+	}
+	previous := debug.SetGCPercent(400)
+	tb.Cleanup(func() { debug.SetGCPercent(previous) })
+}
+
 func benchmarkAuthorize(b *testing.B, statements int) {
+	serverGC(b)
 	e, inputs := newBenchEngine(b, statements)
 	b.ReportAllocs()
 	i := 0
@@ -258,6 +271,30 @@ func benchmarkAuthorize(b *testing.B, statements int) {
 	l := measureLatency(b, e, inputs, 20_000)
 	l.report(b)
 	b.ReportMetric(l.allowedShare*100, "%allowed")
+	b.ReportMetric(float64(bestOf(b, e, inputs, 10).Nanoseconds())/1e3, "best10-p99-µs")
+}
+
+// bestOf decides every input rounds times and returns the 99th percentile over inputs of each input's fastest
+// decision: what the slowest requests cost when the machine leaves them alone, which on a shared machine tells a
+// change to the engine from a change in the neighbours' load. It is reported beside, never instead of, the p99 of
+// all decisions.
+func bestOf(tb testing.TB, e *Engine, inputs []Input, rounds int) time.Duration {
+	runtime.LockOSThread()
+	defer runtime.UnlockOSThread()
+	best := make([]time.Duration, len(inputs))
+	for r := range rounds {
+		for i, in := range inputs {
+			start := time.Now()
+			if _, err := e.Authorize(tb.Context(), in); err != nil {
+				tb.Fatal(err)
+			}
+			if d := time.Since(start); r == 0 || d < best[i] {
+				best[i] = d
+			}
+		}
+	}
+	slices.Sort(best)
+	return best[len(best)*99/100]
 }
 
 // BenchmarkAuthorize10 decides against a tenancy of 10 statements (nine other tenancies hold 1,000 each).
@@ -269,6 +306,7 @@ func BenchmarkAuthorize1000(b *testing.B) { benchmarkAuthorize(b, 1000) }
 
 // BenchmarkAuthorize1000Parallel shows throughput when every core decides at once, as the HTTP server will.
 func BenchmarkAuthorize1000Parallel(b *testing.B) {
+	serverGC(b)
 	e, inputs := newBenchEngine(b, 1000)
 	b.ReportAllocs()
 	b.ResetTimer()
@@ -292,6 +330,7 @@ func TestLatency(t *testing.T) {
 	if testing.Short() || raceEnabled {
 		t.Skip("timing is meaningless under -short or -race")
 	}
+	serverGC(t)
 	e, inputs := newBenchEngine(t, 1000)
 	measureLatency(t, e, inputs, 2_000) // warm up
 	l := measureLatency(t, e, inputs, 20_000)

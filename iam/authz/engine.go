@@ -13,6 +13,7 @@ import (
 	_ "embed"
 	"errors"
 	"fmt"
+	"sync"
 
 	"github.com/open-policy-agent/opa/v1/ast"
 	"github.com/open-policy-agent/opa/v1/rego"
@@ -23,9 +24,10 @@ import (
 //go:embed authz.rego
 var module string
 
-// decisionQuery is the one query the engine prepares; see authz.rego for the rules behind it. Allowed is decided in
-// the query rather than by a rule so that matched is evaluated once without OPA's rule cache (see noVirtualCache).
-const decisionQuery = "matched := data.ferry.authz.matched; allowed := count(matched) > 0"
+// decisionQuery is the one query the engine prepares; see authz.rego for the rules behind it. Its value is the set of
+// statements that allow the request, and the request is allowed when that set is not empty: deciding that in the
+// query too (count(matched) > 0) cost two more evaluation steps, a tenth of a typical decision.
+const decisionQuery = "data.ferry.authz.matched"
 
 // tenanciesRoot is the store path under which each tenancy's compiled statements live.
 var tenanciesRoot = storage.Path{"tenancies"}
@@ -39,6 +41,12 @@ var ErrInvalidInput = errors.New("invalid authorization input")
 type Engine struct {
 	store storage.Store
 	query rego.PreparedEvalQuery
+
+	// mu keeps tenancies in step with the store: SetTenancy and RemoveTenancy change both under the write lock, and
+	// Authorize holds the read lock from reading a tenancy's keys until its Eval is done, so a decision reads the
+	// keys and the data of the same Load.
+	mu        sync.RWMutex
+	tenancies map[string]*Tenancy
 }
 
 // New prepares the Rego query over an empty store. Until SetTenancy is called for a tenancy, every request in it is
@@ -58,7 +66,7 @@ func New(ctx context.Context) (*Engine, error) {
 	if err != nil {
 		return nil, fmt.Errorf("authz: prepare query: %w", err)
 	}
-	return &Engine{store: store, query: query}, nil
+	return &Engine{store: store, query: query, tenancies: map[string]*Tenancy{}}, nil
 }
 
 // SetTenancy replaces the statements of each given tenancy (compiled by Load) in a single store transaction, so
@@ -71,6 +79,8 @@ func (e *Engine) SetTenancy(ctx context.Context, tenancies ...*Tenancy) error {
 			return errors.New("authz: set tenancy: not compiled by Load")
 		}
 	}
+	e.mu.Lock()
+	defer e.mu.Unlock()
 	err := storage.Txn(ctx, e.store, storage.WriteParams, func(txn storage.Transaction) error {
 		for _, t := range tenancies {
 			if err := e.store.Write(ctx, txn, storage.AddOp, tenancyPath(t.ID), t.value); err != nil {
@@ -82,12 +92,18 @@ func (e *Engine) SetTenancy(ctx context.Context, tenancies ...*Tenancy) error {
 	if err != nil {
 		return fmt.Errorf("authz: set tenancy: %w", err)
 	}
+	for _, t := range tenancies {
+		e.tenancies[t.ID] = t
+	}
 	return nil
 }
 
 // RemoveTenancy drops a tenancy's statements, denying everything in it from then on. Removing a tenancy the engine
 // does not hold is not an error.
 func (e *Engine) RemoveTenancy(ctx context.Context, tenancyID string) error {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	delete(e.tenancies, tenancyID)
 	err := storage.WriteOne(ctx, e.store, storage.RemoveOp, tenancyPath(tenancyID), nil)
 	if err != nil && !storage.IsNotFound(err) {
 		return fmt.Errorf("authz: remove tenancy %s: %w", tenancyID, err)

@@ -33,7 +33,31 @@ type Tenancy struct {
 	Unresolved []MatchedStatement
 
 	value ast.Value
+	// keys tells, for a permission and a grant key, which of the data's indexes list entries under that key, so
+	// that a request's input names only the keys the Rego module will find something under (see Input.value). It
+	// mirrors the data exactly and is never modified after Load.
+	keys map[string]map[string]keyKinds
 }
+
+// keyKinds tells under which of the data's indexes (see authz.rego) a grant key lists entries.
+type keyKinds uint8
+
+const (
+	keyGrants      keyKinds = 1 << iota // grants: statements without a condition
+	keyConditional                      // conditional: the clauses of conditions
+	keyConditions                       // conditions: conditions with more than maxClauses clauses, whole
+	keyKindCount   = iota
+)
+
+// The indexes' numbers (keyKinds' bit numbers), for arrays indexed by index.
+const (
+	indexGrants = iota
+	indexConditional
+	indexConditions
+)
+
+// indexNames are the data's indexes, in keyKinds' bit order.
+var indexNames = [keyKindCount]string{"grants", "conditional", "conditions"}
 
 // Subject keys: every caller answers to subjectAnyUser and to subjectGroupPrefix+g for each of its groups g. The
 // prefix keeps a group that happens to be named "any-user" from being taken for any-user.
@@ -42,20 +66,22 @@ const (
 	subjectGroupPrefix = "group:"
 )
 
-// grantKey is the key under which the grants index lists the statements that grant a permission to a subject at a
+// grantKey is the key under which the indexes list the statements that grant a permission to a subject at a
 // location. Location ids are OCIDs, which never contain '|', so the key is unambiguous whatever the group name.
 func grantKey(location, subject string) string { return location + "|" + subject }
 
 // Keys of the data layout (see authz.rego), interned once.
 var (
 	termStatements = ast.StringTerm("statements")
-	termGrants     = ast.StringTerm("grants")
 	termIndex      = ast.StringTerm("index")
 	termPolicyID   = ast.StringTerm("policy_id")
 	termText       = ast.StringTerm("text")
 	termSubjects   = ast.StringTerm("subjects")
 	termLocation   = ast.StringTerm("location")
 	termCondition  = ast.StringTerm("condition")
+	termResult     = ast.StringTerm("result")
+	termRequired   = ast.StringTerm("required")
+	termRelevant   = ast.StringTerm("relevant")
 	termOp         = ast.StringTerm("op")
 	termVar        = ast.StringTerm("var")
 	termValue      = ast.StringTerm("value")
@@ -63,8 +89,12 @@ var (
 )
 
 // Load compiles a tenancy's policies into the data the Rego module reads (layout in authz.rego): the list of
-// statements, and an index from (permission, location, subject) to the statements that grant it, so that a decision
-// looks only at statements that can match instead of scanning the tenancy.
+// statements, and indexes from (permission, location, subject) to the statements that grant it, so that a decision
+// looks only at statements that can match instead of scanning the tenancy. Statements without a condition go to one
+// index. A condition is rewritten as a disjunction of conjunctions of comparisons (its clauses), each listed in a
+// second index in a form the Rego module checks with one set intersection (see clauseTerm); only a condition of more
+// than maxClauses clauses goes whole to a third index, where the general (and several times slower) condition
+// functions evaluate it.
 //
 // Locations are resolved here, not per request: `tenancy` is the tenancy id, `compartment id <ocid>` is taken as
 // is, and a path goes through resolve. Because names are resolved at load time, renaming, moving or deleting a
@@ -73,11 +103,14 @@ func Load(tenancyID string, policies []Policy, resolve Resolver) (*Tenancy, erro
 	if tenancyID == "" {
 		return nil, errors.New("authz: load: empty tenancy id")
 	}
-	t := &Tenancy{ID: tenancyID}
+	t := &Tenancy{ID: tenancyID, keys: map[string]map[string]keyKinds{}}
 	var statements []*ast.Term
-	// grants[permission][grant key] lists the statements in load order; one statement term is shared by every
-	// entry that lists it, so the index costs pointers, not copies.
-	grants := map[string]map[string][]*ast.Term{}
+	// indexes[kind][permission][grant key] lists entries in load order (see authz.rego for each kind's entries).
+	// The terms of a statement are shared by every entry that lists it, so the indexes cost pointers, not copies.
+	var indexes [keyKindCount]map[string]map[string][]*ast.Term
+	for i := range indexes {
+		indexes[i] = map[string]map[string][]*ast.Term{}
+	}
 	for _, p := range policies {
 		for _, s := range p.Statements {
 			if depth := s.Condition.Depth(); depth > policy.MaxConditionDepth {
@@ -86,43 +119,161 @@ func Load(tenancyID string, policies []Policy, resolve Resolver) (*Tenancy, erro
 			}
 			location, resolved := resolveLocation(tenancyID, s.Location, resolve)
 			subjects := subjectKeys(s.Subject)
-			st := statementTerm(len(statements), p.ID, s, subjects, location, resolved)
+			st, result := statementTerms(len(statements), p.ID, s, subjects, location, resolved)
 			statements = append(statements, st)
 			if !resolved {
 				t.Unresolved = append(t.Unresolved, MatchedStatement{PolicyID: p.ID, Statement: s.Text})
 				continue
 			}
+			entries := indexEntries(s.Condition, result)
 			for _, perm := range s.Permissions() {
-				byKey := grants[perm]
-				if byKey == nil {
-					byKey = map[string][]*ast.Term{}
-					grants[perm] = byKey
+				kinds := t.keys[perm]
+				if kinds == nil {
+					kinds = map[string]keyKinds{}
+					t.keys[perm] = kinds
 				}
-				for _, subject := range subjects {
+				// A statement naming the same group twice must be listed once.
+				for i, subject := range subjects {
+					if slices.Contains(subjects[:i], subject) {
+						continue
+					}
 					key := grantKey(location, subject)
-					// A statement naming the same group twice must be listed once; it can only be the last entry.
-					if list := byKey[key]; len(list) == 0 || list[len(list)-1] != st {
-						byKey[key] = append(list, st)
+					for _, e := range entries {
+						byKey := indexes[e.kind][perm]
+						if byKey == nil {
+							byKey = map[string][]*ast.Term{}
+							indexes[e.kind][perm] = byKey
+						}
+						byKey[key] = append(byKey[key], e.term)
+						kinds[key] |= 1 << e.kind
 					}
 				}
 			}
 		}
 	}
 	t.StatementCount = len(statements)
-
-	grantsObj := ast.NewObjectWithCapacity(len(grants))
-	for perm, byKey := range grants {
-		index := ast.NewObjectWithCapacity(len(byKey))
-		for key, list := range byKey {
-			index.Insert(ast.StringTerm(key), ast.ArrayTerm(list...))
-		}
-		grantsObj.Insert(ast.StringTerm(perm), ast.NewTerm(index))
+	obj := ast.NewObjectWithCapacity(1 + keyKindCount)
+	obj.Insert(termStatements, ast.ArrayTerm(statements...))
+	for kind, index := range indexes {
+		obj.Insert(ast.StringTerm(indexNames[kind]), indexTerm(index))
 	}
-	t.value = ast.NewObject(
-		ast.Item(termStatements, ast.ArrayTerm(statements...)),
-		ast.Item(termGrants, ast.NewTerm(grantsObj)),
-	)
+	t.value = obj
 	return t, nil
+}
+
+// entry is what an index lists for a statement: kind is the index (a bit number of keyKinds).
+type entry struct {
+	kind int
+	term *ast.Term
+}
+
+// maxClauses bounds how many clauses a condition may be rewritten to; past it, the condition is evaluated whole.
+// The rewrite multiplies out `all` of `any`s, so a statement can reach it only by combining several of them.
+const maxClauses = 32
+
+// indexEntries returns a statement's index entries: its result for a statement without a condition, else one entry
+// per clause of its condition (see clauseTerm), or the whole condition ({result, condition}) when it has more than
+// maxClauses clauses. A statement matches when any of its entries holds, as its condition holds when any of its
+// clauses does; a clause that can never hold (it requires a variable to equal and differ from a value) is left out.
+func indexEntries(c *policy.Condition, result *ast.Term) []entry {
+	if c == nil {
+		return []entry{{indexGrants, result}}
+	}
+	clauses, ok := disjunctiveNormalForm(c)
+	if !ok {
+		return []entry{{indexConditions, ast.ObjectTerm(ast.Item(termResult, result), ast.Item(termCondition, conditionTerm(c)))}}
+	}
+	entries := make([]entry, 0, len(clauses))
+	for _, clause := range clauses {
+		if term, ok := clauseTerm(clause, result); ok {
+			entries = append(entries, entry{indexConditional, term})
+		}
+	}
+	return entries
+}
+
+// disjunctiveNormalForm rewrites c as clauses, any of which must hold, of comparisons, all of which must hold. This
+// changes nothing about when c holds: comparisons are its only leaves (there is no negation) and all/any distribute
+// over each other. ok is false when there would be more than maxClauses clauses.
+func disjunctiveNormalForm(c *policy.Condition) (clauses [][]*policy.Condition, ok bool) {
+	switch c.Op {
+	case policy.OpAny:
+		for _, child := range c.Conditions {
+			sub, ok := disjunctiveNormalForm(child)
+			if !ok || len(clauses)+len(sub) > maxClauses {
+				return nil, false
+			}
+			clauses = append(clauses, sub...)
+		}
+		return clauses, true
+	case policy.OpAll:
+		clauses = [][]*policy.Condition{nil}
+		for _, child := range c.Conditions {
+			sub, ok := disjunctiveNormalForm(child)
+			if !ok || len(clauses)*len(sub) > maxClauses {
+				return nil, false
+			}
+			product := make([][]*policy.Condition, 0, len(clauses)*len(sub))
+			for _, a := range clauses {
+				for _, b := range sub {
+					product = append(product, append(slices.Clip(a), b...))
+				}
+			}
+			clauses = product
+		}
+		return clauses, true
+	}
+	return [][]*policy.Condition{{c}}, true
+}
+
+// Facts are what a clause is checked against: a request's facts (Input.facts) are "<variable>" for every condition
+// variable it has a value for and "<variable>=<value>" for that value. Variable names never contain '=', so the two
+// kinds cannot be confused whatever the value.
+func fact(variable, value string) string { return variable + "=" + value }
+
+// clauseTerm is a clause's entry in the conditional index, {result, required, relevant}: the request's facts must
+// include every fact in required and no other fact in relevant, which Rego checks as
+// `facts & relevant == required`. A comparison `v = 'x'` requires the fact v=x; `v != 'x'` requires v (a value) and
+// puts v=x in relevant without requiring it (that value must not be the one). ok is false for a clause that can
+// never hold because it requires a fact that it also forbids.
+func clauseTerm(clause []*policy.Condition, result *ast.Term) (term *ast.Term, ok bool) {
+	required, relevant := ast.NewSet(), ast.NewSet()
+	var forbidden []*ast.Term
+	for _, c := range clause {
+		if c.Op == policy.OpEqual {
+			f := ast.StringTerm(fact(c.Variable, c.Value))
+			required.Add(f)
+			relevant.Add(f)
+			continue
+		}
+		v, f := ast.StringTerm(c.Variable), ast.StringTerm(fact(c.Variable, c.Value))
+		required.Add(v)
+		relevant.Add(v)
+		relevant.Add(f)
+		forbidden = append(forbidden, f)
+	}
+	for _, f := range forbidden {
+		if required.Contains(f) {
+			return nil, false
+		}
+	}
+	return ast.ObjectTerm(
+		ast.Item(termResult, result),
+		ast.Item(termRequired, ast.NewTerm(required)),
+		ast.Item(termRelevant, ast.NewTerm(relevant)),
+	), true
+}
+
+func indexTerm(index map[string]map[string][]*ast.Term) *ast.Term {
+	obj := ast.NewObjectWithCapacity(len(index))
+	for perm, byKey := range index {
+		lists := ast.NewObjectWithCapacity(len(byKey))
+		for key, list := range byKey {
+			lists.Insert(ast.StringTerm(key), ast.ArrayTerm(list...))
+		}
+		obj.Insert(ast.StringTerm(perm), ast.NewTerm(lists))
+	}
+	return ast.NewTerm(obj)
 }
 
 func resolveLocation(tenancyID string, l policy.Location, resolve Resolver) (string, bool) {
@@ -149,9 +300,10 @@ func subjectKeys(s policy.Subject) []string {
 	return keys
 }
 
-// statementTerm is a statement as the Rego module sees it. Subjects and location are there for whoever inspects
-// the data; decisions reach statements through the grants index, which already encodes them.
-func statementTerm(index int, policyID string, s policy.Statement, subjects []string, location string, resolved bool) *ast.Term {
+// statementTerms returns a statement as the Rego module sees it in the statements list, and its result
+// [index, policy id, text], which is what a decision reports. Subjects, location and condition are there for
+// whoever inspects the data; decisions reach statements through the indexes, which already encode them.
+func statementTerms(index int, policyID string, s policy.Statement, subjects []string, location string, resolved bool) (st, result *ast.Term) {
 	subjectTerms := make([]*ast.Term, len(subjects))
 	for i, subject := range subjects {
 		subjectTerms[i] = ast.StringTerm(subject)
@@ -160,17 +312,18 @@ func statementTerm(index int, policyID string, s policy.Statement, subjects []st
 	if resolved {
 		locationTerm = ast.StringTerm(location)
 	}
+	indexTerm, policyTerm, textTerm := ast.IntNumberTerm(index), ast.StringTerm(policyID), ast.StringTerm(s.Text)
 	obj := ast.NewObject(
-		ast.Item(termIndex, ast.IntNumberTerm(index)),
-		ast.Item(termPolicyID, ast.StringTerm(policyID)),
-		ast.Item(termText, ast.StringTerm(s.Text)),
+		ast.Item(termIndex, indexTerm),
+		ast.Item(termPolicyID, policyTerm),
+		ast.Item(termText, textTerm),
 		ast.Item(termSubjects, ast.ArrayTerm(subjectTerms...)),
 		ast.Item(termLocation, locationTerm),
 	)
 	if s.Condition != nil {
 		obj.Insert(termCondition, conditionTerm(s.Condition))
 	}
-	return ast.NewTerm(obj)
+	return ast.NewTerm(obj), ast.ArrayTerm(indexTerm, policyTerm, textTerm)
 }
 
 func conditionTerm(c *policy.Condition) *ast.Term {
