@@ -559,3 +559,33 @@ func TestWatchHandle(t *testing.T) {
 	dead := get(t, c, q, fromDLQ())
 	require.Equal(t, "Invalid.Format", dead[0].LastNegative.Code)
 }
+
+// TestWatchQueueDeleted: a watch on a queue that is deleted closes (its consumer learns why); a watch on a deleted
+// consumer group too.
+func TestWatchQueueDeleted(t *testing.T) {
+	t.Parallel()
+	srv := testserver.Start(t)
+	tenancyID, c := srv.Admin(t, "watch-deleted")
+	token := adminToken(t, srv, tenancyID)
+	q := createQueue(t, c, tenancyID, withConsumerGroups(true))
+	g := createGroup(t, c, q, "audit", "")
+	onGroup := watchAs(t, srv, token, q, sdk.WatchOptions{ConsumerGroupID: "audit"})
+	resp, err := c.DeleteConsumerGroupWithResponse(context.Background(), g.Id, &sdk.DeleteConsumerGroupParams{})
+	require.NoError(t, err)
+	require.Equal(t, http.StatusNoContent, resp.StatusCode(), string(resp.Body))
+	select {
+	case <-onGroup.Done():
+		require.Contains(t, onGroup.Err().Error(), "deleted")
+	case <-time.After(5 * time.Second):
+		t.Fatal("the watch of a deleted consumer group stays open")
+	}
+
+	onQueue := watchAs(t, srv, token, q, sdk.WatchOptions{})
+	cpWaitWorkRequest(t, srv, c, cpDeleteQueue(t, c, q))
+	select {
+	case <-onQueue.Done():
+		require.Contains(t, onQueue.Err().Error(), "deleted")
+	case <-time.After(5 * time.Second):
+		t.Fatal("the watch of a deleted queue stays open")
+	}
+}

@@ -2,6 +2,8 @@ package messaging
 
 import (
 	"context"
+	"errors"
+	"net/http"
 	"regexp"
 	"strings"
 	"sync/atomic"
@@ -90,6 +92,9 @@ func (sub *Subscription) Lease(ctx context.Context, n int, lease time.Duration) 
 		if err := ctx.Err(); err != nil {
 			return nil, err
 		}
+		if err := sub.refresh(ctx); err != nil {
+			return nil, err
+		}
 		got, decision, err := s.leaseOnce(ctx, sub.q, sub.g.No, req, visibility, sub.maxDeliveries, consumer)
 		if err != nil {
 			return nil, err
@@ -127,6 +132,36 @@ func (sub *Subscription) Lease(ctx context.Context, n int, lease time.Duration) 
 			}
 		}
 	}
+}
+
+// refresh picks up the queue's and the group's current settings (from this node's caches) before a lease: a
+// watch lives for hours, during which its dead-letter count may change, or its queue or group be deleted
+// (ErrGone).
+func (sub *Subscription) refresh(ctx context.Context) error {
+	q, err := sub.s.queues.active(ctx, sub.tenancyID, sub.q.ID)
+	if err != nil {
+		return goneIfNotFound(err)
+	}
+	g, err := sub.s.groups.resolve(ctx, q, sub.g.ID)
+	if err != nil {
+		return goneIfNotFound(err)
+	}
+	sub.q, sub.g = q, g
+	sub.maxDeliveries = q.DeadLetterQueueDeliveryCount
+	if g.MaxDeliveries != nil {
+		sub.maxDeliveries = *g.MaxDeliveries
+	}
+	return nil
+}
+
+// ErrGone: the subscription's queue or consumer group no longer exists (or is being deleted).
+var ErrGone = errors.New("the queue or the consumer group no longer exists")
+
+func goneIfNotFound(err error) error {
+	if e := apierror.From(err); e.Status == http.StatusNotFound || e.Status == http.StatusConflict {
+		return ErrGone
+	}
+	return err
 }
 
 // Pause takes the subscription out of its group's waiters (it has no room for messages: a wake-up must go to

@@ -156,6 +156,10 @@ func (ss *session) push(ctx context.Context) {
 			if ctx.Err() != nil {
 				return
 			}
+			if errors.Is(err, messaging.ErrGone) {
+				ss.end(websocket.StatusGoingAway, "the queue or the consumer group was deleted")
+				return
+			}
 			ss.svc.logger.Warn("watch lease", "consumer", ss.sub.ConsumerID(), "error", err)
 			select { // the database is unwell: try again shortly
 			case <-time.After(time.Second):
