@@ -19,8 +19,12 @@ import (
 // group take turns at new messages), ordered message groups and single active consumer — so a group can have
 // watches and pollers at once. The WebSocket protocol around it lives in services/push.
 type Subscription struct {
-	s             *Service
-	tenancyID     string
+	s         *Service
+	tenancyID string
+	queueID   string // identity: never changes, read by any goroutine
+	groupNo   int32
+	groupID   string
+	// The settings below are refreshed before each lease and read only by the goroutine that calls Lease.
 	q             persistence.Queue
 	g             group
 	consumer      string
@@ -63,14 +67,15 @@ func (s *Service) Subscribe(ctx context.Context, tenancyID, queueID string, req 
 	if g.MaxDeliveries != nil {
 		maxDeliveries = *g.MaxDeliveries
 	}
-	return &Subscription{s: s, tenancyID: tenancyID, q: q, g: g, consumer: req.ConsumerID, sac: q.SingleActiveConsumer,
+	return &Subscription{s: s, tenancyID: tenancyID, queueID: q.ID, groupNo: g.No, groupID: g.ID, q: q, g: g,
+		consumer: req.ConsumerID, sac: q.SingleActiveConsumer,
 		channelFilter: req.ChannelFilter, maxDeliveries: maxDeliveries}, nil
 }
 
 // QueueID, GroupNo, GroupID and ConsumerID identify the subscription.
-func (sub *Subscription) QueueID() string    { return sub.q.ID }
-func (sub *Subscription) GroupNo() int32     { return sub.g.No }
-func (sub *Subscription) GroupID() string    { return sub.g.ID }
+func (sub *Subscription) QueueID() string    { return sub.queueID }
+func (sub *Subscription) GroupNo() int32     { return sub.groupNo }
+func (sub *Subscription) GroupID() string    { return sub.groupID }
 func (sub *Subscription) ConsumerID() string { return sub.consumer }
 
 // Standby reports whether the consumer waits for its turn (a single active consumer queue's standby).
@@ -138,11 +143,11 @@ func (sub *Subscription) Lease(ctx context.Context, n int, lease time.Duration) 
 // watch lives for hours, during which its dead-letter count may change, or its queue or group be deleted
 // (ErrGone).
 func (sub *Subscription) refresh(ctx context.Context) error {
-	q, err := sub.s.queues.active(ctx, sub.tenancyID, sub.q.ID)
+	q, err := sub.s.queues.active(ctx, sub.tenancyID, sub.queueID)
 	if err != nil {
 		return goneIfNotFound(err)
 	}
-	g, err := sub.s.groups.resolve(ctx, q, sub.g.ID)
+	g, err := sub.s.groups.resolve(ctx, q, sub.groupID)
 	if err != nil {
 		return goneIfNotFound(err)
 	}
@@ -175,7 +180,7 @@ func (sub *Subscription) Pause() {
 
 // Commit acknowledges messages by receipt (each entry succeeds or fails on its own, as in DeleteMessages).
 func (sub *Subscription) Commit(ctx context.Context, receipts []string) ([]EntryError, error) {
-	return sub.s.Delete(ctx, sub.tenancyID, sub.q.ID, sub.g.ID, false, receipts)
+	return sub.s.Delete(ctx, sub.tenancyID, sub.queueID, sub.groupID, false, receipts)
 }
 
 // negativeCode is the form of a negative acknowledgement's code: words in CamelCase with an optional .Detail, or
@@ -207,12 +212,12 @@ func (sub *Subscription) Negative(ctx context.Context, receipts []string, code, 
 	}
 	s := sub.s
 	ctx = context.WithoutCancel(ctx)
-	decoded, errs := s.decodeReceipts(sub.q.ID, sub.g.No, false, receipts)
+	decoded, errs := s.decodeReceipts(sub.queueID, sub.groupNo, false, receipts)
 	valid, idx := validEntries(decoded, errs)
 	if len(valid) == 0 {
 		return errs, nil
 	}
-	released, err := s.messages.Negative(ctx, sub.q.ID, valid, code, reason)
+	released, err := s.messages.Negative(ctx, sub.queueID, valid, code, reason)
 	if err != nil {
 		return nil, err
 	}
@@ -226,27 +231,27 @@ func (sub *Subscription) Negative(ctx context.Context, receipts []string, code, 
 			missed, missedIdx = append(missed, valid[k]), append(missedIdx, idx[k])
 		}
 	}
-	if err := s.classifyMissed(ctx, sub.q.ID, missed, missedIdx, errs); err != nil {
+	if err := s.classifyMissed(ctx, sub.queueID, missed, missedIdx, errs); err != nil {
 		return nil, err
 	}
 	if n > 0 {
-		s.waiters.wakeOne(sub.q.ID, sub.g.No)
-		s.notifier.mark(sub.q.ID)
+		s.waiters.wakeOne(sub.queueID, sub.groupNo)
+		s.notifier.mark(sub.queueID)
 	}
 	return errs, nil
 }
 
 // Renew extends the consumer's leases that end within within, to lease from now.
 func (sub *Subscription) Renew(ctx context.Context, lease, within time.Duration) error {
-	_, err := sub.s.messages.RenewLeases(ctx, sub.q.ID, sub.g.No, sub.consumer, lease, within)
+	_, err := sub.s.messages.RenewLeases(ctx, sub.queueID, sub.groupNo, sub.consumer, lease, within)
 	return err
 }
 
 // Release makes every message the consumer holds visible at once (to the group's other consumers, on every
 // node), and returns how many.
 func (sub *Subscription) Release(ctx context.Context) (int64, error) {
-	n, err := sub.s.messages.ReleaseOwned(context.WithoutCancel(ctx), sub.q.ID, sub.g.No, sub.consumer)
-	sub.s.consumersChanged(sub.q.ID, sub.g.No, n)
+	n, err := sub.s.messages.ReleaseOwned(context.WithoutCancel(ctx), sub.queueID, sub.groupNo, sub.consumer)
+	sub.s.consumersChanged(sub.queueID, sub.groupNo, n)
 	return n, err
 }
 
@@ -254,7 +259,7 @@ func (sub *Subscription) Release(ctx context.Context) (int64, error) {
 // group) and releases what it holds.
 func (sub *Subscription) Shutdown(ctx context.Context, sessionID string) (int64, error) {
 	sub.Pause()
-	if err := sub.s.store.Consumers.Leaving(context.WithoutCancel(ctx), sub.q.ID, sub.g.No, sub.consumer, sessionID); err != nil {
+	if err := sub.s.store.Consumers.Leaving(context.WithoutCancel(ctx), sub.queueID, sub.groupNo, sub.consumer, sessionID); err != nil {
 		return 0, err
 	}
 	return sub.Release(ctx)
@@ -264,7 +269,7 @@ func (sub *Subscription) Shutdown(ctx context.Context, sessionID string) (int64,
 // holds are released at once. Safe to call more than once.
 func (sub *Subscription) Leave(ctx context.Context, sessionID string) (int64, error) {
 	sub.Pause()
-	_, n, err := sub.s.store.Consumers.Leave(context.WithoutCancel(ctx), sub.q.ID, sub.g.No, sub.consumer, sessionID)
-	sub.s.consumersChanged(sub.q.ID, sub.g.No, n)
+	_, n, err := sub.s.store.Consumers.Leave(context.WithoutCancel(ctx), sub.queueID, sub.groupNo, sub.consumer, sessionID)
+	sub.s.consumersChanged(sub.queueID, sub.groupNo, n)
 	return n, err
 }
