@@ -589,3 +589,40 @@ func TestWatchQueueDeleted(t *testing.T) {
 		t.Fatal("the watch of a deleted queue stays open")
 	}
 }
+
+// TestWatchConsumerGroups: watches of different consumer groups each receive their group's copy (fanout), and
+// GET /consumers sums each group (all groups, or the one asked for).
+func TestWatchConsumerGroups(t *testing.T) {
+	t.Parallel()
+	srv := testserver.Start(t)
+	tenancyID, c := srv.Admin(t, "watch-groups")
+	token := adminToken(t, srv, tenancyID)
+	q := createQueue(t, c, tenancyID, withConsumerGroups(true))
+	audit := createGroup(t, c, q, "audit", `:kind = "order"`)
+	primary := watchAs(t, srv, token, q, sdk.WatchOptions{ConsumerID: "p", Window: 10})
+	auditor := watchAs(t, srv, token, q, sdk.WatchOptions{ConsumerID: "a", ConsumerGroupID: "audit", Window: 10})
+	put(t, c, q, withAttrs("order", map[string]any{"kind": "order"}), msg("other"))
+	require.ElementsMatch(t, []string{"order", "other"}, contents(receive(t, primary, 2, 5*time.Second)))
+	got := receive(t, auditor, 1, 5*time.Second)
+	require.Equal(t, "order", got[0].Content)
+	receiveNone(t, auditor, 200*time.Millisecond)
+
+	list := listConsumers(t, c, q)
+	require.Len(t, list.Items, 2)
+	sums := map[string]sdk.ConsumerGroupConsumers{}
+	for _, g := range list.Groups {
+		sums[g.ConsumerGroupId] = g
+	}
+	require.EqualValues(t, 2, sums[q].Pending)
+	require.Equal(t, 1, sums[q].Consumers)
+	require.EqualValues(t, 1, sums[audit.Id].Pending)
+	require.Equal(t, 1, sums[audit.Id].Consumers)
+
+	resp, err := c.ListConsumersWithResponse(context.Background(), q, &sdk.ListConsumersParams{ConsumerGroupId: ptr("audit")})
+	require.NoError(t, err)
+	require.Equal(t, http.StatusOK, resp.StatusCode(), string(resp.Body))
+	require.Len(t, resp.JSON200.Items, 1)
+	require.Equal(t, "a", resp.JSON200.Items[0].Id)
+	require.Equal(t, audit.Id, resp.JSON200.Items[0].ConsumerGroupId)
+	require.Len(t, resp.JSON200.Groups, 1)
+}
