@@ -8,7 +8,6 @@ import (
 
 	"github.com/open-policy-agent/opa/v1/ast"
 	"github.com/open-policy-agent/opa/v1/metrics"
-	"github.com/open-policy-agent/opa/v1/rego"
 	"github.com/open-policy-agent/opa/v1/topdown"
 
 	"github.com/ferry-mq/ferry/iam/policy"
@@ -75,21 +74,35 @@ func (e *Engine) Authorize(ctx context.Context, in Input) (Decision, error) {
 	defer stop()
 	e.mu.RLock()
 	defer e.mu.RUnlock()
-	rs, err := e.query.Eval(ctx,
-		rego.EvalParsedInput(in.value(e.tenancies[in.TenancyID])),
-		rego.EvalExternalCancel(cancel),
+	if e.txn == nil {
+		return Decision{}, errors.New("authz: authorize: no store transaction")
+	}
+	var matched *ast.Term
+	err := topdown.NewQuery(e.query).
+		WithCompiler(e.compiler).
+		WithQueryCompiler(e.queryCompiler).
+		WithStore(e.store).
+		WithTransaction(e.txn).
+		WithInput(ast.NewTerm(in.value(e.tenancies[in.TenancyID]))).
+		WithCancel(cancel).
+		WithIndexing(true).
+		WithEarlyExit(true).
 		// What follows drops per-evaluation work that a decision this small does not pay back: a metrics
-		// registry nobody reads, caches (see noBaseCache), and converting the result to Go maps only to pick it
-		// apart again (decode reads the AST).
-		rego.EvalMetrics(metrics.NoOp()),
-		rego.EvalBaseCache(noBaseCache{}),
-		rego.EvalVirtualCache(noVirtualCache{}),
-		rego.EvalGenerateJSON(keepAST),
-	)
+		// registry nobody reads and caches (see noBaseCache).
+		WithMetrics(metrics.NoOp()).
+		WithBaseCache(noBaseCache{}).
+		WithVirtualCache(noVirtualCache{}).
+		Iter(ctx, func(qr topdown.QueryResult) error {
+			if matched != nil {
+				return errUnexpectedResult
+			}
+			matched = qr[resultVar]
+			return nil
+		})
 	if err != nil {
 		return Decision{}, fmt.Errorf("authz: authorize: %w", err)
 	}
-	d, err := decode(rs)
+	d, err := decode(matched)
 	if err != nil {
 		return Decision{}, fmt.Errorf("authz: authorize: %w", err)
 	}
@@ -113,9 +126,6 @@ func (noVirtualCache) Pop()                          {}
 func (noVirtualCache) Get(ast.Ref) (*ast.Term, bool) { return nil, false }
 func (noVirtualCache) Put(ast.Ref, *ast.Term)        {}
 func (noVirtualCache) Keys() []ast.Ref               { return nil }
-
-// keepAST leaves result values as AST terms for decode.
-func keepAST(t *ast.Term, _ *rego.EvalContext) (any, error) { return t, nil }
 
 // Input object keys, interned once rather than allocated per request.
 var (
@@ -233,13 +243,9 @@ func appendKeys(keys *[keyKindCount][]*ast.Term, kinds map[string]keyKinds, key 
 var errUnexpectedResult = errors.New("unexpected result from the authz query")
 
 // decode reads the query's value, the set of [index, policy id, text] of the statements that allow the request.
-func decode(rs rego.ResultSet) (Decision, error) {
-	if len(rs) != 1 || len(rs[0].Expressions) != 1 {
-		return Decision{}, fmt.Errorf("%w: %v", errUnexpectedResult, rs)
-	}
-	matched, ok := rs[0].Expressions[0].Value.(*ast.Term)
-	if !ok {
-		return Decision{}, fmt.Errorf("%w: %v", errUnexpectedResult, rs[0].Expressions[0].Value)
+func decode(matched *ast.Term) (Decision, error) {
+	if matched == nil {
+		return Decision{}, fmt.Errorf("%w: no value", errUnexpectedResult)
 	}
 	matchedSet, ok := matched.Value.(ast.Set)
 	if !ok {
