@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"math/bits"
 	"slices"
 
 	"github.com/open-policy-agent/opa/v1/ast"
@@ -63,15 +64,12 @@ func (e *Engine) Authorize(ctx context.Context, in Input) (Decision, error) {
 		return Decision{}, fmt.Errorf("authz: authorize: %w: tenancy, permission and compartment path are required",
 			ErrInvalidInput)
 	}
-	// OPA only notices cancellation between evaluation steps, which a fast decision may never reach; a caller
-	// that has gone away gets no decision.
+	// A caller that has gone away gets no decision. Evaluation itself is not watched for cancellation: a
+	// decision takes microseconds and iterates nothing unbounded (the statements listed under the request's keys),
+	// and watching ctx cost two allocations and a lock on ctx for every decision.
 	if err := ctx.Err(); err != nil {
 		return Decision{}, fmt.Errorf("authz: authorize: %w", err)
 	}
-	// By default every Eval starts a goroutine to watch ctx; context.AfterFunc does the same job without one.
-	cancel := topdown.NewCancel()
-	stop := context.AfterFunc(ctx, cancel.Cancel)
-	defer stop()
 	e.mu.RLock()
 	defer e.mu.RUnlock()
 	if e.txn == nil {
@@ -84,7 +82,6 @@ func (e *Engine) Authorize(ctx context.Context, in Input) (Decision, error) {
 		WithStore(e.store).
 		WithTransaction(e.txn).
 		WithInput(ast.NewTerm(in.value(e.tenancies[in.TenancyID]))).
-		WithCancel(cancel).
 		WithIndexing(true).
 		WithEarlyExit(true).
 		// What follows drops per-evaluation work that a decision this small does not pay back: a metrics
@@ -131,20 +128,28 @@ func (noVirtualCache) Keys() []ast.Ref               { return nil }
 var (
 	keyTenancy    = ast.StringTerm("tenancy")
 	keyPermission = ast.StringTerm("permission")
-	keyPath       = ast.StringTerm("path")
+	keyRoot       = ast.StringTerm("root")
 	keyVars       = ast.StringTerm("vars")
 	keyFacts      = ast.StringTerm("facts")
 	// keyKeys are the input's key lists, one per index, in keyKinds' bit order.
 	keyKeys = [keyKindCount]*ast.Term{ast.StringTerm("keys"), ast.StringTerm("conditional_keys"), ast.StringTerm("condition_keys")}
 
-	varRequestPermission     = ast.StringTerm(policy.VarRequestPermission)
-	varRequestOperation      = ast.StringTerm(policy.VarRequestOperation)
-	varRequestPrincipalID    = ast.StringTerm(policy.VarRequestPrincipalID)
-	varTargetCompartmentID   = ast.StringTerm(policy.VarTargetCompartmentID)
-	varTargetCompartmentName = ast.StringTerm(policy.VarTargetCompartmentName)
-	varTargetQueueID         = ast.StringTerm(policy.VarTargetQueueID)
-	varTargetQueueName       = ast.StringTerm(policy.VarTargetQueueName)
-	varTargetConsumerGroupID = ast.StringTerm(policy.VarTargetConsumerGroupID)
+	// conditionVariableTerms are conditionVariables as terms, in the same order.
+	conditionVariableTerms = func() (terms [len(conditionVariables)]*ast.Term) {
+		for i, v := range conditionVariables {
+			terms[i] = ast.StringTerm(v)
+		}
+		return terms
+	}()
+
+	// permissionTerms holds every permission as a term.
+	permissionTerms = func() map[string]*ast.Term {
+		terms := map[string]*ast.Term{}
+		for _, p := range policy.AllPermissions() {
+			terms[p] = ast.StringTerm(p)
+		}
+		return terms
+	}()
 )
 
 // value builds the Rego input (layout in authz.rego) directly as an AST value. Of the grant keys the caller answers
@@ -153,30 +158,42 @@ var (
 // which changes no decision but costs a lookup per key (most of them: a request has about a dozen keys and
 // typically one or two are listed). The module still decides on the data alone: a key passed here only tells it
 // where to look. t is nil for a tenancy the engine does not hold, whose requests then carry no keys.
+//
+// Strings the tenancy or the permission table already holds as terms (the tenancy id, the permission, the listed
+// keys, the facts that clauses mention) are reused rather than allocated: allocation drives the collector, and on
+// a busy machine the collector drives the latency tail.
 func (in Input) value(t *Tenancy) ast.Value {
-	permission := ast.StringTerm(in.Permission)
-	path := make([]*ast.Term, len(in.CompartmentPath))
-	for i, location := range in.CompartmentPath {
-		path[i] = ast.StringTerm(location)
+	tenancy := ast.StringTerm(in.TenancyID)
+	if t != nil && t.ID == in.TenancyID {
+		tenancy = t.idTerm
+	}
+	root := tenancy
+	if in.CompartmentPath[0] != in.TenancyID {
+		root = ast.StringTerm(in.CompartmentPath[0])
+	}
+	permission, ok := permissionTerms[in.Permission]
+	if !ok {
+		permission = ast.StringTerm(in.Permission)
 	}
 	obj := ast.NewObjectWithCapacity(8)
-	obj.Insert(keyTenancy, ast.StringTerm(in.TenancyID))
+	obj.Insert(keyTenancy, tenancy)
 	obj.Insert(keyPermission, permission)
-	obj.Insert(keyPath, ast.ArrayTerm(path...))
+	obj.Insert(keyRoot, root)
 
-	var kinds map[string]keyKinds
+	var listed map[string]listedKey
 	if t != nil {
-		kinds = t.keys[in.Permission]
+		listed = t.listed[in.Permission]
 	}
 	var keys [keyKindCount][]*ast.Term
-	if len(kinds) > 0 {
+	var used varMask // the variables that the conditions listed under the keys compare
+	if len(listed) > 0 {
 		var buf [256]byte
 		for _, location := range in.CompartmentPath {
 			b := append(append(buf[:0], location...), '|')
-			appendKeys(&keys, kinds, append(b, subjectAnyUser...))
+			used |= appendKeys(&keys, listed, append(b, subjectAnyUser...))
 			b = append(b, subjectGroupPrefix...)
 			for _, g := range in.Groups {
-				appendKeys(&keys, kinds, append(b, g...))
+				used |= appendKeys(&keys, listed, append(b, g...))
 			}
 		}
 	}
@@ -188,36 +205,41 @@ func (in Input) value(t *Tenancy) ast.Value {
 	if len(keys[indexConditional]) == 0 && len(keys[indexConditions]) == 0 {
 		return obj
 	}
-	// The condition variables, as facts for the conditional index and as vars for the conditions index.
-	vars := [...]struct {
-		name  *ast.Term
-		value string
-	}{
-		{varRequestPermission, in.Permission},
-		{varRequestOperation, in.Operation},
-		{varRequestPrincipalID, in.Principal},
-		{varTargetCompartmentID, in.CompartmentPath[len(in.CompartmentPath)-1]},
-		{varTargetCompartmentName, in.CompartmentName},
-		{varTargetQueueID, in.QueueID},
-		{varTargetQueueName, in.QueueName},
-		{varTargetConsumerGroupID, in.ConsumerGroupID},
+	// The condition variables (in conditionVariables' order), as facts for the conditional index and as vars for
+	// the conditions index; only those that the conditions under the keys compare.
+	vars := [len(conditionVariables)]string{
+		in.Permission,
+		in.Operation,
+		in.Principal,
+		in.CompartmentPath[len(in.CompartmentPath)-1],
+		in.CompartmentName,
+		in.QueueID,
+		in.QueueName,
+		in.ConsumerGroupID,
 	}
-	// A variable without a value is left out, so that every comparison on it is false.
+	// A variable without a value is left out, so that every comparison on it is false. Of the facts "<v>=<value>",
+	// only those that some clause of the tenancy lists in its relevant set are stated: `facts & relevant` is the
+	// same without the others, and the ones stated are the tenancy's terms.
 	if len(keys[indexConditional]) > 0 {
-		facts := ast.NewSetWithCapacity(2 * len(vars))
-		for _, v := range vars {
-			if v.value != "" {
-				facts.Add(v.name)
-				facts.Add(ast.StringTerm(fact(string(v.name.Value.(ast.String)), v.value)))
+		facts := ast.NewSetWithCapacity(2 * bits.OnesCount8(uint8(used)))
+		var buf [256]byte
+		for i, value := range vars {
+			if used&(1<<i) == 0 || value == "" {
+				continue
+			}
+			facts.Add(conditionVariableTerms[i])
+			b := append(append(append(buf[:0], conditionVariables[i]...), '='), value...)
+			if term := t.facts[string(b)]; term != nil {
+				facts.Add(term)
 			}
 		}
 		obj.Insert(keyFacts, ast.NewTerm(facts))
 	}
 	if len(keys[indexConditions]) > 0 {
-		object := ast.NewObjectWithCapacity(len(vars))
-		for _, v := range vars {
-			if v.value != "" {
-				object.Insert(v.name, ast.StringTerm(v.value))
+		object := ast.NewObjectWithCapacity(bits.OnesCount8(uint8(used)))
+		for i, value := range vars {
+			if used&(1<<i) != 0 && value != "" {
+				object.Insert(conditionVariableTerms[i], ast.StringTerm(value))
 			}
 		}
 		obj.Insert(keyVars, ast.NewTerm(object))
@@ -225,19 +247,19 @@ func (in Input) value(t *Tenancy) ast.Value {
 	return obj
 }
 
-// appendKeys appends the grant key key to the lists of the indexes that kinds says list it. Looking key up converts
-// it without allocating; only a listed key becomes a string.
-func appendKeys(keys *[keyKindCount][]*ast.Term, kinds map[string]keyKinds, key []byte) {
-	kind := kinds[string(key)]
-	if kind == 0 {
-		return
+// appendKeys appends the grant key key to the lists of the indexes that list entries under it, and returns the
+// variables that the conditions listed under it compare. Looking key up converts it without allocating.
+func appendKeys(keys *[keyKindCount][]*ast.Term, listed map[string]listedKey, key []byte) varMask {
+	l, ok := listed[string(key)]
+	if !ok {
+		return 0
 	}
-	term := ast.StringTerm(string(key))
 	for i := range keys {
-		if kind&(1<<i) != 0 {
-			keys[i] = append(keys[i], term)
+		if l.kinds&(1<<i) != 0 {
+			keys[i] = append(keys[i], l.term)
 		}
 	}
+	return l.vars
 }
 
 var errUnexpectedResult = errors.New("unexpected result from the authz query")
