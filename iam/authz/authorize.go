@@ -89,6 +89,7 @@ func (e *Engine) Authorize(ctx context.Context, in Input) (Decision, error) {
 		WithMetrics(metrics.NoOp()).
 		WithBaseCache(noBaseCache{}).
 		WithVirtualCache(noVirtualCache{}).
+		WithRequestMetadata(noRequestMetadata).
 		Iter(ctx, func(qr topdown.QueryResult) error {
 			if matched != nil {
 				return errUnexpectedResult
@@ -114,6 +115,10 @@ type (
 	noBaseCache    struct{}
 	noVirtualCache struct{}
 )
+
+// noRequestMetadata stands in for the map that OPA otherwise allocates per evaluation for builtins that read request
+// metadata; no builtin the module calls reads or writes it, so one empty map serves every decision.
+var noRequestMetadata = map[string]any{}
 
 func (noBaseCache) Get(ast.Ref) ast.Value  { return nil }
 func (noBaseCache) Put(ast.Ref, ast.Value) {}
@@ -163,9 +168,11 @@ var (
 // keys, the facts that clauses mention) are reused rather than allocated: allocation drives the collector, and on
 // a busy machine the collector drives the latency tail.
 func (in Input) value(t *Tenancy) ast.Value {
-	tenancy := ast.StringTerm(in.TenancyID)
+	var tenancy *ast.Term
 	if t != nil && t.ID == in.TenancyID {
 		tenancy = t.idTerm
+	} else {
+		tenancy = ast.StringTerm(in.TenancyID)
 	}
 	root := tenancy
 	if in.CompartmentPath[0] != in.TenancyID {
@@ -277,35 +284,38 @@ func decode(matched *ast.Term) (Decision, error) {
 	if !d.Allowed {
 		return d, nil
 	}
-	type indexed struct {
-		index int
-		MatchedStatement
-	}
-	all := make([]indexed, 0, matchedSet.Len())
-	var err error
-	matchedSet.Foreach(func(t *ast.Term) {
+	// Slice lists the set in OPA's order of terms, which for [index, policy id, text] is load order (numbers
+	// compare by value); load order is the contract, so it is checked rather than assumed.
+	terms := matchedSet.Slice()
+	d.Matched = make([]MatchedStatement, len(terms))
+	var buf [8]int
+	indexes := buf[:0]
+	for i, t := range terms {
 		triple, ok := t.Value.(*ast.Array)
 		if !ok || triple.Len() != 3 {
-			err = fmt.Errorf("%w: matched statement %v", errUnexpectedResult, t)
-			return
+			return Decision{}, fmt.Errorf("%w: matched statement %v", errUnexpectedResult, t)
 		}
-		index, ok1 := triple.Elem(0).Value.(ast.Number).Int()
-		policyID, ok2 := triple.Elem(1).Value.(ast.String)
-		text, ok3 := triple.Elem(2).Value.(ast.String)
-		if !ok1 || !ok2 || !ok3 {
-			err = fmt.Errorf("%w: matched statement %v", errUnexpectedResult, t)
-			return
+		number, ok0 := triple.Elem(0).Value.(ast.Number)
+		policyID, ok1 := triple.Elem(1).Value.(ast.String)
+		text, ok2 := triple.Elem(2).Value.(ast.String)
+		index, ok3 := number.Int()
+		if !ok0 || !ok1 || !ok2 || !ok3 {
+			return Decision{}, fmt.Errorf("%w: matched statement %v", errUnexpectedResult, t)
 		}
-		all = append(all, indexed{index, MatchedStatement{PolicyID: string(policyID), Statement: string(text)}})
-	})
-	if err != nil {
-		return Decision{}, err
+		indexes = append(indexes, index)
+		d.Matched[i] = MatchedStatement{PolicyID: string(policyID), Statement: string(text)}
 	}
-	// A set's order is OPA's business; load order is the contract.
-	slices.SortFunc(all, func(a, b indexed) int { return a.index - b.index })
-	d.Matched = make([]MatchedStatement, len(all))
-	for i, m := range all {
-		d.Matched[i] = m.MatchedStatement
+	if !slices.IsSorted(indexes) {
+		order := make([]int, len(indexes))
+		for i := range order {
+			order[i] = i
+		}
+		slices.SortFunc(order, func(a, b int) int { return indexes[a] - indexes[b] })
+		sorted := make([]MatchedStatement, len(order))
+		for i, j := range order {
+			sorted[i] = d.Matched[j]
+		}
+		d.Matched = sorted
 	}
 	return d, nil
 }
