@@ -191,17 +191,48 @@ func (in Input) value(t *Tenancy) ast.Value {
 	if t != nil {
 		listed = t.listed[in.Permission]
 	}
-	var keys [keyKindCount][]*ast.Term
-	var used varMask // the variables that the conditions listed under the keys compare
+	// The listed keys among those the caller answers to, and what the conditions listed under them compare. Looking a
+	// key up converts it without allocating.
+	var found [16]listedKey
+	matches := found[:0]
+	var kinds keyKinds
+	var used varMask
 	if len(listed) > 0 {
 		var buf [256]byte
+		add := func(key []byte) {
+			if l, ok := listed[string(key)]; ok {
+				matches = append(matches, l)
+				kinds |= l.kinds
+				used |= l.vars
+			}
+		}
 		for _, location := range in.CompartmentPath {
 			b := append(append(buf[:0], location...), '|')
-			used |= appendKeys(&keys, listed, append(b, subjectAnyUser...))
+			add(append(b, subjectAnyUser...))
 			b = append(b, subjectGroupPrefix...)
 			for _, g := range in.Groups {
-				used |= appendKeys(&keys, listed, append(b, g...))
+				add(append(b, g...))
 			}
+		}
+	}
+	// Statements without a condition are read from the grants index, unless some key lists clauses: then every
+	// key goes to the conditional index, which lists those statements too (as clauses that always hold), so that
+	// one rule reads the data once instead of two rules each reading it.
+	grantsIndex := indexGrants
+	if kinds&keyConditional != 0 {
+		grantsIndex = indexConditional
+	}
+	var keys [keyKindCount][]*ast.Term
+	for _, l := range matches {
+		if l.kinds&(keyGrants|keyConditional) != 0 {
+			index := indexConditional
+			if l.kinds&keyConditional == 0 {
+				index = grantsIndex
+			}
+			keys[index] = append(keys[index], l.term)
+		}
+		if l.kinds&keyConditions != 0 {
+			keys[indexConditions] = append(keys[indexConditions], l.term)
 		}
 	}
 	for kind, list := range keys {
@@ -252,21 +283,6 @@ func (in Input) value(t *Tenancy) ast.Value {
 		obj.Insert(keyVars, ast.NewTerm(object))
 	}
 	return obj
-}
-
-// appendKeys appends the grant key key to the lists of the indexes that list entries under it, and returns the
-// variables that the conditions listed under it compare. Looking key up converts it without allocating.
-func appendKeys(keys *[keyKindCount][]*ast.Term, listed map[string]listedKey, key []byte) varMask {
-	l, ok := listed[string(key)]
-	if !ok {
-		return 0
-	}
-	for i := range keys {
-		if l.kinds&(1<<i) != 0 {
-			keys[i] = append(keys[i], l.term)
-		}
-	}
-	return l.vars
 }
 
 var errUnexpectedResult = errors.New("unexpected result from the authz query")

@@ -13,7 +13,7 @@
 #   condition as clauses (any may hold) of comparisons (all must hold) and lists each clause:
 #     grants:      statements without a condition: their result
 #     conditional: the clauses of conditions: [result, relevant, required], relevant and required sets of facts
-#                  (see below)
+#                  (see below); and every statement of grants as a clause that always holds, [result, {}, {}]
 #     conditions:  statements whose condition has too many clauses to list, whole: {result, condition}
 #
 # input (built by iam/authz for each request):
@@ -21,9 +21,10 @@
 #               target lies in the tenancy),
 #   keys, conditional_keys, condition_keys (for the three indexes in that order): the keys
 #               "<location>|<subject>" for locations on the target's path and subjects the caller answers to, leaving
-#               out those
-#               under which the index lists nothing for the permission, which changes no decision and saves
-#               looking them up here (absent when empty)
+#               out those under which the index lists nothing for the permission, which changes no decision and saves
+#               looking them up here (absent when empty). A key that lists statements without a condition goes to
+#               keys or, when any key lists clauses, to conditional_keys: both indexes list those statements, and
+#               one rule reading the data once costs less than two
 #   facts: for every condition variable the request has a value for, "<variable>" and "<variable>=<value>"
 #               (present with conditional_keys)
 #   vars: {<condition variable>: <value>}, omitting variables the request has no value for (present with

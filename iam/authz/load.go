@@ -33,9 +33,11 @@ type Tenancy struct {
 	Unresolved []MatchedStatement
 
 	value ast.Value
-	// keys tells, for a permission and a grant key, which of the data's indexes list entries under that key, so
-	// that a request's input names only the keys the Rego module will find something under (see Input.value). It
-	// mirrors the data exactly and is never modified after Load.
+	// keys tells, for a permission and a grant key, which kinds of statements the data lists under that key, so
+	// that a request's input names only the keys the Rego module will find something under (see Input.value): bit
+	// keyGrants for statements without a condition (listed in the grants index and, as clauses that always hold,
+	// in the conditional index too), keyConditional and keyConditions for those with one. It mirrors the data
+	// exactly and is never modified after Load.
 	keys map[string]map[string]keyKinds
 	// listed holds the same keys as keys, with what a request's input needs of them (see listedKey).
 	listed map[string]map[string]listedKey
@@ -215,7 +217,9 @@ func Load(tenancyID string, policies []Policy, resolve Resolver) (*Tenancy, erro
 							indexes[e.kind][perm] = byKey
 						}
 						byKey[key] = append(byKey[key], e.term)
-						kinds[key] |= 1 << e.kind
+						if !e.copy {
+							kinds[key] |= 1 << e.kind
+						}
 					}
 					if len(entries) > 0 {
 						l := listed[key]
@@ -239,32 +243,44 @@ func Load(tenancyID string, policies []Policy, resolve Resolver) (*Tenancy, erro
 	return t, nil
 }
 
-// entry is what an index lists for a statement: kind is the index (a bit number of keyKinds).
+// entry is what an index lists for a statement: kind is the index (a bit number of keyKinds). copy marks the
+// conditional index's copy of a statement without a condition (see indexEntries), which is not a kind of its own.
 type entry struct {
 	kind int
 	term *ast.Term
+	copy bool
 }
+
+// emptySet is the relevant and required set of a clause that always holds.
+var emptySet = ast.SetTerm()
 
 // maxClauses bounds how many clauses a condition may be rewritten to; past it, the condition is evaluated whole.
 // The rewrite multiplies out `all` of `any`s, so a statement can reach it only by combining several of them.
 const maxClauses = 32
 
-// indexEntries returns a statement's index entries: its result for a statement without a condition, else one entry
-// per clause of its condition (see clauseTerm), or the whole condition ({result, condition}) when it has more than
-// maxClauses clauses. A statement matches when any of its entries holds, as its condition holds when any of its
-// clauses does; a clause that can never hold (it requires a variable to equal and differ from a value) is left out.
+// indexEntries returns a statement's index entries: for a statement without a condition its result in the grants
+// index and a clause that always holds ([result, {}, {}]) in the conditional index; else one entry per clause of
+// its condition (see clauseTerm), or the whole condition ({result, condition}) when it has more than maxClauses
+// clauses. A statement matches when any of its entries holds, as its condition holds when any of its clauses does;
+// a clause that can never hold (it requires a variable to equal and differ from a value) is left out.
+//
+// The conditional index thus lists every statement that the grants index lists, so that a request whose keys list
+// conditions can read everything from that one index, in one rule (see Input.value).
 func indexEntries(c *policy.Condition, result *ast.Term, facts map[string]*ast.Term) []entry {
 	if c == nil {
-		return []entry{{indexGrants, result}}
+		return []entry{
+			{kind: indexGrants, term: result},
+			{kind: indexConditional, term: ast.ArrayTerm(result, emptySet, emptySet), copy: true},
+		}
 	}
 	clauses, ok := disjunctiveNormalForm(c)
 	if !ok {
-		return []entry{{indexConditions, ast.ObjectTerm(ast.Item(termResult, result), ast.Item(termCondition, conditionTerm(c)))}}
+		return []entry{{kind: indexConditions, term: ast.ObjectTerm(ast.Item(termResult, result), ast.Item(termCondition, conditionTerm(c)))}}
 	}
 	entries := make([]entry, 0, len(clauses))
 	for _, clause := range clauses {
 		if term, ok := clauseTerm(clause, result, facts); ok {
-			entries = append(entries, entry{indexConditional, term})
+			entries = append(entries, entry{kind: indexConditional, term: term})
 		}
 	}
 	return entries
