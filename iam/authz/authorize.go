@@ -187,31 +187,33 @@ func (in Input) value(t *Tenancy) ast.Value {
 	obj.Insert(keyPermission, permission)
 	obj.Insert(keyRoot, root)
 
-	var listed map[string]listedKey
+	var byLocation map[string]map[string]listedKey
 	if t != nil {
-		listed = t.listed[in.Permission]
+		byLocation = t.listed[in.Permission]
 	}
 	// The listed keys among those the caller answers to, and what the conditions listed under them compare. Looking a
-	// key up converts it without allocating.
+	// subject up converts it without allocating.
 	var found [16]listedKey
 	matches := found[:0]
 	var kinds keyKinds
 	var used varMask
-	if len(listed) > 0 {
-		var buf [256]byte
-		add := func(key []byte) {
-			if l, ok := listed[string(key)]; ok {
-				matches = append(matches, l)
-				kinds |= l.kinds
-				used |= l.vars
-			}
-		}
+	if len(byLocation) > 0 {
+		var buf [128]byte
 		for _, location := range in.CompartmentPath {
-			b := append(append(buf[:0], location...), '|')
-			add(append(b, subjectAnyUser...))
-			b = append(b, subjectGroupPrefix...)
+			bySubject := byLocation[location]
+			if len(bySubject) == 0 {
+				continue
+			}
+			add := func(subject []byte) {
+				if l, ok := bySubject[string(subject)]; ok {
+					matches = append(matches, l)
+					kinds |= l.kinds
+					used |= l.vars
+				}
+			}
+			add(append(buf[:0], subjectAnyUser...))
 			for _, g := range in.Groups {
-				add(append(b, g...))
+				add(append(append(buf[:0], subjectGroupPrefix...), g...))
 			}
 		}
 	}

@@ -39,8 +39,10 @@ type Tenancy struct {
 	// in the conditional index too), keyConditional and keyConditions for those with one. It mirrors the data
 	// exactly and is never modified after Load.
 	keys map[string]map[string]keyKinds
-	// listed holds the same keys as keys, with what a request's input needs of them (see listedKey).
-	listed map[string]map[string]listedKey
+	// listed holds the same keys as keys, by permission, location and subject, with what a request's input needs
+	// of them (see listedKey). Split by location, most of a request's lookups end at a location that lists nothing,
+	// without building a key.
+	listed map[string]map[string]map[string]listedKey
 	// facts holds every fact "<variable>=<value>" that a clause of the conditional index lists in its relevant
 	// set, as the term the data holds: the only such facts a request's input needs to state (see Input.value).
 	facts map[string]*ast.Term
@@ -163,7 +165,7 @@ func Load(tenancyID string, policies []Policy, resolve Resolver) (*Tenancy, erro
 	t := &Tenancy{
 		ID:     tenancyID,
 		keys:   map[string]map[string]keyKinds{},
-		listed: map[string]map[string]listedKey{},
+		listed: map[string]map[string]map[string]listedKey{},
 		facts:  map[string]*ast.Term{},
 		idTerm: ast.StringTerm(tenancyID),
 	}
@@ -199,10 +201,10 @@ func Load(tenancyID string, policies []Policy, resolve Resolver) (*Tenancy, erro
 					kinds = map[string]keyKinds{}
 					t.keys[perm] = kinds
 				}
-				listed := t.listed[perm]
-				if listed == nil {
-					listed = map[string]listedKey{}
-					t.listed[perm] = listed
+				byLocation := t.listed[perm]
+				if byLocation == nil {
+					byLocation = map[string]map[string]listedKey{}
+					t.listed[perm] = byLocation
 				}
 				// A statement naming the same group twice must be listed once.
 				for i, subject := range subjects {
@@ -222,12 +224,17 @@ func Load(tenancyID string, policies []Policy, resolve Resolver) (*Tenancy, erro
 						}
 					}
 					if len(entries) > 0 {
-						l := listed[key]
+						bySubject := byLocation[location]
+						if bySubject == nil {
+							bySubject = map[string]listedKey{}
+							byLocation[location] = bySubject
+						}
+						l := bySubject[subject]
 						if l.term == nil {
 							l.term = ast.StringTerm(key)
 						}
 						l.kinds, l.vars = kinds[key], l.vars|vars
-						listed[key] = l
+						bySubject[subject] = l
 					}
 				}
 			}
