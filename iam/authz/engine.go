@@ -44,8 +44,8 @@ type Engine struct {
 	store storage.Store
 	// compiler holds the compiled module and query the compiled decisionQuery, both prepared once by New; every
 	// decision evaluates query with OPA's evaluator (topdown). The rego package's PreparedEvalQuery does the same
-	// evaluation but first builds an evaluation context, opens a store transaction and sets up per-call
-	// instrumentation, which cost more than a small decision.
+	// evaluation but first builds an evaluation context and a metrics registry and opens a store transaction per
+	// call: with 10 statements that was a third of a decision.
 	compiler      *ast.Compiler
 	queryCompiler ast.QueryCompiler
 	query         ast.Body
