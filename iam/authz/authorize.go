@@ -4,11 +4,11 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"math/bits"
 	"slices"
 
 	"github.com/open-policy-agent/opa/v1/ast"
 	"github.com/open-policy-agent/opa/v1/metrics"
-	"github.com/open-policy-agent/opa/v1/rego"
 	"github.com/open-policy-agent/opa/v1/topdown"
 
 	"github.com/ferry-mq/ferry/iam/policy"
@@ -64,32 +64,43 @@ func (e *Engine) Authorize(ctx context.Context, in Input) (Decision, error) {
 		return Decision{}, fmt.Errorf("authz: authorize: %w: tenancy, permission and compartment path are required",
 			ErrInvalidInput)
 	}
-	// OPA only notices cancellation between evaluation steps, which a fast decision may never reach; a caller
-	// that has gone away gets no decision.
+	// A caller that has gone away gets no decision. Evaluation itself is not watched for cancellation: a
+	// decision takes microseconds and iterates nothing unbounded (the statements listed under the request's keys),
+	// and watching ctx cost two allocations and a lock on ctx for every decision.
 	if err := ctx.Err(); err != nil {
 		return Decision{}, fmt.Errorf("authz: authorize: %w", err)
 	}
-	// By default every Eval starts a goroutine to watch ctx; context.AfterFunc does the same job without one.
-	cancel := topdown.NewCancel()
-	stop := context.AfterFunc(ctx, cancel.Cancel)
-	defer stop()
 	e.mu.RLock()
 	defer e.mu.RUnlock()
-	rs, err := e.query.Eval(ctx,
-		rego.EvalParsedInput(in.value(e.tenancies[in.TenancyID])),
-		rego.EvalExternalCancel(cancel),
+	if e.txn == nil {
+		return Decision{}, errors.New("authz: authorize: no store transaction")
+	}
+	var matched *ast.Term
+	err := topdown.NewQuery(e.query).
+		WithCompiler(e.compiler).
+		WithQueryCompiler(e.queryCompiler).
+		WithStore(e.store).
+		WithTransaction(e.txn).
+		WithInput(ast.NewTerm(in.value(e.tenancies[in.TenancyID]))).
+		WithIndexing(true).
+		WithEarlyExit(true).
 		// What follows drops per-evaluation work that a decision this small does not pay back: a metrics
-		// registry nobody reads, caches (see noBaseCache), and converting the result to Go maps only to pick it
-		// apart again (decode reads the AST).
-		rego.EvalMetrics(metrics.NoOp()),
-		rego.EvalBaseCache(noBaseCache{}),
-		rego.EvalVirtualCache(noVirtualCache{}),
-		rego.EvalGenerateJSON(keepAST),
-	)
+		// registry nobody reads and caches (see noBaseCache).
+		WithMetrics(metrics.NoOp()).
+		WithBaseCache(noBaseCache{}).
+		WithVirtualCache(noVirtualCache{}).
+		WithRequestMetadata(noRequestMetadata).
+		Iter(ctx, func(qr topdown.QueryResult) error {
+			if matched != nil {
+				return errUnexpectedResult
+			}
+			matched = qr[resultVar]
+			return nil
+		})
 	if err != nil {
 		return Decision{}, fmt.Errorf("authz: authorize: %w", err)
 	}
-	d, err := decode(rs)
+	d, err := decode(matched)
 	if err != nil {
 		return Decision{}, fmt.Errorf("authz: authorize: %w", err)
 	}
@@ -105,6 +116,10 @@ type (
 	noVirtualCache struct{}
 )
 
+// noRequestMetadata stands in for the map that OPA otherwise allocates per evaluation for builtins that read request
+// metadata; no builtin the module calls reads or writes it, so one empty map serves every decision.
+var noRequestMetadata = map[string]any{}
+
 func (noBaseCache) Get(ast.Ref) ast.Value  { return nil }
 func (noBaseCache) Put(ast.Ref, ast.Value) {}
 
@@ -114,27 +129,32 @@ func (noVirtualCache) Get(ast.Ref) (*ast.Term, bool) { return nil, false }
 func (noVirtualCache) Put(ast.Ref, *ast.Term)        {}
 func (noVirtualCache) Keys() []ast.Ref               { return nil }
 
-// keepAST leaves result values as AST terms for decode.
-func keepAST(t *ast.Term, _ *rego.EvalContext) (any, error) { return t, nil }
-
 // Input object keys, interned once rather than allocated per request.
 var (
 	keyTenancy    = ast.StringTerm("tenancy")
 	keyPermission = ast.StringTerm("permission")
-	keyPath       = ast.StringTerm("path")
+	keyRoot       = ast.StringTerm("root")
 	keyVars       = ast.StringTerm("vars")
 	keyFacts      = ast.StringTerm("facts")
 	// keyKeys are the input's key lists, one per index, in keyKinds' bit order.
 	keyKeys = [keyKindCount]*ast.Term{ast.StringTerm("keys"), ast.StringTerm("conditional_keys"), ast.StringTerm("condition_keys")}
 
-	varRequestPermission     = ast.StringTerm(policy.VarRequestPermission)
-	varRequestOperation      = ast.StringTerm(policy.VarRequestOperation)
-	varRequestPrincipalID    = ast.StringTerm(policy.VarRequestPrincipalID)
-	varTargetCompartmentID   = ast.StringTerm(policy.VarTargetCompartmentID)
-	varTargetCompartmentName = ast.StringTerm(policy.VarTargetCompartmentName)
-	varTargetQueueID         = ast.StringTerm(policy.VarTargetQueueID)
-	varTargetQueueName       = ast.StringTerm(policy.VarTargetQueueName)
-	varTargetConsumerGroupID = ast.StringTerm(policy.VarTargetConsumerGroupID)
+	// conditionVariableTerms are conditionVariables as terms, in the same order.
+	conditionVariableTerms = func() (terms [len(conditionVariables)]*ast.Term) {
+		for i, v := range conditionVariables {
+			terms[i] = ast.StringTerm(v)
+		}
+		return terms
+	}()
+
+	// permissionTerms holds every permission as a term.
+	permissionTerms = func() map[string]*ast.Term {
+		terms := map[string]*ast.Term{}
+		for _, p := range policy.AllPermissions() {
+			terms[p] = ast.StringTerm(p)
+		}
+		return terms
+	}()
 )
 
 // value builds the Rego input (layout in authz.rego) directly as an AST value. Of the grant keys the caller answers
@@ -143,31 +163,78 @@ var (
 // which changes no decision but costs a lookup per key (most of them: a request has about a dozen keys and
 // typically one or two are listed). The module still decides on the data alone: a key passed here only tells it
 // where to look. t is nil for a tenancy the engine does not hold, whose requests then carry no keys.
+//
+// Strings the tenancy or the permission table already holds as terms (the tenancy id, the permission, the listed
+// keys, the facts that clauses mention) are reused rather than allocated: allocation drives the collector, and on
+// a busy machine the collector drives the latency tail.
 func (in Input) value(t *Tenancy) ast.Value {
-	permission := ast.StringTerm(in.Permission)
-	path := make([]*ast.Term, len(in.CompartmentPath))
-	for i, location := range in.CompartmentPath {
-		path[i] = ast.StringTerm(location)
+	var tenancy *ast.Term
+	if t != nil && t.ID == in.TenancyID {
+		tenancy = t.idTerm
+	} else {
+		tenancy = ast.StringTerm(in.TenancyID)
+	}
+	root := tenancy
+	if in.CompartmentPath[0] != in.TenancyID {
+		root = ast.StringTerm(in.CompartmentPath[0])
+	}
+	permission, ok := permissionTerms[in.Permission]
+	if !ok {
+		permission = ast.StringTerm(in.Permission)
 	}
 	obj := ast.NewObjectWithCapacity(8)
-	obj.Insert(keyTenancy, ast.StringTerm(in.TenancyID))
+	obj.Insert(keyTenancy, tenancy)
 	obj.Insert(keyPermission, permission)
-	obj.Insert(keyPath, ast.ArrayTerm(path...))
+	obj.Insert(keyRoot, root)
 
-	var kinds map[string]keyKinds
+	var byLocation map[string]map[string]listedKey
 	if t != nil {
-		kinds = t.keys[in.Permission]
+		byLocation = t.listed[in.Permission]
+	}
+	// The listed keys among those the caller answers to, and what the conditions listed under them compare. Looking a
+	// subject up converts it without allocating.
+	var found [16]listedKey
+	matches := found[:0]
+	var kinds keyKinds
+	var used varMask
+	if len(byLocation) > 0 {
+		var buf [128]byte
+		for _, location := range in.CompartmentPath {
+			bySubject := byLocation[location]
+			if len(bySubject) == 0 {
+				continue
+			}
+			add := func(subject []byte) {
+				if l, ok := bySubject[string(subject)]; ok {
+					matches = append(matches, l)
+					kinds |= l.kinds
+					used |= l.vars
+				}
+			}
+			add(append(buf[:0], subjectAnyUser...))
+			for _, g := range in.Groups {
+				add(append(append(buf[:0], subjectGroupPrefix...), g...))
+			}
+		}
+	}
+	// Statements without a condition are read from the grants index, unless some key lists clauses: then every
+	// key goes to the conditional index, which lists those statements too (as clauses that always hold), so that
+	// one rule reads the data once instead of two rules each reading it.
+	grantsIndex := indexGrants
+	if kinds&keyConditional != 0 {
+		grantsIndex = indexConditional
 	}
 	var keys [keyKindCount][]*ast.Term
-	if len(kinds) > 0 {
-		var buf [256]byte
-		for _, location := range in.CompartmentPath {
-			b := append(append(buf[:0], location...), '|')
-			appendKeys(&keys, kinds, append(b, subjectAnyUser...))
-			b = append(b, subjectGroupPrefix...)
-			for _, g := range in.Groups {
-				appendKeys(&keys, kinds, append(b, g...))
+	for _, l := range matches {
+		if l.kinds&(keyGrants|keyConditional) != 0 {
+			index := indexConditional
+			if l.kinds&keyConditional == 0 {
+				index = grantsIndex
 			}
+			keys[index] = append(keys[index], l.term)
+		}
+		if l.kinds&keyConditions != 0 {
+			keys[indexConditions] = append(keys[indexConditions], l.term)
 		}
 	}
 	for kind, list := range keys {
@@ -178,36 +245,41 @@ func (in Input) value(t *Tenancy) ast.Value {
 	if len(keys[indexConditional]) == 0 && len(keys[indexConditions]) == 0 {
 		return obj
 	}
-	// The condition variables, as facts for the conditional index and as vars for the conditions index.
-	vars := [...]struct {
-		name  *ast.Term
-		value string
-	}{
-		{varRequestPermission, in.Permission},
-		{varRequestOperation, in.Operation},
-		{varRequestPrincipalID, in.Principal},
-		{varTargetCompartmentID, in.CompartmentPath[len(in.CompartmentPath)-1]},
-		{varTargetCompartmentName, in.CompartmentName},
-		{varTargetQueueID, in.QueueID},
-		{varTargetQueueName, in.QueueName},
-		{varTargetConsumerGroupID, in.ConsumerGroupID},
+	// The condition variables (in conditionVariables' order), as facts for the conditional index and as vars for
+	// the conditions index; only those that the conditions under the keys compare.
+	vars := [len(conditionVariables)]string{
+		in.Permission,
+		in.Operation,
+		in.Principal,
+		in.CompartmentPath[len(in.CompartmentPath)-1],
+		in.CompartmentName,
+		in.QueueID,
+		in.QueueName,
+		in.ConsumerGroupID,
 	}
-	// A variable without a value is left out, so that every comparison on it is false.
+	// A variable without a value is left out, so that every comparison on it is false. Of the facts "<v>=<value>",
+	// only those that some clause of the tenancy lists in its relevant set are stated: `facts & relevant` is the
+	// same without the others, and the ones stated are the tenancy's terms.
 	if len(keys[indexConditional]) > 0 {
-		facts := ast.NewSetWithCapacity(2 * len(vars))
-		for _, v := range vars {
-			if v.value != "" {
-				facts.Add(v.name)
-				facts.Add(ast.StringTerm(fact(string(v.name.Value.(ast.String)), v.value)))
+		facts := ast.NewSetWithCapacity(2 * bits.OnesCount8(uint8(used)))
+		var buf [256]byte
+		for i, value := range vars {
+			if used&(1<<i) == 0 || value == "" {
+				continue
+			}
+			facts.Add(conditionVariableTerms[i])
+			b := append(append(append(buf[:0], conditionVariables[i]...), '='), value...)
+			if term := t.facts[string(b)]; term != nil {
+				facts.Add(term)
 			}
 		}
 		obj.Insert(keyFacts, ast.NewTerm(facts))
 	}
 	if len(keys[indexConditions]) > 0 {
-		object := ast.NewObjectWithCapacity(len(vars))
-		for _, v := range vars {
-			if v.value != "" {
-				object.Insert(v.name, ast.StringTerm(v.value))
+		object := ast.NewObjectWithCapacity(bits.OnesCount8(uint8(used)))
+		for i, value := range vars {
+			if used&(1<<i) != 0 && value != "" {
+				object.Insert(conditionVariableTerms[i], ast.StringTerm(value))
 			}
 		}
 		obj.Insert(keyVars, ast.NewTerm(object))
@@ -215,31 +287,12 @@ func (in Input) value(t *Tenancy) ast.Value {
 	return obj
 }
 
-// appendKeys appends the grant key key to the lists of the indexes that kinds says list it. Looking key up converts
-// it without allocating; only a listed key becomes a string.
-func appendKeys(keys *[keyKindCount][]*ast.Term, kinds map[string]keyKinds, key []byte) {
-	kind := kinds[string(key)]
-	if kind == 0 {
-		return
-	}
-	term := ast.StringTerm(string(key))
-	for i := range keys {
-		if kind&(1<<i) != 0 {
-			keys[i] = append(keys[i], term)
-		}
-	}
-}
-
 var errUnexpectedResult = errors.New("unexpected result from the authz query")
 
 // decode reads the query's value, the set of [index, policy id, text] of the statements that allow the request.
-func decode(rs rego.ResultSet) (Decision, error) {
-	if len(rs) != 1 || len(rs[0].Expressions) != 1 {
-		return Decision{}, fmt.Errorf("%w: %v", errUnexpectedResult, rs)
-	}
-	matched, ok := rs[0].Expressions[0].Value.(*ast.Term)
-	if !ok {
-		return Decision{}, fmt.Errorf("%w: %v", errUnexpectedResult, rs[0].Expressions[0].Value)
+func decode(matched *ast.Term) (Decision, error) {
+	if matched == nil {
+		return Decision{}, fmt.Errorf("%w: no value", errUnexpectedResult)
 	}
 	matchedSet, ok := matched.Value.(ast.Set)
 	if !ok {
@@ -249,35 +302,38 @@ func decode(rs rego.ResultSet) (Decision, error) {
 	if !d.Allowed {
 		return d, nil
 	}
-	type indexed struct {
-		index int
-		MatchedStatement
-	}
-	all := make([]indexed, 0, matchedSet.Len())
-	var err error
-	matchedSet.Foreach(func(t *ast.Term) {
+	// Slice lists the set in OPA's order of terms, which for [index, policy id, text] is load order (numbers
+	// compare by value); load order is the contract, so it is checked rather than assumed.
+	terms := matchedSet.Slice()
+	d.Matched = make([]MatchedStatement, len(terms))
+	var buf [8]int
+	indexes := buf[:0]
+	for i, t := range terms {
 		triple, ok := t.Value.(*ast.Array)
 		if !ok || triple.Len() != 3 {
-			err = fmt.Errorf("%w: matched statement %v", errUnexpectedResult, t)
-			return
+			return Decision{}, fmt.Errorf("%w: matched statement %v", errUnexpectedResult, t)
 		}
-		index, ok1 := triple.Elem(0).Value.(ast.Number).Int()
-		policyID, ok2 := triple.Elem(1).Value.(ast.String)
-		text, ok3 := triple.Elem(2).Value.(ast.String)
-		if !ok1 || !ok2 || !ok3 {
-			err = fmt.Errorf("%w: matched statement %v", errUnexpectedResult, t)
-			return
+		number, ok0 := triple.Elem(0).Value.(ast.Number)
+		policyID, ok1 := triple.Elem(1).Value.(ast.String)
+		text, ok2 := triple.Elem(2).Value.(ast.String)
+		index, ok3 := number.Int()
+		if !ok0 || !ok1 || !ok2 || !ok3 {
+			return Decision{}, fmt.Errorf("%w: matched statement %v", errUnexpectedResult, t)
 		}
-		all = append(all, indexed{index, MatchedStatement{PolicyID: string(policyID), Statement: string(text)}})
-	})
-	if err != nil {
-		return Decision{}, err
+		indexes = append(indexes, index)
+		d.Matched[i] = MatchedStatement{PolicyID: string(policyID), Statement: string(text)}
 	}
-	// A set's order is OPA's business; load order is the contract.
-	slices.SortFunc(all, func(a, b indexed) int { return a.index - b.index })
-	d.Matched = make([]MatchedStatement, len(all))
-	for i, m := range all {
-		d.Matched[i] = m.MatchedStatement
+	if !slices.IsSorted(indexes) {
+		order := make([]int, len(indexes))
+		for i := range order {
+			order[i] = i
+		}
+		slices.SortFunc(order, func(a, b int) int { return indexes[a] - indexes[b] })
+		sorted := make([]MatchedStatement, len(order))
+		for i, j := range order {
+			sorted[i] = d.Matched[j]
+		}
+		d.Matched = sorted
 	}
 	return d, nil
 }

@@ -12,19 +12,25 @@
 #   descendants, if their condition holds. A statement's result is [index, policy_id, text]. iam/authz rewrites a
 #   condition as clauses (any may hold) of comparisons (all must hold) and lists each clause:
 #     grants:      statements without a condition: their result
-#     conditional: the clauses of conditions: {result, required, relevant}, sets of facts (see below)
+#     conditional: the clauses of conditions: [result, relevant, required], relevant and required sets of facts
+#                  (see below); and every statement of grants as a clause that always holds, [result, {}, {}]
 #     conditions:  statements whose condition has too many clauses to list, whole: {result, condition}
 #
 # input (built by iam/authz for each request):
-#   tenancy, permission, path: [<tenancy id>, ..., <target compartment id>],
+#   tenancy, permission, root: the first compartment of the target's path from the root (the tenancy id when the
+#               target lies in the tenancy),
 #   keys, conditional_keys, condition_keys (for the three indexes in that order): the keys
-#               "<location>|<subject>" for locations on path and subjects the caller answers to, leaving out those
-#               under which the index lists nothing for the permission, which changes no decision and saves
-#               looking them up here (absent when empty)
+#               "<location>|<subject>" for locations on the target's path and subjects the caller answers to, leaving
+#               out those under which the index lists nothing for the permission, which changes no decision and saves
+#               looking them up here (absent when empty). A key that lists statements without a condition goes to
+#               keys or, when any key lists clauses, to conditional_keys: both indexes list those statements, and
+#               one rule reading the data once costs less than two
 #   facts: for every condition variable the request has a value for, "<variable>" and "<variable>=<value>"
 #               (present with conditional_keys)
 #   vars: {<condition variable>: <value>}, omitting variables the request has no value for (present with
 #               condition_keys)
+#   facts and vars may leave out variables that no condition listed under the input's keys compares, and facts
+#   may leave out "<variable>=<value>" facts that no clause lists as relevant, which changes no decision.
 #
 # A statement matches a request when it grants the permission to one of the caller's subjects on a compartment on
 # the target's path, and its condition holds. The indexes answer the first three tests with one lookup per input
@@ -34,14 +40,14 @@ package ferry.authz
 
 # matched holds [statement index, policy id, statement text] for every statement that allows the request. Only
 # data.tenancies[input.tenancy] is read, and the target must lie in that tenancy (its path starts at the tenancy's
-# root compartment), so one tenancy's statements can never grant anything in another.
+# root compartment: input.root), so one tenancy's statements can never grant anything in another.
 #
 # Every expression costs the evaluator about a microsecond, so the rules do as few as they can: each reads the
 # permission's index from the store once (a data reference is resolved from the root on every use) and then looks
 # the input's keys up in it, and the first expression fails at once when the input has no keys for the rule.
 matched contains result if {
 	keys := input.keys
-	input.path[0] == input.tenancy
+	input.root == input.tenancy
 	grants := data.tenancies[input.tenancy].grants[input.permission]
 	some key in keys
 	some result in grants[key]
@@ -49,19 +55,19 @@ matched contains result if {
 
 # A clause holds when the request's facts include every fact it requires and no other fact relevant to it: `v = 'x'`
 # requires v=x; `v != 'x'` requires v (a value) and must not find v=x. One set intersection checks a whole clause.
-matched contains c.result if {
+matched contains result if {
 	keys := input.conditional_keys
-	input.path[0] == input.tenancy
+	input.root == input.tenancy
 	conditional := data.tenancies[input.tenancy].conditional[input.permission]
 	facts := input.facts
 	some key in keys
-	some c in conditional[key]
-	facts & c.relevant == c.required
+	some [result, relevant, required] in conditional[key]
+	facts & relevant == required
 }
 
 matched contains c.result if {
 	keys := input.condition_keys
-	input.path[0] == input.tenancy
+	input.root == input.tenancy
 	conditions := data.tenancies[input.tenancy].conditions[input.permission]
 	some key in keys
 	some c in conditions[key]

@@ -13,7 +13,6 @@ import (
 
 	"github.com/open-policy-agent/opa/v1/ast"
 	"github.com/open-policy-agent/opa/v1/metrics"
-	"github.com/open-policy-agent/opa/v1/rego"
 	"github.com/open-policy-agent/opa/v1/storage/inmem"
 	"github.com/open-policy-agent/opa/v1/topdown"
 	"github.com/stretchr/testify/require"
@@ -271,14 +270,16 @@ func benchmarkAuthorize(b *testing.B, statements int) {
 	l := measureLatency(b, e, inputs, 20_000)
 	l.report(b)
 	b.ReportMetric(l.allowedShare*100, "%allowed")
-	b.ReportMetric(float64(bestOf(b, e, inputs, 10).Nanoseconds())/1e3, "best10-p99-µs")
+	p50, p99 := bestOf(b, e, inputs, 10)
+	b.ReportMetric(float64(p50.Nanoseconds())/1e3, "best10-p50-µs")
+	b.ReportMetric(float64(p99.Nanoseconds())/1e3, "best10-p99-µs")
 }
 
-// bestOf decides every input rounds times and returns the 99th percentile over inputs of each input's fastest
-// decision: what the slowest requests cost when the machine leaves them alone, which on a shared machine tells a
+// bestOf decides every input rounds times and returns the median and the 99th percentile over inputs of each input's
+// fastest decision: what the slowest requests cost when the machine leaves them alone, which on a shared machine tells a
 // change to the engine from a change in the neighbours' load. It is reported beside, never instead of, the p99 of
 // all decisions.
-func bestOf(tb testing.TB, e *Engine, inputs []Input, rounds int) time.Duration {
+func bestOf(tb testing.TB, e *Engine, inputs []Input, rounds int) (p50, p99 time.Duration) {
 	runtime.LockOSThread()
 	defer runtime.UnlockOSThread()
 	best := make([]time.Duration, len(inputs))
@@ -294,7 +295,7 @@ func bestOf(tb testing.TB, e *Engine, inputs []Input, rounds int) time.Duration 
 		}
 	}
 	slices.Sort(best)
-	return best[len(best)*99/100]
+	return best[len(best)/2], best[len(best)*99/100]
 }
 
 // BenchmarkAuthorize10 decides against a tenancy of 10 statements (nine other tenancies hold 1,000 each).
@@ -341,24 +342,30 @@ func TestLatency(t *testing.T) {
 	require.Less(t, l.allowedShare, 0.8, "the generated requests must also exercise denying")
 }
 
-// BenchmarkOPAFloor evaluates a one-line policy with the options Authorize uses: the least any OPA decision costs
-// on this machine, so that Authorize's numbers can be read against the machine rather than in the abstract.
+// BenchmarkOPAFloor evaluates a one-line policy the way Authorize evaluates its query: the least any OPA decision
+// costs on this machine, so that Authorize's numbers can be read against the machine rather than in the abstract.
 func BenchmarkOPAFloor(b *testing.B) {
 	store := inmem.NewWithOpts(inmem.OptReturnASTValuesOnRead(true))
-	query, err := rego.New(
-		rego.Query("data.floor.allow"),
-		rego.Module("floor.rego", "package floor\n\nallow if input.permission == \"QUEUE_READ\"\n"),
-		rego.Store(store),
-	).PrepareForEval(b.Context())
+	compiler := ast.MustCompileModules(map[string]string{"floor.rego": "package floor\n\nallow if input.permission == \"QUEUE_READ\"\n"})
+	query, err := compiler.QueryCompiler().Compile(ast.MustParseBody("x = data.floor.allow"))
 	require.NoError(b, err)
-	input := ast.NewObject(ast.Item(ast.StringTerm("permission"), ast.StringTerm("QUEUE_READ")))
+	txn, err := store.NewTransaction(b.Context())
+	require.NoError(b, err)
+	defer store.Abort(b.Context(), txn)
+	input := ast.NewTerm(ast.NewObject(ast.Item(ast.StringTerm("permission"), ast.StringTerm("QUEUE_READ"))))
 	eval := func(int) bool {
-		rs, err := query.Eval(b.Context(), rego.EvalParsedInput(input), rego.EvalExternalCancel(topdown.NewCancel()),
-			rego.EvalMetrics(metrics.NoOp()), rego.EvalBaseCache(noBaseCache{}), rego.EvalVirtualCache(noVirtualCache{}))
+		allowed := false
+		err := topdown.NewQuery(query).WithCompiler(compiler).WithStore(store).WithTransaction(txn).WithInput(input).
+			WithCancel(topdown.NewCancel()).WithIndexing(true).WithEarlyExit(true).WithMetrics(metrics.NoOp()).
+			WithBaseCache(noBaseCache{}).WithVirtualCache(noVirtualCache{}).
+			Iter(b.Context(), func(qr topdown.QueryResult) error {
+				allowed = qr[ast.Var("x")].Equal(ast.BooleanTerm(true))
+				return nil
+			})
 		if err != nil {
 			b.Fatal(err)
 		}
-		return rs.Allowed()
+		return allowed
 	}
 	b.ReportAllocs()
 	for b.Loop() {

@@ -33,10 +33,71 @@ type Tenancy struct {
 	Unresolved []MatchedStatement
 
 	value ast.Value
-	// keys tells, for a permission and a grant key, which of the data's indexes list entries under that key, so
-	// that a request's input names only the keys the Rego module will find something under (see Input.value). It
-	// mirrors the data exactly and is never modified after Load.
+	// keys tells, for a permission and a grant key, which kinds of statements the data lists under that key, so
+	// that a request's input names only the keys the Rego module will find something under (see Input.value): bit
+	// keyGrants for statements without a condition (listed in the grants index and, as clauses that always hold,
+	// in the conditional index too), keyConditional and keyConditions for those with one. It mirrors the data
+	// exactly and is never modified after Load.
 	keys map[string]map[string]keyKinds
+	// listed holds the same keys as keys, by permission, location and subject, with what a request's input needs
+	// of them (see listedKey). Split by location, most of a request's lookups end at a location that lists nothing,
+	// without building a key.
+	listed map[string]map[string]map[string]listedKey
+	// facts holds every fact "<variable>=<value>" that a clause of the conditional index lists in its relevant
+	// set, as the term the data holds: the only such facts a request's input needs to state (see Input.value).
+	facts map[string]*ast.Term
+	// idTerm is ID as a term.
+	idTerm *ast.Term
+}
+
+// listedKey is what a request's input needs of a grant key that the data lists: under which indexes, the key as a
+// term, and which condition variables the conditions listed under it compare, so that the input states facts only
+// about them (a fact about any other variable is in no relevant set of those clauses and no condition reads it,
+// so leaving it out changes no decision).
+type listedKey struct {
+	kinds keyKinds
+	vars  varMask
+	term  *ast.Term
+}
+
+// varMask is a set of condition variables, bit i standing for conditionVariables[i].
+type varMask uint8
+
+// conditionVariables are the condition variables in varMask's bit order (Input.value lists a request's values in
+// the same order).
+var conditionVariables = [...]string{
+	policy.VarRequestPermission,
+	policy.VarRequestOperation,
+	policy.VarRequestPrincipalID,
+	policy.VarTargetCompartmentID,
+	policy.VarTargetCompartmentName,
+	policy.VarTargetQueueID,
+	policy.VarTargetQueueName,
+	policy.VarTargetConsumerGroupID,
+}
+
+// conditionVars returns the variables c compares. A variable the parser accepts but conditionVariables lacks would
+// be a bug; Load refuses it rather than decide without it.
+func conditionVars(c *policy.Condition) (varMask, error) {
+	if c == nil {
+		return 0, nil
+	}
+	if c.Op == policy.OpAll || c.Op == policy.OpAny {
+		var mask varMask
+		for _, child := range c.Conditions {
+			m, err := conditionVars(child)
+			if err != nil {
+				return 0, err
+			}
+			mask |= m
+		}
+		return mask, nil
+	}
+	i := slices.Index(conditionVariables[:], c.Variable)
+	if i < 0 {
+		return 0, fmt.Errorf("unknown condition variable %q", c.Variable)
+	}
+	return 1 << i, nil
 }
 
 // keyKinds tells under which of the data's indexes (see authz.rego) a grant key lists entries.
@@ -80,8 +141,6 @@ var (
 	termLocation   = ast.StringTerm("location")
 	termCondition  = ast.StringTerm("condition")
 	termResult     = ast.StringTerm("result")
-	termRequired   = ast.StringTerm("required")
-	termRelevant   = ast.StringTerm("relevant")
 	termOp         = ast.StringTerm("op")
 	termVar        = ast.StringTerm("var")
 	termValue      = ast.StringTerm("value")
@@ -103,7 +162,13 @@ func Load(tenancyID string, policies []Policy, resolve Resolver) (*Tenancy, erro
 	if tenancyID == "" {
 		return nil, errors.New("authz: load: empty tenancy id")
 	}
-	t := &Tenancy{ID: tenancyID, keys: map[string]map[string]keyKinds{}}
+	t := &Tenancy{
+		ID:     tenancyID,
+		keys:   map[string]map[string]keyKinds{},
+		listed: map[string]map[string]map[string]listedKey{},
+		facts:  map[string]*ast.Term{},
+		idTerm: ast.StringTerm(tenancyID),
+	}
 	var statements []*ast.Term
 	// indexes[kind][permission][grant key] lists entries in load order (see authz.rego for each kind's entries).
 	// The terms of a statement are shared by every entry that lists it, so the indexes cost pointers, not copies.
@@ -125,12 +190,21 @@ func Load(tenancyID string, policies []Policy, resolve Resolver) (*Tenancy, erro
 				t.Unresolved = append(t.Unresolved, MatchedStatement{PolicyID: p.ID, Statement: s.Text})
 				continue
 			}
-			entries := indexEntries(s.Condition, result)
+			vars, err := conditionVars(s.Condition)
+			if err != nil {
+				return nil, fmt.Errorf("authz: load: policy %s: statement %q: %w", p.ID, s.Text, err)
+			}
+			entries := indexEntries(s.Condition, result, t.facts)
 			for _, perm := range s.Permissions() {
 				kinds := t.keys[perm]
 				if kinds == nil {
 					kinds = map[string]keyKinds{}
 					t.keys[perm] = kinds
+				}
+				byLocation := t.listed[perm]
+				if byLocation == nil {
+					byLocation = map[string]map[string]listedKey{}
+					t.listed[perm] = byLocation
 				}
 				// A statement naming the same group twice must be listed once.
 				for i, subject := range subjects {
@@ -145,7 +219,22 @@ func Load(tenancyID string, policies []Policy, resolve Resolver) (*Tenancy, erro
 							indexes[e.kind][perm] = byKey
 						}
 						byKey[key] = append(byKey[key], e.term)
-						kinds[key] |= 1 << e.kind
+						if !e.copy {
+							kinds[key] |= 1 << e.kind
+						}
+					}
+					if len(entries) > 0 {
+						bySubject := byLocation[location]
+						if bySubject == nil {
+							bySubject = map[string]listedKey{}
+							byLocation[location] = bySubject
+						}
+						l := bySubject[subject]
+						if l.term == nil {
+							l.term = ast.StringTerm(key)
+						}
+						l.kinds, l.vars = kinds[key], l.vars|vars
+						bySubject[subject] = l
 					}
 				}
 			}
@@ -161,32 +250,44 @@ func Load(tenancyID string, policies []Policy, resolve Resolver) (*Tenancy, erro
 	return t, nil
 }
 
-// entry is what an index lists for a statement: kind is the index (a bit number of keyKinds).
+// entry is what an index lists for a statement: kind is the index (a bit number of keyKinds). copy marks the
+// conditional index's copy of a statement without a condition (see indexEntries), which is not a kind of its own.
 type entry struct {
 	kind int
 	term *ast.Term
+	copy bool
 }
+
+// emptySet is the relevant and required set of a clause that always holds.
+var emptySet = ast.SetTerm()
 
 // maxClauses bounds how many clauses a condition may be rewritten to; past it, the condition is evaluated whole.
 // The rewrite multiplies out `all` of `any`s, so a statement can reach it only by combining several of them.
 const maxClauses = 32
 
-// indexEntries returns a statement's index entries: its result for a statement without a condition, else one entry
-// per clause of its condition (see clauseTerm), or the whole condition ({result, condition}) when it has more than
-// maxClauses clauses. A statement matches when any of its entries holds, as its condition holds when any of its
-// clauses does; a clause that can never hold (it requires a variable to equal and differ from a value) is left out.
-func indexEntries(c *policy.Condition, result *ast.Term) []entry {
+// indexEntries returns a statement's index entries: for a statement without a condition its result in the grants
+// index and a clause that always holds ([result, {}, {}]) in the conditional index; else one entry per clause of
+// its condition (see clauseTerm), or the whole condition ({result, condition}) when it has more than maxClauses
+// clauses. A statement matches when any of its entries holds, as its condition holds when any of its clauses does;
+// a clause that can never hold (it requires a variable to equal and differ from a value) is left out.
+//
+// The conditional index thus lists every statement that the grants index lists, so that a request whose keys list
+// conditions can read everything from that one index, in one rule (see Input.value).
+func indexEntries(c *policy.Condition, result *ast.Term, facts map[string]*ast.Term) []entry {
 	if c == nil {
-		return []entry{{indexGrants, result}}
+		return []entry{
+			{kind: indexGrants, term: result},
+			{kind: indexConditional, term: ast.ArrayTerm(result, emptySet, emptySet), copy: true},
+		}
 	}
 	clauses, ok := disjunctiveNormalForm(c)
 	if !ok {
-		return []entry{{indexConditions, ast.ObjectTerm(ast.Item(termResult, result), ast.Item(termCondition, conditionTerm(c)))}}
+		return []entry{{kind: indexConditions, term: ast.ObjectTerm(ast.Item(termResult, result), ast.Item(termCondition, conditionTerm(c)))}}
 	}
 	entries := make([]entry, 0, len(clauses))
 	for _, clause := range clauses {
-		if term, ok := clauseTerm(clause, result); ok {
-			entries = append(entries, entry{indexConditional, term})
+		if term, ok := clauseTerm(clause, result, facts); ok {
+			entries = append(entries, entry{kind: indexConditional, term: term})
 		}
 	}
 	return entries
@@ -231,22 +332,32 @@ func disjunctiveNormalForm(c *policy.Condition) (clauses [][]*policy.Condition, 
 // kinds cannot be confused whatever the value.
 func fact(variable, value string) string { return variable + "=" + value }
 
-// clauseTerm is a clause's entry in the conditional index, {result, required, relevant}: the request's facts must
+// clauseTerm is a clause's entry in the conditional index, [result, relevant, required] (an array, which the Rego
+// module takes apart in one unification where an object takes one step per field): the request's facts must
 // include every fact in required and no other fact in relevant, which Rego checks as
 // `facts & relevant == required`. A comparison `v = 'x'` requires the fact v=x; `v != 'x'` requires v (a value) and
 // puts v=x in relevant without requiring it (that value must not be the one). ok is false for a clause that can
 // never hold because it requires a fact that it also forbids.
-func clauseTerm(clause []*policy.Condition, result *ast.Term) (term *ast.Term, ok bool) {
+func clauseTerm(clause []*policy.Condition, result *ast.Term, facts map[string]*ast.Term) (term *ast.Term, ok bool) {
 	required, relevant := ast.NewSet(), ast.NewSet()
 	var forbidden []*ast.Term
+	factTerm := func(variable, value string) *ast.Term {
+		f := fact(variable, value)
+		term := facts[f]
+		if term == nil {
+			term = ast.StringTerm(f)
+			facts[f] = term
+		}
+		return term
+	}
 	for _, c := range clause {
 		if c.Op == policy.OpEqual {
-			f := ast.StringTerm(fact(c.Variable, c.Value))
+			f := factTerm(c.Variable, c.Value)
 			required.Add(f)
 			relevant.Add(f)
 			continue
 		}
-		v, f := ast.StringTerm(c.Variable), ast.StringTerm(fact(c.Variable, c.Value))
+		v, f := ast.StringTerm(c.Variable), factTerm(c.Variable, c.Value)
 		required.Add(v)
 		relevant.Add(v)
 		relevant.Add(f)
@@ -257,11 +368,7 @@ func clauseTerm(clause []*policy.Condition, result *ast.Term) (term *ast.Term, o
 			return nil, false
 		}
 	}
-	return ast.ObjectTerm(
-		ast.Item(termResult, result),
-		ast.Item(termRequired, ast.NewTerm(required)),
-		ast.Item(termRelevant, ast.NewTerm(relevant)),
-	), true
+	return ast.ArrayTerm(result, ast.NewTerm(relevant), ast.NewTerm(required)), true
 }
 
 func indexTerm(index map[string]map[string][]*ast.Term) *ast.Term {
