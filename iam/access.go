@@ -12,6 +12,7 @@ import (
 	"slices"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/gin-gonic/gin"
@@ -46,16 +47,23 @@ type Access struct {
 // tenancyState is what Access holds per tenancy: the compartment tree (ids → parent and name) and when the
 // tenancy's statements were last loaded into the engine.
 type tenancyState struct {
-	mu      sync.Mutex
-	loaded  time.Time
-	stale   bool
-	nodes   map[string]persistence.CompartmentNode
-	resolve authz.Resolver      // compartment paths (names from the root) → ids, over nodes
-	queues  map[string]queueRef // queue id → compartment and name (cleared with the tenancy)
+	mu     sync.Mutex
+	loaded time.Time
+	stale  bool
+	// tree is the compartment tree of the last load: replaced, never changed, so that decisions read it without
+	// the lock while a reload builds the next one.
+	tree   atomic.Pointer[compartmentTree]
+	queues map[string]queueRef // queue id → compartment and name (cleared with the tenancy)
 	// queuesGen counts the clears of queues: a lookup that started before a clear must not store what it read
 	// (the queue may have moved or been renamed since).
 	queuesGen uint64
 	qmu       sync.Mutex
+}
+
+// compartmentTree is a tenancy's compartments (ids → parent and name) as one load read them.
+type compartmentTree struct {
+	nodes   map[string]persistence.CompartmentNode
+	resolve authz.Resolver // compartment paths (names from the root) → ids, over nodes
 }
 
 type queueRef struct {
@@ -124,7 +132,7 @@ func (a *Access) state(ctx context.Context, tenancyID string) (*tenancyState, er
 	for _, n := range nodes {
 		byID[n.ID] = n
 	}
-	tree := &tenancyState{nodes: byID, resolve: resolver(tenancyID, byID)}
+	tree := &compartmentTree{nodes: byID, resolve: resolver(tenancyID, byID)}
 	policies := make([]authz.Policy, 0, len(rows))
 	for _, p := range rows {
 		statements, err := policy.ParseStatements(p.Statements)
@@ -146,7 +154,8 @@ func (a *Access) state(ctx context.Context, tenancyID string) (*tenancyState, er
 	if err := a.engine.SetTenancy(ctx, compiled); err != nil {
 		return nil, err
 	}
-	st.nodes, st.resolve, st.loaded, st.stale = byID, tree.resolve, time.Now(), false
+	st.tree.Store(tree)
+	st.loaded, st.stale = time.Now(), false
 	st.qmu.Lock()
 	st.queues = map[string]queueRef{}
 	st.queuesGen++
@@ -158,7 +167,7 @@ func (a *Access) state(ctx context.Context, tenancyID string) (*tenancyState, er
 // resolved: a policy grants only in its compartment and the compartments below it, so that `manage policies` in a
 // compartment gives no more than that compartment (OCI's rule). A path that does not resolve grants nothing anyway
 // and is kept (it is checked again when it resolves).
-func (st *tenancyState) inScope(tenancyID, home string, l policy.Location) bool {
+func (st *compartmentTree) inScope(tenancyID, home string, l policy.Location) bool {
 	if home == tenancyID {
 		return true
 	}
@@ -188,20 +197,21 @@ func (a *Access) CheckScope(ctx context.Context, tenancyID, home string, stateme
 	if err != nil {
 		return err
 	}
-	homePath, homeName, ok := st.ancestry(tenancyID, home)
+	tree := st.tree.Load()
+	homePath, homeName, ok := tree.ancestry(tenancyID, home)
 	if !ok {
 		return nil // not a compartment of the tenancy: the store answers 404
 	}
 	var homeNames []string
 	for _, id := range homePath[1:] {
-		homeNames = append(homeNames, st.nodes[id].Name)
+		homeNames = append(homeNames, tree.nodes[id].Name)
 	}
 	for i, s := range statements {
 		var in bool
 		switch l := s.Location; {
 		case l.Tenancy:
 		case l.ID != "":
-			path, _, found := st.ancestry(tenancyID, l.ID)
+			path, _, found := tree.ancestry(tenancyID, l.ID)
 			in = found && slices.Contains(path, home)
 		default:
 			in = len(l.Path) >= len(homeNames) && slices.Equal(l.Path[:len(homeNames)], homeNames)
@@ -242,7 +252,7 @@ func resolver(tenancyID string, nodes map[string]persistence.CompartmentNode) au
 
 // ancestry is the path of compartment ids from the root down to id, and id's name; ok is false when id is not a
 // compartment of the tenancy.
-func (st *tenancyState) ancestry(tenancyID, id string) (path []string, name string, ok bool) {
+func (st *compartmentTree) ancestry(tenancyID, id string) (path []string, name string, ok bool) {
 	n, found := st.nodes[id]
 	if !found {
 		return nil, "", false
@@ -280,14 +290,14 @@ func (a *Access) Decide(ctx context.Context, p *Principal, permission, operation
 	if err != nil {
 		return authz.Decision{}, err
 	}
-	path, name, ok := st.ancestry(p.TenancyID, t.CompartmentID)
+	path, name, ok := st.tree.Load().ancestry(p.TenancyID, t.CompartmentID)
 	if !ok {
 		// The compartment may be new on another node: reload once before answering "not found".
 		a.Invalidate(p.TenancyID)
 		if st, err = a.state(ctx, p.TenancyID); err != nil {
 			return authz.Decision{}, err
 		}
-		if path, name, ok = st.ancestry(p.TenancyID, t.CompartmentID); !ok {
+		if path, name, ok = st.tree.Load().ancestry(p.TenancyID, t.CompartmentID); !ok {
 			return authz.Decision{}, nil
 		}
 	}
@@ -367,14 +377,15 @@ func (a *Access) allowedBelow(ctx context.Context, p *Principal, permission, ope
 	if err != nil {
 		return false, err
 	}
-	if _, _, ok := st.ancestry(p.TenancyID, compartmentID); !ok {
+	tree := st.tree.Load()
+	if _, _, ok := tree.ancestry(p.TenancyID, compartmentID); !ok {
 		return false, nil
 	}
-	for id, n := range st.nodes {
+	for id, n := range tree.nodes {
 		if id == compartmentID || n.State == persistence.StateDeleted {
 			continue
 		}
-		if path, _, ok := st.ancestry(p.TenancyID, id); !ok || !slices.Contains(path, compartmentID) {
+		if path, _, ok := tree.ancestry(p.TenancyID, id); !ok || !slices.Contains(path, compartmentID) {
 			continue
 		}
 		d, err := a.Decide(ctx, p, permission, operation, Target{CompartmentID: id})
