@@ -14,6 +14,7 @@ import (
 	"github.com/ferry-mq/ferry/openapi/api"
 	"github.com/ferry-mq/ferry/persistence"
 	"github.com/ferry-mq/ferry/services/apierror"
+	"github.com/ferry-mq/ferry/services/httpapi"
 	"github.com/ferry-mq/ferry/services/messaging"
 )
 
@@ -32,7 +33,12 @@ func tenancyOf(c *gin.Context) string {
 	return ""
 }
 
-func bind(c *gin.Context, dst any) bool {
+// bind decodes the JSON body into dst, or takes the body the validator's fast path already decoded.
+func bind[T any](c *gin.Context, dst *T) bool {
+	if body, ok := httpapi.DecodedBody[T](c); ok {
+		*dst = *body
+		return true
+	}
 	if err := c.ShouldBindJSON(dst); err != nil {
 		apierror.Write(c, apierror.InvalidParameter("body: %v", err))
 		return false
@@ -58,8 +64,10 @@ func int32Ptr(p *int) *int32 {
 
 // PutMessages publishes a batch: all of it commits before the 200, or none of it.
 func (h *Handlers) PutMessages(c *gin.Context, queueID api.QueueIdPath, _ api.PutMessagesParams) {
-	entries, ok := validatedEntries(c)
-	if !ok {
+	var entries []messaging.PutEntry
+	if body, ok := httpapi.DecodedBody[api.PutMessagesDetails](c); ok {
+		entries = entriesOf(*body)
+	} else if entries, ok = validatedEntries(c); !ok {
 		var body api.PutMessagesDetails
 		if !bind(c, &body) {
 			return
