@@ -175,39 +175,7 @@ func (h *Handlers) GetMessages(c *gin.Context, queueID api.QueueIdPath, params a
 		apierror.Write(c, err)
 		return
 	}
-	out := api.GetMessages{Messages: make([]api.GetMessage, len(got))}
-	for i, m := range got {
-		msg := api.GetMessage{
-			Id:            m.ID,
-			Content:       m.Content,
-			Receipt:       m.Receipt,
-			DeliveryCount: int(m.DeliveryCount),
-			VisibleAfter:  m.VisibleAt,
-			ExpireAfter:   m.ExpireAt,
-		}
-		if len(m.Attributes) > 0 {
-			attrs := api.MessageAttributes(m.Attributes)
-			msg.Attributes = &attrs
-		}
-		meta := api.MessageMetadata{}
-		if m.ChannelID != "" {
-			ch := m.ChannelID
-			meta.ChannelId = &ch
-		}
-		if m.Traceparent != "" {
-			tp := m.Traceparent
-			meta.Traceparent = &tp
-		}
-		if m.MessageGroupID != "" {
-			mg := m.MessageGroupID
-			meta.MessageGroupId = &mg
-		}
-		if meta.ChannelId != nil || meta.Traceparent != nil || meta.MessageGroupId != nil {
-			msg.Metadata = &meta
-		}
-		out.Messages[i] = msg
-	}
-	c.JSON(http.StatusOK, out)
+	writeGetMessages(c, got)
 }
 
 // DeleteMessage acknowledges one message: 204, 409 for a stale receipt, 404 when the message is gone.

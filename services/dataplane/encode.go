@@ -1,0 +1,95 @@
+package dataplane
+
+import (
+	"encoding/json"
+	"net/http"
+	"strconv"
+	"sync"
+	"time"
+
+	"github.com/gin-gonic/gin"
+
+	"github.com/ferry-mq/ferry/services/apierror"
+	"github.com/ferry-mq/ferry/services/jsonx"
+	"github.com/ferry-mq/ferry/services/messaging"
+)
+
+// The GetMessages response carries up to 32 message bodies of up to 256 KiB: it is written by hand into a pooled
+// buffer instead of through encoding/json's reflection. The bytes are those json.Marshal gives for the
+// api.GetMessages the handler used to build (TestGetMessagesEncoding).
+
+var bodyBuffers = sync.Pool{New: func() any { b := make([]byte, 0, 64<<10); return &b }}
+
+// maxPooledBuffer: buffers that grew past this (large messages) are left to the GC rather than kept.
+const maxPooledBuffer = 1 << 20
+
+// writeGetMessages answers 200 with the GetMessages body for got.
+func writeGetMessages(c *gin.Context, got []messaging.Delivered) {
+	bp := bodyBuffers.Get().(*[]byte)
+	body, err := appendGetMessages((*bp)[:0], got)
+	if err != nil {
+		apierror.Write(c, err)
+	} else {
+		c.Data(http.StatusOK, "application/json; charset=utf-8", body)
+	}
+	if cap(body) <= maxPooledBuffer {
+		*bp = body[:0]
+		bodyBuffers.Put(bp)
+	}
+}
+
+const timeLayout = `"` + time.RFC3339Nano + `"`
+
+// appendGetMessages appends {"messages":[…]} with each message's fields in the order (and with the omissions) of
+// api.GetMessage's JSON encoding.
+func appendGetMessages(b []byte, got []messaging.Delivered) ([]byte, error) {
+	b = append(b, `{"messages":[`...)
+	for i := range got {
+		m := &got[i]
+		if i > 0 {
+			b = append(b, ',')
+		}
+		b = append(b, '{')
+		if len(m.Attributes) > 0 {
+			attrs, err := json.Marshal(m.Attributes)
+			if err != nil {
+				return b, err
+			}
+			b = append(b, `"attributes":`...)
+			b = append(b, attrs...)
+			b = append(b, ',')
+		}
+		b = append(b, `"content":`...)
+		b = jsonx.AppendString(b, m.Content)
+		b = append(b, `,"deliveryCount":`...)
+		b = strconv.AppendInt(b, int64(m.DeliveryCount), 10)
+		b = append(b, `,"expireAfter":`...)
+		b = m.ExpireAt.AppendFormat(b, timeLayout)
+		b = append(b, `,"id":`...)
+		b = strconv.AppendInt(b, m.ID, 10)
+		if m.ChannelID != "" || m.Traceparent != "" || m.MessageGroupID != "" {
+			b = append(b, `,"metadata":{`...)
+			sep := byte(0)
+			for _, f := range [...]struct{ name, value string }{
+				{`"channelId":`, m.ChannelID}, {`"messageGroupId":`, m.MessageGroupID}, {`"traceparent":`, m.Traceparent},
+			} {
+				if f.value == "" {
+					continue
+				}
+				if sep != 0 {
+					b = append(b, sep)
+				}
+				b = append(b, f.name...)
+				b = jsonx.AppendString(b, f.value)
+				sep = ','
+			}
+			b = append(b, '}')
+		}
+		b = append(b, `,"receipt":`...)
+		b = jsonx.AppendString(b, m.Receipt)
+		b = append(b, `,"visibleAfter":`...)
+		b = m.VisibleAt.AppendFormat(b, timeLayout)
+		b = append(b, '}')
+	}
+	return append(b, "]}"...), nil
+}
