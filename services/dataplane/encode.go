@@ -9,6 +9,7 @@ import (
 
 	"github.com/gin-gonic/gin"
 
+	"github.com/ferry-mq/ferry/persistence"
 	"github.com/ferry-mq/ferry/services/apierror"
 	"github.com/ferry-mq/ferry/services/jsonx"
 	"github.com/ferry-mq/ferry/services/messaging"
@@ -25,8 +26,13 @@ const maxPooledBuffer = 1 << 20
 
 // writeGetMessages answers 200 with the GetMessages body for got.
 func writeGetMessages(c *gin.Context, got []messaging.Delivered) {
+	writeBody(c, func(b []byte) ([]byte, error) { return appendGetMessages(b, got) })
+}
+
+// writeBody answers 200 with the JSON body that appendBody appends to a pooled buffer.
+func writeBody(c *gin.Context, appendBody func(b []byte) ([]byte, error)) {
 	bp := bodyBuffers.Get().(*[]byte)
-	body, err := appendGetMessages((*bp)[:0], got)
+	body, err := appendBody((*bp)[:0])
 	if err != nil {
 		apierror.Write(c, err)
 	} else {
@@ -36,6 +42,56 @@ func writeGetMessages(c *gin.Context, got []messaging.Delivered) {
 		*bp = body[:0]
 		bodyBuffers.Put(bp)
 	}
+}
+
+// appendPutMessages appends the PutMessages result: json.Marshal of api.PutMessages with every entry's
+// consumerGroups set.
+func appendPutMessages(b []byte, results []persistence.PutResult) []byte {
+	b = append(b, `{"messages":[`...)
+	for i, r := range results {
+		if i > 0 {
+			b = append(b, ',')
+		}
+		b = append(b, `{"consumerGroups":`...)
+		b = strconv.AppendInt(b, int64(r.Groups), 10)
+		b = append(b, `,"expireAfter":`...)
+		b = r.ExpireAt.AppendFormat(b, timeLayout)
+		b = append(b, `,"id":`...)
+		b = strconv.AppendInt(b, r.ID, 10)
+		b = append(b, '}')
+	}
+	return append(b, "]}"...)
+}
+
+// appendEntryResults appends a DeleteMessagesResult: json.Marshal of api.DeleteMessagesResult, an empty object
+// for each entry that succeeded.
+func appendEntryResults(b []byte, errs []messaging.EntryError) []byte {
+	var client, server int
+	for _, e := range errs {
+		if e != nil {
+			countFailure(e, &client, &server)
+		}
+	}
+	b = append(b, `{"clientFailedCount":`...)
+	b = strconv.AppendInt(b, int64(client), 10)
+	b = append(b, `,"entries":[`...)
+	for i, e := range errs {
+		if i > 0 {
+			b = append(b, ',')
+		}
+		if e == nil {
+			b = append(b, "{}"...)
+			continue
+		}
+		b = append(b, `{"errorCode":`...)
+		b = jsonx.AppendString(b, e.Code)
+		b = append(b, `,"errorMessage":`...)
+		b = jsonx.AppendString(b, e.Message)
+		b = append(b, '}')
+	}
+	b = append(b, `],"serverFailedCount":`...)
+	b = strconv.AppendInt(b, int64(server), 10)
+	return append(b, '}')
 }
 
 const timeLayout = `"` + time.RFC3339Nano + `"`

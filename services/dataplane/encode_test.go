@@ -10,6 +10,7 @@ import (
 
 	"github.com/ferry-mq/ferry/openapi/api"
 	"github.com/ferry-mq/ferry/persistence"
+	"github.com/ferry-mq/ferry/services/apierror"
 	"github.com/ferry-mq/ferry/services/messaging"
 )
 
@@ -108,4 +109,48 @@ func BenchmarkGetMessagesEncoding(b *testing.B) {
 			_, _ = json.Marshal(reference(got))
 		}
 	})
+}
+
+// TestPutAndDeleteResultsEncoding: the hand-written PutMessages and DeleteMessages results are encoding/json's.
+func TestPutAndDeleteResultsEncoding(t *testing.T) {
+	r := rand.New(rand.NewPCG(3, 4))
+	for round := 0; round < 300; round++ {
+		results := make([]persistence.PutResult, r.IntN(21))
+		for i := range results {
+			if r.IntN(5) > 0 { // else discarded: the zero result
+				results[i] = persistence.PutResult{ID: r.Int64N(1 << 50), Groups: r.IntN(4),
+					ExpireAt: time.Date(2026, 12, r.IntN(28)+1, r.IntN(24), 0, 0, r.IntN(3)*r.IntN(1e9), time.UTC)}
+			}
+		}
+		put := api.PutMessages{Messages: make([]api.PutMessagesResultEntry, len(results))}
+		for i, res := range results {
+			groups := res.Groups
+			put.Messages[i] = api.PutMessagesResultEntry{Id: res.ID, ExpireAfter: res.ExpireAt, ConsumerGroups: &groups}
+		}
+		want, _ := json.Marshal(put)
+		if got := appendPutMessages(nil, results); string(got) != string(want) {
+			t.Fatalf("PutMessages: hand-written\n%s\nencoding/json\n%s", got, want)
+		}
+
+		errs := make([]messaging.EntryError, r.IntN(21))
+		for i := range errs {
+			switch r.IntN(3) {
+			case 1:
+				errs[i] = apierror.Conflict("receipt: <stale> & \"gone\"")
+			case 2:
+				errs[i] = apierror.New(500, "InternalServerError", "é")
+			}
+		}
+		del := api.DeleteMessagesResult{Entries: make([]api.DeleteMessagesResultEntry, len(errs))}
+		for i, e := range errs {
+			if e != nil {
+				del.Entries[i] = api.DeleteMessagesResultEntry{ErrorCode: &e.Code, ErrorMessage: &e.Message}
+				countFailure(e, &del.ClientFailedCount, &del.ServerFailedCount)
+			}
+		}
+		want, _ = json.Marshal(del)
+		if got := appendEntryResults(nil, errs); string(got) != string(want) {
+			t.Fatalf("DeleteMessages: hand-written\n%s\nencoding/json\n%s", got, want)
+		}
+	}
 }

@@ -79,12 +79,7 @@ func (h *Handlers) PutMessages(c *gin.Context, queueID api.QueueIdPath, _ api.Pu
 		apierror.Write(c, err)
 		return
 	}
-	out := api.PutMessages{Messages: make([]api.PutMessagesResultEntry, len(results))}
-	for i, r := range results {
-		groups := r.Groups
-		out.Messages[i] = api.PutMessagesResultEntry{Id: r.ID, ExpireAfter: r.ExpireAt, ConsumerGroups: &groups}
-	}
-	c.JSON(http.StatusOK, out)
+	writeBody(c, func(b []byte) ([]byte, error) { return appendPutMessages(b, results), nil })
 }
 
 // entriesOf converts a decoded PutMessages body.
@@ -206,14 +201,7 @@ func (h *Handlers) DeleteMessages(c *gin.Context, queueID api.QueueIdPath, param
 		apierror.Write(c, err)
 		return
 	}
-	out := api.DeleteMessagesResult{Entries: make([]api.DeleteMessagesResultEntry, len(errs))}
-	for i, e := range errs {
-		if e != nil {
-			out.Entries[i] = api.DeleteMessagesResultEntry{ErrorCode: &e.Code, ErrorMessage: &e.Message}
-			countFailure(e, &out.ClientFailedCount, &out.ServerFailedCount)
-		}
-	}
-	c.JSON(http.StatusOK, out)
+	writeBody(c, func(b []byte) ([]byte, error) { return appendEntryResults(b, errs), nil })
 }
 
 // UpdateMessage extends (or with 0 releases) one lease.
