@@ -360,3 +360,23 @@ func BenchmarkValidatePutMessages(b *testing.B) {
 		})
 	}
 }
+
+// TestReadAll: a body of announced length reads whole; a short one fails like io.ReadAll; a longer one reads whole.
+func TestReadAll(t *testing.T) {
+	body := strings.Repeat("b", 1000)
+	for _, c := range []struct {
+		length int64
+		want   string
+		fails  bool
+	}{{1000, body, false}, {-1, body, false}, {0, body, false}, {999, body, false}, {1001, body, true}} {
+		got, err := readAll(strings.NewReader(body), c.length)
+		if (err != nil) != c.fails || !c.fails && string(got) != c.want {
+			t.Errorf("length %d: %d bytes, %v", c.length, len(got), err)
+		}
+	}
+	req := httptest.NewRequest(http.MethodPost, "/", strings.NewReader(body[:10]))
+	req.ContentLength = 20
+	if _, err := readAll(req.Body, req.ContentLength); err == nil {
+		t.Error("a body shorter than its Content-Length was read without an error")
+	}
+}

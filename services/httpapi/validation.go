@@ -176,21 +176,20 @@ func readJSONBody(r *http.Request) (body []byte, isJSON bool, _ *apierror.Error)
 }
 
 // readAll reads a body in one allocation when its length is known (io.ReadAll grows its buffer step by step,
-// copying a 2 MiB body several times over).
+// copying a 2 MiB body several times over). A body shorter than announced fails as io.ReadAll fails on it.
 func readAll(r io.Reader, length int64) ([]byte, error) {
 	if length <= 0 || length > 64<<20 {
 		return io.ReadAll(r)
 	}
-	buf := make([]byte, length+1) // one byte more: a body longer than announced is read to its end below
-	n, err := io.ReadFull(r, buf)
-	switch err {
-	case io.ErrUnexpectedEOF, io.EOF:
-		return buf[:n], nil
-	case nil:
-		rest, err := io.ReadAll(r)
-		return append(buf, rest...), err
+	buf := make([]byte, length)
+	if n, err := io.ReadFull(r, buf); err != nil {
+		return buf[:n], err
 	}
-	return buf[:n], err
+	rest, err := io.ReadAll(r) // nothing, from net/http: it stops at the announced length
+	if len(rest) > 0 {
+		buf = append(buf, rest...)
+	}
+	return buf, err
 }
 
 // nulField finds a string (or object key) holding a NUL character in a valid JSON body and returns its path. JSON
