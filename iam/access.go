@@ -68,8 +68,9 @@ type decisionKey struct {
 	subject, groups, permission, operation, compartmentID, queueID, queueName, consumerGroupID string
 }
 
-// maxDecisions bounds a tenancy's decision cache; a full cache starts over.
-const maxDecisions = 10000
+// maxDecisions bounds a tenancy's decision cache (entries are a few hundred bytes; the cache also starts over at
+// every reload, at least every tenancyReload); a full cache starts over.
+const maxDecisions = 1024
 
 type queueRef struct {
 	compartmentID string
