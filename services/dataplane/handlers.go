@@ -14,6 +14,7 @@ import (
 	"github.com/ferry-mq/ferry/openapi/api"
 	"github.com/ferry-mq/ferry/persistence"
 	"github.com/ferry-mq/ferry/services/apierror"
+	"github.com/ferry-mq/ferry/services/httpapi"
 	"github.com/ferry-mq/ferry/services/messaging"
 )
 
@@ -32,7 +33,12 @@ func tenancyOf(c *gin.Context) string {
 	return ""
 }
 
-func bind(c *gin.Context, dst any) bool {
+// bind decodes the JSON body into dst, or takes the body the validator's fast path already decoded.
+func bind[T any](c *gin.Context, dst *T) bool {
+	if body, ok := httpapi.DecodedBody[T](c); ok {
+		*dst = *body
+		return true
+	}
 	if err := c.ShouldBindJSON(dst); err != nil {
 		apierror.Write(c, apierror.InvalidParameter("body: %v", err))
 		return false
@@ -58,8 +64,10 @@ func int32Ptr(p *int) *int32 {
 
 // PutMessages publishes a batch: all of it commits before the 200, or none of it.
 func (h *Handlers) PutMessages(c *gin.Context, queueID api.QueueIdPath, _ api.PutMessagesParams) {
-	entries, ok := validatedEntries(c)
-	if !ok {
+	var entries []messaging.PutEntry
+	if body, ok := httpapi.DecodedBody[api.PutMessagesDetails](c); ok {
+		entries = entriesOf(*body)
+	} else if entries, ok = validatedEntries(c); !ok {
 		var body api.PutMessagesDetails
 		if !bind(c, &body) {
 			return
@@ -71,12 +79,7 @@ func (h *Handlers) PutMessages(c *gin.Context, queueID api.QueueIdPath, _ api.Pu
 		apierror.Write(c, err)
 		return
 	}
-	out := api.PutMessages{Messages: make([]api.PutMessagesResultEntry, len(results))}
-	for i, r := range results {
-		groups := r.Groups
-		out.Messages[i] = api.PutMessagesResultEntry{Id: r.ID, ExpireAfter: r.ExpireAt, ConsumerGroups: &groups}
-	}
-	c.JSON(http.StatusOK, out)
+	writeBody(c, func(b []byte) ([]byte, error) { return appendPutMessages(b, results), nil })
 }
 
 // entriesOf converts a decoded PutMessages body.
@@ -167,47 +170,7 @@ func (h *Handlers) GetMessages(c *gin.Context, queueID api.QueueIdPath, params a
 		apierror.Write(c, err)
 		return
 	}
-	out := api.GetMessages{Messages: make([]api.GetMessage, len(got))}
-	for i, m := range got {
-		out.Messages[i] = Message(m)
-	}
-	c.JSON(http.StatusOK, out)
-}
-
-// Message is a leased message as GetMessages and a watch's frames show it.
-func Message(m messaging.Delivered) api.GetMessage {
-	msg := api.GetMessage{
-		Id:            m.ID,
-		Content:       m.Content,
-		Receipt:       m.Receipt,
-		DeliveryCount: int(m.DeliveryCount),
-		VisibleAfter:  m.VisibleAt,
-		ExpireAfter:   m.ExpireAt,
-	}
-	if len(m.Attributes) > 0 {
-		attrs := api.MessageAttributes(m.Attributes)
-		msg.Attributes = &attrs
-	}
-	meta := api.MessageMetadata{}
-	if m.ChannelID != "" {
-		ch := m.ChannelID
-		meta.ChannelId = &ch
-	}
-	if m.Traceparent != "" {
-		tp := m.Traceparent
-		meta.Traceparent = &tp
-	}
-	if m.MessageGroupID != "" {
-		mg := m.MessageGroupID
-		meta.MessageGroupId = &mg
-	}
-	if meta.ChannelId != nil || meta.Traceparent != nil || meta.MessageGroupId != nil {
-		msg.Metadata = &meta
-	}
-	if m.NegativeCode != nil {
-		msg.LastNegative = &api.NegativeAcknowledgement{Code: *m.NegativeCode, Reason: m.NegativeText}
-	}
-	return msg
+	writeGetMessages(c, got)
 }
 
 // DeleteMessage acknowledges one message: 204, 409 for a stale receipt, 404 when the message is gone.
@@ -238,14 +201,7 @@ func (h *Handlers) DeleteMessages(c *gin.Context, queueID api.QueueIdPath, param
 		apierror.Write(c, err)
 		return
 	}
-	out := api.DeleteMessagesResult{Entries: make([]api.DeleteMessagesResultEntry, len(errs))}
-	for i, e := range errs {
-		if e != nil {
-			out.Entries[i] = api.DeleteMessagesResultEntry{ErrorCode: &e.Code, ErrorMessage: &e.Message}
-			countFailure(e, &out.ClientFailedCount, &out.ServerFailedCount)
-		}
-	}
-	c.JSON(http.StatusOK, out)
+	writeBody(c, func(b []byte) ([]byte, error) { return appendEntryResults(b, errs), nil })
 }
 
 // UpdateMessage extends (or with 0 releases) one lease.

@@ -24,14 +24,26 @@ import (
 // parameters, and the JSON body (types, ranges, enums, required and unknown fields). Defaults from the spec are
 // written back into the request.
 type Validator struct {
-	routes map[string]*routers.Route // "METHOD /gin/:path" → operation
+	routes map[string]*route // "METHOD /gin/:path" → operation
 	opts   *openapi3filter.Options
+	// paramOpts validate everything but the body, for bodies a fast decoder accepted (fastbody.go).
+	paramOpts *openapi3filter.Options
+	// noFastPath disables the fast decoders (tests compare the two paths).
+	noFastPath bool
+}
+
+type route struct {
+	*routers.Route
+	// fast decodes and checks the body of a hot operation; json is the operation's application/json content,
+	// the only one the fast path takes.
+	fast func(body []byte) (any, bool)
+	json *openapi3.MediaType
 }
 
 // NewValidator indexes the spec's operations by their gin route.
 func NewValidator(doc *openapi3.T) *Validator {
 	v := &Validator{
-		routes: map[string]*routers.Route{},
+		routes: map[string]*route{},
 		opts: &openapi3filter.Options{
 			AuthenticationFunc: openapi3filter.NoopAuthenticationFunc, // iam authenticates before validation
 			// Hot handlers (PutMessages) read the decoded body from the validator instead of decoding it twice.
@@ -40,9 +52,21 @@ func NewValidator(doc *openapi3.T) *Validator {
 			SchemaValidationOptions: []openapi3.SchemaValidationOption{openapi3.DisableSchemaErrorDetails()},
 		},
 	}
+	params := *v.opts
+	params.ExcludeRequestBody = true
+	v.paramOpts = &params
 	for path, item := range doc.Paths.Map() {
 		for method, op := range item.Operations() {
-			v.routes[method+" "+GinPath(path)] = &routers.Route{Spec: doc, Path: path, PathItem: item, Method: method, Operation: op}
+			// iam authenticates every request before validation, and the spec's schemes are checked when it is
+			// loaded: kin-openapi's own security check (a no-op AuthenticationFunc) would only copy the body once
+			// more, so the operation is validated without its security requirements.
+			validated := *op
+			validated.Security = &openapi3.SecurityRequirements{}
+			r := &route{Route: &routers.Route{Spec: doc, Path: path, PathItem: item, Method: method, Operation: &validated}}
+			if fast := fastBodies[op.OperationID]; fast != nil && op.RequestBody != nil && op.RequestBody.Value != nil {
+				r.fast, r.json = fast, op.RequestBody.Value.Content.Get("application/json")
+			}
+			v.routes[method+" "+GinPath(path)] = r
 		}
 	}
 	return v
@@ -71,7 +95,7 @@ func (v *Validator) Middleware() gin.HandlerFunc {
 		for _, p := range c.Params {
 			params[p.Key] = p.Value
 		}
-		body, apiErr := readJSONBody(c.Request)
+		body, isJSON, apiErr := readJSONBody(c.Request)
 		if apiErr != nil {
 			apierror.Write(c, apiErr)
 			return
@@ -89,7 +113,18 @@ func (v *Validator) Middleware() gin.HandlerFunc {
 				return
 			}
 		}
-		input := &openapi3filter.RequestValidationInput{Request: c.Request, PathParams: params, Route: route, Options: v.opts}
+		if decoded, ok := v.fastBody(route, c.Request, body, isJSON); ok {
+			// The body is valid (and free of trailing data and NUL): kin-openapi checks the rest of the request.
+			input := &openapi3filter.RequestValidationInput{Request: c.Request, PathParams: params, Route: route.Route, Options: v.paramOpts}
+			if err := openapi3filter.ValidateRequest(c.Request.Context(), input); err != nil {
+				apierror.Write(c, TranslateValidationError(err))
+				return
+			}
+			c.Set(decodedBodyKey, decoded)
+			c.Next()
+			return
+		}
+		input := &openapi3filter.RequestValidationInput{Request: c.Request, PathParams: params, Route: route.Route, Options: v.opts}
 		if err := openapi3filter.ValidateRequest(c.Request.Context(), input); err != nil {
 			apierror.Write(c, TranslateValidationError(err))
 			return
@@ -108,25 +143,53 @@ func (v *Validator) Middleware() gin.HandlerFunc {
 	}
 }
 
+// fastBody runs the operation's fast decoder (fastbody.go) on a plain application/json body; ok false sends the
+// request through kin-openapi.
+func (v *Validator) fastBody(r *route, req *http.Request, body []byte, isJSON bool) (any, bool) {
+	if r.fast == nil || v.noFastPath || !isJSON || len(body) == 0 || r.json == nil ||
+		r.Operation.RequestBody.Value.Content.Get(req.Header.Get("Content-Type")) != r.json {
+		return nil, false
+	}
+	return r.fast(body)
+}
+
 // readJSONBody buffers a JSON request body (and puts it back for the validator and the handler). Bodies of other
-// content types are left alone and return nil: the validator rejects the content type.
-func readJSONBody(r *http.Request) ([]byte, *apierror.Error) {
+// content types are left alone and return nil: the validator rejects the content type. isJSON reports a body of
+// exactly application/json (parameters aside).
+func readJSONBody(r *http.Request) (body []byte, isJSON bool, _ *apierror.Error) {
 	if r.Body == nil || r.Body == http.NoBody {
-		return nil, nil
+		return nil, false, nil
 	}
 	mediaType, _, _ := mime.ParseMediaType(r.Header.Get("Content-Type"))
 	if mediaType != "application/json" && !strings.HasSuffix(mediaType, "+json") {
-		return nil, nil
+		return nil, false, nil
 	}
-	body, err := io.ReadAll(r.Body)
+	body, err := readAll(r.Body, r.ContentLength)
 	if err != nil {
 		if IsTooLarge(err) {
-			return nil, apierror.PayloadTooLarge("the request body is too large")
+			return nil, false, apierror.PayloadTooLarge("the request body is too large")
 		}
-		return nil, apierror.InvalidParameter("body: reading the request body: %v", err)
+		return nil, false, apierror.InvalidParameter("body: reading the request body: %v", err)
 	}
 	r.Body = io.NopCloser(bytes.NewReader(body))
-	return body, nil
+	return body, mediaType == "application/json", nil
+}
+
+// readAll reads a body in one allocation when its length is known (io.ReadAll grows its buffer step by step,
+// copying a 2 MiB body several times over). A body shorter than announced fails as io.ReadAll fails on it.
+func readAll(r io.Reader, length int64) ([]byte, error) {
+	if length <= 0 || length > 64<<20 {
+		return io.ReadAll(r)
+	}
+	buf := make([]byte, length)
+	if n, err := io.ReadFull(r, buf); err != nil {
+		return buf[:n], err
+	}
+	rest, err := io.ReadAll(r) // nothing, from net/http: it stops at the announced length
+	if len(rest) > 0 {
+		buf = append(buf, rest...)
+	}
+	return buf, err
 }
 
 // nulField finds a string (or object key) holding a NUL character in a valid JSON body and returns its path. JSON

@@ -11,6 +11,7 @@ import (
 
 	"github.com/ferry-mq/ferry/persistence"
 	"github.com/ferry-mq/ferry/services/apierror"
+	"github.com/ferry-mq/ferry/services/jsonx"
 )
 
 // Limits of a PutMessages batch (DESIGN section 7).
@@ -65,8 +66,11 @@ func (s *Service) Put(ctx context.Context, tenancyID, queueID string, entries []
 	bytesByChannel := map[string]int64{}
 	channels := map[string]bool{}
 	var batchBytes int64
+	// Without an explicit one, the publishing request's own trace context links consumer to producer: the same for
+	// every message of the batch.
+	requestTrace := traceparentOf(ctx)
 	for i, e := range entries {
-		m, err := encode(i, e, ctx)
+		m, err := encode(i, e, requestTrace)
 		if err != nil {
 			return nil, err
 		}
@@ -150,8 +154,16 @@ func (s *Service) checkSize(q persistence.Queue, batchBytes int64, byChannel map
 	return nil
 }
 
-// encode validates one entry and renders its stored form. Errors name the entry: messages[i].field.
-func encode(i int, e PutEntry, ctx context.Context) (persistence.NewMessage, error) {
+// traceparentOf renders the trace context of ctx as a traceparent ("" without one).
+func traceparentOf(ctx context.Context) string {
+	carrier := propagation.MapCarrier{}
+	propagation.TraceContext{}.Inject(ctx, carrier)
+	return carrier["traceparent"]
+}
+
+// encode validates one entry and renders its stored form (requestTrace is the traceparent stored when the entry
+// has none). Errors name the entry: messages[i].field.
+func encode(i int, e PutEntry, requestTrace string) (persistence.NewMessage, error) {
 	field := func(name string) string { return "messages[" + strconv.Itoa(i) + "]." + name }
 	if !utf8.ValidString(e.Content) {
 		return persistence.NewMessage{}, apierror.InvalidParameter("%s: must be valid UTF-8", field("content"))
@@ -163,7 +175,10 @@ func encode(i int, e PutEntry, ctx context.Context) (persistence.NewMessage, err
 		return persistence.NewMessage{}, apierror.InvalidParameter("%s: at most %d attributes", field("attributes"), MaxAttributes)
 	}
 	size := len(e.Content)
-	attrs := make(map[string]any, len(e.Attributes))
+	var attrs map[string]any
+	if len(e.Attributes) > 0 {
+		attrs = make(map[string]any, len(e.Attributes))
+	}
 	for k, v := range e.Attributes {
 		if k == "" || utf8.RuneCountInString(k) > MaxAttributeKey {
 			return persistence.NewMessage{}, apierror.InvalidParameter("%s: keys are 1 to %d characters", field("attributes"), MaxAttributeKey)
@@ -218,25 +233,31 @@ func encode(i int, e PutEntry, ctx context.Context) (persistence.NewMessage, err
 	if len(attrs) > 0 {
 		m.Attributes, _ = json.Marshal(attrs)
 	}
-	meta := map[string]string{}
 	traceparent := e.Traceparent
 	if traceparent == "" {
-		// Without an explicit one, the publishing request's own trace context links consumer to producer.
-		carrier := propagation.MapCarrier{}
-		propagation.TraceContext{}.Inject(ctx, carrier)
-		traceparent = carrier["traceparent"]
+		traceparent = requestTrace
 	}
-	if traceparent != "" {
-		meta["traceparent"] = traceparent
-	}
-	if e.DedupID != "" {
-		meta["deduplicationId"] = e.DedupID
-	}
-	if e.MessageGroupID != "" {
-		meta["messageGroupId"] = e.MessageGroupID
-	}
-	if len(meta) > 0 {
-		m.Metadata, _ = json.Marshal(meta)
-	}
+	m.Metadata = appendMetadata(nil, e.DedupID, e.MessageGroupID, traceparent)
 	return m, nil
+}
+
+// appendMetadata renders the stored metadata: the object json.Marshal gives for a map of the non-empty fields
+// (keys in sorted order); nil when all are empty.
+func appendMetadata(b []byte, dedupID, messageGroupID, traceparent string) []byte {
+	sep := byte('{')
+	for _, f := range [...]struct{ key, value string }{
+		{`"deduplicationId":`, dedupID}, {`"messageGroupId":`, messageGroupID}, {`"traceparent":`, traceparent},
+	} {
+		if f.value == "" {
+			continue
+		}
+		b = append(b, sep)
+		b = append(b, f.key...)
+		b = jsonx.AppendString(b, f.value)
+		sep = ','
+	}
+	if sep == '{' {
+		return b
+	}
+	return append(b, '}')
 }

@@ -1,7 +1,6 @@
 package push
 
 import (
-	"github.com/ferry-mq/ferry/openapi/api"
 	"github.com/ferry-mq/ferry/services/apierror"
 )
 
@@ -15,10 +14,8 @@ type helloFrame struct {
 	AutoCommit      bool   `json:"autoCommit"`
 }
 
-// messagesFrame pushes leased messages.
-type messagesFrame struct {
-	Messages []api.GetMessage `json:"messages"`
-}
+// A messages frame pushes leased messages: it is the GetMessages body, {"messages":[…]}
+// (dataplane.AppendGetMessages).
 
 // statusFrame tells the consumer its status changed (STANDBY, RUNNING, LEAVING).
 type statusFrame struct {

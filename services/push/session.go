@@ -9,7 +9,6 @@ import (
 
 	"github.com/coder/websocket"
 
-	"github.com/ferry-mq/ferry/openapi/api"
 	"github.com/ferry-mq/ferry/persistence"
 	"github.com/ferry-mq/ferry/services/apierror"
 	"github.com/ferry-mq/ferry/services/dataplane"
@@ -168,10 +167,15 @@ func (ss *session) push(ctx context.Context) {
 			}
 			continue
 		}
-		frame := messagesFrame{Messages: make([]api.GetMessage, len(got))}
+		// The frame is the GetMessages body, written by the same hand-written encoder.
+		frame, err := dataplane.AppendGetMessages(nil, got)
+		if err != nil {
+			ss.svc.logger.Warn("encoding a watch frame", "consumer", ss.sub.ConsumerID(), "error", err)
+			ss.end(websocket.StatusInternalError, "encoding failed")
+			return
+		}
 		receipts := make([]string, len(got))
 		for i, m := range got {
-			frame.Messages[i] = dataplane.Message(m)
 			receipts[i] = m.Receipt
 		}
 		ss.mu.Lock()
@@ -183,7 +187,7 @@ func (ss *session) push(ctx context.Context) {
 		ss.delivered += int64(len(got))
 		ss.lastActive = time.Now()
 		ss.mu.Unlock()
-		if err := ss.write(frame); err != nil {
+		if err := ss.writeRaw(frame); err != nil {
 			ss.end(websocket.StatusPolicyViolation, "the consumer did not read in time")
 			return // what was leased is released when the watch ends
 		}
@@ -319,6 +323,11 @@ func (ss *session) write(frame any) error {
 	if err != nil {
 		return err
 	}
+	return ss.writeRaw(data)
+}
+
+// writeRaw sends an encoded frame within the write timeout.
+func (ss *session) writeRaw(data []byte) error {
 	ctx, cancel := context.WithTimeout(ss.connCtx, ss.svc.cfg.WriteTimeout)
 	defer cancel()
 	return ss.conn.Write(ctx, websocket.MessageText, data)

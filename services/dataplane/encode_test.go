@@ -1,0 +1,167 @@
+package dataplane
+
+import (
+	"encoding/json"
+	"fmt"
+	"math/rand/v2"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/ferry-mq/ferry/openapi/api"
+	"github.com/ferry-mq/ferry/persistence"
+	"github.com/ferry-mq/ferry/services/apierror"
+	"github.com/ferry-mq/ferry/services/messaging"
+)
+
+// reference is how the handler built the GetMessages response before it was written by hand.
+func reference(got []messaging.Delivered) api.GetMessages {
+	out := api.GetMessages{Messages: make([]api.GetMessage, len(got))}
+	for i, m := range got {
+		msg := api.GetMessage{Id: m.ID, Content: m.Content, Receipt: m.Receipt, DeliveryCount: int(m.DeliveryCount),
+			VisibleAfter: m.VisibleAt, ExpireAfter: m.ExpireAt}
+		if len(m.Attributes) > 0 {
+			attrs := api.MessageAttributes(m.Attributes)
+			msg.Attributes = &attrs
+		}
+		meta := api.MessageMetadata{}
+		if m.ChannelID != "" {
+			meta.ChannelId = &m.ChannelID
+		}
+		if m.Traceparent != "" {
+			meta.Traceparent = &m.Traceparent
+		}
+		if m.MessageGroupID != "" {
+			meta.MessageGroupId = &m.MessageGroupID
+		}
+		if meta.ChannelId != nil || meta.Traceparent != nil || meta.MessageGroupId != nil {
+			msg.Metadata = &meta
+		}
+		if m.NegativeCode != nil {
+			msg.LastNegative = &api.NegativeAcknowledgement{Code: *m.NegativeCode, Reason: m.NegativeText}
+		}
+		out.Messages[i] = msg
+	}
+	return out
+}
+
+func randomDelivered(r *rand.Rand, n int) []messaging.Delivered {
+	texts := []string{"", "x", "plain", `{"json":"<b>&co</b>"}`, "line\nbreak\ttab", "é€😀", "\u2028\u2029", "bad\xffutf8", strings.Repeat("y", 1024)}
+	pick := func() string { return texts[r.IntN(len(texts))] }
+	out := make([]messaging.Delivered, n)
+	for i := range out {
+		t := time.Date(2026, 11, 30, r.IntN(24), r.IntN(60), r.IntN(60), r.IntN(3)*r.IntN(1e9), time.UTC)
+		d := messaging.Delivered{
+			LeasedMessage: persistence.LeasedMessage{ID: r.Int64N(1 << 50), Content: pick(), DeliveryCount: int32(r.IntN(10)),
+				VisibleAt: t, ExpireAt: t.Add(time.Duration(r.IntN(1e6)) * time.Millisecond), ChannelID: pick()},
+			Receipt: pick(), Traceparent: pick(), MessageGroupID: pick(),
+		}
+		if r.IntN(3) == 0 {
+			code := pick()
+			d.NegativeCode = &code
+			if r.IntN(2) == 0 {
+				reason := pick()
+				d.NegativeText = &reason
+			}
+		}
+		if r.IntN(2) == 0 {
+			d.Attributes = map[string]any{}
+			for k := range r.IntN(4) {
+				if r.IntN(2) == 0 {
+					d.Attributes[fmt.Sprint("k", k, pick())] = pick()
+				} else {
+					d.Attributes[fmt.Sprint("n", k)] = r.NormFloat64() * 1e6
+				}
+			}
+		}
+		out[i] = d
+	}
+	return out
+}
+
+// TestGetMessagesEncoding: the hand-written response is byte-for-byte encoding/json's.
+func TestGetMessagesEncoding(t *testing.T) {
+	r := rand.New(rand.NewPCG(1, 2))
+	for round := 0; round < 500; round++ {
+		got := randomDelivered(r, r.IntN(33))
+		want, err := json.Marshal(reference(got))
+		if err != nil {
+			t.Fatal(err)
+		}
+		body, err := AppendGetMessages(nil, got)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if string(body) != string(want) {
+			t.Fatalf("hand-written\n%s\nencoding/json\n%s", body, want)
+		}
+	}
+}
+
+// BenchmarkGetMessagesEncoding: 32 messages of 1 KiB, by hand against encoding/json.
+func BenchmarkGetMessagesEncoding(b *testing.B) {
+	got := make([]messaging.Delivered, 32)
+	now := time.Now().UTC()
+	for i := range got {
+		got[i] = messaging.Delivered{LeasedMessage: persistence.LeasedMessage{ID: int64(i), Content: strings.Repeat("x", 1024),
+			VisibleAt: now, ExpireAt: now, DeliveryCount: 1}, Receipt: strings.Repeat("r", 120),
+			Traceparent: "00-0af7651916cd43dd8448eb211c80319c-b7ad6b7169203331-01"}
+	}
+	b.Run("hand", func(b *testing.B) {
+		b.ReportAllocs()
+		buf := make([]byte, 0, 64<<10)
+		for b.Loop() {
+			buf, _ = AppendGetMessages(buf[:0], got)
+		}
+	})
+	b.Run("encoding/json", func(b *testing.B) {
+		b.ReportAllocs()
+		for b.Loop() {
+			_, _ = json.Marshal(reference(got))
+		}
+	})
+}
+
+// TestPutAndDeleteResultsEncoding: the hand-written PutMessages and DeleteMessages results are encoding/json's.
+func TestPutAndDeleteResultsEncoding(t *testing.T) {
+	r := rand.New(rand.NewPCG(3, 4))
+	for round := 0; round < 300; round++ {
+		results := make([]persistence.PutResult, r.IntN(21))
+		for i := range results {
+			if r.IntN(5) > 0 { // else discarded: the zero result
+				results[i] = persistence.PutResult{ID: r.Int64N(1 << 50), Groups: r.IntN(4),
+					ExpireAt: time.Date(2026, 12, r.IntN(28)+1, r.IntN(24), 0, 0, r.IntN(3)*r.IntN(1e9), time.UTC)}
+			}
+		}
+		put := api.PutMessages{Messages: make([]api.PutMessagesResultEntry, len(results))}
+		for i, res := range results {
+			groups := res.Groups
+			put.Messages[i] = api.PutMessagesResultEntry{Id: res.ID, ExpireAfter: res.ExpireAt, ConsumerGroups: &groups}
+		}
+		want, _ := json.Marshal(put)
+		if got := appendPutMessages(nil, results); string(got) != string(want) {
+			t.Fatalf("PutMessages: hand-written\n%s\nencoding/json\n%s", got, want)
+		}
+
+		errs := make([]messaging.EntryError, r.IntN(21))
+		for i := range errs {
+			switch r.IntN(3) {
+			case 1:
+				errs[i] = apierror.Conflict("receipt: <stale> & \"gone\"")
+			case 2:
+				errs[i] = apierror.New(500, "InternalServerError", "é")
+			}
+		}
+		del := api.DeleteMessagesResult{Entries: make([]api.DeleteMessagesResultEntry, len(errs))}
+		for i, e := range errs {
+			if e != nil {
+				del.Entries[i] = api.DeleteMessagesResultEntry{ErrorCode: &e.Code, ErrorMessage: &e.Message}
+				countFailure(e, &del.ClientFailedCount, &del.ServerFailedCount)
+			}
+		}
+		want, _ = json.Marshal(del)
+		if got := appendEntryResults(nil, errs); string(got) != string(want) {
+			t.Fatalf("DeleteMessages: hand-written\n%s\nencoding/json\n%s", got, want)
+		}
+	}
+}

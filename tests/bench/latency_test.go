@@ -1,0 +1,136 @@
+package bench
+
+import (
+	"context"
+	"net/http"
+	"os"
+	"slices"
+	"strconv"
+	"sync"
+	"testing"
+	"time"
+)
+
+// BenchmarkLatencyBreakdown runs only BenchmarkQueue's put→receive phase (FERRY_LAT_ROUNDS times, at FERRY_LAT_RATE
+// messages/s) on a fresh node and splits the latency: the put call, from the put's answer to the receive, the get
+// and delete calls; with the database's commits and WAL syncs per second. A diagnostic for the p99 target, skipped
+// unless FERRY_BENCH_LATENCY=1:
+//
+//	FERRY_BENCH_LATENCY=1 go test -run '^$' -bench LatencyBreakdown -benchtime 1x -v ./tests/bench/
+func BenchmarkLatencyBreakdown(b *testing.B) {
+	if os.Getenv("FERRY_BENCH_LATENCY") == "" {
+		b.Skip("set FERRY_BENCH_LATENCY=1")
+	}
+	n := startNode(b)
+	for i := 0; i < envInt("FERRY_LAT_ROUNDS", 2); i++ {
+		q := n.createQueue(b, "latency")
+		cpu0 := n.ferryCPU()
+		x0, s0 := n.pgStats(b)
+		n.latencyBreakdown(b, q, envInt("FERRY_LAT_RATE", 1000), phase)
+		x1, s1 := n.pgStats(b)
+		secs := phase.Seconds() + 4
+		b.Logf("ferry CPU %.0f %%; per second: commits %.0f, WAL syncs %.0f", (n.ferryCPU()-cpu0)*100/secs,
+			float64(x1-x0)/secs, float64(s1-s0)/secs)
+		time.Sleep(time.Second)
+	}
+}
+
+// pgStats reads the database's committed transactions and the cluster's WAL syncs so far.
+func (n *node) pgStats(b testing.TB) (commits, walSyncs int64) {
+	ctx := context.Background()
+	if err := n.pool.QueryRow(ctx, `SELECT xact_commit FROM pg_stat_database WHERE datname = current_database()`).Scan(&commits); err != nil {
+		b.Fatal(err)
+	}
+	if err := n.pool.QueryRow(ctx, `SELECT wal_sync FROM pg_stat_wal`).Scan(&walSyncs); err != nil {
+		b.Fatal(err)
+	}
+	return commits, walSyncs
+}
+
+// pct renders p50/p99/max.
+func pct(v []float64) string {
+	slices.Sort(v)
+	if len(v) == 0 {
+		return "-"
+	}
+	return strconv.FormatFloat(v[len(v)/2], 'f', 2, 64) + "/" + strconv.FormatFloat(v[len(v)*99/100], 'f', 2, 64) + "/" + strconv.FormatFloat(v[len(v)-1], 'f', 1, 64)
+}
+
+// latencyBreakdown is latency with the parts of each message's way measured apart.
+func (n *node) latencyBreakdown(b testing.TB, queue string, rate int, d time.Duration) {
+	ctx, cancel := context.WithTimeout(context.Background(), d+3*time.Second)
+	defer cancel()
+	var mu sync.Mutex
+	var lat, putDur, afterPut, getDur, delDur []float64
+	putDone := map[int64]int64{}
+	var wg sync.WaitGroup
+	for c := 0; c < consumers; c++ {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for ctx.Err() == nil {
+				var got getResp
+				g0 := time.Now()
+				if _, err := n.call(ctx, http.MethodGet, "/20210201/queues/"+queue+"/messages?limit=32&timeoutInSeconds=5", nil, &got); err != nil {
+					continue
+				}
+				now := time.Now().UnixNano()
+				entries := make([]map[string]string, 0, len(got.Messages))
+				mu.Lock()
+				if len(got.Messages) > 0 {
+					getDur = append(getDur, float64(time.Since(g0))/1e6)
+				}
+				for _, m := range got.Messages {
+					if sent, err := strconv.ParseInt(m.Content, 10, 64); err == nil {
+						lat = append(lat, float64(now-sent)/1e6)
+						if pd, ok := putDone[sent]; ok {
+							afterPut = append(afterPut, float64(now-pd)/1e6)
+						}
+					}
+					entries = append(entries, map[string]string{"receipt": m.Receipt})
+				}
+				mu.Unlock()
+				for off := 0; off < len(entries); off += 20 {
+					d0 := time.Now()
+					_, _ = n.call(context.WithoutCancel(ctx), http.MethodPost, "/20210201/queues/"+queue+"/messages/actions/deleteMessages",
+						map[string]any{"entries": entries[off:min(off+20, len(entries))]}, nil)
+					mu.Lock()
+					delDur = append(delDur, float64(time.Since(d0))/1e6)
+					mu.Unlock()
+				}
+			}
+		}()
+	}
+	time.Sleep(200 * time.Millisecond)
+	interval := time.Second / time.Duration(rate)
+	sendCtx, stopSending := context.WithTimeout(ctx, d)
+	defer stopSending()
+	var senders sync.WaitGroup
+	next := time.Now()
+	for sendCtx.Err() == nil {
+		next = next.Add(interval)
+		if wait := time.Until(next); wait > 0 {
+			time.Sleep(wait)
+		}
+		senders.Add(1)
+		go func() {
+			defer senders.Done()
+			sent := time.Now().UnixNano()
+			body := map[string]any{"messages": []putEntry{{Content: strconv.FormatInt(sent, 10)}}}
+			_, _ = n.call(sendCtx, http.MethodPost, "/20210201/queues/"+queue+"/messages", body, nil)
+			done := time.Now().UnixNano()
+			mu.Lock()
+			putDur = append(putDur, float64(done-sent)/1e6)
+			putDone[sent] = done
+			mu.Unlock()
+		}()
+	}
+	senders.Wait()
+	time.Sleep(time.Second)
+	cancel()
+	wg.Wait()
+	mu.Lock()
+	defer mu.Unlock()
+	b.Logf("p50/p99/max ms: put→receive %s | put call %s | put answered→received %s | get call %s | delete call %s (n=%d)",
+		pct(lat), pct(putDur), pct(afterPut), pct(getDur), pct(delDur), len(lat))
+}
