@@ -127,6 +127,8 @@ const (
 		SELECT id, ord, now() + make_interval(secs => $8) FROM input`
 
 	messagesNotify = `SELECT pg_notify('` + NotifyChannel + `', q) FROM unnest($1::text[]) AS q`
+	// The same, with the sending node's id: "<node>|<queue id>" (the sender has already woken its own waiters).
+	messagesNotifyFrom = `SELECT pg_notify('` + NotifyChannel + `', $2 || '|' || q) FROM unnest($1::text[]) AS q`
 
 	// Lease: the oldest visible rows of each requested channel (interleaved round-robin across channels), locked
 	// with SKIP LOCKED and updated in the same statement. A row whose delivery count reached the limit moves to
@@ -908,6 +910,13 @@ func (r *Messages) ExpireDedupKeys(ctx context.Context, batch int) (int64, error
 // Notify wakes the waiting consumers of the queues on every node (one statement for all of them).
 func (r *Messages) Notify(ctx context.Context, queueIDs []string) error {
 	_, err := r.pool.Exec(ctx, messagesNotify, queueIDs)
+	return interpretError("notifying", err)
+}
+
+// NotifyFrom announces the queues like Notify, naming the sending node (payload "<node>|<queue id>"), so that the
+// sender's listener can ignore its own announcements.
+func (r *Messages) NotifyFrom(ctx context.Context, node string, queueIDs []string) error {
+	_, err := r.pool.Exec(ctx, messagesNotifyFrom, queueIDs, node)
 	return interpretError("notifying", err)
 }
 

@@ -165,6 +165,9 @@ func (s *Service) Leave(ctx context.Context, tenancyID, queueID, groupRef, consu
 // messages were released, a waiter of the group.
 func (s *Service) consumersChanged(queueID string, groupNo int32, released int64) {
 	s.waiters.wakeStandby(queueID)
+	if hook := s.consumersHook.Load(); hook != nil {
+		(*hook)(queueID) // this node's watches (the NOTIFY is for the other nodes)
+	}
 	s.notifier.mark(consumersNotifyPrefix + queueID)
 	if released > 0 {
 		s.waiters.wakeOne(queueID, groupNo)

@@ -12,9 +12,10 @@ import (
 // queueCache keeps queue settings for a short time so that the data plane does not read the queues table on every
 // call. Settings changes reach every node within queueCacheTTL.
 type queueCache struct {
-	queues *persistence.Queues
-	mu     sync.Mutex
-	byID   map[string]cachedQueue
+	queues  *persistence.Queues
+	mu      sync.Mutex
+	byID    map[string]cachedQueue
+	loading map[string]bool // a refresh of the queue is running: the other callers use the entry they have
 }
 
 const queueCacheTTL = time.Second
@@ -25,26 +26,38 @@ type cachedQueue struct {
 }
 
 func newQueueCache(q *persistence.Queues) *queueCache {
-	return &queueCache{queues: q, byID: map[string]cachedQueue{}}
+	return &queueCache{queues: q, byID: map[string]cachedQueue{}, loading: map[string]bool{}}
 }
 
 // active returns the queue when it belongs to the tenancy and is ACTIVE; otherwise 404 (or 409 while deleting).
 func (c *queueCache) active(ctx context.Context, tenancyID, queueID string) (persistence.Queue, error) {
 	c.mu.Lock()
 	e, ok := c.byID[queueID]
+	ok = ok && e.q.TenancyID == tenancyID
+	// When the entry is only stale and someone is refreshing it, use it: one query per queue per TTL, not one per
+	// concurrent request at each expiry.
+	refresh := !ok || (time.Since(e.fetched) > queueCacheTTL && !c.loading[queueID])
+	if refresh && ok {
+		c.loading[queueID] = true
+	}
 	c.mu.Unlock()
-	if !ok || time.Since(e.fetched) > queueCacheTTL || e.q.TenancyID != tenancyID {
+	if refresh {
 		q, err := c.queues.Get(ctx, tenancyID, queueID)
+		c.mu.Lock()
+		if ok {
+			delete(c.loading, queueID)
+		}
+		if err == nil {
+			e = cachedQueue{q: q, fetched: time.Now()}
+			if len(c.byID) > 100000 {
+				clear(c.byID)
+			}
+			c.byID[queueID] = e
+		}
+		c.mu.Unlock()
 		if err != nil {
 			return q, err
 		}
-		e = cachedQueue{q: q, fetched: time.Now()}
-		c.mu.Lock()
-		if len(c.byID) > 100000 {
-			clear(c.byID)
-		}
-		c.byID[queueID] = e
-		c.mu.Unlock()
 	}
 	switch e.q.LifecycleState {
 	case persistence.StateActive:

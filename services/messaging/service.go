@@ -7,6 +7,7 @@ import (
 	"context"
 	"crypto/rand"
 	"encoding/binary"
+	"encoding/hex"
 	"log/slog"
 	mrand "math/rand/v2"
 	"strings"
@@ -58,6 +59,13 @@ type Service struct {
 	configHook    atomic.Pointer[func(payload string)]
 	reconnectHook atomic.Pointer[func()]
 	consumersHook atomic.Pointer[func(queueID string)]
+	node          string // this node's id in its NOTIFY payloads
+}
+
+func newNodeID() string {
+	var b [8]byte
+	_, _ = rand.Read(b[:])
+	return hex.EncodeToString(b[:])
 }
 
 // OnConsumersChanged calls onChange when a queue's consumers changed on any node (one left or was removed): the
@@ -101,7 +109,10 @@ func New(cfg Config, store *persistence.Store, databaseURL string, receiptKey []
 		inst:     inst,
 		logger:   logger,
 	}
-	s.notifier = newNotifier(cfg.NotifyWindow, messages.Notify, logger)
+	s.node = newNodeID()
+	s.notifier = newNotifier(cfg.NotifyWindow, func(ctx context.Context, queueIDs []string) error {
+		return messages.NotifyFrom(ctx, s.node, queueIDs)
+	}, logger)
 	if inst.Meter != nil {
 		_, _ = inst.Meter.Int64ObservableGauge("ferry.messages.waiting_receives",
 			metric.WithDescription("GetMessages calls long-polling on this node (they hold no database connection)."),
@@ -121,6 +132,14 @@ func New(cfg Config, store *persistence.Store, databaseURL string, receiptKey []
 					(*hook)(queueID)
 				}
 				return
+			}
+			if node, rest, ok := strings.Cut(queueID, "|"); ok {
+				if node == s.node {
+					// This node's own announcement: its waiters, channel lists and watches were updated
+					// when it was sent (re-listing channels for each would cost a query per put).
+					return
+				}
+				queueID = rest
 			}
 			if changed, ok := strings.CutPrefix(queueID, consumersNotifyPrefix); ok {
 				s.waiters.wakeStandby(changed)
