@@ -2,10 +2,14 @@ package bench
 
 import (
 	"context"
+	"fmt"
+	"io"
+	"math"
 	"net/http"
 	"os"
 	"slices"
 	"strconv"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -26,7 +30,11 @@ func BenchmarkLatencyBreakdown(b *testing.B) {
 		q := n.createQueue(b, "latency")
 		cpu0 := n.ferryCPU()
 		x0, s0 := n.pgStats(b)
+		const putRoute = `operation="/20210201/queues/:queueId/messages",method="POST"`
+		before := n.serverDurations(b, putRoute)
 		n.latencyBreakdown(b, q, envInt("FERRY_LAT_RATE", 1000), phase)
+		b.Logf("PutMessages as ferry measured it (its HTTP duration histogram): %s",
+			histogramQuantiles(before, n.serverDurations(b, putRoute)))
 		x1, s1 := n.pgStats(b)
 		secs := phase.Seconds() + 4
 		b.Logf("ferry CPU %.0f %%; per second: commits %.0f, WAL syncs %.0f", (n.ferryCPU()-cpu0)*100/secs,
@@ -133,4 +141,65 @@ func (n *node) latencyBreakdown(b testing.TB, queue string, rate int, d time.Dur
 	defer mu.Unlock()
 	b.Logf("p50/p99/max ms: put→receive %s | put call %s | put answered→received %s | get call %s | delete call %s (n=%d)",
 		pct(lat), pct(putDur), pct(afterPut), pct(getDur), pct(delDur), len(lat))
+}
+
+// serverDurations reads ferry's cumulative HTTP duration histogram of the requests whose labels contain labels
+// (status 200) from /metrics: upper bound (seconds) → count.
+func (n *node) serverDurations(b testing.TB, labels string) map[float64]float64 {
+	resp, err := n.client.Get(n.base + "/metrics")
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer resp.Body.Close()
+	raw, _ := io.ReadAll(resp.Body)
+	out := map[float64]float64{}
+	for _, line := range strings.Split(string(raw), "\n") {
+		if !strings.HasPrefix(line, "ferry_http_server_duration_seconds_bucket{") || !labelsMatch(line, labels) ||
+			!strings.Contains(line, `status="200"`) {
+			continue
+		}
+		le := line[strings.Index(line, `le="`)+4:]
+		le = le[:strings.IndexByte(le, '"')]
+		bound, err := strconv.ParseFloat(le, 64)
+		if le == "+Inf" {
+			bound, err = math.Inf(1), nil
+		}
+		count, err2 := strconv.ParseFloat(line[strings.LastIndexByte(line, ' ')+1:], 64)
+		if err == nil && err2 == nil {
+			out[bound] += count
+		}
+	}
+	return out
+}
+
+// histogramQuantiles gives the bucket bounds that hold the p50 and p99 of the requests between two readings.
+func histogramQuantiles(before, after map[float64]float64) string {
+	bounds := make([]float64, 0, len(after))
+	for le := range after {
+		bounds = append(bounds, le)
+	}
+	slices.Sort(bounds)
+	if len(bounds) == 0 {
+		return "no samples"
+	}
+	total := after[bounds[len(bounds)-1]] - before[bounds[len(bounds)-1]]
+	at := func(q float64) string {
+		for _, le := range bounds {
+			if after[le]-before[le] >= q*total {
+				return fmt.Sprintf("≤ %g ms", le*1000)
+			}
+		}
+		return "?"
+	}
+	return fmt.Sprintf("p50 %s, p99 %s (n=%.0f)", at(0.5), at(0.99), total)
+}
+
+// labelsMatch reports whether every name="value" of want appears in the metric line.
+func labelsMatch(line, want string) bool {
+	for _, l := range strings.Split(want, ",") {
+		if !strings.Contains(line, l) {
+			return false
+		}
+	}
+	return true
 }
