@@ -32,7 +32,9 @@ func BenchmarkLatencyBreakdown(b *testing.B) {
 		x0, s0 := n.pgStats(b)
 		const putRoute = `operation="/20210201/queues/:queueId/messages",method="POST"`
 		before := n.serverDurations(b, putRoute)
+		waits := n.sampleWaits(phase)
 		n.latencyBreakdown(b, q, envInt("FERRY_LAT_RATE", 1000), phase)
+		b.Logf("what running statements were doing (pg_stat_activity samples every 2 ms): %s", <-waits)
 		b.Logf("PutMessages as ferry measured it (its HTTP duration histogram): %s",
 			histogramQuantiles(before, n.serverDurations(b, putRoute)))
 		x1, s1 := n.pgStats(b)
@@ -202,4 +204,43 @@ func labelsMatch(line, want string) bool {
 		}
 	}
 	return true
+}
+
+// sampleWaits samples, for d, what the database's active data-plane statements wait for (wait_event, or "CPU"
+// when none), and answers the counts in descending order.
+func (n *node) sampleWaits(d time.Duration) <-chan string {
+	out := make(chan string, 1)
+	go func() {
+		counts := map[string]int{}
+		end := time.Now().Add(d)
+		for time.Now().Before(end) {
+			rows, err := n.pool.Query(context.Background(), `SELECT coalesce(wait_event_type || ':' || wait_event, 'CPU'),
+				split_part(query, E'\n', 1) FROM pg_stat_activity
+				WHERE state = 'active' AND pid <> pg_backend_pid() AND query LIKE '-- messages.%'`)
+			if err == nil {
+				for rows.Next() {
+					var wait, query string
+					if rows.Scan(&wait, &query) == nil {
+						counts[strings.TrimPrefix(query, "-- ")+" "+wait]++
+					}
+				}
+				rows.Close()
+			}
+			time.Sleep(2 * time.Millisecond)
+		}
+		keys := make([]string, 0, len(counts))
+		for k := range counts {
+			keys = append(keys, k)
+		}
+		slices.SortFunc(keys, func(a, b string) int { return counts[b] - counts[a] })
+		var sb strings.Builder
+		for i, k := range keys {
+			if i == 12 {
+				break
+			}
+			fmt.Fprintf(&sb, "%s=%d ", k, counts[k])
+		}
+		out <- sb.String()
+	}()
+	return out
 }
