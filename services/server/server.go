@@ -12,6 +12,7 @@ import (
 	"github.com/gin-gonic/gin"
 	"github.com/jackc/pgx/v5/pgxpool"
 	"go.opentelemetry.io/contrib/instrumentation/github.com/gin-gonic/gin/otelgin"
+	"go.opentelemetry.io/otel/metric/noop"
 
 	"github.com/ferry-mq/ferry/iam"
 	"github.com/ferry-mq/ferry/migrations"
@@ -112,7 +113,8 @@ func New(cfg Config, pool *pgxpool.Pool, tel *telemetry.Telemetry, logger *slog.
 	r.Use(
 		httpapi.RequestID(),
 		httpapi.Recover(),
-		otelgin.Middleware("ferry", otelgin.WithTracerProvider(tel.TracerProvider)),
+		// Traces only: httpapi.Metrics records ferry's own request metrics (otelgin's duplicates cost ~2.5 % CPU).
+		otelgin.Middleware("ferry", otelgin.WithTracerProvider(tel.TracerProvider), otelgin.WithMeterProvider(noop.NewMeterProvider())),
 		httpapi.Metrics(tel.Instruments),
 		httpapi.AccessLog(logger),
 		auth.Middleware(store.Tenancies.Exists, isPublic),
