@@ -43,10 +43,7 @@ func newInstruments(m metric.Meter) (*Instruments, error) {
 		return nil, err
 	}
 	i.HTTPDuration, err = m.Float64Histogram("ferry.http.server.duration",
-		metric.WithDescription("HTTP request latency by operation."), metric.WithUnit("s"),
-		// In seconds: the SDK's default boundaries (0, 5, 10, 25, … meant for milliseconds) would put every
-		// request in the first bucket.
-		metric.WithExplicitBucketBoundaries(0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30))
+		metric.WithDescription("HTTP request latency by operation."), metric.WithUnit("s")) // buckets: latencyView
 	if err != nil {
 		return nil, err
 	}
