@@ -93,31 +93,8 @@ func (n *node) httpCycle(b testing.TB, queue string, target int) float64 {
 	defer cancel()
 	var consumed, backlog atomic.Int64
 	var wg sync.WaitGroup
-	batch := make([]putEntry, 20)
-	for i := range batch {
-		batch[i] = putEntry{Content: payload}
-	}
-	body := map[string]any{"messages": batch}
 	if target > 0 {
-		for p := 0; p < producers; p++ {
-			wg.Add(1)
-			go func() {
-				defer wg.Done()
-				for ctx.Err() == nil {
-					if backlog.Load() > int64(target) {
-						time.Sleep(time.Millisecond)
-						continue
-					}
-					if _, err := n.call(ctx, http.MethodPost, "/20210201/queues/"+queue+"/messages", body, nil); err == nil {
-						backlog.Add(20)
-					}
-				}
-			}()
-		}
-		// Warm up: let the producers build the backlog before measuring.
-		for backlog.Load() < int64(target) && ctx.Err() == nil {
-			time.Sleep(10 * time.Millisecond)
-		}
+		n.produce(ctx, &wg, queue, target, &backlog)
 	}
 	start := time.Now()
 	for c := 0; c < consumers; c++ {
@@ -277,24 +254,7 @@ func (n *node) latency(b testing.TB, queue string, rate int, d time.Duration) (p
 		}()
 	}
 	time.Sleep(200 * time.Millisecond) // consumers are waiting
-	interval := time.Second / time.Duration(rate)
-	sendCtx, stopSending := context.WithTimeout(ctx, d)
-	defer stopSending()
-	var senders sync.WaitGroup
-	next := time.Now()
-	for sendCtx.Err() == nil {
-		next = next.Add(interval)
-		if wait := time.Until(next); wait > 0 {
-			time.Sleep(wait)
-		}
-		senders.Add(1)
-		go func() {
-			defer senders.Done()
-			body := map[string]any{"messages": []putEntry{{Content: strconv.FormatInt(time.Now().UnixNano(), 10)}}}
-			_, _ = n.call(sendCtx, http.MethodPost, "/20210201/queues/"+queue+"/messages", body, nil)
-		}()
-	}
-	senders.Wait()
+	n.publishAtRate(ctx, queue, rate, d, nil)
 	time.Sleep(time.Second) // the last messages arrive
 	cancel()
 	wg.Wait()
@@ -368,4 +328,60 @@ func waitingReceives(n *node) int {
 		}
 	}
 	return 0
+}
+
+// publishAtRate puts single messages, each carrying its send time (UnixNano) as content, at rate/s for d, and
+// waits for the puts; done (when set) is called with each put's send and answer times.
+func (n *node) publishAtRate(ctx context.Context, queue string, rate int, d time.Duration, done func(sent, answered int64)) {
+	interval := time.Second / time.Duration(rate)
+	sendCtx, stopSending := context.WithTimeout(ctx, d)
+	defer stopSending()
+	var senders sync.WaitGroup
+	next := time.Now()
+	for sendCtx.Err() == nil {
+		next = next.Add(interval)
+		if wait := time.Until(next); wait > 0 {
+			time.Sleep(wait)
+		}
+		senders.Add(1)
+		go func() {
+			defer senders.Done()
+			sent := time.Now().UnixNano()
+			body := map[string]any{"messages": []putEntry{{Content: strconv.FormatInt(sent, 10)}}}
+			_, _ = n.call(sendCtx, http.MethodPost, "/20210201/queues/"+queue+"/messages", body, nil)
+			if done != nil {
+				done(sent, time.Now().UnixNano())
+			}
+		}()
+	}
+	senders.Wait()
+}
+
+// produce starts `producers` goroutines (counted in wg) that keep the queue's backlog near target with batches of
+// 20 × 1 KiB until ctx ends, and returns once the backlog reached target.
+func (n *node) produce(ctx context.Context, wg *sync.WaitGroup, queue string, target int, backlog *atomic.Int64) {
+	batch := make([]putEntry, 20)
+	for i := range batch {
+		batch[i] = putEntry{Content: payload}
+	}
+	body := map[string]any{"messages": batch}
+	for p := 0; p < producers; p++ {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for ctx.Err() == nil {
+				if backlog.Load() > int64(target) {
+					time.Sleep(time.Millisecond)
+					continue
+				}
+				if _, err := n.call(ctx, http.MethodPost, "/20210201/queues/"+queue+"/messages", body, nil); err == nil {
+					backlog.Add(20)
+				}
+			}
+		}()
+	}
+	// Warm up: let the producers build the backlog before measuring.
+	for backlog.Load() < int64(target) && ctx.Err() == nil {
+		time.Sleep(10 * time.Millisecond)
+	}
 }

@@ -112,30 +112,12 @@ func (n *node) latencyBreakdown(b testing.TB, queue string, rate int, d time.Dur
 		}()
 	}
 	time.Sleep(200 * time.Millisecond)
-	interval := time.Second / time.Duration(rate)
-	sendCtx, stopSending := context.WithTimeout(ctx, d)
-	defer stopSending()
-	var senders sync.WaitGroup
-	next := time.Now()
-	for sendCtx.Err() == nil {
-		next = next.Add(interval)
-		if wait := time.Until(next); wait > 0 {
-			time.Sleep(wait)
-		}
-		senders.Add(1)
-		go func() {
-			defer senders.Done()
-			sent := time.Now().UnixNano()
-			body := map[string]any{"messages": []putEntry{{Content: strconv.FormatInt(sent, 10)}}}
-			_, _ = n.call(sendCtx, http.MethodPost, "/20210201/queues/"+queue+"/messages", body, nil)
-			done := time.Now().UnixNano()
-			mu.Lock()
-			putDur = append(putDur, float64(done-sent)/1e6)
-			putDone[sent] = done
-			mu.Unlock()
-		}()
-	}
-	senders.Wait()
+	n.publishAtRate(ctx, queue, rate, d, func(sent, done int64) {
+		mu.Lock()
+		putDur = append(putDur, float64(done-sent)/1e6)
+		putDone[sent] = done
+		mu.Unlock()
+	})
 	time.Sleep(time.Second)
 	cancel()
 	wg.Wait()

@@ -3,7 +3,6 @@ package bench
 import (
 	"context"
 	"fmt"
-	"net/http"
 	"slices"
 	"strconv"
 	"sync"
@@ -60,29 +59,7 @@ func (n *node) watchCycle(b testing.TB, queue string, target, window int) float6
 	defer cancel()
 	var consumed, backlog atomic.Int64
 	var wg sync.WaitGroup
-	batch := make([]putEntry, 20)
-	for i := range batch {
-		batch[i] = putEntry{Content: payload}
-	}
-	body := map[string]any{"messages": batch}
-	for p := 0; p < producers; p++ {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			for ctx.Err() == nil {
-				if backlog.Load() > int64(target) {
-					time.Sleep(time.Millisecond)
-					continue
-				}
-				if _, err := n.call(ctx, http.MethodPost, "/20210201/queues/"+queue+"/messages", body, nil); err == nil {
-					backlog.Add(20)
-				}
-			}
-		}()
-	}
-	for backlog.Load() < int64(target) && ctx.Err() == nil {
-		time.Sleep(10 * time.Millisecond)
-	}
+	n.produce(ctx, &wg, queue, target, &backlog)
 	start := time.Now()
 	for c := 0; c < consumers; c++ {
 		w, err := n.watch(ctx, queue, "throughput-"+strconv.Itoa(c), window)
@@ -178,24 +155,7 @@ func (n *node) pushLatency(b testing.TB, queue string, rate int, d time.Duration
 		}()
 	}
 	time.Sleep(200 * time.Millisecond) // the watches are waiting
-	interval := time.Second / time.Duration(rate)
-	sendCtx, stopSending := context.WithTimeout(ctx, d)
-	defer stopSending()
-	var senders sync.WaitGroup
-	next := time.Now()
-	for sendCtx.Err() == nil {
-		next = next.Add(interval)
-		if wait := time.Until(next); wait > 0 {
-			time.Sleep(wait)
-		}
-		senders.Add(1)
-		go func() {
-			defer senders.Done()
-			body := map[string]any{"messages": []putEntry{{Content: strconv.FormatInt(time.Now().UnixNano(), 10)}}}
-			_, _ = n.call(sendCtx, http.MethodPost, "/20210201/queues/"+queue+"/messages", body, nil)
-		}()
-	}
-	senders.Wait()
+	n.publishAtRate(ctx, queue, rate, d, nil)
 	time.Sleep(time.Second) // the last messages arrive
 	cancel()
 	wg.Wait()
