@@ -70,8 +70,8 @@ func (s *Service) Get(ctx context.Context, tenancyID, queueID string, req GetReq
 	if req.Limit > MaxGetLimit {
 		return nil, apierror.InvalidParameter("limit: must be 1 to %d", MaxGetLimit)
 	}
-	if f := req.ChannelFilter; f != "" && strings.Contains(strings.TrimSuffix(f, "*"), "*") {
-		return nil, apierror.InvalidParameter("channelFilter: a channel id, or a prefix followed by a single trailing '*'")
+	if err := validChannelFilter(req.ChannelFilter); err != nil {
+		return nil, err
 	}
 	visibility := q.VisibilitySeconds
 	if req.VisibilitySeconds != nil {
@@ -85,10 +85,7 @@ func (s *Service) Get(ctx context.Context, tenancyID, queueID string, req GetReq
 	if err != nil {
 		return nil, err
 	}
-	maxDeliveries := q.DeadLetterQueueDeliveryCount
-	if g.MaxDeliveries != nil {
-		maxDeliveries = *g.MaxDeliveries
-	}
+	maxDeliveries := g.maxDeliveries(q)
 	if req.DLQ {
 		maxDeliveries = 0
 	}

@@ -21,6 +21,22 @@ type group struct {
 	MaxDeliveries *int32         // nil = the queue's deadLetterQueueDeliveryCount
 }
 
+// maxDeliveries is the group's dead-letter count: its own, else the queue's (0 = no DLQ).
+func (g group) maxDeliveries(q persistence.Queue) int32 {
+	if g.MaxDeliveries != nil {
+		return *g.MaxDeliveries
+	}
+	return q.DeadLetterQueueDeliveryCount
+}
+
+// validChannelFilter checks a channelFilter: an exact channel id, or a prefix followed by one trailing '*'.
+func validChannelFilter(f string) error {
+	if f != "" && strings.Contains(strings.TrimSuffix(f, "*"), "*") {
+		return apierror.InvalidParameter("channelFilter: a channel id, or a prefix followed by a single trailing '*'")
+	}
+	return nil
+}
+
 // groupCache keeps each queue's consumer groups with their filters compiled once. A change to a queue's groups
 // on any node NOTIFYs ferry_config, which drops the entry on every node; the TTL is a safety net.
 type groupCache struct {

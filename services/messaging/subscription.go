@@ -5,7 +5,6 @@ import (
 	"errors"
 	"net/http"
 	"regexp"
-	"strings"
 	"sync/atomic"
 	"time"
 
@@ -52,8 +51,8 @@ func (s *Service) Subscribe(ctx context.Context, tenancyID, queueID string, req 
 	if err := ValidConsumerID(req.ConsumerID); err != nil {
 		return nil, err
 	}
-	if f := req.ChannelFilter; f != "" && strings.Contains(strings.TrimSuffix(f, "*"), "*") {
-		return nil, apierror.InvalidParameter("channelFilter: a channel id, or a prefix followed by a single trailing '*'")
+	if err := validChannelFilter(req.ChannelFilter); err != nil {
+		return nil, err
 	}
 	q, err := s.queues.active(ctx, tenancyID, queueID)
 	if err != nil {
@@ -63,13 +62,9 @@ func (s *Service) Subscribe(ctx context.Context, tenancyID, queueID string, req 
 	if err != nil {
 		return nil, err
 	}
-	maxDeliveries := q.DeadLetterQueueDeliveryCount
-	if g.MaxDeliveries != nil {
-		maxDeliveries = *g.MaxDeliveries
-	}
 	return &Subscription{s: s, tenancyID: tenancyID, queueID: q.ID, groupNo: g.No, groupID: g.ID, q: q, g: g,
 		consumer: req.ConsumerID, sac: q.SingleActiveConsumer,
-		channelFilter: req.ChannelFilter, maxDeliveries: maxDeliveries}, nil
+		channelFilter: req.ChannelFilter, maxDeliveries: g.maxDeliveries(q)}, nil
 }
 
 // QueueID, GroupNo, GroupID and ConsumerID identify the subscription.
@@ -151,11 +146,7 @@ func (sub *Subscription) refresh(ctx context.Context) error {
 	if err != nil {
 		return goneIfNotFound(err)
 	}
-	sub.q, sub.g = q, g
-	sub.maxDeliveries = q.DeadLetterQueueDeliveryCount
-	if g.MaxDeliveries != nil {
-		sub.maxDeliveries = *g.MaxDeliveries
-	}
+	sub.q, sub.g, sub.maxDeliveries = q, g, g.maxDeliveries(q)
 	return nil
 }
 
