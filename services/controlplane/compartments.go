@@ -10,6 +10,7 @@ import (
 	"github.com/ferry-mq/ferry/openapi/api"
 	"github.com/ferry-mq/ferry/persistence"
 	"github.com/ferry-mq/ferry/services/apierror"
+	"github.com/ferry-mq/ferry/services/httpapi"
 	"github.com/ferry-mq/ferry/tenancy"
 )
 
@@ -43,7 +44,7 @@ func (h *Handlers) CreateCompartment(c *gin.Context, _ api.CreateCompartmentPara
 		ID:           h.ocids.New(tenancy.TypeCompartment),
 		ParentID:     &parent,
 		Name:         body.Name,
-		Description:  deref(body.Description),
+		Description:  httpapi.Deref(body.Description),
 		FreeformTags: tagsOf(body.FreeformTags),
 	})
 	if err != nil {
@@ -74,9 +75,9 @@ func (h *Handlers) ListCompartments(c *gin.Context, params api.ListCompartmentsP
 	byName := params.SortBy != nil && *params.SortBy == api.ListCompartmentsParamsSortByName
 	list, next, err := h.store.Compartments.List(ctx, tenancyOf(c), persistence.CompartmentFilter{
 		ParentID:       params.CompartmentId,
-		InSubtree:      deref(params.CompartmentIdInSubtree),
-		Name:           deref(params.Name),
-		LifecycleState: string(deref(params.LifecycleState)),
+		InSubtree:      httpapi.Deref(params.CompartmentIdInSubtree),
+		Name:           httpapi.Deref(params.Name),
+		LifecycleState: string(httpapi.Deref(params.LifecycleState)),
 	}, page(params.Limit, params.Page, byName, params.SortOrder))
 	if err != nil {
 		apierror.Write(c, err)
@@ -85,7 +86,7 @@ func (h *Handlers) ListCompartments(c *gin.Context, params api.ListCompartmentsP
 	items := make([]api.Compartment, 0, len(list))
 	for _, comp := range list {
 		// In a subtree list, only the compartments the caller may inspect.
-		if deref(params.CompartmentIdInSubtree) && !iam.CanInspect(ctx, policy.PermCompartmentInspect, *comp.ParentID) {
+		if httpapi.Deref(params.CompartmentIdInSubtree) && !iam.CanInspect(ctx, policy.PermCompartmentInspect, *comp.ParentID) {
 			continue
 		}
 		items = append(items, toCompartment(comp))
@@ -99,7 +100,7 @@ func (h *Handlers) UpdateCompartment(c *gin.Context, id api.CompartmentIdPath, p
 	if !bind(c, &body) {
 		return
 	}
-	comp, err := h.store.Compartments.Update(c.Request.Context(), tenancyOf(c), id, deref(params.IfMatch), persistence.CompartmentPatch{
+	comp, err := h.store.Compartments.Update(c.Request.Context(), tenancyOf(c), id, httpapi.Deref(params.IfMatch), persistence.CompartmentPatch{
 		Name:         body.Name,
 		Description:  body.Description,
 		FreeformTags: tagsOf(body.FreeformTags),
@@ -114,7 +115,7 @@ func (h *Handlers) UpdateCompartment(c *gin.Context, id api.CompartmentIdPath, p
 
 // DeleteCompartment deletes an empty compartment (409 IncorrectState when it still holds resources).
 func (h *Handlers) DeleteCompartment(c *gin.Context, id api.CompartmentIdPath, params api.DeleteCompartmentParams) {
-	if err := h.store.Compartments.Delete(c.Request.Context(), tenancyOf(c), id, deref(params.IfMatch)); err != nil {
+	if err := h.store.Compartments.Delete(c.Request.Context(), tenancyOf(c), id, httpapi.Deref(params.IfMatch)); err != nil {
 		apierror.Write(c, err)
 		return
 	}

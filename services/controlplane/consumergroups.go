@@ -10,6 +10,7 @@ import (
 	"github.com/ferry-mq/ferry/persistence"
 	"github.com/ferry-mq/ferry/services/apierror"
 	"github.com/ferry-mq/ferry/services/filter"
+	"github.com/ferry-mq/ferry/services/httpapi"
 	"github.com/ferry-mq/ferry/tenancy"
 )
 
@@ -70,7 +71,7 @@ func (h *Handlers) CreateConsumerGroup(c *gin.Context, _ api.CreateConsumerGroup
 	if !bind(c, &body) {
 		return
 	}
-	expr := deref(body.ConsumerGroupFilter)
+	expr := httpapi.Deref(body.ConsumerGroupFilter)
 	if err := compileFilter(expr); err != nil {
 		apierror.Write(c, err)
 		return
@@ -118,8 +119,8 @@ func (h *Handlers) ListConsumerGroups(c *gin.Context, params api.ListConsumerGro
 	byName := params.SortBy != nil && *params.SortBy == api.ListConsumerGroupsParamsSortByDisplayName
 	list, next, err := h.store.ConsumerGroups.List(ctx, tenancyOf(c), persistence.ConsumerGroupFilter{
 		QueueID:        params.QueueId,
-		DisplayName:    deref(params.DisplayName),
-		LifecycleState: string(deref(params.LifecycleState)),
+		DisplayName:    httpapi.Deref(params.DisplayName),
+		LifecycleState: string(httpapi.Deref(params.LifecycleState)),
 	}, page(params.Limit, params.Page, byName, params.SortOrder))
 	if err != nil {
 		apierror.Write(c, err)
@@ -156,7 +157,7 @@ func (h *Handlers) UpdateConsumerGroup(c *gin.Context, id api.ConsumerGroupIdPat
 			patch.DeadLetterQueueDeliveryCount = int32Ptr(n)
 		}
 	}
-	g, err := h.store.ConsumerGroups.Update(c.Request.Context(), tenancyOf(c), id, deref(params.IfMatch), patch)
+	g, err := h.store.ConsumerGroups.Update(c.Request.Context(), tenancyOf(c), id, httpapi.Deref(params.IfMatch), patch)
 	if err != nil {
 		apierror.Write(c, err)
 		return
@@ -167,7 +168,7 @@ func (h *Handlers) UpdateConsumerGroup(c *gin.Context, id api.ConsumerGroupIdPat
 
 // DeleteConsumerGroup deletes a (non-primary) group.
 func (h *Handlers) DeleteConsumerGroup(c *gin.Context, id api.ConsumerGroupIdPath, params api.DeleteConsumerGroupParams) {
-	queueID, err := h.store.ConsumerGroups.Delete(c.Request.Context(), tenancyOf(c), id, deref(params.IfMatch))
+	queueID, err := h.store.ConsumerGroups.Delete(c.Request.Context(), tenancyOf(c), id, httpapi.Deref(params.IfMatch))
 	if err != nil {
 		apierror.Write(c, err)
 		return

@@ -12,6 +12,7 @@ import (
 	"github.com/ferry-mq/ferry/openapi/api"
 	"github.com/ferry-mq/ferry/persistence"
 	"github.com/ferry-mq/ferry/services/apierror"
+	"github.com/ferry-mq/ferry/services/httpapi"
 	"github.com/ferry-mq/ferry/tenancy"
 )
 
@@ -54,7 +55,7 @@ func bind(c *gin.Context, dst any) bool {
 }
 
 func page(limit *int, token *string, byName bool, order *api.SortOrder) persistence.Page {
-	p := persistence.Page{Limit: cmp.Or(deref(limit), persistence.ListLimitDefault), SortByName: byName, Token: deref(token)}
+	p := persistence.Page{Limit: cmp.Or(httpapi.Deref(limit), persistence.ListLimitDefault), SortByName: byName, Token: httpapi.Deref(token)}
 	// OCI defaults: newest first by time, alphabetical by name.
 	p.Descending = !byName
 	if order != nil {
@@ -68,14 +69,6 @@ func writeList(c *gin.Context, next string, body any) {
 		c.Header("opc-next-page", next)
 	}
 	c.JSON(http.StatusOK, body)
-}
-
-func deref[T any](p *T) T {
-	var zero T
-	if p == nil {
-		return zero
-	}
-	return *p
 }
 
 func ptrIfSet(s string) *string {

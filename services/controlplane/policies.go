@@ -11,6 +11,7 @@ import (
 	"github.com/ferry-mq/ferry/openapi/api"
 	"github.com/ferry-mq/ferry/persistence"
 	"github.com/ferry-mq/ferry/services/apierror"
+	"github.com/ferry-mq/ferry/services/httpapi"
 	"github.com/ferry-mq/ferry/tenancy"
 )
 
@@ -56,7 +57,7 @@ func (h *Handlers) CreatePolicy(c *gin.Context, _ api.CreatePolicyParams) {
 	}
 	p, err := h.store.Policies.Create(c.Request.Context(), persistence.Policy{
 		TenancyID: tenancyOf(c), ID: h.ocids.New(tenancy.TypePolicy), CompartmentID: body.CompartmentId, Name: body.Name,
-		Description: deref(body.Description), Statements: body.Statements, FreeformTags: tagsOf(body.FreeformTags),
+		Description: httpapi.Deref(body.Description), Statements: body.Statements, FreeformTags: tagsOf(body.FreeformTags),
 	})
 	if err != nil {
 		apierror.Write(c, err)
@@ -84,8 +85,8 @@ func (h *Handlers) ListPolicies(c *gin.Context, params api.ListPoliciesParams) {
 		return
 	}
 	byName := params.SortBy != nil && *params.SortBy == api.ListPoliciesParamsSortByName
-	list, next, err := h.store.Policies.List(ctx, tenancyOf(c), params.CompartmentId, deref(params.Name),
-		string(deref(params.LifecycleState)), page(params.Limit, params.Page, byName, params.SortOrder))
+	list, next, err := h.store.Policies.List(ctx, tenancyOf(c), params.CompartmentId, httpapi.Deref(params.Name),
+		string(httpapi.Deref(params.LifecycleState)), page(params.Limit, params.Page, byName, params.SortOrder))
 	if err != nil {
 		apierror.Write(c, err)
 		return
@@ -116,7 +117,7 @@ func (h *Handlers) UpdatePolicy(c *gin.Context, id api.PolicyIdPath, params api.
 			return
 		}
 	}
-	p, err := h.store.Policies.Update(c.Request.Context(), tenancyOf(c), id, deref(params.IfMatch), persistence.PolicyPatch{
+	p, err := h.store.Policies.Update(c.Request.Context(), tenancyOf(c), id, httpapi.Deref(params.IfMatch), persistence.PolicyPatch{
 		Name: body.Name, Description: body.Description, Statements: statements, FreeformTags: tagsOf(body.FreeformTags),
 	})
 	if err != nil {
@@ -129,7 +130,7 @@ func (h *Handlers) UpdatePolicy(c *gin.Context, id api.PolicyIdPath, params api.
 
 // DeletePolicy deletes a policy.
 func (h *Handlers) DeletePolicy(c *gin.Context, id api.PolicyIdPath, params api.DeletePolicyParams) {
-	if err := h.store.Policies.Delete(c.Request.Context(), tenancyOf(c), id, deref(params.IfMatch)); err != nil {
+	if err := h.store.Policies.Delete(c.Request.Context(), tenancyOf(c), id, httpapi.Deref(params.IfMatch)); err != nil {
 		apierror.Write(c, err)
 		return
 	}
@@ -147,8 +148,8 @@ func (h *Handlers) Authorize(c *gin.Context, _ api.AuthorizeParams) {
 		apierror.Write(c, apierror.ServiceUnavailable(1, "authorization is not configured"))
 		return
 	}
-	d, err := h.Access.Simulate(c.Request.Context(), tenancyOf(c), body.Subject, deref(body.Groups), string(body.Permission), iam.Target{
-		CompartmentID: deref(body.CompartmentId), QueueID: deref(body.QueueId), ConsumerGroupID: deref(body.ConsumerGroupId),
+	d, err := h.Access.Simulate(c.Request.Context(), tenancyOf(c), body.Subject, httpapi.Deref(body.Groups), string(body.Permission), iam.Target{
+		CompartmentID: httpapi.Deref(body.CompartmentId), QueueID: httpapi.Deref(body.QueueId), ConsumerGroupID: httpapi.Deref(body.ConsumerGroupId),
 	})
 	if err != nil {
 		apierror.Write(c, err)

@@ -11,6 +11,7 @@ import (
 	"github.com/ferry-mq/ferry/openapi/api"
 	"github.com/ferry-mq/ferry/persistence"
 	"github.com/ferry-mq/ferry/services/apierror"
+	"github.com/ferry-mq/ferry/services/httpapi"
 	"github.com/ferry-mq/ferry/tenancy"
 )
 
@@ -65,15 +66,15 @@ func (h *Handlers) CreateQueue(c *gin.Context, _ api.CreateQueueParams) {
 		ID:                           h.ocids.New(tenancy.TypeQueue),
 		CompartmentID:                body.CompartmentId,
 		DisplayName:                  body.DisplayName,
-		RetentionSeconds:             int32(cmp.Or(deref(body.RetentionInSeconds), RetentionSecondsDefault)),
+		RetentionSeconds:             int32(cmp.Or(httpapi.Deref(body.RetentionInSeconds), RetentionSecondsDefault)),
 		VisibilitySeconds:            int32(orDefault(body.VisibilityInSeconds, VisibilitySecondsDefault)),
 		TimeoutSeconds:               int32(orDefault(body.TimeoutInSeconds, TimeoutSecondsDefault)),
-		DeadLetterQueueDeliveryCount: int32(deref(body.DeadLetterQueueDeliveryCount)),
-		ChannelConsumptionLimit:      int32(cmp.Or(deref(body.ChannelConsumptionLimit), ChannelConsumptionLimitDefault)),
-		MaxSizeBytes:                 cmp.Or(deref(body.MaxSizeInBytes), MaxSizeBytesDefault),
-		DedupWindowSeconds:           int32(deref(body.DeduplicationWindowInSeconds)),
-		SingleActiveConsumer:         deref(body.IsSingleActiveConsumer),
-		ConsumerLeaseSeconds:         int32(cmp.Or(deref(body.ConsumerLeaseInSeconds), ConsumerLeaseSecondsDefault)),
+		DeadLetterQueueDeliveryCount: int32(httpapi.Deref(body.DeadLetterQueueDeliveryCount)),
+		ChannelConsumptionLimit:      int32(cmp.Or(httpapi.Deref(body.ChannelConsumptionLimit), ChannelConsumptionLimitDefault)),
+		MaxSizeBytes:                 cmp.Or(httpapi.Deref(body.MaxSizeInBytes), MaxSizeBytesDefault),
+		DedupWindowSeconds:           int32(httpapi.Deref(body.DeduplicationWindowInSeconds)),
+		SingleActiveConsumer:         httpapi.Deref(body.IsSingleActiveConsumer),
+		ConsumerLeaseSeconds:         int32(cmp.Or(httpapi.Deref(body.ConsumerLeaseInSeconds), ConsumerLeaseSecondsDefault)),
 		FreeformTags:                 tagsOf(body.FreeformTags),
 		ConsumerGroupsEnabled:        groups != nil && *groups,
 		PrimaryGroupEnabled:          &primary,
@@ -113,10 +114,10 @@ func (h *Handlers) ListQueues(c *gin.Context, params api.ListQueuesParams) {
 	byName := params.SortBy != nil && *params.SortBy == api.ListQueuesParamsSortByDisplayName
 	list, next, err := h.store.Queues.List(ctx, tenancyOf(c), persistence.QueueFilter{
 		CompartmentID:  params.CompartmentId,
-		InSubtree:      deref(params.CompartmentIdInSubtree),
-		DisplayName:    deref(params.DisplayName),
-		ID:             deref(params.Id),
-		LifecycleState: string(deref(params.LifecycleState)),
+		InSubtree:      httpapi.Deref(params.CompartmentIdInSubtree),
+		DisplayName:    httpapi.Deref(params.DisplayName),
+		ID:             httpapi.Deref(params.Id),
+		LifecycleState: string(httpapi.Deref(params.LifecycleState)),
 	}, page(params.Limit, params.Page, byName, params.SortOrder))
 	if err != nil {
 		apierror.Write(c, err)
@@ -125,7 +126,7 @@ func (h *Handlers) ListQueues(c *gin.Context, params api.ListQueuesParams) {
 	items := make([]api.QueueSummary, 0, len(list))
 	for _, q := range list {
 		// In a subtree list, only the queues the caller may inspect.
-		if deref(params.CompartmentIdInSubtree) && !iam.CanInspect(ctx, policy.PermQueueInspect, q.CompartmentID) {
+		if httpapi.Deref(params.CompartmentIdInSubtree) && !iam.CanInspect(ctx, policy.PermQueueInspect, q.CompartmentID) {
 			continue
 		}
 		full := h.toQueue(q)
@@ -146,7 +147,7 @@ func (h *Handlers) UpdateQueue(c *gin.Context, id api.QueueIdPath, params api.Up
 		return
 	}
 	groups, primary := capabilitiesFrom(body.Capabilities)
-	q, err := h.store.Queues.Update(c.Request.Context(), tenancyOf(c), id, deref(params.IfMatch), persistence.QueuePatch{
+	q, err := h.store.Queues.Update(c.Request.Context(), tenancyOf(c), id, httpapi.Deref(params.IfMatch), persistence.QueuePatch{
 		DisplayName:                  body.DisplayName,
 		VisibilitySeconds:            int32Ptr(body.VisibilityInSeconds),
 		TimeoutSeconds:               int32Ptr(body.TimeoutInSeconds),
@@ -173,7 +174,7 @@ func (h *Handlers) UpdateQueue(c *gin.Context, id api.QueueIdPath, params api.Up
 
 // DeleteQueue marks the queue DELETING and answers 202 with the work request that removes its messages.
 func (h *Handlers) DeleteQueue(c *gin.Context, id api.QueueIdPath, params api.DeleteQueueParams) {
-	h.startWork(c, id, deref(params.IfMatch), persistence.StateDeleting, persistence.WorkRequest{
+	h.startWork(c, id, httpapi.Deref(params.IfMatch), persistence.StateDeleting, persistence.WorkRequest{
 		OperationType: persistence.OpDeleteQueue, ActionType: "DELETED",
 	})
 }
@@ -184,7 +185,7 @@ func (h *Handlers) PurgeQueue(c *gin.Context, id api.QueueIdPath, params api.Pur
 	if !bind(c, &body) {
 		return
 	}
-	h.startWork(c, id, deref(params.IfMatch), "", persistence.WorkRequest{
+	h.startWork(c, id, httpapi.Deref(params.IfMatch), "", persistence.WorkRequest{
 		OperationType: persistence.OpPurgeQueue, ActionType: "UPDATED",
 		Params: map[string]any{"purgeType": string(body.PurgeType)},
 	})
@@ -208,7 +209,7 @@ func (h *Handlers) ChangeQueueCompartment(c *gin.Context, id api.QueueIdPath, pa
 	if !bind(c, &body) {
 		return
 	}
-	q, err := h.store.Queues.ChangeCompartment(c.Request.Context(), tenancyOf(c), id, deref(params.IfMatch), body.CompartmentId)
+	q, err := h.store.Queues.ChangeCompartment(c.Request.Context(), tenancyOf(c), id, httpapi.Deref(params.IfMatch), body.CompartmentId)
 	if err != nil {
 		apierror.Write(c, err)
 		return

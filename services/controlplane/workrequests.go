@@ -8,6 +8,7 @@ import (
 	"github.com/ferry-mq/ferry/openapi/api"
 	"github.com/ferry-mq/ferry/persistence"
 	"github.com/ferry-mq/ferry/services/apierror"
+	"github.com/ferry-mq/ferry/services/httpapi"
 )
 
 func (h *Handlers) toWorkRequest(w persistence.WorkRequest) api.WorkRequest {
@@ -57,7 +58,7 @@ func (h *Handlers) ListWorkRequests(c *gin.Context, params api.ListWorkRequestsP
 		apierror.Write(c, err)
 		return
 	}
-	list, next, err := h.store.WorkRequests.List(ctx, tenancyOf(c), params.CompartmentId, deref(params.ResourceId),
+	list, next, err := h.store.WorkRequests.List(ctx, tenancyOf(c), params.CompartmentId, httpapi.Deref(params.ResourceId),
 		page(params.Limit, params.Page, false, nil))
 	if err != nil {
 		apierror.Write(c, err)

@@ -46,14 +46,6 @@ func bind[T any](c *gin.Context, dst *T) bool {
 	return true
 }
 
-func deref[T any](p *T) T {
-	var zero T
-	if p == nil {
-		return zero
-	}
-	return *p
-}
-
 func int32Ptr(p *int) *int32 {
 	if p == nil {
 		return nil
@@ -91,11 +83,11 @@ func entriesOf(body api.PutMessagesDetails) []messaging.PutEntry {
 			e.Attributes = *m.Attributes
 		}
 		if md := m.Metadata; md != nil {
-			e.ChannelID = deref(md.ChannelId)
-			e.DelaySeconds = int32(deref(md.DelayInSeconds))
-			e.DedupID = deref(md.DeduplicationId)
-			e.Traceparent = deref(md.Traceparent)
-			e.MessageGroupID = deref(md.MessageGroupId)
+			e.ChannelID = httpapi.Deref(md.ChannelId)
+			e.DelaySeconds = int32(httpapi.Deref(md.DelayInSeconds))
+			e.DedupID = httpapi.Deref(md.DeduplicationId)
+			e.Traceparent = httpapi.Deref(md.Traceparent)
+			e.MessageGroupID = httpapi.Deref(md.MessageGroupId)
 		}
 		entries[i] = e
 	}
@@ -149,8 +141,8 @@ func validatedEntries(c *gin.Context) (entries []messaging.PutEntry, ok bool) {
 
 // GetMessages leases messages, long-polling up to timeoutInSeconds for the first one.
 func (h *Handlers) GetMessages(c *gin.Context, queueID api.QueueIdPath, params api.GetMessagesParams) {
-	consumerID := deref(params.ConsumerId)
-	if header := deref(params.XFerryConsumerId); header != "" {
+	consumerID := httpapi.Deref(params.ConsumerId)
+	if header := httpapi.Deref(params.XFerryConsumerId); header != "" {
 		if consumerID != "" && consumerID != header {
 			apierror.Write(c, apierror.InvalidParameter("consumerId: the query parameter and the X-Ferry-Consumer-Id header differ"))
 			return
@@ -159,12 +151,12 @@ func (h *Handlers) GetMessages(c *gin.Context, queueID api.QueueIdPath, params a
 	}
 	got, err := h.svc.Get(c.Request.Context(), tenancyOf(c), queueID, messaging.GetRequest{
 		ConsumerID:        consumerID,
-		ConsumerGroup:     deref(params.ConsumerGroupId),
-		DLQ:               deref(params.Dlq),
-		Limit:             cmp.Or(deref(params.Limit), 1),
+		ConsumerGroup:     httpapi.Deref(params.ConsumerGroupId),
+		DLQ:               httpapi.Deref(params.Dlq),
+		Limit:             cmp.Or(httpapi.Deref(params.Limit), 1),
 		VisibilitySeconds: int32Ptr(params.VisibilityInSeconds),
 		TimeoutSeconds:    int32Ptr(params.TimeoutInSeconds),
-		ChannelFilter:     deref(params.ChannelFilter),
+		ChannelFilter:     httpapi.Deref(params.ChannelFilter),
 	})
 	if err != nil {
 		apierror.Write(c, err)
@@ -175,7 +167,7 @@ func (h *Handlers) GetMessages(c *gin.Context, queueID api.QueueIdPath, params a
 
 // DeleteMessage acknowledges one message: 204, 409 for a stale receipt, 404 when the message is gone.
 func (h *Handlers) DeleteMessage(c *gin.Context, queueID api.QueueIdPath, receipt api.MessageReceiptPath, params api.DeleteMessageParams) {
-	errs, err := h.svc.Delete(c.Request.Context(), tenancyOf(c), queueID, deref(params.ConsumerGroupId), deref(params.Dlq), []string{receipt})
+	errs, err := h.svc.Delete(c.Request.Context(), tenancyOf(c), queueID, httpapi.Deref(params.ConsumerGroupId), httpapi.Deref(params.Dlq), []string{receipt})
 	if err == nil && errs[0] != nil {
 		err = errs[0]
 	}
@@ -196,7 +188,7 @@ func (h *Handlers) DeleteMessages(c *gin.Context, queueID api.QueueIdPath, param
 	for i, e := range body.Entries {
 		receipts[i] = e.Receipt
 	}
-	errs, err := h.svc.Delete(c.Request.Context(), tenancyOf(c), queueID, deref(params.ConsumerGroupId), deref(params.Dlq), receipts)
+	errs, err := h.svc.Delete(c.Request.Context(), tenancyOf(c), queueID, httpapi.Deref(params.ConsumerGroupId), httpapi.Deref(params.Dlq), receipts)
 	if err != nil {
 		apierror.Write(c, err)
 		return
@@ -210,7 +202,7 @@ func (h *Handlers) UpdateMessage(c *gin.Context, queueID api.QueueIdPath, receip
 	if !bind(c, &body) {
 		return
 	}
-	times, errs, err := h.svc.Update(c.Request.Context(), tenancyOf(c), queueID, deref(params.ConsumerGroupId), deref(params.Dlq),
+	times, errs, err := h.svc.Update(c.Request.Context(), tenancyOf(c), queueID, httpapi.Deref(params.ConsumerGroupId), httpapi.Deref(params.Dlq),
 		[]string{receipt}, []int32{int32(body.VisibilityInSeconds)})
 	if err == nil && errs[0] != nil {
 		err = errs[0]
@@ -234,7 +226,7 @@ func (h *Handlers) UpdateMessages(c *gin.Context, queueID api.QueueIdPath, param
 	for i, e := range body.Entries {
 		receipts[i], seconds[i] = e.Receipt, int32(e.VisibilityInSeconds)
 	}
-	times, errs, err := h.svc.Update(c.Request.Context(), tenancyOf(c), queueID, deref(params.ConsumerGroupId), deref(params.Dlq), receipts, seconds)
+	times, errs, err := h.svc.Update(c.Request.Context(), tenancyOf(c), queueID, httpapi.Deref(params.ConsumerGroupId), httpapi.Deref(params.Dlq), receipts, seconds)
 	if err != nil {
 		apierror.Write(c, err)
 		return
@@ -264,12 +256,12 @@ func countFailure(e *apierror.Error, client, server *int) {
 // GetStats counts the queue's and the DLQ's messages.
 func (h *Handlers) GetStats(c *gin.Context, queueID api.QueueIdPath, params api.GetStatsParams) {
 	ctx := c.Request.Context()
-	queue, dlq, err := h.svc.Stats(ctx, tenancyOf(c), queueID, deref(params.ConsumerGroupId), deref(params.ChannelId))
+	queue, dlq, err := h.svc.Stats(ctx, tenancyOf(c), queueID, httpapi.Deref(params.ConsumerGroupId), httpapi.Deref(params.ChannelId))
 	if err != nil {
 		apierror.Write(c, err)
 		return
 	}
-	groups, discarded, err := h.svc.AllGroupStats(ctx, tenancyOf(c), queueID, deref(params.ChannelId))
+	groups, discarded, err := h.svc.AllGroupStats(ctx, tenancyOf(c), queueID, httpapi.Deref(params.ChannelId))
 	if err != nil {
 		apierror.Write(c, err)
 		return
@@ -292,8 +284,8 @@ func toStats(s persistence.Stats) api.QueueStatsDetail {
 
 // ListChannels lists the non-empty channels, paginated.
 func (h *Handlers) ListChannels(c *gin.Context, queueID api.QueueIdPath, params api.ListChannelsParams) {
-	limit := cmp.Or(deref(params.Limit), persistence.ListLimitDefault)
-	items, next, err := h.svc.Channels(c.Request.Context(), tenancyOf(c), queueID, deref(params.ConsumerGroupId), deref(params.Page), deref(params.ChannelFilter), limit)
+	limit := cmp.Or(httpapi.Deref(params.Limit), persistence.ListLimitDefault)
+	items, next, err := h.svc.Channels(c.Request.Context(), tenancyOf(c), queueID, httpapi.Deref(params.ConsumerGroupId), httpapi.Deref(params.Page), httpapi.Deref(params.ChannelFilter), limit)
 	if err != nil {
 		apierror.Write(c, err)
 		return
@@ -313,7 +305,7 @@ func (h *Handlers) RedriveMessages(c *gin.Context, queueID api.QueueIdPath, _ ap
 	if !bind(c, &body) {
 		return
 	}
-	n, err := h.svc.Redrive(c.Request.Context(), tenancyOf(c), queueID, deref(body.ConsumerGroupId), cmp.Or(deref(body.Limit), 1000))
+	n, err := h.svc.Redrive(c.Request.Context(), tenancyOf(c), queueID, httpapi.Deref(body.ConsumerGroupId), cmp.Or(httpapi.Deref(body.Limit), 1000))
 	if err != nil {
 		apierror.Write(c, err)
 		return
@@ -323,7 +315,7 @@ func (h *Handlers) RedriveMessages(c *gin.Context, queueID api.QueueIdPath, _ ap
 
 // ListConsumers lists the consumers of the queue's consumer groups (watches and single active consumers).
 func (h *Handlers) ListConsumers(c *gin.Context, queueID api.QueueIdPath, params api.ListConsumersParams) {
-	list, groups, err := h.svc.Consumers(c.Request.Context(), tenancyOf(c), queueID, deref(params.ConsumerGroupId))
+	list, groups, err := h.svc.Consumers(c.Request.Context(), tenancyOf(c), queueID, httpapi.Deref(params.ConsumerGroupId))
 	if err != nil {
 		apierror.Write(c, err)
 		return
@@ -353,7 +345,7 @@ func (h *Handlers) ListConsumers(c *gin.Context, queueID api.QueueIdPath, params
 
 // DeleteConsumer removes a consumer from its consumer group (it leaves): 204, or 404 when it is not registered.
 func (h *Handlers) DeleteConsumer(c *gin.Context, queueID api.QueueIdPath, consumerID api.ConsumerIdPath, params api.DeleteConsumerParams) {
-	if err := h.svc.Leave(c.Request.Context(), tenancyOf(c), queueID, deref(params.ConsumerGroupId), consumerID); err != nil {
+	if err := h.svc.Leave(c.Request.Context(), tenancyOf(c), queueID, httpapi.Deref(params.ConsumerGroupId), consumerID); err != nil {
 		apierror.Write(c, err)
 		return
 	}

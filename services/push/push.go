@@ -22,6 +22,7 @@ import (
 	"github.com/ferry-mq/ferry/openapi/api"
 	"github.com/ferry-mq/ferry/persistence"
 	"github.com/ferry-mq/ferry/services/apierror"
+	"github.com/ferry-mq/ferry/services/httpapi"
 	"github.com/ferry-mq/ferry/services/messaging"
 	"github.com/ferry-mq/ferry/services/telemetry"
 )
@@ -177,7 +178,7 @@ func (s *Service) WatchMessages(c *gin.Context, queueID api.QueueIdPath, params 
 		apierror.Write(c, apierror.NotAuthenticated("no principal"))
 		return
 	}
-	consumerID := deref(params.XFerryConsumerId)
+	consumerID := httpapi.Deref(params.XFerryConsumerId)
 	if consumerID == "" {
 		consumerID = "watch-" + randomHex(8)
 	}
@@ -190,7 +191,7 @@ func (s *Service) WatchMessages(c *gin.Context, queueID api.QueueIdPath, params 
 		return
 	}
 	sub, err := s.messaging.Subscribe(c.Request.Context(), principal.TenancyID, queueID, messaging.SubscribeRequest{
-		ConsumerGroup: deref(params.ConsumerGroupId), ConsumerID: consumerID, ChannelFilter: deref(params.ChannelFilter)})
+		ConsumerGroup: httpapi.Deref(params.ConsumerGroupId), ConsumerID: consumerID, ChannelFilter: httpapi.Deref(params.ChannelFilter)})
 	if err != nil {
 		apierror.Write(c, err)
 		return
@@ -304,12 +305,4 @@ func randomHex(n int) string {
 	b := make([]byte, n)
 	_, _ = rand.Read(b)
 	return hex.EncodeToString(b)
-}
-
-func deref[T any](p *T) T {
-	var zero T
-	if p == nil {
-		return zero
-	}
-	return *p
 }
