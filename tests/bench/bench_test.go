@@ -260,6 +260,11 @@ func (n *node) latency(b testing.TB, queue string, rate int, d time.Duration) (p
 	wg.Wait()
 	mu.Lock()
 	defer mu.Unlock()
+	return percentiles(b, lat)
+}
+
+// percentiles reports the number of samples and returns their p50 and p99 (milliseconds).
+func percentiles(b testing.TB, lat []float64) (p50, p99 float64) {
 	slices.Sort(lat)
 	if len(lat) == 0 {
 		return 0, 0

@@ -3,7 +3,6 @@ package bench
 import (
 	"context"
 	"fmt"
-	"slices"
 	"strconv"
 	"sync"
 	"sync/atomic"
@@ -71,25 +70,11 @@ func (n *node) watchCycle(b testing.TB, queue string, target, window int) float6
 			defer wg.Done()
 			defer func() { _ = w.Close() }()
 			for ctx.Err() == nil {
-				var receipts []string
-				select {
-				case m, ok := <-w.Messages():
-					if !ok {
-						return
-					}
-					receipts = append(receipts, m.Receipt)
-				case <-ctx.Done():
+				got, ok := nextBatch(ctx, w, window)
+				if !ok {
 					return
 				}
-			more:
-				for len(receipts) < window {
-					select {
-					case m := <-w.Messages():
-						receipts = append(receipts, m.Receipt)
-					default:
-						break more
-					}
-				}
+				receipts := receiptsOf(got)
 				if _, err := w.Commit(context.WithoutCancel(ctx), receipts...); err == nil {
 					consumed.Add(int64(len(receipts)))
 					backlog.Add(-int64(len(receipts)))
@@ -118,38 +103,20 @@ func (n *node) pushLatency(b testing.TB, queue string, rate int, d time.Duration
 		go func() {
 			defer wg.Done()
 			defer func() { _ = w.Close() }()
-			for {
-				var m sdk.GetMessage
-				select {
-				case got, ok := <-w.Messages():
-					if !ok {
-						return
-					}
-					m = got
-				case <-ctx.Done():
+			for ctx.Err() == nil {
+				got, ok := nextBatch(ctx, w, 100)
+				if !ok {
 					return
 				}
 				now := time.Now().UnixNano()
-				if sent, err := strconv.ParseInt(m.Content, 10, 64); err == nil {
-					mu.Lock()
-					lat = append(lat, float64(now-sent)/1e6)
-					mu.Unlock()
-				}
-				receipts := []string{m.Receipt}
-			more:
-				for {
-					select {
-					case m2 := <-w.Messages():
-						receipts = append(receipts, m2.Receipt)
-						if sent, err := strconv.ParseInt(m2.Content, 10, 64); err == nil {
-							mu.Lock()
-							lat = append(lat, float64(time.Now().UnixNano()-sent)/1e6)
-							mu.Unlock()
-						}
-					default:
-						break more
+				mu.Lock()
+				for _, m := range got {
+					if sent, err := strconv.ParseInt(m.Content, 10, 64); err == nil {
+						lat = append(lat, float64(now-sent)/1e6)
 					}
 				}
+				mu.Unlock()
+				receipts := receiptsOf(got)
 				_, _ = w.Commit(context.WithoutCancel(ctx), receipts...)
 			}
 		}()
@@ -161,12 +128,7 @@ func (n *node) pushLatency(b testing.TB, queue string, rate int, d time.Duration
 	wg.Wait()
 	mu.Lock()
 	defer mu.Unlock()
-	slices.Sort(lat)
-	if len(lat) == 0 {
-		return 0, 0
-	}
-	b.Logf("latency samples: %d", len(lat))
-	return lat[len(lat)/2], lat[len(lat)*99/100]
+	return percentiles(b, lat)
 }
 
 // idleWatchers opens count watches (distinct consumers) on an empty queue and reports the database connections
@@ -208,4 +170,38 @@ func (n *node) idleWatchers(b testing.TB, queue string, count int) (conns int, a
 		_ = w.Close()
 	}
 	return conns, after - before
+}
+
+// nextBatch waits for a pushed message, then takes those that have arrived too (up to max); ok is false when the
+// watch or ctx ended.
+func nextBatch(ctx context.Context, w *sdk.Watcher, max int) (got []sdk.GetMessage, ok bool) {
+	select {
+	case m, open := <-w.Messages():
+		if !open {
+			return nil, false
+		}
+		got = append(got, m)
+	case <-ctx.Done():
+		return nil, false
+	}
+	for len(got) < max {
+		select {
+		case m, open := <-w.Messages():
+			if !open {
+				return got, true
+			}
+			got = append(got, m)
+		default:
+			return got, true
+		}
+	}
+	return got, true
+}
+
+func receiptsOf(msgs []sdk.GetMessage) []string {
+	out := make([]string, len(msgs))
+	for i, m := range msgs {
+		out[i] = m.Receipt
+	}
+	return out
 }
