@@ -321,20 +321,11 @@ func (s *Service) Delete(ctx context.Context, tenancyID, queueID, groupRef strin
 		s.waiters.wakeOne(queueID, groupNo)
 		s.notifier.mark(queueID)
 	}
-	acked := 0
-	var missed []persistence.Receipt
-	var missedIdx []int
-	for k, ok := range deleted {
-		if ok {
-			acked++
-		} else {
-			missed, missedIdx = append(missed, valid[k]), append(missedIdx, idx[k])
-		}
-	}
+	acked, err := s.classifyMissed(ctx, queueID, valid, idx, deleted, errs)
 	if acked > 0 {
 		s.inst.MessagesAcknowledged.Add(ctx, int64(acked), queueAttr(queueID))
 	}
-	if err := s.classifyMissed(ctx, queueID, missed, missedIdx, errs); err != nil {
+	if err != nil {
 		return nil, err
 	}
 	return errs, nil
@@ -367,16 +358,11 @@ func (s *Service) Update(ctx context.Context, tenancyID, queueID, groupRef strin
 	if err != nil {
 		return nil, nil, err
 	}
-	var missed []persistence.Receipt
-	var missedIdx []int
+	done := make([]bool, len(updated))
 	for k, t := range updated {
-		if t != nil {
-			times[idx[k]] = t
-		} else {
-			missed, missedIdx = append(missed, valid[k]), append(missedIdx, idx[k])
-		}
+		times[idx[k]], done[k] = t, t != nil
 	}
-	if err := s.classifyMissed(ctx, queueID, missed, missedIdx, errs); err != nil {
+	if _, err := s.classifyMissed(ctx, queueID, valid, idx, done, errs); err != nil {
 		return nil, nil, err
 	}
 	if released {
@@ -386,24 +372,36 @@ func (s *Service) Update(ctx context.Context, tenancyID, queueID, groupRef strin
 	return times, errs, nil
 }
 
-// classifyMissed tells a stale receipt (the message exists under a newer lease: 409) from a message that is gone
-// (404).
-func (s *Service) classifyMissed(ctx context.Context, queueID string, missed []persistence.Receipt, idx []int, errs []EntryError) error {
+// classifyMissed reports the outcome of a statement over the valid receipts (done[k]: valid[k] held its lease and
+// was applied; idx[k] is its entry): it returns how many were applied, and marks each other entry as a stale
+// receipt (the message exists under a newer lease: 409) or a message that is gone (404).
+func (s *Service) classifyMissed(ctx context.Context, queueID string, valid []persistence.Receipt, idx []int, done []bool,
+	errs []EntryError) (int, error) {
+	var missed []persistence.Receipt
+	var missedIdx []int
+	applied := 0
+	for k, ok := range done {
+		if ok {
+			applied++
+		} else {
+			missed, missedIdx = append(missed, valid[k]), append(missedIdx, idx[k])
+		}
+	}
 	if len(missed) == 0 {
-		return nil
+		return applied, nil
 	}
 	exists, err := s.messages.Existing(ctx, queueID, missed)
 	if err != nil {
-		return err
+		return applied, err
 	}
 	for k, ok := range exists {
 		if ok {
-			errs[idx[k]] = apierror.Conflict("receipt: the lease expired and the message was leased again; nothing was changed")
+			errs[missedIdx[k]] = apierror.Conflict("receipt: the lease expired and the message was leased again; nothing was changed")
 		} else {
-			errs[idx[k]] = apierror.NotFound("receipt: the message no longer exists (already deleted or expired)")
+			errs[missedIdx[k]] = apierror.NotFound("receipt: the message no longer exists (already deleted or expired)")
 		}
 	}
-	return nil
+	return applied, nil
 }
 
 func validEntries(decoded []persistence.Receipt, errs []EntryError) ([]persistence.Receipt, []int) {

@@ -212,17 +212,8 @@ func (sub *Subscription) Negative(ctx context.Context, receipts []string, code, 
 	if err != nil {
 		return nil, err
 	}
-	var missed []persistence.Receipt
-	var missedIdx []int
-	n := 0
-	for k, ok := range released {
-		if ok {
-			n++
-		} else {
-			missed, missedIdx = append(missed, valid[k]), append(missedIdx, idx[k])
-		}
-	}
-	if err := s.classifyMissed(ctx, sub.queueID, missed, missedIdx, errs); err != nil {
+	n, err := s.classifyMissed(ctx, sub.queueID, valid, idx, released, errs)
+	if err != nil {
 		return nil, err
 	}
 	if n > 0 {
