@@ -109,10 +109,7 @@ const (
 		), removed AS (
 			-- a watch whose consumer was removed meanwhile (DELETE /consumers) still releases what it leased since
 			SELECT 1 FROM consumers WHERE queue_id = $1 AND group_no = $2 AND consumer_id = $3 AND session_id = $4
-		), released AS (
-			UPDATE messages m SET visible_at = now(), lease_owner = NULL, lease_id = 0
-			WHERE m.queue_id = $1 AND m.group_no = $2 AND m.lease_owner = $3
-				AND NOT m.dlq AND m.visible_at > now() AND m.visible_at < 'infinity'
+		), released AS (` + releaseOwned + `
 				AND (EXISTS (SELECT 1 FROM gone) OR EXISTS (SELECT 1 FROM removed))
 			RETURNING 1
 		)

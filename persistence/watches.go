@@ -92,11 +92,13 @@ const (
 		WHERE queue_id = $1 AND group_no = $2 AND lease_owner = $3 AND NOT dlq
 			AND visible_at > now() AND visible_at < now() + make_interval(secs => $5)`
 
-	// Release every message the consumer holds: visible at once, its lease revoked.
-	watchRelease = `-- messages.release_owned
-		UPDATE messages SET visible_at = now(), lease_owner = NULL, lease_id = 0
-		WHERE queue_id = $1 AND group_no = $2 AND lease_owner = $3 AND NOT dlq
-			AND visible_at > now() AND visible_at < 'infinity'`
+	// Release every message consumer $3 holds: visible at once, its lease revoked (consumers.leave releases with
+	// it, under a condition).
+	releaseOwned = `
+		UPDATE messages m SET visible_at = now(), lease_owner = NULL, lease_id = 0
+		WHERE m.queue_id = $1 AND m.group_no = $2 AND m.lease_owner = $3
+			AND NOT m.dlq AND m.visible_at > now() AND m.visible_at < 'infinity'`
+	watchRelease = `-- messages.release_owned` + releaseOwned
 
 	// A negative acknowledgement: the receipts' messages become visible at once with their leases revoked, and
 	// keep the code and reason (shown when they are delivered again, and in the DLQ). The delivery count went up
