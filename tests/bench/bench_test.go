@@ -13,8 +13,6 @@ import (
 	"sync/atomic"
 	"testing"
 	"time"
-
-	"github.com/jackc/pgx/v5"
 )
 
 // Settings (environment overrides): producers, consumers, seconds per throughput phase, the backlog of the
@@ -46,12 +44,22 @@ func BenchmarkQueue(b *testing.B) {
 	throughputQueue := n.createQueue(b, "throughput")
 	var httpRate, sqlRate float64
 	for round := 0; round < 2; round++ {
-		cpu0 := n.ferryCPU()
+		statements := n.statementsReset()
+		f0, p0, c0 := n.cpuSplit()
 		h := n.httpCycle(b, throughputQueue, 10_000)
-		cpu1 := n.ferryCPU()
+		f1, p1, c1 := n.cpuSplit()
+		if statements {
+			n.statementsReport(b, h*phase.Seconds())
+			n.statementsReset()
+		}
 		sq := n.sqlCycle(b, 10_000)
-		b.Logf("round %d: http %.0f msgs/s (ferry CPU %.0f µs/msg), raw sql %.0f msgs/s", round+1, h,
-			(cpu1-cpu0)*1e6/(h*phase.Seconds()), sq)
+		if statements {
+			n.statementsReport(b, sq*phase.Seconds())
+		}
+		_, p2, c2 := n.cpuSplit()
+		perMsg := func(sec, rate float64) float64 { return sec * 1e6 / (rate * phase.Seconds()) }
+		b.Logf("round %d: http %.0f msgs/s (CPU µs/msg: ferry %.0f, postgres %.0f, client %.0f), raw sql %.0f msgs/s (postgres %.0f, client %.0f)",
+			round+1, h, perMsg(f1-f0, h), perMsg(p1-p0, h), perMsg(c1-c0, h), sq, perMsg(p2-p1, sq), perMsg(c2-c1, sq))
 		httpRate += h / 2
 		sqlRate += sq / 2
 	}
@@ -129,7 +137,7 @@ func (n *node) httpCycle(b testing.TB, queue string, target int) float64 {
 }
 
 // sqlCycle is the same cycle as raw SQL on the same database: a 20-row INSERT, a SKIP LOCKED lease of 32 on an
-// index that leaves leased rows behind (visible_at, id), and a DELETE by id.
+// index that leaves leased rows behind (visible_at, id), and a DELETE by id, with ferry's durability (rawsql_test.go).
 func (n *node) sqlCycle(b testing.TB, target int) float64 {
 	ctx := context.Background()
 	if _, err := n.pool.Exec(ctx, `DROP TABLE IF EXISTS bench_raw;
@@ -170,24 +178,14 @@ func (n *node) sqlCycle(b testing.TB, target int) float64 {
 		go func() {
 			defer wg.Done()
 			for ctx.Err() == nil {
-				rows, err := n.pool.Query(ctx, `WITH next AS (
-						SELECT id FROM bench_raw WHERE visible_at <= now() ORDER BY visible_at, id LIMIT 32 FOR UPDATE SKIP LOCKED)
-					UPDATE bench_raw r SET visible_at = now() + interval '120 seconds' FROM next WHERE r.id = next.id
-					RETURNING r.id, r.payload`)
-				if err != nil {
-					continue
-				}
-				var ids []int64
-				var id int64
-				var p string
-				_, err = pgx.ForEachRow(rows, []any{&id, &p}, func() error { ids = append(ids, id); return nil })
+				ids, _, err := rawLeaseBatch(ctx, n.pool, "bench_raw")
 				if err != nil || len(ids) == 0 {
 					time.Sleep(time.Millisecond)
 					continue
 				}
 				for off := 0; off < len(ids); off += 20 {
 					end := min(off+20, len(ids))
-					if _, err := n.pool.Exec(context.WithoutCancel(ctx), `DELETE FROM bench_raw WHERE id = ANY($1)`, ids[off:end]); err == nil {
+					if err := rawDelete(context.WithoutCancel(ctx), n.pool, "bench_raw", ids[off:end]); err == nil {
 						consumed.Add(int64(end - off))
 						backlog.Add(-int64(end - off))
 					}

@@ -23,6 +23,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/jackc/pgx/v5/pgtype"
 	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/ferry-mq/ferry/iam"
@@ -181,16 +182,90 @@ func (n *node) rssKiB() (current, peak int64) {
 }
 
 // ferryCPU is the ferry process's CPU time so far, in seconds (user + system).
-func (n *node) ferryCPU() float64 {
-	raw, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", n.cmd.Process.Pid))
+func (n *node) ferryCPU() float64 { return processCPU(n.cmd.Process.Pid, false) }
+
+// processCPU is a process's user+system CPU seconds so far (with children's that it reaped when withChildren:
+// the postmaster's children are the backends).
+func processCPU(pid int, withChildren bool) float64 {
+	raw, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
 	if err != nil {
 		return 0
 	}
 	fields := strings.Fields(string(raw[strings.LastIndexByte(string(raw), ')')+2:]))
-	if len(fields) < 13 {
+	if len(fields) < 15 {
 		return 0
 	}
-	utime, _ := strconv.ParseFloat(fields[11], 64)
-	stime, _ := strconv.ParseFloat(fields[12], 64)
-	return (utime + stime) / 100 // clock ticks (USER_HZ = 100 on Linux)
+	var sum float64
+	last := 12
+	if withChildren {
+		last = 14
+	}
+	for _, f := range fields[11 : last+1] {
+		v, _ := strconv.ParseFloat(f, 64)
+		sum += v
+	}
+	return sum / 100 // clock ticks (USER_HZ = 100 on Linux)
+}
+
+// cpuSplit is the CPU seconds used so far by ferry, by PostgreSQL (every postgres process, with the backends
+// that have exited) and by this benchmark process (the load generator and the raw SQL client).
+func (n *node) cpuSplit() (ferry, postgres, client float64) {
+	entries, _ := os.ReadDir("/proc")
+	for _, e := range entries {
+		pid, err := strconv.Atoi(e.Name())
+		if err != nil {
+			continue
+		}
+		comm, err := os.ReadFile(fmt.Sprintf("/proc/%d/comm", pid))
+		if err == nil && strings.TrimSpace(string(comm)) == "postgres" {
+			postgres += processCPU(pid, true)
+		}
+	}
+	return n.ferryCPU(), postgres, processCPU(os.Getpid(), false)
+}
+
+// statementsReset starts a pg_stat_statements reading when the benchmark's cluster loads it
+// (FERRY_BENCH_PG_SETTINGS=shared_preload_libraries=pg_stat_statements,pg_stat_statements.track_planning=on): a diagnostic of where PostgreSQL's time
+// goes. It answers false when the extension is not loaded.
+func (n *node) statementsReset() bool {
+	ctx := context.Background()
+	if _, err := n.pool.Exec(ctx, `CREATE EXTENSION IF NOT EXISTS pg_stat_statements`); err != nil {
+		return false
+	}
+	_, err := n.pool.Exec(ctx, `SELECT pg_stat_statements_reset()`)
+	return err == nil
+}
+
+// statementsReport logs the statements that took most of PostgreSQL's execution time since statementsReset.
+func (n *node) statementsReport(b testing.TB, msgs float64) {
+	rows, err := n.pool.Query(context.Background(), `SELECT calls, total_exec_time, total_plan_time, rows, wal_bytes,
+			regexp_replace(left(query, 60), '\s+', ' ', 'g')
+		FROM pg_stat_statements ORDER BY total_exec_time DESC LIMIT 10`)
+	if err != nil {
+		b.Logf("pg_stat_statements: %v", err)
+		return
+	}
+	defer rows.Close()
+	for rows.Next() {
+		var calls, nrows int64
+		var total, plan float64
+		var wal pgtypeNumeric
+		var query string
+		if err := rows.Scan(&calls, &total, &plan, &nrows, &wal, &query); err != nil {
+			b.Logf("pg_stat_statements: %v", err)
+			return
+		}
+		b.Logf("  %7d calls %6.0f ms + planning %5.0f ms (%5.1f µs/msg, %.3f ms/call, %.1f rows/call, %.0f WAL B/msg) %s",
+			calls, total, plan, (total+plan)*1000/msgs, (total+plan)/float64(calls), float64(nrows)/float64(calls),
+			float64(wal)/msgs, query)
+	}
+}
+
+// pgtypeNumeric scans a numeric (pg_stat_statements' wal_bytes) as a float.
+type pgtypeNumeric float64
+
+func (f *pgtypeNumeric) ScanNumeric(v pgtype.Numeric) error {
+	x, err := v.Float64Value()
+	*f = pgtypeNumeric(x.Float64)
+	return err
 }

@@ -29,7 +29,7 @@ func BenchmarkLatencyBreakdown(b *testing.B) {
 	for i := 0; i < envInt("FERRY_LAT_ROUNDS", 2); i++ {
 		q := n.createQueue(b, "latency")
 		cpu0 := n.ferryCPU()
-		x0, s0 := n.pgStats(b)
+		x0, s0, t0, w0 := n.pgStats(b)
 		const putRoute = `operation="/20210201/queues/:queueId/messages",method="POST"`
 		before := n.serverDurations(b, putRoute)
 		waits := n.sampleWaits(phase)
@@ -37,24 +37,28 @@ func BenchmarkLatencyBreakdown(b *testing.B) {
 		b.Logf("what running statements were doing (pg_stat_activity samples every 2 ms): %s", <-waits)
 		b.Logf("PutMessages as ferry measured it (its HTTP duration histogram): %s",
 			histogramQuantiles(before, n.serverDurations(b, putRoute)))
-		x1, s1 := n.pgStats(b)
+		x1, s1, t1, w1 := n.pgStats(b)
 		secs := phase.Seconds() + 4
-		b.Logf("ferry CPU %.0f %%; per second: commits %.0f, WAL syncs %.0f", (n.ferryCPU()-cpu0)*100/secs,
-			float64(x1-x0)/secs, float64(s1-s0)/secs)
+		b.Logf("ferry CPU %.0f %%; per second: commits %.0f, WAL syncs %.0f, WAL %.0f KiB; mean WAL sync %.2f ms (0 unless track_wal_io_timing=on)",
+			(n.ferryCPU()-cpu0)*100/secs, float64(x1-x0)/secs, float64(s1-s0)/secs, float64(w1-w0)/1024/secs,
+			(t1-t0)/max(1, float64(s1-s0)))
 		time.Sleep(time.Second)
+		p50, p99 := n.sqlLatency(b, envInt("FERRY_LAT_RATE", 1000), phase)
+		b.Logf("raw SQL put→receive on the same database: p50 %.2f ms, p99 %.2f ms", p50, p99)
 	}
 }
 
-// pgStats reads the database's committed transactions and the cluster's WAL syncs so far.
-func (n *node) pgStats(b testing.TB) (commits, walSyncs int64) {
+// pgStats reads the database's committed transactions and the cluster's WAL syncs, time spent syncing (ms) and
+// WAL bytes so far.
+func (n *node) pgStats(b testing.TB) (commits, walSyncs int64, syncMillis float64, walBytes int64) {
 	ctx := context.Background()
 	if err := n.pool.QueryRow(ctx, `SELECT xact_commit FROM pg_stat_database WHERE datname = current_database()`).Scan(&commits); err != nil {
 		b.Fatal(err)
 	}
-	if err := n.pool.QueryRow(ctx, `SELECT wal_sync FROM pg_stat_wal`).Scan(&walSyncs); err != nil {
+	if err := n.pool.QueryRow(ctx, `SELECT wal_sync, wal_sync_time, wal_bytes FROM pg_stat_wal`).Scan(&walSyncs, &syncMillis, &walBytes); err != nil {
 		b.Fatal(err)
 	}
-	return commits, walSyncs
+	return commits, walSyncs, syncMillis, walBytes
 }
 
 // pct renders p50/p99/max.

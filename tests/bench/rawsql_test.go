@@ -1,0 +1,154 @@
+package bench
+
+import (
+	"context"
+	"fmt"
+	"strconv"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgxpool"
+)
+
+// The raw-SQL peer of ferry's data plane, with ferry's durability: a put commits with its WAL on disk before it
+// answers; leases and deletes commit without waiting for their WAL (ferry's asyncCommit), so the two are
+// compared on equal terms.
+const (
+	rawLease = `WITH next AS (
+			SELECT id FROM %s WHERE visible_at <= now() ORDER BY visible_at, id LIMIT 32 FOR UPDATE SKIP LOCKED)
+		UPDATE %s r SET visible_at = now() + interval '120 seconds' FROM next WHERE r.id = next.id
+		RETURNING r.id, r.payload`
+	rawAsync = `SELECT set_config('synchronous_commit', 'off', true)`
+)
+
+// rawLeaseBatch leases up to 32 rows of table and returns their ids and payloads; the leases commit
+// asynchronously, like ferry's.
+func rawLeaseBatch(ctx context.Context, pool *pgxpool.Pool, table string) (ids []int64, payloads []string, err error) {
+	batch := &pgx.Batch{}
+	batch.Queue(rawAsync)
+	batch.Queue(fmt.Sprintf(rawLease, table, table)).Query(func(rows pgx.Rows) error {
+		var id int64
+		var p string
+		_, err := pgx.ForEachRow(rows, []any{&id, &p}, func() error {
+			ids, payloads = append(ids, id), append(payloads, p)
+			return nil
+		})
+		return err
+	})
+	err = pool.SendBatch(ctx, batch).Close()
+	return ids, payloads, err
+}
+
+// rawDelete deletes ids from table, committing asynchronously like ferry's deleteMessages.
+func rawDelete(ctx context.Context, pool *pgxpool.Pool, table string, ids []int64) error {
+	batch := &pgx.Batch{}
+	batch.Queue(rawAsync)
+	batch.Queue(`DELETE FROM `+table+` WHERE id = ANY($1)`, ids)
+	return pool.SendBatch(ctx, batch).Close()
+}
+
+// sqlLatency is latency as raw SQL on the same database: single-row INSERTs that NOTIFY, at rate/s for d,
+// received by `consumers` goroutines that wait for a wake-up on one LISTEN connection (or 1 s), lease up to 32
+// with SKIP LOCKED and delete them. It returns the p50 and p99 put→receive latency (ms): the floor any
+// Postgres-backed queue on this machine starts from.
+func (n *node) sqlLatency(b testing.TB, rate int, d time.Duration) (p50, p99 float64) {
+	ctx := context.Background()
+	const table = "bench_raw_latency"
+	if _, err := n.pool.Exec(ctx, `DROP TABLE IF EXISTS `+table+`;
+		CREATE TABLE `+table+` (id bigserial PRIMARY KEY, visible_at timestamptz NOT NULL DEFAULT now(), payload text NOT NULL);
+		CREATE INDEX ON `+table+` (visible_at, id)`); err != nil {
+		b.Fatal(err)
+	}
+	defer func() { _, _ = n.pool.Exec(ctx, `DROP TABLE IF EXISTS `+table) }()
+	ctx, cancel := context.WithTimeout(ctx, d+3*time.Second)
+	defer cancel()
+
+	// One listener wakes every waiting consumer (a closed channel is a broadcast).
+	var wakeMu sync.Mutex
+	wake := make(chan struct{})
+	listener, err := n.pool.Acquire(ctx)
+	if err != nil {
+		b.Fatal(err)
+	}
+	if _, err := listener.Exec(ctx, `LISTEN bench_raw_latency`); err != nil {
+		b.Fatal(err)
+	}
+	var wg sync.WaitGroup
+	wg.Add(1)
+	go func() {
+		defer wg.Done()
+		defer listener.Release()
+		for {
+			if _, err := listener.Conn().WaitForNotification(ctx); err != nil {
+				return // ctx ended: pgx closes the connection, and the pool drops it
+			}
+			wakeMu.Lock()
+			close(wake)
+			wake = make(chan struct{})
+			wakeMu.Unlock()
+		}
+	}()
+
+	var mu sync.Mutex
+	var lat []float64
+	for c := 0; c < consumers; c++ {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for ctx.Err() == nil {
+				wakeMu.Lock()
+				woken := wake
+				wakeMu.Unlock()
+				ids, payloads, err := rawLeaseBatch(ctx, n.pool, table)
+				if err != nil {
+					continue
+				}
+				if len(ids) == 0 {
+					select {
+					case <-woken:
+					case <-time.After(time.Second):
+					case <-ctx.Done():
+					}
+					continue
+				}
+				now := time.Now().UnixNano()
+				mu.Lock()
+				for _, p := range payloads {
+					if sent, err := strconv.ParseInt(p, 10, 64); err == nil {
+						lat = append(lat, float64(now-sent)/1e6)
+					}
+				}
+				mu.Unlock()
+				_ = rawDelete(context.WithoutCancel(ctx), n.pool, table, ids)
+			}
+		}()
+	}
+	time.Sleep(200 * time.Millisecond)
+	interval := time.Second / time.Duration(rate)
+	sendCtx, stopSending := context.WithTimeout(ctx, d)
+	var senders sync.WaitGroup
+	next := time.Now()
+	for sendCtx.Err() == nil {
+		next = next.Add(interval)
+		if wait := time.Until(next); wait > 0 {
+			time.Sleep(wait)
+		}
+		senders.Add(1)
+		go func() {
+			defer senders.Done()
+			sent := strconv.FormatInt(time.Now().UnixNano(), 10)
+			_, _ = n.pool.Exec(sendCtx, `WITH put AS (INSERT INTO `+table+` (payload) VALUES ($1) RETURNING id)
+				SELECT pg_notify('bench_raw_latency', '') FROM put`, sent)
+		}()
+	}
+	senders.Wait()
+	stopSending()
+	time.Sleep(time.Second)
+	cancel()
+	wg.Wait()
+	mu.Lock()
+	defer mu.Unlock()
+	return percentiles(b, lat)
+}
