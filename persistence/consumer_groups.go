@@ -95,7 +95,7 @@ const (
 	// Deleted groups whose messages are still stored (the maintainer removes them in batches).
 	consumerGroupsDeletedWithMessages = `SELECT cg.queue_id, cg.group_no FROM consumer_groups cg
 		WHERE cg.lifecycle_state = 'DELETED' AND EXISTS (
-			SELECT 1 FROM messages m WHERE m.queue_id = cg.queue_id AND m.group_no = cg.group_no)`
+			SELECT 1 FROM messages m WHERE m.queue_no = (SELECT q.no FROM queues q WHERE q.id = cg.queue_id) AND m.group_no = cg.group_no)`
 	// Every group's counts in one statement (the per-group view of GetStats): one scan of the queue's messages
 	// instead of one statement per group.
 	consumerGroupStats = `-- consumer_groups.stats
@@ -103,11 +103,11 @@ const (
 			count(*) FILTER (WHERE visible_at > now() AND delivery_count > 0),
 			count(*) FILTER (WHERE visible_at > now() AND delivery_count = 0),
 			coalesce(sum(size_bytes), 0)
-		FROM messages WHERE queue_id = $1 AND group_no = ANY ($2::int[]) AND ($3 = '' OR channel_id = $3) AND expire_at > now()
+		FROM messages WHERE queue_no = (SELECT q.no FROM queues q WHERE q.id = $1) AND group_no = ANY ($2::int[]) AND ($3 = '' OR channel_id = $3) AND expire_at > now()
 		GROUP BY group_no, dlq`
 	consumerGroupPurgeBatch = `DELETE FROM messages m USING (
-			SELECT id FROM messages WHERE queue_id = $1 AND group_no = $2 LIMIT $3) p
-		WHERE m.queue_id = $1 AND m.group_no = $2 AND m.id = p.id`
+			SELECT id FROM messages WHERE queue_no = (SELECT q.no FROM queues q WHERE q.id = $1) AND group_no = $2 LIMIT $3) p
+		WHERE m.queue_no = (SELECT q.no FROM queues q WHERE q.id = $1) AND m.group_no = $2 AND m.id = p.id`
 )
 
 func scanConsumerGroup(row pgx.Row) (ConsumerGroup, error) {

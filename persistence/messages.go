@@ -15,10 +15,15 @@ import (
 const NotifyChannel = "ferry_messages"
 
 // Messages is the repository of the data plane: messages, dedup keys and id watermarks.
-type Messages struct{ pool *pgxpool.Pool }
+type Messages struct {
+	pool *pgxpool.Pool
+	nums *queueNumbers
+}
 
 // NewMessages builds the repository.
-func NewMessages(pool *pgxpool.Pool) *Messages { return &Messages{pool: pool} }
+func NewMessages(pool *pgxpool.Pool) *Messages {
+	return &Messages{pool: pool, nums: newQueueNumbers(pool)}
+}
 
 // NewMessage is one message of a PutMessages batch, validated and encoded.
 type NewMessage struct {
@@ -106,9 +111,9 @@ type Stats struct {
 	SizeBytes int64
 }
 
-// Statements that address rows by (queue_id, id, group_no) — the primary key — compare group_no and dlq with
+// Statements that address rows by (queue_no, id, group_no) — the primary key — compare group_no and dlq with
 // IS NOT DISTINCT FROM: it is not an index operator, so the planner cannot mistake the lease index
-// (queue_id, group_no, dlq, …) for a way to find single rows by id, which scans the whole queue per row (it did:
+// (queue_no, group_no, dlq, …) for a way to find single rows by id, which scans the whole queue per row (it did:
 // 1–3 ms per acknowledged message under load).
 const (
 	// Insert a batch: ids come from the sequence in input order (volatile functions are evaluated after the
@@ -120,7 +125,7 @@ const (
 				WITH ORDINALITY AS u(channel_id, delay, size_bytes, content, attributes, metadata, ord)
 			ORDER BY u.ord
 		), ins AS (
-			INSERT INTO messages (queue_id, group_no, id, channel_id, visible_at, expire_at, size_bytes, content, attributes, metadata)
+			INSERT INTO messages (queue_no, group_no, id, channel_id, visible_at, expire_at, size_bytes, content, attributes, metadata)
 			SELECT $1, g.group_no, input.id, input.channel_id, now() + make_interval(secs => input.delay),
 				now() + make_interval(secs => $8), input.size_bytes, input.content, input.attributes, input.metadata
 			FROM input JOIN unnest($9::int[], $10::int[]) AS g(ord, group_no) ON g.ord = input.ord)
@@ -148,7 +153,7 @@ const (
 			FROM unnest($3::text[]) WITH ORDINALITY AS c(channel_id, ord)
 			CROSS JOIN LATERAL (
 				SELECT group_no, id, visible_at FROM messages
-				WHERE queue_id = $1 AND group_no = $2 AND dlq = $4 AND channel_id = c.channel_id
+				WHERE queue_no = $1 AND group_no = $2 AND dlq = $4 AND channel_id = c.channel_id
 					AND visible_at <= now() AND expire_at > now()
 				ORDER BY visible_at, id
 				LIMIT $5
@@ -160,7 +165,7 @@ const (
 	messagesLeasePickOne = `
 		WITH next AS (
 			SELECT group_no, id FROM messages
-			WHERE queue_id = $1 AND group_no = $2 AND dlq = $4 AND channel_id = ($3::text[])[1]
+			WHERE queue_no = $1 AND group_no = $2 AND dlq = $4 AND channel_id = ($3::text[])[1]
 				AND visible_at <= now() AND expire_at > now()
 			ORDER BY visible_at, id
 			LIMIT $5
@@ -176,9 +181,9 @@ const (
 	messagesLeaseAsConsumerPick = `
 		WITH next AS (
 			SELECT group_no, id FROM messages
-			WHERE queue_id = $1 AND group_no = $2 AND dlq = $4 AND ($3::text[] IS NULL OR channel_id = ANY ($3))
+			WHERE queue_no = $1 AND group_no = $2 AND dlq = $4 AND ($3::text[] IS NULL OR channel_id = ANY ($3))
 				AND visible_at <= now() AND expire_at > now()
-				AND EXISTS (SELECT 1 FROM consumers c WHERE c.queue_id = $1 AND c.group_no = $2 AND c.consumer_id = $9
+				AND EXISTS (SELECT 1 FROM consumers c WHERE c.queue_id = $10 AND c.group_no = $2 AND c.consumer_id = $9
 					AND c.active_since IS NOT NULL AND c.last_seen = now())
 			ORDER BY id
 			LIMIT $5
@@ -194,14 +199,14 @@ const (
 	// unblocked (group_no, id).
 	messagesUnblockNext = `next_up AS MATERIALIZED (
 			SELECT h.group_no, (SELECT n.id FROM messages n
-					WHERE n.queue_id = $1 AND n.group_no = h.group_no AND n.message_group = h.message_group AND NOT n.dlq
+					WHERE n.queue_no = $1 AND n.group_no = h.group_no AND n.message_group = h.message_group AND NOT n.dlq
 						AND n.visible_at = 'infinity'
 					ORDER BY n.id LIMIT 1) AS id
 			FROM (SELECT DISTINCT group_no, message_group FROM heads_left WHERE message_group IS NOT NULL) h
 		), unblocked AS (
 			UPDATE messages m SET visible_at = now()
 			FROM next_up nx
-			WHERE m.queue_id = $1 AND m.id = ANY (ARRAY (SELECT id FROM next_up)) AND m.id = nx.id
+			WHERE m.queue_no = $1 AND m.id = ANY (ARRAY (SELECT id FROM next_up)) AND m.id = nx.id
 				AND m.group_no IS NOT DISTINCT FROM nx.group_no AND m.visible_at = 'infinity'
 			RETURNING m.group_no, m.id
 		)`
@@ -218,7 +223,7 @@ const (
 				lease_id = $7,
 				lease_owner = $9
 			FROM next
-			WHERE m.queue_id = $1 AND m.id = ANY (ARRAY (SELECT id FROM next)) AND m.id = next.id
+			WHERE m.queue_no = $1 AND m.id = ANY (ARRAY (SELECT id FROM next)) AND m.id = next.id
 				AND m.group_no IS NOT DISTINCT FROM next.group_no
 			RETURNING m.group_no, m.id, m.channel_id, m.visible_at, m.expire_at, m.delivery_count, m.content,
 				m.attributes, m.metadata, m.time_created, m.dlq <> $4 AS dead_lettered, m.last_negative_code,
@@ -235,7 +240,7 @@ const (
 	// per deleted message.
 	messagesDelete = `-- messages.delete
 		DELETE FROM messages m USING unnest($2::int[], $3::bigint[], $4::bigint[], $5::bool[]) AS r(group_no, id, lease_id, dlq)
-		WHERE m.queue_id = $1 AND m.id = r.id AND m.group_no IS NOT DISTINCT FROM r.group_no AND m.lease_id = r.lease_id AND m.dlq IS NOT DISTINCT FROM r.dlq
+		WHERE m.queue_no = $1 AND m.id = r.id AND m.group_no IS NOT DISTINCT FROM r.group_no AND m.lease_id = r.lease_id AND m.dlq IS NOT DISTINCT FROM r.dlq
 		RETURNING m.group_no, m.id, false`
 
 	// Acknowledge receipts of which some are of ordered messages: a deleted head of an ordered message group
@@ -243,7 +248,7 @@ const (
 	messagesDeleteOrdered = `-- messages.delete_ordered
 		WITH deleted AS (
 			DELETE FROM messages m USING unnest($2::int[], $3::bigint[], $4::bigint[], $5::bool[]) AS r(group_no, id, lease_id, dlq)
-			WHERE m.queue_id = $1 AND m.id = r.id AND m.group_no IS NOT DISTINCT FROM r.group_no AND m.lease_id = r.lease_id AND m.dlq IS NOT DISTINCT FROM r.dlq
+			WHERE m.queue_no = $1 AND m.id = r.id AND m.group_no IS NOT DISTINCT FROM r.group_no AND m.lease_id = r.lease_id AND m.dlq IS NOT DISTINCT FROM r.dlq
 			RETURNING m.group_no, m.id, m.message_group, m.dlq
 		), heads_left AS (
 			SELECT group_no, message_group FROM deleted WHERE NOT dlq
@@ -266,8 +271,8 @@ const (
 	messagesLockReceiptGroups = `-- messages.lock_receipt_groups
 		SELECT pg_advisory_xact_lock(k) FROM (
 			SELECT DISTINCT k FROM (
-				SELECT (SELECT hashtextextended(m.queue_id || '/' || m.group_no || '/' || m.message_group, 0) FROM messages m
-					WHERE m.queue_id = $1 AND m.id = r.id AND m.group_no IS NOT DISTINCT FROM r.group_no
+				SELECT (SELECT hashtextextended($4 || '/' || m.group_no || '/' || m.message_group, 0) FROM messages m
+					WHERE m.queue_no = $1 AND m.id = r.id AND m.group_no IS NOT DISTINCT FROM r.group_no
 						AND m.message_group IS NOT NULL AND NOT m.dlq) AS k
 				FROM unnest($2::int[], $3::bigint[]) AS r(group_no, id)) receipt_keys
 			WHERE k IS NOT NULL ORDER BY 1) keys`
@@ -292,11 +297,11 @@ const (
 				SELECT DISTINCT group_no, message_group FROM copies WHERE message_group IS NOT NULL) k
 			CROSS JOIN LATERAL (
 				SELECT 1 FROM messages m
-				WHERE m.queue_id = $1 AND m.group_no = k.group_no AND m.message_group = k.message_group AND NOT m.dlq
+				WHERE m.queue_no = $1 AND m.group_no = k.group_no AND m.message_group = k.message_group AND NOT m.dlq
 				ORDER BY m.id DESC LIMIT 1
 				FOR KEY SHARE) last
 		), ins AS (
-			INSERT INTO messages (queue_id, group_no, id, channel_id, visible_at, expire_at, size_bytes, content,
+			INSERT INTO messages (queue_no, group_no, id, channel_id, visible_at, expire_at, size_bytes, content,
 				attributes, metadata, message_group)
 			SELECT $1, c.group_no, c.id, c.channel_id,
 				CASE WHEN c.message_group IS NOT NULL AND (c.position > 1 OR q.group_no IS NOT NULL) THEN 'infinity'::timestamptz
@@ -310,7 +315,7 @@ const (
 	messagesUnblockGroups = `-- messages.unblock_groups
 		WITH heads_left AS (
 			SELECT k.group_no, k.message_group FROM unnest($2::int[], $3::text[]) AS k(group_no, message_group)
-			WHERE NOT EXISTS (SELECT 1 FROM messages a WHERE a.queue_id = $1 AND a.group_no = k.group_no
+			WHERE NOT EXISTS (SELECT 1 FROM messages a WHERE a.queue_no = $1 AND a.group_no = k.group_no
 				AND a.message_group = k.message_group AND NOT a.dlq AND a.visible_at <> 'infinity')
 		), ` + messagesUnblockNext + `
 		SELECT count(*) FROM unblocked`
@@ -318,13 +323,13 @@ const (
 	messagesUpdateVisibility = `-- messages.update_visibility
 		UPDATE messages m SET visible_at = now() + make_interval(secs => r.secs)
 		FROM unnest($2::int[], $3::bigint[], $4::bigint[], $5::bool[], $6::int[]) AS r(group_no, id, lease_id, dlq, secs)
-		WHERE m.queue_id = $1 AND m.id = r.id AND m.group_no IS NOT DISTINCT FROM r.group_no AND m.lease_id = r.lease_id AND m.dlq IS NOT DISTINCT FROM r.dlq
+		WHERE m.queue_no = $1 AND m.id = r.id AND m.group_no IS NOT DISTINCT FROM r.group_no AND m.lease_id = r.lease_id AND m.dlq IS NOT DISTINCT FROM r.dlq
 		RETURNING m.group_no, m.id, m.visible_at`
 
 	// Which of these messages still exist (to tell a stale receipt from a message already acknowledged).
 	messagesExisting = `SELECT m.group_no, m.id FROM messages m
 		JOIN unnest($2::int[], $3::bigint[]) AS r(group_no, id) ON m.id = r.id AND m.group_no IS NOT DISTINCT FROM r.group_no
-		WHERE m.queue_id = $1`
+		WHERE m.queue_no = $1`
 
 	// Messages of an ordered group that wait for an earlier one (visible_at 'infinity') count as visible: they
 	// are in the queue, neither leased nor delayed.
@@ -333,23 +338,23 @@ const (
 			count(*) FILTER (WHERE visible_at > now() AND visible_at < 'infinity' AND delivery_count > 0),
 			count(*) FILTER (WHERE visible_at > now() AND visible_at < 'infinity' AND delivery_count = 0),
 			coalesce(sum(size_bytes), 0)
-		FROM messages WHERE queue_id = $1 AND group_no = $2 AND ($3 = '' OR channel_id = $3) AND expire_at > now()
+		FROM messages WHERE queue_no = $1 AND group_no = $2 AND ($3 = '' OR channel_id = $3) AND expire_at > now()
 		GROUP BY dlq`
 
 	// Distinct channels by a skip scan over the lease index: one index probe per channel.
 	messagesChannels = `-- messages.channels
 		WITH RECURSIVE ch AS (
-			(SELECT channel_id FROM messages WHERE queue_id = $1 AND group_no = $2 AND dlq = $3 AND channel_id >= $4
+			(SELECT channel_id FROM messages WHERE queue_no = $1 AND group_no = $2 AND dlq = $3 AND channel_id >= $4
 				AND (channel_id <> $4 OR $6) ORDER BY channel_id LIMIT 1)
 			UNION ALL
-			SELECT (SELECT m.channel_id FROM messages m WHERE m.queue_id = $1 AND m.group_no = $2 AND m.dlq = $3
+			SELECT (SELECT m.channel_id FROM messages m WHERE m.queue_no = $1 AND m.group_no = $2 AND m.dlq = $3
 				AND m.channel_id > ch.channel_id ORDER BY m.channel_id LIMIT 1)
 			FROM ch WHERE ch.channel_id IS NOT NULL)
 		SELECT channel_id FROM ch WHERE channel_id IS NOT NULL LIMIT $5`
 
 	// Redrive, step 1: pick (and lock) the oldest DLQ messages.
 	messagesRedrivePick = `-- messages.redrive_pick
-		SELECT id, message_group FROM messages WHERE queue_id = $1 AND group_no = $2 AND dlq
+		SELECT id, message_group FROM messages WHERE queue_no = $1 AND group_no = $2 AND dlq
 		ORDER BY id LIMIT $3 FOR UPDATE SKIP LOCKED`
 
 	// Redrive, step 2 (after messages.lock_groups for their ordered groups): back to the queue, visible at once —
@@ -364,7 +369,7 @@ const (
 			SELECT k.message_group FROM (SELECT DISTINCT message_group FROM picked WHERE message_group IS NOT NULL) k
 			CROSS JOIN LATERAL (
 				SELECT 1 FROM messages m
-				WHERE m.queue_id = $1 AND m.group_no = $2 AND m.message_group = k.message_group AND NOT m.dlq
+				WHERE m.queue_no = $1 AND m.group_no = $2 AND m.message_group = k.message_group AND NOT m.dlq
 				ORDER BY m.id DESC LIMIT 1
 				FOR KEY SHARE) last
 		)
@@ -372,7 +377,7 @@ const (
 			visible_at = CASE WHEN p.message_group IS NOT NULL AND (p.position > 1 OR q.message_group IS NOT NULL)
 				THEN 'infinity'::timestamptz ELSE now() END
 		FROM picked p LEFT JOIN queued q ON q.message_group = p.message_group
-		WHERE m.queue_id = $1 AND m.id = ANY ($3) AND m.id = p.id AND m.group_no IS NOT DISTINCT FROM $2 AND m.dlq`
+		WHERE m.queue_no = $1 AND m.id = ANY ($3) AND m.id = p.id AND m.group_no IS NOT DISTINCT FROM $2 AND m.dlq`
 
 	// Batched deletes address rows by primary key, not by ctid: a lease or an acknowledgement that rewrites a row
 	// between the pick and the delete moves its ctid, and a ctid-addressed delete would silently skip it.
@@ -382,35 +387,35 @@ const (
 	// take those groups' locks, delete the picked rows that still qualify, unblock the groups.
 	messagesPurgePick = `-- messages.purge_pick
 		SELECT group_no, id, message_group FROM messages
-		WHERE queue_id = $1 AND ($2::bool IS NULL OR dlq = $2) AND id <= $4 LIMIT $3`
+		WHERE queue_no = $1 AND ($2::bool IS NULL OR dlq = $2) AND id <= $4 LIMIT $3`
 
 	// The highest message id allocated so far.
 	messagesLastID = `SELECT CASE WHEN is_called THEN last_value ELSE 0 END FROM messages_id_seq`
 
 	// Retention: one batch of a queue's messages with ids at or below the cutoff (a primary-key range per group).
 	messagesExpirePick = `-- messages.expire_pick
-		SELECT group_no, id, message_group FROM messages WHERE queue_id = $1
-			AND group_no = ANY (ARRAY (SELECT 0 UNION SELECT group_no FROM consumer_groups WHERE queue_id = $1))
+		SELECT group_no, id, message_group FROM messages WHERE queue_no = $1
+			AND group_no = ANY (ARRAY (SELECT 0 UNION SELECT group_no FROM consumer_groups WHERE queue_id = $4))
 			AND id <= $2 LIMIT $3`
 
 	// The delete step of deleteBatch: the picked rows, by primary key, still in the DLQ or not as the purge asks
 	// ($4 NULL = either).
 	messagesDeletePicked = `-- messages.delete_picked
 		DELETE FROM messages m USING unnest($2::int[], $3::bigint[]) AS p(group_no, id)
-		WHERE m.queue_id = $1 AND m.id = ANY ($3) AND m.id = p.id AND m.group_no IS NOT DISTINCT FROM p.group_no
+		WHERE m.queue_no = $1 AND m.id = ANY ($3) AND m.id = p.id AND m.group_no IS NOT DISTINCT FROM p.group_no
 			AND ($4::bool IS NULL OR m.dlq IS NOT DISTINCT FROM $4)`
 
 	// Messages of queues deleted in the last day: nodes cache a queue's state for a moment, so a put that raced
 	// the delete can land after the delete's purge.
 	messagesDeleteOrphans = `-- messages.delete_orphans
 		DELETE FROM messages m USING (
-			SELECT o.queue_id, o.group_no, o.id FROM queues q
-			CROSS JOIN LATERAL (SELECT queue_id, group_no, id FROM messages WHERE queue_id = q.id LIMIT $1) o
+			SELECT o.queue_no, o.group_no, o.id FROM queues q
+			CROSS JOIN LATERAL (SELECT queue_no, group_no, id FROM messages WHERE queue_no = q.no LIMIT $1) o
 			WHERE q.lifecycle_state = 'DELETED' AND q.time_updated > now() - interval '1 day' LIMIT $1) d
-		WHERE m.queue_id = d.queue_id AND m.id = d.id AND m.group_no IS NOT DISTINCT FROM d.group_no`
+		WHERE m.queue_no = d.queue_no AND m.id = d.id AND m.group_no IS NOT DISTINCT FROM d.group_no`
 
 	messagesSizeByChannel = `-- messages.size_by_channel
-		SELECT channel_id, coalesce(sum(size_bytes), 0) FROM messages WHERE queue_id = $1 GROUP BY channel_id`
+		SELECT channel_id, coalesce(sum(size_bytes), 0) FROM messages WHERE queue_no = $1 GROUP BY channel_id`
 
 	watermarkRecord = `INSERT INTO message_id_watermarks (time_recorded, max_id)
 		SELECT now(), CASE WHEN is_called THEN last_value ELSE 0 END FROM messages_id_seq
@@ -428,7 +433,7 @@ const (
 	// The original message's expiry: its own while it is stored, else derived from the key, which was written in
 	// the same transaction (same now()) with the window instead of the retention.
 	dedupLookup = `SELECT k.dedup_id, k.message_id, coalesce(
-			(SELECT m.expire_at FROM messages m WHERE m.queue_id = k.queue_id AND m.group_no = ANY ($3::int[]) AND m.id = k.message_id LIMIT 1),
+			(SELECT m.expire_at FROM messages m WHERE m.queue_no = $6 AND m.group_no = ANY ($3::int[]) AND m.id = k.message_id LIMIT 1),
 			k.expire_at - make_interval(secs => $4) + make_interval(secs => $5))
 		FROM message_dedup_keys k WHERE k.queue_id = $1 AND k.dedup_id = ANY ($2::text[])`
 	dedupSet = `UPDATE message_dedup_keys k SET message_id = r.id FROM unnest($2::text[], $3::bigint[]) AS r(dedup_id, id)
@@ -442,6 +447,10 @@ const (
 // the original of a duplicate). Results are in batch order.
 func (r *Messages) Put(ctx context.Context, queueID string, retentionSeconds, dedupWindowSeconds int32, groups []int32,
 	msgs []NewMessage) ([]PutResult, error) {
+	no, err := r.nums.of(ctx, queueID)
+	if err != nil {
+		return nil, err
+	}
 	results := make([]PutResult, len(msgs))
 	// Each id once: one INSERT … ON CONFLICT DO UPDATE cannot touch the same key twice.
 	var dedupIDs []string
@@ -456,11 +465,11 @@ func (r *Messages) Put(ctx context.Context, queueID string, retentionSeconds, de
 	}
 	if len(dedupIDs) == 0 {
 		batch := &pgx.Batch{}
-		r.queueInsert(batch, queueID, retentionSeconds, msgs, results, nil)
+		r.queueInsert(batch, queueID, no, retentionSeconds, msgs, results, nil)
 		err := r.pool.SendBatch(ctx, batch).Close() // one statement: atomic on its own
 		return results, interpretError("putting messages", err)
 	}
-	err := InTx(ctx, r.pool, func(tx pgx.Tx) error {
+	err = InTx(ctx, r.pool, func(tx pgx.Tx) error {
 		rows, err := tx.Query(ctx, dedupClaim, queueID, dedupIDs, dedupWindowSeconds)
 		if err != nil {
 			return err
@@ -475,7 +484,7 @@ func (r *Messages) Put(ctx context.Context, queueID string, retentionSeconds, de
 		}
 		existing := map[string]PutResult{}
 		if len(claimed) < len(dedupIDs) {
-			rows, err := tx.Query(ctx, dedupLookup, queueID, dedupIDs, groups, dedupWindowSeconds, retentionSeconds)
+			rows, err := tx.Query(ctx, dedupLookup, queueID, dedupIDs, groups, dedupWindowSeconds, retentionSeconds, no)
 			if err != nil {
 				return err
 			}
@@ -512,7 +521,7 @@ func (r *Messages) Put(ctx context.Context, queueID string, retentionSeconds, de
 		}
 		if len(fresh) > 0 {
 			batch := &pgx.Batch{}
-			r.queueInsert(batch, queueID, retentionSeconds, fresh, results, freshIdx)
+			r.queueInsert(batch, queueID, no, retentionSeconds, fresh, results, freshIdx)
 			if err := tx.SendBatch(ctx, batch).Close(); err != nil {
 				return err
 			}
@@ -543,7 +552,7 @@ func (r *Messages) Put(ctx context.Context, queueID string, retentionSeconds, de
 // queueInsert adds the insert statement to batch; its result callback fills results (at idx[k] for the k-th
 // message when idx is set). A batch with ordered messages locks their groups first (same batch or transaction:
 // the lock is held until the insert commits). A batch without any pays for none of it.
-func (r *Messages) queueInsert(batch *pgx.Batch, queueID string, retentionSeconds int32, msgs []NewMessage,
+func (r *Messages) queueInsert(batch *pgx.Batch, queueID string, queueNo int64, retentionSeconds int32, msgs []NewMessage,
 	results []PutResult, idx []int) {
 	n := len(msgs)
 	channels, delays, sizes := make([]string, n), make([]int32, n), make([]int32, n)
@@ -565,7 +574,7 @@ func (r *Messages) queueInsert(batch *pgx.Batch, queueID string, retentionSecond
 		}
 	}
 	query := messagesInsert
-	args := []any{queueID, channels, delays, sizes, contents, attrs, metas, retentionSeconds, pairOrd, pairGroup}
+	args := []any{queueNo, channels, delays, sizes, contents, attrs, metas, retentionSeconds, pairOrd, pairGroup}
 	if len(lockNames) > 0 {
 		batch.Queue(messagesLockGroups, queueID, lockGroupNos, lockNames)
 		query, args = messagesInsertOrdered, append(args, messageGroups)
@@ -619,13 +628,17 @@ func (r *Messages) Lease(ctx context.Context, req LeaseRequest) ([]LeasedMessage
 	var out []LeasedMessage
 	batch := &pgx.Batch{}
 	batch.Queue(leasePrelude)
-	batch.Queue(query, req.QueueID, req.GroupNo, req.Channels, req.DLQ, req.Limit,
+	no, err := r.nums.of(ctx, req.QueueID)
+	if err != nil {
+		return nil, err
+	}
+	batch.Queue(query, no, req.GroupNo, req.Channels, req.DLQ, req.Limit,
 		req.VisibilitySeconds, req.LeaseID, req.MaxDeliveries, nilIfEmpty(req.Owner)).Query(func(rows pgx.Rows) error {
 		var err error
 		out, err = collectLeased(rows)
 		return err
 	})
-	err := r.pool.SendBatch(ctx, batch).Close()
+	err = r.pool.SendBatch(ctx, batch).Close()
 	return out, interpretError("leasing messages", err)
 }
 
@@ -652,13 +665,17 @@ func (r *Messages) LeaseAsConsumer(ctx context.Context, req ConsumerLeaseRequest
 	if req.MaxDeliveries > 0 && !req.DLQ {
 		query = messagesLeaseAsConsumerDeadLetter
 	}
-	batch.Queue(query, req.QueueID, req.GroupNo, channels, req.DLQ, req.Limit, req.VisibilitySeconds,
-		req.LeaseID, req.MaxDeliveries, req.Consumer).Query(func(rows pgx.Rows) error {
+	no, err := r.nums.of(ctx, req.QueueID)
+	if err != nil {
+		return d, nil, err
+	}
+	batch.Queue(query, no, req.GroupNo, channels, req.DLQ, req.Limit, req.VisibilitySeconds,
+		req.LeaseID, req.MaxDeliveries, req.Consumer, req.QueueID).Query(func(rows pgx.Rows) error {
 		var err error
 		out, err = collectLeased(rows)
 		return err
 	})
-	err := r.pool.SendBatch(ctx, batch).Close()
+	err = r.pool.SendBatch(ctx, batch).Close()
 	return d, out, interpretError("leasing messages", err)
 }
 
@@ -678,19 +695,23 @@ func collectLeased(rows pgx.Rows) ([]LeasedMessage, error) {
 // many ordered groups' next messages became visible. Receipts of ordered messages take their groups' locks
 // first, in the same round trip (a batch is one implicit transaction).
 func (r *Messages) Delete(ctx context.Context, queueID string, receipts []Receipt) (deleted []bool, unblocked int, err error) {
+	no, err := r.nums.of(ctx, queueID)
+	if err != nil {
+		return nil, 0, err
+	}
 	groups, ids, leases, dlqs := receiptArrays(receipts)
 	batch := &pgx.Batch{}
 	query := messagesDelete
 	for _, rc := range receipts {
 		if rc.Ordered && !rc.DLQ {
-			batch.Queue(messagesLockReceiptGroups, queueID, groups, ids)
+			batch.Queue(messagesLockReceiptGroups, no, groups, ids, queueID)
 			query = messagesDeleteOrdered
 			break
 		}
 	}
 	done := map[[2]int64]bool{}
 	batch.Queue(asyncCommit)
-	batch.Queue(query, queueID, groups, ids, leases, dlqs).Query(func(rows pgx.Rows) error {
+	batch.Queue(query, no, groups, ids, leases, dlqs).Query(func(rows pgx.Rows) error {
 		var g int32
 		var id int64
 		var next bool
@@ -717,8 +738,12 @@ func (r *Messages) Delete(ctx context.Context, queueID string, receipts []Receip
 // UpdateVisibility moves the leases' visible_at to now()+seconds[i]; it returns the new visible_at per receipt
 // (nil where the receipt no longer holds the lease).
 func (r *Messages) UpdateVisibility(ctx context.Context, queueID string, receipts []Receipt, seconds []int32) ([]*time.Time, error) {
+	no, err := r.nums.of(ctx, queueID)
+	if err != nil {
+		return nil, err
+	}
 	groups, ids, leases, dlqs := receiptArrays(receipts)
-	rows, err := r.pool.Query(ctx, messagesUpdateVisibility, queueID, groups, ids, leases, dlqs, seconds)
+	rows, err := r.pool.Query(ctx, messagesUpdateVisibility, no, groups, ids, leases, dlqs, seconds)
 	if err != nil {
 		return nil, interpretError("updating messages", err)
 	}
@@ -740,8 +765,12 @@ func (r *Messages) UpdateVisibility(ctx context.Context, queueID string, receipt
 
 // Existing reports which receipts' messages still exist (whatever their lease).
 func (r *Messages) Existing(ctx context.Context, queueID string, receipts []Receipt) ([]bool, error) {
+	no, err := r.nums.of(ctx, queueID)
+	if err != nil {
+		return nil, err
+	}
 	groups, ids, _, _ := receiptArrays(receipts)
-	rows, err := r.pool.Query(ctx, messagesExisting, queueID, groups, ids)
+	rows, err := r.pool.Query(ctx, messagesExisting, no, groups, ids)
 	if err != nil {
 		return nil, interpretError("looking up messages", err)
 	}
@@ -760,7 +789,11 @@ func (r *Messages) Existing(ctx context.Context, queueID string, receipts []Rece
 
 // Stats counts a group's messages (channelID "" = all channels): the queue's and its DLQ's.
 func (r *Messages) Stats(ctx context.Context, queueID string, groupNo int32, channelID string) (queue, dlq Stats, err error) {
-	rows, err := r.pool.Query(ctx, messagesStats, queueID, groupNo, channelID)
+	no, err := r.nums.of(ctx, queueID)
+	if err != nil {
+		return queue, dlq, err
+	}
+	rows, err := r.pool.Query(ctx, messagesStats, no, groupNo, channelID)
 	if err != nil {
 		return queue, dlq, interpretError("queue stats", err)
 	}
@@ -780,7 +813,11 @@ func (r *Messages) Stats(ctx context.Context, queueID string, groupNo int32, cha
 // Channels lists up to limit distinct channel ids after from (or from itself too, when inclusive) that hold
 // messages of the group, in index order.
 func (r *Messages) Channels(ctx context.Context, queueID string, groupNo int32, dlq bool, from string, inclusive bool, limit int) ([]string, error) {
-	rows, err := r.pool.Query(ctx, messagesChannels, queueID, groupNo, dlq, from, limit, inclusive)
+	no, err := r.nums.of(ctx, queueID)
+	if err != nil {
+		return nil, err
+	}
+	rows, err := r.pool.Query(ctx, messagesChannels, no, groupNo, dlq, from, limit, inclusive)
 	if err != nil {
 		return nil, interpretError("listing channels", err)
 	}
@@ -791,9 +828,13 @@ func (r *Messages) Channels(ctx context.Context, queueID string, groupNo int32, 
 // Redrive moves up to limit of the group's DLQ messages back to the queue, oldest first, in one transaction.
 // Messages of ordered groups rejoin their group's order (under the group's lock).
 func (r *Messages) Redrive(ctx context.Context, queueID string, groupNo int32, limit int) (int64, error) {
+	no, err := r.nums.of(ctx, queueID)
+	if err != nil {
+		return 0, err
+	}
 	var n int64
-	err := InTx(ctx, r.pool, func(tx pgx.Tx) error {
-		rows, err := tx.Query(ctx, messagesRedrivePick, queueID, groupNo, limit)
+	err = InTx(ctx, r.pool, func(tx pgx.Tx) error {
+		rows, err := tx.Query(ctx, messagesRedrivePick, no, groupNo, limit)
 		if err != nil {
 			return err
 		}
@@ -817,7 +858,7 @@ func (r *Messages) Redrive(ctx context.Context, queueID string, groupNo int32, l
 				return err
 			}
 		}
-		tag, err := tx.Exec(ctx, messagesRedrive, queueID, groupNo, ids, names)
+		tag, err := tx.Exec(ctx, messagesRedrive, no, groupNo, ids, names)
 		n = tag.RowsAffected()
 		return err
 	})
@@ -827,7 +868,11 @@ func (r *Messages) Redrive(ctx context.Context, queueID string, groupNo int32, l
 // PurgeBatch deletes up to batch messages of the queue with ids at or below upTo (dlq nil = queue and DLQ) and
 // returns how many. Ordered groups that lost their head continue with their next message.
 func (r *Messages) PurgeBatch(ctx context.Context, queueID string, dlq *bool, upTo int64, batch int) (int64, error) {
-	n, err := r.deleteBatch(ctx, queueID, dlq, messagesPurgePick, queueID, dlq, batch, upTo)
+	no, err := r.nums.of(ctx, queueID)
+	if err != nil {
+		return 0, err
+	}
+	n, err := r.deleteBatch(ctx, queueID, no, dlq, messagesPurgePick, no, dlq, batch, upTo)
 	return n, interpretError("purging messages", err)
 }
 
@@ -836,7 +881,7 @@ func (r *Messages) PurgeBatch(ctx context.Context, queueID string, dlq *bool, up
 // first, then rows, so no deadlock — and afterwards makes the next message of each group that lost its head
 // visible, with a snapshot that sees every put that queued behind a deleted head. The other nodes are told after
 // the commit.
-func (r *Messages) deleteBatch(ctx context.Context, queueID string, dlq *bool, pick string, pickArgs ...any) (int64, error) {
+func (r *Messages) deleteBatch(ctx context.Context, queueID string, queueNo int64, dlq *bool, pick string, pickArgs ...any) (int64, error) {
 	var deleted, unblocked int64
 	err := InTx(ctx, r.pool, func(tx pgx.Tx) error {
 		rows, err := tx.Query(ctx, pick, pickArgs...)
@@ -866,13 +911,13 @@ func (r *Messages) deleteBatch(ctx context.Context, queueID string, dlq *bool, p
 				return err
 			}
 		}
-		tag, err := tx.Exec(ctx, messagesDeletePicked, queueID, groupNos, ids, dlq)
+		tag, err := tx.Exec(ctx, messagesDeletePicked, queueNo, groupNos, ids, dlq)
 		if err != nil {
 			return err
 		}
 		deleted = tag.RowsAffected()
 		if len(lockNames) > 0 {
-			return tx.QueryRow(ctx, messagesUnblockGroups, queueID, lockGroupNos, lockNames).Scan(&unblocked)
+			return tx.QueryRow(ctx, messagesUnblockGroups, queueNo, lockGroupNos, lockNames).Scan(&unblocked)
 		}
 		return nil
 	})
@@ -910,13 +955,21 @@ func (r *Messages) DeleteOrphans(ctx context.Context, batch int) (int64, error) 
 // ExpireBatch deletes up to batch messages of the queue (every consumer group, a primary-key range each) whose id
 // is at or below cutoff.
 func (r *Messages) ExpireBatch(ctx context.Context, queueID string, cutoff int64, batch int) (int64, error) {
-	n, err := r.deleteBatch(ctx, queueID, nil, messagesExpirePick, queueID, cutoff, batch)
+	no, err := r.nums.of(ctx, queueID)
+	if err != nil {
+		return 0, err
+	}
+	n, err := r.deleteBatch(ctx, queueID, no, nil, messagesExpirePick, no, cutoff, batch, queueID)
 	return n, interpretError("expiring messages", err)
 }
 
 // SizeByChannel sums the stored bytes of a queue (every group and the DLQ) per channel.
 func (r *Messages) SizeByChannel(ctx context.Context, queueID string) (map[string]int64, error) {
-	rows, err := r.pool.Query(ctx, messagesSizeByChannel, queueID)
+	no, err := r.nums.of(ctx, queueID)
+	if err != nil {
+		return nil, err
+	}
+	rows, err := r.pool.Query(ctx, messagesSizeByChannel, no)
 	if err != nil {
 		return nil, interpretError("queue size", err)
 	}

@@ -532,8 +532,8 @@ func TestConsumerGroupStatsAndScopes(t *testing.T) {
 	cpRequireStatus(t, del2, err, http.StatusNoContent)
 	runMaintainer(t, srv)
 	var left int64
-	require.NoError(t, srv.Pool.QueryRow(ctx, `SELECT count(*) FROM messages m JOIN consumer_groups g
-		ON g.queue_id = m.queue_id AND g.group_no = m.group_no WHERE g.id = $1`, gb.Id).Scan(&left))
+	require.NoError(t, srv.Pool.QueryRow(ctx, `SELECT count(*) FROM consumer_groups g
+		JOIN queues q ON q.id = g.queue_id JOIN messages m ON m.queue_no = q.no AND m.group_no = g.group_no WHERE g.id = $1`, gb.Id).Scan(&left))
 	require.Zero(t, left, "the deleted group's messages are gone")
 	st = stats(t, c, q)
 	var listed []string

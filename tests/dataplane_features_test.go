@@ -339,7 +339,7 @@ func TestRetention(t *testing.T) {
 			return false
 		}
 		var n int64
-		return srv.Pool.QueryRow(ctx, `SELECT count(*) FROM messages WHERE queue_id = $1`, q).Scan(&n) == nil && n == 0
+		return srv.Pool.QueryRow(ctx, `SELECT count(*) FROM messages WHERE queue_no = (SELECT no FROM queues WHERE id = $1)`, q).Scan(&n) == nil && n == 0
 	}, 10*time.Second, 100*time.Millisecond)
 	require.Zero(t, storedMessages(t, srv, q))
 	require.EqualValues(t, 1, storedMessages(t, srv, keep), "other queues keep their messages")

@@ -136,7 +136,7 @@ func storedMessages(t *testing.T, srv *testserver.Server, queueID string) int64 
 	t.Helper()
 	var n int64
 	require.NoError(t, srv.Pool.QueryRow(context.Background(),
-		`SELECT count(*) FROM messages WHERE $1 = '' OR queue_id = $1`, queueID).Scan(&n))
+		`SELECT count(*) FROM messages WHERE $1 = '' OR queue_no = (SELECT no FROM queues WHERE id = $1)`, queueID).Scan(&n))
 	return n
 }
 

@@ -457,7 +457,7 @@ func TestOrderedGroupConcurrentPuts(t *testing.T) {
 		wg.Wait()
 		var heads int64
 		require.NoError(t, srv.Pool.QueryRow(context.Background(), `SELECT count(*) FROM messages
-			WHERE queue_id = $1 AND message_group = $2 AND visible_at <> 'infinity'`, q, group).Scan(&heads))
+			WHERE queue_no = (SELECT no FROM queues WHERE id = $1) AND message_group = $2 AND visible_at <> 'infinity'`, q, group).Scan(&heads))
 		require.Equal(t, int64(1), heads, "round %d: one head per group", round)
 	}
 	// Consuming walks every group to its end one message at a time: each lease holds at most one message per

@@ -203,8 +203,8 @@ func (n *node) fill(b testing.TB, queue string, count int) {
 	const chunk = 100_000
 	for done := 0; done < count; done += chunk {
 		k := min(chunk, count-done)
-		if _, err := n.pool.Exec(ctx, `INSERT INTO messages (queue_id, group_no, id, visible_at, expire_at, size_bytes, content)
-			SELECT $1, 0, nextval('messages_id_seq'), now(), now() + interval '1 day', 1024, $2 FROM generate_series(1, $3)`,
+		if _, err := n.pool.Exec(ctx, `INSERT INTO messages (queue_no, group_no, id, visible_at, expire_at, size_bytes, content)
+			SELECT (SELECT no FROM queues WHERE id = $1), 0, nextval('messages_id_seq'), now(), now() + interval '1 day', 1024, $2 FROM generate_series(1, $3)`,
 			queue, payload, k); err != nil {
 			b.Fatal(err)
 		}

@@ -126,7 +126,7 @@ func BenchmarkPublishFanout(b *testing.B) {
 			results = append(results, r)
 
 			// The next size starts from an empty table.
-			if _, err := srv.Pool.Exec(ctx, `DELETE FROM messages WHERE queue_id = $1`, queueID); err != nil {
+			if _, err := srv.Pool.Exec(ctx, `DELETE FROM messages WHERE queue_no = (SELECT no FROM queues WHERE id = $1)`, queueID); err != nil {
 				b.Fatal(err)
 			}
 		})

@@ -1,0 +1,31 @@
+package persistence
+
+import (
+	"context"
+	"sync"
+
+	"github.com/jackc/pgx/v5/pgxpool"
+)
+
+// queueNumbers resolves a queue's OCID to the number that keys its messages (migration 0007). A number never
+// changes and is never reused, so a resolved one is kept for the life of the process: one query per queue per
+// process. Deleted queues keep their row (and number) until their messages are gone.
+type queueNumbers struct {
+	pool *pgxpool.Pool
+	byID sync.Map // queue OCID → int64
+}
+
+func newQueueNumbers(pool *pgxpool.Pool) *queueNumbers { return &queueNumbers{pool: pool} }
+
+// of answers the queue's number; apierror.ErrNotFound when no queue has that OCID.
+func (q *queueNumbers) of(ctx context.Context, queueID string) (int64, error) {
+	if no, ok := q.byID.Load(queueID); ok {
+		return no.(int64), nil
+	}
+	var no int64
+	if err := q.pool.QueryRow(ctx, `SELECT no FROM queues WHERE id = $1`, queueID).Scan(&no); err != nil {
+		return 0, interpretError("resolving the queue", err)
+	}
+	q.byID.Store(queueID, no)
+	return no, nil
+}
