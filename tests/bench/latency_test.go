@@ -32,6 +32,7 @@ func BenchmarkLatencyBreakdown(b *testing.B) {
 		x0, s0, t0, w0 := n.pgStats(b)
 		const putRoute = `operation="/20210201/queues/:queueId/messages",method="POST"`
 		before := n.serverDurations(b, putRoute)
+		n.settle(b)
 		waits := n.sampleWaits(phase)
 		n.latencyBreakdown(b, q, envInt("FERRY_LAT_RATE", 1000), phase)
 		b.Logf("what running statements were doing (pg_stat_activity samples every 2 ms): %s", <-waits)
@@ -43,6 +44,7 @@ func BenchmarkLatencyBreakdown(b *testing.B) {
 			(n.ferryCPU()-cpu0)*100/secs, float64(x1-x0)/secs, float64(s1-s0)/secs, float64(w1-w0)/1024/secs,
 			(t1-t0)/max(1, float64(s1-s0)))
 		time.Sleep(time.Second)
+		n.settle(b)
 		p50, p99 := n.sqlLatency(b, envInt("FERRY_LAT_RATE", 1000), phase)
 		b.Logf("raw SQL put→receive on the same database: p50 %.2f ms, p99 %.2f ms", p50, p99)
 	}
@@ -76,6 +78,8 @@ func (n *node) latencyBreakdown(b testing.TB, queue string, rate int, d time.Dur
 	defer cancel()
 	var mu sync.Mutex
 	var lat, putDur, afterPut, getDur, delDur []float64
+	var slow []slowPut // put calls over 20 ms: when they started, to tell one stall from many
+	phaseStart := time.Now().UnixNano()
 	putDone := map[int64]int64{}
 	var wg sync.WaitGroup
 	for c := 0; c < consumers; c++ {
@@ -119,6 +123,9 @@ func (n *node) latencyBreakdown(b testing.TB, queue string, rate int, d time.Dur
 	n.publishAtRate(ctx, queue, rate, d, func(sent, done int64) {
 		mu.Lock()
 		putDur = append(putDur, float64(done-sent)/1e6)
+		if ms := float64(done-sent) / 1e6; ms > 20 {
+			slow = append(slow, slowPut{at: float64(sent-phaseStart) / 1e9, ms: ms})
+		}
 		putDone[sent] = done
 		mu.Unlock()
 	})
@@ -127,6 +134,7 @@ func (n *node) latencyBreakdown(b testing.TB, queue string, rate int, d time.Dur
 	wg.Wait()
 	mu.Lock()
 	defer mu.Unlock()
+	b.Logf("put calls over 20 ms: %d, by second of the phase: %s", len(slow), slowBySecond(slow))
 	b.Logf("p50/p99/max ms: put→receive %s | put call %s | put answered→received %s | get call %s | delete call %s (n=%d)",
 		pct(lat), pct(putDur), pct(afterPut), pct(getDur), pct(delDur), len(lat))
 }
@@ -229,4 +237,31 @@ func (n *node) sampleWaits(d time.Duration) <-chan string {
 		out <- sb.String()
 	}()
 	return out
+}
+
+type slowPut struct{ at, ms float64 }
+
+// slowBySecond renders "second:count(max ms)" for the seconds that had slow puts.
+func slowBySecond(slow []slowPut) string {
+	type agg struct {
+		n   int
+		max float64
+	}
+	bySec := map[int]*agg{}
+	var secs []int
+	for _, p := range slow {
+		k := int(p.at)
+		if bySec[k] == nil {
+			bySec[k] = &agg{}
+			secs = append(secs, k)
+		}
+		bySec[k].n++
+		bySec[k].max = max(bySec[k].max, p.ms)
+	}
+	slices.Sort(secs)
+	var sb strings.Builder
+	for _, k := range secs {
+		fmt.Fprintf(&sb, "%d:%d(%.0f) ", k, bySec[k].n, bySec[k].max)
+	}
+	return sb.String()
 }
