@@ -342,6 +342,18 @@ func waitingReceives(n *node) int {
 // publishAtRate puts single messages, each carrying its send time (UnixNano) as content, at rate/s for d, and
 // waits for the puts; done (when set) is called with each put's send and answer times.
 func (n *node) publishAtRate(ctx context.Context, queue string, rate int, d time.Duration, done func(sent, answered int64)) {
+	atRate(ctx, rate, d, func(sendCtx context.Context, sent int64) {
+		body := map[string]any{"messages": []putEntry{{Content: strconv.FormatInt(sent, 10)}}}
+		_, _ = n.call(sendCtx, http.MethodPost, "/20210201/queues/"+queue+"/messages", body, nil)
+		if done != nil {
+			done(sent, time.Now().UnixNano())
+		}
+	})
+}
+
+// atRate calls send (each in its own goroutine, with its start time in UnixNano) at rate/s for d, and waits for
+// the calls to return.
+func atRate(ctx context.Context, rate int, d time.Duration, send func(sendCtx context.Context, sent int64)) {
 	interval := time.Second / time.Duration(rate)
 	sendCtx, stopSending := context.WithTimeout(ctx, d)
 	defer stopSending()
@@ -355,12 +367,7 @@ func (n *node) publishAtRate(ctx context.Context, queue string, rate int, d time
 		senders.Add(1)
 		go func() {
 			defer senders.Done()
-			sent := time.Now().UnixNano()
-			body := map[string]any{"messages": []putEntry{{Content: strconv.FormatInt(sent, 10)}}}
-			_, _ = n.call(sendCtx, http.MethodPost, "/20210201/queues/"+queue+"/messages", body, nil)
-			if done != nil {
-				done(sent, time.Now().UnixNano())
-			}
+			send(sendCtx, time.Now().UnixNano())
 		}()
 	}
 	senders.Wait()

@@ -126,25 +126,10 @@ func (n *node) sqlLatency(b testing.TB, rate int, d time.Duration) (p50, p99 flo
 		}()
 	}
 	time.Sleep(200 * time.Millisecond)
-	interval := time.Second / time.Duration(rate)
-	sendCtx, stopSending := context.WithTimeout(ctx, d)
-	var senders sync.WaitGroup
-	next := time.Now()
-	for sendCtx.Err() == nil {
-		next = next.Add(interval)
-		if wait := time.Until(next); wait > 0 {
-			time.Sleep(wait)
-		}
-		senders.Add(1)
-		go func() {
-			defer senders.Done()
-			sent := strconv.FormatInt(time.Now().UnixNano(), 10)
-			_, _ = n.pool.Exec(sendCtx, `WITH put AS (INSERT INTO `+table+` (payload) VALUES ($1) RETURNING id)
-				SELECT pg_notify('bench_raw_latency', '') FROM put`, sent)
-		}()
-	}
-	senders.Wait()
-	stopSending()
+	atRate(ctx, rate, d, func(sendCtx context.Context, sent int64) {
+		_, _ = n.pool.Exec(sendCtx, `WITH put AS (INSERT INTO `+table+` (payload) VALUES ($1) RETURNING id)
+			SELECT pg_notify('bench_raw_latency', '') FROM put`, strconv.FormatInt(sent, 10))
+	})
 	time.Sleep(time.Second)
 	cancel()
 	wg.Wait()
