@@ -223,50 +223,6 @@ func (n *node) fill(b testing.TB, queue string, count int) {
 	b.Logf("filled %d messages in %s", count, time.Since(start).Round(time.Second))
 }
 
-// latency publishes single messages at rate/s for d while long-polling consumers receive them, and returns the
-// p50 and p99 of put→receive in milliseconds.
-func (n *node) latency(b testing.TB, queue string, rate int, d time.Duration) (p50, p99 float64) {
-	ctx, cancel := context.WithTimeout(context.Background(), d+3*time.Second)
-	defer cancel()
-	var mu sync.Mutex
-	var lat []float64
-	var wg sync.WaitGroup
-	for c := 0; c < consumers; c++ {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			for ctx.Err() == nil {
-				var got getResp
-				if _, err := n.call(ctx, http.MethodGet, "/20210201/queues/"+queue+"/messages?limit=32&timeoutInSeconds=5", nil, &got); err != nil {
-					continue
-				}
-				now := time.Now().UnixNano()
-				entries := make([]map[string]string, 0, len(got.Messages))
-				mu.Lock()
-				for _, m := range got.Messages {
-					if sent, err := strconv.ParseInt(m.Content, 10, 64); err == nil {
-						lat = append(lat, float64(now-sent)/1e6)
-					}
-					entries = append(entries, map[string]string{"receipt": m.Receipt})
-				}
-				mu.Unlock()
-				for off := 0; off < len(entries); off += 20 {
-					_, _ = n.call(context.WithoutCancel(ctx), http.MethodPost, "/20210201/queues/"+queue+"/messages/actions/deleteMessages",
-						map[string]any{"entries": entries[off:min(off+20, len(entries))]}, nil)
-				}
-			}
-		}()
-	}
-	time.Sleep(200 * time.Millisecond) // consumers are waiting
-	n.publishAtRate(ctx, queue, rate, d, nil)
-	time.Sleep(time.Second) // the last messages arrive
-	cancel()
-	wg.Wait()
-	mu.Lock()
-	defer mu.Unlock()
-	return percentiles(b, lat)
-}
-
 // percentiles reports the number of samples and returns their p50 and p99 (milliseconds).
 func percentiles(b testing.TB, lat []float64) (p50, p99 float64) {
 	slices.Sort(lat)

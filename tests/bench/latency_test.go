@@ -34,7 +34,7 @@ func BenchmarkLatencyBreakdown(b *testing.B) {
 		before := n.serverDurations(b, putRoute)
 		n.settle(b)
 		waits := n.sampleWaits(phase)
-		n.latencyBreakdown(b, q, envInt("FERRY_LAT_RATE", 1000), phase)
+		n.latency(b, q, envInt("FERRY_LAT_RATE", 1000), phase)
 		b.Logf("what running statements were doing (pg_stat_activity samples every 2 ms): %s", <-waits)
 		b.Logf("PutMessages as ferry measured it (its HTTP duration histogram): %s",
 			histogramQuantiles(before, n.serverDurations(b, putRoute)))
@@ -72,8 +72,10 @@ func pct(v []float64) string {
 	return strconv.FormatFloat(v[len(v)/2], 'f', 2, 64) + "/" + strconv.FormatFloat(v[len(v)*99/100], 'f', 2, 64) + "/" + strconv.FormatFloat(v[len(v)-1], 'f', 1, 64)
 }
 
-// latencyBreakdown is latency with the parts of each message's way measured apart.
-func (n *node) latencyBreakdown(b testing.TB, queue string, rate int, d time.Duration) {
+// latency publishes single messages at rate/s for d while long-polling consumers receive them, logs each part of
+// a message's way (the put call, from the put's answer to the receive, the get and delete calls) and returns the
+// p50 and p99 of put→receive in milliseconds.
+func (n *node) latency(b testing.TB, queue string, rate int, d time.Duration) (p50, p99 float64) {
 	ctx, cancel := context.WithTimeout(context.Background(), d+3*time.Second)
 	defer cancel()
 	var mu sync.Mutex
@@ -93,7 +95,7 @@ func (n *node) latencyBreakdown(b testing.TB, queue string, rate int, d time.Dur
 					continue
 				}
 				now := time.Now().UnixNano()
-				entries := make([]map[string]string, 0, len(got.Messages))
+				receipts := make([]string, 0, len(got.Messages))
 				mu.Lock()
 				if len(got.Messages) > 0 {
 					getDur = append(getDur, float64(time.Since(g0))/1e6)
@@ -105,13 +107,13 @@ func (n *node) latencyBreakdown(b testing.TB, queue string, rate int, d time.Dur
 							afterPut = append(afterPut, float64(now-pd)/1e6)
 						}
 					}
-					entries = append(entries, map[string]string{"receipt": m.Receipt})
+					receipts = append(receipts, m.Receipt)
 				}
 				mu.Unlock()
-				for off := 0; off < len(entries); off += 20 {
+				for off := 0; off < len(receipts); off += 20 {
 					d0 := time.Now()
 					_, _ = n.call(context.WithoutCancel(ctx), http.MethodPost, "/20210201/queues/"+queue+"/messages/actions/deleteMessages",
-						map[string]any{"entries": entries[off:min(off+20, len(entries))]}, nil)
+						deleteBody(receipts[off:min(off+20, len(receipts))]), nil)
 					mu.Lock()
 					delDur = append(delDur, float64(time.Since(d0))/1e6)
 					mu.Unlock()
@@ -137,6 +139,7 @@ func (n *node) latencyBreakdown(b testing.TB, queue string, rate int, d time.Dur
 	b.Logf("put calls over 20 ms: %d, by second of the phase: %s", len(slow), slowBySecond(slow))
 	b.Logf("p50/p99/max ms: put→receive %s | put call %s | put answered→received %s | get call %s | delete call %s (n=%d)",
 		pct(lat), pct(putDur), pct(afterPut), pct(getDur), pct(delDur), len(lat))
+	return percentiles(b, lat)
 }
 
 // serverDurations reads ferry's cumulative HTTP duration histogram of the requests whose labels contain labels
