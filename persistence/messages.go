@@ -609,7 +609,7 @@ const asyncCommit = `SELECT set_config('synchronous_commit', 'off', true)`
 // leasePrelude is asyncCommit for a lease, which also runs the statement's generic plan: planning the lease
 // anew for each call cost as much as a third of its execution, and its generic plan is the custom one (the
 // lease index for the pick, primary-key probes for the update).
-const leasePrelude = `SELECT set_config('synchronous_commit', 'off', true), set_config('plan_cache_mode', 'force_generic_plan', true)`
+const leasePrelude = asyncCommit + `, set_config('plan_cache_mode', 'force_generic_plan', true)`
 
 // Lease leases up to req.Limit messages in one statement.
 func (r *Messages) Lease(ctx context.Context, req LeaseRequest) ([]LeasedMessage, error) {

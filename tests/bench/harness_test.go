@@ -23,7 +23,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/jackc/pgx/v5/pgtype"
 	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/ferry-mq/ferry/iam"
@@ -245,7 +244,7 @@ func (n *node) statementsReset() bool {
 
 // statementsReport logs the statements that took most of PostgreSQL's execution time since statementsReset.
 func (n *node) statementsReport(b testing.TB, msgs float64) {
-	rows, err := n.pool.Query(context.Background(), `SELECT calls, total_exec_time, total_plan_time, rows, wal_bytes,
+	rows, err := n.pool.Query(context.Background(), `SELECT calls, total_exec_time, total_plan_time, rows, wal_bytes::float8,
 			regexp_replace(left(query, 60), '\s+', ' ', 'g')
 		FROM pg_stat_statements ORDER BY total_exec_time DESC LIMIT 10`)
 	if err != nil {
@@ -256,7 +255,7 @@ func (n *node) statementsReport(b testing.TB, msgs float64) {
 	for rows.Next() {
 		var calls, nrows int64
 		var total, plan float64
-		var wal pgtypeNumeric
+		var wal float64
 		var query string
 		if err := rows.Scan(&calls, &total, &plan, &nrows, &wal, &query); err != nil {
 			b.Logf("pg_stat_statements: %v", err)
@@ -264,17 +263,8 @@ func (n *node) statementsReport(b testing.TB, msgs float64) {
 		}
 		b.Logf("  %7d calls %6.0f ms + planning %5.0f ms (%5.1f µs/msg, %.3f ms/call, %.1f rows/call, %.0f WAL B/msg) %s",
 			calls, total, plan, (total+plan)*1000/msgs, (total+plan)/float64(calls), float64(nrows)/float64(calls),
-			float64(wal)/msgs, query)
+			wal/msgs, query)
 	}
-}
-
-// pgtypeNumeric scans a numeric (pg_stat_statements' wal_bytes) as a float.
-type pgtypeNumeric float64
-
-func (f *pgtypeNumeric) ScanNumeric(v pgtype.Numeric) error {
-	x, err := v.Float64Value()
-	*f = pgtypeNumeric(x.Float64)
-	return err
 }
 
 // scanReceipts finds the receipts in a GetMessages answer without decoding the messages' contents (as the raw SQL
