@@ -1,8 +1,10 @@
 package persistence
 
 import (
+	"cmp"
 	"context"
 	"fmt"
+	"slices"
 	"strconv"
 	"time"
 
@@ -130,6 +132,17 @@ const (
 				now() + make_interval(secs => $8), input.size_bytes, input.content, input.attributes, input.metadata
 			FROM input JOIN unnest($9::int[], $10::int[]) AS g(ord, group_no) ON g.ord = input.ord)
 		SELECT id, ord, now() + make_interval(secs => $8) FROM input`
+
+	// The same for a batch whose every message goes to exactly one consumer group ($9, per message): no CTE and
+	// no join (a 20-message insert ran 1.5–2× the rate of messagesInsert's, pgbench). unnest yields the rows in
+	// batch order and nextval is evaluated row by row, so the returned ids sorted are in batch order.
+	messagesInsertOneCopy = `-- messages.insert_one_copy
+		INSERT INTO messages (queue_no, group_no, id, channel_id, visible_at, expire_at, size_bytes, content, attributes, metadata)
+		SELECT $1, u.group_no, nextval('messages_id_seq'), u.channel_id, now() + make_interval(secs => u.delay),
+			now() + make_interval(secs => $8), u.size_bytes, u.content, u.attributes, u.metadata
+		FROM unnest($2::text[], $3::int[], $4::int[], $5::text[], $6::json[], $7::json[], $9::int[])
+			AS u(channel_id, delay, size_bytes, content, attributes, metadata, group_no)
+		RETURNING id, expire_at`
 
 	messagesNotify = `SELECT pg_notify('` + NotifyChannel + `', q) FROM unnest($1::text[]) AS q`
 	// The same, with the sending node's id: "<node>|<queue id>" (the sender has already woken its own waiters).
@@ -572,6 +585,35 @@ func (r *Messages) queueInsert(batch *pgx.Batch, queueID string, queueNo int64, 
 				lockGroupNos, lockNames = append(lockGroupNos, g), append(lockNames, m.MessageGroup)
 			}
 		}
+	}
+	if len(lockNames) == 0 && len(pairGroup) == n {
+		// One copy per message (no fanout): the plain insert.
+		batch.Queue(messagesInsertOneCopy, queueNo, channels, delays, sizes, contents, attrs, metas, retentionSeconds,
+			pairGroup).Query(func(rows pgx.Rows) error {
+			stored := make([]PutResult, 0, n)
+			var res PutResult
+			if _, err := pgx.ForEachRow(rows, []any{&res.ID, &res.ExpireAt}, func() error {
+				stored = append(stored, res)
+				return nil
+			}); err != nil {
+				return err
+			}
+			if len(stored) != n {
+				return fmt.Errorf("insert stored %d messages of a batch of %d", len(stored), n)
+			}
+			// Ids come from the sequence in batch order: the k-th smallest is the k-th message's.
+			slices.SortFunc(stored, func(a, b PutResult) int { return cmp.Compare(a.ID, b.ID) })
+			for k, res := range stored {
+				res.ExpireAt, res.Groups = res.ExpireAt.UTC(), 1
+				if idx != nil {
+					results[idx[k]] = res
+				} else {
+					results[k] = res
+				}
+			}
+			return nil
+		})
+		return
 	}
 	query := messagesInsert
 	args := []any{queueNo, channels, delays, sizes, contents, attrs, metas, retentionSeconds, pairOrd, pairGroup}

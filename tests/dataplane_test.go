@@ -27,6 +27,9 @@ func TestPutGetDelete(t *testing.T) {
 	got := get(t, c, q, limit(10))
 	require.Len(t, got, 3)
 	require.Equal(t, []string{"one", "two", "three"}, []string{got[0].Content, got[1].Content, got[2].Content})
+	for i := range got {
+		require.Equal(t, ids[i].Id, got[i].Id, "the id PutMessages answered for entry %d is that message's", i)
+	}
 	require.Equal(t, 1, got[0].DeliveryCount)
 	require.Equal(t, attrs, *got[1].Attributes)
 	require.NotEmpty(t, got[0].Receipt)
