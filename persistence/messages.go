@@ -653,6 +653,22 @@ const asyncCommit = `SELECT set_config('synchronous_commit', 'off', true)`
 // lease index for the pick, primary-key probes for the update).
 const leasePrelude = asyncCommit + `, set_config('plan_cache_mode', 'force_generic_plan', true)`
 
+// sendRetrying sends the batch that build queues, and sends it again (at most twice more) when PostgreSQL aborted
+// it to break a deadlock: a batch is one implicit transaction, rolled back whole, so sending it again is safe.
+// A lease that dead-letters the head of an ordered group unblocks the group's next message, which a purge or
+// retention batch may hold while it waits for the head. build runs per attempt, so its callbacks start afresh.
+func (r *Messages) sendRetrying(ctx context.Context, build func(batch *pgx.Batch)) error {
+	for attempt := 0; ; attempt++ {
+		batch := &pgx.Batch{}
+		build(batch)
+		err := r.pool.SendBatch(ctx, batch).Close()
+		if attempt < 2 && isDeadlock(err) {
+			continue
+		}
+		return err
+	}
+}
+
 // Lease leases up to req.Limit messages in one statement.
 func (r *Messages) Lease(ctx context.Context, req LeaseRequest) ([]LeasedMessage, error) {
 	deadLetter := req.MaxDeliveries > 0 && !req.DLQ
@@ -667,20 +683,20 @@ func (r *Messages) Lease(ctx context.Context, req LeaseRequest) ([]LeasedMessage
 	default:
 		query = messagesLease
 	}
-	var out []LeasedMessage
-	batch := &pgx.Batch{}
-	batch.Queue(leasePrelude)
 	no, err := r.nums.of(ctx, req.QueueID)
 	if err != nil {
 		return nil, err
 	}
-	batch.Queue(query, no, req.GroupNo, req.Channels, req.DLQ, req.Limit,
-		req.VisibilitySeconds, req.LeaseID, req.MaxDeliveries, nilIfEmpty(req.Owner)).Query(func(rows pgx.Rows) error {
-		var err error
-		out, err = collectLeased(rows)
-		return err
+	var out []LeasedMessage
+	err = r.sendRetrying(ctx, func(batch *pgx.Batch) {
+		batch.Queue(leasePrelude)
+		batch.Queue(query, no, req.GroupNo, req.Channels, req.DLQ, req.Limit,
+			req.VisibilitySeconds, req.LeaseID, req.MaxDeliveries, nilIfEmpty(req.Owner)).Query(func(rows pgx.Rows) error {
+			var err error
+			out, err = collectLeased(rows)
+			return err
+		})
 	})
-	err = r.pool.SendBatch(ctx, batch).Close()
 	return out, interpretError("leasing messages", err)
 }
 
@@ -695,29 +711,29 @@ func (r *Messages) LeaseAsConsumer(ctx context.Context, req ConsumerLeaseRequest
 			channels = []string{}
 		}
 	}
-	var d ConsumerDecision
-	var out []LeasedMessage
-	batch := &pgx.Batch{}
-	batch.Queue(asyncCommit)
-	batch.Queue(consumersLock, req.QueueID, req.GroupNo)
-	batch.Queue(consumersDecide, req.QueueID, req.GroupNo, req.Consumer, req.ConsumerLeaseSeconds).QueryRow(func(row pgx.Row) error {
-		return d.scan(row)
-	})
 	query := messagesLeaseAsConsumer
 	if req.MaxDeliveries > 0 && !req.DLQ {
 		query = messagesLeaseAsConsumerDeadLetter
 	}
+	var d ConsumerDecision
 	no, err := r.nums.of(ctx, req.QueueID)
 	if err != nil {
 		return d, nil, err
 	}
-	batch.Queue(query, no, req.GroupNo, channels, req.DLQ, req.Limit, req.VisibilitySeconds,
-		req.LeaseID, req.MaxDeliveries, req.Consumer, req.QueueID).Query(func(rows pgx.Rows) error {
-		var err error
-		out, err = collectLeased(rows)
-		return err
+	var out []LeasedMessage
+	err = r.sendRetrying(ctx, func(batch *pgx.Batch) {
+		batch.Queue(asyncCommit)
+		batch.Queue(consumersLock, req.QueueID, req.GroupNo)
+		batch.Queue(consumersDecide, req.QueueID, req.GroupNo, req.Consumer, req.ConsumerLeaseSeconds).QueryRow(func(row pgx.Row) error {
+			return d.scan(row)
+		})
+		batch.Queue(query, no, req.GroupNo, channels, req.DLQ, req.Limit, req.VisibilitySeconds,
+			req.LeaseID, req.MaxDeliveries, req.Consumer, req.QueueID).Query(func(rows pgx.Rows) error {
+			var err error
+			out, err = collectLeased(rows)
+			return err
+		})
 	})
-	err = r.pool.SendBatch(ctx, batch).Close()
 	return d, out, interpretError("leasing messages", err)
 }
 
@@ -742,32 +758,32 @@ func (r *Messages) Delete(ctx context.Context, queueID string, receipts []Receip
 		return nil, 0, err
 	}
 	groups, ids, leases, dlqs := receiptArrays(receipts)
-	batch := &pgx.Batch{}
-	query := messagesDelete
-	for _, rc := range receipts {
-		if rc.Ordered && !rc.DLQ {
+	ordered := slices.ContainsFunc(receipts, func(rc Receipt) bool { return rc.Ordered && !rc.DLQ })
+	var done map[[2]int64]bool
+	err = r.sendRetrying(ctx, func(batch *pgx.Batch) {
+		done, unblocked = map[[2]int64]bool{}, 0
+		query := messagesDelete
+		if ordered {
 			batch.Queue(messagesLockReceiptGroups, no, groups, ids, queueID)
 			query = messagesDeleteOrdered
-			break
 		}
-	}
-	done := map[[2]int64]bool{}
-	batch.Queue(asyncCommit)
-	batch.Queue(query, no, groups, ids, leases, dlqs).Query(func(rows pgx.Rows) error {
-		var g int32
-		var id int64
-		var next bool
-		_, err := pgx.ForEachRow(rows, []any{&g, &id, &next}, func() error {
-			if next {
-				unblocked++
-			} else {
-				done[[2]int64{int64(g), id}] = true
-			}
-			return nil
+		batch.Queue(asyncCommit)
+		batch.Queue(query, no, groups, ids, leases, dlqs).Query(func(rows pgx.Rows) error {
+			var g int32
+			var id int64
+			var next bool
+			_, err := pgx.ForEachRow(rows, []any{&g, &id, &next}, func() error {
+				if next {
+					unblocked++
+				} else {
+					done[[2]int64{int64(g), id}] = true
+				}
+				return nil
+			})
+			return err
 		})
-		return err
 	})
-	if err := r.pool.SendBatch(ctx, batch).Close(); err != nil {
+	if err != nil {
 		return nil, 0, interpretError("deleting messages", err)
 	}
 	out := make([]bool, len(receipts))

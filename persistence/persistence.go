@@ -104,12 +104,21 @@ func interpretError(op string, err error) error {
 			return apierror.NotFound("%s: a referenced resource does not exist", op)
 		case "23514", "22001":
 			return apierror.InvalidParameter("%s: a value is out of range (%s)", op, pgErr.ConstraintName)
+		case "40P01", "40001":
+			// Aborted to break a deadlock or a serialization conflict: nothing was done, and retrying works.
+			return apierror.ServiceUnavailable(1, "%s: the database aborted a conflicting transaction; retry", op)
 		}
 	}
 	if errors.Is(err, context.DeadlineExceeded) {
 		return apierror.ServiceUnavailable(1, "%s: the database did not answer in time", op)
 	}
 	return fmt.Errorf("%s: %w", op, err)
+}
+
+// isDeadlock reports whether PostgreSQL aborted the transaction to break a deadlock.
+func isDeadlock(err error) bool {
+	var pgErr *pgconn.PgError
+	return errors.As(err, &pgErr) && pgErr.Code == "40P01"
 }
 
 func withTimeout(ctx context.Context) (context.Context, context.CancelFunc) {

@@ -1,0 +1,97 @@
+package persistence
+
+import (
+	"context"
+	"errors"
+	"net/http"
+	"testing"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/stretchr/testify/require"
+
+	"github.com/ferry-mq/ferry/persistence/testdb"
+	"github.com/ferry-mq/ferry/services/apierror"
+)
+
+func TestMain(m *testing.M) { testdb.Main(m) }
+
+// A batch that PostgreSQL aborts to break a real deadlock is sent again and succeeds; a deadlock that is not
+// retried answers 503, never a 500.
+func TestSendRetryingAfterDeadlock(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	pool, err := Connect(ctx, testdb.New(t), 4)
+	require.NoError(t, err)
+	defer pool.Close()
+	_, err = pool.Exec(ctx, `CREATE TABLE pair (id int PRIMARY KEY, n int NOT NULL); INSERT INTO pair VALUES (1, 0), (2, 0);
+		ALTER DATABASE `+pool.Config().ConnConfig.Database+` SET deadlock_timeout = '200ms'`)
+	require.NoError(t, err)
+	pool.Reset() // new connections see the database's deadlock_timeout
+
+	// The other transaction holds row 1 until the batch waits for it, then asks for row 2, which the batch holds.
+	other, err := pool.Begin(ctx)
+	require.NoError(t, err)
+	_, err = other.Exec(ctx, `UPDATE pair SET n = n + 1 WHERE id = 1`)
+	require.NoError(t, err)
+	otherDone := make(chan error, 1)
+	go func() {
+		time.Sleep(100 * time.Millisecond) // the batch has taken row 2 and waits for row 1
+		if _, err := other.Exec(ctx, `UPDATE pair SET n = n + 1 WHERE id = 2`); err != nil {
+			_ = other.Rollback(ctx)
+			otherDone <- err
+			return
+		}
+		otherDone <- other.Commit(ctx)
+	}()
+
+	r := NewMessages(pool)
+	attempts := 0
+	err = r.sendRetrying(ctx, func(batch *pgx.Batch) {
+		attempts++
+		batch.Queue(`UPDATE pair SET n = n + 10 WHERE id = 2`)
+		batch.Queue(`UPDATE pair SET n = n + 10 WHERE id = 1`)
+	})
+	require.NoError(t, err)
+	require.NoError(t, <-otherDone, "the batch (the first to wait) was the one aborted")
+	require.Equal(t, 2, attempts, "aborted once, then sent again")
+	var n1, n2 int
+	require.NoError(t, pool.QueryRow(ctx, `SELECT (SELECT n FROM pair WHERE id = 1), (SELECT n FROM pair WHERE id = 2)`).Scan(&n1, &n2))
+	require.Equal(t, []int{11, 11}, []int{n1, n2}, "both transactions applied once")
+
+	var apiErr *apierror.Error
+	require.True(t, errors.As(interpretError("leasing messages", deadlockError(t, ctx, pool)), &apiErr))
+	require.Equal(t, http.StatusServiceUnavailable, apiErr.Status)
+}
+
+// deadlockError provokes a deadlock between two transactions and returns the aborted one's error.
+func deadlockError(t *testing.T, ctx context.Context, pool interface {
+	Begin(context.Context) (pgx.Tx, error)
+}) error {
+	a, err := pool.Begin(ctx)
+	require.NoError(t, err)
+	b, err := pool.Begin(ctx)
+	require.NoError(t, err)
+	_, err = a.Exec(ctx, `UPDATE pair SET n = n WHERE id = 1`)
+	require.NoError(t, err)
+	_, err = b.Exec(ctx, `UPDATE pair SET n = n WHERE id = 2`)
+	require.NoError(t, err)
+	// Each transaction asks for the other's row and then rolls back; one of them is aborted to break the cycle.
+	errs := make(chan error, 2)
+	for tx, id := range map[pgx.Tx]int{a: 2, b: 1} {
+		go func() {
+			_, err := tx.Exec(ctx, `UPDATE pair SET n = n WHERE id = $1`, id)
+			_ = tx.Rollback(ctx)
+			errs <- err
+		}()
+	}
+	var aborted error
+	for range 2 {
+		if err := <-errs; err != nil {
+			require.True(t, isDeadlock(err), "%v", err)
+			aborted = err
+		}
+	}
+	require.Error(t, aborted, "no deadlock")
+	return aborted
+}
