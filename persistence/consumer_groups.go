@@ -103,11 +103,11 @@ const (
 			count(*) FILTER (WHERE visible_at > now() AND delivery_count > 0),
 			count(*) FILTER (WHERE visible_at > now() AND delivery_count = 0),
 			coalesce(sum(size_bytes), 0)
-		FROM messages WHERE queue_no = (SELECT q.no FROM queues q WHERE q.id = $1) AND group_no = ANY ($2::int[]) AND ($3 = '' OR channel_id = $3) AND expire_at > now()
+		FROM messages WHERE queue_no = ` + queueNoOfParam1 + ` AND group_no = ANY ($2::int[]) AND ($3 = '' OR channel_id = $3) AND expire_at > now()
 		GROUP BY group_no, dlq`
 	consumerGroupPurgeBatch = `DELETE FROM messages m USING (
-			SELECT id FROM messages WHERE queue_no = (SELECT q.no FROM queues q WHERE q.id = $1) AND group_no = $2 LIMIT $3) p
-		WHERE m.queue_no = (SELECT q.no FROM queues q WHERE q.id = $1) AND m.group_no = $2 AND m.id = p.id`
+			SELECT id FROM messages WHERE queue_no = ` + queueNoOfParam1 + ` AND group_no = $2 LIMIT $3) p
+		WHERE m.queue_no = ` + queueNoOfParam1 + ` AND m.group_no = $2 AND m.id = p.id`
 )
 
 func scanConsumerGroup(row pgx.Row) (ConsumerGroup, error) {

@@ -87,7 +87,7 @@ const (
 			RETURNING c.active_since
 		), released AS (
 			UPDATE messages m SET visible_at = now()
-			WHERE m.queue_no = (SELECT q.no FROM queues q WHERE q.id = $1) AND m.group_no = $2 AND m.lease_owner IS NOT NULL AND m.lease_owner <> $3
+			WHERE m.queue_no = ` + queueNoOfParam1 + ` AND m.group_no = $2 AND m.lease_owner IS NOT NULL AND m.lease_owner <> $3
 				AND NOT m.dlq AND m.visible_at > now() AND m.visible_at < 'infinity'
 				AND EXISTS (SELECT 1 FROM me WHERE me.active_since = now())
 			RETURNING 1
@@ -121,7 +121,7 @@ const (
 	consumersList = `-- consumers.list
 		SELECT c.group_no, c.consumer_id, c.kind, c.registered_at, c.last_seen, c.left_at, c.leaving, c.window_size,
 			c.auto_commit, c.delivered, c.last_active, now(),
-			(SELECT count(*) FROM messages m WHERE m.queue_no = (SELECT q.no FROM queues q WHERE q.id = $1) AND m.group_no = c.group_no
+			(SELECT count(*) FROM messages m WHERE m.queue_no = ` + queueNoOfParam1 + ` AND m.group_no = c.group_no
 				AND m.lease_owner = c.consumer_id AND NOT m.dlq AND m.visible_at > now() AND m.visible_at < 'infinity')
 		FROM consumers c
 		WHERE c.queue_id = $1 AND ($2::int IS NULL OR c.group_no = $2)

@@ -29,3 +29,7 @@ func (q *queueNumbers) of(ctx context.Context, queueID string) (int64, error) {
 	q.byID.Store(queueID, no)
 	return no, nil
 }
+
+// queueNoOfParam1 is the number of the queue whose OCID is $1, in SQL: statements that also read tables keyed by
+// OCID (consumers, consumer groups) take the OCID and look the number up once per statement.
+const queueNoOfParam1 = `(SELECT q.no FROM queues q WHERE q.id = $1)`

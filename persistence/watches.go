@@ -89,14 +89,14 @@ const (
 	// by another consumer at any moment.
 	watchRenew = `-- messages.renew_owned
 		UPDATE messages SET visible_at = now() + make_interval(secs => $4)
-		WHERE queue_no = (SELECT q.no FROM queues q WHERE q.id = $1) AND group_no = $2 AND lease_owner = $3 AND NOT dlq
+		WHERE queue_no = ` + queueNoOfParam1 + ` AND group_no = $2 AND lease_owner = $3 AND NOT dlq
 			AND visible_at > now() AND visible_at < now() + make_interval(secs => $5)`
 
 	// Release every message consumer $3 holds: visible at once, its lease revoked (consumers.leave releases with
 	// it, under a condition).
 	releaseOwned = `
 		UPDATE messages m SET visible_at = now(), lease_owner = NULL, lease_id = 0
-		WHERE m.queue_no = (SELECT q.no FROM queues q WHERE q.id = $1) AND m.group_no = $2 AND m.lease_owner = $3
+		WHERE m.queue_no = ` + queueNoOfParam1 + ` AND m.group_no = $2 AND m.lease_owner = $3
 			AND NOT m.dlq AND m.visible_at > now() AND m.visible_at < 'infinity'`
 	watchRelease = `-- messages.release_owned` + releaseOwned
 
@@ -107,7 +107,7 @@ const (
 		UPDATE messages m SET visible_at = now(), lease_owner = NULL, lease_id = 0,
 			last_negative_code = $6, last_negative_reason = $7
 		FROM unnest($2::int[], $3::bigint[], $4::bigint[], $5::bool[]) AS r(group_no, id, lease_id, dlq)
-		WHERE m.queue_no = (SELECT q.no FROM queues q WHERE q.id = $1) AND m.id = r.id AND m.group_no IS NOT DISTINCT FROM r.group_no AND m.lease_id = r.lease_id
+		WHERE m.queue_no = ` + queueNoOfParam1 + ` AND m.id = r.id AND m.group_no IS NOT DISTINCT FROM r.group_no AND m.lease_id = r.lease_id
 			AND m.dlq IS NOT DISTINCT FROM r.dlq AND m.visible_at > now()
 		RETURNING m.group_no, m.id`
 )
