@@ -568,6 +568,12 @@ func (r *Messages) Put(ctx context.Context, queueID string, retentionSeconds, de
 func (r *Messages) queueInsert(batch *pgx.Batch, queueID string, queueNo int64, retentionSeconds int32, msgs []NewMessage,
 	results []PutResult, idx []int) {
 	n := len(msgs)
+	store := func(k int, res PutResult) { // the k-th message's result
+		if idx != nil {
+			k = idx[k]
+		}
+		results[k] = res
+	}
 	channels, delays, sizes := make([]string, n), make([]int32, n), make([]int32, n)
 	contents, attrs, metas := make([]string, n), make([]*string, n), make([]*string, n)
 	messageGroups := make([]*string, n)
@@ -605,11 +611,7 @@ func (r *Messages) queueInsert(batch *pgx.Batch, queueID string, queueNo int64, 
 			slices.SortFunc(stored, func(a, b PutResult) int { return cmp.Compare(a.ID, b.ID) })
 			for k, res := range stored {
 				res.ExpireAt, res.Groups = res.ExpireAt.UTC(), 1
-				if idx != nil {
-					results[idx[k]] = res
-				} else {
-					results[k] = res
-				}
+				store(k, res)
 			}
 			return nil
 		})
@@ -629,12 +631,7 @@ func (r *Messages) queueInsert(batch *pgx.Batch, queueID string, queueNo int64, 
 			if k < 0 || k >= n {
 				return fmt.Errorf("insert returned ordinality %d for a batch of %d", ord, n)
 			}
-			res := PutResult{ID: id, ExpireAt: expire.UTC(), Groups: len(msgs[k].Groups)}
-			if idx != nil {
-				results[idx[k]] = res
-			} else {
-				results[k] = res
-			}
+			store(k, PutResult{ID: id, ExpireAt: expire.UTC(), Groups: len(msgs[k].Groups)})
 			return nil
 		})
 		return err
