@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"io"
 	"math/rand/v2"
 	"net/http"
 	"os"
@@ -48,8 +49,10 @@ func BenchmarkQueue(b *testing.B) {
 	for round := 0; round < 2; round++ {
 		statements := n.statementsReset()
 		f0, p0, c0 := n.cpuSplit()
+		r0 := n.requestCounts()
 		h := n.httpCycle(b, throughputQueue, 10_000)
 		f1, p1, c1 := n.cpuSplit()
+		b.Logf("round %d: requests per 1,000 messages: %s", round+1, perThousand(r0, n.requestCounts(), h*phase.Seconds()))
 		if statements {
 			n.statementsReport(b, h*phase.Seconds())
 			n.statementsReset()
@@ -269,23 +272,7 @@ func (n *node) idleWaiters(b testing.TB, queue string, count int) (conns int, rs
 }
 
 func waitingReceives(n *node) int {
-	resp, err := n.client.Get(n.base + "/metrics")
-	if err != nil {
-		return 0
-	}
-	defer resp.Body.Close()
-	var buf strings.Builder
-	_, _ = fmt.Fprint(&buf, "")
-	raw := make([]byte, 0, 1<<16)
-	tmp := make([]byte, 32<<10)
-	for {
-		k, err := resp.Body.Read(tmp)
-		raw = append(raw, tmp[:k]...)
-		if err != nil {
-			break
-		}
-	}
-	for _, line := range strings.Split(string(raw), "\n") {
+	for _, line := range strings.Split(n.metricsText(), "\n") {
 		if strings.HasPrefix(line, "ferry_messages_waiting_receives") {
 			f := strings.Fields(line)
 			v, _ := strconv.ParseFloat(f[len(f)-1], 64)
@@ -293,6 +280,57 @@ func waitingReceives(n *node) int {
 		}
 	}
 	return 0
+}
+
+// metricsText is ferry's /metrics page ("" when it cannot be read).
+func (n *node) metricsText() string {
+	resp, err := n.client.Get(n.base + "/metrics")
+	if err != nil {
+		return ""
+	}
+	defer resp.Body.Close()
+	raw, _ := io.ReadAll(resp.Body)
+	return string(raw)
+}
+
+// requestCounts counts the data-plane requests ferry answered so far, by operation and status.
+func (n *node) requestCounts() map[string]float64 {
+	out := map[string]float64{}
+	for _, line := range strings.Split(n.metricsText(), "\n") {
+		if !strings.HasPrefix(line, "ferry_http_server_duration_seconds_count{") || !strings.Contains(line, "/messages") {
+			continue
+		}
+		op, status := label(line, "operation"), label(line, "status")
+		v, _ := strconv.ParseFloat(line[strings.LastIndexByte(line, ' ')+1:], 64)
+		out[label(line, "method")+" "+op[strings.LastIndex(op, "/")+1:]+" "+status] += v
+	}
+	return out
+}
+
+// label is the value of a Prometheus line's label name ("" when absent).
+func label(line, name string) string {
+	i := strings.Index(line, name+`="`)
+	if i < 0 {
+		return ""
+	}
+	v := line[i+len(name)+2:]
+	return v[:strings.IndexByte(v, '"')]
+}
+
+// perThousand renders the requests between two requestCounts per 1,000 messages.
+func perThousand(before, after map[string]float64, msgs float64) string {
+	keys := make([]string, 0, len(after))
+	for k := range after {
+		if after[k] > before[k] {
+			keys = append(keys, k)
+		}
+	}
+	slices.Sort(keys)
+	var sb strings.Builder
+	for _, k := range keys {
+		fmt.Fprintf(&sb, "%s=%.1f ", k, (after[k]-before[k])*1000/msgs)
+	}
+	return sb.String()
 }
 
 // publishAtRate puts single messages, each carrying its send time (UnixNano) as content, at rate/s for d, and
