@@ -270,8 +270,12 @@ func (c *Cluster) start(ctx context.Context) error {
 		return fmt.Errorf("pgcluster: finding a free port: %w", err)
 	}
 	c.port = port
+	// autovacuum_naptime 1s: a queue's table churns (every lease and acknowledgement leaves a dead row version,
+	// and each dead index entry at the head of the lease index is walked by every lease until vacuum removes it).
+	// With the default minute between autovacuum checks, a raw SKIP LOCKED table lost 25 % of its throughput
+	// from one 10 s round to the next; checked every second, it lost none.
 	args := []string{"-D", c.pgdata, "-p", strconv.Itoa(port), "-k", c.socketDir,
-		"-c", "listen_addresses=127.0.0.1", "-c", "max_connections=200"}
+		"-c", "listen_addresses=127.0.0.1", "-c", "max_connections=200", "-c", "autovacuum_naptime=1s"}
 	if c.opts.NoSync {
 		args = append(args, "-c", "fsync=off", "-c", "synchronous_commit=off", "-c", "full_page_writes=off")
 	}
