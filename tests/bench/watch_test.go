@@ -36,6 +36,7 @@ func BenchmarkWatch(b *testing.B) {
 	}
 	b.Logf("throughput: push %.0f msgs/s, long poll %.0f msgs/s, ratio %.2f", pushRate, pollRate, pushRate/pollRate)
 
+	n.settle(b)
 	p50, p99 := n.pushLatency(b, n.createQueue(b, "push-latency"), 1000, phase)
 	b.Logf("put→push at 1,000 msg/s (%d watches, window 100): p50 %.2f ms, p99 %.2f ms", consumers, p50, p99)
 
