@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"slices"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/jackc/pgx/v5"
@@ -20,12 +21,30 @@ const NotifyChannel = "ferry_messages"
 type Messages struct {
 	pool *pgxpool.Pool
 	nums *queueNumbers
+	// Concurrent plain puts, leases and acknowledgements of a queue run as one statement (coalesce.go); nil
+	// when coalescing is off (NewMessages).
+	puts    *coalescer[putKey, []NewMessage, []PutResult]
+	leases  *coalescer[leaseKey, LeaseRequest, []LeasedMessage]
+	deletes *coalescer[int64, []Receipt, []bool]
 }
 
-// NewMessages builds the repository.
-func NewMessages(pool *pgxpool.Pool) *Messages {
-	return &Messages{pool: pool, nums: newQueueNumbers(pool)}
+// NewMessages builds the repository. coalesce merges concurrent calls of a queue into shared statements
+// (coalesce.go); without it every call is a statement of its own.
+func NewMessages(pool *pgxpool.Pool, coalesce bool) *Messages {
+	r := &Messages{pool: pool, nums: newQueueNumbers(pool)}
+	if coalesce {
+		r.puts = newCoalescer(maxCoalescedMessages, func(m []NewMessage) int { return len(m) }, r.insertPlain)
+		r.leases = newCoalescer(maxCoalescedLease, func(l LeaseRequest) int { return l.Limit }, r.leaseBatch)
+		r.deletes = newCoalescer(maxCoalescedMessages, func(rc []Receipt) int { return len(rc) }, r.acknowledge)
+	}
+	return r
 }
+
+// Caps of a coalesced statement: messages put or acknowledged, and messages leased.
+const (
+	maxCoalescedMessages = 200
+	maxCoalescedLease    = 128
+)
 
 // NewMessage is one message of a PutMessages batch, validated and encoded.
 type NewMessage struct {
@@ -55,6 +74,7 @@ type PutResult struct {
 type LeasedMessage struct {
 	GroupNo       int32
 	ID            int64
+	LeaseID       int64 // the lease it is held by (its receipt's)
 	ChannelID     string
 	VisibleAt     time.Time
 	ExpireAt      time.Time
@@ -477,6 +497,10 @@ func (r *Messages) Put(ctx context.Context, queueID string, retentionSeconds, de
 		}
 	}
 	if len(dedupIDs) == 0 {
+		if r.puts != nil && isPlain(msgs) {
+			results, err := r.puts.do(ctx, putKey{no, retentionSeconds}, msgs)
+			return results, interpretError("putting messages", err)
+		}
 		batch := &pgx.Batch{}
 		r.queueInsert(batch, queueID, no, retentionSeconds, msgs, results, nil)
 		err := r.pool.SendBatch(ctx, batch).Close() // one statement: atomic on its own
@@ -560,6 +584,37 @@ func (r *Messages) Put(ctx context.Context, queueID string, retentionSeconds, de
 		return nil
 	})
 	return results, interpretError("putting messages", err)
+}
+
+// putKey groups the puts that can share a statement: same queue, same retention.
+type putKey struct {
+	queueNo          int64
+	retentionSeconds int32
+}
+
+// isPlain: every message goes to one consumer group and none is ordered (the statement messagesInsertOneCopy).
+func isPlain(msgs []NewMessage) bool {
+	return !slices.ContainsFunc(msgs, func(m NewMessage) bool { return m.MessageGroup != "" || len(m.Groups) != 1 })
+}
+
+// insertPlain stores the plain batches of concurrent puts (coalescer) in one statement — one transaction, one
+// WAL flush — and returns each batch's results.
+func (r *Messages) insertPlain(ctx context.Context, key putKey, items [][]NewMessage) ([][]PutResult, error) {
+	all := items[0]
+	if len(items) > 1 {
+		all = slices.Concat(items...)
+	}
+	results := make([]PutResult, len(all))
+	batch := &pgx.Batch{}
+	r.queueInsert(batch, "", key.queueNo, key.retentionSeconds, all, results, nil)
+	if err := r.pool.SendBatch(ctx, batch).Close(); err != nil {
+		return nil, err
+	}
+	out := make([][]PutResult, len(items))
+	for i, msgs := range items {
+		out[i], results = results[:len(msgs):len(msgs)], results[len(msgs):]
+	}
+	return out, nil
 }
 
 // queueInsert adds the insert statement to batch; its result callback fills results (at idx[k] for the k-th
@@ -666,8 +721,55 @@ func (r *Messages) sendRetrying(ctx context.Context, build func(batch *pgx.Batch
 	}
 }
 
-// Lease leases up to req.Limit messages in one statement.
+// Lease leases up to req.Limit messages in one statement (shared with concurrent leases of the same kind: the
+// messages' LeaseID then is the one of the first request).
 func (r *Messages) Lease(ctx context.Context, req LeaseRequest) ([]LeasedMessage, error) {
+	no, err := r.nums.of(ctx, req.QueueID)
+	if err != nil {
+		return nil, err
+	}
+	var out []LeasedMessage
+	if r.leases != nil {
+		key := leaseKey{queueNo: no, groupNo: req.GroupNo, dlq: req.DLQ, channels: strings.Join(req.Channels, "\x00"),
+			visibilitySeconds: req.VisibilitySeconds, maxDeliveries: req.MaxDeliveries, owner: req.Owner}
+		out, err = r.leases.do(ctx, key, req)
+	} else {
+		out, err = r.lease(ctx, no, req)
+	}
+	return out, interpretError("leasing messages", err)
+}
+
+// leaseKey groups the leases that can share a statement: everything of LeaseRequest but the limit and lease id.
+type leaseKey struct {
+	queueNo                          int64
+	groupNo                          int32
+	dlq                              bool
+	channels                         string // NUL-separated (channel ids cannot hold NUL)
+	visibilitySeconds, maxDeliveries int32
+	owner                            string
+}
+
+// leaseBatch leases for concurrent requests (coalescer) in one statement, under the first request's lease id,
+// and deals the leased messages out in id order, each request up to its limit.
+func (r *Messages) leaseBatch(ctx context.Context, key leaseKey, items []LeaseRequest) ([][]LeasedMessage, error) {
+	req := items[0]
+	for _, it := range items[1:] {
+		req.Limit += it.Limit
+	}
+	leased, err := r.lease(ctx, key.queueNo, req)
+	if err != nil {
+		return nil, err
+	}
+	out := make([][]LeasedMessage, len(items))
+	for i, it := range items {
+		n := min(it.Limit, len(leased))
+		out[i], leased = leased[:n:n], leased[n:]
+	}
+	return out, nil
+}
+
+// lease runs the lease statement.
+func (r *Messages) lease(ctx context.Context, no int64, req LeaseRequest) ([]LeasedMessage, error) {
 	deadLetter := req.MaxDeliveries > 0 && !req.DLQ
 	var query string
 	switch {
@@ -680,21 +782,17 @@ func (r *Messages) Lease(ctx context.Context, req LeaseRequest) ([]LeasedMessage
 	default:
 		query = messagesLease
 	}
-	no, err := r.nums.of(ctx, req.QueueID)
-	if err != nil {
-		return nil, err
-	}
 	var out []LeasedMessage
-	err = r.sendRetrying(ctx, func(batch *pgx.Batch) {
+	err := r.sendRetrying(ctx, func(batch *pgx.Batch) {
 		batch.Queue(leasePrelude)
 		batch.Queue(query, no, req.GroupNo, req.Channels, req.DLQ, req.Limit,
 			req.VisibilitySeconds, req.LeaseID, req.MaxDeliveries, nilIfEmpty(req.Owner)).Query(func(rows pgx.Rows) error {
 			var err error
-			out, err = collectLeased(rows)
+			out, err = collectLeased(rows, req.LeaseID)
 			return err
 		})
 	})
-	return out, interpretError("leasing messages", err)
+	return out, err
 }
 
 // LeaseAsConsumer registers (or renews) the consumer of a single-active-consumer queue, decides who is the
@@ -727,16 +825,16 @@ func (r *Messages) LeaseAsConsumer(ctx context.Context, req ConsumerLeaseRequest
 		batch.Queue(query, no, req.GroupNo, channels, req.DLQ, req.Limit, req.VisibilitySeconds,
 			req.LeaseID, req.MaxDeliveries, req.Consumer, req.QueueID).Query(func(rows pgx.Rows) error {
 			var err error
-			out, err = collectLeased(rows)
+			out, err = collectLeased(rows, req.LeaseID)
 			return err
 		})
 	})
 	return d, out, interpretError("leasing messages", err)
 }
 
-func collectLeased(rows pgx.Rows) ([]LeasedMessage, error) {
+func collectLeased(rows pgx.Rows, leaseID int64) ([]LeasedMessage, error) {
 	out, err := pgx.CollectRows(rows, func(row pgx.CollectableRow) (LeasedMessage, error) {
-		var m LeasedMessage
+		m := LeasedMessage{LeaseID: leaseID}
 		err := row.Scan(&m.GroupNo, &m.ID, &m.ChannelID, &m.VisibleAt, &m.ExpireAt, &m.DeliveryCount, &m.Content,
 			&m.Attributes, &m.Metadata, &m.TimeCreated, &m.DeadLettered, &m.NegativeCode, &m.NegativeText, &m.MessageGroup)
 		m.VisibleAt, m.ExpireAt, m.TimeCreated = m.VisibleAt.UTC(), m.ExpireAt.UTC(), m.TimeCreated.UTC()
@@ -754,8 +852,12 @@ func (r *Messages) Delete(ctx context.Context, queueID string, receipts []Receip
 	if err != nil {
 		return nil, 0, err
 	}
-	groups, ids, leases, dlqs := receiptArrays(receipts)
 	ordered := slices.ContainsFunc(receipts, func(rc Receipt) bool { return rc.Ordered && !rc.DLQ })
+	if r.deletes != nil && !ordered {
+		deleted, err := r.deletes.do(ctx, no, receipts)
+		return deleted, 0, interpretError("deleting messages", err)
+	}
+	groups, ids, leases, dlqs := receiptArrays(receipts)
 	var done map[[2]int64]bool
 	err = r.sendRetrying(ctx, func(batch *pgx.Batch) {
 		done, unblocked = map[[2]int64]bool{}, 0
@@ -788,6 +890,43 @@ func (r *Messages) Delete(ctx context.Context, queueID string, receipts []Receip
 		out[i] = done[[2]int64{int64(rc.GroupNo), rc.ID}]
 	}
 	return out, unblocked, nil
+}
+
+// acknowledge deletes the messages of concurrent acknowledgements without ordered messages (coalescer) in one
+// statement, and reports per receipt whether it deleted the message. A message whose receipt two of them hold
+// is deleted once, and reported deleted to both.
+func (r *Messages) acknowledge(ctx context.Context, queueNo int64, items [][]Receipt) ([][]bool, error) {
+	all := items[0]
+	if len(items) > 1 {
+		all = slices.Concat(items...)
+	}
+	groups, ids, leases, dlqs := receiptArrays(all)
+	var done map[[2]int64]bool
+	err := r.sendRetrying(ctx, func(batch *pgx.Batch) {
+		done = make(map[[2]int64]bool, len(all))
+		batch.Queue(asyncCommit)
+		batch.Queue(messagesDelete, queueNo, groups, ids, leases, dlqs).Query(func(rows pgx.Rows) error {
+			var g int32
+			var id int64
+			var next bool
+			_, err := pgx.ForEachRow(rows, []any{&g, &id, &next}, func() error {
+				done[[2]int64{int64(g), id}] = true
+				return nil
+			})
+			return err
+		})
+	})
+	if err != nil {
+		return nil, err
+	}
+	out := make([][]bool, len(items))
+	for i, receipts := range items {
+		out[i] = make([]bool, len(receipts))
+		for k, rc := range receipts {
+			out[i][k] = done[[2]int64{int64(rc.GroupNo), rc.ID}]
+		}
+	}
+	return out, nil
 }
 
 // UpdateVisibility moves the leases' visible_at to now()+seconds[i]; it returns the new visible_at per receipt

@@ -45,7 +45,7 @@ func TestSendRetryingAfterDeadlock(t *testing.T) {
 		otherDone <- other.Commit(ctx)
 	}()
 
-	r := NewMessages(pool)
+	r := NewMessages(pool, true)
 	attempts := 0
 	err = r.sendRetrying(ctx, func(batch *pgx.Batch) {
 		attempts++

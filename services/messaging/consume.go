@@ -229,7 +229,7 @@ func (s *Service) leaseOnce(ctx context.Context, q persistence.Queue, groupNo in
 				continue
 			}
 			d := Delivered{LeasedMessage: m}
-			d.Receipt = s.receipts.Encode(q.ID, persistence.Receipt{GroupNo: m.GroupNo, ID: m.ID, LeaseID: leaseID, DLQ: req.DLQ,
+			d.Receipt = s.receipts.Encode(q.ID, persistence.Receipt{GroupNo: m.GroupNo, ID: m.ID, LeaseID: m.LeaseID, DLQ: req.DLQ,
 				Ordered: m.MessageGroup != nil && !req.DLQ})
 			if len(m.Attributes) > 0 {
 				_ = json.Unmarshal(m.Attributes, &d.Attributes)

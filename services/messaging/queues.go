@@ -16,6 +16,9 @@ type queueCache struct {
 	mu      sync.Mutex
 	byID    map[string]cachedQueue
 	loading map[string]bool // a refresh of the queue is running: the other callers use the entry they have
+	// gen counts forgets: a refresh that read the queue before a forget does not store what it read (it may
+	// predate the change that the forget announced), so a node reads its own writes.
+	gen uint64
 }
 
 const queueCacheTTL = time.Second
@@ -40,6 +43,7 @@ func (c *queueCache) active(ctx context.Context, tenancyID, queueID string) (per
 	if refresh && ok {
 		c.loading[queueID] = true
 	}
+	gen := c.gen
 	c.mu.Unlock()
 	if refresh {
 		q, err := c.queues.Get(ctx, tenancyID, queueID)
@@ -49,10 +53,12 @@ func (c *queueCache) active(ctx context.Context, tenancyID, queueID string) (per
 		}
 		if err == nil {
 			e = cachedQueue{q: q, fetched: time.Now()}
-			if len(c.byID) > 100000 {
-				clear(c.byID)
+			if c.gen == gen {
+				if len(c.byID) > 100000 {
+					clear(c.byID)
+				}
+				c.byID[queueID] = e
 			}
-			c.byID[queueID] = e
 		}
 		c.mu.Unlock()
 		if err != nil {
@@ -73,5 +79,6 @@ func (c *queueCache) active(ctx context.Context, tenancyID, queueID string) (per
 func (c *queueCache) forget(queueID string) {
 	c.mu.Lock()
 	delete(c.byID, queueID)
+	c.gen++
 	c.mu.Unlock()
 }

@@ -38,6 +38,9 @@ type Config struct {
 	PollInterval time.Duration
 	// SizeRefresh bounds how stale the queue size used for maxSizeInBytes and channelConsumptionLimit may be.
 	SizeRefresh time.Duration
+	// Uncoalesced runs every put, lease and acknowledgement as a statement of its own, instead of merging the
+	// concurrent ones of a queue (persistence/coalesce.go). For measurements; FERRY_DB_COALESCE=false.
+	Uncoalesced bool
 }
 
 // Service is the data plane of one node.
@@ -95,7 +98,7 @@ func New(cfg Config, store *persistence.Store, databaseURL string, receiptKey []
 	if logger == nil {
 		logger = slog.Default()
 	}
-	messages := persistence.NewMessages(store.Pool)
+	messages := persistence.NewMessages(store.Pool, !cfg.Uncoalesced)
 	s := &Service{
 		cfg:      cfg,
 		store:    store,

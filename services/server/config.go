@@ -34,6 +34,9 @@ type Config struct {
 	Region string `env:"FERRY_REGION" envDefault:"local"`
 	// DBMaxConns caps the pool. Default 20.
 	DBMaxConns int32 `env:"FERRY_DB_MAX_CONNS" envDefault:"20"`
+	// DBCoalesce merges concurrent puts, leases and acknowledgements of a queue into shared statements (group
+	// commit). Default true; false is for measurements.
+	DBCoalesce bool `env:"FERRY_DB_COALESCE" envDefault:"true"`
 	// LogLevel is debug, info, warn or error. Default info.
 	LogLevel string `env:"FERRY_LOG_LEVEL" envDefault:"info"`
 	// MaintenanceInterval is how often retention and cleanup run. Default 10s.
@@ -50,6 +53,7 @@ func LoadConfig() (Config, error) {
 	if err != nil {
 		return cfg, fmt.Errorf("configuration: %w", err)
 	}
+	cfg.Messaging.Uncoalesced = !cfg.DBCoalesce
 	if cfg.PublicURL == "" {
 		cfg.PublicURL = "http://" + cfg.Listen
 	}

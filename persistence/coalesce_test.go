@@ -1,0 +1,284 @@
+package persistence
+
+import (
+	"context"
+	"fmt"
+	"slices"
+	"strconv"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/jackc/pgx/v5/pgconn"
+	"github.com/stretchr/testify/require"
+
+	"github.com/ferry-mq/ferry/persistence/testdb"
+)
+
+// gatedCoalescer's first batch waits for release, so that the calls made meanwhile queue up deterministically.
+type gatedCoalescer struct {
+	*coalescer[string, int, int]
+	release chan struct{}
+	mu      sync.Mutex
+	batches [][]int
+}
+
+func newGatedCoalescer(maxWeight int, fail func(items []int) error) *gatedCoalescer {
+	g := &gatedCoalescer{release: make(chan struct{})}
+	g.coalescer = newCoalescer(maxWeight, func(int) int { return 1 }, func(ctx context.Context, key string, items []int) ([]int, error) {
+		g.mu.Lock()
+		first := len(g.batches) == 0
+		g.batches = append(g.batches, slices.Clone(items))
+		g.mu.Unlock()
+		if first {
+			<-g.release
+		}
+		if fail != nil {
+			if err := fail(items); err != nil {
+				return nil, err
+			}
+		}
+		out := make([]int, len(items))
+		for i, it := range items {
+			out[i] = it * 10
+		}
+		return out, nil
+	})
+	return g
+}
+
+// seen is the batches run so far.
+func (g *gatedCoalescer) seen() [][]int {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	return slices.Clone(g.batches)
+}
+
+// waiting is how many calls of key wait for the next batch.
+func (g *gatedCoalescer) waiting(key string) int {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	g.coalescer.mu.Lock()
+	defer g.coalescer.mu.Unlock()
+	if w := g.running[key]; w != nil {
+		return len(*w)
+	}
+	return 0
+}
+
+// call runs item on its own goroutine and sends its result.
+func (g *gatedCoalescer) call(ctx context.Context, item int, results chan<- [2]int, errs chan<- error) {
+	go func() {
+		res, err := g.do(ctx, "q", item)
+		if err != nil {
+			errs <- err
+			return
+		}
+		results <- [2]int{item, res}
+	}()
+}
+
+func TestCoalescerRunsWaitingCallsAsOneBatch(t *testing.T) {
+	g := newGatedCoalescer(3, nil)
+	ctx := context.Background()
+	results, errs := make(chan [2]int, 10), make(chan error, 10)
+	g.call(ctx, 1, results, errs)
+	require.Eventually(t, func() bool { return g.waiting("q") == 0 && len(g.seen()) == 1 }, time.Second, time.Millisecond)
+	for i := 2; i <= 6; i++ { // one after the other: the queue's order is the arrival order
+		g.call(ctx, i, results, errs)
+		require.Eventually(t, func() bool { return g.waiting("q") == i-1 }, time.Second, time.Millisecond)
+	}
+	close(g.release)
+	got := map[int]int{}
+	for range 6 {
+		select {
+		case r := <-results:
+			got[r[0]] = r[1]
+		case err := <-errs:
+			t.Fatal(err)
+		case <-time.After(5 * time.Second):
+			t.Fatal("a call did not return")
+		}
+	}
+	require.Equal(t, map[int]int{1: 10, 2: 20, 3: 30, 4: 40, 5: 50, 6: 60}, got, "each call gets its own result")
+	require.Equal(t, [][]int{{1}, {2, 3, 4}, {5, 6}}, g.seen(), "alone first, then in arrival order up to the weight cap")
+	require.Eventually(t, func() bool {
+		g.coalescer.mu.Lock()
+		defer g.coalescer.mu.Unlock()
+		return len(g.running) == 0
+	}, time.Second, time.Millisecond, "the key is idle again")
+
+	// Idle: a call runs at once, alone.
+	res, err := g.do(ctx, "q", 7)
+	require.NoError(t, err)
+	require.Equal(t, 70, res)
+	batches := g.seen()
+	require.Equal(t, []int{7}, batches[len(batches)-1])
+}
+
+// A batch PostgreSQL rejects runs again call by call: only the bad call fails.
+func TestCoalescerRunsRejectedBatchOneByOne(t *testing.T) {
+	g := newGatedCoalescer(10, func(items []int) error {
+		if slices.Contains(items, 3) {
+			return &pgconn.PgError{Code: "22021", Message: "invalid byte sequence"}
+		}
+		return nil
+	})
+	ctx := context.Background()
+	results, errs := make(chan [2]int, 10), make(chan error, 10)
+	g.call(ctx, 1, results, errs)
+	require.Eventually(t, func() bool { return len(g.seen()) == 1 }, time.Second, time.Millisecond)
+	for i := 2; i <= 4; i++ {
+		g.call(ctx, i, results, errs)
+		require.Eventually(t, func() bool { return g.waiting("q") == i-1 }, time.Second, time.Millisecond)
+	}
+	close(g.release)
+	got := map[int]int{}
+	var failed []error
+	for range 4 {
+		select {
+		case r := <-results:
+			got[r[0]] = r[1]
+		case err := <-errs:
+			failed = append(failed, err)
+		case <-time.After(5 * time.Second):
+			t.Fatal("a call did not return")
+		}
+	}
+	require.Equal(t, map[int]int{1: 10, 2: 20, 4: 40}, got)
+	require.Len(t, failed, 1)
+	require.ErrorContains(t, failed[0], "invalid byte sequence")
+	require.Equal(t, [][]int{{1}, {2, 3, 4}, {2}, {3}, {4}}, g.seen())
+}
+
+// A waiting call whose context ends returns at once and is left out of the next batch.
+func TestCoalescerWaiterCancelled(t *testing.T) {
+	g := newGatedCoalescer(10, nil)
+	results, errs := make(chan [2]int, 10), make(chan error, 10)
+	g.call(context.Background(), 1, results, errs)
+	require.Eventually(t, func() bool { return len(g.seen()) == 1 }, time.Second, time.Millisecond)
+	ctx, cancel := context.WithCancel(context.Background())
+	g.call(ctx, 2, results, errs)
+	require.Eventually(t, func() bool { return g.waiting("q") == 1 }, time.Second, time.Millisecond)
+	g.call(context.Background(), 3, results, errs)
+	require.Eventually(t, func() bool { return g.waiting("q") == 2 }, time.Second, time.Millisecond)
+	cancel()
+	select {
+	case err := <-errs:
+		require.ErrorIs(t, err, context.Canceled)
+	case <-time.After(5 * time.Second):
+		t.Fatal("the cancelled call did not return")
+	}
+	close(g.release)
+	for range 2 {
+		select {
+		case <-results:
+		case <-time.After(5 * time.Second):
+			t.Fatal("a call did not return")
+		}
+	}
+	require.Equal(t, [][]int{{1}, {3}}, g.seen())
+}
+
+// The statements behind the coalescer, each given several callers' items at once (as the coalescer does under
+// load): every caller gets exactly its own messages' ids, leases and acknowledgements.
+func TestCoalescedStatements(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	pool, err := Connect(ctx, testdb.New(t), 4)
+	require.NoError(t, err)
+	defer pool.Close()
+	r := NewMessages(pool, true)
+	const queueNo = 42
+
+	// Three puts of different sizes in one insert.
+	var puts [][]NewMessage
+	for caller, n := range []int{3, 1, 5} {
+		var batch []NewMessage
+		for k := range n {
+			batch = append(batch, NewMessage{ChannelID: "ch", SizeBytes: 4, Content: fmt.Sprintf("%d/%d", caller, k), Groups: []int32{0}})
+		}
+		puts = append(puts, batch)
+	}
+	stored, err := r.insertPlain(ctx, putKey{queueNo: queueNo, retentionSeconds: 3600}, puts)
+	require.NoError(t, err)
+	require.Len(t, stored, 3)
+	for caller, results := range stored {
+		require.Len(t, results, len(puts[caller]))
+		for k, res := range results {
+			var content string
+			require.NoError(t, pool.QueryRow(ctx, `SELECT content FROM messages WHERE queue_no = $1 AND id = $2`, queueNo, res.ID).Scan(&content))
+			require.Equal(t, fmt.Sprintf("%d/%d", caller, k), content, "caller %d's message %d", caller, k)
+			require.Equal(t, 1, res.Groups)
+		}
+	}
+
+	// Three leases (limits 2, 4, 4) in one statement: 9 messages dealt out in id order, none twice.
+	lease := LeaseRequest{GroupNo: 0, Channels: []string{"ch"}, VisibilitySeconds: 60, LeaseID: 777}
+	var reqs []LeaseRequest
+	for _, limit := range []int{2, 4, 4} {
+		req := lease
+		req.Limit = limit
+		reqs = append(reqs, req)
+	}
+	leased, err := r.leaseBatch(ctx, leaseKey{queueNo: queueNo, channels: "ch", visibilitySeconds: 60}, reqs)
+	require.NoError(t, err)
+	require.Equal(t, []int{2, 4, 3}, []int{len(leased[0]), len(leased[1]), len(leased[2])})
+	var ids []int64
+	for _, msgs := range leased {
+		for _, m := range msgs {
+			require.Equal(t, int64(777), m.LeaseID, "held by the batch's lease")
+			require.Equal(t, int32(1), m.DeliveryCount)
+			ids = append(ids, m.ID)
+		}
+	}
+	require.True(t, slices.IsSorted(ids), "dealt out in id order")
+	require.Len(t, slices.Compact(slices.Clone(ids)), 9, "no message twice")
+
+	// Two acknowledgements in one statement; a receipt both hold is deleted once and reported to both; a receipt
+	// of another lease deletes nothing.
+	receipt := func(id int64) Receipt { return Receipt{ID: id, LeaseID: 777} }
+	first := []Receipt{receipt(ids[0]), receipt(ids[1]), receipt(ids[2])}
+	second := []Receipt{receipt(ids[2]), receipt(ids[3]), {ID: ids[4], LeaseID: 1}}
+	deleted, err := r.acknowledge(ctx, queueNo, [][]Receipt{first, second})
+	require.NoError(t, err)
+	require.Equal(t, [][]bool{{true, true, true}, {true, true, false}}, deleted)
+	var left int
+	require.NoError(t, pool.QueryRow(ctx, `SELECT count(*) FROM messages WHERE queue_no = $1`, queueNo).Scan(&left))
+	require.Equal(t, 9-4, left)
+
+	// Through the coalescer, concurrently: every put answered with its own ids, in order.
+	var wg sync.WaitGroup
+	errs := make(chan error, 16)
+	for caller := range 16 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			batch := make([]NewMessage, 20)
+			for k := range batch {
+				batch[k] = NewMessage{ChannelID: "ch", SizeBytes: 8, Content: strconv.Itoa(caller*100 + k), Groups: []int32{0}}
+			}
+			results, err := r.puts.do(ctx, putKey{queueNo: queueNo, retentionSeconds: 3600}, batch)
+			if err != nil {
+				errs <- err
+				return
+			}
+			for k, res := range results {
+				var content string
+				if err := pool.QueryRow(ctx, `SELECT content FROM messages WHERE queue_no = $1 AND id = $2`, queueNo, res.ID).Scan(&content); err != nil {
+					errs <- err
+					return
+				}
+				if content != strconv.Itoa(caller*100+k) {
+					errs <- fmt.Errorf("caller %d message %d: id %d holds %q", caller, k, res.ID, content)
+					return
+				}
+			}
+		}()
+	}
+	wg.Wait()
+	close(errs)
+	for err := range errs {
+		t.Error(err)
+	}
+}
