@@ -734,7 +734,7 @@ type CreateQueueDetails struct {
 
 // DeleteMessagesDetails A batch of messages to delete.
 type DeleteMessagesDetails struct {
-	// Entries The messages to delete (1..20).
+	// Entries The messages to delete (1..32, as many as one GetMessages returns).
 	Entries []DeleteMessagesDetailsEntry `json:"entries"`
 }
 
@@ -1176,7 +1176,7 @@ type UpdateMessageDetails struct {
 
 // UpdateMessagesDetails A batch of lease changes.
 type UpdateMessagesDetails struct {
-	// Entries The lease changes (1..20).
+	// Entries The lease changes (1..32, as many as one GetMessages returns).
 	Entries []UpdateMessagesDetailsEntry `json:"entries"`
 }
 

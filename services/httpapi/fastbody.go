@@ -43,7 +43,8 @@ func DecodedBody[T any](c *gin.Context) (*T, bool) {
 
 // Limits from the spec's schemas (openapi/openapi.yaml); TestFastBodyLimits checks them against the spec.
 const (
-	maxBatchEntries   = 20
+	maxPutEntries     = 20
+	maxAckEntries     = 32 // deleteMessages and updateMessages: one GetMessages' worth
 	maxContentChars   = 262144
 	maxAttributes     = 32
 	maxAttributeChars = 256
@@ -65,7 +66,7 @@ func decodePutMessages(b []byte) (any, bool) {
 		}
 		out.Messages = make([]api.PutMessagesDetailsEntry, 0, 4)
 		return s.array(func() bool {
-			if len(out.Messages) == maxBatchEntries {
+			if len(out.Messages) == maxPutEntries {
 				return false
 			}
 			e, ok := s.putEntry()
@@ -161,9 +162,9 @@ func decodeDeleteMessages(b []byte) (any, bool) {
 		if key != "entries" || out.Entries != nil {
 			return false
 		}
-		out.Entries = make([]api.DeleteMessagesDetailsEntry, 0, maxBatchEntries)
+		out.Entries = make([]api.DeleteMessagesDetailsEntry, 0, maxAckEntries)
 		return s.array(func() bool {
-			if len(out.Entries) == maxBatchEntries {
+			if len(out.Entries) == maxAckEntries {
 				return false
 			}
 			var e api.DeleteMessagesDetailsEntry
@@ -194,9 +195,9 @@ func decodeUpdateMessages(b []byte) (any, bool) {
 		if key != "entries" || out.Entries != nil {
 			return false
 		}
-		out.Entries = make([]api.UpdateMessagesDetailsEntry, 0, maxBatchEntries)
+		out.Entries = make([]api.UpdateMessagesDetailsEntry, 0, maxAckEntries)
 		return s.array(func() bool {
-			if len(out.Entries) == maxBatchEntries {
+			if len(out.Entries) == maxAckEntries {
 				return false
 			}
 			var e api.UpdateMessagesDetailsEntry

@@ -199,7 +199,7 @@ func fastBodyCorpus() []struct {
 	}
 	deletes := func(list ...string) string { return `{"entries":[` + strings.Join(list, ",") + `]}` }
 	for _, b := range []string{
-		deletes(`{"receipt":"r"}`), deletes(repeat(`{"receipt":"r"}`, 20)...), deletes(repeat(`{"receipt":"r"}`, 21)...), deletes(),
+		deletes(`{"receipt":"r"}`), deletes(repeat(`{"receipt":"r"}`, 32)...), deletes(repeat(`{"receipt":"r"}`, 33)...), deletes(),
 		deletes(`{"receipt":""}`), deletes(`{"receipt":"r","x":1}`), deletes(`{}`), deletes(`{"receipt":1}`), `{}`, `{"entries":null}`,
 		deletes(`{"receipt":"` + strings.Repeat("r", 1024) + `"}`), deletes(`{"receipt":"` + strings.Repeat("r", 1025) + `"}`),
 		deletes(`{"receipt":"a","receipt":"b"}`), deletes(`{"receipt":"r\u0000"}`), `{"entries":[{"receipt":"r"}],"x":1}`,
@@ -207,7 +207,7 @@ func fastBodyCorpus() []struct {
 		out = append(out, c{1, b})
 	}
 	for _, b := range []string{
-		deletes(`{"receipt":"r","visibilityInSeconds":0}`), deletes(repeat(`{"receipt":"r","visibilityInSeconds":43200}`, 20)...),
+		deletes(`{"receipt":"r","visibilityInSeconds":0}`), deletes(repeat(`{"receipt":"r","visibilityInSeconds":43200}`, 32)...), deletes(repeat(`{"receipt":"r","visibilityInSeconds":0}`, 33)...),
 		deletes(repeat(`{"receipt":"r","visibilityInSeconds":1}`, 21)...), deletes(`{"receipt":"r","visibilityInSeconds":43201}`),
 		deletes(`{"receipt":"r"}`), deletes(`{"visibilityInSeconds":1}`), deletes(`{"receipt":"","visibilityInSeconds":1}`),
 		deletes(`{"receipt":"r","visibilityInSeconds":-1}`), deletes(`{"receipt":"r","visibilityInSeconds":1,"x":1}`), deletes(),
@@ -321,9 +321,9 @@ func TestFastBodyLimits(t *testing.T) {
 		got, want int
 		what      string
 	}{
-		{maxBatchEntries, num(prop(schema("PutMessagesDetails"), "messages"), "maxItems"), "messages"},
-		{maxBatchEntries, num(prop(schema("DeleteMessagesDetails"), "entries"), "maxItems"), "delete entries"},
-		{maxBatchEntries, num(prop(schema("UpdateMessagesDetails"), "entries"), "maxItems"), "update entries"},
+		{maxPutEntries, num(prop(schema("PutMessagesDetails"), "messages"), "maxItems"), "messages"},
+		{maxAckEntries, num(prop(schema("DeleteMessagesDetails"), "entries"), "maxItems"), "delete entries"},
+		{maxAckEntries, num(prop(schema("UpdateMessagesDetails"), "entries"), "maxItems"), "update entries"},
 		{maxContentChars, num(prop(schema("PutMessagesDetailsEntry"), "content"), "maxLength"), "content"},
 		{maxAttributes, num(schema("MessageAttributes"), "maxProperties"), "attributes"},
 		{maxAttributeChars, num(schema("AttributeValue")["oneOf"].([]any)[0].(map[string]any), "maxLength"), "attribute value"},

@@ -49,9 +49,11 @@ func BenchmarkQueue(b *testing.B) {
 	for round := 0; round < 2; round++ {
 		statements := n.statementsReset()
 		f0, p0, c0 := n.cpuSplit()
+		roles0 := n.postgresCPUByRole()
 		r0 := n.requestCounts()
 		h := n.httpCycle(b, throughputQueue, 10_000)
 		f1, p1, c1 := n.cpuSplit()
+		roles1 := n.postgresCPUByRole()
 		b.Logf("round %d: requests per 1,000 messages: %s", round+1, perThousand(r0, n.requestCounts(), h*phase.Seconds()))
 		if statements {
 			n.statementsReport(b, h*phase.Seconds())
@@ -62,6 +64,8 @@ func BenchmarkQueue(b *testing.B) {
 			n.statementsReport(b, sq*phase.Seconds())
 		}
 		_, p2, c2 := n.cpuSplit()
+		b.Logf("round %d: postgres CPU µs/msg by role: http %s; raw sql %s", round+1,
+			roleDelta(roles0, roles1, h*phase.Seconds()), roleDelta(roles1, n.postgresCPUByRole(), sq*phase.Seconds()))
 		perMsg := func(sec, rate float64) float64 { return sec * 1e6 / (rate * phase.Seconds()) }
 		b.Logf("round %d: http %.0f msgs/s (CPU µs/msg: ferry %.0f, postgres %.0f, client %.0f), raw sql %.0f msgs/s (postgres %.0f, client %.0f)",
 			round+1, h, perMsg(f1-f0, h), perMsg(p1-p0, h), perMsg(c1-c0, h), sq, perMsg(p2-p1, sq), perMsg(c2-c1, sq))
@@ -127,13 +131,12 @@ func (n *node) httpCycle(b testing.TB, queue string, target int) float64 {
 				if _, err := n.call(ctx, http.MethodGet, "/20210201/queues/"+queue+"/messages?limit=32&timeoutInSeconds=1", nil, &raw); err != nil {
 					continue
 				}
-				receipts := scanReceipts(raw)
-				for off := 0; off < len(receipts); off += 20 {
-					end := min(off+20, len(receipts))
+				// One acknowledgement per receive (deleteMessages takes as many entries as GetMessages returns).
+				if receipts := scanReceipts(raw); len(receipts) > 0 {
 					if _, err := n.call(context.WithoutCancel(ctx), http.MethodPost, "/20210201/queues/"+queue+"/messages/actions/deleteMessages",
-						deleteBody(receipts[off:end]), nil); err == nil {
-						consumed.Add(int64(end - off))
-						backlog.Add(-int64(end - off))
+						deleteBody(receipts), nil); err == nil {
+						consumed.Add(int64(len(receipts)))
+						backlog.Add(-int64(len(receipts)))
 					}
 				}
 			}
@@ -192,12 +195,9 @@ func (n *node) sqlCycle(b testing.TB, target int) float64 {
 					time.Sleep(time.Millisecond)
 					continue
 				}
-				for off := 0; off < len(ids); off += 20 {
-					end := min(off+20, len(ids))
-					if err := rawDelete(context.WithoutCancel(ctx), n.pool, "bench_raw", ids[off:end]); err == nil {
-						consumed.Add(int64(end - off))
-						backlog.Add(-int64(end - off))
-					}
+				if err := rawDelete(context.WithoutCancel(ctx), n.pool, "bench_raw", ids); err == nil {
+					consumed.Add(int64(len(ids)))
+					backlog.Add(-int64(len(ids)))
 				}
 			}
 		}()

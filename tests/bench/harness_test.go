@@ -18,6 +18,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"sort"
 	"strconv"
 	"strings"
 	"testing"
@@ -38,6 +39,7 @@ type node struct {
 	pool    *pgxpool.Pool // the same database, for the raw SQL cycle and for observing connections
 	client  *http.Client
 	dataDir string
+	pgDir   string // the cluster's directory (its postmaster's command line names it)
 	stderr  *bytes.Buffer
 }
 
@@ -105,7 +107,8 @@ func startNode(b testing.TB) *node {
 	if n.token, err = iam.IssueHS256([]byte(secret), t.ID, "bench", []string{"Administrators"}, 2*time.Hour); err != nil {
 		b.Fatal(err)
 	}
-	cluster, err := pgcluster.Open(ctx, pgcluster.Options{Dir: filepath.Join(dir, "data", "postgres")})
+	n.pgDir = filepath.Join(dir, "data", "postgres")
+	cluster, err := pgcluster.Open(ctx, pgcluster.Options{Dir: n.pgDir})
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -211,6 +214,51 @@ func processCPU(pid int, withChildren bool) float64 {
 		sum += v
 	}
 	return sum / 100 // clock ticks (USER_HZ = 100 on Linux)
+}
+
+// postgresCPUByRole is the CPU seconds used so far by this benchmark's PostgreSQL processes by role (backend,
+// autovacuum, walwriter, checkpointer, …; "exited" = reaped children of the postmaster): where PostgreSQL's CPU
+// goes besides the statements.
+func (n *node) postgresCPUByRole() map[string]float64 {
+	out := map[string]float64{}
+	entries, _ := os.ReadDir("/proc")
+	for _, e := range entries {
+		pid, err := strconv.Atoi(e.Name())
+		if err != nil {
+			continue
+		}
+		cmdline, err := os.ReadFile(fmt.Sprintf("/proc/%d/cmdline", pid))
+		if err != nil {
+			continue
+		}
+		cmd := strings.ReplaceAll(string(cmdline), "\x00", " ")
+		switch {
+		case strings.HasPrefix(cmd, "/") && strings.Contains(cmd, n.pgDir):
+			out["exited"] += processCPU(pid, true) - processCPU(pid, false)
+			out["postmaster"] += processCPU(pid, false)
+		case !strings.HasPrefix(cmd, "postgres: ") || strings.HasPrefix(cmd, "postgres: 15/main"):
+			continue // not postgres, or the machine's own cluster
+		case strings.Contains(cmd, "autovacuum"):
+			out["autovacuum"] += processCPU(pid, false)
+		case strings.Contains(cmd, "("):
+			out["backend"] += processCPU(pid, false)
+		default:
+			out[strings.Fields(strings.TrimPrefix(cmd, "postgres: "))[0]] += processCPU(pid, false)
+		}
+	}
+	return out
+}
+
+// roleDelta formats the per-message CPU by role between two readings of postgresCPUByRole.
+func roleDelta(before, after map[string]float64, msgs float64) string {
+	var parts []string
+	for role, v := range after {
+		if d := (v - before[role]) * 1e6 / msgs; d >= 0.5 {
+			parts = append(parts, fmt.Sprintf("%s %.0f", role, d))
+		}
+	}
+	sort.Strings(parts)
+	return strings.Join(parts, ", ")
 }
 
 // cpuSplit is the CPU seconds used so far by ferry, by PostgreSQL (every postgres process, with the backends

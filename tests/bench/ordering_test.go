@@ -24,7 +24,7 @@ const (
 	orderingProducers = 16
 	orderingConsumers = 16
 	orderingLimit     = 32
-	orderingBatch     = 20 // messages per PutMessages and entries per deleteMessages (the API's maximum)
+	orderingBatch     = 20 // messages per PutMessages (its maximum) and entries per deleteMessages
 )
 
 // orderingResult is one mode's figures.
