@@ -57,6 +57,32 @@ func TestPutGetDelete(t *testing.T) {
 	require.EqualValues(t, 0, st.Queue.VisibleMessages+st.Queue.InFlightMessages)
 }
 
+// A message published without metadata.traceparent carries the publish request's trace context (its traceparent
+// header) to the consumer; an explicit one wins.
+func TestTraceContextTravelsWithMessages(t *testing.T) {
+	t.Parallel()
+	srv := testserver.Start(t)
+	tenancyID, c := srv.Admin(t, "dp-trace")
+	q := createQueue(t, c, tenancyID)
+	const header = "00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01"
+	explicit := "00-0af7651916cd43dd8448eb211c80319c-b7ad6b7169203331-01"
+	withTraceparent := func(_ context.Context, r *http.Request) error { r.Header.Set("traceparent", header); return nil }
+	resp, err := c.PutMessagesWithResponse(context.Background(), q, &sdk.PutMessagesParams{}, sdk.PutMessagesDetails{Messages: []sdk.PutMessagesDetailsEntry{
+		msg("from the header"), {Content: "explicit", Metadata: &sdk.MessageMetadata{Traceparent: &explicit}},
+	}}, withTraceparent)
+	require.NoError(t, err)
+	require.Equal(t, http.StatusOK, resp.StatusCode(), string(resp.Body))
+	got := get(t, c, q, limit(10))
+	require.Len(t, got, 2)
+	traceparents := make([]string, len(got))
+	for i, m := range got {
+		require.NotNil(t, m.Metadata, "message %d", i)
+		require.NotNil(t, m.Metadata.Traceparent, "message %d", i)
+		traceparents[i] = *m.Metadata.Traceparent
+	}
+	require.Equal(t, []string{header, explicit}, traceparents)
+}
+
 func TestVisibilityExpiryRedeliversAndStaleReceipt(t *testing.T) {
 	t.Parallel()
 	srv := testserver.Start(t)

@@ -864,7 +864,8 @@ type MessageMetadata struct {
 	MessageGroupId *string `json:"messageGroupId,omitempty"`
 
 	// Traceparent The W3C trace context of the producer (`traceparent` header format). When absent, the server stores the
-	// trace context of the publish request.
+	// trace context of the publish request: its `traceparent` header, or the request's own span when the
+	// server records traces (an OTLP exporter is configured).
 	Traceparent *string `json:"traceparent,omitempty"`
 }
 

@@ -16,6 +16,7 @@ import (
 	"github.com/gin-gonic/gin"
 	"go.opentelemetry.io/otel/attribute"
 	"go.opentelemetry.io/otel/metric"
+	"go.opentelemetry.io/otel/propagation"
 	"go.opentelemetry.io/otel/trace"
 
 	"github.com/ferry-mq/ferry/services/apierror"
@@ -106,5 +107,18 @@ func AccessLog(logger *slog.Logger) gin.HandlerFunc {
 		logger.Log(c.Request.Context(), level, "request", "method", c.Request.Method, "path", c.Request.URL.Path,
 			"status", status, "duration", time.Since(start), "opcRequestId", c.Writer.Header().Get("opc-request-id"),
 			"traceId", trace.SpanContextFromContext(c.Request.Context()).TraceID().String())
+	}
+}
+
+// PropagateTraceContext puts the caller's W3C trace context (the traceparent header) into the request's context,
+// in place of a span per request when spans are not recorded: a producer's trace context still travels with its
+// messages to the consumers' spans.
+func PropagateTraceContext() gin.HandlerFunc {
+	tc := propagation.TraceContext{}
+	return func(c *gin.Context) {
+		if c.Request.Header.Get("traceparent") != "" {
+			c.Request = c.Request.WithContext(tc.Extract(c.Request.Context(), propagation.HeaderCarrier(c.Request.Header)))
+		}
+		c.Next()
 	}
 }

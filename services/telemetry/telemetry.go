@@ -36,6 +36,8 @@ type Telemetry struct {
 	Meter          metric.Meter
 	Instruments    *Instruments
 	registry       *prometheus.Registry
+	// Recording: spans are recorded (an exporter is configured, or OTEL_TRACES_SAMPLER asks for them).
+	Recording bool
 }
 
 // Setup builds the providers and installs them as the OTel globals.
@@ -47,6 +49,7 @@ func Setup(ctx context.Context, serviceName, version string) (*Telemetry, error)
 	}
 
 	traceOpts := []sdktrace.TracerProviderOption{sdktrace.WithResource(res)}
+	recording := true
 	if otlpConfigured("TRACES") {
 		exp, err := otlptracehttp.New(ctx)
 		if err != nil {
@@ -58,6 +61,7 @@ func Setup(ctx context.Context, serviceName, version string) (*Telemetry, error)
 		// the data plane's CPU). Spans still carry trace and span ids, so trace context still propagates from
 		// producers to consumers through the messages.
 		traceOpts = append(traceOpts, sdktrace.WithSampler(sdktrace.NeverSample()))
+		recording = false
 	}
 	tp := sdktrace.NewTracerProvider(traceOpts...)
 
@@ -88,6 +92,7 @@ func Setup(ctx context.Context, serviceName, version string) (*Telemetry, error)
 		Tracer:         tp.Tracer("github.com/ferry-mq/ferry"),
 		Meter:          mp.Meter("github.com/ferry-mq/ferry"),
 		registry:       registry,
+		Recording:      recording,
 	}
 	if t.Instruments, err = newInstruments(t.Meter); err != nil {
 		return nil, err
