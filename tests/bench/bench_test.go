@@ -55,6 +55,9 @@ func BenchmarkQueue(b *testing.B) {
 		f1, p1, c1 := n.cpuSplit()
 		roles1 := n.postgresCPUByRole()
 		b.Logf("round %d: requests per 1,000 messages: %s", round+1, perThousand(r0, n.requestCounts(), h*phase.Seconds()))
+		for _, f := range n.failures() {
+			b.Logf("round %d: failed call: %s", round+1, f)
+		}
 		if statements {
 			n.statementsReport(b, h*phase.Seconds())
 			n.statementsReset()

@@ -21,6 +21,7 @@ import (
 	"sort"
 	"strconv"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -41,6 +42,9 @@ type node struct {
 	dataDir string
 	pgDir   string // the cluster's directory (its postmaster's command line names it)
 	stderr  *bytes.Buffer
+
+	failMu      sync.Mutex
+	failSamples []string // the first failed answers (recordFailure)
 }
 
 func startNode(b testing.TB) *node {
@@ -147,6 +151,9 @@ func (n *node) call(ctx context.Context, method, path string, in, out any) (int,
 		*raw, err = io.ReadAll(resp.Body)
 	} else if out != nil && resp.StatusCode < 300 {
 		err = json.NewDecoder(resp.Body).Decode(out)
+	} else if resp.StatusCode >= 400 {
+		raw, _ := io.ReadAll(io.LimitReader(resp.Body, 300))
+		n.recordFailure(fmt.Sprintf("%s %s: %d %s", method, path, resp.StatusCode, raw))
 	} else {
 		_, _ = io.Copy(io.Discard, resp.Body)
 	}
@@ -154,6 +161,24 @@ func (n *node) call(ctx context.Context, method, path string, in, out any) (int,
 		return resp.StatusCode, fmt.Errorf("%s %s: status %d", method, path, resp.StatusCode)
 	}
 	return resp.StatusCode, err
+}
+
+// recordFailure keeps the first answers over 400 (a few per kind of failure) for failures().
+func (n *node) recordFailure(what string) {
+	n.failMu.Lock()
+	defer n.failMu.Unlock()
+	if len(n.failSamples) < 5 {
+		n.failSamples = append(n.failSamples, what)
+	}
+}
+
+// failures returns (and forgets) the failed answers recorded since the last call.
+func (n *node) failures() []string {
+	n.failMu.Lock()
+	defer n.failMu.Unlock()
+	out := n.failSamples
+	n.failSamples = nil
+	return out
 }
 
 func (n *node) createQueue(b testing.TB, name string) string {
