@@ -18,13 +18,20 @@ import (
 // run executes the items of one batch and returns one result per item, in order. A batch that PostgreSQL rejected
 // (rolled back whole) runs again item by item, so each caller gets its own error only.
 type coalescer[K comparable, T, R any] struct {
+	// maxInFlight is how many batches of a key may run at once: calls beyond wait and are batched.
+	maxInFlight int
 	// maxWeight caps a batch (in weight units: messages, receipts); a call heavier than it still runs, alone.
 	maxWeight int
 	weight    func(T) int
 	run       func(ctx context.Context, key K, items []T) ([]R, error)
 
 	mu      sync.Mutex
-	running map[K]*[]*coalescedCall[T, R] // keys with a batch in flight → the calls waiting for the next one
+	running map[K]*coalescedKey[T, R] // keys with a batch in flight
+}
+
+type coalescedKey[T, R any] struct {
+	inFlight int
+	waiting  []*coalescedCall[T, R] // for the next batch
 }
 
 type coalescedCall[T, R any] struct {
@@ -38,9 +45,10 @@ type coalescedCall[T, R any] struct {
 // batchTimeout bounds a batch that runs on behalf of several callers (none of whose cancellations may stop it).
 const batchTimeout = 30 * time.Second
 
-func newCoalescer[K comparable, T, R any](maxWeight int, weight func(T) int,
+func newCoalescer[K comparable, T, R any](maxInFlight, maxWeight int, weight func(T) int,
 	run func(ctx context.Context, key K, items []T) ([]R, error)) *coalescer[K, T, R] {
-	return &coalescer[K, T, R]{maxWeight: maxWeight, weight: weight, run: run, running: map[K]*[]*coalescedCall[T, R]{}}
+	return &coalescer[K, T, R]{maxInFlight: max(maxInFlight, 1), maxWeight: maxWeight, weight: weight, run: run,
+		running: map[K]*coalescedKey[T, R]{}}
 }
 
 // do runs item, alone or in a batch with the concurrent calls of its key. A caller whose ctx ends while it waits
@@ -49,9 +57,14 @@ func newCoalescer[K comparable, T, R any](maxWeight int, weight func(T) int,
 func (c *coalescer[K, T, R]) do(ctx context.Context, key K, item T) (R, error) {
 	call := &coalescedCall[T, R]{ctx: ctx, item: item}
 	c.mu.Lock()
-	if waiting, busy := c.running[key]; busy {
+	k := c.running[key]
+	if k == nil {
+		k = &coalescedKey[T, R]{}
+		c.running[key] = k
+	}
+	if k.inFlight >= c.maxInFlight {
 		call.done = make(chan struct{})
-		*waiting = append(*waiting, call)
+		k.waiting = append(k.waiting, call)
 		c.mu.Unlock()
 		select {
 		case <-call.done:
@@ -61,34 +74,31 @@ func (c *coalescer[K, T, R]) do(ctx context.Context, key K, item T) (R, error) {
 			return zero, ctx.Err()
 		}
 	}
-	c.running[key] = &[]*coalescedCall[T, R]{}
+	k.inFlight++
 	c.mu.Unlock()
 	c.execute(ctx, key, []*coalescedCall[T, R]{call})
-	if !c.idle(key) {
-		go c.drain(key)
+	c.mu.Lock()
+	if len(k.waiting) == 0 {
+		if k.inFlight--; k.inFlight == 0 {
+			delete(c.running, key)
+		}
+		c.mu.Unlock()
+	} else {
+		c.mu.Unlock()
+		go c.drain(key) // in this call's slot, without delaying its answer
 	}
 	return call.res, call.err
 }
 
-// idle ends the key's run when nobody waits; otherwise the key stays busy for drain.
-func (c *coalescer[K, T, R]) idle(key K) bool {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	if len(*c.running[key]) == 0 {
-		delete(c.running, key)
-		return true
-	}
-	return false
-}
-
-// drain runs the waiting calls of key, batch after batch, until none waits.
+// drain runs the waiting calls of key, batch after batch, in the slot of the batch that just finished, until none
+// waits; then it gives the slot up.
 func (c *coalescer[K, T, R]) drain(key K) {
 	for {
 		c.mu.Lock()
-		waiting := c.running[key]
+		k := c.running[key]
 		var batch []*coalescedCall[T, R]
 		weight, taken := 0, 0
-		for _, call := range *waiting {
+		for _, call := range k.waiting {
 			if call.ctx.Err() != nil { // its caller has returned
 				close(call.done)
 				taken++
@@ -100,9 +110,11 @@ func (c *coalescer[K, T, R]) drain(key K) {
 			}
 			batch, weight, taken = append(batch, call), weight+w, taken+1
 		}
-		*waiting = (*waiting)[taken:]
+		k.waiting = k.waiting[taken:]
 		if len(batch) == 0 {
-			delete(c.running, key)
+			if k.inFlight--; k.inFlight == 0 {
+				delete(c.running, key)
+			}
 			c.mu.Unlock()
 			return
 		}

@@ -25,7 +25,7 @@ type gatedCoalescer struct {
 
 func newGatedCoalescer(maxWeight int, fail func(items []int) error) *gatedCoalescer {
 	g := &gatedCoalescer{release: make(chan struct{})}
-	g.coalescer = newCoalescer(maxWeight, func(int) int { return 1 }, func(ctx context.Context, key string, items []int) ([]int, error) {
+	g.coalescer = newCoalescer(1, maxWeight, func(int) int { return 1 }, func(ctx context.Context, key string, items []int) ([]int, error) {
 		g.mu.Lock()
 		first := len(g.batches) == 0
 		g.batches = append(g.batches, slices.Clone(items))
@@ -60,8 +60,8 @@ func (g *gatedCoalescer) waiting(key string) int {
 	defer g.mu.Unlock()
 	g.coalescer.mu.Lock()
 	defer g.coalescer.mu.Unlock()
-	if w := g.running[key]; w != nil {
-		return len(*w)
+	if k := g.running[key]; k != nil {
+		return len(k.waiting)
 	}
 	return 0
 }
@@ -281,4 +281,60 @@ func TestCoalescedStatements(t *testing.T) {
 	for err := range errs {
 		t.Error(err)
 	}
+}
+
+// With two batches in flight per key, a second call runs at once beside the first; only a third waits.
+func TestCoalescerRunsUpToMaxInFlightAtOnce(t *testing.T) {
+	release := make(chan struct{})
+	var mu sync.Mutex
+	var running, peak int
+	var batches [][]int
+	c := newCoalescer(2, 10, func(int) int { return 1 }, func(ctx context.Context, key string, items []int) ([]int, error) {
+		mu.Lock()
+		running++
+		peak = max(peak, running)
+		batches = append(batches, slices.Clone(items))
+		mu.Unlock()
+		<-release
+		mu.Lock()
+		running--
+		mu.Unlock()
+		return items, nil
+	})
+	inRun := func() int {
+		mu.Lock()
+		defer mu.Unlock()
+		return running
+	}
+	waiting := func() int {
+		c.mu.Lock()
+		defer c.mu.Unlock()
+		if k := c.running["q"]; k != nil {
+			return len(k.waiting)
+		}
+		return 0
+	}
+	var wg sync.WaitGroup
+	for i := 1; i <= 4; i++ {
+		wg.Go(func() {
+			res, err := c.do(context.Background(), "q", i)
+			require.NoError(t, err)
+			require.Equal(t, i, res)
+		})
+		switch {
+		case i <= 2:
+			require.Eventually(t, func() bool { return inRun() == i }, time.Second, time.Millisecond, "call %d runs at once", i)
+		default:
+			require.Eventually(t, func() bool { return waiting() == i-2 }, time.Second, time.Millisecond, "call %d waits", i)
+		}
+	}
+	close(release)
+	wg.Wait()
+	require.Equal(t, 2, peak)
+	require.Equal(t, [][]int{{1}, {2}, {3, 4}}, batches)
+	require.Eventually(t, func() bool {
+		c.mu.Lock()
+		defer c.mu.Unlock()
+		return len(c.running) == 0
+	}, time.Second, time.Millisecond)
 }

@@ -33,15 +33,18 @@ type Messages struct {
 func NewMessages(pool *pgxpool.Pool, coalesce bool) *Messages {
 	r := &Messages{pool: pool, nums: newQueueNumbers(pool)}
 	if coalesce {
-		r.puts = newCoalescer(maxCoalescedMessages, func(m []NewMessage) int { return len(m) }, r.insertPlain)
-		r.leases = newCoalescer(maxCoalescedLease, func(l LeaseRequest) int { return l.Limit }, r.leaseBatch)
-		r.deletes = newCoalescer(maxCoalescedMessages, func(rc []Receipt) int { return len(rc) }, r.acknowledge)
+		r.puts = newCoalescer(coalescedInFlight, maxCoalescedMessages, func(m []NewMessage) int { return len(m) }, r.insertPlain)
+		r.leases = newCoalescer(coalescedInFlight, maxCoalescedLease, func(l LeaseRequest) int { return l.Limit }, r.leaseBatch)
+		r.deletes = newCoalescer(coalescedInFlight, maxCoalescedMessages, func(rc []Receipt) int { return len(rc) }, r.acknowledge)
 	}
 	return r
 }
 
-// Caps of a coalesced statement: messages put or acknowledged, and messages leased.
+// Caps of a coalesced statement: messages put or acknowledged, and messages leased; and how many statements of
+// one kind a queue runs at once before calls wait to be batched (1: the most batching; 2 measured no better
+// put→receive latency at 1,000 msgs/s and less throughput).
 const (
+	coalescedInFlight    = 1
 	maxCoalescedMessages = 200
 	maxCoalescedLease    = 128
 )
