@@ -129,7 +129,7 @@ func Watch(ctx context.Context, server, queueID string, opts WatchOptions) (*Wat
 		}
 		return nil, err
 	}
-	conn.SetReadLimit(64 << 20) // a frame holds up to 32 messages of up to 256 KiB
+	conn.SetReadLimit(64 << 20) // a frame holds up to 128 messages of up to 256 KiB
 	_, data, err := conn.Read(ctx)
 	if err != nil {
 		_ = conn.CloseNow()

@@ -19,6 +19,9 @@ const (
 	MaxGetLimit          = 32
 	MaxVisibilitySeconds = 43200
 	MaxTimeoutSeconds    = 30
+	// MaxPushLease is the most messages a watch leases (and pushes in one frame) at once: a window of 100 fills
+	// in one lease instead of four.
+	MaxPushLease = 128
 )
 
 // GetRequest is a GetMessages call. Nil pointers take the queue's defaults.

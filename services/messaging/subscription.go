@@ -76,13 +76,13 @@ func (sub *Subscription) ConsumerID() string { return sub.consumer }
 // Standby reports whether the consumer waits for its turn (a single active consumer queue's standby).
 func (sub *Subscription) Standby() bool { return sub.standby.Load() }
 
-// Lease leases up to n messages (1..MaxGetLimit) to the consumer for lease, waiting as long as it takes: it returns
+// Lease leases up to n messages (1..MaxPushLease) to the consumer for lease, waiting as long as it takes: it returns
 // messages, or ctx's error. While it waits it holds no database connection; on a single-active-consumer queue it
 // renews the consumer's registration every third of the queue's consumerLeaseInSeconds, like a waiting
 // GetMessages.
 func (sub *Subscription) Lease(ctx context.Context, n int, lease time.Duration) ([]Delivered, error) {
 	s := sub.s
-	req := GetRequest{Limit: min(max(n, 1), MaxGetLimit), ChannelFilter: sub.channelFilter, owner: sub.consumer}
+	req := GetRequest{Limit: min(max(n, 1), MaxPushLease), ChannelFilter: sub.channelFilter, owner: sub.consumer}
 	consumer := ""
 	if sub.sac {
 		consumer = sub.consumer

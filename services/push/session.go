@@ -150,7 +150,7 @@ func (ss *session) push(ctx context.Context) {
 				return
 			}
 		}
-		got, err := ss.sub.Lease(ctx, min(room, messaging.MaxGetLimit), ss.svc.cfg.Lease)
+		got, err := ss.sub.Lease(ctx, min(room, messaging.MaxPushLease), ss.svc.cfg.Lease)
 		if err != nil {
 			if ctx.Err() != nil {
 				return
@@ -343,6 +343,10 @@ func (ss *session) leave() {
 	}
 }
 
+// room is how many messages the pusher may lease now. While the consumer still holds messages, it waits for a
+// quarter of the window to be free rather than leasing the slots one commit frees at a time: a consumer that
+// commits each frame as it works through the window would otherwise make a lease of a few messages per commit
+// (measured: 11 messages per lease with window 100, and PostgreSQL spent more per message than on long polls).
 func (ss *session) room() int {
 	ss.mu.Lock()
 	defer ss.mu.Unlock()
@@ -352,7 +356,11 @@ func (ss *session) room() int {
 	if ss.autoCommit {
 		return ss.window
 	}
-	return ss.window - len(ss.pending)
+	room := ss.window - len(ss.pending)
+	if len(ss.pending) > 0 && room < max(ss.window/4, 1) {
+		return 0
+	}
+	return room
 }
 
 func (ss *session) holding() bool {

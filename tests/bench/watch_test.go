@@ -1,13 +1,17 @@
 package bench
 
 import (
+	"bytes"
 	"context"
 	"fmt"
+	"net/http"
 	"strconv"
 	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
+
+	"github.com/coder/websocket"
 
 	"github.com/ferry-mq/ferry/openapi/sdk"
 )
@@ -20,17 +24,27 @@ var watchers = envInt("FERRY_BENCH_WATCHERS", 1000)
 // watches cost in resident memory and database connections. The last line is machine-readable.
 func BenchmarkWatch(b *testing.B) {
 	n := startNode(b)
-	b.Logf("producers=%d consumers=%d phase=%s (1 KiB messages, batches of 20; watches: window 100, commit per frame)", producers, consumers, phase)
+	b.Logf("producers=%d consumers=%d phase=%s (1 KiB messages, batches of 20; watches: window 100, a commit per frame, replies not awaited)", producers, consumers, phase)
 
 	queue := n.createQueue(b, "push-throughput")
 	var pushRate, pollRate float64
 	for round := 0; round < 2; round++ {
-		cpu0 := n.ferryCPU()
+		statements := n.statementsReset()
+		f0, p0, c0 := n.cpuSplit()
 		p := n.watchCycle(b, queue, 10_000, 100)
-		cpu1 := n.ferryCPU()
+		f1, p1, c1 := n.cpuSplit()
+		if statements {
+			n.statementsReport(b, p*phase.Seconds())
+			n.statementsReset()
+		}
 		l := n.httpCycle(b, queue, 10_000)
-		b.Logf("round %d: push %.0f msgs/s (ferry CPU %.0f µs/msg), long poll %.0f msgs/s", round+1, p,
-			(cpu1-cpu0)*1e6/(p*phase.Seconds()), l)
+		f2, p2, c2 := n.cpuSplit()
+		if statements {
+			n.statementsReport(b, l*phase.Seconds())
+		}
+		perMsg := func(sec, rate float64) float64 { return sec * 1e6 / (rate * phase.Seconds()) }
+		b.Logf("round %d: push %.0f msgs/s (CPU µs/msg: ferry %.0f, postgres %.0f, client %.0f), long poll %.0f msgs/s (ferry %.0f, postgres %.0f, client %.0f)",
+			round+1, p, perMsg(f1-f0, p), perMsg(p1-p0, p), perMsg(c1-c0, p), l, perMsg(f2-f1, l), perMsg(p2-p1, l), perMsg(c2-c1, l))
 		pushRate += p / 2
 		pollRate += l / 2
 	}
@@ -52,8 +66,10 @@ func (n *node) watch(ctx context.Context, queue, consumer string, window int) (*
 	return sdk.Watch(ctx, n.base, queue, sdk.WatchOptions{Token: n.token, ConsumerID: consumer, Window: window, HTTPClient: n.client})
 }
 
-// watchCycle keeps the backlog near target with producers while `consumers` watches consume: each commits what
-// it has received in one frame. It returns committed messages/s.
+// watchCycle keeps the backlog near target with producers while `consumers` watches consume. Each consumes as the
+// long-poll cycle's consumers do: it reads a frame's receipts only (scanReceipts) and commits them in one frame;
+// it reads on without waiting for the reply (the window bounds what it holds), and a message counts once the
+// reply to its commit reports no error. It returns committed messages/s.
 func (n *node) watchCycle(b testing.TB, queue string, target, window int) float64 {
 	ctx, cancel := context.WithTimeout(context.Background(), phase)
 	defer cancel()
@@ -62,29 +78,61 @@ func (n *node) watchCycle(b testing.TB, queue string, target, window int) float6
 	n.produce(ctx, &wg, queue, target, &backlog)
 	start := time.Now()
 	for c := 0; c < consumers; c++ {
-		w, err := n.watch(ctx, queue, "throughput-"+strconv.Itoa(c), window)
+		conn, _, err := websocket.Dial(ctx, n.base+"/20210201/queues/"+queue+"/messages/watch?window="+strconv.Itoa(window),
+			&websocket.DialOptions{HTTPClient: n.client, HTTPHeader: http.Header{
+				"Authorization": {"Bearer " + n.token}, "X-Ferry-Consumer-Id": {"throughput-" + strconv.Itoa(c)}}})
 		if err != nil {
 			b.Fatal(err)
 		}
+		conn.SetReadLimit(64 << 20)
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			defer func() { _ = w.Close() }()
-			for ctx.Err() == nil {
-				got, ok := nextBatch(ctx, w, window)
-				if !ok {
+			defer func() { _ = conn.Close(websocket.StatusNormalClosure, "") }()
+			var committing []int // receipts per commit frame awaiting its reply, in order
+			for {
+				_, data, err := conn.Read(ctx)
+				if err != nil {
 					return
 				}
-				receipts := receiptsOf(got)
-				if _, err := w.Commit(context.WithoutCancel(ctx), receipts...); err == nil {
-					consumed.Add(int64(len(receipts)))
-					backlog.Add(-int64(len(receipts)))
+				switch {
+				case bytes.HasPrefix(data, []byte(`{"messages":`)):
+					receipts := scanReceipts(data)
+					if len(receipts) == 0 {
+						continue
+					}
+					if err := conn.Write(ctx, websocket.MessageText, commitFrame(receipts)); err != nil {
+						return
+					}
+					committing = append(committing, len(receipts))
+				case bytes.HasPrefix(data, []byte(`{"reply":`)) && len(committing) > 0:
+					k := int64(committing[0])
+					committing = committing[1:]
+					if bytes.Contains(data, []byte(`"errors":[]`)) && !bytes.Contains(data, []byte(`"error":`)) {
+						consumed.Add(k)
+						backlog.Add(-k)
+					}
 				}
 			}
 		}()
 	}
 	wg.Wait()
 	return float64(consumed.Load()) / time.Since(start).Seconds()
+}
+
+// commitFrame encodes a watch's commit frame for receipts (URL-safe: nothing to escape).
+func commitFrame(receipts []string) []byte {
+	b := make([]byte, 0, 16+len(receipts)*(len(receipts[0])+3))
+	b = append(b, `{"commit":[`...)
+	for i, r := range receipts {
+		if i > 0 {
+			b = append(b, ',')
+		}
+		b = append(b, '"')
+		b = append(b, r...)
+		b = append(b, '"')
+	}
+	return append(b, "]}"...)
 }
 
 // pushLatency publishes single messages at rate/s for d while watches receive them, and returns the p50 and p99
