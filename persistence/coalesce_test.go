@@ -247,6 +247,33 @@ func TestCoalescedStatements(t *testing.T) {
 	require.NoError(t, pool.QueryRow(ctx, `SELECT count(*) FROM messages WHERE queue_no = $1`, queueNo).Scan(&left))
 	require.Equal(t, 9-4, left)
 
+	// Leases of different owners (watches and a GetMessages) in one statement: each dealt row is held by its
+	// request's owner.
+	owned := []LeaseRequest{lease, lease, lease}
+	owned[0].Limit, owned[0].Owner = 2, "watch-1"
+	owned[1].Limit = 1
+	owned[2].Limit, owned[2].Owner = 3, "watch-2"
+	for i := range 6 {
+		_, err := r.insertPlain(ctx, putKey{queueNo: queueNo, retentionSeconds: 3600},
+			[][]NewMessage{{{ChannelID: "ch", SizeBytes: 1, Content: strconv.Itoa(i), Groups: []int32{0}}}})
+		require.NoError(t, err)
+	}
+	dealt, err := r.leaseBatch(ctx, leaseKey{queueNo: queueNo, channels: "ch", visibilitySeconds: 60}, owned)
+	require.NoError(t, err)
+	for i, msgs := range dealt {
+		require.Len(t, msgs, owned[i].Limit)
+		for _, m := range msgs {
+			var owner *string
+			require.NoError(t, pool.QueryRow(ctx, `SELECT lease_owner FROM messages WHERE queue_no = $1 AND id = $2`, queueNo, m.ID).Scan(&owner))
+			if owned[i].Owner == "" {
+				require.Nil(t, owner, "request %d's message %d", i, m.ID)
+			} else {
+				require.NotNil(t, owner, "request %d's message %d", i, m.ID)
+				require.Equal(t, owned[i].Owner, *owner, "request %d's message %d", i, m.ID)
+			}
+		}
+	}
+
 	// Through the coalescer, concurrently: every put answered with its own ids, in order.
 	var wg sync.WaitGroup
 	errs := make(chan error, 16)

@@ -208,6 +208,24 @@ const (
 			FOR UPDATE SKIP LOCKED
 		)`
 
+	// The single-channel lease for the coalesced leases of several owners (watches): $9 holds an owner per slot
+	// (the first request's limit times its owner, then the next request's, …), and the k-th picked row by id goes
+	// to slot k — the row that leaseBatch deals to that request.
+	messagesLeaseOneOwners           = `-- messages.lease_one_owners` + messagesLeasePickOneRanked + messagesLeaseSetOwners
+	messagesLeaseOneOwnersDeadLetter = `-- messages.lease_one_owners_dead_letter` + messagesLeasePickOneRanked + messagesLeaseSetOwnersUnblock
+
+	messagesLeasePickOneRanked = `
+		WITH picked AS (
+			SELECT group_no, id FROM messages
+			WHERE queue_no = $1 AND group_no = $2 AND dlq = $4 AND channel_id = ($3::text[])[1]
+				AND visible_at <= now() AND expire_at > now()
+			ORDER BY visible_at, id
+			LIMIT $5
+			FOR UPDATE SKIP LOCKED
+		), next AS (
+			SELECT group_no, id, row_number() OVER (ORDER BY id) AS slot FROM picked
+		)`
+
 	// Lease on a single-active-consumer queue, after consumers.decide in the same transaction: only the active
 	// consumer (decided by that statement, so its row was written now) leases, and it leases in publish order
 	// across the channels ($3 NULL = every channel).
@@ -249,15 +267,19 @@ const (
 
 	// The update shared by the leases: deliver (or dead-letter) the picked rows, looked up by primary key
 	// (m.id = ANY is the index condition: joined on next alone, a generic plan hashes the whole queue).
-	messagesLeaseSet = `
+	messagesLeaseSet      = messagesLeaseSetHead + `
+				lease_owner = $9` + messagesLeaseSetTail
+	messagesLeaseSetHead = `
 			UPDATE messages m SET
 				dlq = m.dlq OR ($8 > 0 AND m.delivery_count >= $8),
 				visible_at = CASE WHEN NOT m.dlq AND $8 > 0 AND m.delivery_count >= $8 THEN now()
 					ELSE now() + make_interval(secs => $6) END,
 				delivery_count = CASE WHEN NOT m.dlq AND $8 > 0 AND m.delivery_count >= $8 THEN m.delivery_count
 					ELSE m.delivery_count + 1 END,
-				lease_id = $7,
-				lease_owner = $9
+				lease_id = $7,`
+	messagesLeaseSetOwnersHead = messagesLeaseSetHead + `
+				lease_owner = ($9::text[])[next.slot]`
+	messagesLeaseSetTail = `
 			FROM next
 			WHERE m.queue_no = $1 AND m.id = ANY (ARRAY (SELECT id FROM next)) AND m.id = next.id
 				AND m.group_no IS NOT DISTINCT FROM next.group_no
@@ -267,6 +289,14 @@ const (
 
 	// The same, then unblock the ordered groups whose head was dead-lettered.
 	messagesLeaseSetUnblock = `, leased AS (` + messagesLeaseSet + `
+		), heads_left AS (
+			SELECT group_no, message_group FROM leased WHERE dead_lettered
+		), ` + messagesUnblockNext + `
+		SELECT * FROM leased`
+
+	// The same two with an owner per slot ($9, text[]).
+	messagesLeaseSetOwners        = messagesLeaseSetOwnersHead + messagesLeaseSetTail
+	messagesLeaseSetOwnersUnblock = `, leased AS (` + messagesLeaseSetOwners + `
 		), heads_left AS (
 			SELECT group_no, message_group FROM leased WHERE dead_lettered
 		), ` + messagesUnblockNext + `
@@ -734,10 +764,13 @@ func (r *Messages) Lease(ctx context.Context, req LeaseRequest) ([]LeasedMessage
 	var out []LeasedMessage
 	if r.leases != nil {
 		key := leaseKey{queueNo: no, groupNo: req.GroupNo, dlq: req.DLQ, channels: strings.Join(req.Channels, "\x00"),
-			visibilitySeconds: req.VisibilitySeconds, maxDeliveries: req.MaxDeliveries, owner: req.Owner}
+			visibilitySeconds: req.VisibilitySeconds, maxDeliveries: req.MaxDeliveries}
+		if len(req.Channels) != 1 {
+			key.owner = req.Owner // owners are dealt out per row by the single-channel lease only
+		}
 		out, err = r.leases.do(ctx, key, req)
 	} else {
-		out, err = r.lease(ctx, no, req)
+		out, err = r.lease(ctx, no, req, nil)
 	}
 	return out, interpretError("leasing messages", err)
 }
@@ -749,17 +782,29 @@ type leaseKey struct {
 	dlq                              bool
 	channels                         string // NUL-separated (channel ids cannot hold NUL)
 	visibilitySeconds, maxDeliveries int32
-	owner                            string
+	owner                            string // of a lease from several channels; "" for a single channel
 }
 
 // leaseBatch leases for concurrent requests (coalescer) in one statement, under the first request's lease id,
-// and deals the leased messages out in id order, each request up to its limit.
+// and deals the leased messages out in id order, each request up to its limit. Requests of different owners
+// (watches) share a single-channel lease that gives each row its request's owner.
 func (r *Messages) leaseBatch(ctx context.Context, key leaseKey, items []LeaseRequest) ([][]LeasedMessage, error) {
 	req := items[0]
+	var owners []*string // per slot, when the owners differ
 	for _, it := range items[1:] {
 		req.Limit += it.Limit
+		if it.Owner != req.Owner && owners == nil {
+			owners = []*string{}
+		}
 	}
-	leased, err := r.lease(ctx, key.queueNo, req)
+	if owners != nil {
+		for _, it := range items {
+			for range it.Limit {
+				owners = append(owners, nilIfEmpty(it.Owner))
+			}
+		}
+	}
+	leased, err := r.lease(ctx, key.queueNo, req, owners)
 	if err != nil {
 		return nil, err
 	}
@@ -771,11 +816,17 @@ func (r *Messages) leaseBatch(ctx context.Context, key leaseKey, items []LeaseRe
 	return out, nil
 }
 
-// lease runs the lease statement.
-func (r *Messages) lease(ctx context.Context, no int64, req LeaseRequest) ([]LeasedMessage, error) {
+// lease runs the lease statement; owners (a single channel only) gives the k-th row by id the k-th owner
+// instead of req.Owner to every row.
+func (r *Messages) lease(ctx context.Context, no int64, req LeaseRequest, owners []*string) ([]LeasedMessage, error) {
 	deadLetter := req.MaxDeliveries > 0 && !req.DLQ
 	var query string
+	var owner any = nilIfEmpty(req.Owner)
 	switch {
+	case owners != nil && deadLetter:
+		query, owner = messagesLeaseOneOwnersDeadLetter, owners
+	case owners != nil:
+		query, owner = messagesLeaseOneOwners, owners
 	case len(req.Channels) == 1 && deadLetter:
 		query = messagesLeaseOneDeadLetter
 	case len(req.Channels) == 1:
@@ -789,7 +840,7 @@ func (r *Messages) lease(ctx context.Context, no int64, req LeaseRequest) ([]Lea
 	err := r.sendRetrying(ctx, func(batch *pgx.Batch) {
 		batch.Queue(leasePrelude)
 		batch.Queue(query, no, req.GroupNo, req.Channels, req.DLQ, req.Limit,
-			req.VisibilitySeconds, req.LeaseID, req.MaxDeliveries, nilIfEmpty(req.Owner)).Query(func(rows pgx.Rows) error {
+			req.VisibilitySeconds, req.LeaseID, req.MaxDeliveries, owner).Query(func(rows pgx.Rows) error {
 			var err error
 			out, err = collectLeased(rows, req.LeaseID)
 			return err
