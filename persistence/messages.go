@@ -267,7 +267,7 @@ const (
 
 	// The update shared by the leases: deliver (or dead-letter) the picked rows, looked up by primary key
 	// (m.id = ANY is the index condition: joined on next alone, a generic plan hashes the whole queue).
-	messagesLeaseSet      = messagesLeaseSetHead + `
+	messagesLeaseSet = messagesLeaseSetHead + `
 				lease_owner = $9` + messagesLeaseSetTail
 	messagesLeaseSetHead = `
 			UPDATE messages m SET
