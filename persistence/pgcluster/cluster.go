@@ -278,6 +278,12 @@ func (c *Cluster) start(ctx context.Context) error {
 		"-c", "listen_addresses=127.0.0.1", "-c", "max_connections=200", "-c", "autovacuum_naptime=1s"}
 	if c.opts.NoSync {
 		args = append(args, "-c", "fsync=off", "-c", "synchronous_commit=off", "-c", "full_page_writes=off")
+	} else {
+		// A buffer pool that holds a deep queue's hot pages (the head that leases read and the tail that puts
+		// write): with the default 128 MB, a queue of 1,000,000 messages (~1.3 GB) was consumed at 79 % of the
+		// rate of a queue of 10,000, its pages copied in from the kernel's cache; with 1 GB, at 92 %. Memory is
+		// only taken as pages are used. (Test clusters keep the default: their databases are small.)
+		args = append(args, "-c", "shared_buffers=1GB")
 	}
 	for name, value := range c.opts.Settings {
 		args = append(args, "-c", name+"="+value)
