@@ -199,14 +199,15 @@ const (
 		)`
 
 	messagesLeasePickOne = `
-		WITH next AS (
+		WITH next AS (` + messagesLeasePickOneRows + `)`
+	messagesLeasePickOneRows = `
 			SELECT group_no, id FROM messages
 			WHERE queue_no = $1 AND group_no = $2 AND dlq = $4 AND channel_id = ($3::text[])[1]
 				AND visible_at <= now() AND expire_at > now()
 			ORDER BY visible_at, id
 			LIMIT $5
 			FOR UPDATE SKIP LOCKED
-		)`
+		`
 
 	// The single-channel lease for the coalesced leases of several owners (watches): $9 holds an owner per slot
 	// (the first request's limit times its owner, then the next request's, …), and the k-th picked row by id goes
@@ -215,14 +216,7 @@ const (
 	messagesLeaseOneOwnersDeadLetter = `-- messages.lease_one_owners_dead_letter` + messagesLeasePickOneRanked + messagesLeaseSetOwnersUnblock
 
 	messagesLeasePickOneRanked = `
-		WITH picked AS (
-			SELECT group_no, id FROM messages
-			WHERE queue_no = $1 AND group_no = $2 AND dlq = $4 AND channel_id = ($3::text[])[1]
-				AND visible_at <= now() AND expire_at > now()
-			ORDER BY visible_at, id
-			LIMIT $5
-			FOR UPDATE SKIP LOCKED
-		), next AS (
+		WITH picked AS (` + messagesLeasePickOneRows + `), next AS (
 			SELECT group_no, id, row_number() OVER (ORDER BY id) AS slot FROM picked
 		)`
 
@@ -288,7 +282,8 @@ const (
 				m.last_negative_reason, m.message_group`
 
 	// The same, then unblock the ordered groups whose head was dead-lettered.
-	messagesLeaseSetUnblock = `, leased AS (` + messagesLeaseSet + `
+	messagesLeaseSetUnblock       = `, leased AS (` + messagesLeaseSet + messagesLeaseUnblockDeadHeads
+	messagesLeaseUnblockDeadHeads = `
 		), heads_left AS (
 			SELECT group_no, message_group FROM leased WHERE dead_lettered
 		), ` + messagesUnblockNext + `
@@ -296,11 +291,7 @@ const (
 
 	// The same two with an owner per slot ($9, text[]).
 	messagesLeaseSetOwners        = messagesLeaseSetOwnersHead + messagesLeaseSetTail
-	messagesLeaseSetOwnersUnblock = `, leased AS (` + messagesLeaseSetOwners + `
-		), heads_left AS (
-			SELECT group_no, message_group FROM leased WHERE dead_lettered
-		), ` + messagesUnblockNext + `
-		SELECT * FROM leased`
+	messagesLeaseSetOwnersUnblock = `, leased AS (` + messagesLeaseSetOwners + messagesLeaseUnblockDeadHeads
 
 	// Acknowledge: delete the rows whose lease the receipts still hold. Rows come back as (group_no, id, false)
 	// per deleted message.
