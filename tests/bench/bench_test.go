@@ -168,7 +168,7 @@ func (n *node) sqlCycle(b testing.TB, target int) float64 {
 	// Like ferry's queue, the table lives on from one round to the next (with its backlog, dead rows and bloat).
 	if _, err := n.pool.Exec(ctx, `CREATE TABLE IF NOT EXISTS bench_raw (id bigserial PRIMARY KEY,
 			visible_at timestamptz NOT NULL DEFAULT now(), payload text NOT NULL) WITH (fillfactor = 80,
-			autovacuum_vacuum_scale_factor = 0.01, autovacuum_vacuum_threshold = 1000, autovacuum_vacuum_cost_delay = 0);
+			autovacuum_vacuum_scale_factor = 0.01, autovacuum_vacuum_threshold = 1000, autovacuum_vacuum_cost_delay = 0, vacuum_truncate = false);
 		CREATE INDEX IF NOT EXISTS bench_raw_lease ON bench_raw (visible_at, id)`); err != nil {
 		b.Fatal(err)
 	}
