@@ -902,17 +902,59 @@ func (r *Messages) Delete(ctx context.Context, queueID string, receipts []Receip
 		deleted, err := r.deletes.do(ctx, no, receipts)
 		return deleted, 0, interpretError("deleting messages", err)
 	}
+	done, unblocked, err := r.deleteReceipts(ctx, no, queueID, receipts, ordered)
+	if err != nil {
+		return nil, 0, interpretError("deleting messages", err)
+	}
+	return done.of(receipts), unblocked, nil
+}
+
+// acknowledge deletes the messages of concurrent acknowledgements without ordered messages (coalescer) in one
+// statement, and reports per receipt whether it deleted the message. A message whose receipt two of them hold
+// is deleted once, and reported deleted to both.
+func (r *Messages) acknowledge(ctx context.Context, queueNo int64, items [][]Receipt) ([][]bool, error) {
+	all := items[0]
+	if len(items) > 1 {
+		all = slices.Concat(items...)
+	}
+	done, _, err := r.deleteReceipts(ctx, queueNo, "", all, false)
+	if err != nil {
+		return nil, err
+	}
+	out := make([][]bool, len(items))
+	for i, receipts := range items {
+		out[i] = done.of(receipts)
+	}
+	return out, nil
+}
+
+// deletedSet holds the (group, id) of the messages an acknowledgement deleted.
+type deletedSet map[[2]int64]bool
+
+// of reports, per receipt, whether its message was deleted.
+func (d deletedSet) of(receipts []Receipt) []bool {
+	out := make([]bool, len(receipts))
+	for i, rc := range receipts {
+		out[i] = d[[2]int64{int64(rc.GroupNo), rc.ID}]
+	}
+	return out
+}
+
+// deleteReceipts runs the acknowledgement statement for receipts, committing asynchronously. With ordered
+// receipts (queueID names their groups' locks) it takes the groups' locks first and unblocks each group's next
+// message, in the same round trip (a batch is one implicit transaction); unblocked counts those.
+func (r *Messages) deleteReceipts(ctx context.Context, queueNo int64, queueID string, receipts []Receipt,
+	ordered bool) (done deletedSet, unblocked int, err error) {
 	groups, ids, leases, dlqs := receiptArrays(receipts)
-	var done map[[2]int64]bool
 	err = r.sendRetrying(ctx, func(batch *pgx.Batch) {
-		done, unblocked = map[[2]int64]bool{}, 0
+		done, unblocked = make(deletedSet, len(receipts)), 0
 		query := messagesDelete
 		if ordered {
-			batch.Queue(messagesLockReceiptGroups, no, groups, ids, queueID)
+			batch.Queue(messagesLockReceiptGroups, queueNo, groups, ids, queueID)
 			query = messagesDeleteOrdered
 		}
 		batch.Queue(asyncCommit)
-		batch.Queue(query, no, groups, ids, leases, dlqs).Query(func(rows pgx.Rows) error {
+		batch.Queue(query, queueNo, groups, ids, leases, dlqs).Query(func(rows pgx.Rows) error {
 			var g int32
 			var id int64
 			var next bool
@@ -927,51 +969,7 @@ func (r *Messages) Delete(ctx context.Context, queueID string, receipts []Receip
 			return err
 		})
 	})
-	if err != nil {
-		return nil, 0, interpretError("deleting messages", err)
-	}
-	out := make([]bool, len(receipts))
-	for i, rc := range receipts {
-		out[i] = done[[2]int64{int64(rc.GroupNo), rc.ID}]
-	}
-	return out, unblocked, nil
-}
-
-// acknowledge deletes the messages of concurrent acknowledgements without ordered messages (coalescer) in one
-// statement, and reports per receipt whether it deleted the message. A message whose receipt two of them hold
-// is deleted once, and reported deleted to both.
-func (r *Messages) acknowledge(ctx context.Context, queueNo int64, items [][]Receipt) ([][]bool, error) {
-	all := items[0]
-	if len(items) > 1 {
-		all = slices.Concat(items...)
-	}
-	groups, ids, leases, dlqs := receiptArrays(all)
-	var done map[[2]int64]bool
-	err := r.sendRetrying(ctx, func(batch *pgx.Batch) {
-		done = make(map[[2]int64]bool, len(all))
-		batch.Queue(asyncCommit)
-		batch.Queue(messagesDelete, queueNo, groups, ids, leases, dlqs).Query(func(rows pgx.Rows) error {
-			var g int32
-			var id int64
-			var next bool
-			_, err := pgx.ForEachRow(rows, []any{&g, &id, &next}, func() error {
-				done[[2]int64{int64(g), id}] = true
-				return nil
-			})
-			return err
-		})
-	})
-	if err != nil {
-		return nil, err
-	}
-	out := make([][]bool, len(items))
-	for i, receipts := range items {
-		out[i] = make([]bool, len(receipts))
-		for k, rc := range receipts {
-			out[i][k] = done[[2]int64{int64(rc.GroupNo), rc.ID}]
-		}
-	}
-	return out, nil
+	return done, unblocked, err
 }
 
 // UpdateVisibility moves the leases' visible_at to now()+seconds[i]; it returns the new visible_at per receipt

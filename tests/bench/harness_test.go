@@ -246,12 +246,7 @@ func processCPU(pid int, withChildren bool) float64 {
 // goes besides the statements.
 func (n *node) postgresCPUByRole() map[string]float64 {
 	out := map[string]float64{}
-	entries, _ := os.ReadDir("/proc")
-	for _, e := range entries {
-		pid, err := strconv.Atoi(e.Name())
-		if err != nil {
-			continue
-		}
+	for _, pid := range processes() {
 		cmdline, err := os.ReadFile(fmt.Sprintf("/proc/%d/cmdline", pid))
 		if err != nil {
 			continue
@@ -286,15 +281,22 @@ func roleDelta(before, after map[string]float64, msgs float64) string {
 	return strings.Join(parts, ", ")
 }
 
+// processes lists the machine's process ids.
+func processes() []int {
+	entries, _ := os.ReadDir("/proc")
+	var pids []int
+	for _, e := range entries {
+		if pid, err := strconv.Atoi(e.Name()); err == nil {
+			pids = append(pids, pid)
+		}
+	}
+	return pids
+}
+
 // cpuSplit is the CPU seconds used so far by ferry, by PostgreSQL (every postgres process, with the backends
 // that have exited) and by this benchmark process (the load generator and the raw SQL client).
 func (n *node) cpuSplit() (ferry, postgres, client float64) {
-	entries, _ := os.ReadDir("/proc")
-	for _, e := range entries {
-		pid, err := strconv.Atoi(e.Name())
-		if err != nil {
-			continue
-		}
+	for _, pid := range processes() {
 		comm, err := os.ReadFile(fmt.Sprintf("/proc/%d/comm", pid))
 		if err == nil && strings.TrimSpace(string(comm)) == "postgres" {
 			postgres += processCPU(pid, true)
@@ -362,15 +364,26 @@ func scanReceipts(body []byte) []string {
 
 // deleteBody encodes a deleteMessages request for receipts.
 func deleteBody(receipts []string) []byte {
-	b := make([]byte, 0, 16+len(receipts)*(len(receipts[0])+16))
-	b = append(b, `{"entries":[`...)
+	return receiptList(`{"entries":[`, `{"receipt":"`, `"}`, receipts)
+}
+
+// commitFrame encodes a watch's commit frame for receipts.
+func commitFrame(receipts []string) []byte {
+	return receiptList(`{"commit":[`, `"`, `"`, receipts)
+}
+
+// receiptList encodes head, then each receipt between before and after, comma-separated, then "]}". Receipts are
+// URL-safe: nothing to escape.
+func receiptList(head, before, after string, receipts []string) []byte {
+	b := make([]byte, 0, len(head)+2+len(receipts)*(len(receipts[0])+len(before)+len(after)+1))
+	b = append(b, head...)
 	for i, r := range receipts {
 		if i > 0 {
 			b = append(b, ',')
 		}
-		b = append(b, `{"receipt":"`...)
+		b = append(b, before...)
 		b = append(b, r...)
-		b = append(b, `"}`...)
+		b = append(b, after...)
 	}
 	return append(b, "]}"...)
 }

@@ -120,21 +120,6 @@ func (n *node) watchCycle(b testing.TB, queue string, target, window int) float6
 	return float64(consumed.Load()) / time.Since(start).Seconds()
 }
 
-// commitFrame encodes a watch's commit frame for receipts (URL-safe: nothing to escape).
-func commitFrame(receipts []string) []byte {
-	b := make([]byte, 0, 16+len(receipts)*(len(receipts[0])+3))
-	b = append(b, `{"commit":[`...)
-	for i, r := range receipts {
-		if i > 0 {
-			b = append(b, ',')
-		}
-		b = append(b, '"')
-		b = append(b, r...)
-		b = append(b, '"')
-	}
-	return append(b, "]}"...)
-}
-
 // pushLatency publishes single messages at rate/s for d while watches receive them, and returns the p50 and p99
 // of put→push in milliseconds.
 func (n *node) pushLatency(b testing.TB, queue string, rate int, d time.Duration) (p50, p99 float64) {
