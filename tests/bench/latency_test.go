@@ -28,25 +28,39 @@ func BenchmarkLatencyBreakdown(b *testing.B) {
 	n := startNode(b)
 	for i := 0; i < envInt("FERRY_LAT_ROUNDS", 2); i++ {
 		q := n.createQueue(b, "latency")
-		cpu0 := n.ferryCPU()
 		x0, s0, t0, w0 := n.pgStats(b)
 		const putRoute = `operation="/20210201/queues/:queueId/messages",method="POST"`
 		before := n.serverDurations(b, putRoute)
 		n.settle(b)
-		waits := n.sampleWaits(phase)
+		var waits <-chan string
+		if os.Getenv("FERRY_LAT_SAMPLE") != "" { // the sampling's own queries cost PostgreSQL ~10 % of a core
+			waits = n.sampleWaits(phase)
+		}
+		f0, p0, c0 := n.cpuSplit()
+		start := time.Now()
 		n.latency(b, q, envInt("FERRY_LAT_RATE", 1000), phase)
-		b.Logf("what running statements were doing (pg_stat_activity samples every 2 ms): %s", <-waits)
+		f1, p1, c1 := n.cpuSplit()
+		secs := time.Since(start).Seconds()
+		b.Logf("CPU (%% of one core): ferry %.0f, postgres %.0f, load generator %.0f", (f1-f0)*100/secs, (p1-p0)*100/secs, (c1-c0)*100/secs)
+		if waits != nil {
+			b.Logf("what running statements were doing (pg_stat_activity samples every 2 ms): %s", <-waits)
+		}
 		b.Logf("PutMessages as ferry measured it (its HTTP duration histogram): %s",
 			histogramQuantiles(before, n.serverDurations(b, putRoute)))
 		x1, s1, t1, w1 := n.pgStats(b)
-		secs := phase.Seconds() + 4
-		b.Logf("ferry CPU %.0f %%; per second: commits %.0f, WAL syncs %.0f, WAL %.0f KiB; mean WAL sync %.2f ms (0 unless track_wal_io_timing=on)",
-			(n.ferryCPU()-cpu0)*100/secs, float64(x1-x0)/secs, float64(s1-s0)/secs, float64(w1-w0)/1024/secs,
-			(t1-t0)/max(1, float64(s1-s0)))
+		secs = phase.Seconds() + 4
+		b.Logf("per second: commits %.0f, WAL syncs %.0f, WAL %.0f KiB; mean WAL sync %.2f ms (0 unless track_wal_io_timing=on)",
+			float64(x1-x0)/secs, float64(s1-s0)/secs, float64(w1-w0)/1024/secs, (t1-t0)/max(1, float64(s1-s0)))
 		time.Sleep(time.Second)
 		n.settle(b)
+		f0, p0, c0 = n.cpuSplit()
+		start = time.Now()
 		p50, p99 := n.sqlLatency(b, envInt("FERRY_LAT_RATE", 1000), phase)
-		b.Logf("raw SQL put→receive on the same database: p50 %.2f ms, p99 %.2f ms", p50, p99)
+		f1, p1, c1 = n.cpuSplit()
+		secs = time.Since(start).Seconds()
+		b.Logf("raw SQL put→receive on the same database: p50 %.2f ms, p99 %.2f ms; CPU (%% of one core): postgres %.0f, load generator %.0f",
+			p50, p99, (p1-p0)*100/secs, (c1-c0)*100/secs)
+		_ = f1 - f0
 	}
 }
 
