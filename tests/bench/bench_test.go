@@ -75,7 +75,7 @@ func BenchmarkQueue(b *testing.B) {
 		}
 		_, p2, c2 := n.cpuSplit()
 		b.Logf("round %d: postgres CPU µs/msg by role: http %s; raw sql %s", round+1,
-			roleDelta(roles0, roles1, h*phase.Seconds()), roleDelta(rolesRaw, n.postgresCPUByRole(), sq*phase.Seconds()))
+			roleDelta(roles0, roles1, p1-p0, h*phase.Seconds()), roleDelta(rolesRaw, n.postgresCPUByRole(), p2-pRaw, sq*phase.Seconds()))
 		perMsg := func(sec, rate float64) float64 { return sec * 1e6 / (rate * phase.Seconds()) }
 		b.Logf("round %d: http %.0f msgs/s (CPU µs/msg: ferry %.0f, postgres %.0f, client %.0f), raw sql %.0f msgs/s (postgres %.0f, client %.0f)",
 			round+1, h, perMsg(f1-f0, h), perMsg(p1-p0, h), perMsg(c1-c0, h), sq, perMsg(p2-pRaw, sq), perMsg(c2-cRaw, sq))
