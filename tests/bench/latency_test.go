@@ -36,32 +36,35 @@ func BenchmarkLatencyBreakdown(b *testing.B) {
 		if os.Getenv("FERRY_LAT_SAMPLE") != "" { // the sampling's own queries cost PostgreSQL ~10 % of a core
 			waits = n.sampleWaits(phase)
 		}
-		f0, p0, c0 := n.cpuSplit()
-		start := time.Now()
-		n.latency(b, q, envInt("FERRY_LAT_RATE", 1000), phase)
-		f1, p1, c1 := n.cpuSplit()
-		secs := time.Since(start).Seconds()
-		b.Logf("CPU (%% of one core): ferry %.0f, postgres %.0f, load generator %.0f", (f1-f0)*100/secs, (p1-p0)*100/secs, (c1-c0)*100/secs)
+		f, p, c := n.cpuPercent(func() { n.latency(b, q, envInt("FERRY_LAT_RATE", 1000), phase) })
+		b.Logf("CPU (%% of one core): ferry %.0f, postgres %.0f, load generator %.0f", f, p, c)
 		if waits != nil {
 			b.Logf("what running statements were doing (pg_stat_activity samples every 2 ms): %s", <-waits)
 		}
 		b.Logf("PutMessages as ferry measured it (its HTTP duration histogram): %s",
 			histogramQuantiles(before, n.serverDurations(b, putRoute)))
 		x1, s1, t1, w1 := n.pgStats(b)
-		secs = phase.Seconds() + 4
+		secs := phase.Seconds() + 4
 		b.Logf("per second: commits %.0f, WAL syncs %.0f, WAL %.0f KiB; mean WAL sync %.2f ms (0 unless track_wal_io_timing=on)",
 			float64(x1-x0)/secs, float64(s1-s0)/secs, float64(w1-w0)/1024/secs, (t1-t0)/max(1, float64(s1-s0)))
 		time.Sleep(time.Second)
 		n.settle(b)
-		f0, p0, c0 = n.cpuSplit()
-		start = time.Now()
-		p50, p99 := n.sqlLatency(b, envInt("FERRY_LAT_RATE", 1000), phase)
-		f1, p1, c1 = n.cpuSplit()
-		secs = time.Since(start).Seconds()
+		var p50, p99 float64
+		_, p, c = n.cpuPercent(func() { p50, p99 = n.sqlLatency(b, envInt("FERRY_LAT_RATE", 1000), phase) })
 		b.Logf("raw SQL put→receive on the same database: p50 %.2f ms, p99 %.2f ms; CPU (%% of one core): postgres %.0f, load generator %.0f",
-			p50, p99, (p1-p0)*100/secs, (c1-c0)*100/secs)
-		_ = f1 - f0
+			p50, p99, p, c)
 	}
+}
+
+// cpuPercent runs phase and returns the CPU that ferry, PostgreSQL and this process (the load generator) used
+// meanwhile, in % of one core.
+func (n *node) cpuPercent(phase func()) (ferry, postgres, client float64) {
+	f0, p0, c0 := n.cpuSplit()
+	start := time.Now()
+	phase()
+	f1, p1, c1 := n.cpuSplit()
+	secs := time.Since(start).Seconds()
+	return (f1 - f0) * 100 / secs, (p1 - p0) * 100 / secs, (c1 - c0) * 100 / secs
 }
 
 // pgStats reads the database's committed transactions and the cluster's WAL syncs, time spent syncing (ms) and
