@@ -530,8 +530,9 @@ func (r *Messages) Put(ctx context.Context, queueID string, retentionSeconds, de
 			return results, interpretError("putting messages", err)
 		}
 		batch := &pgx.Batch{}
-		r.queueInsert(batch, queueID, no, retentionSeconds, msgs, results, nil)
+		release := r.queueInsert(batch, queueID, no, retentionSeconds, msgs, results, nil)
 		err := r.pool.SendBatch(ctx, batch).Close() // one statement: atomic on its own
+		release()
 		return results, interpretError("putting messages", err)
 	}
 	err = InTx(ctx, r.pool, func(tx pgx.Tx) error {
@@ -586,8 +587,10 @@ func (r *Messages) Put(ctx context.Context, queueID string, retentionSeconds, de
 		}
 		if len(fresh) > 0 {
 			batch := &pgx.Batch{}
-			r.queueInsert(batch, queueID, no, retentionSeconds, fresh, results, freshIdx)
-			if err := tx.SendBatch(ctx, batch).Close(); err != nil {
+			release := r.queueInsert(batch, queueID, no, retentionSeconds, fresh, results, freshIdx)
+			err := tx.SendBatch(ctx, batch).Close()
+			release()
+			if err != nil {
 				return err
 			}
 		}
@@ -634,8 +637,10 @@ func (r *Messages) insertPlain(ctx context.Context, key putKey, items [][]NewMes
 	}
 	results := make([]PutResult, len(all))
 	batch := &pgx.Batch{}
-	r.queueInsert(batch, "", key.queueNo, key.retentionSeconds, all, results, nil)
-	if err := r.pool.SendBatch(ctx, batch).Close(); err != nil {
+	release := r.queueInsert(batch, "", key.queueNo, key.retentionSeconds, all, results, nil)
+	err := r.pool.SendBatch(ctx, batch).Close()
+	release()
+	if err != nil {
 		return nil, err
 	}
 	out := make([][]PutResult, len(items))
@@ -647,9 +652,10 @@ func (r *Messages) insertPlain(ctx context.Context, key putKey, items [][]NewMes
 
 // queueInsert adds the insert statement to batch; its result callback fills results (at idx[k] for the k-th
 // message when idx is set). A batch with ordered messages locks their groups first (same batch or transaction:
-// the lock is held until the insert commits). A batch without any pays for none of it.
+// the lock is held until the insert commits). A batch without any pays for none of it. The contents go as one
+// pre-encoded text[] (textArray); call release once the batch has been sent.
 func (r *Messages) queueInsert(batch *pgx.Batch, queueID string, queueNo int64, retentionSeconds int32, msgs []NewMessage,
-	results []PutResult, idx []int) {
+	results []PutResult, idx []int) (release func()) {
 	n := len(msgs)
 	store := func(k int, res PutResult) { // the k-th message's result
 		if idx != nil {
@@ -675,9 +681,11 @@ func (r *Messages) queueInsert(batch *pgx.Batch, queueID string, queueNo int64, 
 			}
 		}
 	}
+	contentArray := newTextArray(contents)
+	release = func() { releaseTextArray(contentArray) }
 	if len(lockNames) == 0 && len(pairGroup) == n {
 		// One copy per message (no fanout): the plain insert.
-		batch.Queue(messagesInsertOneCopy, queueNo, channels, delays, sizes, contents, attrs, metas, retentionSeconds,
+		batch.Queue(messagesInsertOneCopy, queueNo, channels, delays, sizes, contentArray, attrs, metas, retentionSeconds,
 			pairGroup).Query(func(rows pgx.Rows) error {
 			stored := make([]PutResult, 0, n)
 			var res PutResult
@@ -698,10 +706,10 @@ func (r *Messages) queueInsert(batch *pgx.Batch, queueID string, queueNo int64, 
 			}
 			return nil
 		})
-		return
+		return release
 	}
 	query := messagesInsert
-	args := []any{queueNo, channels, delays, sizes, contents, attrs, metas, retentionSeconds, pairOrd, pairGroup}
+	args := []any{queueNo, channels, delays, sizes, contentArray, attrs, metas, retentionSeconds, pairOrd, pairGroup}
 	if len(lockNames) > 0 {
 		batch.Queue(messagesLockGroups, queueID, lockGroupNos, lockNames)
 		query, args = messagesInsertOrdered, append(args, messageGroups)
@@ -719,6 +727,7 @@ func (r *Messages) queueInsert(batch *pgx.Batch, queueID string, queueNo int64, 
 		})
 		return err
 	})
+	return release
 }
 
 // asyncCommit, first in a batch (one implicit transaction), lets that transaction commit without waiting for

@@ -32,6 +32,10 @@ func Connect(ctx context.Context, databaseURL string, maxConns int32) (*pgxpool.
 		cfg.MaxConns = maxConns
 	}
 	cfg.ConnConfig.Tracer = NewTracer()
+	cfg.AfterConnect = func(_ context.Context, conn *pgx.Conn) error {
+		registerTextArray(conn)
+		return nil
+	}
 	pool, err := pgxpool.NewWithConfig(ctx, cfg)
 	if err != nil {
 		return nil, fmt.Errorf("persistence: %w", err)
