@@ -55,7 +55,7 @@ func appendPutMessages(b []byte, results []persistence.PutResult) []byte {
 		b = append(b, `{"consumerGroups":`...)
 		b = strconv.AppendInt(b, int64(r.Groups), 10)
 		b = append(b, `,"expireAfter":`...)
-		b = r.ExpireAt.AppendFormat(b, timeLayout)
+		b = appendTime(b, r.ExpireAt)
 		b = append(b, `,"id":`...)
 		b = strconv.AppendInt(b, r.ID, 10)
 		b = append(b, '}')
@@ -94,7 +94,14 @@ func appendEntryResults(b []byte, errs []messaging.EntryError) []byte {
 	return append(b, '}')
 }
 
-const timeLayout = `"` + time.RFC3339Nano + `"`
+// appendTime appends t as encoding/json does (quoted RFC 3339 with nanoseconds, trailing zeros dropped). The
+// quotes go around AppendFormat, not into its layout: time.RFC3339Nano alone takes the fast formatter, any other
+// layout is parsed anew on every call (that was 4 % of ferry's CPU under load).
+func appendTime(b []byte, t time.Time) []byte {
+	b = append(b, '"')
+	b = t.AppendFormat(b, time.RFC3339Nano)
+	return append(b, '"')
+}
 
 // AppendGetMessages appends {"messages":[…]} with each message's fields in the order (and with the omissions) of
 // api.GetMessage's JSON encoding: the GetMessages body, and a watch's messages frame.
@@ -120,7 +127,7 @@ func AppendGetMessages(b []byte, got []messaging.Delivered) ([]byte, error) {
 		b = append(b, `,"deliveryCount":`...)
 		b = strconv.AppendInt(b, int64(m.DeliveryCount), 10)
 		b = append(b, `,"expireAfter":`...)
-		b = m.ExpireAt.AppendFormat(b, timeLayout)
+		b = appendTime(b, m.ExpireAt)
 		b = append(b, `,"id":`...)
 		b = strconv.AppendInt(b, m.ID, 10)
 		if m.NegativeCode != nil {
@@ -153,7 +160,7 @@ func AppendGetMessages(b []byte, got []messaging.Delivered) ([]byte, error) {
 		b = append(b, `,"receipt":`...)
 		b = jsonx.AppendString(b, m.Receipt)
 		b = append(b, `,"visibleAfter":`...)
-		b = m.VisibleAt.AppendFormat(b, timeLayout)
+		b = appendTime(b, m.VisibleAt)
 		b = append(b, '}')
 	}
 	return append(b, "]}"...), nil
