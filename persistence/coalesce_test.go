@@ -185,9 +185,7 @@ func TestCoalescerWaiterCancelled(t *testing.T) {
 func TestCoalescedStatements(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
-	pool, err := Connect(ctx, testdb.New(t), 4)
-	require.NoError(t, err)
-	defer pool.Close()
+	pool := connectTest(t, testdb.New(t))
 	r := NewMessages(pool, true)
 	const queueNo = 42
 

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/stretchr/testify/require"
 
 	"github.com/ferry-mq/ferry/persistence/testdb"
@@ -16,15 +17,25 @@ import (
 
 func TestMain(m *testing.M) { testdb.Main(m) }
 
+// connectTest opens a pool (as Connect does for ferry) on url, a database of testdb.New, and closes it when the
+// test ends.
+func connectTest(tb testing.TB, url string) *pgxpool.Pool {
+	tb.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	pool, err := Connect(ctx, url, 4)
+	require.NoError(tb, err)
+	tb.Cleanup(pool.Close)
+	return pool
+}
+
 // A batch that PostgreSQL aborts to break a real deadlock is sent again and succeeds; a deadlock that is not
 // retried answers 503, never a 500.
 func TestSendRetryingAfterDeadlock(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
-	pool, err := Connect(ctx, testdb.New(t), 4)
-	require.NoError(t, err)
-	defer pool.Close()
-	_, err = pool.Exec(ctx, `CREATE TABLE pair (id int PRIMARY KEY, n int NOT NULL); INSERT INTO pair VALUES (1, 0), (2, 0);
+	pool := connectTest(t, testdb.New(t))
+	_, err := pool.Exec(ctx, `CREATE TABLE pair (id int PRIMARY KEY, n int NOT NULL); INSERT INTO pair VALUES (1, 0), (2, 0);
 		ALTER DATABASE `+pool.Config().ConnConfig.Database+` SET deadlock_timeout = '200ms'`)
 	require.NoError(t, err)
 	pool.Reset() // new connections see the database's deadlock_timeout

@@ -14,7 +14,7 @@ import (
 // every insert: a third of ferry's allocated bytes under load. A textArray is appended in one piece. It is a
 // struct, not a []byte, so that a connection without registerTextArray fails to encode it instead of sending it
 // as an array of bytes.
-type textArray struct{ b []byte }
+type textArray struct{ buf *[]byte } // from textArrayBuffers
 
 // textArrayBuffers recycles the buffers textArrays are built in (see releaseTextArray).
 var textArrayBuffers = sync.Pool{New: func() any { return new([]byte) }}
@@ -43,14 +43,14 @@ func newTextArray(elems []string) textArray {
 		b = binary.BigEndian.AppendUint32(b, uint32(len(e)))
 		b = append(b, e...)
 	}
-	return textArray{b}
+	*bp = b
+	return textArray{bp}
 }
 
 // releaseTextArray returns a's buffer to the pool; a must not be used afterwards.
 func releaseTextArray(a textArray) {
-	if cap(a.b) <= maxPooledTextArray {
-		b := a.b[:0]
-		textArrayBuffers.Put(&b)
+	if cap(*a.buf) <= maxPooledTextArray {
+		textArrayBuffers.Put(a.buf)
 	}
 }
 
@@ -78,7 +78,7 @@ type textArrayPlan struct{}
 // Encode appends the array with room to spare, so that the few bytes pgx appends after it (the statement's
 // remaining parameters, its result formats) do not make it copy the whole buffer again.
 func (textArrayPlan) Encode(value any, buf []byte) ([]byte, error) {
-	a := value.(textArray).b
+	a := *value.(textArray).buf
 	if cap(buf)-len(buf) < len(a) {
 		grown := make([]byte, len(buf), len(buf)+len(a)+512)
 		copy(grown, buf)

@@ -18,9 +18,7 @@ func TestTextArrayParameter(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
 	url := testdb.New(t)
-	pool, err := Connect(ctx, url, 2)
-	require.NoError(t, err)
-	defer pool.Close()
+	pool := connectTest(t, url)
 
 	cases := [][]string{
 		{""},
@@ -52,10 +50,7 @@ func TestTextArrayParameter(t *testing.T) {
 //	go test -run '^$' -bench InsertPlain -benchmem ./persistence/
 func BenchmarkInsertPlain(b *testing.B) {
 	ctx := context.Background()
-	pool, err := Connect(ctx, testdb.New(b), 2)
-	require.NoError(b, err)
-	defer pool.Close()
-	r := NewMessages(pool, false)
+	r := NewMessages(connectTest(b, testdb.New(b)), false)
 	content := strings.Repeat("x", 1024)
 	batch := make([]NewMessage, 20)
 	for i := range batch {

@@ -281,13 +281,7 @@ func (n *node) idleWaiters(b testing.TB, queue string, count int) (conns int, rs
 	}
 	b.Logf("waiting receives reported by ferry: %d", waitingReceives(n))
 	time.Sleep(2 * time.Second)
-	// Connections of ferry's pool that are running a statement right now (the LISTEN connection is idle; an
-	// autovacuum worker on the database is not a connection anybody holds).
-	if err := n.pool.QueryRow(context.Background(), `SELECT count(*) FROM pg_stat_activity
-		WHERE datname = current_database() AND pid <> pg_backend_pid() AND state = 'active'
-			AND backend_type = 'client backend'`).Scan(&conns); err != nil {
-		b.Fatal(err)
-	}
+	conns = n.connectionsInUse(b)
 	rss, peak = n.rssKiB()
 	cancel()
 	wg.Wait()

@@ -307,6 +307,19 @@ func roleDelta(before, after roleReading, total, msgs float64) string {
 	return strings.Join(parts, ", ")
 }
 
+// connectionsInUse counts the client connections to the benchmark's database that are running a statement now,
+// this one aside: ferry's pool connections in use (its LISTEN connection is idle between notifications; an
+// autovacuum worker, which one run counted, is not a connection anybody holds).
+func (n *node) connectionsInUse(b testing.TB) int {
+	var conns int
+	if err := n.pool.QueryRow(context.Background(), `SELECT count(*) FROM pg_stat_activity
+		WHERE datname = current_database() AND pid <> pg_backend_pid() AND state = 'active'
+			AND backend_type = 'client backend'`).Scan(&conns); err != nil {
+		b.Fatal(err)
+	}
+	return conns
+}
+
 // processes lists the machine's process ids.
 func processes() []int {
 	entries, _ := os.ReadDir("/proc")

@@ -95,11 +95,9 @@ func pct(v []float64) string {
 func (n *node) latency(b testing.TB, queue string, rate int, d time.Duration) (p50, p99 float64) {
 	ctx, cancel := context.WithTimeout(context.Background(), d+3*time.Second)
 	defer cancel()
+	times := newPutTimes()
 	var mu sync.Mutex
-	var lat, putDur, afterPut, getDur, delDur []float64
-	var slow []slowPut // put calls over 20 ms: when they started, to tell one stall from many
-	phaseStart := time.Now().UnixNano()
-	putDone := map[int64]int64{}
+	var getDur, delDur []float64
 	var wg sync.WaitGroup
 	for c := 0; c < consumers; c++ {
 		wg.Add(1)
@@ -113,50 +111,75 @@ func (n *node) latency(b testing.TB, queue string, rate int, d time.Duration) (p
 				}
 				now := time.Now().UnixNano()
 				receipts := make([]string, 0, len(got.Messages))
-				mu.Lock()
-				if len(got.Messages) > 0 {
-					getDur = append(getDur, float64(time.Since(g0))/1e6)
-				}
 				for _, m := range got.Messages {
-					if sent, err := strconv.ParseInt(m.Content, 10, 64); err == nil {
-						lat = append(lat, float64(now-sent)/1e6)
-						if pd, ok := putDone[sent]; ok {
-							afterPut = append(afterPut, float64(now-pd)/1e6)
-						}
-					}
+					times.received(now, m.Content)
 					receipts = append(receipts, m.Receipt)
 				}
-				mu.Unlock()
-				if len(receipts) > 0 {
-					d0 := time.Now()
-					_, _ = n.call(context.WithoutCancel(ctx), http.MethodPost, "/20210201/queues/"+queue+"/messages/actions/deleteMessages",
-						deleteBody(receipts), nil)
-					mu.Lock()
-					delDur = append(delDur, float64(time.Since(d0))/1e6)
-					mu.Unlock()
+				if len(receipts) == 0 {
+					continue
 				}
+				mu.Lock()
+				getDur = append(getDur, float64(time.Since(g0))/1e6)
+				mu.Unlock()
+				d0 := time.Now()
+				_, _ = n.call(context.WithoutCancel(ctx), http.MethodPost, "/20210201/queues/"+queue+"/messages/actions/deleteMessages",
+					deleteBody(receipts), nil)
+				mu.Lock()
+				delDur = append(delDur, float64(time.Since(d0))/1e6)
+				mu.Unlock()
 			}
 		}()
 	}
 	time.Sleep(200 * time.Millisecond)
-	n.publishAtRate(ctx, queue, rate, d, func(sent, done int64) {
-		mu.Lock()
-		putDur = append(putDur, float64(done-sent)/1e6)
-		if ms := float64(done-sent) / 1e6; ms > 20 {
-			slow = append(slow, slowPut{at: float64(sent-phaseStart) / 1e9, ms: ms})
-		}
-		putDone[sent] = done
-		mu.Unlock()
-	})
+	n.publishAtRate(ctx, queue, rate, d, times.put)
 	time.Sleep(time.Second)
 	cancel()
 	wg.Wait()
-	mu.Lock()
-	defer mu.Unlock()
-	b.Logf("put calls over 20 ms: %d, by second of the phase: %s", len(slow), slowBySecond(slow))
+	b.Logf("put calls over 20 ms: %d, by second of the phase: %s", len(times.slow), slowBySecond(times.slow))
 	b.Logf("p50/p99/max ms: put→receive %s | put call %s | put answered→received %s | get call %s | delete call %s (n=%d)",
-		pct(lat), pct(putDur), pct(afterPut), pct(getDur), pct(delDur), len(lat))
-	return percentiles(b, lat)
+		pct(times.lat), pct(times.putDur), pct(times.afterPut), pct(getDur), pct(delDur), len(times.lat))
+	return percentiles(b, times.lat)
+}
+
+// putTimes collects a latency phase's timings in milliseconds: put→received, the put calls (those over 20 ms with
+// the second they started in, to tell one stall from many) and put answered→received (a message received before
+// its put was answered is left out of that one). Read its fields once the phase is over.
+type putTimes struct {
+	mu                    sync.Mutex
+	start                 int64
+	lat, putDur, afterPut []float64
+	slow                  []slowPut
+	answered              map[int64]int64 // a put's send stamp → when it was answered (UnixNano)
+}
+
+func newPutTimes() *putTimes {
+	return &putTimes{start: time.Now().UnixNano(), answered: map[int64]int64{}}
+}
+
+// put records a put call sent at sent and answered at done (publishAtRate's callback).
+func (p *putTimes) put(sent, done int64) {
+	ms := float64(done-sent) / 1e6
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.putDur = append(p.putDur, ms)
+	if ms > 20 {
+		p.slow = append(p.slow, slowPut{at: float64(sent-p.start) / 1e9, ms: ms})
+	}
+	p.answered[sent] = done
+}
+
+// received records a message that arrived at now; its content is its send stamp.
+func (p *putTimes) received(now int64, content string) {
+	sent, err := strconv.ParseInt(content, 10, 64)
+	if err != nil {
+		return
+	}
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.lat = append(p.lat, float64(now-sent)/1e6)
+	if done, ok := p.answered[sent]; ok {
+		p.afterPut = append(p.afterPut, float64(now-done)/1e6)
+	}
 }
 
 // serverDurations reads ferry's cumulative HTTP duration histogram of the requests whose labels contain labels

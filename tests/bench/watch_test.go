@@ -5,7 +5,6 @@ import (
 	"context"
 	"fmt"
 	"net/http"
-	"slices"
 	"strconv"
 	"sync"
 	"sync/atomic"
@@ -126,9 +125,7 @@ func (n *node) watchCycle(b testing.TB, queue string, target, window int) float6
 func (n *node) pushLatency(b testing.TB, queue string, rate int, d time.Duration) (p50, p99 float64) {
 	ctx, cancel := context.WithTimeout(context.Background(), d+3*time.Second)
 	defer cancel()
-	var mu sync.Mutex
-	var lat, putDur, afterPut []float64
-	putDone := map[int64]int64{}
+	times := newPutTimes()
 	var wg sync.WaitGroup
 	for c := 0; c < consumers; c++ {
 		w, err := n.watch(ctx, queue, "latency-"+strconv.Itoa(c), 100)
@@ -150,16 +147,9 @@ func (n *node) pushLatency(b testing.TB, queue string, rate int, d time.Duration
 					return
 				}
 				now := time.Now().UnixNano()
-				mu.Lock()
 				for _, m := range got {
-					if sent, err := strconv.ParseInt(m.Content, 10, 64); err == nil {
-						lat = append(lat, float64(now-sent)/1e6)
-						if pd, ok := putDone[sent]; ok {
-							afterPut = append(afterPut, float64(now-pd)/1e6)
-						}
-					}
+					times.received(now, m.Content)
 				}
-				mu.Unlock()
 				commits <- receiptsOf(got)
 			}
 		}()
@@ -171,20 +161,13 @@ func (n *node) pushLatency(b testing.TB, queue string, rate int, d time.Duration
 		}()
 	}
 	time.Sleep(200 * time.Millisecond) // the watches are waiting
-	n.publishAtRate(ctx, queue, rate, d, func(sent, done int64) {
-		mu.Lock()
-		putDur = append(putDur, float64(done-sent)/1e6)
-		putDone[sent] = done
-		mu.Unlock()
-	})
+	n.publishAtRate(ctx, queue, rate, d, times.put)
 	time.Sleep(time.Second) // the last messages arrive
 	cancel()
 	wg.Wait()
-	mu.Lock()
-	defer mu.Unlock()
 	b.Logf("p50/p99/max ms: put→push %s | put call %s | put answered→pushed %s (messages pushed before their put was answered are left out of the last)",
-		pct(slices.Clone(lat)), pct(putDur), pct(afterPut))
-	return percentiles(b, lat)
+		pct(times.lat), pct(times.putDur), pct(times.afterPut))
+	return percentiles(b, times.lat)
 }
 
 // idleWatchers opens count watches (distinct consumers) on an empty queue and reports the database connections
@@ -217,12 +200,7 @@ func (n *node) idleWatchers(b testing.TB, queue string, count int) (conns int, a
 	wg.Wait()
 	b.Logf("open watches: %d", len(list))
 	time.Sleep(5 * time.Second) // a heartbeat or two, pings
-	// Client connections running a statement now (an autovacuum worker, which a run counted once, is nobody's).
-	if err := n.pool.QueryRow(context.Background(), `SELECT count(*) FROM pg_stat_activity
-		WHERE datname = current_database() AND pid <> pg_backend_pid() AND state = 'active'
-			AND backend_type = 'client backend'`).Scan(&conns); err != nil {
-		b.Fatal(err)
-	}
+	conns = n.connectionsInUse(b)
 	after, _ := n.rssKiB()
 	for _, w := range list {
 		_ = w.Close()
