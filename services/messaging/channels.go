@@ -2,6 +2,8 @@ package messaging
 
 import (
 	"context"
+	"maps"
+	"slices"
 	"strings"
 	"sync"
 	"time"
@@ -12,11 +14,12 @@ import (
 // channelSet caches, per (queue, group, dlq), the channels that hold messages, so that a GetMessages without a
 // channel filter can take from the channels in turn: a channel with a huge backlog cannot starve one with a few
 // messages. The list is refreshed (one skip-scan over the lease index) at most every channelRefresh; channels
-// published to on this node are added at once.
+// published to on this node are added at once, and survive a refresh that was already reading when they were
+// published (its snapshot may predate their commit).
 type channelSet struct {
-	messages *persistence.Messages
-	mu       sync.Mutex
-	byKey    map[channelKey]*channelEntry
+	fetch func(ctx context.Context, key channelKey) ([]string, error)
+	mu    sync.Mutex
+	byKey map[channelKey]*channelEntry
 }
 
 const (
@@ -33,13 +36,17 @@ type channelKey struct {
 }
 
 type channelEntry struct {
-	channels []string
-	fetched  time.Time
-	next     int // rotation position
+	channels  []string
+	fetched   time.Time            // when the list was stored (invalidate zeroes it)
+	readAt    time.Time            // when the read that the list comes from began
+	next      int                  // rotation position
+	published map[string]time.Time // channels published on this node since the last refresh began, and when
 }
 
 func newChannelSet(m *persistence.Messages) *channelSet {
-	return &channelSet{messages: m, byKey: map[channelKey]*channelEntry{}}
+	return &channelSet{byKey: map[channelKey]*channelEntry{}, fetch: func(ctx context.Context, key channelKey) ([]string, error) {
+		return m.Channels(ctx, key.queueID, key.groupNo, key.dlq, "", true, channelsCachedMax)
+	}}
 }
 
 // pick returns the channels a lease should take from, in the order to interleave them: all matching channels
@@ -93,7 +100,8 @@ func (s *channelSet) list(ctx context.Context, key channelKey) ([]string, error)
 		return chans, nil
 	}
 	s.mu.Unlock()
-	chans, err := s.messages.Channels(ctx, key.queueID, key.groupNo, key.dlq, "", true, channelsCachedMax)
+	started := time.Now()
+	chans, err := s.fetch(ctx, key)
 	if err != nil {
 		return nil, err
 	}
@@ -106,7 +114,19 @@ func (s *channelSet) list(ctx context.Context, key channelKey) ([]string, error)
 		e = &channelEntry{}
 		s.byKey[key] = e
 	}
-	e.channels, e.fetched = chans, time.Now()
+	if started.Before(e.readAt) { // a later read has been stored meanwhile
+		return e.channels, nil
+	}
+	// A channel published to after the read began may be missing from it: keep it. One published before was
+	// committed before the read's snapshot, so the read has it if it still holds messages.
+	for ch, at := range e.published {
+		if at.Before(started) {
+			delete(e.published, ch)
+		} else if !slices.Contains(chans, ch) && len(chans) < channelsCachedMax {
+			chans = append(chans, ch)
+		}
+	}
+	e.channels, e.fetched, e.readAt = chans, time.Now(), started
 	return chans, nil
 }
 
@@ -116,18 +136,25 @@ func (s *channelSet) published(key channelKey, channels map[string]bool) {
 	defer s.mu.Unlock()
 	e := s.byKey[key]
 	if e == nil {
-		return // not cached yet: the first lease lists them
+		// Not listed yet, but a first read may be under way: the entry, never fetched, makes the next lease read
+		// (or keeps what this put published beside the read under way).
+		if len(s.byKey) > 100000 {
+			clear(s.byKey)
+		}
+		e = &channelEntry{}
+		s.byKey[key] = e
+	}
+	now := time.Now()
+	if len(e.published) > channelsCachedMax { // no lease has listed the channels for a while: forget the old ones
+		maps.DeleteFunc(e.published, func(_ string, at time.Time) bool { return now.Sub(at) > 10*channelRefresh })
 	}
 	for ch := range channels {
-		found := false
-		for _, have := range e.channels {
-			if have == ch {
-				found = true
-				break
-			}
+		if e.published == nil {
+			e.published = map[string]time.Time{}
 		}
-		if !found && len(e.channels) < channelsCachedMax {
-			e.channels = append(append([]string(nil), e.channels...), ch)
+		e.published[ch] = now
+		if !slices.Contains(e.channels, ch) && len(e.channels) < channelsCachedMax {
+			e.channels = append(slices.Clip(e.channels), ch)
 		}
 	}
 }

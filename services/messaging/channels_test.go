@@ -1,0 +1,73 @@
+package messaging
+
+import (
+	"context"
+	"slices"
+	"testing"
+)
+
+// A read of a queue's channels that began before a put on a new channel committed cannot see that channel; the
+// channel the put announced must survive the read's result, or an unfiltered GetMessages skips it until the
+// next refresh (a second later).
+func TestChannelsPublishedDuringARefreshSurviveIt(t *testing.T) {
+	for _, listedBefore := range []bool{false, true} {
+		reading, release := make(chan struct{}), make(chan []string)
+		s := &channelSet{byKey: map[channelKey]*channelEntry{}}
+		key := channelKey{queueID: "q"}
+		if listedBefore {
+			s.fetch = func(context.Context, channelKey) ([]string, error) { return []string{"a"}, nil }
+			if _, err := s.list(context.Background(), key); err != nil {
+				t.Fatal(err)
+			}
+			s.invalidate("q")
+		}
+		s.fetch = func(context.Context, channelKey) ([]string, error) {
+			close(reading)
+			return <-release, nil
+		}
+		got := make(chan []string)
+		go func() {
+			chans, _ := s.list(context.Background(), key)
+			got <- chans
+		}()
+		<-reading
+		s.published(key, map[string]bool{"b": true}) // committed after the read's snapshot
+		release <- []string{"a"}
+		chans := <-got
+		if want := []string{"a", "b"}; !slices.Equal(chans, want) {
+			t.Fatalf("listed before: %v: channels %v, want %v", listedBefore, chans, want)
+		}
+		s.fetch = func(context.Context, channelKey) ([]string, error) {
+			t.Fatal("read again within the refresh")
+			return nil, nil
+		}
+		if chans, _ := s.list(context.Background(), key); !slices.Equal(chans, []string{"a", "b"}) {
+			t.Fatalf("listed before: %v: cached channels %v", listedBefore, chans)
+		}
+	}
+}
+
+// A read that began before the stored one does not replace it.
+func TestChannelsAnOlderReadDoesNotReplaceANewerOne(t *testing.T) {
+	s := &channelSet{byKey: map[channelKey]*channelEntry{}}
+	key := channelKey{queueID: "q"}
+	reading, release := make(chan struct{}), make(chan []string)
+	s.fetch = func(context.Context, channelKey) ([]string, error) {
+		close(reading)
+		return <-release, nil
+	}
+	got := make(chan []string)
+	go func() {
+		chans, _ := s.list(context.Background(), key)
+		got <- chans
+	}()
+	<-reading
+	s.fetch = func(context.Context, channelKey) ([]string, error) { return []string{"new"}, nil }
+	if chans, _ := s.list(context.Background(), key); !slices.Equal(chans, []string{"new"}) {
+		t.Fatalf("newer read: %v", chans)
+	}
+	release <- []string{"old"}
+	if chans := <-got; !slices.Equal(chans, []string{"new"}) {
+		t.Fatalf("the older read answered %v, want the newer list", chans)
+	}
+}
