@@ -100,13 +100,18 @@ func (s *Service) Get(ctx context.Context, tenancyID, queueID string, req GetReq
 			s.waiters.remove(w)
 		}
 	}()
+	if consumer == "" && timeout > 0 {
+		// Registered before the first lease, a call that finds nothing waits at once: a put committed after
+		// this wakes it (or, when it was leasing meanwhile, makes it look again).
+		w = s.waiters.add(queueID, g.No)
+	}
 	for {
-		got, decision, err := s.leaseOnce(ctx, q, g.No, req, visibility, maxDeliveries, consumer)
+		got, more, decision, err := s.leaseOnce(ctx, q, g.No, req, visibility, maxDeliveries, consumer)
 		if err != nil {
 			return nil, err
 		}
 		if len(got) > 0 {
-			if w != nil && !w.standby {
+			if more && w != nil && !w.standby {
 				s.waiters.wakeOne(queueID, g.No) // there may be more: let the next waiter look
 			}
 			return got, nil
@@ -184,9 +189,11 @@ func (s *Service) wait(ctx context.Context, w *waiter, deadline, recheck time.Ti
 }
 
 // leaseOnce runs the lease statement (again, when it only moved messages to the DLQ) and signs the receipts. With
-// a consumer (single active consumer), the lease registers it and decides first, in the same transaction.
+// a consumer (single active consumer), the lease registers it and decides first, in the same transaction. more
+// reports that visible messages may be left: the lease was full, or it read only some of the channels. (A lease
+// that took fewer than it asked for took every message visible to it; those committed since woke a waiter.)
 func (s *Service) leaseOnce(ctx context.Context, q persistence.Queue, groupNo int32, req GetRequest, visibility, maxDeliveries int32,
-	consumer string) ([]Delivered, persistence.ConsumerDecision, error) {
+	consumer string) (_ []Delivered, more bool, _ persistence.ConsumerDecision, _ error) {
 	var decision persistence.ConsumerDecision
 	key := channelKey{queueID: q.ID, groupNo: groupNo, dlq: req.DLQ}
 	// The active consumer takes every channel in publish order: no channel list to rotate through.
@@ -195,10 +202,10 @@ func (s *Service) leaseOnce(ctx context.Context, q persistence.Queue, groupNo in
 	if !allChannels {
 		var err error
 		if channels, err = s.channels.pick(ctx, key, req.ChannelFilter); err != nil {
-			return nil, decision, err
+			return nil, false, decision, err
 		}
 		if len(channels) == 0 && consumer == "" {
-			return nil, decision, nil
+			return nil, false, decision, nil
 		}
 	}
 	for attempt := 0; attempt < 3; attempt++ {
@@ -221,8 +228,9 @@ func (s *Service) leaseOnce(ctx context.Context, q persistence.Queue, groupNo in
 			leased, err = s.messages.Lease(ctx, lease)
 		}
 		if err != nil {
-			return nil, decision, err
+			return nil, false, decision, err
 		}
+		more = len(leased) >= req.Limit || len(channels) >= channelsPerLease
 		out := make([]Delivered, 0, len(leased))
 		dead, unblocked := 0, false
 		for _, m := range leased {
@@ -255,13 +263,13 @@ func (s *Service) leaseOnce(ctx context.Context, q persistence.Queue, groupNo in
 		if len(out) > 0 {
 			s.inst.MessagesDelivered.Add(ctx, int64(len(out)), queueAttr(q.ID))
 			linkProducers(ctx, out)
-			return out, decision, nil
+			return out, more, decision, nil
 		}
 		if dead == 0 {
-			return out, decision, nil
+			return out, more, decision, nil
 		}
 	}
-	return nil, decision, nil
+	return nil, true, decision, nil
 }
 
 // linkProducers links the receive span to each message's producer trace (DESIGN section 9).

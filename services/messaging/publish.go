@@ -95,6 +95,13 @@ func (s *Service) Put(ctx context.Context, tenancyID, queueID string, entries []
 	}
 	stored, err := s.messages.Put(ctx, queueID, q.RetentionSeconds, q.DedupWindowSeconds, allGroups, msgs)
 	if err != nil {
+		if ctx.Err() != nil {
+			// The caller went away, but the batch its messages were in may have committed without it: wake the
+			// consumers anyway (at worst one finds nothing), or they would find the messages only at their
+			// fallback poll.
+			s.waiters.wakeQueue(queueID)
+			s.notifier.mark(queueID)
+		}
 		return nil, err
 	}
 	// Counted only once the batch is accepted (a refused batch discards nothing). The stored messages are

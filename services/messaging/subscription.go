@@ -95,7 +95,7 @@ func (sub *Subscription) Lease(ctx context.Context, n int, lease time.Duration) 
 		if err := sub.refresh(ctx); err != nil {
 			return nil, err
 		}
-		got, decision, err := s.leaseOnce(ctx, sub.q, sub.g.No, req, visibility, sub.maxDeliveries, consumer)
+		got, more, decision, err := s.leaseOnce(ctx, sub.q, sub.g.No, req, visibility, sub.maxDeliveries, consumer)
 		if err != nil {
 			return nil, err
 		}
@@ -104,7 +104,7 @@ func (sub *Subscription) Lease(ctx context.Context, n int, lease time.Duration) 
 			sub.OnStandby(standby)
 		}
 		if len(got) > 0 {
-			if sub.w != nil && !sub.w.standby {
+			if more && sub.w != nil && !sub.w.standby {
 				s.waiters.wakeOne(sub.q.ID, sub.g.No) // there may be more: let the next waiter look
 			}
 			return got, nil

@@ -353,9 +353,9 @@ func perThousand(before, after map[string]float64, msgs float64) string {
 // publishAtRate puts single messages, each carrying its send time (UnixNano) as content, at rate/s for d, and
 // waits for the puts; done (when set) is called with each put's send and answer times.
 func (n *node) publishAtRate(ctx context.Context, queue string, rate int, d time.Duration, done func(sent, answered int64)) {
-	atRate(ctx, rate, d, func(sendCtx context.Context, sent int64) {
+	atRate(ctx, rate, d, func(ctx context.Context, sent int64) {
 		body := map[string]any{"messages": []putEntry{{Content: strconv.FormatInt(sent, 10)}}}
-		_, _ = n.call(sendCtx, http.MethodPost, "/20210201/queues/"+queue+"/messages", body, nil)
+		_, _ = n.call(ctx, http.MethodPost, "/20210201/queues/"+queue+"/messages", body, nil)
 		if done != nil {
 			done(sent, time.Now().UnixNano())
 		}
@@ -363,8 +363,9 @@ func (n *node) publishAtRate(ctx context.Context, queue string, rate int, d time
 }
 
 // atRate calls send (each in its own goroutine, with its start time in UnixNano) at rate/s for d, and waits for
-// the calls to return.
-func atRate(ctx context.Context, rate int, d time.Duration, send func(sendCtx context.Context, sent int64)) {
+// the calls to return. The calls get ctx, not the d-long sending window: one under way when the window closes
+// completes (cancelled, a put could commit unannounced, and the bench would time its consumers' fallback poll).
+func atRate(ctx context.Context, rate int, d time.Duration, send func(ctx context.Context, sent int64)) {
 	interval := time.Second / time.Duration(rate)
 	sendCtx, stopSending := context.WithTimeout(ctx, d)
 	defer stopSending()
@@ -378,7 +379,7 @@ func atRate(ctx context.Context, rate int, d time.Duration, send func(sendCtx co
 		senders.Add(1)
 		go func() {
 			defer senders.Done()
-			send(sendCtx, time.Now().UnixNano())
+			send(ctx, time.Now().UnixNano())
 		}()
 	}
 	senders.Wait()

@@ -32,12 +32,16 @@ func BenchmarkLatencyBreakdown(b *testing.B) {
 		const putRoute = `operation="/20210201/queues/:queueId/messages",method="POST"`
 		before := n.serverDurations(b, putRoute)
 		n.settle(b)
+		statements := n.statementsReset() // with FERRY_BENCH_PG_SETTINGS=shared_preload_libraries=pg_stat_statements
 		var waits <-chan string
 		if os.Getenv("FERRY_LAT_SAMPLE") != "" { // the sampling's own queries cost PostgreSQL ~10 % of a core
 			waits = n.sampleWaits(phase)
 		}
 		f, p, c := n.cpuPercent(func() { n.latency(b, q, envInt("FERRY_LAT_RATE", 1000), phase) })
 		b.Logf("CPU (%% of one core): ferry %.0f, postgres %.0f, load generator %.0f", f, p, c)
+		if statements {
+			n.statementsReport(b, float64(envInt("FERRY_LAT_RATE", 1000))*phase.Seconds())
+		}
 		if waits != nil {
 			b.Logf("what running statements were doing (pg_stat_activity samples every 2 ms): %s", <-waits)
 		}

@@ -109,8 +109,8 @@ func (n *node) sqlLatency(b testing.TB, rate int, d time.Duration) (p50, p99 flo
 		}()
 	}
 	time.Sleep(200 * time.Millisecond)
-	atRate(ctx, rate, d, func(sendCtx context.Context, sent int64) {
-		if _, err := n.pool.Exec(sendCtx, `INSERT INTO `+table+` (payload) VALUES ($1)`, strconv.FormatInt(sent, 10)); err == nil {
+	atRate(ctx, rate, d, func(ctx context.Context, sent int64) {
+		if _, err := n.pool.Exec(ctx, `INSERT INTO `+table+` (payload) VALUES ($1)`, strconv.FormatInt(sent, 10)); err == nil {
 			wakeOne()
 		}
 	})
