@@ -95,19 +95,9 @@ func BenchmarkQueue(b *testing.B) {
 	b.Logf("raw SQL put→receive at 1,000 msg/s on the same database: p50 %.2f ms, p99 %.2f ms (ferry/raw p99 %.1f)",
 		rawP50, rawP99, p99/rawP99)
 
-	// Depth on equal terms: a fresh queue filled with 10,000 messages, then one filled with deepBacklog, each
-	// consumed while the producers put back what the consumers take (target 1: the phase's puts minus its
-	// deletes stay near zero), so each keeps its depth. The throughput rounds' queue is no baseline for this: it
-	// has been churned for two rounds, which a freshly filled queue has not.
-	// Each starts after settle: the fill's ~1.3 GB of WAL would otherwise checkpoint during the deep phase.
-	shallow := n.createQueue(b, "shallow")
-	n.fill(b, shallow, 10_000)
-	n.settle(b)
-	shallowRate := n.httpCycle(b, shallow, 1)
-	deep := n.createQueue(b, "deep")
-	n.fill(b, deep, deepBacklog)
-	n.settle(b)
-	deepRate := n.httpCycle(b, deep, 1)
+	// Depth on equal terms: a fresh queue filled with 10,000 messages and one filled with deepBacklog, each
+	// consumed while the producers put back what the consumers take, so each keeps its depth (backlog_test.go).
+	deepRate, shallowRate := n.backlog(b)
 	b.Logf("backlog: %.0f msgs/s with %d queued vs %.0f msgs/s with 10,000 queued (%.0f %%; the throughput rounds' queue: %.0f msgs/s)",
 		deepRate, deepBacklog, shallowRate, 100*deepRate/shallowRate, httpRate)
 
