@@ -301,7 +301,7 @@ func (a *Access) Decide(ctx context.Context, p *Principal, permission, operation
 			return authz.Decision{}, nil
 		}
 	}
-	return a.engine.Authorize(ctx, authz.Input{
+	return a.engine.Decide(ctx, authz.Input{
 		TenancyID: p.TenancyID, Principal: p.Subject, Groups: p.Groups, Permission: permission, Operation: operation,
 		CompartmentPath: path, CompartmentName: name, QueueID: t.QueueID, QueueName: t.QueueName, ConsumerGroupID: t.ConsumerGroupID,
 	})

@@ -60,28 +60,35 @@ type MatchedStatement struct {
 // Authorize decides in. A denial is a Decision with Allowed false and a nil error; an error means the decision
 // could not be made (invalid input, cancelled context, a bug) and the request must be refused all the same.
 func (e *Engine) Authorize(ctx context.Context, in Input) (Decision, error) {
+	d, _, err := e.authorize(ctx, in)
+	return d, err
+}
+
+// authorize is Authorize, and also returns the tenancy whose statements decided (nil when the engine holds none).
+func (e *Engine) authorize(ctx context.Context, in Input) (Decision, *Tenancy, error) {
 	if in.TenancyID == "" || in.Permission == "" || len(in.CompartmentPath) == 0 {
-		return Decision{}, fmt.Errorf("authz: authorize: %w: tenancy, permission and compartment path are required",
+		return Decision{}, nil, fmt.Errorf("authz: authorize: %w: tenancy, permission and compartment path are required",
 			ErrInvalidInput)
 	}
 	// A caller that has gone away gets no decision. Evaluation itself is not watched for cancellation: a
 	// decision takes microseconds and iterates nothing unbounded (the statements listed under the request's keys),
 	// and watching ctx cost two allocations and a lock on ctx for every decision.
 	if err := ctx.Err(); err != nil {
-		return Decision{}, fmt.Errorf("authz: authorize: %w", err)
+		return Decision{}, nil, fmt.Errorf("authz: authorize: %w", err)
 	}
 	e.mu.RLock()
 	defer e.mu.RUnlock()
 	if e.txn == nil {
-		return Decision{}, errors.New("authz: authorize: no store transaction")
+		return Decision{}, nil, errors.New("authz: authorize: no store transaction")
 	}
+	t := e.tenancies[in.TenancyID]
 	var matched *ast.Term
 	err := topdown.NewQuery(e.query).
 		WithCompiler(e.compiler).
 		WithQueryCompiler(e.queryCompiler).
 		WithStore(e.store).
 		WithTransaction(e.txn).
-		WithInput(ast.NewTerm(in.value(e.tenancies[in.TenancyID]))).
+		WithInput(ast.NewTerm(in.value(t))).
 		WithIndexing(true).
 		WithEarlyExit(true).
 		// What follows drops per-evaluation work that a decision this small does not pay back: a metrics
@@ -98,13 +105,13 @@ func (e *Engine) Authorize(ctx context.Context, in Input) (Decision, error) {
 			return nil
 		})
 	if err != nil {
-		return Decision{}, fmt.Errorf("authz: authorize: %w", err)
+		return Decision{}, nil, fmt.Errorf("authz: authorize: %w", err)
 	}
 	d, err := decode(matched)
 	if err != nil {
-		return Decision{}, fmt.Errorf("authz: authorize: %w", err)
+		return Decision{}, nil, fmt.Errorf("authz: authorize: %w", err)
 	}
-	return d, nil
+	return d, t, nil
 }
 
 // noBaseCache and noVirtualCache stand in for OPA's per-evaluation caches of base documents and rule results.

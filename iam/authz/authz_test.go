@@ -79,11 +79,17 @@ func request(permission string, mutate ...func(*Input)) Input {
 	return in
 }
 
+// allowed decides in through the memo (twice: the second comes from it) and checks both against an evaluation.
 func allowed(t testing.TB, e *Engine, in Input) bool {
 	t.Helper()
-	d, err := e.Authorize(t.Context(), in)
+	want, err := e.Authorize(t.Context(), in)
 	require.NoError(t, err)
-	return d.Allowed
+	for range 2 {
+		d, err := e.Decide(t.Context(), in)
+		require.NoError(t, err)
+		require.Equal(t, want, d)
+	}
+	return want.Allowed
 }
 
 func TestPermissionTable(t *testing.T) {
@@ -433,13 +439,26 @@ func TestConcurrentAuthorize(t *testing.T) {
 	for g := range 16 {
 		deciders.Go(func() {
 			for i := range 200 {
-				d, err := e.Authorize(ctx, request("QUEUE_PUSH", func(in *Input) { in.QueueID = fmt.Sprint(g, i) }))
+				// Through the memo too, with the same two Tenancy values installed in turn: a decision the
+				// other version made must never be remembered as this one's.
+				decide := e.Authorize
+				if i%2 == 1 {
+					decide = e.Decide
+				}
+				d, err := decide(ctx, request("QUEUE_PUSH", func(in *Input) { in.QueueID = fmt.Sprint(g, i%10) }))
 				require.NoError(t, err)
 				require.True(t, d.Allowed)
 				require.Len(t, d.Matched, 1)
-				d, err = e.Authorize(ctx, request("QUEUE_DELETE"))
+				d, err = decide(ctx, request("QUEUE_DELETE"))
 				require.NoError(t, err)
 				require.False(t, d.Allowed)
+				d, err = decide(ctx, request("QUEUE_PULL"))
+				require.NoError(t, err)
+				if d.Allowed { // only version 2 allows pulls: the decision must be version 2's
+					require.Equal(t, "v2", d.Matched[0].PolicyID)
+				} else {
+					require.Empty(t, d.Matched)
+				}
 			}
 		})
 	}
@@ -461,10 +480,46 @@ func TestConcurrentAuthorize(t *testing.T) {
 				got, err := e.Authorize(ctx, w.inputs[i])
 				require.NoError(t, err)
 				require.Equal(t, want[i], got)
+				got, err = e.Decide(ctx, w.inputs[i])
+				require.NoError(t, err)
+				require.Equal(t, want[i], got)
 			}
 		})
 	}
 	deciders.Wait()
 	close(stop)
 	wg.Wait()
+}
+
+// TestMemoKeys: inputs that differ in any field, or only in where one field ends and the next begins, are
+// remembered apart.
+func TestMemoKeys(t *testing.T) {
+	t.Parallel()
+	base := request("QUEUE_PUSH")
+	variants := []func(*Input){
+		func(in *Input) {},
+		func(in *Input) { in.Principal += "x" },
+		func(in *Input) { in.Groups = append(in.Groups, "Other") },
+		func(in *Input) { in.Groups = []string{"Produ", "cers"} },
+		func(in *Input) { in.Permission = "QUEUE_PULL" },
+		func(in *Input) { in.Operation = "PutMessages" },
+		func(in *Input) { in.CompartmentPath = append(slices.Clone(in.CompartmentPath), "c") },
+		func(in *Input) { in.CompartmentName = "n" },
+		func(in *Input) { in.QueueID = "q" },
+		func(in *Input) { in.QueueName = "q" },
+		func(in *Input) { in.ConsumerGroupID = "q" },
+		func(in *Input) { in.QueueID, in.QueueName = "ab", "c" },
+		func(in *Input) { in.QueueID, in.QueueName = "a", "bc" },
+	}
+	seen := map[string]int{}
+	for i, mutate := range variants {
+		in := base
+		in.Groups = slices.Clone(base.Groups)
+		mutate(&in)
+		key := string(memoKey(nil, in))
+		if j, ok := seen[key]; ok {
+			t.Fatalf("variants %d and %d share a memo key", j, i)
+		}
+		seen[key] = i
+	}
 }

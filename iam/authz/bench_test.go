@@ -373,3 +373,23 @@ func BenchmarkOPAFloor(b *testing.B) {
 	}
 	measure(20_000, eval).report(b)
 }
+
+// BenchmarkDecideRemembered decides the inputs of BenchmarkAuthorize1000 through the memo, every one of them
+// decided before: what a repeated data-plane request costs.
+func BenchmarkDecideRemembered(b *testing.B) {
+	serverGC(b)
+	e, inputs := newBenchEngine(b, 1000)
+	for _, in := range inputs {
+		if _, err := e.Decide(b.Context(), in); err != nil {
+			b.Fatal(err)
+		}
+	}
+	b.ReportAllocs()
+	i := 0
+	for b.Loop() {
+		if _, err := e.Decide(b.Context(), inputs[i%len(inputs)]); err != nil {
+			b.Fatal(err)
+		}
+		i++
+	}
+}

@@ -43,6 +43,8 @@ type Tenancy struct {
 	// of them (see listedKey). Split by location, most of a request's lookups end at a location that lists nothing,
 	// without building a key.
 	listed map[string]map[string]map[string]listedKey
+	// memo remembers the decisions made against this tenancy's statements (Engine.Decide).
+	memo decisionMemo
 	// facts holds every fact "<variable>=<value>" that a clause of the conditional index lists in its relevant
 	// set, as the term the data holds: the only such facts a request's input needs to state (see Input.value).
 	facts map[string]*ast.Term
