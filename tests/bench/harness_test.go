@@ -21,6 +21,7 @@ import (
 	"sort"
 	"strconv"
 	"strings"
+	"syscall"
 	"sync"
 	"testing"
 	"time"
@@ -73,6 +74,9 @@ func startNode(b testing.TB) *node {
 	n.cmd = exec.Command(bin, "serve")
 	n.cmd.Env = env
 	n.cmd.Stderr = n.stderr
+	// Stopped with this process even when it is killed before its cleanup runs (one such ferry was found still
+	// running a quarter of an hour later, its PostgreSQL gone, polling for it).
+	n.cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGTERM}
 	if err := n.cmd.Start(); err != nil {
 		b.Fatal(err)
 	}
