@@ -476,7 +476,7 @@ const (
 		WHERE m.queue_no = d.queue_no AND m.id = d.id AND m.group_no IS NOT DISTINCT FROM d.group_no`
 
 	messagesSizeByChannel = `-- messages.size_by_channel
-		SELECT channel_id, coalesce(sum(size_bytes), 0) FROM messages WHERE queue_no = $1 GROUP BY channel_id`
+		SELECT channel_id, coalesce(sum(size_bytes), 0), max(id) FROM messages WHERE queue_no = $1 GROUP BY channel_id`
 
 	watermarkRecord = `INSERT INTO message_id_watermarks (time_recorded, max_id)
 		SELECT now(), CASE WHEN is_called THEN last_value ELSE 0 END FROM messages_id_seq
@@ -1213,21 +1213,27 @@ func (r *Messages) ExpireBatch(ctx context.Context, queueID string, cutoff int64
 	return n, interpretError("expiring messages", err)
 }
 
-// SizeByChannel sums the stored bytes of a queue (every group and the DLQ) per channel.
-func (r *Messages) SizeByChannel(ctx context.Context, queueID string) (map[string]int64, error) {
+// SizeByChannel sums the stored bytes of a queue (every group and the DLQ) per channel, and returns the highest
+// message id it counted: a put whose messages all have higher ids is not in the sums (a batch commits whole, so
+// had it been seen, its highest id would have been too).
+func (r *Messages) SizeByChannel(ctx context.Context, queueID string) (sizes map[string]int64, maxID int64, _ error) {
 	no, err := r.nums.of(ctx, queueID)
 	if err != nil {
-		return nil, err
+		return nil, 0, err
 	}
 	rows, err := r.pool.Query(ctx, messagesSizeByChannel, no)
 	if err != nil {
-		return nil, interpretError("queue size", err)
+		return nil, 0, interpretError("queue size", err)
 	}
 	out := map[string]int64{}
 	var ch string
-	var n int64
-	_, err = pgx.ForEachRow(rows, []any{&ch, &n}, func() error { out[ch] = n; return nil })
-	return out, interpretError("queue size", err)
+	var n, id int64
+	_, err = pgx.ForEachRow(rows, []any{&ch, &n, &id}, func() error {
+		out[ch] = n
+		maxID = max(maxID, id)
+		return nil
+	})
+	return out, maxID, interpretError("queue size", err)
 }
 
 // RecordWatermark remembers the id sequence's position now, and forgets positions older than any retention.

@@ -110,16 +110,18 @@ func (s *Service) Put(ctx context.Context, tenancyID, queueID string, entries []
 		s.logger.Error("counting discarded messages", "queue", queueID, "discarded", discarded, "error", err)
 	}
 	fresh := 0
+	var maxID int64
 	for k, r := range stored {
 		if r.Duplicate {
 			r.Groups = len(msgs[k].Groups)
 		} else {
 			fresh++
+			maxID = max(maxID, r.ID)
 		}
 		results[idx[k]] = r
 	}
 	if fresh > 0 {
-		s.sizes.add(queueID, bytesByChannel)
+		s.sizes.add(queueID, bytesByChannel, maxID)
 		for _, g := range groups {
 			s.channels.published(channelKey{queueID: queueID, groupNo: g.No}, channels)
 		}

@@ -212,11 +212,11 @@ func jitter(d time.Duration) time.Duration {
 // background at most every refresh interval, so a put never waits for a scan of a large queue; the limits are
 // therefore enforced within a few seconds, not to the byte.
 type sizeCache struct {
-	messages *persistence.Messages
-	refresh  time.Duration
-	logger   *slog.Logger
-	mu       sync.Mutex
-	byQueue  map[string]*queueSize
+	scan    func(ctx context.Context, queueID string) (byChannel map[string]int64, maxID int64, err error)
+	refresh time.Duration
+	logger  *slog.Logger
+	mu      sync.Mutex
+	byQueue map[string]*queueSize
 }
 
 type queueSize struct {
@@ -226,10 +226,23 @@ type queueSize struct {
 	loading   bool
 	stale     bool          // invalidated while a scan was running: that scan's result is already out of date
 	cost      time.Duration // the last scan's duration: big queues are rescanned less often
+	// scanMaxID is the highest message id the last scan counted: a put whose ids are all higher is not in its
+	// sums. One with lower ids may be (its commit raced the scan) and is not added again: the count errs low, for
+	// a refresh, rather than refuse puts for bytes counted twice.
+	scanMaxID int64
+	pending   []addedBytes // puts added while a scan runs, to add again on top of its result when it missed them
 }
 
+type addedBytes struct {
+	byChannel map[string]int64
+	maxID     int64
+}
+
+// pendingMax bounds the puts remembered during one scan; beyond it they are left to the next scan.
+const pendingMax = 4096
+
 func newSizeCache(m *persistence.Messages, refresh time.Duration, logger *slog.Logger) *sizeCache {
-	return &sizeCache{messages: m, refresh: refresh, logger: logger, byQueue: map[string]*queueSize{}}
+	return &sizeCache{scan: m.SizeByChannel, refresh: refresh, logger: logger, byQueue: map[string]*queueSize{}}
 }
 
 // get returns the last known size of the queue and of each of the given channels (zero before the first scan
@@ -255,14 +268,26 @@ func (c *sizeCache) get(queueID string, channels map[string]int64) (total int64,
 	return e.total, byChannel
 }
 
-// add counts a put's bytes until the next scan sees them.
-func (c *sizeCache) add(queueID string, byChannel map[string]int64) {
+// add counts a put's bytes (maxID: the highest id it stored) until the next scan sees them. byChannel is kept:
+// the caller must not change it.
+func (c *sizeCache) add(queueID string, byChannel map[string]int64, maxID int64) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	e := c.byQueue[queueID]
 	if e == nil {
 		return
 	}
+	if e.loading {
+		if len(e.pending) < pendingMax {
+			e.pending = append(e.pending, addedBytes{byChannel, maxID})
+		}
+	} else if maxID <= e.scanMaxID {
+		return // the last scan may have counted it
+	}
+	e.addLocked(byChannel)
+}
+
+func (e *queueSize) addLocked(byChannel map[string]int64) {
 	if e.byChannel == nil {
 		e.byChannel = map[string]int64{}
 	}
@@ -286,11 +311,13 @@ func (c *sizeCache) load(queueID string) {
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
 	start := time.Now()
-	byChannel, err := c.messages.SizeByChannel(ctx, queueID)
+	byChannel, maxID, err := c.scan(ctx, queueID)
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	e := c.byQueue[queueID]
 	e.loading = false
+	pending := e.pending
+	e.pending = nil
 	e.fetched = time.Now()
 	if e.stale {
 		e.fetched, e.stale = time.Time{}, false
@@ -304,5 +331,10 @@ func (c *sizeCache) load(queueID string) {
 	for _, n := range byChannel {
 		e.total += n
 	}
-	e.byChannel = byChannel
+	e.byChannel, e.scanMaxID = byChannel, maxID
+	for _, p := range pending { // counted already when added; again only where the scan missed them
+		if p.maxID > maxID {
+			e.addLocked(p.byChannel)
+		}
+	}
 }
