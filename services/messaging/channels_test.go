@@ -21,16 +21,7 @@ func TestChannelsPublishedDuringARefreshSurviveIt(t *testing.T) {
 			}
 			s.invalidate("q")
 		}
-		s.fetch = func(context.Context, channelKey) ([]string, error) {
-			close(reading)
-			return <-release, nil
-		}
-		got := make(chan []string)
-		go func() {
-			chans, _ := s.list(context.Background(), key)
-			got <- chans
-		}()
-		<-reading
+		got := listBlocked(s, key, reading, release)
 		s.published(key, map[string]bool{"b": true}) // committed after the read's snapshot
 		release <- []string{"a"}
 		chans := <-got
@@ -52,16 +43,7 @@ func TestChannelsAnOlderReadDoesNotReplaceANewerOne(t *testing.T) {
 	s := &channelSet{byKey: map[channelKey]*channelEntry{}}
 	key := channelKey{queueID: "q"}
 	reading, release := make(chan struct{}), make(chan []string)
-	s.fetch = func(context.Context, channelKey) ([]string, error) {
-		close(reading)
-		return <-release, nil
-	}
-	got := make(chan []string)
-	go func() {
-		chans, _ := s.list(context.Background(), key)
-		got <- chans
-	}()
-	<-reading
+	got := listBlocked(s, key, reading, release)
 	s.fetch = func(context.Context, channelKey) ([]string, error) { return []string{"new"}, nil }
 	if chans, _ := s.list(context.Background(), key); !slices.Equal(chans, []string{"new"}) {
 		t.Fatalf("newer read: %v", chans)
@@ -70,4 +52,20 @@ func TestChannelsAnOlderReadDoesNotReplaceANewerOne(t *testing.T) {
 	if chans := <-got; !slices.Equal(chans, []string{"new"}) {
 		t.Fatalf("the older read answered %v, want the newer list", chans)
 	}
+}
+
+// listBlocked starts a list whose read blocks until release gives its result, and returns once the read began;
+// got receives what the list answered.
+func listBlocked(s *channelSet, key channelKey, reading chan struct{}, release chan []string) (got chan []string) {
+	s.fetch = func(context.Context, channelKey) ([]string, error) {
+		close(reading)
+		return <-release, nil
+	}
+	got = make(chan []string)
+	go func() {
+		chans, _ := s.list(context.Background(), key)
+		got <- chans
+	}()
+	<-reading
+	return got
 }
