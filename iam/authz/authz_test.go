@@ -3,6 +3,7 @@ package authz
 import (
 	"context"
 	"fmt"
+	"reflect"
 	"slices"
 	"strings"
 	"sync"
@@ -492,34 +493,41 @@ func TestConcurrentAuthorize(t *testing.T) {
 }
 
 // TestMemoKeys: inputs that differ in any field, or only in where one field ends and the next begins, are
-// remembered apart.
+// remembered apart. Every field of Input is changed in turn (by reflection, so that a field added to Input but
+// not to memoKey fails here rather than sharing decisions).
 func TestMemoKeys(t *testing.T) {
 	t.Parallel()
 	base := request("QUEUE_PUSH")
-	variants := []func(*Input){
-		func(in *Input) {},
-		func(in *Input) { in.Principal += "x" },
-		func(in *Input) { in.Groups = append(in.Groups, "Other") },
-		func(in *Input) { in.Groups = []string{"Produ", "cers"} },
-		func(in *Input) { in.Permission = "QUEUE_PULL" },
-		func(in *Input) { in.Operation = "PutMessages" },
-		func(in *Input) { in.CompartmentPath = append(slices.Clone(in.CompartmentPath), "c") },
-		func(in *Input) { in.CompartmentName = "n" },
-		func(in *Input) { in.QueueID = "q" },
-		func(in *Input) { in.QueueName = "q" },
-		func(in *Input) { in.ConsumerGroupID = "q" },
-		func(in *Input) { in.QueueID, in.QueueName = "ab", "c" },
-		func(in *Input) { in.QueueID, in.QueueName = "a", "bc" },
-	}
-	seen := map[string]int{}
-	for i, mutate := range variants {
-		in := base
-		in.Groups = slices.Clone(base.Groups)
-		mutate(&in)
+	seen := map[string]string{string(memoKey(nil, base)): "base"}
+	variant := func(name string, in Input) {
+		t.Helper()
 		key := string(memoKey(nil, in))
-		if j, ok := seen[key]; ok {
-			t.Fatalf("variants %d and %d share a memo key", j, i)
+		if other, ok := seen[key]; ok {
+			t.Fatalf("%s and %s share a memo key", name, other)
 		}
-		seen[key] = i
+		seen[key] = name
+	}
+	fields := reflect.TypeFor[Input]()
+	for i := range fields.NumField() {
+		in := base
+		in.Groups, in.CompartmentPath = slices.Clone(base.Groups), slices.Clone(base.CompartmentPath)
+		f := reflect.ValueOf(&in).Elem().Field(i)
+		switch f.Kind() {
+		case reflect.String:
+			f.SetString(f.String() + "x")
+		case reflect.Slice:
+			f.Set(reflect.Append(f, reflect.ValueOf("x")))
+		default:
+			t.Fatalf("Input.%s: a %s; teach memoKey and this test about it", fields.Field(i).Name, f.Kind())
+		}
+		variant("changed "+fields.Field(i).Name, in)
+	}
+	split := base
+	split.Groups = []string{"Produ", "cers"}
+	variant("groups split", split)
+	for _, q := range [][2]string{{"ab", "c"}, {"a", "bc"}} {
+		in := base
+		in.QueueID, in.QueueName = q[0], q[1]
+		variant("queue "+q[0]+"|"+q[1], in)
 	}
 }
