@@ -105,3 +105,69 @@ func TestLongPollWakesForEveryBurst(t *testing.T) {
 	t.Logf("put→receive over %d messages: p50 %s, p99 %s, max %s", len(lat), lat[len(lat)/2], lat[len(lat)*99/100], lat[len(lat)-1])
 	require.Empty(t, slow, "messages received more than %s after their put (a lost wake-up)", late)
 }
+
+// TestDLQLongPollDoesNotTakeTheQueuesWakeUps: a long poll on the DLQ waits apart from the queue's own. A put
+// wakes a waiter of the queue, not the DLQ reader that has waited longest (which would find nothing and leave the
+// queue's consumer to its fallback poll, a second later).
+func TestDLQLongPollDoesNotTakeTheQueuesWakeUps(t *testing.T) {
+	t.Parallel()
+	srv := testserver.Start(t)
+	tenancyID, c := srv.Admin(t, "dlqwait")
+	q := createQueue(t, c, tenancyID, withDLQ(3))
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+
+	dlqDone := make(chan struct{})
+	go func() { // the DLQ reader waits first
+		defer close(dlqDone)
+		wait, dlq := 10, true
+		_, _ = c.GetMessagesWithResponse(ctx, q, &sdk.GetMessagesParams{TimeoutInSeconds: &wait, Dlq: &dlq})
+	}()
+	time.Sleep(150 * time.Millisecond)
+	got := make(chan time.Time, 1)
+	go func() {
+		wait := 10
+		resp, err := c.GetMessagesWithResponse(ctx, q, &sdk.GetMessagesParams{TimeoutInSeconds: &wait})
+		if err == nil && resp.JSON200 != nil && len(resp.JSON200.Messages) == 1 {
+			got <- time.Now()
+		}
+		close(got)
+	}()
+	time.Sleep(150 * time.Millisecond)
+	start := time.Now()
+	put(t, c, q, msg("for the queue"))
+	at, ok := <-got
+	require.True(t, ok, "the queue's long poll got the message")
+	// Woken, it takes milliseconds; left to a fallback poll, at least 400 ms (0.7–1.3 s after a registration).
+	require.Less(t, at.Sub(start), 300*time.Millisecond, "the queue's long poll was woken by the put")
+	cancel()
+	<-dlqDone
+}
+
+// TestDLQLongPollWakesWhenAMessageIsDeadLettered: a lease that moves a message to the DLQ wakes a long poll
+// waiting on the DLQ (on the same node; other nodes find it at their fallback poll).
+func TestDLQLongPollWakesWhenAMessageIsDeadLettered(t *testing.T) {
+	t.Parallel()
+	srv := testserver.Start(t)
+	tenancyID, c := srv.Admin(t, "dlqwake")
+	q := createQueue(t, c, tenancyID, withDLQ(1))
+	put(t, c, q, msg("poison"))
+	require.Len(t, get(t, c, q, visibility(1)), 1) // its only delivery
+
+	got := make(chan time.Time, 1)
+	go func() {
+		wait, dlq := 10, true
+		resp, err := c.GetMessagesWithResponse(context.Background(), q, &sdk.GetMessagesParams{TimeoutInSeconds: &wait, Dlq: &dlq})
+		if err == nil && resp.JSON200 != nil && len(resp.JSON200.Messages) == 1 {
+			got <- time.Now()
+		}
+		close(got)
+	}()
+	time.Sleep(1200 * time.Millisecond) // the lease expires
+	start := time.Now()
+	require.Empty(t, get(t, c, q), "the next lease dead-letters the message instead of delivering it")
+	at, ok := <-got
+	require.True(t, ok, "the DLQ's long poll got the message")
+	// Woken, it takes milliseconds; the fallback poll (every 0.7–1.3 s) would mostly come later.
+	require.Less(t, at.Sub(start), 300*time.Millisecond, "the DLQ's long poll was woken by the dead-lettering lease")
+}

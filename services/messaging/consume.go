@@ -103,7 +103,7 @@ func (s *Service) Get(ctx context.Context, tenancyID, queueID string, req GetReq
 	if consumer == "" && timeout > 0 {
 		// Registered before the first lease, a call that finds nothing waits at once: a put committed after
 		// this wakes it (or, when it was leasing meanwhile, makes it look again).
-		w = s.waiters.add(queueID, g.No)
+		w = s.waiters.add(queueID, g.No, req.DLQ)
 	}
 	for {
 		got, more, decision, err := s.leaseOnce(ctx, q, g.No, req, visibility, maxDeliveries, consumer)
@@ -112,7 +112,7 @@ func (s *Service) Get(ctx context.Context, tenancyID, queueID string, req GetReq
 		}
 		if len(got) > 0 {
 			if more && w != nil && !w.standby {
-				s.waiters.wakeOne(queueID, g.No) // there may be more: let the next waiter look
+				s.waiters.wakeOne(queueID, g.No, req.DLQ) // there may be more: let the next waiter look
 			}
 			return got, nil
 		}
@@ -128,7 +128,7 @@ func (s *Service) Get(ctx context.Context, tenancyID, queueID string, req GetReq
 			if standby {
 				w = s.waiters.addStandby(queueID, g.No)
 			} else {
-				w = s.waiters.add(queueID, g.No)
+				w = s.waiters.add(queueID, g.No, req.DLQ)
 			}
 			continue
 		}
@@ -255,9 +255,10 @@ func (s *Service) leaseOnce(ctx context.Context, q persistence.Queue, groupNo in
 		}
 		if dead > 0 {
 			s.inst.MessagesDeadLettered.Add(ctx, int64(dead), queueAttr(q.ID))
+			s.waiters.wakeOne(q.ID, groupNo, true) // a reader of the DLQ (this node's; others poll)
 		}
 		if unblocked {
-			s.waiters.wakeOne(q.ID, groupNo)
+			s.waiters.wakeOne(q.ID, groupNo, false)
 			s.notifier.mark(q.ID)
 		}
 		if len(out) > 0 {
@@ -329,7 +330,7 @@ func (s *Service) Delete(ctx context.Context, tenancyID, queueID, groupRef strin
 	}
 	if unblocked > 0 {
 		// The next messages of ordered groups became visible.
-		s.waiters.wakeOne(queueID, groupNo)
+		s.waiters.wakeOne(queueID, groupNo, false)
 		s.notifier.mark(queueID)
 	}
 	acked, err := s.classifyMissed(ctx, queueID, valid, idx, deleted, errs)
@@ -377,7 +378,7 @@ func (s *Service) Update(ctx context.Context, tenancyID, queueID, groupRef strin
 		return nil, nil, err
 	}
 	if released {
-		s.waiters.wakeOne(queueID, groupNo)
+		s.waiters.wakeOne(queueID, groupNo, dlq)
 		s.notifier.mark(queueID)
 	}
 	return times, errs, nil
@@ -538,7 +539,7 @@ func (s *Service) Redrive(ctx context.Context, tenancyID, queueID, groupRef stri
 	}
 	n, err := s.messages.Redrive(ctx, queueID, groupNo, limit)
 	if n > 0 {
-		s.waiters.wakeOne(queueID, groupNo)
+		s.waiters.wakeOne(queueID, groupNo, false)
 		s.notifier.mark(queueID)
 	}
 	return n, err

@@ -170,7 +170,7 @@ func (s *Service) consumersChanged(queueID string, groupNo int32, released int64
 	}
 	s.notifier.mark(consumersNotifyPrefix + queueID)
 	if released > 0 {
-		s.waiters.wakeOne(queueID, groupNo)
+		s.waiters.wakeOne(queueID, groupNo, false)
 		s.notifier.mark(queueID)
 	}
 }

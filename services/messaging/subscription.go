@@ -105,7 +105,7 @@ func (sub *Subscription) Lease(ctx context.Context, n int, lease time.Duration) 
 		}
 		if len(got) > 0 {
 			if more && sub.w != nil && !sub.w.standby {
-				s.waiters.wakeOne(sub.q.ID, sub.g.No) // there may be more: let the next waiter look
+				s.waiters.wakeOne(sub.q.ID, sub.g.No, false) // there may be more: let the next waiter look
 			}
 			return got, nil
 		}
@@ -115,7 +115,7 @@ func (sub *Subscription) Lease(ctx context.Context, n int, lease time.Duration) 
 			if standby {
 				sub.w = s.waiters.addStandby(sub.q.ID, sub.g.No)
 			} else {
-				sub.w = s.waiters.add(sub.q.ID, sub.g.No)
+				sub.w = s.waiters.add(sub.q.ID, sub.g.No, false)
 			}
 			continue
 		}
@@ -217,7 +217,7 @@ func (sub *Subscription) Negative(ctx context.Context, receipts []string, code, 
 		return nil, err
 	}
 	if n > 0 {
-		s.waiters.wakeOne(sub.queueID, sub.groupNo)
+		s.waiters.wakeOne(sub.queueID, sub.groupNo, false)
 		s.notifier.mark(sub.queueID)
 	}
 	return errs, nil

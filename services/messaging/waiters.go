@@ -6,7 +6,8 @@ import (
 	"time"
 )
 
-// waiters are the long-polling GetMessages calls of this node, per queue and consumer group, in arrival order.
+// waiters are the long-polling GetMessages calls of this node, per queue and consumer group (and apart, per
+// group, those reading its DLQ, which new messages are not for), in arrival order.
 // They hold no database connection while they wait: a wake-up (a local put, a NOTIFY from another node, or the
 // fallback poll) makes one waiter of each group try to lease, and a waiter that leased something wakes the next
 // one of its group, so a burst of messages cascades through the waiters without waking all of them for one
@@ -14,14 +15,19 @@ import (
 // change of consumers (wakeStandby) is.
 type waiters struct {
 	mu       sync.Mutex
-	byQueue  map[string]map[int32]*list.List // queue → group → *waiter
-	standby  map[string]*list.List           // queue → standby *waiter
-	lastPoll map[waitKey]time.Time           // fallback polls are limited to one per group per interval
+	byQueue  map[string]map[waitGroup]*list.List // queue → group (or its DLQ) → *waiter
+	standby  map[string]*list.List               // queue → standby *waiter
+	lastPoll map[waitKey]time.Time               // fallback polls are limited to one per group per interval
+}
+
+type waitGroup struct {
+	groupNo int32
+	dlq     bool
 }
 
 type waitKey struct {
 	queueID string
-	groupNo int32
+	waitGroup
 }
 
 type waiter struct {
@@ -32,7 +38,7 @@ type waiter struct {
 }
 
 func newWaiters() *waiters {
-	return &waiters{byQueue: map[string]map[int32]*list.List{}, standby: map[string]*list.List{}, lastPoll: map[waitKey]time.Time{}}
+	return &waiters{byQueue: map[string]map[waitGroup]*list.List{}, standby: map[string]*list.List{}, lastPoll: map[waitKey]time.Time{}}
 }
 
 // addStandby registers a standby consumer of a single-active-consumer queue.
@@ -44,7 +50,7 @@ func (ws *waiters) addStandby(queueID string, groupNo int32) *waiter {
 		l = list.New()
 		ws.standby[queueID] = l
 	}
-	w := &waiter{key: waitKey{queueID, groupNo}, wake: make(chan struct{}, 1), standby: true}
+	w := &waiter{key: waitKey{queueID, waitGroup{groupNo: groupNo}}, wake: make(chan struct{}, 1), standby: true}
 	w.elem = l.PushBack(w)
 	return w
 }
@@ -59,20 +65,22 @@ func (ws *waiters) wakeStandby(queueID string) {
 	}
 }
 
-func (ws *waiters) add(queueID string, groupNo int32) *waiter {
+// add registers a long poll of the group (or of its DLQ).
+func (ws *waiters) add(queueID string, groupNo int32, dlq bool) *waiter {
 	ws.mu.Lock()
 	defer ws.mu.Unlock()
 	groups := ws.byQueue[queueID]
 	if groups == nil {
-		groups = map[int32]*list.List{}
+		groups = map[waitGroup]*list.List{}
 		ws.byQueue[queueID] = groups
 	}
-	l := groups[groupNo]
+	key := waitKey{queueID, waitGroup{groupNo, dlq}}
+	l := groups[key.waitGroup]
 	if l == nil {
 		l = list.New()
-		groups[groupNo] = l
+		groups[key.waitGroup] = l
 	}
-	w := &waiter{key: waitKey{queueID, groupNo}, wake: make(chan struct{}, 1)}
+	w := &waiter{key: key, wake: make(chan struct{}, 1)}
 	w.elem = l.PushBack(w)
 	return w
 }
@@ -94,11 +102,11 @@ func (ws *waiters) remove(w *waiter) {
 	if groups == nil || w.elem == nil {
 		return
 	}
-	l := groups[w.key.groupNo]
+	l := groups[w.key.waitGroup]
 	l.Remove(w.elem)
 	w.elem = nil
 	if l.Len() == 0 {
-		delete(groups, w.key.groupNo)
+		delete(groups, w.key.waitGroup)
 		delete(ws.lastPoll, w.key)
 		if len(groups) == 0 {
 			delete(ws.byQueue, w.key.queueID)
@@ -107,26 +115,29 @@ func (ws *waiters) remove(w *waiter) {
 	// A wake-up this waiter received but did not use passes on to the next one.
 	select {
 	case <-w.wake:
-		ws.wakeLocked(groups[w.key.groupNo], 1)
+		ws.wakeLocked(groups[w.key.waitGroup], 1)
 	default:
 	}
 }
 
 // wakeOne wakes the oldest waiter of a group that has no pending wake-up.
-func (ws *waiters) wakeOne(queueID string, groupNo int32) {
+func (ws *waiters) wakeOne(queueID string, groupNo int32, dlq bool) {
 	ws.mu.Lock()
 	defer ws.mu.Unlock()
 	if groups := ws.byQueue[queueID]; groups != nil {
-		ws.wakeLocked(groups[groupNo], 1)
+		ws.wakeLocked(groups[waitGroup{groupNo, dlq}], 1)
 	}
 }
 
-// wakeQueue wakes one waiter of every group of the queue (new messages may have gone to any of them).
+// wakeQueue wakes one waiter of every group of the queue (new messages may have gone to any of them); DLQ
+// readers are not woken (new messages are not in a DLQ).
 func (ws *waiters) wakeQueue(queueID string) {
 	ws.mu.Lock()
 	defer ws.mu.Unlock()
-	for _, l := range ws.byQueue[queueID] {
-		ws.wakeLocked(l, 1)
+	for g, l := range ws.byQueue[queueID] {
+		if !g.dlq {
+			ws.wakeLocked(l, 1)
+		}
 	}
 }
 
