@@ -255,7 +255,8 @@ func (s *Service) leaseOnce(ctx context.Context, q persistence.Queue, groupNo in
 		}
 		if dead > 0 {
 			s.inst.MessagesDeadLettered.Add(ctx, int64(dead), queueAttr(q.ID))
-			s.waiters.wakeOne(q.ID, groupNo, true) // a reader of the DLQ (this node's; others poll)
+			s.waiters.wakeOne(q.ID, groupNo, true) // a reader of the DLQ here, and on other nodes:
+			s.notifier.mark(dlqNotifyPrefix + q.ID)
 		}
 		if unblocked {
 			s.waiters.wakeOne(q.ID, groupNo, false)

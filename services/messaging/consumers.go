@@ -15,6 +15,10 @@ const MaxConsumerID = 128
 // consumer left) rather than new messages: it wakes that queue's standby consumers on every node.
 const consumersNotifyPrefix = "consumers:"
 
+// dlqNotifyPrefix marks a ferry_messages notification that announces messages moved to a queue's DLQs: it wakes
+// a reader of each DLQ of that queue on every node.
+const dlqNotifyPrefix = "dlq:"
+
 // ValidConsumerID checks a consumer id: 1 to 128 letters, digits and . _ : @ ~ - (it appears in a URL path).
 func ValidConsumerID(id string) error {
 	ok := id != "" && len(id) <= MaxConsumerID

@@ -144,6 +144,10 @@ func New(cfg Config, store *persistence.Store, databaseURL string, receiptKey []
 				}
 				queueID = rest
 			}
+			if dead, ok := strings.CutPrefix(queueID, dlqNotifyPrefix); ok {
+				s.waiters.wakeDLQ(dead)
+				return
+			}
 			if changed, ok := strings.CutPrefix(queueID, consumersNotifyPrefix); ok {
 				s.waiters.wakeStandby(changed)
 				if hook := s.consumersHook.Load(); hook != nil {

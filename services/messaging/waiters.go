@@ -141,6 +141,17 @@ func (ws *waiters) wakeQueue(queueID string) {
 	}
 }
 
+// wakeDLQ wakes one reader of every DLQ of the queue (messages were dead-lettered on another node).
+func (ws *waiters) wakeDLQ(queueID string) {
+	ws.mu.Lock()
+	defer ws.mu.Unlock()
+	for g, l := range ws.byQueue[queueID] {
+		if g.dlq {
+			ws.wakeLocked(l, 1)
+		}
+	}
+}
+
 // wakeAll wakes every waiter (after a reconnect of the listener, when notifications may have been missed).
 func (ws *waiters) wakeAll() {
 	ws.mu.Lock()
