@@ -106,9 +106,15 @@ func (s *Service) Get(ctx context.Context, tenancyID, queueID string, req GetReq
 		w = s.waiters.add(queueID, g.No, req.DLQ)
 	}
 	for {
-		got, more, decision, err := s.leaseOnce(ctx, q, g.No, req, visibility, maxDeliveries, consumer)
+		leaseCtx, cancel := statementContext(ctx)
+		got, more, decision, err := s.leaseOnce(leaseCtx, q, g.No, req, visibility, maxDeliveries, consumer)
+		cancel()
 		if err != nil {
 			return nil, err
+		}
+		if len(got) > 0 && ctx.Err() != nil {
+			s.releaseUnanswered(queueID, req.DLQ, got)
+			return nil, ctx.Err()
 		}
 		if len(got) > 0 {
 			if more && w != nil && !w.standby {
@@ -143,6 +149,36 @@ func (s *Service) Get(ctx context.Context, tenancyID, queueID string, req GetReq
 			return []Delivered{}, nil
 		}
 	}
+}
+
+// statementContext is the context a lease runs under: not cut off when the caller goes away. A lease statement
+// cancelled in flight can still commit after its caller has gone (the statement is on its way to PostgreSQL when
+// pgx gives up on it), leasing messages to no one until their visibility timeout; run to its end, it returns what
+// it leased, and the caller that has gone releases it (releaseUnanswered; a watch's consumer releases what it
+// holds when it leaves).
+func statementContext(ctx context.Context) (context.Context, context.CancelFunc) {
+	return context.WithTimeout(context.WithoutCancel(ctx), statementTimeout)
+}
+
+// statementTimeout bounds a lease that its caller no longer bounds.
+const statementTimeout = 30 * time.Second
+
+// releaseUnanswered makes messages leased for a GetMessages whose caller went away visible again at once (their
+// delivery count stays raised, as for any receive).
+func (s *Service) releaseUnanswered(queueID string, dlq bool, got []Delivered) {
+	receipts := make([]persistence.Receipt, len(got))
+	zero := make([]int32, len(got))
+	for i, m := range got {
+		receipts[i] = persistence.Receipt{GroupNo: m.GroupNo, ID: m.ID, LeaseID: m.LeaseID, DLQ: dlq}
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), statementTimeout)
+	defer cancel()
+	if _, err := s.messages.UpdateVisibility(ctx, queueID, receipts, zero); err != nil {
+		s.logger.Warn("releasing messages leased for a caller that went away", "queue", queueID, "messages", len(got), "error", err)
+		return
+	}
+	s.waiters.wakeOne(queueID, got[0].GroupNo, dlq)
+	s.notifier.mark(queueID)
 }
 
 // takeoverMargin is how long after the active consumer's lease ends a standby looks again (clock reads differ

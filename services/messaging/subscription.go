@@ -95,9 +95,14 @@ func (sub *Subscription) Lease(ctx context.Context, n int, lease time.Duration) 
 		if err := sub.refresh(ctx); err != nil {
 			return nil, err
 		}
-		got, more, decision, err := s.leaseOnce(ctx, sub.q, sub.g.No, req, visibility, sub.maxDeliveries, consumer)
+		leaseCtx, cancel := statementContext(ctx)
+		got, more, decision, err := s.leaseOnce(leaseCtx, sub.q, sub.g.No, req, visibility, sub.maxDeliveries, consumer)
+		cancel()
 		if err != nil {
 			return nil, err
+		}
+		if err := ctx.Err(); err != nil {
+			return nil, err // what it leased is the consumer's: released when it shuts down or leaves
 		}
 		standby := sub.sac && !decision.Active
 		if sub.standby.Swap(standby) != standby && sub.OnStandby != nil {
