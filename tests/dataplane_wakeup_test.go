@@ -145,61 +145,40 @@ func TestDLQLongPollDoesNotTakeTheQueuesWakeUps(t *testing.T) {
 }
 
 // TestDLQLongPollWakesWhenAMessageIsDeadLettered: a lease that moves a message to the DLQ wakes a long poll
-// waiting on the DLQ (on the same node; other nodes find it at their fallback poll).
+// waiting on the DLQ, on the same node and on another one (NOTIFY crosses nodes).
 func TestDLQLongPollWakesWhenAMessageIsDeadLettered(t *testing.T) {
 	t.Parallel()
 	srv := testserver.Start(t)
 	tenancyID, c := srv.Admin(t, "dlqwake")
-	q := createQueue(t, c, tenancyID, withDLQ(1))
-	put(t, c, q, msg("poison"))
-	require.Len(t, get(t, c, q, visibility(1)), 1) // its only delivery
-
-	got := make(chan time.Time, 1)
-	go func() {
-		wait, dlq := 10, true
-		resp, err := c.GetMessagesWithResponse(context.Background(), q, &sdk.GetMessagesParams{TimeoutInSeconds: &wait, Dlq: &dlq})
-		if err == nil && resp.JSON200 != nil && len(resp.JSON200.Messages) == 1 {
-			got <- time.Now()
-		}
-		close(got)
-	}()
-	time.Sleep(1200 * time.Millisecond) // the lease expires
-	start := time.Now()
-	require.Empty(t, get(t, c, q), "the next lease dead-letters the message instead of delivering it")
-	at, ok := <-got
-	require.True(t, ok, "the DLQ's long poll got the message")
-	// Woken, it takes milliseconds; the fallback poll (every 0.7–1.3 s) would mostly come later.
-	require.Less(t, at.Sub(start), 300*time.Millisecond, "the DLQ's long poll was woken by the dead-lettering lease")
-}
-
-// TestDLQLongPollWakesAcrossNodes: a lease on a second node that dead-letters a message wakes a long poll waiting
-// on the first node's DLQ (NOTIFY crosses nodes).
-func TestDLQLongPollWakesAcrossNodes(t *testing.T) {
-	t.Parallel()
-	srv := testserver.Start(t)
-	tenancyID, c := srv.Admin(t, "dlqnodes")
 	second := testserver.Start(t, testserver.WithDatabase(srv.DatabaseURL), testserver.WithSecret(srv.Secret))
 	c2 := second.Client(t, second.Token(t, tenancyID, "admin", "Administrators"))
-	q := createQueue(t, c, tenancyID, withDLQ(1))
 	<-srv.Node.Messaging().Ready() // the first node LISTENs
-	put(t, c, q, msg("poison"))
-	require.Len(t, get(t, c2, q, visibility(1)), 1) // its only delivery
+	for _, tc := range []struct {
+		name   string
+		leaser *sdk.ClientWithResponses // the node whose lease dead-letters the message
+	}{{"same node", c}, {"across nodes", c2}} {
+		t.Run(tc.name, func(t *testing.T) {
+			q := createQueue(t, c, tenancyID, withDLQ(1))
+			put(t, c, q, msg("poison"))
+			require.Len(t, get(t, tc.leaser, q, visibility(1)), 1) // its only delivery
 
-	got := make(chan time.Time, 1)
-	go func() {
-		wait, dlq := 10, true
-		resp, err := c.GetMessagesWithResponse(context.Background(), q, &sdk.GetMessagesParams{TimeoutInSeconds: &wait, Dlq: &dlq})
-		if err == nil && resp.JSON200 != nil && len(resp.JSON200.Messages) == 1 {
-			got <- time.Now()
-		}
-		close(got)
-	}()
-	require.Eventually(t, func() bool { return srv.Node.Messaging().Waiting() == 1 }, 5*time.Second, 5*time.Millisecond)
-	time.Sleep(1200 * time.Millisecond) // the lease expires
-	start := time.Now()
-	require.Empty(t, get(t, c2, q), "the second node's lease dead-letters the message")
-	at, ok := <-got
-	require.True(t, ok, "the first node's DLQ long poll got the message")
-	// Woken, it takes milliseconds; the fallback poll (every 0.7–1.3 s) would mostly come later.
-	require.Less(t, at.Sub(start), 300*time.Millisecond, "the DLQ long poll was woken across nodes")
+			got := make(chan time.Time, 1)
+			go func() { // waits on the first node's DLQ
+				wait, dlq := 10, true
+				resp, err := c.GetMessagesWithResponse(context.Background(), q, &sdk.GetMessagesParams{TimeoutInSeconds: &wait, Dlq: &dlq})
+				if err == nil && resp.JSON200 != nil && len(resp.JSON200.Messages) == 1 {
+					got <- time.Now()
+				}
+				close(got)
+			}()
+			require.Eventually(t, func() bool { return srv.Node.Messaging().Waiting() == 1 }, 5*time.Second, 5*time.Millisecond)
+			time.Sleep(1200 * time.Millisecond) // the lease expires
+			start := time.Now()
+			require.Empty(t, get(t, tc.leaser, q), "the next lease dead-letters the message instead of delivering it")
+			at, ok := <-got
+			require.True(t, ok, "the DLQ's long poll got the message")
+			// Woken, it takes milliseconds; the fallback poll (every 0.7–1.3 s) would mostly come later.
+			require.Less(t, at.Sub(start), 300*time.Millisecond, "the DLQ's long poll was woken by the dead-lettering lease")
+		})
+	}
 }
