@@ -24,8 +24,8 @@ func TestLongPollWakesAcrossNodes(t *testing.T) {
 	t.Parallel()
 	srv := testserver.Start(t)
 	tenancyID, c := srv.Admin(t, "dp")
-	second := testserver.Start(t, testserver.WithDatabase(srv.DatabaseURL), testserver.WithSecret(srv.Secret))
-	c2 := second.Client(t, second.Token(t, tenancyID, "admin", "Administrators"))
+	second := srv.Peer(t)
+	c2 := second.AdminOf(t, tenancyID)
 	q := createQueue(t, c, tenancyID)
 	<-srv.Node.Messaging().Ready() // the first node LISTENs
 

@@ -150,8 +150,8 @@ func TestDLQLongPollWakesWhenAMessageIsDeadLettered(t *testing.T) {
 	t.Parallel()
 	srv := testserver.Start(t)
 	tenancyID, c := srv.Admin(t, "dlqwake")
-	second := testserver.Start(t, testserver.WithDatabase(srv.DatabaseURL), testserver.WithSecret(srv.Secret))
-	c2 := second.Client(t, second.Token(t, tenancyID, "admin", "Administrators"))
+	second := srv.Peer(t)
+	c2 := second.AdminOf(t, tenancyID)
 	<-srv.Node.Messaging().Ready() // the first node LISTENs
 	for _, tc := range []struct {
 		name   string

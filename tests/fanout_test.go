@@ -348,9 +348,9 @@ func TestFanoutPerGroupDLQ(t *testing.T) {
 func TestFanoutCrossNode(t *testing.T) {
 	t.Parallel()
 	srv := testserver.Start(t)
-	srv2 := testserver.Start(t, testserver.WithDatabase(srv.DatabaseURL), testserver.WithSecret(srv.Secret))
+	srv2 := srv.Peer(t)
 	tenancyID, c1 := srv.Admin(t, "fanout-nodes")
-	c2 := srv2.Client(t, srv2.Token(t, tenancyID, "admin", "Administrators"))
+	c2 := srv2.AdminOf(t, tenancyID)
 	select {
 	case <-srv2.Node.Messaging().Ready():
 	case <-time.After(10 * time.Second):

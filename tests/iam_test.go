@@ -400,7 +400,7 @@ func TestIAMCrossTenancy(t *testing.T) {
 func TestIAMPolicyChangesAcrossNodes(t *testing.T) {
 	t.Parallel()
 	node1 := testserver.Start(t)
-	node2 := testserver.Start(t, testserver.WithDatabase(node1.DatabaseURL), testserver.WithSecret(node1.Secret))
+	node2 := node1.Peer(t)
 	ctx := context.Background()
 	tenancyID, admin := node1.Admin(t, "two-nodes")
 	a := cpCreateCompartment(t, admin, tenancyID, "A").Id
@@ -475,7 +475,7 @@ func TestIAMPolicyChangesAcrossNodes(t *testing.T) {
 	eventually(false, "the deleted policy")
 
 	// And the other way round: a policy written through node 2 applies on node 1.
-	admin2 := node2.Client(t, node2.Token(t, tenancyID, "admin", "Administrators"))
+	admin2 := node2.AdminOf(t, tenancyID)
 	iamCreatePolicy(t, admin2, tenancyID, "producers", "Allow group Producers to use queue-push in compartment A")
 	producer := node1.Client(t, node1.Token(t, tenancyID, "producer", "Producers"))
 	require.Eventually(t, func() bool {

@@ -431,8 +431,8 @@ func TestOrderedGroupConcurrentPuts(t *testing.T) {
 	t.Parallel()
 	srv := testserver.Start(t)
 	tenancyID, c := srv.Admin(t, "ordered-race")
-	second := testserver.Start(t, testserver.WithDatabase(srv.DatabaseURL), testserver.WithSecret(srv.Secret))
-	c2 := second.Client(t, second.Token(t, tenancyID, "admin", "Administrators"))
+	second := srv.Peer(t)
+	c2 := second.AdminOf(t, tenancyID)
 	q := createQueue(t, c, tenancyID)
 
 	for round := 0; round < 5; round++ {

@@ -198,8 +198,8 @@ func TestSingleActiveConsumerTwoNodes(t *testing.T) {
 	t.Parallel()
 	srv := testserver.Start(t)
 	tenancyID, c := srv.Admin(t, "sac-nodes")
-	second := testserver.Start(t, testserver.WithDatabase(srv.DatabaseURL), testserver.WithSecret(srv.Secret))
-	c2 := second.Client(t, second.Token(t, tenancyID, "admin", "Administrators"))
+	second := srv.Peer(t)
+	c2 := second.AdminOf(t, tenancyID)
 	var entries []sdk.PutMessagesDetailsEntry
 	for i := 0; i < 20; i++ {
 		entries = append(entries, msg(fmt.Sprintf("m%02d", i)))

@@ -351,7 +351,7 @@ func TestWatchDeadConsumer(t *testing.T) {
 func TestWatchTwoNodes(t *testing.T) {
 	t.Parallel()
 	one := testserver.Start(t)
-	two := testserver.Start(t, testserver.WithDatabase(one.DatabaseURL), testserver.WithSecret(one.Secret))
+	two := one.Peer(t)
 	tenancyID, c1 := one.Admin(t, "watch-nodes")
 	token := adminToken(t, one, tenancyID)
 	c2 := two.Client(t, token)

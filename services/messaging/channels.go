@@ -2,7 +2,6 @@ package messaging
 
 import (
 	"context"
-	"maps"
 	"slices"
 	"strings"
 	"sync"
@@ -36,11 +35,14 @@ type channelKey struct {
 }
 
 type channelEntry struct {
-	channels  []string
-	fetched   time.Time            // when the list was stored (invalidate zeroes it)
-	readAt    time.Time            // when the read that the list comes from began
-	next      int                  // rotation position
-	published map[string]time.Time // channels published on this node since the last refresh began, and when
+	channels []string
+	fetched  time.Time // when the list was stored (invalidate zeroes it)
+	next     int       // rotation position
+	// Reads of the list under way, numbered as they start, and the number of the read the list comes from: a
+	// read that started before it does not replace it.
+	reading, started, stored uint64
+	// The channels published on this node while a read was under way (its snapshot may predate their commit).
+	publishedMeanwhile []string
 }
 
 func newChannelSet(m *persistence.Messages) *channelSet {
@@ -99,34 +101,40 @@ func (s *channelSet) list(ctx context.Context, key channelKey) ([]string, error)
 		s.mu.Unlock()
 		return chans, nil
 	}
-	s.mu.Unlock()
-	started := time.Now()
-	chans, err := s.fetch(ctx, key)
-	if err != nil {
-		return nil, err
-	}
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	if e = s.byKey[key]; e == nil {
+	if e == nil {
 		if len(s.byKey) > 100000 {
 			clear(s.byKey)
 		}
 		e = &channelEntry{}
 		s.byKey[key] = e
 	}
-	if started.Before(e.readAt) { // a later read has been stored meanwhile
+	e.reading++
+	e.started++
+	read := e.started
+	s.mu.Unlock()
+	chans, err := s.fetch(ctx, key)
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	e.reading--
+	defer func() {
+		if e.reading == 0 {
+			e.publishedMeanwhile = nil
+		}
+	}()
+	if err != nil {
+		return nil, err
+	}
+	if read < e.stored { // a later read has been stored meanwhile
 		return e.channels, nil
 	}
-	// A channel published to after the read began may be missing from it: keep it. One published before was
+	// A channel published while the read was under way may be missing from it: keep it. One published before was
 	// committed before the read's snapshot, so the read has it if it still holds messages.
-	for ch, at := range e.published {
-		if at.Before(started) {
-			delete(e.published, ch)
-		} else if !slices.Contains(chans, ch) && len(chans) < channelsCachedMax {
+	for _, ch := range e.publishedMeanwhile {
+		if !slices.Contains(chans, ch) && len(chans) < channelsCachedMax {
 			chans = append(chans, ch)
 		}
 	}
-	e.channels, e.fetched, e.readAt = chans, time.Now(), started
+	e.channels, e.fetched, e.stored = chans, time.Now(), read
 	return chans, nil
 }
 
@@ -136,25 +144,14 @@ func (s *channelSet) published(key channelKey, channels map[string]bool) {
 	defer s.mu.Unlock()
 	e := s.byKey[key]
 	if e == nil {
-		// Not listed yet, but a first read may be under way: the entry, never fetched, makes the next lease read
-		// (or keeps what this put published beside the read under way).
-		if len(s.byKey) > 100000 {
-			clear(s.byKey)
-		}
-		e = &channelEntry{}
-		s.byKey[key] = e
-	}
-	now := time.Now()
-	if len(e.published) > channelsCachedMax { // no lease has listed the channels for a while: forget the old ones
-		maps.DeleteFunc(e.published, func(_ string, at time.Time) bool { return now.Sub(at) > 10*channelRefresh })
+		return // not listed yet: the first lease lists them (a read under way has made the entry)
 	}
 	for ch := range channels {
-		if e.published == nil {
-			e.published = map[string]time.Time{}
-		}
-		e.published[ch] = now
 		if !slices.Contains(e.channels, ch) && len(e.channels) < channelsCachedMax {
 			e.channels = append(slices.Clip(e.channels), ch)
+		}
+		if e.reading > 0 && !slices.Contains(e.publishedMeanwhile, ch) && len(e.publishedMeanwhile) < channelsCachedMax {
+			e.publishedMeanwhile = append(e.publishedMeanwhile, ch)
 		}
 	}
 }

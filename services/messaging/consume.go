@@ -106,9 +106,7 @@ func (s *Service) Get(ctx context.Context, tenancyID, queueID string, req GetReq
 		w = s.waiters.add(queueID, g.No, req.DLQ)
 	}
 	for {
-		leaseCtx, cancel := statementContext(ctx)
-		got, more, decision, err := s.leaseOnce(leaseCtx, q, g.No, req, visibility, maxDeliveries, consumer)
-		cancel()
+		got, more, decision, err := s.leaseOnce(ctx, q, g.No, req, visibility, maxDeliveries, consumer)
 		if err != nil {
 			return nil, err
 		}
@@ -151,16 +149,7 @@ func (s *Service) Get(ctx context.Context, tenancyID, queueID string, req GetReq
 	}
 }
 
-// statementContext is the context a lease runs under: not cut off when the caller goes away. A lease statement
-// cancelled in flight can still commit after its caller has gone (the statement is on its way to PostgreSQL when
-// pgx gives up on it), leasing messages to no one until their visibility timeout; run to its end, it returns what
-// it leased, and the caller that has gone releases it (releaseUnanswered; a watch's consumer releases what it
-// holds when it leaves).
-func statementContext(ctx context.Context) (context.Context, context.CancelFunc) {
-	return context.WithTimeout(context.WithoutCancel(ctx), statementTimeout)
-}
-
-// statementTimeout bounds a lease that its caller no longer bounds.
+// statementTimeout bounds a lease, which its caller's context does not (see leaseOnce).
 const statementTimeout = 30 * time.Second
 
 // releaseUnanswered makes messages leased for a GetMessages whose caller went away visible again at once (their
@@ -228,8 +217,15 @@ func (s *Service) wait(ctx context.Context, w *waiter, deadline, recheck time.Ti
 // a consumer (single active consumer), the lease registers it and decides first, in the same transaction. more
 // reports that visible messages may be left: the lease was full, or it read only some of the channels. (A lease
 // that took fewer than it asked for took every message visible to it; those committed since woke a waiter.)
+//
+// The lease runs to its end even when ctx ends meanwhile: a statement cancelled in flight can still commit after
+// its caller has gone (it is on its way to PostgreSQL when pgx gives up on it), leasing messages to no one until
+// their visibility timeout. Run to its end, it returns what it leased, and a caller whose ctx has ended releases
+// it (a GetMessages: releaseUnanswered; a watch: its consumer, when it shuts down or leaves).
 func (s *Service) leaseOnce(ctx context.Context, q persistence.Queue, groupNo int32, req GetRequest, visibility, maxDeliveries int32,
 	consumer string) (_ []Delivered, more bool, _ persistence.ConsumerDecision, _ error) {
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), statementTimeout)
+	defer cancel()
 	var decision persistence.ConsumerDecision
 	key := channelKey{queueID: q.ID, groupNo: groupNo, dlq: req.DLQ}
 	// The active consumer takes every channel in publish order: no channel list to rotate through.

@@ -95,9 +95,7 @@ func (sub *Subscription) Lease(ctx context.Context, n int, lease time.Duration) 
 		if err := sub.refresh(ctx); err != nil {
 			return nil, err
 		}
-		leaseCtx, cancel := statementContext(ctx)
-		got, more, decision, err := s.leaseOnce(leaseCtx, sub.q, sub.g.No, req, visibility, sub.maxDeliveries, consumer)
-		cancel()
+		got, more, decision, err := s.leaseOnce(ctx, sub.q, sub.g.No, req, visibility, sub.maxDeliveries, consumer)
 		if err != nil {
 			return nil, err
 		}

@@ -131,22 +131,16 @@ func (ws *waiters) wakeOne(queueID string, groupNo int32, dlq bool) {
 
 // wakeQueue wakes one waiter of every group of the queue (new messages may have gone to any of them); DLQ
 // readers are not woken (new messages are not in a DLQ).
-func (ws *waiters) wakeQueue(queueID string) {
-	ws.mu.Lock()
-	defer ws.mu.Unlock()
-	for g, l := range ws.byQueue[queueID] {
-		if !g.dlq {
-			ws.wakeLocked(l, 1)
-		}
-	}
-}
+func (ws *waiters) wakeQueue(queueID string) { ws.wakeEachGroup(queueID, false) }
 
 // wakeDLQ wakes one reader of every DLQ of the queue (messages were dead-lettered on another node).
-func (ws *waiters) wakeDLQ(queueID string) {
+func (ws *waiters) wakeDLQ(queueID string) { ws.wakeEachGroup(queueID, true) }
+
+func (ws *waiters) wakeEachGroup(queueID string, dlq bool) {
 	ws.mu.Lock()
 	defer ws.mu.Unlock()
 	for g, l := range ws.byQueue[queueID] {
-		if g.dlq {
+		if g.dlq == dlq {
 			ws.wakeLocked(l, 1)
 		}
 	}

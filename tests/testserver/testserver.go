@@ -138,7 +138,19 @@ func (s *Server) Client(t testing.TB, token string) *sdk.ClientWithResponses {
 func (s *Server) Admin(t testing.TB, name string) (tenancyID string, client *sdk.ClientWithResponses) {
 	t.Helper()
 	tenancyID = s.Tenancy(t, name)
-	return tenancyID, s.Client(t, s.Token(t, tenancyID, "admin", "Administrators"))
+	return tenancyID, s.AdminOf(t, tenancyID)
+}
+
+// AdminOf is an SDK client for an Administrators member of an existing tenancy.
+func (s *Server) AdminOf(t testing.TB, tenancyID string) *sdk.ClientWithResponses {
+	t.Helper()
+	return s.Client(t, s.Token(t, tenancyID, "admin", "Administrators"))
+}
+
+// Peer starts another node on s's database, accepting s's tokens: a second ferry process of the same cluster.
+func (s *Server) Peer(t testing.TB, opts ...Option) *Server {
+	t.Helper()
+	return Start(t, append([]Option{WithDatabase(s.DatabaseURL), WithSecret(s.Secret)}, opts...)...)
 }
 
 type testWriter struct{ t testing.TB }
