@@ -7,7 +7,7 @@ import (
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
 
-	"github.com/ferry-mq/ferry/services/apierror"
+	"github.com/ferry-mq/ferry/fault"
 )
 
 // Lifecycle states (DESIGN section 3).
@@ -115,10 +115,9 @@ func (r *Compartments) Create(ctx context.Context, c Compartment) (Compartment, 
 		if out, err = scanCompartment(tx.QueryRow(ctx, compartmentInsert, c.TenancyID, c.ID, c.ParentID, c.Name, c.Description, tagsOrEmpty(c.FreeformTags))); err != nil {
 			return err
 		}
-		_, err = tx.Exec(ctx, policyNotify, c.TenancyID) // policies name compartments: every node reloads the tree
-		return err
+		return Notify(ctx, tx, Notification{Kind: TenancyChanged, TenancyID: c.TenancyID}) // policies name compartments: every node reloads the tree
 	})
-	return out, nameConflict("creating compartment", err, apierror.Conflict("name: a compartment named %q already exists in the parent compartment", c.Name))
+	return out, nameConflict("creating compartment", err, fault.Conflict("name: a compartment named %q already exists in the parent compartment", c.Name))
 }
 
 // LockActiveCompartment takes a share lock on a compartment that must be ACTIVE, so that it cannot be deleted
@@ -127,13 +126,13 @@ func LockActiveCompartment(ctx context.Context, tx pgx.Tx, tenancyID, id string)
 	var state string
 	err := tx.QueryRow(ctx, `SELECT lifecycle_state FROM compartments WHERE tenancy_id = $1 AND id = $2 FOR SHARE`, tenancyID, id).Scan(&state)
 	if err == pgx.ErrNoRows {
-		return apierror.NotFound("compartmentId: compartment %s does not exist or you are not authorized to access it", id)
+		return fault.NotFound("compartmentId: compartment %s does not exist or you are not authorized to access it", id)
 	}
 	if err != nil {
 		return err
 	}
 	if state != StateActive {
-		return apierror.IncorrectState("compartmentId: compartment %s is %s", id, state)
+		return fault.IncorrectState("compartmentId: compartment %s is %s", id, state)
 	}
 	return nil
 }
@@ -157,8 +156,8 @@ func (r *Compartments) List(ctx context.Context, tenancyID string, f Compartment
 		func(c Compartment) (time.Time, string, string) { return c.TimeCreated, c.Name, c.ID })
 }
 
-// Update changes an active compartment; ifMatch (when set) must equal its etag.
-func (r *Compartments) Update(ctx context.Context, tenancyID, id, ifMatch string, patch CompartmentPatch) (Compartment, error) {
+// Update changes a compartment that check accepts.
+func (r *Compartments) Update(ctx context.Context, tenancyID, id string, check Check[Compartment], patch CompartmentPatch) (Compartment, error) {
 	ctx, cancel := withTimeout(ctx)
 	defer cancel()
 	var out Compartment
@@ -167,28 +166,20 @@ func (r *Compartments) Update(ctx context.Context, tenancyID, id, ifMatch string
 		if err != nil {
 			return err
 		}
-		if err := CheckEtag(ifMatch, cur.Etag()); err != nil {
+		if err := check.run(cur); err != nil {
 			return err
-		}
-		if cur.LifecycleState != StateActive {
-			return apierror.IncorrectState("compartment %s is %s", id, cur.LifecycleState)
-		}
-		// The root compartment carries the tenancy's name (DESIGN section 3); only its description and tags change.
-		if cur.ParentID == nil && patch.Name != nil && *patch.Name != cur.Name {
-			return apierror.IncorrectState("name: the root compartment of a tenancy cannot be renamed")
 		}
 		tags := tagsPatch(patch.FreeformTags)
 		if out, err = scanCompartment(tx.QueryRow(ctx, compartmentUpdate, tenancyID, id, patch.Name, patch.Description, tags)); err != nil {
 			return err
 		}
-		_, err = tx.Exec(ctx, policyNotify, tenancyID)
-		return err
+		return Notify(ctx, tx, Notification{Kind: TenancyChanged, TenancyID: tenancyID})
 	})
-	return out, nameConflict("updating compartment", err, apierror.Conflict("name: a compartment with that name already exists in the parent compartment"))
+	return out, nameConflict("updating compartment", err, fault.Conflict("name: a compartment with that name already exists in the parent compartment"))
 }
 
-// Delete marks an empty, non-root compartment DELETED.
-func (r *Compartments) Delete(ctx context.Context, tenancyID, id, ifMatch string) error {
+// Delete marks a compartment that check accepts DELETED, provided it is empty.
+func (r *Compartments) Delete(ctx context.Context, tenancyID, id string, check Check[Compartment]) error {
 	ctx, cancel := withTimeout(ctx)
 	defer cancel()
 	err := InTx(ctx, r.pool, func(tx pgx.Tx) error {
@@ -196,27 +187,20 @@ func (r *Compartments) Delete(ctx context.Context, tenancyID, id, ifMatch string
 		if err != nil {
 			return err
 		}
-		if err := CheckEtag(ifMatch, cur.Etag()); err != nil {
+		if err := check.run(cur); err != nil {
 			return err
-		}
-		if cur.ParentID == nil {
-			return apierror.IncorrectState("the root compartment of a tenancy cannot be deleted")
-		}
-		if cur.LifecycleState == StateDeleted {
-			return apierror.NotFound("compartment %s does not exist or you are not authorized to access it", id)
 		}
 		var busy bool
 		if err := tx.QueryRow(ctx, compartmentHasResources, tenancyID, id).Scan(&busy); err != nil {
 			return err
 		}
 		if busy {
-			return apierror.IncorrectState("compartment %s is not empty: delete its compartments, queues and policies first", id)
+			return fault.IncorrectState("compartment %s is not empty: delete its compartments, queues and policies first", id)
 		}
 		if _, err = tx.Exec(ctx, compartmentMarkDeleted, tenancyID, id); err != nil {
 			return err
 		}
-		_, err = tx.Exec(ctx, policyNotify, tenancyID)
-		return err
+		return Notify(ctx, tx, Notification{Kind: TenancyChanged, TenancyID: tenancyID})
 	})
 	return interpretError("deleting compartment", err)
 }
@@ -239,14 +223,6 @@ func (r *Compartments) Ancestry(ctx context.Context, tenancyID, id string) ([]An
 	return refs, interpretError("compartment ancestry", err)
 }
 
-// CheckEtag answers 412 NoEtagMatch when ifMatch is set and differs from the current etag.
-func CheckEtag(ifMatch, current string) error {
-	if ifMatch != "" && ifMatch != "*" && ifMatch != current {
-		return apierror.NoEtagMatch("if-match: the resource has changed (current etag %s)", current)
-	}
-	return nil
-}
-
 // tagsPatch is an update's freeform_tags parameter: NULL (keep the stored tags) when the request has none.
 func tagsPatch(tags map[string]string) any {
 	if tags == nil {
@@ -257,8 +233,8 @@ func tagsPatch(tags map[string]string) any {
 
 // nameConflict turns a unique violation of a write into conflict, whose message names the clashing field; other
 // errors go through interpretError.
-func nameConflict(op string, err error, conflict *apierror.Error) error {
-	if apierror.From(interpretError("", err)).Code == "Conflict" {
+func nameConflict(op string, err error, conflict *fault.Error) error {
+	if isUniqueViolation(err) {
 		return conflict
 	}
 	return interpretError(op, err)

@@ -7,7 +7,7 @@ import (
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
 
-	"github.com/ferry-mq/ferry/services/apierror"
+	"github.com/ferry-mq/ferry/fault"
 )
 
 // PrimaryGroupNo numbers the primary consumer group (whose OCID is the queue's).
@@ -15,10 +15,6 @@ const PrimaryGroupNo int32 = 0
 
 // PrimaryGroupName is the primary group's displayName.
 const PrimaryGroupName = "primary"
-
-// ConfigChannel carries "a queue's consumer groups changed" (payload: the queue id) so that every node drops its
-// compiled filters at once.
-const ConfigChannel = "ferry_config"
 
 // ConsumerGroup is a row of consumer_groups.
 type ConsumerGroup struct {
@@ -91,7 +87,6 @@ const (
 		WHERE tenancy_id = $1 AND queue_id = $2 AND lifecycle_state <> 'DELETED'`
 	consumerGroupsOfQueue = `SELECT ` + consumerGroupColumns + ` FROM consumer_groups
 		WHERE queue_id = $1 AND lifecycle_state <> 'DELETED' ORDER BY group_no`
-	consumerGroupNotify = `SELECT pg_notify('` + ConfigChannel + `', $1)`
 	// Deleted groups whose messages are still stored (the maintainer removes them in batches).
 	consumerGroupsDeletedWithMessages = `SELECT cg.queue_id, cg.group_no FROM consumer_groups cg
 		WHERE cg.lifecycle_state = 'DELETED' AND EXISTS (
@@ -128,31 +123,39 @@ func lockQueueForGroups(ctx context.Context, tx pgx.Tx, tenancyID, queueID strin
 	err := tx.QueryRow(ctx, `SELECT lifecycle_state, consumer_groups_enabled FROM queues WHERE tenancy_id = $1 AND id = $2 FOR UPDATE`,
 		tenancyID, queueID).Scan(&state, &enabled)
 	if err == pgx.ErrNoRows {
-		return apierror.NotFound("queueId: queue %s does not exist or you are not authorized to access it", queueID)
+		return fault.NotFound("queueId: queue %s does not exist or you are not authorized to access it", queueID)
 	}
 	if err != nil {
 		return err
 	}
 	if state != StateActive {
-		return apierror.IncorrectState("queue %s is %s", queueID, state)
+		return fault.IncorrectState("queue %s is %s", queueID, state)
 	}
 	if !enabled {
-		return apierror.IncorrectState("queue %s does not have the CONSUMER_GROUPS capability: enable it on the queue first", queueID)
+		return fault.IncorrectState("queue %s does not have the CONSUMER_GROUPS capability: enable it on the queue first", queueID)
 	}
 	return nil
 }
 
-// checkQueueActive answers 409 unless the group's queue is ACTIVE (its groups do not change while it is being
-// deleted). The queue row is read, not locked: the delete locks the queue first and then the groups.
-func checkQueueActive(ctx context.Context, tx pgx.Tx, tenancyID, queueID string) error {
-	var state string
-	if err := tx.QueryRow(ctx, `SELECT lifecycle_state FROM queues WHERE tenancy_id = $1 AND id = $2`, tenancyID, queueID).Scan(&state); err != nil {
-		return err
+// GroupInQueue is a consumer group locked for a change, with its queue's lifecycle state (a queue's groups do
+// not change while it is being deleted). The queue row is read, not locked: the delete locks the queue first and
+// then the groups.
+type GroupInQueue struct {
+	ConsumerGroup
+	QueueState string
+}
+
+// lockGroup locks a live group and reads its queue's state, for a change that check accepts.
+func lockGroup(ctx context.Context, tx pgx.Tx, tenancyID, id string, check Check[GroupInQueue]) (ConsumerGroup, error) {
+	cur, err := scanConsumerGroup(tx.QueryRow(ctx, consumerGroupGetLocked, tenancyID, id))
+	if err != nil {
+		return cur, err
 	}
-	if state != StateActive {
-		return apierror.IncorrectState("queue %s is %s", queueID, state)
+	var queueState string
+	if err := tx.QueryRow(ctx, `SELECT lifecycle_state FROM queues WHERE tenancy_id = $1 AND id = $2`, tenancyID, cur.QueueID).Scan(&queueState); err != nil {
+		return cur, err
 	}
-	return nil
+	return cur, check.run(GroupInQueue{cur, queueState})
 }
 
 // deleteGroupsOfQueue marks every group of a deleted queue DELETED inside tx and tells the nodes.
@@ -160,8 +163,7 @@ func deleteGroupsOfQueue(ctx context.Context, tx pgx.Tx, tenancyID, queueID stri
 	if _, err := tx.Exec(ctx, consumerGroupsDeleteOfQueue, tenancyID, queueID); err != nil {
 		return err
 	}
-	_, err := tx.Exec(ctx, consumerGroupNotify, queueID)
-	return err
+	return Notify(ctx, tx, Notification{Kind: QueueChanged, QueueID: queueID})
 }
 
 // Get returns a live group by OCID (the primary group's OCID is its queue's).
@@ -187,10 +189,9 @@ func (r *ConsumerGroups) Create(ctx context.Context, g ConsumerGroup) (ConsumerG
 		if err != nil {
 			return err
 		}
-		_, err = tx.Exec(ctx, consumerGroupNotify, g.QueueID)
-		return err
+		return Notify(ctx, tx, Notification{Kind: QueueChanged, QueueID: g.QueueID})
 	})
-	return out, nameConflict("creating consumer group", err, apierror.Conflict("displayName: the queue already has a consumer group named %q", g.DisplayName))
+	return out, nameConflict("creating consumer group", err, fault.Conflict("displayName: the queue already has a consumer group named %q", g.DisplayName))
 }
 
 // List returns one page of a queue's groups.
@@ -208,26 +209,15 @@ func (r *ConsumerGroups) List(ctx context.Context, tenancyID string, f ConsumerG
 		func(g ConsumerGroup) (time.Time, string, string) { return g.TimeCreated, g.DisplayName, g.ID })
 }
 
-// Update changes a group (the primary group's filter and name cannot change: the caller checks).
-func (r *ConsumerGroups) Update(ctx context.Context, tenancyID, id, ifMatch string, p ConsumerGroupPatch) (ConsumerGroup, error) {
+// Update changes a group that check accepts.
+func (r *ConsumerGroups) Update(ctx context.Context, tenancyID, id string, check Check[GroupInQueue], p ConsumerGroupPatch) (ConsumerGroup, error) {
 	ctx, cancel := withTimeout(ctx)
 	defer cancel()
 	var out ConsumerGroup
 	err := InTx(ctx, r.pool, func(tx pgx.Tx) error {
-		cur, err := scanConsumerGroup(tx.QueryRow(ctx, consumerGroupGetLocked, tenancyID, id))
+		cur, err := lockGroup(ctx, tx, tenancyID, id, check)
 		if err != nil {
 			return err
-		}
-		if err := CheckEtag(ifMatch, cur.Etag()); err != nil {
-			return err
-		}
-		if err := checkQueueActive(ctx, tx, tenancyID, cur.QueueID); err != nil {
-			return err
-		}
-		// Sending the primary group's current name and empty filter back is not a change (clients that update
-		// with the whole resource do).
-		if cur.IsPrimary() && ((p.DisplayName != nil && *p.DisplayName != cur.DisplayName) || (p.Filter != nil && *p.Filter != "")) {
-			return apierror.IncorrectState("the primary consumer group has no filter and keeps its name; it can only be enabled or disabled")
 		}
 		tags := tagsPatch(p.FreeformTags)
 		out, err = scanConsumerGroup(tx.QueryRow(ctx, consumerGroupUpdate, tenancyID, id, p.DisplayName, p.Filter, p.IsEnabled,
@@ -235,37 +225,26 @@ func (r *ConsumerGroups) Update(ctx context.Context, tenancyID, id, ifMatch stri
 		if err != nil {
 			return err
 		}
-		_, err = tx.Exec(ctx, consumerGroupNotify, cur.QueueID)
-		return err
+		return Notify(ctx, tx, Notification{Kind: QueueChanged, QueueID: cur.QueueID})
 	})
-	return out, nameConflict("updating consumer group", err, apierror.Conflict("displayName: the queue already has a consumer group with that name"))
+	return out, nameConflict("updating consumer group", err, fault.Conflict("displayName: the queue already has a consumer group with that name"))
 }
 
-// Delete marks a non-primary group DELETED and returns its queue's id; its stored messages are removed by the
-// maintainer.
-func (r *ConsumerGroups) Delete(ctx context.Context, tenancyID, id, ifMatch string) (queueID string, err error) {
+// Delete marks a group that check accepts DELETED and returns its queue's id; its stored messages are removed by
+// the maintainer.
+func (r *ConsumerGroups) Delete(ctx context.Context, tenancyID, id string, check Check[GroupInQueue]) (queueID string, err error) {
 	ctx, cancel := withTimeout(ctx)
 	defer cancel()
 	err = InTx(ctx, r.pool, func(tx pgx.Tx) error {
-		cur, err := scanConsumerGroup(tx.QueryRow(ctx, consumerGroupGetLocked, tenancyID, id))
+		cur, err := lockGroup(ctx, tx, tenancyID, id, check)
+		queueID = cur.QueueID
 		if err != nil {
 			return err
-		}
-		queueID = cur.QueueID
-		if err := CheckEtag(ifMatch, cur.Etag()); err != nil {
-			return err
-		}
-		if err := checkQueueActive(ctx, tx, tenancyID, cur.QueueID); err != nil {
-			return err
-		}
-		if cur.IsPrimary() {
-			return apierror.IncorrectState("the primary consumer group cannot be deleted; disable it instead")
 		}
 		if _, err := tx.Exec(ctx, consumerGroupMarkDeleted, tenancyID, id, cur.QueueID); err != nil {
 			return err
 		}
-		_, err = tx.Exec(ctx, consumerGroupNotify, cur.QueueID)
-		return err
+		return Notify(ctx, tx, Notification{Kind: QueueChanged, QueueID: cur.QueueID})
 	})
 	return queueID, interpretError("deleting consumer group", err)
 }
@@ -287,8 +266,7 @@ func upsertPrimary(ctx context.Context, tx pgx.Tx, tenancyID, queueID string, en
 	if _, err := tx.Exec(ctx, consumerGroupInsertPrimary, tenancyID, queueID, enabled); err != nil {
 		return err
 	}
-	_, err := tx.Exec(ctx, consumerGroupNotify, queueID)
-	return err
+	return Notify(ctx, tx, Notification{Kind: QueueChanged, QueueID: queueID})
 }
 
 // GroupRef names one group's messages.

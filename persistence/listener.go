@@ -10,13 +10,12 @@ import (
 	"github.com/jackc/pgx/v5"
 )
 
-// Listener holds the process's one LISTEN connection and hands every notification on its channels to a
-// callback. It reconnects with backoff; onReconnect runs after each (re)connection so that callers can recover
-// notifications they may have missed while disconnected.
+// Listener holds the process's one LISTEN connection (on MessagesChannel and ConfigChannel) and hands every
+// notification to a callback. It reconnects with backoff; OnReconnect runs after each reconnection so that callers
+// can recover notifications they may have missed while disconnected.
 type Listener struct {
 	URL         string
-	Channels    []string
-	OnNotify    func(channel, payload string)
+	OnNotify    func(Notification)
 	OnReconnect func()
 	Logger      *slog.Logger
 
@@ -91,7 +90,7 @@ func (l *Listener) listen(ctx context.Context, connected func()) error {
 		return err
 	}
 	defer conn.Close(context.Background())
-	for _, ch := range l.Channels {
+	for _, ch := range []string{MessagesChannel, ConfigChannel} {
 		if _, err := conn.Exec(ctx, "LISTEN "+pgx.Identifier{ch}.Sanitize()); err != nil {
 			return err
 		}
@@ -102,7 +101,11 @@ func (l *Listener) listen(ctx context.Context, connected func()) error {
 		if err != nil {
 			return err
 		}
-		l.OnNotify(n.Channel, n.Payload)
+		if parsed, ok := ParseNotification(n.Channel, n.Payload); ok {
+			l.OnNotify(parsed)
+		} else {
+			l.logger().Warn("ignoring a notification of unknown form", "channel", n.Channel, "payload", n.Payload)
+		}
 	}
 }
 

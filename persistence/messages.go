@@ -13,10 +13,6 @@ import (
 	"github.com/jackc/pgx/v5/pgxpool"
 )
 
-// NotifyChannel is the LISTEN/NOTIFY channel that carries "queue has new visible messages" wake-ups; the payload
-// is the queue id.
-const NotifyChannel = "ferry_messages"
-
 // Messages is the repository of the data plane: messages, dedup keys and id watermarks.
 type Messages struct {
 	pool *pgxpool.Pool
@@ -170,10 +166,6 @@ const (
 		FROM unnest($2::text[], $3::int[], $4::int[], $5::text[], $6::json[], $7::json[], $9::int[])
 			AS u(channel_id, delay, size_bytes, content, attributes, metadata, group_no)
 		RETURNING id, expire_at`
-
-	messagesNotify = `SELECT pg_notify('` + NotifyChannel + `', q) FROM unnest($1::text[]) AS q`
-	// The same, with the sending node's id: "<node>|<queue id>" (the sender has already woken its own waiters).
-	messagesNotifyFrom = `SELECT pg_notify('` + NotifyChannel + `', $2 || '|' || q) FROM unnest($1::text[]) AS q`
 
 	// Lease: the oldest visible rows of each requested channel (interleaved round-robin across channels), locked
 	// with SKIP LOCKED and updated in the same statement. A row whose delivery count reached the limit moves to
@@ -1175,7 +1167,7 @@ func (r *Messages) deleteBatch(ctx context.Context, queueID string, queueNo int6
 		return deleted, err
 	}
 	if unblocked > 0 {
-		return deleted, r.Notify(ctx, []string{queueID})
+		return deleted, Notify(ctx, r.pool, Notification{Kind: MessagesAvailable, QueueID: queueID})
 	}
 	return deleted, nil
 }
@@ -1258,17 +1250,9 @@ func (r *Messages) ExpireDedupKeys(ctx context.Context, batch int) (int64, error
 	return tag.RowsAffected(), interpretError("expiring dedup keys", err)
 }
 
-// Notify wakes the waiting consumers of the queues on every node (one statement for all of them).
-func (r *Messages) Notify(ctx context.Context, queueIDs []string) error {
-	_, err := r.pool.Exec(ctx, messagesNotify, queueIDs)
-	return interpretError("notifying", err)
-}
-
-// NotifyFrom announces the queues like Notify, naming the sending node (payload "<node>|<queue id>"), so that the
-// sender's listener can ignore its own announcements.
-func (r *Messages) NotifyFrom(ctx context.Context, node string, queueIDs []string) error {
-	_, err := r.pool.Exec(ctx, messagesNotifyFrom, queueIDs, node)
-	return interpretError("notifying", err)
+// Notify sends the notifications (wake-ups of other nodes) in one statement.
+func (r *Messages) Notify(ctx context.Context, list []Notification) error {
+	return interpretError("notifying", Notify(ctx, r.pool, list...))
 }
 
 func receiptArrays(receipts []Receipt) (groups []int32, ids, leases []int64, dlqs []bool) {

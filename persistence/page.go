@@ -11,7 +11,7 @@ import (
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
 
-	"github.com/ferry-mq/ferry/services/apierror"
+	"github.com/ferry-mq/ferry/fault"
 )
 
 // ListLimitDefault and ListLimitMax bound list pages (DESIGN section 4).
@@ -58,7 +58,7 @@ func (p Page) decode() (*cursor, error) {
 		err = json.Unmarshal(raw, &c)
 	}
 	if err != nil || c.ID == "" || c.Sort != p.sortKey() {
-		return nil, apierror.InvalidParameter("page: invalid page token")
+		return nil, fault.InvalidParameter("page: invalid page token")
 	}
 	return &c, nil
 }

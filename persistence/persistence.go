@@ -16,7 +16,7 @@ import (
 	"github.com/jackc/pgx/v5/pgconn"
 	"github.com/jackc/pgx/v5/pgxpool"
 
-	"github.com/ferry-mq/ferry/services/apierror"
+	"github.com/ferry-mq/ferry/fault"
 )
 
 // QueryTimeoutDefault bounds every control-plane statement.
@@ -84,39 +84,59 @@ func InTx(ctx context.Context, pool *pgxpool.Pool, fn func(tx pgx.Tx) error) err
 	return pgx.BeginFunc(ctx, pool, fn)
 }
 
+// Check decides, inside the transaction that holds a row locked, whether a change to it may go ahead: the
+// control plane's rules (the caller's if-match etag, the lifecycle states a change needs) run on the row as it is
+// at that moment. nil accepts every change.
+type Check[T any] func(current T) error
+
+// run applies the check (nil accepts).
+func (c Check[T]) run(current T) error {
+	if c == nil {
+		return nil
+	}
+	return c(current)
+}
+
 // Etag derives a resource's etag from its id and row version (bumped by every update).
 func Etag(id string, version int64) string {
 	sum := sha256.Sum256([]byte(id + ":" + strconv.FormatInt(version, 10)))
 	return hex.EncodeToString(sum[:10])
 }
 
-// interpretError maps pgx and PostgreSQL errors to domain errors: no rows → apierror.ErrNotFound, unique
-// violations → 409 Conflict; anything else is wrapped with the operation.
+// interpretError maps pgx and PostgreSQL errors to faults: no rows → fault.ErrNotFound, a unique violation →
+// Conflict, a missing reference → NotFound, a value out of range → InvalidParameter, an aborted transaction or a
+// timeout → Unavailable; anything else is wrapped with the operation.
 func interpretError(op string, err error) error {
 	if err == nil {
 		return nil
 	}
 	if errors.Is(err, pgx.ErrNoRows) {
-		return apierror.ErrNotFound
+		return fault.ErrNotFound
 	}
 	var pgErr *pgconn.PgError
 	if errors.As(err, &pgErr) {
 		switch pgErr.Code {
 		case "23505":
-			return apierror.Conflict("%s: a resource with the same unique attributes already exists", op)
+			return fault.Conflict("%s: a resource with the same unique attributes already exists", op)
 		case "23503":
-			return apierror.NotFound("%s: a referenced resource does not exist", op)
+			return fault.NotFound("%s: a referenced resource does not exist", op)
 		case "23514", "22001":
-			return apierror.InvalidParameter("%s: a value is out of range (%s)", op, pgErr.ConstraintName)
+			return fault.InvalidParameter("%s: a value is out of range (%s)", op, pgErr.ConstraintName)
 		case "40P01", "40001":
 			// Aborted to break a deadlock or a serialization conflict: nothing was done, and retrying works.
-			return apierror.ServiceUnavailable(1, "%s: the database aborted a conflicting transaction; retry", op)
+			return fault.Unavailable(1, "%s: the database aborted a conflicting transaction; retry", op)
 		}
 	}
 	if errors.Is(err, context.DeadlineExceeded) {
-		return apierror.ServiceUnavailable(1, "%s: the database did not answer in time", op)
+		return fault.Unavailable(1, "%s: the database did not answer in time", op)
 	}
 	return fmt.Errorf("%s: %w", op, err)
+}
+
+// isUniqueViolation reports whether a write failed on a unique constraint.
+func isUniqueViolation(err error) bool {
+	var pgErr *pgconn.PgError
+	return errors.As(err, &pgErr) && pgErr.Code == "23505"
 }
 
 // isDeadlock reports whether PostgreSQL aborted the transaction to break a deadlock.

@@ -7,18 +7,8 @@ import (
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
 
-	"github.com/ferry-mq/ferry/services/apierror"
+	"github.com/ferry-mq/ferry/fault"
 )
-
-// Tenant admin policy created with every tenancy (DESIGN section 5).
-const (
-	TenantAdminPolicyName      = "Tenant Admin Policy"
-	TenantAdminPolicyStatement = "Allow group Administrators to manage all-resources in tenancy"
-)
-
-// PolicyChannelPrefix prefixes the ConfigChannel payload that says "this tenancy's policies or compartments
-// changed": every node reloads the tenancy's decisions.
-const PolicyChannelPrefix = "iam:"
 
 // Policy is a row of policies.
 type Policy struct {
@@ -64,7 +54,6 @@ const (
 		WHERE tenancy_id = $1 AND id = $2`
 	policiesOfTenancy = `SELECT ` + policyColumns + ` FROM policies WHERE tenancy_id = $1 AND lifecycle_state = 'ACTIVE'
 		ORDER BY time_created, id`
-	policyNotify = `SELECT pg_notify('` + ConfigChannel + `', '` + PolicyChannelPrefix + `' || $1)`
 )
 
 func scanPolicy(row pgx.Row) (Policy, error) {
@@ -78,10 +67,10 @@ func scanPolicy(row pgx.Row) (Policy, error) {
 	return p, err
 }
 
-// insertTenantAdminPolicy creates a new tenancy's admin policy inside its creating transaction.
-func insertTenantAdminPolicy(ctx context.Context, tx pgx.Tx, tenancyID, policyID string) error {
-	_, err := tx.Exec(ctx, policyInsert, tenancyID, policyID, tenancyID, TenantAdminPolicyName,
-		"Administrators manage everything in the tenancy.", []string{TenantAdminPolicyStatement}, map[string]string{})
+// insertPolicy inserts a policy inside tx (a new tenancy's admin policy, in its creating transaction).
+func insertPolicy(ctx context.Context, tx pgx.Tx, p Policy) error {
+	_, err := tx.Exec(ctx, policyInsert, p.TenancyID, p.ID, p.CompartmentID, p.Name, p.Description, p.Statements,
+		tagsOrEmpty(p.FreeformTags))
 	return err
 }
 
@@ -107,10 +96,9 @@ func (r *Policies) Create(ctx context.Context, p Policy) (Policy, error) {
 			p.Statements, tagsOrEmpty(p.FreeformTags))); err != nil {
 			return err
 		}
-		_, err = tx.Exec(ctx, policyNotify, p.TenancyID)
-		return err
+		return Notify(ctx, tx, Notification{Kind: TenancyChanged, TenancyID: p.TenancyID})
 	})
-	return out, nameConflict("creating policy", err, apierror.Conflict("name: the tenancy already has a policy named %q", p.Name))
+	return out, nameConflict("creating policy", err, fault.Conflict("name: the tenancy already has a policy named %q", p.Name))
 }
 
 // List returns one page of a compartment's policies.
@@ -128,8 +116,8 @@ func (r *Policies) List(ctx context.Context, tenancyID, compartmentID, name, sta
 		func(x Policy) (time.Time, string, string) { return x.TimeCreated, x.Name, x.ID })
 }
 
-// Update changes an active policy.
-func (r *Policies) Update(ctx context.Context, tenancyID, id, ifMatch string, patch PolicyPatch) (Policy, error) {
+// Update changes a policy that check accepts.
+func (r *Policies) Update(ctx context.Context, tenancyID, id string, check Check[Policy], patch PolicyPatch) (Policy, error) {
 	ctx, cancel := withTimeout(ctx)
 	defer cancel()
 	var out Policy
@@ -138,24 +126,20 @@ func (r *Policies) Update(ctx context.Context, tenancyID, id, ifMatch string, pa
 		if err != nil {
 			return err
 		}
-		if cur.LifecycleState == StateDeleted {
-			return apierror.ErrNotFound
-		}
-		if err := CheckEtag(ifMatch, cur.Etag()); err != nil {
+		if err := check.run(cur); err != nil {
 			return err
 		}
 		tags := tagsPatch(patch.FreeformTags)
 		if out, err = scanPolicy(tx.QueryRow(ctx, policyUpdate, tenancyID, id, patch.Name, patch.Description, patch.Statements, tags)); err != nil {
 			return err
 		}
-		_, err = tx.Exec(ctx, policyNotify, tenancyID)
-		return err
+		return Notify(ctx, tx, Notification{Kind: TenancyChanged, TenancyID: tenancyID})
 	})
-	return out, nameConflict("updating policy", err, apierror.Conflict("name: the tenancy already has a policy with that name"))
+	return out, nameConflict("updating policy", err, fault.Conflict("name: the tenancy already has a policy with that name"))
 }
 
-// Delete marks a policy DELETED.
-func (r *Policies) Delete(ctx context.Context, tenancyID, id, ifMatch string) error {
+// Delete marks a policy that check accepts DELETED.
+func (r *Policies) Delete(ctx context.Context, tenancyID, id string, check Check[Policy]) error {
 	ctx, cancel := withTimeout(ctx)
 	defer cancel()
 	err := InTx(ctx, r.pool, func(tx pgx.Tx) error {
@@ -163,17 +147,13 @@ func (r *Policies) Delete(ctx context.Context, tenancyID, id, ifMatch string) er
 		if err != nil {
 			return err
 		}
-		if cur.LifecycleState == StateDeleted {
-			return apierror.ErrNotFound
-		}
-		if err := CheckEtag(ifMatch, cur.Etag()); err != nil {
+		if err := check.run(cur); err != nil {
 			return err
 		}
 		if _, err := tx.Exec(ctx, policyMarkDeleted, tenancyID, id); err != nil {
 			return err
 		}
-		_, err = tx.Exec(ctx, policyNotify, tenancyID)
-		return err
+		return Notify(ctx, tx, Notification{Kind: TenancyChanged, TenancyID: tenancyID})
 	})
 	return interpretError("deleting policy", err)
 }
@@ -183,7 +163,7 @@ func (r *Policies) Delete(ctx context.Context, tenancyID, id, ifMatch string) er
 func (r *Policies) NotifyChanged(ctx context.Context, tenancyID string) error {
 	ctx, cancel := withTimeout(ctx)
 	defer cancel()
-	_, err := r.pool.Exec(ctx, policyNotify, tenancyID)
+	err := Notify(ctx, r.pool, Notification{Kind: TenancyChanged, TenancyID: tenancyID})
 	return interpretError("notifying a policy change", err)
 }
 

@@ -17,7 +17,7 @@ type queueNumbers struct {
 
 func newQueueNumbers(pool *pgxpool.Pool) *queueNumbers { return &queueNumbers{pool: pool} }
 
-// of answers the queue's number; apierror.ErrNotFound when no queue has that OCID.
+// of answers the queue's number; fault.ErrNotFound when no queue has that OCID.
 func (q *queueNumbers) of(ctx context.Context, queueID string) (int64, error) {
 	if no, ok := q.byID.Load(queueID); ok {
 		return no.(int64), nil

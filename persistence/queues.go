@@ -2,14 +2,11 @@ package persistence
 
 import (
 	"context"
-	"slices"
 	"strconv"
 	"time"
 
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
-
-	"github.com/ferry-mq/ferry/services/apierror"
 )
 
 // Queue is a row of queues: the queue's identity and settings.
@@ -169,37 +166,22 @@ func (r *Queues) List(ctx context.Context, tenancyID string, f QueueFilter, p Pa
 		func(q Queue) (time.Time, string, string) { return q.TimeCreated, q.DisplayName, q.ID })
 }
 
-// lockActive locks a queue for a change that needs it ACTIVE and the etag to match.
-func lockActive(ctx context.Context, tx pgx.Tx, tenancyID, id, ifMatch string) (Queue, error) {
-	return lockInState(ctx, tx, tenancyID, id, ifMatch, StateActive)
-}
-
-// lockInState locks a queue for a change that needs it in one of states and the etag to match. A DELETED queue
-// answers 404, like a missing one.
-func lockInState(ctx context.Context, tx pgx.Tx, tenancyID, id, ifMatch string, states ...string) (Queue, error) {
+// lockQueue locks a queue for a change that check accepts.
+func lockQueue(ctx context.Context, tx pgx.Tx, tenancyID, id string, check Check[Queue]) (Queue, error) {
 	cur, err := scanQueue(tx.QueryRow(ctx, queueGetLocked, tenancyID, id))
 	if err != nil {
 		return cur, err
 	}
-	if cur.LifecycleState == StateDeleted {
-		return cur, apierror.ErrNotFound
-	}
-	if err := CheckEtag(ifMatch, cur.Etag()); err != nil {
-		return cur, err
-	}
-	if !slices.Contains(states, cur.LifecycleState) {
-		return cur, apierror.IncorrectState("queue %s is %s", id, cur.LifecycleState)
-	}
-	return cur, nil
+	return cur, check.run(cur)
 }
 
-// Update changes an active queue's settings.
-func (r *Queues) Update(ctx context.Context, tenancyID, id, ifMatch string, p QueuePatch) (Queue, error) {
+// Update changes the settings of a queue that check accepts.
+func (r *Queues) Update(ctx context.Context, tenancyID, id string, check Check[Queue], p QueuePatch) (Queue, error) {
 	ctx, cancel := withTimeout(ctx)
 	defer cancel()
 	var out Queue
 	err := InTx(ctx, r.pool, func(tx pgx.Tx) error {
-		if _, err := lockActive(ctx, tx, tenancyID, id, ifMatch); err != nil {
+		if _, err := lockQueue(ctx, tx, tenancyID, id, check); err != nil {
 			return err
 		}
 		tags := tagsPatch(p.FreeformTags)
@@ -217,13 +199,13 @@ func (r *Queues) Update(ctx context.Context, tenancyID, id, ifMatch string, p Qu
 	return out, interpretError("updating queue", err)
 }
 
-// ChangeCompartment moves an active queue into another active compartment of the same tenancy.
-func (r *Queues) ChangeCompartment(ctx context.Context, tenancyID, id, ifMatch, compartmentID string) (Queue, error) {
+// ChangeCompartment moves a queue that check accepts into another active compartment of the same tenancy.
+func (r *Queues) ChangeCompartment(ctx context.Context, tenancyID, id string, check Check[Queue], compartmentID string) (Queue, error) {
 	ctx, cancel := withTimeout(ctx)
 	defer cancel()
 	var out Queue
 	err := InTx(ctx, r.pool, func(tx pgx.Tx) error {
-		if _, err := lockActive(ctx, tx, tenancyID, id, ifMatch); err != nil {
+		if _, err := lockQueue(ctx, tx, tenancyID, id, check); err != nil {
 			return err
 		}
 		if err := LockActiveCompartment(ctx, tx, tenancyID, compartmentID); err != nil {
@@ -233,25 +215,19 @@ func (r *Queues) ChangeCompartment(ctx context.Context, tenancyID, id, ifMatch, 
 		if out, err = scanQueue(tx.QueryRow(ctx, queueMove, tenancyID, id, compartmentID)); err != nil {
 			return err
 		}
-		_, err = tx.Exec(ctx, policyNotify, tenancyID) // decisions cache a queue's compartment
-		return err
+		return Notify(ctx, tx, Notification{Kind: TenancyChanged, TenancyID: tenancyID}) // decisions cache a queue's compartment
 	})
 	return out, interpretError("moving queue", err)
 }
 
-// StartWork locks an active queue, optionally moves it to newState (DELETING for a delete), and records the work
-// request in the same transaction, so that the change and its work request commit together.
-func (r *Queues) StartWork(ctx context.Context, tenancyID, id, ifMatch, newState string, wr WorkRequest) (WorkRequest, error) {
+// StartWork locks a queue that check accepts, optionally moves it to newState (DELETING for a delete), and
+// records the work request in the same transaction, so that the change and its work request commit together.
+func (r *Queues) StartWork(ctx context.Context, tenancyID, id string, check Check[Queue], newState string, wr WorkRequest) (WorkRequest, error) {
 	ctx, cancel := withTimeout(ctx)
 	defer cancel()
 	var out WorkRequest
-	// A delete that failed leaves the queue FAILED and asks for the delete to be retried: accept that retry.
-	states := []string{StateActive}
-	if newState == StateDeleting {
-		states = append(states, StateFailed)
-	}
 	err := InTx(ctx, r.pool, func(tx pgx.Tx) error {
-		q, err := lockInState(ctx, tx, tenancyID, id, ifMatch, states...)
+		q, err := lockQueue(ctx, tx, tenancyID, id, check)
 		if err != nil {
 			return err
 		}
@@ -325,8 +301,7 @@ func setConsumerGroups(ctx context.Context, tx pgx.Tx, tenancyID, queueID string
 		return err
 	}
 	if !enabled {
-		_, err := tx.Exec(ctx, consumerGroupNotify, queueID)
-		return err
+		return Notify(ctx, tx, Notification{Kind: QueueChanged, QueueID: queueID})
 	}
 	return upsertPrimary(ctx, tx, tenancyID, queueID, primaryEnabled)
 }

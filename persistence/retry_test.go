@@ -2,8 +2,6 @@ package persistence
 
 import (
 	"context"
-	"errors"
-	"net/http"
 	"testing"
 	"time"
 
@@ -11,8 +9,8 @@ import (
 	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/stretchr/testify/require"
 
+	"github.com/ferry-mq/ferry/fault"
 	"github.com/ferry-mq/ferry/persistence/testdb"
-	"github.com/ferry-mq/ferry/services/apierror"
 )
 
 func TestMain(m *testing.M) { testdb.Main(m) }
@@ -70,9 +68,7 @@ func TestSendRetryingAfterDeadlock(t *testing.T) {
 	require.NoError(t, pool.QueryRow(ctx, `SELECT (SELECT n FROM pair WHERE id = 1), (SELECT n FROM pair WHERE id = 2)`).Scan(&n1, &n2))
 	require.Equal(t, []int{11, 11}, []int{n1, n2}, "both transactions applied once")
 
-	var apiErr *apierror.Error
-	require.True(t, errors.As(interpretError("leasing messages", deadlockError(t, ctx, pool)), &apiErr))
-	require.Equal(t, http.StatusServiceUnavailable, apiErr.Status)
+	require.True(t, fault.Is(interpretError("leasing messages", deadlockError(t, ctx, pool)), fault.KindUnavailable))
 }
 
 // deadlockError provokes a deadlock between two transactions and returns the aborted one's error.

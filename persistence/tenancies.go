@@ -25,12 +25,12 @@ const (
 		RETURNING id, name, time_created`
 	// The root compartment carries the tenancy's OCID and name.
 	rootCompartmentInsert = `INSERT INTO compartments (tenancy_id, id, parent_id, name, description)
-		VALUES ($1, $1, NULL, $2, 'root compartment of the tenancy')`
+		VALUES ($1, $1, NULL, $2, $3)`
 )
 
-// Create inserts a tenancy with its root compartment and its Tenant Admin Policy (OCID adminPolicyID), or returns
-// the existing tenancy of that name. created reports which happened.
-func (r *Tenancies) Create(ctx context.Context, id, name, adminPolicyID string) (t Tenancy, created bool, err error) {
+// Create inserts a tenancy with its root compartment (described by rootDescription) and the policies it starts
+// with, in one transaction, or returns the existing tenancy of that name. created reports which happened.
+func (r *Tenancies) Create(ctx context.Context, id, name, rootDescription string, policies []Policy) (t Tenancy, created bool, err error) {
 	err = InTx(ctx, r.pool, func(tx pgx.Tx) error {
 		err := tx.QueryRow(ctx, tenancyInsert, id, name).Scan(&t.ID, &t.Name, &t.TimeCreated)
 		if err == pgx.ErrNoRows {
@@ -40,10 +40,15 @@ func (r *Tenancies) Create(ctx context.Context, id, name, adminPolicyID string) 
 			return err
 		}
 		created = true
-		if _, err = tx.Exec(ctx, rootCompartmentInsert, id, name); err != nil {
+		if _, err = tx.Exec(ctx, rootCompartmentInsert, id, name, rootDescription); err != nil {
 			return err
 		}
-		return insertTenantAdminPolicy(ctx, tx, id, adminPolicyID)
+		for _, p := range policies {
+			if err := insertPolicy(ctx, tx, p); err != nil {
+				return err
+			}
+		}
+		return nil
 	})
 	t.TimeCreated = t.TimeCreated.UTC()
 	return t, created, interpretError("creating tenancy", err)

@@ -84,7 +84,7 @@ func tenancyCreate(ctx context.Context, args []string) error {
 	}
 	defer pool.Close()
 	ocids := tenancy.OCIDs{Realm: cfg.Realm, Region: cfg.Region}
-	t, _, err := persistence.NewStore(pool).Tenancies.Create(ctx, ocids.New(tenancy.TypeTenancy), *name, ocids.New(tenancy.TypePolicy))
+	t, _, err := tenancy.Create(ctx, persistence.NewStore(pool).Tenancies, ocids, *name)
 	if err != nil {
 		return err
 	}

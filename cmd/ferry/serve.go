@@ -86,7 +86,7 @@ func printDevWelcome(ctx context.Context, cfg server.Config, store *persistence.
 		return fmt.Errorf("--dev needs an HS256 secret (FERRY_JWT_HS256_SECRET, or the embedded default)")
 	}
 	ocids := tenancy.OCIDs{Realm: cfg.Realm, Region: cfg.Region}
-	t, _, err := store.Tenancies.Create(ctx, ocids.New(tenancy.TypeTenancy), "dev", ocids.New(tenancy.TypePolicy))
+	t, _, err := tenancy.Create(ctx, store.Tenancies, ocids, "dev")
 	if err != nil {
 		return err
 	}

@@ -1,5 +1,6 @@
 // Package apierror is ferry's one mapping from failures to HTTP: every error a handler returns becomes an
-// OCI-style {"code","message"} body with the matching status. Unknown errors become a 500 whose message never
+// OCI-style {"code","message"} body with the matching status. Faults (package fault) map by their kind; an
+// *Error built here carries an HTTP-only status of its own (405, 426); anything else is a 500 whose message never
 // carries internals.
 package apierror
 
@@ -12,6 +13,8 @@ import (
 	"strconv"
 
 	"github.com/gin-gonic/gin"
+
+	"github.com/ferry-mq/ferry/fault"
 )
 
 // Error is an API error: an HTTP status, an OCI error code and a message that names the offending field.
@@ -24,69 +27,45 @@ type Error struct {
 
 func (e *Error) Error() string { return e.Code + ": " + e.Message }
 
-// New builds an Error.
+// New builds an Error with a status and code that no fault kind has (the HTTP layer's own answers).
 func New(status int, code, format string, args ...any) *Error {
 	return &Error{Status: status, Code: code, Message: fmt.Sprintf(format, args...)}
 }
 
-// Constructors for the codes of DESIGN section 4.
-func InvalidParameter(format string, args ...any) *Error {
-	return New(http.StatusBadRequest, "InvalidParameter", format, args...)
+// byKind is each fault kind's status and OCI code (DESIGN section 4).
+var byKind = map[fault.Kind]struct {
+	status int
+	code   string
+}{
+	fault.KindInvalidParameter:   {http.StatusBadRequest, "InvalidParameter"},
+	fault.KindMissingParameter:   {http.StatusBadRequest, "MissingParameter"},
+	fault.KindLimitExceeded:      {http.StatusBadRequest, "LimitExceeded"},
+	fault.KindNotAuthenticated:   {http.StatusUnauthorized, "NotAuthenticated"},
+	fault.KindNotFound:           {http.StatusNotFound, "NotAuthorizedOrNotFound"},
+	fault.KindConflict:           {http.StatusConflict, "Conflict"},
+	fault.KindIncorrectState:     {http.StatusConflict, "IncorrectState"},
+	fault.KindPreconditionFailed: {http.StatusPreconditionFailed, "NoEtagMatch"},
+	fault.KindPayloadTooLarge:    {http.StatusRequestEntityTooLarge, "PayloadTooLarge"},
+	fault.KindTooManyRequests:    {http.StatusTooManyRequests, "TooManyRequests"},
+	fault.KindUnavailable:        {http.StatusServiceUnavailable, "ServiceUnavailable"},
 }
-func MissingParameter(format string, args ...any) *Error {
-	return New(http.StatusBadRequest, "MissingParameter", format, args...)
-}
-func LimitExceeded(format string, args ...any) *Error {
-	return New(http.StatusBadRequest, "LimitExceeded", format, args...)
-}
-func NotAuthenticated(format string, args ...any) *Error {
-	return New(http.StatusUnauthorized, "NotAuthenticated", format, args...)
-}
-
-// NotFound is also the answer to a denied request: the two are indistinguishable by design.
-func NotFound(format string, args ...any) *Error {
-	return New(http.StatusNotFound, "NotAuthorizedOrNotFound", format, args...)
-}
-func Conflict(format string, args ...any) *Error {
-	return New(http.StatusConflict, "Conflict", format, args...)
-}
-func IncorrectState(format string, args ...any) *Error {
-	return New(http.StatusConflict, "IncorrectState", format, args...)
-}
-func NoEtagMatch(format string, args ...any) *Error {
-	return New(http.StatusPreconditionFailed, "NoEtagMatch", format, args...)
-}
-func PayloadTooLarge(format string, args ...any) *Error {
-	return New(http.StatusRequestEntityTooLarge, "PayloadTooLarge", format, args...)
-}
-func TooManyRequests(retryAfter int, format string, args ...any) *Error {
-	e := New(http.StatusTooManyRequests, "TooManyRequests", format, args...)
-	e.RetryAfter = retryAfter
-	return e
-}
-func ServiceUnavailable(retryAfter int, format string, args ...any) *Error {
-	e := New(http.StatusServiceUnavailable, "ServiceUnavailable", format, args...)
-	e.RetryAfter = retryAfter
-	return e
-}
-
-// ErrNotFound is the sentinel that stores return for a missing row; it answers 404.
-var ErrNotFound = errors.New("not found")
 
 // From converts any error to an *Error (500 for the unknown ones).
 func From(err error) *Error {
 	var apiErr *Error
-	switch {
-	case errors.As(err, &apiErr):
+	if errors.As(err, &apiErr) {
 		return apiErr
-	case errors.Is(err, ErrNotFound):
-		return NotFound("the resource does not exist or you are not authorized to access it")
-	case errors.Is(err, context.Canceled):
+	}
+	if f := fault.As(err); f != nil {
+		if m, ok := byKind[f.Kind]; ok {
+			return &Error{Status: m.status, Code: m.code, Message: f.Message, RetryAfter: f.RetryAfter}
+		}
+	}
+	if errors.Is(err, context.Canceled) {
 		// The caller went away (or the server is stopping): nobody reads this answer; it is not a server fault.
 		return New(http.StatusServiceUnavailable, "ServiceUnavailable", "the request was cancelled")
-	default:
-		return New(http.StatusInternalServerError, "InternalServerError", "internal error; quote the opc-request-id when reporting it")
 	}
+	return New(http.StatusInternalServerError, "InternalServerError", "internal error; quote the opc-request-id when reporting it")
 }
 
 // Write answers err as JSON and aborts the gin chain. 5xx errors are logged with the request id.

@@ -100,11 +100,8 @@ func (h *Handlers) UpdateCompartment(c *gin.Context, id api.CompartmentIdPath, p
 	if !bind(c, &body) {
 		return
 	}
-	comp, err := h.store.Compartments.Update(c.Request.Context(), tenancyOf(c), id, httpapi.Deref(params.IfMatch), persistence.CompartmentPatch{
-		Name:         body.Name,
-		Description:  body.Description,
-		FreeformTags: tagsOf(body.FreeformTags),
-	})
+	patch := persistence.CompartmentPatch{Name: body.Name, Description: body.Description, FreeformTags: tagsOf(body.FreeformTags)}
+	comp, err := h.store.Compartments.Update(c.Request.Context(), tenancyOf(c), id, compartmentUpdatable(httpapi.Deref(params.IfMatch), patch), patch)
 	if err != nil {
 		apierror.Write(c, err)
 		return
@@ -115,7 +112,7 @@ func (h *Handlers) UpdateCompartment(c *gin.Context, id api.CompartmentIdPath, p
 
 // DeleteCompartment deletes an empty compartment (409 IncorrectState when it still holds resources).
 func (h *Handlers) DeleteCompartment(c *gin.Context, id api.CompartmentIdPath, params api.DeleteCompartmentParams) {
-	if err := h.store.Compartments.Delete(c.Request.Context(), tenancyOf(c), id, httpapi.Deref(params.IfMatch)); err != nil {
+	if err := h.store.Compartments.Delete(c.Request.Context(), tenancyOf(c), id, compartmentDeletable(httpapi.Deref(params.IfMatch))); err != nil {
 		apierror.Write(c, err)
 		return
 	}

@@ -6,6 +6,7 @@ import (
 
 	"github.com/gin-gonic/gin"
 
+	"github.com/ferry-mq/ferry/fault"
 	"github.com/ferry-mq/ferry/openapi/api"
 	"github.com/ferry-mq/ferry/persistence"
 	"github.com/ferry-mq/ferry/services/apierror"
@@ -60,7 +61,7 @@ func (h *Handlers) queueConfigChanged(queueID string) {
 // compileFilter checks a filter expression; errors name the field and the column.
 func compileFilter(expr string) error {
 	if _, err := filter.Compile(expr); err != nil {
-		return apierror.InvalidParameter("consumerGroupFilter: %v", err)
+		return fault.InvalidParameter("consumerGroupFilter: %v", err)
 	}
 	return nil
 }
@@ -157,7 +158,7 @@ func (h *Handlers) UpdateConsumerGroup(c *gin.Context, id api.ConsumerGroupIdPat
 			patch.DeadLetterQueueDeliveryCount = int32Ptr(n)
 		}
 	}
-	g, err := h.store.ConsumerGroups.Update(c.Request.Context(), tenancyOf(c), id, httpapi.Deref(params.IfMatch), patch)
+	g, err := h.store.ConsumerGroups.Update(c.Request.Context(), tenancyOf(c), id, groupChangeable(httpapi.Deref(params.IfMatch), &patch), patch)
 	if err != nil {
 		apierror.Write(c, err)
 		return
@@ -168,7 +169,7 @@ func (h *Handlers) UpdateConsumerGroup(c *gin.Context, id api.ConsumerGroupIdPat
 
 // DeleteConsumerGroup deletes a (non-primary) group.
 func (h *Handlers) DeleteConsumerGroup(c *gin.Context, id api.ConsumerGroupIdPath, params api.DeleteConsumerGroupParams) {
-	queueID, err := h.store.ConsumerGroups.Delete(c.Request.Context(), tenancyOf(c), id, httpapi.Deref(params.IfMatch))
+	queueID, err := h.store.ConsumerGroups.Delete(c.Request.Context(), tenancyOf(c), id, groupChangeable(httpapi.Deref(params.IfMatch), nil))
 	if err != nil {
 		apierror.Write(c, err)
 		return

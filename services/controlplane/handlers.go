@@ -8,6 +8,7 @@ import (
 
 	"github.com/gin-gonic/gin"
 
+	"github.com/ferry-mq/ferry/fault"
 	"github.com/ferry-mq/ferry/iam"
 	"github.com/ferry-mq/ferry/openapi/api"
 	"github.com/ferry-mq/ferry/persistence"
@@ -48,7 +49,7 @@ func tenancyOf(c *gin.Context) string {
 // bind decodes the (already validated) JSON body; a body that still fails to decode is a 400.
 func bind(c *gin.Context, dst any) bool {
 	if err := c.ShouldBindJSON(dst); err != nil {
-		apierror.Write(c, apierror.InvalidParameter("body: %v", err))
+		apierror.Write(c, fault.InvalidParameter("body: %v", err))
 		return false
 	}
 	return true

@@ -6,6 +6,7 @@ import (
 
 	"github.com/gin-gonic/gin"
 
+	"github.com/ferry-mq/ferry/fault"
 	"github.com/ferry-mq/ferry/iam"
 	"github.com/ferry-mq/ferry/iam/policy"
 	"github.com/ferry-mq/ferry/openapi/api"
@@ -35,9 +36,9 @@ func (h *Handlers) checkStatements(c *gin.Context, compartmentID string, stateme
 	if err != nil {
 		var perr *policy.Error
 		if errors.As(err, &perr) {
-			return apierror.InvalidParameter("statements[%d]: column %d: %s", perr.Statement, perr.Column, perr.Message)
+			return fault.InvalidParameter("statements[%d]: column %d: %s", perr.Statement, perr.Column, perr.Message)
 		}
-		return apierror.InvalidParameter("statements: %v", err)
+		return fault.InvalidParameter("statements: %v", err)
 	}
 	if h.Access == nil {
 		return nil
@@ -117,7 +118,7 @@ func (h *Handlers) UpdatePolicy(c *gin.Context, id api.PolicyIdPath, params api.
 			return
 		}
 	}
-	p, err := h.store.Policies.Update(c.Request.Context(), tenancyOf(c), id, httpapi.Deref(params.IfMatch), persistence.PolicyPatch{
+	p, err := h.store.Policies.Update(c.Request.Context(), tenancyOf(c), id, policyChangeable(httpapi.Deref(params.IfMatch)), persistence.PolicyPatch{
 		Name: body.Name, Description: body.Description, Statements: statements, FreeformTags: tagsOf(body.FreeformTags),
 	})
 	if err != nil {
@@ -130,7 +131,7 @@ func (h *Handlers) UpdatePolicy(c *gin.Context, id api.PolicyIdPath, params api.
 
 // DeletePolicy deletes a policy.
 func (h *Handlers) DeletePolicy(c *gin.Context, id api.PolicyIdPath, params api.DeletePolicyParams) {
-	if err := h.store.Policies.Delete(c.Request.Context(), tenancyOf(c), id, httpapi.Deref(params.IfMatch)); err != nil {
+	if err := h.store.Policies.Delete(c.Request.Context(), tenancyOf(c), id, policyChangeable(httpapi.Deref(params.IfMatch))); err != nil {
 		apierror.Write(c, err)
 		return
 	}
@@ -145,7 +146,7 @@ func (h *Handlers) Authorize(c *gin.Context, _ api.AuthorizeParams) {
 		return
 	}
 	if h.Access == nil {
-		apierror.Write(c, apierror.ServiceUnavailable(1, "authorization is not configured"))
+		apierror.Write(c, fault.Unavailable(1, "authorization is not configured"))
 		return
 	}
 	d, err := h.Access.Simulate(c.Request.Context(), tenancyOf(c), body.Subject, httpapi.Deref(body.Groups), string(body.Permission), iam.Target{

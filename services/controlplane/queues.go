@@ -147,7 +147,7 @@ func (h *Handlers) UpdateQueue(c *gin.Context, id api.QueueIdPath, params api.Up
 		return
 	}
 	groups, primary := capabilitiesFrom(body.Capabilities)
-	q, err := h.store.Queues.Update(c.Request.Context(), tenancyOf(c), id, httpapi.Deref(params.IfMatch), persistence.QueuePatch{
+	q, err := h.store.Queues.Update(c.Request.Context(), tenancyOf(c), id, queueIn(httpapi.Deref(params.IfMatch), persistence.StateActive), persistence.QueuePatch{
 		DisplayName:                  body.DisplayName,
 		VisibilitySeconds:            int32Ptr(body.VisibilityInSeconds),
 		TimeoutSeconds:               int32Ptr(body.TimeoutInSeconds),
@@ -174,7 +174,9 @@ func (h *Handlers) UpdateQueue(c *gin.Context, id api.QueueIdPath, params api.Up
 
 // DeleteQueue marks the queue DELETING and answers 202 with the work request that removes its messages.
 func (h *Handlers) DeleteQueue(c *gin.Context, id api.QueueIdPath, params api.DeleteQueueParams) {
-	h.startWork(c, id, httpapi.Deref(params.IfMatch), persistence.StateDeleting, persistence.WorkRequest{
+	// A delete that failed leaves the queue FAILED and asks for the delete to be retried: accept that retry.
+	check := queueIn(httpapi.Deref(params.IfMatch), persistence.StateActive, persistence.StateFailed)
+	h.startWork(c, id, check, persistence.StateDeleting, persistence.WorkRequest{
 		OperationType: persistence.OpDeleteQueue, ActionType: "DELETED",
 	})
 }
@@ -185,15 +187,15 @@ func (h *Handlers) PurgeQueue(c *gin.Context, id api.QueueIdPath, params api.Pur
 	if !bind(c, &body) {
 		return
 	}
-	h.startWork(c, id, httpapi.Deref(params.IfMatch), "", persistence.WorkRequest{
+	h.startWork(c, id, queueIn(httpapi.Deref(params.IfMatch), persistence.StateActive), "", persistence.WorkRequest{
 		OperationType: persistence.OpPurgeQueue, ActionType: "UPDATED",
 		Params: map[string]any{"purgeType": string(body.PurgeType)},
 	})
 }
 
-func (h *Handlers) startWork(c *gin.Context, id, ifMatch, newState string, wr persistence.WorkRequest) {
+func (h *Handlers) startWork(c *gin.Context, id string, check persistence.Check[persistence.Queue], newState string, wr persistence.WorkRequest) {
 	wr.ID = h.ocids.New(tenancy.TypeWorkRequest)
-	wr, err := h.store.Queues.StartWork(c.Request.Context(), tenancyOf(c), id, ifMatch, newState, wr)
+	wr, err := h.store.Queues.StartWork(c.Request.Context(), tenancyOf(c), id, check, newState, wr)
 	if err != nil {
 		apierror.Write(c, err)
 		return
@@ -209,7 +211,7 @@ func (h *Handlers) ChangeQueueCompartment(c *gin.Context, id api.QueueIdPath, pa
 	if !bind(c, &body) {
 		return
 	}
-	q, err := h.store.Queues.ChangeCompartment(c.Request.Context(), tenancyOf(c), id, httpapi.Deref(params.IfMatch), body.CompartmentId)
+	q, err := h.store.Queues.ChangeCompartment(c.Request.Context(), tenancyOf(c), id, queueIn(httpapi.Deref(params.IfMatch), persistence.StateActive), body.CompartmentId)
 	if err != nil {
 		apierror.Write(c, err)
 		return

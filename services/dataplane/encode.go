@@ -69,7 +69,7 @@ func appendEntryResults(b []byte, errs []messaging.EntryError) []byte {
 	var client, server int
 	for _, e := range errs {
 		if e != nil {
-			countFailure(e, &client, &server)
+			countFailure(apierror.From(e), &client, &server)
 		}
 	}
 	b = append(b, `{"clientFailedCount":`...)
@@ -83,10 +83,11 @@ func appendEntryResults(b []byte, errs []messaging.EntryError) []byte {
 			b = append(b, "{}"...)
 			continue
 		}
+		apiErr := apierror.From(e)
 		b = append(b, `{"errorCode":`...)
-		b = jsonx.AppendString(b, e.Code)
+		b = jsonx.AppendString(b, apiErr.Code)
 		b = append(b, `,"errorMessage":`...)
-		b = jsonx.AppendString(b, e.Message)
+		b = jsonx.AppendString(b, apiErr.Message)
 		b = append(b, '}')
 	}
 	b = append(b, `],"serverFailedCount":`...)

@@ -8,6 +8,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/ferry-mq/ferry/fault"
 	"github.com/ferry-mq/ferry/openapi/api"
 	"github.com/ferry-mq/ferry/persistence"
 	"github.com/ferry-mq/ferry/services/apierror"
@@ -147,14 +148,15 @@ func TestPutAndDeleteResultsEncoding(t *testing.T) {
 		for i := range errs {
 			switch r.IntN(3) {
 			case 1:
-				errs[i] = apierror.Conflict("receipt: <stale> & \"gone\"")
+				errs[i] = fault.Conflict("receipt: <stale> & \"gone\"")
 			case 2:
-				errs[i] = apierror.New(500, "InternalServerError", "é")
+				errs[i] = fault.Unavailable(1, "é") // a server-side failure
 			}
 		}
 		del := api.DeleteMessagesResult{Entries: make([]api.DeleteMessagesResultEntry, len(errs))}
-		for i, e := range errs {
-			if e != nil {
+		for i, entryErr := range errs {
+			if entryErr != nil {
+				e := apierror.From(entryErr)
 				del.Entries[i] = api.DeleteMessagesResultEntry{ErrorCode: &e.Code, ErrorMessage: &e.Message}
 				countFailure(e, &del.ClientFailedCount, &del.ServerFailedCount)
 			}

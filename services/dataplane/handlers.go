@@ -10,6 +10,7 @@ import (
 
 	"github.com/gin-gonic/gin"
 
+	"github.com/ferry-mq/ferry/fault"
 	"github.com/ferry-mq/ferry/iam"
 	"github.com/ferry-mq/ferry/openapi/api"
 	"github.com/ferry-mq/ferry/persistence"
@@ -40,7 +41,7 @@ func bind[T any](c *gin.Context, dst *T) bool {
 		return true
 	}
 	if err := c.ShouldBindJSON(dst); err != nil {
-		apierror.Write(c, apierror.InvalidParameter("body: %v", err))
+		apierror.Write(c, fault.InvalidParameter("body: %v", err))
 		return false
 	}
 	return true
@@ -144,7 +145,7 @@ func (h *Handlers) GetMessages(c *gin.Context, queueID api.QueueIdPath, params a
 	consumerID := httpapi.Deref(params.ConsumerId)
 	if header := httpapi.Deref(params.XFerryConsumerId); header != "" {
 		if consumerID != "" && consumerID != header {
-			apierror.Write(c, apierror.InvalidParameter("consumerId: the query parameter and the X-Ferry-Consumer-Id header differ"))
+			apierror.Write(c, fault.InvalidParameter("consumerId: the query parameter and the X-Ferry-Consumer-Id header differ"))
 			return
 		}
 		consumerID = header
@@ -232,8 +233,9 @@ func (h *Handlers) UpdateMessages(c *gin.Context, queueID api.QueueIdPath, param
 		return
 	}
 	out := api.UpdateMessagesResult{Entries: make([]api.UpdateMessagesResultEntry, len(errs))}
-	for i, e := range errs {
-		if e != nil {
+	for i, entryErr := range errs {
+		if entryErr != nil {
+			e := apierror.From(entryErr)
 			out.Entries[i] = api.UpdateMessagesResultEntry{ErrorCode: &e.Code, ErrorMessage: &e.Message}
 			countFailure(e, &out.ClientFailedCount, &out.ServerFailedCount)
 			continue

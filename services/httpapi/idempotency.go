@@ -9,6 +9,7 @@ import (
 
 	"github.com/gin-gonic/gin"
 
+	"github.com/ferry-mq/ferry/fault"
 	"github.com/ferry-mq/ferry/iam"
 	"github.com/ferry-mq/ferry/persistence"
 	"github.com/ferry-mq/ferry/services/apierror"
@@ -28,10 +29,10 @@ func RetryTokens(keys *persistence.IdempotencyKeys) gin.HandlerFunc {
 		body, err := io.ReadAll(c.Request.Body)
 		if err != nil {
 			if IsTooLarge(err) {
-				apierror.Write(c, apierror.PayloadTooLarge("the request body is too large"))
+				apierror.Write(c, fault.PayloadTooLarge("the request body is too large"))
 				return
 			}
-			apierror.Write(c, apierror.InvalidParameter("body: %v", err))
+			apierror.Write(c, fault.InvalidParameter("body: %v", err))
 			return
 		}
 		c.Request.Body = io.NopCloser(bytes.NewReader(body))
@@ -51,9 +52,9 @@ func RetryTokens(keys *persistence.IdempotencyKeys) gin.HandlerFunc {
 		if !reserved {
 			switch {
 			case !prior.SameRequest(hash):
-				apierror.Write(c, apierror.Conflict("opc-retry-token: the token was already used with a different request"))
+				apierror.Write(c, fault.Conflict("opc-retry-token: the token was already used with a different request"))
 			case prior.StatusCode == 0:
-				apierror.Write(c, apierror.Conflict("opc-retry-token: a request with this token is still in progress"))
+				apierror.Write(c, fault.Conflict("opc-retry-token: a request with this token is still in progress"))
 			default:
 				for k, v := range prior.Headers {
 					c.Header(k, v)

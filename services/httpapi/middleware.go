@@ -19,6 +19,7 @@ import (
 	"go.opentelemetry.io/otel/propagation"
 	"go.opentelemetry.io/otel/trace"
 
+	"github.com/ferry-mq/ferry/fault"
 	"github.com/ferry-mq/ferry/services/apierror"
 	"github.com/ferry-mq/ferry/services/telemetry"
 )
@@ -58,7 +59,7 @@ func BodyLimit(limit func(c *gin.Context) int64) gin.HandlerFunc {
 	return func(c *gin.Context) {
 		n := limit(c)
 		if c.Request.ContentLength > n {
-			apierror.Write(c, apierror.PayloadTooLarge("the request body is larger than %d bytes", n))
+			apierror.Write(c, fault.PayloadTooLarge("the request body is larger than %d bytes", n))
 			return
 		}
 		if c.Request.Body != nil {

@@ -17,6 +17,7 @@ import (
 	"github.com/getkin/kin-openapi/routers"
 	"github.com/gin-gonic/gin"
 
+	"github.com/ferry-mq/ferry/fault"
 	"github.com/ferry-mq/ferry/services/apierror"
 )
 
@@ -106,13 +107,13 @@ func (v *Validator) Middleware() gin.HandlerFunc {
 		// PostgreSQL text cannot hold NUL, so a NUL would otherwise surface as a 500 from the database.
 		for _, p := range c.Params {
 			if strings.ContainsRune(p.Value, 0) {
-				apierror.Write(c, apierror.InvalidParameter("%s: must not contain NUL characters", p.Key))
+				apierror.Write(c, fault.InvalidParameter("%s: must not contain NUL characters", p.Key))
 				return
 			}
 		}
 		for name, values := range c.Request.URL.Query() {
 			if slices.ContainsFunc(values, func(v string) bool { return strings.ContainsRune(v, 0) }) {
-				apierror.Write(c, apierror.InvalidParameter("%s: must not contain NUL characters", name))
+				apierror.Write(c, fault.InvalidParameter("%s: must not contain NUL characters", name))
 				return
 			}
 		}
@@ -140,11 +141,11 @@ func (v *Validator) Middleware() gin.HandlerFunc {
 		if len(body) > 0 && !json.Valid(body) {
 			// kin-openapi (like encoding/json's Decoder) reads the first JSON value and ignores the rest, so a body
 			// such as `{...}x` or `{...}{...}` would pass: reject it instead of acting on half of what was sent.
-			apierror.Write(c, apierror.InvalidParameter("body: the request body is not valid JSON (unexpected data after the top-level value)"))
+			apierror.Write(c, fault.InvalidParameter("body: the request body is not valid JSON (unexpected data after the top-level value)"))
 			return
 		}
 		if field, ok := nulField(body); ok {
-			apierror.Write(c, apierror.InvalidParameter("%s: must not contain NUL characters", field))
+			apierror.Write(c, fault.InvalidParameter("%s: must not contain NUL characters", field))
 			return
 		}
 		c.Next()
@@ -170,7 +171,7 @@ func (v *Validator) fastBody(r *route, req *http.Request, body []byte, isJSON bo
 // readJSONBody buffers a JSON request body (and puts it back for the validator and the handler). Bodies of other
 // content types are left alone and return nil: the validator rejects the content type. isJSON reports a body of
 // exactly application/json (parameters aside).
-func readJSONBody(r *http.Request) (body []byte, isJSON bool, _ *apierror.Error) {
+func readJSONBody(r *http.Request) (body []byte, isJSON bool, _ *fault.Error) {
 	if r.Body == nil || r.Body == http.NoBody {
 		return nil, false, nil
 	}
@@ -181,9 +182,9 @@ func readJSONBody(r *http.Request) (body []byte, isJSON bool, _ *apierror.Error)
 	body, err := readAll(r.Body, r.ContentLength)
 	if err != nil {
 		if IsTooLarge(err) {
-			return nil, false, apierror.PayloadTooLarge("the request body is too large")
+			return nil, false, fault.PayloadTooLarge("the request body is too large")
 		}
-		return nil, false, apierror.InvalidParameter("body: reading the request body: %v", err)
+		return nil, false, fault.InvalidParameter("body: reading the request body: %v", err)
 	}
 	r.Body = io.NopCloser(bytes.NewReader(body))
 	return body, mediaType == "application/json", nil
@@ -244,28 +245,28 @@ func nulField(body []byte) (string, bool) {
 }
 
 // TranslateValidationError turns a kin-openapi error into InvalidParameter/MissingParameter naming the field.
-func TranslateValidationError(err error) *apierror.Error {
+func TranslateValidationError(err error) *fault.Error {
 	if IsTooLarge(err) {
-		return apierror.PayloadTooLarge("the request body is too large")
+		return fault.PayloadTooLarge("the request body is too large")
 	}
 	var reqErr *openapi3filter.RequestError
 	if !errors.As(err, &reqErr) {
-		return apierror.InvalidParameter("%s", err.Error())
+		return fault.InvalidParameter("%s", err.Error())
 	}
 	if errors.Is(reqErr.Err, openapi3filter.ErrInvalidRequired) {
 		if reqErr.Parameter != nil {
-			return apierror.MissingParameter("%s: is required", reqErr.Parameter.Name)
+			return fault.MissingParameter("%s: is required", reqErr.Parameter.Name)
 		}
-		return apierror.MissingParameter("body: a request body is required")
+		return fault.MissingParameter("body: a request body is required")
 	}
 	if errors.Is(reqErr.Err, openapi3filter.ErrInvalidEmptyValue) {
 		switch {
 		case reqErr.Parameter == nil:
-			return apierror.MissingParameter("body: a request body is required")
+			return fault.MissingParameter("body: a request body is required")
 		case reqErr.Parameter.Required:
-			return apierror.MissingParameter("%s: is required", reqErr.Parameter.Name)
+			return fault.MissingParameter("%s: is required", reqErr.Parameter.Name)
 		}
-		return apierror.InvalidParameter("%s: must not be empty", reqErr.Parameter.Name)
+		return fault.InvalidParameter("%s: must not be empty", reqErr.Parameter.Name)
 	}
 	var schemaErr *openapi3.SchemaError
 	if errors.As(reqErr.Err, &schemaErr) {
@@ -280,28 +281,28 @@ func TranslateValidationError(err error) *apierror.Error {
 		path := schemaErr.JSONPointer()
 		reason := schemaErr.Reason
 		if name, ok := propertyIn(reason, " is missing"); ok {
-			return apierror.MissingParameter("%s: is required", fieldName(reqErr.Parameter, appendOnce(path, name)))
+			return fault.MissingParameter("%s: is required", fieldName(reqErr.Parameter, appendOnce(path, name)))
 		}
 		if name, ok := propertyIn(reason, " is unsupported"); ok {
-			return apierror.InvalidParameter("%s: unknown field", fieldName(reqErr.Parameter, appendOnce(path, name)))
+			return fault.InvalidParameter("%s: unknown field", fieldName(reqErr.Parameter, appendOnce(path, name)))
 		}
-		return apierror.InvalidParameter("%s: %s", fieldName(reqErr.Parameter, path), reason)
+		return fault.InvalidParameter("%s: %s", fieldName(reqErr.Parameter, path), reason)
 	}
 	var parseErr *openapi3filter.ParseError
 	if errors.As(reqErr.Err, &parseErr) {
 		if reqErr.Parameter == nil {
-			return apierror.InvalidParameter("body: the request body is not valid JSON (%s)", rootCause(parseErr))
+			return fault.InvalidParameter("body: the request body is not valid JSON (%s)", rootCause(parseErr))
 		}
-		return apierror.InvalidParameter("%s: %s", reqErr.Parameter.Name, rootCause(parseErr))
+		return fault.InvalidParameter("%s: %s", reqErr.Parameter.Name, rootCause(parseErr))
 	}
 	if reqErr.Parameter == nil && strings.Contains(reqErr.Error(), "header Content-Type") {
-		return apierror.InvalidParameter("content-type: the request body must be application/json")
+		return fault.InvalidParameter("content-type: the request body must be application/json")
 	}
 	reason := reqErr.Reason
 	if reason == "" && reqErr.Err != nil {
 		reason = reqErr.Err.Error()
 	}
-	return apierror.InvalidParameter("%s: %s", fieldName(reqErr.Parameter, nil), reason)
+	return fault.InvalidParameter("%s: %s", fieldName(reqErr.Parameter, nil), reason)
 }
 
 // propertyIn extracts the property name from kin-openapi's `property "x" is missing|unsupported` reasons.

@@ -10,8 +10,8 @@ import (
 	"go.opentelemetry.io/otel/propagation"
 	"go.opentelemetry.io/otel/trace"
 
+	"github.com/ferry-mq/ferry/fault"
 	"github.com/ferry-mq/ferry/persistence"
-	"github.com/ferry-mq/ferry/services/apierror"
 )
 
 // Limits of GetMessages (DESIGN section 7).
@@ -60,7 +60,7 @@ func (s *Service) Get(ctx context.Context, tenancyID, queueID string, req GetReq
 	consumer := ""
 	if q.SingleActiveConsumer && !req.DLQ {
 		if req.ConsumerID == "" {
-			return nil, apierror.MissingParameter("consumerId: the queue has a single active consumer: name the consumer with consumerId or the X-Ferry-Consumer-Id header")
+			return nil, fault.MissingParameter("consumerId: the queue has a single active consumer: name the consumer with consumerId or the X-Ferry-Consumer-Id header")
 		}
 		if err := ValidConsumerID(req.ConsumerID); err != nil {
 			return nil, err
@@ -71,7 +71,7 @@ func (s *Service) Get(ctx context.Context, tenancyID, queueID string, req GetReq
 		req.Limit = 1
 	}
 	if req.Limit > MaxGetLimit {
-		return nil, apierror.InvalidParameter("limit: must be 1 to %d", MaxGetLimit)
+		return nil, fault.InvalidParameter("limit: must be 1 to %d", MaxGetLimit)
 	}
 	if err := validChannelFilter(req.ChannelFilter); err != nil {
 		return nil, err
@@ -167,7 +167,7 @@ func (s *Service) releaseUnanswered(queueID string, dlq bool, got []Delivered) {
 		return
 	}
 	s.waiters.wakeOne(queueID, got[0].GroupNo, dlq)
-	s.notifier.mark(queueID)
+	s.notifier.mark(persistence.MessagesAvailable, queueID)
 }
 
 // takeoverMargin is how long after the active consumer's lease ends a standby looks again (clock reads differ
@@ -288,11 +288,11 @@ func (s *Service) leaseOnce(ctx context.Context, q persistence.Queue, groupNo in
 		if dead > 0 {
 			s.inst.MessagesDeadLettered.Add(ctx, int64(dead), queueAttr(q.ID))
 			s.waiters.wakeOne(q.ID, groupNo, true) // a reader of the DLQ here, and on other nodes:
-			s.notifier.mark(dlqNotifyPrefix + q.ID)
+			s.notifier.mark(persistence.DeadLettered, q.ID)
 		}
 		if unblocked {
 			s.waiters.wakeOne(q.ID, groupNo, false)
-			s.notifier.mark(q.ID)
+			s.notifier.mark(persistence.MessagesAvailable, q.ID)
 		}
 		if len(out) > 0 {
 			s.inst.MessagesDelivered.Add(ctx, int64(len(out)), queueAttr(q.ID))
@@ -324,7 +324,7 @@ func linkProducers(ctx context.Context, msgs []Delivered) {
 }
 
 // EntryError is the outcome of one entry of a batch acknowledge/update: nil on success.
-type EntryError = *apierror.Error
+type EntryError = *fault.Error
 
 // decodeReceipts checks each receipt's signature and that it addresses the requested group and queue/DLQ.
 func (s *Service) decodeReceipts(queueID string, groupNo int32, dlq bool, receipts []string) ([]persistence.Receipt, []EntryError) {
@@ -334,9 +334,9 @@ func (s *Service) decodeReceipts(queueID string, groupNo int32, dlq bool, receip
 		rc, err := s.receipts.Decode(queueID, r)
 		switch {
 		case err != nil:
-			errs[i] = apierror.InvalidParameter("receipt: not a receipt of this queue")
+			errs[i] = fault.InvalidParameter("receipt: not a receipt of this queue")
 		case rc.GroupNo != groupNo || rc.DLQ != dlq:
-			errs[i] = apierror.InvalidParameter("receipt: issued for another consumer group or for the %s", map[bool]string{true: "DLQ", false: "queue"}[rc.DLQ])
+			errs[i] = fault.InvalidParameter("receipt: issued for another consumer group or for the %s", map[bool]string{true: "DLQ", false: "queue"}[rc.DLQ])
 		default:
 			out[i] = rc
 		}
@@ -364,7 +364,7 @@ func (s *Service) Delete(ctx context.Context, tenancyID, queueID, groupRef strin
 	if unblocked > 0 {
 		// The next messages of ordered groups became visible.
 		s.waiters.wakeOne(queueID, groupNo, false)
-		s.notifier.mark(queueID)
+		s.notifier.mark(persistence.MessagesAvailable, queueID)
 	}
 	acked, err := s.classifyMissed(ctx, queueID, valid, idx, deleted, errs)
 	if acked > 0 {
@@ -385,7 +385,7 @@ func (s *Service) Update(ctx context.Context, tenancyID, queueID, groupRef strin
 	decoded, errs := s.decodeReceipts(queueID, groupNo, dlq, receipts)
 	for i, sec := range seconds {
 		if errs[i] == nil && (sec < 0 || sec > MaxVisibilitySeconds) {
-			errs[i] = apierror.InvalidParameter("visibilityInSeconds: must be 0 to %d", MaxVisibilitySeconds)
+			errs[i] = fault.InvalidParameter("visibilityInSeconds: must be 0 to %d", MaxVisibilitySeconds)
 		}
 	}
 	valid, idx := validEntries(decoded, errs)
@@ -412,7 +412,7 @@ func (s *Service) Update(ctx context.Context, tenancyID, queueID, groupRef strin
 	}
 	if released {
 		s.waiters.wakeOne(queueID, groupNo, dlq)
-		s.notifier.mark(queueID)
+		s.notifier.mark(persistence.MessagesAvailable, queueID)
 	}
 	return times, errs, nil
 }
@@ -441,9 +441,9 @@ func (s *Service) classifyMissed(ctx context.Context, queueID string, valid []pe
 	}
 	for k, ok := range exists {
 		if ok {
-			errs[missedIdx[k]] = apierror.Conflict("receipt: the lease expired and the message was leased again; nothing was changed")
+			errs[missedIdx[k]] = fault.Conflict("receipt: the lease expired and the message was leased again; nothing was changed")
 		} else {
-			errs[missedIdx[k]] = apierror.NotFound("receipt: the message no longer exists (already deleted or expired)")
+			errs[missedIdx[k]] = fault.NotFound("receipt: the message no longer exists (already deleted or expired)")
 		}
 	}
 	return applied, nil
@@ -527,7 +527,7 @@ func (s *Service) Channels(ctx context.Context, tenancyID, queueID, groupRef str
 	}
 	last, err := base64.RawURLEncoding.DecodeString(page)
 	if err != nil || (page != "" && len(last) == 0) {
-		return nil, "", apierror.InvalidParameter("page: not a page token of this list; pass the opc-next-page header back unchanged")
+		return nil, "", fault.InvalidParameter("page: not a page token of this list; pass the opc-next-page header back unchanged")
 	}
 	after := string(last)
 	prefix, isPrefix := strings.CutSuffix(filter, "*")
@@ -573,7 +573,7 @@ func (s *Service) Redrive(ctx context.Context, tenancyID, queueID, groupRef stri
 	n, err := s.messages.Redrive(ctx, queueID, groupNo, limit)
 	if n > 0 {
 		s.waiters.wakeOne(queueID, groupNo, false)
-		s.notifier.mark(queueID)
+		s.notifier.mark(persistence.MessagesAvailable, queueID)
 	}
 	return n, err
 }

@@ -5,19 +5,12 @@ import (
 	"strings"
 	"time"
 
-	"github.com/ferry-mq/ferry/services/apierror"
+	"github.com/ferry-mq/ferry/fault"
+	"github.com/ferry-mq/ferry/persistence"
 )
 
 // MaxConsumerID is the longest consumer id (DESIGN section 7: single active consumer).
 const MaxConsumerID = 128
-
-// consumersNotifyPrefix marks a ferry_messages notification that announces a change of a queue's consumers (a
-// consumer left) rather than new messages: it wakes that queue's standby consumers on every node.
-const consumersNotifyPrefix = "consumers:"
-
-// dlqNotifyPrefix marks a ferry_messages notification that announces messages moved to a queue's DLQs: it wakes
-// a reader of each DLQ of that queue on every node.
-const dlqNotifyPrefix = "dlq:"
 
 // ValidConsumerID checks a consumer id: 1 to 128 letters, digits and . _ : @ ~ - (it appears in a URL path).
 func ValidConsumerID(id string) error {
@@ -27,7 +20,7 @@ func ValidConsumerID(id string) error {
 		ok = c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9' || strings.IndexByte("._:@~-", c) >= 0
 	}
 	if !ok {
-		return apierror.InvalidParameter("consumerId: 1 to %d letters, digits and . _ : @ ~ -", MaxConsumerID)
+		return fault.InvalidParameter("consumerId: 1 to %d letters, digits and . _ : @ ~ -", MaxConsumerID)
 	}
 	return nil
 }
@@ -159,7 +152,7 @@ func (s *Service) Leave(ctx context.Context, tenancyID, queueID, groupRef, consu
 		return err
 	}
 	if !found {
-		return apierror.NotFound("consumerId: consumer %q is not registered in this consumer group", consumerID)
+		return fault.NotFound("consumerId: consumer %q is not registered in this consumer group", consumerID)
 	}
 	s.consumersChanged(queueID, g.No, released)
 	return nil
@@ -172,9 +165,9 @@ func (s *Service) consumersChanged(queueID string, groupNo int32, released int64
 	if hook := s.consumersHook.Load(); hook != nil {
 		(*hook)(queueID) // this node's watches (the NOTIFY is for the other nodes)
 	}
-	s.notifier.mark(consumersNotifyPrefix + queueID)
+	s.notifier.mark(persistence.ConsumersChanged, queueID)
 	if released > 0 {
 		s.waiters.wakeOne(queueID, groupNo, false)
-		s.notifier.mark(queueID)
+		s.notifier.mark(persistence.MessagesAvailable, queueID)
 	}
 }

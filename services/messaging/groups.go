@@ -6,8 +6,8 @@ import (
 	"sync"
 	"time"
 
+	"github.com/ferry-mq/ferry/fault"
 	"github.com/ferry-mq/ferry/persistence"
-	"github.com/ferry-mq/ferry/services/apierror"
 	"github.com/ferry-mq/ferry/services/filter"
 )
 
@@ -32,7 +32,7 @@ func (g group) maxDeliveries(q persistence.Queue) int32 {
 // validChannelFilter checks a channelFilter: an exact channel id, or a prefix followed by one trailing '*'.
 func validChannelFilter(f string) error {
 	if f != "" && strings.Contains(strings.TrimSuffix(f, "*"), "*") {
-		return apierror.InvalidParameter("channelFilter: a channel id, or a prefix followed by a single trailing '*'")
+		return fault.InvalidParameter("channelFilter: a channel id, or a prefix followed by a single trailing '*'")
 	}
 	return nil
 }
@@ -133,9 +133,9 @@ func (c *groupCache) resolve(ctx context.Context, q persistence.Queue, ref strin
 		}
 	}
 	if ref == "" {
-		return group{}, apierror.NotFound("consumerGroupId: the queue has no primary consumer group")
+		return group{}, fault.NotFound("consumerGroupId: the queue has no primary consumer group")
 	}
-	return group{}, apierror.NotFound("consumerGroupId: consumer group %q does not exist or you are not authorized to access it", ref)
+	return group{}, fault.NotFound("consumerGroupId: consumer group %q does not exist or you are not authorized to access it", ref)
 }
 
 // fanout returns, for a message's attributes, the enabled groups that take it.

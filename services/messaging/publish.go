@@ -9,8 +9,8 @@ import (
 
 	"go.opentelemetry.io/otel/propagation"
 
+	"github.com/ferry-mq/ferry/fault"
 	"github.com/ferry-mq/ferry/persistence"
-	"github.com/ferry-mq/ferry/services/apierror"
 	"github.com/ferry-mq/ferry/services/jsonx"
 )
 
@@ -48,7 +48,7 @@ func (s *Service) Put(ctx context.Context, tenancyID, queueID string, entries []
 		return nil, err
 	}
 	if len(entries) == 0 || len(entries) > MaxBatch {
-		return nil, apierror.InvalidParameter("messages: a batch holds 1 to %d messages", MaxBatch)
+		return nil, fault.InvalidParameter("messages: a batch holds 1 to %d messages", MaxBatch)
 	}
 	groups, err := s.groups.of(ctx, q)
 	if err != nil {
@@ -100,7 +100,7 @@ func (s *Service) Put(ctx context.Context, tenancyID, queueID string, entries []
 			// consumers anyway (at worst one finds nothing), or they would find the messages only at their
 			// fallback poll.
 			s.waiters.wakeQueue(queueID)
-			s.notifier.mark(queueID)
+			s.notifier.mark(persistence.MessagesAvailable, queueID)
 		}
 		return nil, err
 	}
@@ -126,7 +126,7 @@ func (s *Service) Put(ctx context.Context, tenancyID, queueID string, entries []
 			s.channels.published(channelKey{queueID: queueID, groupNo: g.No}, channels)
 		}
 		s.waiters.wakeQueue(queueID) // local consumers do not wait for the NOTIFY round trip
-		s.notifier.mark(queueID)
+		s.notifier.mark(persistence.MessagesAvailable, queueID)
 		s.inst.MessagesPublished.Add(ctx, int64(fresh), queueAttr(queueID))
 	}
 	return results, nil
@@ -150,13 +150,13 @@ func (s *Service) countDiscarded(ctx context.Context, queueID string, n int64) e
 func (s *Service) checkSize(q persistence.Queue, batchBytes int64, byChannel map[string]int64) error {
 	total, channelBytes := s.sizes.get(q.ID, byChannel)
 	if total+batchBytes > q.MaxSizeBytes {
-		return apierror.TooManyRequests(5, "the queue is full (maxSizeInBytes %d): consume messages or raise the limit", q.MaxSizeBytes)
+		return fault.TooManyRequests(5, "the queue is full (maxSizeInBytes %d): consume messages or raise the limit", q.MaxSizeBytes)
 	}
 	if q.ChannelConsumptionLimit < 100 {
 		share := q.MaxSizeBytes * int64(q.ChannelConsumptionLimit) / 100
 		for ch, n := range byChannel {
 			if channelBytes[ch]+n > share {
-				return apierror.TooManyRequests(5, "channel %q holds its share of the queue (channelConsumptionLimit %d%%)", ch, q.ChannelConsumptionLimit)
+				return fault.TooManyRequests(5, "channel %q holds its share of the queue (channelConsumptionLimit %d%%)", ch, q.ChannelConsumptionLimit)
 			}
 		}
 	}
@@ -175,13 +175,13 @@ func traceparentOf(ctx context.Context) string {
 func encode(i int, e PutEntry, requestTrace string) (persistence.NewMessage, error) {
 	field := func(name string) string { return "messages[" + strconv.Itoa(i) + "]." + name }
 	if !utf8.ValidString(e.Content) {
-		return persistence.NewMessage{}, apierror.InvalidParameter("%s: must be valid UTF-8", field("content"))
+		return persistence.NewMessage{}, fault.InvalidParameter("%s: must be valid UTF-8", field("content"))
 	}
 	if len(e.Content) > MaxContentBytes {
-		return persistence.NewMessage{}, apierror.InvalidParameter("%s: %d bytes is more than %d", field("content"), len(e.Content), MaxContentBytes)
+		return persistence.NewMessage{}, fault.InvalidParameter("%s: %d bytes is more than %d", field("content"), len(e.Content), MaxContentBytes)
 	}
 	if len(e.Attributes) > MaxAttributes {
-		return persistence.NewMessage{}, apierror.InvalidParameter("%s: at most %d attributes", field("attributes"), MaxAttributes)
+		return persistence.NewMessage{}, fault.InvalidParameter("%s: at most %d attributes", field("attributes"), MaxAttributes)
 	}
 	size := len(e.Content)
 	var attrs map[string]any
@@ -190,44 +190,44 @@ func encode(i int, e PutEntry, requestTrace string) (persistence.NewMessage, err
 	}
 	for k, v := range e.Attributes {
 		if k == "" || utf8.RuneCountInString(k) > MaxAttributeKey {
-			return persistence.NewMessage{}, apierror.InvalidParameter("%s: keys are 1 to %d characters", field("attributes"), MaxAttributeKey)
+			return persistence.NewMessage{}, fault.InvalidParameter("%s: keys are 1 to %d characters", field("attributes"), MaxAttributeKey)
 		}
 		size += len(k)
 		switch val := v.(type) {
 		case string:
 			if utf8.RuneCountInString(val) > MaxAttributeValue {
-				return persistence.NewMessage{}, apierror.InvalidParameter("%s: string values are at most %d characters", field("attributes."+k), MaxAttributeValue)
+				return persistence.NewMessage{}, fault.InvalidParameter("%s: string values are at most %d characters", field("attributes."+k), MaxAttributeValue)
 			}
 			size += len(val)
 			attrs[k] = val
 		case float64:
 			if math.IsNaN(val) || math.IsInf(val, 0) {
-				return persistence.NewMessage{}, apierror.InvalidParameter("%s: must be a finite number", field("attributes."+k))
+				return persistence.NewMessage{}, fault.InvalidParameter("%s: must be a finite number", field("attributes."+k))
 			}
 			size += 8
 			attrs[k] = val
 		case json.Number:
 			f, err := val.Float64()
 			if err != nil {
-				return persistence.NewMessage{}, apierror.InvalidParameter("%s: must be a finite number", field("attributes."+k))
+				return persistence.NewMessage{}, fault.InvalidParameter("%s: must be a finite number", field("attributes."+k))
 			}
 			size += 8
 			attrs[k] = f
 		default:
-			return persistence.NewMessage{}, apierror.InvalidParameter("%s: must be a string or a number", field("attributes."+k))
+			return persistence.NewMessage{}, fault.InvalidParameter("%s: must be a string or a number", field("attributes."+k))
 		}
 	}
 	if e.DelaySeconds < 0 || e.DelaySeconds > MaxDelaySeconds {
-		return persistence.NewMessage{}, apierror.InvalidParameter("%s: must be 0 to %d", field("metadata.delayInSeconds"), MaxDelaySeconds)
+		return persistence.NewMessage{}, fault.InvalidParameter("%s: must be 0 to %d", field("metadata.delayInSeconds"), MaxDelaySeconds)
 	}
 	if len(e.ChannelID) > MaxChannelID || !utf8.ValidString(e.ChannelID) {
-		return persistence.NewMessage{}, apierror.InvalidParameter("%s: at most %d bytes of UTF-8", field("metadata.channelId"), MaxChannelID)
+		return persistence.NewMessage{}, fault.InvalidParameter("%s: at most %d bytes of UTF-8", field("metadata.channelId"), MaxChannelID)
 	}
 	if len(e.DedupID) > MaxDedupID {
-		return persistence.NewMessage{}, apierror.InvalidParameter("%s: at most %d characters", field("metadata.deduplicationId"), MaxDedupID)
+		return persistence.NewMessage{}, fault.InvalidParameter("%s: at most %d characters", field("metadata.deduplicationId"), MaxDedupID)
 	}
 	if g := e.MessageGroupID; g != "" && (!utf8.ValidString(g) || utf8.RuneCountInString(g) > MaxMessageGroupID) {
-		return persistence.NewMessage{}, apierror.InvalidParameter("%s: 1 to %d characters of UTF-8", field("metadata.messageGroupId"), MaxMessageGroupID)
+		return persistence.NewMessage{}, fault.InvalidParameter("%s: 1 to %d characters of UTF-8", field("metadata.messageGroupId"), MaxMessageGroupID)
 	}
 	m := persistence.NewMessage{
 		ChannelID:    e.ChannelID,

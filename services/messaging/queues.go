@@ -5,8 +5,8 @@ import (
 	"sync"
 	"time"
 
+	"github.com/ferry-mq/ferry/fault"
 	"github.com/ferry-mq/ferry/persistence"
-	"github.com/ferry-mq/ferry/services/apierror"
 )
 
 // queueCache keeps queue settings for a short time so that the data plane does not read the queues table on every
@@ -69,9 +69,9 @@ func (c *queueCache) active(ctx context.Context, tenancyID, queueID string) (per
 	case persistence.StateActive:
 		return e.q, nil
 	case persistence.StateDeleted:
-		return e.q, apierror.ErrNotFound
+		return e.q, fault.ErrNotFound
 	default:
-		return e.q, apierror.IncorrectState("queue %s is %s", queueID, e.q.LifecycleState)
+		return e.q, fault.IncorrectState("queue %s is %s", queueID, e.q.LifecycleState)
 	}
 }
 

@@ -10,7 +10,6 @@ import (
 	"encoding/hex"
 	"log/slog"
 	mrand "math/rand/v2"
-	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -59,7 +58,7 @@ type Service struct {
 	inst     *telemetry.Instruments
 	logger   *slog.Logger
 
-	configHook    atomic.Pointer[func(payload string)]
+	configHook    atomic.Pointer[func(persistence.Notification)]
 	reconnectHook atomic.Pointer[func()]
 	consumersHook atomic.Pointer[func(queueID string)]
 	node          string // this node's id in its NOTIFY payloads
@@ -77,9 +76,9 @@ func (s *Service) OnConsumersChanged(onChange func(queueID string)) {
 	s.consumersHook.Store(&onChange)
 }
 
-// OnConfig passes every ferry_config notification to onConfig, and calls onReconnect after the LISTEN connection
-// was re-established (IAM reloads policies on both).
-func (s *Service) OnConfig(onConfig func(payload string), onReconnect func()) {
+// OnConfig passes every TenancyChanged notification to onConfig, and calls onReconnect after the LISTEN
+// connection was re-established (IAM reloads policies on both).
+func (s *Service) OnConfig(onConfig func(persistence.Notification), onReconnect func()) {
 	s.configHook.Store(&onConfig)
 	s.reconnectHook.Store(&onReconnect)
 }
@@ -113,8 +112,11 @@ func New(cfg Config, store *persistence.Store, databaseURL string, receiptKey []
 		logger:   logger,
 	}
 	s.node = newNodeID()
-	s.notifier = newNotifier(cfg.NotifyWindow, func(ctx context.Context, queueIDs []string) error {
-		return messages.NotifyFrom(ctx, s.node, queueIDs)
+	s.notifier = newNotifier(cfg.NotifyWindow, func(ctx context.Context, list []persistence.Notification) error {
+		for i := range list {
+			list[i].Node = s.node
+		}
+		return messages.Notify(ctx, list)
 	}, logger)
 	if inst.Meter != nil {
 		_, _ = inst.Meter.Int64ObservableGauge("ferry.messages.waiting_receives",
@@ -126,38 +128,7 @@ func New(cfg Config, store *persistence.Store, databaseURL string, receiptKey []
 	}
 	s.listener = &persistence.Listener{
 		URL:      databaseURL,
-		Channels: []string{persistence.NotifyChannel, persistence.ConfigChannel},
-		OnNotify: func(channel, queueID string) {
-			if channel == persistence.ConfigChannel {
-				s.groups.forget(queueID)
-				s.queues.forget(queueID)
-				if hook := s.configHook.Load(); hook != nil {
-					(*hook)(queueID)
-				}
-				return
-			}
-			if node, rest, ok := strings.Cut(queueID, "|"); ok {
-				if node == s.node {
-					// This node's own announcement: its waiters, channel lists and watches were updated
-					// when it was sent (re-listing channels for each would cost a query per put).
-					return
-				}
-				queueID = rest
-			}
-			if dead, ok := strings.CutPrefix(queueID, dlqNotifyPrefix); ok {
-				s.waiters.wakeDLQ(dead)
-				return
-			}
-			if changed, ok := strings.CutPrefix(queueID, consumersNotifyPrefix); ok {
-				s.waiters.wakeStandby(changed)
-				if hook := s.consumersHook.Load(); hook != nil {
-					(*hook)(changed)
-				}
-				return
-			}
-			s.channels.invalidate(queueID) // another node may have published to a channel this node has not seen
-			s.waiters.wakeQueue(queueID)
-		},
+		OnNotify: s.onNotify,
 		OnReconnect: func() {
 			// Notifications may have been missed while disconnected.
 			if hook := s.reconnectHook.Load(); hook != nil {
@@ -169,6 +140,34 @@ func New(cfg Config, store *persistence.Store, databaseURL string, receiptKey []
 		Logger: logger,
 	}
 	return s
+}
+
+// onNotify acts on a notification from any node.
+func (s *Service) onNotify(n persistence.Notification) {
+	if n.Node == s.node {
+		// This node's own announcement: its waiters, channel lists and watches were updated when it was sent
+		// (re-listing channels for each would cost a query per put).
+		return
+	}
+	switch n.Kind {
+	case persistence.QueueChanged:
+		s.groups.forget(n.QueueID)
+		s.queues.forget(n.QueueID)
+	case persistence.TenancyChanged:
+		if hook := s.configHook.Load(); hook != nil {
+			(*hook)(n)
+		}
+	case persistence.DeadLettered:
+		s.waiters.wakeDLQ(n.QueueID)
+	case persistence.ConsumersChanged:
+		s.waiters.wakeStandby(n.QueueID)
+		if hook := s.consumersHook.Load(); hook != nil {
+			(*hook)(n.QueueID)
+		}
+	case persistence.MessagesAvailable:
+		s.channels.invalidate(n.QueueID) // another node may have published to a channel this node has not seen
+		s.waiters.wakeQueue(n.QueueID)
+	}
 }
 
 // Start opens the LISTEN connection and starts the notifier. Safe to call twice.

@@ -3,13 +3,12 @@ package messaging
 import (
 	"context"
 	"errors"
-	"net/http"
 	"regexp"
 	"sync/atomic"
 	"time"
 
+	"github.com/ferry-mq/ferry/fault"
 	"github.com/ferry-mq/ferry/persistence"
-	"github.com/ferry-mq/ferry/services/apierror"
 )
 
 // A Subscription is a push consumer's (a watch's) hold on a consumer group: it leases messages to one named
@@ -157,7 +156,7 @@ func (sub *Subscription) refresh(ctx context.Context) error {
 var ErrGone = errors.New("the queue or the consumer group no longer exists")
 
 func goneIfNotFound(err error) error {
-	if e := apierror.From(err); e.Status == http.StatusNotFound || e.Status == http.StatusConflict {
+	if fault.Is(err, fault.KindNotFound) || fault.Is(err, fault.KindIncorrectState) || fault.Is(err, fault.KindConflict) {
 		return ErrGone
 	}
 	return err
@@ -190,10 +189,10 @@ const (
 // ValidNegative checks a negative acknowledgement's code and reason.
 func ValidNegative(code, reason string) error {
 	if len(code) > MaxNegativeCode || !negativeCode.MatchString(code) {
-		return apierror.InvalidParameter("code: at most %d characters, CamelCase words with an optional .Detail (Timeout, Invalid.Format) or a number", MaxNegativeCode)
+		return fault.InvalidParameter("code: at most %d characters, CamelCase words with an optional .Detail (Timeout, Invalid.Format) or a number", MaxNegativeCode)
 	}
 	if len(reason) > MaxNegativeReason {
-		return apierror.InvalidParameter("reason: at most %d bytes", MaxNegativeReason)
+		return fault.InvalidParameter("reason: at most %d bytes", MaxNegativeReason)
 	}
 	return nil
 }
@@ -221,7 +220,7 @@ func (sub *Subscription) Negative(ctx context.Context, receipts []string, code, 
 	}
 	if n > 0 {
 		s.waiters.wakeOne(sub.queueID, sub.groupNo, false)
-		s.notifier.mark(sub.queueID)
+		s.notifier.mark(persistence.MessagesAvailable, sub.queueID)
 	}
 	return errs, nil
 }

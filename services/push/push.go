@@ -18,6 +18,7 @@ import (
 	"github.com/gin-gonic/gin"
 	"go.opentelemetry.io/otel/metric"
 
+	"github.com/ferry-mq/ferry/fault"
 	"github.com/ferry-mq/ferry/iam"
 	"github.com/ferry-mq/ferry/openapi/api"
 	"github.com/ferry-mq/ferry/persistence"
@@ -175,7 +176,7 @@ func (s *Service) WatchMessages(c *gin.Context, queueID api.QueueIdPath, params 
 	}
 	principal := iam.PrincipalFrom(c.Request.Context())
 	if principal == nil {
-		apierror.Write(c, apierror.NotAuthenticated("no principal"))
+		apierror.Write(c, fault.NotAuthenticated("no principal"))
 		return
 	}
 	consumerID := httpapi.Deref(params.XFerryConsumerId)
@@ -187,7 +188,7 @@ func (s *Service) WatchMessages(c *gin.Context, queueID api.QueueIdPath, params 
 		window = *params.Window
 	}
 	if window < 1 || window > MaxWindow {
-		apierror.Write(c, apierror.InvalidParameter("window: must be 1 to %d", MaxWindow))
+		apierror.Write(c, fault.InvalidParameter("window: must be 1 to %d", MaxWindow))
 		return
 	}
 	sub, err := s.messaging.Subscribe(c.Request.Context(), principal.TenancyID, queueID, messaging.SubscribeRequest{
@@ -211,16 +212,16 @@ func (s *Service) WatchMessages(c *gin.Context, queueID api.QueueIdPath, params 
 		apierror.Write(c, err)
 		return
 	case result == persistence.WatchConsumerBusy:
-		apierror.Write(c, apierror.TooManyRequests(int(s.cfg.Heartbeat/time.Second)+1,
+		apierror.Write(c, fault.TooManyRequests(int(s.cfg.Heartbeat/time.Second)+1,
 			"X-Ferry-Consumer-Id: consumer %q already has an open watch on this consumer group", consumerID))
 		return
 	case result == persistence.WatchTenancyFull:
-		apierror.Write(c, apierror.TooManyRequests(10, "the tenancy has %d open watches, the most allowed", s.cfg.MaxPerTenancy))
+		apierror.Write(c, fault.TooManyRequests(10, "the tenancy has %d open watches, the most allowed", s.cfg.MaxPerTenancy))
 		return
 	}
 	if !s.add(ss) {
 		ss.leave()
-		apierror.Write(c, apierror.ServiceUnavailable(1, "the server is shutting down"))
+		apierror.Write(c, fault.Unavailable(1, "the server is shutting down"))
 		return
 	}
 	defer s.remove(ss)

@@ -9,8 +9,8 @@ import (
 
 	"github.com/coder/websocket"
 
+	"github.com/ferry-mq/ferry/fault"
 	"github.com/ferry-mq/ferry/persistence"
-	"github.com/ferry-mq/ferry/services/apierror"
 	"github.com/ferry-mq/ferry/services/dataplane"
 	"github.com/ferry-mq/ferry/services/messaging"
 )
@@ -210,7 +210,8 @@ func (ss *session) handle(f clientFrame) {
 			// Acknowledged, released, or no longer this consumer's (stale, gone, not a receipt): off the window.
 			delete(ss.pending, r)
 			if e := results[i]; e != nil {
-				errs = append(errs, entryError{Index: offset + i, Code: e.Code, Message: e.Message})
+				body := bodyOf(e)
+				errs = append(errs, entryError{Index: offset + i, Code: body.Code, Message: body.Message})
 			}
 		}
 		ss.mu.Unlock()
@@ -221,9 +222,9 @@ func (ss *session) handle(f clientFrame) {
 	}
 	switch {
 	case len(f.Commit) == 0 && f.Negative == nil:
-		frameErr = apierror.InvalidParameter("frame: send {\"commit\":[receipts]} or {\"negative\":[receipts],\"code\":…}")
+		frameErr = fault.InvalidParameter("frame: send {\"commit\":[receipts]} or {\"negative\":[receipts],\"code\":…}")
 	case len(f.Commit)+len(f.Negative) > MaxWindow:
-		frameErr = apierror.InvalidParameter("frame: at most %d receipts", MaxWindow)
+		frameErr = fault.InvalidParameter("frame: at most %d receipts", MaxWindow)
 	}
 	if frameErr == nil && len(f.Commit) > 0 {
 		results, err := ss.sub.Commit(ctx, f.Commit)
@@ -282,7 +283,7 @@ func (ss *session) read(frames chan<- clientFrame) {
 		}
 		var f clientFrame
 		if err := json.Unmarshal(data, &f); typ != websocket.MessageText || err != nil {
-			_ = ss.write(errorFrame{Error: *bodyOf(apierror.InvalidParameter("frame: not a JSON object of the watch protocol"))})
+			_ = ss.write(errorFrame{Error: *bodyOf(fault.InvalidParameter("frame: not a JSON object of the watch protocol"))})
 			continue
 		}
 		select {

@@ -14,6 +14,7 @@ import (
 	"go.opentelemetry.io/contrib/instrumentation/github.com/gin-gonic/gin/otelgin"
 	"go.opentelemetry.io/otel/metric/noop"
 
+	"github.com/ferry-mq/ferry/fault"
 	"github.com/ferry-mq/ferry/iam"
 	"github.com/ferry-mq/ferry/migrations"
 	"github.com/ferry-mq/ferry/openapi"
@@ -123,10 +124,10 @@ func New(cfg Config, pool *pgxpool.Pool, tel *telemetry.Telemetry, logger *slog.
 		tracing,
 		httpapi.Metrics(tel.Instruments),
 		httpapi.AccessLog(logger),
-		auth.Middleware(store.Tenancies.Exists, isPublic),
+		httpapi.Authenticate(iam.NewCallers(auth, store.Tenancies.Exists), isPublic),
 		httpapi.BodyLimit(bodyLimit),
 		httpapi.NewValidator(spec).Middleware(),
-		access.Middleware(func(method, route string) string { return routeOps[method+" "+route] }),
+		httpapi.Authorize(access, func(method, route string) string { return routeOps[method+" "+route] }),
 		// After IAM: a caller who may not make the call cannot replay someone else's response by its token.
 		httpapi.RetryTokens(store.Idempotency),
 	)
@@ -140,7 +141,7 @@ func New(cfg Config, pool *pgxpool.Pool, tel *telemetry.Telemetry, logger *slog.
 		push:         s.push,
 	}
 	api.RegisterHandlersWithOptions(r, handlers, api.GinServerOptions{
-		ErrorHandler: func(c *gin.Context, err error, _ int) { apierror.Write(c, apierror.InvalidParameter("%v", err)) },
+		ErrorHandler: func(c *gin.Context, err error, _ int) { apierror.Write(c, fault.InvalidParameter("%v", err)) },
 	})
 	s.engine = r
 	return s, nil
@@ -256,14 +257,14 @@ func (o *operations) Readyz(c *gin.Context, _ api.ReadyzParams) {
 	ctx, cancel := context.WithTimeout(c.Request.Context(), 2*time.Second)
 	defer cancel()
 	if err := o.pool.Ping(ctx); err != nil {
-		apierror.Write(c, apierror.ServiceUnavailable(1, "the database is not reachable"))
+		apierror.Write(c, fault.Unavailable(1, "the database is not reachable"))
 		return
 	}
 	var version int64
 	var dirty bool
 	err := o.pool.QueryRow(ctx, `SELECT version, dirty FROM schema_migrations`).Scan(&version, &dirty)
 	if err != nil || dirty || uint(version) < migrations.Latest() {
-		apierror.Write(c, apierror.ServiceUnavailable(5, "the database schema is not migrated to version %d", migrations.Latest()))
+		apierror.Write(c, fault.Unavailable(5, "the database schema is not migrated to version %d", migrations.Latest()))
 		return
 	}
 	c.JSON(http.StatusOK, gin.H{"status": "ready"})

@@ -102,7 +102,7 @@ func Start(t testing.TB, opts ...Option) *Server {
 func (s *Server) Tenancy(t testing.TB, name string) string {
 	t.Helper()
 	ocids := tenancy.OCIDs{Realm: tenancy.RealmDefault, Region: tenancy.RegionDefault}
-	tn, _, err := persistence.NewStore(s.Pool).Tenancies.Create(context.Background(), ocids.New(tenancy.TypeTenancy), name, ocids.New(tenancy.TypePolicy))
+	tn, _, err := tenancy.Create(context.Background(), persistence.NewStore(s.Pool).Tenancies, ocids, name)
 	if err != nil {
 		t.Fatalf("testserver: creating tenancy: %v", err)
 	}

@@ -1,4 +1,3 @@
-// Package tenancy owns tenancies, the compartment tree and OCIDs.
 package tenancy
 
 import (
