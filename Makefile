@@ -31,9 +31,10 @@ fmt: ## fail when gofmt would change a file
 vet: ## go vet
 	$(GO) vet ./...
 
-generate: ## regenerate the server interfaces and the Go SDK from openapi/openapi.yaml
+generate: ## regenerate the server interfaces, the Go SDK and the API's limits from openapi/openapi.yaml
 	$(GO) tool oapi-codegen -config openapi/api/config.yaml openapi/openapi.yaml
 	$(GO) tool oapi-codegen -config openapi/sdk/config.yaml openapi/openapi.yaml
+	$(GO) run ./openapi/internal/limitsgen openapi/openapi.yaml openapi/limits.gen.go
 
 verify: ## fail when the generated code is not what make generate produces
 	@tmp=$$(mktemp -d); trap 'rm -rf $$tmp' EXIT; \
@@ -42,7 +43,10 @@ verify: ## fail when the generated code is not what make generate produces
 	    $(GO) tool oapi-codegen -config $$tmp/$$side.yaml openapi/openapi.yaml && \
 	    cmp -s $$tmp/$$side.gen.go openapi/$$side/$$side.gen.go || \
 	    { echo "openapi/$$side/$$side.gen.go is stale: run make generate and commit"; exit 1; }; \
-	  done
+	  done; \
+	  $(GO) run ./openapi/internal/limitsgen openapi/openapi.yaml $$tmp/limits.gen.go && \
+	  cmp -s $$tmp/limits.gen.go openapi/limits.gen.go || \
+	    { echo "openapi/limits.gen.go is stale: run make generate and commit"; exit 1; }
 
 fuzz: ## run every fuzz target for FUZZTIME (default 100000 executions each)
 	@for pkg in $$($(GO) list ./... ); do \

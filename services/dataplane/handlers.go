@@ -4,7 +4,6 @@ package dataplane
 
 import (
 	"cmp"
-	"encoding/json"
 	"net/http"
 	"time"
 
@@ -17,6 +16,7 @@ import (
 	"github.com/ferry-mq/ferry/services/apierror"
 	"github.com/ferry-mq/ferry/services/httpapi"
 	"github.com/ferry-mq/ferry/services/messaging"
+	"github.com/ferry-mq/ferry/services/wire"
 )
 
 // Handlers implements the data-plane operations of api.ServerInterface.
@@ -34,7 +34,8 @@ func tenancyOf(c *gin.Context) string {
 	return ""
 }
 
-// bind decodes the JSON body into dst, or takes the body the validator's fast path already decoded.
+// bind decodes the JSON body into dst, or takes the body the validator's fast path already decoded (for bodies
+// whose fast decoder returns the api type itself).
 func bind[T any](c *gin.Context, dst *T) bool {
 	if body, ok := httpapi.DecodedBody[T](c); ok {
 		*dst = *body
@@ -55,89 +56,25 @@ func int32Ptr(p *int) *int32 {
 	return &v
 }
 
-// PutMessages publishes a batch: all of it commits before the 200, or none of it.
+// PutMessages publishes a batch: all of it commits before the 200, or none of it. The body was decoded by the
+// validator's fast path (wire.FastDecoders), or is decoded here when kin-openapi validated it.
 func (h *Handlers) PutMessages(c *gin.Context, queueID api.QueueIdPath, _ api.PutMessagesParams) {
 	var entries []messaging.PutEntry
-	if body, ok := httpapi.DecodedBody[api.PutMessagesDetails](c); ok {
-		entries = entriesOf(*body)
-	} else if entries, ok = validatedEntries(c); !ok {
+	if decoded, ok := httpapi.DecodedBody[[]messaging.PutEntry](c); ok {
+		entries = *decoded
+	} else {
 		var body api.PutMessagesDetails
 		if !bind(c, &body) {
 			return
 		}
-		entries = entriesOf(body)
+		entries = wire.PutEntries(body)
 	}
 	results, err := h.svc.Put(c.Request.Context(), tenancyOf(c), queueID, entries)
 	if err != nil {
 		apierror.Write(c, err)
 		return
 	}
-	writeBody(c, func(b []byte) ([]byte, error) { return appendPutMessages(b, results), nil })
-}
-
-// entriesOf converts a decoded PutMessages body.
-func entriesOf(body api.PutMessagesDetails) []messaging.PutEntry {
-	entries := make([]messaging.PutEntry, len(body.Messages))
-	for i, m := range body.Messages {
-		e := messaging.PutEntry{Content: m.Content}
-		if m.Attributes != nil {
-			e.Attributes = *m.Attributes
-		}
-		if md := m.Metadata; md != nil {
-			e.ChannelID = httpapi.Deref(md.ChannelId)
-			e.DelaySeconds = int32(httpapi.Deref(md.DelayInSeconds))
-			e.DedupID = httpapi.Deref(md.DeduplicationId)
-			e.Traceparent = httpapi.Deref(md.Traceparent)
-			e.MessageGroupID = httpapi.Deref(md.MessageGroupId)
-		}
-		entries[i] = e
-	}
-	return entries
-}
-
-// validatedEntries reads the PutMessages body that the OpenAPI validator already decoded and checked (its
-// KeepValidatedValue), sparing a second JSON decode of up to 2 MiB on the hottest path. ok is false when the body
-// was not kept (another middleware re-read it), and the handler decodes it itself.
-func validatedEntries(c *gin.Context) (entries []messaging.PutEntry, ok bool) {
-	vv, ok := c.Request.Body.(interface{ ValidatedValue() any })
-	if !ok {
-		return nil, false
-	}
-	root, _ := vv.ValidatedValue().(map[string]any)
-	list, ok := root["messages"].([]any)
-	if !ok {
-		return nil, false
-	}
-	entries = make([]messaging.PutEntry, len(list))
-	for i, item := range list {
-		m, _ := item.(map[string]any)
-		content, ok := m["content"].(string)
-		if !ok {
-			return nil, false
-		}
-		e := messaging.PutEntry{Content: content}
-		if attrs, ok := m["attributes"].(map[string]any); ok {
-			e.Attributes = attrs
-		}
-		if md, ok := m["metadata"].(map[string]any); ok {
-			e.ChannelID, _ = md["channelId"].(string)
-			e.DedupID, _ = md["deduplicationId"].(string)
-			e.Traceparent, _ = md["traceparent"].(string)
-			e.MessageGroupID, _ = md["messageGroupId"].(string)
-			switch d := md["delayInSeconds"].(type) {
-			case float64:
-				e.DelaySeconds = int32(d)
-			case json.Number:
-				n, _ := d.Int64()
-				e.DelaySeconds = int32(n)
-			case nil:
-			default:
-				return nil, false
-			}
-		}
-		entries[i] = e
-	}
-	return entries, true
+	writeBody(c, func(b []byte) []byte { return wire.AppendPutMessages(b, results) })
 }
 
 // GetMessages leases messages, long-polling up to timeoutInSeconds for the first one.
@@ -194,7 +131,7 @@ func (h *Handlers) DeleteMessages(c *gin.Context, queueID api.QueueIdPath, param
 		apierror.Write(c, err)
 		return
 	}
-	writeBody(c, func(b []byte) ([]byte, error) { return appendEntryResults(b, errs), nil })
+	writeBody(c, func(b []byte) []byte { return wire.AppendEntryResults(b, errs) })
 }
 
 // UpdateMessage extends (or with 0 releases) one lease.
@@ -237,7 +174,7 @@ func (h *Handlers) UpdateMessages(c *gin.Context, queueID api.QueueIdPath, param
 		if entryErr != nil {
 			e := apierror.From(entryErr)
 			out.Entries[i] = api.UpdateMessagesResultEntry{ErrorCode: &e.Code, ErrorMessage: &e.Message}
-			countFailure(e, &out.ClientFailedCount, &out.ServerFailedCount)
+			wire.CountFailure(e, &out.ClientFailedCount, &out.ServerFailedCount)
 			continue
 		}
 		rc, _ := messaging.NewReceipts(nil).Peek(receipts[i])
@@ -245,14 +182,6 @@ func (h *Handlers) UpdateMessages(c *gin.Context, queueID api.QueueIdPath, param
 		out.Entries[i] = api.UpdateMessagesResultEntry{Id: &id, VisibleAfter: &at}
 	}
 	c.JSON(http.StatusOK, out)
-}
-
-func countFailure(e *apierror.Error, client, server *int) {
-	if e.Status >= 500 {
-		*server++
-	} else {
-		*client++
-	}
 }
 
 // GetStats counts the queue's and the DLQ's messages.

@@ -19,7 +19,22 @@ import (
 
 	"github.com/ferry-mq/ferry/fault"
 	"github.com/ferry-mq/ferry/services/apierror"
+	"github.com/ferry-mq/ferry/services/wire"
 )
+
+// decodedBodyKey holds the body a fast decoder produced (wire.FastDecoders), in the gin context.
+const decodedBodyKey = "ferry.httpapi.decodedBody"
+
+// DecodedBody returns the request body as decoded by the validator's fast path (ok false when the request took the
+// kin-openapi path: the handler decodes the body itself).
+func DecodedBody[T any](c *gin.Context) (*T, bool) {
+	v, ok := c.Get(decodedBodyKey)
+	if !ok {
+		return nil, false
+	}
+	body, ok := v.(*T)
+	return body, ok
+}
 
 // Validator checks every request against the OpenAPI operation that gin routed it to: path, query and header
 // parameters, and the JSON body (types, ranges, enums, required and unknown fields). Defaults from the spec are
@@ -27,7 +42,7 @@ import (
 type Validator struct {
 	routes map[string]*route // "METHOD /gin/:path" → operation
 	opts   *openapi3filter.Options
-	// paramOpts validate everything but the body, for bodies a fast decoder accepted (fastbody.go).
+	// paramOpts validate everything but the body, for bodies a fast decoder accepted (wire.FastDecoders).
 	paramOpts *openapi3filter.Options
 	// noFastPath disables the fast decoders (tests compare the two paths).
 	noFastPath bool
@@ -35,8 +50,8 @@ type Validator struct {
 
 type route struct {
 	*routers.Route
-	// fast decodes and checks the body of a hot operation; json is the operation's application/json content,
-	// the only one the fast path takes.
+	// fast decodes and checks the body of a hot operation (wire.FastDecoders); json is the operation's
+	// application/json content, the only one the fast path takes.
 	fast func(body []byte) (any, bool)
 	json *openapi3.MediaType
 	// params checks the parameters without kin-openapi when they are simple (fastparams.go); nil = kin-openapi.
@@ -49,8 +64,6 @@ func NewValidator(doc *openapi3.T) *Validator {
 		routes: map[string]*route{},
 		opts: &openapi3filter.Options{
 			AuthenticationFunc: openapi3filter.NoopAuthenticationFunc, // iam authenticates before validation
-			// Hot handlers (PutMessages) read the decoded body from the validator instead of decoding it twice.
-			KeepValidatedValue: true,
 			// Error strings must name the field and the reason, not dump the schema.
 			SchemaValidationOptions: []openapi3.SchemaValidationOption{openapi3.DisableSchemaErrorDetails()},
 		},
@@ -67,7 +80,7 @@ func NewValidator(doc *openapi3.T) *Validator {
 			validated.Security = &openapi3.SecurityRequirements{}
 			r := &route{Route: &routers.Route{Spec: doc, Path: path, PathItem: item, Method: method, Operation: &validated},
 				params: newFastParams(item, op)}
-			if fast := fastBodies[op.OperationID]; fast != nil && op.RequestBody != nil && op.RequestBody.Value != nil {
+			if fast := wire.FastDecoders[op.OperationID]; fast != nil && op.RequestBody != nil && op.RequestBody.Value != nil {
 				r.fast, r.json = fast, op.RequestBody.Value.Content.Get("application/json")
 			}
 			v.routes[method+" "+GinPath(path)] = r
@@ -158,7 +171,7 @@ func (v *Validator) fastParams(r *route, req *http.Request, pathParams map[strin
 	return !v.noFastPath && r.params != nil && r.params.check(req, pathParams)
 }
 
-// fastBody runs the operation's fast decoder (fastbody.go) on a plain application/json body; ok false sends the
+// fastBody runs the operation's fast decoder (wire.FastDecoders) on a plain application/json body; ok false sends the
 // request through kin-openapi.
 func (v *Validator) fastBody(r *route, req *http.Request, body []byte, isJSON bool) (any, bool) {
 	if r.fast == nil || v.noFastPath || !isJSON || len(body) == 0 || r.json == nil ||

@@ -11,18 +11,13 @@ import (
 	"go.opentelemetry.io/otel/trace"
 
 	"github.com/ferry-mq/ferry/fault"
+	"github.com/ferry-mq/ferry/openapi"
 	"github.com/ferry-mq/ferry/persistence"
 )
 
-// Limits of GetMessages (DESIGN section 7).
-const (
-	MaxGetLimit          = 32
-	MaxVisibilitySeconds = 43200
-	MaxTimeoutSeconds    = 30
-	// MaxPushLease is the most messages a watch leases (and pushes in one frame) at once: a window of 100 fills
-	// in one lease instead of four.
-	MaxPushLease = 128
-)
+// MaxPushLease is the most messages a watch leases (and pushes in one frame) at once: a window of 100 fills in one
+// lease instead of four. (GetMessages' limits are the API's: openapi.MaxGetLimit and the others.)
+const MaxPushLease = 128
 
 // GetRequest is a GetMessages call. Nil pointers take the queue's defaults.
 type GetRequest struct {
@@ -39,11 +34,11 @@ type GetRequest struct {
 	owner string // the consumer the messages are leased to (a watch's; see Subscription)
 }
 
-// Delivered is a leased message with its receipt.
+// Delivered is a leased message with its receipt. Its Attributes are the JSON object they were stored as (as
+// json.Marshal wrote them when the message was published), handed on to the consumer as they are.
 type Delivered struct {
 	persistence.LeasedMessage
 	Receipt        string
-	Attributes     map[string]any
 	Traceparent    string
 	MessageGroupID string
 }
@@ -70,8 +65,8 @@ func (s *Service) Get(ctx context.Context, tenancyID, queueID string, req GetReq
 	if req.Limit <= 0 {
 		req.Limit = 1
 	}
-	if req.Limit > MaxGetLimit {
-		return nil, fault.InvalidParameter("limit: must be 1 to %d", MaxGetLimit)
+	if req.Limit > openapi.MaxGetLimit {
+		return nil, fault.InvalidParameter("limit: must be 1 to %d", openapi.MaxGetLimit)
 	}
 	if err := validChannelFilter(req.ChannelFilter); err != nil {
 		return nil, err
@@ -274,9 +269,6 @@ func (s *Service) leaseOnce(ctx context.Context, q persistence.Queue, groupNo in
 			d := Delivered{LeasedMessage: m}
 			d.Receipt = s.receipts.Encode(q.ID, persistence.Receipt{GroupNo: m.GroupNo, ID: m.ID, LeaseID: m.LeaseID, DLQ: req.DLQ,
 				Ordered: m.MessageGroup != nil && !req.DLQ})
-			if len(m.Attributes) > 0 {
-				_ = json.Unmarshal(m.Attributes, &d.Attributes)
-			}
 			if len(m.Metadata) > 0 {
 				var meta map[string]string
 				if json.Unmarshal(m.Metadata, &meta) == nil {
@@ -384,8 +376,8 @@ func (s *Service) Update(ctx context.Context, tenancyID, queueID, groupRef strin
 	}
 	decoded, errs := s.decodeReceipts(queueID, groupNo, dlq, receipts)
 	for i, sec := range seconds {
-		if errs[i] == nil && (sec < 0 || sec > MaxVisibilitySeconds) {
-			errs[i] = fault.InvalidParameter("visibilityInSeconds: must be 0 to %d", MaxVisibilitySeconds)
+		if errs[i] == nil && (sec < 0 || sec > openapi.MaxVisibilitySeconds) {
+			errs[i] = fault.InvalidParameter("visibilityInSeconds: must be 0 to %d", openapi.MaxVisibilitySeconds)
 		}
 	}
 	valid, idx := validEntries(decoded, errs)

@@ -6,21 +6,19 @@ import (
 	"time"
 
 	"github.com/ferry-mq/ferry/fault"
+	"github.com/ferry-mq/ferry/openapi"
 	"github.com/ferry-mq/ferry/persistence"
 )
 
-// MaxConsumerID is the longest consumer id (DESIGN section 7: single active consumer).
-const MaxConsumerID = 128
-
 // ValidConsumerID checks a consumer id: 1 to 128 letters, digits and . _ : @ ~ - (it appears in a URL path).
 func ValidConsumerID(id string) error {
-	ok := id != "" && len(id) <= MaxConsumerID
+	ok := id != "" && len(id) <= openapi.MaxConsumerIDLength
 	for i := 0; ok && i < len(id); i++ {
 		c := id[i]
 		ok = c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9' || strings.IndexByte("._:@~-", c) >= 0
 	}
 	if !ok {
-		return fault.InvalidParameter("consumerId: 1 to %d letters, digits and . _ : @ ~ -", MaxConsumerID)
+		return fault.InvalidParameter("consumerId: 1 to %d letters, digits and . _ : @ ~ -", openapi.MaxConsumerIDLength)
 	}
 	return nil
 }

@@ -3,31 +3,22 @@ package messaging
 import (
 	"context"
 	"encoding/json"
+	"maps"
 	"math"
+	"slices"
 	"strconv"
 	"unicode/utf8"
 
 	"go.opentelemetry.io/otel/propagation"
 
 	"github.com/ferry-mq/ferry/fault"
+	"github.com/ferry-mq/ferry/openapi"
 	"github.com/ferry-mq/ferry/persistence"
-	"github.com/ferry-mq/ferry/services/jsonx"
+	"github.com/ferry-mq/ferry/services/wire/jsonx"
 )
 
-// Limits of a PutMessages batch (DESIGN section 7).
-const (
-	MaxBatch          = 20
-	MaxContentBytes   = 256 << 10
-	MaxAttributes     = 32
-	MaxAttributeKey   = 64
-	MaxAttributeValue = 256
-	MaxDelaySeconds   = 900
-	MaxChannelID      = 256
-	MaxDedupID        = 128
-	MaxMessageGroupID = 128
-)
-
-// PutEntry is one message to publish.
+// PutEntry is one message to publish. Put checks it against the API's limits (package openapi), the same numbers
+// the request validator enforces, since a PutEntry need not come through HTTP.
 type PutEntry struct {
 	Content      string
 	Attributes   map[string]any // values: string or float64
@@ -47,8 +38,8 @@ func (s *Service) Put(ctx context.Context, tenancyID, queueID string, entries []
 	if err != nil {
 		return nil, err
 	}
-	if len(entries) == 0 || len(entries) > MaxBatch {
-		return nil, fault.InvalidParameter("messages: a batch holds 1 to %d messages", MaxBatch)
+	if len(entries) == 0 || len(entries) > openapi.MaxPutMessages {
+		return nil, fault.InvalidParameter("messages: a batch holds 1 to %d messages", openapi.MaxPutMessages)
 	}
 	groups, err := s.groups.of(ctx, q)
 	if err != nil {
@@ -171,63 +162,59 @@ func traceparentOf(ctx context.Context) string {
 }
 
 // encode validates one entry and renders its stored form (requestTrace is the traceparent stored when the entry
-// has none). Errors name the entry: messages[i].field.
+// has none). Errors name the entry: messages[i].field. Lengths are counted in characters, as the API's schema
+// counts them, except the content's, which is bounded in bytes too (its size is what the queue stores).
 func encode(i int, e PutEntry, requestTrace string) (persistence.NewMessage, error) {
 	field := func(name string) string { return "messages[" + strconv.Itoa(i) + "]." + name }
+	invalid := func(name, format string, args ...any) (persistence.NewMessage, error) {
+		return persistence.NewMessage{}, fault.InvalidParameter("%s: "+format, append([]any{field(name)}, args...)...)
+	}
 	if !utf8.ValidString(e.Content) {
-		return persistence.NewMessage{}, fault.InvalidParameter("%s: must be valid UTF-8", field("content"))
+		return invalid("content", "must be valid UTF-8")
 	}
-	if len(e.Content) > MaxContentBytes {
-		return persistence.NewMessage{}, fault.InvalidParameter("%s: %d bytes is more than %d", field("content"), len(e.Content), MaxContentBytes)
+	if len(e.Content) > openapi.MaxContentLength {
+		return invalid("content", "%d bytes is more than %d", len(e.Content), openapi.MaxContentLength)
 	}
-	if len(e.Attributes) > MaxAttributes {
-		return persistence.NewMessage{}, fault.InvalidParameter("%s: at most %d attributes", field("attributes"), MaxAttributes)
+	if len(e.Attributes) > openapi.MaxAttributes {
+		return invalid("attributes", "at most %d attributes", openapi.MaxAttributes)
 	}
 	size := len(e.Content)
-	var attrs map[string]any
-	if len(e.Attributes) > 0 {
-		attrs = make(map[string]any, len(e.Attributes))
-	}
 	for k, v := range e.Attributes {
-		if k == "" || utf8.RuneCountInString(k) > MaxAttributeKey {
-			return persistence.NewMessage{}, fault.InvalidParameter("%s: keys are 1 to %d characters", field("attributes"), MaxAttributeKey)
+		if k == "" || utf8.RuneCountInString(k) > openapi.MaxAttributeKeyLength {
+			return invalid("attributes", "keys are 1 to %d characters", openapi.MaxAttributeKeyLength)
 		}
 		size += len(k)
 		switch val := v.(type) {
 		case string:
-			if utf8.RuneCountInString(val) > MaxAttributeValue {
-				return persistence.NewMessage{}, fault.InvalidParameter("%s: string values are at most %d characters", field("attributes."+k), MaxAttributeValue)
+			if utf8.RuneCountInString(val) > openapi.MaxAttributeValueLength {
+				return invalid("attributes."+k, "string values are at most %d characters", openapi.MaxAttributeValueLength)
 			}
 			size += len(val)
-			attrs[k] = val
 		case float64:
 			if math.IsNaN(val) || math.IsInf(val, 0) {
-				return persistence.NewMessage{}, fault.InvalidParameter("%s: must be a finite number", field("attributes."+k))
+				return invalid("attributes."+k, "must be a finite number")
 			}
 			size += 8
-			attrs[k] = val
 		case json.Number:
-			f, err := val.Float64()
-			if err != nil {
-				return persistence.NewMessage{}, fault.InvalidParameter("%s: must be a finite number", field("attributes."+k))
+			if f, err := val.Float64(); err != nil || math.IsInf(f, 0) {
+				return invalid("attributes."+k, "must be a finite number")
 			}
 			size += 8
-			attrs[k] = f
 		default:
-			return persistence.NewMessage{}, fault.InvalidParameter("%s: must be a string or a number", field("attributes."+k))
+			return invalid("attributes."+k, "must be a string or a number")
 		}
 	}
-	if e.DelaySeconds < 0 || e.DelaySeconds > MaxDelaySeconds {
-		return persistence.NewMessage{}, fault.InvalidParameter("%s: must be 0 to %d", field("metadata.delayInSeconds"), MaxDelaySeconds)
+	if e.DelaySeconds < 0 || e.DelaySeconds > openapi.MaxDelaySeconds {
+		return invalid("metadata.delayInSeconds", "must be 0 to %d", openapi.MaxDelaySeconds)
 	}
-	if len(e.ChannelID) > MaxChannelID || !utf8.ValidString(e.ChannelID) {
-		return persistence.NewMessage{}, fault.InvalidParameter("%s: at most %d bytes of UTF-8", field("metadata.channelId"), MaxChannelID)
+	if !utf8.ValidString(e.ChannelID) || utf8.RuneCountInString(e.ChannelID) > openapi.MaxChannelIDLength {
+		return invalid("metadata.channelId", "at most %d characters of UTF-8", openapi.MaxChannelIDLength)
 	}
-	if len(e.DedupID) > MaxDedupID {
-		return persistence.NewMessage{}, fault.InvalidParameter("%s: at most %d characters", field("metadata.deduplicationId"), MaxDedupID)
+	if !utf8.ValidString(e.DedupID) || utf8.RuneCountInString(e.DedupID) > openapi.MaxDeduplicationIDLength {
+		return invalid("metadata.deduplicationId", "at most %d characters of UTF-8", openapi.MaxDeduplicationIDLength)
 	}
-	if g := e.MessageGroupID; g != "" && (!utf8.ValidString(g) || utf8.RuneCountInString(g) > MaxMessageGroupID) {
-		return persistence.NewMessage{}, fault.InvalidParameter("%s: 1 to %d characters of UTF-8", field("metadata.messageGroupId"), MaxMessageGroupID)
+	if g := e.MessageGroupID; g != "" && (!utf8.ValidString(g) || utf8.RuneCountInString(g) > openapi.MaxMessageGroupIDLength) {
+		return invalid("metadata.messageGroupId", "1 to %d characters of UTF-8", openapi.MaxMessageGroupIDLength)
 	}
 	m := persistence.NewMessage{
 		ChannelID:    e.ChannelID,
@@ -239,8 +226,8 @@ func encode(i int, e PutEntry, requestTrace string) (persistence.NewMessage, err
 	if e.DelaySeconds == 0 {
 		m.MessageGroup = e.MessageGroupID
 	}
-	if len(attrs) > 0 {
-		m.Attributes, _ = json.Marshal(attrs)
+	if len(e.Attributes) > 0 {
+		m.Attributes = appendAttributes(nil, e.Attributes)
 	}
 	traceparent := e.Traceparent
 	if traceparent == "" {
@@ -248,6 +235,32 @@ func encode(i int, e PutEntry, requestTrace string) (persistence.NewMessage, err
 	}
 	m.Metadata = appendMetadata(nil, e.DedupID, e.MessageGroupID, traceparent)
 	return m, nil
+}
+
+// appendAttributes renders validated attributes as they are stored, and later handed to consumers as they are:
+// the object json.Marshal gives for the map (keys sorted, strings escaped and numbers written as encoding/json
+// writes them; a json.Number as the float64 it holds).
+func appendAttributes(b []byte, attrs map[string]any) []byte {
+	sep := byte('{')
+	for _, k := range slices.Sorted(maps.Keys(attrs)) {
+		b = append(b, sep)
+		sep = ','
+		b = jsonx.AppendString(b, k)
+		b = append(b, ':')
+		switch v := attrs[k].(type) {
+		case string:
+			b = jsonx.AppendString(b, v)
+		case float64:
+			b = jsonx.AppendFloat(b, v)
+		case json.Number:
+			f, _ := v.Float64()
+			b = jsonx.AppendFloat(b, f)
+		}
+	}
+	if sep == '{' {
+		b = append(b, sep)
+	}
+	return append(b, '}')
 }
 
 // appendMetadata renders the stored metadata: the object json.Marshal gives for a map of the non-empty fields

@@ -28,3 +28,28 @@ func TestAppendMetadata(t *testing.T) {
 		}
 	}
 }
+
+// TestAttributesEncoding: stored attributes are what json.Marshal gave for the attribute map (they are handed to
+// consumers as they are, so GetMessages answers what encoding/json would).
+func TestAttributesEncoding(t *testing.T) {
+	cases := []map[string]any{
+		{"a": "x"},
+		{"b": 1.0, "a": -0.5, "c": 1e21, "d": 1e-7, "e": 123456789.125},
+		{"<&>": "é\u2028", "bad\xff": "bad\xff", `"q"`: `"v"`, "n": json.Number("40.0")},
+		{"z": "", "y": 0.0},
+	}
+	for _, attrs := range cases {
+		normal := map[string]any{}
+		for k, v := range attrs {
+			if n, ok := v.(json.Number); ok {
+				f, _ := n.Float64()
+				v = f
+			}
+			normal[k] = v
+		}
+		want, _ := json.Marshal(normal)
+		if got := appendAttributes(nil, attrs); string(got) != string(want) {
+			t.Fatalf("%v: got %s, encoding/json %s", attrs, got, want)
+		}
+	}
+}

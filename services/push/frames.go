@@ -15,7 +15,7 @@ type helloFrame struct {
 }
 
 // A messages frame pushes leased messages: it is the GetMessages body, {"messages":[…]}
-// (dataplane.AppendGetMessages).
+// (wire.AppendGetMessages).
 
 // statusFrame tells the consumer its status changed (STANDBY, RUNNING, LEAVING).
 type statusFrame struct {

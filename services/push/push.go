@@ -20,6 +20,7 @@ import (
 
 	"github.com/ferry-mq/ferry/fault"
 	"github.com/ferry-mq/ferry/iam"
+	"github.com/ferry-mq/ferry/openapi"
 	"github.com/ferry-mq/ferry/openapi/api"
 	"github.com/ferry-mq/ferry/persistence"
 	"github.com/ferry-mq/ferry/services/apierror"
@@ -70,13 +71,9 @@ func (c *Config) defaults() {
 	}
 }
 
-// Limits of a watch (DESIGN section 7).
-const (
-	MaxWindow     = 1000
-	DefaultWindow = 100
-	// maxFrame bounds a client frame: a commit of a whole window of receipts fits easily.
-	maxFrame = 1 << 20
-)
+// maxFrame bounds a client frame: a commit of a whole window of receipts fits easily. (A watch's window is bounded
+// by the API: openapi.MaxWatchWindow.)
+const maxFrame = 1 << 20
 
 // Service holds this node's watches.
 type Service struct {
@@ -183,12 +180,12 @@ func (s *Service) WatchMessages(c *gin.Context, queueID api.QueueIdPath, params 
 	if consumerID == "" {
 		consumerID = "watch-" + randomHex(8)
 	}
-	window := DefaultWindow
+	window := openapi.DefaultWatchWindow
 	if params.Window != nil {
 		window = *params.Window
 	}
-	if window < 1 || window > MaxWindow {
-		apierror.Write(c, fault.InvalidParameter("window: must be 1 to %d", MaxWindow))
+	if window < 1 || window > openapi.MaxWatchWindow {
+		apierror.Write(c, fault.InvalidParameter("window: must be 1 to %d", openapi.MaxWatchWindow))
 		return
 	}
 	sub, err := s.messaging.Subscribe(c.Request.Context(), principal.TenancyID, queueID, messaging.SubscribeRequest{

@@ -10,9 +10,10 @@ import (
 	"github.com/coder/websocket"
 
 	"github.com/ferry-mq/ferry/fault"
+	"github.com/ferry-mq/ferry/openapi"
 	"github.com/ferry-mq/ferry/persistence"
-	"github.com/ferry-mq/ferry/services/dataplane"
 	"github.com/ferry-mq/ferry/services/messaging"
+	"github.com/ferry-mq/ferry/services/wire"
 )
 
 // session is one open watch. Four goroutines: the pusher leases (when the window has room) and writes frames;
@@ -168,12 +169,7 @@ func (ss *session) push(ctx context.Context) {
 			continue
 		}
 		// The frame is the GetMessages body, written by the same hand-written encoder.
-		frame, err := dataplane.AppendGetMessages(nil, got)
-		if err != nil {
-			ss.svc.logger.Warn("encoding a watch frame", "consumer", ss.sub.ConsumerID(), "error", err)
-			ss.end(websocket.StatusInternalError, "encoding failed")
-			return
-		}
+		frame := wire.AppendGetMessages(nil, got)
 		receipts := make([]string, len(got))
 		for i, m := range got {
 			receipts[i] = m.Receipt
@@ -223,8 +219,8 @@ func (ss *session) handle(f clientFrame) {
 	switch {
 	case len(f.Commit) == 0 && f.Negative == nil:
 		frameErr = fault.InvalidParameter("frame: send {\"commit\":[receipts]} or {\"negative\":[receipts],\"code\":…}")
-	case len(f.Commit)+len(f.Negative) > MaxWindow:
-		frameErr = fault.InvalidParameter("frame: at most %d receipts", MaxWindow)
+	case len(f.Commit)+len(f.Negative) > openapi.MaxWatchWindow:
+		frameErr = fault.InvalidParameter("frame: at most %d receipts", openapi.MaxWatchWindow)
 	}
 	if frameErr == nil && len(f.Commit) > 0 {
 		results, err := ss.sub.Commit(ctx, f.Commit)

@@ -1,52 +1,23 @@
-package dataplane
+package wire
 
 import (
-	"encoding/json"
-	"net/http"
 	"strconv"
-	"sync"
 	"time"
-
-	"github.com/gin-gonic/gin"
 
 	"github.com/ferry-mq/ferry/persistence"
 	"github.com/ferry-mq/ferry/services/apierror"
-	"github.com/ferry-mq/ferry/services/jsonx"
 	"github.com/ferry-mq/ferry/services/messaging"
+	"github.com/ferry-mq/ferry/services/wire/jsonx"
 )
 
-// The GetMessages response carries up to 32 message bodies of up to 256 KiB: it is written by hand into a pooled
-// buffer instead of through encoding/json's reflection. The bytes are those json.Marshal gives for the
-// api.GetMessages the handler used to build (TestGetMessagesEncoding).
+// The hot responses (GetMessages carries up to 32 message bodies of up to 256 KiB, and a watch's message frames
+// the same shape) are written by hand into the caller's buffer instead of through encoding/json's reflection.
+// The bytes are those json.Marshal gives for the generated api types the handlers used to build
+// (TestGetMessagesEncoding, TestPutAndDeleteResultsEncoding).
 
-var bodyBuffers = sync.Pool{New: func() any { b := make([]byte, 0, 64<<10); return &b }}
-
-// maxPooledBuffer: buffers that grew past this (large messages) are left to the GC rather than kept.
-const maxPooledBuffer = 1 << 20
-
-// writeGetMessages answers 200 with the GetMessages body for got.
-func writeGetMessages(c *gin.Context, got []messaging.Delivered) {
-	writeBody(c, func(b []byte) ([]byte, error) { return AppendGetMessages(b, got) })
-}
-
-// writeBody answers 200 with the JSON body that appendBody appends to a pooled buffer.
-func writeBody(c *gin.Context, appendBody func(b []byte) ([]byte, error)) {
-	bp := bodyBuffers.Get().(*[]byte)
-	body, err := appendBody((*bp)[:0])
-	if err != nil {
-		apierror.Write(c, err)
-	} else {
-		c.Data(http.StatusOK, "application/json; charset=utf-8", body)
-	}
-	if cap(body) <= maxPooledBuffer {
-		*bp = body[:0]
-		bodyBuffers.Put(bp)
-	}
-}
-
-// appendPutMessages appends the PutMessages result: json.Marshal of api.PutMessages with every entry's
+// AppendPutMessages appends the PutMessages result: json.Marshal of api.PutMessages with every entry's
 // consumerGroups set.
-func appendPutMessages(b []byte, results []persistence.PutResult) []byte {
+func AppendPutMessages(b []byte, results []persistence.PutResult) []byte {
 	b = append(b, `{"messages":[`...)
 	for i, r := range results {
 		if i > 0 {
@@ -63,13 +34,13 @@ func appendPutMessages(b []byte, results []persistence.PutResult) []byte {
 	return append(b, "]}"...)
 }
 
-// appendEntryResults appends a DeleteMessagesResult: json.Marshal of api.DeleteMessagesResult, an empty object
+// AppendEntryResults appends a DeleteMessagesResult: json.Marshal of api.DeleteMessagesResult, an empty object
 // for each entry that succeeded.
-func appendEntryResults(b []byte, errs []messaging.EntryError) []byte {
+func AppendEntryResults(b []byte, errs []messaging.EntryError) []byte {
 	var client, server int
 	for _, e := range errs {
 		if e != nil {
-			countFailure(apierror.From(e), &client, &server)
+			CountFailure(apierror.From(e), &client, &server)
 		}
 	}
 	b = append(b, `{"clientFailedCount":`...)
@@ -105,8 +76,9 @@ func appendTime(b []byte, t time.Time) []byte {
 }
 
 // AppendGetMessages appends {"messages":[…]} with each message's fields in the order (and with the omissions) of
-// api.GetMessage's JSON encoding: the GetMessages body, and a watch's messages frame.
-func AppendGetMessages(b []byte, got []messaging.Delivered) ([]byte, error) {
+// api.GetMessage's JSON encoding: the GetMessages body, and a watch's messages frame. Attributes are stored as
+// the JSON that json.Marshal gave for them when they were published, and copied into the answer as they are.
+func AppendGetMessages(b []byte, got []messaging.Delivered) []byte {
 	b = append(b, `{"messages":[`...)
 	for i := range got {
 		m := &got[i]
@@ -115,12 +87,8 @@ func AppendGetMessages(b []byte, got []messaging.Delivered) ([]byte, error) {
 		}
 		b = append(b, '{')
 		if len(m.Attributes) > 0 {
-			attrs, err := json.Marshal(m.Attributes)
-			if err != nil {
-				return b, err
-			}
 			b = append(b, `"attributes":`...)
-			b = append(b, attrs...)
+			b = append(b, m.Attributes...)
 			b = append(b, ',')
 		}
 		b = append(b, `"content":`...)
@@ -164,5 +132,14 @@ func AppendGetMessages(b []byte, got []messaging.Delivered) ([]byte, error) {
 		b = appendTime(b, m.VisibleAt)
 		b = append(b, '}')
 	}
-	return append(b, "]}"...), nil
+	return append(b, "]}"...)
+}
+
+// CountFailure counts a failed entry of a batch as the client's (4xx) or the server's (5xx).
+func CountFailure(e *apierror.Error, client, server *int) {
+	if e.Status >= 500 {
+		*server++
+	} else {
+		*client++
+	}
 }

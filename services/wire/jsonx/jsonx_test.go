@@ -2,6 +2,7 @@ package jsonx
 
 import (
 	"encoding/json"
+	"math"
 	"strings"
 	"testing"
 )
@@ -50,6 +51,35 @@ func BenchmarkAppendString(b *testing.B) {
 	b.Run("encoding/json", func(b *testing.B) {
 		for b.Loop() {
 			buf, _ = json.Marshal(s)
+		}
+	})
+}
+
+// TestAppendFloat: the format switches, the exponent clean-up and the shortest representation, against
+// encoding/json.
+func TestAppendFloat(t *testing.T) {
+	for _, f := range []float64{0, math.Copysign(0, -1), 1, -1, 40, 40.5, 0.1, 1e-6, 9.99e-7, 1e-7, 1.5e-9, 1e20, 1e21,
+		-1e21, 123456789012345678, math.MaxFloat64, math.SmallestNonzeroFloat64, 1.0 / 3, 2.5e-300} {
+		want, err := json.Marshal(f)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := AppendFloat(nil, f); string(got) != string(want) {
+			t.Fatalf("%v: got %s, encoding/json %s", f, got, want)
+		}
+	}
+}
+
+func FuzzAppendFloat(f *testing.F) {
+	f.Add(1.0)
+	f.Add(1e-7)
+	f.Fuzz(func(t *testing.T, v float64) {
+		if math.IsNaN(v) || math.IsInf(v, 0) {
+			return
+		}
+		want, _ := json.Marshal(v)
+		if got := AppendFloat(nil, v); string(got) != string(want) {
+			t.Fatalf("%v: got %s, encoding/json %s", v, got, want)
 		}
 	})
 }

@@ -1,4 +1,4 @@
-package httpapi
+package wire
 
 import (
 	"encoding/binary"
@@ -7,82 +7,89 @@ import (
 	"strings"
 	"unicode/utf8"
 
-	"github.com/gin-gonic/gin"
-
+	"github.com/ferry-mq/ferry/openapi"
 	"github.com/ferry-mq/ferry/openapi/api"
+	"github.com/ferry-mq/ferry/services/messaging"
 )
 
-// The hot data-plane bodies (PutMessages, DeleteMessages, UpdateMessages, UpdateMessage) are checked by the
-// hand-written decoders below instead of kin-openapi, which decodes into map[string]any and walks the schema: a
-// fifth of ferry's CPU on the message path. A decoder answers ok only for a body that kin-openapi and the
-// validator's own checks (trailing data, NUL characters) accept, and then returns the same values the handler
-// would decode. Everything else — any error, and anything unusual such as escapes that decode to NUL, raw invalid
+// The hot data-plane bodies (PutMessages, DeleteMessages, UpdateMessages, UpdateMessage) are checked and decoded
+// by the hand-written decoders below instead of kin-openapi, which decodes into map[string]any and walks the
+// schema: a fifth of ferry's CPU on the message path. A decoder answers ok only for a body that kin-openapi and
+// the validator's own checks (trailing data, NUL characters) accept, and then returns what the handler's general
+// decoding of the same body returns (PutEntries of encoding/json's api.PutMessagesDetails; the api type itself for
+// the others). Everything else — any error, and anything unusual such as escapes that decode to NUL, raw invalid
 // UTF-8, duplicate keys, numbers written as 1.0 or 1e2 — falls back to the full kin-openapi validation, which
 // gives the error (or accepts after all). So the error bodies are kin-openapi's by construction; a decoder can
-// only be wrong by accepting what kin-openapi refuses, which FuzzFastBodies checks against kin-openapi itself.
-var fastBodies = map[string]func(body []byte) (any, bool){
+// only be wrong by accepting what kin-openapi refuses, which FuzzFastBodies (services/httpapi) checks against
+// kin-openapi itself.
+
+// FastDecoders maps operationIds to their fast decoders, which return a pointer to the decoded body; ok false
+// sends the body to kin-openapi.
+var FastDecoders = map[string]func(body []byte) (decoded any, ok bool){
 	"PutMessages":    decodePutMessages,
 	"DeleteMessages": decodeDeleteMessages,
 	"UpdateMessages": decodeUpdateMessages,
 	"UpdateMessage":  decodeUpdateMessage,
 }
 
-// decodedBodyKey holds the body a fast decoder produced, in the gin context.
-const decodedBodyKey = "ferry.httpapi.decodedBody"
-
-// DecodedBody returns the request body as decoded by the validator's fast path (ok false when the request took the
-// kin-openapi path: the handler decodes the body itself).
-func DecodedBody[T any](c *gin.Context) (*T, bool) {
-	v, ok := c.Get(decodedBodyKey)
-	if !ok {
-		return nil, false
+// PutEntries converts a PutMessages body decoded by encoding/json (the general path) into the entries to
+// publish: the same values decodePutMessages returns for the bodies it takes.
+func PutEntries(body api.PutMessagesDetails) []messaging.PutEntry {
+	entries := make([]messaging.PutEntry, len(body.Messages))
+	for i, m := range body.Messages {
+		e := messaging.PutEntry{Content: m.Content}
+		if m.Attributes != nil {
+			e.Attributes = *m.Attributes
+		}
+		if md := m.Metadata; md != nil {
+			e.ChannelID = deref(md.ChannelId)
+			e.DelaySeconds = int32(deref(md.DelayInSeconds))
+			e.DedupID = deref(md.DeduplicationId)
+			e.Traceparent = deref(md.Traceparent)
+			e.MessageGroupID = deref(md.MessageGroupId)
+		}
+		entries[i] = e
 	}
-	body, ok := v.(*T)
-	return body, ok
+	return entries
 }
 
-// Limits from the spec's schemas (openapi/openapi.yaml); TestFastBodyLimits checks them against the spec.
-const (
-	maxPutEntries     = 20
-	maxAckEntries     = 32 // deleteMessages and updateMessages: one GetMessages' worth
-	maxContentChars   = 262144
-	maxAttributes     = 32
-	maxAttributeChars = 256
-	maxChannelChars   = 256
-	maxGroupChars     = 128
-	maxDedupChars     = 128
-	maxTraceChars     = 128
-	maxDelaySeconds   = 900
-	maxReceiptChars   = 1024
-	maxVisibility     = 43200
-)
+func deref[T any](p *T) T {
+	if p == nil {
+		var zero T
+		return zero
+	}
+	return *p
+}
 
+// decodePutMessages decodes a PutMessages body into *[]messaging.PutEntry.
 func decodePutMessages(b []byte) (any, bool) {
 	s := scanner{b: b}
-	out := &api.PutMessagesDetails{}
+	var out []messaging.PutEntry
+	seen := false
 	ok := s.object(func(key string) bool {
-		if key != "messages" || out.Messages != nil {
+		if key != "messages" || seen {
 			return false
 		}
-		out.Messages = make([]api.PutMessagesDetailsEntry, 0, 4)
+		seen = true
+		out = make([]messaging.PutEntry, 0, 4)
 		return s.array(func() bool {
-			if len(out.Messages) == maxPutEntries {
+			if len(out) == openapi.MaxPutMessages {
 				return false
 			}
 			e, ok := s.putEntry()
-			out.Messages = append(out.Messages, e)
+			out = append(out, e)
 			return ok
 		})
 	})
-	if !ok || !s.end() || len(out.Messages) == 0 {
+	if !ok || !s.end() || len(out) == 0 {
 		return nil, false
 	}
-	return out, true
+	return &out, true
 }
 
-func (s *scanner) putEntry() (api.PutMessagesDetailsEntry, bool) {
-	var e api.PutMessagesDetailsEntry
-	var hasContent bool
+func (s *scanner) putEntry() (messaging.PutEntry, bool) {
+	var e messaging.PutEntry
+	var hasContent, hasAttributes, hasMetadata bool
 	ok := s.object(func(key string) bool {
 		switch key {
 		case "content":
@@ -92,63 +99,67 @@ func (s *scanner) putEntry() (api.PutMessagesDetailsEntry, bool) {
 			hasContent = true
 			var ok bool
 			e.Content, ok = s.str()
-			return ok && charsIn(e.Content, 1, maxContentChars)
+			return ok && charsIn(e.Content, 1, openapi.MaxContentLength)
 		case "attributes":
-			if e.Attributes != nil {
+			if hasAttributes {
 				return false
 			}
-			attrs := api.MessageAttributes{}
-			e.Attributes = &attrs
+			hasAttributes = true
+			e.Attributes = map[string]any{}
 			return s.object(func(key string) bool {
-				if _, dup := attrs[key]; dup || len(attrs) == maxAttributes {
+				if _, dup := e.Attributes[key]; dup || len(e.Attributes) == openapi.MaxAttributes {
 					return false
 				}
 				if s.peek() == '"' {
 					v, ok := s.str()
-					attrs[key] = v
-					return ok && charsIn(v, 0, maxAttributeChars)
+					e.Attributes[key] = v
+					return ok && charsIn(v, 0, openapi.MaxAttributeValueLength)
 				}
 				v, ok := s.float()
-				attrs[key] = v
+				e.Attributes[key] = v
 				return ok
 			})
 		case "metadata":
-			if e.Metadata != nil {
+			if hasMetadata {
 				return false
 			}
-			e.Metadata = &api.MessageMetadata{}
-			return s.metadata(e.Metadata)
+			hasMetadata = true
+			return s.metadata(&e)
 		}
 		return false
 	})
 	return e, ok && hasContent
 }
 
-func (s *scanner) metadata(md *api.MessageMetadata) bool {
-	str := func(dst **string, minChars, maxChars int) bool {
-		if *dst != nil {
+// metadata reads a message's metadata into e.
+func (s *scanner) metadata(e *messaging.PutEntry) bool {
+	var has [5]bool // channelId, messageGroupId, deduplicationId, traceparent, delayInSeconds
+	str := func(i int, dst *string, minChars, maxChars int) bool {
+		if has[i] {
 			return false
 		}
+		has[i] = true
 		v, ok := s.str()
-		*dst = &v
+		*dst = v
 		return ok && charsIn(v, minChars, maxChars)
 	}
 	return s.object(func(key string) bool {
 		switch key {
 		case "channelId":
-			return str(&md.ChannelId, 1, maxChannelChars) && !strings.Contains(*md.ChannelId, "*")
+			return str(0, &e.ChannelID, 1, openapi.MaxChannelIDLength) && !strings.Contains(e.ChannelID, "*")
 		case "messageGroupId":
-			return str(&md.MessageGroupId, 1, maxGroupChars)
+			return str(1, &e.MessageGroupID, 1, openapi.MaxMessageGroupIDLength)
 		case "deduplicationId":
-			return str(&md.DeduplicationId, 1, maxDedupChars)
+			return str(2, &e.DedupID, 1, openapi.MaxDeduplicationIDLength)
 		case "traceparent":
-			return str(&md.Traceparent, 0, maxTraceChars)
+			return str(3, &e.Traceparent, 0, openapi.MaxTraceparentLength)
 		case "delayInSeconds":
-			if md.DelayInSeconds != nil {
+			if has[4] {
 				return false
 			}
-			n, ok := s.uint(maxDelaySeconds)
-			md.DelayInSeconds = &n
+			has[4] = true
+			n, ok := s.uint(openapi.MaxDelaySeconds)
+			e.DelaySeconds = int32(n)
 			return ok
 		}
 		return false
@@ -162,9 +173,9 @@ func decodeDeleteMessages(b []byte) (any, bool) {
 		if key != "entries" || out.Entries != nil {
 			return false
 		}
-		out.Entries = make([]api.DeleteMessagesDetailsEntry, 0, maxAckEntries)
+		out.Entries = make([]api.DeleteMessagesDetailsEntry, 0, openapi.MaxAckEntries)
 		return s.array(func() bool {
-			if len(out.Entries) == maxAckEntries {
+			if len(out.Entries) == openapi.MaxAckEntries {
 				return false
 			}
 			var e api.DeleteMessagesDetailsEntry
@@ -176,7 +187,7 @@ func decodeDeleteMessages(b []byte) (any, bool) {
 				has = true
 				var ok bool
 				e.Receipt, ok = s.str()
-				return ok && charsIn(e.Receipt, 1, maxReceiptChars)
+				return ok && charsIn(e.Receipt, 1, openapi.MaxReceiptLength)
 			})
 			out.Entries = append(out.Entries, e)
 			return ok && has
@@ -195,9 +206,9 @@ func decodeUpdateMessages(b []byte) (any, bool) {
 		if key != "entries" || out.Entries != nil {
 			return false
 		}
-		out.Entries = make([]api.UpdateMessagesDetailsEntry, 0, maxAckEntries)
+		out.Entries = make([]api.UpdateMessagesDetailsEntry, 0, openapi.MaxAckEntries)
 		return s.array(func() bool {
-			if len(out.Entries) == maxAckEntries {
+			if len(out.Entries) == openapi.MaxAckEntries {
 				return false
 			}
 			var e api.UpdateMessagesDetailsEntry
@@ -208,10 +219,10 @@ func decodeUpdateMessages(b []byte) (any, bool) {
 				case key == "receipt" && !hasReceipt:
 					hasReceipt = true
 					e.Receipt, ok = s.str()
-					return ok && charsIn(e.Receipt, 1, maxReceiptChars)
+					return ok && charsIn(e.Receipt, 1, openapi.MaxReceiptLength)
 				case key == "visibilityInSeconds" && !hasVisibility:
 					hasVisibility = true
-					e.VisibilityInSeconds, ok = s.uint(maxVisibility)
+					e.VisibilityInSeconds, ok = s.uint(openapi.MaxVisibilitySeconds)
 					return ok
 				}
 				return false
@@ -236,7 +247,7 @@ func decodeUpdateMessage(b []byte) (any, bool) {
 		}
 		has = true
 		var ok bool
-		out.VisibilityInSeconds, ok = s.uint(maxVisibility)
+		out.VisibilityInSeconds, ok = s.uint(openapi.MaxVisibilitySeconds)
 		return ok
 	})
 	if !ok || !s.end() || !has {

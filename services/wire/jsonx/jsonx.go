@@ -1,9 +1,14 @@
 // Package jsonx appends JSON values to byte slices for the hot paths that encode by hand instead of through
-// encoding/json's reflection (the GetMessages response, the stored metadata of a message). Its output is
-// byte-for-byte what encoding/json produces for the same value.
+// encoding/json's reflection (the GetMessages response, the stored attributes and metadata of a message). Its
+// output is byte-for-byte what encoding/json produces for the same value. It stands apart from package wire
+// because the data plane's domain (messaging) encodes what it stores with it, below the wire formats.
 package jsonx
 
-import "unicode/utf8"
+import (
+	"math"
+	"strconv"
+	"unicode/utf8"
+)
 
 const hex = "0123456789abcdef"
 
@@ -87,4 +92,22 @@ func AppendString(dst []byte, s string) []byte {
 	}
 	dst = append(dst, s[start:]...)
 	return append(dst, '"')
+}
+
+// AppendFloat appends f as encoding/json.Marshal writes a float64: the shortest representation that reads back
+// as f, in exponent form below 1e-6 and from 1e21 on (with the exponent's leading zero dropped). f must be finite.
+func AppendFloat(dst []byte, f float64) []byte {
+	format := byte('f')
+	if abs := math.Abs(f); abs != 0 && (abs < 1e-6 || abs >= 1e21) {
+		format = 'e'
+	}
+	dst = strconv.AppendFloat(dst, f, format, -1, 64)
+	if format == 'e' {
+		// e-09 → e-9, as encoding/json does.
+		if n := len(dst); n >= 4 && dst[n-4] == 'e' && dst[n-3] == '-' && dst[n-2] == '0' {
+			dst[n-2] = dst[n-1]
+			dst = dst[:n-1]
+		}
+	}
+	return dst
 }
