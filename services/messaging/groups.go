@@ -138,6 +138,16 @@ func (c *groupCache) resolve(ctx context.Context, q persistence.Queue, ref strin
 	return group{}, fault.NotFound("consumerGroupId: consumer group %q does not exist or you are not authorized to access it", ref)
 }
 
+// resolveGroup checks the queue and finds the consumer group a call addresses.
+func (s *Service) resolveGroup(ctx context.Context, tenancyID, queueID, groupRef string) (int32, error) {
+	q, err := s.queues.active(ctx, tenancyID, queueID)
+	if err != nil {
+		return 0, err
+	}
+	g, err := s.groups.resolve(ctx, q, groupRef)
+	return g.No, err
+}
+
 // fanout returns, for a message's attributes, the enabled groups that take it.
 func fanout(groups []group, attrs map[string]any) []int32 {
 	var out []int32

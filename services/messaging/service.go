@@ -1,6 +1,14 @@
-// Package messaging is the data plane's domain logic: publish (validation, deduplication, size limits, wake-ups),
-// lease with long polling, acknowledge and extend by receipt, dead-lettering, redrive, purge and stats. It talks
-// to PostgreSQL only through persistence.Messages, one statement (or one short transaction) per call.
+// Package messaging is the data plane's domain logic, free of any transport: publish (validation, fanout,
+// deduplication, size limits, wake-ups), lease with long polling, acknowledge and extend by receipt,
+// dead-lettering, redrive, purge and stats, single active consumers and the subscriptions behind watches. It talks
+// to PostgreSQL only through the persistence repositories, one statement (or one short transaction) per call.
+//
+// By file: service.go (the Service, its configuration and the notifications it acts on), publish.go (Put),
+// consume.go (Get: long polls and leases), acknowledge.go (Delete, Update), subscription.go (watches' leases),
+// consumers.go (single active consumer, consumer registry), purge.go (Redrive, Purge), stats.go (Stats,
+// Channels), groups.go and queues.go (the caches of a queue's settings and consumer groups), waiters.go (who
+// waits for messages on this node), notifier.go (wake-ups of other nodes), channels.go (the channels a lease
+// rotates through), sizes.go (queue sizes for the size limits), receipts.go (signed receipts).
 package messaging
 
 import (
@@ -10,7 +18,6 @@ import (
 	"encoding/hex"
 	"log/slog"
 	mrand "math/rand/v2"
-	"sync"
 	"sync/atomic"
 	"time"
 
@@ -209,135 +216,4 @@ func newLeaseID() int64 {
 
 func jitter(d time.Duration) time.Duration {
 	return d*7/10 + time.Duration(mrand.Int64N(int64(d)*6/10+1))
-}
-
-// sizeCache keeps each queue's stored bytes (total and per channel) for the size limits. It is refreshed in the
-// background at most every refresh interval, so a put never waits for a scan of a large queue; the limits are
-// therefore enforced within a few seconds, not to the byte.
-type sizeCache struct {
-	scan    func(ctx context.Context, queueID string) (byChannel map[string]int64, maxID int64, err error)
-	refresh time.Duration
-	logger  *slog.Logger
-	mu      sync.Mutex
-	byQueue map[string]*queueSize
-}
-
-type queueSize struct {
-	total     int64
-	byChannel map[string]int64
-	fetched   time.Time
-	loading   bool
-	stale     bool          // invalidated while a scan was running: that scan's result is already out of date
-	cost      time.Duration // the last scan's duration: big queues are rescanned less often
-	// scanMaxID is the highest message id the last scan counted: a put whose ids are all higher is not in its
-	// sums. One with lower ids may be (its commit raced the scan) and is not added again: the count errs low, for
-	// a refresh, rather than refuse puts for bytes counted twice.
-	scanMaxID int64
-	pending   []addedBytes // puts added while a scan runs, to add again on top of its result when it missed them
-}
-
-type addedBytes struct {
-	byChannel map[string]int64
-	maxID     int64
-}
-
-// pendingMax bounds the puts remembered during one scan; beyond it they are left to the next scan.
-const pendingMax = 4096
-
-func newSizeCache(m *persistence.Messages, refresh time.Duration, logger *slog.Logger) *sizeCache {
-	return &sizeCache{scan: m.SizeByChannel, refresh: refresh, logger: logger, byQueue: map[string]*queueSize{}}
-}
-
-// get returns the last known size of the queue and of each of the given channels (zero before the first scan
-// finished), and starts a refresh when stale. The channel sizes are copied: the cache's own map changes under
-// concurrent puts.
-func (c *sizeCache) get(queueID string, channels map[string]int64) (total int64, byChannel map[string]int64) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	e := c.byQueue[queueID]
-	if e == nil {
-		e = &queueSize{}
-		c.byQueue[queueID] = e
-	}
-	// Rescan after refresh, or after 20× the last scan's duration: at most ~5 % of a core on one queue.
-	if !e.loading && time.Since(e.fetched) > max(c.refresh, 20*e.cost) {
-		e.loading = true
-		go c.load(queueID)
-	}
-	byChannel = make(map[string]int64, len(channels))
-	for ch := range channels {
-		byChannel[ch] = e.byChannel[ch]
-	}
-	return e.total, byChannel
-}
-
-// add counts a put's bytes (maxID: the highest id it stored) until the next scan sees them. byChannel is kept:
-// the caller must not change it.
-func (c *sizeCache) add(queueID string, byChannel map[string]int64, maxID int64) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	e := c.byQueue[queueID]
-	if e == nil {
-		return
-	}
-	if e.loading {
-		if len(e.pending) < pendingMax {
-			e.pending = append(e.pending, addedBytes{byChannel, maxID})
-		}
-	} else if maxID <= e.scanMaxID {
-		return // the last scan may have counted it
-	}
-	e.addLocked(byChannel)
-}
-
-func (e *queueSize) addLocked(byChannel map[string]int64) {
-	if e.byChannel == nil {
-		e.byChannel = map[string]int64{}
-	}
-	for ch, n := range byChannel {
-		e.total += n
-		e.byChannel[ch] += n
-	}
-}
-
-// invalidate makes the next get rescan the queue (after a purge removed messages).
-func (c *sizeCache) invalidate(queueID string) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	if e := c.byQueue[queueID]; e != nil {
-		e.fetched = time.Time{}
-		e.stale = e.loading
-	}
-}
-
-func (c *sizeCache) load(queueID string) {
-	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-	defer cancel()
-	start := time.Now()
-	byChannel, maxID, err := c.scan(ctx, queueID)
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	e := c.byQueue[queueID]
-	e.loading = false
-	pending := e.pending
-	e.pending = nil
-	e.fetched = time.Now()
-	if e.stale {
-		e.fetched, e.stale = time.Time{}, false
-	}
-	if err != nil {
-		c.logger.Warn("measuring queue size", "queue", queueID, "error", err)
-		return
-	}
-	e.cost = time.Since(start)
-	e.total = 0
-	for _, n := range byChannel {
-		e.total += n
-	}
-	e.byChannel, e.scanMaxID = byChannel, maxID
-	for _, p := range pending { // counted already when added; again only where the scan missed them
-		if p.maxID > maxID {
-			e.addLocked(p.byChannel)
-		}
-	}
 }

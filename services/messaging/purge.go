@@ -1,0 +1,59 @@
+package messaging
+
+import (
+	"context"
+	"time"
+
+	"github.com/ferry-mq/ferry/persistence"
+)
+
+// Redrive moves up to limit DLQ messages of the group back to the queue.
+func (s *Service) Redrive(ctx context.Context, tenancyID, queueID, groupRef string, limit int) (int64, error) {
+	groupNo, err := s.resolveGroup(ctx, tenancyID, queueID, groupRef)
+	if err != nil {
+		return 0, err
+	}
+	n, err := s.messages.Redrive(ctx, queueID, groupNo, limit)
+	if n > 0 {
+		s.waiters.wakeOne(queueID, groupNo, false)
+		s.notifier.mark(persistence.MessagesAvailable, queueID)
+	}
+	return n, err
+}
+
+// Purge deletes a queue's messages in batches (purgeType NORMAL, DLQ or BOTH), pausing between batches so that
+// a large purge does not starve the hot path. It is the work request executor's PurgeFunc.
+func (s *Service) Purge(ctx context.Context, _, queueID, purgeType string, upTo int64, progress func(float32)) error {
+	var dlq *bool
+	switch purgeType {
+	case "NORMAL":
+		f := false
+		dlq = &f
+	case "DLQ":
+		t := true
+		dlq = &t
+	}
+	const batch = 1000
+	defer s.sizes.invalidate(queueID) // the room freed counts at once, not after the next refresh
+	// Only what was published before the purge was accepted (upTo): messages published since are kept, and a
+	// queue that is published to faster than it is purged still finishes.
+	var done int64
+	for {
+		n, err := s.messages.PurgeBatch(ctx, queueID, dlq, upTo, batch)
+		if err != nil {
+			return err
+		}
+		done += n
+		// A batch comes back short when consumers acknowledged some of its messages meanwhile: only an empty one
+		// means done.
+		if n == 0 {
+			return nil
+		}
+		progress(float32(min(99, done/batch)))
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-time.After(10 * time.Millisecond):
+		}
+	}
+}
