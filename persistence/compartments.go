@@ -158,50 +158,35 @@ func (r *Compartments) List(ctx context.Context, tenancyID string, f Compartment
 
 // Update changes a compartment that check accepts.
 func (r *Compartments) Update(ctx context.Context, tenancyID, id string, check Check[Compartment], patch CompartmentPatch) (Compartment, error) {
-	ctx, cancel := withTimeout(ctx)
-	defer cancel()
 	var out Compartment
-	err := InTx(ctx, r.pool, func(tx pgx.Tx) error {
-		cur, err := scanCompartment(tx.QueryRow(ctx, compartmentGetLocked, tenancyID, id))
-		if err != nil {
-			return err
-		}
-		if err := check.run(cur); err != nil {
-			return err
-		}
-		tags := tagsPatch(patch.FreeformTags)
-		if out, err = scanCompartment(tx.QueryRow(ctx, compartmentUpdate, tenancyID, id, patch.Name, patch.Description, tags)); err != nil {
-			return err
-		}
-		return Notify(ctx, tx, Notification{Kind: TenancyChanged, TenancyID: tenancyID})
-	})
+	err := changeRow(ctx, r.pool, lockedRow(scanCompartment, compartmentGetLocked, tenancyID, id), check,
+		func(ctx context.Context, tx pgx.Tx, _ Compartment) error {
+			var err error
+			tags := tagsPatch(patch.FreeformTags)
+			if out, err = scanCompartment(tx.QueryRow(ctx, compartmentUpdate, tenancyID, id, patch.Name, patch.Description, tags)); err != nil {
+				return err
+			}
+			return Notify(ctx, tx, Notification{Kind: TenancyChanged, TenancyID: tenancyID})
+		})
 	return out, nameConflict("updating compartment", err, fault.Conflict("name: a compartment with that name already exists in the parent compartment"))
 }
 
 // Delete marks a compartment that check accepts DELETED, provided it is empty.
 func (r *Compartments) Delete(ctx context.Context, tenancyID, id string, check Check[Compartment]) error {
-	ctx, cancel := withTimeout(ctx)
-	defer cancel()
-	err := InTx(ctx, r.pool, func(tx pgx.Tx) error {
-		cur, err := scanCompartment(tx.QueryRow(ctx, compartmentGetLocked, tenancyID, id))
-		if err != nil {
-			return err
-		}
-		if err := check.run(cur); err != nil {
-			return err
-		}
-		var busy bool
-		if err := tx.QueryRow(ctx, compartmentHasResources, tenancyID, id).Scan(&busy); err != nil {
-			return err
-		}
-		if busy {
-			return fault.IncorrectState("compartment %s is not empty: delete its compartments, queues and policies first", id)
-		}
-		if _, err = tx.Exec(ctx, compartmentMarkDeleted, tenancyID, id); err != nil {
-			return err
-		}
-		return Notify(ctx, tx, Notification{Kind: TenancyChanged, TenancyID: tenancyID})
-	})
+	err := changeRow(ctx, r.pool, lockedRow(scanCompartment, compartmentGetLocked, tenancyID, id), check,
+		func(ctx context.Context, tx pgx.Tx, _ Compartment) error {
+			var busy bool
+			if err := tx.QueryRow(ctx, compartmentHasResources, tenancyID, id).Scan(&busy); err != nil {
+				return err
+			}
+			if busy {
+				return fault.IncorrectState("compartment %s is not empty: delete its compartments, queues and policies first", id)
+			}
+			if _, err := tx.Exec(ctx, compartmentMarkDeleted, tenancyID, id); err != nil {
+				return err
+			}
+			return Notify(ctx, tx, Notification{Kind: TenancyChanged, TenancyID: tenancyID})
+		})
 	return interpretError("deleting compartment", err)
 }
 

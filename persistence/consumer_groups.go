@@ -145,17 +145,17 @@ type GroupInQueue struct {
 	QueueState string
 }
 
-// lockGroup locks a live group and reads its queue's state, for a change that check accepts.
-func lockGroup(ctx context.Context, tx pgx.Tx, tenancyID, id string, check Check[GroupInQueue]) (ConsumerGroup, error) {
-	cur, err := scanConsumerGroup(tx.QueryRow(ctx, consumerGroupGetLocked, tenancyID, id))
-	if err != nil {
-		return cur, err
+// lockGroup reads a live group FOR UPDATE and its queue's state, for changeRow.
+func lockGroup(tenancyID, id string) func(context.Context, pgx.Tx) (GroupInQueue, error) {
+	return func(ctx context.Context, tx pgx.Tx) (GroupInQueue, error) {
+		cur, err := scanConsumerGroup(tx.QueryRow(ctx, consumerGroupGetLocked, tenancyID, id))
+		if err != nil {
+			return GroupInQueue{}, err
+		}
+		g := GroupInQueue{ConsumerGroup: cur}
+		err = tx.QueryRow(ctx, `SELECT lifecycle_state FROM queues WHERE tenancy_id = $1 AND id = $2`, tenancyID, cur.QueueID).Scan(&g.QueueState)
+		return g, err
 	}
-	var queueState string
-	if err := tx.QueryRow(ctx, `SELECT lifecycle_state FROM queues WHERE tenancy_id = $1 AND id = $2`, tenancyID, cur.QueueID).Scan(&queueState); err != nil {
-		return cur, err
-	}
-	return cur, check.run(GroupInQueue{cur, queueState})
 }
 
 // deleteGroupsOfQueue marks every group of a deleted queue DELETED inside tx and tells the nodes.
@@ -211,17 +211,11 @@ func (r *ConsumerGroups) List(ctx context.Context, tenancyID string, f ConsumerG
 
 // Update changes a group that check accepts.
 func (r *ConsumerGroups) Update(ctx context.Context, tenancyID, id string, check Check[GroupInQueue], p ConsumerGroupPatch) (ConsumerGroup, error) {
-	ctx, cancel := withTimeout(ctx)
-	defer cancel()
 	var out ConsumerGroup
-	err := InTx(ctx, r.pool, func(tx pgx.Tx) error {
-		cur, err := lockGroup(ctx, tx, tenancyID, id, check)
-		if err != nil {
-			return err
-		}
-		tags := tagsPatch(p.FreeformTags)
+	err := changeRow(ctx, r.pool, lockGroup(tenancyID, id), check, func(ctx context.Context, tx pgx.Tx, cur GroupInQueue) error {
+		var err error
 		out, err = scanConsumerGroup(tx.QueryRow(ctx, consumerGroupUpdate, tenancyID, id, p.DisplayName, p.Filter, p.IsEnabled,
-			p.SetDLQCount, p.DeadLetterQueueDeliveryCount, tags, cur.QueueID))
+			p.SetDLQCount, p.DeadLetterQueueDeliveryCount, tagsPatch(p.FreeformTags), cur.QueueID))
 		if err != nil {
 			return err
 		}
@@ -233,14 +227,8 @@ func (r *ConsumerGroups) Update(ctx context.Context, tenancyID, id string, check
 // Delete marks a group that check accepts DELETED and returns its queue's id; its stored messages are removed by
 // the maintainer.
 func (r *ConsumerGroups) Delete(ctx context.Context, tenancyID, id string, check Check[GroupInQueue]) (queueID string, err error) {
-	ctx, cancel := withTimeout(ctx)
-	defer cancel()
-	err = InTx(ctx, r.pool, func(tx pgx.Tx) error {
-		cur, err := lockGroup(ctx, tx, tenancyID, id, check)
+	err = changeRow(ctx, r.pool, lockGroup(tenancyID, id), check, func(ctx context.Context, tx pgx.Tx, cur GroupInQueue) error {
 		queueID = cur.QueueID
-		if err != nil {
-			return err
-		}
 		if _, err := tx.Exec(ctx, consumerGroupMarkDeleted, tenancyID, id, cur.QueueID); err != nil {
 			return err
 		}

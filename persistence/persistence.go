@@ -97,6 +97,29 @@ func (c Check[T]) run(current T) error {
 	return c(current)
 }
 
+// changeRow changes one row in a transaction bounded by the control plane's statement timeout: lock reads the row
+// FOR UPDATE, check (the caller's rules) decides on it as it is now, and change writes.
+func changeRow[T any](ctx context.Context, pool *pgxpool.Pool, lock func(context.Context, pgx.Tx) (T, error), check Check[T],
+	change func(context.Context, pgx.Tx, T) error) error {
+	ctx, cancel := withTimeout(ctx)
+	defer cancel()
+	return InTx(ctx, pool, func(tx pgx.Tx) error {
+		cur, err := lock(ctx, tx)
+		if err != nil {
+			return err
+		}
+		if err := check.run(cur); err != nil {
+			return err
+		}
+		return change(ctx, tx, cur)
+	})
+}
+
+// lockedRow is a lock for changeRow: the row that query (… FOR UPDATE) returns for args, read by scan.
+func lockedRow[T any](scan func(pgx.Row) (T, error), query string, args ...any) func(context.Context, pgx.Tx) (T, error) {
+	return func(ctx context.Context, tx pgx.Tx) (T, error) { return scan(tx.QueryRow(ctx, query, args...)) }
+}
+
 // Etag derives a resource's etag from its id and row version (bumped by every update).
 func Etag(id string, version int64) string {
 	sum := sha256.Sum256([]byte(id + ":" + strconv.FormatInt(version, 10)))

@@ -118,43 +118,28 @@ func (r *Policies) List(ctx context.Context, tenancyID, compartmentID, name, sta
 
 // Update changes a policy that check accepts.
 func (r *Policies) Update(ctx context.Context, tenancyID, id string, check Check[Policy], patch PolicyPatch) (Policy, error) {
-	ctx, cancel := withTimeout(ctx)
-	defer cancel()
 	var out Policy
-	err := InTx(ctx, r.pool, func(tx pgx.Tx) error {
-		cur, err := scanPolicy(tx.QueryRow(ctx, policyGetLocked, tenancyID, id))
-		if err != nil {
-			return err
-		}
-		if err := check.run(cur); err != nil {
-			return err
-		}
-		tags := tagsPatch(patch.FreeformTags)
-		if out, err = scanPolicy(tx.QueryRow(ctx, policyUpdate, tenancyID, id, patch.Name, patch.Description, patch.Statements, tags)); err != nil {
-			return err
-		}
-		return Notify(ctx, tx, Notification{Kind: TenancyChanged, TenancyID: tenancyID})
-	})
+	err := changeRow(ctx, r.pool, lockedRow(scanPolicy, policyGetLocked, tenancyID, id), check,
+		func(ctx context.Context, tx pgx.Tx, _ Policy) error {
+			var err error
+			tags := tagsPatch(patch.FreeformTags)
+			if out, err = scanPolicy(tx.QueryRow(ctx, policyUpdate, tenancyID, id, patch.Name, patch.Description, patch.Statements, tags)); err != nil {
+				return err
+			}
+			return Notify(ctx, tx, Notification{Kind: TenancyChanged, TenancyID: tenancyID})
+		})
 	return out, nameConflict("updating policy", err, fault.Conflict("name: the tenancy already has a policy with that name"))
 }
 
 // Delete marks a policy that check accepts DELETED.
 func (r *Policies) Delete(ctx context.Context, tenancyID, id string, check Check[Policy]) error {
-	ctx, cancel := withTimeout(ctx)
-	defer cancel()
-	err := InTx(ctx, r.pool, func(tx pgx.Tx) error {
-		cur, err := scanPolicy(tx.QueryRow(ctx, policyGetLocked, tenancyID, id))
-		if err != nil {
-			return err
-		}
-		if err := check.run(cur); err != nil {
-			return err
-		}
-		if _, err := tx.Exec(ctx, policyMarkDeleted, tenancyID, id); err != nil {
-			return err
-		}
-		return Notify(ctx, tx, Notification{Kind: TenancyChanged, TenancyID: tenancyID})
-	})
+	err := changeRow(ctx, r.pool, lockedRow(scanPolicy, policyGetLocked, tenancyID, id), check,
+		func(ctx context.Context, tx pgx.Tx, _ Policy) error {
+			if _, err := tx.Exec(ctx, policyMarkDeleted, tenancyID, id); err != nil {
+				return err
+			}
+			return Notify(ctx, tx, Notification{Kind: TenancyChanged, TenancyID: tenancyID})
+		})
 	return interpretError("deleting policy", err)
 }
 

@@ -166,34 +166,24 @@ func (r *Queues) List(ctx context.Context, tenancyID string, f QueueFilter, p Pa
 		func(q Queue) (time.Time, string, string) { return q.TimeCreated, q.DisplayName, q.ID })
 }
 
-// lockQueue locks a queue for a change that check accepts.
-func lockQueue(ctx context.Context, tx pgx.Tx, tenancyID, id string, check Check[Queue]) (Queue, error) {
-	cur, err := scanQueue(tx.QueryRow(ctx, queueGetLocked, tenancyID, id))
-	if err != nil {
-		return cur, err
-	}
-	return cur, check.run(cur)
+// lockQueue reads a queue FOR UPDATE, for changeRow.
+func lockQueue(tenancyID, id string) func(context.Context, pgx.Tx) (Queue, error) {
+	return lockedRow(scanQueue, queueGetLocked, tenancyID, id)
 }
 
 // Update changes the settings of a queue that check accepts.
 func (r *Queues) Update(ctx context.Context, tenancyID, id string, check Check[Queue], p QueuePatch) (Queue, error) {
-	ctx, cancel := withTimeout(ctx)
-	defer cancel()
 	var out Queue
-	err := InTx(ctx, r.pool, func(tx pgx.Tx) error {
-		if _, err := lockQueue(ctx, tx, tenancyID, id, check); err != nil {
-			return err
-		}
-		tags := tagsPatch(p.FreeformTags)
-		var err error
+	err := changeRow(ctx, r.pool, lockQueue(tenancyID, id), check, func(ctx context.Context, tx pgx.Tx, _ Queue) error {
 		if p.ConsumerGroups != nil {
 			if err := setConsumerGroups(ctx, tx, tenancyID, id, *p.ConsumerGroups, p.PrimaryGroupEnabled); err != nil {
 				return err
 			}
 		}
+		var err error
 		out, err = scanQueue(tx.QueryRow(ctx, queueUpdate, tenancyID, id, p.DisplayName, p.VisibilitySeconds,
 			p.TimeoutSeconds, p.DeadLetterQueueDeliveryCount, p.ChannelConsumptionLimit, p.MaxSizeBytes,
-			p.DedupWindowSeconds, tags, p.SingleActiveConsumer, p.ConsumerLeaseSeconds))
+			p.DedupWindowSeconds, tagsPatch(p.FreeformTags), p.SingleActiveConsumer, p.ConsumerLeaseSeconds))
 		return err
 	})
 	return out, interpretError("updating queue", err)
@@ -201,13 +191,8 @@ func (r *Queues) Update(ctx context.Context, tenancyID, id string, check Check[Q
 
 // ChangeCompartment moves a queue that check accepts into another active compartment of the same tenancy.
 func (r *Queues) ChangeCompartment(ctx context.Context, tenancyID, id string, check Check[Queue], compartmentID string) (Queue, error) {
-	ctx, cancel := withTimeout(ctx)
-	defer cancel()
 	var out Queue
-	err := InTx(ctx, r.pool, func(tx pgx.Tx) error {
-		if _, err := lockQueue(ctx, tx, tenancyID, id, check); err != nil {
-			return err
-		}
+	err := changeRow(ctx, r.pool, lockQueue(tenancyID, id), check, func(ctx context.Context, tx pgx.Tx, _ Queue) error {
 		if err := LockActiveCompartment(ctx, tx, tenancyID, compartmentID); err != nil {
 			return err
 		}
@@ -223,14 +208,8 @@ func (r *Queues) ChangeCompartment(ctx context.Context, tenancyID, id string, ch
 // StartWork locks a queue that check accepts, optionally moves it to newState (DELETING for a delete), and
 // records the work request in the same transaction, so that the change and its work request commit together.
 func (r *Queues) StartWork(ctx context.Context, tenancyID, id string, check Check[Queue], newState string, wr WorkRequest) (WorkRequest, error) {
-	ctx, cancel := withTimeout(ctx)
-	defer cancel()
 	var out WorkRequest
-	err := InTx(ctx, r.pool, func(tx pgx.Tx) error {
-		q, err := lockQueue(ctx, tx, tenancyID, id, check)
-		if err != nil {
-			return err
-		}
+	err := changeRow(ctx, r.pool, lockQueue(tenancyID, id), check, func(ctx context.Context, tx pgx.Tx, q Queue) error {
 		if newState != "" {
 			if _, err := tx.Exec(ctx, queueSetState, tenancyID, id, newState, ""); err != nil {
 				return err
@@ -248,6 +227,7 @@ func (r *Queues) StartWork(ctx context.Context, tenancyID, id string, check Chec
 			}
 			wr.Params["upToMessageId"] = upTo
 		}
+		var err error
 		out, err = insertWorkRequest(ctx, tx, wr)
 		return err
 	})

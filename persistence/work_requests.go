@@ -37,6 +37,9 @@ type WorkRequest struct {
 	TimeFinished    *time.Time
 }
 
+// Etag of the work request's current state: it changes with its status and its progress.
+func (w WorkRequest) Etag() string { return Etag(w.ID+w.Status, int64(w.PercentComplete)) }
+
 // WorkRequests is the repository of the work_requests table.
 type WorkRequests struct{ pool *pgxpool.Pool }
 

@@ -13,15 +13,22 @@ import (
 	"github.com/ferry-mq/ferry/iam"
 	"github.com/ferry-mq/ferry/migrations"
 	"github.com/ferry-mq/ferry/persistence"
+	"github.com/ferry-mq/ferry/services/server"
 	"github.com/ferry-mq/ferry/tenancy"
 )
 
-func migrate(ctx context.Context, args []string) error {
-	cfg, err := loadConfig()
-	if err != nil {
-		return err
+// adminDatabase is the configuration and the database URL of an admin command (with the embedded default, the
+// cluster a running ferry serve started, or one started for the command); call release when done.
+func adminDatabase(ctx context.Context) (cfg server.Config, url string, release func(), err error) {
+	if cfg, err = loadConfig(); err != nil {
+		return cfg, "", nil, err
 	}
-	url, release, err := database(ctx, cfg, newLogger("warn"))
+	url, release, err = database(ctx, cfg, newLogger("warn"))
+	return cfg, url, release, err
+}
+
+func migrate(ctx context.Context, args []string) error {
+	_, url, release, err := adminDatabase(ctx)
 	if err != nil {
 		return err
 	}
@@ -66,11 +73,7 @@ func tenancyCreate(ctx context.Context, args []string) error {
 	if *name == "" || len(*name) > 255 {
 		return errors.New("usage: ferry tenancy create --name NAME (1..255 characters)")
 	}
-	cfg, err := loadConfig()
-	if err != nil {
-		return err
-	}
-	url, release, err := database(ctx, cfg, newLogger("warn"))
+	cfg, url, release, err := adminDatabase(ctx)
 	if err != nil {
 		return err
 	}

@@ -1,15 +1,12 @@
 package controlplane
 
 import (
-	"net/http"
-
 	"github.com/gin-gonic/gin"
 
 	"github.com/ferry-mq/ferry/iam"
 	"github.com/ferry-mq/ferry/iam/policy"
 	"github.com/ferry-mq/ferry/openapi/api"
 	"github.com/ferry-mq/ferry/persistence"
-	"github.com/ferry-mq/ferry/services/apierror"
 	"github.com/ferry-mq/ferry/services/httpapi"
 	"github.com/ferry-mq/ferry/tenancy"
 )
@@ -27,11 +24,6 @@ func toCompartment(c persistence.Compartment) api.Compartment {
 	}
 }
 
-func writeCompartment(c *gin.Context, comp persistence.Compartment) {
-	c.Header("etag", comp.Etag())
-	c.JSON(http.StatusOK, toCompartment(comp))
-}
-
 // CreateCompartment creates a compartment under compartmentId.
 func (h *Handlers) CreateCompartment(c *gin.Context, _ api.CreateCompartmentParams) {
 	var body api.CreateCompartmentDetails
@@ -47,51 +39,34 @@ func (h *Handlers) CreateCompartment(c *gin.Context, _ api.CreateCompartmentPara
 		Description:  httpapi.Deref(body.Description),
 		FreeformTags: tagsOf(body.FreeformTags),
 	})
-	if err != nil {
-		apierror.Write(c, err)
-		return
-	}
-	h.invalidate(tenancyOf(c))
-	writeCompartment(c, comp)
+	h.invalidateOnSuccess(c, err)
+	respond(c, comp, err, toCompartment)
 }
 
 // GetCompartment returns one compartment (a deleted one answers with lifecycleState DELETED).
 func (h *Handlers) GetCompartment(c *gin.Context, id api.CompartmentIdPath, _ api.GetCompartmentParams) {
 	comp, err := h.store.Compartments.Get(c.Request.Context(), tenancyOf(c), id)
-	if err != nil {
-		apierror.Write(c, err)
-		return
-	}
-	writeCompartment(c, comp)
+	respond(c, comp, err, toCompartment)
 }
 
 // ListCompartments lists the children (or, with compartmentIdInSubtree, all descendants) of a compartment.
 func (h *Handlers) ListCompartments(c *gin.Context, params api.ListCompartmentsParams) {
-	ctx := c.Request.Context()
-	if _, err := h.store.Compartments.Get(ctx, tenancyOf(c), params.CompartmentId); err != nil {
-		apierror.Write(c, err)
+	if !h.compartmentExists(c, params.CompartmentId) {
 		return
 	}
+	ctx := c.Request.Context()
+	inSubtree := httpapi.Deref(params.CompartmentIdInSubtree)
 	byName := params.SortBy != nil && *params.SortBy == api.ListCompartmentsParamsSortByName
 	list, next, err := h.store.Compartments.List(ctx, tenancyOf(c), persistence.CompartmentFilter{
 		ParentID:       params.CompartmentId,
-		InSubtree:      httpapi.Deref(params.CompartmentIdInSubtree),
+		InSubtree:      inSubtree,
 		Name:           httpapi.Deref(params.Name),
 		LifecycleState: string(httpapi.Deref(params.LifecycleState)),
 	}, page(params.Limit, params.Page, byName, params.SortOrder))
-	if err != nil {
-		apierror.Write(c, err)
-		return
-	}
-	items := make([]api.Compartment, 0, len(list))
-	for _, comp := range list {
+	respondList(c, list, next, err, func(comp persistence.Compartment) (api.Compartment, bool) {
 		// In a subtree list, only the compartments the caller may inspect.
-		if httpapi.Deref(params.CompartmentIdInSubtree) && !iam.CanInspect(ctx, policy.PermCompartmentInspect, *comp.ParentID) {
-			continue
-		}
-		items = append(items, toCompartment(comp))
-	}
-	writeList(c, next, api.CompartmentCollection{Items: items})
+		return toCompartment(comp), !inSubtree || iam.CanInspect(ctx, policy.PermCompartmentInspect, *comp.ParentID)
+	}, func(items []api.Compartment) any { return api.CompartmentCollection{Items: items} })
 }
 
 // UpdateCompartment changes name, description or tags.
@@ -102,20 +77,13 @@ func (h *Handlers) UpdateCompartment(c *gin.Context, id api.CompartmentIdPath, p
 	}
 	patch := persistence.CompartmentPatch{Name: body.Name, Description: body.Description, FreeformTags: tagsOf(body.FreeformTags)}
 	comp, err := h.store.Compartments.Update(c.Request.Context(), tenancyOf(c), id, compartmentUpdatable(httpapi.Deref(params.IfMatch), patch), patch)
-	if err != nil {
-		apierror.Write(c, err)
-		return
-	}
-	h.invalidate(tenancyOf(c))
-	writeCompartment(c, comp)
+	h.invalidateOnSuccess(c, err)
+	respond(c, comp, err, toCompartment)
 }
 
 // DeleteCompartment deletes an empty compartment (409 IncorrectState when it still holds resources).
 func (h *Handlers) DeleteCompartment(c *gin.Context, id api.CompartmentIdPath, params api.DeleteCompartmentParams) {
-	if err := h.store.Compartments.Delete(c.Request.Context(), tenancyOf(c), id, compartmentDeletable(httpapi.Deref(params.IfMatch))); err != nil {
-		apierror.Write(c, err)
-		return
-	}
-	h.invalidate(tenancyOf(c))
-	c.Status(http.StatusNoContent)
+	err := h.store.Compartments.Delete(c.Request.Context(), tenancyOf(c), id, compartmentDeletable(httpapi.Deref(params.IfMatch)))
+	h.invalidateOnSuccess(c, err)
+	respondNoContent(c, err)
 }

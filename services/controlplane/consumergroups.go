@@ -36,15 +36,13 @@ func toConsumerGroup(g persistence.ConsumerGroup, compartmentID string) api.Cons
 	return out
 }
 
-// writeConsumerGroup answers with the group and its etag; the compartment is its queue's.
-func (h *Handlers) writeConsumerGroup(c *gin.Context, g persistence.ConsumerGroup) {
-	q, err := h.store.Queues.Get(c.Request.Context(), tenancyOf(c), g.QueueID)
-	if err != nil {
-		apierror.Write(c, err)
-		return
+// respondGroup answers with the group and its etag (the compartment is its queue's), or the error.
+func (h *Handlers) respondGroup(c *gin.Context, g persistence.ConsumerGroup, err error) {
+	var q persistence.Queue
+	if err == nil {
+		q, err = h.store.Queues.Get(c.Request.Context(), tenancyOf(c), g.QueueID)
 	}
-	c.Header("etag", g.Etag())
-	c.JSON(http.StatusOK, toConsumerGroup(g, q.CompartmentID))
+	respond(c, g, err, func(g persistence.ConsumerGroup) api.ConsumerGroup { return toConsumerGroup(g, q.CompartmentID) })
 }
 
 // OnQueueConfigChanged registers fn, called after this node committed a change to a queue's settings or consumer
@@ -91,22 +89,16 @@ func (h *Handlers) CreateConsumerGroup(c *gin.Context, _ api.CreateConsumerGroup
 		DeadLetterQueueDeliveryCount: int32Ptr(body.DeadLetterQueueDeliveryCount),
 		FreeformTags:                 tagsOf(body.FreeformTags),
 	})
-	if err != nil {
-		apierror.Write(c, err)
-		return
+	if err == nil {
+		h.queueConfigChanged(g.QueueID)
 	}
-	h.queueConfigChanged(g.QueueID)
-	h.writeConsumerGroup(c, g)
+	h.respondGroup(c, g, err)
 }
 
 // GetConsumerGroup returns one group (the primary group by its queue's OCID).
 func (h *Handlers) GetConsumerGroup(c *gin.Context, id api.ConsumerGroupIdPath, _ api.GetConsumerGroupParams) {
 	g, err := h.store.ConsumerGroups.Get(c.Request.Context(), tenancyOf(c), id)
-	if err != nil {
-		apierror.Write(c, err)
-		return
-	}
-	h.writeConsumerGroup(c, g)
+	h.respondGroup(c, g, err)
 }
 
 // ListConsumerGroups lists a queue's groups.
@@ -123,15 +115,9 @@ func (h *Handlers) ListConsumerGroups(c *gin.Context, params api.ListConsumerGro
 		DisplayName:    httpapi.Deref(params.DisplayName),
 		LifecycleState: string(httpapi.Deref(params.LifecycleState)),
 	}, page(params.Limit, params.Page, byName, params.SortOrder))
-	if err != nil {
-		apierror.Write(c, err)
-		return
-	}
-	items := make([]api.ConsumerGroup, 0, len(list))
-	for _, g := range list {
-		items = append(items, toConsumerGroup(g, q.CompartmentID))
-	}
-	writeList(c, next, api.ConsumerGroupCollection{Items: items})
+	respondList(c, list, next, err, func(g persistence.ConsumerGroup) (api.ConsumerGroup, bool) {
+		return toConsumerGroup(g, q.CompartmentID), true
+	}, func(items []api.ConsumerGroup) any { return api.ConsumerGroupCollection{Items: items} })
 }
 
 // UpdateConsumerGroup changes a group; a new filter applies to messages published from now on.
@@ -159,23 +145,19 @@ func (h *Handlers) UpdateConsumerGroup(c *gin.Context, id api.ConsumerGroupIdPat
 		}
 	}
 	g, err := h.store.ConsumerGroups.Update(c.Request.Context(), tenancyOf(c), id, groupChangeable(httpapi.Deref(params.IfMatch), &patch), patch)
-	if err != nil {
-		apierror.Write(c, err)
-		return
+	if err == nil {
+		h.queueConfigChanged(g.QueueID)
 	}
-	h.queueConfigChanged(g.QueueID)
-	h.writeConsumerGroup(c, g)
+	h.respondGroup(c, g, err)
 }
 
 // DeleteConsumerGroup deletes a (non-primary) group.
 func (h *Handlers) DeleteConsumerGroup(c *gin.Context, id api.ConsumerGroupIdPath, params api.DeleteConsumerGroupParams) {
 	queueID, err := h.store.ConsumerGroups.Delete(c.Request.Context(), tenancyOf(c), id, groupChangeable(httpapi.Deref(params.IfMatch), nil))
-	if err != nil {
-		apierror.Write(c, err)
-		return
+	if err == nil {
+		h.queueConfigChanged(queueID)
 	}
-	h.queueConfigChanged(queueID)
-	c.Status(http.StatusNoContent)
+	respondNoContent(c, err)
 }
 
 // ValidateConsumerGroupFilter is the filter dry run: parse, and evaluate on each attribute set.

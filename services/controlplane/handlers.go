@@ -65,11 +65,57 @@ func page(limit *int, token *string, byName bool, order *api.SortOrder) persiste
 	return p
 }
 
-func writeList(c *gin.Context, next string, body any) {
+// respond answers 200 with the resource r in its API shape and its etag, or the error.
+func respond[R interface{ Etag() string }, B any](c *gin.Context, r R, err error, toAPI func(R) B) {
+	if err != nil {
+		apierror.Write(c, err)
+		return
+	}
+	c.Header("etag", r.Etag())
+	c.JSON(http.StatusOK, toAPI(r))
+}
+
+// respondList answers one page of a list (the items that toAPI keeps, in their API shape, wrapped into the
+// collection) with its opc-next-page token, or the error.
+func respondList[R, B any](c *gin.Context, list []R, next string, err error, toAPI func(R) (B, bool), collection func([]B) any) {
+	if err != nil {
+		apierror.Write(c, err)
+		return
+	}
+	items := make([]B, 0, len(list))
+	for _, r := range list {
+		if item, keep := toAPI(r); keep {
+			items = append(items, item)
+		}
+	}
 	if next != "" {
 		c.Header("opc-next-page", next)
 	}
-	c.JSON(http.StatusOK, body)
+	c.JSON(http.StatusOK, collection(items))
+}
+
+// all keeps every item of a list.
+func all[R, B any](toAPI func(R) B) func(R) (B, bool) {
+	return func(r R) (B, bool) { return toAPI(r), true }
+}
+
+// respondNoContent answers 204, or the error.
+func respondNoContent(c *gin.Context, err error) {
+	if err != nil {
+		apierror.Write(c, err)
+		return
+	}
+	c.Status(http.StatusNoContent)
+}
+
+// compartmentExists answers 404 (and reports false) unless compartmentID is a compartment of the caller's
+// tenancy: a list of an unknown compartment is an error, not an empty page.
+func (h *Handlers) compartmentExists(c *gin.Context, compartmentID string) bool {
+	if _, err := h.store.Compartments.Get(c.Request.Context(), tenancyOf(c), compartmentID); err != nil {
+		apierror.Write(c, err)
+		return false
+	}
+	return true
 }
 
 func ptrIfSet(s string) *string {

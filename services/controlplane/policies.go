@@ -24,11 +24,6 @@ func toPolicy(p persistence.Policy) api.Policy {
 	}
 }
 
-func writePolicy(c *gin.Context, p persistence.Policy) {
-	c.Header("etag", p.Etag())
-	c.JSON(http.StatusOK, toPolicy(p))
-}
-
 // checkStatements parses the statements (an error names the statement index and column) and checks that they
 // grant nothing outside compartmentID, the compartment the policy is attached to.
 func (h *Handlers) checkStatements(c *gin.Context, compartmentID string, statements []string) error {
@@ -60,43 +55,25 @@ func (h *Handlers) CreatePolicy(c *gin.Context, _ api.CreatePolicyParams) {
 		TenancyID: tenancyOf(c), ID: h.ocids.New(tenancy.TypePolicy), CompartmentID: body.CompartmentId, Name: body.Name,
 		Description: httpapi.Deref(body.Description), Statements: body.Statements, FreeformTags: tagsOf(body.FreeformTags),
 	})
-	if err != nil {
-		apierror.Write(c, err)
-		return
-	}
-	h.invalidate(tenancyOf(c))
-	writePolicy(c, p)
+	h.invalidateOnSuccess(c, err)
+	respond(c, p, err, toPolicy)
 }
 
 // GetPolicy returns one policy.
 func (h *Handlers) GetPolicy(c *gin.Context, id api.PolicyIdPath, _ api.GetPolicyParams) {
 	p, err := h.store.Policies.Get(c.Request.Context(), tenancyOf(c), id)
-	if err != nil {
-		apierror.Write(c, err)
-		return
-	}
-	writePolicy(c, p)
+	respond(c, p, err, toPolicy)
 }
 
 // ListPolicies lists a compartment's policies.
 func (h *Handlers) ListPolicies(c *gin.Context, params api.ListPoliciesParams) {
-	ctx := c.Request.Context()
-	if _, err := h.store.Compartments.Get(ctx, tenancyOf(c), params.CompartmentId); err != nil {
-		apierror.Write(c, err)
+	if !h.compartmentExists(c, params.CompartmentId) {
 		return
 	}
 	byName := params.SortBy != nil && *params.SortBy == api.ListPoliciesParamsSortByName
-	list, next, err := h.store.Policies.List(ctx, tenancyOf(c), params.CompartmentId, httpapi.Deref(params.Name),
+	list, next, err := h.store.Policies.List(c.Request.Context(), tenancyOf(c), params.CompartmentId, httpapi.Deref(params.Name),
 		string(httpapi.Deref(params.LifecycleState)), page(params.Limit, params.Page, byName, params.SortOrder))
-	if err != nil {
-		apierror.Write(c, err)
-		return
-	}
-	items := make([]api.Policy, 0, len(list))
-	for _, p := range list {
-		items = append(items, toPolicy(p))
-	}
-	writeList(c, next, api.PolicyCollection{Items: items})
+	respondList(c, list, next, err, all(toPolicy), func(items []api.Policy) any { return api.PolicyCollection{Items: items} })
 }
 
 // UpdatePolicy changes a policy; new statements are parsed first.
@@ -109,11 +86,10 @@ func (h *Handlers) UpdatePolicy(c *gin.Context, id api.PolicyIdPath, params api.
 	if body.Statements != nil {
 		statements = *body.Statements
 		cur, err := h.store.Policies.Get(c.Request.Context(), tenancyOf(c), id)
-		if err != nil {
-			apierror.Write(c, err)
-			return
+		if err == nil {
+			err = h.checkStatements(c, cur.CompartmentID, statements)
 		}
-		if err := h.checkStatements(c, cur.CompartmentID, statements); err != nil {
+		if err != nil {
 			apierror.Write(c, err)
 			return
 		}
@@ -121,22 +97,15 @@ func (h *Handlers) UpdatePolicy(c *gin.Context, id api.PolicyIdPath, params api.
 	p, err := h.store.Policies.Update(c.Request.Context(), tenancyOf(c), id, policyChangeable(httpapi.Deref(params.IfMatch)), persistence.PolicyPatch{
 		Name: body.Name, Description: body.Description, Statements: statements, FreeformTags: tagsOf(body.FreeformTags),
 	})
-	if err != nil {
-		apierror.Write(c, err)
-		return
-	}
-	h.invalidate(tenancyOf(c))
-	writePolicy(c, p)
+	h.invalidateOnSuccess(c, err)
+	respond(c, p, err, toPolicy)
 }
 
 // DeletePolicy deletes a policy.
 func (h *Handlers) DeletePolicy(c *gin.Context, id api.PolicyIdPath, params api.DeletePolicyParams) {
-	if err := h.store.Policies.Delete(c.Request.Context(), tenancyOf(c), id, policyChangeable(httpapi.Deref(params.IfMatch))); err != nil {
-		apierror.Write(c, err)
-		return
-	}
-	h.invalidate(tenancyOf(c))
-	c.Status(http.StatusNoContent)
+	err := h.store.Policies.Delete(c.Request.Context(), tenancyOf(c), id, policyChangeable(httpapi.Deref(params.IfMatch)))
+	h.invalidateOnSuccess(c, err)
+	respondNoContent(c, err)
 }
 
 // Authorize is the policy simulator.
@@ -171,5 +140,12 @@ func (h *Handlers) Authorize(c *gin.Context, _ api.AuthorizeParams) {
 func (h *Handlers) invalidate(tenancyID string) {
 	if h.Access != nil {
 		h.Access.Invalidate(tenancyID)
+	}
+}
+
+// invalidateOnSuccess invalidates the caller's tenancy after a change that succeeded (err nil).
+func (h *Handlers) invalidateOnSuccess(c *gin.Context, err error) {
+	if err == nil {
+		h.invalidate(tenancyOf(c))
 	}
 }

@@ -49,11 +49,6 @@ func (h *Handlers) toQueue(q persistence.Queue) api.Queue {
 	}
 }
 
-func (h *Handlers) writeQueue(c *gin.Context, q persistence.Queue) {
-	c.Header("etag", q.Etag())
-	c.JSON(http.StatusOK, h.toQueue(q))
-}
-
 // CreateQueue creates a queue with the defaults of DESIGN section 3 for every setting left out.
 func (h *Handlers) CreateQueue(c *gin.Context, _ api.CreateQueueParams) {
 	var body api.CreateQueueDetails
@@ -79,11 +74,7 @@ func (h *Handlers) CreateQueue(c *gin.Context, _ api.CreateQueueParams) {
 		ConsumerGroupsEnabled:        groups != nil && *groups,
 		PrimaryGroupEnabled:          &primary,
 	})
-	if err != nil {
-		apierror.Write(c, err)
-		return
-	}
-	h.writeQueue(c, q)
+	respond(c, q, err, h.toQueue)
 }
 
 // orDefault applies def only when the field is absent (0 is a valid explicit value).
@@ -97,47 +88,37 @@ func orDefault(p *int, def int) int {
 // GetQueue returns one queue.
 func (h *Handlers) GetQueue(c *gin.Context, id api.QueueIdPath, _ api.GetQueueParams) {
 	q, err := h.store.Queues.Get(c.Request.Context(), tenancyOf(c), id)
-	if err != nil {
-		apierror.Write(c, err)
-		return
-	}
-	h.writeQueue(c, q)
+	respond(c, q, err, h.toQueue)
 }
 
 // ListQueues lists the queues of a compartment (or its subtree) with filters, sorting and pagination.
 func (h *Handlers) ListQueues(c *gin.Context, params api.ListQueuesParams) {
-	ctx := c.Request.Context()
-	if _, err := h.store.Compartments.Get(ctx, tenancyOf(c), params.CompartmentId); err != nil {
-		apierror.Write(c, err)
+	if !h.compartmentExists(c, params.CompartmentId) {
 		return
 	}
+	ctx := c.Request.Context()
+	inSubtree := httpapi.Deref(params.CompartmentIdInSubtree)
 	byName := params.SortBy != nil && *params.SortBy == api.ListQueuesParamsSortByDisplayName
 	list, next, err := h.store.Queues.List(ctx, tenancyOf(c), persistence.QueueFilter{
 		CompartmentID:  params.CompartmentId,
-		InSubtree:      httpapi.Deref(params.CompartmentIdInSubtree),
+		InSubtree:      inSubtree,
 		DisplayName:    httpapi.Deref(params.DisplayName),
 		ID:             httpapi.Deref(params.Id),
 		LifecycleState: string(httpapi.Deref(params.LifecycleState)),
 	}, page(params.Limit, params.Page, byName, params.SortOrder))
-	if err != nil {
-		apierror.Write(c, err)
-		return
-	}
-	items := make([]api.QueueSummary, 0, len(list))
-	for _, q := range list {
+	respondList(c, list, next, err, func(q persistence.Queue) (api.QueueSummary, bool) {
 		// In a subtree list, only the queues the caller may inspect.
-		if httpapi.Deref(params.CompartmentIdInSubtree) && !iam.CanInspect(ctx, policy.PermQueueInspect, q.CompartmentID) {
-			continue
+		if inSubtree && !iam.CanInspect(ctx, policy.PermQueueInspect, q.CompartmentID) {
+			return api.QueueSummary{}, false
 		}
 		full := h.toQueue(q)
-		items = append(items, api.QueueSummary{
+		return api.QueueSummary{
 			Id: full.Id, CompartmentId: full.CompartmentId, DisplayName: full.DisplayName,
 			LifecycleState: full.LifecycleState, LifecycleDetails: full.LifecycleDetails,
 			MessagesEndpoint: full.MessagesEndpoint, FreeformTags: full.FreeformTags,
 			TimeCreated: full.TimeCreated, TimeUpdated: full.TimeUpdated,
-		})
-	}
-	writeList(c, next, api.QueueCollection{Items: items})
+		}, true
+	}, func(items []api.QueueSummary) any { return api.QueueCollection{Items: items} })
 }
 
 // UpdateQueue changes the queue's settings (retentionInSeconds cannot change: the spec rejects it).
@@ -161,15 +142,13 @@ func (h *Handlers) UpdateQueue(c *gin.Context, id api.QueueIdPath, params api.Up
 		ConsumerGroups:               groups,
 		PrimaryGroupEnabled:          primary,
 	})
-	if err != nil {
-		apierror.Write(c, err)
-		return
+	if err == nil {
+		h.queueConfigChanged(q.ID)
+		if body.DisplayName != nil && h.Access != nil {
+			h.Access.Changed(c.Request.Context(), tenancyOf(c)) // target.queue.name conditions see the new name
+		}
 	}
-	h.queueConfigChanged(q.ID)
-	if body.DisplayName != nil && h.Access != nil {
-		h.Access.Changed(c.Request.Context(), tenancyOf(c)) // target.queue.name conditions see the new name
-	}
-	h.writeQueue(c, q)
+	respond(c, q, err, h.toQueue)
 }
 
 // DeleteQueue marks the queue DELETING and answers 202 with the work request that removes its messages.
@@ -212,12 +191,8 @@ func (h *Handlers) ChangeQueueCompartment(c *gin.Context, id api.QueueIdPath, pa
 		return
 	}
 	q, err := h.store.Queues.ChangeCompartment(c.Request.Context(), tenancyOf(c), id, queueIn(httpapi.Deref(params.IfMatch), persistence.StateActive), body.CompartmentId)
-	if err != nil {
-		apierror.Write(c, err)
-		return
-	}
-	h.invalidate(tenancyOf(c))
-	h.writeQueue(c, q)
+	h.invalidateOnSuccess(c, err)
+	respond(c, q, err, h.toQueue)
 }
 
 // capabilitiesFrom reads the CONSUMER_GROUPS capability of a request: nil when capabilities are absent (no

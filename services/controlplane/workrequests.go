@@ -1,13 +1,10 @@
 package controlplane
 
 import (
-	"net/http"
-
 	"github.com/gin-gonic/gin"
 
 	"github.com/ferry-mq/ferry/openapi/api"
 	"github.com/ferry-mq/ferry/persistence"
-	"github.com/ferry-mq/ferry/services/apierror"
 	"github.com/ferry-mq/ferry/services/httpapi"
 )
 
@@ -43,30 +40,17 @@ func actionType(w persistence.WorkRequest) string {
 // GetWorkRequest reports the status and progress of an asynchronous operation.
 func (h *Handlers) GetWorkRequest(c *gin.Context, id api.WorkRequestIdPath, _ api.GetWorkRequestParams) {
 	w, err := h.store.WorkRequests.Get(c.Request.Context(), tenancyOf(c), id)
-	if err != nil {
-		apierror.Write(c, err)
-		return
-	}
-	c.Header("etag", persistence.Etag(w.ID+w.Status, int64(w.PercentComplete)))
-	c.JSON(http.StatusOK, h.toWorkRequest(w))
+	respond(c, w, err, h.toWorkRequest)
 }
 
 // ListWorkRequests lists a compartment's work requests, newest first.
 func (h *Handlers) ListWorkRequests(c *gin.Context, params api.ListWorkRequestsParams) {
-	ctx := c.Request.Context()
-	if _, err := h.store.Compartments.Get(ctx, tenancyOf(c), params.CompartmentId); err != nil {
-		apierror.Write(c, err)
+	if !h.compartmentExists(c, params.CompartmentId) {
 		return
 	}
-	list, next, err := h.store.WorkRequests.List(ctx, tenancyOf(c), params.CompartmentId, httpapi.Deref(params.ResourceId),
+	list, next, err := h.store.WorkRequests.List(c.Request.Context(), tenancyOf(c), params.CompartmentId, httpapi.Deref(params.ResourceId),
 		page(params.Limit, params.Page, false, nil))
-	if err != nil {
-		apierror.Write(c, err)
-		return
-	}
-	items := make([]api.WorkRequest, 0, len(list))
-	for _, w := range list {
-		items = append(items, h.toWorkRequest(w))
-	}
-	writeList(c, next, api.WorkRequestSummaryCollection{Items: items})
+	respondList(c, list, next, err, all(h.toWorkRequest), func(items []api.WorkRequest) any {
+		return api.WorkRequestSummaryCollection{Items: items}
+	})
 }
