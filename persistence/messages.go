@@ -8,7 +8,9 @@ import (
 	"github.com/jackc/pgx/v5/pgxpool"
 )
 
-// Messages is the repository of the data plane: messages, dedup keys and id watermarks.
+// Messages is the repository of the data plane: messages, dedup keys and id watermarks. Its methods are in files
+// by concern — messages_put.go, messages_lease.go, messages_ack.go, messages_ordering.go, messages_retention.go,
+// messages_stats.go — and their SQL in sql/messages/ under the same names (statements.go).
 type Messages struct {
 	pool *pgxpool.Pool
 	nums *queueNumbers

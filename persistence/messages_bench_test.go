@@ -2,6 +2,7 @@ package persistence
 
 import (
 	"context"
+	"strings"
 	"sync/atomic"
 	"testing"
 
@@ -57,5 +58,27 @@ func BenchmarkLease(b *testing.B) {
 				}
 			}
 		})
+	}
+}
+
+// BenchmarkInsertPlain stores batches of 20 × 1 KiB messages through insertPlain (one statement per batch) and
+// reports the bytes ferry allocates per batch: pgx's own text[] encoding regrows its parameter buffer from 256
+// bytes by doubling for every statement.
+//
+//	go test -run '^$' -bench InsertPlain -benchmem ./persistence/
+func BenchmarkInsertPlain(b *testing.B) {
+	ctx := context.Background()
+	r := NewMessages(connectTest(b, testdb.New(b)), false)
+	content := strings.Repeat("x", 1024)
+	batch := make([]NewMessage, 20)
+	for i := range batch {
+		batch[i] = NewMessage{SizeBytes: 1024, Content: content, Groups: []int32{0}}
+	}
+	b.ReportAllocs()
+	b.ResetTimer()
+	for range b.N {
+		if _, err := r.insertPlain(ctx, putKey{queueNo: 7, retentionSeconds: 3600}, [][]NewMessage{batch}); err != nil {
+			b.Fatal(err)
+		}
 	}
 }
