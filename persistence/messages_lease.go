@@ -154,8 +154,9 @@ func (r *Messages) lease(ctx context.Context, no int64, req LeaseRequest, owners
 	var out []LeasedMessage
 	err := r.sendRetrying(ctx, func(batch *pgx.Batch) {
 		batch.Queue(leasePrelude)
-		query.queue(batch, arg{"queue_no", no}, arg{"group_no", req.GroupNo}, arg{"channels", req.Channels},
-			arg{"dlq", req.DLQ}, arg{"limit", req.Limit}, arg{"max_deliveries", req.MaxDeliveries},
+		// In the order of the single-channel statements' parameters, the common case (statement.bind).
+		query.queue(batch, arg{"queue_no", no}, arg{"group_no", req.GroupNo}, arg{"dlq", req.DLQ},
+			arg{"channels", req.Channels}, arg{"limit", req.Limit}, arg{"max_deliveries", req.MaxDeliveries},
 			arg{"visibility_seconds", req.VisibilitySeconds}, arg{"lease_id", req.LeaseID}, owner).Query(func(rows pgx.Rows) error {
 			var err error
 			out, err = collectLeased(rows, req.LeaseID)
