@@ -1,6 +1,14 @@
 // Package persistence is ferry's only door to PostgreSQL: the pgx pool (with OTel tracing), one repository type
-// per table with its SQL beside it, the LISTEN/NOTIFY listener, and the error mapping. Every tenant-owned query
-// takes the tenancy id and puts it first in its predicate.
+// per table with its SQL beside it (the data plane's in sql/messages/*.sql, compiled once by statements.go), the
+// LISTEN/NOTIFY listener, and the error mapping.
+//
+// Tenancy isolation: a statement that serves a tenant's request on a control-plane table (compartments, queues,
+// consumer groups, policies, work requests, idempotency keys) takes the tenancy id and puts it first in its
+// predicate. The data plane's statements do not: messages are keyed by their queue's number (queues.no, resolved
+// from the queue's OCID once per process, queue_numbers.go), and consumers, watches, deduplication keys and a
+// queue's consumer groups by the queue's OCID. Their isolation is enforced before they run, when the messaging
+// service resolves the queue by a tenancy-scoped lookup (Queues.Get): a data-plane repository trusts the queue it
+// is given. Background work (the maintainer's sweeps, the work-request workers) runs across tenancies.
 package persistence
 
 import (

@@ -219,7 +219,7 @@ func (r *Queues) StartWork(ctx context.Context, tenancyID, id string, check Chec
 		if wr.OperationType == OpPurgeQueue {
 			// A purge removes what was published before it was accepted, not what arrives while it waits to run.
 			var upTo int64
-			if err := tx.QueryRow(ctx, messagesLastID).Scan(&upTo); err != nil {
+			if err := messagesLastID.queryRow(ctx, tx).Scan(&upTo); err != nil {
 				return err
 			}
 			if wr.Params == nil {

@@ -42,25 +42,3 @@ func TestTextArrayParameter(t *testing.T) {
 	var got []string
 	require.Error(t, plain.QueryRow(ctx, `SELECT $1::text[]`, newTextArray([]string{"a"})).Scan(&got))
 }
-
-// BenchmarkInsertPlain stores batches of 20 × 1 KiB messages through insertPlain (one statement per batch) and
-// reports the bytes ferry allocates per batch: pgx's own text[] encoding regrows its parameter buffer from 256
-// bytes by doubling for every statement.
-//
-//	go test -run '^$' -bench InsertPlain -benchmem ./persistence/
-func BenchmarkInsertPlain(b *testing.B) {
-	ctx := context.Background()
-	r := NewMessages(connectTest(b, testdb.New(b)), false)
-	content := strings.Repeat("x", 1024)
-	batch := make([]NewMessage, 20)
-	for i := range batch {
-		batch[i] = NewMessage{SizeBytes: 1024, Content: content, Groups: []int32{0}}
-	}
-	b.ReportAllocs()
-	b.ResetTimer()
-	for range b.N {
-		if _, err := r.insertPlain(ctx, putKey{queueNo: 7, retentionSeconds: 3600}, [][]NewMessage{batch}); err != nil {
-			b.Fatal(err)
-		}
-	}
-}

@@ -1,0 +1,162 @@
+package persistence
+
+import (
+	"context"
+	"slices"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+)
+
+// Acknowledging, and the other statements on receipts (sql/messages/ack.sql).
+var (
+	messagesDelete           = stmt("messages.delete")
+	messagesDeleteOrdered    = stmt("messages.delete_ordered")
+	messagesUpdateVisibility = stmt("messages.update_visibility")
+	messagesExisting         = stmt("messages.existing")
+)
+
+// Delete acknowledges the receipts' messages and reports, per receipt, whether it deleted the message, and how
+// many ordered groups' next messages became visible. Receipts of ordered messages take their groups' locks
+// first, in the same round trip (a batch is one implicit transaction).
+func (r *Messages) Delete(ctx context.Context, queueID string, receipts []Receipt) (deleted []bool, unblocked int, err error) {
+	no, err := r.nums.of(ctx, queueID)
+	if err != nil {
+		return nil, 0, err
+	}
+	ordered := slices.ContainsFunc(receipts, func(rc Receipt) bool { return rc.Ordered && !rc.DLQ })
+	if r.deletes != nil && !ordered {
+		deleted, err := r.deletes.do(ctx, no, receipts)
+		return deleted, 0, interpretError("deleting messages", err)
+	}
+	done, unblocked, err := r.deleteReceipts(ctx, no, queueID, receipts, ordered)
+	if err != nil {
+		return nil, 0, interpretError("deleting messages", err)
+	}
+	return done.of(receipts), unblocked, nil
+}
+
+// acknowledge deletes the messages of concurrent acknowledgements without ordered messages (coalescer) in one
+// statement, and reports per receipt whether it deleted the message. A message whose receipt two of them hold
+// is deleted once, and reported deleted to both.
+func (r *Messages) acknowledge(ctx context.Context, queueNo int64, items [][]Receipt) ([][]bool, error) {
+	all := items[0]
+	if len(items) > 1 {
+		all = slices.Concat(items...)
+	}
+	done, _, err := r.deleteReceipts(ctx, queueNo, "", all, false)
+	if err != nil {
+		return nil, err
+	}
+	out := make([][]bool, len(items))
+	for i, receipts := range items {
+		out[i] = done.of(receipts)
+	}
+	return out, nil
+}
+
+// deletedSet holds the (group, id) of the messages an acknowledgement deleted.
+type deletedSet map[[2]int64]bool
+
+// of reports, per receipt, whether its message was deleted.
+func (d deletedSet) of(receipts []Receipt) []bool {
+	out := make([]bool, len(receipts))
+	for i, rc := range receipts {
+		out[i] = d[[2]int64{int64(rc.GroupNo), rc.ID}]
+	}
+	return out
+}
+
+// deleteReceipts runs the acknowledgement statement for receipts, committing asynchronously. With ordered
+// receipts (queueID names their groups' locks) it takes the groups' locks first and unblocks each group's next
+// message, in the same round trip (a batch is one implicit transaction); unblocked counts those.
+func (r *Messages) deleteReceipts(ctx context.Context, queueNo int64, queueID string, receipts []Receipt,
+	ordered bool) (done deletedSet, unblocked int, err error) {
+	groups, ids, leases, dlqs := receiptArrays(receipts)
+	err = r.sendRetrying(ctx, func(batch *pgx.Batch) {
+		done, unblocked = make(deletedSet, len(receipts)), 0
+		query := messagesDelete
+		if ordered {
+			messagesLockReceiptGroups.queue(batch, arg{"queue_id", queueID}, arg{"queue_no", queueNo},
+				arg{"group_nos", groups}, arg{"ids", ids})
+			query = messagesDeleteOrdered
+		}
+		batch.Queue(asyncCommit)
+		query.queue(batch, arg{"group_nos", groups}, arg{"ids", ids}, arg{"lease_ids", leases}, arg{"dlqs", dlqs},
+			arg{"queue_no", queueNo}).Query(func(rows pgx.Rows) error {
+			var g int32
+			var id int64
+			var next bool
+			_, err := pgx.ForEachRow(rows, []any{&g, &id, &next}, func() error {
+				if next {
+					unblocked++
+				} else {
+					done[[2]int64{int64(g), id}] = true
+				}
+				return nil
+			})
+			return err
+		})
+	})
+	return done, unblocked, err
+}
+
+// UpdateVisibility moves the leases' visible_at to now()+seconds[i]; it returns the new visible_at per receipt
+// (nil where the receipt no longer holds the lease).
+func (r *Messages) UpdateVisibility(ctx context.Context, queueID string, receipts []Receipt, seconds []int32) ([]*time.Time, error) {
+	no, err := r.nums.of(ctx, queueID)
+	if err != nil {
+		return nil, err
+	}
+	groups, ids, leases, dlqs := receiptArrays(receipts)
+	rows, err := messagesUpdateVisibility.query(ctx, r.pool, arg{"group_nos", groups}, arg{"ids", ids}, arg{"lease_ids", leases},
+		arg{"dlqs", dlqs}, arg{"seconds", seconds}, arg{"queue_no", no})
+	if err != nil {
+		return nil, interpretError("updating messages", err)
+	}
+	got := map[[2]int64]time.Time{}
+	var g int32
+	var id int64
+	var at time.Time
+	if _, err := pgx.ForEachRow(rows, []any{&g, &id, &at}, func() error { got[[2]int64{int64(g), id}] = at.UTC(); return nil }); err != nil {
+		return nil, interpretError("updating messages", err)
+	}
+	out := make([]*time.Time, len(receipts))
+	for i, rc := range receipts {
+		if t, ok := got[[2]int64{int64(rc.GroupNo), rc.ID}]; ok {
+			out[i] = &t
+		}
+	}
+	return out, nil
+}
+
+// Existing reports which receipts' messages still exist (whatever their lease).
+func (r *Messages) Existing(ctx context.Context, queueID string, receipts []Receipt) ([]bool, error) {
+	no, err := r.nums.of(ctx, queueID)
+	if err != nil {
+		return nil, err
+	}
+	groups, ids, _, _ := receiptArrays(receipts)
+	rows, err := messagesExisting.query(ctx, r.pool, arg{"group_nos", groups}, arg{"ids", ids}, arg{"queue_no", no})
+	if err != nil {
+		return nil, interpretError("looking up messages", err)
+	}
+	found := map[[2]int64]bool{}
+	var g int32
+	var id int64
+	if _, err := pgx.ForEachRow(rows, []any{&g, &id}, func() error { found[[2]int64{int64(g), id}] = true; return nil }); err != nil {
+		return nil, interpretError("looking up messages", err)
+	}
+	out := make([]bool, len(receipts))
+	for i, rc := range receipts {
+		out[i] = found[[2]int64{int64(rc.GroupNo), rc.ID}]
+	}
+	return out, nil
+}
+
+func receiptArrays(receipts []Receipt) (groups []int32, ids, leases []int64, dlqs []bool) {
+	for _, rc := range receipts {
+		groups, ids, leases, dlqs = append(groups, rc.GroupNo), append(ids, rc.ID), append(leases, rc.LeaseID), append(dlqs, rc.DLQ)
+	}
+	return
+}

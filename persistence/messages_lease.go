@@ -1,0 +1,215 @@
+package persistence
+
+import (
+	"context"
+	"strings"
+
+	"github.com/jackc/pgx/v5"
+)
+
+// leasePick is how a lease statement picks its messages (sql/messages/lease.sql).
+type leasePick int
+
+const (
+	pickChannels leasePick = iota // several channels, interleaved
+	pickOne                       // a single channel
+	pickOwners                    // a single channel, an owner per slot (coalesced leases of several watches)
+	pickConsumer                  // a single-active-consumer queue, in publish order
+	leasePicks
+)
+
+// leaseVariant is one of the lease statement's variants: how it picks, and whether it dead-letters.
+type leaseVariant struct {
+	pick       leasePick
+	deadLetter bool
+}
+
+// Channels and the methods below are the template's view of the variant (lease.sql).
+func (v leaseVariant) Channels() bool { return v.pick == pickChannels }
+
+// One: from a single channel.
+func (v leaseVariant) One() bool { return v.pick == pickOne }
+
+// Owners: from a single channel, an owner per slot.
+func (v leaseVariant) Owners() bool { return v.pick == pickOwners }
+
+// Consumer: as a single-active-consumer queue's active consumer.
+func (v leaseVariant) Consumer() bool { return v.pick == pickConsumer }
+
+// DeadLetter: moves the messages that reached the delivery limit to the DLQ.
+func (v leaseVariant) DeadLetter() bool { return v.deadLetter }
+
+// Name is the statement's name: messages.lease, then what it picks (_one, _one_owners, _as_consumer), then
+// _dead_letter.
+func (v leaseVariant) Name() string {
+	name := "messages.lease" + [...]string{"", "_one", "_one_owners", "_as_consumer"}[v.pick]
+	if v.deadLetter {
+		name += "_dead_letter"
+	}
+	return name
+}
+
+// leaseVariantData lists every variant, for the template.
+func leaseVariantData() []any {
+	var out []any
+	for pick := range leasePicks {
+		out = append(out, leaseVariant{pick: pick}, leaseVariant{pick: pick, deadLetter: true})
+	}
+	return out
+}
+
+// leaseStatements holds the compiled variants: [pick][deadLetter].
+var leaseStatements = func() (out [leasePicks][2]*statement) {
+	for pick := range leasePicks {
+		for dl := range 2 {
+			out[pick][dl] = stmt(leaseVariant{pick: pick, deadLetter: dl == 1}.Name())
+		}
+	}
+	return out
+}()
+
+// leaseStatement is the variant's statement.
+func leaseStatement(pick leasePick, deadLetter bool) *statement {
+	dl := 0
+	if deadLetter {
+		dl = 1
+	}
+	return leaseStatements[pick][dl]
+}
+
+// Lease leases up to req.Limit messages in one statement (shared with concurrent leases of the same kind: the
+// messages' LeaseID then is the one of the first request).
+func (r *Messages) Lease(ctx context.Context, req LeaseRequest) ([]LeasedMessage, error) {
+	no, err := r.nums.of(ctx, req.QueueID)
+	if err != nil {
+		return nil, err
+	}
+	var out []LeasedMessage
+	if r.leases != nil {
+		key := leaseKey{queueNo: no, groupNo: req.GroupNo, dlq: req.DLQ, channels: strings.Join(req.Channels, "\x00"),
+			visibilitySeconds: req.VisibilitySeconds, maxDeliveries: req.MaxDeliveries}
+		if len(req.Channels) != 1 {
+			key.owner = req.Owner // owners are dealt out per row by the single-channel lease only
+		}
+		out, err = r.leases.do(ctx, key, req)
+	} else {
+		out, err = r.lease(ctx, no, req, nil)
+	}
+	return out, interpretError("leasing messages", err)
+}
+
+// leaseKey groups the leases that can share a statement: everything of LeaseRequest but the limit and lease id.
+type leaseKey struct {
+	queueNo                          int64
+	groupNo                          int32
+	dlq                              bool
+	channels                         string // NUL-separated (channel ids cannot hold NUL)
+	visibilitySeconds, maxDeliveries int32
+	owner                            string // of a lease from several channels; "" for a single channel
+}
+
+// leaseBatch leases for concurrent requests (coalescer) in one statement, under the first request's lease id,
+// and deals the leased messages out in id order, each request up to its limit. Requests of different owners
+// (watches) share a single-channel lease that gives each row its request's owner.
+func (r *Messages) leaseBatch(ctx context.Context, key leaseKey, items []LeaseRequest) ([][]LeasedMessage, error) {
+	req := items[0]
+	var owners []*string // per slot, when the owners differ
+	for _, it := range items[1:] {
+		req.Limit += it.Limit
+		if it.Owner != req.Owner && owners == nil {
+			owners = []*string{}
+		}
+	}
+	if owners != nil {
+		for _, it := range items {
+			for range it.Limit {
+				owners = append(owners, nilIfEmpty(it.Owner))
+			}
+		}
+	}
+	leased, err := r.lease(ctx, key.queueNo, req, owners)
+	if err != nil {
+		return nil, err
+	}
+	out := make([][]LeasedMessage, len(items))
+	for i, it := range items {
+		n := min(it.Limit, len(leased))
+		out[i], leased = leased[:n:n], leased[n:]
+	}
+	return out, nil
+}
+
+// lease runs the lease statement; owners (a single channel only) gives the k-th row by id the k-th owner
+// instead of req.Owner to every row.
+func (r *Messages) lease(ctx context.Context, no int64, req LeaseRequest, owners []*string) ([]LeasedMessage, error) {
+	deadLetter := req.MaxDeliveries > 0 && !req.DLQ
+	pick, owner := pickChannels, arg{"owner", nilIfEmpty(req.Owner)}
+	switch {
+	case owners != nil:
+		pick, owner = pickOwners, arg{"owners", owners}
+	case len(req.Channels) == 1:
+		pick = pickOne
+	}
+	query := leaseStatement(pick, deadLetter)
+	var out []LeasedMessage
+	err := r.sendRetrying(ctx, func(batch *pgx.Batch) {
+		batch.Queue(leasePrelude)
+		// In the order of the single-channel statements' parameters, the common case (statement.bind).
+		query.queue(batch, arg{"queue_no", no}, arg{"group_no", req.GroupNo}, arg{"dlq", req.DLQ},
+			arg{"channels", req.Channels}, arg{"limit", req.Limit}, arg{"max_deliveries", req.MaxDeliveries},
+			arg{"visibility_seconds", req.VisibilitySeconds}, arg{"lease_id", req.LeaseID}, owner).Query(func(rows pgx.Rows) error {
+			var err error
+			out, err = collectLeased(rows, req.LeaseID)
+			return err
+		})
+	})
+	return out, err
+}
+
+// LeaseAsConsumer registers (or renews) the consumer of a single-active-consumer queue, decides who is the
+// group's active consumer and, when it is this one, leases up to req.Limit messages in publish order: one round
+// trip, one transaction, under the group's consumer lock (so every node decides the same).
+func (r *Messages) LeaseAsConsumer(ctx context.Context, req ConsumerLeaseRequest) (ConsumerDecision, []LeasedMessage, error) {
+	var channels []string
+	if !req.AllChannels {
+		channels = req.Channels
+		if channels == nil {
+			channels = []string{}
+		}
+	}
+	query := leaseStatement(pickConsumer, req.MaxDeliveries > 0 && !req.DLQ)
+	var d ConsumerDecision
+	no, err := r.nums.of(ctx, req.QueueID)
+	if err != nil {
+		return d, nil, err
+	}
+	var out []LeasedMessage
+	err = r.sendRetrying(ctx, func(batch *pgx.Batch) {
+		batch.Queue(asyncCommit)
+		batch.Queue(consumersLock, req.QueueID, req.GroupNo)
+		batch.Queue(consumersDecide, req.QueueID, req.GroupNo, req.Consumer, req.ConsumerLeaseSeconds).QueryRow(func(row pgx.Row) error {
+			return d.scan(row)
+		})
+		query.queue(batch, arg{"queue_no", no}, arg{"group_no", req.GroupNo}, arg{"dlq", req.DLQ}, arg{"channels", channels},
+			arg{"queue_id", req.QueueID}, arg{"consumer", req.Consumer}, arg{"limit", req.Limit},
+			arg{"max_deliveries", req.MaxDeliveries}, arg{"visibility_seconds", req.VisibilitySeconds},
+			arg{"lease_id", req.LeaseID}).Query(func(rows pgx.Rows) error {
+			var err error
+			out, err = collectLeased(rows, req.LeaseID)
+			return err
+		})
+	})
+	return d, out, interpretError("leasing messages", err)
+}
+
+func collectLeased(rows pgx.Rows, leaseID int64) ([]LeasedMessage, error) {
+	out, err := pgx.CollectRows(rows, func(row pgx.CollectableRow) (LeasedMessage, error) {
+		m := LeasedMessage{LeaseID: leaseID}
+		err := row.Scan(&m.GroupNo, &m.ID, &m.ChannelID, &m.VisibleAt, &m.ExpireAt, &m.DeliveryCount, &m.Content,
+			&m.Attributes, &m.Metadata, &m.TimeCreated, &m.DeadLettered, &m.NegativeCode, &m.NegativeText, &m.MessageGroup)
+		m.VisibleAt, m.ExpireAt, m.TimeCreated = m.VisibleAt.UTC(), m.ExpireAt.UTC(), m.TimeCreated.UTC()
+		return m, err
+	})
+	sortLeased(out)
+	return out, err
+}

@@ -1,0 +1,58 @@
+-- Acknowledging, and the other statements on receipts. Go: messages_ack.go.
+--
+-- Statements that address rows by (queue_no, id, group_no) — the primary key — compare group_no and dlq with
+-- IS NOT DISTINCT FROM: it is not an index operator, so the planner cannot mistake the lease index
+-- (queue_no, group_no, dlq, …) for a way to find single rows by id, which scans the whole queue per row (it did:
+-- 1–3 ms per acknowledged message under load).
+
+-- name: messages.delete
+-- Acknowledge: delete the rows whose lease the receipts still hold. Rows come back as (group_no, id, false) per
+-- deleted message.
+DELETE FROM messages m USING unnest(@group_nos::int[], @ids::bigint[], @lease_ids::bigint[], @dlqs::bool[]) AS r(group_no, id, lease_id, dlq)
+WHERE m.queue_no = @queue_no AND m.id = r.id AND m.group_no IS NOT DISTINCT FROM r.group_no AND m.lease_id = r.lease_id AND m.dlq IS NOT DISTINCT FROM r.dlq
+RETURNING m.group_no, m.id, false;
+
+-- name: messages.delete_ordered
+-- Acknowledge receipts of which some are of ordered messages (after messages.lock_receipt_groups in the same
+-- transaction): a deleted head of an ordered message group makes the group's next message visible in the same
+-- statement, which returns (group_no, id, true) for it.
+WITH deleted AS (
+	DELETE FROM messages m USING unnest(@group_nos::int[], @ids::bigint[], @lease_ids::bigint[], @dlqs::bool[]) AS r(group_no, id, lease_id, dlq)
+	WHERE m.queue_no = @queue_no AND m.id = r.id AND m.group_no IS NOT DISTINCT FROM r.group_no AND m.lease_id = r.lease_id AND m.dlq IS NOT DISTINCT FROM r.dlq
+	RETURNING m.group_no, m.id, m.message_group, m.dlq
+), heads_left AS (
+	SELECT group_no, message_group FROM deleted WHERE NOT dlq
+-- The next message of each ordered group in heads_left (group_no, message_group; NULL groups are ignored) that
+-- lost its head: the oldest waiting one becomes visible. Waiting rows sort last in the lease index and
+-- first-to-last by id in messages_group, so this is one index probe per group (next_up, kept apart so that the
+-- update looks its rows up by primary key: m.id = ANY is the index condition). The scalar subquery picks by the
+-- statement's snapshot and the update re-checks visible_at: when the picked row was unblocked or deleted
+-- meanwhile, nothing else is unblocked in its place. The same next_up and unblocked end the dead-lettering
+-- leases (lease.sql) and messages.unblock_groups (ordering.sql); a test keeps the three the same.
+), next_up AS MATERIALIZED (
+	SELECT h.group_no, (SELECT n.id FROM messages n
+			WHERE n.queue_no = @queue_no AND n.group_no = h.group_no AND n.message_group = h.message_group AND NOT n.dlq
+				AND n.visible_at = 'infinity'
+			ORDER BY n.id LIMIT 1) AS id
+	FROM (SELECT DISTINCT group_no, message_group FROM heads_left WHERE message_group IS NOT NULL) h
+), unblocked AS (
+	UPDATE messages m SET visible_at = now()
+	FROM next_up nx
+	WHERE m.queue_no = @queue_no AND m.id = ANY (ARRAY (SELECT id FROM next_up)) AND m.id = nx.id
+		AND m.group_no IS NOT DISTINCT FROM nx.group_no AND m.visible_at = 'infinity'
+	RETURNING m.group_no, m.id
+)
+SELECT group_no, id, false FROM deleted UNION ALL SELECT group_no, id, true FROM unblocked;
+
+-- name: messages.update_visibility
+-- Move the leases that the receipts still hold to now() + @seconds (per receipt).
+UPDATE messages m SET visible_at = now() + make_interval(secs => r.secs)
+FROM unnest(@group_nos::int[], @ids::bigint[], @lease_ids::bigint[], @dlqs::bool[], @seconds::int[]) AS r(group_no, id, lease_id, dlq, secs)
+WHERE m.queue_no = @queue_no AND m.id = r.id AND m.group_no IS NOT DISTINCT FROM r.group_no AND m.lease_id = r.lease_id AND m.dlq IS NOT DISTINCT FROM r.dlq
+RETURNING m.group_no, m.id, m.visible_at;
+
+-- name: messages.existing
+-- Which of these messages still exist (to tell a stale receipt from a message already acknowledged).
+SELECT m.group_no, m.id FROM messages m
+JOIN unnest(@group_nos::int[], @ids::bigint[]) AS r(group_no, id) ON m.id = r.id AND m.group_no IS NOT DISTINCT FROM r.group_no
+WHERE m.queue_no = @queue_no;

@@ -1,0 +1,112 @@
+{{/*
+Leasing: a text/template of the lease statement's eight variants (messages_lease.go renders each once, when the
+package initialises, into one section named after it). Which messages it picks:
+  .Channels  (messages.lease…)             several channels, interleaved round-robin in @channels' order;
+  .One       (messages.lease_one…)         a single channel, @channels[1];
+  .Owners    (messages.lease_one_owners…)  the same, an owner per slot;
+  .Consumer  (messages.lease_as_consumer…) a single-active-consumer queue, in publish order;
+and .DeadLetter (…_dead_letter) moves the messages that reached @max_deliveries to the DLQ.
+*/ -}}
+-- name: {{.Name}}
+-- Lease: the oldest visible rows, locked with SKIP LOCKED and updated in the same statement.
+{{- if .Channels}}
+-- The oldest visible rows of each requested channel, interleaved round-robin across channels.
+WITH candidates AS (
+	SELECT m.group_no, m.id, row_number() OVER (PARTITION BY c.ord ORDER BY m.visible_at, m.id) AS rank, c.ord
+	FROM unnest(@channels::text[]) WITH ORDINALITY AS c(channel_id, ord)
+	CROSS JOIN LATERAL (
+		SELECT group_no, id, visible_at FROM messages
+		WHERE queue_no = @queue_no AND group_no = @group_no AND dlq = @dlq AND channel_id = c.channel_id
+			AND visible_at <= now() AND expire_at > now()
+		ORDER BY visible_at, id
+		LIMIT @limit
+		FOR UPDATE SKIP LOCKED) m
+), next AS (
+	SELECT group_no, id FROM candidates ORDER BY rank, ord LIMIT @limit
+)
+{{- else if .Consumer}}
+-- After consumers.decide in the same transaction: only the active consumer (decided by that statement, so its
+-- row was written now) leases, and it leases in publish order across the channels (@channels NULL = every
+-- channel).
+WITH next AS (
+	SELECT group_no, id FROM messages
+	WHERE queue_no = @queue_no AND group_no = @group_no AND dlq = @dlq AND (@channels::text[] IS NULL OR channel_id = ANY (@channels))
+		AND visible_at <= now() AND expire_at > now()
+		AND EXISTS (SELECT 1 FROM consumers c WHERE c.queue_id = @queue_id AND c.group_no = @group_no AND c.consumer_id = @consumer
+			AND c.active_since IS NOT NULL AND c.last_seen = now())
+	ORDER BY id
+	LIMIT @limit
+	FOR UPDATE OF messages SKIP LOCKED
+)
+{{- else}}
+-- From a single channel (the common case: a queue with one channel, or an exact channelFilter): one index
+-- range, no interleaving.
+{{- if .Owners}}
+-- For the coalesced leases of several owners (watches): @owners holds an owner per slot (the first request's
+-- limit times its owner, then the next request's, …), and the k-th picked row by id goes to slot k — the row
+-- that leaseBatch deals to that request.
+WITH picked AS (
+{{- else}}
+WITH next AS (
+{{- end}}
+	SELECT group_no, id FROM messages
+	WHERE queue_no = @queue_no AND group_no = @group_no AND dlq = @dlq AND channel_id = (@channels::text[])[1]
+		AND visible_at <= now() AND expire_at > now()
+	ORDER BY visible_at, id
+	LIMIT @limit
+	FOR UPDATE SKIP LOCKED
+{{- if .Owners}}
+), next AS (
+	SELECT group_no, id, row_number() OVER (ORDER BY id) AS slot FROM picked
+)
+{{- else}}
+)
+{{- end}}
+{{- end}}
+{{- if .DeadLetter}}, leased AS ({{end}}
+-- Deliver (or dead-letter: a row whose delivery count reached the limit moves to the DLQ instead of being
+-- delivered) the picked rows, looked up by primary key (m.id = ANY is the index condition: joined on next alone,
+-- a generic plan hashes the whole queue). group_no is compared with IS NOT DISTINCT FROM, which is no index
+-- operator, so the planner cannot take the lease index for a way to find single rows (see ack.sql).
+UPDATE messages m SET
+	dlq = m.dlq OR (@max_deliveries > 0 AND m.delivery_count >= @max_deliveries),
+	visible_at = CASE WHEN NOT m.dlq AND @max_deliveries > 0 AND m.delivery_count >= @max_deliveries THEN now()
+		ELSE now() + make_interval(secs => @visibility_seconds) END,
+	delivery_count = CASE WHEN NOT m.dlq AND @max_deliveries > 0 AND m.delivery_count >= @max_deliveries THEN m.delivery_count
+		ELSE m.delivery_count + 1 END,
+	lease_id = @lease_id,
+{{- if .Owners}}
+	lease_owner = (@owners::text[])[next.slot]
+{{- else if .Consumer}}
+	lease_owner = @consumer
+{{- else}}
+	lease_owner = @owner
+{{- end}}
+FROM next
+WHERE m.queue_no = @queue_no AND m.id = ANY (ARRAY (SELECT id FROM next)) AND m.id = next.id
+	AND m.group_no IS NOT DISTINCT FROM next.group_no
+RETURNING m.group_no, m.id, m.channel_id, m.visible_at, m.expire_at, m.delivery_count, m.content,
+	m.attributes, m.metadata, m.time_created, m.dlq <> @dlq AS dead_lettered, m.last_negative_code,
+	m.last_negative_reason, m.message_group
+{{- if .DeadLetter}}
+-- When a dead-lettered row was the head of an ordered message group, the group's next message becomes visible
+-- in the same statement (only in the variants for a queue with a DLQ limit, so that a queue without one runs the
+-- plain update). next_up and unblocked are the same as in ack.sql's messages.delete_ordered, which explains
+-- them.
+), heads_left AS (
+	SELECT group_no, message_group FROM leased WHERE dead_lettered
+), next_up AS MATERIALIZED (
+	SELECT h.group_no, (SELECT n.id FROM messages n
+			WHERE n.queue_no = @queue_no AND n.group_no = h.group_no AND n.message_group = h.message_group AND NOT n.dlq
+				AND n.visible_at = 'infinity'
+			ORDER BY n.id LIMIT 1) AS id
+	FROM (SELECT DISTINCT group_no, message_group FROM heads_left WHERE message_group IS NOT NULL) h
+), unblocked AS (
+	UPDATE messages m SET visible_at = now()
+	FROM next_up nx
+	WHERE m.queue_no = @queue_no AND m.id = ANY (ARRAY (SELECT id FROM next_up)) AND m.id = nx.id
+		AND m.group_no IS NOT DISTINCT FROM nx.group_no AND m.visible_at = 'infinity'
+	RETURNING m.group_no, m.id
+)
+SELECT * FROM leased
+{{- end}};

@@ -1,0 +1,36 @@
+-- Counting: a queue's stats, its channels, its size per channel, and the messages no consumer group took.
+-- Go: messages_stats.go.
+
+-- name: messages.stats
+-- A group's messages (@channel_id '' = every channel), the queue's and its DLQ's. Messages of an ordered group
+-- that wait for an earlier one (visible_at 'infinity') count as visible: they are in the queue, neither leased
+-- nor delayed.
+SELECT dlq, count(*) FILTER (WHERE visible_at <= now() OR visible_at = 'infinity'),
+	count(*) FILTER (WHERE visible_at > now() AND visible_at < 'infinity' AND delivery_count > 0),
+	count(*) FILTER (WHERE visible_at > now() AND visible_at < 'infinity' AND delivery_count = 0),
+	coalesce(sum(size_bytes), 0)
+FROM messages WHERE queue_no = @queue_no AND group_no = @group_no AND (@channel_id = '' OR channel_id = @channel_id) AND expire_at > now()
+GROUP BY dlq;
+
+-- name: messages.channels
+-- Distinct channels by a skip scan over the lease index: one index probe per channel.
+WITH RECURSIVE ch AS (
+	(SELECT channel_id FROM messages WHERE queue_no = @queue_no AND group_no = @group_no AND dlq = @dlq AND channel_id >= @from_channel
+		AND (channel_id <> @from_channel OR @inclusive) ORDER BY channel_id LIMIT 1)
+	UNION ALL
+	SELECT (SELECT m.channel_id FROM messages m WHERE m.queue_no = @queue_no AND m.group_no = @group_no AND m.dlq = @dlq
+		AND m.channel_id > ch.channel_id ORDER BY m.channel_id LIMIT 1)
+	FROM ch WHERE ch.channel_id IS NOT NULL)
+SELECT channel_id FROM ch WHERE channel_id IS NOT NULL LIMIT @limit;
+
+-- name: messages.size_by_channel
+-- The stored bytes of a queue (every group and the DLQ) per channel, and the highest id counted.
+SELECT channel_id, coalesce(sum(size_bytes), 0), max(id) FROM messages WHERE queue_no = @queue_no GROUP BY channel_id;
+
+-- name: messages.add_discarded
+-- Count messages that no consumer group took.
+INSERT INTO queue_discards (queue_id, discarded) VALUES (@queue_id, @discarded)
+ON CONFLICT (queue_id) DO UPDATE SET discarded = queue_discards.discarded + excluded.discarded;
+
+-- name: messages.discarded
+SELECT coalesce((SELECT discarded FROM queue_discards WHERE queue_id = @queue_id), 0);

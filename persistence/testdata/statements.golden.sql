@@ -1,0 +1,548 @@
+-- Every statement of the data plane as PostgreSQL receives it (the positional text compiled from
+-- sql/messages/*.sql when the package initialises), with the named parameter behind each $k. Generated:
+-- go test ./persistence -run TestStatementsGolden -update
+
+-- asyncCommit (a Go constant, messages.go)
+SELECT set_config('synchronous_commit', 'off', true);
+
+-- leasePrelude (a Go constant, messages.go)
+SELECT set_config('synchronous_commit', 'off', true), set_config('plan_cache_mode', 'force_generic_plan', true);
+
+-- $1 @group_nos, $2 @ids, $3 @lease_ids, $4 @dlqs, $5 @queue_no
+-- messages.delete
+DELETE FROM messages m USING unnest($1::int[], $2::bigint[], $3::bigint[], $4::bool[]) AS r(group_no, id, lease_id, dlq)
+WHERE m.queue_no = $5 AND m.id = r.id AND m.group_no IS NOT DISTINCT FROM r.group_no AND m.lease_id = r.lease_id AND m.dlq IS NOT DISTINCT FROM r.dlq
+RETURNING m.group_no, m.id, false;
+
+-- $1 @group_nos, $2 @ids, $3 @lease_ids, $4 @dlqs, $5 @queue_no
+-- messages.delete_ordered
+WITH deleted AS (
+	DELETE FROM messages m USING unnest($1::int[], $2::bigint[], $3::bigint[], $4::bool[]) AS r(group_no, id, lease_id, dlq)
+	WHERE m.queue_no = $5 AND m.id = r.id AND m.group_no IS NOT DISTINCT FROM r.group_no AND m.lease_id = r.lease_id AND m.dlq IS NOT DISTINCT FROM r.dlq
+	RETURNING m.group_no, m.id, m.message_group, m.dlq
+), heads_left AS (
+	SELECT group_no, message_group FROM deleted WHERE NOT dlq
+), next_up AS MATERIALIZED (
+	SELECT h.group_no, (SELECT n.id FROM messages n
+			WHERE n.queue_no = $5 AND n.group_no = h.group_no AND n.message_group = h.message_group AND NOT n.dlq
+				AND n.visible_at = 'infinity'
+			ORDER BY n.id LIMIT 1) AS id
+	FROM (SELECT DISTINCT group_no, message_group FROM heads_left WHERE message_group IS NOT NULL) h
+), unblocked AS (
+	UPDATE messages m SET visible_at = now()
+	FROM next_up nx
+	WHERE m.queue_no = $5 AND m.id = ANY (ARRAY (SELECT id FROM next_up)) AND m.id = nx.id
+		AND m.group_no IS NOT DISTINCT FROM nx.group_no AND m.visible_at = 'infinity'
+	RETURNING m.group_no, m.id
+)
+SELECT group_no, id, false FROM deleted UNION ALL SELECT group_no, id, true FROM unblocked;
+
+-- $1 @group_nos, $2 @ids, $3 @lease_ids, $4 @dlqs, $5 @seconds, $6 @queue_no
+-- messages.update_visibility
+UPDATE messages m SET visible_at = now() + make_interval(secs => r.secs)
+FROM unnest($1::int[], $2::bigint[], $3::bigint[], $4::bool[], $5::int[]) AS r(group_no, id, lease_id, dlq, secs)
+WHERE m.queue_no = $6 AND m.id = r.id AND m.group_no IS NOT DISTINCT FROM r.group_no AND m.lease_id = r.lease_id AND m.dlq IS NOT DISTINCT FROM r.dlq
+RETURNING m.group_no, m.id, m.visible_at;
+
+-- $1 @group_nos, $2 @ids, $3 @queue_no
+-- messages.existing
+SELECT m.group_no, m.id FROM messages m
+JOIN unnest($1::int[], $2::bigint[]) AS r(group_no, id) ON m.id = r.id AND m.group_no IS NOT DISTINCT FROM r.group_no
+WHERE m.queue_no = $3;
+
+-- $1 @channels, $2 @queue_no, $3 @group_no, $4 @dlq, $5 @limit, $6 @max_deliveries, $7 @visibility_seconds, $8 @lease_id, $9 @owner
+-- messages.lease
+WITH candidates AS (
+	SELECT m.group_no, m.id, row_number() OVER (PARTITION BY c.ord ORDER BY m.visible_at, m.id) AS rank, c.ord
+	FROM unnest($1::text[]) WITH ORDINALITY AS c(channel_id, ord)
+	CROSS JOIN LATERAL (
+		SELECT group_no, id, visible_at FROM messages
+		WHERE queue_no = $2 AND group_no = $3 AND dlq = $4 AND channel_id = c.channel_id
+			AND visible_at <= now() AND expire_at > now()
+		ORDER BY visible_at, id
+		LIMIT $5
+		FOR UPDATE SKIP LOCKED) m
+), next AS (
+	SELECT group_no, id FROM candidates ORDER BY rank, ord LIMIT $5
+)
+UPDATE messages m SET
+	dlq = m.dlq OR ($6 > 0 AND m.delivery_count >= $6),
+	visible_at = CASE WHEN NOT m.dlq AND $6 > 0 AND m.delivery_count >= $6 THEN now()
+		ELSE now() + make_interval(secs => $7) END,
+	delivery_count = CASE WHEN NOT m.dlq AND $6 > 0 AND m.delivery_count >= $6 THEN m.delivery_count
+		ELSE m.delivery_count + 1 END,
+	lease_id = $8,
+	lease_owner = $9
+FROM next
+WHERE m.queue_no = $2 AND m.id = ANY (ARRAY (SELECT id FROM next)) AND m.id = next.id
+	AND m.group_no IS NOT DISTINCT FROM next.group_no
+RETURNING m.group_no, m.id, m.channel_id, m.visible_at, m.expire_at, m.delivery_count, m.content,
+	m.attributes, m.metadata, m.time_created, m.dlq <> $4 AS dead_lettered, m.last_negative_code,
+	m.last_negative_reason, m.message_group;
+
+-- $1 @channels, $2 @queue_no, $3 @group_no, $4 @dlq, $5 @limit, $6 @max_deliveries, $7 @visibility_seconds, $8 @lease_id, $9 @owner
+-- messages.lease_dead_letter
+WITH candidates AS (
+	SELECT m.group_no, m.id, row_number() OVER (PARTITION BY c.ord ORDER BY m.visible_at, m.id) AS rank, c.ord
+	FROM unnest($1::text[]) WITH ORDINALITY AS c(channel_id, ord)
+	CROSS JOIN LATERAL (
+		SELECT group_no, id, visible_at FROM messages
+		WHERE queue_no = $2 AND group_no = $3 AND dlq = $4 AND channel_id = c.channel_id
+			AND visible_at <= now() AND expire_at > now()
+		ORDER BY visible_at, id
+		LIMIT $5
+		FOR UPDATE SKIP LOCKED) m
+), next AS (
+	SELECT group_no, id FROM candidates ORDER BY rank, ord LIMIT $5
+), leased AS (
+UPDATE messages m SET
+	dlq = m.dlq OR ($6 > 0 AND m.delivery_count >= $6),
+	visible_at = CASE WHEN NOT m.dlq AND $6 > 0 AND m.delivery_count >= $6 THEN now()
+		ELSE now() + make_interval(secs => $7) END,
+	delivery_count = CASE WHEN NOT m.dlq AND $6 > 0 AND m.delivery_count >= $6 THEN m.delivery_count
+		ELSE m.delivery_count + 1 END,
+	lease_id = $8,
+	lease_owner = $9
+FROM next
+WHERE m.queue_no = $2 AND m.id = ANY (ARRAY (SELECT id FROM next)) AND m.id = next.id
+	AND m.group_no IS NOT DISTINCT FROM next.group_no
+RETURNING m.group_no, m.id, m.channel_id, m.visible_at, m.expire_at, m.delivery_count, m.content,
+	m.attributes, m.metadata, m.time_created, m.dlq <> $4 AS dead_lettered, m.last_negative_code,
+	m.last_negative_reason, m.message_group
+), heads_left AS (
+	SELECT group_no, message_group FROM leased WHERE dead_lettered
+), next_up AS MATERIALIZED (
+	SELECT h.group_no, (SELECT n.id FROM messages n
+			WHERE n.queue_no = $2 AND n.group_no = h.group_no AND n.message_group = h.message_group AND NOT n.dlq
+				AND n.visible_at = 'infinity'
+			ORDER BY n.id LIMIT 1) AS id
+	FROM (SELECT DISTINCT group_no, message_group FROM heads_left WHERE message_group IS NOT NULL) h
+), unblocked AS (
+	UPDATE messages m SET visible_at = now()
+	FROM next_up nx
+	WHERE m.queue_no = $2 AND m.id = ANY (ARRAY (SELECT id FROM next_up)) AND m.id = nx.id
+		AND m.group_no IS NOT DISTINCT FROM nx.group_no AND m.visible_at = 'infinity'
+	RETURNING m.group_no, m.id
+)
+SELECT * FROM leased;
+
+-- $1 @queue_no, $2 @group_no, $3 @dlq, $4 @channels, $5 @limit, $6 @max_deliveries, $7 @visibility_seconds, $8 @lease_id, $9 @owner
+-- messages.lease_one
+WITH next AS (
+	SELECT group_no, id FROM messages
+	WHERE queue_no = $1 AND group_no = $2 AND dlq = $3 AND channel_id = ($4::text[])[1]
+		AND visible_at <= now() AND expire_at > now()
+	ORDER BY visible_at, id
+	LIMIT $5
+	FOR UPDATE SKIP LOCKED
+)
+UPDATE messages m SET
+	dlq = m.dlq OR ($6 > 0 AND m.delivery_count >= $6),
+	visible_at = CASE WHEN NOT m.dlq AND $6 > 0 AND m.delivery_count >= $6 THEN now()
+		ELSE now() + make_interval(secs => $7) END,
+	delivery_count = CASE WHEN NOT m.dlq AND $6 > 0 AND m.delivery_count >= $6 THEN m.delivery_count
+		ELSE m.delivery_count + 1 END,
+	lease_id = $8,
+	lease_owner = $9
+FROM next
+WHERE m.queue_no = $1 AND m.id = ANY (ARRAY (SELECT id FROM next)) AND m.id = next.id
+	AND m.group_no IS NOT DISTINCT FROM next.group_no
+RETURNING m.group_no, m.id, m.channel_id, m.visible_at, m.expire_at, m.delivery_count, m.content,
+	m.attributes, m.metadata, m.time_created, m.dlq <> $3 AS dead_lettered, m.last_negative_code,
+	m.last_negative_reason, m.message_group;
+
+-- $1 @queue_no, $2 @group_no, $3 @dlq, $4 @channels, $5 @limit, $6 @max_deliveries, $7 @visibility_seconds, $8 @lease_id, $9 @owner
+-- messages.lease_one_dead_letter
+WITH next AS (
+	SELECT group_no, id FROM messages
+	WHERE queue_no = $1 AND group_no = $2 AND dlq = $3 AND channel_id = ($4::text[])[1]
+		AND visible_at <= now() AND expire_at > now()
+	ORDER BY visible_at, id
+	LIMIT $5
+	FOR UPDATE SKIP LOCKED
+), leased AS (
+UPDATE messages m SET
+	dlq = m.dlq OR ($6 > 0 AND m.delivery_count >= $6),
+	visible_at = CASE WHEN NOT m.dlq AND $6 > 0 AND m.delivery_count >= $6 THEN now()
+		ELSE now() + make_interval(secs => $7) END,
+	delivery_count = CASE WHEN NOT m.dlq AND $6 > 0 AND m.delivery_count >= $6 THEN m.delivery_count
+		ELSE m.delivery_count + 1 END,
+	lease_id = $8,
+	lease_owner = $9
+FROM next
+WHERE m.queue_no = $1 AND m.id = ANY (ARRAY (SELECT id FROM next)) AND m.id = next.id
+	AND m.group_no IS NOT DISTINCT FROM next.group_no
+RETURNING m.group_no, m.id, m.channel_id, m.visible_at, m.expire_at, m.delivery_count, m.content,
+	m.attributes, m.metadata, m.time_created, m.dlq <> $3 AS dead_lettered, m.last_negative_code,
+	m.last_negative_reason, m.message_group
+), heads_left AS (
+	SELECT group_no, message_group FROM leased WHERE dead_lettered
+), next_up AS MATERIALIZED (
+	SELECT h.group_no, (SELECT n.id FROM messages n
+			WHERE n.queue_no = $1 AND n.group_no = h.group_no AND n.message_group = h.message_group AND NOT n.dlq
+				AND n.visible_at = 'infinity'
+			ORDER BY n.id LIMIT 1) AS id
+	FROM (SELECT DISTINCT group_no, message_group FROM heads_left WHERE message_group IS NOT NULL) h
+), unblocked AS (
+	UPDATE messages m SET visible_at = now()
+	FROM next_up nx
+	WHERE m.queue_no = $1 AND m.id = ANY (ARRAY (SELECT id FROM next_up)) AND m.id = nx.id
+		AND m.group_no IS NOT DISTINCT FROM nx.group_no AND m.visible_at = 'infinity'
+	RETURNING m.group_no, m.id
+)
+SELECT * FROM leased;
+
+-- $1 @queue_no, $2 @group_no, $3 @dlq, $4 @channels, $5 @limit, $6 @max_deliveries, $7 @visibility_seconds, $8 @lease_id, $9 @owners
+-- messages.lease_one_owners
+WITH picked AS (
+	SELECT group_no, id FROM messages
+	WHERE queue_no = $1 AND group_no = $2 AND dlq = $3 AND channel_id = ($4::text[])[1]
+		AND visible_at <= now() AND expire_at > now()
+	ORDER BY visible_at, id
+	LIMIT $5
+	FOR UPDATE SKIP LOCKED
+), next AS (
+	SELECT group_no, id, row_number() OVER (ORDER BY id) AS slot FROM picked
+)
+UPDATE messages m SET
+	dlq = m.dlq OR ($6 > 0 AND m.delivery_count >= $6),
+	visible_at = CASE WHEN NOT m.dlq AND $6 > 0 AND m.delivery_count >= $6 THEN now()
+		ELSE now() + make_interval(secs => $7) END,
+	delivery_count = CASE WHEN NOT m.dlq AND $6 > 0 AND m.delivery_count >= $6 THEN m.delivery_count
+		ELSE m.delivery_count + 1 END,
+	lease_id = $8,
+	lease_owner = ($9::text[])[next.slot]
+FROM next
+WHERE m.queue_no = $1 AND m.id = ANY (ARRAY (SELECT id FROM next)) AND m.id = next.id
+	AND m.group_no IS NOT DISTINCT FROM next.group_no
+RETURNING m.group_no, m.id, m.channel_id, m.visible_at, m.expire_at, m.delivery_count, m.content,
+	m.attributes, m.metadata, m.time_created, m.dlq <> $3 AS dead_lettered, m.last_negative_code,
+	m.last_negative_reason, m.message_group;
+
+-- $1 @queue_no, $2 @group_no, $3 @dlq, $4 @channels, $5 @limit, $6 @max_deliveries, $7 @visibility_seconds, $8 @lease_id, $9 @owners
+-- messages.lease_one_owners_dead_letter
+WITH picked AS (
+	SELECT group_no, id FROM messages
+	WHERE queue_no = $1 AND group_no = $2 AND dlq = $3 AND channel_id = ($4::text[])[1]
+		AND visible_at <= now() AND expire_at > now()
+	ORDER BY visible_at, id
+	LIMIT $5
+	FOR UPDATE SKIP LOCKED
+), next AS (
+	SELECT group_no, id, row_number() OVER (ORDER BY id) AS slot FROM picked
+), leased AS (
+UPDATE messages m SET
+	dlq = m.dlq OR ($6 > 0 AND m.delivery_count >= $6),
+	visible_at = CASE WHEN NOT m.dlq AND $6 > 0 AND m.delivery_count >= $6 THEN now()
+		ELSE now() + make_interval(secs => $7) END,
+	delivery_count = CASE WHEN NOT m.dlq AND $6 > 0 AND m.delivery_count >= $6 THEN m.delivery_count
+		ELSE m.delivery_count + 1 END,
+	lease_id = $8,
+	lease_owner = ($9::text[])[next.slot]
+FROM next
+WHERE m.queue_no = $1 AND m.id = ANY (ARRAY (SELECT id FROM next)) AND m.id = next.id
+	AND m.group_no IS NOT DISTINCT FROM next.group_no
+RETURNING m.group_no, m.id, m.channel_id, m.visible_at, m.expire_at, m.delivery_count, m.content,
+	m.attributes, m.metadata, m.time_created, m.dlq <> $3 AS dead_lettered, m.last_negative_code,
+	m.last_negative_reason, m.message_group
+), heads_left AS (
+	SELECT group_no, message_group FROM leased WHERE dead_lettered
+), next_up AS MATERIALIZED (
+	SELECT h.group_no, (SELECT n.id FROM messages n
+			WHERE n.queue_no = $1 AND n.group_no = h.group_no AND n.message_group = h.message_group AND NOT n.dlq
+				AND n.visible_at = 'infinity'
+			ORDER BY n.id LIMIT 1) AS id
+	FROM (SELECT DISTINCT group_no, message_group FROM heads_left WHERE message_group IS NOT NULL) h
+), unblocked AS (
+	UPDATE messages m SET visible_at = now()
+	FROM next_up nx
+	WHERE m.queue_no = $1 AND m.id = ANY (ARRAY (SELECT id FROM next_up)) AND m.id = nx.id
+		AND m.group_no IS NOT DISTINCT FROM nx.group_no AND m.visible_at = 'infinity'
+	RETURNING m.group_no, m.id
+)
+SELECT * FROM leased;
+
+-- $1 @queue_no, $2 @group_no, $3 @dlq, $4 @channels, $5 @queue_id, $6 @consumer, $7 @limit, $8 @max_deliveries, $9 @visibility_seconds, $10 @lease_id
+-- messages.lease_as_consumer
+WITH next AS (
+	SELECT group_no, id FROM messages
+	WHERE queue_no = $1 AND group_no = $2 AND dlq = $3 AND ($4::text[] IS NULL OR channel_id = ANY ($4))
+		AND visible_at <= now() AND expire_at > now()
+		AND EXISTS (SELECT 1 FROM consumers c WHERE c.queue_id = $5 AND c.group_no = $2 AND c.consumer_id = $6
+			AND c.active_since IS NOT NULL AND c.last_seen = now())
+	ORDER BY id
+	LIMIT $7
+	FOR UPDATE OF messages SKIP LOCKED
+)
+UPDATE messages m SET
+	dlq = m.dlq OR ($8 > 0 AND m.delivery_count >= $8),
+	visible_at = CASE WHEN NOT m.dlq AND $8 > 0 AND m.delivery_count >= $8 THEN now()
+		ELSE now() + make_interval(secs => $9) END,
+	delivery_count = CASE WHEN NOT m.dlq AND $8 > 0 AND m.delivery_count >= $8 THEN m.delivery_count
+		ELSE m.delivery_count + 1 END,
+	lease_id = $10,
+	lease_owner = $6
+FROM next
+WHERE m.queue_no = $1 AND m.id = ANY (ARRAY (SELECT id FROM next)) AND m.id = next.id
+	AND m.group_no IS NOT DISTINCT FROM next.group_no
+RETURNING m.group_no, m.id, m.channel_id, m.visible_at, m.expire_at, m.delivery_count, m.content,
+	m.attributes, m.metadata, m.time_created, m.dlq <> $3 AS dead_lettered, m.last_negative_code,
+	m.last_negative_reason, m.message_group;
+
+-- $1 @queue_no, $2 @group_no, $3 @dlq, $4 @channels, $5 @queue_id, $6 @consumer, $7 @limit, $8 @max_deliveries, $9 @visibility_seconds, $10 @lease_id
+-- messages.lease_as_consumer_dead_letter
+WITH next AS (
+	SELECT group_no, id FROM messages
+	WHERE queue_no = $1 AND group_no = $2 AND dlq = $3 AND ($4::text[] IS NULL OR channel_id = ANY ($4))
+		AND visible_at <= now() AND expire_at > now()
+		AND EXISTS (SELECT 1 FROM consumers c WHERE c.queue_id = $5 AND c.group_no = $2 AND c.consumer_id = $6
+			AND c.active_since IS NOT NULL AND c.last_seen = now())
+	ORDER BY id
+	LIMIT $7
+	FOR UPDATE OF messages SKIP LOCKED
+), leased AS (
+UPDATE messages m SET
+	dlq = m.dlq OR ($8 > 0 AND m.delivery_count >= $8),
+	visible_at = CASE WHEN NOT m.dlq AND $8 > 0 AND m.delivery_count >= $8 THEN now()
+		ELSE now() + make_interval(secs => $9) END,
+	delivery_count = CASE WHEN NOT m.dlq AND $8 > 0 AND m.delivery_count >= $8 THEN m.delivery_count
+		ELSE m.delivery_count + 1 END,
+	lease_id = $10,
+	lease_owner = $6
+FROM next
+WHERE m.queue_no = $1 AND m.id = ANY (ARRAY (SELECT id FROM next)) AND m.id = next.id
+	AND m.group_no IS NOT DISTINCT FROM next.group_no
+RETURNING m.group_no, m.id, m.channel_id, m.visible_at, m.expire_at, m.delivery_count, m.content,
+	m.attributes, m.metadata, m.time_created, m.dlq <> $3 AS dead_lettered, m.last_negative_code,
+	m.last_negative_reason, m.message_group
+), heads_left AS (
+	SELECT group_no, message_group FROM leased WHERE dead_lettered
+), next_up AS MATERIALIZED (
+	SELECT h.group_no, (SELECT n.id FROM messages n
+			WHERE n.queue_no = $1 AND n.group_no = h.group_no AND n.message_group = h.message_group AND NOT n.dlq
+				AND n.visible_at = 'infinity'
+			ORDER BY n.id LIMIT 1) AS id
+	FROM (SELECT DISTINCT group_no, message_group FROM heads_left WHERE message_group IS NOT NULL) h
+), unblocked AS (
+	UPDATE messages m SET visible_at = now()
+	FROM next_up nx
+	WHERE m.queue_no = $1 AND m.id = ANY (ARRAY (SELECT id FROM next_up)) AND m.id = nx.id
+		AND m.group_no IS NOT DISTINCT FROM nx.group_no AND m.visible_at = 'infinity'
+	RETURNING m.group_no, m.id
+)
+SELECT * FROM leased;
+
+-- $1 @queue_id, $2 @group_nos, $3 @message_groups
+-- messages.lock_groups
+SELECT pg_advisory_xact_lock(k) FROM (
+	SELECT DISTINCT hashtextextended($1 || '/' || u.group_no || '/' || u.message_group, 0) AS k
+	FROM unnest($2::int[], $3::text[]) AS u(group_no, message_group) ORDER BY 1) keys;
+
+-- $1 @queue_id, $2 @queue_no, $3 @group_nos, $4 @ids
+-- messages.lock_receipt_groups
+SELECT pg_advisory_xact_lock(k) FROM (
+	SELECT DISTINCT k FROM (
+		SELECT (SELECT hashtextextended($1 || '/' || m.group_no || '/' || m.message_group, 0) FROM messages m
+			WHERE m.queue_no = $2 AND m.id = r.id AND m.group_no IS NOT DISTINCT FROM r.group_no
+				AND m.message_group IS NOT NULL AND NOT m.dlq) AS k
+		FROM unnest($3::int[], $4::bigint[]) AS r(group_no, id)) receipt_keys
+	WHERE k IS NOT NULL ORDER BY 1) keys;
+
+-- $1 @group_nos, $2 @message_groups, $3 @queue_no
+-- messages.unblock_groups
+WITH heads_left AS (
+	SELECT k.group_no, k.message_group FROM unnest($1::int[], $2::text[]) AS k(group_no, message_group)
+	WHERE NOT EXISTS (SELECT 1 FROM messages a WHERE a.queue_no = $3 AND a.group_no = k.group_no
+		AND a.message_group = k.message_group AND NOT a.dlq AND a.visible_at <> 'infinity')
+), next_up AS MATERIALIZED (
+	SELECT h.group_no, (SELECT n.id FROM messages n
+			WHERE n.queue_no = $3 AND n.group_no = h.group_no AND n.message_group = h.message_group AND NOT n.dlq
+				AND n.visible_at = 'infinity'
+			ORDER BY n.id LIMIT 1) AS id
+	FROM (SELECT DISTINCT group_no, message_group FROM heads_left WHERE message_group IS NOT NULL) h
+), unblocked AS (
+	UPDATE messages m SET visible_at = now()
+	FROM next_up nx
+	WHERE m.queue_no = $3 AND m.id = ANY (ARRAY (SELECT id FROM next_up)) AND m.id = nx.id
+		AND m.group_no IS NOT DISTINCT FROM nx.group_no AND m.visible_at = 'infinity'
+	RETURNING m.group_no, m.id
+)
+SELECT count(*) FROM unblocked;
+
+-- $1 @queue_no, $2 @group_no, $3 @limit
+-- messages.redrive_pick
+SELECT id, message_group FROM messages WHERE queue_no = $1 AND group_no = $2 AND dlq
+ORDER BY id LIMIT $3 FOR UPDATE SKIP LOCKED;
+
+-- $1 @ids, $2 @message_groups, $3 @queue_no, $4 @group_no
+-- messages.redrive
+WITH picked AS (
+	SELECT p.id, p.message_group, row_number() OVER (PARTITION BY p.message_group ORDER BY p.id) AS position
+	FROM unnest($1::bigint[], $2::text[]) AS p(id, message_group)
+), queued AS (
+	SELECT k.message_group FROM (SELECT DISTINCT message_group FROM picked WHERE message_group IS NOT NULL) k
+	CROSS JOIN LATERAL (
+		SELECT 1 FROM messages m
+		WHERE m.queue_no = $3 AND m.group_no = $4 AND m.message_group = k.message_group AND NOT m.dlq
+		ORDER BY m.id DESC LIMIT 1
+		FOR KEY SHARE) last
+)
+UPDATE messages m SET dlq = false, delivery_count = 0, lease_id = 0,
+	visible_at = CASE WHEN p.message_group IS NOT NULL AND (p.position > 1 OR q.message_group IS NOT NULL)
+		THEN 'infinity'::timestamptz ELSE now() END
+FROM picked p LEFT JOIN queued q ON q.message_group = p.message_group
+WHERE m.queue_no = $3 AND m.id = ANY ($1) AND m.id = p.id AND m.group_no IS NOT DISTINCT FROM $4 AND m.dlq;
+
+-- $1 @channel_ids, $2 @delays, $3 @sizes, $4 @contents, $5 @attributes, $6 @metadata, $7 @queue_no, $8 @retention_seconds, $9 @copy_ords, $10 @copy_group_nos
+-- messages.insert
+WITH input AS (
+	SELECT nextval('messages_id_seq') AS id, u.*
+	FROM unnest($1::text[], $2::int[], $3::int[], $4::text[], $5::json[], $6::json[])
+		WITH ORDINALITY AS u(channel_id, delay, size_bytes, content, attributes, metadata, ord)
+	ORDER BY u.ord
+), ins AS (
+	INSERT INTO messages (queue_no, group_no, id, channel_id, visible_at, expire_at, size_bytes, content, attributes, metadata)
+	SELECT $7, g.group_no, input.id, input.channel_id, now() + make_interval(secs => input.delay),
+		now() + make_interval(secs => $8), input.size_bytes, input.content, input.attributes, input.metadata
+	FROM input JOIN unnest($9::int[], $10::int[]) AS g(ord, group_no) ON g.ord = input.ord)
+SELECT id, ord, now() + make_interval(secs => $8) FROM input;
+
+-- $1 @queue_no, $2 @retention_seconds, $3 @channel_ids, $4 @delays, $5 @sizes, $6 @contents, $7 @attributes, $8 @metadata, $9 @group_nos
+-- messages.insert_one_copy
+INSERT INTO messages (queue_no, group_no, id, channel_id, visible_at, expire_at, size_bytes, content, attributes, metadata)
+SELECT $1, u.group_no, nextval('messages_id_seq'), u.channel_id, now() + make_interval(secs => u.delay),
+	now() + make_interval(secs => $2), u.size_bytes, u.content, u.attributes, u.metadata
+FROM unnest($3::text[], $4::int[], $5::int[], $6::text[], $7::json[], $8::json[], $9::int[])
+	AS u(channel_id, delay, size_bytes, content, attributes, metadata, group_no)
+RETURNING id, expire_at;
+
+-- $1 @channel_ids, $2 @delays, $3 @sizes, $4 @contents, $5 @attributes, $6 @metadata, $7 @message_groups, $8 @copy_ords, $9 @copy_group_nos, $10 @queue_no, $11 @retention_seconds
+-- messages.insert_ordered
+WITH input AS (
+	SELECT nextval('messages_id_seq') AS id, u.*
+	FROM unnest($1::text[], $2::int[], $3::int[], $4::text[], $5::json[], $6::json[], $7::text[])
+		WITH ORDINALITY AS u(channel_id, delay, size_bytes, content, attributes, metadata, message_group, ord)
+	ORDER BY u.ord
+), copies AS (
+	SELECT input.*, g.group_no,
+		row_number() OVER (PARTITION BY g.group_no, input.message_group ORDER BY input.id) AS position
+	FROM input JOIN unnest($8::int[], $9::int[]) AS g(ord, group_no) ON g.ord = input.ord
+), queued AS (
+	SELECT k.group_no, k.message_group FROM (
+		SELECT DISTINCT group_no, message_group FROM copies WHERE message_group IS NOT NULL) k
+	CROSS JOIN LATERAL (
+		SELECT 1 FROM messages m
+		WHERE m.queue_no = $10 AND m.group_no = k.group_no AND m.message_group = k.message_group AND NOT m.dlq
+		ORDER BY m.id DESC LIMIT 1
+		FOR KEY SHARE) last
+), ins AS (
+	INSERT INTO messages (queue_no, group_no, id, channel_id, visible_at, expire_at, size_bytes, content,
+		attributes, metadata, message_group)
+	SELECT $10, c.group_no, c.id, c.channel_id,
+		CASE WHEN c.message_group IS NOT NULL AND (c.position > 1 OR q.group_no IS NOT NULL) THEN 'infinity'::timestamptz
+			ELSE now() + make_interval(secs => c.delay) END,
+		now() + make_interval(secs => $11), c.size_bytes, c.content, c.attributes, c.metadata, c.message_group
+	FROM copies c LEFT JOIN queued q ON q.group_no = c.group_no AND q.message_group = c.message_group)
+SELECT id, ord, now() + make_interval(secs => $11) FROM input;
+
+-- $1 @queue_id, $2 @window_seconds, $3 @dedup_ids
+-- dedup.claim
+INSERT INTO message_dedup_keys (queue_id, dedup_id, message_id, expire_at)
+SELECT $1, d, 0, now() + make_interval(secs => $2) FROM unnest($3::text[]) AS d
+ON CONFLICT (queue_id, dedup_id) DO UPDATE SET message_id = 0, expire_at = excluded.expire_at
+	WHERE message_dedup_keys.expire_at <= now()
+RETURNING dedup_id;
+
+-- $1 @queue_no, $2 @group_nos, $3 @window_seconds, $4 @retention_seconds, $5 @queue_id, $6 @dedup_ids
+-- dedup.lookup
+SELECT k.dedup_id, k.message_id, coalesce(
+		(SELECT m.expire_at FROM messages m WHERE m.queue_no = $1 AND m.group_no = ANY ($2::int[]) AND m.id = k.message_id LIMIT 1),
+		k.expire_at - make_interval(secs => $3) + make_interval(secs => $4))
+FROM message_dedup_keys k WHERE k.queue_id = $5 AND k.dedup_id = ANY ($6::text[]);
+
+-- $1 @dedup_ids, $2 @message_ids, $3 @queue_id
+-- dedup.set
+UPDATE message_dedup_keys k SET message_id = r.id FROM unnest($1::text[], $2::bigint[]) AS r(dedup_id, id)
+WHERE k.queue_id = $3 AND k.dedup_id = r.dedup_id;
+
+-- $1 @queue_no, $2 @dlq, $3 @up_to, $4 @limit
+-- messages.purge_pick
+SELECT group_no, id, message_group FROM messages
+WHERE queue_no = $1 AND ($2::bool IS NULL OR dlq = $2) AND id <= $3 LIMIT $4;
+
+-- $1 @queue_no, $2 @queue_id, $3 @cutoff, $4 @limit
+-- messages.expire_pick
+SELECT group_no, id, message_group FROM messages WHERE queue_no = $1
+	AND group_no = ANY (ARRAY (SELECT 0 UNION SELECT group_no FROM consumer_groups WHERE queue_id = $2))
+	AND id <= $3 LIMIT $4;
+
+-- $1 @group_nos, $2 @ids, $3 @queue_no, $4 @dlq
+-- messages.delete_picked
+DELETE FROM messages m USING unnest($1::int[], $2::bigint[]) AS p(group_no, id)
+WHERE m.queue_no = $3 AND m.id = ANY ($2) AND m.id = p.id AND m.group_no IS NOT DISTINCT FROM p.group_no
+	AND ($4::bool IS NULL OR m.dlq IS NOT DISTINCT FROM $4);
+
+-- $1 @limit
+-- messages.delete_orphans
+DELETE FROM messages m USING (
+	SELECT o.queue_no, o.group_no, o.id FROM queues q
+	CROSS JOIN LATERAL (SELECT queue_no, group_no, id FROM messages WHERE queue_no = q.no LIMIT $1) o
+	WHERE q.lifecycle_state = 'DELETED' AND q.time_updated > now() - interval '1 day' LIMIT $1) d
+WHERE m.queue_no = d.queue_no AND m.id = d.id AND m.group_no IS NOT DISTINCT FROM d.group_no;
+
+-- no parameters
+-- messages.last_id
+SELECT CASE WHEN is_called THEN last_value ELSE 0 END FROM messages_id_seq;
+
+-- no parameters
+-- messages.watermark_record
+INSERT INTO message_id_watermarks (time_recorded, max_id)
+SELECT now(), CASE WHEN is_called THEN last_value ELSE 0 END FROM messages_id_seq
+ON CONFLICT DO NOTHING;
+
+-- $1 @retention_seconds
+-- messages.watermark_cutoff
+SELECT coalesce((SELECT max_id FROM message_id_watermarks WHERE time_recorded <= now() - make_interval(secs => $1)
+	ORDER BY time_recorded DESC LIMIT 1), 0);
+
+-- no parameters
+-- messages.watermark_prune
+DELETE FROM message_id_watermarks WHERE time_recorded < now() - interval '8 days';
+
+-- $1 @limit
+-- dedup.expire
+DELETE FROM message_dedup_keys WHERE ctid = ANY (ARRAY (
+	SELECT ctid FROM message_dedup_keys WHERE expire_at < now() LIMIT $1));
+
+-- $1 @queue_no, $2 @group_no, $3 @channel_id
+-- messages.stats
+SELECT dlq, count(*) FILTER (WHERE visible_at <= now() OR visible_at = 'infinity'),
+	count(*) FILTER (WHERE visible_at > now() AND visible_at < 'infinity' AND delivery_count > 0),
+	count(*) FILTER (WHERE visible_at > now() AND visible_at < 'infinity' AND delivery_count = 0),
+	coalesce(sum(size_bytes), 0)
+FROM messages WHERE queue_no = $1 AND group_no = $2 AND ($3 = '' OR channel_id = $3) AND expire_at > now()
+GROUP BY dlq;
+
+-- $1 @queue_no, $2 @group_no, $3 @dlq, $4 @from_channel, $5 @inclusive, $6 @limit
+-- messages.channels
+WITH RECURSIVE ch AS (
+	(SELECT channel_id FROM messages WHERE queue_no = $1 AND group_no = $2 AND dlq = $3 AND channel_id >= $4
+		AND (channel_id <> $4 OR $5) ORDER BY channel_id LIMIT 1)
+	UNION ALL
+	SELECT (SELECT m.channel_id FROM messages m WHERE m.queue_no = $1 AND m.group_no = $2 AND m.dlq = $3
+		AND m.channel_id > ch.channel_id ORDER BY m.channel_id LIMIT 1)
+	FROM ch WHERE ch.channel_id IS NOT NULL)
+SELECT channel_id FROM ch WHERE channel_id IS NOT NULL LIMIT $6;
+
+-- $1 @queue_no
+-- messages.size_by_channel
+SELECT channel_id, coalesce(sum(size_bytes), 0), max(id) FROM messages WHERE queue_no = $1 GROUP BY channel_id;
+
+-- $1 @queue_id, $2 @discarded
+-- messages.add_discarded
+INSERT INTO queue_discards (queue_id, discarded) VALUES ($1, $2)
+ON CONFLICT (queue_id) DO UPDATE SET discarded = queue_discards.discarded + excluded.discarded;
+
+-- $1 @queue_id
+-- messages.discarded
+SELECT coalesce((SELECT discarded FROM queue_discards WHERE queue_id = $1), 0);
