@@ -45,7 +45,12 @@ func TestSendRetryingAfterDeadlock(t *testing.T) {
 	require.NoError(t, err)
 	otherDone := make(chan error, 1)
 	go func() {
-		time.Sleep(100 * time.Millisecond) // the batch has taken row 2 and waits for row 1
+		// Only once the batch has taken row 2 and waits for row 1: the batch must be the first to wait.
+		if err := waitForLockWait(ctx, pool); err != nil {
+			_ = other.Rollback(ctx)
+			otherDone <- err
+			return
+		}
 		if _, err := other.Exec(ctx, `UPDATE pair SET n = n + 1 WHERE id = 2`); err != nil {
 			_ = other.Rollback(ctx)
 			otherDone <- err
@@ -101,4 +106,21 @@ func deadlockError(t *testing.T, ctx context.Context, pool interface {
 	}
 	require.Error(t, aborted, "no deadlock")
 	return aborted
+}
+
+// waitForLockWait polls until a session of pool's database waits for a row lock.
+func waitForLockWait(ctx context.Context, pool *pgxpool.Pool) error {
+	for {
+		var waiting bool
+		err := pool.QueryRow(ctx, `SELECT EXISTS (SELECT 1 FROM pg_stat_activity
+			WHERE datname = current_database() AND wait_event_type = 'Lock')`).Scan(&waiting)
+		if err != nil || waiting {
+			return err
+		}
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-time.After(5 * time.Millisecond):
+		}
+	}
 }
