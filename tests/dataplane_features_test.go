@@ -1,7 +1,6 @@
 package tests
 
 import (
-	"bufio"
 	"context"
 	"fmt"
 	"net/http"
@@ -15,6 +14,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/ferry-mq/ferry/openapi/sdk"
+	"github.com/ferry-mq/ferry/tests/e2e"
 	"github.com/ferry-mq/ferry/tests/testserver"
 )
 
@@ -26,7 +26,7 @@ func TestLongPollWakesAcrossNodes(t *testing.T) {
 	tenancyID, c := srv.Admin(t, "dp")
 	second := srv.Peer(t)
 	c2 := second.AdminOf(t, tenancyID)
-	q := createQueue(t, c, tenancyID)
+	q := c.NewQueue(t, tenancyID)
 	<-srv.Node.Messaging().Ready() // the first node LISTENs
 
 	for round := range 3 { // more than once: a wake-up is not a one-off
@@ -37,7 +37,7 @@ func TestLongPollWakesAcrossNodes(t *testing.T) {
 		}
 		done := make(chan result, 1)
 		go func() {
-			resp, err := c.GetMessagesWithResponse(context.Background(), q, &sdk.GetMessagesParams{TimeoutInSeconds: ptr(10)})
+			resp, err := c.GetMessagesWithResponse(context.Background(), q, &sdk.GetMessagesParams{TimeoutInSeconds: e2e.Ptr(10)})
 			if err == nil && resp.JSON200 == nil {
 				err = fmt.Errorf("status %d: %s", resp.StatusCode(), resp.Body)
 			}
@@ -49,20 +49,20 @@ func TestLongPollWakesAcrossNodes(t *testing.T) {
 		}()
 		require.Eventually(t, func() bool { return srv.Node.Messaging().Waiting() == 1 }, 5*time.Second, 5*time.Millisecond)
 		putAt := time.Now()
-		sent := put(t, c2, q, msg("from the second node "+strconv.Itoa(round)))
+		sent := c2.Put(t, q, e2e.Msg("from the second node "+strconv.Itoa(round)))
 		r := <-done
 		require.NoError(t, r.err)
 		require.Len(t, r.msgs, 1)
 		require.Equal(t, sent[0].Id, r.msgs[0].Id)
 		require.Less(t, r.at.Sub(putAt), 200*time.Millisecond, "round %d", round)
-		deleteAll(t, c, q, r.msgs)
+		c.DeleteAll(t, q, r.msgs)
 	}
 
 	// The same for a message on a channel that the first node has not seen yet (its channel list is cached).
 	for _, channel := range []string{"orders", "payments"} {
 		done := make(chan []sdk.GetMessage, 1)
 		go func() {
-			resp, err := c.GetMessagesWithResponse(context.Background(), q, &sdk.GetMessagesParams{TimeoutInSeconds: ptr(10)})
+			resp, err := c.GetMessagesWithResponse(context.Background(), q, &sdk.GetMessagesParams{TimeoutInSeconds: e2e.Ptr(10)})
 			if err != nil || resp.JSON200 == nil {
 				done <- nil
 				return
@@ -71,18 +71,18 @@ func TestLongPollWakesAcrossNodes(t *testing.T) {
 		}()
 		require.Eventually(t, func() bool { return srv.Node.Messaging().Waiting() == 1 }, 5*time.Second, 5*time.Millisecond)
 		putAt := time.Now()
-		put(t, c2, q, msgOn("on "+channel, channel))
+		c2.Put(t, q, e2e.MsgOn("on "+channel, channel))
 		got := <-done
 		require.Len(t, got, 1, channel)
 		require.Less(t, time.Since(putAt), 200*time.Millisecond, "a put on the new channel %s woke the long poll", channel)
-		deleteAll(t, c, q, got)
+		c.DeleteAll(t, q, got)
 	}
 	// And a short poll on the first node soon sees a new channel's message published on the second (not only
 	// at the next refresh of its channel list, a second later).
 	putAt := time.Now()
-	put(t, c2, q, msgOn("short poll", "refunds"))
+	c2.Put(t, q, e2e.MsgOn("short poll", "refunds"))
 	require.Eventually(t, func() bool {
-		resp, err := c.GetMessagesWithResponse(context.Background(), q, &sdk.GetMessagesParams{TimeoutInSeconds: ptr(0)})
+		resp, err := c.GetMessagesWithResponse(context.Background(), q, &sdk.GetMessagesParams{TimeoutInSeconds: e2e.Ptr(0)})
 		return err == nil && resp.JSON200 != nil && len(resp.JSON200.Messages) == 1
 	}, 2*time.Second, 10*time.Millisecond)
 	require.Less(t, time.Since(putAt), 300*time.Millisecond)
@@ -94,7 +94,7 @@ func TestLongPollTimeouts(t *testing.T) {
 	t.Parallel()
 	srv := testserver.Start(t)
 	tenancyID, c := srv.Admin(t, "dp")
-	q := createQueue(t, c, tenancyID, withTimeout(1))
+	q := c.NewQueue(t, tenancyID, e2e.WithTimeout(1))
 
 	start := time.Now()
 	resp, err := c.GetMessagesWithResponse(context.Background(), q, &sdk.GetMessagesParams{}) // the queue's 1 s
@@ -104,11 +104,11 @@ func TestLongPollTimeouts(t *testing.T) {
 	require.InDelta(t, 1.0, time.Since(start).Seconds(), 0.5)
 
 	start = time.Now()
-	require.Empty(t, get(t, c, q, timeout(2)))
+	require.Empty(t, c.Get(t, q, e2e.Timeout(2)))
 	require.InDelta(t, 2.0, time.Since(start).Seconds(), 0.5)
 
 	start = time.Now()
-	require.Empty(t, get(t, c, q, timeout(0)))
+	require.Empty(t, c.Get(t, q, e2e.Timeout(0)))
 	require.Less(t, time.Since(start), 500*time.Millisecond, "timeoutInSeconds 0 answers at once")
 	require.Zero(t, srv.Node.Messaging().Waiting())
 }
@@ -123,7 +123,7 @@ func TestManyLongPollsHoldNoConnections(t *testing.T) {
 	)
 	srv := testserver.Start(t)
 	tenancyID, c := srv.Admin(t, "dp")
-	q := createQueue(t, c, tenancyID, withVisibility(600))
+	q := c.NewQueue(t, tenancyID, e2e.WithVisibility(600))
 
 	type result struct {
 		msgs []sdk.GetMessage
@@ -134,7 +134,7 @@ func TestManyLongPollsHoldNoConnections(t *testing.T) {
 	start := time.Now()
 	for range waiters {
 		go func() {
-			resp, err := c.GetMessagesWithResponse(context.Background(), q, &sdk.GetMessagesParams{TimeoutInSeconds: ptr(6)})
+			resp, err := c.GetMessagesWithResponse(context.Background(), q, &sdk.GetMessagesParams{TimeoutInSeconds: e2e.Ptr(6)})
 			if err == nil && resp.JSON200 == nil {
 				err = fmt.Errorf("status %d: %s", resp.StatusCode(), resp.Body)
 			}
@@ -151,7 +151,7 @@ func TestManyLongPollsHoldNoConnections(t *testing.T) {
 	require.Eventually(t, func() bool { return srv.Pool.Stat().AcquiredConns() <= 2 }, 10*time.Second, 5*time.Millisecond)
 	for range 20 {
 		require.LessOrEqual(t, srv.Pool.Stat().AcquiredConns(), int32(2), "connections held while %d calls wait", waiters)
-		time.Sleep(10 * time.Millisecond)
+		time.Sleep(10 * time.Millisecond) // sampling over a while is the subject: nothing to wait for
 	}
 
 	putAt := time.Now()
@@ -159,9 +159,9 @@ func TestManyLongPollsHoldNoConnections(t *testing.T) {
 	for b := 0; b < messages; b += 20 {
 		var entries []sdk.PutMessagesDetailsEntry
 		for i := b; i < min(b+20, messages); i++ {
-			entries = append(entries, msg("m"+strconv.Itoa(i)))
+			entries = append(entries, e2e.Msg("m"+strconv.Itoa(i)))
 		}
-		for _, r := range put(t, c, q, entries...) {
+		for _, r := range c.Put(t, q, entries...) {
 			sent = append(sent, r.Id)
 		}
 	}
@@ -190,7 +190,7 @@ func TestManyLongPollsHoldNoConnections(t *testing.T) {
 	require.Equal(t, sent, got, "every message went to exactly one waiter")
 	require.Less(t, lastDelivery.Sub(putAt), 3*time.Second, "waiters took the messages as they arrived, not at their timeout")
 	require.Zero(t, srv.Node.Messaging().Waiting())
-	requireStats(t, c, q, 0, messages, 0, 0)
+	c.RequireStats(t, q, 0, messages, 0, 0)
 }
 
 // TestDelayedMessage: a message published with delayInSeconds stays invisible (and is not counted as visible or
@@ -199,29 +199,29 @@ func TestDelayedMessage(t *testing.T) {
 	t.Parallel()
 	srv := testserver.Start(t)
 	tenancyID, c := srv.Admin(t, "dp")
-	q := createQueue(t, c, tenancyID)
+	q := c.NewQueue(t, tenancyID)
 
 	putAt := time.Now()
-	put(t, c, q, withMeta("later", sdk.MessageMetadata{DelayInSeconds: ptr(2)}), msg("now"))
-	now := get(t, c, q, limit(10))
+	c.Put(t, q, e2e.WithMeta("later", sdk.MessageMetadata{DelayInSeconds: e2e.Ptr(2)}), e2e.Msg("now"))
+	now := c.Get(t, q, e2e.Limit(10))
 	require.Len(t, now, 1, "only the undelayed message is visible")
 	require.Equal(t, "now", now[0].Content)
-	deleteAll(t, c, q, now)
+	c.DeleteAll(t, q, now)
 
-	st := stats(t, c, q)
+	st := c.Stats(t, q)
 	require.EqualValues(t, 0, st.Queue.VisibleMessages)
 	require.EqualValues(t, 0, st.Queue.InFlightMessages, "a delayed message was never leased")
 	require.EqualValues(t, 1, st.Queue.DelayedMessages)
 	require.EqualValues(t, len("later"), st.Queue.SizeInBytes, "a delayed message takes room in the queue")
 
-	later := get(t, c, q, timeout(10))
+	later := c.Get(t, q, e2e.Timeout(10))
 	require.Len(t, later, 1)
 	elapsed := time.Since(putAt)
 	require.Equal(t, "later", later[0].Content)
 	require.Equal(t, 1, later[0].DeliveryCount)
 	require.GreaterOrEqual(t, elapsed, 2*time.Second, "delivered before the delay ended")
 	require.Less(t, elapsed, 4*time.Second, "a waiting consumer finds the message soon after the delay ends")
-	st = stats(t, c, q)
+	st = c.Stats(t, q)
 	require.EqualValues(t, [3]int64{0, 1, 0}, [3]int64{st.Queue.VisibleMessages, st.Queue.InFlightMessages, st.Queue.DelayedMessages})
 }
 
@@ -232,47 +232,48 @@ func TestDeduplication(t *testing.T) {
 	t.Parallel()
 	srv := testserver.Start(t)
 	tenancyID, c := srv.Admin(t, "dp")
-	q := createQueue(t, c, tenancyID, withDedup(2))
+	q := c.NewQueue(t, tenancyID, e2e.WithDedup(2))
 	dedup := func(content, id string) sdk.PutMessagesDetailsEntry {
-		return withMeta(content, sdk.MessageMetadata{DeduplicationId: ptr(id)})
+		return e2e.WithMeta(content, sdk.MessageMetadata{DeduplicationId: e2e.Ptr(id)})
 	}
 
-	first := put(t, c, q, dedup("a", "k1"))[0]
+	first := c.Put(t, q, dedup("a", "k1"))[0]
 	firstAt := time.Now()
-	again := put(t, c, q, dedup("a, again", "k1"))[0]
+	again := c.Put(t, q, dedup("a, again", "k1"))[0]
 	require.Equal(t, first.Id, again.Id)
 	require.WithinDuration(t, first.ExpireAfter, again.ExpireAfter, time.Second, "a duplicate answers the original's expiry")
 
-	batch := put(t, c, q, dedup("b", "k2"), dedup("b, again", "k2"), dedup("a, third", "k1"), msg("plain"))
+	batch := c.Put(t, q, dedup("b", "k2"), dedup("b, again", "k2"), dedup("a, third", "k1"), e2e.Msg("plain"))
 	require.NotEqual(t, first.Id, batch[0].Id)
 	require.Equal(t, batch[0].Id, batch[1].Id, "a duplicate within one batch")
 	require.Equal(t, batch[0].ExpireAfter, batch[1].ExpireAfter)
 	require.Equal(t, first.Id, batch[2].Id)
 	require.NotEqual(t, batch[0].Id, batch[3].Id)
-	requireStats(t, c, q, 3, 0, 0, 0)
-	require.EqualValues(t, 3, storedMessages(t, srv, q))
+	c.RequireStats(t, q, 3, 0, 0, 0)
+	require.EqualValues(t, 3, srv.StoredMessages(t, q))
 
-	got := get(t, c, q, limit(10))
+	got := c.Get(t, q, e2e.Limit(10))
 	require.ElementsMatch(t, []string{"a", "b", "plain"}, []string{got[0].Content, got[1].Content, got[2].Content})
 	// The window runs from the first acceptance, not from consumption: a duplicate of a consumed message is
 	// still a duplicate.
-	deleteAll(t, c, q, got)
-	require.Equal(t, first.Id, put(t, c, q, dedup("a, fourth", "k1"))[0].Id)
-	requireStats(t, c, q, 0, 0, 0, 0)
+	c.DeleteAll(t, q, got)
+	require.Equal(t, first.Id, c.Put(t, q, dedup("a, fourth", "k1"))[0].Id)
+	c.RequireStats(t, q, 0, 0, 0, 0)
 
-	time.Sleep(time.Until(firstAt.Add(2100 * time.Millisecond))) // the window itself is the subject
-	after := put(t, c, q, dedup("a, after the window", "k1"))[0]
+	// To 2.1 s after the first acceptance: past the window, which runs from there (not from the duplicates).
+	srv.AdvanceClock(t, time.Until(firstAt.Add(2100*time.Millisecond)))
+	after := c.Put(t, q, dedup("a, after the window", "k1"))[0]
 	require.Greater(t, after.Id, batch[3].Id, "after the window the id is accepted as new")
-	require.Equal(t, after.Id, put(t, c, q, dedup("and deduplicated again", "k1"))[0].Id)
-	requireStats(t, c, q, 1, 0, 0, 0)
+	require.Equal(t, after.Id, c.Put(t, q, dedup("and deduplicated again", "k1"))[0].Id)
+	c.RequireStats(t, q, 1, 0, 0, 0)
 
 	// Without a window, deduplication ids are stored but ignored.
-	plain := createQueue(t, c, tenancyID)
-	one := put(t, c, plain, dedup("x", "k1"))[0]
-	two := put(t, c, plain, dedup("y", "k1"), dedup("z", "k1"))
+	plain := c.NewQueue(t, tenancyID)
+	one := c.Put(t, plain, dedup("x", "k1"))[0]
+	two := c.Put(t, plain, dedup("y", "k1"), dedup("z", "k1"))
 	require.NotEqual(t, one.Id, two[0].Id)
 	require.NotEqual(t, two[0].Id, two[1].Id)
-	requireStats(t, c, plain, 3, 0, 0, 0)
+	c.RequireStats(t, plain, 3, 0, 0, 0)
 }
 
 // TestConcurrentDuplicatePuts: the same deduplicationId published concurrently is stored once.
@@ -280,7 +281,7 @@ func TestConcurrentDuplicatePuts(t *testing.T) {
 	t.Parallel()
 	srv := testserver.Start(t)
 	tenancyID, c := srv.Admin(t, "dp")
-	q := createQueue(t, c, tenancyID, withDedup(60))
+	q := c.NewQueue(t, tenancyID, e2e.WithDedup(60))
 
 	const n = 16
 	idsSeen := make(chan int64, n)
@@ -290,7 +291,7 @@ func TestConcurrentDuplicatePuts(t *testing.T) {
 		go func() {
 			defer wg.Done()
 			resp, err := c.PutMessagesWithResponse(context.Background(), q, &sdk.PutMessagesParams{}, sdk.PutMessagesDetails{
-				Messages: []sdk.PutMessagesDetailsEntry{withMeta("copy "+strconv.Itoa(i), sdk.MessageMetadata{DeduplicationId: ptr("same")})},
+				Messages: []sdk.PutMessagesDetailsEntry{e2e.WithMeta("copy "+strconv.Itoa(i), sdk.MessageMetadata{DeduplicationId: e2e.Ptr("same")})},
 			})
 			if err != nil || resp.JSON200 == nil {
 				idsSeen <- -1
@@ -307,7 +308,7 @@ func TestConcurrentDuplicatePuts(t *testing.T) {
 	}
 	require.Len(t, distinct, 1, "every concurrent put answers the same id: %v", distinct)
 	require.NotContains(t, distinct, int64(-1))
-	require.EqualValues(t, 1, storedMessages(t, srv, q))
+	require.EqualValues(t, 1, srv.StoredMessages(t, q))
 }
 
 // TestRetention: a message past retentionInSeconds is never delivered, and the maintainer deletes it (counting it
@@ -317,65 +318,33 @@ func TestRetention(t *testing.T) {
 	srv := testserver.Start(t)
 	srv.Node.Maintainer().Stop() // this test runs the cycles itself, to observe the state between them
 	tenancyID, c := srv.Admin(t, "dp")
-	q := createQueue(t, c, tenancyID, withRetention(10))
-	keep := createQueue(t, c, tenancyID) // the default retention of a day
+	q := c.NewQueue(t, tenancyID, e2e.WithRetention(10))
+	keep := c.NewQueue(t, tenancyID) // the default retention of a day
 	ctx := context.Background()
 
-	sent := put(t, c, q, msg("short-lived"), msg("also short-lived"))
-	put(t, c, keep, msg("long-lived"))
+	sent := c.Put(t, q, e2e.Msg("short-lived"), e2e.Msg("also short-lived"))
+	c.Put(t, keep, e2e.Msg("long-lived"))
 	ran, err := srv.Node.Maintainer().RunOnce(ctx) // records the id watermark that the later cycle uses
 	require.NoError(t, err)
 	require.True(t, ran)
-	requireStats(t, c, q, 2, 0, 0, 0)
+	c.RequireStats(t, q, 2, 0, 0, 0)
 
-	time.Sleep(time.Until(sent[0].ExpireAfter.Add(100 * time.Millisecond))) // the retention itself is the subject
+	// To just past the messages' expiry; the watermark recorded above is now older than the retention.
+	srv.AdvanceClock(t, time.Until(sent[0].ExpireAfter.Add(100*time.Millisecond)))
 	// Expired but not deleted yet: invisible to consumers and to the stats.
-	require.EqualValues(t, 2, storedMessages(t, srv, q))
-	require.Empty(t, get(t, c, q, limit(10)))
-	requireStats(t, c, q, 0, 0, 0, 0)
+	require.EqualValues(t, 2, srv.StoredMessages(t, q))
+	require.Empty(t, c.Get(t, q, e2e.Limit(10)))
+	c.RequireStats(t, q, 0, 0, 0, 0)
 
-	require.Eventually(t, func() bool {
-		if _, err := srv.Node.Maintainer().RunOnce(ctx); err != nil {
-			return false
-		}
-		var n int64
-		return srv.Pool.QueryRow(ctx, `SELECT count(*) FROM messages WHERE queue_no = (SELECT no FROM queues WHERE id = $1)`, q).Scan(&n) == nil && n == 0
-	}, 10*time.Second, 100*time.Millisecond)
-	require.Zero(t, storedMessages(t, srv, q))
-	require.EqualValues(t, 1, storedMessages(t, srv, keep), "other queues keep their messages")
-	requireStats(t, c, keep, 1, 0, 0, 0)
-
-	expired := metricValue(t, srv, "ferry_messages_expired", q)
-	require.EqualValues(t, 2, expired)
-}
-
-// metricValue sums the samples of a Prometheus metric (name or name_total) that carry the queue label.
-func metricValue(t *testing.T, srv *testserver.Server, name, queueID string) float64 {
-	t.Helper()
-	resp, err := srv.HTTP.Client().Get(srv.URL + "/metrics")
+	ran, err = srv.Node.Maintainer().RunOnce(ctx) // the cycle after the retention deletes them
 	require.NoError(t, err)
-	defer resp.Body.Close()
-	require.Equal(t, http.StatusOK, resp.StatusCode)
-	var sum float64
-	found := false
-	sc := bufio.NewScanner(resp.Body)
-	sc.Buffer(make([]byte, 1<<20), 1<<20)
-	for sc.Scan() {
-		line := sc.Text()
-		if !strings.HasPrefix(line, name+"{") && !strings.HasPrefix(line, name+"_total{") {
-			continue
-		}
-		if !strings.Contains(line, `queue="`+queueID+`"`) {
-			continue
-		}
-		v, err := strconv.ParseFloat(line[strings.LastIndexByte(line, ' ')+1:], 64)
-		require.NoError(t, err, line)
-		sum += v
-		found = true
-	}
-	require.NoError(t, sc.Err())
-	require.True(t, found, "no %s sample for queue %s in /metrics", name, queueID)
-	return sum
+	require.True(t, ran)
+	require.Zero(t, srv.StoredMessages(t, q))
+	require.EqualValues(t, 1, srv.StoredMessages(t, keep), "other queues keep their messages")
+	c.RequireStats(t, keep, 1, 0, 0, 0)
+
+	expired := srv.MetricValue(t, "ferry_messages_expired", q)
+	require.EqualValues(t, 2, expired)
 }
 
 // TestPurgeTypes: NORMAL, DLQ and BOTH each delete only their messages, and only of the purged queue.
@@ -383,9 +352,9 @@ func TestPurgeTypes(t *testing.T) {
 	t.Parallel()
 	srv := testserver.Start(t)
 	tenancyID, c := srv.Admin(t, "dp")
-	q := createQueue(t, c, tenancyID, withDLQ(1))
-	other := createQueue(t, c, tenancyID)
-	put(t, c, other, msg("bystander"))
+	q := c.NewQueue(t, tenancyID, e2e.WithDLQ(1))
+	other := c.NewQueue(t, tenancyID)
+	c.Put(t, other, e2e.Msg("bystander"))
 
 	// deadLetter moves n fresh messages to the DLQ (of an empty queue): one delivery each, then the next lease
 	// dead-letters them.
@@ -393,42 +362,42 @@ func TestPurgeTypes(t *testing.T) {
 		t.Helper()
 		var entries []sdk.PutMessagesDetailsEntry
 		for i := range n {
-			entries = append(entries, msg("poison "+strconv.Itoa(i)))
+			entries = append(entries, e2e.Msg("poison "+strconv.Itoa(i)))
 		}
-		put(t, c, q, entries...)
-		require.Len(t, get(t, c, q, limit(n), visibility(0)), n)
-		require.Empty(t, get(t, c, q, limit(n)))
+		c.Put(t, q, entries...)
+		require.Len(t, c.Get(t, q, e2e.Limit(n), e2e.Visibility(0)), n)
+		require.Empty(t, c.Get(t, q, e2e.Limit(n)))
 	}
 	deadLetter(2)
-	put(t, c, q, msg("a"), msg("b"), msg("c"))
-	inFlight := get(t, c, q, limit(1)) // a leased message is purged too
+	c.Put(t, q, e2e.Msg("a"), e2e.Msg("b"), e2e.Msg("c"))
+	inFlight := c.Get(t, q, e2e.Limit(1)) // a leased message is purged too
 	require.Len(t, inFlight, 1)
-	requireStats(t, c, q, 2, 1, 2, 0)
+	c.RequireStats(t, q, 2, 1, 2, 0)
 
-	purge(t, srv, c, q, sdk.PurgeTypeNORMAL)
-	requireStats(t, c, q, 0, 0, 2, 0)
+	srv.Purge(t, c, q, sdk.PurgeTypeNORMAL)
+	c.RequireStats(t, q, 0, 0, 2, 0)
 	del, err := c.DeleteMessageWithResponse(context.Background(), q, inFlight[0].Receipt, &sdk.DeleteMessageParams{})
 	require.NoError(t, err)
-	requireAPIError(t, del.StatusCode(), del.Body, http.StatusNotFound, "NotAuthorizedOrNotFound", "receipt")
+	e2e.RequireAPIError(t, del.StatusCode(), del.Body, http.StatusNotFound, "NotAuthorizedOrNotFound", "receipt")
 
-	put(t, c, q, msg("d"))
-	requireStats(t, c, q, 1, 0, 2, 0)
-	purge(t, srv, c, q, sdk.PurgeTypeDLQ)
-	requireStats(t, c, q, 1, 0, 0, 0)
+	c.Put(t, q, e2e.Msg("d"))
+	c.RequireStats(t, q, 1, 0, 2, 0)
+	srv.Purge(t, c, q, sdk.PurgeTypeDLQ)
+	c.RequireStats(t, q, 1, 0, 0, 0)
 
-	purge(t, srv, c, q, sdk.PurgeTypeNORMAL)
+	srv.Purge(t, c, q, sdk.PurgeTypeNORMAL)
 	deadLetter(1)
-	put(t, c, q, msg("e"), msg("f"))
-	requireStats(t, c, q, 2, 0, 1, 0)
-	purge(t, srv, c, q, sdk.PurgeTypeBOTH)
-	requireStats(t, c, q, 0, 0, 0, 0)
-	require.Zero(t, storedMessages(t, srv, q))
+	c.Put(t, q, e2e.Msg("e"), e2e.Msg("f"))
+	c.RequireStats(t, q, 2, 0, 1, 0)
+	srv.Purge(t, c, q, sdk.PurgeTypeBOTH)
+	c.RequireStats(t, q, 0, 0, 0, 0)
+	require.Zero(t, srv.StoredMessages(t, q))
 
-	requireStats(t, c, other, 1, 0, 0, 0)
-	require.EqualValues(t, 1, storedMessages(t, srv, ""), "only the bystander is left")
+	c.RequireStats(t, other, 1, 0, 0, 0)
+	require.EqualValues(t, 1, srv.StoredMessages(t, ""), "only the bystander is left")
 	// The queue works after a purge.
-	put(t, c, q, msg("after"))
-	require.Len(t, get(t, c, q), 1)
+	c.Put(t, q, e2e.Msg("after"))
+	require.Len(t, c.Get(t, q), 1)
 }
 
 // TestListChannels: GET /channels lists the channels that hold messages, in order, a page at a time, optionally
@@ -437,10 +406,10 @@ func TestListChannels(t *testing.T) {
 	t.Parallel()
 	srv := testserver.Start(t)
 	tenancyID, c := srv.Admin(t, "dp")
-	q := createQueue(t, c, tenancyID)
+	q := c.NewQueue(t, tenancyID)
 	ctx := context.Background()
-	put(t, c, q, msg("default channel"), msgOn("1", "a1"), msgOn("2", "a2"), msgOn("3", "a3"), msgOn("4", "b1"),
-		msgOn("5", "c1"), msgOn("6", "a2"), msgOn("7", "a\nnewline"), msgOn("8", "ä-umlaut"))
+	c.Put(t, q, e2e.Msg("default channel"), e2e.MsgOn("1", "a1"), e2e.MsgOn("2", "a2"), e2e.MsgOn("3", "a3"), e2e.MsgOn("4", "b1"),
+		e2e.MsgOn("5", "c1"), e2e.MsgOn("6", "a2"), e2e.MsgOn("7", "a\nnewline"), e2e.MsgOn("8", "ä-umlaut"))
 
 	list := func(filter string, pageSize int) (pages [][]string) {
 		t.Helper()
@@ -483,15 +452,15 @@ func TestListChannels(t *testing.T) {
 	require.Empty(t, flat(list("zz*", 2)))
 
 	// b1's only message goes: so does the channel.
-	got := get(t, c, q, channelFilter("b1"))
+	got := c.Get(t, q, e2e.ChannelFilter("b1"))
 	require.Len(t, got, 1)
 	require.Contains(t, flat(list("", 100)), "b1", "a leased message still holds its channel")
-	deleteAll(t, c, q, got)
+	c.DeleteAll(t, q, got)
 	require.Equal(t, []string{"a\nnewline", "a1", "a2", "a3", "c1", "ä-umlaut"}, flat(list("", 100)))
 
-	bad := raw(t, srv, srv.Token(t, tenancyID, "admin", "Administrators"), http.MethodGet,
+	bad := srv.RawJSON(t, srv.Token(t, tenancyID, "admin", "Administrators"), http.MethodGet,
 		"/20210201/queues/"+q+"/channels?page=not-a-page-token%21", nil)
-	requireAPIError(t, bad.Status, bad.Body, http.StatusBadRequest, "InvalidParameter", "page")
+	e2e.RequireAPIError(t, bad.Status, bad.Body, http.StatusBadRequest, "InvalidParameter", "page")
 }
 
 // TestChannelFilterOnGet: GetMessages with an exact channel or a prefix leases only from those channels.
@@ -499,9 +468,9 @@ func TestChannelFilterOnGet(t *testing.T) {
 	t.Parallel()
 	srv := testserver.Start(t)
 	tenancyID, c := srv.Admin(t, "dp")
-	q := createQueue(t, c, tenancyID)
-	put(t, c, q, msg("none"), msgOn("a1-1", "a1"), msgOn("a2-1", "a2"), msgOn("ab-1", "ab"), msgOn("b-1", "b"),
-		msgOn("a1-2", "a1"))
+	q := c.NewQueue(t, tenancyID)
+	c.Put(t, q, e2e.Msg("none"), e2e.MsgOn("a1-1", "a1"), e2e.MsgOn("a2-1", "a2"), e2e.MsgOn("ab-1", "ab"), e2e.MsgOn("b-1", "b"),
+		e2e.MsgOn("a1-2", "a1"))
 
 	contents := func(msgs []sdk.GetMessage) []string {
 		var out []string
@@ -514,11 +483,11 @@ func TestChannelFilterOnGet(t *testing.T) {
 		sort.Strings(out)
 		return out
 	}
-	require.Equal(t, []string{"a1-1", "a1-2"}, contents(get(t, c, q, limit(10), channelFilter("a1"))))
-	require.Empty(t, get(t, c, q, limit(10), channelFilter("a")), "an exact channel, not a prefix")
-	require.Equal(t, []string{"a2-1", "ab-1"}, contents(get(t, c, q, limit(10), channelFilter("a*"))))
-	require.Empty(t, get(t, c, q, limit(10), channelFilter("c*")))
-	rest := get(t, c, q, limit(10))
+	require.Equal(t, []string{"a1-1", "a1-2"}, contents(c.Get(t, q, e2e.Limit(10), e2e.ChannelFilter("a1"))))
+	require.Empty(t, c.Get(t, q, e2e.Limit(10), e2e.ChannelFilter("a")), "an exact channel, not a prefix")
+	require.Equal(t, []string{"a2-1", "ab-1"}, contents(c.Get(t, q, e2e.Limit(10), e2e.ChannelFilter("a*"))))
+	require.Empty(t, c.Get(t, q, e2e.Limit(10), e2e.ChannelFilter("c*")))
+	rest := c.Get(t, q, e2e.Limit(10))
 	require.Equal(t, []string{"b-1", "none"}, contents(rest))
 	for _, m := range rest {
 		if m.Content == "none" {
@@ -533,32 +502,32 @@ func TestChannelFairness(t *testing.T) {
 	t.Parallel()
 	srv := testserver.Start(t)
 	tenancyID, c := srv.Admin(t, "dp")
-	q := createQueue(t, c, tenancyID, withVisibility(600))
+	q := c.NewQueue(t, tenancyID, e2e.WithVisibility(600))
 
 	for b := range 100 {
 		entries := make([]sdk.PutMessagesDetailsEntry, 20)
 		for i := range entries {
-			entries[i] = msgOn("big "+strconv.Itoa(b*20+i), "big")
+			entries[i] = e2e.MsgOn("big "+strconv.Itoa(b*20+i), "big")
 		}
-		put(t, c, q, entries...)
+		c.Put(t, q, entries...)
 	}
-	put(t, c, q, msgOn("small 1", "small"), msgOn("small 2", "small"), msgOn("small 3", "small"))
+	c.Put(t, q, e2e.MsgOn("small 1", "small"), e2e.MsgOn("small 2", "small"), e2e.MsgOn("small 3", "small"))
 
-	require.EqualValues(t, 2000, statsOf(t, c, q, "big").Queue.VisibleMessages)
-	require.EqualValues(t, 3, statsOf(t, c, q, "small").Queue.VisibleMessages)
-	require.EqualValues(t, 0, statsOf(t, c, q, "nothing").Queue.VisibleMessages)
-	require.EqualValues(t, 2003, statsOf(t, c, q, "").Queue.VisibleMessages)
+	require.EqualValues(t, 2000, c.StatsOf(t, q, "big").Queue.VisibleMessages)
+	require.EqualValues(t, 3, c.StatsOf(t, q, "small").Queue.VisibleMessages)
+	require.EqualValues(t, 0, c.StatsOf(t, q, "nothing").Queue.VisibleMessages)
+	require.EqualValues(t, 2003, c.StatsOf(t, q, "").Queue.VisibleMessages)
 
 	small := 0
 	for range 3 {
-		for _, m := range get(t, c, q, limit(10)) {
+		for _, m := range c.Get(t, q, e2e.Limit(10)) {
 			if strings.HasPrefix(m.Content, "small") {
 				small++
 			}
 		}
 	}
 	require.Equal(t, 3, small, "the small channel's messages within the first 3 gets of 10")
-	st := statsOf(t, c, q, "small")
+	st := c.StatsOf(t, q, "small")
 	require.EqualValues(t, [2]int64{0, 3}, [2]int64{st.Queue.VisibleMessages, st.Queue.InFlightMessages})
 	require.EqualValues(t, len("small 1")*3, st.Queue.SizeInBytes)
 }
@@ -569,38 +538,38 @@ func TestMaxSizeInBytes(t *testing.T) {
 	t.Parallel()
 	srv := testserver.Start(t)
 	tenancyID, c := srv.Admin(t, "dp")
-	q := createQueue(t, c, tenancyID, withMaxSize(1<<20), withVisibility(600))
+	q := c.NewQueue(t, tenancyID, e2e.WithMaxSize(1<<20), e2e.WithVisibility(600))
 	big := strings.Repeat("x", 200<<10)
 	ctx := context.Background()
 
 	var full *sdk.PutMessagesResponse
 	require.Eventually(t, func() bool {
-		resp, err := c.PutMessagesWithResponse(ctx, q, &sdk.PutMessagesParams{}, sdk.PutMessagesDetails{Messages: []sdk.PutMessagesDetailsEntry{msg(big)}})
+		resp, err := c.PutMessagesWithResponse(ctx, q, &sdk.PutMessagesParams{}, sdk.PutMessagesDetails{Messages: []sdk.PutMessagesDetailsEntry{e2e.Msg(big)}})
 		if err != nil || resp.StatusCode() == http.StatusOK {
 			return false
 		}
 		full = resp
 		return true
 	}, 15*time.Second, 50*time.Millisecond)
-	requireAPIError(t, full.StatusCode(), full.Body, http.StatusTooManyRequests, "TooManyRequests", "maxSizeInBytes")
+	e2e.RequireAPIError(t, full.StatusCode(), full.Body, http.StatusTooManyRequests, "TooManyRequests", "maxSizeInBytes")
 	retryAfter, err := strconv.Atoi(full.HTTPResponse.Header.Get("retry-after"))
 	require.NoError(t, err, "retry-after header")
 	require.Positive(t, retryAfter)
-	size := stats(t, c, q).Queue.SizeInBytes
+	size := c.Stats(t, q).Queue.SizeInBytes
 	require.Greater(t, size, int64(1<<20)-int64(len(big)), "the queue was (nearly) full")
 	require.Less(t, size, int64(4<<20), "the limit holds within a few refreshes")
 	// A rejected put stored nothing.
-	require.Equal(t, size, stats(t, c, q).Queue.SizeInBytes)
+	require.Equal(t, size, c.Stats(t, q).Queue.SizeInBytes)
 
 	for {
-		got := get(t, c, q, limit(32))
+		got := c.Get(t, q, e2e.Limit(32))
 		if len(got) == 0 {
 			break
 		}
-		deleteAll(t, c, q, got)
+		c.DeleteAll(t, q, got)
 	}
 	require.Eventually(t, func() bool {
-		resp, err := c.PutMessagesWithResponse(ctx, q, &sdk.PutMessagesParams{}, sdk.PutMessagesDetails{Messages: []sdk.PutMessagesDetailsEntry{msg(big)}})
+		resp, err := c.PutMessagesWithResponse(ctx, q, &sdk.PutMessagesParams{}, sdk.PutMessagesDetails{Messages: []sdk.PutMessagesDetailsEntry{e2e.Msg(big)}})
 		return err == nil && resp.StatusCode() == http.StatusOK
 	}, 10*time.Second, 100*time.Millisecond, "consuming makes room")
 }
@@ -611,7 +580,7 @@ func TestChannelConsumptionLimit(t *testing.T) {
 	t.Parallel()
 	srv := testserver.Start(t)
 	tenancyID, c := srv.Admin(t, "dp")
-	q := createQueue(t, c, tenancyID, withMaxSize(1<<20), withChannelLimit(10))
+	q := c.NewQueue(t, tenancyID, e2e.WithMaxSize(1<<20), e2e.WithChannelLimit(10))
 	ctx := context.Background()
 
 	// Concurrent small puts on several channels (the size bookkeeping is shared between them).
@@ -622,7 +591,7 @@ func TestChannelConsumptionLimit(t *testing.T) {
 			defer wg.Done()
 			for i := range 10 {
 				_, _ = c.PutMessagesWithResponse(ctx, q, &sdk.PutMessagesParams{}, sdk.PutMessagesDetails{
-					Messages: []sdk.PutMessagesDetailsEntry{msgOn("small", "ch"+strconv.Itoa((g+i)%3))},
+					Messages: []sdk.PutMessagesDetailsEntry{e2e.MsgOn("small", "ch"+strconv.Itoa((g+i)%3))},
 				})
 			}
 		}()
@@ -633,7 +602,7 @@ func TestChannelConsumptionLimit(t *testing.T) {
 	var hog *sdk.PutMessagesResponse
 	require.Eventually(t, func() bool {
 		resp, err := c.PutMessagesWithResponse(ctx, q, &sdk.PutMessagesParams{}, sdk.PutMessagesDetails{
-			Messages: []sdk.PutMessagesDetailsEntry{msgOn(chunk, "hog")},
+			Messages: []sdk.PutMessagesDetailsEntry{e2e.MsgOn(chunk, "hog")},
 		})
 		if err != nil || resp.StatusCode() == http.StatusOK {
 			return false
@@ -641,15 +610,15 @@ func TestChannelConsumptionLimit(t *testing.T) {
 		hog = resp
 		return true
 	}, 15*time.Second, 50*time.Millisecond)
-	requireAPIError(t, hog.StatusCode(), hog.Body, http.StatusTooManyRequests, "TooManyRequests", "hog", "channelConsumptionLimit")
+	e2e.RequireAPIError(t, hog.StatusCode(), hog.Body, http.StatusTooManyRequests, "TooManyRequests", "hog", "channelConsumptionLimit")
 	require.NotEmpty(t, hog.HTTPResponse.Header.Get("retry-after"))
-	hogBytes := statsOf(t, c, q, "hog").Queue.SizeInBytes
+	hogBytes := c.StatsOf(t, q, "hog").Queue.SizeInBytes
 	require.Greater(t, hogBytes, int64(104857-len(chunk)))
 
 	// The other channels are not affected.
-	put(t, c, q, msgOn(chunk, "other"))
-	require.EqualValues(t, len(chunk), statsOf(t, c, q, "other").Queue.SizeInBytes)
-	require.Equal(t, hogBytes, statsOf(t, c, q, "hog").Queue.SizeInBytes, "the rejected puts stored nothing")
+	c.Put(t, q, e2e.MsgOn(chunk, "other"))
+	require.EqualValues(t, len(chunk), c.StatsOf(t, q, "other").Queue.SizeInBytes)
+	require.Equal(t, hogBytes, c.StatsOf(t, q, "hog").Queue.SizeInBytes, "the rejected puts stored nothing")
 }
 
 // TestUpdateMessagesPerEntryErrors: each entry of updateMessages succeeds or fails on its own (valid, garbage,
@@ -658,18 +627,18 @@ func TestUpdateMessagesPerEntryErrors(t *testing.T) {
 	t.Parallel()
 	srv := testserver.Start(t)
 	tenancyID, c := srv.Admin(t, "dp")
-	q := createQueue(t, c, tenancyID, withDLQ(2))
+	q := c.NewQueue(t, tenancyID, e2e.WithDLQ(2))
 	ctx := context.Background()
-	put(t, c, q, msg("valid"), msg("stale"), msg("deleted"))
+	c.Put(t, q, e2e.Msg("valid"), e2e.Msg("stale"), e2e.Msg("deleted"))
 
-	valid := get(t, c, q, visibility(60))[0]
-	staleFirst := get(t, c, q, visibility(1))[0]
-	deleted := get(t, c, q, visibility(60))[0]
+	valid := c.Get(t, q, e2e.Visibility(60))[0]
+	staleFirst := c.Get(t, q, e2e.Visibility(1))[0]
+	deleted := c.Get(t, q, e2e.Visibility(60))[0]
 	require.Equal(t, []string{"valid", "stale", "deleted"}, []string{valid.Content, staleFirst.Content, deleted.Content})
-	deleteAll(t, c, q, []sdk.GetMessage{deleted})
+	c.DeleteAll(t, q, []sdk.GetMessage{deleted})
 	var staleNow sdk.GetMessage
 	require.Eventually(t, func() bool {
-		resp, err := c.GetMessagesWithResponse(ctx, q, &sdk.GetMessagesParams{VisibilityInSeconds: ptr(60), TimeoutInSeconds: ptr(0)})
+		resp, err := c.GetMessagesWithResponse(ctx, q, &sdk.GetMessagesParams{VisibilityInSeconds: e2e.Ptr(60), TimeoutInSeconds: e2e.Ptr(0)})
 		if err != nil || resp.JSON200 == nil || len(resp.JSON200.Messages) == 0 {
 			return false
 		}
@@ -704,14 +673,14 @@ func TestUpdateMessagesPerEntryErrors(t *testing.T) {
 		require.Nil(t, e.VisibleAfter)
 	}
 	// The stale receipt changed nothing: the current lease keeps its end; both leases hold.
-	requireStats(t, c, q, 0, 2, 0, 0)
+	c.RequireStats(t, q, 0, 2, 0, 0)
 	upd, err := c.UpdateMessageWithResponse(ctx, q, staleNow.Receipt, &sdk.UpdateMessageParams{}, sdk.UpdateMessageDetails{VisibilityInSeconds: 0})
 	require.NoError(t, err)
 	require.Equal(t, http.StatusOK, upd.StatusCode(), string(upd.Body))
 
 	// A DLQ receipt sent to the queue (no dlq=true) fails its entry and deletes nothing.
-	require.Empty(t, get(t, c, q), "the released message exceeded its delivery count: it moved to the DLQ")
-	dead := get(t, c, q, fromDLQ())
+	require.Empty(t, c.Get(t, q), "the released message exceeded its delivery count: it moved to the DLQ")
+	dead := c.Get(t, q, e2e.FromDLQ())
 	require.Len(t, dead, 1)
 	del, err := c.DeleteMessagesWithResponse(ctx, q, &sdk.DeleteMessagesParams{}, sdk.DeleteMessagesDetails{Entries: []sdk.DeleteMessagesDetailsEntry{
 		{Receipt: dead[0].Receipt}, {Receipt: valid.Receipt},
@@ -722,9 +691,9 @@ func TestUpdateMessagesPerEntryErrors(t *testing.T) {
 	require.Equal(t, "InvalidParameter", *del.JSON200.Entries[0].ErrorCode)
 	require.Contains(t, *del.JSON200.Entries[0].ErrorMessage, "DLQ")
 	require.Nil(t, del.JSON200.Entries[1].ErrorCode)
-	requireStats(t, c, q, 0, 0, 0, 1)
-	deleteAll(t, c, q, dead, fromDLQ())
-	requireStats(t, c, q, 0, 0, 0, 0)
+	c.RequireStats(t, q, 0, 0, 0, 1)
+	c.DeleteAll(t, q, dead, e2e.FromDLQ())
+	c.RequireStats(t, q, 0, 0, 0, 0)
 }
 
 // TestReceiptScope: a receipt works only on the queue that issued it, and a tampered receipt is rejected.
@@ -732,18 +701,18 @@ func TestReceiptScope(t *testing.T) {
 	t.Parallel()
 	srv := testserver.Start(t)
 	tenancyID, c := srv.Admin(t, "dp")
-	a := createQueue(t, c, tenancyID)
-	b := createQueue(t, c, tenancyID)
+	a := c.NewQueue(t, tenancyID)
+	b := c.NewQueue(t, tenancyID)
 	ctx := context.Background()
-	put(t, c, a, msg("on a"))
-	put(t, c, b, msg("on b"))
-	m := get(t, c, a, visibility(60))[0]
-	onB := get(t, c, b, visibility(60))[0]
+	c.Put(t, a, e2e.Msg("on a"))
+	c.Put(t, b, e2e.Msg("on b"))
+	m := c.Get(t, a, e2e.Visibility(60))[0]
+	onB := c.Get(t, b, e2e.Visibility(60))[0]
 	require.Equal(t, m.Id+1, onB.Id, "ids are global, so a receipt for a on b would name b's message if unscoped")
 
 	del, err := c.DeleteMessageWithResponse(ctx, b, m.Receipt, &sdk.DeleteMessageParams{})
 	require.NoError(t, err)
-	requireAPIError(t, del.StatusCode(), del.Body, http.StatusBadRequest, "InvalidParameter", "receipt")
+	e2e.RequireAPIError(t, del.StatusCode(), del.Body, http.StatusBadRequest, "InvalidParameter", "receipt")
 	batch, err := c.DeleteMessagesWithResponse(ctx, b, &sdk.DeleteMessagesParams{}, sdk.DeleteMessagesDetails{
 		Entries: []sdk.DeleteMessagesDetailsEntry{{Receipt: m.Receipt}},
 	})
@@ -752,9 +721,9 @@ func TestReceiptScope(t *testing.T) {
 	require.Equal(t, 1, batch.JSON200.ClientFailedCount)
 	upd, err := c.UpdateMessageWithResponse(ctx, b, m.Receipt, &sdk.UpdateMessageParams{}, sdk.UpdateMessageDetails{VisibilityInSeconds: 0})
 	require.NoError(t, err)
-	requireAPIError(t, upd.StatusCode(), upd.Body, http.StatusBadRequest, "InvalidParameter", "receipt")
-	requireStats(t, c, a, 0, 1, 0, 0)
-	requireStats(t, c, b, 0, 1, 0, 0)
+	e2e.RequireAPIError(t, upd.StatusCode(), upd.Body, http.StatusBadRequest, "InvalidParameter", "receipt")
+	c.RequireStats(t, a, 0, 1, 0, 0)
+	c.RequireStats(t, b, 0, 1, 0, 0)
 
 	// Change any one character of the receipt to its base64url neighbour (value xor 1): never accepted, not even
 	// in the last character, whose lowest bits carry no data.
@@ -766,12 +735,12 @@ func TestReceiptScope(t *testing.T) {
 		tampered[i] = alphabet[v^1]
 		del, err := c.DeleteMessageWithResponse(ctx, a, string(tampered), &sdk.DeleteMessageParams{})
 		require.NoError(t, err)
-		requireAPIError(t, del.StatusCode(), del.Body, http.StatusBadRequest, "InvalidParameter", "receipt")
+		e2e.RequireAPIError(t, del.StatusCode(), del.Body, http.StatusBadRequest, "InvalidParameter", "receipt")
 	}
-	requireStats(t, c, a, 0, 1, 0, 0)
+	c.RequireStats(t, a, 0, 1, 0, 0)
 
 	del, err = c.DeleteMessageWithResponse(ctx, a, m.Receipt, &sdk.DeleteMessageParams{})
 	require.NoError(t, err)
 	require.Equal(t, http.StatusNoContent, del.StatusCode(), string(del.Body))
-	requireStats(t, c, a, 0, 0, 0, 0)
+	c.RequireStats(t, a, 0, 0, 0, 0)
 }

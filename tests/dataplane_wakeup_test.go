@@ -13,6 +13,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/ferry-mq/ferry/openapi/sdk"
+	"github.com/ferry-mq/ferry/tests/e2e"
 	"github.com/ferry-mq/ferry/tests/testserver"
 )
 
@@ -30,7 +31,7 @@ func TestLongPollWakesForEveryBurst(t *testing.T) {
 	)
 	srv := testserver.Start(t)
 	tenancyID, c := srv.Admin(t, "wakeups")
-	q := createQueue(t, c, tenancyID, withVisibility(600))
+	q := c.NewQueue(t, tenancyID, e2e.WithVisibility(600))
 	ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
 	defer cancel()
 
@@ -84,7 +85,7 @@ func TestLongPollWakesForEveryBurst(t *testing.T) {
 			go func() {
 				defer puts.Done()
 				start := time.Now()
-				put(t, c, q, msg(content))
+				c.Put(t, q, e2e.Msg(content))
 				select {
 				case <-ch:
 				case <-time.After(3 * time.Second):
@@ -99,7 +100,8 @@ func TestLongPollWakesForEveryBurst(t *testing.T) {
 			}()
 		}
 		puts.Wait()
-		time.Sleep(time.Duration(b%3) * time.Millisecond)
+		time.Sleep(time.Duration(b%3) * time.Millisecond) // varied gaps between bursts are the subject
+
 	}
 	slices.Sort(lat)
 	t.Logf("put→receive over %d messages: p50 %s, p99 %s, max %s", len(lat), lat[len(lat)/2], lat[len(lat)*99/100], lat[len(lat)-1])
@@ -113,7 +115,7 @@ func TestDLQLongPollDoesNotTakeTheQueuesWakeUps(t *testing.T) {
 	t.Parallel()
 	srv := testserver.Start(t)
 	tenancyID, c := srv.Admin(t, "dlqwait")
-	q := createQueue(t, c, tenancyID, withDLQ(3))
+	q := c.NewQueue(t, tenancyID, e2e.WithDLQ(3))
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
 
@@ -123,7 +125,7 @@ func TestDLQLongPollDoesNotTakeTheQueuesWakeUps(t *testing.T) {
 		wait, dlq := 10, true
 		_, _ = c.GetMessagesWithResponse(ctx, q, &sdk.GetMessagesParams{TimeoutInSeconds: &wait, Dlq: &dlq})
 	}()
-	time.Sleep(150 * time.Millisecond)
+	require.Eventually(t, func() bool { return srv.Node.Messaging().Waiting() == 1 }, 5*time.Second, 5*time.Millisecond)
 	got := make(chan time.Time, 1)
 	go func() {
 		wait := 10
@@ -133,9 +135,9 @@ func TestDLQLongPollDoesNotTakeTheQueuesWakeUps(t *testing.T) {
 		}
 		close(got)
 	}()
-	time.Sleep(150 * time.Millisecond)
+	require.Eventually(t, func() bool { return srv.Node.Messaging().Waiting() == 2 }, 5*time.Second, 5*time.Millisecond)
 	start := time.Now()
-	put(t, c, q, msg("for the queue"))
+	c.Put(t, q, e2e.Msg("for the queue"))
 	at, ok := <-got
 	require.True(t, ok, "the queue's long poll got the message")
 	// Woken, it takes milliseconds; left to a fallback poll, at least 400 ms (0.7–1.3 s after a registration).
@@ -155,12 +157,12 @@ func TestDLQLongPollWakesWhenAMessageIsDeadLettered(t *testing.T) {
 	<-srv.Node.Messaging().Ready() // the first node LISTENs
 	for _, tc := range []struct {
 		name   string
-		leaser *sdk.ClientWithResponses // the node whose lease dead-letters the message
+		leaser *e2e.Client // the node whose lease dead-letters the message
 	}{{"same node", c}, {"across nodes", c2}} {
 		t.Run(tc.name, func(t *testing.T) {
-			q := createQueue(t, c, tenancyID, withDLQ(1))
-			put(t, c, q, msg("poison"))
-			require.Len(t, get(t, tc.leaser, q, visibility(1)), 1) // its only delivery
+			q := c.NewQueue(t, tenancyID, e2e.WithDLQ(1))
+			c.Put(t, q, e2e.Msg("poison"))
+			require.Len(t, tc.leaser.Get(t, q, e2e.Visibility(1)), 1) // its only delivery
 
 			got := make(chan time.Time, 1)
 			go func() { // waits on the first node's DLQ
@@ -172,9 +174,9 @@ func TestDLQLongPollWakesWhenAMessageIsDeadLettered(t *testing.T) {
 				close(got)
 			}()
 			require.Eventually(t, func() bool { return srv.Node.Messaging().Waiting() == 1 }, 5*time.Second, 5*time.Millisecond)
-			time.Sleep(1200 * time.Millisecond) // the lease expires
+			time.Sleep(1200 * time.Millisecond) // the lease (1 s) expires: real time passing is the subject
 			start := time.Now()
-			require.Empty(t, get(t, tc.leaser, q), "the next lease dead-letters the message instead of delivering it")
+			require.Empty(t, tc.leaser.Get(t, q), "the next lease dead-letters the message instead of delivering it")
 			at, ok := <-got
 			require.True(t, ok, "the DLQ's long poll got the message")
 			// Woken, it takes milliseconds; the fallback poll (every 0.7–1.3 s) would mostly come later.
