@@ -19,8 +19,7 @@ import (
 // receipt that only works in the group it was issued for.
 func TestConsumerGroupStatsAndScopes(t *testing.T) {
 	t.Parallel()
-	srv := testserver.Start(t)
-	tenancyID, c := srv.Admin(t, "cg-stats")
+	srv, tenancyID, c := testserver.StartAdmin(t)
 	ctx := context.Background()
 	q := c.NewQueue(t, tenancyID, e2e.WithConsumerGroups(true))
 	ga := c.NewGroup(t, q, "a", `:g = "a"`)
@@ -153,8 +152,7 @@ func TestConsumerGroupStatsAndScopes(t *testing.T) {
 // racing for one name give exactly one group and 409s (never a 500).
 func TestConsumerGroupConcurrentCreates(t *testing.T) {
 	t.Parallel()
-	srv := testserver.Start(t)
-	tenancyID, c := srv.Admin(t, "cg-race")
+	srv, tenancyID, c := testserver.StartAdmin(t)
 	q := c.NewQueue(t, tenancyID, e2e.WithConsumerGroups(false))
 	const n = 12
 	statuses := make([]int, 2*n)
@@ -191,8 +189,7 @@ func TestConsumerGroupConcurrentCreates(t *testing.T) {
 // (like deleted groups) once it is deleted.
 func TestConsumerGroupsOfDeletedQueue(t *testing.T) {
 	t.Parallel()
-	srv := testserver.Start(t)
-	tenancyID, c := srv.Admin(t, "cg-queue-deleted")
+	srv, tenancyID, c := testserver.StartAdmin(t)
 	ctx := context.Background()
 	q := c.NewQueue(t, tenancyID, e2e.WithConsumerGroups(true))
 	g := c.NewGroup(t, q, "g", "")

@@ -19,11 +19,7 @@ import (
 
 // groupNames lists the display names of groups in order.
 func groupNames(items []sdk.ConsumerGroup) []string {
-	out := make([]string, len(items))
-	for i, g := range items {
-		out[i] = g.DisplayName
-	}
-	return out
+	return e2e.Map(items, func(g sdk.ConsumerGroup) string { return g.DisplayName })
 }
 
 // listGroups lists a queue's groups with the given parameters (QueueId is set here) and requires the 200.
@@ -40,8 +36,7 @@ func listGroups(t *testing.T, c *e2e.Client, queueID string, p sdk.ListConsumerG
 // update of every field with etags, delete, unique names per queue, and the capability check.
 func TestConsumerGroupCRUD(t *testing.T) {
 	t.Parallel()
-	srv := testserver.Start(t)
-	tenancyID, c := srv.Admin(t, "cg-crud")
+	_, tenancyID, c := testserver.StartAdmin(t)
 	ctx := context.Background()
 	q := c.NewQueue(t, tenancyID, e2e.WithConsumerGroups(true), e2e.WithDLQ(4))
 
@@ -254,8 +249,7 @@ func TestConsumerGroupCRUD(t *testing.T) {
 // group, and disables the capability again.
 func TestConsumerGroupCapability(t *testing.T) {
 	t.Parallel()
-	srv := testserver.Start(t)
-	tenancyID, c := srv.Admin(t, "cg-cap")
+	_, tenancyID, c := testserver.StartAdmin(t)
 	ctx := context.Background()
 	q := c.NewQueue(t, tenancyID)
 
@@ -321,8 +315,7 @@ func TestConsumerGroupCapability(t *testing.T) {
 // gets the same 404 as for a group that does not exist.
 func TestConsumerGroupTenantIsolation(t *testing.T) {
 	t.Parallel()
-	srv := testserver.Start(t)
-	tenancyA, a := srv.Admin(t, "cg-iso-a")
+	srv, tenancyA, a := testserver.StartAdmin(t)
 	tenancyB, b := srv.Admin(t, "cg-iso-b")
 	ctx := context.Background()
 	qa := a.NewQueue(t, tenancyA, e2e.WithConsumerGroups(true))
@@ -366,8 +359,7 @@ func TestConsumerGroupTenantIsolation(t *testing.T) {
 // TestValidateFilter: the dry run parses and evaluates, never stores, and a bad request body is a 400.
 func TestValidateFilter(t *testing.T) {
 	t.Parallel()
-	srv := testserver.Start(t)
-	tenancyID, c := srv.Admin(t, "cg-validate")
+	srv, tenancyID, c := testserver.StartAdmin(t)
 	token := srv.Token(t, tenancyID, "admin", "Administrators")
 	const path = "/20210201/consumerGroups/actions/validateFilter"
 

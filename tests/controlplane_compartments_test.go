@@ -113,11 +113,7 @@ func compartmentTree(t *testing.T, client *e2e.Client, rootID string) map[string
 }
 
 func compartmentNames(items []sdk.Compartment) []string {
-	names := make([]string, 0, len(items))
-	for _, c := range items {
-		names = append(names, c.Name)
-	}
-	return names
+	return e2e.Map(items, func(c sdk.Compartment) string { return c.Name })
 }
 
 func TestCompartmentList(t *testing.T) {
@@ -252,11 +248,7 @@ func TestCompartmentPagination(t *testing.T) {
 }
 
 func compartmentIDsOf(items []sdk.Compartment) []string {
-	ids := make([]string, 0, len(items))
-	for _, c := range items {
-		ids = append(ids, c.Id)
-	}
-	return ids
+	return e2e.Map(items, func(c sdk.Compartment) string { return c.Id })
 }
 
 func TestCompartmentUpdate(t *testing.T) {

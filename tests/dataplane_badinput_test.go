@@ -22,8 +22,7 @@ import (
 // body {"code","message"} naming the offending field — never a 500 — and a rejected batch writes nothing.
 func TestDataPlaneBadInput(t *testing.T) {
 	t.Parallel()
-	srv := testserver.Start(t)
-	tenancyID, c := srv.Admin(t, "dp")
+	srv, tenancyID, c := testserver.StartAdmin(t)
 	token := srv.Token(t, tenancyID, "admin", "Administrators")
 	q := c.NewQueue(t, tenancyID)
 	messages := "/20210201/queues/" + q + "/messages"
@@ -211,8 +210,7 @@ func TestDataPlaneQueueLifecycle(t *testing.T) {
 // 404 and changes nothing; A's receipts are worthless on B's queues.
 func TestDataPlaneTenantIsolation(t *testing.T) {
 	t.Parallel()
-	srv := testserver.Start(t)
-	tenancyA, a := srv.Admin(t, "tenant-a")
+	srv, tenancyA, a := testserver.StartAdmin(t)
 	tenancyB, b := srv.Admin(t, "tenant-b")
 	qa := a.NewQueue(t, tenancyA, e2e.WithDLQ(5))
 	qb := b.NewQueue(t, tenancyB)

@@ -21,8 +21,7 @@ import (
 // those matching a channel filter; a channel disappears with its last message.
 func TestListChannels(t *testing.T) {
 	t.Parallel()
-	srv := testserver.Start(t)
-	tenancyID, c := srv.Admin(t, "dp")
+	srv, tenancyID, c := testserver.StartAdmin(t)
 	q := c.NewQueue(t, tenancyID)
 	ctx := context.Background()
 	c.Put(t, q, e2e.Msg("default channel"), e2e.MsgOn("1", "a1"), e2e.MsgOn("2", "a2"), e2e.MsgOn("3", "a3"), e2e.MsgOn("4", "b1"),
@@ -83,8 +82,7 @@ func TestListChannels(t *testing.T) {
 // TestChannelFilterOnGet: GetMessages with an exact channel or a prefix leases only from those channels.
 func TestChannelFilterOnGet(t *testing.T) {
 	t.Parallel()
-	srv := testserver.Start(t)
-	tenancyID, c := srv.Admin(t, "dp")
+	_, tenancyID, c := testserver.StartAdmin(t)
 	q := c.NewQueue(t, tenancyID)
 	c.Put(t, q, e2e.Msg("none"), e2e.MsgOn("a1-1", "a1"), e2e.MsgOn("a2-1", "a2"), e2e.MsgOn("ab-1", "ab"), e2e.MsgOn("b-1", "b"),
 		e2e.MsgOn("a1-2", "a1"))
@@ -117,8 +115,7 @@ func TestChannelFilterOnGet(t *testing.T) {
 // small channel published after 2,000 of a big one arrive within the first gets.
 func TestChannelFairness(t *testing.T) {
 	t.Parallel()
-	srv := testserver.Start(t)
-	tenancyID, c := srv.Admin(t, "dp")
+	_, tenancyID, c := testserver.StartAdmin(t)
 	q := c.NewQueue(t, tenancyID, e2e.WithVisibility(600))
 
 	for b := range 100 {
@@ -153,8 +150,7 @@ func TestChannelFairness(t *testing.T) {
 // is measured every few seconds, so the limit holds within a refresh); consuming makes room again.
 func TestMaxSizeInBytes(t *testing.T) {
 	t.Parallel()
-	srv := testserver.Start(t)
-	tenancyID, c := srv.Admin(t, "dp")
+	_, tenancyID, c := testserver.StartAdmin(t)
 	q := c.NewQueue(t, tenancyID, e2e.WithMaxSize(1<<20), e2e.WithVisibility(600))
 	big := strings.Repeat("x", 200<<10)
 	ctx := context.Background()
@@ -195,8 +191,7 @@ func TestMaxSizeInBytes(t *testing.T) {
 // maxSizeInBytes gets 429 while another channel still publishes. Concurrent puts check the limit safely.
 func TestChannelConsumptionLimit(t *testing.T) {
 	t.Parallel()
-	srv := testserver.Start(t)
-	tenancyID, c := srv.Admin(t, "dp")
+	_, tenancyID, c := testserver.StartAdmin(t)
 	q := c.NewQueue(t, tenancyID, e2e.WithMaxSize(1<<20), e2e.WithChannelLimit(10))
 	ctx := context.Background()
 

@@ -19,8 +19,7 @@ import (
 // in flight, but as delayed) until the delay ends, then is delivered like any other.
 func TestDelayedMessage(t *testing.T) {
 	t.Parallel()
-	srv := testserver.Start(t)
-	tenancyID, c := srv.Admin(t, "dp")
+	_, tenancyID, c := testserver.StartAdmin(t)
 	q := c.NewQueue(t, tenancyID)
 
 	putAt := time.Now()
@@ -52,8 +51,7 @@ func TestDelayedMessage(t *testing.T) {
 // ignored.
 func TestDeduplication(t *testing.T) {
 	t.Parallel()
-	srv := testserver.Start(t)
-	tenancyID, c := srv.Admin(t, "dp")
+	srv, tenancyID, c := testserver.StartAdmin(t)
 	q := c.NewQueue(t, tenancyID, e2e.WithDedup(2))
 	dedup := func(content, id string) sdk.PutMessagesDetailsEntry {
 		return e2e.WithMeta(content, sdk.MessageMetadata{DeduplicationId: e2e.Ptr(id)})
@@ -101,8 +99,7 @@ func TestDeduplication(t *testing.T) {
 // TestConcurrentDuplicatePuts: the same deduplicationId published concurrently is stored once.
 func TestConcurrentDuplicatePuts(t *testing.T) {
 	t.Parallel()
-	srv := testserver.Start(t)
-	tenancyID, c := srv.Admin(t, "dp")
+	srv, tenancyID, c := testserver.StartAdmin(t)
 	q := c.NewQueue(t, tenancyID, e2e.WithDedup(60))
 
 	const n = 16
@@ -172,8 +169,7 @@ func TestRetention(t *testing.T) {
 // TestPurgeTypes: NORMAL, DLQ and BOTH each delete only their messages, and only of the purged queue.
 func TestPurgeTypes(t *testing.T) {
 	t.Parallel()
-	srv := testserver.Start(t)
-	tenancyID, c := srv.Admin(t, "dp")
+	srv, tenancyID, c := testserver.StartAdmin(t)
 	q := c.NewQueue(t, tenancyID, e2e.WithDLQ(1))
 	other := c.NewQueue(t, tenancyID)
 	c.Put(t, other, e2e.Msg("bystander"))

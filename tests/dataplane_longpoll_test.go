@@ -2,7 +2,6 @@ package tests
 
 import (
 	"context"
-	"fmt"
 	"net/http"
 	"sort"
 	"strconv"
@@ -20,40 +19,23 @@ import (
 // nodes), within 200 ms.
 func TestLongPollWakesAcrossNodes(t *testing.T) {
 	t.Parallel()
-	srv := testserver.Start(t)
-	tenancyID, c := srv.Admin(t, "dp")
+	srv, tenancyID, c := testserver.StartAdmin(t)
 	second := srv.Peer(t)
 	c2 := second.AdminOf(t, tenancyID)
 	q := c.NewQueue(t, tenancyID)
 	<-srv.Node.Messaging().Ready() // the first node LISTENs
 
 	for round := range 3 { // more than once: a wake-up is not a one-off
-		type result struct {
-			msgs []sdk.GetMessage
-			at   time.Time
-			err  error
-		}
-		done := make(chan result, 1)
-		go func() {
-			resp, err := c.GetMessagesWithResponse(context.Background(), q, &sdk.GetMessagesParams{TimeoutInSeconds: e2e.Ptr(10)})
-			if err == nil && resp.JSON200 == nil {
-				err = fmt.Errorf("status %d: %s", resp.StatusCode(), resp.Body)
-			}
-			if err != nil {
-				done <- result{err: err}
-				return
-			}
-			done <- result{msgs: resp.JSON200.Messages, at: time.Now()}
-		}()
+		done := c.GetAsync(q, &sdk.GetMessagesParams{TimeoutInSeconds: e2e.Ptr(10)})
 		require.Eventually(t, func() bool { return srv.Node.Messaging().Waiting() == 1 }, 5*time.Second, 5*time.Millisecond)
 		putAt := time.Now()
 		sent := c2.Put(t, q, e2e.Msg("from the second node "+strconv.Itoa(round)))
 		r := <-done
-		require.NoError(t, r.err)
-		require.Len(t, r.msgs, 1)
-		require.Equal(t, sent[0].Id, r.msgs[0].Id)
-		require.Less(t, r.at.Sub(putAt), 200*time.Millisecond, "round %d", round)
-		c.DeleteAll(t, q, r.msgs)
+		require.NoError(t, r.Err)
+		require.Len(t, r.Msgs, 1)
+		require.Equal(t, sent[0].Id, r.Msgs[0].Id)
+		require.Less(t, r.At.Sub(putAt), 200*time.Millisecond, "round %d", round)
+		c.DeleteAll(t, q, r.Msgs)
 	}
 
 	// The same for a message on a channel that the first node has not seen yet (its channel list is cached).
@@ -90,8 +72,7 @@ func TestLongPollWakesAcrossNodes(t *testing.T) {
 // queue's timeoutInSeconds when the call does not say.
 func TestLongPollTimeouts(t *testing.T) {
 	t.Parallel()
-	srv := testserver.Start(t)
-	tenancyID, c := srv.Admin(t, "dp")
+	srv, tenancyID, c := testserver.StartAdmin(t)
 	q := c.NewQueue(t, tenancyID, e2e.WithTimeout(1))
 
 	start := time.Now()
@@ -119,29 +100,13 @@ func TestManyLongPollsHoldNoConnections(t *testing.T) {
 		waiters  = 200
 		messages = 50
 	)
-	srv := testserver.Start(t)
-	tenancyID, c := srv.Admin(t, "dp")
+	srv, tenancyID, c := testserver.StartAdmin(t)
 	q := c.NewQueue(t, tenancyID, e2e.WithVisibility(600))
 
-	type result struct {
-		msgs []sdk.GetMessage
-		at   time.Time
-		err  error
-	}
-	results := make(chan result, waiters)
+	results := make([]<-chan e2e.GetResult, waiters)
 	start := time.Now()
-	for range waiters {
-		go func() {
-			resp, err := c.GetMessagesWithResponse(context.Background(), q, &sdk.GetMessagesParams{TimeoutInSeconds: e2e.Ptr(6)})
-			if err == nil && resp.JSON200 == nil {
-				err = fmt.Errorf("status %d: %s", resp.StatusCode(), resp.Body)
-			}
-			if err != nil {
-				results <- result{err: err}
-				return
-			}
-			results <- result{msgs: resp.JSON200.Messages, at: time.Now()}
-		}()
+	for i := range waiters {
+		results[i] = c.GetAsync(q, &sdk.GetMessagesParams{TimeoutInSeconds: e2e.Ptr(6)})
 	}
 	require.Eventually(t, func() bool { return srv.Node.Messaging().Waiting() == waiters }, 10*time.Second, 10*time.Millisecond)
 	// Each waiter looks once more right after registering; after that, waiting holds no connection: sample the
@@ -167,20 +132,20 @@ func TestManyLongPollsHoldNoConnections(t *testing.T) {
 	var got []int64
 	var lastDelivery time.Time
 	empty := 0
-	for range waiters {
-		r := <-results
-		require.NoError(t, r.err)
-		switch len(r.msgs) {
+	for _, result := range results {
+		r := <-result
+		require.NoError(t, r.Err)
+		switch len(r.Msgs) {
 		case 0:
 			empty++
-			require.GreaterOrEqual(t, r.at.Sub(start), 5*time.Second, "an empty answer comes at the timeout")
+			require.GreaterOrEqual(t, r.At.Sub(start), 5*time.Second, "an empty answer comes at the timeout")
 		case 1:
-			got = append(got, r.msgs[0].Id)
-			if r.at.After(lastDelivery) {
-				lastDelivery = r.at
+			got = append(got, r.Msgs[0].Id)
+			if r.At.After(lastDelivery) {
+				lastDelivery = r.At
 			}
 		default:
-			t.Fatalf("limit 1 answered %d messages", len(r.msgs))
+			t.Fatalf("limit 1 answered %d messages", len(r.Msgs))
 		}
 	}
 	require.Equal(t, waiters-messages, empty)

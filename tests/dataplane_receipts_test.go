@@ -18,8 +18,7 @@ import (
 // stale and deleted receipts), counted in clientFailedCount; a DLQ receipt without dlq=true fails its entry.
 func TestUpdateMessagesPerEntryErrors(t *testing.T) {
 	t.Parallel()
-	srv := testserver.Start(t)
-	tenancyID, c := srv.Admin(t, "dp")
+	_, tenancyID, c := testserver.StartAdmin(t)
 	q := c.NewQueue(t, tenancyID, e2e.WithDLQ(2))
 	ctx := context.Background()
 	c.Put(t, q, e2e.Msg("valid"), e2e.Msg("stale"), e2e.Msg("deleted"))
@@ -92,8 +91,7 @@ func TestUpdateMessagesPerEntryErrors(t *testing.T) {
 // TestReceiptScope: a receipt works only on the queue that issued it, and a tampered receipt is rejected.
 func TestReceiptScope(t *testing.T) {
 	t.Parallel()
-	srv := testserver.Start(t)
-	tenancyID, c := srv.Admin(t, "dp")
+	_, tenancyID, c := testserver.StartAdmin(t)
 	a := c.NewQueue(t, tenancyID)
 	b := c.NewQueue(t, tenancyID)
 	ctx := context.Background()

@@ -28,8 +28,7 @@ func TestExactlyOnceUnderConcurrency(t *testing.T) {
 		total     = 5000
 		batch     = 20
 	)
-	srv := testserver.Start(t)
-	tenancyID, c := srv.Admin(t, "stress")
+	srv, tenancyID, c := testserver.StartAdmin(t)
 	q := c.NewQueue(t, tenancyID, e2e.WithVisibility(600))
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()
@@ -138,8 +137,7 @@ func TestExactlyOnceUnderConcurrency(t *testing.T) {
 // releasing them (a lease rewrites the row).
 func TestPurgeWhileConsuming(t *testing.T) {
 	t.Parallel()
-	srv := testserver.Start(t)
-	tenancyID, c := srv.Admin(t, "stress")
+	srv, tenancyID, c := testserver.StartAdmin(t)
 	q := c.NewQueue(t, tenancyID)
 	for b := range 150 {
 		entries := make([]sdk.PutMessagesDetailsEntry, 20)
@@ -176,8 +174,7 @@ func TestPurgeWhileConsuming(t *testing.T) {
 // behind once the queue is DELETED and the maintainer ran.
 func TestPutsRacingQueueDelete(t *testing.T) {
 	t.Parallel()
-	srv := testserver.Start(t)
-	tenancyID, c := srv.Admin(t, "stress")
+	srv, tenancyID, c := testserver.StartAdmin(t)
 	q := c.NewQueue(t, tenancyID)
 	ctx := context.Background()
 	c.Put(t, q, e2e.Msg("warm the caches"))

@@ -17,8 +17,7 @@ import (
 
 func TestPutGetDelete(t *testing.T) {
 	t.Parallel()
-	srv := testserver.Start(t)
-	tenancyID, c := srv.Admin(t, "dp")
+	_, tenancyID, c := testserver.StartAdmin(t)
 	q := c.NewQueue(t, tenancyID)
 	ctx := context.Background()
 
@@ -64,8 +63,7 @@ func TestPutGetDelete(t *testing.T) {
 // sets it), not chunked: chunking costs framing and one more write per answer, on the hottest read path.
 func TestGetMessagesAnswerHasItsLength(t *testing.T) {
 	t.Parallel()
-	srv := testserver.Start(t)
-	tenancyID, c := srv.Admin(t, "dp-length")
+	srv, tenancyID, c := testserver.StartAdmin(t)
 	q := c.NewQueue(t, tenancyID)
 	big := strings.Repeat("x", 4096)
 	c.Put(t, q, e2e.Msg(big), e2e.Msg(big))
@@ -81,8 +79,7 @@ func TestGetMessagesAnswerHasItsLength(t *testing.T) {
 // header) to the consumer; an explicit one wins.
 func TestTraceContextTravelsWithMessages(t *testing.T) {
 	t.Parallel()
-	srv := testserver.Start(t)
-	tenancyID, c := srv.Admin(t, "dp-trace")
+	_, tenancyID, c := testserver.StartAdmin(t)
 	q := c.NewQueue(t, tenancyID)
 	const header = "00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01"
 	explicit := "00-0af7651916cd43dd8448eb211c80319c-b7ad6b7169203331-01"
@@ -105,8 +102,7 @@ func TestTraceContextTravelsWithMessages(t *testing.T) {
 
 func TestVisibilityExpiryRedeliversAndStaleReceipt(t *testing.T) {
 	t.Parallel()
-	srv := testserver.Start(t)
-	tenancyID, c := srv.Admin(t, "dp")
+	_, tenancyID, c := testserver.StartAdmin(t)
 	q := c.NewQueue(t, tenancyID)
 	ctx := context.Background()
 	c.Put(t, q, e2e.Msg("m"))
@@ -138,8 +134,7 @@ func TestVisibilityExpiryRedeliversAndStaleReceipt(t *testing.T) {
 
 func TestDeadLetterQueueAndRedrive(t *testing.T) {
 	t.Parallel()
-	srv := testserver.Start(t)
-	tenancyID, c := srv.Admin(t, "dp")
+	_, tenancyID, c := testserver.StartAdmin(t)
 	q := c.NewQueue(t, tenancyID, e2e.WithDLQ(2))
 	ctx := context.Background()
 	c.Put(t, q, e2e.Msg("poison"))
@@ -173,29 +168,17 @@ func TestDeadLetterQueueAndRedrive(t *testing.T) {
 
 func TestLongPollWakesOnPut(t *testing.T) {
 	t.Parallel()
-	srv := testserver.Start(t)
-	tenancyID, c := srv.Admin(t, "dp")
+	srv, tenancyID, c := testserver.StartAdmin(t)
 	q := c.NewQueue(t, tenancyID)
 
-	type result struct {
-		msgs []sdk.GetMessage
-		at   time.Time
-	}
-	done := make(chan result, 1)
-	go func() {
-		resp, err := c.GetMessagesWithResponse(context.Background(), q, &sdk.GetMessagesParams{TimeoutInSeconds: e2e.Ptr(10)})
-		if err != nil || resp.JSON200 == nil {
-			done <- result{}
-			return
-		}
-		done <- result{resp.JSON200.Messages, time.Now()}
-	}()
+	done := c.GetAsync(q, &sdk.GetMessagesParams{TimeoutInSeconds: e2e.Ptr(10)})
 	require.Eventually(t, func() bool { return srv.Node.Messaging().Waiting() == 1 }, 5*time.Second, 5*time.Millisecond)
 	putAt := time.Now()
 	c.Put(t, q, e2e.Msg("wake"))
 	r := <-done
-	require.Len(t, r.msgs, 1)
-	require.Less(t, r.at.Sub(putAt), 200*time.Millisecond)
+	require.NoError(t, r.Err)
+	require.Len(t, r.Msgs, 1)
+	require.Less(t, r.At.Sub(putAt), 200*time.Millisecond)
 
 	// Nothing arrives: the call returns after timeoutInSeconds.
 	start := time.Now()

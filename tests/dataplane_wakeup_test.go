@@ -29,8 +29,7 @@ func TestLongPollWakesForEveryBurst(t *testing.T) {
 		bursts    = 400
 		late      = 500 * time.Millisecond // the fallback poll comes 0.7–1.3 s after a lost wake-up
 	)
-	srv := testserver.Start(t)
-	tenancyID, c := srv.Admin(t, "wakeups")
+	_, tenancyID, c := testserver.StartAdmin(t)
 	q := c.NewQueue(t, tenancyID, e2e.WithVisibility(600))
 	ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
 	defer cancel()
@@ -113,8 +112,7 @@ func TestLongPollWakesForEveryBurst(t *testing.T) {
 // queue's consumer to its fallback poll, a second later).
 func TestDLQLongPollDoesNotTakeTheQueuesWakeUps(t *testing.T) {
 	t.Parallel()
-	srv := testserver.Start(t)
-	tenancyID, c := srv.Admin(t, "dlqwait")
+	srv, tenancyID, c := testserver.StartAdmin(t)
 	q := c.NewQueue(t, tenancyID, e2e.WithDLQ(3))
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
@@ -150,8 +148,7 @@ func TestDLQLongPollDoesNotTakeTheQueuesWakeUps(t *testing.T) {
 // waiting on the DLQ, on the same node and on another one (NOTIFY crosses nodes).
 func TestDLQLongPollWakesWhenAMessageIsDeadLettered(t *testing.T) {
 	t.Parallel()
-	srv := testserver.Start(t)
-	tenancyID, c := srv.Admin(t, "dlqwake")
+	srv, tenancyID, c := testserver.StartAdmin(t)
 	second := srv.Peer(t)
 	c2 := second.AdminOf(t, tenancyID)
 	<-srv.Node.Messaging().Ready() // the first node LISTENs
@@ -164,23 +161,16 @@ func TestDLQLongPollWakesWhenAMessageIsDeadLettered(t *testing.T) {
 			c.Put(t, q, e2e.Msg("poison"))
 			require.Len(t, tc.leaser.Get(t, q, e2e.Visibility(1)), 1) // its only delivery
 
-			got := make(chan time.Time, 1)
-			go func() { // waits on the first node's DLQ
-				wait, dlq := 10, true
-				resp, err := c.GetMessagesWithResponse(context.Background(), q, &sdk.GetMessagesParams{TimeoutInSeconds: &wait, Dlq: &dlq})
-				if err == nil && resp.JSON200 != nil && len(resp.JSON200.Messages) == 1 {
-					got <- time.Now()
-				}
-				close(got)
-			}()
+			got := c.GetAsync(q, &sdk.GetMessagesParams{TimeoutInSeconds: e2e.Ptr(10), Dlq: e2e.Ptr(true)}) // on the first node's DLQ
 			require.Eventually(t, func() bool { return srv.Node.Messaging().Waiting() == 1 }, 5*time.Second, 5*time.Millisecond)
 			time.Sleep(1200 * time.Millisecond) // the lease (1 s) expires: real time passing is the subject
 			start := time.Now()
 			require.Empty(t, tc.leaser.Get(t, q), "the next lease dead-letters the message instead of delivering it")
-			at, ok := <-got
-			require.True(t, ok, "the DLQ's long poll got the message")
+			r := <-got
+			require.NoError(t, r.Err)
+			require.Len(t, r.Msgs, 1, "the DLQ's long poll got the message")
 			// Woken, it takes milliseconds; the fallback poll (every 0.7–1.3 s) would mostly come later.
-			require.Less(t, at.Sub(start), 300*time.Millisecond, "the DLQ's long poll was woken by the dead-lettering lease")
+			require.Less(t, r.At.Sub(start), 300*time.Millisecond, "the DLQ's long poll was woken by the dead-lettering lease")
 		})
 	}
 }

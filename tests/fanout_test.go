@@ -25,8 +25,7 @@ import (
 // receives every message, the exec-expenses group only its team's.
 func TestFanoutBillingExample(t *testing.T) {
 	t.Parallel()
-	srv := testserver.Start(t)
-	tenancyID, c := srv.Admin(t, "fanout-billing")
+	srv, tenancyID, c := testserver.StartAdmin(t)
 	q := c.NewQueue(t, tenancyID, e2e.WithConsumerGroups(true))
 	exec := c.NewGroup(t, q, "exec-expenses", `:team = "exec-expenses"`)
 
@@ -73,8 +72,7 @@ func TestFanoutBillingExample(t *testing.T) {
 // consumerGroups 0, nothing is stored, and it is counted in the stats and in ferry_messages_discarded.
 func TestFanoutDiscarded(t *testing.T) {
 	t.Parallel()
-	srv := testserver.Start(t)
-	tenancyID, c := srv.Admin(t, "fanout-discard")
+	srv, tenancyID, c := testserver.StartAdmin(t)
 	q := c.NewQueue(t, tenancyID, e2e.WithConsumerGroups(false))
 	c.NewGroup(t, q, "only-a", `:kind = "a"`)
 	other := c.NewQueue(t, tenancyID, e2e.WithConsumerGroups(true))
@@ -124,8 +122,7 @@ func TestFanoutDiscarded(t *testing.T) {
 // what is published after the change.
 func TestFanoutNotRetroactive(t *testing.T) {
 	t.Parallel()
-	srv := testserver.Start(t)
-	tenancyID, c := srv.Admin(t, "fanout-retro")
+	_, tenancyID, c := testserver.StartAdmin(t)
 	q := c.NewQueue(t, tenancyID, e2e.WithConsumerGroups(false))
 	g := c.NewGroup(t, q, "g", `:v = 1`)
 	v := func(content string, n int) sdk.PutMessagesDetailsEntry {
@@ -163,8 +160,7 @@ func TestFanoutNotRetroactive(t *testing.T) {
 // them), while every group receives every message.
 func TestFanoutSharingVersusFanout(t *testing.T) {
 	t.Parallel()
-	srv := testserver.Start(t)
-	tenancyID, c := srv.Admin(t, "fanout-share")
+	srv, tenancyID, c := testserver.StartAdmin(t)
 	q := c.NewQueue(t, tenancyID, e2e.WithConsumerGroups(false))
 	c.NewGroup(t, q, "A", "")
 	c.NewGroup(t, q, "B", "")
@@ -221,8 +217,7 @@ func TestFanoutSharingVersusFanout(t *testing.T) {
 // untouched in the others, a group's deadLetterQueueDeliveryCount overrides the queue's, and redrive is per group.
 func TestFanoutPerGroupDLQ(t *testing.T) {
 	t.Parallel()
-	srv := testserver.Start(t)
-	tenancyID, c := srv.Admin(t, "fanout-dlq")
+	_, tenancyID, c := testserver.StartAdmin(t)
 	ctx := context.Background()
 	q := c.NewQueue(t, tenancyID, e2e.WithConsumerGroups(true), e2e.WithDLQ(2))
 	a := c.NewGroup(t, q, "A", "")                  // inherits 2
@@ -375,8 +370,7 @@ func TestFanoutCrossNode(t *testing.T) {
 // waiting for the node's own NOTIFY), even while other puts keep the cache warm.
 func TestFanoutSameNodeReadsItsWrites(t *testing.T) {
 	t.Parallel()
-	srv := testserver.Start(t)
-	tenancyID, c := srv.Admin(t, "fanout-ryw")
+	_, tenancyID, c := testserver.StartAdmin(t)
 	q := c.NewQueue(t, tenancyID, e2e.WithConsumerGroups(false))
 	stop := make(chan struct{})
 	var wg sync.WaitGroup
@@ -404,8 +398,7 @@ func TestFanoutSameNodeReadsItsWrites(t *testing.T) {
 // long poll in a group whose filter did not match keeps waiting.
 func TestFanoutLongPollPerGroup(t *testing.T) {
 	t.Parallel()
-	srv := testserver.Start(t)
-	tenancyID, c := srv.Admin(t, "fanout-poll")
+	srv, tenancyID, c := testserver.StartAdmin(t)
 	q := c.NewQueue(t, tenancyID, e2e.WithConsumerGroups(false))
 	c.NewGroup(t, q, "red", `:color = "red"`)
 	c.NewGroup(t, q, "blue", `:color = "blue"`)
@@ -443,8 +436,7 @@ func TestFanoutLongPollPerGroup(t *testing.T) {
 // any group.
 func TestFanoutDeduplication(t *testing.T) {
 	t.Parallel()
-	srv := testserver.Start(t)
-	tenancyID, c := srv.Admin(t, "fanout-dedup")
+	srv, tenancyID, c := testserver.StartAdmin(t)
 	q := c.NewQueue(t, tenancyID, e2e.WithConsumerGroups(true), e2e.WithDedup(60))
 	c.NewGroup(t, q, "a", `:k = "a"`)
 	c.NewGroup(t, q, "b", "")
@@ -473,8 +465,7 @@ func TestFanoutDeduplication(t *testing.T) {
 // through UpdateQueue applies to the next put on the same node, even while other puts keep the caches warm.
 func TestFanoutCapabilityReadsItsWrites(t *testing.T) {
 	t.Parallel()
-	srv := testserver.Start(t)
-	tenancyID, c := srv.Admin(t, "fanout-cap-ryw")
+	_, tenancyID, c := testserver.StartAdmin(t)
 	q := c.NewQueue(t, tenancyID, e2e.WithConsumerGroups(false))
 	c.NewGroup(t, q, "a", "")
 	c.NewGroup(t, q, "b", "")
@@ -514,8 +505,7 @@ func TestFanoutCapabilityReadsItsWrites(t *testing.T) {
 // TestFanoutPurge: a purge empties every consumer group of the queue (NORMAL: their queues, DLQ: their DLQs).
 func TestFanoutPurge(t *testing.T) {
 	t.Parallel()
-	srv := testserver.Start(t)
-	tenancyID, c := srv.Admin(t, "fanout-purge")
+	srv, tenancyID, c := testserver.StartAdmin(t)
 	q := c.NewQueue(t, tenancyID, e2e.WithConsumerGroups(true), e2e.WithDLQ(1))
 	c.NewGroup(t, q, "a", "")
 	c.Put(t, q, e2e.Msg("dead"))

@@ -32,8 +32,7 @@ import (
 // publish order, and a consumer is never handed a message of a group before the earlier one was acknowledged.
 func TestOrderedGroupsConcurrentConsumers(t *testing.T) {
 	t.Parallel()
-	srv := testserver.Start(t)
-	tenancyID, c := srv.Admin(t, "ordered-concurrent")
+	srv, tenancyID, c := testserver.StartAdmin(t)
 
 	type scenario struct {
 		name       string
@@ -206,8 +205,7 @@ func groupKey(e sdk.PutMessagesDetailsEntry) string {
 // never a second message of a group; acknowledging a head releases exactly its group's next message.
 func TestOrderedGroupsDoNotBlockEachOther(t *testing.T) {
 	t.Parallel()
-	srv := testserver.Start(t)
-	tenancyID, c := srv.Admin(t, "ordered-parallel")
+	srv, tenancyID, c := testserver.StartAdmin(t)
 	q := c.NewQueue(t, tenancyID)
 	c.Put(t, q, e2e.InGroup("a1", "A"), e2e.InGroup("b1", "B"), e2e.InGroup("a2", "A"), e2e.Msg("u1"), e2e.InGroup("b2", "B"), e2e.InGroup("a3", "A"), e2e.Msg("u2"))
 
@@ -252,8 +250,7 @@ func pick(msgs []sdk.GetMessage, wanted ...string) []sdk.GetMessage {
 // itself: unordered messages published after it are delivered at once, in batches.
 func TestOrderedGroupsUnorderedNotSlowed(t *testing.T) {
 	t.Parallel()
-	srv := testserver.Start(t)
-	tenancyID, c := srv.Admin(t, "ordered-unordered")
+	_, tenancyID, c := testserver.StartAdmin(t)
 	q := c.NewQueue(t, tenancyID)
 	for batch := 0; batch < 25; batch++ {
 		var entries []sdk.PutMessagesDetailsEntry
@@ -286,8 +283,7 @@ func TestOrderedGroupsUnorderedNotSlowed(t *testing.T) {
 // is delivered by the very call that moved it); redriven, it rejoins its group after the current head.
 func TestOrderedGroupDLQUnblocks(t *testing.T) {
 	t.Parallel()
-	srv := testserver.Start(t)
-	tenancyID, c := srv.Admin(t, "ordered-dlq")
+	srv, tenancyID, c := testserver.StartAdmin(t)
 	q := c.NewQueue(t, tenancyID, e2e.WithDLQ(1))
 	c.Put(t, q, e2e.InGroup("m1", "G"), e2e.InGroup("m2", "G"), e2e.InGroup("m3", "G"))
 
@@ -318,8 +314,7 @@ func TestOrderedGroupDLQUnblocks(t *testing.T) {
 // is delivered when its delay ends even while the group's head is leased (a delay takes it out of the order).
 func TestOrderedGroupDelayDoesNotBlock(t *testing.T) {
 	t.Parallel()
-	srv := testserver.Start(t)
-	tenancyID, c := srv.Admin(t, "ordered-delay")
+	srv, tenancyID, c := testserver.StartAdmin(t)
 	q := c.NewQueue(t, tenancyID)
 	group, delay := "G", 2
 	c.Put(t, q, e2e.WithMeta("late", sdk.MessageMetadata{MessageGroupId: &group, DelayInSeconds: &delay}))
@@ -350,8 +345,7 @@ func TestOrderedGroupDelayDoesNotBlock(t *testing.T) {
 // hold back the other group's copy of the next message.
 func TestOrderedGroupsPerConsumerGroup(t *testing.T) {
 	t.Parallel()
-	srv := testserver.Start(t)
-	tenancyID, c := srv.Admin(t, "ordered-fanout")
+	_, tenancyID, c := testserver.StartAdmin(t)
 	q := c.NewQueue(t, tenancyID, e2e.WithConsumerGroups(true))
 	c.NewGroup(t, q, "audit", "")
 	c.Put(t, q, e2e.InGroup("m1", "G"), e2e.InGroup("m2", "G"))
@@ -371,8 +365,7 @@ func TestOrderedGroupsPerConsumerGroup(t *testing.T) {
 // the purge, while a later message already waits behind it) lets the group continue with the message that is left.
 func TestOrderedGroupPurgeUnblocks(t *testing.T) {
 	t.Parallel()
-	srv := testserver.Start(t)
-	tenancyID, c := srv.Admin(t, "ordered-purge")
+	srv, tenancyID, c := testserver.StartAdmin(t)
 	q := c.NewQueue(t, tenancyID)
 	before := c.Put(t, q, e2e.InGroup("m1", "G"), e2e.InGroup("m2", "G"))
 	require.Equal(t, []string{"m1"}, e2e.Contents(c.Get(t, q, e2e.Limit(10), e2e.Visibility(60))))
@@ -408,8 +401,7 @@ func TestOrderedGroupPurgeUnblocks(t *testing.T) {
 // time exactly one of the group's messages is deliverable.
 func TestOrderedGroupConcurrentPuts(t *testing.T) {
 	t.Parallel()
-	srv := testserver.Start(t)
-	tenancyID, c := srv.Admin(t, "ordered-race")
+	srv, tenancyID, c := testserver.StartAdmin(t)
 	second := srv.Peer(t)
 	c2 := second.AdminOf(t, tenancyID)
 	q := c.NewQueue(t, tenancyID)
@@ -461,8 +453,7 @@ func TestOrderedGroupConcurrentPuts(t *testing.T) {
 // TestOrderedBadInput: messageGroupId is 1 to 128 characters.
 func TestOrderedBadInput(t *testing.T) {
 	t.Parallel()
-	srv := testserver.Start(t)
-	tenancyID, c := srv.Admin(t, "ordered-bad")
+	srv, tenancyID, c := testserver.StartAdmin(t)
 	q := c.NewQueue(t, tenancyID)
 	tok := srv.Token(t, tenancyID, "admin", "Administrators")
 	for _, body := range []string{

@@ -25,8 +25,7 @@ import (
 // channels; a second one receives nothing, not even by waiting, while the first keeps calling.
 func TestSingleActiveConsumerStandby(t *testing.T) {
 	t.Parallel()
-	srv := testserver.Start(t)
-	tenancyID, c := srv.Admin(t, "sac-standby")
+	srv, tenancyID, c := testserver.StartAdmin(t)
 	q := c.NewQueue(t, tenancyID, e2e.WithSingleActiveConsumer(5))
 	var sent []int64
 	for i := 0; i < 6; i++ {
@@ -60,8 +59,7 @@ func TestSingleActiveConsumerStandby(t *testing.T) {
 // previous consumer's unacknowledged messages first, in publish order, followed by the rest.
 func TestSingleActiveConsumerFailover(t *testing.T) {
 	t.Parallel()
-	srv := testserver.Start(t)
-	tenancyID, c := srv.Admin(t, "sac-failover")
+	srv, tenancyID, c := testserver.StartAdmin(t)
 	q := c.NewQueue(t, tenancyID, e2e.WithSingleActiveConsumer(5))
 	var sent []int64
 	for _, r := range c.Put(t, q, e2e.Msg("m0"), e2e.Msg("m1"), e2e.Msg("m2"), e2e.Msg("m3"), e2e.Msg("m4")) {
@@ -106,8 +104,7 @@ func TestSingleActiveConsumerFailover(t *testing.T) {
 // the leaver's unacknowledged message within moments, with a 30 s consumer lease.
 func TestSingleActiveConsumerLeave(t *testing.T) {
 	t.Parallel()
-	srv := testserver.Start(t)
-	tenancyID, c := srv.Admin(t, "sac-leave")
+	srv, tenancyID, c := testserver.StartAdmin(t)
 	q := c.NewQueue(t, tenancyID, e2e.WithSingleActiveConsumer(30))
 	sent := c.Put(t, q, e2e.Msg("m0"), e2e.Msg("m1"))
 	held := c.Get(t, q, e2e.As("c1"), e2e.Visibility(300))
@@ -134,8 +131,7 @@ func TestSingleActiveConsumerLeave(t *testing.T) {
 // one node wakes the standby waiting on the other.
 func TestSingleActiveConsumerTwoNodes(t *testing.T) {
 	t.Parallel()
-	srv := testserver.Start(t)
-	tenancyID, c := srv.Admin(t, "sac-nodes")
+	srv, tenancyID, c := testserver.StartAdmin(t)
 	second := srv.Peer(t)
 	c2 := second.AdminOf(t, tenancyID)
 	var entries []sdk.PutMessagesDetailsEntry
@@ -208,8 +204,7 @@ func TestSingleActiveConsumerTwoNodes(t *testing.T) {
 // messages go to the active consumer of every group), and listing addresses one group.
 func TestSingleActiveConsumerPerConsumerGroup(t *testing.T) {
 	t.Parallel()
-	srv := testserver.Start(t)
-	tenancyID, c := srv.Admin(t, "sac-groups")
+	_, tenancyID, c := testserver.StartAdmin(t)
 	q := c.NewQueue(t, tenancyID, e2e.WithSingleActiveConsumer(30), e2e.WithConsumerGroups(true))
 	audit := c.NewGroup(t, q, "audit", "")
 	c.Put(t, q, e2e.Msg("m0"), e2e.Msg("m1"))
@@ -232,8 +227,7 @@ func TestSingleActiveConsumerPerConsumerGroup(t *testing.T) {
 // not contradictory; the queue settings are validated.
 func TestSingleActiveConsumerBadInput(t *testing.T) {
 	t.Parallel()
-	srv := testserver.Start(t)
-	tenancyID, c := srv.Admin(t, "sac-bad")
+	srv, tenancyID, c := testserver.StartAdmin(t)
 	tok := srv.Token(t, tenancyID, "admin", "Administrators")
 	q := c.NewQueue(t, tenancyID, e2e.WithSingleActiveConsumer(5), e2e.WithDLQ(1))
 	c.Put(t, q, e2e.Msg("m0"))

@@ -45,8 +45,7 @@ func consumerNamed(t *testing.T, list *sdk.ConsumerCollection, id string) sdk.Co
 // consumers API shows pending, window, slots and delivered.
 func TestWatchWindow(t *testing.T) {
 	t.Parallel()
-	srv := testserver.Start(t)
-	tenancyID, c := srv.Admin(t, "watch-window")
+	srv, tenancyID, c := testserver.StartAdmin(t)
 	token := srv.AdminToken(t, tenancyID)
 	q := c.NewQueue(t, tenancyID)
 	for i := 0; i < 10; i++ {
@@ -113,8 +112,7 @@ func TestWatchWindow(t *testing.T) {
 // Invalid codes are refused.
 func TestWatchNegative(t *testing.T) {
 	t.Parallel()
-	srv := testserver.Start(t)
-	tenancyID, c := srv.Admin(t, "watch-negative")
+	srv, tenancyID, c := testserver.StartAdmin(t)
 	token := srv.AdminToken(t, tenancyID)
 	q := c.NewQueue(t, tenancyID, e2e.WithDLQ(3))
 	sent := c.Put(t, q, e2e.Msg("negative"))
@@ -169,8 +167,7 @@ func TestWatchNegative(t *testing.T) {
 // pollers; the consumer is listed as LEAVING until it disconnects, then EXIT.
 func TestWatchShutdown(t *testing.T) {
 	t.Parallel()
-	srv := testserver.Start(t)
-	tenancyID, c := srv.Admin(t, "watch-shutdown")
+	srv, tenancyID, c := testserver.StartAdmin(t)
 	token := srv.AdminToken(t, tenancyID)
 	q := c.NewQueue(t, tenancyID, e2e.WithVisibility(300))
 	c.Put(t, q, e2e.Msg("a"), e2e.Msg("b"), e2e.Msg("c"))
@@ -209,8 +206,7 @@ func TestWatchShutdown(t *testing.T) {
 // TestWatchAutoCommit: messages are acknowledged as they are sent; the window bounds frames, not the total.
 func TestWatchAutoCommit(t *testing.T) {
 	t.Parallel()
-	srv := testserver.Start(t)
-	tenancyID, c := srv.Admin(t, "watch-autocommit")
+	srv, tenancyID, c := testserver.StartAdmin(t)
 	token := srv.AdminToken(t, tenancyID)
 	q := c.NewQueue(t, tenancyID)
 	w := e2e.Watch(t, srv.URL, token, q, sdk.WatchOptions{Window: 5, AutoCommit: true})
@@ -231,8 +227,7 @@ func TestWatchAutoCommit(t *testing.T) {
 // the group's other consumer within a second, with delivery count 2; it is listed as EXIT.
 func TestWatchDisconnectRebalance(t *testing.T) {
 	t.Parallel()
-	srv := testserver.Start(t)
-	tenancyID, c := srv.Admin(t, "watch-rebalance")
+	srv, tenancyID, c := testserver.StartAdmin(t)
 	token := srv.AdminToken(t, tenancyID)
 	q := c.NewQueue(t, tenancyID, e2e.WithVisibility(300))
 	a := e2e.Watch(t, srv.URL, token, q, sdk.WatchOptions{ConsumerID: "a", Window: 10})
@@ -263,8 +258,7 @@ func TestWatchDisconnectRebalance(t *testing.T) {
 // messages go to a long-polling consumer of the group.
 func TestWatchDeadConsumer(t *testing.T) {
 	t.Parallel()
-	srv := testserver.Start(t, fastPings)
-	tenancyID, c := srv.Admin(t, "watch-dead")
+	srv, tenancyID, c := testserver.StartAdmin(t, fastPings)
 	token := srv.AdminToken(t, tenancyID)
 	q := c.NewQueue(t, tenancyID, e2e.WithVisibility(300))
 	var deaf atomic.Bool
@@ -326,8 +320,7 @@ func TestWatchTwoNodes(t *testing.T) {
 // messages are released at once.
 func TestWatchRemovedConsumer(t *testing.T) {
 	t.Parallel()
-	srv := testserver.Start(t) // the removal is announced (NOTIFY): no need to wait for a heartbeat
-	tenancyID, c := srv.Admin(t, "watch-removed")
+	srv, tenancyID, c := testserver.StartAdmin(t) // the removal is announced (NOTIFY): no need to wait for a heartbeat
 	token := srv.AdminToken(t, tenancyID)
 	q := c.NewQueue(t, tenancyID, e2e.WithVisibility(300))
 	w := e2e.Watch(t, srv.URL, token, q, sdk.WatchOptions{ConsumerID: "kicked", Window: 2})
@@ -350,8 +343,7 @@ func TestWatchRemovedConsumer(t *testing.T) {
 // takes over (with the first one's messages) when the first leaves.
 func TestWatchOrderedAndSingleActive(t *testing.T) {
 	t.Parallel()
-	srv := testserver.Start(t)
-	tenancyID, c := srv.Admin(t, "watch-ordered")
+	srv, tenancyID, c := testserver.StartAdmin(t)
 	token := srv.AdminToken(t, tenancyID)
 	ctx := context.Background()
 
@@ -403,8 +395,7 @@ func TestWatchOrderedAndSingleActive(t *testing.T) {
 // watch goes on.
 func TestWatchBadInput(t *testing.T) {
 	t.Parallel()
-	srv := testserver.Start(t, func(c *server.Config) { c.Watch.MaxPerTenancy = 2 })
-	tenancyID, c := srv.Admin(t, "watch-bad")
+	srv, tenancyID, c := testserver.StartAdmin(t, func(c *server.Config) { c.Watch.MaxPerTenancy = 2 })
 	token := srv.AdminToken(t, tenancyID)
 	q := c.NewQueue(t, tenancyID)
 	ctx := context.Background()
@@ -465,8 +456,7 @@ func TestWatchBadInput(t *testing.T) {
 // the handler's code and reason.
 func TestWatchHandle(t *testing.T) {
 	t.Parallel()
-	srv := testserver.Start(t)
-	tenancyID, c := srv.Admin(t, "watch-handle")
+	srv, tenancyID, c := testserver.StartAdmin(t)
 	token := srv.AdminToken(t, tenancyID)
 	q := c.NewQueue(t, tenancyID, e2e.WithDLQ(2))
 	c.Put(t, q, e2e.Msg("ok-1"), e2e.Msg("poison"), e2e.Msg("ok-2"))
@@ -504,8 +494,7 @@ func TestWatchHandle(t *testing.T) {
 // consumer group too.
 func TestWatchQueueDeleted(t *testing.T) {
 	t.Parallel()
-	srv := testserver.Start(t)
-	tenancyID, c := srv.Admin(t, "watch-deleted")
+	srv, tenancyID, c := testserver.StartAdmin(t)
 	token := srv.AdminToken(t, tenancyID)
 	q := c.NewQueue(t, tenancyID, e2e.WithConsumerGroups(true))
 	g := c.NewGroup(t, q, "audit", "")
@@ -534,8 +523,7 @@ func TestWatchQueueDeleted(t *testing.T) {
 // GET /consumers sums each group (all groups, or the one asked for).
 func TestWatchConsumerGroups(t *testing.T) {
 	t.Parallel()
-	srv := testserver.Start(t)
-	tenancyID, c := srv.Admin(t, "watch-groups")
+	srv, tenancyID, c := testserver.StartAdmin(t)
 	token := srv.AdminToken(t, tenancyID)
 	q := c.NewQueue(t, tenancyID, e2e.WithConsumerGroups(true))
 	audit := c.NewGroup(t, q, "audit", `:kind = "order"`)

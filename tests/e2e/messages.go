@@ -272,22 +272,22 @@ func (c *Client) Leave(t testing.TB, queueID, consumer string) {
 
 // IDs returns the messages' ids.
 func IDs(msgs []sdk.GetMessage) []int64 {
-	return each(msgs, func(m sdk.GetMessage) int64 { return m.Id })
+	return Map(msgs, func(m sdk.GetMessage) int64 { return m.Id })
 }
 
 // Contents returns the messages' contents.
 func Contents(msgs []sdk.GetMessage) []string {
-	return each(msgs, func(m sdk.GetMessage) string { return m.Content })
+	return Map(msgs, func(m sdk.GetMessage) string { return m.Content })
 }
 
 // Receipts returns the messages' receipts.
 func Receipts(msgs []sdk.GetMessage) []string {
-	return each(msgs, func(m sdk.GetMessage) string { return m.Receipt })
+	return Map(msgs, func(m sdk.GetMessage) string { return m.Receipt })
 }
 
 // DeliveryCounts returns the messages' delivery counts.
 func DeliveryCounts(msgs []sdk.GetMessage) []int {
-	return each(msgs, func(m sdk.GetMessage) int { return m.DeliveryCount })
+	return Map(msgs, func(m sdk.GetMessage) int { return m.DeliveryCount })
 }
 
 // GroupOf is the messageGroupId a received message carries ("" without one).
@@ -300,7 +300,7 @@ func GroupOf(m sdk.GetMessage) string {
 
 // GroupCounts returns the consumerGroups count of each put result (-1 where absent).
 func GroupCounts(res []sdk.PutMessagesResultEntry) []int {
-	return each(res, func(r sdk.PutMessagesResultEntry) int {
+	return Map(res, func(r sdk.PutMessagesResultEntry) int {
 		if r.ConsumerGroups == nil {
 			return -1
 		}
@@ -308,7 +308,8 @@ func GroupCounts(res []sdk.PutMessagesResultEntry) []int {
 	})
 }
 
-func each[T, V any](in []T, f func(T) V) []V {
+// Map applies f to each of in (the ids, names or contents of a list, for comparing it).
+func Map[T, V any](in []T, f func(T) V) []V {
 	out := make([]V, len(in))
 	for i, v := range in {
 		out[i] = f(v)

@@ -30,17 +30,18 @@ type Tenancy struct {
 
 // StartTenancy starts a server and creates a tenancy (named prefix and the test's name) whose administrator sets
 // up resources and policies.
-func StartTenancy(t testing.TB, prefix string) *Tenancy {
+func StartTenancy(t testing.TB, prefix string, opts ...Option) *Tenancy {
 	t.Helper()
-	srv := Start(t)
+	srv := Start(t, opts...)
 	id, admin := srv.Admin(t, prefix+"-"+strings.ToLower(strings.ReplaceAll(t.Name(), "/", "-")))
 	return &Tenancy{Server: srv, ID: id, Admin: admin}
 }
 
-// StartAdmin starts a server and creates a tenancy with an administrator client.
-func StartAdmin(t testing.TB) (srv *Server, tenancyID string, admin *e2e.Client) {
+// StartAdmin starts a server and creates a tenancy (named after the test) with an administrator client: what
+// most scenarios start with.
+func StartAdmin(t testing.TB, opts ...Option) (srv *Server, tenancyID string, admin *e2e.Client) {
 	t.Helper()
-	tn := StartTenancy(t, "tenancy")
+	tn := StartTenancy(t, "tenancy", opts...)
 	return tn.Server, tn.ID, tn.Admin
 }
 
