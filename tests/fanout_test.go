@@ -372,20 +372,8 @@ func TestFanoutSameNodeReadsItsWrites(t *testing.T) {
 	t.Parallel()
 	_, tenancyID, c := testserver.StartAdmin(t)
 	q := c.NewQueue(t, tenancyID, e2e.WithConsumerGroups(false))
-	stop := make(chan struct{})
-	var wg sync.WaitGroup
-	wg.Go(func() { // keeps the group cache busy: a refill racing a change must not bring the old groups back
-		for {
-			select {
-			case <-stop:
-				return
-			default:
-			}
-			_, _ = c.PutMessagesWithResponse(context.Background(), q, &sdk.PutMessagesParams{},
-				sdk.PutMessagesDetails{Messages: []sdk.PutMessagesDetailsEntry{e2e.WithAttrs("noise", map[string]any{"noise": 1})}})
-		}
-	})
-	defer func() { close(stop); wg.Wait() }()
+	// Keeps the group cache busy: a refill racing a change must not bring the old groups back.
+	defer c.KeepPutting(1, q, e2e.WithAttrs("noise", map[string]any{"noise": 1}))()
 	for i := range 20 {
 		g := c.NewGroup(t, q, fmt.Sprintf("g%d", i), fmt.Sprintf(":n = %d", i))
 		require.Equal(t, []int{1}, e2e.GroupCounts(c.Put(t, q, e2e.WithAttrs("hit", map[string]any{"n": i}))), "right after creating g%d", i)
@@ -469,22 +457,7 @@ func TestFanoutCapabilityReadsItsWrites(t *testing.T) {
 	q := c.NewQueue(t, tenancyID, e2e.WithConsumerGroups(false))
 	c.NewGroup(t, q, "a", "")
 	c.NewGroup(t, q, "b", "")
-	stop := make(chan struct{})
-	var wg sync.WaitGroup
-	for range 2 {
-		wg.Go(func() {
-			for {
-				select {
-				case <-stop:
-					return
-				default:
-				}
-				_, _ = c.PutMessagesWithResponse(context.Background(), q, &sdk.PutMessagesParams{},
-					sdk.PutMessagesDetails{Messages: []sdk.PutMessagesDetailsEntry{e2e.Msg("noise")}})
-			}
-		})
-	}
-	defer func() { close(stop); wg.Wait() }()
+	defer c.KeepPutting(2, q, e2e.Msg("noise"))()
 	setCaps := func(caps []sdk.Capability) {
 		resp, err := c.UpdateQueueWithResponse(context.Background(), q, &sdk.UpdateQueueParams{}, sdk.UpdateQueueDetails{Capabilities: &caps})
 		e2e.RequireStatus(t, resp, err, http.StatusOK)

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"net/http"
 	"slices"
+	"sync"
 	"testing"
 	"time"
 
@@ -315,4 +316,25 @@ func Map[T, V any](in []T, f func(T) V) []V {
 		out[i] = f(v)
 	}
 	return out
+}
+
+// KeepPutting publishes entry again and again from n goroutines, ignoring the answers (it keeps a node's caches
+// busy while a test changes what they hold), until the returned stop is called; stop waits for them to end.
+func (c *Client) KeepPutting(n int, queueID string, entry sdk.PutMessagesDetailsEntry) (stop func()) {
+	done := make(chan struct{})
+	var wg sync.WaitGroup
+	for range n {
+		wg.Go(func() {
+			for {
+				select {
+				case <-done:
+					return
+				default:
+				}
+				_, _ = c.PutMessagesWithResponse(context.Background(), queueID, &sdk.PutMessagesParams{},
+					sdk.PutMessagesDetails{Messages: []sdk.PutMessagesDetailsEntry{entry}})
+			}
+		})
+	}
+	return func() { close(done); wg.Wait() }
 }
