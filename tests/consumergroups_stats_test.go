@@ -176,7 +176,7 @@ func TestConsumerGroupConcurrentCreates(t *testing.T) {
 	slices.Sort(same)
 	require.Equal(t, append([]int{http.StatusOK}, slices.Repeat([]int{http.StatusConflict}, n-1)...), same)
 
-	items, _ := listGroups(t, c, q, sdk.ListConsumerGroupsParams{Limit: e2e.Ptr(100)})
+	items, _ := c.Groups(t, q, sdk.ListConsumerGroupsParams{Limit: e2e.Ptr(100)})
 	require.Len(t, items, n+2, "the primary group, the %d groups and one 'same'", n)
 	var distinct int
 	require.NoError(t, srv.Pool.QueryRow(context.Background(),
@@ -218,9 +218,9 @@ func TestConsumerGroupsOfDeletedQueue(t *testing.T) {
 		upd, err := c.UpdateConsumerGroupWithResponse(ctx, id, &sdk.UpdateConsumerGroupParams{}, sdk.UpdateConsumerGroupDetails{IsEnabled: e2e.Ptr(true)})
 		e2e.RequireError(t, upd, err, http.StatusNotFound, "NotAuthorizedOrNotFound")
 	}
-	items, _ := listGroups(t, c, q, sdk.ListConsumerGroupsParams{})
+	items, _ := c.Groups(t, q, sdk.ListConsumerGroupsParams{})
 	require.Empty(t, items, "a deleted queue has no live groups")
-	items, _ = listGroups(t, c, q, sdk.ListConsumerGroupsParams{LifecycleState: e2e.Ptr(sdk.LifecycleStateDELETED)})
+	items, _ = c.Groups(t, q, sdk.ListConsumerGroupsParams{LifecycleState: e2e.Ptr(sdk.LifecycleStateDELETED)})
 	require.Len(t, items, 2)
 	require.Zero(t, srv.StoredMessages(t, q))
 }

@@ -22,16 +22,6 @@ func groupNames(items []sdk.ConsumerGroup) []string {
 	return e2e.Map(items, func(g sdk.ConsumerGroup) string { return g.DisplayName })
 }
 
-// listGroups lists a queue's groups with the given parameters (QueueId is set here) and requires the 200.
-func listGroups(t *testing.T, c *e2e.Client, queueID string, p sdk.ListConsumerGroupsParams) ([]sdk.ConsumerGroup, string) {
-	t.Helper()
-	p.QueueId = queueID
-	resp, err := c.ListConsumerGroupsWithResponse(context.Background(), &p)
-	require.NoError(t, err)
-	require.Equal(t, http.StatusOK, resp.StatusCode(), string(resp.Body))
-	return resp.JSON200.Items, resp.HTTPResponse.Header.Get("opc-next-page")
-}
-
 // TestConsumerGroupCRUD: create (with filter validation), get, list (filters, sort, pagination), the retry token,
 // update of every field with etags, delete, unique names per queue, and the capability check.
 func TestConsumerGroupCRUD(t *testing.T) {
@@ -108,21 +98,21 @@ func TestConsumerGroupCRUD(t *testing.T) {
 	require.NotEmpty(t, etag)
 
 	// List: newest first by default, by name ascending, filters, pagination.
-	items, next := listGroups(t, c, q, sdk.ListConsumerGroupsParams{})
+	items, next := c.Groups(t, q, sdk.ListConsumerGroupsParams{})
 	require.Empty(t, next)
 	require.Equal(t, []string{"audit", "exec-expenses", "primary"}, groupNames(items))
-	items, _ = listGroups(t, c, q, sdk.ListConsumerGroupsParams{SortBy: e2e.Ptr(sdk.ListConsumerGroupsParamsSortByDisplayName)})
+	items, _ = c.Groups(t, q, sdk.ListConsumerGroupsParams{SortBy: e2e.Ptr(sdk.ListConsumerGroupsParamsSortByDisplayName)})
 	require.Equal(t, []string{"audit", "exec-expenses", "primary"}, groupNames(items))
-	items, _ = listGroups(t, c, q, sdk.ListConsumerGroupsParams{SortBy: e2e.Ptr(sdk.ListConsumerGroupsParamsSortByDisplayName),
+	items, _ = c.Groups(t, q, sdk.ListConsumerGroupsParams{SortBy: e2e.Ptr(sdk.ListConsumerGroupsParamsSortByDisplayName),
 		SortOrder: e2e.Ptr(sdk.SortOrderDESC)})
 	require.Equal(t, []string{"primary", "exec-expenses", "audit"}, groupNames(items))
-	items, _ = listGroups(t, c, q, sdk.ListConsumerGroupsParams{SortBy: e2e.Ptr(sdk.ListConsumerGroupsParamsSortByTimeCreated),
+	items, _ = c.Groups(t, q, sdk.ListConsumerGroupsParams{SortBy: e2e.Ptr(sdk.ListConsumerGroupsParamsSortByTimeCreated),
 		SortOrder: e2e.Ptr(sdk.SortOrderASC)})
 	require.Equal(t, []string{"primary", "exec-expenses", "audit"}, groupNames(items))
-	items, _ = listGroups(t, c, q, sdk.ListConsumerGroupsParams{DisplayName: e2e.Ptr("audit")})
+	items, _ = c.Groups(t, q, sdk.ListConsumerGroupsParams{DisplayName: e2e.Ptr("audit")})
 	require.Equal(t, []string{audit.Id}, []string{items[0].Id})
 	require.Len(t, items, 1)
-	items, _ = listGroups(t, c, q2, sdk.ListConsumerGroupsParams{})
+	items, _ = c.Groups(t, q2, sdk.ListConsumerGroupsParams{})
 	require.Equal(t, []string{"exec-expenses", "primary"}, groupNames(items), "only q2's groups")
 	var paged []string
 	page := ""
@@ -131,7 +121,7 @@ func TestConsumerGroupCRUD(t *testing.T) {
 		if page != "" {
 			params.Page = &page
 		}
-		items, page = listGroups(t, c, q, params)
+		items, page = c.Groups(t, q, params)
 		require.LessOrEqual(t, len(items), 1)
 		paged = append(paged, groupNames(items)...)
 		if page == "" {
@@ -152,7 +142,7 @@ func TestConsumerGroupCRUD(t *testing.T) {
 	body.DisplayName = "retried-2"
 	conflict, err := c.CreateConsumerGroupWithResponse(ctx, &sdk.CreateConsumerGroupParams{OpcRetryToken: e2e.Ptr("cg-token-1")}, body)
 	e2e.RequireError(t, conflict, err, http.StatusConflict, "Conflict", "opc-retry-token")
-	items, _ = listGroups(t, c, q, sdk.ListConsumerGroupsParams{DisplayName: e2e.Ptr("retried")})
+	items, _ = c.Groups(t, q, sdk.ListConsumerGroupsParams{DisplayName: e2e.Ptr("retried")})
 	require.Len(t, items, 1, "the replay created nothing")
 
 	// Update: if-match, filter (validated), name (unique), isEnabled, dead-letter count and -1 to inherit again.
@@ -222,9 +212,9 @@ func TestConsumerGroupCRUD(t *testing.T) {
 	e2e.RequireError(t, del, err, http.StatusNotFound, "NotAuthorizedOrNotFound")
 	updGone, err := c.UpdateConsumerGroupWithResponse(ctx, audit.Id, &sdk.UpdateConsumerGroupParams{}, sdk.UpdateConsumerGroupDetails{IsEnabled: e2e.Ptr(true)})
 	e2e.RequireError(t, updGone, err, http.StatusNotFound, "NotAuthorizedOrNotFound")
-	items, _ = listGroups(t, c, q, sdk.ListConsumerGroupsParams{SortBy: e2e.Ptr(sdk.ListConsumerGroupsParamsSortByDisplayName)})
+	items, _ = c.Groups(t, q, sdk.ListConsumerGroupsParams{SortBy: e2e.Ptr(sdk.ListConsumerGroupsParamsSortByDisplayName)})
 	require.Equal(t, []string{"exec", "primary", "retried"}, groupNames(items))
-	items, _ = listGroups(t, c, q, sdk.ListConsumerGroupsParams{LifecycleState: e2e.Ptr(sdk.LifecycleStateDELETED)})
+	items, _ = c.Groups(t, q, sdk.ListConsumerGroupsParams{LifecycleState: e2e.Ptr(sdk.LifecycleStateDELETED)})
 	require.Len(t, items, 1)
 	require.Equal(t, audit.Id, items[0].Id)
 	require.Equal(t, sdk.LifecycleStateDELETED, items[0].LifecycleState)
@@ -239,7 +229,7 @@ func TestConsumerGroupCRUD(t *testing.T) {
 	got, err = c.GetConsumerGroupWithResponse(ctx, reborn.Id, &sdk.GetConsumerGroupParams{})
 	e2e.RequireStatus(t, got, err, http.StatusOK)
 	require.Equal(t, child.Id, got.JSON200.CompartmentId)
-	items, _ = listGroups(t, c, q, sdk.ListConsumerGroupsParams{})
+	items, _ = c.Groups(t, q, sdk.ListConsumerGroupsParams{})
 	for _, g := range items {
 		require.Equal(t, child.Id, g.CompartmentId, g.DisplayName)
 	}
@@ -298,7 +288,7 @@ func TestConsumerGroupCapability(t *testing.T) {
 	// Enabled again: the group created before is still there, and so is the primary group (enabled as asked).
 	upd, err = c.UpdateQueueWithResponse(ctx, q, &sdk.UpdateQueueParams{}, sdk.UpdateQueueDetails{Capabilities: caps(e2e.Ptr(true))})
 	e2e.RequireStatus(t, upd, err, http.StatusOK)
-	items, _ := listGroups(t, c, q, sdk.ListConsumerGroupsParams{SortBy: e2e.Ptr(sdk.ListConsumerGroupsParamsSortByDisplayName)})
+	items, _ := c.Groups(t, q, sdk.ListConsumerGroupsParams{SortBy: e2e.Ptr(sdk.ListConsumerGroupsParamsSortByDisplayName)})
 	require.Equal(t, []string{"g", "primary"}, groupNames(items))
 	require.Equal(t, g.Id, items[0].Id)
 	res = c.Put(t, q, e2e.Msg("fanned out"))
@@ -352,7 +342,7 @@ func TestConsumerGroupTenantIsolation(t *testing.T) {
 	e2e.RequireStatus(t, got, err, http.StatusOK)
 	require.True(t, got.JSON200.IsEnabled)
 	require.Len(t, a.Get(t, qa, e2e.OfGroup("secret")), 1)
-	items, _ := listGroups(t, b, qb, sdk.ListConsumerGroupsParams{})
+	items, _ := b.Groups(t, qb, sdk.ListConsumerGroupsParams{})
 	require.Equal(t, []string{"primary"}, groupNames(items))
 }
 

@@ -185,9 +185,9 @@ func TestIAMPolicyChangesAcrossNodes(t *testing.T) {
 func TestIAMListsOnlyWhatCallerMayInspect(t *testing.T) {
 	t.Parallel()
 	e := testserver.StartTenancy(t, "iam")
-	tr := iamMakeTree(t, e)
-	a1 := e.Admin.NewCompartment(t, tr.a, "A1").Id
-	c1 := e.Admin.NewCompartment(t, tr.c, "C1").Id
+	tr := e.Admin.NewTree(t, e.ID)
+	a1 := e.Admin.NewCompartment(t, tr.A, "A1").Id
+	c1 := e.Admin.NewCompartment(t, tr.C, "C1").Id
 	e.Policy(t, e.ID,
 		"Allow group InA to inspect queues in compartment A",
 		"Allow group InA to inspect compartments in compartment A",
@@ -198,31 +198,31 @@ func TestIAMListsOnlyWhatCallerMayInspect(t *testing.T) {
 	for _, group := range []string{"InA", "ListOnly"} {
 		t.Run(group, func(t *testing.T) {
 			client := e.Client(t, "u-"+group, group)
-			for _, from := range []string{e.ID, tr.a} {
-				require.ElementsMatch(t, []string{tr.qa, tr.qb},
+			for _, from := range []string{e.ID, tr.A} {
+				require.ElementsMatch(t, []string{tr.QA, tr.QB},
 					client.QueueIDs(t, sdk.ListQueuesParams{CompartmentId: from, CompartmentIdInSubtree: subtree}), "queues from %s", from)
 				// The compartments in A (A itself lies in the root, where the caller may inspect nothing).
-				require.ElementsMatch(t, []string{tr.b, a1},
+				require.ElementsMatch(t, []string{tr.B, a1},
 					client.CompartmentIDs(t, sdk.ListCompartmentsParams{CompartmentId: from, CompartmentIdInSubtree: subtree}), "compartments from %s", from)
 			}
 			// Without the subtree, the root itself is not the caller's to list; A is.
 			lq, err := client.ListQueuesWithResponse(context.Background(), &sdk.ListQueuesParams{CompartmentId: e.ID})
 			require.NoError(t, err)
 			e2e.RequireDenied(t, lq.StatusCode(), lq.Body)
-			require.Equal(t, []string{tr.qa}, client.QueueIDs(t, sdk.ListQueuesParams{CompartmentId: tr.a}))
+			require.Equal(t, []string{tr.QA}, client.QueueIDs(t, sdk.ListQueuesParams{CompartmentId: tr.A}))
 			// Nothing of C's subtree, from C either.
-			lq, err = client.ListQueuesWithResponse(context.Background(), &sdk.ListQueuesParams{CompartmentId: tr.c, CompartmentIdInSubtree: subtree})
+			lq, err = client.ListQueuesWithResponse(context.Background(), &sdk.ListQueuesParams{CompartmentId: tr.C, CompartmentIdInSubtree: subtree})
 			require.NoError(t, err)
 			e2e.RequireDenied(t, lq.StatusCode(), lq.Body)
-			lc, err := client.ListCompartmentsWithResponse(context.Background(), &sdk.ListCompartmentsParams{CompartmentId: tr.c, CompartmentIdInSubtree: subtree})
+			lc, err := client.ListCompartmentsWithResponse(context.Background(), &sdk.ListCompartmentsParams{CompartmentId: tr.C, CompartmentIdInSubtree: subtree})
 			require.NoError(t, err)
 			e2e.RequireDenied(t, lc.StatusCode(), lc.Body)
 		})
 	}
 	// The administrator sees everything; a stranger gets 404 for the subtree as for anything else.
-	require.ElementsMatch(t, []string{tr.qa, tr.qb, tr.qc, tr.qr},
+	require.ElementsMatch(t, []string{tr.QA, tr.QB, tr.QC, tr.QR},
 		e.Admin.QueueIDs(t, sdk.ListQueuesParams{CompartmentId: e.ID, CompartmentIdInSubtree: subtree}))
-	require.ElementsMatch(t, []string{tr.a, tr.b, tr.c, a1, c1},
+	require.ElementsMatch(t, []string{tr.A, tr.B, tr.C, a1, c1},
 		e.Admin.CompartmentIDs(t, sdk.ListCompartmentsParams{CompartmentId: e.ID, CompartmentIdInSubtree: subtree}))
 	stranger := e.Client(t, "stranger")
 	lq, err := stranger.ListQueuesWithResponse(context.Background(), &sdk.ListQueuesParams{CompartmentId: e.ID, CompartmentIdInSubtree: subtree})

@@ -249,49 +249,49 @@ func TestIAMPolicyScope(t *testing.T) {
 	t.Parallel()
 	e := testserver.StartTenancy(t, "iam")
 	ctx := context.Background()
-	tr := iamMakeTree(t, e)
+	tr := e.Admin.NewTree(t, e.ID)
 	e.Policy(t, e.ID, "Allow group DelegatedA to manage policies in compartment A")
 	delegate := e.Client(t, "d", "DelegatedA")
 
 	// Inside A: accepted and effective.
-	teamA := delegate.NewPolicy(t, tr.a, "team-a", "Allow group TeamA to read queues in compartment A:B")
-	iamRequireQueueAccess(t, e.Client(t, "ta", "TeamA"), []string{tr.qb}, tr.qa, tr.qb, tr.qc, tr.qr)
+	teamA := delegate.NewPolicy(t, tr.A, "team-a", "Allow group TeamA to read queues in compartment A:B")
+	e.Client(t, "ta", "TeamA").RequireQueueAccess(t, []string{tr.QB}, tr.QA, tr.QB, tr.QC, tr.QR)
 	// An update is held to the same rule (the policy's compartment, not the caller's choice).
 	up, err := delegate.UpdatePolicyWithResponse(ctx, teamA.Id, &sdk.UpdatePolicyParams{},
 		sdk.UpdatePolicyDetails{Statements: &[]string{"Allow group TeamA to read queues in tenancy"}})
 	e2e.RequireError(t, up, err, http.StatusBadRequest, "InvalidParameter", "statements[0]", "compartment A")
-	iamRequireQueueAccess(t, e.Client(t, "ta", "TeamA"), []string{tr.qb}, tr.qa, tr.qb, tr.qc, tr.qr)
+	e.Client(t, "ta", "TeamA").RequireQueueAccess(t, []string{tr.QB}, tr.QA, tr.QB, tr.QC, tr.QR)
 
 	// Reaching out of A: refused, whichever way the location is written.
 	for i, statement := range []string{
 		"Allow group DelegatedA to manage all-resources in tenancy",
 		"Allow group DelegatedA to manage all-resources in compartment C",
-		"Allow group DelegatedA to manage all-resources in compartment id " + tr.c,
+		"Allow group DelegatedA to manage all-resources in compartment id " + tr.C,
 		"Allow group DelegatedA to manage all-resources in compartment id " + e.ID,
 	} {
 		resp, err := delegate.CreatePolicyWithResponse(ctx, &sdk.CreatePolicyParams{}, sdk.CreatePolicyDetails{
-			CompartmentId: tr.a, Name: fmt.Sprintf("escalate-%d", i), Statements: []string{"Allow group X to read queues in compartment A", statement}})
+			CompartmentId: tr.A, Name: fmt.Sprintf("escalate-%d", i), Statements: []string{"Allow group X to read queues in compartment A", statement}})
 		e2e.RequireError(t, resp, err, http.StatusBadRequest, "InvalidParameter", "statements[1]")
 	}
-	iamRequireQueueAccess(t, delegate, nil, tr.qa, tr.qb, tr.qc, tr.qr)
+	delegate.RequireQueueAccess(t, nil, tr.QA, tr.QB, tr.QC, tr.QR)
 
 	// A statement whose path later resolves outside the policy's compartment grants nothing there: A's policy
 	// names A:B; B moved away is impossible, but renaming lets a path point elsewhere, so the check is repeated
 	// when policies are loaded.
-	e.Admin.NewPolicy(t, tr.a, "by-path", "Allow group ByPath to read queues in compartment A:B")
+	e.Admin.NewPolicy(t, tr.A, "by-path", "Allow group ByPath to read queues in compartment A:B")
 	byPath := e.Client(t, "bp", "ByPath")
-	iamRequireQueueAccess(t, byPath, []string{tr.qb}, tr.qa, tr.qb, tr.qc, tr.qr)
+	byPath.RequireQueueAccess(t, []string{tr.QB}, tr.QA, tr.QB, tr.QC, tr.QR)
 	rename := func(id, name string) {
 		t.Helper()
 		resp, err := e.Admin.UpdateCompartmentWithResponse(ctx, id, &sdk.UpdateCompartmentParams{}, sdk.UpdateCompartmentDetails{Name: &name})
 		e2e.RequireStatus(t, resp, err, http.StatusOK)
 	}
 	// Now "A:B" is C's child B (renamed C → A, A → Z): outside the policy's compartment.
-	rename(tr.a, "Z")
-	rename(tr.c, "A")
-	cb := e.Admin.NewCompartment(t, tr.c, "B").Id
+	rename(tr.A, "Z")
+	rename(tr.C, "A")
+	cb := e.Admin.NewCompartment(t, tr.C, "B").Id
 	qcb := e.Admin.NewNamedQueue(t, cb, "qcb").Id
-	iamRequireQueueAccess(t, byPath, nil, tr.qa, tr.qb, tr.qc, tr.qr, qcb)
+	byPath.RequireQueueAccess(t, nil, tr.QA, tr.QB, tr.QC, tr.QR, qcb)
 	// The simulator agrees.
 	sim := e.Admin.Simulate(t, sdk.AuthorizeDetails{Subject: "bp", Groups: &[]string{"ByPath"},
 		Permission: sdk.AuthorizeDetailsPermissionQUEUEREAD, QueueId: &qcb})

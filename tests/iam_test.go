@@ -39,76 +39,44 @@ func TestIAMRouteCoverage(t *testing.T) {
 	}
 }
 
-// iamTree is root → A → B and root → C, with a queue in each.
-type iamTree struct {
-	a, b, c        string // compartment OCIDs
-	qa, qb, qc, qr string // queues in A, B, C and the root
-}
-
-func iamMakeTree(t *testing.T, e *testserver.Tenancy) iamTree {
-	t.Helper()
-	var tr iamTree
-	tr.a = e.Admin.NewCompartment(t, e.ID, "A").Id
-	tr.b = e.Admin.NewCompartment(t, tr.a, "B").Id
-	tr.c = e.Admin.NewCompartment(t, e.ID, "C").Id
-	tr.qa = e.Admin.NewNamedQueue(t, tr.a, "qa").Id
-	tr.qb = e.Admin.NewNamedQueue(t, tr.b, "qb").Id
-	tr.qc = e.Admin.NewNamedQueue(t, tr.c, "qc").Id
-	tr.qr = e.Admin.NewNamedQueue(t, e.ID, "qr").Id
-	return tr
-}
-
-// iamRequireQueueAccess checks which of the queues client may read: allowed ones answer 200, the others 404.
-func iamRequireQueueAccess(t *testing.T, client *e2e.Client, allowed []string, all ...string) {
-	t.Helper()
-	for _, q := range all {
-		status, body := client.TryGetQueue(t, q)
-		if slices.Contains(allowed, q) {
-			require.Equal(t, http.StatusOK, status, "queue %s: %s", q, body)
-		} else {
-			e2e.RequireDenied(t, status, body, "queue %s", q)
-		}
-	}
-}
-
 // TestIAMCompartmentInheritance: a statement covers its compartment and every descendant, never a sibling or the
 // parent, whichever way the location is written.
 func TestIAMCompartmentInheritance(t *testing.T) {
 	t.Parallel()
 	e := testserver.StartTenancy(t, "iam")
-	tr := iamMakeTree(t, e)
-	all := []string{tr.qa, tr.qb, tr.qc, tr.qr}
+	tr := e.Admin.NewTree(t, e.ID)
+	all := []string{tr.QA, tr.QB, tr.QC, tr.QR}
 	e.Policy(t, e.ID,
 		"Allow group ByName to read queues in compartment A",
 		"Allow group ByPath to read queues in compartment A:B",
-		"Allow group ById to read queues in compartment id "+tr.a,
+		"Allow group ById to read queues in compartment id "+tr.A,
 		"Allow group InTenancy to read queues in tenancy",
 		"Allow group NotFromRoot to read queues in compartment B", // paths start at the root: B is not a root child
 		"Allow group WrongCase to read queues in compartment a",   // names are case-sensitive
 		"ALLOW GROUP Keywords TO READ QUEUES IN COMPARTMENT C",    // keywords are not
 	)
-	iamRequireQueueAccess(t, e.Client(t, "u1", "ByName"), []string{tr.qa, tr.qb}, all...)
-	iamRequireQueueAccess(t, e.Client(t, "u2", "ByPath"), []string{tr.qb}, all...)
-	iamRequireQueueAccess(t, e.Client(t, "u3", "ById"), []string{tr.qa, tr.qb}, all...)
-	iamRequireQueueAccess(t, e.Client(t, "u4", "InTenancy"), all, all...)
-	iamRequireQueueAccess(t, e.Client(t, "u5", "NotFromRoot"), nil, all...)
-	iamRequireQueueAccess(t, e.Client(t, "u6", "WrongCase"), nil, all...)
-	iamRequireQueueAccess(t, e.Client(t, "u7", "Keywords"), []string{tr.qc}, all...)
+	e.Client(t, "u1", "ByName").RequireQueueAccess(t, []string{tr.QA, tr.QB}, all...)
+	e.Client(t, "u2", "ByPath").RequireQueueAccess(t, []string{tr.QB}, all...)
+	e.Client(t, "u3", "ById").RequireQueueAccess(t, []string{tr.QA, tr.QB}, all...)
+	e.Client(t, "u4", "InTenancy").RequireQueueAccess(t, all, all...)
+	e.Client(t, "u5", "NotFromRoot").RequireQueueAccess(t, nil, all...)
+	e.Client(t, "u6", "WrongCase").RequireQueueAccess(t, nil, all...)
+	e.Client(t, "u7", "Keywords").RequireQueueAccess(t, []string{tr.QC}, all...)
 	// Groups add up.
-	iamRequireQueueAccess(t, e.Client(t, "u8", "ByPath", "Keywords"), []string{tr.qb, tr.qc}, all...)
+	e.Client(t, "u8", "ByPath", "Keywords").RequireQueueAccess(t, []string{tr.QB, tr.QC}, all...)
 
 	// A compartment created after the policy is covered at once (its parent is named by the statement).
-	d := e.Admin.NewCompartment(t, tr.b, "D").Id
+	d := e.Admin.NewCompartment(t, tr.B, "D").Id
 	qd := e.Admin.NewNamedQueue(t, d, "qd").Id
-	iamRequireQueueAccess(t, e.Client(t, "u1", "ByName"), []string{tr.qa, tr.qb, qd}, append(all, qd)...)
+	e.Client(t, "u1", "ByName").RequireQueueAccess(t, []string{tr.QA, tr.QB, qd}, append(all, qd)...)
 
 	// Renaming A: the name no longer resolves, the OCID still does.
-	resp, err := e.Admin.UpdateCompartmentWithResponse(context.Background(), tr.a, &sdk.UpdateCompartmentParams{},
+	resp, err := e.Admin.UpdateCompartmentWithResponse(context.Background(), tr.A, &sdk.UpdateCompartmentParams{},
 		sdk.UpdateCompartmentDetails{Name: e2e.Ptr("A-renamed")})
 	e2e.RequireStatus(t, resp, err, http.StatusOK)
-	iamRequireQueueAccess(t, e.Client(t, "u1", "ByName"), nil, append(all, qd)...)
-	iamRequireQueueAccess(t, e.Client(t, "u2", "ByPath"), nil, append(all, qd)...)
-	iamRequireQueueAccess(t, e.Client(t, "u3", "ById"), []string{tr.qa, tr.qb, qd}, append(all, qd)...)
+	e.Client(t, "u1", "ByName").RequireQueueAccess(t, nil, append(all, qd)...)
+	e.Client(t, "u2", "ByPath").RequireQueueAccess(t, nil, append(all, qd)...)
+	e.Client(t, "u3", "ById").RequireQueueAccess(t, []string{tr.QA, tr.QB, qd}, append(all, qd)...)
 }
 
 // TestIAMQueueMoveNeedsBothSides: moving a queue needs QUEUE_MOVE where it is and where it goes, and afterwards
@@ -116,7 +84,7 @@ func TestIAMCompartmentInheritance(t *testing.T) {
 func TestIAMQueueMoveNeedsBothSides(t *testing.T) {
 	t.Parallel()
 	e := testserver.StartTenancy(t, "iam")
-	tr := iamMakeTree(t, e)
+	tr := e.Admin.NewTree(t, e.ID)
 	e.Policy(t, e.ID,
 		"Allow group MoversA to manage queues in compartment A",
 		"Allow group MoversAC to manage queues in compartment A",
@@ -129,18 +97,18 @@ func TestIAMQueueMoveNeedsBothSides(t *testing.T) {
 		return resp.StatusCode(), resp.Body
 	}
 	onlyA, both := e.Client(t, "a", "MoversA"), e.Client(t, "ac", "MoversAC")
-	status, body := move(onlyA, tr.qa, tr.c) // out of A into C: no rights in C
+	status, body := move(onlyA, tr.QA, tr.C) // out of A into C: no rights in C
 	e2e.RequireDenied(t, status, body)
-	status, body = move(onlyA, tr.qc, tr.a) // from C into A: no rights in C
+	status, body = move(onlyA, tr.QC, tr.A) // from C into A: no rights in C
 	e2e.RequireDenied(t, status, body)
-	q, _ := e.Admin.QueueWithETag(t, tr.qa)
-	require.Equal(t, tr.a, q.CompartmentId, "a refused move changes nothing")
+	q, _ := e.Admin.QueueWithETag(t, tr.QA)
+	require.Equal(t, tr.A, q.CompartmentId, "a refused move changes nothing")
 
-	status, body = move(both, tr.qa, tr.c)
+	status, body = move(both, tr.QA, tr.C)
 	require.Equal(t, http.StatusOK, status, string(body))
 	// The queue now lives in C: the A-only principal lost it at once, on this node.
-	iamRequireQueueAccess(t, onlyA, []string{tr.qb}, tr.qa, tr.qb, tr.qc)
-	iamRequireQueueAccess(t, both, []string{tr.qa, tr.qb, tr.qc}, tr.qa, tr.qb, tr.qc, tr.qr)
+	onlyA.RequireQueueAccess(t, []string{tr.QB}, tr.QA, tr.QB, tr.QC)
+	both.RequireQueueAccess(t, []string{tr.QA, tr.QB, tr.QC}, tr.QA, tr.QB, tr.QC, tr.QR)
 }
 
 // TestIAMConditions: where clauses on the target queue, the consumer group, the operation and the principal.
@@ -277,41 +245,41 @@ func TestIAMConsumerGroupCondition(t *testing.T) {
 func TestIAMPushPullAnyUserAndGroups(t *testing.T) {
 	t.Parallel()
 	e := testserver.StartTenancy(t, "iam")
-	tr := iamMakeTree(t, e)
+	tr := e.Admin.NewTree(t, e.ID)
 	e.Policy(t, e.ID,
 		"Allow group Producers to use queue-push in tenancy",
 		"Allow group Consumers to use queue-pull in tenancy",
 		"Allow any-user to read queues in compartment A",
 	)
 	producer := e.Client(t, "producer", "Producers")
-	status, body := producer.TryPut(t, tr.qc, "hello")
+	status, body := producer.TryPut(t, tr.QC, "hello")
 	require.Equal(t, http.StatusOK, status, string(body))
-	status, body = producer.TryGet(t, tr.qc)
+	status, body = producer.TryGet(t, tr.QC)
 	e2e.RequireDenied(t, status, body, "queue-push does not get")
-	st, err := producer.GetStatsWithResponse(context.Background(), tr.qc, &sdk.GetStatsParams{})
+	st, err := producer.GetStatsWithResponse(context.Background(), tr.QC, &sdk.GetStatsParams{})
 	require.NoError(t, err)
 	e2e.RequireDenied(t, st.StatusCode(), st.Body, "queue-push does not read stats")
 
 	consumer := e.Client(t, "consumer", "Consumers")
-	status, body = consumer.TryPut(t, tr.qc, "nope")
+	status, body = consumer.TryPut(t, tr.QC, "nope")
 	e2e.RequireDenied(t, status, body, "queue-pull does not put")
-	got := consumer.Get(t, tr.qc)
+	got := consumer.Get(t, tr.QC)
 	require.Equal(t, []string{"hello"}, e2e.Contents(got))
-	consumer.DeleteAll(t, tr.qc, got)
+	consumer.DeleteAll(t, tr.QC, got)
 
 	// any-user: a principal without any group, and one in unrelated groups, read queues in A (and below) only.
 	for _, client := range []*e2e.Client{e.Client(t, "nobody"), e.Client(t, "someone", "Unrelated", "Others")} {
-		iamRequireQueueAccess(t, client, []string{tr.qa, tr.qb}, tr.qa, tr.qb, tr.qc, tr.qr)
+		client.RequireQueueAccess(t, []string{tr.QA, tr.QB}, tr.QA, tr.QB, tr.QC, tr.QR)
 	}
 
 	// Groups come from the token: the same subject with and without the group, and with a group of another case.
-	status, body = e.Client(t, "producer").TryPut(t, tr.qc, "m")
+	status, body = e.Client(t, "producer").TryPut(t, tr.QC, "m")
 	e2e.RequireDenied(t, status, body, "a token without the group")
-	status, body = e.Client(t, "producer", "producers").TryPut(t, tr.qc, "m")
+	status, body = e.Client(t, "producer", "producers").TryPut(t, tr.QC, "m")
 	e2e.RequireDenied(t, status, body, "group names are case-sensitive")
-	status, body = e.Client(t, "someone-else", "Others", "Producers").TryPut(t, tr.qc, "m")
+	status, body = e.Client(t, "someone-else", "Others", "Producers").TryPut(t, tr.QC, "m")
 	require.Equal(t, http.StatusOK, status, "any subject in the group: %s", body)
 	// The subject is not a group: a principal whose sub is "Producers" has no group.
-	status, body = e.Client(t, "Producers").TryPut(t, tr.qc, "m")
+	status, body = e.Client(t, "Producers").TryPut(t, tr.QC, "m")
 	e2e.RequireDenied(t, status, body)
 }

@@ -247,6 +247,17 @@ func (c *Client) ChangeGroup(t testing.TB, id string, d sdk.UpdateConsumerGroupD
 	return *resp.JSON200
 }
 
+// Groups lists a queue's consumer groups with the given parameters (QueueId is set here), requires the 200, and
+// returns them with the next page's token.
+func (c *Client) Groups(t testing.TB, queueID string, p sdk.ListConsumerGroupsParams) ([]sdk.ConsumerGroup, string) {
+	t.Helper()
+	p.QueueId = queueID
+	resp, err := c.ListConsumerGroupsWithResponse(context.Background(), &p)
+	require.NoError(t, err)
+	require.Equal(t, http.StatusOK, resp.StatusCode(), string(resp.Body))
+	return resp.JSON200.Items, resp.HTTPResponse.Header.Get("opc-next-page")
+}
+
 // NewPolicy creates a policy, requires the 200 and its etag, and returns it.
 func (c *Client) NewPolicy(t testing.TB, compartmentID, name string, statements ...string) sdk.Policy {
 	t.Helper()
