@@ -45,8 +45,9 @@ func TestSendRetryingAfterDeadlock(t *testing.T) {
 	require.NoError(t, err)
 	otherDone := make(chan error, 1)
 	go func() {
-		// Only once the batch has taken row 2 and waits for row 1: the batch must be the first to wait.
-		if err := waitForLockWait(ctx, pool); err != nil {
+		// Only once the batch has taken row 2 and waited for row 1 for half the deadlock_timeout: the batch must be
+		// the first to wait, by a margin, so that its deadlock check runs first and aborts it.
+		if err := waitForLockWait(ctx, pool, 100*time.Millisecond); err != nil {
 			_ = other.Rollback(ctx)
 			otherDone <- err
 			return
@@ -108,12 +109,13 @@ func deadlockError(t *testing.T, ctx context.Context, pool interface {
 	return aborted
 }
 
-// waitForLockWait polls until a session of pool's database waits for a row lock.
-func waitForLockWait(ctx context.Context, pool *pgxpool.Pool) error {
+// waitForLockWait polls until a session of pool's database has waited for a lock for at least d.
+func waitForLockWait(ctx context.Context, pool *pgxpool.Pool, d time.Duration) error {
 	for {
 		var waiting bool
-		err := pool.QueryRow(ctx, `SELECT EXISTS (SELECT 1 FROM pg_stat_activity
-			WHERE datname = current_database() AND wait_event_type = 'Lock')`).Scan(&waiting)
+		err := pool.QueryRow(ctx, `SELECT EXISTS (SELECT 1 FROM pg_locks l JOIN pg_stat_activity a USING (pid)
+			WHERE a.datname = current_database() AND NOT l.granted
+				AND l.waitstart <= clock_timestamp() - make_interval(secs => $1))`, d.Seconds()).Scan(&waiting)
 		if err != nil || waiting {
 			return err
 		}
