@@ -136,7 +136,7 @@ func TestOrderedGroupsConcurrentConsumers(t *testing.T) {
 						for _, m := range resp.JSON200.Messages {
 							time.Sleep(time.Duration(rand.IntN(3)) * time.Millisecond) // processing time (the interleaving is the subject)
 							if sc.stall > 0 && rand.Float64() < sc.stall {
-								time.Sleep(time.Duration(sc.visibility)*time.Second + 300*time.Millisecond) // the lease expires
+								time.Sleep(time.Duration(sc.visibility)*time.Second + 300*time.Millisecond) // the lease expires: a consumer stalling past it is the subject
 							}
 							g := e2e.GroupOf(m)
 							var l *sync.Mutex
