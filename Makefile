@@ -7,7 +7,7 @@ BIN := bin
 # spuriously with "context deadline exceeded" (golang/go#75804, fixed in Go 1.27).
 FUZZTIME ?= 100000x
 
-.PHONY: help build run test lint vet fmt generate verify bench fuzz clean
+.PHONY: help build run test timing lint vet fmt generate verify bench fuzz clean
 
 help: ## list the targets
 	@grep -hE '^[a-zA-Z_-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  %-10s %s\n", $$1, $$2}'
@@ -18,9 +18,16 @@ build: ## build bin/ferry
 run: build ## start ferry on the embedded Postgres (.data/), create the dev tenancy, print a token
 	$(BIN)/ferry serve --dev
 
-test: lint verify ## everything CI runs: gofmt, vet, generated-code check, go test -race, short fuzz runs
+test: lint verify ## everything CI runs: gofmt, vet, generated-code check, go test -race, timing tests, short fuzz runs
 	$(GO) test -race -count=1 -timeout 20m ./...
+	@$(MAKE) --no-print-directory timing
 	@$(MAKE) --no-print-directory fuzz FUZZTIME=$(FUZZTIME)
+
+# The tests that assert timings skip under the race detector (raceEnabled in iam/authz): run them once without it.
+TIMING_TESTS := ^TestLatency$$
+
+timing: ## the timing tests that skip under -race, run without it
+	$(GO) test -count=1 -run '$(TIMING_TESTS)' ./iam/authz/
 
 lint: fmt vet ## gofmt and go vet
 

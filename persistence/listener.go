@@ -8,6 +8,8 @@ import (
 	"time"
 
 	"github.com/jackc/pgx/v5"
+
+	"github.com/ferry-mq/ferry/internal/startstop"
 )
 
 // Listener holds the process's one LISTEN connection (on MessagesChannel and ConfigChannel) and hands every
@@ -19,23 +21,20 @@ type Listener struct {
 	OnReconnect func()
 	Logger      *slog.Logger
 
-	mu      sync.Mutex
-	cancel  context.CancelFunc
-	stopped chan struct{}
-	ready   chan struct{}
+	loop  startstop.Base
+	mu    sync.Mutex // guards ready
+	ready chan struct{}
 }
 
 // Start connects in the background. Safe to call twice.
 func (l *Listener) Start(ctx context.Context) {
+	// l.mu is held across the start so that Ready never returns the channel of a loop other than the running one.
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	if l.cancel != nil {
-		return
+	ready := make(chan struct{})
+	if l.loop.Start(ctx, func(ctx context.Context) { l.run(ctx, ready) }) {
+		l.ready = ready
 	}
-	ctx, l.cancel = context.WithCancel(context.WithoutCancel(ctx))
-	l.stopped = make(chan struct{})
-	l.ready = make(chan struct{})
-	go l.run(ctx)
 }
 
 // Ready is closed once the first LISTEN is in place.
@@ -46,25 +45,15 @@ func (l *Listener) Ready() <-chan struct{} {
 }
 
 // Stop disconnects. Safe to call twice.
-func (l *Listener) Stop() {
-	l.mu.Lock()
-	cancel, stopped := l.cancel, l.stopped
-	l.cancel = nil
-	l.mu.Unlock()
-	if cancel != nil {
-		cancel()
-		<-stopped
-	}
-}
+func (l *Listener) Stop() { l.loop.Stop() }
 
-func (l *Listener) run(ctx context.Context) {
-	defer close(l.stopped)
+func (l *Listener) run(ctx context.Context, ready chan struct{}) {
 	backoff := 100 * time.Millisecond
 	first := true
 	for ctx.Err() == nil {
 		err := l.listen(ctx, func() {
 			if first {
-				close(l.ready)
+				close(ready)
 				first = false
 			} else if l.OnReconnect != nil {
 				l.OnReconnect()

@@ -45,7 +45,13 @@ func TestSendRetryingAfterDeadlock(t *testing.T) {
 	require.NoError(t, err)
 	otherDone := make(chan error, 1)
 	go func() {
-		time.Sleep(100 * time.Millisecond) // the batch has taken row 2 and waits for row 1
+		// Only once the batch has taken row 2 and waited for row 1 for half the deadlock_timeout: the batch must be
+		// the first to wait, by a margin, so that its deadlock check runs first and aborts it.
+		if err := waitForLockWait(ctx, pool, 100*time.Millisecond); err != nil {
+			_ = other.Rollback(ctx)
+			otherDone <- err
+			return
+		}
 		if _, err := other.Exec(ctx, `UPDATE pair SET n = n + 1 WHERE id = 2`); err != nil {
 			_ = other.Rollback(ctx)
 			otherDone <- err
@@ -101,4 +107,22 @@ func deadlockError(t *testing.T, ctx context.Context, pool interface {
 	}
 	require.Error(t, aborted, "no deadlock")
 	return aborted
+}
+
+// waitForLockWait polls until a session of pool's database has waited for a lock for at least d.
+func waitForLockWait(ctx context.Context, pool *pgxpool.Pool, d time.Duration) error {
+	for {
+		var waiting bool
+		err := pool.QueryRow(ctx, `SELECT EXISTS (SELECT 1 FROM pg_locks l JOIN pg_stat_activity a USING (pid)
+			WHERE a.datname = current_database() AND NOT l.granted
+				AND l.waitstart <= clock_timestamp() - make_interval(secs => $1))`, d.Seconds()).Scan(&waiting)
+		if err != nil || waiting {
+			return err
+		}
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-time.After(5 * time.Millisecond):
+		}
+	}
 }

@@ -22,6 +22,7 @@ import (
 
 	"github.com/ferry-mq/ferry/openapi/sdk"
 	"github.com/ferry-mq/ferry/services/server"
+	"github.com/ferry-mq/ferry/tests/e2e"
 	"github.com/ferry-mq/ferry/tests/testserver"
 )
 
@@ -45,7 +46,7 @@ func authSign(t *testing.T, method jwt.SigningMethod, key any, claims jwt.MapCla
 // tokens that look odd but are valid.
 func TestAuthentication(t *testing.T) {
 	t.Parallel()
-	srv, tenancyID, _ := cpStart(t)
+	srv, tenancyID, _ := testserver.StartAdmin(t)
 	path := "/20210201/queues?compartmentId=" + tenancyID
 	now := time.Now()
 	hs := func(mutate func(c jwt.MapClaims)) string {
@@ -108,21 +109,21 @@ func TestAuthentication(t *testing.T) {
 				if call.body != "" {
 					body, contentType = strings.NewReader(call.body), "application/json"
 				}
-				var resp cpRawResponse
+				var resp testserver.RawResponse
 				if body != nil {
-					resp = cpRaw(t, srv, "", call.method, call.path, contentType, body, headers...)
+					resp = srv.Raw(t, "", call.method, call.path, contentType, body, headers...)
 				} else {
-					resp = cpRaw(t, srv, "", call.method, call.path, "", nil, headers...)
+					resp = srv.Raw(t, "", call.method, call.path, "", nil, headers...)
 				}
 				require.Equal(t, http.StatusUnauthorized, resp.Status, "%s %s: %s", call.method, call.path, resp.Body)
 				require.True(t, strings.HasPrefix(resp.Header.Get("Content-Type"), "application/json"))
-				cpRequireErrorBody(t, resp.Body, "NotAuthenticated")
+				e2e.RequireErrorBody(t, resp.Body, "NotAuthenticated")
 			}
 		})
 	}
 	// Nothing was created by the refused POSTs.
 	client := srv.Client(t, valid)
-	require.Empty(t, cpQueueIDs(t, client, sdk.ListQueuesParams{CompartmentId: tenancyID}))
+	require.Empty(t, client.QueueIDs(t, sdk.ListQueuesParams{CompartmentId: tenancyID}))
 
 	accepted := []struct{ name, authorization string }{
 		{"valid", "Bearer " + valid},
@@ -131,10 +132,10 @@ func TestAuthentication(t *testing.T) {
 		{"lowercase scheme", "bearer " + valid}, // RFC 7235: the scheme is case-insensitive
 	}
 	// A token without groups authenticates (no 401) but no policy grants it anything: 404, as for a missing resource.
-	noGroups := cpRaw(t, srv, "", http.MethodGet, path, "", nil, "Authorization", "Bearer "+hs(func(c jwt.MapClaims) { delete(c, "groups") }))
+	noGroups := srv.Raw(t, "", http.MethodGet, path, "", nil, "Authorization", "Bearer "+hs(func(c jwt.MapClaims) { delete(c, "groups") }))
 	require.Equal(t, http.StatusNotFound, noGroups.Status, "without groups: %s", noGroups.Body)
 	for _, tc := range accepted {
-		resp := cpRaw(t, srv, "", http.MethodGet, path, "", nil, "Authorization", tc.authorization)
+		resp := srv.Raw(t, "", http.MethodGet, path, "", nil, "Authorization", tc.authorization)
 		require.Equal(t, http.StatusOK, resp.Status, "%s: %s", tc.name, resp.Body)
 	}
 }
@@ -153,19 +154,19 @@ func TestAuthenticationIssuerAudience(t *testing.T) {
 		mutate(c)
 		return authSign(t, jwt.SigningMethodHS256, srv.Secret, c)
 	}
-	require.Equal(t, http.StatusOK, cpRaw(t, srv, token(func(jwt.MapClaims) {}), http.MethodGet, path, "", nil).Status)
+	require.Equal(t, http.StatusOK, srv.Raw(t, token(func(jwt.MapClaims) {}), http.MethodGet, path, "", nil).Status)
 	for name, mutate := range map[string]func(c jwt.MapClaims){
 		"wrong issuer":     func(c jwt.MapClaims) { c["iss"] = "https://evil.example" },
 		"missing issuer":   func(c jwt.MapClaims) { delete(c, "iss") },
 		"wrong audience":   func(c jwt.MapClaims) { c["aud"] = "someone-else" },
 		"missing audience": func(c jwt.MapClaims) { delete(c, "aud") },
 	} {
-		resp := cpRaw(t, srv, token(mutate), http.MethodGet, path, "", nil)
+		resp := srv.Raw(t, token(mutate), http.MethodGet, path, "", nil)
 		require.Equal(t, http.StatusUnauthorized, resp.Status, "%s: %s", name, resp.Body)
-		cpRequireErrorBody(t, resp.Body, "NotAuthenticated")
+		e2e.RequireErrorBody(t, resp.Body, "NotAuthenticated")
 	}
 	// The testserver's own tokens carry neither claim.
-	resp := cpRaw(t, srv, srv.Token(t, tenancyID, "admin", "Administrators"), http.MethodGet, path, "", nil)
+	resp := srv.Raw(t, srv.Token(t, tenancyID, "admin", "Administrators"), http.MethodGet, path, "", nil)
 	require.Equal(t, http.StatusUnauthorized, resp.Status)
 }
 
@@ -183,7 +184,7 @@ func TestAuthenticationPublicKey(t *testing.T) {
 	tenancyID := srv.Tenancy(t, "rs256")
 	path := "/20210201/compartments/" + tenancyID
 
-	resp := cpRaw(t, srv, authSign(t, jwt.SigningMethodRS256, key, authClaims(tenancyID)), http.MethodGet, path, "", nil)
+	resp := srv.Raw(t, authSign(t, jwt.SigningMethodRS256, key, authClaims(tenancyID)), http.MethodGet, path, "", nil)
 	require.Equal(t, http.StatusOK, resp.Status, "%s", resp.Body)
 
 	other, err := rsa.GenerateKey(rand.Reader, 2048)
@@ -193,32 +194,32 @@ func TestAuthenticationPublicKey(t *testing.T) {
 		"HS256 not in allowlist": srv.Token(t, tenancyID, "admin", "Administrators"),
 		"HMAC with the key file": authSign(t, jwt.SigningMethodHS256, pem.EncodeToMemory(&pem.Block{Type: "PUBLIC KEY", Bytes: der}), authClaims(tenancyID)),
 	} {
-		resp := cpRaw(t, srv, token, http.MethodGet, path, "", nil)
+		resp := srv.Raw(t, token, http.MethodGet, path, "", nil)
 		require.Equal(t, http.StatusUnauthorized, resp.Status, "%s: %s", name, resp.Body)
-		cpRequireErrorBody(t, resp.Body, "NotAuthenticated")
+		e2e.RequireErrorBody(t, resp.Body, "NotAuthenticated")
 	}
 }
 
 // TestPublicEndpoints checks the operational endpoints, which need no token.
 func TestPublicEndpoints(t *testing.T) {
 	t.Parallel()
-	srv, tenancyID, client := cpStart(t)
-	cpCreateQueue(t, client, tenancyID, "counted")
+	srv, tenancyID, client := testserver.StartAdmin(t)
+	client.NewNamedQueue(t, tenancyID, "counted")
 
 	for _, authorization := range []string{"", "Bearer garbage"} {
 		var headers []string
 		if authorization != "" {
 			headers = []string{"Authorization", authorization}
 		}
-		health := cpRaw(t, srv, "", http.MethodGet, "/healthz", "", nil, headers...)
+		health := srv.Raw(t, "", http.MethodGet, "/healthz", "", nil, headers...)
 		require.Equal(t, http.StatusOK, health.Status, "%s", health.Body)
 		require.JSONEq(t, `{"status":"ok"}`, string(health.Body))
 
-		ready := cpRaw(t, srv, "", http.MethodGet, "/readyz", "", nil, headers...)
+		ready := srv.Raw(t, "", http.MethodGet, "/readyz", "", nil, headers...)
 		require.Equal(t, http.StatusOK, ready.Status, "%s", ready.Body)
 		require.Contains(t, string(ready.Body), `"status"`)
 
-		spec := cpRaw(t, srv, "", http.MethodGet, "/openapi.yaml", "", nil, headers...)
+		spec := srv.Raw(t, "", http.MethodGet, "/openapi.yaml", "", nil, headers...)
 		require.Equal(t, http.StatusOK, spec.Status)
 		require.True(t, strings.HasPrefix(spec.Header.Get("Content-Type"), "application/yaml"), spec.Header.Get("Content-Type"))
 		var doc struct {
@@ -231,7 +232,7 @@ func TestPublicEndpoints(t *testing.T) {
 			require.Contains(t, doc.Paths, p)
 		}
 
-		metrics := cpRaw(t, srv, "", http.MethodGet, "/metrics", "", nil, headers...)
+		metrics := srv.Raw(t, "", http.MethodGet, "/metrics", "", nil, headers...)
 		require.Equal(t, http.StatusOK, metrics.Status)
 		require.True(t, strings.HasPrefix(metrics.Header.Get("Content-Type"), "text/plain"), metrics.Header.Get("Content-Type"))
 		require.Contains(t, string(metrics.Body), "ferry_http_server_requests")
@@ -241,32 +242,32 @@ func TestPublicEndpoints(t *testing.T) {
 	// Through the SDK, without a token.
 	anonymous := srv.Client(t, "")
 	h, err := anonymous.HealthzWithResponse(t.Context(), &sdk.HealthzParams{})
-	cpRequireStatus(t, h, err, http.StatusOK)
+	e2e.RequireStatus(t, h, err, http.StatusOK)
 	require.Equal(t, "ok", h.JSON200.Status)
 	r, err := anonymous.ReadyzWithResponse(t.Context(), &sdk.ReadyzParams{})
-	cpRequireStatus(t, r, err, http.StatusOK)
+	e2e.RequireStatus(t, r, err, http.StatusOK)
 	s, err := anonymous.GetOpenAPISpecWithResponse(t.Context(), &sdk.GetOpenAPISpecParams{})
-	cpRequireStatus(t, s, err, http.StatusOK)
+	e2e.RequireStatus(t, s, err, http.StatusOK)
 	require.Contains(t, string(s.Body), "operationId: CreateQueue")
 	require.NotNil(t, s.YAML200, "the SDK decodes the document")
 	require.Contains(t, *s.YAML200, "paths")
 	require.Equal(t, "3.0.3", (*s.YAML200)["openapi"])
 	m, err := anonymous.MetricsWithResponse(t.Context(), &sdk.MetricsParams{})
-	cpRequireStatus(t, m, err, http.StatusOK)
+	e2e.RequireStatus(t, m, err, http.StatusOK)
 
 	// A refused request is counted too, under its route.
-	require.Equal(t, http.StatusUnauthorized, cpRaw(t, srv, "", http.MethodGet, "/20210201/queues/"+tenancyID, "", nil).Status)
-	metrics := cpRaw(t, srv, "", http.MethodGet, "/metrics", "", nil)
+	require.Equal(t, http.StatusUnauthorized, srv.Raw(t, "", http.MethodGet, "/20210201/queues/"+tenancyID, "", nil).Status)
+	metrics := srv.Raw(t, "", http.MethodGet, "/metrics", "", nil)
 	require.Contains(t, string(metrics.Body), `status="401"`)
 
 	// Everything else needs a token; an unknown route answers 404 either way.
-	resp := cpRaw(t, srv, "", http.MethodGet, "/20210201/compartments/"+tenancyID, "", nil)
+	resp := srv.Raw(t, "", http.MethodGet, "/20210201/compartments/"+tenancyID, "", nil)
 	require.Equal(t, http.StatusUnauthorized, resp.Status)
-	cpRequireErrorBody(t, resp.Body, "NotAuthenticated")
-	resp = cpRaw(t, srv, "", http.MethodGet, "/20210201/nope", "", nil)
+	e2e.RequireErrorBody(t, resp.Body, "NotAuthenticated")
+	resp = srv.Raw(t, "", http.MethodGet, "/20210201/nope", "", nil)
 	require.Equal(t, http.StatusNotFound, resp.Status)
-	cpRequireErrorBody(t, resp.Body, "NotAuthorizedOrNotFound")
-	resp = cpRaw(t, srv, "", http.MethodPost, "/healthz", "", nil)
+	e2e.RequireErrorBody(t, resp.Body, "NotAuthorizedOrNotFound")
+	resp = srv.Raw(t, "", http.MethodPost, "/healthz", "", nil)
 	require.Equal(t, http.StatusMethodNotAllowed, resp.Status)
-	cpRequireErrorBody(t, resp.Body, "MethodNotAllowed")
+	e2e.RequireErrorBody(t, resp.Body, "MethodNotAllowed")
 }

@@ -9,6 +9,8 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/ferry-mq/ferry/openapi/sdk"
+	"github.com/ferry-mq/ferry/tests/e2e"
+	"github.com/ferry-mq/ferry/tests/testserver"
 )
 
 // TestBadInput sends the control plane what the SDK would never send. Every answer must be a 4xx with the JSON
@@ -16,12 +18,12 @@ import (
 // dropped connection. Nothing may be written by a rejected request.
 func TestBadInput(t *testing.T) {
 	t.Parallel()
-	srv, tenancyID, client := cpStart(t)
+	srv, tenancyID, client := testserver.StartAdmin(t)
 	token := srv.Token(t, tenancyID, "admin", "Administrators")
-	comp := cpCreateCompartment(t, client, tenancyID, "comp")
-	queue := cpCreateQueue(t, client, comp.Id, "queue")
-	_, queueEtag := cpGetQueue(t, client, queue.Id)
-	_, compEtag := cpGetCompartment(t, client, comp.Id)
+	comp := client.NewCompartment(t, tenancyID, "comp")
+	queue := client.NewNamedQueue(t, comp.Id, "queue")
+	_, queueEtag := client.QueueWithETag(t, queue.Id)
+	_, compEtag := client.CompartmentWithETag(t, comp.Id)
 
 	const (
 		jsonType = "application/json"
@@ -238,10 +240,10 @@ func TestBadInput(t *testing.T) {
 					body = io.MultiReader(body) // hides the length: the client sends it chunked
 				}
 			}
-			resp := cpRaw(t, srv, token, tc.method, tc.path, tc.contentType, body, tc.headers...)
+			resp := srv.Raw(t, token, tc.method, tc.path, tc.contentType, body, tc.headers...)
 			require.Equal(t, tc.status, resp.Status, "body: %s", resp.Body)
 			require.True(t, strings.HasPrefix(resp.Header.Get("Content-Type"), "application/json"), "content type %q", resp.Header.Get("Content-Type"))
-			e := cpRequireErrorBody(t, resp.Body, tc.code, tc.fields...)
+			e := e2e.RequireErrorBody(t, resp.Body, tc.code, tc.fields...)
 			for _, f := range tc.fields { // the field is named once, not "displayName.displayName"
 				require.NotContains(t, e.Message, f+"."+f)
 			}
@@ -250,33 +252,33 @@ func TestBadInput(t *testing.T) {
 	}
 
 	// Nothing was written: the one queue and the one compartment are as they were.
-	require.Equal(t, []string{queue.Id}, cpQueueIDs(t, client, sdk.ListQueuesParams{CompartmentId: tenancyID, CompartmentIdInSubtree: cpPtr(true)}))
-	require.Equal(t, []string{comp.Id}, cpCompartmentIDs(t, client, sdk.ListCompartmentsParams{CompartmentId: tenancyID, CompartmentIdInSubtree: cpPtr(true)}))
-	_, etag := cpGetQueue(t, client, queue.Id)
+	require.Equal(t, []string{queue.Id}, client.QueueIDs(t, sdk.ListQueuesParams{CompartmentId: tenancyID, CompartmentIdInSubtree: e2e.Ptr(true)}))
+	require.Equal(t, []string{comp.Id}, client.CompartmentIDs(t, sdk.ListCompartmentsParams{CompartmentId: tenancyID, CompartmentIdInSubtree: e2e.Ptr(true)}))
+	_, etag := client.QueueWithETag(t, queue.Id)
 	require.Equal(t, queueEtag, etag)
-	_, etag = cpGetCompartment(t, client, comp.Id)
+	_, etag = client.CompartmentWithETag(t, comp.Id)
 	require.Equal(t, compEtag, etag)
 	wrs, err := client.ListWorkRequestsWithResponse(t.Context(), &sdk.ListWorkRequestsParams{CompartmentId: comp.Id})
-	cpRequireStatus(t, wrs, err, http.StatusOK)
+	e2e.RequireStatus(t, wrs, err, http.StatusOK)
 	require.Empty(t, wrs.JSON200.Items)
 
 	// The retry tokens of rejected requests were not used up.
 	for _, tok := range []string{"big", "big-chunked"} {
-		resp := cpRaw(t, srv, token, http.MethodPost, qs, jsonType, strings.NewReader(validQueue("")), "opc-retry-token", tok)
+		resp := srv.Raw(t, token, http.MethodPost, qs, jsonType, strings.NewReader(validQueue("")), "opc-retry-token", tok)
 		require.Equal(t, http.StatusOK, resp.Status, "%s: %s", tok, resp.Body)
 	}
 
 	// And the server is still fine.
-	require.Equal(t, http.StatusOK, cpRaw(t, srv, "", http.MethodGet, "/healthz", "", nil).Status)
+	require.Equal(t, http.StatusOK, srv.Raw(t, "", http.MethodGet, "/healthz", "", nil).Status)
 }
 
 // TestBadInputAccepted pins down the inputs that look odd but are valid, so that tightening validation does not
 // reject them by accident.
 func TestBadInputAccepted(t *testing.T) {
 	t.Parallel()
-	srv, tenancyID, client := cpStart(t)
+	srv, tenancyID, client := testserver.StartAdmin(t)
 	token := srv.Token(t, tenancyID, "admin", "Administrators")
-	queue := cpCreateQueue(t, client, tenancyID, "queue")
+	queue := client.NewNamedQueue(t, tenancyID, "queue")
 
 	for _, tc := range []struct {
 		name, method, path, contentType, body string
@@ -300,7 +302,7 @@ func TestBadInputAccepted(t *testing.T) {
 		if tc.body != "" {
 			body = strings.NewReader(tc.body)
 		}
-		resp := cpRaw(t, srv, token, tc.method, tc.path, tc.contentType, body)
+		resp := srv.Raw(t, token, tc.method, tc.path, tc.contentType, body)
 		require.Equal(t, http.StatusOK, resp.Status, "%s: %s", tc.name, resp.Body)
 	}
 }

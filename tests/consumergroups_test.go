@@ -2,16 +2,14 @@ package tests
 
 import (
 	"context"
-	"fmt"
 	"net/http"
-	"slices"
 	"strings"
-	"sync"
 	"testing"
 
 	"github.com/stretchr/testify/require"
 
 	"github.com/ferry-mq/ferry/openapi/sdk"
+	"github.com/ferry-mq/ferry/tests/e2e"
 	"github.com/ferry-mq/ferry/tests/testserver"
 )
 
@@ -21,35 +19,20 @@ import (
 
 // groupNames lists the display names of groups in order.
 func groupNames(items []sdk.ConsumerGroup) []string {
-	out := make([]string, len(items))
-	for i, g := range items {
-		out[i] = g.DisplayName
-	}
-	return out
-}
-
-// listGroups lists a queue's groups with the given parameters (QueueId is set here) and requires the 200.
-func listGroups(t *testing.T, c *sdk.ClientWithResponses, queueID string, p sdk.ListConsumerGroupsParams) ([]sdk.ConsumerGroup, string) {
-	t.Helper()
-	p.QueueId = queueID
-	resp, err := c.ListConsumerGroupsWithResponse(context.Background(), &p)
-	require.NoError(t, err)
-	require.Equal(t, http.StatusOK, resp.StatusCode(), string(resp.Body))
-	return resp.JSON200.Items, resp.HTTPResponse.Header.Get("opc-next-page")
+	return e2e.Map(items, func(g sdk.ConsumerGroup) string { return g.DisplayName })
 }
 
 // TestConsumerGroupCRUD: create (with filter validation), get, list (filters, sort, pagination), the retry token,
 // update of every field with etags, delete, unique names per queue, and the capability check.
 func TestConsumerGroupCRUD(t *testing.T) {
 	t.Parallel()
-	srv := testserver.Start(t)
-	tenancyID, c := srv.Admin(t, "cg-crud")
+	_, tenancyID, c := testserver.StartAdmin(t)
 	ctx := context.Background()
-	q := createQueue(t, c, tenancyID, withConsumerGroups(true), withDLQ(4))
+	q := c.NewQueue(t, tenancyID, e2e.WithConsumerGroups(true), e2e.WithDLQ(4))
 
 	// The primary group exists with the capability: OCID = the queue's, no filter, enabled.
 	primary, err := c.GetConsumerGroupWithResponse(ctx, q, &sdk.GetConsumerGroupParams{})
-	cpRequireStatus(t, primary, err, http.StatusOK)
+	e2e.RequireStatus(t, primary, err, http.StatusOK)
 	p := primary.JSON200
 	require.Equal(t, q, p.Id)
 	require.Equal(t, q, p.QueueId)
@@ -63,21 +46,21 @@ func TestConsumerGroupCRUD(t *testing.T) {
 
 	// A bad filter is a 400 that names the field and the column.
 	bad, err := c.CreateConsumerGroupWithResponse(ctx, &sdk.CreateConsumerGroupParams{}, sdk.CreateConsumerGroupDetails{
-		QueueId: q, DisplayName: "bad", ConsumerGroupFilter: cpPtr(`:team = "exec" AND`),
+		QueueId: q, DisplayName: "bad", ConsumerGroupFilter: e2e.Ptr(`:team = "exec" AND`),
 	})
-	cpRequireError(t, bad, err, http.StatusBadRequest, "InvalidParameter", "consumerGroupFilter: column 19: expected an expression after 'AND'")
+	e2e.RequireError(t, bad, err, http.StatusBadRequest, "InvalidParameter", "consumerGroupFilter: column 19: expected an expression after 'AND'")
 
-	exec := createGroup(t, c, q, "exec-expenses", `:team = "exec-expenses"`, groupDLQ(3))
+	exec := c.NewGroup(t, q, "exec-expenses", `:team = "exec-expenses"`, e2e.GroupDLQ(3))
 	require.True(t, strings.HasPrefix(exec.Id, "ocid1.consumergroup."), exec.Id)
 	require.Equal(t, q, exec.QueueId)
 	require.Equal(t, tenancyID, exec.CompartmentId)
 	require.Equal(t, `:team = "exec-expenses"`, exec.ConsumerGroupFilter)
 	require.True(t, exec.IsEnabled)
 	require.False(t, exec.IsPrimary)
-	require.Equal(t, cpPtr(3), exec.DeadLetterQueueDeliveryCount)
+	require.Equal(t, e2e.Ptr(3), exec.DeadLetterQueueDeliveryCount)
 	require.Equal(t, sdk.LifecycleStateACTIVE, exec.LifecycleState)
 	require.Equal(t, exec.TimeCreated, exec.TimeUpdated)
-	audit := createGroup(t, c, q, "audit", "", groupDisabled())
+	audit := c.NewGroup(t, q, "audit", "", e2e.GroupDisabled())
 	require.False(t, audit.IsEnabled)
 	require.Empty(t, audit.ConsumerGroupFilter)
 	require.Nil(t, audit.DeadLetterQueueDeliveryCount)
@@ -86,59 +69,59 @@ func TestConsumerGroupCRUD(t *testing.T) {
 	dup, err := c.CreateConsumerGroupWithResponse(ctx, &sdk.CreateConsumerGroupParams{}, sdk.CreateConsumerGroupDetails{
 		QueueId: q, DisplayName: "EXEC-Expenses",
 	})
-	cpRequireError(t, dup, err, http.StatusConflict, "Conflict", "displayName")
-	q2 := createQueue(t, c, tenancyID, withConsumerGroups(false))
-	other := createGroup(t, c, q2, "exec-expenses", "")
+	e2e.RequireError(t, dup, err, http.StatusConflict, "Conflict", "displayName")
+	q2 := c.NewQueue(t, tenancyID, e2e.WithConsumerGroups(false))
+	other := c.NewGroup(t, q2, "exec-expenses", "")
 	require.Equal(t, q2, other.QueueId)
 	// Nor can a group take the primary group's name.
 	dupPrimary, err := c.CreateConsumerGroupWithResponse(ctx, &sdk.CreateConsumerGroupParams{}, sdk.CreateConsumerGroupDetails{
 		QueueId: q, DisplayName: "Primary",
 	})
-	cpRequireError(t, dupPrimary, err, http.StatusConflict, "Conflict", "displayName")
+	e2e.RequireError(t, dupPrimary, err, http.StatusConflict, "Conflict", "displayName")
 
 	// A queue without the capability takes no groups (409); a missing queue is a 404.
-	plain := createQueue(t, c, tenancyID)
+	plain := c.NewQueue(t, tenancyID)
 	noCap, err := c.CreateConsumerGroupWithResponse(ctx, &sdk.CreateConsumerGroupParams{}, sdk.CreateConsumerGroupDetails{
 		QueueId: plain, DisplayName: "g",
 	})
-	cpRequireError(t, noCap, err, http.StatusConflict, "IncorrectState", "CONSUMER_GROUPS")
+	e2e.RequireError(t, noCap, err, http.StatusConflict, "IncorrectState", "CONSUMER_GROUPS")
 	missing, err := c.CreateConsumerGroupWithResponse(ctx, &sdk.CreateConsumerGroupParams{}, sdk.CreateConsumerGroupDetails{
 		QueueId: "ocid1.queue.ferry.local.aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa", DisplayName: "g",
 	})
-	cpRequireError(t, missing, err, http.StatusNotFound, "NotAuthorizedOrNotFound")
+	e2e.RequireError(t, missing, err, http.StatusNotFound, "NotAuthorizedOrNotFound")
 
 	// Get.
 	got, err := c.GetConsumerGroupWithResponse(ctx, exec.Id, &sdk.GetConsumerGroupParams{})
-	cpRequireStatus(t, got, err, http.StatusOK)
+	e2e.RequireStatus(t, got, err, http.StatusOK)
 	require.Equal(t, exec, *got.JSON200)
 	etag := got.HTTPResponse.Header.Get("etag")
 	require.NotEmpty(t, etag)
 
 	// List: newest first by default, by name ascending, filters, pagination.
-	items, next := listGroups(t, c, q, sdk.ListConsumerGroupsParams{})
+	items, next := c.Groups(t, q, sdk.ListConsumerGroupsParams{})
 	require.Empty(t, next)
 	require.Equal(t, []string{"audit", "exec-expenses", "primary"}, groupNames(items))
-	items, _ = listGroups(t, c, q, sdk.ListConsumerGroupsParams{SortBy: cpPtr(sdk.ListConsumerGroupsParamsSortByDisplayName)})
+	items, _ = c.Groups(t, q, sdk.ListConsumerGroupsParams{SortBy: e2e.Ptr(sdk.ListConsumerGroupsParamsSortByDisplayName)})
 	require.Equal(t, []string{"audit", "exec-expenses", "primary"}, groupNames(items))
-	items, _ = listGroups(t, c, q, sdk.ListConsumerGroupsParams{SortBy: cpPtr(sdk.ListConsumerGroupsParamsSortByDisplayName),
-		SortOrder: cpPtr(sdk.SortOrderDESC)})
+	items, _ = c.Groups(t, q, sdk.ListConsumerGroupsParams{SortBy: e2e.Ptr(sdk.ListConsumerGroupsParamsSortByDisplayName),
+		SortOrder: e2e.Ptr(sdk.SortOrderDESC)})
 	require.Equal(t, []string{"primary", "exec-expenses", "audit"}, groupNames(items))
-	items, _ = listGroups(t, c, q, sdk.ListConsumerGroupsParams{SortBy: cpPtr(sdk.ListConsumerGroupsParamsSortByTimeCreated),
-		SortOrder: cpPtr(sdk.SortOrderASC)})
+	items, _ = c.Groups(t, q, sdk.ListConsumerGroupsParams{SortBy: e2e.Ptr(sdk.ListConsumerGroupsParamsSortByTimeCreated),
+		SortOrder: e2e.Ptr(sdk.SortOrderASC)})
 	require.Equal(t, []string{"primary", "exec-expenses", "audit"}, groupNames(items))
-	items, _ = listGroups(t, c, q, sdk.ListConsumerGroupsParams{DisplayName: cpPtr("audit")})
+	items, _ = c.Groups(t, q, sdk.ListConsumerGroupsParams{DisplayName: e2e.Ptr("audit")})
 	require.Equal(t, []string{audit.Id}, []string{items[0].Id})
 	require.Len(t, items, 1)
-	items, _ = listGroups(t, c, q2, sdk.ListConsumerGroupsParams{})
+	items, _ = c.Groups(t, q2, sdk.ListConsumerGroupsParams{})
 	require.Equal(t, []string{"exec-expenses", "primary"}, groupNames(items), "only q2's groups")
 	var paged []string
 	page := ""
 	for range 10 {
-		params := sdk.ListConsumerGroupsParams{Limit: cpPtr(1), SortBy: cpPtr(sdk.ListConsumerGroupsParamsSortByDisplayName)}
+		params := sdk.ListConsumerGroupsParams{Limit: e2e.Ptr(1), SortBy: e2e.Ptr(sdk.ListConsumerGroupsParamsSortByDisplayName)}
 		if page != "" {
 			params.Page = &page
 		}
-		items, page = listGroups(t, c, q, params)
+		items, page = c.Groups(t, q, params)
 		require.LessOrEqual(t, len(items), 1)
 		paged = append(paged, groupNames(items)...)
 		if page == "" {
@@ -146,107 +129,107 @@ func TestConsumerGroupCRUD(t *testing.T) {
 		}
 	}
 	require.Equal(t, []string{"audit", "exec-expenses", "primary"}, paged)
-	badPage, err := c.ListConsumerGroupsWithResponse(ctx, &sdk.ListConsumerGroupsParams{QueueId: q, Page: cpPtr("not-a-token")})
-	cpRequireError(t, badPage, err, http.StatusBadRequest, "InvalidParameter", "page")
+	badPage, err := c.ListConsumerGroupsWithResponse(ctx, &sdk.ListConsumerGroupsParams{QueueId: q, Page: e2e.Ptr("not-a-token")})
+	e2e.RequireError(t, badPage, err, http.StatusBadRequest, "InvalidParameter", "page")
 
 	// opc-retry-token: the same body replays the original; another body is a 409.
-	body := sdk.CreateConsumerGroupDetails{QueueId: q, DisplayName: "retried", ConsumerGroupFilter: cpPtr(":x")}
-	first, err := c.CreateConsumerGroupWithResponse(ctx, &sdk.CreateConsumerGroupParams{OpcRetryToken: cpPtr("cg-token-1")}, body)
-	cpRequireStatus(t, first, err, http.StatusOK)
-	again, err := c.CreateConsumerGroupWithResponse(ctx, &sdk.CreateConsumerGroupParams{OpcRetryToken: cpPtr("cg-token-1")}, body)
-	cpRequireStatus(t, again, err, http.StatusOK)
+	body := sdk.CreateConsumerGroupDetails{QueueId: q, DisplayName: "retried", ConsumerGroupFilter: e2e.Ptr(":x")}
+	first, err := c.CreateConsumerGroupWithResponse(ctx, &sdk.CreateConsumerGroupParams{OpcRetryToken: e2e.Ptr("cg-token-1")}, body)
+	e2e.RequireStatus(t, first, err, http.StatusOK)
+	again, err := c.CreateConsumerGroupWithResponse(ctx, &sdk.CreateConsumerGroupParams{OpcRetryToken: e2e.Ptr("cg-token-1")}, body)
+	e2e.RequireStatus(t, again, err, http.StatusOK)
 	require.Equal(t, first.JSON200.Id, again.JSON200.Id)
 	body.DisplayName = "retried-2"
-	conflict, err := c.CreateConsumerGroupWithResponse(ctx, &sdk.CreateConsumerGroupParams{OpcRetryToken: cpPtr("cg-token-1")}, body)
-	cpRequireError(t, conflict, err, http.StatusConflict, "Conflict", "opc-retry-token")
-	items, _ = listGroups(t, c, q, sdk.ListConsumerGroupsParams{DisplayName: cpPtr("retried")})
+	conflict, err := c.CreateConsumerGroupWithResponse(ctx, &sdk.CreateConsumerGroupParams{OpcRetryToken: e2e.Ptr("cg-token-1")}, body)
+	e2e.RequireError(t, conflict, err, http.StatusConflict, "Conflict", "opc-retry-token")
+	items, _ = c.Groups(t, q, sdk.ListConsumerGroupsParams{DisplayName: e2e.Ptr("retried")})
 	require.Len(t, items, 1, "the replay created nothing")
 
 	// Update: if-match, filter (validated), name (unique), isEnabled, dead-letter count and -1 to inherit again.
-	stale, err := c.UpdateConsumerGroupWithResponse(ctx, exec.Id, &sdk.UpdateConsumerGroupParams{IfMatch: cpPtr("nope")},
-		sdk.UpdateConsumerGroupDetails{IsEnabled: cpPtr(false)})
-	cpRequireError(t, stale, err, http.StatusPreconditionFailed, "NoEtagMatch")
+	stale, err := c.UpdateConsumerGroupWithResponse(ctx, exec.Id, &sdk.UpdateConsumerGroupParams{IfMatch: e2e.Ptr("nope")},
+		sdk.UpdateConsumerGroupDetails{IsEnabled: e2e.Ptr(false)})
+	e2e.RequireError(t, stale, err, http.StatusPreconditionFailed, "NoEtagMatch")
 	upd, err := c.UpdateConsumerGroupWithResponse(ctx, exec.Id, &sdk.UpdateConsumerGroupParams{IfMatch: &etag},
-		sdk.UpdateConsumerGroupDetails{ConsumerGroupFilter: cpPtr(`:team = "exec"`), DisplayName: cpPtr("exec"),
-			IsEnabled: cpPtr(false), DeadLetterQueueDeliveryCount: cpPtr(7), FreeformTags: &sdk.FreeformTags{"k": "v"}})
-	cpRequireStatus(t, upd, err, http.StatusOK)
+		sdk.UpdateConsumerGroupDetails{ConsumerGroupFilter: e2e.Ptr(`:team = "exec"`), DisplayName: e2e.Ptr("exec"),
+			IsEnabled: e2e.Ptr(false), DeadLetterQueueDeliveryCount: e2e.Ptr(7), FreeformTags: &sdk.FreeformTags{"k": "v"}})
+	e2e.RequireStatus(t, upd, err, http.StatusOK)
 	require.Equal(t, `:team = "exec"`, upd.JSON200.ConsumerGroupFilter)
 	require.Equal(t, "exec", upd.JSON200.DisplayName)
 	require.False(t, upd.JSON200.IsEnabled)
-	require.Equal(t, cpPtr(7), upd.JSON200.DeadLetterQueueDeliveryCount)
+	require.Equal(t, e2e.Ptr(7), upd.JSON200.DeadLetterQueueDeliveryCount)
 	require.Equal(t, sdk.FreeformTags{"k": "v"}, upd.JSON200.FreeformTags)
 	require.True(t, upd.JSON200.TimeUpdated.After(exec.TimeUpdated) || upd.JSON200.TimeUpdated.Equal(exec.TimeUpdated))
 	require.NotEqual(t, etag, upd.HTTPResponse.Header.Get("etag"))
 	reused, err := c.UpdateConsumerGroupWithResponse(ctx, exec.Id, &sdk.UpdateConsumerGroupParams{IfMatch: &etag},
-		sdk.UpdateConsumerGroupDetails{IsEnabled: cpPtr(true)})
-	cpRequireError(t, reused, err, http.StatusPreconditionFailed, "NoEtagMatch")
-	inherit := updateGroup(t, c, exec.Id, sdk.UpdateConsumerGroupDetails{DeadLetterQueueDeliveryCount: cpPtr(-1)})
+		sdk.UpdateConsumerGroupDetails{IsEnabled: e2e.Ptr(true)})
+	e2e.RequireError(t, reused, err, http.StatusPreconditionFailed, "NoEtagMatch")
+	inherit := c.ChangeGroup(t, exec.Id, sdk.UpdateConsumerGroupDetails{DeadLetterQueueDeliveryCount: e2e.Ptr(-1)})
 	require.Nil(t, inherit.DeadLetterQueueDeliveryCount, "-1 inherits the queue's again")
 	require.Equal(t, "exec", inherit.DisplayName, "absent fields stay")
 	require.Equal(t, `:team = "exec"`, inherit.ConsumerGroupFilter)
-	zero := updateGroup(t, c, exec.Id, sdk.UpdateConsumerGroupDetails{DeadLetterQueueDeliveryCount: cpPtr(0)})
-	require.Equal(t, cpPtr(0), zero.DeadLetterQueueDeliveryCount, "0 = no DLQ for this group, not inherit")
-	cleared := updateGroup(t, c, exec.Id, sdk.UpdateConsumerGroupDetails{ConsumerGroupFilter: cpPtr(""), IsEnabled: cpPtr(true)})
+	zero := c.ChangeGroup(t, exec.Id, sdk.UpdateConsumerGroupDetails{DeadLetterQueueDeliveryCount: e2e.Ptr(0)})
+	require.Equal(t, e2e.Ptr(0), zero.DeadLetterQueueDeliveryCount, "0 = no DLQ for this group, not inherit")
+	cleared := c.ChangeGroup(t, exec.Id, sdk.UpdateConsumerGroupDetails{ConsumerGroupFilter: e2e.Ptr(""), IsEnabled: e2e.Ptr(true)})
 	require.Empty(t, cleared.ConsumerGroupFilter)
 	require.True(t, cleared.IsEnabled)
 	badFilter, err := c.UpdateConsumerGroupWithResponse(ctx, exec.Id, &sdk.UpdateConsumerGroupParams{},
-		sdk.UpdateConsumerGroupDetails{ConsumerGroupFilter: cpPtr(`:n >= "x"`)})
-	cpRequireError(t, badFilter, err, http.StatusBadRequest, "InvalidParameter", "consumerGroupFilter: column 7:")
+		sdk.UpdateConsumerGroupDetails{ConsumerGroupFilter: e2e.Ptr(`:n >= "x"`)})
+	e2e.RequireError(t, badFilter, err, http.StatusBadRequest, "InvalidParameter", "consumerGroupFilter: column 7:")
 	taken, err := c.UpdateConsumerGroupWithResponse(ctx, exec.Id, &sdk.UpdateConsumerGroupParams{},
-		sdk.UpdateConsumerGroupDetails{DisplayName: cpPtr("AUDIT")})
-	cpRequireError(t, taken, err, http.StatusConflict, "Conflict", "displayName")
+		sdk.UpdateConsumerGroupDetails{DisplayName: e2e.Ptr("AUDIT")})
+	e2e.RequireError(t, taken, err, http.StatusConflict, "Conflict", "displayName")
 	again2, err := c.GetConsumerGroupWithResponse(ctx, exec.Id, &sdk.GetConsumerGroupParams{})
-	cpRequireStatus(t, again2, err, http.StatusOK)
+	e2e.RequireStatus(t, again2, err, http.StatusOK)
 	require.Equal(t, "exec", again2.JSON200.DisplayName, "a rejected update changes nothing")
 	require.Empty(t, again2.JSON200.ConsumerGroupFilter)
 
 	// The primary group: its name and filter are fixed (409), it can be disabled, not deleted.
-	for _, d := range []sdk.UpdateConsumerGroupDetails{{DisplayName: cpPtr("main")}, {ConsumerGroupFilter: cpPtr(":x")}} {
+	for _, d := range []sdk.UpdateConsumerGroupDetails{{DisplayName: e2e.Ptr("main")}, {ConsumerGroupFilter: e2e.Ptr(":x")}} {
 		fixed, err := c.UpdateConsumerGroupWithResponse(ctx, q, &sdk.UpdateConsumerGroupParams{}, d)
-		cpRequireError(t, fixed, err, http.StatusConflict, "IncorrectState", "primary")
+		e2e.RequireError(t, fixed, err, http.StatusConflict, "IncorrectState", "primary")
 	}
 	// Its current name and empty filter sent back (a whole-resource update) are not changes.
-	off := updateGroup(t, c, q, sdk.UpdateConsumerGroupDetails{IsEnabled: cpPtr(false), DeadLetterQueueDeliveryCount: cpPtr(2),
-		DisplayName: cpPtr("primary"), ConsumerGroupFilter: cpPtr("")})
+	off := c.ChangeGroup(t, q, sdk.UpdateConsumerGroupDetails{IsEnabled: e2e.Ptr(false), DeadLetterQueueDeliveryCount: e2e.Ptr(2),
+		DisplayName: e2e.Ptr("primary"), ConsumerGroupFilter: e2e.Ptr("")})
 	require.False(t, off.IsEnabled)
 	require.Equal(t, "primary", off.DisplayName)
-	require.Equal(t, cpPtr(2), off.DeadLetterQueueDeliveryCount)
+	require.Equal(t, e2e.Ptr(2), off.DeadLetterQueueDeliveryCount)
 	qr, err := c.GetQueueWithResponse(ctx, q, &sdk.GetQueueParams{})
-	cpRequireStatus(t, qr, err, http.StatusOK)
-	require.Equal(t, &[]sdk.Capability{{Type: sdk.CapabilityTypeCONSUMERGROUPS, IsPrimaryConsumerGroupEnabled: cpPtr(false)}},
+	e2e.RequireStatus(t, qr, err, http.StatusOK)
+	require.Equal(t, &[]sdk.Capability{{Type: sdk.CapabilityTypeCONSUMERGROUPS, IsPrimaryConsumerGroupEnabled: e2e.Ptr(false)}},
 		qr.JSON200.Capabilities, "the queue shows the primary group disabled")
 	delPrimary, err := c.DeleteConsumerGroupWithResponse(ctx, q, &sdk.DeleteConsumerGroupParams{})
-	cpRequireError(t, delPrimary, err, http.StatusConflict, "IncorrectState", "primary")
+	e2e.RequireError(t, delPrimary, err, http.StatusConflict, "IncorrectState", "primary")
 
 	// Delete: if-match, 204, then 404 everywhere; the name is free again; DELETED groups are listed on request.
-	del, err := c.DeleteConsumerGroupWithResponse(ctx, audit.Id, &sdk.DeleteConsumerGroupParams{IfMatch: cpPtr("nope")})
-	cpRequireError(t, del, err, http.StatusPreconditionFailed, "NoEtagMatch")
+	del, err := c.DeleteConsumerGroupWithResponse(ctx, audit.Id, &sdk.DeleteConsumerGroupParams{IfMatch: e2e.Ptr("nope")})
+	e2e.RequireError(t, del, err, http.StatusPreconditionFailed, "NoEtagMatch")
 	del, err = c.DeleteConsumerGroupWithResponse(ctx, audit.Id, &sdk.DeleteConsumerGroupParams{})
-	cpRequireStatus(t, del, err, http.StatusNoContent)
+	e2e.RequireStatus(t, del, err, http.StatusNoContent)
 	gone, err := c.GetConsumerGroupWithResponse(ctx, audit.Id, &sdk.GetConsumerGroupParams{})
-	cpRequireError(t, gone, err, http.StatusNotFound, "NotAuthorizedOrNotFound")
+	e2e.RequireError(t, gone, err, http.StatusNotFound, "NotAuthorizedOrNotFound")
 	del, err = c.DeleteConsumerGroupWithResponse(ctx, audit.Id, &sdk.DeleteConsumerGroupParams{})
-	cpRequireError(t, del, err, http.StatusNotFound, "NotAuthorizedOrNotFound")
-	updGone, err := c.UpdateConsumerGroupWithResponse(ctx, audit.Id, &sdk.UpdateConsumerGroupParams{}, sdk.UpdateConsumerGroupDetails{IsEnabled: cpPtr(true)})
-	cpRequireError(t, updGone, err, http.StatusNotFound, "NotAuthorizedOrNotFound")
-	items, _ = listGroups(t, c, q, sdk.ListConsumerGroupsParams{SortBy: cpPtr(sdk.ListConsumerGroupsParamsSortByDisplayName)})
+	e2e.RequireError(t, del, err, http.StatusNotFound, "NotAuthorizedOrNotFound")
+	updGone, err := c.UpdateConsumerGroupWithResponse(ctx, audit.Id, &sdk.UpdateConsumerGroupParams{}, sdk.UpdateConsumerGroupDetails{IsEnabled: e2e.Ptr(true)})
+	e2e.RequireError(t, updGone, err, http.StatusNotFound, "NotAuthorizedOrNotFound")
+	items, _ = c.Groups(t, q, sdk.ListConsumerGroupsParams{SortBy: e2e.Ptr(sdk.ListConsumerGroupsParamsSortByDisplayName)})
 	require.Equal(t, []string{"exec", "primary", "retried"}, groupNames(items))
-	items, _ = listGroups(t, c, q, sdk.ListConsumerGroupsParams{LifecycleState: cpPtr(sdk.LifecycleStateDELETED)})
+	items, _ = c.Groups(t, q, sdk.ListConsumerGroupsParams{LifecycleState: e2e.Ptr(sdk.LifecycleStateDELETED)})
 	require.Len(t, items, 1)
 	require.Equal(t, audit.Id, items[0].Id)
 	require.Equal(t, sdk.LifecycleStateDELETED, items[0].LifecycleState)
-	reborn := createGroup(t, c, q, "Audit", "")
+	reborn := c.NewGroup(t, q, "Audit", "")
 	require.NotEqual(t, audit.Id, reborn.Id)
 
 	// A group's compartmentId is its queue's, also after the queue moved.
-	child := cpCreateCompartment(t, c, tenancyID, "cg-child")
+	child := c.NewCompartment(t, tenancyID, "cg-child")
 	moved, err := c.ChangeQueueCompartmentWithResponse(ctx, q, &sdk.ChangeQueueCompartmentParams{},
 		sdk.ChangeQueueCompartmentDetails{CompartmentId: child.Id})
-	cpRequireStatus(t, moved, err, http.StatusOK)
+	e2e.RequireStatus(t, moved, err, http.StatusOK)
 	got, err = c.GetConsumerGroupWithResponse(ctx, reborn.Id, &sdk.GetConsumerGroupParams{})
-	cpRequireStatus(t, got, err, http.StatusOK)
+	e2e.RequireStatus(t, got, err, http.StatusOK)
 	require.Equal(t, child.Id, got.JSON200.CompartmentId)
-	items, _ = listGroups(t, c, q, sdk.ListConsumerGroupsParams{})
+	items, _ = c.Groups(t, q, sdk.ListConsumerGroupsParams{})
 	for _, g := range items {
 		require.Equal(t, child.Id, g.CompartmentId, g.DisplayName)
 	}
@@ -256,129 +239,126 @@ func TestConsumerGroupCRUD(t *testing.T) {
 // group, and disables the capability again.
 func TestConsumerGroupCapability(t *testing.T) {
 	t.Parallel()
-	srv := testserver.Start(t)
-	tenancyID, c := srv.Admin(t, "cg-cap")
+	_, tenancyID, c := testserver.StartAdmin(t)
 	ctx := context.Background()
-	q := createQueue(t, c, tenancyID)
+	q := c.NewQueue(t, tenancyID)
 
 	qr, err := c.GetQueueWithResponse(ctx, q, &sdk.GetQueueParams{})
-	cpRequireStatus(t, qr, err, http.StatusOK)
+	e2e.RequireStatus(t, qr, err, http.StatusOK)
 	require.Nil(t, qr.JSON200.Capabilities)
 	none, err := c.GetConsumerGroupWithResponse(ctx, q, &sdk.GetConsumerGroupParams{})
-	cpRequireError(t, none, err, http.StatusNotFound, "NotAuthorizedOrNotFound")
+	e2e.RequireError(t, none, err, http.StatusNotFound, "NotAuthorizedOrNotFound")
 
 	caps := func(primary *bool) *[]sdk.Capability {
 		return &[]sdk.Capability{{Type: sdk.CapabilityTypeCONSUMERGROUPS, IsPrimaryConsumerGroupEnabled: primary}}
 	}
 	upd, err := c.UpdateQueueWithResponse(ctx, q, &sdk.UpdateQueueParams{}, sdk.UpdateQueueDetails{Capabilities: caps(nil)})
-	cpRequireStatus(t, upd, err, http.StatusOK)
-	require.Equal(t, caps(cpPtr(true)), upd.JSON200.Capabilities, "the primary group is enabled by default")
+	e2e.RequireStatus(t, upd, err, http.StatusOK)
+	require.Equal(t, caps(e2e.Ptr(true)), upd.JSON200.Capabilities, "the primary group is enabled by default")
 	primary, err := c.GetConsumerGroupWithResponse(ctx, q, &sdk.GetConsumerGroupParams{})
-	cpRequireStatus(t, primary, err, http.StatusOK)
+	e2e.RequireStatus(t, primary, err, http.StatusOK)
 	require.True(t, primary.JSON200.IsPrimary)
 	require.True(t, primary.JSON200.IsEnabled)
-	g := createGroup(t, c, q, "g", "")
+	g := c.NewGroup(t, q, "g", "")
 
-	upd, err = c.UpdateQueueWithResponse(ctx, q, &sdk.UpdateQueueParams{}, sdk.UpdateQueueDetails{Capabilities: caps(cpPtr(false))})
-	cpRequireStatus(t, upd, err, http.StatusOK)
-	require.Equal(t, caps(cpPtr(false)), upd.JSON200.Capabilities)
+	upd, err = c.UpdateQueueWithResponse(ctx, q, &sdk.UpdateQueueParams{}, sdk.UpdateQueueDetails{Capabilities: caps(e2e.Ptr(false))})
+	e2e.RequireStatus(t, upd, err, http.StatusOK)
+	require.Equal(t, caps(e2e.Ptr(false)), upd.JSON200.Capabilities)
 	primary, err = c.GetConsumerGroupWithResponse(ctx, q, &sdk.GetConsumerGroupParams{})
-	cpRequireStatus(t, primary, err, http.StatusOK)
+	e2e.RequireStatus(t, primary, err, http.StatusOK)
 	require.False(t, primary.JSON200.IsEnabled)
 
 	// An update that leaves capabilities out leaves them as they are.
-	upd, err = c.UpdateQueueWithResponse(ctx, q, &sdk.UpdateQueueParams{}, sdk.UpdateQueueDetails{VisibilityInSeconds: cpPtr(12)})
-	cpRequireStatus(t, upd, err, http.StatusOK)
-	require.Equal(t, caps(cpPtr(false)), upd.JSON200.Capabilities)
+	upd, err = c.UpdateQueueWithResponse(ctx, q, &sdk.UpdateQueueParams{}, sdk.UpdateQueueDetails{VisibilityInSeconds: e2e.Ptr(12)})
+	e2e.RequireStatus(t, upd, err, http.StatusOK)
+	require.Equal(t, caps(e2e.Ptr(false)), upd.JSON200.Capabilities)
 
 	// Without the capability the queue behaves as a queue with only an enabled primary group.
 	upd, err = c.UpdateQueueWithResponse(ctx, q, &sdk.UpdateQueueParams{}, sdk.UpdateQueueDetails{Capabilities: &[]sdk.Capability{}})
-	cpRequireStatus(t, upd, err, http.StatusOK)
+	e2e.RequireStatus(t, upd, err, http.StatusOK)
 	require.Nil(t, upd.JSON200.Capabilities)
-	res := put(t, c, q, msg("plain"))
-	require.Equal(t, cpPtr(1), res[0].ConsumerGroups)
-	require.Len(t, get(t, c, q), 1)
+	res := c.Put(t, q, e2e.Msg("plain"))
+	require.Equal(t, e2e.Ptr(1), res[0].ConsumerGroups)
+	require.Len(t, c.Get(t, q), 1)
 	noCap, err := c.CreateConsumerGroupWithResponse(ctx, &sdk.CreateConsumerGroupParams{}, sdk.CreateConsumerGroupDetails{
 		QueueId: q, DisplayName: "h",
 	})
-	cpRequireError(t, noCap, err, http.StatusConflict, "IncorrectState")
+	e2e.RequireError(t, noCap, err, http.StatusConflict, "IncorrectState")
 
 	// Enabled again: the group created before is still there, and so is the primary group (enabled as asked).
-	upd, err = c.UpdateQueueWithResponse(ctx, q, &sdk.UpdateQueueParams{}, sdk.UpdateQueueDetails{Capabilities: caps(cpPtr(true))})
-	cpRequireStatus(t, upd, err, http.StatusOK)
-	items, _ := listGroups(t, c, q, sdk.ListConsumerGroupsParams{SortBy: cpPtr(sdk.ListConsumerGroupsParamsSortByDisplayName)})
+	upd, err = c.UpdateQueueWithResponse(ctx, q, &sdk.UpdateQueueParams{}, sdk.UpdateQueueDetails{Capabilities: caps(e2e.Ptr(true))})
+	e2e.RequireStatus(t, upd, err, http.StatusOK)
+	items, _ := c.Groups(t, q, sdk.ListConsumerGroupsParams{SortBy: e2e.Ptr(sdk.ListConsumerGroupsParamsSortByDisplayName)})
 	require.Equal(t, []string{"g", "primary"}, groupNames(items))
 	require.Equal(t, g.Id, items[0].Id)
-	res = put(t, c, q, msg("fanned out"))
-	require.Equal(t, cpPtr(2), res[0].ConsumerGroups)
+	res = c.Put(t, q, e2e.Msg("fanned out"))
+	require.Equal(t, e2e.Ptr(2), res[0].ConsumerGroups)
 
 	// Created with the capability and the primary group disabled.
-	q2 := createQueue(t, c, tenancyID, withConsumerGroups(false))
+	q2 := c.NewQueue(t, tenancyID, e2e.WithConsumerGroups(false))
 	qr, err = c.GetQueueWithResponse(ctx, q2, &sdk.GetQueueParams{})
-	cpRequireStatus(t, qr, err, http.StatusOK)
-	require.Equal(t, caps(cpPtr(false)), qr.JSON200.Capabilities)
+	e2e.RequireStatus(t, qr, err, http.StatusOK)
+	require.Equal(t, caps(e2e.Ptr(false)), qr.JSON200.Capabilities)
 }
 
 // TestConsumerGroupTenantIsolation: another tenancy cannot see, change, delete, list or use a tenancy's groups; it
 // gets the same 404 as for a group that does not exist.
 func TestConsumerGroupTenantIsolation(t *testing.T) {
 	t.Parallel()
-	srv := testserver.Start(t)
-	tenancyA, a := srv.Admin(t, "cg-iso-a")
+	srv, tenancyA, a := testserver.StartAdmin(t)
 	tenancyB, b := srv.Admin(t, "cg-iso-b")
 	ctx := context.Background()
-	qa := createQueue(t, a, tenancyA, withConsumerGroups(true))
-	ga := createGroup(t, a, qa, "secret", "")
-	qb := createQueue(t, b, tenancyB, withConsumerGroups(true))
-	put(t, a, qa, msg("for a"))
+	qa := a.NewQueue(t, tenancyA, e2e.WithConsumerGroups(true))
+	ga := a.NewGroup(t, qa, "secret", "")
+	qb := b.NewQueue(t, tenancyB, e2e.WithConsumerGroups(true))
+	a.Put(t, qa, e2e.Msg("for a"))
 
 	for _, id := range []string{ga.Id, qa} {
 		got, err := b.GetConsumerGroupWithResponse(ctx, id, &sdk.GetConsumerGroupParams{})
-		cpRequireError(t, got, err, http.StatusNotFound, "NotAuthorizedOrNotFound")
-		upd, err := b.UpdateConsumerGroupWithResponse(ctx, id, &sdk.UpdateConsumerGroupParams{}, sdk.UpdateConsumerGroupDetails{IsEnabled: cpPtr(false)})
-		cpRequireError(t, upd, err, http.StatusNotFound, "NotAuthorizedOrNotFound")
+		e2e.RequireError(t, got, err, http.StatusNotFound, "NotAuthorizedOrNotFound")
+		upd, err := b.UpdateConsumerGroupWithResponse(ctx, id, &sdk.UpdateConsumerGroupParams{}, sdk.UpdateConsumerGroupDetails{IsEnabled: e2e.Ptr(false)})
+		e2e.RequireError(t, upd, err, http.StatusNotFound, "NotAuthorizedOrNotFound")
 		del, err := b.DeleteConsumerGroupWithResponse(ctx, id, &sdk.DeleteConsumerGroupParams{})
-		cpRequireError(t, del, err, http.StatusNotFound, "NotAuthorizedOrNotFound")
+		e2e.RequireError(t, del, err, http.StatusNotFound, "NotAuthorizedOrNotFound")
 	}
 	list, err := b.ListConsumerGroupsWithResponse(ctx, &sdk.ListConsumerGroupsParams{QueueId: qa})
-	cpRequireError(t, list, err, http.StatusNotFound, "NotAuthorizedOrNotFound")
+	e2e.RequireError(t, list, err, http.StatusNotFound, "NotAuthorizedOrNotFound")
 	create, err := b.CreateConsumerGroupWithResponse(ctx, &sdk.CreateConsumerGroupParams{}, sdk.CreateConsumerGroupDetails{QueueId: qa, DisplayName: "mine"})
-	cpRequireError(t, create, err, http.StatusNotFound, "NotAuthorizedOrNotFound")
+	e2e.RequireError(t, create, err, http.StatusNotFound, "NotAuthorizedOrNotFound")
 
 	// A's group does not resolve on B's queue, by OCID or by name.
 	for _, ref := range []string{ga.Id, "secret", qa} {
-		resp, err := b.GetMessagesWithResponse(ctx, qb, &sdk.GetMessagesParams{ConsumerGroupId: &ref, TimeoutInSeconds: cpPtr(0)})
-		cpRequireError(t, resp, err, http.StatusNotFound, "NotAuthorizedOrNotFound", "consumerGroupId")
+		resp, err := b.GetMessagesWithResponse(ctx, qb, &sdk.GetMessagesParams{ConsumerGroupId: &ref, TimeoutInSeconds: e2e.Ptr(0)})
+		e2e.RequireError(t, resp, err, http.StatusNotFound, "NotAuthorizedOrNotFound", "consumerGroupId")
 		st, err := b.GetStatsWithResponse(ctx, qb, &sdk.GetStatsParams{ConsumerGroupId: &ref})
-		cpRequireError(t, st, err, http.StatusNotFound, "NotAuthorizedOrNotFound", "consumerGroupId")
+		e2e.RequireError(t, st, err, http.StatusNotFound, "NotAuthorizedOrNotFound", "consumerGroupId")
 	}
 	// Nor can B reach A's queue through a group reference.
-	resp, err := b.GetMessagesWithResponse(ctx, qa, &sdk.GetMessagesParams{ConsumerGroupId: cpPtr(ga.Id), TimeoutInSeconds: cpPtr(0)})
-	cpRequireError(t, resp, err, http.StatusNotFound, "NotAuthorizedOrNotFound")
+	resp, err := b.GetMessagesWithResponse(ctx, qa, &sdk.GetMessagesParams{ConsumerGroupId: e2e.Ptr(ga.Id), TimeoutInSeconds: e2e.Ptr(0)})
+	e2e.RequireError(t, resp, err, http.StatusNotFound, "NotAuthorizedOrNotFound")
 
 	// A's group is untouched and still receives.
 	got, err := a.GetConsumerGroupWithResponse(ctx, ga.Id, &sdk.GetConsumerGroupParams{})
-	cpRequireStatus(t, got, err, http.StatusOK)
+	e2e.RequireStatus(t, got, err, http.StatusOK)
 	require.True(t, got.JSON200.IsEnabled)
-	require.Len(t, get(t, a, qa, ofGroup("secret")), 1)
-	items, _ := listGroups(t, b, qb, sdk.ListConsumerGroupsParams{})
+	require.Len(t, a.Get(t, qa, e2e.OfGroup("secret")), 1)
+	items, _ := b.Groups(t, qb, sdk.ListConsumerGroupsParams{})
 	require.Equal(t, []string{"primary"}, groupNames(items))
 }
 
 // TestValidateFilter: the dry run parses and evaluates, never stores, and a bad request body is a 400.
 func TestValidateFilter(t *testing.T) {
 	t.Parallel()
-	srv := testserver.Start(t)
-	tenancyID, c := srv.Admin(t, "cg-validate")
+	srv, tenancyID, c := testserver.StartAdmin(t)
 	token := srv.Token(t, tenancyID, "admin", "Administrators")
 	const path = "/20210201/consumerGroups/actions/validateFilter"
 
-	ok := raw(t, srv, token, http.MethodPost, path, strings.NewReader(
+	ok := srv.RawJSON(t, token, http.MethodPost, path, strings.NewReader(
 		`{"consumerGroupFilter":":team = \"exec\"","attributes":[{"team":"exec"},{"team":"sales"}]}`))
 	require.Equal(t, http.StatusOK, ok.Status, string(ok.Body))
 	require.JSONEq(t, `{"valid":true,"matches":[true,false]}`, string(ok.Body))
 
-	invalid := raw(t, srv, token, http.MethodPost, path, strings.NewReader(`{"consumerGroupFilter":":team = ","attributes":[{"team":"x"}]}`))
+	invalid := srv.RawJSON(t, token, http.MethodPost, path, strings.NewReader(`{"consumerGroupFilter":":team = ","attributes":[{"team":"x"}]}`))
 	require.Equal(t, http.StatusOK, invalid.Status, string(invalid.Body))
 	require.JSONEq(t, `{"valid":false,"error":"column 9: expected a literal after '='"}`, string(invalid.Body))
 
@@ -387,12 +367,12 @@ func TestValidateFilter(t *testing.T) {
 		sdk.ValidateFilterDetails{ConsumerGroupFilter: `:n >= 40 AND NOT :test`, Attributes: &[]sdk.MessageAttributes{
 			{"n": 40.0}, {"n": 39.5}, {"n": 41, "test": "yes"}, {"n": "40"}, {},
 		}})
-	cpRequireStatus(t, resp, err, http.StatusOK)
+	e2e.RequireStatus(t, resp, err, http.StatusOK)
 	require.True(t, resp.JSON200.Valid)
 	require.Equal(t, &[]bool{true, false, false, false, false}, resp.JSON200.Matches)
 	resp, err = c.ValidateConsumerGroupFilterWithResponse(context.Background(), &sdk.ValidateConsumerGroupFilterParams{},
 		sdk.ValidateFilterDetails{ConsumerGroupFilter: ""})
-	cpRequireStatus(t, resp, err, http.StatusOK)
+	e2e.RequireStatus(t, resp, err, http.StatusOK)
 	require.True(t, resp.JSON200.Valid)
 	require.NotNil(t, resp.JSON200.Matches)
 	require.Empty(t, *resp.JSON200.Matches)
@@ -405,222 +385,9 @@ func TestValidateFilter(t *testing.T) {
 		{"bad attrs", `{"consumerGroupFilter":":a","attributes":[{"a":true}]}`, "InvalidParameter", "attributes"},
 		{"too long", `{"consumerGroupFilter":"` + strings.Repeat(":a OR ", 200) + `:a"}`, "InvalidParameter", "consumerGroupFilter"},
 	} {
-		r := raw(t, srv, token, http.MethodPost, path, strings.NewReader(tc.body))
-		requireAPIError(t, r.Status, r.Body, http.StatusBadRequest, tc.code, tc.field)
+		r := srv.RawJSON(t, token, http.MethodPost, path, strings.NewReader(tc.body))
+		e2e.RequireAPIError(t, r.Status, r.Body, http.StatusBadRequest, tc.code, tc.field)
 	}
-	unauth := raw(t, srv, "", http.MethodPost, path, strings.NewReader(`{"consumerGroupFilter":":a"}`))
+	unauth := srv.RawJSON(t, "", http.MethodPost, path, strings.NewReader(`{"consumerGroupFilter":":a"}`))
 	require.Equal(t, http.StatusUnauthorized, unauth.Status)
-}
-
-// TestConsumerGroupStatsAndScopes: per-group stats, consumerGroupId on stats, channels, delete and update, and a
-// receipt that only works in the group it was issued for.
-func TestConsumerGroupStatsAndScopes(t *testing.T) {
-	t.Parallel()
-	srv := testserver.Start(t)
-	tenancyID, c := srv.Admin(t, "cg-stats")
-	ctx := context.Background()
-	q := createQueue(t, c, tenancyID, withConsumerGroups(true))
-	ga := createGroup(t, c, q, "a", `:g = "a"`)
-	gb := createGroup(t, c, q, "b", "")
-	off := createGroup(t, c, q, "off", "", groupDisabled())
-
-	aOnCh := withAttrs("a on ch-a", map[string]any{"g": "a"})
-	aOnCh.Metadata = &sdk.MessageMetadata{ChannelId: cpPtr("ch-a")}
-	res := put(t, c, q, aOnCh, withAttrs("a", map[string]any{"g": "a"}), msgOn("plain on ch-b", "ch-b"))
-	require.Equal(t, []int{3, 3, 2}, []int{*res[0].ConsumerGroups, *res[1].ConsumerGroups, *res[2].ConsumerGroups})
-
-	st := stats(t, c, q)
-	require.Equal(t, int64(3), st.Queue.VisibleMessages, "without consumerGroupId: the primary group")
-	require.Equal(t, cpPtr(int64(0)), st.DiscardedMessages)
-	require.NotNil(t, st.ConsumerGroups)
-	byID := map[string]sdk.ConsumerGroupStats{}
-	for _, g := range *st.ConsumerGroups {
-		byID[g.ConsumerGroupId] = g
-	}
-	require.Len(t, byID, 4)
-	require.Equal(t, "primary", byID[q].DisplayName)
-	require.Equal(t, int64(3), byID[q].Queue.VisibleMessages)
-	require.Equal(t, int64(2), byID[ga.Id].Queue.VisibleMessages)
-	require.Equal(t, "a", byID[ga.Id].DisplayName)
-	require.True(t, byID[ga.Id].IsEnabled)
-	require.Equal(t, int64(3), byID[gb.Id].Queue.VisibleMessages)
-	require.Zero(t, byID[off.Id].Queue.VisibleMessages)
-	require.False(t, byID[off.Id].IsEnabled)
-	require.Positive(t, byID[ga.Id].Queue.SizeInBytes)
-	require.Less(t, byID[ga.Id].Queue.SizeInBytes, byID[gb.Id].Queue.SizeInBytes)
-
-	require.Equal(t, int64(2), groupStats(t, c, q, "a").Queue.VisibleMessages)
-	require.Equal(t, int64(2), groupStats(t, c, q, ga.Id).Queue.VisibleMessages)
-	require.Equal(t, int64(3), groupStats(t, c, q, q).Queue.VisibleMessages, "the primary group by the queue's OCID")
-	require.Equal(t, int64(3), groupStats(t, c, q, "primary").Queue.VisibleMessages)
-	chStats, err := c.GetStatsWithResponse(ctx, q, &sdk.GetStatsParams{ConsumerGroupId: cpPtr("a"), ChannelId: cpPtr("ch-a")})
-	cpRequireStatus(t, chStats, err, http.StatusOK)
-	require.Equal(t, int64(1), chStats.JSON200.Queue.VisibleMessages)
-	for _, g := range *chStats.JSON200.ConsumerGroups {
-		if g.ConsumerGroupId == gb.Id {
-			require.Equal(t, int64(1), g.Queue.VisibleMessages, "per-group stats honour channelId")
-		}
-	}
-
-	// A queue without the capability has no consumerGroups in its stats.
-	plain := createQueue(t, c, tenancyID)
-	require.Nil(t, stats(t, c, plain).ConsumerGroups)
-
-	// Channels per group.
-	channels := func(ref string) []string {
-		resp, err := c.ListChannelsWithResponse(ctx, q, &sdk.ListChannelsParams{ConsumerGroupId: &ref})
-		cpRequireStatus(t, resp, err, http.StatusOK)
-		return resp.JSON200.Items
-	}
-	require.Equal(t, []string{"ch-a"}, channels("a"))
-	require.Equal(t, []string{"ch-a", "ch-b"}, channels(gb.Id))
-	require.Empty(t, channels("off"))
-
-	// Unknown groups are 404s everywhere.
-	for _, ref := range []string{"nope", "ocid1.consumergroup.ferry.local.aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa"} {
-		g, err := c.GetMessagesWithResponse(ctx, q, &sdk.GetMessagesParams{ConsumerGroupId: &ref, TimeoutInSeconds: cpPtr(0)})
-		cpRequireError(t, g, err, http.StatusNotFound, "NotAuthorizedOrNotFound", "consumerGroupId")
-		s, err := c.GetStatsWithResponse(ctx, q, &sdk.GetStatsParams{ConsumerGroupId: &ref})
-		cpRequireError(t, s, err, http.StatusNotFound, "NotAuthorizedOrNotFound", "consumerGroupId")
-		ch, err := c.ListChannelsWithResponse(ctx, q, &sdk.ListChannelsParams{ConsumerGroupId: &ref})
-		cpRequireError(t, ch, err, http.StatusNotFound, "NotAuthorizedOrNotFound", "consumerGroupId")
-		rd, err := c.RedriveMessagesWithResponse(ctx, q, &sdk.RedriveMessagesParams{}, sdk.RedriveMessagesDetails{ConsumerGroupId: &ref})
-		cpRequireError(t, rd, err, http.StatusNotFound, "NotAuthorizedOrNotFound", "consumerGroupId")
-	}
-
-	// A receipt works only with the group it was issued for.
-	fromA := get(t, c, q, ofGroup("a"), limit(2), visibility(60))
-	fromB := get(t, c, q, ofGroup("b"), limit(1), visibility(60))
-	require.Len(t, fromA, 2)
-	require.Len(t, fromB, 1)
-	require.Equal(t, int64(1), groupStats(t, c, q, "b").Queue.InFlightMessages)
-	require.Equal(t, int64(3), stats(t, c, q).Queue.VisibleMessages, "leases in a and b do not touch the primary group")
-
-	del, err := c.DeleteMessagesWithResponse(ctx, q, &sdk.DeleteMessagesParams{ConsumerGroupId: cpPtr("b")},
-		sdk.DeleteMessagesDetails{Entries: []sdk.DeleteMessagesDetailsEntry{{Receipt: fromA[0].Receipt}, {Receipt: fromB[0].Receipt}}})
-	cpRequireStatus(t, del, err, http.StatusOK)
-	require.Equal(t, 1, del.JSON200.ClientFailedCount)
-	require.Equal(t, cpPtr("InvalidParameter"), del.JSON200.Entries[0].ErrorCode)
-	require.Nil(t, del.JSON200.Entries[1].ErrorCode)
-	one, err := c.DeleteMessageWithResponse(ctx, q, fromA[0].Receipt, &sdk.DeleteMessageParams{})
-	cpRequireError(t, one, err, http.StatusBadRequest, "InvalidParameter", "receipt")
-	one, err = c.DeleteMessageWithResponse(ctx, q, fromA[0].Receipt, &sdk.DeleteMessageParams{ConsumerGroupId: cpPtr(gb.Id)})
-	cpRequireError(t, one, err, http.StatusBadRequest, "InvalidParameter", "receipt")
-	upd, err := c.UpdateMessagesWithResponse(ctx, q, &sdk.UpdateMessagesParams{ConsumerGroupId: cpPtr("primary")},
-		sdk.UpdateMessagesDetails{Entries: []sdk.UpdateMessagesDetailsEntry{{Receipt: fromA[1].Receipt, VisibilityInSeconds: 0}}})
-	cpRequireStatus(t, upd, err, http.StatusOK)
-	require.Equal(t, 1, upd.JSON200.ClientFailedCount)
-	updOne, err := c.UpdateMessageWithResponse(ctx, q, fromA[1].Receipt, &sdk.UpdateMessageParams{ConsumerGroupId: cpPtr("b")},
-		sdk.UpdateMessageDetails{VisibilityInSeconds: 0})
-	cpRequireError(t, updOne, err, http.StatusBadRequest, "InvalidParameter", "receipt")
-	require.Equal(t, int64(2), groupStats(t, c, q, "a").Queue.InFlightMessages, "the failed entries changed nothing")
-
-	// In its own group (by OCID or by name) the receipt works.
-	updOne, err = c.UpdateMessageWithResponse(ctx, q, fromA[1].Receipt, &sdk.UpdateMessageParams{ConsumerGroupId: cpPtr(ga.Id)},
-		sdk.UpdateMessageDetails{VisibilityInSeconds: 0})
-	cpRequireStatus(t, updOne, err, http.StatusOK)
-	one, err = c.DeleteMessageWithResponse(ctx, q, fromA[0].Receipt, &sdk.DeleteMessageParams{ConsumerGroupId: cpPtr("a")})
-	cpRequireStatus(t, one, err, http.StatusNoContent)
-	sa := groupStats(t, c, q, "a")
-	require.Equal(t, [2]int64{1, 0}, [2]int64{sa.Queue.VisibleMessages, sa.Queue.InFlightMessages})
-	sb := groupStats(t, c, q, "b")
-	require.Equal(t, [2]int64{2, 0}, [2]int64{sb.Queue.VisibleMessages, sb.Queue.InFlightMessages})
-	require.Equal(t, int64(3), stats(t, c, q).Queue.VisibleMessages)
-
-	// Deleting a group drops its stats entry; the maintainer removes its messages.
-	del2, err := c.DeleteConsumerGroupWithResponse(ctx, gb.Id, &sdk.DeleteConsumerGroupParams{})
-	cpRequireStatus(t, del2, err, http.StatusNoContent)
-	runMaintainer(t, srv)
-	var left int64
-	require.NoError(t, srv.Pool.QueryRow(ctx, `SELECT count(*) FROM consumer_groups g
-		JOIN queues q ON q.id = g.queue_id JOIN messages m ON m.queue_no = q.no AND m.group_no = g.group_no WHERE g.id = $1`, gb.Id).Scan(&left))
-	require.Zero(t, left, "the deleted group's messages are gone")
-	st = stats(t, c, q)
-	var listed []string
-	for _, g := range *st.ConsumerGroups {
-		listed = append(listed, g.DisplayName)
-	}
-	slices.Sort(listed)
-	require.Equal(t, []string{"a", "off", "primary"}, listed)
-	gone, err := c.GetStatsWithResponse(ctx, q, &sdk.GetStatsParams{ConsumerGroupId: cpPtr("b")})
-	cpRequireError(t, gone, err, http.StatusNotFound, "NotAuthorizedOrNotFound")
-}
-
-// TestConsumerGroupConcurrentCreates: creates racing on one queue all succeed with distinct groups, and creates
-// racing for one name give exactly one group and 409s (never a 500).
-func TestConsumerGroupConcurrentCreates(t *testing.T) {
-	t.Parallel()
-	srv := testserver.Start(t)
-	tenancyID, c := srv.Admin(t, "cg-race")
-	q := createQueue(t, c, tenancyID, withConsumerGroups(false))
-	const n = 12
-	statuses := make([]int, 2*n)
-	var wg sync.WaitGroup
-	for i := range 2 * n {
-		wg.Go(func() {
-			name := "same"
-			if i < n {
-				name = fmt.Sprintf("g%02d", i)
-			}
-			resp, err := c.CreateConsumerGroupWithResponse(context.Background(), &sdk.CreateConsumerGroupParams{},
-				sdk.CreateConsumerGroupDetails{QueueId: q, DisplayName: name})
-			if err == nil {
-				statuses[i] = resp.StatusCode()
-			}
-		})
-	}
-	wg.Wait()
-	require.Equal(t, slices.Repeat([]int{http.StatusOK}, n), statuses[:n])
-	same := statuses[n:]
-	slices.Sort(same)
-	require.Equal(t, append([]int{http.StatusOK}, slices.Repeat([]int{http.StatusConflict}, n-1)...), same)
-
-	items, _ := listGroups(t, c, q, sdk.ListConsumerGroupsParams{Limit: cpPtr(100)})
-	require.Len(t, items, n+2, "the primary group, the %d groups and one 'same'", n)
-	var distinct int
-	require.NoError(t, srv.Pool.QueryRow(context.Background(),
-		`SELECT count(DISTINCT group_no) FROM consumer_groups WHERE queue_id = $1`, q).Scan(&distinct))
-	require.Equal(t, n+2, distinct)
-	require.Equal(t, []int{n + 1}, groupCounts(put(t, c, q, msg("to every group"))))
-}
-
-// TestConsumerGroupsOfDeletedQueue: a queue's groups cannot be changed while it is being deleted, and they are gone
-// (like deleted groups) once it is deleted.
-func TestConsumerGroupsOfDeletedQueue(t *testing.T) {
-	t.Parallel()
-	srv := testserver.Start(t)
-	tenancyID, c := srv.Admin(t, "cg-queue-deleted")
-	ctx := context.Background()
-	q := createQueue(t, c, tenancyID, withConsumerGroups(true))
-	g := createGroup(t, c, q, "g", "")
-	put(t, c, q, msg("m"))
-
-	// While the queue is DELETING (held there: the node's executor would finish a real delete at once), its groups
-	// do not change.
-	_, err := srv.Pool.Exec(ctx, `UPDATE queues SET lifecycle_state = 'DELETING' WHERE id = $1`, q)
-	require.NoError(t, err)
-	upd, err := c.UpdateConsumerGroupWithResponse(ctx, g.Id, &sdk.UpdateConsumerGroupParams{}, sdk.UpdateConsumerGroupDetails{IsEnabled: cpPtr(false)})
-	cpRequireError(t, upd, err, http.StatusConflict, "IncorrectState", "DELETING")
-	del, err := c.DeleteConsumerGroupWithResponse(ctx, g.Id, &sdk.DeleteConsumerGroupParams{})
-	cpRequireError(t, del, err, http.StatusConflict, "IncorrectState", "DELETING")
-	create, err := c.CreateConsumerGroupWithResponse(ctx, &sdk.CreateConsumerGroupParams{}, sdk.CreateConsumerGroupDetails{QueueId: q, DisplayName: "h"})
-	cpRequireError(t, create, err, http.StatusConflict, "IncorrectState", "DELETING")
-	_, err = srv.Pool.Exec(ctx, `UPDATE queues SET lifecycle_state = 'ACTIVE' WHERE id = $1`, q)
-	require.NoError(t, err)
-
-	resp, err := c.DeleteQueueWithResponse(ctx, q, &sdk.DeleteQueueParams{})
-	cpRequireStatus(t, resp, err, http.StatusAccepted)
-
-	require.Equal(t, sdk.WorkRequestStatusSUCCEEDED, waitWorkRequest(t, srv, c, resp.HTTPResponse.Header.Get("opc-work-request-id")))
-	for _, id := range []string{g.Id, q} {
-		got, err := c.GetConsumerGroupWithResponse(ctx, id, &sdk.GetConsumerGroupParams{})
-		cpRequireError(t, got, err, http.StatusNotFound, "NotAuthorizedOrNotFound")
-		upd, err := c.UpdateConsumerGroupWithResponse(ctx, id, &sdk.UpdateConsumerGroupParams{}, sdk.UpdateConsumerGroupDetails{IsEnabled: cpPtr(true)})
-		cpRequireError(t, upd, err, http.StatusNotFound, "NotAuthorizedOrNotFound")
-	}
-	items, _ := listGroups(t, c, q, sdk.ListConsumerGroupsParams{})
-	require.Empty(t, items, "a deleted queue has no live groups")
-	items, _ = listGroups(t, c, q, sdk.ListConsumerGroupsParams{LifecycleState: cpPtr(sdk.LifecycleStateDELETED)})
-	require.Len(t, items, 2)
-	require.Zero(t, storedMessages(t, srv, q))
 }

@@ -13,19 +13,21 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/ferry-mq/ferry/openapi/sdk"
+	"github.com/ferry-mq/ferry/tests/e2e"
+	"github.com/ferry-mq/ferry/tests/testserver"
 )
 
 func TestCompartmentCreateAndGet(t *testing.T) {
 	t.Parallel()
-	_, tenancyID, client := cpStart(t)
+	_, tenancyID, client := testserver.StartAdmin(t)
 	ctx := context.Background()
 
 	before := time.Now().Add(-time.Minute)
 	resp, err := client.CreateCompartmentWithResponse(ctx, &sdk.CreateCompartmentParams{}, sdk.CreateCompartmentDetails{
-		CompartmentId: tenancyID, Name: "payments", Description: cpPtr("the payments team"),
+		CompartmentId: tenancyID, Name: "payments", Description: e2e.Ptr("the payments team"),
 		FreeformTags: &sdk.FreeformTags{"team": "payments"},
 	})
-	cpRequireStatus(t, resp, err, http.StatusOK)
+	e2e.RequireStatus(t, resp, err, http.StatusOK)
 	created := *resp.JSON200
 	require.True(t, strings.HasPrefix(created.Id, "ocid1.compartment.ferry.local."), created.Id)
 	require.Equal(t, tenancyID, *created.CompartmentId)
@@ -38,102 +40,98 @@ func TestCompartmentCreateAndGet(t *testing.T) {
 	createEtag := resp.HTTPResponse.Header.Get("etag")
 	require.NotEmpty(t, createEtag)
 
-	got, etag := cpGetCompartment(t, client, created.Id)
+	got, etag := client.CompartmentWithETag(t, created.Id)
 	require.Equal(t, created, got)
 	require.Equal(t, createEtag, etag)
 
 	// The root compartment has the tenancy's OCID and no parent.
-	root, _ := cpGetCompartment(t, client, tenancyID)
+	root, _ := client.CompartmentWithETag(t, tenancyID)
 	require.Equal(t, tenancyID, root.Id)
 	require.Nil(t, root.CompartmentId)
 	require.Equal(t, sdk.LifecycleStateACTIVE, root.LifecycleState)
 
 	// A nested compartment.
-	child := cpCreateCompartment(t, client, created.Id, "ledger")
+	child := client.NewCompartment(t, created.Id, "ledger")
 	require.Equal(t, created.Id, *child.CompartmentId)
 
 	// A compartment that does not exist.
 	missing := "ocid1.compartment.ferry.local." + strings.Repeat("a", 32)
 	getResp, err := client.GetCompartmentWithResponse(ctx, missing, &sdk.GetCompartmentParams{})
-	cpRequireError(t, getResp, err, http.StatusNotFound, "NotAuthorizedOrNotFound")
+	e2e.RequireError(t, getResp, err, http.StatusNotFound, "NotAuthorizedOrNotFound")
 
 	// Creating under a parent that does not exist names the field.
 	resp, err = client.CreateCompartmentWithResponse(ctx, &sdk.CreateCompartmentParams{},
 		sdk.CreateCompartmentDetails{CompartmentId: missing, Name: "orphan"})
-	cpRequireError(t, resp, err, http.StatusNotFound, "NotAuthorizedOrNotFound", "compartmentId")
+	e2e.RequireError(t, resp, err, http.StatusNotFound, "NotAuthorizedOrNotFound", "compartmentId")
 }
 
 func TestCompartmentDuplicateSiblingName(t *testing.T) {
 	t.Parallel()
-	_, tenancyID, client := cpStart(t)
+	_, tenancyID, client := testserver.StartAdmin(t)
 	ctx := context.Background()
-	first := cpCreateCompartment(t, client, tenancyID, "dup")
+	first := client.NewCompartment(t, tenancyID, "dup")
 
 	for _, name := range []string{"dup", "DUP"} { // sibling names are unique case-insensitively
 		resp, err := client.CreateCompartmentWithResponse(ctx, &sdk.CreateCompartmentParams{},
 			sdk.CreateCompartmentDetails{CompartmentId: tenancyID, Name: name})
-		cpRequireError(t, resp, err, http.StatusConflict, "Conflict", "name")
+		e2e.RequireError(t, resp, err, http.StatusConflict, "Conflict", "name")
 	}
 	list, err := client.ListCompartmentsWithResponse(ctx, &sdk.ListCompartmentsParams{CompartmentId: tenancyID})
-	cpRequireStatus(t, list, err, http.StatusOK)
+	e2e.RequireStatus(t, list, err, http.StatusOK)
 	require.Len(t, list.JSON200.Items, 1)
 
 	// The same name under another parent is fine.
-	other := cpCreateCompartment(t, client, tenancyID, "other")
-	cpCreateCompartment(t, client, other.Id, "dup")
+	other := client.NewCompartment(t, tenancyID, "other")
+	client.NewCompartment(t, other.Id, "dup")
 
 	// Renaming onto a sibling's name conflicts too.
 	upd, err := client.UpdateCompartmentWithResponse(ctx, other.Id, &sdk.UpdateCompartmentParams{},
-		sdk.UpdateCompartmentDetails{Name: cpPtr("Dup")})
-	cpRequireError(t, upd, err, http.StatusConflict, "Conflict", "name")
-	got, _ := cpGetCompartment(t, client, other.Id)
+		sdk.UpdateCompartmentDetails{Name: e2e.Ptr("Dup")})
+	e2e.RequireError(t, upd, err, http.StatusConflict, "Conflict", "name")
+	got, _ := client.CompartmentWithETag(t, other.Id)
 	require.Equal(t, "other", got.Name)
 
 	// Deleting a compartment frees its name.
 	del, err := client.DeleteCompartmentWithResponse(ctx, first.Id, &sdk.DeleteCompartmentParams{})
-	cpRequireStatus(t, del, err, http.StatusNoContent)
-	again := cpCreateCompartment(t, client, tenancyID, "dup")
+	e2e.RequireStatus(t, del, err, http.StatusNoContent)
+	again := client.NewCompartment(t, tenancyID, "dup")
 	require.NotEqual(t, first.Id, again.Id)
 }
 
 // compartmentTree builds root → {a, b, c}, a → {a1, a2}, a1 → {a1x} and returns the compartments by name.
-func compartmentTree(t *testing.T, client *sdk.ClientWithResponses, rootID string) map[string]sdk.Compartment {
+func compartmentTree(t *testing.T, client *e2e.Client, rootID string) map[string]sdk.Compartment {
 	t.Helper()
 	tree := map[string]sdk.Compartment{}
 	for _, n := range []string{"a", "b", "c"} {
-		tree[n] = cpCreateCompartment(t, client, rootID, n)
+		tree[n] = client.NewCompartment(t, rootID, n)
 	}
 	for _, n := range []string{"a1", "a2"} {
-		tree[n] = cpCreateCompartment(t, client, tree["a"].Id, n)
+		tree[n] = client.NewCompartment(t, tree["a"].Id, n)
 	}
-	tree["a1x"] = cpCreateCompartment(t, client, tree["a1"].Id, "a1x")
+	tree["a1x"] = client.NewCompartment(t, tree["a1"].Id, "a1x")
 	return tree
 }
 
 func compartmentNames(items []sdk.Compartment) []string {
-	names := make([]string, 0, len(items))
-	for _, c := range items {
-		names = append(names, c.Name)
-	}
-	return names
+	return e2e.Map(items, func(c sdk.Compartment) string { return c.Name })
 }
 
 func TestCompartmentList(t *testing.T) {
 	t.Parallel()
-	_, tenancyID, client := cpStart(t)
+	_, tenancyID, client := testserver.StartAdmin(t)
 	ctx := context.Background()
 	tree := compartmentTree(t, client, tenancyID)
 
 	list := func(p sdk.ListCompartmentsParams) []string {
 		t.Helper()
 		resp, err := client.ListCompartmentsWithResponse(ctx, &p)
-		cpRequireStatus(t, resp, err, http.StatusOK)
+		e2e.RequireStatus(t, resp, err, http.StatusOK)
 		require.Empty(t, resp.HTTPResponse.Header.Get("opc-next-page"))
 		return compartmentNames(resp.JSON200.Items)
 	}
-	byName := cpPtr(sdk.ListCompartmentsParamsSortByName)
-	byTime := cpPtr(sdk.ListCompartmentsParamsSortByTimeCreated)
-	asc, desc := cpPtr(sdk.SortOrderASC), cpPtr(sdk.SortOrderDESC)
+	byName := e2e.Ptr(sdk.ListCompartmentsParamsSortByName)
+	byTime := e2e.Ptr(sdk.ListCompartmentsParamsSortByTimeCreated)
+	asc, desc := e2e.Ptr(sdk.SortOrderASC), e2e.Ptr(sdk.SortOrderDESC)
 
 	// Children only by default; newest first.
 	require.Equal(t, []string{"c", "b", "a"}, list(sdk.ListCompartmentsParams{CompartmentId: tenancyID}))
@@ -142,11 +140,11 @@ func TestCompartmentList(t *testing.T) {
 
 	// The whole subtree (without the compartment itself).
 	require.Equal(t, []string{"a", "a1", "a1x", "a2", "b", "c"},
-		list(sdk.ListCompartmentsParams{CompartmentId: tenancyID, CompartmentIdInSubtree: cpPtr(true), SortBy: byName}))
+		list(sdk.ListCompartmentsParams{CompartmentId: tenancyID, CompartmentIdInSubtree: e2e.Ptr(true), SortBy: byName}))
 	require.Equal(t, []string{"a1", "a1x", "a2"},
-		list(sdk.ListCompartmentsParams{CompartmentId: tree["a"].Id, CompartmentIdInSubtree: cpPtr(true), SortBy: byName}))
+		list(sdk.ListCompartmentsParams{CompartmentId: tree["a"].Id, CompartmentIdInSubtree: e2e.Ptr(true), SortBy: byName}))
 	require.Equal(t, []string{"a", "b", "c"}, // explicit false = children only
-		list(sdk.ListCompartmentsParams{CompartmentId: tenancyID, CompartmentIdInSubtree: cpPtr(false), SortBy: byName}))
+		list(sdk.ListCompartmentsParams{CompartmentId: tenancyID, CompartmentIdInSubtree: e2e.Ptr(false), SortBy: byName}))
 
 	// Sorting.
 	require.Equal(t, []string{"a", "b", "c"}, list(sdk.ListCompartmentsParams{CompartmentId: tenancyID, SortBy: byName}))
@@ -157,29 +155,29 @@ func TestCompartmentList(t *testing.T) {
 	require.Equal(t, []string{"c", "b", "a"}, list(sdk.ListCompartmentsParams{CompartmentId: tenancyID, SortBy: byTime, SortOrder: desc}))
 
 	// The name filter is exact and case-sensitive; with the subtree it finds deeper compartments.
-	require.Equal(t, []string{"b"}, list(sdk.ListCompartmentsParams{CompartmentId: tenancyID, Name: cpPtr("b")}))
-	require.Empty(t, list(sdk.ListCompartmentsParams{CompartmentId: tenancyID, Name: cpPtr("B")}))
-	require.Empty(t, list(sdk.ListCompartmentsParams{CompartmentId: tenancyID, Name: cpPtr("a1x")}))
-	require.Equal(t, []string{"a1x"}, list(sdk.ListCompartmentsParams{CompartmentId: tenancyID, Name: cpPtr("a1x"), CompartmentIdInSubtree: cpPtr(true)}))
+	require.Equal(t, []string{"b"}, list(sdk.ListCompartmentsParams{CompartmentId: tenancyID, Name: e2e.Ptr("b")}))
+	require.Empty(t, list(sdk.ListCompartmentsParams{CompartmentId: tenancyID, Name: e2e.Ptr("B")}))
+	require.Empty(t, list(sdk.ListCompartmentsParams{CompartmentId: tenancyID, Name: e2e.Ptr("a1x")}))
+	require.Equal(t, []string{"a1x"}, list(sdk.ListCompartmentsParams{CompartmentId: tenancyID, Name: e2e.Ptr("a1x"), CompartmentIdInSubtree: e2e.Ptr(true)}))
 
 	// lifecycleState: a deleted compartment is listed only when asked for.
 	del, err := client.DeleteCompartmentWithResponse(ctx, tree["c"].Id, &sdk.DeleteCompartmentParams{})
-	cpRequireStatus(t, del, err, http.StatusNoContent)
+	e2e.RequireStatus(t, del, err, http.StatusNoContent)
 	require.Equal(t, []string{"a", "b"}, list(sdk.ListCompartmentsParams{CompartmentId: tenancyID, SortBy: byName}))
-	require.Equal(t, []string{"c"}, list(sdk.ListCompartmentsParams{CompartmentId: tenancyID, LifecycleState: cpPtr(sdk.LifecycleStateDELETED)}))
-	require.Equal(t, []string{"a", "b"}, list(sdk.ListCompartmentsParams{CompartmentId: tenancyID, SortBy: byName, LifecycleState: cpPtr(sdk.LifecycleStateACTIVE)}))
-	require.Equal(t, []string{"c"}, list(sdk.ListCompartmentsParams{CompartmentId: tenancyID, CompartmentIdInSubtree: cpPtr(true), LifecycleState: cpPtr(sdk.LifecycleStateDELETED)}))
-	require.Empty(t, list(sdk.ListCompartmentsParams{CompartmentId: tenancyID, LifecycleState: cpPtr(sdk.LifecycleStateFAILED)}))
+	require.Equal(t, []string{"c"}, list(sdk.ListCompartmentsParams{CompartmentId: tenancyID, LifecycleState: e2e.Ptr(sdk.LifecycleStateDELETED)}))
+	require.Equal(t, []string{"a", "b"}, list(sdk.ListCompartmentsParams{CompartmentId: tenancyID, SortBy: byName, LifecycleState: e2e.Ptr(sdk.LifecycleStateACTIVE)}))
+	require.Equal(t, []string{"c"}, list(sdk.ListCompartmentsParams{CompartmentId: tenancyID, CompartmentIdInSubtree: e2e.Ptr(true), LifecycleState: e2e.Ptr(sdk.LifecycleStateDELETED)}))
+	require.Empty(t, list(sdk.ListCompartmentsParams{CompartmentId: tenancyID, LifecycleState: e2e.Ptr(sdk.LifecycleStateFAILED)}))
 
 	// Listing in a compartment that does not exist.
 	resp, err := client.ListCompartmentsWithResponse(ctx, &sdk.ListCompartmentsParams{
 		CompartmentId: "ocid1.compartment.ferry.local." + strings.Repeat("b", 32)})
-	cpRequireError(t, resp, err, http.StatusNotFound, "NotAuthorizedOrNotFound")
+	e2e.RequireError(t, resp, err, http.StatusNotFound, "NotAuthorizedOrNotFound")
 }
 
 func TestCompartmentPagination(t *testing.T) {
 	t.Parallel()
-	_, tenancyID, client := cpStart(t)
+	_, tenancyID, client := testserver.StartAdmin(t)
 	ctx := context.Background()
 
 	// Names in an order that differs from creation order, so that the two sorts disagree.
@@ -187,7 +185,7 @@ func TestCompartmentPagination(t *testing.T) {
 	var byCreation []string
 	idOf := map[string]string{}
 	for _, n := range names {
-		c := cpCreateCompartment(t, client, tenancyID, n)
+		c := client.NewCompartment(t, tenancyID, n)
 		byCreation = append(byCreation, c.Id)
 		idOf[n] = c.Id
 	}
@@ -204,21 +202,21 @@ func TestCompartmentPagination(t *testing.T) {
 		want   []string
 	}{
 		{sdk.ListCompartmentsParamsSortByTimeCreated, nil, reversed(byCreation)},
-		{sdk.ListCompartmentsParamsSortByTimeCreated, cpPtr(sdk.SortOrderASC), byCreation},
-		{sdk.ListCompartmentsParamsSortByTimeCreated, cpPtr(sdk.SortOrderDESC), reversed(byCreation)},
+		{sdk.ListCompartmentsParamsSortByTimeCreated, e2e.Ptr(sdk.SortOrderASC), byCreation},
+		{sdk.ListCompartmentsParamsSortByTimeCreated, e2e.Ptr(sdk.SortOrderDESC), reversed(byCreation)},
 		{sdk.ListCompartmentsParamsSortByName, nil, byName},
-		{sdk.ListCompartmentsParamsSortByName, cpPtr(sdk.SortOrderASC), byName},
-		{sdk.ListCompartmentsParamsSortByName, cpPtr(sdk.SortOrderDESC), reversed(byName)},
+		{sdk.ListCompartmentsParamsSortByName, e2e.Ptr(sdk.SortOrderASC), byName},
+		{sdk.ListCompartmentsParamsSortByName, e2e.Ptr(sdk.SortOrderDESC), reversed(byName)},
 	}
 	for _, tc := range cases {
 		for _, limit := range []int{1, 2, 3, 7, 8} {
 			name := fmt.Sprintf("%s/%v/limit=%d", tc.sortBy, tc.order, limit)
-			params := sdk.ListCompartmentsParams{CompartmentId: tenancyID, SortBy: cpPtr(tc.sortBy), SortOrder: tc.order, Limit: cpPtr(limit)}
+			params := sdk.ListCompartmentsParams{CompartmentId: tenancyID, SortBy: e2e.Ptr(tc.sortBy), SortOrder: tc.order, Limit: e2e.Ptr(limit)}
 			pages := 0
 			var got []string
 			for {
 				resp, err := client.ListCompartmentsWithResponse(ctx, &params)
-				cpRequireStatus(t, resp, err, http.StatusOK)
+				e2e.RequireStatus(t, resp, err, http.StatusOK)
 				pages++
 				require.LessOrEqual(t, len(resp.JSON200.Items), limit, name)
 				require.NotEmpty(t, resp.JSON200.Items, "%s: a page must not be empty", name)
@@ -237,37 +235,33 @@ func TestCompartmentPagination(t *testing.T) {
 
 	// An invalid page token, and a token made for another sort order, answer 400.
 	for _, page := range []string{"garbage", "eyJ4IjoxfQ", strings.Repeat("A", 100)} {
-		resp, err := client.ListCompartmentsWithResponse(ctx, &sdk.ListCompartmentsParams{CompartmentId: tenancyID, Page: cpPtr(page)})
-		cpRequireError(t, resp, err, http.StatusBadRequest, "InvalidParameter", "page")
+		resp, err := client.ListCompartmentsWithResponse(ctx, &sdk.ListCompartmentsParams{CompartmentId: tenancyID, Page: e2e.Ptr(page)})
+		e2e.RequireError(t, resp, err, http.StatusBadRequest, "InvalidParameter", "page")
 	}
-	first, err := client.ListCompartmentsWithResponse(ctx, &sdk.ListCompartmentsParams{CompartmentId: tenancyID, Limit: cpPtr(2)})
-	cpRequireStatus(t, first, err, http.StatusOK)
+	first, err := client.ListCompartmentsWithResponse(ctx, &sdk.ListCompartmentsParams{CompartmentId: tenancyID, Limit: e2e.Ptr(2)})
+	e2e.RequireStatus(t, first, err, http.StatusOK)
 	next := first.HTTPResponse.Header.Get("opc-next-page")
 	require.NotEmpty(t, next)
-	resp, err := client.ListCompartmentsWithResponse(ctx, &sdk.ListCompartmentsParams{CompartmentId: tenancyID, Limit: cpPtr(2),
-		Page: &next, SortBy: cpPtr(sdk.ListCompartmentsParamsSortByName)})
-	cpRequireError(t, resp, err, http.StatusBadRequest, "InvalidParameter", "page")
+	resp, err := client.ListCompartmentsWithResponse(ctx, &sdk.ListCompartmentsParams{CompartmentId: tenancyID, Limit: e2e.Ptr(2),
+		Page: &next, SortBy: e2e.Ptr(sdk.ListCompartmentsParamsSortByName)})
+	e2e.RequireError(t, resp, err, http.StatusBadRequest, "InvalidParameter", "page")
 }
 
 func compartmentIDsOf(items []sdk.Compartment) []string {
-	ids := make([]string, 0, len(items))
-	for _, c := range items {
-		ids = append(ids, c.Id)
-	}
-	return ids
+	return e2e.Map(items, func(c sdk.Compartment) string { return c.Id })
 }
 
 func TestCompartmentUpdate(t *testing.T) {
 	t.Parallel()
-	_, tenancyID, client := cpStart(t)
+	_, tenancyID, client := testserver.StartAdmin(t)
 	ctx := context.Background()
-	comp := cpCreateCompartment(t, client, tenancyID, "before")
-	_, etag := cpGetCompartment(t, client, comp.Id)
+	comp := client.NewCompartment(t, tenancyID, "before")
+	_, etag := client.CompartmentWithETag(t, comp.Id)
 
 	resp, err := client.UpdateCompartmentWithResponse(ctx, comp.Id, &sdk.UpdateCompartmentParams{}, sdk.UpdateCompartmentDetails{
-		Name: cpPtr("after"), Description: cpPtr("new description"), FreeformTags: &sdk.FreeformTags{"k": "v"},
+		Name: e2e.Ptr("after"), Description: e2e.Ptr("new description"), FreeformTags: &sdk.FreeformTags{"k": "v"},
 	})
-	cpRequireStatus(t, resp, err, http.StatusOK)
+	e2e.RequireStatus(t, resp, err, http.StatusOK)
 	require.Equal(t, "after", resp.JSON200.Name)
 	require.Equal(t, "new description", resp.JSON200.Description)
 	require.Equal(t, sdk.FreeformTags{"k": "v"}, resp.JSON200.FreeformTags)
@@ -277,55 +271,55 @@ func TestCompartmentUpdate(t *testing.T) {
 	require.NotEmpty(t, newEtag)
 	require.NotEqual(t, etag, newEtag, "an update bumps the etag")
 
-	got, gotEtag := cpGetCompartment(t, client, comp.Id)
+	got, gotEtag := client.CompartmentWithETag(t, comp.Id)
 	require.Equal(t, *resp.JSON200, got)
 	require.Equal(t, newEtag, gotEtag)
 
 	// Absent fields are left unchanged.
 	resp, err = client.UpdateCompartmentWithResponse(ctx, comp.Id, &sdk.UpdateCompartmentParams{}, sdk.UpdateCompartmentDetails{
-		Description: cpPtr("only the description"),
+		Description: e2e.Ptr("only the description"),
 	})
-	cpRequireStatus(t, resp, err, http.StatusOK)
+	e2e.RequireStatus(t, resp, err, http.StatusOK)
 	require.Equal(t, "after", resp.JSON200.Name)
 	require.Equal(t, sdk.FreeformTags{"k": "v"}, resp.JSON200.FreeformTags)
 	// Empty tags replace the map.
 	resp, err = client.UpdateCompartmentWithResponse(ctx, comp.Id, &sdk.UpdateCompartmentParams{}, sdk.UpdateCompartmentDetails{
 		FreeformTags: &sdk.FreeformTags{},
 	})
-	cpRequireStatus(t, resp, err, http.StatusOK)
+	e2e.RequireStatus(t, resp, err, http.StatusOK)
 	require.Empty(t, resp.JSON200.FreeformTags)
 	require.Equal(t, "only the description", resp.JSON200.Description)
 
 	// A compartment that does not exist.
 	missing := "ocid1.compartment.ferry.local." + strings.Repeat("c", 32)
-	resp, err = client.UpdateCompartmentWithResponse(ctx, missing, &sdk.UpdateCompartmentParams{}, sdk.UpdateCompartmentDetails{Name: cpPtr("x")})
-	cpRequireError(t, resp, err, http.StatusNotFound, "NotAuthorizedOrNotFound")
+	resp, err = client.UpdateCompartmentWithResponse(ctx, missing, &sdk.UpdateCompartmentParams{}, sdk.UpdateCompartmentDetails{Name: e2e.Ptr("x")})
+	e2e.RequireError(t, resp, err, http.StatusNotFound, "NotAuthorizedOrNotFound")
 
 	// The root compartment cannot be renamed (its description can change).
-	resp, err = client.UpdateCompartmentWithResponse(ctx, tenancyID, &sdk.UpdateCompartmentParams{}, sdk.UpdateCompartmentDetails{Name: cpPtr("renamed-root")})
-	cpRequireError(t, resp, err, http.StatusConflict, "IncorrectState")
-	root, _ := cpGetCompartment(t, client, tenancyID)
+	resp, err = client.UpdateCompartmentWithResponse(ctx, tenancyID, &sdk.UpdateCompartmentParams{}, sdk.UpdateCompartmentDetails{Name: e2e.Ptr("renamed-root")})
+	e2e.RequireError(t, resp, err, http.StatusConflict, "IncorrectState")
+	root, _ := client.CompartmentWithETag(t, tenancyID)
 	require.NotEqual(t, "renamed-root", root.Name)
-	resp, err = client.UpdateCompartmentWithResponse(ctx, tenancyID, &sdk.UpdateCompartmentParams{}, sdk.UpdateCompartmentDetails{Description: cpPtr("the root")})
-	cpRequireStatus(t, resp, err, http.StatusOK)
+	resp, err = client.UpdateCompartmentWithResponse(ctx, tenancyID, &sdk.UpdateCompartmentParams{}, sdk.UpdateCompartmentDetails{Description: e2e.Ptr("the root")})
+	e2e.RequireStatus(t, resp, err, http.StatusOK)
 	require.Equal(t, "the root", resp.JSON200.Description)
 
 	// A deleted compartment cannot change.
 	del, err := client.DeleteCompartmentWithResponse(ctx, comp.Id, &sdk.DeleteCompartmentParams{})
-	cpRequireStatus(t, del, err, http.StatusNoContent)
-	resp, err = client.UpdateCompartmentWithResponse(ctx, comp.Id, &sdk.UpdateCompartmentParams{}, sdk.UpdateCompartmentDetails{Name: cpPtr("zombie")})
+	e2e.RequireStatus(t, del, err, http.StatusNoContent)
+	resp, err = client.UpdateCompartmentWithResponse(ctx, comp.Id, &sdk.UpdateCompartmentParams{}, sdk.UpdateCompartmentDetails{Name: e2e.Ptr("zombie")})
 	require.NoError(t, err)
 	require.Contains(t, []int{http.StatusConflict, http.StatusNotFound}, resp.StatusCode(), "body: %s", resp.Body)
-	deleted, _ := cpGetCompartment(t, client, comp.Id)
+	deleted, _ := client.CompartmentWithETag(t, comp.Id)
 	require.Equal(t, "after", deleted.Name)
 }
 
 func TestCompartmentDelete(t *testing.T) {
 	t.Parallel()
-	srv, tenancyID, client := cpStart(t)
+	srv, tenancyID, client := testserver.StartAdmin(t)
 	ctx := context.Background()
-	parent := cpCreateCompartment(t, client, tenancyID, "parent")
-	child := cpCreateCompartment(t, client, parent.Id, "child")
+	parent := client.NewCompartment(t, tenancyID, "parent")
+	child := client.NewCompartment(t, parent.Id, "child")
 
 	deleteCompartment := func(id string) *sdk.DeleteCompartmentResponse {
 		t.Helper()
@@ -335,45 +329,45 @@ func TestCompartmentDelete(t *testing.T) {
 	}
 
 	// A compartment that holds a child compartment cannot be deleted.
-	cpRequireError(t, deleteCompartment(parent.Id), nil, http.StatusConflict, "IncorrectState")
+	e2e.RequireError(t, deleteCompartment(parent.Id), nil, http.StatusConflict, "IncorrectState")
 
 	// Nor one that holds a live queue.
-	q := cpCreateQueue(t, client, child.Id, "q")
-	cpRequireError(t, deleteCompartment(child.Id), nil, http.StatusConflict, "IncorrectState")
-	got, _ := cpGetCompartment(t, client, child.Id)
+	q := client.NewNamedQueue(t, child.Id, "q")
+	e2e.RequireError(t, deleteCompartment(child.Id), nil, http.StatusConflict, "IncorrectState")
+	got, _ := client.CompartmentWithETag(t, child.Id)
 	require.Equal(t, sdk.LifecycleStateACTIVE, got.LifecycleState)
 
 	// Once the queue is deleted, the compartment is empty.
-	wr := cpWaitWorkRequest(t, srv, client, cpDeleteQueue(t, client, q.Id))
+	wr := srv.WaitWorkRequest(t, client, client.StartQueueDelete(t, q.Id))
 	require.Equal(t, sdk.WorkRequestStatusSUCCEEDED, wr.Status)
 	resp := deleteCompartment(child.Id)
 	require.Equal(t, http.StatusNoContent, resp.StatusCode(), "body: %s", resp.Body)
 	require.Empty(t, resp.Body)
 
 	// A deleted compartment reads as DELETED, is not listed by default, and cannot be deleted again.
-	got, _ = cpGetCompartment(t, client, child.Id)
+	got, _ = client.CompartmentWithETag(t, child.Id)
 	require.Equal(t, sdk.LifecycleStateDELETED, got.LifecycleState)
-	require.Empty(t, cpCompartmentIDs(t, client, sdk.ListCompartmentsParams{CompartmentId: parent.Id}))
-	require.Equal(t, []string{child.Id}, cpCompartmentIDs(t, client, sdk.ListCompartmentsParams{
-		CompartmentId: parent.Id, LifecycleState: cpPtr(sdk.LifecycleStateDELETED)}))
-	cpRequireError(t, deleteCompartment(child.Id), nil, http.StatusNotFound, "NotAuthorizedOrNotFound")
+	require.Empty(t, client.CompartmentIDs(t, sdk.ListCompartmentsParams{CompartmentId: parent.Id}))
+	require.Equal(t, []string{child.Id}, client.CompartmentIDs(t, sdk.ListCompartmentsParams{
+		CompartmentId: parent.Id, LifecycleState: e2e.Ptr(sdk.LifecycleStateDELETED)}))
+	e2e.RequireError(t, deleteCompartment(child.Id), nil, http.StatusNotFound, "NotAuthorizedOrNotFound")
 
 	// Nothing can be created in a deleted compartment.
 	cc, err := client.CreateCompartmentWithResponse(ctx, &sdk.CreateCompartmentParams{}, sdk.CreateCompartmentDetails{CompartmentId: child.Id, Name: "x"})
-	cpRequireError(t, cc, err, http.StatusConflict, "IncorrectState", "compartmentId")
+	e2e.RequireError(t, cc, err, http.StatusConflict, "IncorrectState", "compartmentId")
 	cq, err := client.CreateQueueWithResponse(ctx, &sdk.CreateQueueParams{}, sdk.CreateQueueDetails{CompartmentId: child.Id, DisplayName: "x"})
-	cpRequireError(t, cq, err, http.StatusConflict, "IncorrectState", "compartmentId")
+	e2e.RequireError(t, cq, err, http.StatusConflict, "IncorrectState", "compartmentId")
 
 	// The parent is empty now.
 	require.Equal(t, http.StatusNoContent, deleteCompartment(parent.Id).StatusCode())
 
 	// The root compartment cannot be deleted.
-	cpRequireError(t, deleteCompartment(tenancyID), nil, http.StatusConflict, "IncorrectState")
-	root, _ := cpGetCompartment(t, client, tenancyID)
+	e2e.RequireError(t, deleteCompartment(tenancyID), nil, http.StatusConflict, "IncorrectState")
+	root, _ := client.CompartmentWithETag(t, tenancyID)
 	require.Equal(t, sdk.LifecycleStateACTIVE, root.LifecycleState)
 
 	// A compartment that does not exist.
-	cpRequireError(t, deleteCompartment("ocid1.compartment.ferry.local."+strings.Repeat("d", 32)), nil,
+	e2e.RequireError(t, deleteCompartment("ocid1.compartment.ferry.local."+strings.Repeat("d", 32)), nil,
 		http.StatusNotFound, "NotAuthorizedOrNotFound")
 }
 
@@ -381,11 +375,11 @@ func TestCompartmentDelete(t *testing.T) {
 // it: whatever the interleaving, a DELETED compartment never ends up holding a live resource.
 func TestCompartmentConcurrentDeleteAndCreate(t *testing.T) {
 	t.Parallel()
-	_, tenancyID, client := cpStart(t)
+	_, tenancyID, client := testserver.StartAdmin(t)
 	ctx := context.Background()
 
 	for round := range 5 {
-		comp := cpCreateCompartment(t, client, tenancyID, fmt.Sprintf("race-%d", round))
+		comp := client.NewCompartment(t, tenancyID, fmt.Sprintf("race-%d", round))
 		var wg sync.WaitGroup
 		var deleted, queued, nested int
 		wg.Go(func() {
@@ -410,7 +404,7 @@ func TestCompartmentConcurrentDeleteAndCreate(t *testing.T) {
 		require.Contains(t, []int{http.StatusNoContent, http.StatusConflict}, deleted)
 		require.Contains(t, []int{http.StatusOK, http.StatusConflict}, queued)
 		require.Contains(t, []int{http.StatusOK, http.StatusConflict}, nested)
-		got, _ := cpGetCompartment(t, client, comp.Id)
+		got, _ := client.CompartmentWithETag(t, comp.Id)
 		if got.LifecycleState == sdk.LifecycleStateDELETED {
 			require.Equal(t, http.StatusNoContent, deleted)
 			require.Equal(t, http.StatusConflict, queued, "a queue was created in a deleted compartment")
@@ -419,8 +413,8 @@ func TestCompartmentConcurrentDeleteAndCreate(t *testing.T) {
 			require.Equal(t, http.StatusConflict, deleted)
 			require.True(t, queued == http.StatusOK || nested == http.StatusOK)
 		}
-		live := cpQueueIDs(t, client, sdk.ListQueuesParams{CompartmentId: comp.Id})
-		children := cpCompartmentIDs(t, client, sdk.ListCompartmentsParams{CompartmentId: comp.Id})
+		live := client.QueueIDs(t, sdk.ListQueuesParams{CompartmentId: comp.Id})
+		children := client.CompartmentIDs(t, sdk.ListCompartmentsParams{CompartmentId: comp.Id})
 		require.Equal(t, queued == http.StatusOK, len(live) == 1)
 		require.Equal(t, nested == http.StatusOK, len(children) == 1)
 	}
@@ -429,7 +423,7 @@ func TestCompartmentConcurrentDeleteAndCreate(t *testing.T) {
 // TestCompartmentConcurrentSameName: many creates of one name under one parent at once: exactly one wins.
 func TestCompartmentConcurrentSameName(t *testing.T) {
 	t.Parallel()
-	_, tenancyID, client := cpStart(t)
+	_, tenancyID, client := testserver.StartAdmin(t)
 	ctx := context.Background()
 	const n = 8
 	statuses := make([]int, n)
@@ -447,5 +441,5 @@ func TestCompartmentConcurrentSameName(t *testing.T) {
 	slices.Sort(statuses)
 	want := append([]int{http.StatusOK}, slices.Repeat([]int{http.StatusConflict}, n-1)...)
 	require.Equal(t, want, statuses)
-	require.Len(t, cpCompartmentIDs(t, client, sdk.ListCompartmentsParams{CompartmentId: tenancyID}), 1)
+	require.Len(t, client.CompartmentIDs(t, sdk.ListCompartmentsParams{CompartmentId: tenancyID}), 1)
 }

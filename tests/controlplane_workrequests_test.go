@@ -9,33 +9,35 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/ferry-mq/ferry/openapi/sdk"
+	"github.com/ferry-mq/ferry/tests/e2e"
+	"github.com/ferry-mq/ferry/tests/testserver"
 )
 
 func TestWorkRequestGetAndList(t *testing.T) {
 	t.Parallel()
-	srv, tenancyID, client := cpStart(t)
+	srv, tenancyID, client := testserver.StartAdmin(t)
 	ctx := context.Background()
-	child := cpCreateCompartment(t, client, tenancyID, "child")
-	q1 := cpCreateQueue(t, client, tenancyID, "q1")
-	q2 := cpCreateQueue(t, client, tenancyID, "q2")
-	q3 := cpCreateQueue(t, client, child.Id, "q3")
+	child := client.NewCompartment(t, tenancyID, "child")
+	q1 := client.NewNamedQueue(t, tenancyID, "q1")
+	q2 := client.NewNamedQueue(t, tenancyID, "q2")
+	q3 := client.NewNamedQueue(t, child.Id, "q3")
 
 	purge := func(id string) string {
 		t.Helper()
 		resp, err := client.PurgeQueueWithResponse(ctx, id, &sdk.PurgeQueueParams{}, sdk.PurgeQueueDetails{PurgeType: sdk.PurgeTypeBOTH})
-		cpRequireStatus(t, resp, err, http.StatusAccepted)
+		e2e.RequireStatus(t, resp, err, http.StatusAccepted)
 		return resp.HTTPResponse.Header.Get("opc-work-request-id")
 	}
 	wr1 := purge(q1.Id)
-	wr2 := cpDeleteQueue(t, client, q2.Id)
+	wr2 := client.StartQueueDelete(t, q2.Id)
 	wr3 := purge(q3.Id)
 	for _, id := range []string{wr1, wr2, wr3} {
-		require.Equal(t, sdk.WorkRequestStatusSUCCEEDED, cpWaitWorkRequest(t, srv, client, id).Status)
+		require.Equal(t, sdk.WorkRequestStatusSUCCEEDED, srv.WaitWorkRequest(t, client, id).Status)
 	}
 
 	// Get.
 	get, err := client.GetWorkRequestWithResponse(ctx, wr1, &sdk.GetWorkRequestParams{})
-	cpRequireStatus(t, get, err, http.StatusOK)
+	e2e.RequireStatus(t, get, err, http.StatusOK)
 	require.NotEmpty(t, get.HTTPResponse.Header.Get("etag"))
 	w := *get.JSON200
 	require.Equal(t, wr1, w.Id)
@@ -49,11 +51,11 @@ func TestWorkRequestGetAndList(t *testing.T) {
 	require.False(t, w.TimeFinished.Before(*w.TimeStarted))
 	require.Equal(t, []sdk.WorkRequestResource{{
 		EntityType: "queue", ActionType: sdk.WorkRequestResourceActionTypeUPDATED, Identifier: q1.Id,
-		EntityUri: cpPtr("/20210201/queues/" + q1.Id),
+		EntityUri: e2e.Ptr("/20210201/queues/" + q1.Id),
 	}}, w.Resources)
 
 	missing, err := client.GetWorkRequestWithResponse(ctx, "ocid1.workrequest.ferry.local."+strings.Repeat("o", 32), &sdk.GetWorkRequestParams{})
-	cpRequireError(t, missing, err, http.StatusNotFound, "NotAuthorizedOrNotFound")
+	e2e.RequireError(t, missing, err, http.StatusNotFound, "NotAuthorizedOrNotFound")
 
 	// List: the compartment's own work requests, newest first, the same as Get returns them.
 	list := func(p sdk.ListWorkRequestsParams) []sdk.WorkRequest {
@@ -61,7 +63,7 @@ func TestWorkRequestGetAndList(t *testing.T) {
 		var all []sdk.WorkRequest
 		for range 10 {
 			resp, err := client.ListWorkRequestsWithResponse(ctx, &p)
-			cpRequireStatus(t, resp, err, http.StatusOK)
+			e2e.RequireStatus(t, resp, err, http.StatusOK)
 			all = append(all, resp.JSON200.Items...)
 			next := resp.HTTPResponse.Header.Get("opc-next-page")
 			if next == "" {
@@ -93,29 +95,29 @@ func TestWorkRequestGetAndList(t *testing.T) {
 	require.Empty(t, list(sdk.ListWorkRequestsParams{CompartmentId: tenancyID, ResourceId: &q3.Id}))
 
 	// Paginated: every work request exactly once.
-	require.Equal(t, []string{wr2, wr1}, ids(list(sdk.ListWorkRequestsParams{CompartmentId: tenancyID, Limit: cpPtr(1)})))
-	require.Equal(t, []string{wr2, wr1}, ids(list(sdk.ListWorkRequestsParams{CompartmentId: tenancyID, Limit: cpPtr(2)})))
-	bad, err := client.ListWorkRequestsWithResponse(ctx, &sdk.ListWorkRequestsParams{CompartmentId: tenancyID, Page: cpPtr("bogus")})
-	cpRequireError(t, bad, err, http.StatusBadRequest, "InvalidParameter", "page")
+	require.Equal(t, []string{wr2, wr1}, ids(list(sdk.ListWorkRequestsParams{CompartmentId: tenancyID, Limit: e2e.Ptr(1)})))
+	require.Equal(t, []string{wr2, wr1}, ids(list(sdk.ListWorkRequestsParams{CompartmentId: tenancyID, Limit: e2e.Ptr(2)})))
+	bad, err := client.ListWorkRequestsWithResponse(ctx, &sdk.ListWorkRequestsParams{CompartmentId: tenancyID, Page: e2e.Ptr("bogus")})
+	e2e.RequireError(t, bad, err, http.StatusBadRequest, "InvalidParameter", "page")
 
 	// A compartment that does not exist.
 	none, err := client.ListWorkRequestsWithResponse(ctx, &sdk.ListWorkRequestsParams{CompartmentId: "ocid1.compartment.ferry.local." + strings.Repeat("p", 32)})
-	cpRequireError(t, none, err, http.StatusNotFound, "NotAuthorizedOrNotFound")
+	e2e.RequireError(t, none, err, http.StatusNotFound, "NotAuthorizedOrNotFound")
 }
 
 func TestWorkRequestProgressWhileQueued(t *testing.T) {
 	t.Parallel()
-	srv, tenancyID, client := cpStart(t)
+	srv, tenancyID, client := testserver.StartAdmin(t)
 	ctx := context.Background()
-	q := cpCreateQueue(t, client, tenancyID, "q")
+	q := client.NewNamedQueue(t, tenancyID, "q")
 
 	srv.Node.Executor().Stop()
 	resp, err := client.PurgeQueueWithResponse(ctx, q.Id, &sdk.PurgeQueueParams{}, sdk.PurgeQueueDetails{PurgeType: sdk.PurgeTypeNORMAL})
-	cpRequireStatus(t, resp, err, http.StatusAccepted)
+	e2e.RequireStatus(t, resp, err, http.StatusAccepted)
 	id := resp.HTTPResponse.Header.Get("opc-work-request-id")
 
 	get, err := client.GetWorkRequestWithResponse(ctx, id, &sdk.GetWorkRequestParams{})
-	cpRequireStatus(t, get, err, http.StatusOK)
+	e2e.RequireStatus(t, get, err, http.StatusOK)
 	require.Equal(t, sdk.WorkRequestStatusACCEPTED, get.JSON200.Status)
 	require.Equal(t, float32(0), get.JSON200.PercentComplete)
 	require.Nil(t, get.JSON200.TimeStarted)
@@ -124,13 +126,13 @@ func TestWorkRequestProgressWhileQueued(t *testing.T) {
 	etag := get.HTTPResponse.Header.Get("etag")
 
 	// A queue being purged stays ACTIVE and usable.
-	got, _ := cpGetQueue(t, client, q.Id)
+	got, _ := client.QueueWithETag(t, q.Id)
 	require.Equal(t, sdk.LifecycleStateACTIVE, got.LifecycleState)
 
 	require.True(t, srv.Node.Executor().RunOnce(ctx))
 	require.False(t, srv.Node.Executor().RunOnce(ctx), "nothing left to run")
 	get, err = client.GetWorkRequestWithResponse(ctx, id, &sdk.GetWorkRequestParams{})
-	cpRequireStatus(t, get, err, http.StatusOK)
+	e2e.RequireStatus(t, get, err, http.StatusOK)
 	require.Equal(t, sdk.WorkRequestStatusSUCCEEDED, get.JSON200.Status)
 	require.Equal(t, float32(100), get.JSON200.PercentComplete)
 	require.NotEqual(t, etag, get.HTTPResponse.Header.Get("etag"), "the etag follows the progress")

@@ -14,6 +14,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/ferry-mq/ferry/openapi/sdk"
+	"github.com/ferry-mq/ferry/tests/e2e"
 	"github.com/ferry-mq/ferry/tests/testserver"
 )
 
@@ -21,10 +22,9 @@ import (
 // body {"code","message"} naming the offending field — never a 500 — and a rejected batch writes nothing.
 func TestDataPlaneBadInput(t *testing.T) {
 	t.Parallel()
-	srv := testserver.Start(t)
-	tenancyID, c := srv.Admin(t, "dp")
+	srv, tenancyID, c := testserver.StartAdmin(t)
 	token := srv.Token(t, tenancyID, "admin", "Administrators")
-	q := createQueue(t, c, tenancyID)
+	q := c.NewQueue(t, tenancyID)
 	messages := "/20210201/queues/" + q + "/messages"
 
 	// entries renders a PutMessages body of the given entries (JSON objects).
@@ -125,28 +125,28 @@ func TestDataPlaneBadInput(t *testing.T) {
 			if tc.body != "" {
 				body = strings.NewReader(tc.body)
 			}
-			r := raw(t, srv, token, tc.method, tc.path, body)
-			requireAPIError(t, r.Status, r.Body, tc.status, tc.code, tc.contains...)
+			r := srv.RawJSON(t, token, tc.method, tc.path, body)
+			e2e.RequireAPIError(t, r.Status, r.Body, tc.status, tc.code, tc.contains...)
 		})
 	}
 
 	t.Run("body over 2 MiB", func(t *testing.T) {
 		big := entries(`{"content":"` + strings.Repeat("x", 2<<20) + `"}`)
-		r := raw(t, srv, token, "POST", messages, strings.NewReader(big))
-		requireAPIError(t, r.Status, r.Body, http.StatusRequestEntityTooLarge, "PayloadTooLarge")
+		r := srv.RawJSON(t, token, "POST", messages, strings.NewReader(big))
+		e2e.RequireAPIError(t, r.Status, r.Body, http.StatusRequestEntityTooLarge, "PayloadTooLarge")
 		// Without a Content-Length (chunked), the limit holds while reading.
-		r = raw(t, srv, token, "POST", messages, iotest.HalfReader(strings.NewReader(big)))
-		requireAPIError(t, r.Status, r.Body, http.StatusRequestEntityTooLarge, "PayloadTooLarge")
+		r = srv.RawJSON(t, token, "POST", messages, iotest.HalfReader(strings.NewReader(big)))
+		e2e.RequireAPIError(t, r.Status, r.Body, http.StatusRequestEntityTooLarge, "PayloadTooLarge")
 		// 20 messages just under 100 KiB each fit (just under 2 MiB).
 		fits := entries(repeat(`{"content":"`+strings.Repeat("y", 100<<10-100)+`"}`, 20)...)
 		require.Less(t, len(fits), 2<<20)
-		r = raw(t, srv, token, "POST", messages, strings.NewReader(fits))
+		r = srv.RawJSON(t, token, "POST", messages, strings.NewReader(fits))
 		require.Equal(t, http.StatusOK, r.Status, "%.300s", r.Body)
-		purge(t, srv, c, q, sdk.PurgeTypeBOTH)
+		srv.Purge(t, c, q, sdk.PurgeTypeBOTH)
 	})
 
-	requireStats(t, c, q, 0, 0, 0, 0)
-	require.Zero(t, storedMessages(t, srv, ""), "no rejected request stored anything")
+	c.RequireStats(t, q, 0, 0, 0, 0)
+	require.Zero(t, srv.StoredMessages(t, ""), "no rejected request stored anything")
 }
 
 // TestDataPlaneQueueLifecycle: a queue being deleted answers 409 IncorrectState, a deleted one 404, and neither
@@ -157,10 +157,10 @@ func TestDataPlaneQueueLifecycle(t *testing.T) {
 	srv.Node.Executor().Stop() // keep the queue DELETING until the test runs the delete itself
 	tenancyID, c := srv.Admin(t, "dp")
 	token := srv.Token(t, tenancyID, "admin", "Administrators")
-	q := createQueue(t, c, tenancyID)
+	q := c.NewQueue(t, tenancyID)
 	ctx := context.Background()
-	put(t, c, q, msg("before the delete"))
-	leased := get(t, c, q)
+	c.Put(t, q, e2e.Msg("before the delete"))
+	leased := c.Get(t, q)
 	require.Len(t, leased, 1)
 
 	resp, err := c.DeleteQueueWithResponse(ctx, q, &sdk.DeleteQueueParams{})
@@ -169,13 +169,13 @@ func TestDataPlaneQueueLifecycle(t *testing.T) {
 	wr := resp.HTTPResponse.Header.Get("opc-work-request-id")
 
 	statsStatus := func() (int, []byte) {
-		r := raw(t, srv, token, "GET", "/20210201/queues/"+q+"/stats", nil)
+		r := srv.RawJSON(t, token, "GET", "/20210201/queues/"+q+"/stats", nil)
 		return r.Status, r.Body
 	}
 	require.Eventually(t, func() bool { s, _ := statsStatus(); return s == http.StatusConflict }, 5*time.Second, 50*time.Millisecond,
 		"the data plane sees the DELETING state within its cache time")
 	s, b := statsStatus()
-	requireAPIError(t, s, b, http.StatusConflict, "IncorrectState", q, "DELETING")
+	e2e.RequireAPIError(t, s, b, http.StatusConflict, "IncorrectState", q, "DELETING")
 	everyCall := func(status int, code string) {
 		t.Helper()
 		for _, call := range []struct{ method, path, body string }{
@@ -193,44 +193,43 @@ func TestDataPlaneQueueLifecycle(t *testing.T) {
 			if call.body != "" {
 				body = strings.NewReader(call.body)
 			}
-			r := raw(t, srv, token, call.method, "/20210201/queues/"+q+call.path, body)
-			requireAPIError(t, r.Status, r.Body, status, code)
+			r := srv.RawJSON(t, token, call.method, "/20210201/queues/"+q+call.path, body)
+			e2e.RequireAPIError(t, r.Status, r.Body, status, code)
 		}
 	}
 	everyCall(http.StatusConflict, "IncorrectState")
-	require.EqualValues(t, 1, storedMessages(t, srv, q), "nothing added, nothing deleted")
+	require.EqualValues(t, 1, srv.StoredMessages(t, q), "nothing added, nothing deleted")
 
-	require.Equal(t, sdk.WorkRequestStatusSUCCEEDED, waitWorkRequest(t, srv, c, wr))
+	require.Equal(t, sdk.WorkRequestStatusSUCCEEDED, srv.WaitWorkRequest(t, c, wr).Status)
 	require.Eventually(t, func() bool { s, _ := statsStatus(); return s == http.StatusNotFound }, 5*time.Second, 50*time.Millisecond)
 	everyCall(http.StatusNotFound, "NotAuthorizedOrNotFound")
-	require.Zero(t, storedMessages(t, srv, ""))
+	require.Zero(t, srv.StoredMessages(t, ""))
 }
 
 // TestDataPlaneTenantIsolation: with tenancy B's token, every data-plane operation on tenancy A's queue answers
 // 404 and changes nothing; A's receipts are worthless on B's queues.
 func TestDataPlaneTenantIsolation(t *testing.T) {
 	t.Parallel()
-	srv := testserver.Start(t)
-	tenancyA, a := srv.Admin(t, "tenant-a")
+	srv, tenancyA, a := testserver.StartAdmin(t)
 	tenancyB, b := srv.Admin(t, "tenant-b")
-	qa := createQueue(t, a, tenancyA, withDLQ(5))
-	qb := createQueue(t, b, tenancyB)
+	qa := a.NewQueue(t, tenancyA, e2e.WithDLQ(5))
+	qb := b.NewQueue(t, tenancyB)
 	ctx := context.Background()
-	put(t, a, qa, msgOn("leased", "ch"), msgOn("waiting", "ch"))
-	leased := get(t, a, qa, visibility(600))
+	a.Put(t, qa, e2e.MsgOn("leased", "ch"), e2e.MsgOn("waiting", "ch"))
+	leased := a.Get(t, qa, e2e.Visibility(600))
 	require.Len(t, leased, 1)
 	receipt := leased[0].Receipt
 
 	notFound := func(name string, status int, body []byte, err error) {
 		t.Helper()
 		require.NoError(t, err, name)
-		requireAPIError(t, status, body, http.StatusNotFound, "NotAuthorizedOrNotFound")
+		e2e.RequireAPIError(t, status, body, http.StatusNotFound, "NotAuthorizedOrNotFound")
 	}
-	putResp, err := b.PutMessagesWithResponse(ctx, qa, &sdk.PutMessagesParams{}, sdk.PutMessagesDetails{Messages: []sdk.PutMessagesDetailsEntry{msg("intruder")}})
+	putResp, err := b.PutMessagesWithResponse(ctx, qa, &sdk.PutMessagesParams{}, sdk.PutMessagesDetails{Messages: []sdk.PutMessagesDetailsEntry{e2e.Msg("intruder")}})
 	notFound("PutMessages", putResp.StatusCode(), putResp.Body, err)
-	getResp, err := b.GetMessagesWithResponse(ctx, qa, &sdk.GetMessagesParams{TimeoutInSeconds: ptr(0)})
+	getResp, err := b.GetMessagesWithResponse(ctx, qa, &sdk.GetMessagesParams{TimeoutInSeconds: e2e.Ptr(0)})
 	notFound("GetMessages", getResp.StatusCode(), getResp.Body, err)
-	getResp, err = b.GetMessagesWithResponse(ctx, qa, &sdk.GetMessagesParams{TimeoutInSeconds: ptr(0), Dlq: ptr(true)})
+	getResp, err = b.GetMessagesWithResponse(ctx, qa, &sdk.GetMessagesParams{TimeoutInSeconds: e2e.Ptr(0), Dlq: e2e.Ptr(true)})
 	notFound("GetMessages dlq", getResp.StatusCode(), getResp.Body, err)
 	delResp, err := b.DeleteMessageWithResponse(ctx, qa, receipt, &sdk.DeleteMessageParams{})
 	notFound("DeleteMessage", delResp.StatusCode(), delResp.Body, err)
@@ -242,7 +241,7 @@ func TestDataPlaneTenantIsolation(t *testing.T) {
 	notFound("UpdateMessages", updsResp.StatusCode(), updsResp.Body, err)
 	statsResp, err := b.GetStatsWithResponse(ctx, qa, &sdk.GetStatsParams{})
 	notFound("GetStats", statsResp.StatusCode(), statsResp.Body, err)
-	statsResp, err = b.GetStatsWithResponse(ctx, qa, &sdk.GetStatsParams{ChannelId: ptr("ch")})
+	statsResp, err = b.GetStatsWithResponse(ctx, qa, &sdk.GetStatsParams{ChannelId: e2e.Ptr("ch")})
 	notFound("GetStats channel", statsResp.StatusCode(), statsResp.Body, err)
 	chResp, err := b.ListChannelsWithResponse(ctx, qa, &sdk.ListChannelsParams{})
 	notFound("ListChannels", chResp.StatusCode(), chResp.Body, err)
@@ -254,15 +253,15 @@ func TestDataPlaneTenantIsolation(t *testing.T) {
 	// A's receipt on B's own queue names nothing there.
 	delResp, err = b.DeleteMessageWithResponse(ctx, qb, receipt, &sdk.DeleteMessageParams{})
 	require.NoError(t, err)
-	requireAPIError(t, delResp.StatusCode(), delResp.Body, http.StatusBadRequest, "InvalidParameter", "receipt")
+	e2e.RequireAPIError(t, delResp.StatusCode(), delResp.Body, http.StatusBadRequest, "InvalidParameter", "receipt")
 
 	// Nothing changed for A: one message leased under the same receipt, one waiting.
-	requireStats(t, a, qa, 1, 1, 0, 0)
-	require.EqualValues(t, 2, storedMessages(t, srv, qa))
-	require.Zero(t, storedMessages(t, srv, qb))
-	rest := get(t, a, qa)
+	a.RequireStats(t, qa, 1, 1, 0, 0)
+	require.EqualValues(t, 2, srv.StoredMessages(t, qa))
+	require.Zero(t, srv.StoredMessages(t, qb))
+	rest := a.Get(t, qa)
 	require.Len(t, rest, 1)
 	require.Equal(t, "waiting", rest[0].Content)
-	deleteAll(t, a, qa, append(leased, rest...))
-	requireStats(t, a, qa, 0, 0, 0, 0)
+	a.DeleteAll(t, qa, append(leased, rest...))
+	a.RequireStats(t, qa, 0, 0, 0, 0)
 }

@@ -13,6 +13,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/ferry-mq/ferry/openapi/sdk"
+	"github.com/ferry-mq/ferry/tests/e2e"
 	"github.com/ferry-mq/ferry/tests/testserver"
 )
 
@@ -27,9 +28,8 @@ func TestExactlyOnceUnderConcurrency(t *testing.T) {
 		total     = 5000
 		batch     = 20
 	)
-	srv := testserver.Start(t)
-	tenancyID, c := srv.Admin(t, "stress")
-	q := createQueue(t, c, tenancyID, withVisibility(600))
+	srv, tenancyID, c := testserver.StartAdmin(t)
+	q := c.NewQueue(t, tenancyID, e2e.WithVisibility(600))
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()
 
@@ -57,11 +57,11 @@ func TestExactlyOnceUnderConcurrency(t *testing.T) {
 			for b := range total / producers / batch {
 				entries := make([]sdk.PutMessagesDetailsEntry, batch)
 				for i := range entries {
-					entries[i] = msg(fmt.Sprintf("p%d-b%d-m%d", p, b, i))
+					entries[i] = e2e.Msg(fmt.Sprintf("p%d-b%d-m%d", p, b, i))
 				}
 				resp, err := c.PutMessagesWithResponse(ctx, q, &sdk.PutMessagesParams{}, sdk.PutMessagesDetails{Messages: entries})
 				if err != nil || resp.StatusCode() != http.StatusOK {
-					fail(fmt.Errorf("producer %d: put: %v %s", p, err, respBody(resp)))
+					fail(fmt.Errorf("producer %d: put: %v %s", p, err, e2e.Body(resp)))
 					return
 				}
 				mu.Lock()
@@ -81,10 +81,10 @@ func TestExactlyOnceUnderConcurrency(t *testing.T) {
 		go func() {
 			defer wg.Done()
 			for acked.Load() < total && ctx.Err() == nil {
-				resp, err := c.GetMessagesWithResponse(ctx, q, &sdk.GetMessagesParams{Limit: ptr(32), TimeoutInSeconds: ptr(1)})
+				resp, err := c.GetMessagesWithResponse(ctx, q, &sdk.GetMessagesParams{Limit: e2e.Ptr(32), TimeoutInSeconds: e2e.Ptr(1)})
 				if err != nil || resp.StatusCode() != http.StatusOK {
 					if ctx.Err() == nil {
-						fail(fmt.Errorf("consumer %d: get: %v %s", n, err, respBody(resp)))
+						fail(fmt.Errorf("consumer %d: get: %v %s", n, err, e2e.Body(resp)))
 					}
 					return
 				}
@@ -106,7 +106,7 @@ func TestExactlyOnceUnderConcurrency(t *testing.T) {
 					del, err := c.DeleteMessagesWithResponse(context.WithoutCancel(ctx), q, &sdk.DeleteMessagesParams{},
 						sdk.DeleteMessagesDetails{Entries: entries})
 					if err != nil || del.StatusCode() != http.StatusOK || del.JSON200.ClientFailedCount+del.JSON200.ServerFailedCount > 0 {
-						fail(fmt.Errorf("consumer %d: delete: %v %s", n, err, respBody(del)))
+						fail(fmt.Errorf("consumer %d: delete: %v %s", n, err, e2e.Body(del)))
 						return
 					}
 					acked.Add(int64(len(entries)))
@@ -127,65 +127,60 @@ func TestExactlyOnceUnderConcurrency(t *testing.T) {
 	}
 	require.EqualValues(t, total, acked.Load())
 
-	requireStats(t, c, q, 0, 0, 0, 0)
-	require.Zero(t, stats(t, c, q).Queue.SizeInBytes)
-	require.Zero(t, storedMessages(t, srv, q))
-	require.Empty(t, get(t, c, q, limit(32)))
-}
-
-// respBody is a response's body for failure messages (nil when the request failed).
-func respBody[T interface{ GetBody() []byte }](r *T) string {
-	if r == nil {
-		return ""
-	}
-	return string((*r).GetBody())
+	c.RequireStats(t, q, 0, 0, 0, 0)
+	require.Zero(t, c.Stats(t, q).Queue.SizeInBytes)
+	require.Zero(t, srv.StoredMessages(t, q))
+	require.Empty(t, c.Get(t, q, e2e.Limit(32)))
 }
 
 // TestPurgeWhileConsuming: a purge deletes every message it should even while consumers keep leasing and
 // releasing them (a lease rewrites the row).
 func TestPurgeWhileConsuming(t *testing.T) {
 	t.Parallel()
-	srv := testserver.Start(t)
-	tenancyID, c := srv.Admin(t, "stress")
-	q := createQueue(t, c, tenancyID)
+	srv, tenancyID, c := testserver.StartAdmin(t)
+	q := c.NewQueue(t, tenancyID)
 	for b := range 150 {
 		entries := make([]sdk.PutMessagesDetailsEntry, 20)
 		for i := range entries {
-			entries[i] = msg(fmt.Sprintf("m%d-%d", b, i))
+			entries[i] = e2e.Msg(fmt.Sprintf("m%d-%d", b, i))
 		}
-		put(t, c, q, entries...)
+		c.Put(t, q, entries...)
 	}
 
 	ctx, cancel := context.WithCancel(context.Background())
 	var wg sync.WaitGroup
+	var leases atomic.Int64
 	for range 4 { // lease with visibility 0: every lease rewrites rows that stay visible
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
 			for ctx.Err() == nil {
-				_, _ = c.GetMessagesWithResponse(ctx, q, &sdk.GetMessagesParams{Limit: ptr(32), VisibilityInSeconds: ptr(0), TimeoutInSeconds: ptr(0)})
+				resp, err := c.GetMessagesWithResponse(ctx, q, &sdk.GetMessagesParams{Limit: e2e.Ptr(32), VisibilityInSeconds: e2e.Ptr(0), TimeoutInSeconds: e2e.Ptr(0)})
+				if err == nil && resp.JSON200 != nil && len(resp.JSON200.Messages) > 0 {
+					leases.Add(1)
+				}
 			}
 		}()
 	}
-	time.Sleep(200 * time.Millisecond) // let the consumers get going: the overlap is the subject
-	purge(t, srv, c, q, sdk.PurgeTypeBOTH)
+	// The consumers are leasing (the overlap with the purge is the subject).
+	require.Eventually(t, func() bool { return leases.Load() >= 8 }, 10*time.Second, 5*time.Millisecond)
+	srv.Purge(t, c, q, sdk.PurgeTypeBOTH)
 	cancel()
 	wg.Wait()
-	require.Zero(t, storedMessages(t, srv, q), "messages that were being leased survived the purge")
+	require.Zero(t, srv.StoredMessages(t, q), "messages that were being leased survived the purge")
 }
 
 // TestPutsRacingQueueDelete: puts that race a queue delete (nodes cache queue states briefly) leave no messages
 // behind once the queue is DELETED and the maintainer ran.
 func TestPutsRacingQueueDelete(t *testing.T) {
 	t.Parallel()
-	srv := testserver.Start(t)
-	tenancyID, c := srv.Admin(t, "stress")
-	q := createQueue(t, c, tenancyID)
+	srv, tenancyID, c := testserver.StartAdmin(t)
+	q := c.NewQueue(t, tenancyID)
 	ctx := context.Background()
-	put(t, c, q, msg("warm the caches"))
+	c.Put(t, q, e2e.Msg("warm the caches"))
 
 	stop := make(chan struct{})
-	accepted := atomic.Int64{}
+	var accepted, notFound atomic.Int64
 	var wg sync.WaitGroup
 	for range 3 {
 		wg.Add(1)
@@ -197,24 +192,31 @@ func TestPutsRacingQueueDelete(t *testing.T) {
 					return
 				default:
 				}
-				resp, err := c.PutMessagesWithResponse(ctx, q, &sdk.PutMessagesParams{}, sdk.PutMessagesDetails{Messages: []sdk.PutMessagesDetailsEntry{msg("racing")}})
-				if err == nil && resp.StatusCode() == http.StatusOK {
+				resp, err := c.PutMessagesWithResponse(ctx, q, &sdk.PutMessagesParams{}, sdk.PutMessagesDetails{Messages: []sdk.PutMessagesDetailsEntry{e2e.Msg("racing")}})
+				switch {
+				case err != nil:
+				case resp.StatusCode() == http.StatusOK:
 					accepted.Add(1)
+				case resp.StatusCode() == http.StatusNotFound:
+					notFound.Add(1)
 				}
 			}
 		}()
 	}
-	time.Sleep(100 * time.Millisecond) // puts are flowing: the race with the delete is the subject
+	// Puts are flowing (the race with the delete is the subject).
+	require.Eventually(t, func() bool { return accepted.Load() >= 10 }, 10*time.Second, 5*time.Millisecond)
 	resp, err := c.DeleteQueueWithResponse(ctx, q, &sdk.DeleteQueueParams{})
 	require.NoError(t, err)
 	require.Equal(t, http.StatusAccepted, resp.StatusCode(), string(resp.Body))
-	require.Equal(t, sdk.WorkRequestStatusSUCCEEDED, waitWorkRequest(t, srv, c, resp.HTTPResponse.Header.Get("opc-work-request-id")))
-	time.Sleep(1500 * time.Millisecond) // past the data plane's queue cache: no put is accepted any more
+	require.Equal(t, sdk.WorkRequestStatusSUCCEEDED, srv.WaitWorkRequest(t, c, resp.HTTPResponse.Header.Get("opc-work-request-id")).Status)
+	// Until the node's queue cache has seen the deletion (it refreshes within its TTL): a put that starts from now
+	// on is refused.
+	require.Eventually(t, func() bool { return notFound.Load() > 0 }, 10*time.Second, 5*time.Millisecond)
 	close(stop)
 	wg.Wait()
 	require.Positive(t, accepted.Load())
 
 	_, err = srv.Node.Maintainer().RunOnce(ctx)
 	require.NoError(t, err)
-	require.Zero(t, storedMessages(t, srv, q), "messages of a deleted queue are left behind")
+	require.Zero(t, srv.StoredMessages(t, q), "messages of a deleted queue are left behind")
 }

@@ -11,22 +11,22 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/ferry-mq/ferry/openapi/sdk"
+	"github.com/ferry-mq/ferry/tests/e2e"
 	"github.com/ferry-mq/ferry/tests/testserver"
 )
 
 func TestPutGetDelete(t *testing.T) {
 	t.Parallel()
-	srv := testserver.Start(t)
-	tenancyID, c := srv.Admin(t, "dp")
-	q := createQueue(t, c, tenancyID)
+	_, tenancyID, c := testserver.StartAdmin(t)
+	q := c.NewQueue(t, tenancyID)
 	ctx := context.Background()
 
 	attrs := sdk.MessageAttributes{"team": "billing", "amount": 42.5}
-	ids := put(t, c, q, msg("one"), sdk.PutMessagesDetailsEntry{Content: "two", Attributes: &attrs}, msg("three"))
+	ids := c.Put(t, q, e2e.Msg("one"), sdk.PutMessagesDetailsEntry{Content: "two", Attributes: &attrs}, e2e.Msg("three"))
 	require.Less(t, ids[0].Id, ids[1].Id)
 	require.Less(t, ids[1].Id, ids[2].Id)
 
-	got := get(t, c, q, limit(10))
+	got := c.Get(t, q, e2e.Limit(10))
 	require.Len(t, got, 3)
 	require.Equal(t, []string{"one", "two", "three"}, []string{got[0].Content, got[1].Content, got[2].Content})
 	for i := range got {
@@ -36,7 +36,7 @@ func TestPutGetDelete(t *testing.T) {
 	require.Equal(t, attrs, *got[1].Attributes)
 	require.NotEmpty(t, got[0].Receipt)
 
-	st := stats(t, c, q)
+	st := c.Stats(t, q)
 	require.EqualValues(t, 0, st.Queue.VisibleMessages)
 	require.EqualValues(t, 3, st.Queue.InFlightMessages)
 
@@ -55,7 +55,7 @@ func TestPutGetDelete(t *testing.T) {
 	require.Nil(t, batch.JSON200.Entries[2].ErrorCode)
 	require.Equal(t, "NotAuthorizedOrNotFound", *batch.JSON200.Entries[3].ErrorCode)
 
-	st = stats(t, c, q)
+	st = c.Stats(t, q)
 	require.EqualValues(t, 0, st.Queue.VisibleMessages+st.Queue.InFlightMessages)
 }
 
@@ -63,13 +63,12 @@ func TestPutGetDelete(t *testing.T) {
 // sets it), not chunked: chunking costs framing and one more write per answer, on the hottest read path.
 func TestGetMessagesAnswerHasItsLength(t *testing.T) {
 	t.Parallel()
-	srv := testserver.Start(t)
-	tenancyID, c := srv.Admin(t, "dp-length")
-	q := createQueue(t, c, tenancyID)
+	srv, tenancyID, c := testserver.StartAdmin(t)
+	q := c.NewQueue(t, tenancyID)
 	big := strings.Repeat("x", 4096)
-	put(t, c, q, msg(big), msg(big))
+	c.Put(t, q, e2e.Msg(big), e2e.Msg(big))
 
-	got := raw(t, srv, srv.Token(t, tenancyID, "admin", "Administrators"), http.MethodGet,
+	got := srv.RawJSON(t, srv.Token(t, tenancyID, "admin", "Administrators"), http.MethodGet,
 		"/20210201/queues/"+q+"/messages?limit=10", nil)
 	require.Equal(t, http.StatusOK, got.Status, string(got.Body))
 	require.Greater(t, len(got.Body), 8192)
@@ -80,18 +79,17 @@ func TestGetMessagesAnswerHasItsLength(t *testing.T) {
 // header) to the consumer; an explicit one wins.
 func TestTraceContextTravelsWithMessages(t *testing.T) {
 	t.Parallel()
-	srv := testserver.Start(t)
-	tenancyID, c := srv.Admin(t, "dp-trace")
-	q := createQueue(t, c, tenancyID)
+	_, tenancyID, c := testserver.StartAdmin(t)
+	q := c.NewQueue(t, tenancyID)
 	const header = "00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01"
 	explicit := "00-0af7651916cd43dd8448eb211c80319c-b7ad6b7169203331-01"
 	withTraceparent := func(_ context.Context, r *http.Request) error { r.Header.Set("traceparent", header); return nil }
 	resp, err := c.PutMessagesWithResponse(context.Background(), q, &sdk.PutMessagesParams{}, sdk.PutMessagesDetails{Messages: []sdk.PutMessagesDetailsEntry{
-		msg("from the header"), {Content: "explicit", Metadata: &sdk.MessageMetadata{Traceparent: &explicit}},
+		e2e.Msg("from the header"), {Content: "explicit", Metadata: &sdk.MessageMetadata{Traceparent: &explicit}},
 	}}, withTraceparent)
 	require.NoError(t, err)
 	require.Equal(t, http.StatusOK, resp.StatusCode(), string(resp.Body))
-	got := get(t, c, q, limit(10))
+	got := c.Get(t, q, e2e.Limit(10))
 	require.Len(t, got, 2)
 	traceparents := make([]string, len(got))
 	for i, m := range got {
@@ -104,17 +102,16 @@ func TestTraceContextTravelsWithMessages(t *testing.T) {
 
 func TestVisibilityExpiryRedeliversAndStaleReceipt(t *testing.T) {
 	t.Parallel()
-	srv := testserver.Start(t)
-	tenancyID, c := srv.Admin(t, "dp")
-	q := createQueue(t, c, tenancyID)
+	_, tenancyID, c := testserver.StartAdmin(t)
+	q := c.NewQueue(t, tenancyID)
 	ctx := context.Background()
-	put(t, c, q, msg("m"))
+	c.Put(t, q, e2e.Msg("m"))
 
-	first := get(t, c, q, visibility(1))
+	first := c.Get(t, q, e2e.Visibility(1))
 	require.Len(t, first, 1)
-	require.Empty(t, get(t, c, q), "leased message is invisible")
-	time.Sleep(1100 * time.Millisecond)
-	second := get(t, c, q, visibility(30))
+	require.Empty(t, c.Get(t, q), "leased message is invisible")
+	time.Sleep(1100 * time.Millisecond) // the lease (1 s) expires: real time passing is the subject
+	second := c.Get(t, q, e2e.Visibility(30))
 	require.Len(t, second, 1)
 	require.Equal(t, 2, second[0].DeliveryCount)
 	require.Equal(t, first[0].Id, second[0].Id)
@@ -123,37 +120,36 @@ func TestVisibilityExpiryRedeliversAndStaleReceipt(t *testing.T) {
 	del, err := c.DeleteMessageWithResponse(ctx, q, first[0].Receipt, &sdk.DeleteMessageParams{})
 	require.NoError(t, err)
 	require.Equal(t, http.StatusConflict, del.StatusCode(), string(del.Body))
-	require.EqualValues(t, 1, stats(t, c, q).Queue.InFlightMessages)
+	require.EqualValues(t, 1, c.Stats(t, q).Queue.InFlightMessages)
 
 	// Extending and releasing by receipt.
 	upd, err := c.UpdateMessageWithResponse(ctx, q, second[0].Receipt, &sdk.UpdateMessageParams{}, sdk.UpdateMessageDetails{VisibilityInSeconds: 0})
 	require.NoError(t, err)
 	require.Equal(t, http.StatusOK, upd.StatusCode(), string(upd.Body))
 	require.Equal(t, second[0].Id, upd.JSON200.Id)
-	third := get(t, c, q)
+	third := c.Get(t, q)
 	require.Len(t, third, 1)
 	require.Equal(t, 3, third[0].DeliveryCount)
 }
 
 func TestDeadLetterQueueAndRedrive(t *testing.T) {
 	t.Parallel()
-	srv := testserver.Start(t)
-	tenancyID, c := srv.Admin(t, "dp")
-	q := createQueue(t, c, tenancyID, withDLQ(2))
+	_, tenancyID, c := testserver.StartAdmin(t)
+	q := c.NewQueue(t, tenancyID, e2e.WithDLQ(2))
 	ctx := context.Background()
-	put(t, c, q, msg("poison"))
+	c.Put(t, q, e2e.Msg("poison"))
 
 	for i := 1; i <= 2; i++ {
-		got := get(t, c, q, visibility(0))
+		got := c.Get(t, q, e2e.Visibility(0))
 		require.Len(t, got, 1)
 		require.Equal(t, i, got[0].DeliveryCount)
 	}
-	require.Empty(t, get(t, c, q), "a third delivery would exceed the DLQ count: the message moves to the DLQ")
-	st := stats(t, c, q)
+	require.Empty(t, c.Get(t, q), "a third delivery would exceed the DLQ count: the message moves to the DLQ")
+	st := c.Stats(t, q)
 	require.EqualValues(t, 1, st.Dlq.VisibleMessages)
 	require.EqualValues(t, 0, st.Queue.VisibleMessages)
 
-	dead := get(t, c, q, fromDLQ())
+	dead := c.Get(t, q, e2e.FromDLQ())
 	require.Len(t, dead, 1)
 	require.Equal(t, "poison", dead[0].Content)
 	dlq := true
@@ -165,41 +161,27 @@ func TestDeadLetterQueueAndRedrive(t *testing.T) {
 	require.NoError(t, err)
 	require.Equal(t, http.StatusOK, red.StatusCode(), string(red.Body))
 	require.Equal(t, 1, red.JSON200.RedrivenMessages)
-	again := get(t, c, q)
+	again := c.Get(t, q)
 	require.Len(t, again, 1)
 	require.Equal(t, 1, again[0].DeliveryCount)
 }
 
 func TestLongPollWakesOnPut(t *testing.T) {
 	t.Parallel()
-	srv := testserver.Start(t)
-	tenancyID, c := srv.Admin(t, "dp")
-	q := createQueue(t, c, tenancyID)
+	srv, tenancyID, c := testserver.StartAdmin(t)
+	q := c.NewQueue(t, tenancyID)
 
-	type result struct {
-		msgs []sdk.GetMessage
-		at   time.Time
-	}
-	done := make(chan result, 1)
-	go func() {
-		resp, err := c.GetMessagesWithResponse(context.Background(), q, &sdk.GetMessagesParams{TimeoutInSeconds: ptr(10)})
-		if err != nil || resp.JSON200 == nil {
-			done <- result{}
-			return
-		}
-		done <- result{resp.JSON200.Messages, time.Now()}
-	}()
+	done := c.GetAsync(q, &sdk.GetMessagesParams{TimeoutInSeconds: e2e.Ptr(10)})
 	require.Eventually(t, func() bool { return srv.Node.Messaging().Waiting() == 1 }, 5*time.Second, 5*time.Millisecond)
 	putAt := time.Now()
-	put(t, c, q, msg("wake"))
+	c.Put(t, q, e2e.Msg("wake"))
 	r := <-done
-	require.Len(t, r.msgs, 1)
-	require.Less(t, r.at.Sub(putAt), 200*time.Millisecond)
+	require.NoError(t, r.Err)
+	require.Len(t, r.Msgs, 1)
+	require.Less(t, r.At.Sub(putAt), 200*time.Millisecond)
 
 	// Nothing arrives: the call returns after timeoutInSeconds.
 	start := time.Now()
-	require.Empty(t, get(t, c, q, timeout(1)))
+	require.Empty(t, c.Get(t, q, e2e.Timeout(1)))
 	require.InDelta(t, 1.0, time.Since(start).Seconds(), 0.5)
 }
-
-func ptr[T any](v T) *T { return &v }

@@ -13,6 +13,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/ferry-mq/ferry/openapi/sdk"
+	"github.com/ferry-mq/ferry/tests/e2e"
 	"github.com/ferry-mq/ferry/tests/testserver"
 )
 
@@ -28,9 +29,8 @@ func TestLongPollWakesForEveryBurst(t *testing.T) {
 		bursts    = 400
 		late      = 500 * time.Millisecond // the fallback poll comes 0.7–1.3 s after a lost wake-up
 	)
-	srv := testserver.Start(t)
-	tenancyID, c := srv.Admin(t, "wakeups")
-	q := createQueue(t, c, tenancyID, withVisibility(600))
+	_, tenancyID, c := testserver.StartAdmin(t)
+	q := c.NewQueue(t, tenancyID, e2e.WithVisibility(600))
 	ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
 	defer cancel()
 
@@ -84,7 +84,7 @@ func TestLongPollWakesForEveryBurst(t *testing.T) {
 			go func() {
 				defer puts.Done()
 				start := time.Now()
-				put(t, c, q, msg(content))
+				c.Put(t, q, e2e.Msg(content))
 				select {
 				case <-ch:
 				case <-time.After(3 * time.Second):
@@ -99,7 +99,8 @@ func TestLongPollWakesForEveryBurst(t *testing.T) {
 			}()
 		}
 		puts.Wait()
-		time.Sleep(time.Duration(b%3) * time.Millisecond)
+		time.Sleep(time.Duration(b%3) * time.Millisecond) // varied gaps between bursts are the subject
+
 	}
 	slices.Sort(lat)
 	t.Logf("put→receive over %d messages: p50 %s, p99 %s, max %s", len(lat), lat[len(lat)/2], lat[len(lat)*99/100], lat[len(lat)-1])
@@ -111,9 +112,8 @@ func TestLongPollWakesForEveryBurst(t *testing.T) {
 // queue's consumer to its fallback poll, a second later).
 func TestDLQLongPollDoesNotTakeTheQueuesWakeUps(t *testing.T) {
 	t.Parallel()
-	srv := testserver.Start(t)
-	tenancyID, c := srv.Admin(t, "dlqwait")
-	q := createQueue(t, c, tenancyID, withDLQ(3))
+	srv, tenancyID, c := testserver.StartAdmin(t)
+	q := c.NewQueue(t, tenancyID, e2e.WithDLQ(3))
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
 
@@ -123,7 +123,7 @@ func TestDLQLongPollDoesNotTakeTheQueuesWakeUps(t *testing.T) {
 		wait, dlq := 10, true
 		_, _ = c.GetMessagesWithResponse(ctx, q, &sdk.GetMessagesParams{TimeoutInSeconds: &wait, Dlq: &dlq})
 	}()
-	time.Sleep(150 * time.Millisecond)
+	require.Eventually(t, func() bool { return srv.Node.Messaging().Waiting() == 1 }, 5*time.Second, 5*time.Millisecond)
 	got := make(chan time.Time, 1)
 	go func() {
 		wait := 10
@@ -133,9 +133,9 @@ func TestDLQLongPollDoesNotTakeTheQueuesWakeUps(t *testing.T) {
 		}
 		close(got)
 	}()
-	time.Sleep(150 * time.Millisecond)
+	require.Eventually(t, func() bool { return srv.Node.Messaging().Waiting() == 2 }, 5*time.Second, 5*time.Millisecond)
 	start := time.Now()
-	put(t, c, q, msg("for the queue"))
+	c.Put(t, q, e2e.Msg("for the queue"))
 	at, ok := <-got
 	require.True(t, ok, "the queue's long poll got the message")
 	// Woken, it takes milliseconds; left to a fallback poll, at least 400 ms (0.7–1.3 s after a registration).
@@ -148,37 +148,29 @@ func TestDLQLongPollDoesNotTakeTheQueuesWakeUps(t *testing.T) {
 // waiting on the DLQ, on the same node and on another one (NOTIFY crosses nodes).
 func TestDLQLongPollWakesWhenAMessageIsDeadLettered(t *testing.T) {
 	t.Parallel()
-	srv := testserver.Start(t)
-	tenancyID, c := srv.Admin(t, "dlqwake")
+	srv, tenancyID, c := testserver.StartAdmin(t)
 	second := srv.Peer(t)
 	c2 := second.AdminOf(t, tenancyID)
 	<-srv.Node.Messaging().Ready() // the first node LISTENs
 	for _, tc := range []struct {
 		name   string
-		leaser *sdk.ClientWithResponses // the node whose lease dead-letters the message
+		leaser *e2e.Client // the node whose lease dead-letters the message
 	}{{"same node", c}, {"across nodes", c2}} {
 		t.Run(tc.name, func(t *testing.T) {
-			q := createQueue(t, c, tenancyID, withDLQ(1))
-			put(t, c, q, msg("poison"))
-			require.Len(t, get(t, tc.leaser, q, visibility(1)), 1) // its only delivery
+			q := c.NewQueue(t, tenancyID, e2e.WithDLQ(1))
+			c.Put(t, q, e2e.Msg("poison"))
+			require.Len(t, tc.leaser.Get(t, q, e2e.Visibility(1)), 1) // its only delivery
 
-			got := make(chan time.Time, 1)
-			go func() { // waits on the first node's DLQ
-				wait, dlq := 10, true
-				resp, err := c.GetMessagesWithResponse(context.Background(), q, &sdk.GetMessagesParams{TimeoutInSeconds: &wait, Dlq: &dlq})
-				if err == nil && resp.JSON200 != nil && len(resp.JSON200.Messages) == 1 {
-					got <- time.Now()
-				}
-				close(got)
-			}()
+			got := c.GetAsync(q, &sdk.GetMessagesParams{TimeoutInSeconds: e2e.Ptr(10), Dlq: e2e.Ptr(true)}) // on the first node's DLQ
 			require.Eventually(t, func() bool { return srv.Node.Messaging().Waiting() == 1 }, 5*time.Second, 5*time.Millisecond)
-			time.Sleep(1200 * time.Millisecond) // the lease expires
+			time.Sleep(1200 * time.Millisecond) // the lease (1 s) expires: real time passing is the subject
 			start := time.Now()
-			require.Empty(t, get(t, tc.leaser, q), "the next lease dead-letters the message instead of delivering it")
-			at, ok := <-got
-			require.True(t, ok, "the DLQ's long poll got the message")
+			require.Empty(t, tc.leaser.Get(t, q), "the next lease dead-letters the message instead of delivering it")
+			r := <-got
+			require.NoError(t, r.Err)
+			require.Len(t, r.Msgs, 1, "the DLQ's long poll got the message")
 			// Woken, it takes milliseconds; the fallback poll (every 0.7–1.3 s) would mostly come later.
-			require.Less(t, at.Sub(start), 300*time.Millisecond, "the DLQ's long poll was woken by the dead-lettering lease")
+			require.Less(t, r.At.Sub(start), 300*time.Millisecond, "the DLQ's long poll was woken by the dead-lettering lease")
 		})
 	}
 }

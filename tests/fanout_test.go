@@ -13,6 +13,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/ferry-mq/ferry/openapi/sdk"
+	"github.com/ferry-mq/ferry/tests/e2e"
 	"github.com/ferry-mq/ferry/tests/testserver"
 )
 
@@ -20,128 +21,100 @@ import (
 // filter applying only to messages published after it changed, sharing within a group versus fanout across
 // groups, per-group leases and DLQs, and configuration changes reaching every node.
 
-// groupCounts returns the consumerGroups count of each put result.
-func groupCounts(res []sdk.PutMessagesResultEntry) []int {
-	out := make([]int, len(res))
-	for i, r := range res {
-		out[i] = -1 // absent
-		if r.ConsumerGroups != nil {
-			out[i] = *r.ConsumerGroups
-		}
-	}
-	return out
-}
-
-// drain leases everything visible in a group (long visibility) and returns the contents, sorted.
-func drain(t *testing.T, c *sdk.ClientWithResponses, queueID string, opts ...getOpts) []string {
-	t.Helper()
-	var out []string
-	for {
-		got := get(t, c, queueID, append(opts, limit(32), visibility(300))...)
-		if len(got) == 0 {
-			slices.Sort(out)
-			return out
-		}
-		out = append(out, contents(got)...)
-	}
-}
-
 // TestFanoutBillingExample is the billing example of the OCI fanout documentation: the primary group (compliance)
 // receives every message, the exec-expenses group only its team's.
 func TestFanoutBillingExample(t *testing.T) {
 	t.Parallel()
-	srv := testserver.Start(t)
-	tenancyID, c := srv.Admin(t, "fanout-billing")
-	q := createQueue(t, c, tenancyID, withConsumerGroups(true))
-	exec := createGroup(t, c, q, "exec-expenses", `:team = "exec-expenses"`)
+	srv, tenancyID, c := testserver.StartAdmin(t)
+	q := c.NewQueue(t, tenancyID, e2e.WithConsumerGroups(true))
+	exec := c.NewGroup(t, q, "exec-expenses", `:team = "exec-expenses"`)
 
-	res := put(t, c, q,
-		withAttrs("dinner", map[string]any{"team": "exec-expenses", "amount": 420}),
-		withAttrs("laptop", map[string]any{"team": "engineering", "amount": 1999}),
-		withAttrs("flight", map[string]any{"team": "exec-expenses", "amount": 880}),
-		msg("no attributes"),
-		withAttrs("Exec", map[string]any{"team": "Exec-Expenses"}), // filters are case-sensitive
+	res := c.Put(t, q,
+		e2e.WithAttrs("dinner", map[string]any{"team": "exec-expenses", "amount": 420}),
+		e2e.WithAttrs("laptop", map[string]any{"team": "engineering", "amount": 1999}),
+		e2e.WithAttrs("flight", map[string]any{"team": "exec-expenses", "amount": 880}),
+		e2e.Msg("no attributes"),
+		e2e.WithAttrs("Exec", map[string]any{"team": "Exec-Expenses"}), // filters are case-sensitive
 	)
-	require.Equal(t, []int{2, 1, 2, 1, 1}, groupCounts(res))
+	require.Equal(t, []int{2, 1, 2, 1, 1}, e2e.GroupCounts(res))
 	for _, r := range res {
 		require.Positive(t, r.Id)
 	}
 
 	// The exec-expenses group by OCID, then by displayName: each lease takes one of its two messages.
-	byID := get(t, c, q, ofGroup(exec.Id), visibility(60))
-	byName := get(t, c, q, ofGroup("exec-expenses"), visibility(60))
+	byID := c.Get(t, q, e2e.OfGroup(exec.Id), e2e.Visibility(60))
+	byName := c.Get(t, q, e2e.OfGroup("exec-expenses"), e2e.Visibility(60))
 	require.Len(t, byID, 1)
 	require.Len(t, byName, 1)
-	require.ElementsMatch(t, []string{"dinner", "flight"}, append(contents(byID), contents(byName)...))
-	require.Empty(t, get(t, c, q, ofGroup("exec-expenses")))
+	require.ElementsMatch(t, []string{"dinner", "flight"}, append(e2e.Contents(byID), e2e.Contents(byName)...))
+	require.Empty(t, c.Get(t, q, e2e.OfGroup("exec-expenses")))
 	require.Equal(t, res[0].Id, min(byID[0].Id, byName[0].Id), "a message keeps its id in every group")
 	require.Equal(t, res[2].Id, max(byID[0].Id, byName[0].Id))
 	require.NotNil(t, byID[0].Attributes)
 	require.Equal(t, "exec-expenses", (*byID[0].Attributes)["team"])
 
 	// Compliance (the primary group: no consumerGroupId, the queue's OCID, or "primary") receives everything.
-	compliance := get(t, c, q, limit(2), visibility(60))
-	compliance = append(compliance, get(t, c, q, ofGroup(q), limit(2), visibility(60))...)
-	compliance = append(compliance, get(t, c, q, ofGroup("primary"), limit(2), visibility(60))...)
-	require.ElementsMatch(t, []string{"dinner", "laptop", "flight", "no attributes", "Exec"}, contents(compliance))
+	compliance := c.Get(t, q, e2e.Limit(2), e2e.Visibility(60))
+	compliance = append(compliance, c.Get(t, q, e2e.OfGroup(q), e2e.Limit(2), e2e.Visibility(60))...)
+	compliance = append(compliance, c.Get(t, q, e2e.OfGroup("primary"), e2e.Limit(2), e2e.Visibility(60))...)
+	require.ElementsMatch(t, []string{"dinner", "laptop", "flight", "no attributes", "Exec"}, e2e.Contents(compliance))
 
 	// Acknowledging in one group leaves the other's copy alone.
-	deleteAll(t, c, q, byID, ofGroup(exec.Id))
-	deleteAll(t, c, q, byName, ofGroup("exec-expenses"))
-	require.Zero(t, groupStats(t, c, q, "exec-expenses").Queue.InFlightMessages)
-	require.Equal(t, int64(5), stats(t, c, q).Queue.InFlightMessages)
-	deleteAll(t, c, q, compliance)
-	require.Zero(t, storedMessages(t, srv, q))
+	c.DeleteAll(t, q, byID, e2e.OfGroup(exec.Id))
+	c.DeleteAll(t, q, byName, e2e.OfGroup("exec-expenses"))
+	require.Zero(t, c.GroupStats(t, q, "exec-expenses").Queue.InFlightMessages)
+	require.Equal(t, int64(5), c.Stats(t, q).Queue.InFlightMessages)
+	c.DeleteAll(t, q, compliance)
+	require.Zero(t, srv.StoredMessages(t, q))
 }
 
 // TestFanoutDiscarded: with the primary group disabled, a message no group takes is discarded: the put answers
 // consumerGroups 0, nothing is stored, and it is counted in the stats and in ferry_messages_discarded.
 func TestFanoutDiscarded(t *testing.T) {
 	t.Parallel()
-	srv := testserver.Start(t)
-	tenancyID, c := srv.Admin(t, "fanout-discard")
-	q := createQueue(t, c, tenancyID, withConsumerGroups(false))
-	createGroup(t, c, q, "only-a", `:kind = "a"`)
-	other := createQueue(t, c, tenancyID, withConsumerGroups(true))
+	srv, tenancyID, c := testserver.StartAdmin(t)
+	q := c.NewQueue(t, tenancyID, e2e.WithConsumerGroups(false))
+	c.NewGroup(t, q, "only-a", `:kind = "a"`)
+	other := c.NewQueue(t, tenancyID, e2e.WithConsumerGroups(true))
 
-	res := put(t, c, q, withAttrs("b", map[string]any{"kind": "b"}), msg("none"), withAttrs("a", map[string]any{"kind": "a"}))
-	require.Equal(t, []int{0, 0, 1}, groupCounts(res))
+	res := c.Put(t, q, e2e.WithAttrs("b", map[string]any{"kind": "b"}), e2e.Msg("none"), e2e.WithAttrs("a", map[string]any{"kind": "a"}))
+	require.Equal(t, []int{0, 0, 1}, e2e.GroupCounts(res))
 	require.Zero(t, res[0].Id, "a discarded message has no id")
 	require.Zero(t, res[1].Id)
 	require.Positive(t, res[2].Id)
-	require.Equal(t, int64(1), storedMessages(t, srv, q), "discarded messages are not stored")
-	res = put(t, c, q, msg("none again"))
-	require.Equal(t, []int{0}, groupCounts(res))
-	require.Equal(t, int64(1), storedMessages(t, srv, q))
+	require.Equal(t, int64(1), srv.StoredMessages(t, q), "discarded messages are not stored")
+	res = c.Put(t, q, e2e.Msg("none again"))
+	require.Equal(t, []int{0}, e2e.GroupCounts(res))
+	require.Equal(t, int64(1), srv.StoredMessages(t, q))
 
-	st := stats(t, c, q)
-	require.Equal(t, cpPtr(int64(3)), st.DiscardedMessages)
+	st := c.Stats(t, q)
+	require.Equal(t, e2e.Ptr(int64(3)), st.DiscardedMessages)
 	require.Zero(t, st.Queue.VisibleMessages, "the disabled primary group holds nothing")
-	require.Equal(t, int64(1), groupStats(t, c, q, "only-a").Queue.VisibleMessages)
-	require.Empty(t, get(t, c, q), "nothing for the disabled primary group")
-	require.Equal(t, []string{"a"}, drain(t, c, q, ofGroup("only-a")))
-	require.EqualValues(t, 3, metricValue(t, srv, "ferry_messages_discarded", q))
+	require.Equal(t, int64(1), c.GroupStats(t, q, "only-a").Queue.VisibleMessages)
+	require.Empty(t, c.Get(t, q), "nothing for the disabled primary group")
+	require.Equal(t, []string{"a"}, c.Drain(t, q, e2e.OfGroup("only-a")))
+	require.EqualValues(t, 3, srv.MetricValue(t, "ferry_messages_discarded", q))
 
 	// Another queue's discards are its own (none here: its primary group takes everything).
-	put(t, c, other, msg("kept"))
-	require.Equal(t, cpPtr(int64(0)), stats(t, c, other).DiscardedMessages)
+	c.Put(t, other, e2e.Msg("kept"))
+	require.Equal(t, e2e.Ptr(int64(0)), c.Stats(t, other).DiscardedMessages)
 
 	// A rejected batch writes nothing: not its messages, and not its discards either.
-	bad := putErr(t, c, q, msg("would be discarded"), sdk.PutMessagesDetailsEntry{Content: "x",
+	bad := c.PutErr(t, q, e2e.Msg("would be discarded"), sdk.PutMessagesDetailsEntry{Content: "x",
 		Attributes: &sdk.MessageAttributes{"": "empty key"}})
 	require.Equal(t, http.StatusBadRequest, bad.StatusCode(), string(bad.Body))
 	// A batch refused for size (429: the fanned-out copies exceed maxSizeInBytes) also discards nothing.
-	small := createQueue(t, c, tenancyID, withConsumerGroups(false), withMaxSize(1<<20))
+	small := c.NewQueue(t, tenancyID, e2e.WithConsumerGroups(false), e2e.WithMaxSize(1<<20))
 	for i := range 5 {
-		createGroup(t, c, small, fmt.Sprintf("g%d", i), ":big")
+		c.NewGroup(t, small, fmt.Sprintf("g%d", i), ":big")
 	}
-	big := withAttrs(strings.Repeat("x", 250<<10), map[string]any{"big": 1})
-	full := putErr(t, c, small, msg("would be discarded"), big)
+	big := e2e.WithAttrs(strings.Repeat("x", 250<<10), map[string]any{"big": 1})
+	full := c.PutErr(t, small, e2e.Msg("would be discarded"), big)
 	require.Equal(t, http.StatusTooManyRequests, full.StatusCode(), string(full.Body))
-	require.EqualValues(t, 0, *stats(t, c, small).DiscardedMessages, "a refused batch discards nothing")
-	require.Zero(t, storedMessages(t, srv, small))
-	require.Equal(t, cpPtr(int64(3)), stats(t, c, q).DiscardedMessages)
-	require.EqualValues(t, 3, metricValue(t, srv, "ferry_messages_discarded", q))
+	require.EqualValues(t, 0, *c.Stats(t, small).DiscardedMessages, "a refused batch discards nothing")
+	require.Zero(t, srv.StoredMessages(t, small))
+	require.Equal(t, e2e.Ptr(int64(3)), c.Stats(t, q).DiscardedMessages)
+	require.EqualValues(t, 3, srv.MetricValue(t, "ferry_messages_discarded", q))
 }
 
 // TestFanoutNotRetroactive: a filter is evaluated once, at publish time. Messages stored before a filter change
@@ -149,50 +122,48 @@ func TestFanoutDiscarded(t *testing.T) {
 // what is published after the change.
 func TestFanoutNotRetroactive(t *testing.T) {
 	t.Parallel()
-	srv := testserver.Start(t)
-	tenancyID, c := srv.Admin(t, "fanout-retro")
-	q := createQueue(t, c, tenancyID, withConsumerGroups(false))
-	g := createGroup(t, c, q, "g", `:v = 1`)
+	_, tenancyID, c := testserver.StartAdmin(t)
+	q := c.NewQueue(t, tenancyID, e2e.WithConsumerGroups(false))
+	g := c.NewGroup(t, q, "g", `:v = 1`)
 	v := func(content string, n int) sdk.PutMessagesDetailsEntry {
-		return withAttrs(content, map[string]any{"v": n})
+		return e2e.WithAttrs(content, map[string]any{"v": n})
 	}
 
-	require.Equal(t, []int{1, 0}, groupCounts(put(t, c, q, v("m1 v1", 1), v("m2 v2", 2))))
-	updateGroup(t, c, g.Id, sdk.UpdateConsumerGroupDetails{ConsumerGroupFilter: cpPtr(`:v = 2`)})
-	require.Equal(t, []int{0, 1}, groupCounts(put(t, c, q, v("m3 v1", 1), v("m4 v2", 2))), "the new filter applies at once")
-	require.Equal(t, []string{"m1 v1", "m4 v2"}, drain(t, c, q, ofGroup("g")), "m1 stays although it no longer matches")
+	require.Equal(t, []int{1, 0}, e2e.GroupCounts(c.Put(t, q, v("m1 v1", 1), v("m2 v2", 2))))
+	c.ChangeGroup(t, g.Id, sdk.UpdateConsumerGroupDetails{ConsumerGroupFilter: e2e.Ptr(`:v = 2`)})
+	require.Equal(t, []int{0, 1}, e2e.GroupCounts(c.Put(t, q, v("m3 v1", 1), v("m4 v2", 2))), "the new filter applies at once")
+	require.Equal(t, []string{"m1 v1", "m4 v2"}, c.Drain(t, q, e2e.OfGroup("g")), "m1 stays although it no longer matches")
 
-	updateGroup(t, c, g.Id, sdk.UpdateConsumerGroupDetails{IsEnabled: cpPtr(false)})
-	require.Equal(t, []int{0}, groupCounts(put(t, c, q, v("m5 v2 while disabled", 2))))
-	require.Empty(t, drain(t, c, q, ofGroup("g")), "a disabled group receives nothing")
-	updateGroup(t, c, g.Id, sdk.UpdateConsumerGroupDetails{IsEnabled: cpPtr(true)})
-	require.Equal(t, []int{1}, groupCounts(put(t, c, q, v("m6 v2 re-enabled", 2))))
-	require.Equal(t, []string{"m6 v2 re-enabled"}, drain(t, c, q, ofGroup("g")), "only what was published after re-enabling")
+	c.ChangeGroup(t, g.Id, sdk.UpdateConsumerGroupDetails{IsEnabled: e2e.Ptr(false)})
+	require.Equal(t, []int{0}, e2e.GroupCounts(c.Put(t, q, v("m5 v2 while disabled", 2))))
+	require.Empty(t, c.Drain(t, q, e2e.OfGroup("g")), "a disabled group receives nothing")
+	c.ChangeGroup(t, g.Id, sdk.UpdateConsumerGroupDetails{IsEnabled: e2e.Ptr(true)})
+	require.Equal(t, []int{1}, e2e.GroupCounts(c.Put(t, q, v("m6 v2 re-enabled", 2))))
+	require.Equal(t, []string{"m6 v2 re-enabled"}, c.Drain(t, q, e2e.OfGroup("g")), "only what was published after re-enabling")
 
 	// Messages already stored for a group that is disabled are still delivered to it (only new ones are not).
-	require.Equal(t, []int{1}, groupCounts(put(t, c, q, v("m7 before disabling", 2))))
-	updateGroup(t, c, g.Id, sdk.UpdateConsumerGroupDetails{IsEnabled: cpPtr(false)})
-	require.Equal(t, []string{"m7 before disabling"}, drain(t, c, q, ofGroup("g")))
+	require.Equal(t, []int{1}, e2e.GroupCounts(c.Put(t, q, v("m7 before disabling", 2))))
+	c.ChangeGroup(t, g.Id, sdk.UpdateConsumerGroupDetails{IsEnabled: e2e.Ptr(false)})
+	require.Equal(t, []string{"m7 before disabling"}, c.Drain(t, q, e2e.OfGroup("g")))
 
 	// A new group receives only what is published after it was created; so does the re-enabled primary group.
-	require.Equal(t, []int{0}, groupCounts(put(t, c, q, v("m8", 2))))
-	createGroup(t, c, q, "late", "")
-	updateGroup(t, c, q, sdk.UpdateConsumerGroupDetails{IsEnabled: cpPtr(true)})
-	require.Equal(t, []int{2}, groupCounts(put(t, c, q, v("m9", 2))))
-	require.Equal(t, []string{"m9"}, drain(t, c, q, ofGroup("late")))
-	require.Equal(t, []string{"m9"}, drain(t, c, q))
-	require.Equal(t, cpPtr(int64(4)), stats(t, c, q).DiscardedMessages, "m2, m3, m5 and m8")
+	require.Equal(t, []int{0}, e2e.GroupCounts(c.Put(t, q, v("m8", 2))))
+	c.NewGroup(t, q, "late", "")
+	c.ChangeGroup(t, q, sdk.UpdateConsumerGroupDetails{IsEnabled: e2e.Ptr(true)})
+	require.Equal(t, []int{2}, e2e.GroupCounts(c.Put(t, q, v("m9", 2))))
+	require.Equal(t, []string{"m9"}, c.Drain(t, q, e2e.OfGroup("late")))
+	require.Equal(t, []string{"m9"}, c.Drain(t, q))
+	require.Equal(t, e2e.Ptr(int64(4)), c.Stats(t, q).DiscardedMessages, "m2, m3, m5 and m8")
 }
 
 // TestFanoutSharingVersusFanout: consumers of one group share its messages (each delivered to exactly one of
 // them), while every group receives every message.
 func TestFanoutSharingVersusFanout(t *testing.T) {
 	t.Parallel()
-	srv := testserver.Start(t)
-	tenancyID, c := srv.Admin(t, "fanout-share")
-	q := createQueue(t, c, tenancyID, withConsumerGroups(false))
-	createGroup(t, c, q, "A", "")
-	createGroup(t, c, q, "B", "")
+	srv, tenancyID, c := testserver.StartAdmin(t)
+	q := c.NewQueue(t, tenancyID, e2e.WithConsumerGroups(false))
+	c.NewGroup(t, q, "A", "")
+	c.NewGroup(t, q, "B", "")
 
 	const n = 60
 	var want []string
@@ -201,9 +172,9 @@ func TestFanoutSharingVersusFanout(t *testing.T) {
 		for i := range 20 {
 			content := fmt.Sprintf("m%03d", batch*20+i)
 			want = append(want, content)
-			entries = append(entries, msg(content))
+			entries = append(entries, e2e.Msg(content))
 		}
-		require.Equal(t, slices.Repeat([]int{2}, 20), groupCounts(put(t, c, q, entries...)))
+		require.Equal(t, slices.Repeat([]int{2}, 20), e2e.GroupCounts(c.Put(t, q, entries...)))
 	}
 
 	// Two consumers of group A, concurrently, each leasing small batches until the group is empty.
@@ -215,7 +186,7 @@ func TestFanoutSharingVersusFanout(t *testing.T) {
 		wg.Go(func() {
 			for {
 				resp, err := c.GetMessagesWithResponse(context.Background(), q, &sdk.GetMessagesParams{
-					ConsumerGroupId: cpPtr("A"), Limit: cpPtr(3), VisibilityInSeconds: cpPtr(300), TimeoutInSeconds: cpPtr(0)})
+					ConsumerGroupId: e2e.Ptr("A"), Limit: e2e.Ptr(3), VisibilityInSeconds: e2e.Ptr(300), TimeoutInSeconds: e2e.Ptr(0)})
 				if err != nil || resp.JSON200 == nil || len(resp.JSON200.Messages) == 0 {
 					return
 				}
@@ -238,30 +209,29 @@ func TestFanoutSharingVersusFanout(t *testing.T) {
 	require.Positive(t, perConsumer[1], "both consumers got a share")
 
 	// Group B still has every message: A's leases are A's.
-	require.Equal(t, want, drain(t, c, q, ofGroup("B")))
-	require.Equal(t, int64(2*n), storedMessages(t, srv, q), "one row per (message, group)")
+	require.Equal(t, want, c.Drain(t, q, e2e.OfGroup("B")))
+	require.Equal(t, int64(2*n), srv.StoredMessages(t, q), "one row per (message, group)")
 }
 
 // TestFanoutPerGroupDLQ: each group has its own delivery counts and DLQ: a message dead-lettered in one group is
 // untouched in the others, a group's deadLetterQueueDeliveryCount overrides the queue's, and redrive is per group.
 func TestFanoutPerGroupDLQ(t *testing.T) {
 	t.Parallel()
-	srv := testserver.Start(t)
-	tenancyID, c := srv.Admin(t, "fanout-dlq")
+	_, tenancyID, c := testserver.StartAdmin(t)
 	ctx := context.Background()
-	q := createQueue(t, c, tenancyID, withConsumerGroups(true), withDLQ(2))
-	a := createGroup(t, c, q, "A", "")              // inherits 2
-	b := createGroup(t, c, q, "B", "", groupDLQ(1)) // overrides: 1
-	createGroup(t, c, q, "C", "", groupDLQ(0))      // no DLQ at all
+	q := c.NewQueue(t, tenancyID, e2e.WithConsumerGroups(true), e2e.WithDLQ(2))
+	a := c.NewGroup(t, q, "A", "")                  // inherits 2
+	b := c.NewGroup(t, q, "B", "", e2e.GroupDLQ(1)) // overrides: 1
+	c.NewGroup(t, q, "C", "", e2e.GroupDLQ(0))      // no DLQ at all
 
-	res := put(t, c, q, msg("poison"))
-	require.Equal(t, []int{4}, groupCounts(res))
+	res := c.Put(t, q, e2e.Msg("poison"))
+	require.Equal(t, []int{4}, e2e.GroupCounts(res))
 	id := res[0].Id
 
 	// lease delivers once with visibility 0 (the lease ends at once) and returns the delivery count, or 0 when
 	// the lease moved the message to the DLQ instead.
 	lease := func(ref string) int {
-		got := get(t, c, q, ofGroup(ref), visibility(0))
+		got := c.Get(t, q, e2e.OfGroup(ref), e2e.Visibility(0))
 		if len(got) == 0 {
 			return 0
 		}
@@ -271,15 +241,15 @@ func TestFanoutPerGroupDLQ(t *testing.T) {
 	require.Equal(t, 1, lease("A"))
 	require.Equal(t, 2, lease("A"))
 	require.Equal(t, 0, lease("A"), "a third delivery moves A's copy to A's DLQ")
-	sa := groupStats(t, c, q, "A")
+	sa := c.GroupStats(t, q, "A")
 	require.Equal(t, [2]int64{0, 1}, [2]int64{sa.Queue.VisibleMessages, sa.Dlq.VisibleMessages})
 
 	// B's copy is untouched by A's dead-lettering; its own limit is 1.
-	sb := groupStats(t, c, q, b.Id)
+	sb := c.GroupStats(t, q, b.Id)
 	require.Equal(t, [2]int64{1, 0}, [2]int64{sb.Queue.VisibleMessages, sb.Dlq.VisibleMessages})
 	require.Equal(t, 1, lease("B"))
 	require.Equal(t, 0, lease("B"), "B's own count (1) applies, not the queue's (2)")
-	sb = groupStats(t, c, q, "B")
+	sb = c.GroupStats(t, q, "B")
 	require.Equal(t, [2]int64{0, 1}, [2]int64{sb.Queue.VisibleMessages, sb.Dlq.VisibleMessages})
 
 	// C never dead-letters; the primary group follows the queue's count.
@@ -289,55 +259,55 @@ func TestFanoutPerGroupDLQ(t *testing.T) {
 	require.Equal(t, 1, lease("primary"))
 	require.Equal(t, 2, lease(q))
 	require.Equal(t, 0, lease(""+q))
-	requireStats(t, c, q, 0, 0, 1, 0) // the primary group's own view
-	sc := groupStats(t, c, q, "C")
+	c.RequireStats(t, q, 0, 0, 1, 0) // the primary group's own view
+	sc := c.GroupStats(t, q, "C")
 	require.Equal(t, [2]int64{1, 0}, [2]int64{sc.Queue.VisibleMessages, sc.Dlq.VisibleMessages})
 
 	// The consumerGroups array of the stats says the same of every group, in one answer.
 	all := map[string][2]int64{}
-	for _, g := range *stats(t, c, q).ConsumerGroups {
+	for _, g := range *c.Stats(t, q).ConsumerGroups {
 		all[g.DisplayName] = [2]int64{g.Queue.VisibleMessages, g.Dlq.VisibleMessages}
 		require.Zero(t, g.Queue.InFlightMessages+g.Dlq.InFlightMessages)
 		require.Equal(t, int64(len("poison")), g.Queue.SizeInBytes+g.Dlq.SizeInBytes, g.DisplayName)
 	}
 	require.Equal(t, map[string][2]int64{"primary": {0, 1}, "A": {0, 1}, "B": {0, 1}, "C": {1, 0}}, all)
-	inFlight := get(t, c, q, ofGroup("C"), visibility(60))
-	for _, g := range *stats(t, c, q).ConsumerGroups {
+	inFlight := c.Get(t, q, e2e.OfGroup("C"), e2e.Visibility(60))
+	for _, g := range *c.Stats(t, q).ConsumerGroups {
 		require.Equal(t, map[bool]int64{true: 1, false: 0}[g.DisplayName == "C"], g.Queue.InFlightMessages, g.DisplayName)
 	}
-	deleteAll(t, c, q, inFlight, ofGroup("C"))
+	c.DeleteAll(t, q, inFlight, e2e.OfGroup("C"))
 
 	// Each group's DLQ holds its own copy, read and acknowledged with consumerGroupId and dlq=true.
-	dlqA := get(t, c, q, ofGroup("A"), fromDLQ(), visibility(60))
+	dlqA := c.Get(t, q, e2e.OfGroup("A"), e2e.FromDLQ(), e2e.Visibility(60))
 	require.Len(t, dlqA, 1)
 	require.Equal(t, id, dlqA[0].Id)
-	badDel, err := c.DeleteMessageWithResponse(ctx, q, dlqA[0].Receipt, &sdk.DeleteMessageParams{ConsumerGroupId: cpPtr("B"), Dlq: cpPtr(true)})
-	cpRequireError(t, badDel, err, http.StatusBadRequest, "InvalidParameter", "receipt")
+	badDel, err := c.DeleteMessageWithResponse(ctx, q, dlqA[0].Receipt, &sdk.DeleteMessageParams{ConsumerGroupId: e2e.Ptr("B"), Dlq: e2e.Ptr(true)})
+	e2e.RequireError(t, badDel, err, http.StatusBadRequest, "InvalidParameter", "receipt")
 
 	// Redrive is per group: A's redrive leaves B's DLQ alone.
-	rd, err := c.RedriveMessagesWithResponse(ctx, q, &sdk.RedriveMessagesParams{}, sdk.RedriveMessagesDetails{ConsumerGroupId: cpPtr("A")})
-	cpRequireStatus(t, rd, err, http.StatusOK)
+	rd, err := c.RedriveMessagesWithResponse(ctx, q, &sdk.RedriveMessagesParams{}, sdk.RedriveMessagesDetails{ConsumerGroupId: e2e.Ptr("A")})
+	e2e.RequireStatus(t, rd, err, http.StatusOK)
 	require.Equal(t, 1, rd.JSON200.RedrivenMessages)
-	sa = groupStats(t, c, q, a.Id)
+	sa = c.GroupStats(t, q, a.Id)
 	require.Equal(t, [2]int64{1, 0}, [2]int64{sa.Queue.VisibleMessages, sa.Dlq.VisibleMessages})
-	sb = groupStats(t, c, q, b.Id)
+	sb = c.GroupStats(t, q, b.Id)
 	require.Equal(t, [2]int64{0, 1}, [2]int64{sb.Queue.VisibleMessages, sb.Dlq.VisibleMessages})
-	requireStats(t, c, q, 0, 0, 1, 0)
+	c.RequireStats(t, q, 0, 0, 1, 0)
 	require.Equal(t, 1, lease("A"), "a redriven message starts counting again")
 
 	// Without consumerGroupId redrive addresses the primary group; by OCID it addresses B.
 	rd, err = c.RedriveMessagesWithResponse(ctx, q, &sdk.RedriveMessagesParams{}, sdk.RedriveMessagesDetails{})
-	cpRequireStatus(t, rd, err, http.StatusOK)
+	e2e.RequireStatus(t, rd, err, http.StatusOK)
 	require.Equal(t, 1, rd.JSON200.RedrivenMessages)
-	requireStats(t, c, q, 1, 0, 0, 0)
-	sb = groupStats(t, c, q, b.Id)
+	c.RequireStats(t, q, 1, 0, 0, 0)
+	sb = c.GroupStats(t, q, b.Id)
 	require.Equal(t, int64(1), sb.Dlq.VisibleMessages)
 	rd, err = c.RedriveMessagesWithResponse(ctx, q, &sdk.RedriveMessagesParams{}, sdk.RedriveMessagesDetails{ConsumerGroupId: &b.Id})
-	cpRequireStatus(t, rd, err, http.StatusOK)
+	e2e.RequireStatus(t, rd, err, http.StatusOK)
 	require.Equal(t, 1, rd.JSON200.RedrivenMessages)
 
 	// B inherits the queue's count again after -1: two deliveries before its DLQ.
-	updateGroup(t, c, b.Id, sdk.UpdateConsumerGroupDetails{DeadLetterQueueDeliveryCount: cpPtr(-1)})
+	c.ChangeGroup(t, b.Id, sdk.UpdateConsumerGroupDetails{DeadLetterQueueDeliveryCount: e2e.Ptr(-1)})
 	require.Equal(t, 1, lease("B"))
 	require.Equal(t, 2, lease("B"))
 	require.Equal(t, 0, lease("B"))
@@ -356,42 +326,42 @@ func TestFanoutCrossNode(t *testing.T) {
 	case <-time.After(10 * time.Second):
 		t.Fatal("node 2 is not listening")
 	}
-	q := createQueue(t, c1, tenancyID, withConsumerGroups(false))
+	q := c1.NewQueue(t, tenancyID, e2e.WithConsumerGroups(false))
 
 	// putOn2 publishes through node 2 until the message reaches want groups, and returns how long that took.
 	putOn2 := func(want int, attrs map[string]any) time.Duration {
 		t.Helper()
 		start := time.Now()
 		for {
-			res := put(t, c2, q, withAttrs("probe", attrs))
+			res := c2.Put(t, q, e2e.WithAttrs("probe", attrs))
 			if *res[0].ConsumerGroups == want {
 				return time.Since(start)
 			}
 			require.Less(t, time.Since(start), 3*time.Second, "node 2 still routes to %d groups, not %d", *res[0].ConsumerGroups, want)
-			time.Sleep(10 * time.Millisecond)
+			time.Sleep(10 * time.Millisecond) // the interval of this bounded poll
 		}
 	}
-	require.Equal(t, []int{0}, groupCounts(put(t, c2, q, msg("cached"))), "node 2 caches the queue's groups: none takes it")
+	require.Equal(t, []int{0}, e2e.GroupCounts(c2.Put(t, q, e2e.Msg("cached"))), "node 2 caches the queue's groups: none takes it")
 
-	g := createGroup(t, c1, q, "g", "")
+	g := c1.NewGroup(t, q, "g", "")
 	require.Less(t, putOn2(1, nil), time.Second, "a group created on node 1")
-	updateGroup(t, c1, g.Id, sdk.UpdateConsumerGroupDetails{ConsumerGroupFilter: cpPtr(":x")})
+	c1.ChangeGroup(t, g.Id, sdk.UpdateConsumerGroupDetails{ConsumerGroupFilter: e2e.Ptr(":x")})
 	require.Less(t, putOn2(0, nil), time.Second, "a filter changed on node 1")
-	require.Equal(t, []int{1}, groupCounts(put(t, c2, q, withAttrs("x", map[string]any{"x": 1}))))
-	updateGroup(t, c1, q, sdk.UpdateConsumerGroupDetails{IsEnabled: cpPtr(true)})
+	require.Equal(t, []int{1}, e2e.GroupCounts(c2.Put(t, q, e2e.WithAttrs("x", map[string]any{"x": 1}))))
+	c1.ChangeGroup(t, q, sdk.UpdateConsumerGroupDetails{IsEnabled: e2e.Ptr(true)})
 	require.Less(t, putOn2(2, map[string]any{"x": 1}), time.Second, "the primary group enabled on node 1")
 	del, err := c1.DeleteConsumerGroupWithResponse(context.Background(), g.Id, &sdk.DeleteConsumerGroupParams{})
-	cpRequireStatus(t, del, err, http.StatusNoContent)
+	e2e.RequireStatus(t, del, err, http.StatusNoContent)
 	require.Less(t, putOn2(1, map[string]any{"x": 1}), time.Second, "a group deleted on node 1")
 	upd, err := c1.UpdateQueueWithResponse(context.Background(), q, &sdk.UpdateQueueParams{},
-		sdk.UpdateQueueDetails{Capabilities: &[]sdk.Capability{{Type: sdk.CapabilityTypeCONSUMERGROUPS, IsPrimaryConsumerGroupEnabled: cpPtr(false)}}})
-	cpRequireStatus(t, upd, err, http.StatusOK)
+		sdk.UpdateQueueDetails{Capabilities: &[]sdk.Capability{{Type: sdk.CapabilityTypeCONSUMERGROUPS, IsPrimaryConsumerGroupEnabled: e2e.Ptr(false)}}})
+	e2e.RequireStatus(t, upd, err, http.StatusOK)
 	require.Less(t, putOn2(0, nil), time.Second, "the primary group disabled through UpdateQueue on node 1")
 
 	// Node 2 also resolves the new group's name at once for consumers.
-	createGroup(t, c1, q, "fresh", "")
+	c1.NewGroup(t, q, "fresh", "")
 	require.Eventually(t, func() bool {
-		resp, err := c2.GetStatsWithResponse(context.Background(), q, &sdk.GetStatsParams{ConsumerGroupId: cpPtr("fresh")})
+		resp, err := c2.GetStatsWithResponse(context.Background(), q, &sdk.GetStatsParams{ConsumerGroupId: e2e.Ptr("fresh")})
 		return err == nil && resp.StatusCode() == http.StatusOK
 	}, time.Second, 10*time.Millisecond)
 }
@@ -400,28 +370,15 @@ func TestFanoutCrossNode(t *testing.T) {
 // waiting for the node's own NOTIFY), even while other puts keep the cache warm.
 func TestFanoutSameNodeReadsItsWrites(t *testing.T) {
 	t.Parallel()
-	srv := testserver.Start(t)
-	tenancyID, c := srv.Admin(t, "fanout-ryw")
-	q := createQueue(t, c, tenancyID, withConsumerGroups(false))
-	stop := make(chan struct{})
-	var wg sync.WaitGroup
-	wg.Go(func() { // keeps the group cache busy: a refill racing a change must not bring the old groups back
-		for {
-			select {
-			case <-stop:
-				return
-			default:
-			}
-			_, _ = c.PutMessagesWithResponse(context.Background(), q, &sdk.PutMessagesParams{},
-				sdk.PutMessagesDetails{Messages: []sdk.PutMessagesDetailsEntry{withAttrs("noise", map[string]any{"noise": 1})}})
-		}
-	})
-	defer func() { close(stop); wg.Wait() }()
+	_, tenancyID, c := testserver.StartAdmin(t)
+	q := c.NewQueue(t, tenancyID, e2e.WithConsumerGroups(false))
+	// Keeps the group cache busy: a refill racing a change must not bring the old groups back.
+	defer c.KeepPutting(1, q, e2e.WithAttrs("noise", map[string]any{"noise": 1}))()
 	for i := range 20 {
-		g := createGroup(t, c, q, fmt.Sprintf("g%d", i), fmt.Sprintf(":n = %d", i))
-		require.Equal(t, []int{1}, groupCounts(put(t, c, q, withAttrs("hit", map[string]any{"n": i}))), "right after creating g%d", i)
-		updateGroup(t, c, g.Id, sdk.UpdateConsumerGroupDetails{IsEnabled: cpPtr(false)})
-		require.Equal(t, []int{0}, groupCounts(put(t, c, q, withAttrs("miss", map[string]any{"n": i}))), "right after disabling g%d", i)
+		g := c.NewGroup(t, q, fmt.Sprintf("g%d", i), fmt.Sprintf(":n = %d", i))
+		require.Equal(t, []int{1}, e2e.GroupCounts(c.Put(t, q, e2e.WithAttrs("hit", map[string]any{"n": i}))), "right after creating g%d", i)
+		c.ChangeGroup(t, g.Id, sdk.UpdateConsumerGroupDetails{IsEnabled: e2e.Ptr(false)})
+		require.Equal(t, []int{0}, e2e.GroupCounts(c.Put(t, q, e2e.WithAttrs("miss", map[string]any{"n": i}))), "right after disabling g%d", i)
 	}
 }
 
@@ -429,11 +386,10 @@ func TestFanoutSameNodeReadsItsWrites(t *testing.T) {
 // long poll in a group whose filter did not match keeps waiting.
 func TestFanoutLongPollPerGroup(t *testing.T) {
 	t.Parallel()
-	srv := testserver.Start(t)
-	tenancyID, c := srv.Admin(t, "fanout-poll")
-	q := createQueue(t, c, tenancyID, withConsumerGroups(false))
-	createGroup(t, c, q, "red", `:color = "red"`)
-	createGroup(t, c, q, "blue", `:color = "blue"`)
+	srv, tenancyID, c := testserver.StartAdmin(t)
+	q := c.NewQueue(t, tenancyID, e2e.WithConsumerGroups(false))
+	c.NewGroup(t, q, "red", `:color = "red"`)
+	c.NewGroup(t, q, "blue", `:color = "blue"`)
 
 	type answer struct {
 		msgs []sdk.GetMessage
@@ -443,7 +399,7 @@ func TestFanoutLongPollPerGroup(t *testing.T) {
 		done := make(chan answer, 1)
 		go func() {
 			resp, err := c.GetMessagesWithResponse(context.Background(), q, &sdk.GetMessagesParams{
-				ConsumerGroupId: &group, TimeoutInSeconds: &seconds, VisibilityInSeconds: cpPtr(60)})
+				ConsumerGroupId: &group, TimeoutInSeconds: &seconds, VisibilityInSeconds: e2e.Ptr(60)})
 			if err != nil || resp.JSON200 == nil {
 				done <- answer{at: time.Now()}
 				return
@@ -455,9 +411,9 @@ func TestFanoutLongPollPerGroup(t *testing.T) {
 	red, blue := poll("red", 10), poll("blue", 2)
 	require.Eventually(t, func() bool { return srv.Node.Messaging().Waiting() == 2 }, 5*time.Second, 5*time.Millisecond)
 	putAt := time.Now()
-	require.Equal(t, []int{1}, groupCounts(put(t, c, q, withAttrs("for red", map[string]any{"color": "red"}))))
+	require.Equal(t, []int{1}, e2e.GroupCounts(c.Put(t, q, e2e.WithAttrs("for red", map[string]any{"color": "red"}))))
 	got := <-red
-	require.Equal(t, []string{"for red"}, contents(got.msgs))
+	require.Equal(t, []string{"for red"}, e2e.Contents(got.msgs))
 	require.Less(t, got.at.Sub(putAt), 500*time.Millisecond, "the red long poll was woken by the put")
 	other := <-blue
 	require.Empty(t, other.msgs, "blue's filter did not match: its long poll ran to its timeout")
@@ -468,96 +424,78 @@ func TestFanoutLongPollPerGroup(t *testing.T) {
 // any group.
 func TestFanoutDeduplication(t *testing.T) {
 	t.Parallel()
-	srv := testserver.Start(t)
-	tenancyID, c := srv.Admin(t, "fanout-dedup")
-	q := createQueue(t, c, tenancyID, withConsumerGroups(true), withDedup(60))
-	createGroup(t, c, q, "a", `:k = "a"`)
-	createGroup(t, c, q, "b", "")
+	srv, tenancyID, c := testserver.StartAdmin(t)
+	q := c.NewQueue(t, tenancyID, e2e.WithConsumerGroups(true), e2e.WithDedup(60))
+	c.NewGroup(t, q, "a", `:k = "a"`)
+	c.NewGroup(t, q, "b", "")
 	dedup := func(content, id string, attrs map[string]any) sdk.PutMessagesDetailsEntry {
-		e := withAttrs(content, attrs)
+		e := e2e.WithAttrs(content, attrs)
 		e.Metadata = &sdk.MessageMetadata{DeduplicationId: &id}
 		return e
 	}
 
-	first := put(t, c, q, dedup("one", "d1", map[string]any{"k": "a"}), dedup("one again", "d1", map[string]any{"k": "a"}),
+	first := c.Put(t, q, dedup("one", "d1", map[string]any{"k": "a"}), dedup("one again", "d1", map[string]any{"k": "a"}),
 		dedup("two", "d2", nil))
-	require.Equal(t, []int{3, 3, 2}, groupCounts(first))
+	require.Equal(t, []int{3, 3, 2}, e2e.GroupCounts(first))
 	require.Equal(t, first[0].Id, first[1].Id, "a duplicate within the batch answers the first's id")
-	require.Equal(t, int64(5), storedMessages(t, srv, q), "3 copies of one, 2 of two")
+	require.Equal(t, int64(5), srv.StoredMessages(t, q), "3 copies of one, 2 of two")
 
-	again := put(t, c, q, dedup("one later", "d1", map[string]any{"k": "a"}), dedup("two later", "d2", nil))
+	again := c.Put(t, q, dedup("one later", "d1", map[string]any{"k": "a"}), dedup("two later", "d2", nil))
 	require.Equal(t, []int64{first[0].Id, first[2].Id}, []int64{again[0].Id, again[1].Id})
-	require.Equal(t, []int{3, 2}, groupCounts(again))
+	require.Equal(t, []int{3, 2}, e2e.GroupCounts(again))
 	require.Equal(t, first[0].ExpireAfter, again[0].ExpireAfter)
-	require.Equal(t, int64(5), storedMessages(t, srv, q))
-	require.Equal(t, []string{"one", "two"}, drain(t, c, q, ofGroup("b")))
-	require.Equal(t, []string{"one"}, drain(t, c, q, ofGroup("a")))
+	require.Equal(t, int64(5), srv.StoredMessages(t, q))
+	require.Equal(t, []string{"one", "two"}, c.Drain(t, q, e2e.OfGroup("b")))
+	require.Equal(t, []string{"one"}, c.Drain(t, q, e2e.OfGroup("a")))
 }
 
 // TestFanoutCapabilityReadsItsWrites: turning the CONSUMER_GROUPS capability (or the primary group) on and off
 // through UpdateQueue applies to the next put on the same node, even while other puts keep the caches warm.
 func TestFanoutCapabilityReadsItsWrites(t *testing.T) {
 	t.Parallel()
-	srv := testserver.Start(t)
-	tenancyID, c := srv.Admin(t, "fanout-cap-ryw")
-	q := createQueue(t, c, tenancyID, withConsumerGroups(false))
-	createGroup(t, c, q, "a", "")
-	createGroup(t, c, q, "b", "")
-	stop := make(chan struct{})
-	var wg sync.WaitGroup
-	for range 2 {
-		wg.Go(func() {
-			for {
-				select {
-				case <-stop:
-					return
-				default:
-				}
-				_, _ = c.PutMessagesWithResponse(context.Background(), q, &sdk.PutMessagesParams{},
-					sdk.PutMessagesDetails{Messages: []sdk.PutMessagesDetailsEntry{msg("noise")}})
-			}
-		})
-	}
-	defer func() { close(stop); wg.Wait() }()
+	_, tenancyID, c := testserver.StartAdmin(t)
+	q := c.NewQueue(t, tenancyID, e2e.WithConsumerGroups(false))
+	c.NewGroup(t, q, "a", "")
+	c.NewGroup(t, q, "b", "")
+	defer c.KeepPutting(2, q, e2e.Msg("noise"))()
 	setCaps := func(caps []sdk.Capability) {
 		resp, err := c.UpdateQueueWithResponse(context.Background(), q, &sdk.UpdateQueueParams{}, sdk.UpdateQueueDetails{Capabilities: &caps})
-		cpRequireStatus(t, resp, err, http.StatusOK)
+		e2e.RequireStatus(t, resp, err, http.StatusOK)
 	}
 	groups := func(primary bool) []sdk.Capability {
 		return []sdk.Capability{{Type: sdk.CapabilityTypeCONSUMERGROUPS, IsPrimaryConsumerGroupEnabled: &primary}}
 	}
 	for i := range 15 {
 		setCaps([]sdk.Capability{})
-		require.Equal(t, []int{1}, groupCounts(put(t, c, q, msg("plain"))), "round %d: without the capability", i)
+		require.Equal(t, []int{1}, e2e.GroupCounts(c.Put(t, q, e2e.Msg("plain"))), "round %d: without the capability", i)
 		setCaps(groups(false))
-		require.Equal(t, []int{2}, groupCounts(put(t, c, q, msg("a and b"))), "round %d: a and b", i)
+		require.Equal(t, []int{2}, e2e.GroupCounts(c.Put(t, q, e2e.Msg("a and b"))), "round %d: a and b", i)
 		setCaps(groups(true))
-		require.Equal(t, []int{3}, groupCounts(put(t, c, q, msg("all"))), "round %d: primary, a and b", i)
+		require.Equal(t, []int{3}, e2e.GroupCounts(c.Put(t, q, e2e.Msg("all"))), "round %d: primary, a and b", i)
 	}
 }
 
 // TestFanoutPurge: a purge empties every consumer group of the queue (NORMAL: their queues, DLQ: their DLQs).
 func TestFanoutPurge(t *testing.T) {
 	t.Parallel()
-	srv := testserver.Start(t)
-	tenancyID, c := srv.Admin(t, "fanout-purge")
-	q := createQueue(t, c, tenancyID, withConsumerGroups(true), withDLQ(1))
-	createGroup(t, c, q, "a", "")
-	put(t, c, q, msg("dead"))
+	srv, tenancyID, c := testserver.StartAdmin(t)
+	q := c.NewQueue(t, tenancyID, e2e.WithConsumerGroups(true), e2e.WithDLQ(1))
+	c.NewGroup(t, q, "a", "")
+	c.Put(t, q, e2e.Msg("dead"))
 	for _, ref := range []string{"primary", "a"} {
-		require.Len(t, get(t, c, q, ofGroup(ref), visibility(0)), 1)
-		require.Empty(t, get(t, c, q, ofGroup(ref)), "%s: the second lease moves the message to the DLQ", ref)
+		require.Len(t, c.Get(t, q, e2e.OfGroup(ref), e2e.Visibility(0)), 1)
+		require.Empty(t, c.Get(t, q, e2e.OfGroup(ref)), "%s: the second lease moves the message to the DLQ", ref)
 	}
-	put(t, c, q, msg("alive"))
+	c.Put(t, q, e2e.Msg("alive"))
 	for _, ref := range []string{"primary", "a"} {
-		st := groupStats(t, c, q, ref)
+		st := c.GroupStats(t, q, ref)
 		require.Equal(t, [2]int64{1, 1}, [2]int64{st.Queue.VisibleMessages, st.Dlq.VisibleMessages}, ref)
 	}
-	purge(t, srv, c, q, sdk.PurgeTypeDLQ)
+	srv.Purge(t, c, q, sdk.PurgeTypeDLQ)
 	for _, ref := range []string{"primary", "a"} {
-		st := groupStats(t, c, q, ref)
+		st := c.GroupStats(t, q, ref)
 		require.Equal(t, [2]int64{1, 0}, [2]int64{st.Queue.VisibleMessages, st.Dlq.VisibleMessages}, ref)
 	}
-	purge(t, srv, c, q, sdk.PurgeTypeNORMAL)
-	require.Zero(t, storedMessages(t, srv, q))
+	srv.Purge(t, c, q, sdk.PurgeTypeNORMAL)
+	require.Zero(t, srv.StoredMessages(t, q))
 }

@@ -13,6 +13,8 @@ import (
 	"github.com/ferry-mq/ferry/iam"
 	"github.com/ferry-mq/ferry/iam/policy"
 	"github.com/ferry-mq/ferry/openapi/sdk"
+	"github.com/ferry-mq/ferry/tests/e2e"
+	"github.com/ferry-mq/ferry/tests/testserver"
 )
 
 // iamRequest is one API call of the permission matrix.
@@ -37,28 +39,28 @@ type iamMatrixRow struct {
 
 // iamMatrix is the shared state of the matrix: the tenancy and the compartment "mx" every row works in.
 type iamMatrix struct {
-	*iamEnv
+	*testserver.Tenancy
 	mx string // OCID of compartment mx (a child of the root)
 }
 
 // child creates a compartment under mx.
 func (m *iamMatrix) child(t *testing.T, name string) string {
 	t.Helper()
-	return cpCreateCompartment(t, m.admin, m.mx, name).Id
+	return m.Admin.NewCompartment(t, m.mx, name).Id
 }
 
 // queue creates a queue in mx.
-func (m *iamMatrix) queue(t *testing.T, opts ...queueOpts) string {
+func (m *iamMatrix) queue(t *testing.T, opts ...e2e.QueueOption) string {
 	t.Helper()
-	return createQueue(t, m.admin, m.mx, opts...)
+	return m.Admin.NewQueue(t, m.mx, opts...)
 }
 
 // receipt publishes a message to a new queue in mx and leases it: the queue and the receipt.
 func (m *iamMatrix) receipt(t *testing.T) (queueID, receipt string) {
 	t.Helper()
 	queueID = m.queue(t)
-	put(t, m.admin, queueID, msg("leased"))
-	leased := get(t, m.admin, queueID)
+	m.Admin.Put(t, queueID, e2e.Msg("leased"))
+	leased := m.Admin.Get(t, queueID)
 	require.Len(t, leased, 1)
 	return queueID, leased[0].Receipt
 }
@@ -66,8 +68,8 @@ func (m *iamMatrix) receipt(t *testing.T) (queueID, receipt string) {
 // group creates a consumer group on a new queue with the capability: the queue and the group's OCID.
 func (m *iamMatrix) group(t *testing.T, name string) (queueID, groupID string) {
 	t.Helper()
-	queueID = m.queue(t, withConsumerGroups(true))
-	return queueID, createGroup(t, m.admin, queueID, name, "").Id
+	queueID = m.queue(t, e2e.WithConsumerGroups(true))
+	return queueID, m.Admin.NewGroup(t, queueID, name, "").Id
 }
 
 func iamMatrixRows() []iamMatrixRow {
@@ -126,7 +128,7 @@ func iamMatrixRows() []iamMatrixRow {
 			}},
 		{op: "RedriveMessages", allow: "use queues", deny: []string{"read queues", "manage queue-pull"}, want: http.StatusOK,
 			setup: func(t *testing.T, m *iamMatrix) iamRequest {
-				return iamRequest{"POST", v + "/queues/" + m.queue(t, withDLQ(1)) + "/actions/redrive", map[string]any{}}
+				return iamRequest{"POST", v + "/queues/" + m.queue(t, e2e.WithDLQ(1)) + "/actions/redrive", map[string]any{}}
 			}},
 		{op: "GetStats", allow: "read queues", deny: []string{"inspect queues", "manage queue-push"}, want: http.StatusOK,
 			setup: func(t *testing.T, m *iamMatrix) iamRequest {
@@ -139,7 +141,7 @@ func iamMatrixRows() []iamMatrixRow {
 		// Work requests are queue resources.
 		{op: "GetWorkRequest", allow: "read queues", deny: []string{"inspect queues", "manage compartments"}, want: http.StatusOK,
 			setup: func(t *testing.T, m *iamMatrix) iamRequest {
-				return iamRequest{"GET", v + "/workRequests/" + cpDeleteQueue(t, m.admin, m.queue(t)), nil}
+				return iamRequest{"GET", v + "/workRequests/" + m.Admin.StartQueueDelete(t, m.queue(t)), nil}
 			}},
 		{op: "ListWorkRequests", allow: "inspect queues", deny: []string{"manage compartments", "manage queue-push"}, want: http.StatusOK,
 			setup: func(_ *testing.T, m *iamMatrix) iamRequest {
@@ -149,7 +151,7 @@ func iamMatrixRows() []iamMatrixRow {
 		{op: "CreateConsumerGroup", allow: "manage queues", deny: []string{"use queues", "manage queue-pull"}, want: http.StatusOK,
 			setup: func(t *testing.T, m *iamMatrix) iamRequest {
 				return iamRequest{"POST", v + "/consumerGroups",
-					map[string]any{"queueId": m.queue(t, withConsumerGroups(true)), "displayName": "created"}}
+					map[string]any{"queueId": m.queue(t, e2e.WithConsumerGroups(true)), "displayName": "created"}}
 			}},
 		{op: "GetConsumerGroup", allow: "read queues", deny: []string{"inspect queues", "manage queue-pull"}, want: http.StatusOK,
 			setup: func(t *testing.T, m *iamMatrix) iamRequest {
@@ -216,12 +218,12 @@ func iamMatrixRows() []iamMatrixRow {
 		// Consumers: listing them reads the queue; leaving is a consumer's own act (pull).
 		{op: "ListConsumers", allow: "read queues", deny: []string{"inspect queues", "manage queue-pull"}, want: http.StatusOK,
 			setup: func(t *testing.T, m *iamMatrix) iamRequest {
-				return iamRequest{"GET", v + "/queues/" + m.queue(t, withSingleActiveConsumer(30)) + "/consumers", nil}
+				return iamRequest{"GET", v + "/queues/" + m.queue(t, e2e.WithSingleActiveConsumer(30)) + "/consumers", nil}
 			}},
 		{op: "DeleteConsumer", allow: "use queue-pull", deny: []string{"read queue-pull", "manage queue-push", "manage queues"}, want: http.StatusNoContent,
 			setup: func(t *testing.T, m *iamMatrix) iamRequest {
-				q := m.queue(t, withSingleActiveConsumer(30))
-				get(t, m.admin, q, as("leaving"))
+				q := m.queue(t, e2e.WithSingleActiveConsumer(30))
+				m.Admin.Get(t, q, e2e.As("leaving"))
 				return iamRequest{"DELETE", v + "/queues/" + q + "/consumers/leaving", nil}
 			}},
 		// Policies: the target is the policy's compartment (for create and list: the compartment named).
@@ -232,7 +234,7 @@ func iamMatrixRows() []iamMatrixRow {
 			}},
 		{op: "GetPolicy", allow: "read policies", deny: []string{"inspect policies", "manage compartments"}, want: http.StatusOK,
 			setup: func(t *testing.T, m *iamMatrix) iamRequest {
-				return iamRequest{"GET", v + "/policies/" + m.policy(t, m.mx, "Allow group Nobody to read queues in compartment mx").Id, nil}
+				return iamRequest{"GET", v + "/policies/" + m.Policy(t, m.mx, "Allow group Nobody to read queues in compartment mx").Id, nil}
 			}},
 		{op: "ListPolicies", allow: "inspect policies", deny: []string{"manage compartments", "manage queues"}, want: http.StatusOK,
 			setup: func(_ *testing.T, m *iamMatrix) iamRequest {
@@ -240,12 +242,12 @@ func iamMatrixRows() []iamMatrixRow {
 			}},
 		{op: "UpdatePolicy", allow: "manage policies", deny: []string{"read policies"}, want: http.StatusOK,
 			setup: func(t *testing.T, m *iamMatrix) iamRequest {
-				return iamRequest{"PUT", v + "/policies/" + m.policy(t, m.mx, "Allow group Nobody to use queues in compartment mx").Id,
+				return iamRequest{"PUT", v + "/policies/" + m.Policy(t, m.mx, "Allow group Nobody to use queues in compartment mx").Id,
 					map[string]any{"description": "changed"}}
 			}},
 		{op: "DeletePolicy", allow: "manage policies", deny: []string{"read policies"}, want: http.StatusNoContent,
 			setup: func(t *testing.T, m *iamMatrix) iamRequest {
-				return iamRequest{"DELETE", v + "/policies/" + m.policy(t, m.mx, "Allow group Nobody to manage queues in compartment mx").Id, nil}
+				return iamRequest{"DELETE", v + "/policies/" + m.Policy(t, m.mx, "Allow group Nobody to manage queues in compartment mx").Id, nil}
 			}},
 		// The simulator answers about the whole tenancy: it needs read policies in the tenancy.
 		{op: "Authorize", allow: "read policies", in: "tenancy", deny: []string{"inspect policies", "manage policies in compartment mx"},
@@ -292,8 +294,8 @@ func TestIAMPermissionMatrix(t *testing.T) {
 		}
 	}
 
-	env := iamStart(t)
-	m := &iamMatrix{iamEnv: env, mx: cpCreateCompartment(t, env.admin, env.tenancyID, "mx").Id}
+	env := testserver.StartTenancy(t, "iam")
+	m := &iamMatrix{Tenancy: env, mx: env.Admin.NewCompartment(t, env.ID, "mx").Id}
 	for _, r := range rows {
 		t.Run(r.op, func(t *testing.T) {
 			t.Parallel()
@@ -312,28 +314,28 @@ func TestIAMPermissionMatrix(t *testing.T) {
 				statements = append(statements, fmt.Sprintf("Allow group %s-deny-%d to %s", r.op, i, d))
 			}
 			if len(statements) > 0 {
-				m.policy(t, env.tenancyID, statements...)
+				m.Policy(t, env.ID, statements...)
 			}
 			call := r.setup(t, m)
 
 			// Nobody at all: a principal of the tenancy without any group.
-			denied := []string{m.token(t, r.op+"-stranger")}
+			denied := []string{m.Token(t, r.op+"-stranger")}
 			for i := range r.deny {
-				denied = append(denied, m.token(t, r.op+"-denied", fmt.Sprintf("%s-deny-%d", r.op, i)))
+				denied = append(denied, m.Token(t, r.op+"-denied", fmt.Sprintf("%s-deny-%d", r.op, i)))
 			}
 			if r.allow == "" {
 				denied = nil // no policy needed: the stranger is the allowed principal below
 			}
 			for i, token := range denied {
-				resp := iamCall(t, env.srv, token, call.method, call.path, call.body)
-				iamRequireDenied(t, resp.Status, resp.Body, "%s %s with denied principal %d", call.method, call.path, i)
+				resp := env.Server.Call(t, token, call.method, call.path, call.body)
+				e2e.RequireDenied(t, resp.Status, resp.Body, "%s %s with denied principal %d", call.method, call.path, i)
 			}
 
-			allowed := m.token(t, r.op+"-allowed", r.op+"-allow")
+			allowed := m.Token(t, r.op+"-allowed", r.op+"-allow")
 			if r.allow == "" {
-				allowed = m.token(t, r.op+"-stranger")
+				allowed = m.Token(t, r.op+"-stranger")
 			}
-			resp := iamCall(t, env.srv, allowed, call.method, call.path, call.body)
+			resp := env.Server.Call(t, allowed, call.method, call.path, call.body)
 			require.Equal(t, r.want, resp.Status, "%s %s: %s", call.method, call.path, resp.Body)
 		})
 	}
@@ -351,23 +353,23 @@ func iamGrants(t *testing.T, verbAndType string) []string {
 // that a denial cannot be told from a missing resource: the same status and the same body.
 func TestIAMPermissionMatrixSDK(t *testing.T) {
 	t.Parallel()
-	env := iamStart(t)
-	q := createQueue(t, env.admin, env.tenancyID)
+	env := testserver.StartTenancy(t, "iam")
+	q := env.Admin.NewQueue(t, env.ID)
 	missing := "ocid1.queue.ferry.local." + strings.Repeat("m", 32)
-	stranger := env.client(t, "stranger")
-	status, body := iamGetQueue(t, stranger, q)
-	iamRequireDenied(t, status, body)
-	for _, c := range []*sdk.ClientWithResponses{stranger, env.admin} {
-		missingStatus, missingBody := iamGetQueue(t, c, missing)
+	stranger := env.Client(t, "stranger")
+	status, body := stranger.TryGetQueue(t, q)
+	e2e.RequireDenied(t, status, body)
+	for _, c := range []*e2e.Client{stranger, env.Admin} {
+		missingStatus, missingBody := c.TryGetQueue(t, missing)
 		require.Equal(t, status, missingStatus)
 		require.JSONEq(t, string(body), string(missingBody), "a denied queue and a missing one answer alike")
 	}
-	status, body = iamPut(t, stranger, q, "x")
-	iamRequireDenied(t, status, body)
-	missingStatus, missingBody := iamPut(t, env.admin, missing, "x")
+	status, body = stranger.TryPut(t, q, "x")
+	e2e.RequireDenied(t, status, body)
+	missingStatus, missingBody := env.Admin.TryPut(t, missing, "x")
 	require.Equal(t, status, missingStatus)
 	require.JSONEq(t, string(body), string(missingBody))
-	resp, err := stranger.ListPoliciesWithResponse(t.Context(), &sdk.ListPoliciesParams{CompartmentId: env.tenancyID})
+	resp, err := stranger.ListPoliciesWithResponse(t.Context(), &sdk.ListPoliciesParams{CompartmentId: env.ID})
 	require.NoError(t, err)
-	iamRequireDenied(t, resp.StatusCode(), resp.Body)
+	e2e.RequireDenied(t, resp.StatusCode(), resp.Body)
 }

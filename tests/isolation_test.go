@@ -8,6 +8,8 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/ferry-mq/ferry/openapi/sdk"
+	"github.com/ferry-mq/ferry/tests/e2e"
+	"github.com/ferry-mq/ferry/tests/testserver"
 )
 
 // isolationSnapshot is everything tenancy A can read about its own resources; it must not change while tenancy B
@@ -30,62 +32,62 @@ type isolationSnapshot struct {
 // A's resources as they were. Add a row to calls for every new endpoint.
 func TestTenantIsolation(t *testing.T) {
 	t.Parallel()
-	srv, tenancyA, clientA := cpStart(t)
+	srv, tenancyA, clientA := testserver.StartAdmin(t)
 	tenancyB, clientB := srv.Admin(t, "tenancy-b")
 	ctx := context.Background()
 
 	// Tenancy A: a compartment with a queue, an empty compartment, a second queue, a queue with consumer groups
 	// and one group besides the primary, and a finished work request.
-	compA := cpCreateCompartment(t, clientA, tenancyA, "a-team")
-	emptyA := cpCreateCompartment(t, clientA, tenancyA, "a-empty")
-	queueA := cpCreateQueue(t, clientA, compA.Id, "a-orders")
-	queueA2 := cpCreateQueue(t, clientA, tenancyA, "a-invoices")
+	compA := clientA.NewCompartment(t, tenancyA, "a-team")
+	emptyA := clientA.NewCompartment(t, tenancyA, "a-empty")
+	queueA := clientA.NewNamedQueue(t, compA.Id, "a-orders")
+	queueA2 := clientA.NewNamedQueue(t, tenancyA, "a-invoices")
 	fanout, err := clientA.CreateQueueWithResponse(ctx, &sdk.CreateQueueParams{}, sdk.CreateQueueDetails{
 		CompartmentId: compA.Id, DisplayName: "a-fanout",
-		Capabilities: &[]sdk.Capability{{Type: sdk.CapabilityTypeCONSUMERGROUPS, IsPrimaryConsumerGroupEnabled: cpPtr(true)}},
+		Capabilities: &[]sdk.Capability{{Type: sdk.CapabilityTypeCONSUMERGROUPS, IsPrimaryConsumerGroupEnabled: e2e.Ptr(true)}},
 	})
-	cpRequireStatus(t, fanout, err, http.StatusOK)
+	e2e.RequireStatus(t, fanout, err, http.StatusOK)
 	fanoutA := *fanout.JSON200
 	group, err := clientA.CreateConsumerGroupWithResponse(ctx, &sdk.CreateConsumerGroupParams{}, sdk.CreateConsumerGroupDetails{
 		QueueId: fanoutA.Id, DisplayName: "a-audit",
 	})
-	cpRequireStatus(t, group, err, http.StatusOK)
+	e2e.RequireStatus(t, group, err, http.StatusOK)
 	groupA := *group.JSON200
 	purge, err := clientA.PurgeQueueWithResponse(ctx, queueA.Id, &sdk.PurgeQueueParams{}, sdk.PurgeQueueDetails{PurgeType: sdk.PurgeTypeBOTH})
-	cpRequireStatus(t, purge, err, http.StatusAccepted)
-	workA := cpWaitWorkRequest(t, srv, clientA, purge.HTTPResponse.Header.Get("opc-work-request-id"))
+	e2e.RequireStatus(t, purge, err, http.StatusAccepted)
+	workA := srv.WaitWorkRequest(t, clientA, purge.HTTPResponse.Header.Get("opc-work-request-id"))
 
 	// Tenancy B: its own compartment and queue, used as the other end of moves.
-	compB := cpCreateCompartment(t, clientB, tenancyB, "b-team")
-	queueB := cpCreateQueue(t, clientB, compB.Id, "b-orders")
+	compB := clientB.NewCompartment(t, tenancyB, "b-team")
+	queueB := clientB.NewNamedQueue(t, compB.Id, "b-orders")
 
 	snapshot := func() isolationSnapshot {
 		t.Helper()
 		s := isolationSnapshot{Compartments: map[string]sdk.Compartment{}, CompartmentEtags: map[string]string{},
 			Queues: map[string]sdk.Queue{}, QueueEtags: map[string]string{}, ConsumerGroups: map[string]sdk.ConsumerGroup{}}
 		for _, id := range []string{tenancyA, compA.Id, emptyA.Id} {
-			s.Compartments[id], s.CompartmentEtags[id] = cpGetCompartment(t, clientA, id)
+			s.Compartments[id], s.CompartmentEtags[id] = clientA.CompartmentWithETag(t, id)
 		}
 		for _, id := range []string{queueA.Id, queueA2.Id, fanoutA.Id} {
-			s.Queues[id], s.QueueEtags[id] = cpGetQueue(t, clientA, id)
+			s.Queues[id], s.QueueEtags[id] = clientA.QueueWithETag(t, id)
 		}
 		for _, id := range []string{groupA.Id, fanoutA.Id} { // a group, and the primary group
 			g, err := clientA.GetConsumerGroupWithResponse(ctx, id, &sdk.GetConsumerGroupParams{})
-			cpRequireStatus(t, g, err, http.StatusOK)
+			e2e.RequireStatus(t, g, err, http.StatusOK)
 			s.ConsumerGroups[id] = *g.JSON200
 		}
 		groups, err := clientA.ListConsumerGroupsWithResponse(ctx, &sdk.ListConsumerGroupsParams{QueueId: fanoutA.Id})
-		cpRequireStatus(t, groups, err, http.StatusOK)
+		e2e.RequireStatus(t, groups, err, http.StatusOK)
 		for _, g := range groups.JSON200.Items {
 			s.ListedGroups = append(s.ListedGroups, g.Id)
 		}
 		wr, err := clientA.GetWorkRequestWithResponse(ctx, workA.Id, &sdk.GetWorkRequestParams{})
-		cpRequireStatus(t, wr, err, http.StatusOK)
+		e2e.RequireStatus(t, wr, err, http.StatusOK)
 		s.WorkRequest = *wr.JSON200
-		s.ListedQueues = cpQueueIDs(t, clientA, sdk.ListQueuesParams{CompartmentId: tenancyA, CompartmentIdInSubtree: cpPtr(true)})
-		s.ListedComps = cpCompartmentIDs(t, clientA, sdk.ListCompartmentsParams{CompartmentId: tenancyA, CompartmentIdInSubtree: cpPtr(true)})
+		s.ListedQueues = clientA.QueueIDs(t, sdk.ListQueuesParams{CompartmentId: tenancyA, CompartmentIdInSubtree: e2e.Ptr(true)})
+		s.ListedComps = clientA.CompartmentIDs(t, sdk.ListCompartmentsParams{CompartmentId: tenancyA, CompartmentIdInSubtree: e2e.Ptr(true)})
 		wl, err := clientA.ListWorkRequestsWithResponse(ctx, &sdk.ListWorkRequestsParams{CompartmentId: compA.Id})
-		cpRequireStatus(t, wl, err, http.StatusOK)
+		e2e.RequireStatus(t, wl, err, http.StatusOK)
 		for _, w := range wl.JSON200.Items {
 			s.ListedWork = append(s.ListedWork, w.Id)
 		}
@@ -103,100 +105,100 @@ func TestTenantIsolation(t *testing.T) {
 
 	calls := []struct {
 		name string
-		call func() (cpResponse, error)
+		call func() (e2e.Response, error)
 	}{
-		{"GetCompartment", func() (cpResponse, error) {
+		{"GetCompartment", func() (e2e.Response, error) {
 			return clientB.GetCompartmentWithResponse(ctx, compA.Id, &sdk.GetCompartmentParams{})
 		}},
-		{"GetCompartment root", func() (cpResponse, error) {
+		{"GetCompartment root", func() (e2e.Response, error) {
 			return clientB.GetCompartmentWithResponse(ctx, tenancyA, &sdk.GetCompartmentParams{})
 		}},
-		{"ListCompartments", func() (cpResponse, error) {
+		{"ListCompartments", func() (e2e.Response, error) {
 			return clientB.ListCompartmentsWithResponse(ctx, &sdk.ListCompartmentsParams{CompartmentId: tenancyA})
 		}},
-		{"ListCompartments subtree", func() (cpResponse, error) {
-			return clientB.ListCompartmentsWithResponse(ctx, &sdk.ListCompartmentsParams{CompartmentId: compA.Id, CompartmentIdInSubtree: cpPtr(true)})
+		{"ListCompartments subtree", func() (e2e.Response, error) {
+			return clientB.ListCompartmentsWithResponse(ctx, &sdk.ListCompartmentsParams{CompartmentId: compA.Id, CompartmentIdInSubtree: e2e.Ptr(true)})
 		}},
-		{"CreateCompartment in A", func() (cpResponse, error) {
+		{"CreateCompartment in A", func() (e2e.Response, error) {
 			return clientB.CreateCompartmentWithResponse(ctx, &sdk.CreateCompartmentParams{},
 				sdk.CreateCompartmentDetails{CompartmentId: compA.Id, Name: "intruder"})
 		}},
-		{"UpdateCompartment", func() (cpResponse, error) {
+		{"UpdateCompartment", func() (e2e.Response, error) {
 			return clientB.UpdateCompartmentWithResponse(ctx, compA.Id, &sdk.UpdateCompartmentParams{IfMatch: &compEtag},
-				sdk.UpdateCompartmentDetails{Name: cpPtr("owned"), Description: cpPtr("owned")})
+				sdk.UpdateCompartmentDetails{Name: e2e.Ptr("owned"), Description: e2e.Ptr("owned")})
 		}},
-		{"UpdateCompartment root", func() (cpResponse, error) {
+		{"UpdateCompartment root", func() (e2e.Response, error) {
 			return clientB.UpdateCompartmentWithResponse(ctx, tenancyA, &sdk.UpdateCompartmentParams{},
-				sdk.UpdateCompartmentDetails{Description: cpPtr("owned")})
+				sdk.UpdateCompartmentDetails{Description: e2e.Ptr("owned")})
 		}},
-		{"DeleteCompartment", func() (cpResponse, error) {
+		{"DeleteCompartment", func() (e2e.Response, error) {
 			return clientB.DeleteCompartmentWithResponse(ctx, emptyA.Id, &sdk.DeleteCompartmentParams{IfMatch: &emptyEtag})
 		}},
-		{"CreateQueue in A", func() (cpResponse, error) {
+		{"CreateQueue in A", func() (e2e.Response, error) {
 			return clientB.CreateQueueWithResponse(ctx, &sdk.CreateQueueParams{},
 				sdk.CreateQueueDetails{CompartmentId: compA.Id, DisplayName: "intruder"})
 		}},
-		{"ListQueues", func() (cpResponse, error) {
+		{"ListQueues", func() (e2e.Response, error) {
 			return clientB.ListQueuesWithResponse(ctx, &sdk.ListQueuesParams{CompartmentId: compA.Id})
 		}},
-		{"ListQueues subtree", func() (cpResponse, error) {
-			return clientB.ListQueuesWithResponse(ctx, &sdk.ListQueuesParams{CompartmentId: tenancyA, CompartmentIdInSubtree: cpPtr(true)})
+		{"ListQueues subtree", func() (e2e.Response, error) {
+			return clientB.ListQueuesWithResponse(ctx, &sdk.ListQueuesParams{CompartmentId: tenancyA, CompartmentIdInSubtree: e2e.Ptr(true)})
 		}},
-		{"GetQueue", func() (cpResponse, error) {
+		{"GetQueue", func() (e2e.Response, error) {
 			return clientB.GetQueueWithResponse(ctx, queueA.Id, &sdk.GetQueueParams{})
 		}},
-		{"UpdateQueue", func() (cpResponse, error) {
+		{"UpdateQueue", func() (e2e.Response, error) {
 			return clientB.UpdateQueueWithResponse(ctx, queueA.Id, &sdk.UpdateQueueParams{IfMatch: &queueEtag},
-				sdk.UpdateQueueDetails{DisplayName: cpPtr("owned"), VisibilityInSeconds: cpPtr(1)})
+				sdk.UpdateQueueDetails{DisplayName: e2e.Ptr("owned"), VisibilityInSeconds: e2e.Ptr(1)})
 		}},
-		{"DeleteQueue", func() (cpResponse, error) {
+		{"DeleteQueue", func() (e2e.Response, error) {
 			return clientB.DeleteQueueWithResponse(ctx, queueA.Id, &sdk.DeleteQueueParams{IfMatch: &queueEtag})
 		}},
-		{"DeleteQueue without if-match", func() (cpResponse, error) {
+		{"DeleteQueue without if-match", func() (e2e.Response, error) {
 			return clientB.DeleteQueueWithResponse(ctx, queueA2.Id, &sdk.DeleteQueueParams{})
 		}},
-		{"ChangeQueueCompartment of A's queue into B", func() (cpResponse, error) {
+		{"ChangeQueueCompartment of A's queue into B", func() (e2e.Response, error) {
 			return clientB.ChangeQueueCompartmentWithResponse(ctx, queueA.Id, &sdk.ChangeQueueCompartmentParams{},
 				sdk.ChangeQueueCompartmentDetails{CompartmentId: compB.Id})
 		}},
-		{"ChangeQueueCompartment of B's queue into A", func() (cpResponse, error) {
+		{"ChangeQueueCompartment of B's queue into A", func() (e2e.Response, error) {
 			return clientB.ChangeQueueCompartmentWithResponse(ctx, queueB.Id, &sdk.ChangeQueueCompartmentParams{},
 				sdk.ChangeQueueCompartmentDetails{CompartmentId: compA.Id})
 		}},
-		{"PurgeQueue", func() (cpResponse, error) {
+		{"PurgeQueue", func() (e2e.Response, error) {
 			return clientB.PurgeQueueWithResponse(ctx, queueA.Id, &sdk.PurgeQueueParams{}, sdk.PurgeQueueDetails{PurgeType: sdk.PurgeTypeBOTH})
 		}},
-		{"GetConsumerGroup", func() (cpResponse, error) {
+		{"GetConsumerGroup", func() (e2e.Response, error) {
 			return clientB.GetConsumerGroupWithResponse(ctx, groupA.Id, &sdk.GetConsumerGroupParams{})
 		}},
-		{"GetConsumerGroup primary", func() (cpResponse, error) {
+		{"GetConsumerGroup primary", func() (e2e.Response, error) {
 			return clientB.GetConsumerGroupWithResponse(ctx, fanoutA.Id, &sdk.GetConsumerGroupParams{})
 		}},
-		{"ListConsumerGroups", func() (cpResponse, error) {
+		{"ListConsumerGroups", func() (e2e.Response, error) {
 			return clientB.ListConsumerGroupsWithResponse(ctx, &sdk.ListConsumerGroupsParams{QueueId: fanoutA.Id})
 		}},
-		{"CreateConsumerGroup on A's queue", func() (cpResponse, error) {
+		{"CreateConsumerGroup on A's queue", func() (e2e.Response, error) {
 			return clientB.CreateConsumerGroupWithResponse(ctx, &sdk.CreateConsumerGroupParams{},
 				sdk.CreateConsumerGroupDetails{QueueId: fanoutA.Id, DisplayName: "intruder"})
 		}},
-		{"UpdateConsumerGroup", func() (cpResponse, error) {
+		{"UpdateConsumerGroup", func() (e2e.Response, error) {
 			return clientB.UpdateConsumerGroupWithResponse(ctx, groupA.Id, &sdk.UpdateConsumerGroupParams{},
-				sdk.UpdateConsumerGroupDetails{DisplayName: cpPtr("owned"), IsEnabled: cpPtr(false)})
+				sdk.UpdateConsumerGroupDetails{DisplayName: e2e.Ptr("owned"), IsEnabled: e2e.Ptr(false)})
 		}},
-		{"UpdateConsumerGroup primary", func() (cpResponse, error) {
+		{"UpdateConsumerGroup primary", func() (e2e.Response, error) {
 			return clientB.UpdateConsumerGroupWithResponse(ctx, fanoutA.Id, &sdk.UpdateConsumerGroupParams{},
-				sdk.UpdateConsumerGroupDetails{IsEnabled: cpPtr(false)})
+				sdk.UpdateConsumerGroupDetails{IsEnabled: e2e.Ptr(false)})
 		}},
-		{"DeleteConsumerGroup", func() (cpResponse, error) {
+		{"DeleteConsumerGroup", func() (e2e.Response, error) {
 			return clientB.DeleteConsumerGroupWithResponse(ctx, groupA.Id, &sdk.DeleteConsumerGroupParams{})
 		}},
-		{"GetWorkRequest", func() (cpResponse, error) {
+		{"GetWorkRequest", func() (e2e.Response, error) {
 			return clientB.GetWorkRequestWithResponse(ctx, workA.Id, &sdk.GetWorkRequestParams{})
 		}},
-		{"ListWorkRequests", func() (cpResponse, error) {
+		{"ListWorkRequests", func() (e2e.Response, error) {
 			return clientB.ListWorkRequestsWithResponse(ctx, &sdk.ListWorkRequestsParams{CompartmentId: compA.Id})
 		}},
-		{"ListWorkRequests root", func() (cpResponse, error) {
+		{"ListWorkRequests root", func() (e2e.Response, error) {
 			return clientB.ListWorkRequestsWithResponse(ctx, &sdk.ListWorkRequestsParams{CompartmentId: tenancyA, ResourceId: &queueA.Id})
 		}},
 	}
@@ -204,41 +206,41 @@ func TestTenantIsolation(t *testing.T) {
 		resp, err := c.call()
 		require.NoError(t, err, c.name)
 		require.Equal(t, http.StatusNotFound, resp.StatusCode(), "%s: %s", c.name, resp.GetBody())
-		cpRequireErrorBody(t, resp.GetBody(), "NotAuthorizedOrNotFound")
+		e2e.RequireErrorBody(t, resp.GetBody(), "NotAuthorizedOrNotFound")
 		require.NotContains(t, string(resp.GetBody()), "a-team", c.name)
 		require.NotContains(t, string(resp.GetBody()), "a-orders", c.name)
 	}
 
 	// A retry token A used is not replayed to B, even with the same body.
-	tokenA := sdk.CreateQueueParams{OpcRetryToken: cpPtr("shared-token")}
+	tokenA := sdk.CreateQueueParams{OpcRetryToken: e2e.Ptr("shared-token")}
 	details := sdk.CreateQueueDetails{CompartmentId: tenancyA, DisplayName: "a-retried"}
 	createdA, err := clientA.CreateQueueWithResponse(ctx, &tokenA, details)
-	cpRequireStatus(t, createdA, err, http.StatusOK)
+	e2e.RequireStatus(t, createdA, err, http.StatusOK)
 	replayB, err := clientB.CreateQueueWithResponse(ctx, &tokenA, details)
-	cpRequireError(t, replayB, err, http.StatusNotFound, "NotAuthorizedOrNotFound")
+	e2e.RequireError(t, replayB, err, http.StatusNotFound, "NotAuthorizedOrNotFound")
 	require.NotContains(t, string(replayB.Body), createdA.JSON200.Id)
 	ownB, err := clientB.CreateQueueWithResponse(ctx, &tokenA, sdk.CreateQueueDetails{CompartmentId: compB.Id, DisplayName: "a-retried"})
-	cpRequireStatus(t, ownB, err, http.StatusOK)
+	e2e.RequireStatus(t, ownB, err, http.StatusOK)
 	require.NotEqual(t, createdA.JSON200.Id, ownB.JSON200.Id)
 	del, err := clientA.DeleteQueueWithResponse(ctx, createdA.JSON200.Id, &sdk.DeleteQueueParams{})
-	cpRequireStatus(t, del, err, http.StatusAccepted)
-	cpWaitWorkRequest(t, srv, clientA, del.HTTPResponse.Header.Get("opc-work-request-id"))
+	e2e.RequireStatus(t, del, err, http.StatusAccepted)
+	srv.WaitWorkRequest(t, clientA, del.HTTPResponse.Header.Get("opc-work-request-id"))
 
 	// Filters that name A's resources from B's own compartments find nothing.
-	listB, err := clientB.ListQueuesWithResponse(ctx, &sdk.ListQueuesParams{CompartmentId: tenancyB, CompartmentIdInSubtree: cpPtr(true), Id: &queueA.Id})
-	cpRequireStatus(t, listB, err, http.StatusOK)
+	listB, err := clientB.ListQueuesWithResponse(ctx, &sdk.ListQueuesParams{CompartmentId: tenancyB, CompartmentIdInSubtree: e2e.Ptr(true), Id: &queueA.Id})
+	e2e.RequireStatus(t, listB, err, http.StatusOK)
 	require.Empty(t, listB.JSON200.Items)
 	workB, err := clientB.ListWorkRequestsWithResponse(ctx, &sdk.ListWorkRequestsParams{CompartmentId: tenancyB, ResourceId: &queueA.Id})
-	cpRequireStatus(t, workB, err, http.StatusOK)
+	e2e.RequireStatus(t, workB, err, http.StatusOK)
 	require.Empty(t, workB.JSON200.Items)
-	require.Equal(t, []string{compB.Id}, cpCompartmentIDs(t, clientB, sdk.ListCompartmentsParams{CompartmentId: tenancyB, CompartmentIdInSubtree: cpPtr(true)}))
-	require.ElementsMatch(t, []string{queueB.Id, ownB.JSON200.Id}, cpQueueIDs(t, clientB, sdk.ListQueuesParams{CompartmentId: tenancyB, CompartmentIdInSubtree: cpPtr(true)}))
+	require.Equal(t, []string{compB.Id}, clientB.CompartmentIDs(t, sdk.ListCompartmentsParams{CompartmentId: tenancyB, CompartmentIdInSubtree: e2e.Ptr(true)}))
+	require.ElementsMatch(t, []string{queueB.Id, ownB.JSON200.Id}, clientB.QueueIDs(t, sdk.ListQueuesParams{CompartmentId: tenancyB, CompartmentIdInSubtree: e2e.Ptr(true)}))
 
 	// A's resources are exactly as they were; B's queue did not move.
 	after := snapshot()
 	after.ListedQueues = before.ListedQueues // A's own retried queue came and went; compared below
 	require.Equal(t, before, after)
-	require.ElementsMatch(t, before.ListedQueues, cpQueueIDs(t, clientA, sdk.ListQueuesParams{CompartmentId: tenancyA, CompartmentIdInSubtree: cpPtr(true)}))
-	gotB, _ := cpGetQueue(t, clientB, queueB.Id)
+	require.ElementsMatch(t, before.ListedQueues, clientA.QueueIDs(t, sdk.ListQueuesParams{CompartmentId: tenancyA, CompartmentIdInSubtree: e2e.Ptr(true)}))
+	gotB, _ := clientB.QueueWithETag(t, queueB.Id)
 	require.Equal(t, compB.Id, gotB.CompartmentId)
 }

@@ -16,6 +16,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/ferry-mq/ferry/openapi/sdk"
+	"github.com/ferry-mq/ferry/tests/e2e"
 	"github.com/ferry-mq/ferry/tests/testserver"
 )
 
@@ -24,28 +25,6 @@ import (
 // other nor unordered messages; the DLQ, a purge and a redrive keep a group moving; a delayed message is out of
 // its group's order.
 
-// inGroup is a message of an ordered message group.
-func inGroup(content, group string) sdk.PutMessagesDetailsEntry {
-	return withMeta(content, sdk.MessageMetadata{MessageGroupId: &group})
-}
-
-// release ends a lease at once (UpdateMessage with visibilityInSeconds 0).
-func release(t *testing.T, c *sdk.ClientWithResponses, queueID string, m sdk.GetMessage) {
-	t.Helper()
-	resp, err := c.UpdateMessageWithResponse(context.Background(), queueID, m.Receipt, &sdk.UpdateMessageParams{},
-		sdk.UpdateMessageDetails{VisibilityInSeconds: 0})
-	require.NoError(t, err)
-	require.Equal(t, http.StatusOK, resp.StatusCode(), string(resp.Body))
-}
-
-// groupOf is the messageGroupId a received message carries ("" without one).
-func groupOf(m sdk.GetMessage) string {
-	if m.Metadata == nil || m.Metadata.MessageGroupId == nil {
-		return ""
-	}
-	return *m.Metadata.MessageGroupId
-}
-
 // TestOrderedGroupsConcurrentConsumers publishes interleaved ordered groups and unordered messages and consumes
 // them with 8 concurrent consumers (random batch sizes and processing times). Without lease expiries every
 // message is processed exactly once and each group strictly in publish order, never two of a group at a time.
@@ -53,8 +32,7 @@ func groupOf(m sdk.GetMessage) string {
 // publish order, and a consumer is never handed a message of a group before the earlier one was acknowledged.
 func TestOrderedGroupsConcurrentConsumers(t *testing.T) {
 	t.Parallel()
-	srv := testserver.Start(t)
-	tenancyID, c := srv.Admin(t, "ordered-concurrent")
+	srv, tenancyID, c := testserver.StartAdmin(t)
 
 	type scenario struct {
 		name       string
@@ -69,7 +47,7 @@ func TestOrderedGroupsConcurrentConsumers(t *testing.T) {
 		{name: "expiries", groups: 8, perGroup: 8, unordered: 10, visibility: 1, stall: 0.15},
 	} {
 		t.Run(sc.name, func(t *testing.T) {
-			q := createQueue(t, c, tenancyID, withVisibility(sc.visibility), withTimeout(1))
+			q := c.NewQueue(t, tenancyID, e2e.WithVisibility(sc.visibility), e2e.WithTimeout(1))
 			// A random interleaving of the groups (each in its own order) and the unordered messages.
 			var entries []sdk.PutMessagesDetailsEntry
 			nextSeq := make([]int, sc.groups+1) // the last slot counts unordered messages
@@ -77,9 +55,9 @@ func TestOrderedGroupsConcurrentConsumers(t *testing.T) {
 				g := rand.IntN(sc.groups + 1)
 				switch {
 				case g == sc.groups && nextSeq[g] < sc.unordered:
-					entries = append(entries, msg("u:"+strconv.Itoa(nextSeq[g])))
+					entries = append(entries, e2e.Msg("u:"+strconv.Itoa(nextSeq[g])))
 				case g < sc.groups && nextSeq[g] < sc.perGroup:
-					entries = append(entries, inGroup(fmt.Sprintf("g%d:%d", g, nextSeq[g]), "g"+strconv.Itoa(g)))
+					entries = append(entries, e2e.InGroup(fmt.Sprintf("g%d:%d", g, nextSeq[g]), "g"+strconv.Itoa(g)))
 				default:
 					continue
 				}
@@ -88,7 +66,7 @@ func TestOrderedGroupsConcurrentConsumers(t *testing.T) {
 			published := map[string][]string{} // group → contents in publish order
 			for start := 0; start < len(entries); start += 20 {
 				batch := entries[start:min(start+20, len(entries))]
-				put(t, c, q, batch...)
+				c.Put(t, q, batch...)
 				for _, e := range batch {
 					published[groupKey(e)] = append(published[groupKey(e)], e.Content)
 				}
@@ -125,13 +103,13 @@ func TestOrderedGroupsConcurrentConsumers(t *testing.T) {
 					defer wg.Done()
 					for done.Load() < int64(total) && time.Now().Before(deadline) {
 						resp, err := c.GetMessagesWithResponse(context.Background(), q, &sdk.GetMessagesParams{
-							Limit: ptr(1 + rand.IntN(8)), TimeoutInSeconds: ptr(1)})
+							Limit: e2e.Ptr(1 + rand.IntN(8)), TimeoutInSeconds: e2e.Ptr(1)})
 						if err != nil || resp.JSON200 == nil {
 							fail("get: %v %s", err, resp.Body)
 							return
 						}
 						for _, m := range resp.JSON200.Messages {
-							g := groupOf(m)
+							g := e2e.GroupOf(m)
 							mu.Lock()
 							delivered[m.Content]++
 							mu.Unlock()
@@ -156,11 +134,11 @@ func TestOrderedGroupsConcurrentConsumers(t *testing.T) {
 							}
 						}
 						for _, m := range resp.JSON200.Messages {
-							time.Sleep(time.Duration(rand.IntN(3)) * time.Millisecond) // processing
+							time.Sleep(time.Duration(rand.IntN(3)) * time.Millisecond) // processing time (the interleaving is the subject)
 							if sc.stall > 0 && rand.Float64() < sc.stall {
-								time.Sleep(time.Duration(sc.visibility)*time.Second + 300*time.Millisecond) // the lease expires
+								time.Sleep(time.Duration(sc.visibility)*time.Second + 300*time.Millisecond) // the lease expires: a consumer stalling past it is the subject
 							}
-							g := groupOf(m)
+							g := e2e.GroupOf(m)
 							var l *sync.Mutex
 							if g != "" {
 								l = groupLock(g)
@@ -210,7 +188,7 @@ func TestOrderedGroupsConcurrentConsumers(t *testing.T) {
 				}
 				require.Len(t, delivered, total)
 			}
-			require.Zero(t, storedMessages(t, srv, q))
+			require.Zero(t, srv.StoredMessages(t, q))
 		})
 	}
 }
@@ -227,35 +205,34 @@ func groupKey(e sdk.PutMessagesDetailsEntry) string {
 // never a second message of a group; acknowledging a head releases exactly its group's next message.
 func TestOrderedGroupsDoNotBlockEachOther(t *testing.T) {
 	t.Parallel()
-	srv := testserver.Start(t)
-	tenancyID, c := srv.Admin(t, "ordered-parallel")
-	q := createQueue(t, c, tenancyID)
-	put(t, c, q, inGroup("a1", "A"), inGroup("b1", "B"), inGroup("a2", "A"), msg("u1"), inGroup("b2", "B"), inGroup("a3", "A"), msg("u2"))
+	srv, tenancyID, c := testserver.StartAdmin(t)
+	q := c.NewQueue(t, tenancyID)
+	c.Put(t, q, e2e.InGroup("a1", "A"), e2e.InGroup("b1", "B"), e2e.InGroup("a2", "A"), e2e.Msg("u1"), e2e.InGroup("b2", "B"), e2e.InGroup("a3", "A"), e2e.Msg("u2"))
 
-	first := get(t, c, q, limit(32), visibility(60))
-	require.ElementsMatch(t, []string{"a1", "b1", "u1", "u2"}, contents(first))
+	first := c.Get(t, q, e2e.Limit(32), e2e.Visibility(60))
+	require.ElementsMatch(t, []string{"a1", "b1", "u1", "u2"}, e2e.Contents(first))
 	for _, m := range first {
 		if m.Content == "a1" {
-			require.Equal(t, "A", groupOf(m), "the message carries its messageGroupId")
+			require.Equal(t, "A", e2e.GroupOf(m), "the message carries its messageGroupId")
 		}
 	}
-	require.Empty(t, get(t, c, q, limit(32)), "a2 and b2 wait for their heads")
-	requireStats(t, c, q, 3, 4, 0, 0) // waiting messages count as visible
+	require.Empty(t, c.Get(t, q, e2e.Limit(32)), "a2 and b2 wait for their heads")
+	c.RequireStats(t, q, 3, 4, 0, 0) // waiting messages count as visible
 
 	// Acknowledging B's head releases b2 only; A stays blocked behind a1.
-	deleteAll(t, c, q, pick(first, "b1", "u1", "u2"))
-	next := get(t, c, q, limit(32), visibility(60))
-	require.Equal(t, []string{"b2"}, contents(next))
-	deleteAll(t, c, q, append(pick(first, "a1"), next...))
-	require.Equal(t, []string{"a2"}, contents(get(t, c, q, limit(32), visibility(0))), "a lease that ends keeps the head first")
-	a2 := get(t, c, q, limit(32), visibility(60))
-	require.Equal(t, []string{"a2"}, contents(a2), "the released head is delivered again, before a3")
+	c.DeleteAll(t, q, pick(first, "b1", "u1", "u2"))
+	next := c.Get(t, q, e2e.Limit(32), e2e.Visibility(60))
+	require.Equal(t, []string{"b2"}, e2e.Contents(next))
+	c.DeleteAll(t, q, append(pick(first, "a1"), next...))
+	require.Equal(t, []string{"a2"}, e2e.Contents(c.Get(t, q, e2e.Limit(32), e2e.Visibility(0))), "a lease that ends keeps the head first")
+	a2 := c.Get(t, q, e2e.Limit(32), e2e.Visibility(60))
+	require.Equal(t, []string{"a2"}, e2e.Contents(a2), "the released head is delivered again, before a3")
 	require.Equal(t, 2, a2[0].DeliveryCount)
-	deleteAll(t, c, q, a2)
-	last := get(t, c, q, limit(32), visibility(60))
-	require.Equal(t, []string{"a3"}, contents(last))
-	deleteAll(t, c, q, last)
-	require.Zero(t, storedMessages(t, srv, q))
+	c.DeleteAll(t, q, a2)
+	last := c.Get(t, q, e2e.Limit(32), e2e.Visibility(60))
+	require.Equal(t, []string{"a3"}, e2e.Contents(last))
+	c.DeleteAll(t, q, last)
+	require.Zero(t, srv.StoredMessages(t, q))
 }
 
 // pick returns the messages with the given contents.
@@ -273,25 +250,24 @@ func pick(msgs []sdk.GetMessage, wanted ...string) []sdk.GetMessage {
 // itself: unordered messages published after it are delivered at once, in batches.
 func TestOrderedGroupsUnorderedNotSlowed(t *testing.T) {
 	t.Parallel()
-	srv := testserver.Start(t)
-	tenancyID, c := srv.Admin(t, "ordered-unordered")
-	q := createQueue(t, c, tenancyID)
+	_, tenancyID, c := testserver.StartAdmin(t)
+	q := c.NewQueue(t, tenancyID)
 	for batch := 0; batch < 25; batch++ {
 		var entries []sdk.PutMessagesDetailsEntry
 		for i := 0; i < 20; i++ {
-			entries = append(entries, inGroup(fmt.Sprintf("long-%03d", batch*20+i), "long"))
+			entries = append(entries, e2e.InGroup(fmt.Sprintf("long-%03d", batch*20+i), "long"))
 		}
-		put(t, c, q, entries...)
+		c.Put(t, q, entries...)
 	}
-	head := get(t, c, q, visibility(300))
-	require.Equal(t, []string{"long-000"}, contents(head))
+	head := c.Get(t, q, e2e.Visibility(300))
+	require.Equal(t, []string{"long-000"}, e2e.Contents(head))
 	for i := 0; i < 40; i++ {
-		put(t, c, q, msg("free-"+strconv.Itoa(i)))
+		c.Put(t, q, e2e.Msg("free-"+strconv.Itoa(i)))
 	}
 	start := time.Now()
 	var free []string
 	for len(free) < 40 {
-		got := get(t, c, q, limit(32), visibility(300))
+		got := c.Get(t, q, e2e.Limit(32), e2e.Visibility(300))
 		require.NotEmpty(t, got, "unordered messages are deliverable")
 		for _, m := range got {
 			require.True(t, strings.HasPrefix(m.Content, "free-"), "only unordered messages: %s", m.Content)
@@ -299,141 +275,136 @@ func TestOrderedGroupsUnorderedNotSlowed(t *testing.T) {
 		}
 	}
 	require.Less(t, time.Since(start), 5*time.Second)
-	require.Empty(t, get(t, c, q, limit(32)), "the group's 499 waiting messages stay behind its head")
-	require.Equal(t, int64(499), stats(t, c, q).Queue.VisibleMessages)
+	require.Empty(t, c.Get(t, q, e2e.Limit(32)), "the group's 499 waiting messages stay behind its head")
+	require.Equal(t, int64(499), c.Stats(t, q).Queue.VisibleMessages)
 }
 
 // TestOrderedGroupDLQUnblocks: a head that is dead-lettered unblocks its group in the same lease (the next message
 // is delivered by the very call that moved it); redriven, it rejoins its group after the current head.
 func TestOrderedGroupDLQUnblocks(t *testing.T) {
 	t.Parallel()
-	srv := testserver.Start(t)
-	tenancyID, c := srv.Admin(t, "ordered-dlq")
-	q := createQueue(t, c, tenancyID, withDLQ(1))
-	put(t, c, q, inGroup("m1", "G"), inGroup("m2", "G"), inGroup("m3", "G"))
+	srv, tenancyID, c := testserver.StartAdmin(t)
+	q := c.NewQueue(t, tenancyID, e2e.WithDLQ(1))
+	c.Put(t, q, e2e.InGroup("m1", "G"), e2e.InGroup("m2", "G"), e2e.InGroup("m3", "G"))
 
-	first := get(t, c, q, limit(10), visibility(60))
-	require.Equal(t, []string{"m1"}, contents(first))
-	release(t, c, q, first[0]) // a failed delivery: visible again, its delivery count at the limit
-	second := get(t, c, q, limit(10), visibility(60))
-	require.Equal(t, []string{"m2"}, contents(second), "m1 moved to the DLQ and m2 is delivered by the same call")
-	requireStats(t, c, q, 1, 1, 1, 0)
+	first := c.Get(t, q, e2e.Limit(10), e2e.Visibility(60))
+	require.Equal(t, []string{"m1"}, e2e.Contents(first))
+	c.Release(t, q, first[0]) // a failed delivery: visible again, its delivery count at the limit
+	second := c.Get(t, q, e2e.Limit(10), e2e.Visibility(60))
+	require.Equal(t, []string{"m2"}, e2e.Contents(second), "m1 moved to the DLQ and m2 is delivered by the same call")
+	c.RequireStats(t, q, 1, 1, 1, 0)
 
 	// Redriven while m2 is in flight, m1 waits behind m2 and comes before m3.
 	resp, err := c.RedriveMessagesWithResponse(context.Background(), q, &sdk.RedriveMessagesParams{}, sdk.RedriveMessagesDetails{})
 	require.NoError(t, err)
 	require.Equal(t, http.StatusOK, resp.StatusCode(), string(resp.Body))
 	require.Equal(t, 1, resp.JSON200.RedrivenMessages)
-	require.Empty(t, get(t, c, q, limit(10)), "m2 is still the group's head")
-	deleteAll(t, c, q, second)
-	third := get(t, c, q, limit(10), visibility(60))
-	require.Equal(t, []string{"m1"}, contents(third))
-	deleteAll(t, c, q, third)
-	fourth := get(t, c, q, limit(10), visibility(60))
-	require.Equal(t, []string{"m3"}, contents(fourth))
-	deleteAll(t, c, q, fourth)
-	require.Zero(t, storedMessages(t, srv, q))
+	require.Empty(t, c.Get(t, q, e2e.Limit(10)), "m2 is still the group's head")
+	c.DeleteAll(t, q, second)
+	third := c.Get(t, q, e2e.Limit(10), e2e.Visibility(60))
+	require.Equal(t, []string{"m1"}, e2e.Contents(third))
+	c.DeleteAll(t, q, third)
+	fourth := c.Get(t, q, e2e.Limit(10), e2e.Visibility(60))
+	require.Equal(t, []string{"m3"}, e2e.Contents(fourth))
+	c.DeleteAll(t, q, fourth)
+	require.Zero(t, srv.StoredMessages(t, q))
 }
 
 // TestOrderedGroupDelayDoesNotBlock: a delayed message of a group holds nothing back while it is delayed, and it
 // is delivered when its delay ends even while the group's head is leased (a delay takes it out of the order).
 func TestOrderedGroupDelayDoesNotBlock(t *testing.T) {
 	t.Parallel()
-	srv := testserver.Start(t)
-	tenancyID, c := srv.Admin(t, "ordered-delay")
-	q := createQueue(t, c, tenancyID)
+	srv, tenancyID, c := testserver.StartAdmin(t)
+	q := c.NewQueue(t, tenancyID)
 	group, delay := "G", 2
-	put(t, c, q, withMeta("late", sdk.MessageMetadata{MessageGroupId: &group, DelayInSeconds: &delay}))
+	c.Put(t, q, e2e.WithMeta("late", sdk.MessageMetadata{MessageGroupId: &group, DelayInSeconds: &delay}))
 	putAt := time.Now()
-	put(t, c, q, inGroup("m2", group), inGroup("m3", group))
+	c.Put(t, q, e2e.InGroup("m2", group), e2e.InGroup("m3", group))
 
-	m2 := get(t, c, q, limit(10), visibility(60))
-	require.Equal(t, []string{"m2"}, contents(m2), "the delayed message does not block its group")
-	require.Empty(t, get(t, c, q, limit(10)), "m3 waits for m2")
-	deleteAll(t, c, q, m2)
-	m3 := get(t, c, q, limit(10), visibility(60))
-	require.Equal(t, []string{"m3"}, contents(m3))
+	m2 := c.Get(t, q, e2e.Limit(10), e2e.Visibility(60))
+	require.Equal(t, []string{"m2"}, e2e.Contents(m2), "the delayed message does not block its group")
+	require.Empty(t, c.Get(t, q, e2e.Limit(10)), "m3 waits for m2")
+	c.DeleteAll(t, q, m2)
+	m3 := c.Get(t, q, e2e.Limit(10), e2e.Visibility(60))
+	require.Equal(t, []string{"m3"}, e2e.Contents(m3))
 
 	// m3 is still leased: the delayed message arrives anyway when its delay ends.
 	var late []sdk.GetMessage
 	require.Eventually(t, func() bool {
-		late = get(t, c, q, limit(10), visibility(60))
+		late = c.Get(t, q, e2e.Limit(10), e2e.Visibility(60))
 		return len(late) > 0
 	}, 10*time.Second, 50*time.Millisecond)
 	require.GreaterOrEqual(t, time.Since(putAt), time.Duration(delay)*time.Second-200*time.Millisecond)
-	require.Equal(t, []string{"late"}, contents(late))
-	require.Equal(t, group, groupOf(late[0]), "it still carries its messageGroupId")
-	deleteAll(t, c, q, append(late, m3...))
-	require.Zero(t, storedMessages(t, srv, q))
+	require.Equal(t, []string{"late"}, e2e.Contents(late))
+	require.Equal(t, group, e2e.GroupOf(late[0]), "it still carries its messageGroupId")
+	c.DeleteAll(t, q, append(late, m3...))
+	require.Zero(t, srv.StoredMessages(t, q))
 }
 
 // TestOrderedGroupsPerConsumerGroup: each consumer group orders its own copy: a head leased in one group does not
 // hold back the other group's copy of the next message.
 func TestOrderedGroupsPerConsumerGroup(t *testing.T) {
 	t.Parallel()
-	srv := testserver.Start(t)
-	tenancyID, c := srv.Admin(t, "ordered-fanout")
-	q := createQueue(t, c, tenancyID, withConsumerGroups(true))
-	createGroup(t, c, q, "audit", "")
-	put(t, c, q, inGroup("m1", "G"), inGroup("m2", "G"))
+	_, tenancyID, c := testserver.StartAdmin(t)
+	q := c.NewQueue(t, tenancyID, e2e.WithConsumerGroups(true))
+	c.NewGroup(t, q, "audit", "")
+	c.Put(t, q, e2e.InGroup("m1", "G"), e2e.InGroup("m2", "G"))
 
-	primary := get(t, c, q, limit(10), visibility(60))
-	require.Equal(t, []string{"m1"}, contents(primary))
-	audit := get(t, c, q, ofGroup("audit"), limit(10), visibility(60))
-	require.Equal(t, []string{"m1"}, contents(audit))
-	deleteAll(t, c, q, audit, ofGroup("audit"))
-	require.Equal(t, []string{"m2"}, contents(get(t, c, q, ofGroup("audit"), limit(10), visibility(60))))
-	require.Empty(t, get(t, c, q, limit(10)), "the primary group's m2 still waits for its m1")
-	deleteAll(t, c, q, primary)
-	require.Equal(t, []string{"m2"}, contents(get(t, c, q, limit(10), visibility(60))))
+	primary := c.Get(t, q, e2e.Limit(10), e2e.Visibility(60))
+	require.Equal(t, []string{"m1"}, e2e.Contents(primary))
+	audit := c.Get(t, q, e2e.OfGroup("audit"), e2e.Limit(10), e2e.Visibility(60))
+	require.Equal(t, []string{"m1"}, e2e.Contents(audit))
+	c.DeleteAll(t, q, audit, e2e.OfGroup("audit"))
+	require.Equal(t, []string{"m2"}, e2e.Contents(c.Get(t, q, e2e.OfGroup("audit"), e2e.Limit(10), e2e.Visibility(60))))
+	require.Empty(t, c.Get(t, q, e2e.Limit(10)), "the primary group's m2 still waits for its m1")
+	c.DeleteAll(t, q, primary)
+	require.Equal(t, []string{"m2"}, e2e.Contents(c.Get(t, q, e2e.Limit(10), e2e.Visibility(60))))
 }
 
 // TestOrderedGroupPurgeUnblocks: a purge or retention that removes a group's head (here: what was published before
 // the purge, while a later message already waits behind it) lets the group continue with the message that is left.
 func TestOrderedGroupPurgeUnblocks(t *testing.T) {
 	t.Parallel()
-	srv := testserver.Start(t)
-	tenancyID, c := srv.Admin(t, "ordered-purge")
-	q := createQueue(t, c, tenancyID)
-	before := put(t, c, q, inGroup("m1", "G"), inGroup("m2", "G"))
-	require.Equal(t, []string{"m1"}, contents(get(t, c, q, limit(10), visibility(60))))
-	put(t, c, q, inGroup("m3", "G"))
+	srv, tenancyID, c := testserver.StartAdmin(t)
+	q := c.NewQueue(t, tenancyID)
+	before := c.Put(t, q, e2e.InGroup("m1", "G"), e2e.InGroup("m2", "G"))
+	require.Equal(t, []string{"m1"}, e2e.Contents(c.Get(t, q, e2e.Limit(10), e2e.Visibility(60))))
+	c.Put(t, q, e2e.InGroup("m3", "G"))
 
 	// The purge's batches, as the work request runs them, up to the last message published before it started.
 	purged, err := srv.Node.Messaging().Messages().PurgeBatch(context.Background(), q, nil, before[1].Id, 1000)
 	require.NoError(t, err)
 	require.Equal(t, int64(2), purged)
-	m3 := get(t, c, q, limit(10), visibility(60))
-	require.Equal(t, []string{"m3"}, contents(m3), "the group continues after the purge")
-	deleteAll(t, c, q, m3)
+	m3 := c.Get(t, q, e2e.Limit(10), e2e.Visibility(60))
+	require.Equal(t, []string{"m3"}, e2e.Contents(m3), "the group continues after the purge")
+	c.DeleteAll(t, q, m3)
 
 	// Retention deletes the oldest messages the same way (ids up to a cutoff), and the group continues too.
-	ret := put(t, c, q, inGroup("r1", "R"), inGroup("r2", "R"), inGroup("r3", "R"))
-	require.Equal(t, []string{"r1"}, contents(get(t, c, q, limit(10), visibility(60))))
+	ret := c.Put(t, q, e2e.InGroup("r1", "R"), e2e.InGroup("r2", "R"), e2e.InGroup("r3", "R"))
+	require.Equal(t, []string{"r1"}, e2e.Contents(c.Get(t, q, e2e.Limit(10), e2e.Visibility(60))))
 	expired, err := srv.Node.Messaging().Messages().ExpireBatch(context.Background(), q, ret[1].Id, 1000)
 	require.NoError(t, err)
 	require.Equal(t, int64(2), expired)
-	r3 := get(t, c, q, limit(10), visibility(60))
-	require.Equal(t, []string{"r3"}, contents(r3), "the group continues after retention removed its head")
-	deleteAll(t, c, q, r3)
+	r3 := c.Get(t, q, e2e.Limit(10), e2e.Visibility(60))
+	require.Equal(t, []string{"r3"}, e2e.Contents(r3), "the group continues after retention removed its head")
+	c.DeleteAll(t, q, r3)
 
 	// A purge through the API empties waiting messages too; the group then starts afresh.
-	put(t, c, q, inGroup("n1", "G"), inGroup("n2", "G"))
-	purge(t, srv, c, q, sdk.PurgeTypeNORMAL)
-	require.Zero(t, storedMessages(t, srv, q))
-	put(t, c, q, inGroup("n3", "G"))
-	require.Equal(t, []string{"n3"}, contents(get(t, c, q, limit(10), visibility(60))))
+	c.Put(t, q, e2e.InGroup("n1", "G"), e2e.InGroup("n2", "G"))
+	srv.Purge(t, c, q, sdk.PurgeTypeNORMAL)
+	require.Zero(t, srv.StoredMessages(t, q))
+	c.Put(t, q, e2e.InGroup("n3", "G"))
+	require.Equal(t, []string{"n3"}, e2e.Contents(c.Get(t, q, e2e.Limit(10), e2e.Visibility(60))))
 }
 
 // TestOrderedGroupConcurrentPuts: producers racing on one group (from two nodes) never create two heads: at any
 // time exactly one of the group's messages is deliverable.
 func TestOrderedGroupConcurrentPuts(t *testing.T) {
 	t.Parallel()
-	srv := testserver.Start(t)
-	tenancyID, c := srv.Admin(t, "ordered-race")
+	srv, tenancyID, c := testserver.StartAdmin(t)
 	second := srv.Peer(t)
 	c2 := second.AdminOf(t, tenancyID)
-	q := createQueue(t, c, tenancyID)
+	q := c.NewQueue(t, tenancyID)
 
 	for round := 0; round < 5; round++ {
 		group := "race-" + strconv.Itoa(round)
@@ -447,7 +418,7 @@ func TestOrderedGroupConcurrentPuts(t *testing.T) {
 			go func() {
 				defer wg.Done()
 				resp, err := client.PutMessagesWithResponse(context.Background(), q, &sdk.PutMessagesParams{},
-					sdk.PutMessagesDetails{Messages: []sdk.PutMessagesDetailsEntry{inGroup("x", group), inGroup("y", group)}})
+					sdk.PutMessagesDetails{Messages: []sdk.PutMessagesDetailsEntry{e2e.InGroup("x", group), e2e.InGroup("y", group)}})
 				if err == nil && resp.StatusCode() != http.StatusOK {
 					err = fmt.Errorf("put: %d %s", resp.StatusCode(), resp.Body)
 				}
@@ -464,17 +435,17 @@ func TestOrderedGroupConcurrentPuts(t *testing.T) {
 	// group, and all 80 arrive.
 	received := 0
 	for {
-		got := get(t, c, q, limit(32), visibility(60))
+		got := c.Get(t, q, e2e.Limit(32), e2e.Visibility(60))
 		if len(got) == 0 {
 			break
 		}
 		seen := map[string]bool{}
 		for _, m := range got {
-			require.False(t, seen[groupOf(m)], "two messages of group %s in one lease", groupOf(m))
-			seen[groupOf(m)] = true
+			require.False(t, seen[e2e.GroupOf(m)], "two messages of group %s in one lease", e2e.GroupOf(m))
+			seen[e2e.GroupOf(m)] = true
 		}
 		received += len(got)
-		deleteAll(t, c, q, got)
+		c.DeleteAll(t, q, got)
 	}
 	require.Equal(t, 5*16, received)
 }
@@ -482,9 +453,8 @@ func TestOrderedGroupConcurrentPuts(t *testing.T) {
 // TestOrderedBadInput: messageGroupId is 1 to 128 characters.
 func TestOrderedBadInput(t *testing.T) {
 	t.Parallel()
-	srv := testserver.Start(t)
-	tenancyID, c := srv.Admin(t, "ordered-bad")
-	q := createQueue(t, c, tenancyID)
+	srv, tenancyID, c := testserver.StartAdmin(t)
+	q := c.NewQueue(t, tenancyID)
 	tok := srv.Token(t, tenancyID, "admin", "Administrators")
 	for _, body := range []string{
 		`{"messages":[{"content":"x","metadata":{"messageGroupId":""}}]}`,
@@ -492,9 +462,9 @@ func TestOrderedBadInput(t *testing.T) {
 		`{"messages":[{"content":"x","metadata":{"messageGroupId":"a\u0000b"}}]}`,
 		`{"messages":[{"content":"x","metadata":{"messageGroupId":7}}]}`,
 	} {
-		r := raw(t, srv, tok, http.MethodPost, "/20210201/queues/"+q+"/messages", strings.NewReader(body))
-		requireAPIError(t, r.Status, r.Body, http.StatusBadRequest, "InvalidParameter", "messageGroupId")
+		r := srv.RawJSON(t, tok, http.MethodPost, "/20210201/queues/"+q+"/messages", strings.NewReader(body))
+		e2e.RequireAPIError(t, r.Status, r.Body, http.StatusBadRequest, "InvalidParameter", "messageGroupId")
 	}
-	put(t, c, q, inGroup("ok", strings.Repeat("é", 128)))
-	require.Zero(t, storedMessages(t, srv, q)-1)
+	c.Put(t, q, e2e.InGroup("ok", strings.Repeat("é", 128)))
+	require.Zero(t, srv.StoredMessages(t, q)-1)
 }

@@ -18,8 +18,7 @@ func TestMain(m *testing.M) { testdb.Main(m) }
 
 func TestSmokeCreateAndListQueue(t *testing.T) {
 	t.Parallel()
-	srv := testserver.Start(t)
-	tenancyID, client := srv.Admin(t, "smoke")
+	_, tenancyID, client := testserver.StartAdmin(t)
 	ctx := context.Background()
 
 	created, err := client.CreateQueueWithResponse(ctx, &sdk.CreateQueueParams{}, sdk.CreateQueueDetails{

@@ -14,6 +14,7 @@ import (
 
 	"github.com/ferry-mq/ferry/openapi/sdk"
 	"github.com/ferry-mq/ferry/services/server"
+	"github.com/ferry-mq/ferry/tests/e2e"
 	"github.com/ferry-mq/ferry/tests/testserver"
 )
 
@@ -29,63 +30,6 @@ func fastPings(c *server.Config) {
 	c.Watch.Heartbeat = 200 * time.Millisecond
 }
 
-// watchAs opens a watch and closes it when the test ends.
-func watchAs(t *testing.T, srv *testserver.Server, token, queueID string, opts sdk.WatchOptions) *sdk.Watcher {
-	t.Helper()
-	opts.Token = token
-	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-	defer cancel()
-	w, err := sdk.Watch(ctx, srv.URL, queueID, opts)
-	require.NoError(t, err)
-	t.Cleanup(func() { _ = w.Close() })
-	return w
-}
-
-// receive waits for n pushed messages.
-func receive(t *testing.T, w *sdk.Watcher, n int, within time.Duration) []sdk.GetMessage {
-	t.Helper()
-	var out []sdk.GetMessage
-	deadline := time.After(within)
-	for len(out) < n {
-		select {
-		case m, ok := <-w.Messages():
-			require.True(t, ok, "the watch ended: %v", w.Err())
-			out = append(out, m)
-		case <-deadline:
-			require.FailNowf(t, "timeout", "received %d of %d messages in %s", len(out), n, within)
-		}
-	}
-	return out
-}
-
-// receiveNone checks that nothing is pushed for d.
-func receiveNone(t *testing.T, w *sdk.Watcher, d time.Duration) {
-	t.Helper()
-	select {
-	case m, ok := <-w.Messages():
-		if ok {
-			require.FailNowf(t, "unexpected message", "pushed %d (%q)", m.Id, m.Content)
-		}
-	case <-time.After(d):
-	}
-}
-
-func receipts(msgs []sdk.GetMessage) []string {
-	out := make([]string, len(msgs))
-	for i, m := range msgs {
-		out[i] = m.Receipt
-	}
-	return out
-}
-
-func listConsumers(t *testing.T, c *sdk.ClientWithResponses, queueID string) *sdk.ConsumerCollection {
-	t.Helper()
-	resp, err := c.ListConsumersWithResponse(context.Background(), queueID, &sdk.ListConsumersParams{})
-	require.NoError(t, err)
-	require.Equal(t, http.StatusOK, resp.StatusCode(), string(resp.Body))
-	return resp.JSON200
-}
-
 func consumerNamed(t *testing.T, list *sdk.ConsumerCollection, id string) sdk.Consumer {
 	t.Helper()
 	for _, c := range list.Items {
@@ -97,33 +41,28 @@ func consumerNamed(t *testing.T, list *sdk.ConsumerCollection, id string) sdk.Co
 	return sdk.Consumer{}
 }
 
-func adminToken(t *testing.T, srv *testserver.Server, tenancyID string) string {
-	return srv.Token(t, tenancyID, "admin", "Administrators")
-}
-
 // TestWatchWindow: never more than window unacknowledged messages; each commit makes room for as many; the
 // consumers API shows pending, window, slots and delivered.
 func TestWatchWindow(t *testing.T) {
 	t.Parallel()
-	srv := testserver.Start(t)
-	tenancyID, c := srv.Admin(t, "watch-window")
-	token := adminToken(t, srv, tenancyID)
-	q := createQueue(t, c, tenancyID)
+	srv, tenancyID, c := testserver.StartAdmin(t)
+	token := srv.AdminToken(t, tenancyID)
+	q := c.NewQueue(t, tenancyID)
 	for i := 0; i < 10; i++ {
-		put(t, c, q, msg("m"+string(rune('0'+i))))
+		c.Put(t, q, e2e.Msg("m"+string(rune('0'+i))))
 	}
-	w := watchAs(t, srv, token, q, sdk.WatchOptions{ConsumerID: "pusher-1", Window: 3})
+	w := e2e.Watch(t, srv.URL, token, q, sdk.WatchOptions{ConsumerID: "pusher-1", Window: 3})
 	require.Equal(t, "pusher-1", w.ConsumerID)
 	require.Equal(t, q, w.ConsumerGroupID, "the primary group's OCID is the queue's")
 	require.Equal(t, 3, w.Window)
 
-	first := receive(t, w, 3, 5*time.Second)
-	receiveNone(t, w, 300*time.Millisecond)
+	first := e2e.Receive(t, w, 3, 5*time.Second)
+	e2e.ReceiveNone(t, w, 300*time.Millisecond)
 	for _, m := range first {
 		require.Equal(t, 1, m.DeliveryCount)
 	}
 
-	list := listConsumers(t, c, q)
+	list := c.Consumers(t, q)
 	me := consumerNamed(t, list, "pusher-1")
 	require.Equal(t, sdk.ConsumerStatusRUNNING, me.Status)
 	require.Equal(t, sdk.ConsumerKindWATCH, me.Kind)
@@ -139,25 +78,25 @@ func TestWatchWindow(t *testing.T) {
 	errs, err := w.Commit(ctx, first[0].Receipt)
 	require.NoError(t, err)
 	require.Empty(t, errs)
-	next := receive(t, w, 1, 5*time.Second)
-	receiveNone(t, w, 300*time.Millisecond)
+	next := e2e.Receive(t, w, 1, 5*time.Second)
+	e2e.ReceiveNone(t, w, 300*time.Millisecond)
 
 	got := append(first[1:], next...)
 	total := 4
 	for total < 10 {
-		errs, err := w.Commit(ctx, receipts(got)...)
+		errs, err := w.Commit(ctx, e2e.Receipts(got)...)
 		require.NoError(t, err)
 		require.Empty(t, errs)
 		n := min(3, 10-total)
-		got = receive(t, w, n, 5*time.Second)
+		got = e2e.Receive(t, w, n, 5*time.Second)
 		total += n
 	}
-	errs, err = w.Commit(ctx, receipts(got)...)
+	errs, err = w.Commit(ctx, e2e.Receipts(got)...)
 	require.NoError(t, err)
 	require.Empty(t, errs)
-	requireStats(t, c, q, 0, 0, 0, 0)
+	c.RequireStats(t, q, 0, 0, 0, 0)
 	require.Eventually(t, func() bool {
-		me := consumerNamed(t, listConsumers(t, c, q), "pusher-1")
+		me := consumerNamed(t, c.Consumers(t, q), "pusher-1")
 		return me.Delivered == 10 && me.Pending == 0 && *me.Slots == 3
 	}, 5*time.Second, 50*time.Millisecond, "the heartbeat publishes delivered")
 
@@ -173,16 +112,15 @@ func TestWatchWindow(t *testing.T) {
 // Invalid codes are refused.
 func TestWatchNegative(t *testing.T) {
 	t.Parallel()
-	srv := testserver.Start(t)
-	tenancyID, c := srv.Admin(t, "watch-negative")
-	token := adminToken(t, srv, tenancyID)
-	q := createQueue(t, c, tenancyID, withDLQ(3))
-	sent := put(t, c, q, msg("negative"))
-	w := watchAs(t, srv, token, q, sdk.WatchOptions{Window: 1})
+	srv, tenancyID, c := testserver.StartAdmin(t)
+	token := srv.AdminToken(t, tenancyID)
+	q := c.NewQueue(t, tenancyID, e2e.WithDLQ(3))
+	sent := c.Put(t, q, e2e.Msg("negative"))
+	w := e2e.Watch(t, srv.URL, token, q, sdk.WatchOptions{Window: 1})
 	require.True(t, strings.HasPrefix(w.ConsumerID, "watch-"), "a generated consumer id: %q", w.ConsumerID)
 	ctx := context.Background()
 
-	m := receive(t, w, 1, 5*time.Second)[0]
+	m := e2e.Receive(t, w, 1, 5*time.Second)[0]
 	for _, bad := range []string{"", "lower", "Too.Many.Dots", "TheCodeIsLongerThan20", "Bad-Char"} {
 		_, err := w.Negative(ctx, bad, "r", m.Receipt)
 		var we *sdk.WatchError
@@ -190,11 +128,11 @@ func TestWatchNegative(t *testing.T) {
 		require.Equal(t, "InvalidParameter", we.Code)
 		require.Contains(t, we.Message, "code")
 	}
-	receiveNone(t, w, 200*time.Millisecond) // nothing was released: the window is still full
+	e2e.ReceiveNone(t, w, 200*time.Millisecond) // nothing was released: the window is still full
 
 	for delivery := 1; delivery <= 3; delivery++ {
 		if delivery > 1 {
-			m = receive(t, w, 1, 5*time.Second)[0]
+			m = e2e.Receive(t, w, 1, 5*time.Second)[0]
 			require.NotNil(t, m.LastNegative)
 			require.Equal(t, "Timeout.Db", m.LastNegative.Code)
 			require.Equal(t, "db down", *m.LastNegative.Reason)
@@ -205,17 +143,17 @@ func TestWatchNegative(t *testing.T) {
 		require.NoError(t, err)
 		require.Empty(t, errs)
 	}
-	receiveNone(t, w, 300*time.Millisecond)
-	require.Eventually(t, func() bool { return stats(t, c, q).Dlq.VisibleMessages == 1 }, 5*time.Second, 20*time.Millisecond)
-	dead := get(t, c, q, fromDLQ())
+	e2e.ReceiveNone(t, w, 300*time.Millisecond)
+	require.Eventually(t, func() bool { return c.Stats(t, q).Dlq.VisibleMessages == 1 }, 5*time.Second, 20*time.Millisecond)
+	dead := c.Get(t, q, e2e.FromDLQ())
 	require.Len(t, dead, 1)
 	require.Equal(t, sent[0].Id, dead[0].Id)
 	require.Equal(t, "Timeout.Db", dead[0].LastNegative.Code)
 	require.Equal(t, "db down", *dead[0].LastNegative.Reason)
 
 	// A numeric code is fine; a stale receipt fails on its own.
-	put(t, c, q, msg("n"))
-	m = receive(t, w, 1, 5*time.Second)[0]
+	c.Put(t, q, e2e.Msg("n"))
+	m = e2e.Receive(t, w, 1, 5*time.Second)[0]
 	errs, err := w.Negative(ctx, "503", "", m.Receipt)
 	require.NoError(t, err)
 	require.Empty(t, errs)
@@ -229,24 +167,23 @@ func TestWatchNegative(t *testing.T) {
 // pollers; the consumer is listed as LEAVING until it disconnects, then EXIT.
 func TestWatchShutdown(t *testing.T) {
 	t.Parallel()
-	srv := testserver.Start(t)
-	tenancyID, c := srv.Admin(t, "watch-shutdown")
-	token := adminToken(t, srv, tenancyID)
-	q := createQueue(t, c, tenancyID, withVisibility(300))
-	put(t, c, q, msg("a"), msg("b"), msg("c"))
-	w := watchAs(t, srv, token, q, sdk.WatchOptions{ConsumerID: "leaver", Window: 5})
-	held := receive(t, w, 3, 5*time.Second)
+	srv, tenancyID, c := testserver.StartAdmin(t)
+	token := srv.AdminToken(t, tenancyID)
+	q := c.NewQueue(t, tenancyID, e2e.WithVisibility(300))
+	c.Put(t, q, e2e.Msg("a"), e2e.Msg("b"), e2e.Msg("c"))
+	w := e2e.Watch(t, srv.URL, token, q, sdk.WatchOptions{ConsumerID: "leaver", Window: 5})
+	held := e2e.Receive(t, w, 3, 5*time.Second)
 	require.NoError(t, w.Shutdown(context.Background()))
 	require.Equal(t, "LEAVING", <-w.Statuses())
 
-	got := get(t, c, q, limit(10), timeout(0))
-	require.ElementsMatch(t, ids(held), ids(got), "released at once, not at the lease's end")
+	got := c.Get(t, q, e2e.Limit(10), e2e.Timeout(0))
+	require.ElementsMatch(t, e2e.IDs(held), e2e.IDs(got), "released at once, not at the lease's end")
 	for _, m := range got {
 		require.Equal(t, 2, m.DeliveryCount)
 	}
-	put(t, c, q, msg("d"))
-	receiveNone(t, w, 500*time.Millisecond)
-	require.Equal(t, sdk.ConsumerStatusLEAVING, consumerNamed(t, listConsumers(t, c, q), "leaver").Status)
+	c.Put(t, q, e2e.Msg("d"))
+	e2e.ReceiveNone(t, w, 500*time.Millisecond)
+	require.Equal(t, sdk.ConsumerStatusLEAVING, consumerNamed(t, c.Consumers(t, q), "leaver").Status)
 
 	// The old receipts no longer acknowledge anything.
 	errs, err := w.Commit(context.Background(), held[0].Receipt)
@@ -255,65 +192,63 @@ func TestWatchShutdown(t *testing.T) {
 
 	require.NoError(t, w.Close())
 	require.Eventually(t, func() bool {
-		return consumerNamed(t, listConsumers(t, c, q), "leaver").Status == sdk.ConsumerStatusEXIT
+		return consumerNamed(t, c.Consumers(t, q), "leaver").Status == sdk.ConsumerStatusEXIT
 	}, 5*time.Second, 20*time.Millisecond)
-	deleteAll(t, c, q, got)
+	c.DeleteAll(t, q, got)
 
 	// A minute after it left, the maintainer removes it.
 	_, err = srv.Pool.Exec(context.Background(), `UPDATE consumers SET left_at = now() - interval '61 seconds' WHERE consumer_id = 'leaver'`)
 	require.NoError(t, err)
-	runMaintainer(t, srv)
-	require.Empty(t, listConsumers(t, c, q).Items)
+	srv.RunMaintainer(t)
+	require.Empty(t, c.Consumers(t, q).Items)
 }
 
 // TestWatchAutoCommit: messages are acknowledged as they are sent; the window bounds frames, not the total.
 func TestWatchAutoCommit(t *testing.T) {
 	t.Parallel()
-	srv := testserver.Start(t)
-	tenancyID, c := srv.Admin(t, "watch-autocommit")
-	token := adminToken(t, srv, tenancyID)
-	q := createQueue(t, c, tenancyID)
-	w := watchAs(t, srv, token, q, sdk.WatchOptions{Window: 5, AutoCommit: true})
+	srv, tenancyID, c := testserver.StartAdmin(t)
+	token := srv.AdminToken(t, tenancyID)
+	q := c.NewQueue(t, tenancyID)
+	w := e2e.Watch(t, srv.URL, token, q, sdk.WatchOptions{Window: 5, AutoCommit: true})
 	require.True(t, w.AutoCommit)
 	var want []int64
 	for i := 0; i < 5; i++ {
-		sent := put(t, c, q, msg("a"), msg("b"), msg("c"), msg("d"), msg("e"), msg("f"), msg("g"), msg("h"), msg("i"), msg("j"))
+		sent := c.Put(t, q, e2e.Msg("a"), e2e.Msg("b"), e2e.Msg("c"), e2e.Msg("d"), e2e.Msg("e"), e2e.Msg("f"), e2e.Msg("g"), e2e.Msg("h"), e2e.Msg("i"), e2e.Msg("j"))
 		for _, s := range sent {
 			want = append(want, s.Id)
 		}
 	}
-	got := receive(t, w, 50, 10*time.Second)
-	require.ElementsMatch(t, want, ids(got))
-	require.Eventually(t, func() bool { return storedMessages(t, srv, q) == 0 }, 5*time.Second, 20*time.Millisecond)
+	got := e2e.Receive(t, w, 50, 10*time.Second)
+	require.ElementsMatch(t, want, e2e.IDs(got))
+	require.Eventually(t, func() bool { return srv.StoredMessages(t, q) == 0 }, 5*time.Second, 20*time.Millisecond)
 }
 
 // TestWatchDisconnectRebalance: a consumer that drops its connection mid-window has its messages delivered to
 // the group's other consumer within a second, with delivery count 2; it is listed as EXIT.
 func TestWatchDisconnectRebalance(t *testing.T) {
 	t.Parallel()
-	srv := testserver.Start(t)
-	tenancyID, c := srv.Admin(t, "watch-rebalance")
-	token := adminToken(t, srv, tenancyID)
-	q := createQueue(t, c, tenancyID, withVisibility(300))
-	a := watchAs(t, srv, token, q, sdk.WatchOptions{ConsumerID: "a", Window: 10})
-	sent := put(t, c, q, msg("1"), msg("2"), msg("3"), msg("4"), msg("5"))
-	held := receive(t, a, 5, 5*time.Second)
-	b := watchAs(t, srv, token, q, sdk.WatchOptions{ConsumerID: "b", Window: 10})
-	receiveNone(t, b, 200*time.Millisecond)
+	srv, tenancyID, c := testserver.StartAdmin(t)
+	token := srv.AdminToken(t, tenancyID)
+	q := c.NewQueue(t, tenancyID, e2e.WithVisibility(300))
+	a := e2e.Watch(t, srv.URL, token, q, sdk.WatchOptions{ConsumerID: "a", Window: 10})
+	sent := c.Put(t, q, e2e.Msg("1"), e2e.Msg("2"), e2e.Msg("3"), e2e.Msg("4"), e2e.Msg("5"))
+	held := e2e.Receive(t, a, 5, 5*time.Second)
+	b := e2e.Watch(t, srv.URL, token, q, sdk.WatchOptions{ConsumerID: "b", Window: 10})
+	e2e.ReceiveNone(t, b, 200*time.Millisecond)
 
 	dropped := time.Now()
 	a.Abort()
-	got := receive(t, b, 5, 2*time.Second)
+	got := e2e.Receive(t, b, 5, 2*time.Second)
 	require.Less(t, time.Since(dropped), time.Second, "redelivered within a second")
-	require.ElementsMatch(t, ids(held), ids(got))
+	require.ElementsMatch(t, e2e.IDs(held), e2e.IDs(got))
 	for _, m := range got {
 		require.Equal(t, 2, m.DeliveryCount)
 	}
 	require.Len(t, sent, 5)
-	errs, err := b.Commit(context.Background(), receipts(got)...)
+	errs, err := b.Commit(context.Background(), e2e.Receipts(got)...)
 	require.NoError(t, err)
 	require.Empty(t, errs)
-	list := listConsumers(t, c, q)
+	list := c.Consumers(t, q)
 	require.Equal(t, sdk.ConsumerStatusEXIT, consumerNamed(t, list, "a").Status)
 	require.Equal(t, sdk.ConsumerStatusRUNNING, consumerNamed(t, list, "b").Status)
 	require.Equal(t, "b", list.Items[0].Id, "EXIT is listed last")
@@ -323,27 +258,26 @@ func TestWatchDisconnectRebalance(t *testing.T) {
 // messages go to a long-polling consumer of the group.
 func TestWatchDeadConsumer(t *testing.T) {
 	t.Parallel()
-	srv := testserver.Start(t, fastPings)
-	tenancyID, c := srv.Admin(t, "watch-dead")
-	token := adminToken(t, srv, tenancyID)
-	q := createQueue(t, c, tenancyID, withVisibility(300))
+	srv, tenancyID, c := testserver.StartAdmin(t, fastPings)
+	token := srv.AdminToken(t, tenancyID)
+	q := c.NewQueue(t, tenancyID, e2e.WithVisibility(300))
 	var deaf atomic.Bool
-	a := watchAs(t, srv, token, q, sdk.WatchOptions{ConsumerID: "deaf", Window: 4, IgnorePings: &deaf})
-	put(t, c, q, msg("1"), msg("2"), msg("3"))
-	held := receive(t, a, 3, 5*time.Second)
-	receiveNone(t, a, 300*time.Millisecond) // pings are answered: still alive
-	require.Empty(t, get(t, c, q, timeout(0)))
+	a := e2e.Watch(t, srv.URL, token, q, sdk.WatchOptions{ConsumerID: "deaf", Window: 4, IgnorePings: &deaf})
+	c.Put(t, q, e2e.Msg("1"), e2e.Msg("2"), e2e.Msg("3"))
+	held := e2e.Receive(t, a, 3, 5*time.Second)
+	e2e.ReceiveNone(t, a, 300*time.Millisecond) // pings are answered: still alive
+	require.Empty(t, c.Get(t, q, e2e.Timeout(0)))
 
 	deaf.Store(true)
 	start := time.Now()
-	got := get(t, c, q, limit(10), timeout(5))
-	require.ElementsMatch(t, ids(held), ids(got))
+	got := c.Get(t, q, e2e.Limit(10), e2e.Timeout(5))
+	require.ElementsMatch(t, e2e.IDs(held), e2e.IDs(got))
 	require.Less(t, time.Since(start), 3*time.Second)
 	for _, m := range got {
 		require.Equal(t, 2, m.DeliveryCount)
 	}
 	<-a.Done()
-	deleteAll(t, c, q, got)
+	c.DeleteAll(t, q, got)
 }
 
 // TestWatchTwoNodes: a watch on one node receives what a producer puts on another promptly (NOTIFY), and both
@@ -353,10 +287,10 @@ func TestWatchTwoNodes(t *testing.T) {
 	one := testserver.Start(t)
 	two := one.Peer(t)
 	tenancyID, c1 := one.Admin(t, "watch-nodes")
-	token := adminToken(t, one, tenancyID)
+	token := one.AdminToken(t, tenancyID)
 	c2 := two.Client(t, token)
-	q := createQueue(t, c1, tenancyID)
-	w := watchAs(t, two, token, q, sdk.WatchOptions{ConsumerID: "remote", Window: 10})
+	q := c1.NewQueue(t, tenancyID)
+	w := e2e.Watch(t, two.URL, token, q, sdk.WatchOptions{ConsumerID: "remote", Window: 10})
 	select {
 	case <-two.Node.Messaging().Ready():
 	case <-time.After(5 * time.Second):
@@ -364,16 +298,16 @@ func TestWatchTwoNodes(t *testing.T) {
 	}
 	for i := 0; i < 5; i++ {
 		start := time.Now()
-		sent := put(t, c1, q, msg("x"))
-		got := receive(t, w, 1, 2*time.Second)
+		sent := c1.Put(t, q, e2e.Msg("x"))
+		got := e2e.Receive(t, w, 1, 2*time.Second)
 		require.Equal(t, sent[0].Id, got[0].Id)
 		require.Less(t, time.Since(start), time.Second)
 		errs, err := w.Commit(context.Background(), got[0].Receipt)
 		require.NoError(t, err)
 		require.Empty(t, errs)
 	}
-	require.Equal(t, sdk.ConsumerStatusRUNNING, consumerNamed(t, listConsumers(t, c1, q), "remote").Status)
-	require.Equal(t, sdk.ConsumerStatusRUNNING, consumerNamed(t, listConsumers(t, c2, q), "remote").Status)
+	require.Equal(t, sdk.ConsumerStatusRUNNING, consumerNamed(t, c1.Consumers(t, q), "remote").Status)
+	require.Equal(t, sdk.ConsumerStatusRUNNING, consumerNamed(t, c2.Consumers(t, q), "remote").Status)
 
 	_, err := sdk.Watch(context.Background(), one.URL, q, sdk.WatchOptions{Token: token, ConsumerID: "remote"})
 	var we *sdk.WatchError
@@ -386,23 +320,22 @@ func TestWatchTwoNodes(t *testing.T) {
 // messages are released at once.
 func TestWatchRemovedConsumer(t *testing.T) {
 	t.Parallel()
-	srv := testserver.Start(t) // the removal is announced (NOTIFY): no need to wait for a heartbeat
-	tenancyID, c := srv.Admin(t, "watch-removed")
-	token := adminToken(t, srv, tenancyID)
-	q := createQueue(t, c, tenancyID, withVisibility(300))
-	w := watchAs(t, srv, token, q, sdk.WatchOptions{ConsumerID: "kicked", Window: 2})
-	put(t, c, q, msg("1"))
-	held := receive(t, w, 1, 5*time.Second)
-	leave(t, c, q, "kicked")
+	srv, tenancyID, c := testserver.StartAdmin(t) // the removal is announced (NOTIFY): no need to wait for a heartbeat
+	token := srv.AdminToken(t, tenancyID)
+	q := c.NewQueue(t, tenancyID, e2e.WithVisibility(300))
+	w := e2e.Watch(t, srv.URL, token, q, sdk.WatchOptions{ConsumerID: "kicked", Window: 2})
+	c.Put(t, q, e2e.Msg("1"))
+	held := e2e.Receive(t, w, 1, 5*time.Second)
+	c.Leave(t, q, "kicked")
 	select {
 	case <-w.Done():
 	case <-time.After(time.Second):
 		t.Fatal("the watch of a removed consumer stays open")
 	}
-	got := get(t, c, q, timeout(0))
-	require.Equal(t, ids(held), ids(got))
-	require.Equal(t, sdk.ConsumerStatusEXIT, consumerNamed(t, listConsumers(t, c, q), "kicked").Status)
-	deleteAll(t, c, q, got)
+	got := c.Get(t, q, e2e.Timeout(0))
+	require.Equal(t, e2e.IDs(held), e2e.IDs(got))
+	require.Equal(t, sdk.ConsumerStatusEXIT, consumerNamed(t, c.Consumers(t, q), "kicked").Status)
+	c.DeleteAll(t, q, got)
 }
 
 // TestWatchOrderedAndSingleActive: ordered message groups hold the next message until the previous one is
@@ -410,52 +343,51 @@ func TestWatchRemovedConsumer(t *testing.T) {
 // takes over (with the first one's messages) when the first leaves.
 func TestWatchOrderedAndSingleActive(t *testing.T) {
 	t.Parallel()
-	srv := testserver.Start(t)
-	tenancyID, c := srv.Admin(t, "watch-ordered")
-	token := adminToken(t, srv, tenancyID)
+	srv, tenancyID, c := testserver.StartAdmin(t)
+	token := srv.AdminToken(t, tenancyID)
 	ctx := context.Background()
 
-	q := createQueue(t, c, tenancyID)
-	sent := put(t, c, q, inGroup("g1", "g"), inGroup("g2", "g"), inGroup("g3", "g"), msg("free"))
-	w := watchAs(t, srv, token, q, sdk.WatchOptions{Window: 10})
-	got := receive(t, w, 2, 5*time.Second)
-	require.ElementsMatch(t, []int64{sent[0].Id, sent[3].Id}, ids(got))
-	receiveNone(t, w, 300*time.Millisecond)
+	q := c.NewQueue(t, tenancyID)
+	sent := c.Put(t, q, e2e.InGroup("g1", "g"), e2e.InGroup("g2", "g"), e2e.InGroup("g3", "g"), e2e.Msg("free"))
+	w := e2e.Watch(t, srv.URL, token, q, sdk.WatchOptions{Window: 10})
+	got := e2e.Receive(t, w, 2, 5*time.Second)
+	require.ElementsMatch(t, []int64{sent[0].Id, sent[3].Id}, e2e.IDs(got))
+	e2e.ReceiveNone(t, w, 300*time.Millisecond)
 	for i := 1; i < 3; i++ {
 		var head sdk.GetMessage
 		for _, m := range got {
-			if groupOf(m) == "g" {
+			if e2e.GroupOf(m) == "g" {
 				head = m
 			}
 		}
 		errs, err := w.Commit(ctx, head.Receipt)
 		require.NoError(t, err)
 		require.Empty(t, errs)
-		got = receive(t, w, 1, 5*time.Second)
+		got = e2e.Receive(t, w, 1, 5*time.Second)
 		require.Equal(t, sent[i].Id, got[0].Id)
 	}
 
-	sac := createQueue(t, c, tenancyID, withSingleActiveConsumer(30))
-	first := watchAs(t, srv, token, sac, sdk.WatchOptions{ConsumerID: "first", Window: 10})
-	put(t, c, sac, msg("1"), msg("2"))
-	held := receive(t, first, 2, 5*time.Second)
-	second := watchAs(t, srv, token, sac, sdk.WatchOptions{ConsumerID: "second", Window: 10})
+	sac := c.NewQueue(t, tenancyID, e2e.WithSingleActiveConsumer(30))
+	first := e2e.Watch(t, srv.URL, token, sac, sdk.WatchOptions{ConsumerID: "first", Window: 10})
+	c.Put(t, sac, e2e.Msg("1"), e2e.Msg("2"))
+	held := e2e.Receive(t, first, 2, 5*time.Second)
+	second := e2e.Watch(t, srv.URL, token, sac, sdk.WatchOptions{ConsumerID: "second", Window: 10})
 	select {
 	case s := <-second.Statuses():
 		require.Equal(t, "STANDBY", s)
 	case <-time.After(5 * time.Second):
 		t.Fatal("the second watch of a single-active-consumer queue is not told it is a standby")
 	}
-	put(t, c, sac, msg("3"))
-	receiveNone(t, second, 300*time.Millisecond)
-	more := receive(t, first, 1, 5*time.Second)
-	list := listConsumers(t, c, sac)
+	c.Put(t, sac, e2e.Msg("3"))
+	e2e.ReceiveNone(t, second, 300*time.Millisecond)
+	more := e2e.Receive(t, first, 1, 5*time.Second)
+	list := c.Consumers(t, sac)
 	require.Equal(t, sdk.ConsumerStatusRUNNING, consumerNamed(t, list, "first").Status)
 	require.Equal(t, sdk.ConsumerStatusSTANDBY, consumerNamed(t, list, "second").Status)
 
 	require.NoError(t, first.Close())
-	took := receive(t, second, 3, 5*time.Second)
-	require.Equal(t, append(ids(held), ids(more)...), ids(took), "the leaver's messages, in publish order")
+	took := e2e.Receive(t, second, 3, 5*time.Second)
+	require.Equal(t, append(e2e.IDs(held), e2e.IDs(more)...), e2e.IDs(took), "the leaver's messages, in publish order")
 	require.Equal(t, "RUNNING", second.Status())
 }
 
@@ -463,10 +395,9 @@ func TestWatchOrderedAndSingleActive(t *testing.T) {
 // watch goes on.
 func TestWatchBadInput(t *testing.T) {
 	t.Parallel()
-	srv := testserver.Start(t, func(c *server.Config) { c.Watch.MaxPerTenancy = 2 })
-	tenancyID, c := srv.Admin(t, "watch-bad")
-	token := adminToken(t, srv, tenancyID)
-	q := createQueue(t, c, tenancyID)
+	srv, tenancyID, c := testserver.StartAdmin(t, func(c *server.Config) { c.Watch.MaxPerTenancy = 2 })
+	token := srv.AdminToken(t, tenancyID)
+	q := c.NewQueue(t, tenancyID)
 	ctx := context.Background()
 	refused := func(opts sdk.WatchOptions, queueID string, status int, code, contains string) {
 		t.Helper()
@@ -486,12 +417,12 @@ func TestWatchBadInput(t *testing.T) {
 	refused(sdk.WatchOptions{Token: token}, "ocid1.queue.ferry.local."+strings.Repeat("a", 32), http.StatusNotFound, "NotAuthorizedOrNotFound", "")
 
 	// A plain GET is not a WebSocket.
-	r := raw(t, srv, token, http.MethodGet, "/20210201/queues/"+q+"/messages/watch", nil)
-	requireAPIError(t, r.Status, r.Body, http.StatusUpgradeRequired, "UpgradeRequired", "WebSocket")
+	r := srv.RawJSON(t, token, http.MethodGet, "/20210201/queues/"+q+"/messages/watch", nil)
+	e2e.RequireAPIError(t, r.Status, r.Body, http.StatusUpgradeRequired, "UpgradeRequired", "WebSocket")
 
 	// The tenancy's cap of open watches.
-	watchAs(t, srv, token, q, sdk.WatchOptions{ConsumerID: "one"})
-	watchAs(t, srv, token, q, sdk.WatchOptions{ConsumerID: "two"})
+	e2e.Watch(t, srv.URL, token, q, sdk.WatchOptions{ConsumerID: "one"})
+	e2e.Watch(t, srv.URL, token, q, sdk.WatchOptions{ConsumerID: "two"})
 	refused(sdk.WatchOptions{Token: token, ConsumerID: "three"}, q, http.StatusTooManyRequests, "TooManyRequests", "open watches")
 
 	// Frames that are not the protocol's are answered, and the watch goes on.
@@ -501,7 +432,7 @@ func TestWatchBadInput(t *testing.T) {
 	_ = conn
 	other := srv.Tenancy(t, "watch-bad-3")
 	otherToken := srv.Token(t, other, "admin", "Administrators")
-	oq := createQueue(t, srv.Client(t, otherToken), other)
+	oq := srv.Client(t, otherToken).NewQueue(t, other)
 	conn, _, err = websocket.Dial(ctx, srv.URL+"/20210201/queues/"+oq+"/messages/watch", &websocket.DialOptions{
 		HTTPHeader: http.Header{"Authorization": {"Bearer " + otherToken}}})
 	require.NoError(t, err)
@@ -515,7 +446,7 @@ func TestWatchBadInput(t *testing.T) {
 		require.NoError(t, err)
 		require.Contains(t, string(answer), `"InvalidParameter"`, frame)
 	}
-	put(t, srv.Client(t, otherToken), oq, msg("still here"))
+	srv.Client(t, otherToken).Put(t, oq, e2e.Msg("still here"))
 	_, pushed, err := conn.Read(ctx)
 	require.NoError(t, err)
 	require.Contains(t, string(pushed), "still here")
@@ -525,12 +456,11 @@ func TestWatchBadInput(t *testing.T) {
 // the handler's code and reason.
 func TestWatchHandle(t *testing.T) {
 	t.Parallel()
-	srv := testserver.Start(t)
-	tenancyID, c := srv.Admin(t, "watch-handle")
-	token := adminToken(t, srv, tenancyID)
-	q := createQueue(t, c, tenancyID, withDLQ(2))
-	put(t, c, q, msg("ok-1"), msg("poison"), msg("ok-2"))
-	w := watchAs(t, srv, token, q, sdk.WatchOptions{Window: 2})
+	srv, tenancyID, c := testserver.StartAdmin(t)
+	token := srv.AdminToken(t, tenancyID)
+	q := c.NewQueue(t, tenancyID, e2e.WithDLQ(2))
+	c.Put(t, q, e2e.Msg("ok-1"), e2e.Msg("poison"), e2e.Msg("ok-2"))
+	w := e2e.Watch(t, srv.URL, token, q, sdk.WatchOptions{Window: 2})
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
 	var mu sync.Mutex
@@ -548,7 +478,7 @@ func TestWatchHandle(t *testing.T) {
 		})
 	}()
 	require.Eventually(t, func() bool {
-		st := stats(t, c, q)
+		st := c.Stats(t, q)
 		return st.Queue.VisibleMessages == 0 && st.Queue.InFlightMessages == 0 && st.Dlq.VisibleMessages == 1
 	}, 5*time.Second, 20*time.Millisecond, "the acknowledged are gone, the poison is in the DLQ")
 	cancel()
@@ -556,7 +486,7 @@ func TestWatchHandle(t *testing.T) {
 	mu.Lock()
 	require.Equal(t, map[string]int{"ok-1": 1, "ok-2": 1, "poison": 2}, seen)
 	mu.Unlock()
-	dead := get(t, c, q, fromDLQ())
+	dead := c.Get(t, q, e2e.FromDLQ())
 	require.Equal(t, "Invalid.Format", dead[0].LastNegative.Code)
 }
 
@@ -564,12 +494,11 @@ func TestWatchHandle(t *testing.T) {
 // consumer group too.
 func TestWatchQueueDeleted(t *testing.T) {
 	t.Parallel()
-	srv := testserver.Start(t)
-	tenancyID, c := srv.Admin(t, "watch-deleted")
-	token := adminToken(t, srv, tenancyID)
-	q := createQueue(t, c, tenancyID, withConsumerGroups(true))
-	g := createGroup(t, c, q, "audit", "")
-	onGroup := watchAs(t, srv, token, q, sdk.WatchOptions{ConsumerGroupID: "audit"})
+	srv, tenancyID, c := testserver.StartAdmin(t)
+	token := srv.AdminToken(t, tenancyID)
+	q := c.NewQueue(t, tenancyID, e2e.WithConsumerGroups(true))
+	g := c.NewGroup(t, q, "audit", "")
+	onGroup := e2e.Watch(t, srv.URL, token, q, sdk.WatchOptions{ConsumerGroupID: "audit"})
 	resp, err := c.DeleteConsumerGroupWithResponse(context.Background(), g.Id, &sdk.DeleteConsumerGroupParams{})
 	require.NoError(t, err)
 	require.Equal(t, http.StatusNoContent, resp.StatusCode(), string(resp.Body))
@@ -580,8 +509,8 @@ func TestWatchQueueDeleted(t *testing.T) {
 		t.Fatal("the watch of a deleted consumer group stays open")
 	}
 
-	onQueue := watchAs(t, srv, token, q, sdk.WatchOptions{})
-	cpWaitWorkRequest(t, srv, c, cpDeleteQueue(t, c, q))
+	onQueue := e2e.Watch(t, srv.URL, token, q, sdk.WatchOptions{})
+	srv.WaitWorkRequest(t, c, c.StartQueueDelete(t, q))
 	select {
 	case <-onQueue.Done():
 		require.Contains(t, onQueue.Err().Error(), "deleted")
@@ -594,20 +523,19 @@ func TestWatchQueueDeleted(t *testing.T) {
 // GET /consumers sums each group (all groups, or the one asked for).
 func TestWatchConsumerGroups(t *testing.T) {
 	t.Parallel()
-	srv := testserver.Start(t)
-	tenancyID, c := srv.Admin(t, "watch-groups")
-	token := adminToken(t, srv, tenancyID)
-	q := createQueue(t, c, tenancyID, withConsumerGroups(true))
-	audit := createGroup(t, c, q, "audit", `:kind = "order"`)
-	primary := watchAs(t, srv, token, q, sdk.WatchOptions{ConsumerID: "p", Window: 10})
-	auditor := watchAs(t, srv, token, q, sdk.WatchOptions{ConsumerID: "a", ConsumerGroupID: "audit", Window: 10})
-	put(t, c, q, withAttrs("order", map[string]any{"kind": "order"}), msg("other"))
-	require.ElementsMatch(t, []string{"order", "other"}, contents(receive(t, primary, 2, 5*time.Second)))
-	got := receive(t, auditor, 1, 5*time.Second)
+	srv, tenancyID, c := testserver.StartAdmin(t)
+	token := srv.AdminToken(t, tenancyID)
+	q := c.NewQueue(t, tenancyID, e2e.WithConsumerGroups(true))
+	audit := c.NewGroup(t, q, "audit", `:kind = "order"`)
+	primary := e2e.Watch(t, srv.URL, token, q, sdk.WatchOptions{ConsumerID: "p", Window: 10})
+	auditor := e2e.Watch(t, srv.URL, token, q, sdk.WatchOptions{ConsumerID: "a", ConsumerGroupID: "audit", Window: 10})
+	c.Put(t, q, e2e.WithAttrs("order", map[string]any{"kind": "order"}), e2e.Msg("other"))
+	require.ElementsMatch(t, []string{"order", "other"}, e2e.Contents(e2e.Receive(t, primary, 2, 5*time.Second)))
+	got := e2e.Receive(t, auditor, 1, 5*time.Second)
 	require.Equal(t, "order", got[0].Content)
-	receiveNone(t, auditor, 200*time.Millisecond)
+	e2e.ReceiveNone(t, auditor, 200*time.Millisecond)
 
-	list := listConsumers(t, c, q)
+	list := c.Consumers(t, q)
 	require.Len(t, list.Items, 2)
 	sums := map[string]sdk.ConsumerGroupConsumers{}
 	for _, g := range list.Groups {
@@ -618,7 +546,7 @@ func TestWatchConsumerGroups(t *testing.T) {
 	require.EqualValues(t, 1, sums[audit.Id].Pending)
 	require.Equal(t, 1, sums[audit.Id].Consumers)
 
-	resp, err := c.ListConsumersWithResponse(context.Background(), q, &sdk.ListConsumersParams{ConsumerGroupId: ptr("audit")})
+	resp, err := c.ListConsumersWithResponse(context.Background(), q, &sdk.ListConsumersParams{ConsumerGroupId: e2e.Ptr("audit")})
 	require.NoError(t, err)
 	require.Equal(t, http.StatusOK, resp.StatusCode(), string(resp.Body))
 	require.Len(t, resp.JSON200.Items, 1)

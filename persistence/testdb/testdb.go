@@ -18,6 +18,7 @@ import (
 	"time"
 
 	"github.com/jackc/pgx/v5"
+	"go.uber.org/goleak"
 
 	"github.com/ferry-mq/ferry/migrations"
 	"github.com/ferry-mq/ferry/persistence/pgcluster"
@@ -34,14 +35,23 @@ var (
 	counter  atomic.Int64
 )
 
-// Main runs the package's tests and stops the cluster afterwards. Call it from TestMain.
-func Main(m *testing.M) {
+// Main runs the package's tests, stops the cluster, and then fails the run if a goroutine was left behind
+// (goleak; options add goroutines to ignore). Call it from TestMain.
+func Main(m *testing.M, options ...goleak.Option) {
 	code := m.Run()
 	if cluster != nil {
 		_ = cluster.Stop(context.Background())
 	}
 	if dir != "" {
 		_ = os.RemoveAll(dir)
+	}
+	// After the cluster's stop, which ends the goroutines that wait for its processes. Only a passing run is
+	// checked: a failed test may legitimately leave a goroutine behind, and its failure is what matters.
+	if code == 0 {
+		if err := goleak.Find(options...); err != nil {
+			fmt.Fprintf(os.Stderr, "goleak: goroutines left behind after the tests: %v\n", err)
+			code = 1
+		}
 	}
 	os.Exit(code)
 }

@@ -3,13 +3,13 @@ package maintenance
 import (
 	"context"
 	"log/slog"
-	"sync"
 	"time"
 
 	"github.com/jackc/pgx/v5/pgxpool"
 	"go.opentelemetry.io/otel/attribute"
 	"go.opentelemetry.io/otel/metric"
 
+	"github.com/ferry-mq/ferry/internal/startstop"
 	"github.com/ferry-mq/ferry/persistence"
 	"github.com/ferry-mq/ferry/services/telemetry"
 )
@@ -39,46 +39,27 @@ type Maintainer struct {
 	Batch       int           // default MaintainBatchDefault
 	Pause       time.Duration // between batches; default MaintainPauseDefault
 
-	mu      sync.Mutex
-	cancel  context.CancelFunc
-	stopped chan struct{}
+	loop startstop.Base
 }
 
 // Start runs a cycle every Interval until Stop. Safe to call twice.
-func (m *Maintainer) Start(ctx context.Context) {
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	if m.cancel != nil {
-		return
-	}
-	ctx, m.cancel = context.WithCancel(context.WithoutCancel(ctx))
-	m.stopped = make(chan struct{})
-	go func() {
-		defer close(m.stopped)
-		ticker := time.NewTicker(m.interval())
-		defer ticker.Stop()
-		for {
-			if _, err := m.RunOnce(ctx); err != nil && ctx.Err() == nil {
-				m.logger().Warn("maintenance cycle failed", "error", err)
-			}
-			select {
-			case <-ctx.Done():
-				return
-			case <-ticker.C:
-			}
-		}
-	}()
-}
+func (m *Maintainer) Start(ctx context.Context) { m.loop.Start(ctx, m.run) }
 
 // Stop ends the loop. Safe to call twice.
-func (m *Maintainer) Stop() {
-	m.mu.Lock()
-	cancel, stopped := m.cancel, m.stopped
-	m.cancel = nil
-	m.mu.Unlock()
-	if cancel != nil {
-		cancel()
-		<-stopped
+func (m *Maintainer) Stop() { m.loop.Stop() }
+
+func (m *Maintainer) run(ctx context.Context) {
+	ticker := time.NewTicker(m.interval())
+	defer ticker.Stop()
+	for {
+		if _, err := m.RunOnce(ctx); err != nil && ctx.Err() == nil {
+			m.logger().Warn("maintenance cycle failed", "error", err)
+		}
+		select {
+		case <-ctx.Done():
+			return
+		case <-ticker.C:
+		}
 	}
 }
 

@@ -11,6 +11,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/ferry-mq/ferry/internal/startstop"
 	"github.com/ferry-mq/ferry/persistence"
 )
 
@@ -29,55 +30,37 @@ type WorkRequestExecutor struct {
 	Logger       *slog.Logger
 	PollInterval time.Duration
 
-	wake    chan struct{}
-	mu      sync.Mutex
-	cancel  context.CancelFunc
-	stopped chan struct{}
+	loop startstop.Base
+	mu   sync.Mutex // guards wake
+	wake chan struct{}
 }
 
 // Wake makes the executor look for work now.
 func (e *WorkRequestExecutor) Wake() {
-	e.mu.Lock()
-	defer e.mu.Unlock()
-	if e.wake == nil {
-		e.wake = make(chan struct{}, 1)
-	}
 	select {
-	case e.wake <- struct{}{}:
+	case e.wakeChan() <- struct{}{}:
 	default:
 	}
 }
 
-// Start runs the executor until Stop. Calling it twice does nothing.
-func (e *WorkRequestExecutor) Start(ctx context.Context) {
+// wakeChan is made on first use: the zero WorkRequestExecutor is usable, and Wake may come before Start.
+func (e *WorkRequestExecutor) wakeChan() chan struct{} {
 	e.mu.Lock()
 	defer e.mu.Unlock()
-	if e.cancel != nil {
-		return
-	}
 	if e.wake == nil {
 		e.wake = make(chan struct{}, 1)
 	}
-	ctx, e.cancel = context.WithCancel(context.WithoutCancel(ctx))
-	e.stopped = make(chan struct{})
-	go e.run(ctx)
+	return e.wake
 }
+
+// Start runs the executor until Stop. Calling it twice does nothing.
+func (e *WorkRequestExecutor) Start(ctx context.Context) { e.loop.Start(ctx, e.run) }
 
 // Stop ends the loop and waits for the current work request to reach a safe point.
-func (e *WorkRequestExecutor) Stop() {
-	e.mu.Lock()
-	cancel, stopped := e.cancel, e.stopped
-	e.cancel = nil
-	e.mu.Unlock()
-	if cancel == nil {
-		return
-	}
-	cancel()
-	<-stopped
-}
+func (e *WorkRequestExecutor) Stop() { e.loop.Stop() }
 
 func (e *WorkRequestExecutor) run(ctx context.Context) {
-	defer close(e.stopped)
+	wake := e.wakeChan()
 	interval := e.PollInterval
 	if interval <= 0 {
 		interval = PollIntervalDefault
@@ -91,7 +74,7 @@ func (e *WorkRequestExecutor) run(ctx context.Context) {
 		case <-ctx.Done():
 			return
 		case <-ticker.C:
-		case <-e.wake:
+		case <-wake:
 		}
 	}
 }

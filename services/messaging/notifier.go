@@ -6,6 +6,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/ferry-mq/ferry/internal/startstop"
 	"github.com/ferry-mq/ferry/persistence"
 )
 
@@ -19,11 +20,10 @@ type notifier struct {
 	send   func(ctx context.Context, list []persistence.Notification) error
 	logger *slog.Logger
 
-	mu      sync.Mutex
-	dirty   map[persistence.Notification]struct{}
-	signal  chan struct{}
-	cancel  context.CancelFunc
-	stopped chan struct{}
+	loop   startstop.Base
+	mu     sync.Mutex
+	dirty  map[persistence.Notification]struct{}
+	signal chan struct{}
 }
 
 func newNotifier(window time.Duration, send func(ctx context.Context, list []persistence.Notification) error, logger *slog.Logger) *notifier {
@@ -42,30 +42,11 @@ func (n *notifier) mark(kind persistence.NotificationKind, queueID string) {
 	}
 }
 
-func (n *notifier) start(ctx context.Context) {
-	n.mu.Lock()
-	defer n.mu.Unlock()
-	if n.cancel != nil {
-		return
-	}
-	ctx, n.cancel = context.WithCancel(context.WithoutCancel(ctx))
-	n.stopped = make(chan struct{})
-	go n.run(ctx)
-}
+func (n *notifier) start(ctx context.Context) { n.loop.Start(ctx, n.run) }
 
-func (n *notifier) stop() {
-	n.mu.Lock()
-	cancel, stopped := n.cancel, n.stopped
-	n.cancel = nil
-	n.mu.Unlock()
-	if cancel != nil {
-		cancel()
-		<-stopped
-	}
-}
+func (n *notifier) stop() { n.loop.Stop() }
 
 func (n *notifier) run(ctx context.Context) {
-	defer close(n.stopped)
 	for {
 		select {
 		case <-ctx.Done():

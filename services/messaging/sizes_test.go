@@ -6,6 +6,8 @@ import (
 	"log/slog"
 	"testing"
 	"time"
+
+	"github.com/stretchr/testify/require"
 )
 
 // A queue's size is scanned while puts commit around the scan: a put the scan counted is not added again (which
@@ -27,15 +29,12 @@ func TestSizeCacheCountsAPutOnce(t *testing.T) {
 		return n
 	}
 	waitLoaded := func() {
-		for {
+		t.Helper()
+		require.Eventually(t, func() bool {
 			c.mu.Lock()
-			loading := c.byQueue["q"].loading
-			c.mu.Unlock()
-			if !loading {
-				return
-			}
-			time.Sleep(time.Millisecond)
-		}
+			defer c.mu.Unlock()
+			return !c.byQueue["q"].loading
+		}, 5*time.Second, time.Millisecond)
 	}
 
 	total() // starts the first scan

@@ -20,6 +20,7 @@ import (
 
 	"github.com/ferry-mq/ferry/fault"
 	"github.com/ferry-mq/ferry/iam"
+	"github.com/ferry-mq/ferry/internal/startstop"
 	"github.com/ferry-mq/ferry/openapi"
 	"github.com/ferry-mq/ferry/openapi/api"
 	"github.com/ferry-mq/ferry/persistence"
@@ -71,9 +72,14 @@ func (c *Config) defaults() {
 	}
 }
 
-// maxFrame bounds a client frame: a commit of a whole window of receipts fits easily. (A watch's window is bounded
-// by the API: openapi.MaxWatchWindow.)
-const maxFrame = 1 << 20
+const (
+	// maxFrame bounds a client frame: a commit of a whole window of receipts fits easily. (A watch's window is
+	// bounded by the API: openapi.MaxWatchWindow.)
+	maxFrame = 1 << 20
+	// coalesceKicks is how long the heartbeat waits after a ConsumersChanged, so that a burst of them is one
+	// heartbeat.
+	coalesceKicks = 50 * time.Millisecond
+)
 
 // Service holds this node's watches.
 type Service struct {
@@ -82,13 +88,12 @@ type Service struct {
 	consumers *persistence.Consumers
 	logger    *slog.Logger
 
-	mu       sync.Mutex
-	sessions map[string]*session // by session id
-	closed   bool
-	wg       sync.WaitGroup // sessions and the heartbeat
-	stop     chan struct{}
-	kick     chan struct{} // buffered 1: heartbeat now
-	started  bool
+	heartbeats startstop.Base
+	mu         sync.Mutex
+	sessions   map[string]*session // by session id
+	closed     bool
+	wg         sync.WaitGroup // sessions
+	kick       chan struct{}  // buffered 1: heartbeat now
 }
 
 // ConsumersChanged makes the heartbeat run at once when this node holds a watch on the queue (a consumer may
@@ -118,7 +123,7 @@ func New(cfg Config, msgs *messaging.Service, store *persistence.Store, inst *te
 		logger = slog.Default()
 	}
 	s := &Service{cfg: cfg, messaging: msgs, consumers: store.Consumers, logger: logger,
-		sessions: map[string]*session{}, stop: make(chan struct{}), kick: make(chan struct{}, 1)}
+		sessions: map[string]*session{}, kick: make(chan struct{}, 1)}
 	if inst != nil && inst.Meter != nil {
 		_, _ = inst.Meter.Int64ObservableGauge("ferry.watch.open",
 			metric.WithDescription("Watches (push consumers) open on this node."),
@@ -130,16 +135,17 @@ func New(cfg Config, msgs *messaging.Service, store *persistence.Store, inst *te
 	return s
 }
 
-// Start starts the heartbeat of this node's watches. Safe to call twice.
-func (s *Service) Start(context.Context) {
+// Start starts the heartbeat of this node's watches. Safe to call twice; does nothing after Stop.
+func (s *Service) Start(ctx context.Context) {
+	// s.mu is held so that a Stop cannot come between the check of closed and the start, leaving a heartbeat
+	// running after it. No deadlock with a Stop waiting for the heartbeat (which takes s.mu): that Stop set closed
+	// first, so this Start returns before it starts anything.
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	if s.started || s.closed {
+	if s.closed {
 		return
 	}
-	s.started = true
-	s.wg.Add(1)
-	go s.heartbeat()
+	s.heartbeats.Start(ctx, s.heartbeat)
 }
 
 // Stop closes every watch (their consumers' messages are released for the other nodes) and stops the
@@ -148,12 +154,12 @@ func (s *Service) Stop() {
 	s.mu.Lock()
 	if !s.closed {
 		s.closed = true
-		close(s.stop)
 		for _, ss := range s.sessions {
 			ss.end(websocket.StatusGoingAway, "the server is shutting down")
 		}
 	}
 	s.mu.Unlock()
+	s.heartbeats.Stop()
 	s.wg.Wait()
 }
 
@@ -254,17 +260,25 @@ func (s *Service) remove(ss *session) {
 
 // heartbeat renews this node's registrations and stops the watches that lost theirs (the consumer was removed
 // with DeleteConsumer, or it was declared dead and opened a watch elsewhere).
-func (s *Service) heartbeat() {
-	defer s.wg.Done()
+func (s *Service) heartbeat(ctx context.Context) {
 	t := time.NewTicker(s.cfg.Heartbeat)
 	defer t.Stop()
+	coalesce := time.NewTimer(coalesceKicks)
+	coalesce.Stop()
+	defer coalesce.Stop()
 	for {
 		select {
-		case <-s.stop:
+		case <-ctx.Done():
 			return
 		case <-t.C:
 		case <-s.kick:
-			time.Sleep(50 * time.Millisecond) // coalesce a burst of changes
+			// Coalesce a burst of changes into one heartbeat; Stop does not wait for the burst to end.
+			coalesce.Reset(coalesceKicks)
+			select {
+			case <-ctx.Done():
+				return
+			case <-coalesce.C:
+			}
 		}
 		s.mu.Lock()
 		list := make([]*session, 0, len(s.sessions))
@@ -279,8 +293,9 @@ func (s *Service) heartbeat() {
 		for i, ss := range list {
 			regs[i] = ss.registration()
 		}
-		ctx, cancel := context.WithTimeout(context.Background(), s.cfg.Heartbeat)
-		owned, err := s.consumers.Heartbeat(ctx, regs)
+		// A heartbeat under way runs to its end (up to its timeout) even when Stop comes.
+		beatCtx, cancel := context.WithTimeout(context.Background(), s.cfg.Heartbeat)
+		owned, err := s.consumers.Heartbeat(beatCtx, regs)
 		cancel()
 		if err != nil {
 			s.logger.Warn("heartbeat of watches", "error", err)

@@ -177,24 +177,10 @@ func (n *node) sqlCycle(b testing.TB, target int) float64 {
 	}
 	var consumed, backlog atomic.Int64
 	var wg sync.WaitGroup
-	for p := 0; p < producers; p++ {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			for ctx.Err() == nil {
-				if backlog.Load() > int64(target) {
-					time.Sleep(time.Millisecond)
-					continue
-				}
-				if _, err := n.pool.Exec(ctx, `INSERT INTO bench_raw (payload) SELECT unnest($1::text[])`, payloads); err == nil {
-					backlog.Add(20)
-				}
-			}
-		}()
-	}
-	for backlog.Load() < int64(target) && ctx.Err() == nil {
-		time.Sleep(10 * time.Millisecond)
-	}
+	keepBacklog(ctx, &wg, target, &backlog, func() error {
+		_, err := n.pool.Exec(ctx, `INSERT INTO bench_raw (payload) SELECT unnest($1::text[])`, payloads)
+		return err
+	})
 	start := time.Now()
 	for c := 0; c < consumers; c++ {
 		wg.Add(1)
@@ -383,24 +369,31 @@ func (n *node) produce(ctx context.Context, wg *sync.WaitGroup, queue string, ta
 		batch[i] = putEntry{Content: payload}
 	}
 	body, _ := json.Marshal(map[string]any{"messages": batch})
-	for p := 0; p < producers; p++ {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
+	keepBacklog(ctx, wg, target, backlog, func() error {
+		_, err := n.call(ctx, http.MethodPost, "/20210201/queues/"+queue+"/messages", body, nil)
+		return err
+	})
+}
+
+// keepBacklog starts `producers` goroutines (counted in wg) that call put20 (which stores 20 messages) while the
+// backlog is at most target, until ctx ends, and returns once the backlog reached target: the producers build
+// it before anything is measured.
+func keepBacklog(ctx context.Context, wg *sync.WaitGroup, target int, backlog *atomic.Int64, put20 func() error) {
+	for range producers {
+		wg.Go(func() {
 			for ctx.Err() == nil {
 				if backlog.Load() > int64(target) {
-					time.Sleep(time.Millisecond)
+					time.Sleep(time.Millisecond) // the producers' pacing: the backlog is full
 					continue
 				}
-				if _, err := n.call(ctx, http.MethodPost, "/20210201/queues/"+queue+"/messages", body, nil); err == nil {
+				if put20() == nil {
 					backlog.Add(20)
 				}
 			}
-		}()
+		})
 	}
-	// Warm up: let the producers build the backlog before measuring.
 	for backlog.Load() < int64(target) && ctx.Err() == nil {
-		time.Sleep(10 * time.Millisecond)
+		time.Sleep(10 * time.Millisecond) // the interval of this poll of the backlog
 	}
 }
 

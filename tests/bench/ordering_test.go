@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/ferry-mq/ferry/openapi/sdk"
+	"github.com/ferry-mq/ferry/tests/e2e"
 	"github.com/ferry-mq/ferry/tests/testserver"
 )
 
@@ -68,7 +69,7 @@ func BenchmarkOrdering(b *testing.B) {
 }
 
 // runOrdering publishes and consumes the workload on a new queue, ordered or not.
-func runOrdering(b *testing.B, srv *testserver.Server, c *sdk.ClientWithResponses, tenancyID string, ordered bool) orderingResult {
+func runOrdering(b *testing.B, srv *testserver.Server, c *e2e.Client, tenancyID string, ordered bool) orderingResult {
 	b.Helper()
 	ctx := context.Background()
 	visibility, timeout, maxSize := 120, 1, int64(1<<40)

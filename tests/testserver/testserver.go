@@ -17,12 +17,12 @@ import (
 	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/ferry-mq/ferry/iam"
-	"github.com/ferry-mq/ferry/openapi/sdk"
 	"github.com/ferry-mq/ferry/persistence"
 	"github.com/ferry-mq/ferry/persistence/testdb"
 	"github.com/ferry-mq/ferry/services/server"
 	"github.com/ferry-mq/ferry/services/telemetry"
 	"github.com/ferry-mq/ferry/tenancy"
+	"github.com/ferry-mq/ferry/tests/e2e"
 )
 
 // Server is a started ferry node.
@@ -119,30 +119,21 @@ func (s *Server) Token(t testing.TB, tenancyID, subject string, groups ...string
 	return tok
 }
 
-// Client is an SDK client that sends token as its bearer token.
-func (s *Server) Client(t testing.TB, token string) *sdk.ClientWithResponses {
+// Client is an SDK client that sends token as its bearer token (none when empty).
+func (s *Server) Client(t testing.TB, token string) *e2e.Client {
 	t.Helper()
-	c, err := sdk.NewClientWithResponses(s.URL, sdk.WithRequestEditorFn(func(_ context.Context, r *http.Request) error {
-		if token != "" {
-			r.Header.Set("Authorization", "Bearer "+token)
-		}
-		return nil
-	}))
-	if err != nil {
-		t.Fatalf("testserver: %v", err)
-	}
-	return c
+	return e2e.NewClient(t, s.URL, token)
 }
 
 // Admin creates a tenancy and returns its OCID and an SDK client for an Administrators member in it.
-func (s *Server) Admin(t testing.TB, name string) (tenancyID string, client *sdk.ClientWithResponses) {
+func (s *Server) Admin(t testing.TB, name string) (tenancyID string, client *e2e.Client) {
 	t.Helper()
 	tenancyID = s.Tenancy(t, name)
 	return tenancyID, s.AdminOf(t, tenancyID)
 }
 
 // AdminOf is an SDK client for an Administrators member of an existing tenancy.
-func (s *Server) AdminOf(t testing.TB, tenancyID string) *sdk.ClientWithResponses {
+func (s *Server) AdminOf(t testing.TB, tenancyID string) *e2e.Client {
 	t.Helper()
 	return s.Client(t, s.Token(t, tenancyID, "admin", "Administrators"))
 }
