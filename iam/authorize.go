@@ -22,15 +22,17 @@ type Target struct {
 // needs (Operations), wherever the request carries them (path, query or body).
 type Request struct {
 	Operation string // the operationId
-	// CompartmentID: of TargetCompartmentPath, TargetCompartmentQuery and TargetCompartmentBody.
+	// CompartmentID: of TargetCompartmentPath, TargetCompartmentQuery and TargetCompartmentBody ("" in a list's
+	// query: the compartment of QueueID or WorkRequestID, else the tenancy's root).
 	CompartmentID string
 	// InSubtree: a list over CompartmentID and the compartments below it (compartmentIdInSubtree=true).
 	InSubtree bool
-	// QueueID: of TargetQueuePath, TargetQueueQuery and TargetQueueBody.
+	// QueueID: of TargetQueuePath, TargetQueueQuery and TargetQueueBody; in a list's query, the queue it names.
 	QueueID string
 	// ConsumerGroupRef is a data-plane call's consumerGroupId (an OCID or a displayName), with TargetQueuePath.
 	ConsumerGroupRef string
-	// ConsumerGroupID, WorkRequestID, PolicyID: of the target kinds of the same names.
+	// ConsumerGroupID, WorkRequestID, PolicyID: of the target kinds of the same names (WorkRequestID also in a
+	// list's query).
 	ConsumerGroupID string
 	WorkRequestID   string
 	PolicyID        string
@@ -160,7 +162,19 @@ func (a *Access) target(ctx context.Context, tenancyID string, kind TargetKind, 
 	switch kind {
 	case TargetTenancy:
 		return Target{CompartmentID: tenancyID}, nil
-	case TargetCompartmentPath, TargetCompartmentQuery, TargetCompartmentBody:
+	case TargetCompartmentQuery:
+		switch {
+		case req.CompartmentID != "":
+			return Target{CompartmentID: req.CompartmentID}, nil
+		case req.QueueID != "": // a list of one queue, wherever it is
+			t, err := a.queueTarget(ctx, tenancyID, req.QueueID)
+			return Target{CompartmentID: t.CompartmentID}, err
+		case req.WorkRequestID != "": // a list of one work request, wherever it is
+			w, err := a.store.WorkRequests.Get(ctx, tenancyID, req.WorkRequestID)
+			return Target{CompartmentID: w.CompartmentID}, fault.NotFoundIn("workRequestId", err)
+		}
+		return Target{CompartmentID: tenancyID}, nil
+	case TargetCompartmentPath, TargetCompartmentBody:
 		return Target{CompartmentID: req.CompartmentID}, nil
 	case TargetQueuePath:
 		t, err := a.queueTarget(ctx, tenancyID, req.QueueID)
@@ -220,11 +234,8 @@ func (a *Access) queueTarget(ctx context.Context, tenancyID, queueID string) (Ta
 // target.consumergroup.id condition cannot be sidestepped by naming the group differently. The primary group's
 // OCID is the queue's. A ref that names no group is returned as is (the call then answers 404 anyway).
 func (a *Access) consumerGroupID(ctx context.Context, tenancyID, queueID, ref string) (string, error) {
-	if ref == "" || ref == queueID || strings.EqualFold(ref, persistence.PrimaryGroupName) {
-		if ref == "" {
-			return "", nil
-		}
-		return queueID, nil
+	if ref == "" || ref == queueID {
+		return ref, nil
 	}
 	if a.ResolveGroup != nil {
 		if id, ok := a.ResolveGroup(ctx, tenancyID, queueID, ref); ok {
@@ -240,6 +251,9 @@ func (a *Access) consumerGroupID(ctx context.Context, tenancyID, queueID, ref st
 		if g.ID == ref || strings.EqualFold(g.DisplayName, ref) {
 			return g.ID, nil
 		}
+	}
+	if strings.EqualFold(ref, persistence.PrimaryGroupName) {
+		return queueID, nil // a queue without the CONSUMER_GROUPS capability: its one group, by its name
 	}
 	return ref, nil
 }

@@ -13,7 +13,8 @@ const (
 	TargetTenancy
 	// TargetCompartmentPath: the compartment named by the compartmentId path parameter itself.
 	TargetCompartmentPath
-	// TargetCompartmentQuery: the compartmentId query parameter (lists).
+	// TargetCompartmentQuery: the compartmentId query parameter (lists). Without it, the compartment of the queue
+	// (id) or work request (workRequestId) the list names, else the tenancy's root compartment.
 	TargetCompartmentQuery
 	// TargetCompartmentBody: the compartmentId of the JSON body (creates: the parent compartment).
 	TargetCompartmentBody
@@ -61,6 +62,8 @@ var Operations = map[string]Operation{
 	"GetStats":               {policy.PermQueueRead, TargetQueuePath, false},
 	"ListChannels":           {policy.PermQueueRead, TargetQueuePath, false},
 	"GetWorkRequest":         {policy.PermQueueRead, TargetWorkRequestPath, false},
+	"ListWorkRequestErrors":  {policy.PermQueueRead, TargetWorkRequestPath, false},
+	"ListWorkRequestLogs":    {policy.PermQueueRead, TargetWorkRequestPath, false},
 	"ListWorkRequests":       {policy.PermQueueInspect, TargetCompartmentQuery, false},
 	"CreateConsumerGroup":    {policy.PermQueueCreate, TargetQueueBody, false},
 	"GetConsumerGroup":       {policy.PermQueueRead, TargetConsumerGroupPath, false},

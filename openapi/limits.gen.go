@@ -8,9 +8,12 @@ const (
 	// MaxPutMessages is the most messages in a PutMessages batch.
 	// openapi.yaml: PutMessagesDetails.messages maxItems.
 	MaxPutMessages = 20
-	// MaxContentLength is the most characters of a message's content, and the most bytes of its UTF-8 encoding.
+	// MaxContentLength is the most characters of a message's content, and the most bytes of its UTF-8 encoding, on a queue with the LARGE_MESSAGES capability.
 	// openapi.yaml: PutMessagesDetailsEntry.content maxLength.
-	MaxContentLength = 262144
+	MaxContentLength = 1048576
+	// MaxStandardContentLength is the most bytes of a message's content on a queue without the LARGE_MESSAGES capability.
+	// openapi.yaml: PutMessagesDetailsEntry.content x-ferry-standard-max-length.
+	MaxStandardContentLength = 262144
 	// MaxAttributes is the most attributes of a message.
 	// openapi.yaml: MessageAttributes maxProperties.
 	MaxAttributes = 32

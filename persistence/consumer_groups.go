@@ -28,6 +28,7 @@ type ConsumerGroup struct {
 	DeadLetterQueueDeliveryCount *int32 // nil = the queue's
 	LifecycleState               string
 	FreeformTags                 map[string]string
+	DefinedTags                  DefinedTags
 	Version                      int64
 	TimeCreated                  time.Time
 	TimeUpdated                  time.Time
@@ -48,6 +49,7 @@ type ConsumerGroupPatch struct {
 	SetDLQCount                  bool
 	DeadLetterQueueDeliveryCount *int32
 	FreeformTags                 map[string]string
+	DefinedTags                  DefinedTags
 }
 
 // ConsumerGroupFilter selects groups for a list.
@@ -61,7 +63,7 @@ type ConsumerGroupFilter struct {
 type ConsumerGroups struct{ pool *pgxpool.Pool }
 
 const consumerGroupColumns = `tenancy_id, id, queue_id, group_no, display_name, filter, is_enabled,
-	dead_letter_queue_delivery_count, lifecycle_state, freeform_tags, version, time_created, time_updated`
+	dead_letter_queue_delivery_count, lifecycle_state, freeform_tags, defined_tags, version, time_created, time_updated`
 
 const (
 	consumerGroupGet = `SELECT ` + consumerGroupColumns + ` FROM consumer_groups
@@ -69,17 +71,23 @@ const (
 	consumerGroupGetLocked = `SELECT ` + consumerGroupColumns + ` FROM consumer_groups
 		WHERE tenancy_id = $1 AND id = $2 AND lifecycle_state <> 'DELETED' FOR UPDATE`
 	consumerGroupInsert = `INSERT INTO consumer_groups (tenancy_id, id, queue_id, group_no, display_name, filter, is_enabled,
-			dead_letter_queue_delivery_count, freeform_tags)
-		VALUES ($1, $2, $3, (SELECT coalesce(max(group_no), 0) + 1 FROM consumer_groups WHERE queue_id = $3), $4, $5, $6, $7, $8)
+			dead_letter_queue_delivery_count, freeform_tags, defined_tags)
+		VALUES ($1, $2, $3, (SELECT coalesce(max(group_no), 0) + 1 FROM consumer_groups WHERE queue_id = $3), $4, $5, $6, $7, $8, $9)
 		RETURNING ` + consumerGroupColumns
-	consumerGroupInsertPrimary = `INSERT INTO consumer_groups (tenancy_id, id, queue_id, group_no, display_name, is_enabled)
-		VALUES ($1, $2, $2, 0, '` + PrimaryGroupName + `', $3)
-		ON CONFLICT (queue_id, group_no) DO UPDATE SET is_enabled = excluded.is_enabled, version = consumer_groups.version + 1,
-			time_updated = now()`
+	// The primary group: created with the capability (named "primary" unless named otherwise), or changed. An
+	// empty name and NULL filter keep the group's; $6 says whether $7 sets the dead-letter count.
+	consumerGroupUpsertPrimary = `INSERT INTO consumer_groups (tenancy_id, id, queue_id, group_no, display_name, is_enabled, filter,
+			dead_letter_queue_delivery_count)
+		VALUES ($1, $2, $2, 0, coalesce(nullif($4, ''), '` + PrimaryGroupName + `'), $3, coalesce($5, ''), $7)
+		ON CONFLICT (queue_id, group_no) DO UPDATE SET is_enabled = excluded.is_enabled,
+			display_name = coalesce(nullif($4, ''), consumer_groups.display_name), filter = coalesce($5, consumer_groups.filter),
+			dead_letter_queue_delivery_count = CASE WHEN $6 THEN $7 ELSE consumer_groups.dead_letter_queue_delivery_count END,
+			version = consumer_groups.version + 1, time_updated = now()`
 	consumerGroupUpdate = `UPDATE consumer_groups SET display_name = coalesce($3, display_name), filter = coalesce($4, filter),
 		is_enabled = coalesce($5, is_enabled),
 		dead_letter_queue_delivery_count = CASE WHEN $6 THEN $7 ELSE dead_letter_queue_delivery_count END,
-		freeform_tags = coalesce($8, freeform_tags), version = version + 1, time_updated = now()
+		freeform_tags = coalesce($8, freeform_tags), defined_tags = coalesce($10, defined_tags), version = version + 1,
+		time_updated = now()
 		WHERE tenancy_id = $1 AND id = $2 AND queue_id = $9 RETURNING ` + consumerGroupColumns
 	consumerGroupMarkDeleted = `UPDATE consumer_groups SET lifecycle_state = 'DELETED', version = version + 1, time_updated = now()
 		WHERE tenancy_id = $1 AND id = $2 AND queue_id = $3`
@@ -108,8 +116,11 @@ const (
 func scanConsumerGroup(row pgx.Row) (ConsumerGroup, error) {
 	var g ConsumerGroup
 	err := row.Scan(&g.TenancyID, &g.ID, &g.QueueID, &g.GroupNo, &g.DisplayName, &g.Filter, &g.IsEnabled,
-		&g.DeadLetterQueueDeliveryCount, &g.LifecycleState, &g.FreeformTags, &g.Version, &g.TimeCreated, &g.TimeUpdated)
+		&g.DeadLetterQueueDeliveryCount, &g.LifecycleState, &g.FreeformTags, &g.DefinedTags, &g.Version, &g.TimeCreated, &g.TimeUpdated)
 	g.TimeCreated, g.TimeUpdated = g.TimeCreated.UTC(), g.TimeUpdated.UTC()
+	if g.DefinedTags == nil {
+		g.DefinedTags = DefinedTags{}
+	}
 	if g.FreeformTags == nil {
 		g.FreeformTags = map[string]string{}
 	}
@@ -117,24 +128,25 @@ func scanConsumerGroup(row pgx.Row) (ConsumerGroup, error) {
 }
 
 // lockQueueForGroups locks an active queue that has the CONSUMER_GROUPS capability.
-func lockQueueForGroups(ctx context.Context, tx pgx.Tx, tenancyID, queueID string) error {
+// It returns the queue's compartment.
+func lockQueueForGroups(ctx context.Context, tx pgx.Tx, tenancyID, queueID string) (compartmentID string, _ error) {
 	var state string
 	var enabled bool
-	err := tx.QueryRow(ctx, `SELECT lifecycle_state, consumer_groups_enabled FROM queues WHERE tenancy_id = $1 AND id = $2 FOR UPDATE`,
-		tenancyID, queueID).Scan(&state, &enabled)
+	err := tx.QueryRow(ctx, `SELECT lifecycle_state, consumer_groups_enabled, compartment_id FROM queues
+		WHERE tenancy_id = $1 AND id = $2 FOR UPDATE`, tenancyID, queueID).Scan(&state, &enabled, &compartmentID)
 	if err == pgx.ErrNoRows {
-		return fault.NotFound("queueId: queue %s does not exist or you are not authorized to access it", queueID)
+		return "", fault.NotFound("queueId: queue %s does not exist or you are not authorized to access it", queueID)
 	}
 	if err != nil {
-		return err
+		return "", err
 	}
 	if state != StateActive {
-		return fault.IncorrectState("queue %s is %s", queueID, state)
+		return "", fault.IncorrectState("queue %s is %s", queueID, state)
 	}
 	if !enabled {
-		return fault.IncorrectState("queue %s does not have the CONSUMER_GROUPS capability: enable it on the queue first", queueID)
+		return "", fault.IncorrectState("queue %s does not have the CONSUMER_GROUPS capability: enable it on the queue first", queueID)
 	}
-	return nil
+	return compartmentID, nil
 }
 
 // GroupInQueue is a consumer group locked for a change, with its queue's lifecycle state (a queue's groups do
@@ -142,7 +154,8 @@ func lockQueueForGroups(ctx context.Context, tx pgx.Tx, tenancyID, queueID strin
 // then the groups.
 type GroupInQueue struct {
 	ConsumerGroup
-	QueueState string
+	QueueState         string
+	QueueCompartmentID string
 }
 
 // lockGroup reads a live group FOR UPDATE and its queue's state, for changeRow.
@@ -153,7 +166,8 @@ func lockGroup(tenancyID, id string) func(context.Context, pgx.Tx) (GroupInQueue
 			return GroupInQueue{}, err
 		}
 		g := GroupInQueue{ConsumerGroup: cur}
-		err = tx.QueryRow(ctx, `SELECT lifecycle_state FROM queues WHERE tenancy_id = $1 AND id = $2`, tenancyID, cur.QueueID).Scan(&g.QueueState)
+		err = tx.QueryRow(ctx, `SELECT lifecycle_state, compartment_id FROM queues WHERE tenancy_id = $1 AND id = $2`,
+			tenancyID, cur.QueueID).Scan(&g.QueueState, &g.QueueCompartmentID)
 		return g, err
 	}
 }
@@ -174,19 +188,23 @@ func (r *ConsumerGroups) Get(ctx context.Context, tenancyID, id string) (Consume
 	return g, interpretError("getting consumer group", err)
 }
 
-// Create adds a group to a queue with the capability.
-func (r *ConsumerGroups) Create(ctx context.Context, g ConsumerGroup) (ConsumerGroup, error) {
+// Create adds a group to a queue with the capability, and records its work request (done) as completed in the
+// same transaction.
+func (r *ConsumerGroups) Create(ctx context.Context, g ConsumerGroup, done WorkRequest) (ConsumerGroup, error) {
 	ctx, cancel := withTimeout(ctx)
 	defer cancel()
 	var out ConsumerGroup
 	err := InTx(ctx, r.pool, func(tx pgx.Tx) error {
-		if err := lockQueueForGroups(ctx, tx, g.TenancyID, g.QueueID); err != nil {
+		compartmentID, err := lockQueueForGroups(ctx, tx, g.TenancyID, g.QueueID)
+		if err != nil {
 			return err
 		}
-		var err error
 		out, err = scanConsumerGroup(tx.QueryRow(ctx, consumerGroupInsert, g.TenancyID, g.ID, g.QueueID, g.DisplayName, g.Filter,
-			g.IsEnabled, g.DeadLetterQueueDeliveryCount, tagsOrEmpty(g.FreeformTags)))
+			g.IsEnabled, g.DeadLetterQueueDeliveryCount, tagsOrEmpty(g.FreeformTags), definedTagsOrEmpty(g.DefinedTags)))
 		if err != nil {
+			return err
+		}
+		if err := recordCompleted(ctx, tx, done, g.TenancyID, compartmentID, out.ID); err != nil {
 			return err
 		}
 		return Notify(ctx, tx, Notification{Kind: QueueChanged, QueueID: g.QueueID})
@@ -209,14 +227,23 @@ func (r *ConsumerGroups) List(ctx context.Context, tenancyID string, f ConsumerG
 		func(g ConsumerGroup) (time.Time, string, string) { return g.TimeCreated, g.DisplayName, g.ID })
 }
 
-// Update changes a group that check accepts.
-func (r *ConsumerGroups) Update(ctx context.Context, tenancyID, id string, check Check[GroupInQueue], p ConsumerGroupPatch) (ConsumerGroup, error) {
+// Update changes a group that check accepts, and records its work request (done) as completed in the same
+// transaction.
+func (r *ConsumerGroups) Update(ctx context.Context, tenancyID, id string, check Check[GroupInQueue], p ConsumerGroupPatch,
+	done WorkRequest) (ConsumerGroup, error) {
 	var out ConsumerGroup
 	err := changeRow(ctx, r.pool, lockGroup(tenancyID, id), check, func(ctx context.Context, tx pgx.Tx, cur GroupInQueue) error {
+		var defined any
+		if p.DefinedTags != nil {
+			defined = p.DefinedTags
+		}
 		var err error
 		out, err = scanConsumerGroup(tx.QueryRow(ctx, consumerGroupUpdate, tenancyID, id, p.DisplayName, p.Filter, p.IsEnabled,
-			p.SetDLQCount, p.DeadLetterQueueDeliveryCount, tagsPatch(p.FreeformTags), cur.QueueID))
+			p.SetDLQCount, p.DeadLetterQueueDeliveryCount, tagsPatch(p.FreeformTags), cur.QueueID, defined))
 		if err != nil {
+			return err
+		}
+		if err := recordCompleted(ctx, tx, done, tenancyID, cur.QueueCompartmentID, out.ID); err != nil {
 			return err
 		}
 		return Notify(ctx, tx, Notification{Kind: QueueChanged, QueueID: cur.QueueID})
@@ -224,12 +251,15 @@ func (r *ConsumerGroups) Update(ctx context.Context, tenancyID, id string, check
 	return out, nameConflict("updating consumer group", err, fault.Conflict("displayName: the queue already has a consumer group with that name"))
 }
 
-// Delete marks a group that check accepts DELETED and returns its queue's id; its stored messages are removed by
-// the maintainer.
-func (r *ConsumerGroups) Delete(ctx context.Context, tenancyID, id string, check Check[GroupInQueue]) (queueID string, err error) {
+// Delete marks a group that check accepts DELETED, records its work request (done) as completed in the same
+// transaction, and returns the group's queue's id; its stored messages are removed by the maintainer.
+func (r *ConsumerGroups) Delete(ctx context.Context, tenancyID, id string, check Check[GroupInQueue], done WorkRequest) (queueID string, err error) {
 	err = changeRow(ctx, r.pool, lockGroup(tenancyID, id), check, func(ctx context.Context, tx pgx.Tx, cur GroupInQueue) error {
 		queueID = cur.QueueID
 		if _, err := tx.Exec(ctx, consumerGroupMarkDeleted, tenancyID, id, cur.QueueID); err != nil {
+			return err
+		}
+		if err := recordCompleted(ctx, tx, done, tenancyID, cur.QueueCompartmentID, cur.ID); err != nil {
 			return err
 		}
 		return Notify(ctx, tx, Notification{Kind: QueueChanged, QueueID: cur.QueueID})
@@ -249,9 +279,10 @@ func (r *ConsumerGroups) OfQueue(ctx context.Context, queueID string) ([]Consume
 	return list, interpretError("listing consumer groups", err)
 }
 
-// upsertPrimary creates (or enables/disables) the primary group of a queue inside tx.
-func upsertPrimary(ctx context.Context, tx pgx.Tx, tenancyID, queueID string, enabled bool) error {
-	if _, err := tx.Exec(ctx, consumerGroupInsertPrimary, tenancyID, queueID, enabled); err != nil {
+// upsertPrimary creates or changes the primary group of a queue inside tx.
+func upsertPrimary(ctx context.Context, tx pgx.Tx, tenancyID, queueID string, p PrimaryGroup) error {
+	if _, err := tx.Exec(ctx, consumerGroupUpsertPrimary, tenancyID, queueID, p.Enabled, p.DisplayName, p.Filter,
+		p.DeadLetterQueueDeliveryCount != nil, p.DeadLetterQueueDeliveryCount); err != nil {
 		return err
 	}
 	return Notify(ctx, tx, Notification{Kind: QueueChanged, QueueID: queueID})

@@ -7,6 +7,8 @@ import (
 
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
+
+	"github.com/ferry-mq/ferry/fault"
 )
 
 // Queue is a row of queues: the queue's identity and settings.
@@ -24,11 +26,14 @@ type Queue struct {
 	ChannelConsumptionLimit      int32
 	MaxSizeBytes                 int64
 	DedupWindowSeconds           int32
-	ConsumerGroupsEnabled        bool  // the CONSUMER_GROUPS capability
-	PrimaryGroupEnabled          *bool // with the capability: whether the primary consumer group is enabled
-	SingleActiveConsumer         bool  // per consumer group, only the active consumer receives messages
-	ConsumerLeaseSeconds         int32 // how long a single active consumer stays active without calling
+	ConsumerGroupsEnabled        bool          // the CONSUMER_GROUPS capability
+	Primary                      *PrimaryGroup // the primary consumer group, once the capability was enabled
+	LargeMessages                bool          // the LARGE_MESSAGES capability: contents up to 1 MiB
+	SingleActiveConsumer         bool          // per consumer group, only the active consumer receives messages
+	ConsumerLeaseSeconds         int32         // how long a single active consumer stays active without calling
+	CustomEncryptionKeyID        *string       // kept and returned; at rest messages are PostgreSQL's to protect
 	FreeformTags                 map[string]string
+	DefinedTags                  DefinedTags
 	Version                      int64
 	TimeCreated                  time.Time
 	TimeUpdated                  time.Time
@@ -36,6 +41,19 @@ type Queue struct {
 
 // Etag of the queue's current version.
 func (q Queue) Etag() string { return Etag(q.ID, q.Version) }
+
+// PrimaryGroup is what the CONSUMER_GROUPS capability says of a queue's primary consumer group (the group whose
+// OCID is the queue's). In a patch, an empty DisplayName and nil Filter and DeadLetterQueueDeliveryCount keep
+// what the group has.
+type PrimaryGroup struct {
+	Enabled                      bool    `json:"enabled"`
+	DisplayName                  string  `json:"displayName"`
+	Filter                       *string `json:"filter"`
+	DeadLetterQueueDeliveryCount *int32  `json:"deadLetterQueueDeliveryCount"` // nil = the queue's
+}
+
+// DefinedTags are OCI's defined tags ({"namespace": {"key": value}}), kept and returned as given.
+type DefinedTags map[string]map[string]any
 
 // QueuePatch holds the fields an update changes (nil = unchanged).
 type QueuePatch struct {
@@ -48,16 +66,20 @@ type QueuePatch struct {
 	DedupWindowSeconds           *int32
 	SingleActiveConsumer         *bool
 	ConsumerLeaseSeconds         *int32
+	CustomEncryptionKeyID        *string
 	FreeformTags                 map[string]string
-	// ConsumerGroups, when set, enables (true) or disables (false) the CONSUMER_GROUPS capability, and
-	// PrimaryGroupEnabled enables or disables the primary group.
-	ConsumerGroups      *bool
-	PrimaryGroupEnabled bool
+	DefinedTags                  DefinedTags
+	// ConsumerGroups, when set, enables (true) or disables (false) the CONSUMER_GROUPS capability; Primary then
+	// sets the primary group.
+	ConsumerGroups *bool
+	Primary        PrimaryGroup
+	// LargeMessages, when set, enables or disables the LARGE_MESSAGES capability.
+	LargeMessages *bool
 }
 
 // QueueFilter selects queues for a list.
 type QueueFilter struct {
-	CompartmentID  string
+	CompartmentID  string // "" = every compartment of the tenancy (a list by ID)
 	InSubtree      bool
 	DisplayName    string
 	ID             string
@@ -70,16 +92,19 @@ type Queues struct{ pool *pgxpool.Pool }
 const queueColumns = `tenancy_id, id, compartment_id, display_name, lifecycle_state, lifecycle_details, retention_seconds,
 	visibility_seconds, timeout_seconds, dead_letter_queue_delivery_count, channel_consumption_limit, max_size_bytes,
 	dedup_window_seconds, consumer_groups_enabled,
-	(SELECT cg.is_enabled FROM consumer_groups cg WHERE cg.queue_id = queues.id AND cg.group_no = 0) AS primary_enabled,
-	is_single_active_consumer, consumer_lease_seconds, freeform_tags, version, time_created, time_updated`
+	(SELECT json_build_object('enabled', cg.is_enabled, 'displayName', cg.display_name, 'filter', cg.filter,
+		'deadLetterQueueDeliveryCount', cg.dead_letter_queue_delivery_count)
+		FROM consumer_groups cg WHERE cg.queue_id = queues.id AND cg.group_no = 0) AS primary_group,
+	large_messages, is_single_active_consumer, consumer_lease_seconds, custom_encryption_key_id, freeform_tags,
+	defined_tags, version, time_created, time_updated`
 
 const (
 	queueGet       = `SELECT ` + queueColumns + ` FROM queues WHERE tenancy_id = $1 AND id = $2`
 	queueGetLocked = queueGet + ` FOR UPDATE`
 	queueInsert    = `INSERT INTO queues (tenancy_id, id, compartment_id, display_name, retention_seconds, visibility_seconds,
 		timeout_seconds, dead_letter_queue_delivery_count, channel_consumption_limit, max_size_bytes, dedup_window_seconds, freeform_tags,
-		is_single_active_consumer, consumer_lease_seconds)
-		VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14) RETURNING ` + queueColumns
+		is_single_active_consumer, consumer_lease_seconds, large_messages, custom_encryption_key_id, defined_tags)
+		VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $17) RETURNING ` + queueColumns
 	queueUpdate = `UPDATE queues SET display_name = coalesce($3, display_name),
 		visibility_seconds = coalesce($4, visibility_seconds), timeout_seconds = coalesce($5, timeout_seconds),
 		dead_letter_queue_delivery_count = coalesce($6, dead_letter_queue_delivery_count),
@@ -87,6 +112,8 @@ const (
 		dedup_window_seconds = coalesce($9, dedup_window_seconds), freeform_tags = coalesce($10, freeform_tags),
 		is_single_active_consumer = coalesce($11, is_single_active_consumer),
 		consumer_lease_seconds = coalesce($12, consumer_lease_seconds),
+		large_messages = coalesce($13, large_messages), custom_encryption_key_id = coalesce($14, custom_encryption_key_id),
+		defined_tags = coalesce($15, defined_tags),
 		version = version + 1, time_updated = now()
 		WHERE tenancy_id = $1 AND id = $2 RETURNING ` + queueColumns
 	queueSetState = `UPDATE queues SET lifecycle_state = $3, lifecycle_details = $4, version = version + 1, time_updated = now()
@@ -99,12 +126,15 @@ func scanQueue(row pgx.Row) (Queue, error) {
 	var q Queue
 	err := row.Scan(&q.TenancyID, &q.ID, &q.CompartmentID, &q.DisplayName, &q.LifecycleState, &q.LifecycleDetails,
 		&q.RetentionSeconds, &q.VisibilitySeconds, &q.TimeoutSeconds, &q.DeadLetterQueueDeliveryCount,
-		&q.ChannelConsumptionLimit, &q.MaxSizeBytes, &q.DedupWindowSeconds, &q.ConsumerGroupsEnabled, &q.PrimaryGroupEnabled,
-		&q.SingleActiveConsumer, &q.ConsumerLeaseSeconds, &q.FreeformTags, &q.Version,
-		&q.TimeCreated, &q.TimeUpdated)
+		&q.ChannelConsumptionLimit, &q.MaxSizeBytes, &q.DedupWindowSeconds, &q.ConsumerGroupsEnabled, &q.Primary,
+		&q.LargeMessages, &q.SingleActiveConsumer, &q.ConsumerLeaseSeconds, &q.CustomEncryptionKeyID, &q.FreeformTags,
+		&q.DefinedTags, &q.Version, &q.TimeCreated, &q.TimeUpdated)
 	q.TimeCreated, q.TimeUpdated = q.TimeCreated.UTC(), q.TimeUpdated.UTC()
 	if q.FreeformTags == nil {
 		q.FreeformTags = map[string]string{}
+	}
+	if q.DefinedTags == nil {
+		q.DefinedTags = DefinedTags{}
 	}
 	return q, err
 }
@@ -117,8 +147,9 @@ func (r *Queues) Get(ctx context.Context, tenancyID, id string) (Queue, error) {
 	return q, interpretError("getting queue", err)
 }
 
-// Create inserts a queue into an active compartment.
-func (r *Queues) Create(ctx context.Context, q Queue) (Queue, error) {
+// Create inserts a queue into an active compartment, and records its work request (done) as completed in the same
+// transaction.
+func (r *Queues) Create(ctx context.Context, q Queue, done WorkRequest) (Queue, error) {
 	ctx, cancel := withTimeout(ctx)
 	defer cancel()
 	var out Queue
@@ -130,17 +161,25 @@ func (r *Queues) Create(ctx context.Context, q Queue) (Queue, error) {
 		out, err = scanQueue(tx.QueryRow(ctx, queueInsert, q.TenancyID, q.ID, q.CompartmentID, q.DisplayName,
 			q.RetentionSeconds, q.VisibilitySeconds, q.TimeoutSeconds, q.DeadLetterQueueDeliveryCount,
 			q.ChannelConsumptionLimit, q.MaxSizeBytes, q.DedupWindowSeconds, tagsOrEmpty(q.FreeformTags),
-			q.SingleActiveConsumer, q.ConsumerLeaseSeconds))
-		if err != nil || !q.ConsumerGroupsEnabled {
+			q.SingleActiveConsumer, q.ConsumerLeaseSeconds, q.LargeMessages, q.CustomEncryptionKeyID, definedTagsOrEmpty(q.DefinedTags)))
+		if err != nil {
 			return err
 		}
-		if err := setConsumerGroups(ctx, tx, q.TenancyID, q.ID, true, q.PrimaryGroupEnabled == nil || *q.PrimaryGroupEnabled); err != nil {
-			return err
+		if q.ConsumerGroupsEnabled {
+			primary := PrimaryGroup{Enabled: true}
+			if q.Primary != nil {
+				primary = *q.Primary
+			}
+			if err := setConsumerGroups(ctx, tx, q.TenancyID, q.ID, true, primary); err != nil {
+				return err
+			}
+			if out, err = scanQueue(tx.QueryRow(ctx, queueGet, q.TenancyID, q.ID)); err != nil {
+				return err
+			}
 		}
-		out, err = scanQueue(tx.QueryRow(ctx, queueGet, q.TenancyID, q.ID))
-		return err
+		return recordCompleted(ctx, tx, done, q.TenancyID, out.CompartmentID, out.ID)
 	})
-	return out, interpretError("creating queue", err)
+	return out, nameConflict("creating queue", err, fault.Conflict("primaryConsumerGroupDisplayName: the name is taken"))
 }
 
 // List returns one page of queues and the next page token.
@@ -149,7 +188,9 @@ func (r *Queues) List(ctx context.Context, tenancyID string, f QueueFilter, p Pa
 	defer cancel()
 	args := []any{tenancyID, f.CompartmentID}
 	query := `SELECT ` + queueColumns + ` FROM queues WHERE tenancy_id = $1 AND compartment_id = $2`
-	if f.InSubtree {
+	if f.CompartmentID == "" { // a list by id across the tenancy
+		args, query = []any{tenancyID}, `SELECT `+queueColumns+` FROM queues WHERE tenancy_id = $1`
+	} else if f.InSubtree {
 		query = compartmentSubtreeCTE + `SELECT ` + queueColumns + ` FROM queues WHERE tenancy_id = $1
 			AND compartment_id IN (SELECT id FROM subtree)`
 	}
@@ -171,26 +212,36 @@ func lockQueue(tenancyID, id string) func(context.Context, pgx.Tx) (Queue, error
 	return lockedRow(scanQueue, queueGetLocked, tenancyID, id)
 }
 
-// Update changes the settings of a queue that check accepts.
-func (r *Queues) Update(ctx context.Context, tenancyID, id string, check Check[Queue], p QueuePatch) (Queue, error) {
+// Update changes the settings of a queue that check accepts, and records its work request (done) as completed in
+// the same transaction.
+func (r *Queues) Update(ctx context.Context, tenancyID, id string, check Check[Queue], p QueuePatch, done WorkRequest) (Queue, error) {
 	var out Queue
 	err := changeRow(ctx, r.pool, lockQueue(tenancyID, id), check, func(ctx context.Context, tx pgx.Tx, _ Queue) error {
 		if p.ConsumerGroups != nil {
-			if err := setConsumerGroups(ctx, tx, tenancyID, id, *p.ConsumerGroups, p.PrimaryGroupEnabled); err != nil {
+			if err := setConsumerGroups(ctx, tx, tenancyID, id, *p.ConsumerGroups, p.Primary); err != nil {
 				return err
 			}
+		}
+		var defined any
+		if p.DefinedTags != nil {
+			defined = p.DefinedTags
 		}
 		var err error
 		out, err = scanQueue(tx.QueryRow(ctx, queueUpdate, tenancyID, id, p.DisplayName, p.VisibilitySeconds,
 			p.TimeoutSeconds, p.DeadLetterQueueDeliveryCount, p.ChannelConsumptionLimit, p.MaxSizeBytes,
-			p.DedupWindowSeconds, tagsPatch(p.FreeformTags), p.SingleActiveConsumer, p.ConsumerLeaseSeconds))
-		return err
+			p.DedupWindowSeconds, tagsPatch(p.FreeformTags), p.SingleActiveConsumer, p.ConsumerLeaseSeconds,
+			p.LargeMessages, p.CustomEncryptionKeyID, defined))
+		if err != nil {
+			return err
+		}
+		return recordCompleted(ctx, tx, done, tenancyID, out.CompartmentID, out.ID)
 	})
-	return out, interpretError("updating queue", err)
+	return out, nameConflict("updating queue", err, fault.Conflict("primaryConsumerGroupDisplayName: the queue already has a consumer group with that name"))
 }
 
-// ChangeCompartment moves a queue that check accepts into another active compartment of the same tenancy.
-func (r *Queues) ChangeCompartment(ctx context.Context, tenancyID, id string, check Check[Queue], compartmentID string) (Queue, error) {
+// ChangeCompartment moves a queue that check accepts into another active compartment of the same tenancy, and
+// records its work request (done) as completed in the same transaction.
+func (r *Queues) ChangeCompartment(ctx context.Context, tenancyID, id string, check Check[Queue], compartmentID string, done WorkRequest) (Queue, error) {
 	var out Queue
 	err := changeRow(ctx, r.pool, lockQueue(tenancyID, id), check, func(ctx context.Context, tx pgx.Tx, _ Queue) error {
 		if err := LockActiveCompartment(ctx, tx, tenancyID, compartmentID); err != nil {
@@ -198,6 +249,9 @@ func (r *Queues) ChangeCompartment(ctx context.Context, tenancyID, id string, ch
 		}
 		var err error
 		if out, err = scanQueue(tx.QueryRow(ctx, queueMove, tenancyID, id, compartmentID)); err != nil {
+			return err
+		}
+		if err := recordCompleted(ctx, tx, done, tenancyID, out.CompartmentID, out.ID); err != nil {
 			return err
 		}
 		return Notify(ctx, tx, Notification{Kind: TenancyChanged, TenancyID: tenancyID}) // decisions cache a queue's compartment
@@ -254,6 +308,14 @@ func (r *Queues) SetState(ctx context.Context, tenancyID, id, state, details str
 
 func itoa(n int) string { return strconv.Itoa(n) }
 
+// definedTagsOrEmpty stores absent defined tags as {}.
+func definedTagsOrEmpty(t DefinedTags) DefinedTags {
+	if t == nil {
+		return DefinedTags{}
+	}
+	return t
+}
+
 // RetentionRef is a queue's id and retention, for the retention maintainer.
 type RetentionRef struct {
 	ID               string
@@ -275,7 +337,7 @@ func (r *Queues) AllWithRetention(ctx context.Context, afterID string, limit int
 
 // setConsumerGroups turns the CONSUMER_GROUPS capability on or off inside tx; turning it on creates (or updates)
 // the primary group.
-func setConsumerGroups(ctx context.Context, tx pgx.Tx, tenancyID, queueID string, enabled, primaryEnabled bool) error {
+func setConsumerGroups(ctx context.Context, tx pgx.Tx, tenancyID, queueID string, enabled bool, primary PrimaryGroup) error {
 	if _, err := tx.Exec(ctx, `UPDATE queues SET consumer_groups_enabled = $3 WHERE tenancy_id = $1 AND id = $2`,
 		tenancyID, queueID, enabled); err != nil {
 		return err
@@ -283,5 +345,5 @@ func setConsumerGroups(ctx context.Context, tx pgx.Tx, tenancyID, queueID string
 	if !enabled {
 		return Notify(ctx, tx, Notification{Kind: QueueChanged, QueueID: queueID})
 	}
-	return upsertPrimary(ctx, tx, tenancyID, queueID, primaryEnabled)
+	return upsertPrimary(ctx, tx, tenancyID, queueID, primary)
 }

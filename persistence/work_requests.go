@@ -15,8 +15,23 @@ const (
 	WorkSucceeded  = "SUCCEEDED"
 	WorkFailed     = "FAILED"
 
-	OpDeleteQueue = "DELETE_QUEUE"
-	OpPurgeQueue  = "PURGE_QUEUE"
+	OpCreateQueue         = "CREATE_QUEUE"
+	OpUpdateQueue         = "UPDATE_QUEUE"
+	OpMoveQueue           = "MOVE_QUEUE"
+	OpDeleteQueue         = "DELETE_QUEUE"
+	OpPurgeQueue          = "PURGE_QUEUE"
+	OpCreateConsumerGroup = "CREATE_CONSUMER_GROUP"
+	OpUpdateConsumerGroup = "UPDATE_CONSUMER_GROUP"
+	OpDeleteConsumerGroup = "DELETE_CONSUMER_GROUP"
+)
+
+// What a work request does to its resource (OCI's action types).
+const (
+	ActionCreated    = "CREATED"
+	ActionUpdated    = "UPDATED"
+	ActionDeleted    = "DELETED"
+	ActionInProgress = "IN_PROGRESS"
+	ActionRelated    = "RELATED" // the work request failed: the resource is related to it, not changed by it
 )
 
 // WorkRequest is a row of work_requests: an asynchronous operation and its progress.
@@ -53,6 +68,11 @@ const workRequestColumns = `tenancy_id, id, compartment_id, operation_type, stat
 const (
 	workRequestInsert = `INSERT INTO work_requests (tenancy_id, id, compartment_id, operation_type, resource_type, resource_id, action_type, params)
 		VALUES ($1, $2, $3, $4, $5, $6, $7, $8) RETURNING ` + workRequestColumns
+	// A change made at once (a create, an update, a move): its work request is recorded in the change's
+	// transaction, already finished.
+	workRequestInsertCompleted = `INSERT INTO work_requests (tenancy_id, id, compartment_id, operation_type, resource_type, resource_id,
+			action_type, params, status, percent_complete, time_started, time_finished)
+		VALUES ($1, $2, $3, $4, $5, $6, $7, '{}', 'SUCCEEDED', 100, now(), now())`
 	workRequestGet = `SELECT ` + workRequestColumns + ` FROM work_requests WHERE tenancy_id = $1 AND id = $2`
 	// Claim the oldest accepted work request, or one whose worker stopped beating.
 	workRequestClaim = `WITH next AS (
@@ -64,7 +84,7 @@ const (
 	workRequestProgress = `UPDATE work_requests SET percent_complete = $3, time_heartbeat = now() WHERE tenancy_id = $1 AND id = $2`
 	workRequestFinish   = `UPDATE work_requests SET status = $3, error_message = $4, time_finished = now(),
 		percent_complete = CASE WHEN $3 = 'SUCCEEDED' THEN 100 ELSE percent_complete END,
-		action_type = CASE WHEN $3 = 'FAILED' THEN 'FAILED' ELSE action_type END
+		action_type = CASE WHEN $3 = 'FAILED' THEN 'RELATED' ELSE action_type END
 		WHERE tenancy_id = $1 AND id = $2`
 )
 
@@ -92,6 +112,14 @@ func insertWorkRequest(ctx context.Context, tx pgx.Tx, w WorkRequest) (WorkReque
 		w.ResourceType, w.ResourceID, w.ActionType, w.Params))
 }
 
+// recordCompleted records, inside the transaction of a change made at once, its work request w (ID, OperationType,
+// ResourceType, ActionType) as SUCCEEDED; an OCI client learns what was changed from it.
+func recordCompleted(ctx context.Context, tx pgx.Tx, w WorkRequest, tenancyID, compartmentID, resourceID string) error {
+	_, err := tx.Exec(ctx, workRequestInsertCompleted, tenancyID, w.ID, compartmentID, w.OperationType, w.ResourceType,
+		resourceID, w.ActionType)
+	return err
+}
+
 // Get returns one work request of the tenancy.
 func (r *WorkRequests) Get(ctx context.Context, tenancyID, id string) (WorkRequest, error) {
 	ctx, cancel := withTimeout(ctx)
@@ -100,15 +128,24 @@ func (r *WorkRequests) Get(ctx context.Context, tenancyID, id string) (WorkReque
 	return w, interpretError("getting work request", err)
 }
 
-// List returns one page of a compartment's work requests (optionally for one resource), newest first.
-func (r *WorkRequests) List(ctx context.Context, tenancyID, compartmentID, resourceID string, p Page) ([]WorkRequest, string, error) {
+// WorkRequestFilter selects work requests for a list.
+type WorkRequestFilter struct {
+	CompartmentID string // "" = every compartment of the tenancy
+	ResourceID    string // "" = every resource
+	ID            string // "" = every work request
+}
+
+// List returns one page of the tenancy's work requests that f selects, newest first.
+func (r *WorkRequests) List(ctx context.Context, tenancyID string, f WorkRequestFilter, p Page) ([]WorkRequest, string, error) {
 	ctx, cancel := withTimeout(ctx)
 	defer cancel()
-	args := []any{tenancyID, compartmentID}
-	query := `SELECT ` + workRequestColumns + ` FROM work_requests WHERE tenancy_id = $1 AND compartment_id = $2`
-	if resourceID != "" {
-		args = append(args, resourceID)
-		query += ` AND resource_id = $3`
+	args := []any{tenancyID}
+	query := `SELECT ` + workRequestColumns + ` FROM work_requests WHERE tenancy_id = $1`
+	for _, c := range []struct{ column, value string }{{"compartment_id", f.CompartmentID}, {"resource_id", f.ResourceID}, {"id", f.ID}} {
+		if c.value != "" {
+			args = append(args, c.value)
+			query += ` AND ` + c.column + ` = $` + itoa(len(args))
+		}
 	}
 	p.SortByName, p.Descending = false, true
 	return listPage(ctx, r.pool, "listing work requests", p, query, args, "time_accepted", "id", "id", scanWorkRequest,

@@ -123,7 +123,7 @@ func TestAuthentication(t *testing.T) {
 	}
 	// Nothing was created by the refused POSTs.
 	client := srv.Client(t, valid)
-	require.Empty(t, client.QueueIDs(t, sdk.ListQueuesParams{CompartmentId: tenancyID}))
+	require.Empty(t, client.QueueIDs(t, sdk.ListQueuesParams{CompartmentId: e2e.Ptr(tenancyID)}))
 
 	accepted := []struct{ name, authorization string }{
 		{"valid", "Bearer " + valid},

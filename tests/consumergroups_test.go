@@ -39,22 +39,22 @@ func TestConsumerGroupCRUD(t *testing.T) {
 	require.Equal(t, tenancyID, p.CompartmentId)
 	require.True(t, p.IsPrimary)
 	require.True(t, p.IsEnabled)
-	require.Empty(t, p.ConsumerGroupFilter)
+	require.Empty(t, p.Filter)
 	require.Nil(t, p.DeadLetterQueueDeliveryCount, "the primary group inherits the queue's dead-letter count")
 	require.Equal(t, sdk.LifecycleStateACTIVE, p.LifecycleState)
 	require.NotEmpty(t, primary.HTTPResponse.Header.Get("etag"))
 
 	// A bad filter is a 400 that names the field and the column.
 	bad, err := c.CreateConsumerGroupWithResponse(ctx, &sdk.CreateConsumerGroupParams{}, sdk.CreateConsumerGroupDetails{
-		QueueId: q, DisplayName: "bad", ConsumerGroupFilter: e2e.Ptr(`:team = "exec" AND`),
+		QueueId: q, DisplayName: "bad", Filter: e2e.Ptr(`:team = "exec" AND`),
 	})
-	e2e.RequireError(t, bad, err, http.StatusBadRequest, "InvalidParameter", "consumerGroupFilter: column 19: expected an expression after 'AND'")
+	e2e.RequireError(t, bad, err, http.StatusBadRequest, "InvalidParameter", "filter: column 19: expected an expression after 'AND'")
 
 	exec := c.NewGroup(t, q, "exec-expenses", `:team = "exec-expenses"`, e2e.GroupDLQ(3))
 	require.True(t, strings.HasPrefix(exec.Id, "ocid1.consumergroup."), exec.Id)
 	require.Equal(t, q, exec.QueueId)
 	require.Equal(t, tenancyID, exec.CompartmentId)
-	require.Equal(t, `:team = "exec-expenses"`, exec.ConsumerGroupFilter)
+	require.Equal(t, `:team = "exec-expenses"`, exec.Filter)
 	require.True(t, exec.IsEnabled)
 	require.False(t, exec.IsPrimary)
 	require.Equal(t, e2e.Ptr(3), exec.DeadLetterQueueDeliveryCount)
@@ -62,7 +62,7 @@ func TestConsumerGroupCRUD(t *testing.T) {
 	require.Equal(t, exec.TimeCreated, exec.TimeUpdated)
 	audit := c.NewGroup(t, q, "audit", "", e2e.GroupDisabled())
 	require.False(t, audit.IsEnabled)
-	require.Empty(t, audit.ConsumerGroupFilter)
+	require.Empty(t, audit.Filter)
 	require.Nil(t, audit.DeadLetterQueueDeliveryCount)
 
 	// displayName is unique per queue, case-insensitively; the same name on another queue is fine.
@@ -133,12 +133,12 @@ func TestConsumerGroupCRUD(t *testing.T) {
 	e2e.RequireError(t, badPage, err, http.StatusBadRequest, "InvalidParameter", "page")
 
 	// opc-retry-token: the same body replays the original; another body is a 409.
-	body := sdk.CreateConsumerGroupDetails{QueueId: q, DisplayName: "retried", ConsumerGroupFilter: e2e.Ptr(":x")}
+	body := sdk.CreateConsumerGroupDetails{QueueId: q, DisplayName: "retried", Filter: e2e.Ptr(":x")}
 	first, err := c.CreateConsumerGroupWithResponse(ctx, &sdk.CreateConsumerGroupParams{OpcRetryToken: e2e.Ptr("cg-token-1")}, body)
-	e2e.RequireStatus(t, first, err, http.StatusOK)
+	e2e.RequireStatus(t, first, err, http.StatusAccepted)
 	again, err := c.CreateConsumerGroupWithResponse(ctx, &sdk.CreateConsumerGroupParams{OpcRetryToken: e2e.Ptr("cg-token-1")}, body)
-	e2e.RequireStatus(t, again, err, http.StatusOK)
-	require.Equal(t, first.JSON200.Id, again.JSON200.Id)
+	e2e.RequireStatus(t, again, err, http.StatusAccepted)
+	require.Equal(t, first.JSON202.Id, again.JSON202.Id)
 	body.DisplayName = "retried-2"
 	conflict, err := c.CreateConsumerGroupWithResponse(ctx, &sdk.CreateConsumerGroupParams{OpcRetryToken: e2e.Ptr("cg-token-1")}, body)
 	e2e.RequireError(t, conflict, err, http.StatusConflict, "Conflict", "opc-retry-token")
@@ -150,15 +150,15 @@ func TestConsumerGroupCRUD(t *testing.T) {
 		sdk.UpdateConsumerGroupDetails{IsEnabled: e2e.Ptr(false)})
 	e2e.RequireError(t, stale, err, http.StatusPreconditionFailed, "NoEtagMatch")
 	upd, err := c.UpdateConsumerGroupWithResponse(ctx, exec.Id, &sdk.UpdateConsumerGroupParams{IfMatch: &etag},
-		sdk.UpdateConsumerGroupDetails{ConsumerGroupFilter: e2e.Ptr(`:team = "exec"`), DisplayName: e2e.Ptr("exec"),
+		sdk.UpdateConsumerGroupDetails{Filter: e2e.Ptr(`:team = "exec"`), DisplayName: e2e.Ptr("exec"),
 			IsEnabled: e2e.Ptr(false), DeadLetterQueueDeliveryCount: e2e.Ptr(7), FreeformTags: &sdk.FreeformTags{"k": "v"}})
-	e2e.RequireStatus(t, upd, err, http.StatusOK)
-	require.Equal(t, `:team = "exec"`, upd.JSON200.ConsumerGroupFilter)
-	require.Equal(t, "exec", upd.JSON200.DisplayName)
-	require.False(t, upd.JSON200.IsEnabled)
-	require.Equal(t, e2e.Ptr(7), upd.JSON200.DeadLetterQueueDeliveryCount)
-	require.Equal(t, sdk.FreeformTags{"k": "v"}, upd.JSON200.FreeformTags)
-	require.True(t, upd.JSON200.TimeUpdated.After(exec.TimeUpdated) || upd.JSON200.TimeUpdated.Equal(exec.TimeUpdated))
+	e2e.RequireStatus(t, upd, err, http.StatusAccepted)
+	require.Equal(t, `:team = "exec"`, upd.JSON202.Filter)
+	require.Equal(t, "exec", upd.JSON202.DisplayName)
+	require.False(t, upd.JSON202.IsEnabled)
+	require.Equal(t, e2e.Ptr(7), upd.JSON202.DeadLetterQueueDeliveryCount)
+	require.Equal(t, sdk.FreeformTags{"k": "v"}, upd.JSON202.FreeformTags)
+	require.True(t, upd.JSON202.TimeUpdated.After(exec.TimeUpdated) || upd.JSON202.TimeUpdated.Equal(exec.TimeUpdated))
 	require.NotEqual(t, etag, upd.HTTPResponse.Header.Get("etag"))
 	reused, err := c.UpdateConsumerGroupWithResponse(ctx, exec.Id, &sdk.UpdateConsumerGroupParams{IfMatch: &etag},
 		sdk.UpdateConsumerGroupDetails{IsEnabled: e2e.Ptr(true)})
@@ -166,38 +166,40 @@ func TestConsumerGroupCRUD(t *testing.T) {
 	inherit := c.ChangeGroup(t, exec.Id, sdk.UpdateConsumerGroupDetails{DeadLetterQueueDeliveryCount: e2e.Ptr(-1)})
 	require.Nil(t, inherit.DeadLetterQueueDeliveryCount, "-1 inherits the queue's again")
 	require.Equal(t, "exec", inherit.DisplayName, "absent fields stay")
-	require.Equal(t, `:team = "exec"`, inherit.ConsumerGroupFilter)
+	require.Equal(t, `:team = "exec"`, inherit.Filter)
 	zero := c.ChangeGroup(t, exec.Id, sdk.UpdateConsumerGroupDetails{DeadLetterQueueDeliveryCount: e2e.Ptr(0)})
 	require.Equal(t, e2e.Ptr(0), zero.DeadLetterQueueDeliveryCount, "0 = no DLQ for this group, not inherit")
-	cleared := c.ChangeGroup(t, exec.Id, sdk.UpdateConsumerGroupDetails{ConsumerGroupFilter: e2e.Ptr(""), IsEnabled: e2e.Ptr(true)})
-	require.Empty(t, cleared.ConsumerGroupFilter)
+	cleared := c.ChangeGroup(t, exec.Id, sdk.UpdateConsumerGroupDetails{Filter: e2e.Ptr(""), IsEnabled: e2e.Ptr(true)})
+	require.Empty(t, cleared.Filter)
 	require.True(t, cleared.IsEnabled)
 	badFilter, err := c.UpdateConsumerGroupWithResponse(ctx, exec.Id, &sdk.UpdateConsumerGroupParams{},
-		sdk.UpdateConsumerGroupDetails{ConsumerGroupFilter: e2e.Ptr(`:n >= "x"`)})
-	e2e.RequireError(t, badFilter, err, http.StatusBadRequest, "InvalidParameter", "consumerGroupFilter: column 7:")
+		sdk.UpdateConsumerGroupDetails{Filter: e2e.Ptr(`:n >= "x"`)})
+	e2e.RequireError(t, badFilter, err, http.StatusBadRequest, "InvalidParameter", "filter: column 7:")
 	taken, err := c.UpdateConsumerGroupWithResponse(ctx, exec.Id, &sdk.UpdateConsumerGroupParams{},
 		sdk.UpdateConsumerGroupDetails{DisplayName: e2e.Ptr("AUDIT")})
 	e2e.RequireError(t, taken, err, http.StatusConflict, "Conflict", "displayName")
 	again2, err := c.GetConsumerGroupWithResponse(ctx, exec.Id, &sdk.GetConsumerGroupParams{})
 	e2e.RequireStatus(t, again2, err, http.StatusOK)
 	require.Equal(t, "exec", again2.JSON200.DisplayName, "a rejected update changes nothing")
-	require.Empty(t, again2.JSON200.ConsumerGroupFilter)
+	require.Empty(t, again2.JSON200.Filter)
 
-	// The primary group: its name and filter are fixed (409), it can be disabled, not deleted.
-	for _, d := range []sdk.UpdateConsumerGroupDetails{{DisplayName: e2e.Ptr("main")}, {ConsumerGroupFilter: e2e.Ptr(":x")}} {
-		fixed, err := c.UpdateConsumerGroupWithResponse(ctx, q, &sdk.UpdateConsumerGroupParams{}, d)
-		e2e.RequireError(t, fixed, err, http.StatusConflict, "IncorrectState", "primary")
-	}
-	// Its current name and empty filter sent back (a whole-resource update) are not changes.
+	// The primary group (as in OCI): it can be renamed, filtered and disabled like the others, not deleted; a
+	// name another group has is taken.
+	clash, err := c.UpdateConsumerGroupWithResponse(ctx, q, &sdk.UpdateConsumerGroupParams{}, sdk.UpdateConsumerGroupDetails{DisplayName: e2e.Ptr("Exec")})
+	e2e.RequireError(t, clash, err, http.StatusConflict, "Conflict", "displayName")
 	off := c.ChangeGroup(t, q, sdk.UpdateConsumerGroupDetails{IsEnabled: e2e.Ptr(false), DeadLetterQueueDeliveryCount: e2e.Ptr(2),
-		DisplayName: e2e.Ptr("primary"), ConsumerGroupFilter: e2e.Ptr("")})
+		DisplayName: e2e.Ptr("main"), Filter: e2e.Ptr(":x")})
 	require.False(t, off.IsEnabled)
-	require.Equal(t, "primary", off.DisplayName)
+	require.True(t, off.IsPrimary)
+	require.Equal(t, "main", off.DisplayName)
+	require.Equal(t, ":x", off.Filter)
 	require.Equal(t, e2e.Ptr(2), off.DeadLetterQueueDeliveryCount)
 	qr, err := c.GetQueueWithResponse(ctx, q, &sdk.GetQueueParams{})
 	e2e.RequireStatus(t, qr, err, http.StatusOK)
-	require.Equal(t, &[]sdk.Capability{{Type: sdk.CapabilityTypeCONSUMERGROUPS, IsPrimaryConsumerGroupEnabled: e2e.Ptr(false)}},
-		qr.JSON200.Capabilities, "the queue shows the primary group disabled")
+	require.Equal(t, &[]sdk.Capability{{Type: sdk.CapabilityTypeCONSUMERGROUPS, IsPrimaryConsumerGroupEnabled: e2e.Ptr(false),
+		PrimaryConsumerGroupDisplayName: e2e.Ptr("main"), PrimaryConsumerGroupFilter: e2e.Ptr(":x"),
+		PrimaryConsumerGroupDeadLetterQueueDeliveryCount: e2e.Ptr(2)}},
+		qr.JSON200.Capabilities, "the queue shows the primary group as it is")
 	delPrimary, err := c.DeleteConsumerGroupWithResponse(ctx, q, &sdk.DeleteConsumerGroupParams{})
 	e2e.RequireError(t, delPrimary, err, http.StatusConflict, "IncorrectState", "primary")
 
@@ -205,7 +207,7 @@ func TestConsumerGroupCRUD(t *testing.T) {
 	del, err := c.DeleteConsumerGroupWithResponse(ctx, audit.Id, &sdk.DeleteConsumerGroupParams{IfMatch: e2e.Ptr("nope")})
 	e2e.RequireError(t, del, err, http.StatusPreconditionFailed, "NoEtagMatch")
 	del, err = c.DeleteConsumerGroupWithResponse(ctx, audit.Id, &sdk.DeleteConsumerGroupParams{})
-	e2e.RequireStatus(t, del, err, http.StatusNoContent)
+	e2e.RequireStatus(t, del, err, http.StatusAccepted)
 	gone, err := c.GetConsumerGroupWithResponse(ctx, audit.Id, &sdk.GetConsumerGroupParams{})
 	e2e.RequireError(t, gone, err, http.StatusNotFound, "NotAuthorizedOrNotFound")
 	del, err = c.DeleteConsumerGroupWithResponse(ctx, audit.Id, &sdk.DeleteConsumerGroupParams{})
@@ -213,7 +215,7 @@ func TestConsumerGroupCRUD(t *testing.T) {
 	updGone, err := c.UpdateConsumerGroupWithResponse(ctx, audit.Id, &sdk.UpdateConsumerGroupParams{}, sdk.UpdateConsumerGroupDetails{IsEnabled: e2e.Ptr(true)})
 	e2e.RequireError(t, updGone, err, http.StatusNotFound, "NotAuthorizedOrNotFound")
 	items, _ = c.Groups(t, q, sdk.ListConsumerGroupsParams{SortBy: e2e.Ptr(sdk.ListConsumerGroupsParamsSortByDisplayName)})
-	require.Equal(t, []string{"exec", "primary", "retried"}, groupNames(items))
+	require.Equal(t, []string{"exec", "main", "retried"}, groupNames(items))
 	items, _ = c.Groups(t, q, sdk.ListConsumerGroupsParams{LifecycleState: e2e.Ptr(sdk.LifecycleStateDELETED)})
 	require.Len(t, items, 1)
 	require.Equal(t, audit.Id, items[0].Id)
@@ -225,7 +227,7 @@ func TestConsumerGroupCRUD(t *testing.T) {
 	child := c.NewCompartment(t, tenancyID, "cg-child")
 	moved, err := c.ChangeQueueCompartmentWithResponse(ctx, q, &sdk.ChangeQueueCompartmentParams{},
 		sdk.ChangeQueueCompartmentDetails{CompartmentId: child.Id})
-	e2e.RequireStatus(t, moved, err, http.StatusOK)
+	e2e.RequireStatus(t, moved, err, http.StatusAccepted)
 	got, err = c.GetConsumerGroupWithResponse(ctx, reborn.Id, &sdk.GetConsumerGroupParams{})
 	e2e.RequireStatus(t, got, err, http.StatusOK)
 	require.Equal(t, child.Id, got.JSON200.CompartmentId)
@@ -252,9 +254,14 @@ func TestConsumerGroupCapability(t *testing.T) {
 	caps := func(primary *bool) *[]sdk.Capability {
 		return &[]sdk.Capability{{Type: sdk.CapabilityTypeCONSUMERGROUPS, IsPrimaryConsumerGroupEnabled: primary}}
 	}
+	// returned is the capability as the queue shows it: with the primary group's name and (empty) filter.
+	returned := func(enabled bool) *[]sdk.Capability {
+		return &[]sdk.Capability{{Type: sdk.CapabilityTypeCONSUMERGROUPS, IsPrimaryConsumerGroupEnabled: &enabled,
+			PrimaryConsumerGroupDisplayName: e2e.Ptr("primary"), PrimaryConsumerGroupFilter: e2e.Ptr("")}}
+	}
 	upd, err := c.UpdateQueueWithResponse(ctx, q, &sdk.UpdateQueueParams{}, sdk.UpdateQueueDetails{Capabilities: caps(nil)})
-	e2e.RequireStatus(t, upd, err, http.StatusOK)
-	require.Equal(t, caps(e2e.Ptr(true)), upd.JSON200.Capabilities, "the primary group is enabled by default")
+	e2e.RequireStatus(t, upd, err, http.StatusAccepted)
+	require.Equal(t, returned(true), upd.JSON202.Capabilities, "the primary group is enabled by default")
 	primary, err := c.GetConsumerGroupWithResponse(ctx, q, &sdk.GetConsumerGroupParams{})
 	e2e.RequireStatus(t, primary, err, http.StatusOK)
 	require.True(t, primary.JSON200.IsPrimary)
@@ -262,21 +269,21 @@ func TestConsumerGroupCapability(t *testing.T) {
 	g := c.NewGroup(t, q, "g", "")
 
 	upd, err = c.UpdateQueueWithResponse(ctx, q, &sdk.UpdateQueueParams{}, sdk.UpdateQueueDetails{Capabilities: caps(e2e.Ptr(false))})
-	e2e.RequireStatus(t, upd, err, http.StatusOK)
-	require.Equal(t, caps(e2e.Ptr(false)), upd.JSON200.Capabilities)
+	e2e.RequireStatus(t, upd, err, http.StatusAccepted)
+	require.Equal(t, returned(false), upd.JSON202.Capabilities)
 	primary, err = c.GetConsumerGroupWithResponse(ctx, q, &sdk.GetConsumerGroupParams{})
 	e2e.RequireStatus(t, primary, err, http.StatusOK)
 	require.False(t, primary.JSON200.IsEnabled)
 
 	// An update that leaves capabilities out leaves them as they are.
 	upd, err = c.UpdateQueueWithResponse(ctx, q, &sdk.UpdateQueueParams{}, sdk.UpdateQueueDetails{VisibilityInSeconds: e2e.Ptr(12)})
-	e2e.RequireStatus(t, upd, err, http.StatusOK)
-	require.Equal(t, caps(e2e.Ptr(false)), upd.JSON200.Capabilities)
+	e2e.RequireStatus(t, upd, err, http.StatusAccepted)
+	require.Equal(t, returned(false), upd.JSON202.Capabilities)
 
 	// Without the capability the queue behaves as a queue with only an enabled primary group.
 	upd, err = c.UpdateQueueWithResponse(ctx, q, &sdk.UpdateQueueParams{}, sdk.UpdateQueueDetails{Capabilities: &[]sdk.Capability{}})
-	e2e.RequireStatus(t, upd, err, http.StatusOK)
-	require.Nil(t, upd.JSON200.Capabilities)
+	e2e.RequireStatus(t, upd, err, http.StatusAccepted)
+	require.Nil(t, upd.JSON202.Capabilities)
 	res := c.Put(t, q, e2e.Msg("plain"))
 	require.Equal(t, e2e.Ptr(1), res[0].ConsumerGroups)
 	require.Len(t, c.Get(t, q), 1)
@@ -287,7 +294,7 @@ func TestConsumerGroupCapability(t *testing.T) {
 
 	// Enabled again: the group created before is still there, and so is the primary group (enabled as asked).
 	upd, err = c.UpdateQueueWithResponse(ctx, q, &sdk.UpdateQueueParams{}, sdk.UpdateQueueDetails{Capabilities: caps(e2e.Ptr(true))})
-	e2e.RequireStatus(t, upd, err, http.StatusOK)
+	e2e.RequireStatus(t, upd, err, http.StatusAccepted)
 	items, _ := c.Groups(t, q, sdk.ListConsumerGroupsParams{SortBy: e2e.Ptr(sdk.ListConsumerGroupsParamsSortByDisplayName)})
 	require.Equal(t, []string{"g", "primary"}, groupNames(items))
 	require.Equal(t, g.Id, items[0].Id)
@@ -298,7 +305,7 @@ func TestConsumerGroupCapability(t *testing.T) {
 	q2 := c.NewQueue(t, tenancyID, e2e.WithConsumerGroups(false))
 	qr, err = c.GetQueueWithResponse(ctx, q2, &sdk.GetQueueParams{})
 	e2e.RequireStatus(t, qr, err, http.StatusOK)
-	require.Equal(t, caps(e2e.Ptr(false)), qr.JSON200.Capabilities)
+	require.Equal(t, returned(false), qr.JSON200.Capabilities)
 }
 
 // TestConsumerGroupTenantIsolation: another tenancy cannot see, change, delete, list or use a tenancy's groups; it
@@ -354,40 +361,40 @@ func TestValidateFilter(t *testing.T) {
 	const path = "/20210201/consumerGroups/actions/validateFilter"
 
 	ok := srv.RawJSON(t, token, http.MethodPost, path, strings.NewReader(
-		`{"consumerGroupFilter":":team = \"exec\"","attributes":[{"team":"exec"},{"team":"sales"}]}`))
+		`{"filter":":team = \"exec\"","attributes":[{"team":"exec"},{"team":"sales"}]}`))
 	require.Equal(t, http.StatusOK, ok.Status, string(ok.Body))
 	require.JSONEq(t, `{"valid":true,"matches":[true,false]}`, string(ok.Body))
 
-	invalid := srv.RawJSON(t, token, http.MethodPost, path, strings.NewReader(`{"consumerGroupFilter":":team = ","attributes":[{"team":"x"}]}`))
+	invalid := srv.RawJSON(t, token, http.MethodPost, path, strings.NewReader(`{"filter":":team = ","attributes":[{"team":"x"}]}`))
 	require.Equal(t, http.StatusOK, invalid.Status, string(invalid.Body))
 	require.JSONEq(t, `{"valid":false,"error":"column 9: expected a literal after '='"}`, string(invalid.Body))
 
 	// Through the SDK: numbers compare numerically, absent attributes, no attribute sets at all.
 	resp, err := c.ValidateConsumerGroupFilterWithResponse(context.Background(), &sdk.ValidateConsumerGroupFilterParams{},
-		sdk.ValidateFilterDetails{ConsumerGroupFilter: `:n >= 40 AND NOT :test`, Attributes: &[]sdk.MessageAttributes{
+		sdk.ValidateFilterDetails{Filter: `:n >= 40 AND NOT :test`, Attributes: &[]sdk.MessageAttributes{
 			{"n": 40.0}, {"n": 39.5}, {"n": 41, "test": "yes"}, {"n": "40"}, {},
 		}})
 	e2e.RequireStatus(t, resp, err, http.StatusOK)
 	require.True(t, resp.JSON200.Valid)
 	require.Equal(t, &[]bool{true, false, false, false, false}, resp.JSON200.Matches)
 	resp, err = c.ValidateConsumerGroupFilterWithResponse(context.Background(), &sdk.ValidateConsumerGroupFilterParams{},
-		sdk.ValidateFilterDetails{ConsumerGroupFilter: ""})
+		sdk.ValidateFilterDetails{Filter: ""})
 	e2e.RequireStatus(t, resp, err, http.StatusOK)
 	require.True(t, resp.JSON200.Valid)
 	require.NotNil(t, resp.JSON200.Matches)
 	require.Empty(t, *resp.JSON200.Matches)
 
 	for _, tc := range []struct{ name, body, code, field string }{
-		{"no filter", `{"attributes":[]}`, "MissingParameter", "consumerGroupFilter"},
-		{"not json", `{"consumerGroupFilter":`, "InvalidParameter", "body"},
-		{"wrong type", `{"consumerGroupFilter":7}`, "InvalidParameter", "consumerGroupFilter"},
-		{"extra field", `{"consumerGroupFilter":":a","queueId":"x"}`, "InvalidParameter", "queueId"},
-		{"bad attrs", `{"consumerGroupFilter":":a","attributes":[{"a":true}]}`, "InvalidParameter", "attributes"},
-		{"too long", `{"consumerGroupFilter":"` + strings.Repeat(":a OR ", 200) + `:a"}`, "InvalidParameter", "consumerGroupFilter"},
+		{"no filter", `{"attributes":[]}`, "MissingParameter", "filter"},
+		{"not json", `{"filter":`, "InvalidParameter", "body"},
+		{"wrong type", `{"filter":7}`, "InvalidParameter", "filter"},
+		{"extra field", `{"filter":":a","queueId":"x"}`, "InvalidParameter", "queueId"},
+		{"bad attrs", `{"filter":":a","attributes":[{"a":true}]}`, "InvalidParameter", "attributes"},
+		{"too long", `{"filter":"` + strings.Repeat(":a OR ", 200) + `:a"}`, "InvalidParameter", "filter"},
 	} {
 		r := srv.RawJSON(t, token, http.MethodPost, path, strings.NewReader(tc.body))
 		e2e.RequireAPIError(t, r.Status, r.Body, http.StatusBadRequest, tc.code, tc.field)
 	}
-	unauth := srv.RawJSON(t, "", http.MethodPost, path, strings.NewReader(`{"consumerGroupFilter":":a"}`))
+	unauth := srv.RawJSON(t, "", http.MethodPost, path, strings.NewReader(`{"filter":":a"}`))
 	require.Equal(t, http.StatusUnauthorized, unauth.Status)
 }

@@ -66,8 +66,8 @@ func TestIfMatch(t *testing.T) {
 		require.Equal(t, etag, afterEtag)
 		resp, err = client.UpdateQueueWithResponse(ctx, q.Id, &sdk.UpdateQueueParams{IfMatch: &etag},
 			sdk.UpdateQueueDetails{VisibilityInSeconds: e2e.Ptr(99)})
-		e2e.RequireStatus(t, resp, err, http.StatusOK)
-		require.Equal(t, 99, resp.JSON200.VisibilityInSeconds)
+		e2e.RequireStatus(t, resp, err, http.StatusAccepted)
+		require.Equal(t, 99, resp.JSON202.VisibilityInSeconds)
 	})
 	t.Run("ChangeQueueCompartment", func(t *testing.T) {
 		q := client.NewNamedQueue(t, tenancyID, "mv")
@@ -79,7 +79,7 @@ func TestIfMatch(t *testing.T) {
 		require.Equal(t, tenancyID, after.CompartmentId)
 		resp, err = client.ChangeQueueCompartmentWithResponse(ctx, q.Id, &sdk.ChangeQueueCompartmentParams{IfMatch: &etag},
 			sdk.ChangeQueueCompartmentDetails{CompartmentId: dst.Id})
-		e2e.RequireStatus(t, resp, err, http.StatusOK)
+		e2e.RequireStatus(t, resp, err, http.StatusAccepted)
 	})
 	t.Run("PurgeQueue", func(t *testing.T) {
 		q := client.NewNamedQueue(t, tenancyID, "purge")
@@ -88,9 +88,9 @@ func TestIfMatch(t *testing.T) {
 			sdk.PurgeQueueDetails{PurgeType: sdk.PurgeTypeBOTH})
 		e2e.RequireError(t, resp, err, http.StatusPreconditionFailed, "NoEtagMatch", "if-match")
 		require.Empty(t, resp.HTTPResponse.Header.Get("opc-work-request-id"))
-		list, err := client.ListWorkRequestsWithResponse(ctx, &sdk.ListWorkRequestsParams{CompartmentId: tenancyID, ResourceId: &q.Id})
+		list, err := client.ListWorkRequestsWithResponse(ctx, &sdk.ListWorkRequestsParams{CompartmentId: e2e.Ptr(tenancyID), ResourceId: &q.Id})
 		e2e.RequireStatus(t, list, err, http.StatusOK)
-		require.Empty(t, list.JSON200.Items)
+		require.Empty(t, e2e.Background(list.JSON200.Items))
 		resp, err = client.PurgeQueueWithResponse(ctx, q.Id, &sdk.PurgeQueueParams{IfMatch: &etag},
 			sdk.PurgeQueueDetails{PurgeType: sdk.PurgeTypeBOTH})
 		e2e.RequireStatus(t, resp, err, http.StatusAccepted)
@@ -118,25 +118,25 @@ func TestRetryTokenCreateQueue(t *testing.T) {
 	details := sdk.CreateQueueDetails{CompartmentId: tenancyID, DisplayName: "once", VisibilityInSeconds: e2e.Ptr(45)}
 
 	first, err := client.CreateQueueWithResponse(ctx, &sdk.CreateQueueParams{OpcRetryToken: e2e.Ptr("token-1")}, details)
-	e2e.RequireStatus(t, first, err, http.StatusOK)
+	e2e.RequireStatus(t, first, err, http.StatusAccepted)
 	// The same token and body: the original result, not a second queue.
 	for range 2 {
 		again, err := client.CreateQueueWithResponse(ctx, &sdk.CreateQueueParams{OpcRetryToken: e2e.Ptr("token-1"),
 			OpcRequestId: e2e.Ptr("retry-request")}, details)
-		e2e.RequireStatus(t, again, err, http.StatusOK)
-		require.Equal(t, first.JSON200.Id, again.JSON200.Id)
-		require.Equal(t, *first.JSON200, *again.JSON200)
+		e2e.RequireStatus(t, again, err, http.StatusAccepted)
+		require.Equal(t, first.JSON202.Id, again.JSON202.Id)
+		require.Equal(t, *first.JSON202, *again.JSON202)
 		require.Equal(t, first.HTTPResponse.Header.Get("etag"), again.HTTPResponse.Header.Get("etag"))
 		require.Equal(t, "retry-request", again.HTTPResponse.Header.Get("opc-request-id"))
 	}
-	require.Equal(t, []string{first.JSON200.Id}, client.QueueIDs(t, sdk.ListQueuesParams{CompartmentId: tenancyID}))
+	require.Equal(t, []string{first.JSON202.Id}, client.QueueIDs(t, sdk.ListQueuesParams{CompartmentId: e2e.Ptr(tenancyID)}))
 
 	// The same token with another body conflicts and creates nothing.
 	other := details
 	other.DisplayName = "twice"
 	conflict, err := client.CreateQueueWithResponse(ctx, &sdk.CreateQueueParams{OpcRetryToken: e2e.Ptr("token-1")}, other)
 	e2e.RequireError(t, conflict, err, http.StatusConflict, "Conflict", "opc-retry-token")
-	require.Len(t, client.QueueIDs(t, sdk.ListQueuesParams{CompartmentId: tenancyID}), 1)
+	require.Len(t, client.QueueIDs(t, sdk.ListQueuesParams{CompartmentId: e2e.Ptr(tenancyID)}), 1)
 
 	// A failed request does not use up its token: neither a 400 nor a 404.
 	bad := details
@@ -148,18 +148,18 @@ func TestRetryTokenCreateQueue(t *testing.T) {
 	resp, err = client.CreateQueueWithResponse(ctx, &sdk.CreateQueueParams{OpcRetryToken: e2e.Ptr("token-2")}, missing)
 	e2e.RequireError(t, resp, err, http.StatusNotFound, "NotAuthorizedOrNotFound")
 	second, err := client.CreateQueueWithResponse(ctx, &sdk.CreateQueueParams{OpcRetryToken: e2e.Ptr("token-2")}, other)
-	e2e.RequireStatus(t, second, err, http.StatusOK)
-	require.NotEqual(t, first.JSON200.Id, second.JSON200.Id)
+	e2e.RequireStatus(t, second, err, http.StatusAccepted)
+	require.NotEqual(t, first.JSON202.Id, second.JSON202.Id)
 	again, err := client.CreateQueueWithResponse(ctx, &sdk.CreateQueueParams{OpcRetryToken: e2e.Ptr("token-2")}, other)
-	e2e.RequireStatus(t, again, err, http.StatusOK)
-	require.Equal(t, second.JSON200.Id, again.JSON200.Id)
-	require.Len(t, client.QueueIDs(t, sdk.ListQueuesParams{CompartmentId: tenancyID}), 2)
+	e2e.RequireStatus(t, again, err, http.StatusAccepted)
+	require.Equal(t, second.JSON202.Id, again.JSON202.Id)
+	require.Len(t, client.QueueIDs(t, sdk.ListQueuesParams{CompartmentId: e2e.Ptr(tenancyID)}), 2)
 
 	// Without a token every create creates.
 	for range 2 {
 		client.NewNamedQueue(t, tenancyID, "once")
 	}
-	require.Len(t, client.QueueIDs(t, sdk.ListQueuesParams{CompartmentId: tenancyID}), 4)
+	require.Len(t, client.QueueIDs(t, sdk.ListQueuesParams{CompartmentId: e2e.Ptr(tenancyID)}), 4)
 
 	// A token belongs to one operation: the same token on another create is a new request.
 	comp, err := client.CreateCompartmentWithResponse(ctx, &sdk.CreateCompartmentParams{OpcRetryToken: e2e.Ptr("token-1")},
@@ -172,7 +172,7 @@ func TestRetryTokenCreateQueue(t *testing.T) {
 	require.Len(t, client.CompartmentIDs(t, sdk.ListCompartmentsParams{CompartmentId: tenancyID}), 1)
 
 	// Actions replay too: the same purge token answers the same work request.
-	q := first.JSON200.Id
+	q := first.JSON202.Id
 	purge := func() *sdk.PurgeQueueResponse {
 		resp, err := client.PurgeQueueWithResponse(ctx, q, &sdk.PurgeQueueParams{}, sdk.PurgeQueueDetails{PurgeType: sdk.PurgeTypeNORMAL},
 			func(_ context.Context, r *http.Request) error { r.Header.Set("opc-retry-token", "purge-1"); return nil })
@@ -183,9 +183,9 @@ func TestRetryTokenCreateQueue(t *testing.T) {
 	wrID := p1.HTTPResponse.Header.Get("opc-work-request-id")
 	require.NotEmpty(t, wrID)
 	require.Equal(t, wrID, p2.HTTPResponse.Header.Get("opc-work-request-id"))
-	wrs, err := client.ListWorkRequestsWithResponse(ctx, &sdk.ListWorkRequestsParams{CompartmentId: tenancyID, ResourceId: &q})
+	wrs, err := client.ListWorkRequestsWithResponse(ctx, &sdk.ListWorkRequestsParams{CompartmentId: e2e.Ptr(tenancyID), ResourceId: &q})
 	e2e.RequireStatus(t, wrs, err, http.StatusOK)
-	require.Len(t, wrs.JSON200.Items, 1)
+	require.Len(t, e2e.Background(wrs.JSON200.Items), 1)
 	srv.WaitWorkRequest(t, client, wrID)
 }
 
@@ -266,17 +266,17 @@ func TestRetryTokenConcurrent(t *testing.T) {
 				return
 			}
 			results[i].status = resp.StatusCode()
-			if resp.JSON200 != nil {
-				results[i].id = resp.JSON200.Id
+			if resp.JSON202 != nil {
+				results[i].id = resp.JSON202.Id
 			}
 		})
 	}
 	wg.Wait()
-	ids := client.QueueIDs(t, sdk.ListQueuesParams{CompartmentId: tenancyID})
+	ids := client.QueueIDs(t, sdk.ListQueuesParams{CompartmentId: e2e.Ptr(tenancyID)})
 	require.Len(t, ids, 1)
 	for _, r := range results {
 		switch r.status {
-		case http.StatusOK:
+		case http.StatusAccepted:
 			require.Equal(t, ids[0], r.id)
 		case http.StatusConflict:
 		default:
@@ -305,9 +305,9 @@ func TestRetryTokenAbandoned(t *testing.T) {
 	e2e.RequireError(t, resp, err, http.StatusConflict, "Conflict", "opc-retry-token")
 
 	first, err := client.CreateQueueWithResponse(ctx, &sdk.CreateQueueParams{OpcRetryToken: e2e.Ptr("abandoned")}, details)
-	e2e.RequireStatus(t, first, err, http.StatusOK)
+	e2e.RequireStatus(t, first, err, http.StatusAccepted)
 	again, err := client.CreateQueueWithResponse(ctx, &sdk.CreateQueueParams{OpcRetryToken: e2e.Ptr("abandoned")}, details)
-	e2e.RequireStatus(t, again, err, http.StatusOK)
-	require.Equal(t, first.JSON200.Id, again.JSON200.Id)
-	require.Len(t, client.QueueIDs(t, sdk.ListQueuesParams{CompartmentId: tenancyID}), 1)
+	e2e.RequireStatus(t, again, err, http.StatusAccepted)
+	require.Equal(t, first.JSON202.Id, again.JSON202.Id)
+	require.Len(t, client.QueueIDs(t, sdk.ListQueuesParams{CompartmentId: e2e.Ptr(tenancyID)}), 1)
 }

@@ -64,10 +64,10 @@ func TestQueueDeleteLifecycle(t *testing.T) {
 	requireNotChangeable("DELETING")
 	upd, err := client.UpdateQueueWithResponse(ctx, q.Id, &sdk.UpdateQueueParams{}, sdk.UpdateQueueDetails{DisplayName: e2e.Ptr("zombie")})
 	e2e.RequireError(t, upd, err, http.StatusConflict, "IncorrectState")
-	// Only the one work request exists.
-	list, err := client.ListWorkRequestsWithResponse(ctx, &sdk.ListWorkRequestsParams{CompartmentId: tenancyID})
+	// Only the one work request runs in the background.
+	list, err := client.ListWorkRequestsWithResponse(ctx, &sdk.ListWorkRequestsParams{CompartmentId: e2e.Ptr(tenancyID)})
 	e2e.RequireStatus(t, list, err, http.StatusOK)
-	require.Len(t, list.JSON200.Items, 1)
+	require.Len(t, e2e.Background(list.JSON200.Items), 1)
 
 	// Let the executor run it.
 	require.True(t, srv.Node.Executor().RunOnce(ctx))
@@ -85,9 +85,9 @@ func TestQueueDeleteLifecycle(t *testing.T) {
 
 	deleted, _ := client.QueueWithETag(t, q.Id)
 	require.Equal(t, sdk.LifecycleStateDELETED, deleted.LifecycleState)
-	require.Equal(t, []string{other.Id}, client.QueueIDs(t, sdk.ListQueuesParams{CompartmentId: tenancyID}))
-	require.Equal(t, []string{q.Id}, client.QueueIDs(t, sdk.ListQueuesParams{CompartmentId: tenancyID, LifecycleState: e2e.Ptr(sdk.LifecycleStateDELETED)}))
-	require.Equal(t, []string{q.Id}, client.QueueIDs(t, sdk.ListQueuesParams{CompartmentId: tenancyID, CompartmentIdInSubtree: e2e.Ptr(true), LifecycleState: e2e.Ptr(sdk.LifecycleStateDELETED)}))
+	require.Equal(t, []string{other.Id}, client.QueueIDs(t, sdk.ListQueuesParams{CompartmentId: e2e.Ptr(tenancyID)}))
+	require.Equal(t, []string{q.Id}, client.QueueIDs(t, sdk.ListQueuesParams{CompartmentId: e2e.Ptr(tenancyID), LifecycleState: e2e.Ptr(sdk.LifecycleStateDELETED)}))
+	require.Equal(t, []string{q.Id}, client.QueueIDs(t, sdk.ListQueuesParams{CompartmentId: e2e.Ptr(tenancyID), CompartmentIdInSubtree: e2e.Ptr(true), LifecycleState: e2e.Ptr(sdk.LifecycleStateDELETED)}))
 	requireNotChangeable("DELETED")
 	del, err := client.DeleteQueueWithResponse(ctx, q.Id, &sdk.DeleteQueueParams{})
 	e2e.RequireError(t, del, err, http.StatusNotFound, "NotAuthorizedOrNotFound")
@@ -118,13 +118,13 @@ func TestQueueChangeCompartment(t *testing.T) {
 
 	resp, err := client.ChangeQueueCompartmentWithResponse(ctx, q.Id, &sdk.ChangeQueueCompartmentParams{},
 		sdk.ChangeQueueCompartmentDetails{CompartmentId: dst.Id})
-	e2e.RequireStatus(t, resp, err, http.StatusOK)
-	require.Equal(t, dst.Id, resp.JSON200.CompartmentId)
+	e2e.RequireStatus(t, resp, err, http.StatusAccepted)
+	require.Equal(t, dst.Id, resp.JSON202.CompartmentId)
 	require.NotEqual(t, etag, resp.HTTPResponse.Header.Get("etag"))
 	got, _ := client.QueueWithETag(t, q.Id)
 	require.Equal(t, dst.Id, got.CompartmentId)
-	require.Empty(t, client.QueueIDs(t, sdk.ListQueuesParams{CompartmentId: src.Id}))
-	require.Equal(t, []string{q.Id}, client.QueueIDs(t, sdk.ListQueuesParams{CompartmentId: dst.Id}))
+	require.Empty(t, client.QueueIDs(t, sdk.ListQueuesParams{CompartmentId: e2e.Ptr(src.Id)}))
+	require.Equal(t, []string{q.Id}, client.QueueIDs(t, sdk.ListQueuesParams{CompartmentId: e2e.Ptr(dst.Id)}))
 
 	// The source is empty now and can be deleted; the target holds the queue and cannot.
 	del, err := client.DeleteCompartmentWithResponse(ctx, dst.Id, &sdk.DeleteCompartmentParams{})
@@ -147,8 +147,8 @@ func TestQueueChangeCompartment(t *testing.T) {
 	// Back to the root; a queue that does not exist.
 	resp, err = client.ChangeQueueCompartmentWithResponse(ctx, q.Id, &sdk.ChangeQueueCompartmentParams{},
 		sdk.ChangeQueueCompartmentDetails{CompartmentId: tenancyID})
-	e2e.RequireStatus(t, resp, err, http.StatusOK)
-	require.Equal(t, tenancyID, resp.JSON200.CompartmentId)
+	e2e.RequireStatus(t, resp, err, http.StatusAccepted)
+	require.Equal(t, tenancyID, resp.JSON202.CompartmentId)
 	resp, err = client.ChangeQueueCompartmentWithResponse(ctx, "ocid1.queue.ferry.local."+strings.Repeat("k", 32),
 		&sdk.ChangeQueueCompartmentParams{}, sdk.ChangeQueueCompartmentDetails{CompartmentId: tenancyID})
 	e2e.RequireError(t, resp, err, http.StatusNotFound, "NotAuthorizedOrNotFound")
@@ -237,10 +237,11 @@ func TestQueueConcurrentDelete(t *testing.T) {
 		}
 	}
 	require.Equal(t, 1, accepted, "statuses: %v", statuses)
-	list, err := client.ListWorkRequestsWithResponse(ctx, &sdk.ListWorkRequestsParams{CompartmentId: tenancyID, ResourceId: &q.Id})
+	list, err := client.ListWorkRequestsWithResponse(ctx, &sdk.ListWorkRequestsParams{CompartmentId: e2e.Ptr(tenancyID), ResourceId: &q.Id})
 	e2e.RequireStatus(t, list, err, http.StatusOK)
-	require.Len(t, list.JSON200.Items, 1)
-	srv.WaitWorkRequest(t, client, list.JSON200.Items[0].Id)
+	background := e2e.Background(list.JSON200.Items)
+	require.Len(t, background, 1)
+	srv.WaitWorkRequest(t, client, background[0].Id)
 	got, _ := client.QueueWithETag(t, q.Id)
 	require.Equal(t, sdk.LifecycleStateDELETED, got.LifecycleState)
 }

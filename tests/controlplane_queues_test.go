@@ -59,8 +59,8 @@ func TestQueueCreateExplicit(t *testing.T) {
 		DeduplicationWindowInSeconds: e2e.Ptr(600),
 		FreeformTags:                 &sdk.FreeformTags{"env": "test", "team": "core"},
 	})
-	e2e.RequireStatus(t, resp, err, http.StatusOK)
-	q := *resp.JSON200
+	e2e.RequireStatus(t, resp, err, http.StatusAccepted)
+	q := *resp.JSON202
 	require.Equal(t, 3600, q.RetentionInSeconds)
 	require.Equal(t, 0, q.VisibilityInSeconds)
 	require.Equal(t, 0, q.TimeoutInSeconds)
@@ -118,8 +118,8 @@ func TestQueueSettingRanges(t *testing.T) {
 			r.set(&details, v)
 			resp, err := client.CreateQueueWithResponse(ctx, &sdk.CreateQueueParams{}, details)
 			if valid {
-				e2e.RequireStatus(t, resp, err, http.StatusOK)
-				got, _ := client.QueueWithETag(t, resp.JSON200.Id)
+				e2e.RequireStatus(t, resp, err, http.StatusAccepted)
+				got, _ := client.QueueWithETag(t, resp.JSON202.Id)
 				require.Equal(t, v, queueSetting(got, r.field), name)
 			} else {
 				e2e.RequireError(t, resp, err, http.StatusBadRequest, "InvalidParameter", r.field)
@@ -133,8 +133,8 @@ func TestQueueSettingRanges(t *testing.T) {
 			r.update(&upd, v)
 			uresp, err := client.UpdateQueueWithResponse(ctx, target.Id, &sdk.UpdateQueueParams{}, upd)
 			if valid {
-				e2e.RequireStatus(t, uresp, err, http.StatusOK)
-				require.Equal(t, v, queueSetting(*uresp.JSON200, r.field), name)
+				e2e.RequireStatus(t, uresp, err, http.StatusAccepted)
+				require.Equal(t, v, queueSetting(*uresp.JSON202, r.field), name)
 			} else {
 				e2e.RequireError(t, uresp, err, http.StatusBadRequest, "InvalidParameter", r.field)
 				_, after := client.QueueWithETag(t, target.Id)
@@ -143,7 +143,7 @@ func TestQueueSettingRanges(t *testing.T) {
 		}
 	}
 	// Only the valid creations exist: two per setting.
-	ids := client.QueueIDs(t, sdk.ListQueuesParams{CompartmentId: tenancyID})
+	ids := client.QueueIDs(t, sdk.ListQueuesParams{CompartmentId: e2e.Ptr(tenancyID)})
 	require.Len(t, ids, 1+2*len(queueSettingRanges))
 }
 
@@ -184,9 +184,9 @@ func TestQueueCreateErrors(t *testing.T) {
 
 	// 255 characters is the longest valid name.
 	resp, err = client.CreateQueueWithResponse(ctx, &sdk.CreateQueueParams{}, sdk.CreateQueueDetails{CompartmentId: tenancyID, DisplayName: strings.Repeat("n", 255)})
-	e2e.RequireStatus(t, resp, err, http.StatusOK)
+	e2e.RequireStatus(t, resp, err, http.StatusAccepted)
 
-	require.Len(t, client.QueueIDs(t, sdk.ListQueuesParams{CompartmentId: tenancyID}), 1)
+	require.Len(t, client.QueueIDs(t, sdk.ListQueuesParams{CompartmentId: e2e.Ptr(tenancyID)}), 1)
 
 	get, err := client.GetQueueWithResponse(ctx, "ocid1.queue.ferry.local."+strings.Repeat("f", 32), &sdk.GetQueueParams{})
 	e2e.RequireError(t, get, err, http.StatusNotFound, "NotAuthorizedOrNotFound")
@@ -211,11 +211,11 @@ func TestQueueList(t *testing.T) {
 	asc, desc := e2e.Ptr(sdk.SortOrderASC), e2e.Ptr(sdk.SortOrderDESC)
 
 	// Only the compartment's own queues, newest first by default.
-	require.Equal(t, []string{qc.Id, qa.Id, qb.Id}, ids(sdk.ListQueuesParams{CompartmentId: tenancyID}))
-	require.Equal(t, []string{qd.Id}, ids(sdk.ListQueuesParams{CompartmentId: child.Id}))
+	require.Equal(t, []string{qc.Id, qa.Id, qb.Id}, ids(sdk.ListQueuesParams{CompartmentId: e2e.Ptr(tenancyID)}))
+	require.Equal(t, []string{qd.Id}, ids(sdk.ListQueuesParams{CompartmentId: e2e.Ptr(child.Id)}))
 
 	// The summary carries the identity, not the settings.
-	resp, err := client.ListQueuesWithResponse(ctx, &sdk.ListQueuesParams{CompartmentId: child.Id})
+	resp, err := client.ListQueuesWithResponse(ctx, &sdk.ListQueuesParams{CompartmentId: e2e.Ptr(child.Id)})
 	e2e.RequireStatus(t, resp, err, http.StatusOK)
 	summary := resp.JSON200.Items[0]
 	require.Equal(t, qd.Id, summary.Id)
@@ -226,31 +226,31 @@ func TestQueueList(t *testing.T) {
 	require.Equal(t, qd.TimeCreated, summary.TimeCreated)
 
 	// Sorting.
-	require.Equal(t, []string{qb.Id, qa.Id, qc.Id}, ids(sdk.ListQueuesParams{CompartmentId: tenancyID, SortBy: byTime, SortOrder: asc}))
-	require.Equal(t, []string{qc.Id, qa.Id, qb.Id}, ids(sdk.ListQueuesParams{CompartmentId: tenancyID, SortBy: byTime, SortOrder: desc}))
-	require.Equal(t, []string{qa.Id, qb.Id, qc.Id}, ids(sdk.ListQueuesParams{CompartmentId: tenancyID, SortBy: byName}))
-	require.Equal(t, []string{qa.Id, qb.Id, qc.Id}, ids(sdk.ListQueuesParams{CompartmentId: tenancyID, SortBy: byName, SortOrder: asc}))
-	require.Equal(t, []string{qc.Id, qb.Id, qa.Id}, ids(sdk.ListQueuesParams{CompartmentId: tenancyID, SortBy: byName, SortOrder: desc}))
+	require.Equal(t, []string{qb.Id, qa.Id, qc.Id}, ids(sdk.ListQueuesParams{CompartmentId: e2e.Ptr(tenancyID), SortBy: byTime, SortOrder: asc}))
+	require.Equal(t, []string{qc.Id, qa.Id, qb.Id}, ids(sdk.ListQueuesParams{CompartmentId: e2e.Ptr(tenancyID), SortBy: byTime, SortOrder: desc}))
+	require.Equal(t, []string{qa.Id, qb.Id, qc.Id}, ids(sdk.ListQueuesParams{CompartmentId: e2e.Ptr(tenancyID), SortBy: byName}))
+	require.Equal(t, []string{qa.Id, qb.Id, qc.Id}, ids(sdk.ListQueuesParams{CompartmentId: e2e.Ptr(tenancyID), SortBy: byName, SortOrder: asc}))
+	require.Equal(t, []string{qc.Id, qb.Id, qa.Id}, ids(sdk.ListQueuesParams{CompartmentId: e2e.Ptr(tenancyID), SortBy: byName, SortOrder: desc}))
 
 	// The subtree.
-	subtree := ids(sdk.ListQueuesParams{CompartmentId: tenancyID, CompartmentIdInSubtree: e2e.Ptr(true), SortBy: byTime, SortOrder: asc})
+	subtree := ids(sdk.ListQueuesParams{CompartmentId: e2e.Ptr(tenancyID), CompartmentIdInSubtree: e2e.Ptr(true), SortBy: byTime, SortOrder: asc})
 	require.Equal(t, []string{qb.Id, qa.Id, qc.Id, qd.Id, qe.Id}, subtree)
-	require.ElementsMatch(t, []string{qd.Id, qe.Id}, ids(sdk.ListQueuesParams{CompartmentId: child.Id, CompartmentIdInSubtree: e2e.Ptr(true)}))
-	require.Equal(t, []string{qd.Id}, ids(sdk.ListQueuesParams{CompartmentId: child.Id, CompartmentIdInSubtree: e2e.Ptr(false)}))
+	require.ElementsMatch(t, []string{qd.Id, qe.Id}, ids(sdk.ListQueuesParams{CompartmentId: e2e.Ptr(child.Id), CompartmentIdInSubtree: e2e.Ptr(true)}))
+	require.Equal(t, []string{qd.Id}, ids(sdk.ListQueuesParams{CompartmentId: e2e.Ptr(child.Id), CompartmentIdInSubtree: e2e.Ptr(false)}))
 
 	// Filters.
-	require.Equal(t, []string{qa.Id}, ids(sdk.ListQueuesParams{CompartmentId: tenancyID, DisplayName: e2e.Ptr("alpha")}))
-	require.ElementsMatch(t, []string{qa.Id, qe.Id}, ids(sdk.ListQueuesParams{CompartmentId: tenancyID, DisplayName: e2e.Ptr("alpha"), CompartmentIdInSubtree: e2e.Ptr(true)}))
-	require.Empty(t, ids(sdk.ListQueuesParams{CompartmentId: tenancyID, DisplayName: e2e.Ptr("Alpha")}))
-	require.Equal(t, []string{qb.Id}, ids(sdk.ListQueuesParams{CompartmentId: tenancyID, Id: e2e.Ptr(qb.Id)}))
-	require.Empty(t, ids(sdk.ListQueuesParams{CompartmentId: tenancyID, Id: e2e.Ptr(qd.Id)}), "id filters within the compartment")
-	require.Equal(t, []string{qd.Id}, ids(sdk.ListQueuesParams{CompartmentId: tenancyID, Id: e2e.Ptr(qd.Id), CompartmentIdInSubtree: e2e.Ptr(true)}))
-	require.Empty(t, ids(sdk.ListQueuesParams{CompartmentId: tenancyID, Id: e2e.Ptr("ocid1.queue.ferry.local." + strings.Repeat("g", 32))}))
-	require.Equal(t, []string{qa.Id, qb.Id, qc.Id}, ids(sdk.ListQueuesParams{CompartmentId: tenancyID, SortBy: byName, LifecycleState: e2e.Ptr(sdk.LifecycleStateACTIVE)}))
-	require.Empty(t, ids(sdk.ListQueuesParams{CompartmentId: tenancyID, LifecycleState: e2e.Ptr(sdk.LifecycleStateDELETED)}))
+	require.Equal(t, []string{qa.Id}, ids(sdk.ListQueuesParams{CompartmentId: e2e.Ptr(tenancyID), DisplayName: e2e.Ptr("alpha")}))
+	require.ElementsMatch(t, []string{qa.Id, qe.Id}, ids(sdk.ListQueuesParams{CompartmentId: e2e.Ptr(tenancyID), DisplayName: e2e.Ptr("alpha"), CompartmentIdInSubtree: e2e.Ptr(true)}))
+	require.Empty(t, ids(sdk.ListQueuesParams{CompartmentId: e2e.Ptr(tenancyID), DisplayName: e2e.Ptr("Alpha")}))
+	require.Equal(t, []string{qb.Id}, ids(sdk.ListQueuesParams{CompartmentId: e2e.Ptr(tenancyID), Id: e2e.Ptr(qb.Id)}))
+	require.Empty(t, ids(sdk.ListQueuesParams{CompartmentId: e2e.Ptr(tenancyID), Id: e2e.Ptr(qd.Id)}), "id filters within the compartment")
+	require.Equal(t, []string{qd.Id}, ids(sdk.ListQueuesParams{CompartmentId: e2e.Ptr(tenancyID), Id: e2e.Ptr(qd.Id), CompartmentIdInSubtree: e2e.Ptr(true)}))
+	require.Empty(t, ids(sdk.ListQueuesParams{CompartmentId: e2e.Ptr(tenancyID), Id: e2e.Ptr("ocid1.queue.ferry.local." + strings.Repeat("g", 32))}))
+	require.Equal(t, []string{qa.Id, qb.Id, qc.Id}, ids(sdk.ListQueuesParams{CompartmentId: e2e.Ptr(tenancyID), SortBy: byName, LifecycleState: e2e.Ptr(sdk.LifecycleStateACTIVE)}))
+	require.Empty(t, ids(sdk.ListQueuesParams{CompartmentId: e2e.Ptr(tenancyID), LifecycleState: e2e.Ptr(sdk.LifecycleStateDELETED)}))
 
 	// A compartment that does not exist.
-	lresp, err := client.ListQueuesWithResponse(ctx, &sdk.ListQueuesParams{CompartmentId: "ocid1.compartment.ferry.local." + strings.Repeat("h", 32)})
+	lresp, err := client.ListQueuesWithResponse(ctx, &sdk.ListQueuesParams{CompartmentId: e2e.Ptr("ocid1.compartment.ferry.local." + strings.Repeat("h", 32))})
 	e2e.RequireError(t, lresp, err, http.StatusNotFound, "NotAuthorizedOrNotFound")
 }
 
@@ -295,7 +295,7 @@ func TestQueuePagination(t *testing.T) {
 	for _, tc := range cases {
 		for _, limit := range []int{1, 2, 3, 10, 100} {
 			name := fmt.Sprintf("%s/%s/limit=%d", tc.sortBy, tc.order, limit)
-			params := sdk.ListQueuesParams{CompartmentId: tenancyID, CompartmentIdInSubtree: e2e.Ptr(true),
+			params := sdk.ListQueuesParams{CompartmentId: e2e.Ptr(tenancyID), CompartmentIdInSubtree: e2e.Ptr(true),
 				SortBy: e2e.Ptr(tc.sortBy), SortOrder: e2e.Ptr(tc.order), Limit: e2e.Ptr(limit)}
 			var got []string
 			pages := 0
@@ -320,7 +320,7 @@ func TestQueuePagination(t *testing.T) {
 		}
 	}
 
-	resp, err := client.ListQueuesWithResponse(ctx, &sdk.ListQueuesParams{CompartmentId: tenancyID, Page: e2e.Ptr("not-a-token")})
+	resp, err := client.ListQueuesWithResponse(ctx, &sdk.ListQueuesParams{CompartmentId: e2e.Ptr(tenancyID), Page: e2e.Ptr("not-a-token")})
 	e2e.RequireError(t, resp, err, http.StatusBadRequest, "InvalidParameter", "page")
 }
 
@@ -341,8 +341,8 @@ func TestQueueUpdate(t *testing.T) {
 		DeduplicationWindowInSeconds: e2e.Ptr(60),
 		FreeformTags:                 &sdk.FreeformTags{"a": "b"},
 	})
-	e2e.RequireStatus(t, resp, err, http.StatusOK)
-	u := *resp.JSON200
+	e2e.RequireStatus(t, resp, err, http.StatusAccepted)
+	u := *resp.JSON202
 	require.Equal(t, "after", u.DisplayName)
 	require.Equal(t, 120, u.VisibilityInSeconds)
 	require.Equal(t, 5, u.TimeoutInSeconds)
@@ -362,11 +362,11 @@ func TestQueueUpdate(t *testing.T) {
 
 	// Absent fields are left unchanged.
 	resp, err = client.UpdateQueueWithResponse(ctx, q.Id, &sdk.UpdateQueueParams{}, sdk.UpdateQueueDetails{TimeoutInSeconds: e2e.Ptr(0)})
-	e2e.RequireStatus(t, resp, err, http.StatusOK)
-	require.Equal(t, 0, resp.JSON200.TimeoutInSeconds)
-	require.Equal(t, 120, resp.JSON200.VisibilityInSeconds)
-	require.Equal(t, "after", resp.JSON200.DisplayName)
-	require.Equal(t, sdk.FreeformTags{"a": "b"}, resp.JSON200.FreeformTags)
+	e2e.RequireStatus(t, resp, err, http.StatusAccepted)
+	require.Equal(t, 0, resp.JSON202.TimeoutInSeconds)
+	require.Equal(t, 120, resp.JSON202.VisibilityInSeconds)
+	require.Equal(t, "after", resp.JSON202.DisplayName)
+	require.Equal(t, sdk.FreeformTags{"a": "b"}, resp.JSON202.FreeformTags)
 
 	// retentionInSeconds cannot change: the update is rejected and nothing changes.
 	_, etag = client.QueueWithETag(t, q.Id)

@@ -77,31 +77,39 @@ func TestWorkRequestGetAndList(t *testing.T) {
 		t.Fatal("pagination did not end")
 		return nil
 	}
+	// The queues' creations have work requests too (already SUCCEEDED, TestWorkRequestsOfChanges): left out here.
 	ids := func(ws []sdk.WorkRequest) []string {
 		out := make([]string, 0, len(ws))
 		for _, w := range ws {
-			out = append(out, w.Id)
+			if w.OperationType != sdk.WorkRequestOperationTypeCREATEQUEUE {
+				out = append(out, w.Id)
+			}
 		}
 		return out
 	}
-	root := list(sdk.ListWorkRequestsParams{CompartmentId: tenancyID})
+	root := list(sdk.ListWorkRequestsParams{CompartmentId: e2e.Ptr(tenancyID)})
 	require.Equal(t, []string{wr2, wr1}, ids(root))
 	require.Equal(t, w, root[1])
 	require.Equal(t, sdk.WorkRequestOperationTypeDELETEQUEUE, root[0].OperationType)
-	require.Equal(t, []string{wr3}, ids(list(sdk.ListWorkRequestsParams{CompartmentId: child.Id})))
+	require.Equal(t, []string{wr3}, ids(list(sdk.ListWorkRequestsParams{CompartmentId: e2e.Ptr(child.Id)})))
 
-	// Filtered by resource.
-	require.Equal(t, []string{wr1}, ids(list(sdk.ListWorkRequestsParams{CompartmentId: tenancyID, ResourceId: &q1.Id})))
-	require.Empty(t, list(sdk.ListWorkRequestsParams{CompartmentId: tenancyID, ResourceId: &q3.Id}))
+	// Filtered by resource, and by id (with or without the compartment).
+	require.Equal(t, []string{wr1}, ids(list(sdk.ListWorkRequestsParams{CompartmentId: e2e.Ptr(tenancyID), ResourceId: &q1.Id})))
+	require.Empty(t, list(sdk.ListWorkRequestsParams{CompartmentId: e2e.Ptr(tenancyID), ResourceId: &q3.Id}))
+	require.Equal(t, []string{wr3}, ids(list(sdk.ListWorkRequestsParams{WorkRequestId: &wr3})))
+	require.Equal(t, []string{wr3}, ids(list(sdk.ListWorkRequestsParams{CompartmentId: e2e.Ptr(child.Id), WorkRequestId: &wr3})))
+	require.Empty(t, list(sdk.ListWorkRequestsParams{CompartmentId: e2e.Ptr(tenancyID), WorkRequestId: &wr3}))
+	// Without a compartment and an id: the root compartment's.
+	require.Equal(t, []string{wr2, wr1}, ids(list(sdk.ListWorkRequestsParams{})))
 
 	// Paginated: every work request exactly once.
-	require.Equal(t, []string{wr2, wr1}, ids(list(sdk.ListWorkRequestsParams{CompartmentId: tenancyID, Limit: e2e.Ptr(1)})))
-	require.Equal(t, []string{wr2, wr1}, ids(list(sdk.ListWorkRequestsParams{CompartmentId: tenancyID, Limit: e2e.Ptr(2)})))
-	bad, err := client.ListWorkRequestsWithResponse(ctx, &sdk.ListWorkRequestsParams{CompartmentId: tenancyID, Page: e2e.Ptr("bogus")})
+	require.Equal(t, []string{wr2, wr1}, ids(list(sdk.ListWorkRequestsParams{CompartmentId: e2e.Ptr(tenancyID), Limit: e2e.Ptr(1)})))
+	require.Equal(t, []string{wr2, wr1}, ids(list(sdk.ListWorkRequestsParams{CompartmentId: e2e.Ptr(tenancyID), Limit: e2e.Ptr(2)})))
+	bad, err := client.ListWorkRequestsWithResponse(ctx, &sdk.ListWorkRequestsParams{CompartmentId: e2e.Ptr(tenancyID), Page: e2e.Ptr("bogus")})
 	e2e.RequireError(t, bad, err, http.StatusBadRequest, "InvalidParameter", "page")
 
 	// A compartment that does not exist.
-	none, err := client.ListWorkRequestsWithResponse(ctx, &sdk.ListWorkRequestsParams{CompartmentId: "ocid1.compartment.ferry.local." + strings.Repeat("p", 32)})
+	none, err := client.ListWorkRequestsWithResponse(ctx, &sdk.ListWorkRequestsParams{CompartmentId: e2e.Ptr("ocid1.compartment.ferry.local." + strings.Repeat("p", 32))})
 	e2e.RequireError(t, none, err, http.StatusNotFound, "NotAuthorizedOrNotFound")
 }
 

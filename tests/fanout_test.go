@@ -130,7 +130,7 @@ func TestFanoutNotRetroactive(t *testing.T) {
 	}
 
 	require.Equal(t, []int{1, 0}, e2e.GroupCounts(c.Put(t, q, v("m1 v1", 1), v("m2 v2", 2))))
-	c.ChangeGroup(t, g.Id, sdk.UpdateConsumerGroupDetails{ConsumerGroupFilter: e2e.Ptr(`:v = 2`)})
+	c.ChangeGroup(t, g.Id, sdk.UpdateConsumerGroupDetails{Filter: e2e.Ptr(`:v = 2`)})
 	require.Equal(t, []int{0, 1}, e2e.GroupCounts(c.Put(t, q, v("m3 v1", 1), v("m4 v2", 2))), "the new filter applies at once")
 	require.Equal(t, []string{"m1 v1", "m4 v2"}, c.Drain(t, q, e2e.OfGroup("g")), "m1 stays although it no longer matches")
 
@@ -345,17 +345,17 @@ func TestFanoutCrossNode(t *testing.T) {
 
 	g := c1.NewGroup(t, q, "g", "")
 	require.Less(t, putOn2(1, nil), time.Second, "a group created on node 1")
-	c1.ChangeGroup(t, g.Id, sdk.UpdateConsumerGroupDetails{ConsumerGroupFilter: e2e.Ptr(":x")})
+	c1.ChangeGroup(t, g.Id, sdk.UpdateConsumerGroupDetails{Filter: e2e.Ptr(":x")})
 	require.Less(t, putOn2(0, nil), time.Second, "a filter changed on node 1")
 	require.Equal(t, []int{1}, e2e.GroupCounts(c2.Put(t, q, e2e.WithAttrs("x", map[string]any{"x": 1}))))
 	c1.ChangeGroup(t, q, sdk.UpdateConsumerGroupDetails{IsEnabled: e2e.Ptr(true)})
 	require.Less(t, putOn2(2, map[string]any{"x": 1}), time.Second, "the primary group enabled on node 1")
 	del, err := c1.DeleteConsumerGroupWithResponse(context.Background(), g.Id, &sdk.DeleteConsumerGroupParams{})
-	e2e.RequireStatus(t, del, err, http.StatusNoContent)
+	e2e.RequireStatus(t, del, err, http.StatusAccepted)
 	require.Less(t, putOn2(1, map[string]any{"x": 1}), time.Second, "a group deleted on node 1")
 	upd, err := c1.UpdateQueueWithResponse(context.Background(), q, &sdk.UpdateQueueParams{},
 		sdk.UpdateQueueDetails{Capabilities: &[]sdk.Capability{{Type: sdk.CapabilityTypeCONSUMERGROUPS, IsPrimaryConsumerGroupEnabled: e2e.Ptr(false)}}})
-	e2e.RequireStatus(t, upd, err, http.StatusOK)
+	e2e.RequireStatus(t, upd, err, http.StatusAccepted)
 	require.Less(t, putOn2(0, nil), time.Second, "the primary group disabled through UpdateQueue on node 1")
 
 	// Node 2 also resolves the new group's name at once for consumers.
@@ -460,7 +460,7 @@ func TestFanoutCapabilityReadsItsWrites(t *testing.T) {
 	defer c.KeepPutting(2, q, e2e.Msg("noise"))()
 	setCaps := func(caps []sdk.Capability) {
 		resp, err := c.UpdateQueueWithResponse(context.Background(), q, &sdk.UpdateQueueParams{}, sdk.UpdateQueueDetails{Capabilities: &caps})
-		e2e.RequireStatus(t, resp, err, http.StatusOK)
+		e2e.RequireStatus(t, resp, err, http.StatusAccepted)
 	}
 	groups := func(primary bool) []sdk.Capability {
 		return []sdk.Capability{{Type: sdk.CapabilityTypeCONSUMERGROUPS, IsPrimaryConsumerGroupEnabled: &primary}}

@@ -38,10 +38,10 @@ func TestIAMCrossTenancy(t *testing.T) {
 		e2e.RequireDenied(t, status, body)
 		status, body = a.TryGet(t, queueB)
 		e2e.RequireDenied(t, status, body)
-		lq, err := a.ListQueuesWithResponse(ctx, &sdk.ListQueuesParams{CompartmentId: compB})
+		lq, err := a.ListQueuesWithResponse(ctx, &sdk.ListQueuesParams{CompartmentId: e2e.Ptr(compB)})
 		require.NoError(t, err)
 		e2e.RequireDenied(t, lq.StatusCode(), lq.Body)
-		lq, err = a.ListQueuesWithResponse(ctx, &sdk.ListQueuesParams{CompartmentId: tenancyB, CompartmentIdInSubtree: e2e.Ptr(true)})
+		lq, err = a.ListQueuesWithResponse(ctx, &sdk.ListQueuesParams{CompartmentId: e2e.Ptr(tenancyB), CompartmentIdInSubtree: e2e.Ptr(true)})
 		require.NoError(t, err)
 		e2e.RequireDenied(t, lq.StatusCode(), lq.Body)
 		cq, err := a.CreateQueueWithResponse(ctx, &sdk.CreateQueueParams{}, sdk.CreateQueueDetails{CompartmentId: compB, DisplayName: "planted"})
@@ -81,7 +81,7 @@ func TestIAMCrossTenancy(t *testing.T) {
 
 	// Nothing happened in B: its queue still holds exactly its own message, nothing was created.
 	require.Equal(t, []string{"b's message"}, e2e.Contents(adminB.Get(t, queueB)))
-	require.Equal(t, []string{queueB}, adminB.QueueIDs(t, sdk.ListQueuesParams{CompartmentId: tenancyB, CompartmentIdInSubtree: e2e.Ptr(true)}))
+	require.Equal(t, []string{queueB}, adminB.QueueIDs(t, sdk.ListQueuesParams{CompartmentId: e2e.Ptr(tenancyB), CompartmentIdInSubtree: e2e.Ptr(true)}))
 	require.Equal(t, []string{compB}, adminB.CompartmentIDs(t, sdk.ListCompartmentsParams{CompartmentId: tenancyB, CompartmentIdInSubtree: e2e.Ptr(true)}))
 	lp, err := adminB.ListPoliciesWithResponse(ctx, &sdk.ListPoliciesParams{CompartmentId: tenancyB})
 	e2e.RequireStatus(t, lp, err, http.StatusOK)
@@ -138,10 +138,10 @@ func TestIAMPolicyChangesAcrossNodes(t *testing.T) {
 
 	// The queue renamed on node 1: the name condition no longer holds on node 2.
 	ren, err := admin.UpdateQueueWithResponse(ctx, q, &sdk.UpdateQueueParams{}, sdk.UpdateQueueDetails{DisplayName: e2e.Ptr("orders-old")})
-	e2e.RequireStatus(t, ren, err, http.StatusOK)
+	e2e.RequireStatus(t, ren, err, http.StatusAccepted)
 	eventually(false, "the queue renamed")
 	ren, err = admin.UpdateQueueWithResponse(ctx, q, &sdk.UpdateQueueParams{}, sdk.UpdateQueueDetails{DisplayName: e2e.Ptr("orders")})
-	e2e.RequireStatus(t, ren, err, http.StatusOK)
+	e2e.RequireStatus(t, ren, err, http.StatusAccepted)
 	eventually(true, "the queue renamed back")
 
 	// The queue moved to C on node 1: the policy on A no longer covers it on node 2; moved back, it does.
@@ -149,7 +149,7 @@ func TestIAMPolicyChangesAcrossNodes(t *testing.T) {
 		t.Helper()
 		resp, err := admin.ChangeQueueCompartmentWithResponse(ctx, q, &sdk.ChangeQueueCompartmentParams{},
 			sdk.ChangeQueueCompartmentDetails{CompartmentId: to})
-		e2e.RequireStatus(t, resp, err, http.StatusOK)
+		e2e.RequireStatus(t, resp, err, http.StatusAccepted)
 	}
 	moveTo(c)
 	eventually(false, "the queue moved out of A")
@@ -200,18 +200,18 @@ func TestIAMListsOnlyWhatCallerMayInspect(t *testing.T) {
 			client := e.Client(t, "u-"+group, group)
 			for _, from := range []string{e.ID, tr.A} {
 				require.ElementsMatch(t, []string{tr.QA, tr.QB},
-					client.QueueIDs(t, sdk.ListQueuesParams{CompartmentId: from, CompartmentIdInSubtree: subtree}), "queues from %s", from)
+					client.QueueIDs(t, sdk.ListQueuesParams{CompartmentId: e2e.Ptr(from), CompartmentIdInSubtree: subtree}), "queues from %s", from)
 				// The compartments in A (A itself lies in the root, where the caller may inspect nothing).
 				require.ElementsMatch(t, []string{tr.B, a1},
 					client.CompartmentIDs(t, sdk.ListCompartmentsParams{CompartmentId: from, CompartmentIdInSubtree: subtree}), "compartments from %s", from)
 			}
 			// Without the subtree, the root itself is not the caller's to list; A is.
-			lq, err := client.ListQueuesWithResponse(context.Background(), &sdk.ListQueuesParams{CompartmentId: e.ID})
+			lq, err := client.ListQueuesWithResponse(context.Background(), &sdk.ListQueuesParams{CompartmentId: e2e.Ptr(e.ID)})
 			require.NoError(t, err)
 			e2e.RequireDenied(t, lq.StatusCode(), lq.Body)
-			require.Equal(t, []string{tr.QA}, client.QueueIDs(t, sdk.ListQueuesParams{CompartmentId: tr.A}))
+			require.Equal(t, []string{tr.QA}, client.QueueIDs(t, sdk.ListQueuesParams{CompartmentId: e2e.Ptr(tr.A)}))
 			// Nothing of C's subtree, from C either.
-			lq, err = client.ListQueuesWithResponse(context.Background(), &sdk.ListQueuesParams{CompartmentId: tr.C, CompartmentIdInSubtree: subtree})
+			lq, err = client.ListQueuesWithResponse(context.Background(), &sdk.ListQueuesParams{CompartmentId: e2e.Ptr(tr.C), CompartmentIdInSubtree: subtree})
 			require.NoError(t, err)
 			e2e.RequireDenied(t, lq.StatusCode(), lq.Body)
 			lc, err := client.ListCompartmentsWithResponse(context.Background(), &sdk.ListCompartmentsParams{CompartmentId: tr.C, CompartmentIdInSubtree: subtree})
@@ -221,11 +221,11 @@ func TestIAMListsOnlyWhatCallerMayInspect(t *testing.T) {
 	}
 	// The administrator sees everything; a stranger gets 404 for the subtree as for anything else.
 	require.ElementsMatch(t, []string{tr.QA, tr.QB, tr.QC, tr.QR},
-		e.Admin.QueueIDs(t, sdk.ListQueuesParams{CompartmentId: e.ID, CompartmentIdInSubtree: subtree}))
+		e.Admin.QueueIDs(t, sdk.ListQueuesParams{CompartmentId: e2e.Ptr(e.ID), CompartmentIdInSubtree: subtree}))
 	require.ElementsMatch(t, []string{tr.A, tr.B, tr.C, a1, c1},
 		e.Admin.CompartmentIDs(t, sdk.ListCompartmentsParams{CompartmentId: e.ID, CompartmentIdInSubtree: subtree}))
 	stranger := e.Client(t, "stranger")
-	lq, err := stranger.ListQueuesWithResponse(context.Background(), &sdk.ListQueuesParams{CompartmentId: e.ID, CompartmentIdInSubtree: subtree})
+	lq, err := stranger.ListQueuesWithResponse(context.Background(), &sdk.ListQueuesParams{CompartmentId: e2e.Ptr(e.ID), CompartmentIdInSubtree: subtree})
 	require.NoError(t, err)
 	e2e.RequireDenied(t, lq.StatusCode(), lq.Body)
 	lc, err := stranger.ListCompartmentsWithResponse(context.Background(), &sdk.ListCompartmentsParams{CompartmentId: e.ID, CompartmentIdInSubtree: subtree})

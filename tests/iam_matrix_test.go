@@ -97,7 +97,7 @@ func iamMatrixRows() []iamMatrixRow {
 				return iamRequest{"DELETE", v + "/compartments/" + m.child(t, "delete"), nil}
 			}},
 		// Queues.
-		{op: "CreateQueue", allow: "manage queues", deny: []string{"use queues", "manage queue-push", "manage queue-pull"}, want: http.StatusOK,
+		{op: "CreateQueue", allow: "manage queues", deny: []string{"use queues", "manage queue-push", "manage queue-pull"}, want: http.StatusAccepted,
 			setup: func(_ *testing.T, m *iamMatrix) iamRequest {
 				return iamRequest{"POST", v + "/queues", map[string]any{"compartmentId": m.mx, "displayName": "created"}}
 			}},
@@ -109,7 +109,7 @@ func iamMatrixRows() []iamMatrixRow {
 			setup: func(_ *testing.T, m *iamMatrix) iamRequest {
 				return iamRequest{"GET", v + "/queues?compartmentId=" + m.mx, nil}
 			}},
-		{op: "UpdateQueue", allow: "use queues", deny: []string{"read queues", "manage queue-pull"}, want: http.StatusOK,
+		{op: "UpdateQueue", allow: "use queues", deny: []string{"read queues", "manage queue-pull"}, want: http.StatusAccepted,
 			setup: func(t *testing.T, m *iamMatrix) iamRequest {
 				return iamRequest{"PUT", v + "/queues/" + m.queue(t), map[string]any{"visibilityInSeconds": 5}}
 			}},
@@ -117,7 +117,7 @@ func iamMatrixRows() []iamMatrixRow {
 			setup: func(t *testing.T, m *iamMatrix) iamRequest {
 				return iamRequest{"DELETE", v + "/queues/" + m.queue(t), nil}
 			}},
-		{op: "ChangeQueueCompartment", allow: "manage queues", deny: []string{"use queues"}, want: http.StatusOK,
+		{op: "ChangeQueueCompartment", allow: "manage queues", deny: []string{"use queues"}, want: http.StatusAccepted,
 			setup: func(t *testing.T, m *iamMatrix) iamRequest {
 				return iamRequest{"POST", v + "/queues/" + m.queue(t) + "/actions/changeCompartment",
 					map[string]any{"compartmentId": m.child(t, "move-to")}}
@@ -143,12 +143,20 @@ func iamMatrixRows() []iamMatrixRow {
 			setup: func(t *testing.T, m *iamMatrix) iamRequest {
 				return iamRequest{"GET", v + "/workRequests/" + m.Admin.StartQueueDelete(t, m.queue(t)), nil}
 			}},
+		{op: "ListWorkRequestErrors", allow: "read queues", deny: []string{"inspect queues", "manage compartments"}, want: http.StatusOK,
+			setup: func(t *testing.T, m *iamMatrix) iamRequest {
+				return iamRequest{"GET", v + "/workRequests/" + m.Admin.StartQueueDelete(t, m.queue(t)) + "/errors", nil}
+			}},
+		{op: "ListWorkRequestLogs", allow: "read queues", deny: []string{"inspect queues", "manage compartments"}, want: http.StatusOK,
+			setup: func(t *testing.T, m *iamMatrix) iamRequest {
+				return iamRequest{"GET", v + "/workRequests/" + m.Admin.StartQueueDelete(t, m.queue(t)) + "/logs", nil}
+			}},
 		{op: "ListWorkRequests", allow: "inspect queues", deny: []string{"manage compartments", "manage queue-push"}, want: http.StatusOK,
 			setup: func(_ *testing.T, m *iamMatrix) iamRequest {
 				return iamRequest{"GET", v + "/workRequests?compartmentId=" + m.mx, nil}
 			}},
 		// Consumer groups are queue resources: the target is their queue's compartment.
-		{op: "CreateConsumerGroup", allow: "manage queues", deny: []string{"use queues", "manage queue-pull"}, want: http.StatusOK,
+		{op: "CreateConsumerGroup", allow: "manage queues", deny: []string{"use queues", "manage queue-pull"}, want: http.StatusAccepted,
 			setup: func(t *testing.T, m *iamMatrix) iamRequest {
 				return iamRequest{"POST", v + "/consumerGroups",
 					map[string]any{"queueId": m.queue(t, e2e.WithConsumerGroups(true)), "displayName": "created"}}
@@ -163,12 +171,12 @@ func iamMatrixRows() []iamMatrixRow {
 				q, _ := m.group(t, "list")
 				return iamRequest{"GET", v + "/consumerGroups?queueId=" + q, nil}
 			}},
-		{op: "UpdateConsumerGroup", allow: "use queues", deny: []string{"read queues", "manage queue-pull"}, want: http.StatusOK,
+		{op: "UpdateConsumerGroup", allow: "use queues", deny: []string{"read queues", "manage queue-pull"}, want: http.StatusAccepted,
 			setup: func(t *testing.T, m *iamMatrix) iamRequest {
 				_, g := m.group(t, "update")
 				return iamRequest{"PUT", v + "/consumerGroups/" + g, map[string]any{"isEnabled": false}}
 			}},
-		{op: "DeleteConsumerGroup", allow: "manage queues", deny: []string{"use queues"}, want: http.StatusNoContent,
+		{op: "DeleteConsumerGroup", allow: "manage queues", deny: []string{"use queues"}, want: http.StatusAccepted,
 			setup: func(t *testing.T, m *iamMatrix) iamRequest {
 				_, g := m.group(t, "delete")
 				return iamRequest{"DELETE", v + "/consumerGroups/" + g, nil}
@@ -176,7 +184,7 @@ func iamMatrixRows() []iamMatrixRow {
 		// The filter dry run touches no resource: any authenticated caller, without any policy.
 		{op: "ValidateConsumerGroupFilter", want: http.StatusOK,
 			setup: func(*testing.T, *iamMatrix) iamRequest {
-				return iamRequest{"POST", v + "/consumerGroups/actions/validateFilter", map[string]any{"consumerGroupFilter": `:team = "a"`}}
+				return iamRequest{"POST", v + "/consumerGroups/actions/validateFilter", map[string]any{"filter": `:team = "a"`}}
 			}},
 		// Data plane: queue-push puts, queue-pull gets and acknowledges; neither is part of queues.
 		{op: "PutMessages", allow: "use queue-push", deny: []string{"read queue-push", "manage queue-pull", "manage queues"}, want: http.StatusOK,

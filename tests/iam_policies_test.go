@@ -226,7 +226,7 @@ func TestIAMDeleteTenantAdminPolicy(t *testing.T) {
 	e2e.RequireDenied(t, status, body)
 	status, body = e.Admin.TryPut(t, q, "m")
 	e2e.RequireDenied(t, status, body)
-	lq, err := e.Admin.ListQueuesWithResponse(ctx, &sdk.ListQueuesParams{CompartmentId: e.ID, CompartmentIdInSubtree: e2e.Ptr(true)})
+	lq, err := e.Admin.ListQueuesWithResponse(ctx, &sdk.ListQueuesParams{CompartmentId: e2e.Ptr(e.ID), CompartmentIdInSubtree: e2e.Ptr(true)})
 	require.NoError(t, err)
 	e2e.RequireDenied(t, lq.StatusCode(), lq.Body)
 	lp, err = e.Admin.ListPoliciesWithResponse(ctx, &sdk.ListPoliciesParams{CompartmentId: e.ID})

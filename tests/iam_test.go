@@ -105,7 +105,7 @@ func TestIAMQueueMoveNeedsBothSides(t *testing.T) {
 	require.Equal(t, tr.A, q.CompartmentId, "a refused move changes nothing")
 
 	status, body = move(both, tr.QA, tr.C)
-	require.Equal(t, http.StatusOK, status, string(body))
+	require.Equal(t, http.StatusAccepted, status, string(body))
 	// The queue now lives in C: the A-only principal lost it at once, on this node.
 	onlyA.RequireQueueAccess(t, []string{tr.QB}, tr.QA, tr.QB, tr.QC)
 	both.RequireQueueAccess(t, []string{tr.QA, tr.QB, tr.QC}, tr.QA, tr.QB, tr.QC, tr.QR)
@@ -170,7 +170,7 @@ func TestIAMConditions(t *testing.T) {
 	rename := func(queueID, name string) {
 		t.Helper()
 		resp, err := e.Admin.UpdateQueueWithResponse(ctx, queueID, &sdk.UpdateQueueParams{}, sdk.UpdateQueueDetails{DisplayName: &name})
-		e2e.RequireStatus(t, resp, err, http.StatusOK)
+		e2e.RequireStatus(t, resp, err, http.StatusAccepted)
 	}
 	rename(orders, "orders-archive")
 	status, body = alice.TryPut(t, orders, "m")

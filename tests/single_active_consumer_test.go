@@ -267,9 +267,9 @@ func TestSingleActiveConsumerBadInput(t *testing.T) {
 	upd, err := c.UpdateQueueWithResponse(context.Background(), plain, &sdk.UpdateQueueParams{IfMatch: &etag},
 		sdk.UpdateQueueDetails{IsSingleActiveConsumer: &on, ConsumerLeaseInSeconds: e2e.Ptr(7)})
 	require.NoError(t, err)
-	require.Equal(t, http.StatusOK, upd.StatusCode(), string(upd.Body))
-	require.True(t, upd.JSON200.IsSingleActiveConsumer)
-	require.Equal(t, 7, upd.JSON200.ConsumerLeaseInSeconds)
+	require.Equal(t, http.StatusAccepted, upd.StatusCode(), string(upd.Body))
+	require.True(t, upd.JSON202.IsSingleActiveConsumer)
+	require.Equal(t, 7, upd.JSON202.ConsumerLeaseInSeconds)
 	r = srv.RawJSON(t, tok, http.MethodGet, "/20210201/queues/"+plain+"/messages?timeoutInSeconds=0", nil)
 	e2e.RequireAPIError(t, r.Status, r.Body, http.StatusBadRequest, "MissingParameter", "consumerId")
 

@@ -11,6 +11,7 @@ import (
 
 	"github.com/ferry-mq/ferry/openapi/sdk"
 	"github.com/ferry-mq/ferry/persistence/testdb"
+	"github.com/ferry-mq/ferry/tests/e2e"
 	"github.com/ferry-mq/ferry/tests/testserver"
 )
 
@@ -25,11 +26,11 @@ func TestSmokeCreateAndListQueue(t *testing.T) {
 		CompartmentId: tenancyID, DisplayName: "orders",
 	})
 	require.NoError(t, err)
-	require.Equal(t, http.StatusOK, created.StatusCode(), string(created.Body))
-	require.Equal(t, "orders", created.JSON200.DisplayName)
-	require.Equal(t, 86400, created.JSON200.RetentionInSeconds)
+	require.Equal(t, http.StatusAccepted, created.StatusCode(), string(created.Body))
+	require.Equal(t, "orders", created.JSON202.DisplayName)
+	require.Equal(t, 86400, created.JSON202.RetentionInSeconds)
 
-	list, err := client.ListQueuesWithResponse(ctx, &sdk.ListQueuesParams{CompartmentId: tenancyID})
+	list, err := client.ListQueuesWithResponse(ctx, &sdk.ListQueuesParams{CompartmentId: e2e.Ptr(tenancyID)})
 	require.NoError(t, err)
 	require.Equal(t, http.StatusOK, list.StatusCode())
 	require.Len(t, list.JSON200.Items, 1)

@@ -91,12 +91,15 @@ func (e AuthorizeDetailsPermission) Valid() bool {
 // Defines values for CapabilityType.
 const (
 	CapabilityTypeCONSUMERGROUPS CapabilityType = "CONSUMER_GROUPS"
+	CapabilityTypeLARGEMESSAGES  CapabilityType = "LARGE_MESSAGES"
 )
 
 // Valid indicates whether the value is a known member of the CapabilityType enum.
 func (e CapabilityType) Valid() bool {
 	switch e {
 	case CapabilityTypeCONSUMERGROUPS:
+		return true
+	case CapabilityTypeLARGEMESSAGES:
 		return true
 	default:
 		return false
@@ -196,6 +199,24 @@ func (e PurgeType) Valid() bool {
 	}
 }
 
+// Defines values for QueueSummaryCapabilities.
+const (
+	QueueSummaryCapabilitiesCONSUMERGROUPS QueueSummaryCapabilities = "CONSUMER_GROUPS"
+	QueueSummaryCapabilitiesLARGEMESSAGES  QueueSummaryCapabilities = "LARGE_MESSAGES"
+)
+
+// Valid indicates whether the value is a known member of the QueueSummaryCapabilities enum.
+func (e QueueSummaryCapabilities) Valid() bool {
+	switch e {
+	case QueueSummaryCapabilitiesCONSUMERGROUPS:
+		return true
+	case QueueSummaryCapabilitiesLARGEMESSAGES:
+		return true
+	default:
+		return false
+	}
+}
+
 // Defines values for SortOrder.
 const (
 	SortOrderASC  SortOrder = "ASC"
@@ -216,23 +237,32 @@ func (e SortOrder) Valid() bool {
 
 // Defines values for WorkRequestOperationType.
 const (
-	WorkRequestOperationTypeCREATEQUEUE WorkRequestOperationType = "CREATE_QUEUE"
-	WorkRequestOperationTypeDELETEQUEUE WorkRequestOperationType = "DELETE_QUEUE"
-	WorkRequestOperationTypeMOVEQUEUE   WorkRequestOperationType = "MOVE_QUEUE"
-	WorkRequestOperationTypePURGEQUEUE  WorkRequestOperationType = "PURGE_QUEUE"
-	WorkRequestOperationTypeUPDATEQUEUE WorkRequestOperationType = "UPDATE_QUEUE"
+	WorkRequestOperationTypeCREATECONSUMERGROUP WorkRequestOperationType = "CREATE_CONSUMER_GROUP"
+	WorkRequestOperationTypeCREATEQUEUE         WorkRequestOperationType = "CREATE_QUEUE"
+	WorkRequestOperationTypeDELETECONSUMERGROUP WorkRequestOperationType = "DELETE_CONSUMER_GROUP"
+	WorkRequestOperationTypeDELETEQUEUE         WorkRequestOperationType = "DELETE_QUEUE"
+	WorkRequestOperationTypeMOVEQUEUE           WorkRequestOperationType = "MOVE_QUEUE"
+	WorkRequestOperationTypePURGEQUEUE          WorkRequestOperationType = "PURGE_QUEUE"
+	WorkRequestOperationTypeUPDATECONSUMERGROUP WorkRequestOperationType = "UPDATE_CONSUMER_GROUP"
+	WorkRequestOperationTypeUPDATEQUEUE         WorkRequestOperationType = "UPDATE_QUEUE"
 )
 
 // Valid indicates whether the value is a known member of the WorkRequestOperationType enum.
 func (e WorkRequestOperationType) Valid() bool {
 	switch e {
+	case WorkRequestOperationTypeCREATECONSUMERGROUP:
+		return true
 	case WorkRequestOperationTypeCREATEQUEUE:
+		return true
+	case WorkRequestOperationTypeDELETECONSUMERGROUP:
 		return true
 	case WorkRequestOperationTypeDELETEQUEUE:
 		return true
 	case WorkRequestOperationTypeMOVEQUEUE:
 		return true
 	case WorkRequestOperationTypePURGEQUEUE:
+		return true
+	case WorkRequestOperationTypeUPDATECONSUMERGROUP:
 		return true
 	case WorkRequestOperationTypeUPDATEQUEUE:
 		return true
@@ -245,7 +275,6 @@ func (e WorkRequestOperationType) Valid() bool {
 const (
 	WorkRequestResourceActionTypeCREATED    WorkRequestResourceActionType = "CREATED"
 	WorkRequestResourceActionTypeDELETED    WorkRequestResourceActionType = "DELETED"
-	WorkRequestResourceActionTypeFAILED     WorkRequestResourceActionType = "FAILED"
 	WorkRequestResourceActionTypeINPROGRESS WorkRequestResourceActionType = "IN_PROGRESS"
 	WorkRequestResourceActionTypeRELATED    WorkRequestResourceActionType = "RELATED"
 	WorkRequestResourceActionTypeUPDATED    WorkRequestResourceActionType = "UPDATED"
@@ -257,8 +286,6 @@ func (e WorkRequestResourceActionType) Valid() bool {
 	case WorkRequestResourceActionTypeCREATED:
 		return true
 	case WorkRequestResourceActionTypeDELETED:
-		return true
-	case WorkRequestResourceActionTypeFAILED:
 		return true
 	case WorkRequestResourceActionTypeINPROGRESS:
 		return true
@@ -279,7 +306,6 @@ const (
 	WorkRequestStatusFAILED     WorkRequestStatus = "FAILED"
 	WorkRequestStatusINPROGRESS WorkRequestStatus = "IN_PROGRESS"
 	WorkRequestStatusSUCCEEDED  WorkRequestStatus = "SUCCEEDED"
-	WorkRequestStatusWAITING    WorkRequestStatus = "WAITING"
 )
 
 // Valid indicates whether the value is a known member of the WorkRequestStatus enum.
@@ -296,8 +322,6 @@ func (e WorkRequestStatus) Valid() bool {
 	case WorkRequestStatusINPROGRESS:
 		return true
 	case WorkRequestStatusSUCCEEDED:
-		return true
-	case WorkRequestStatusWAITING:
 		return true
 	default:
 		return false
@@ -419,12 +443,23 @@ type AuthorizeResult struct {
 	} `json:"matchedStatements"`
 }
 
-// Capability A queue capability. `CONSUMER_GROUPS` enables consumer groups and fanout.
+// Capability A queue capability. `CONSUMER_GROUPS` enables consumer groups and fanout, and describes the queue's primary
+// consumer group (the group whose OCID is the queue's). `LARGE_MESSAGES` lets messages be up to 1 MiB
+// instead of 256 KiB (a PutMessages request is still at most 2 MiB). In an update, a list of capabilities
+// replaces the queue's: a capability it leaves out is turned off.
 type Capability struct {
-	// IsPrimaryConsumerGroupEnabled For `CONSUMER_GROUPS`: whether the primary consumer group (no filter, OCID = the queue's) receives every
-	// message. When it is disabled and no other group matches a message, the message is discarded (and
-	// counted).
+	// IsPrimaryConsumerGroupEnabled For `CONSUMER_GROUPS`: whether the primary consumer group receives messages. When it is disabled and no
+	// other group matches a message, the message is discarded (and counted).
 	IsPrimaryConsumerGroupEnabled *bool `json:"isPrimaryConsumerGroupEnabled,omitempty"`
+
+	// PrimaryConsumerGroupDeadLetterQueueDeliveryCount For `CONSUMER_GROUPS`: the primary group's dead-letter count (absent = the queue's).
+	PrimaryConsumerGroupDeadLetterQueueDeliveryCount *int `json:"primaryConsumerGroupDeadLetterQueueDeliveryCount,omitempty"`
+
+	// PrimaryConsumerGroupDisplayName For `CONSUMER_GROUPS`: the primary group's name (`primary` when it is created without one).
+	PrimaryConsumerGroupDisplayName *string `json:"primaryConsumerGroupDisplayName,omitempty"`
+
+	// PrimaryConsumerGroupFilter For `CONSUMER_GROUPS`: the primary group's filter (empty = every message).
+	PrimaryConsumerGroupFilter *string `json:"primaryConsumerGroupFilter,omitempty"`
 
 	// Type The capability.
 	Type CapabilityType `json:"type"`
@@ -541,14 +576,21 @@ type ConsumerGroup struct {
 	// CompartmentId The OCID of the queue's compartment.
 	CompartmentId Ocid `json:"compartmentId"`
 
-	// ConsumerGroupFilter The filter expression over message attributes (empty = every message).
-	ConsumerGroupFilter string `json:"consumerGroupFilter"`
-
 	// DeadLetterQueueDeliveryCount The group's dead-letter count; absent = the queue's.
 	DeadLetterQueueDeliveryCount *int `json:"deadLetterQueueDeliveryCount,omitempty"`
 
+	// DefinedTags OCI's defined tags, by namespace: `{"namespace": {"key": value}}` (at most 64 namespaces). ferry keeps and
+	// returns them as given; it defines no namespaces of its own.
+	//
+	//
+	// Example: {"Operations":{"CostCenter":"42"}}
+	DefinedTags DefinedTags `json:"definedTags"`
+
 	// DisplayName The name of the group, unique per queue (case-insensitive).
 	DisplayName string `json:"displayName"`
+
+	// Filter The filter expression over message attributes (empty = every message).
+	Filter string `json:"filter"`
 
 	// FreeformTags Free-form key/value tags (at most 64) with no predefined meaning, for the caller's own bookkeeping.
 	//
@@ -640,14 +682,21 @@ type CreateCompartmentDetails struct {
 
 // CreateConsumerGroupDetails A new consumer group.
 type CreateConsumerGroupDetails struct {
-	// ConsumerGroupFilter The filter expression (DESIGN section 6); absent or empty = every message.
-	ConsumerGroupFilter *string `json:"consumerGroupFilter,omitempty"`
-
 	// DeadLetterQueueDeliveryCount The group's dead-letter count (0 = none); absent = inherit the queue's.
 	DeadLetterQueueDeliveryCount *int `json:"deadLetterQueueDeliveryCount,omitempty"`
 
+	// DefinedTags OCI's defined tags, by namespace: `{"namespace": {"key": value}}` (at most 64 namespaces). ferry keeps and
+	// returns them as given; it defines no namespaces of its own.
+	//
+	//
+	// Example: {"Operations":{"CostCenter":"42"}}
+	DefinedTags *DefinedTags `json:"definedTags,omitempty"`
+
 	// DisplayName The name, unique per queue (case-insensitive).
 	DisplayName string `json:"displayName"`
+
+	// Filter The filter expression (docs/api.md); absent or empty = every message.
+	Filter *string `json:"filter,omitempty"`
 
 	// FreeformTags Free-form key/value tags (at most 64) with no predefined meaning, for the caller's own bookkeeping.
 	//
@@ -685,8 +734,8 @@ type CreatePolicyDetails struct {
 
 // CreateQueueDetails The details of a new queue. Absent settings take the documented defaults.
 type CreateQueueDetails struct {
-	// Capabilities Capabilities of the queue: `[{"type":"CONSUMER_GROUPS","isPrimaryConsumerGroupEnabled":true}]` enables
-	// consumer groups (and creates the primary group).
+	// Capabilities Capabilities of the queue: `{"type":"CONSUMER_GROUPS", …}` enables consumer groups (and creates the
+	// primary group), `{"type":"LARGE_MESSAGES"}` allows messages of up to 1 MiB.
 	Capabilities *[]Capability `json:"capabilities,omitempty"`
 
 	// ChannelConsumptionLimit The largest share of the queue's messages, in percent (1..100, default 100), that one channel may have
@@ -700,6 +749,10 @@ type CreateQueueDetails struct {
 	// default 30).
 	ConsumerLeaseInSeconds *int `json:"consumerLeaseInSeconds,omitempty"`
 
+	// CustomEncryptionKeyId The OCID of the key to encrypt the queue's messages with, kept and returned for OCI compatibility: ferry
+	// stores messages in PostgreSQL, whose storage protects them at rest; it does not encrypt with this key.
+	CustomEncryptionKeyId *string `json:"customEncryptionKeyId,omitempty"`
+
 	// DeadLetterQueueDeliveryCount How many times a message may be delivered before it moves to the dead-letter queue (1..1000);
 	// 0 (the default) means no dead-letter queue.
 	DeadLetterQueueDeliveryCount *int `json:"deadLetterQueueDeliveryCount,omitempty"`
@@ -707,6 +760,13 @@ type CreateQueueDetails struct {
 	// DeduplicationWindowInSeconds How long a message's `deduplicationId` is remembered, in seconds (0..86400; 0, the default, disables
 	// deduplication). ferry extension.
 	DeduplicationWindowInSeconds *int `json:"deduplicationWindowInSeconds,omitempty"`
+
+	// DefinedTags OCI's defined tags, by namespace: `{"namespace": {"key": value}}` (at most 64 namespaces). ferry keeps and
+	// returns them as given; it defines no namespaces of its own.
+	//
+	//
+	// Example: {"Operations":{"CostCenter":"42"}}
+	DefinedTags *DefinedTags `json:"definedTags,omitempty"`
 
 	// DisplayName The display name of the queue.
 	DisplayName string `json:"displayName"`
@@ -731,6 +791,12 @@ type CreateQueueDetails struct {
 	// VisibilityInSeconds The default lease duration of a received message, in seconds (0..43200, default 30).
 	VisibilityInSeconds *int `json:"visibilityInSeconds,omitempty"`
 }
+
+// DefinedTags OCI's defined tags, by namespace: `{"namespace": {"key": value}}` (at most 64 namespaces). ferry keeps and
+// returns them as given; it defines no namespaces of its own.
+//
+// Example: {"Operations":{"CostCenter":"42"}}
+type DefinedTags map[string]map[string]interface{}
 
 // DeleteMessagesDetails A batch of messages to delete.
 type DeleteMessagesDetails struct {
@@ -955,7 +1021,8 @@ type PutMessagesDetailsEntry struct {
 	Attributes *MessageAttributes `json:"attributes,omitempty"`
 
 	// Content The message content: a UTF-8 string of at most 256 KiB (262144 bytes; the server checks the encoded
-	// size). Binary data must be base64-encoded by the client.
+	// size), or 1 MiB on a queue with the `LARGE_MESSAGES` capability. Binary data must be base64-encoded by
+	// the client.
 	Content string `json:"content"`
 
 	// Metadata The delivery options of the message.
@@ -978,8 +1045,8 @@ type PutMessagesResultEntry struct {
 
 // Queue A queue and its settings.
 type Queue struct {
-	// Capabilities Capabilities of the queue: `[{"type":"CONSUMER_GROUPS","isPrimaryConsumerGroupEnabled":true}]` enables
-	// consumer groups (and creates the primary group).
+	// Capabilities Capabilities of the queue: `{"type":"CONSUMER_GROUPS", …}` enables consumer groups (and creates the
+	// primary group), `{"type":"LARGE_MESSAGES"}` allows messages of up to 1 MiB.
 	Capabilities *[]Capability `json:"capabilities,omitempty"`
 
 	// ChannelConsumptionLimit The largest share of the queue's messages, in percent (1..100), that one channel may have in flight,
@@ -994,6 +1061,10 @@ type Queue struct {
 	// registered first takes over and receives the previous consumer's unacknowledged messages first.
 	ConsumerLeaseInSeconds int `json:"consumerLeaseInSeconds"`
 
+	// CustomEncryptionKeyId The OCID of the key to encrypt the queue's messages with, kept and returned for OCI compatibility: ferry
+	// stores messages in PostgreSQL, whose storage protects them at rest; it does not encrypt with this key.
+	CustomEncryptionKeyId *string `json:"customEncryptionKeyId,omitempty"`
+
 	// DeadLetterQueueDeliveryCount How many times a message may be delivered before it moves to the dead-letter queue (1..1000); 0 means
 	// the queue has no dead-letter queue and messages are redelivered until they expire.
 	DeadLetterQueueDeliveryCount int `json:"deadLetterQueueDeliveryCount"`
@@ -1001,6 +1072,13 @@ type Queue struct {
 	// DeduplicationWindowInSeconds How long a message's `deduplicationId` is remembered, in seconds (0..86400; 0 disables
 	// deduplication). ferry extension.
 	DeduplicationWindowInSeconds int `json:"deduplicationWindowInSeconds"`
+
+	// DefinedTags OCI's defined tags, by namespace: `{"namespace": {"key": value}}` (at most 64 namespaces). ferry keeps and
+	// returns them as given; it defines no namespaces of its own.
+	//
+	//
+	// Example: {"Operations":{"CostCenter":"42"}}
+	DefinedTags DefinedTags `json:"definedTags"`
 
 	// DisplayName The display name of the queue.
 	DisplayName string `json:"displayName"`
@@ -1090,8 +1168,18 @@ type QueueStatsDetail struct {
 
 // QueueSummary A queue as listed by ListQueues (without its settings; use GetQueue for them).
 type QueueSummary struct {
+	// Capabilities The queue's capabilities, by name.
+	Capabilities *[]QueueSummaryCapabilities `json:"capabilities,omitempty"`
+
 	// CompartmentId The OCID of the compartment that holds the queue.
 	CompartmentId Ocid `json:"compartmentId"`
+
+	// DefinedTags OCI's defined tags, by namespace: `{"namespace": {"key": value}}` (at most 64 namespaces). ferry keeps and
+	// returns them as given; it defines no namespaces of its own.
+	//
+	//
+	// Example: {"Operations":{"CostCenter":"42"}}
+	DefinedTags DefinedTags `json:"definedTags"`
 
 	// DisplayName The display name of the queue.
 	DisplayName string `json:"displayName"`
@@ -1117,6 +1205,9 @@ type QueueSummary struct {
 	// TimeUpdated When the queue was last changed (RFC 3339, UTC).
 	TimeUpdated time.Time `json:"timeUpdated"`
 }
+
+// QueueSummaryCapabilities defines model for QueueSummary.Capabilities.
+type QueueSummaryCapabilities string
 
 // RedriveMessagesDetails How many dead-lettered messages to move back to the queue.
 type RedriveMessagesDetails struct {
@@ -1150,14 +1241,21 @@ type UpdateCompartmentDetails struct {
 
 // UpdateConsumerGroupDetails The fields of a consumer group to change; absent fields stay as they are.
 type UpdateConsumerGroupDetails struct {
-	// ConsumerGroupFilter The new filter (empty = every message). Affects only messages published afterwards.
-	ConsumerGroupFilter *string `json:"consumerGroupFilter,omitempty"`
-
 	// DeadLetterQueueDeliveryCount The group's dead-letter count (0 = none); -1 = inherit the queue's again.
 	DeadLetterQueueDeliveryCount *int `json:"deadLetterQueueDeliveryCount,omitempty"`
 
+	// DefinedTags OCI's defined tags, by namespace: `{"namespace": {"key": value}}` (at most 64 namespaces). ferry keeps and
+	// returns them as given; it defines no namespaces of its own.
+	//
+	//
+	// Example: {"Operations":{"CostCenter":"42"}}
+	DefinedTags *DefinedTags `json:"definedTags,omitempty"`
+
 	// DisplayName The new name.
 	DisplayName *string `json:"displayName,omitempty"`
+
+	// Filter The new filter (empty = every message). Affects only messages published afterwards.
+	Filter *string `json:"filter,omitempty"`
 
 	// FreeformTags Free-form key/value tags (at most 64) with no predefined meaning, for the caller's own bookkeeping.
 	//
@@ -1238,8 +1336,8 @@ type UpdatePolicyDetails struct {
 // UpdateQueueDetails The settings of a queue to change; absent fields are left unchanged. `retentionInSeconds` cannot be
 // changed.
 type UpdateQueueDetails struct {
-	// Capabilities Capabilities of the queue: `[{"type":"CONSUMER_GROUPS","isPrimaryConsumerGroupEnabled":true}]` enables
-	// consumer groups (and creates the primary group).
+	// Capabilities Capabilities of the queue: `{"type":"CONSUMER_GROUPS", …}` enables consumer groups (and creates the
+	// primary group), `{"type":"LARGE_MESSAGES"}` allows messages of up to 1 MiB.
 	Capabilities *[]Capability `json:"capabilities,omitempty"`
 
 	// ChannelConsumptionLimit The largest share of the queue's messages, in percent (1..100), that one channel may have in flight.
@@ -1248,12 +1346,23 @@ type UpdateQueueDetails struct {
 	// ConsumerLeaseInSeconds How long a single active consumer stays active without calling GetMessages, in seconds (5..300).
 	ConsumerLeaseInSeconds *int `json:"consumerLeaseInSeconds,omitempty"`
 
+	// CustomEncryptionKeyId The OCID of the key to encrypt the queue's messages with, kept and returned for OCI compatibility: ferry
+	// stores messages in PostgreSQL, whose storage protects them at rest; it does not encrypt with this key.
+	CustomEncryptionKeyId *string `json:"customEncryptionKeyId,omitempty"`
+
 	// DeadLetterQueueDeliveryCount How many times a message may be delivered before it moves to the dead-letter queue (1..1000);
 	// 0 means no dead-letter queue.
 	DeadLetterQueueDeliveryCount *int `json:"deadLetterQueueDeliveryCount,omitempty"`
 
 	// DeduplicationWindowInSeconds How long a message's `deduplicationId` is remembered, in seconds (0..86400; 0 disables deduplication).
 	DeduplicationWindowInSeconds *int `json:"deduplicationWindowInSeconds,omitempty"`
+
+	// DefinedTags OCI's defined tags, by namespace: `{"namespace": {"key": value}}` (at most 64 namespaces). ferry keeps and
+	// returns them as given; it defines no namespaces of its own.
+	//
+	//
+	// Example: {"Operations":{"CostCenter":"42"}}
+	DefinedTags *DefinedTags `json:"definedTags,omitempty"`
 
 	// DisplayName The new display name of the queue.
 	DisplayName *string `json:"displayName,omitempty"`
@@ -1288,8 +1397,8 @@ type ValidateFilterDetails struct {
 	// Attributes Attribute sets (as on messages) to evaluate the filter on.
 	Attributes *[]MessageAttributes `json:"attributes,omitempty"`
 
-	// ConsumerGroupFilter The filter expression.
-	ConsumerGroupFilter string `json:"consumerGroupFilter"`
+	// Filter The filter expression.
+	Filter string `json:"filter"`
 }
 
 // ValidateFilterResult The verdict on a filter.
@@ -1334,7 +1443,41 @@ type WorkRequest struct {
 	TimeStarted *time.Time `json:"timeStarted,omitempty"`
 }
 
-// WorkRequestOperationType The kind of asynchronous operation.
+// WorkRequestError An error a work request met.
+type WorkRequestError struct {
+	// Code The error's code.
+	Code string `json:"code"`
+
+	// Message What went wrong.
+	Message string `json:"message"`
+
+	// Timestamp When it happened (RFC 3339, UTC).
+	Timestamp time.Time `json:"timestamp"`
+}
+
+// WorkRequestErrorCollection A page of a work request's errors.
+type WorkRequestErrorCollection struct {
+	// Items The errors, oldest first.
+	Items []WorkRequestError `json:"items"`
+}
+
+// WorkRequestLogEntry A step of a work request.
+type WorkRequestLogEntry struct {
+	// Message What happened.
+	Message string `json:"message"`
+
+	// Timestamp When it happened (RFC 3339, UTC).
+	Timestamp time.Time `json:"timestamp"`
+}
+
+// WorkRequestLogEntryCollection A page of a work request's log.
+type WorkRequestLogEntryCollection struct {
+	// Items The log entries, oldest first.
+	Items []WorkRequestLogEntry `json:"items"`
+}
+
+// WorkRequestOperationType The operation a work request tracks (OCI's). Deleting and purging a queue run in the background; the others
+// are done when they answer, and their work request is `SUCCEEDED` from the start.
 type WorkRequestOperationType string
 
 // WorkRequestResource A resource that a work request affects.
@@ -1342,19 +1485,21 @@ type WorkRequestResource struct {
 	// ActionType What the work request does, or did, to the resource.
 	ActionType WorkRequestResourceActionType `json:"actionType"`
 
-	// EntityType The type of the resource, for example `queue`.
+	// EntityType The type of the resource, `queue` or `consumerGroup`.
 	//
 	// Example: queue
 	EntityType string `json:"entityType"`
 
-	// EntityUri The path at which the resource can be read, for example `/20210201/queues/<queueId>`.
+	// EntityUri The path at which the resource can be read, for example `/20210201/queues/<queueId>` or
+	// `/20210201/consumerGroups/<consumerGroupId>`.
 	EntityUri *string `json:"entityUri,omitempty"`
 
 	// Identifier The OCID of the resource.
 	Identifier Ocid `json:"identifier"`
 }
 
-// WorkRequestResourceActionType What the work request does, or did, to the resource.
+// WorkRequestResourceActionType What the work request does, or did, to the resource: `IN_PROGRESS` until it finishes, `RELATED` when it
+// failed.
 type WorkRequestResourceActionType string
 
 // WorkRequestStatus The status of a work request.
@@ -1426,6 +1571,12 @@ type OpcRequestIdHeader = string
 
 // OpcRetryTokenHeader defines model for OpcRetryTokenHeader.
 type OpcRetryTokenHeader = string
+
+// OptionalCompartmentIdQuery An Oracle-Cloud-style identifier: `ocid1.<type>.<realm>.<region>.<unique>`, where `<unique>` is 32 or more
+// lowercase base32 characters.
+//
+// Example: ocid1.queue.ferry.local.aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa
+type OptionalCompartmentIdQuery = Ocid
 
 // PageQuery defines model for PageQuery.
 type PageQuery = string
@@ -1715,8 +1866,8 @@ type UpdatePolicyParams struct {
 
 // ListQueuesParams defines parameters for ListQueues.
 type ListQueuesParams struct {
-	// CompartmentId The OCID of the compartment to list in.
-	CompartmentId CompartmentIdQuery `form:"compartmentId" json:"compartmentId"`
+	// CompartmentId The OCID of the compartment to list in (absent = see the operation).
+	CompartmentId *OptionalCompartmentIdQuery `form:"compartmentId,omitempty" json:"compartmentId,omitempty"`
 
 	// CompartmentIdInSubtree When true, list in the compartment `compartmentId` and all of its descendants (that the caller may see);
 	// when false, only directly in `compartmentId`.
@@ -2004,11 +2155,14 @@ type GetStatsParams struct {
 
 // ListWorkRequestsParams defines parameters for ListWorkRequests.
 type ListWorkRequestsParams struct {
-	// CompartmentId The OCID of the compartment to list in.
-	CompartmentId CompartmentIdQuery `form:"compartmentId" json:"compartmentId"`
+	// CompartmentId The OCID of the compartment to list in (absent = see the operation).
+	CompartmentId *OptionalCompartmentIdQuery `form:"compartmentId,omitempty" json:"compartmentId,omitempty"`
 
 	// ResourceId Only return work requests that affect the resource with this OCID.
 	ResourceId *Ocid `form:"resourceId,omitempty" json:"resourceId,omitempty"`
+
+	// WorkRequestId Only return the work request with this OCID.
+	WorkRequestId *Ocid `form:"workRequestId,omitempty" json:"workRequestId,omitempty"`
 
 	// Limit The maximum number of items to return in one page (1..1000).
 	Limit *LimitQuery `form:"limit,omitempty" json:"limit,omitempty"`
@@ -2023,6 +2177,32 @@ type ListWorkRequestsParams struct {
 
 // GetWorkRequestParams defines parameters for GetWorkRequest.
 type GetWorkRequestParams struct {
+	// OpcRequestId A caller-chosen unique id for this request (for log correlation); it is echoed in the `opc-request-id`
+	// response header. When absent the server generates one.
+	OpcRequestId *OpcRequestIdHeader `json:"opc-request-id,omitempty"`
+}
+
+// ListWorkRequestErrorsParams defines parameters for ListWorkRequestErrors.
+type ListWorkRequestErrorsParams struct {
+	// Limit The maximum number of items to return in one page (1..1000).
+	Limit *LimitQuery `form:"limit,omitempty" json:"limit,omitempty"`
+
+	// Page The page to return, the value of the `opc-next-page` header of the previous response.
+	Page *PageQuery `form:"page,omitempty" json:"page,omitempty"`
+
+	// OpcRequestId A caller-chosen unique id for this request (for log correlation); it is echoed in the `opc-request-id`
+	// response header. When absent the server generates one.
+	OpcRequestId *OpcRequestIdHeader `json:"opc-request-id,omitempty"`
+}
+
+// ListWorkRequestLogsParams defines parameters for ListWorkRequestLogs.
+type ListWorkRequestLogsParams struct {
+	// Limit The maximum number of items to return in one page (1..1000).
+	Limit *LimitQuery `form:"limit,omitempty" json:"limit,omitempty"`
+
+	// Page The page to return, the value of the `opc-next-page` header of the previous response.
+	Page *PageQuery `form:"page,omitempty" json:"page,omitempty"`
+
 	// OpcRequestId A caller-chosen unique id for this request (for log correlation); it is echoed in the `opc-request-id`
 	// response header. When absent the server generates one.
 	OpcRequestId *OpcRequestIdHeader `json:"opc-request-id,omitempty"`
@@ -2223,6 +2403,12 @@ type ServerInterface interface {
 	// GetWorkRequest Get a work request
 	// (GET /20210201/workRequests/{workRequestId})
 	GetWorkRequest(c *gin.Context, workRequestId WorkRequestIdPath, params GetWorkRequestParams)
+	// ListWorkRequestErrors List a work request's errors
+	// (GET /20210201/workRequests/{workRequestId}/errors)
+	ListWorkRequestErrors(c *gin.Context, workRequestId WorkRequestIdPath, params ListWorkRequestErrorsParams)
+	// ListWorkRequestLogs List a work request's log
+	// (GET /20210201/workRequests/{workRequestId}/logs)
+	ListWorkRequestLogs(c *gin.Context, workRequestId WorkRequestIdPath, params ListWorkRequestLogsParams)
 	// Healthz Liveness probe
 	// (GET /healthz)
 	Healthz(c *gin.Context, params HealthzParams)
@@ -3363,9 +3549,9 @@ func (siw *ServerInterfaceWrapper) ListQueues(c *gin.Context) {
 	// Parameter object where we will unmarshal all parameters from the context
 	var params ListQueuesParams
 
-	// ------------- Required query parameter "compartmentId" -------------
+	// ------------- Optional query parameter "compartmentId" -------------
 
-	err = runtime.BindQueryParameterWithOptions("form", true, true, "compartmentId", c.Request.URL.Query(), &params.CompartmentId, runtime.BindQueryParameterOptions{Type: "string", Format: ""})
+	err = runtime.BindQueryParameterWithOptions("form", true, false, "compartmentId", c.Request.URL.Query(), &params.CompartmentId, runtime.BindQueryParameterOptions{Type: "string", Format: ""})
 	if err != nil {
 		siw.ErrorHandler(c, fmt.Errorf("Invalid format for parameter compartmentId: %w", err), http.StatusBadRequest)
 		return
@@ -4724,9 +4910,9 @@ func (siw *ServerInterfaceWrapper) ListWorkRequests(c *gin.Context) {
 	// Parameter object where we will unmarshal all parameters from the context
 	var params ListWorkRequestsParams
 
-	// ------------- Required query parameter "compartmentId" -------------
+	// ------------- Optional query parameter "compartmentId" -------------
 
-	err = runtime.BindQueryParameterWithOptions("form", true, true, "compartmentId", c.Request.URL.Query(), &params.CompartmentId, runtime.BindQueryParameterOptions{Type: "string", Format: ""})
+	err = runtime.BindQueryParameterWithOptions("form", true, false, "compartmentId", c.Request.URL.Query(), &params.CompartmentId, runtime.BindQueryParameterOptions{Type: "string", Format: ""})
 	if err != nil {
 		siw.ErrorHandler(c, fmt.Errorf("Invalid format for parameter compartmentId: %w", err), http.StatusBadRequest)
 		return
@@ -4737,6 +4923,14 @@ func (siw *ServerInterfaceWrapper) ListWorkRequests(c *gin.Context) {
 	err = runtime.BindQueryParameterWithOptions("form", true, false, "resourceId", c.Request.URL.Query(), &params.ResourceId, runtime.BindQueryParameterOptions{Type: "string", Format: ""})
 	if err != nil {
 		siw.ErrorHandler(c, fmt.Errorf("Invalid format for parameter resourceId: %w", err), http.StatusBadRequest)
+		return
+	}
+
+	// ------------- Optional query parameter "workRequestId" -------------
+
+	err = runtime.BindQueryParameterWithOptions("form", true, false, "workRequestId", c.Request.URL.Query(), &params.WorkRequestId, runtime.BindQueryParameterOptions{Type: "string", Format: ""})
+	if err != nil {
+		siw.ErrorHandler(c, fmt.Errorf("Invalid format for parameter workRequestId: %w", err), http.StatusBadRequest)
 		return
 	}
 
@@ -4834,6 +5028,136 @@ func (siw *ServerInterfaceWrapper) GetWorkRequest(c *gin.Context) {
 	}
 
 	siw.Handler.GetWorkRequest(c, workRequestId, params)
+}
+
+// ListWorkRequestErrors operation middleware
+func (siw *ServerInterfaceWrapper) ListWorkRequestErrors(c *gin.Context) {
+
+	var err error
+	_ = err
+
+	// ------------- Path parameter "workRequestId" -------------
+	var workRequestId WorkRequestIdPath
+
+	err = runtime.BindStyledParameterWithOptions("simple", "workRequestId", c.Param("workRequestId"), &workRequestId, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationPath, Explode: false, Required: true, Type: "string", Format: "", ValueIsUnescaped: true})
+	if err != nil {
+		siw.ErrorHandler(c, fmt.Errorf("Invalid format for parameter workRequestId: %w", err), http.StatusBadRequest)
+		return
+	}
+
+	// Parameter object where we will unmarshal all parameters from the context
+	var params ListWorkRequestErrorsParams
+
+	// ------------- Optional query parameter "limit" -------------
+
+	err = runtime.BindQueryParameterWithOptions("form", true, false, "limit", c.Request.URL.Query(), &params.Limit, runtime.BindQueryParameterOptions{Type: "integer", Format: ""})
+	if err != nil {
+		siw.ErrorHandler(c, fmt.Errorf("Invalid format for parameter limit: %w", err), http.StatusBadRequest)
+		return
+	}
+
+	// ------------- Optional query parameter "page" -------------
+
+	err = runtime.BindQueryParameterWithOptions("form", true, false, "page", c.Request.URL.Query(), &params.Page, runtime.BindQueryParameterOptions{Type: "string", Format: ""})
+	if err != nil {
+		siw.ErrorHandler(c, fmt.Errorf("Invalid format for parameter page: %w", err), http.StatusBadRequest)
+		return
+	}
+
+	headers := c.Request.Header
+
+	// ------------- Optional header parameter "opc-request-id" -------------
+	if valueList, found := headers[http.CanonicalHeaderKey("opc-request-id")]; found {
+		var OpcRequestId OpcRequestIdHeader
+		n := len(valueList)
+		if n != 1 {
+			siw.ErrorHandler(c, fmt.Errorf("Expected one value for opc-request-id, got %d", n), http.StatusBadRequest)
+			return
+		}
+
+		err = runtime.BindStyledParameterWithOptions("simple", "opc-request-id", valueList[0], &OpcRequestId, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""})
+		if err != nil {
+			siw.ErrorHandler(c, fmt.Errorf("Invalid format for parameter opc-request-id: %w", err), http.StatusBadRequest)
+			return
+		}
+
+		params.OpcRequestId = &OpcRequestId
+
+	}
+
+	for _, middleware := range siw.HandlerMiddlewares {
+		middleware(c)
+		if c.IsAborted() {
+			return
+		}
+	}
+
+	siw.Handler.ListWorkRequestErrors(c, workRequestId, params)
+}
+
+// ListWorkRequestLogs operation middleware
+func (siw *ServerInterfaceWrapper) ListWorkRequestLogs(c *gin.Context) {
+
+	var err error
+	_ = err
+
+	// ------------- Path parameter "workRequestId" -------------
+	var workRequestId WorkRequestIdPath
+
+	err = runtime.BindStyledParameterWithOptions("simple", "workRequestId", c.Param("workRequestId"), &workRequestId, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationPath, Explode: false, Required: true, Type: "string", Format: "", ValueIsUnescaped: true})
+	if err != nil {
+		siw.ErrorHandler(c, fmt.Errorf("Invalid format for parameter workRequestId: %w", err), http.StatusBadRequest)
+		return
+	}
+
+	// Parameter object where we will unmarshal all parameters from the context
+	var params ListWorkRequestLogsParams
+
+	// ------------- Optional query parameter "limit" -------------
+
+	err = runtime.BindQueryParameterWithOptions("form", true, false, "limit", c.Request.URL.Query(), &params.Limit, runtime.BindQueryParameterOptions{Type: "integer", Format: ""})
+	if err != nil {
+		siw.ErrorHandler(c, fmt.Errorf("Invalid format for parameter limit: %w", err), http.StatusBadRequest)
+		return
+	}
+
+	// ------------- Optional query parameter "page" -------------
+
+	err = runtime.BindQueryParameterWithOptions("form", true, false, "page", c.Request.URL.Query(), &params.Page, runtime.BindQueryParameterOptions{Type: "string", Format: ""})
+	if err != nil {
+		siw.ErrorHandler(c, fmt.Errorf("Invalid format for parameter page: %w", err), http.StatusBadRequest)
+		return
+	}
+
+	headers := c.Request.Header
+
+	// ------------- Optional header parameter "opc-request-id" -------------
+	if valueList, found := headers[http.CanonicalHeaderKey("opc-request-id")]; found {
+		var OpcRequestId OpcRequestIdHeader
+		n := len(valueList)
+		if n != 1 {
+			siw.ErrorHandler(c, fmt.Errorf("Expected one value for opc-request-id, got %d", n), http.StatusBadRequest)
+			return
+		}
+
+		err = runtime.BindStyledParameterWithOptions("simple", "opc-request-id", valueList[0], &OpcRequestId, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""})
+		if err != nil {
+			siw.ErrorHandler(c, fmt.Errorf("Invalid format for parameter opc-request-id: %w", err), http.StatusBadRequest)
+			return
+		}
+
+		params.OpcRequestId = &OpcRequestId
+
+	}
+
+	for _, middleware := range siw.HandlerMiddlewares {
+		middleware(c)
+		if c.IsAborted() {
+			return
+		}
+	}
+
+	siw.Handler.ListWorkRequestLogs(c, workRequestId, params)
 }
 
 // Healthz operation middleware
@@ -5037,6 +5361,8 @@ func RegisterHandlersWithOptions(router gin.IRouter, si ServerInterface, options
 	router.POST(options.BaseURL+"/20210201/queues/:queueId/actions/purge", wrapper.PurgeQueue)
 	router.GET(options.BaseURL+"/20210201/workRequests", wrapper.ListWorkRequests)
 	router.GET(options.BaseURL+"/20210201/workRequests/:workRequestId", wrapper.GetWorkRequest)
+	router.GET(options.BaseURL+"/20210201/workRequests/:workRequestId/errors", wrapper.ListWorkRequestErrors)
+	router.GET(options.BaseURL+"/20210201/workRequests/:workRequestId/logs", wrapper.ListWorkRequestLogs)
 	router.GET(options.BaseURL+"/20210201/queues/:queueId/messages", wrapper.GetMessages)
 	router.POST(options.BaseURL+"/20210201/queues/:queueId/messages", wrapper.PutMessages)
 	router.GET(options.BaseURL+"/20210201/queues/:queueId/messages/watch", wrapper.WatchMessages)
@@ -5072,319 +5398,341 @@ func RegisterHandlersWithOptions(router gin.IRouter, si ServerInterface, options
 // const string: with thousands of chunks the chained `+` fold is several
 // times slower for the Go compiler than parsing a slice literal.
 var swaggerSpec = []string{
-	"7L3rchs5tib6KgjuiTDpSdGUrHJXSdFxRpZll3psSyXJ7b1P0dMJZoIiWkmAlQBNsRzesX+e3+ch9oP1",
-	"k0xgLSATeSNTV8tVqh8ukcwLLgvrvr71pRPJ6UwKJrTq7HzpTBiNWQp/HpzRc/P/mKko5TPNpejsdM4m",
-	"jETzNGVCEyY010ui6TmRY6InjKRMyXkasV0yo0oRrglVJOTjjSnV0SQkY5kSOdN8ypXmEYmkwGdFy34n",
-	"6KhowqbUvFMvZ6yz01E65eK88/Vr0DmaRe/ZpT6m56w6qOOUKTOgxYQJMpUpDGSeaEXYJVd6x41Gkc80",
-	"mTMzKDPacEbPWUh+m7N0SWY0pVOmWUq0JOdMwxWCXWpiruoPxfoBnrDf5kzpw7h+2eaC/zZnhMe4WlyR",
-	"FG8IYF3UfDaTqSZUxCSR5ySSacoSah7QJwfRRDIcdUSThKVPFAnlLNqwj9jgcTgUMH8pGFlQRcyKtBr2",
-	"R5lerBn60f7hK7fHC5leuJETPaGa6JRGFwqnRNVSRJNUCjlXRM5YihMojOJ/pGzc2en827Oc9p7hr+rZ",
-	"UcRjGNgJ0+lyb6xZWh3Sz3JBplQsiWKRFLEyW7agXJMRG+Pu63TJxXnxtVMu+HQ+7ewMArcQXGh2ztLO",
-	"V/PGjAKA/PcnVAiWvOaJZukvhkSq4zhhZiUjjRuTzdYMx+xChI8gXSoIu6SRzr7hcY9IoDTYUfxWkcVE",
-	"KiAQpWmqFVlwPSF0KGYpG/NL0jUX27/HMknkgsVktCTh0xBJiF3S6SxhJJSpOcUbT8MeUgA3owU67wQd",
-	"Qadm7pE/weJC0cu3TJzrSWdn64e/BGbh3OdNs0xas9Q88P/8+n+efvqfw+HT/+d/dIIa2tqX0xlN9ZQJ",
-	"fRgfitP5SKeMNazlR0O7Op2zgCRcacIFrk3+DBJG/gNDOCk0SQxhmrNtnsdETIVWZqmo9o4LmVJDLay3",
-	"a0/JmCaKBUSKZElinrJIJ0vzztI7Vixf7eQK6xizMZ0nurODL3MrNJIyYVRUl+iYmiVed/68F/fd2Gbm",
-	"zvqhdYKOOaw8ZXFnB9b3qiexMMaG3VsxSEPldkf7bdbyNgYs1HzK0jepnM/aLyveRM7NXe6s8SlNl/jV",
-	"E4XXc5Qkv83ZnNnveo0bURjIrc9sxWaUpuNOAqFxnDKlmNqBWeAKpPB3GHM1S+jyPZ2ysE/2RiBT/0r8",
-	"lXCPHQp47qrjUZ56A3/5ocxf6vgIPusw/hnUk4YZO7mYTZ3HQSbqo+wZFYGfbR4qP/kc/n3jNUvT5YZ7",
-	"/0ZpHqu2LB9zaQrN1OgUg3zzYPhcEzOe2OwRS8aGSb1h+h1Tip4ztYbybkB0jTNYRXU1e0CkIJQoLs4T",
-	"tkEjzT+zjexnOEWk60ZoZp+ygPBzIc1Hlii2MF/1+uSUTp3mNhRhzd6EBDdwF/XAkTTCM2WgCJm7lmQ6",
-	"V0ZHIOy3OU3W0+71t/tV8tt6MVfUGbKDCd877hIzGm8kzEhcu1ZcKM1oRir2SyCNJvYaJ79dVS4djt8Z",
-	"jb3pvL1u1ON38LgxTc/DslVgdi+hSpOU0bhPYCm4JjEfj1mqyDiVUyR/tC+GwjzFY11CLcx125tbJHwv",
-	"DzQ9f4dmhVEEjDpzzhQRUk+M6pfvbvlYO3PkRjzpLR+zaBkl7FRT3aTTHBntImV6nopsERRqNlyRxD3C",
-	"qHuaNe1eUnhTa4osDtCOecr1itM7pZdGQSZiPh2xFNUqNgXt2k6Co3lhLCLS3ez3NweDQa954FOu6wlv",
-	"czAIOvZ18GkQ5Or5Zo16HnQswzthEeMz3cxFU7zA0V7CqGIxmeLdwFBxLqg6e5yUdD+cvN1QdGzUwhn9",
-	"bc6axPq0MJRrM9jijCpGZNPZ27NcdiMy1oLwzEpjAvh2Jemab0q2ZG/XnDmuCDMmZez07KoxmTI1k0Ix",
-	"y1XteaUjx06JYulno2AwYXgYU4Y0Vhy74guaDt9PP64/e7BKOl2eyQsm2i6TNhejvTqlF86WThnVZu3Y",
-	"dCY1E3qHULQe0faCaRq5g3cbPpN9NZLxcijMZVyQrW0ykfPUEZc1CFN+zgVNrDfCZ93wYi7OCT2nXOyW",
-	"X4SGn+WMwArN23IOOPiJhPtSjBMe6XDtmut0uQHPbVr0F9vrF/2YnrMVvANYQsYoULihs8UeRCAwwS71",
-	"BnpdcKju11nKPnM5N+uHVNfEVMzNTdPYHGy1mYhMeLRsaxbM4OoGRjCzj7q5Yv+LEeNtxwQyv2FIv+GD",
-	"bj6iU5nqozRu9H2YQSmZagK+hj55hbwdpEX46uB0P0Q1zFxjCH20JKHmU7YPR85a7+bavbpLKei8zSqa",
-	"cqNrLQ+z+cDsCj6vdqvu+70aFn9R8KTdcAu+mvvxMIBD6iWN7bPNp0gKw6/Mn3Q2S3gEzP3ZP5UZ+5eW",
-	"bzpIU2mdX3WCFIWIsXfFZ5rwuE/2ZWwsx/AQvzh2JlRIutQed67IlCZjmRqTxaiJc5DFqdHOAkKNvLoQ",
-	"ciHImLMkHgrnqgzMxdTxEcMEZZoJ83wMvYCE77gy5kTx7ZkJkQ0DRVUvGIoQNJ+Dy4ix2JBelxLNBBXR",
-	"0rwEVWjQVshCzpMYTAR7ca9PQDVCWQ1UaZn7eMxEbMgVJoKk6rnPS+KuYSfsDc8K3uOv1t4C9n73m51L",
-	"kh2rruPGR/Zr54c0mjVLzeLFcxwErgfsalgSNSFJ2dxoXs6HmckyEJx2t5WmSb64drd7fUNgoLJEGrTX",
-	"bGDWjuCg5hvVhaLujHKdJolcqKEoGlZd3zMas4Sh3C26qMzt9qlsOtM4vvkstkLa0oi7bMS4OB8KeJgh",
-	"kdve+0OhWSpocgoaFm7c3ZNBzVvDHTyx7HLGIs1iMqY8maesdCiY0QNT9pnRxBxUfAy4Jm5xUd5L/VrO",
-	"RXwPK/Fe6r25nsiU/87io9S9uUyGsWSWZC65QgZWCNCAesCZIrGEy4A+QUMfipw+pTGCcUH1QpKIKqbA",
-	"bxGzhI9AtQbXdGxsbXE+52pCRwm7daI7pstE0vhMyrc0xSjbHS9z6Y0l9gMabxfYhCM0bpaqZ3kzsmFq",
-	"wyCK/85umeCOU4gucTPc15Qn7H5IL/drWF9KHj61OnNGd/C17zJpcLzc8sIYBsEj9kHQz5QnhhjvYWGq",
-	"L7XrI2RszpwwCwImqaMgRVJ+PtFEyEVRCJi7YqrpiCqQJXORMhrBqerd8lKdSfmOiqX9Vt3DOpXeaBfJ",
-	"RsGc7CJ6kkqtExZnXMs6EhUZz5OkT8DAJnQMAXGzyplPyMZch8J5DlDqw6WORG+VORk9OHvDulu9sDGs",
-	"zgdBM05+f5KDCQ36kRMZI0ZTyCwweq3RkFGDDXJVOSAjGidLovi5MJ8MNS+ZJqD0EiDemVFvb5ntf3VG",
-	"CTxrT+uUj+aa/d3o0PUmUWbU52yZutt2QB8zljbpUk2mUmmy9cMLEk1oSiPNUtVDvQ+pqU8OBXkj0WfF",
-	"FQmpWIZDMZFJjFpXiA8L8aZwnEiqX2xbh4cU7Gjc2fm15Lt9UbH5gyzvAV/b+fop6FxunMsNz82YjmnE",
-	"vnw11JaJ/ldMU57AytAY5QBNjlMjujU3Rpn1n5cdT5PlzKjKhgSSTJyN7TlDnwFRfDpPqJYQfZp5z/xS",
-	"ioaalyeJnel6s/FTnSmnjXjVBY23S/3wXipl4eciV4B4TvZbr28WqRzfu9VhFiOxZuVC/K3vfsPoI49D",
-	"kolohQODX1SDkyrlIuIzmjxR+HAMn2k2VTXZMeChPsQfwWFtf6dpSpfm5xlL4SAj66h5XfY70ZLELOIx",
-	"iGIm5tPOzq+dXz4cfDj4x+H70+OD/bNOYD+fHOy9yj58OH61d3aQfdw/OfA/vjp4e+B9fHf09/zD8YeT",
-	"N/6n05+9D2/fdoLO/tG7472Ts3cH78+8Qfjf2qH4X2UD8r/MhuV/mQ3u+Ojt4f5/eK+wX9in20/ZM+zn",
-	"7EX2s33cp+rxznxet0iD1sVm2ON89E+GZvgKggKXguHuTxQJ1XwUgiJx1aBS7i/6NXtvgczy2Uv81WdX",
-	"J+BlbvDUOXYDMcWIK5uUVeQ8VpmujVqC7e/r55mrxN7V71QjiWYJdDRhMZjxU5dlWDO+7HfPlCdcky6Y",
-	"4+gfjJngxtz2z2xxAplD9jZIwXJqGI+RSWhwZCNF6nCf1kzriSKaXep+Z922ey7l/Nl1215kRqWnuI2s",
-	"W/+6h+3TGR3xhOvllYUd6o1R9oA+CfeP3p9+eHdw8o83J0cfjk9DwoTRrVWJsytwAY+pkHNdpUWujjHn",
-	"pJDzcgBPigvBRPStVgPUlXHsGDLK6Lic0uLEjZBkDDlxAbp//+oLwh46qT4zRdhnli6HwipBeTibKxJz",
-	"BcOECQpJ0HGGz8cNUbn6hLGSzMSFuyOaxiwmXSrioYjkXORupuoRw2/q0zGyXfHETmlZalhqiZrg11qy",
-	"gZg7xC68JLHrqU1n1ayxqfzMct+bvA9NaUUOG4wmt5S0JF2M2KEn2WgfpXUrDq9pAQVL9mWSsEjXKhJ7",
-	"6BKXYy95VNUcF8cQa1Y1vy/LPIac5pW6z0r+gretmFFTIjHmOFE3psAYDPORYroQ23qi3Hmw4sCdUWUM",
-	"fZcqA0c1fFojal+sy1mtyVct5DnWhpN99Zii28EO2pJAUU8mOmWsBc2uiT9S8Ov4SZ8uM68rUyLmSdLL",
-	"bIuyGo9rbUcXYHrxUIRGbeaqNHLzUuQwZa3FvAOdPMhpvcWUEY83h8P+r3Tj90//0/4x2Phpo/jhqf2w",
-	"tfGXT1+ebwVfa9e/sBDV9R+njG0YY5l4v9Sd1e6ULiGEYzSHXr/uVeZZ5lFn9Fy15xuv/buq/ON1NkBN",
-	"z1Vtuu7XoMPvllGBtURrDDpvt13O6tegnFzUemTl7KLaMZYSnJpWBIOndQfB/FJzV+ByXuhUinPIXVV8",
-	"lHBxrmp32ws7NyXklVZxQZXNDYlJ9+T1Pnn+/PlPAflwtg/0ZDaZ6s5OJ6aabZjHN732wyy+4mshQQ6T",
-	"2a797jK3jl2IurhLQTW3zF+q4gxKh6aW9+dTaSnR8huuKNK8G5tl2uqEzZzZ30DaWblULy+sXokCr6Bl",
-	"1phecy335XTKa2TPR3DzS5Es+yTLVqMpIzS6EHKRsNjQCqbGLrOU13p77C78NuvS6P1U+dwP5ufWIzOK",
-	"WcI/s7T2uGRLQLoD1KcXXLFidF6R2VxNGKSVcE1GS2ANLjSyMI8onCAu9IvtTjXb8GpM2k/9/RSsSMV/",
-	"ogiPrQxI2Cm60atTtT8QxUXECmv6xHIHP2kxokkC3jq83EwYJopX2vXIXbUyJRNG03goINuW64JR4a3A",
-	"BRc12xB+3Dvb/zncIRQene92FzbIjaq3S8Ljo7dv4cLyaDHh3hkj8ED08rytde7MMMuiIWM11xI90kNj",
-	"vZuRE3rT/cMSYF4oBm9FbJ0KLQhDJbLOheGf0HDBRSwXIfnX//f/k9AOPwzIxBWtQYFiNnKrrPiU269/",
-	"taZ6XvPu8OTD+/eH79+EO7ltmj29uzb5HgMU+FO2hGYDT8/23r96+R/GaqZcq6HQkmh6wYj8zNJdEr49",
-	"2Ps7vha00fB0MtexXIgwyMdhk7FhyrskPPj3w7NwhyRsbOnOUYGdQifo2Ld2go59fifomNtqacPIpxN2",
-	"zpVu4Bq5kLVTTrOrSdeclVlCI4grJ1yATTdikZy69dgl15X9SAOrCQUIWCqd7xbXQA6Gfslc+ARbRxJ1",
-	"Ur6m7AbJxp7o/Dz57LbIkSrrukryrRL0PvNTKAbzeELBE1SVh01u/GOWlmVMYsYZB8jss9ep+XSK69ZS",
-	"H/AWzn1QVdUgWK2W2PsCMiuUXtnjJQUjY54qVMeF8yeKeLRULhEb0ilRkqOH1T9zcICAtV95Yi21nCyA",
-	"smrTYZFW6jw49XzL79t3UxO3qoatbOlr7VaiC5Cwy1nKMIRjtqAa8lTOQ/1XdAi6K+rtzpjR+C1U84DT",
-	"7BWewOW+nDd5kF3poV8IBA7BXVKI4NkJ14sOr7BvvaEFb8xMrFlepBVRxTa4UEwobsi5nWnd3qC+I9u4",
-	"GkysqJ8BKaupqJByVfA3N0VE8NG50GOLZElm81HCQaZPvVK9qkKe+blXvQPj4/4gC+Ovf3LVtr+KRX+7",
-	"YbWa9PXWhjku7z2a5PkL78oYz7P0y6XP/lGtZ1c+Wfrkc/vWfEEitrPn10j1FrKzLjDfWnDfgilfUgDW",
-	"KzWA9FAYfGCVD2P9SmtloOju1cnB+zTIC0JQrUDWyKdIU38GDQKm2XJvtM+toWokKBdRMo8xL80sGGp0",
-	"gB2TL1sL66ydrVjUE42y3erxleBOWdOu16zzxV5LdebYroiPQ61tA8ndD135OAj9VoqFuwOqeWo1ouS3",
-	"dSccVCVYG4ws3kgyr5HGwJivPqC1tFFk6z4DxzfiQqyikBURNc+7iPUpFikASi+gTHfrRy8HzxjgRo9U",
-	"AYn5uTkNVMQk7IcBCf9h/tkx//wv889/mn82wl4wFH4CLSUTY7fKlMxk7FVq+bV4Wz+uCsLtbfy/GBzq",
-	"/2Pnf/3nRlNEDmTXrYSWY7wTTRJDByUYlfs0TmpiercY/ypFQ7e9zLUHEQC7zXAP6ZZIOfDpeKMSGt60",
-	"hebrqbKeJFcG+O3Uag+xJWSPLVw3uRRp9wq8/2pWbvfVwenhm/dEobZHXvQyQ9MwgDpTty78fpeWL+kO",
-	"yF+JkIL1PCOYiwlLuS4bw00gA4Nr28mtTeMrZf/d0HBWbROjVkjH3GlsnwA4Jb0VgvIOjcPSScsNJn+P",
-	"mo8aFnnf5Izlhd/fMOfI4hN4eeNcrJcVHx32mbtHkTEmml9ZLlyFCEW7Y2P9nDYX4RoHRbXOJQ0I65/3",
-	"SbgH2aRI7sepjOeR0fy1JHNlKW4DwllcFLNnAEUvLJiiRWEyWDvYUgr5lAv3cY2lWitbCpNvpn7LYm9N",
-	"V8JD6fKOFNMahC94pqGYSkZzMyYWE8s6amz/LBnRfi6+d9/7tcALdkj465chzHTY2RmWsxeHnWC4Old0",
-	"iIzw66csD3UoyomoXUAQgrVTddFpxCFo5Y7IM2mLu18NJEQu+c+MBdYBytSrQDk1mTU0PWdKEzUx1nlD",
-	"6lxg6HnG0gjyghCtJ3AbRDYHg16A2XU+ViXEn+hnBuVd44SfT3Sm22eCdDVYT/DNeKRDyCp4Od4yqtih",
-	"KMTb7eo+ryzuz3JBEgnFRxg0LUdGDXdZKvetsbDkXENcm4tzP9YNq+/wSbs/9PvPB4NgKNzyPx/0Suv6",
-	"vLCuP9S7WdYpUXZitfMCv47mUz/52IWfM4+Fg1DlGhJelcMorQKRZfhPu0MxwEQP+/4emTIqFBGyeluV",
-	"mNZrZczhDXApPkJgtX47V+2mne8TRcLC8w4xFzJlUzYdYbKAv2+Dfv/HF9uDwS4ZBMSbYuByvJXZUu95",
-	"vT4ZszRdEnapjTYoRWnG8LgbK6L2goLJlAXabqh43qEtmLv+uTqF87UHB6mYR1VEpytlx9SfykxlhZt6",
-	"O6Ccl72ykD5U8J1VdN9dhBeEBCOFmMJUuRhtw9bWFb1cnvLf2aF4udSsSKNbm9t/2f7x+YvtH1fxdS01",
-	"TaCmfSVzHy0hALlJ3vGX/f4mOeMvcwa/Rd7wl/WeU+/4/fTTD5ubL7b+8pe/vPC5+mD7xx/+8qKONFOm",
-	"mYCTU3sGLXmvO4fmzF2wmfbYDRa4lvjm5qDffzHY/tGXXPCKXp/sY833iLkIzVBgvTKCa1VOnn2OP8u6",
-	"CRoOKee6rcQ4y5kCzHFjJpMEKUeOmwXCwAiEfE7PB71+URisYxGfueKoaFxrpJD+FM8dBsUYcM/gMHhg",
-	"eaUBbz/fGqwYM/68Gma7qOOWg13ryiVeAeCKW9DrWncjzMEZe9ljEoFhatIUmNBprcJaTD9zDwCp+HwL",
-	"cAZB3lKAxSskwVmIuF7rEFfttA+ETks65vOtqxgYbmatFxrfeNXVdgd+xRpb3J/2sqeMnPgpuE0gyKr3",
-	"wQ1w/VKtqsG0KIByTIr31JhKCWdCI+ZIg4csU+jsNgIyD6hvETVWbYYAYpEgLXwWZIoC6JKdk+rVR/Qa",
-	"6f5IMCLnGrLkZiBC8Q3mhiWwDPcNAsNdj8hxHTMaL5tOCD15GwuET2qRXlfdk7phBFc4Vv4cawnGLbMc",
-	"57hVhplYGt617lgpiJpHEVM1lMTSVKb7Mm5QI+FnEsmYYYUtZJrATrrlKgCn5EhhZOzhd2W4XXUxHHiF",
-	"nXJdWGMyn1KxkTIaG3XaaAEJFSiV6odUX0NbWesMNas6a0AWkmPrxcY18HEnyw6/uHbgUxpNuGDe0LPF",
-	"rEPIq8OtC0gJmS4YiiqESEAaAakCb0uCCmpaUIRJNg8vQy4FpAIYA8+pIoEZzlEHwmMTeZFCOjud8sTr",
-	"aGJ6LXIAX0UjAF9A+JhQgZWu2Wg8DWMng//eNMJo64cfvJhoi1BPbHQUN/K60/26bEfViskvbWIl9ZbU",
-	"BVs+Q/gVsKkyiJUX2z2M9QpJZimL2ZgLEHVUAMjMuAxMJheCjKS8uGBslmFlZ4v2paMZnQK45RI9jahl",
-	"+LN4sV2zALkMrdvZogCuqYDJUiqvrAjs5bfW6wJeuqbl+9kw0FOkG0v4nf5iLzJ6Q5ba15DjuTK0VfLE",
-	"+LXfE6rIiAHQQVa5AOzPPZJgokx9OrjZQWNBNfTMybLb3NusvXX9ZDoer+tjkClb1vVvwZILzooWaT0J",
-	"Vfo9O6fG5G9PG+6OvTyNHqu96msVqdJE2Fv8WhFXR+svXZfaIpu8MqcXOHHFUuy/JAVS15RpGlNNr0zV",
-	"79yN9SPOiELCt7WU7WnWaxRkrvCAZr2yDI8s6CvmC29dCguCvYwwuTC/fCjQMIeQPTy9T/6OWqhIlmQu",
-	"NE9y3ZwwEauCRyUnNTB2k7WknT8ng+p2I8S6DkXskxB3m8xFwpSyhsmtZng6npLvQZkzlGZVPL6fVrJX",
-	"tc7AKDUIKTLa6cqHFNm0It2ZVGaYS4y4t9bnPWGwLikzG1DdrH9mNNGT04biJ2DugIruyH8C18P+Gy2C",
-	"C7PBs1SO6paisaZKXlhManxcSauQF2uJwD65bkZvK3nZrUqnaQHOMQPzODnYO8Myqb39s0MAgALoJPwO",
-	"UJO8Pw9edYLO673DtwevaiuqqgJ1hSKzavtLUHIVreZdTSGF02eeb/V2jLIDLA2UtRfbnq5GpnQ2wyxS",
-	"HLgigIQwHbFU9cl+wes7FJjjoohiCYu8YqvR0tALT70h7PrDwVwTLRc0LbISgBotq0x0iuJ+e6ufh24k",
-	"4o1XtKfnW2WyCDqXG+Bc3rhgy40pvdxIMmz+fFve+aKkvRPmVY2koM2KWORDeLSsgc1uaSiBtdHFkojK",
-	"9gpxPZB9Q2GqH5JEXHBse5fDoFhU6rDQxi5vW4URKC9iY+t0eu7+fiW0VJdhWe4iweMdspjwhJW69HiP",
-	"IVj7BxqFCjLYbEc9xb4SPCZcDQulfvkVUCrmR664hc3HslV4e4ySrE3+ZZ2mSsve43q3PbjVrdqLadr5",
-	"ccBRluRrxXf8E7jsoSGOtUvG8wRY7FDkD+6TPQKjyiWQg+WGs2RXB3CAFQntJTbNNiz5+39aH2crPqDB",
-	"C2Nf7MaTlbYVKPkjDotRTyv0i4sytlNAzrQsyqE9YwSWC7fU+O4ATgPVhILN4AjQfMlzhUamVnTj+xJq",
-	"tkwKliXwA165fUXX6HJiiSl0WaNT+8T8Mokl5QCm71OoTCE4HNcEh4fCJYvY4wxWu7M1jMGpaqjHFeB2",
-	"LX5WNgJU0+CiXp+8yvuhFFYwx8vOV5Cm5uAmARyYbPVdwJ7abXTFDROWxGREowsrFqZ9spe/JK/lQp5T",
-	"PDghGc4Hg+eMDBytzmiqXVdKl8YIW7lDyhNcIGoYhJETugTlNciGuaAcvH7Ogs8e5rMUVHbdLQ491UwC",
-	"ZmS2ImVxyj+bs5Zj7f9TcqHyIXpYv+4tDjnBEfl1eIxOacQw4bn+eH18vg8NZK2FfanzljCYqEW6ofeQ",
-	"DAQbFfNeoS1R4PclUlqmzLaLq3+BPWTWX40NEevelaGh2iutB0XNaOajZENhX5uySKaxwjlBZhE5Ont7",
-	"bI6ATDViMEdSjPn5PM1A3cqL2sK/WYqBVCWXsF2sAosp7HdA4jETmo85Nm2yJ9UWlmRGrmuH1euTQ6Da",
-	"zzW221CUjberNeQJOk12eo2Zt/RLHVJmTRVascufqNyUH6d0ynpt3bpY3RWzUukU/cxId59OWbJvJruA",
-	"HbZdMaxWRRMS9jFSFgY+ynG9WzxlVDXVzONv1SH023kp62wOSK2qo5GjlEYJ29hP5DzeUHqZsJw40h0S",
-	"AsJXHxhcBDl4wOrsFymjybT0zTmXovAV+n7wqxC8JCkjYc1vhsSeb6FwSQ1hyQVLI7PeI6rY8y3PBCg7",
-	"nXGUKHlAje4nMqJJn7b8ryZp5q5QzjAzuXYvDvfePYS04yLeqRvQ9ZOOH3qJuDfDm5ZMXysFum1l/bq8",
-	"Z4csnkPpdo/2D4laCk0ve1dBe2xbmW3feI+l2d4b76o2uyHxugic5u3FbdddI4NoV3DtOsxcqdLav6mV",
-	"K8+yrOvXVh/P0/ObJKUjb5FkZp5TnSt8fWZRcNuxhuPslip/+Djh0aSQ22PfW8Fqzh7SOOmzWmzehjfs",
-	"2PLnQmvfbvj+6OTd3tsQsrXtz9juvpKRG756+0sILRZGUk+Gohu+PDr7OewVwZbweZ2g8+rtL52gYy6p",
-	"9QUez1v7m71Lr+JvPhLZQ2a5g6GUgXa9dBJvRCtzSa7iivaeeau5Z3beV/XU1zwC0s+2Br2A0ChiM422",
-	"esr+id27tDyH6q/rrGJz2tnWleparrjCN046a1zc7yPevEMo+XD2euNH11hFjonfWuV/85eku/Via3N7",
-	"G9OBd30bOJqw6AL1OCaMcRAPheK/G5PuJRc0XUIfpCwxwujZL7Y37KXWFUIw86mKDQwvXV8A9c3Cn9Wi",
-	"fN0Ept/ALdZwPc8h6hnOa8px24BuOK+W7ygzKk/uNtISq2AzrPidatlSGYl+KITMfDu28te2B+g1wUB+",
-	"dykFZlkW5XHB2mWo+i4DUMhswYfCYrVJeUG4tstxVUgQUB/XRXF/cQgT9Y0UqIixwt0W2T3W0d2sju7W",
-	"KudWFcuRrFYuGAolbQsTMpqrZXat61CnaWr7CGCRyYOuriu6AvLqnVW1dQUOAe7y+lqfcAcgUW1dSKm+",
-	"zsfpdKkcHogi/tlzTu+haFmA59zFNZCnT2yKCknoTJm7PXBGWIih8AaFYQsNjeQBGBDzDWw1UaGjufeC",
-	"IqZnrsDB0+6iHPDeSgDJACOu2HwXf53Q+hLAYkTGHMOU5S/PPMtLK07upGLwzqoEH3Jd4AOp/LtLRMFV",
-	"ZYXrywjblg1CsWvimBFwyTJv6Bl2USouDCqh3V1PEFSrDfPsCNhOPWFTxRLzRC6Gwi8p6oZRBhMV9lrX",
-	"KWaOK8+cLaXpyNThARA6knN08ZaykzDD2BUJLCbLYkPREPONwloS/BYNKHJyqSvUvP2azF6fHHu5E5JQ",
-	"aLKK9w8F5q8psr31U4PeeZN6TTe4AxHPJK8TDCeGQeeQ1NAV98PJWzdLsBBnCRXMhqG5qsy8mB430Xq2",
-	"8+zZ5tZf+oP+oL+58+Pgx0F9EKy+lvS2a0fzYlH0F/evWRa63iOORH+PDvH8hbfhD2+qfr2tgtdbK3K9",
-	"/brWnqeOcm3VUC5seg2g32PWRQ4dWcoelmme6AxRftyLkpy/epUsX48Te6UIRM2pq1/pGmpYo3Q2G2MV",
-	"XrtGS2sU5Y3GRw2raxFtsc3r2gRb4KhdLdSCt1yvQw2iTM6nAO57/dhLDlbZBll0BVz7ah9WiSFNsBsN",
-	"KXkZvI6EmYHlvR0L8jJQu6vj/+I8a+KZmfenOaKR2UdV5G7fVUQ8T1G36G9zzraAZD0kSw62FsUuFhC1",
-	"nRZURSKt1YOKq1xry/UL6Kd3/HarGgJKaQPW2wpE1Mprq1pr5kOfCwtv6vQ2105Spo1xtD45ADqEBLI4",
-	"IHNhe6/7CohtygkwSeySRtraCHJMQiszHKmFAQm5eA3+oew7xFy1ua7Zt0glxZNXumYF4eZZjixdn7Ro",
-	"BuDSH10S6ZJp0hXmGObuAEO6tfZEmz5KpWm3GbwZk8vssrnOZlielM0yvyrA0QuEjwYJbHQiGDFEPWAN",
-	"CgVK7Y+kWmciVE0DLw16Az2DMJlSbrNnMbQshSuRVtv1dPvbTRmNl9jnxi5yLyD+KhYzlWtzn8HJQzE5",
-	"FevABWE0TbiX5Y7LwB1C6bXc6eW51pBTUDkdxd1qZh9Wrjb74ZVDIR8tyVuu9C8oyrsuz9Z30u8CkOAb",
-	"hhe5bN1p7wGlceVM/tGHtMaH9OgVuS+XwTU7dX7nRvYdm3fXsYJOsD7gZtktmejxNCpfiXY9tKHMwsYU",
-	"2lgbTYU55dY+eJpT4q1dz2oEr97+Yt5oyyBKrZMqrXSuiJ+X1KF21qJvWSeATQwvpwHB4riQShGps+Q4",
-	"wQtWhgm/rt/ldlhFpZvq0JuwtuTKCiqWENVSwxrNoPLKOpo+lak+ggLMqpBXkYUO6YZ7p/uYMmcuyb59",
-	"dWC/jovtKvdO96GU9nS/NmUOT+GtNCwAUBPlmscWEU+B/2RUbK9EvXmsyVw4z1ONLbEigxvSlNniwbYX",
-	"cOMbF5SDXZIy6OKIes5iIhNz0Gbreg2wxffRb6BC147GbtxLoEplJQ9HA6EpTZd+t+Eb9B+A7URHSVMb",
-	"PbI3HrNIKwzDeZ2EnHULdWsLmsbqmzYi2Nisb0Jg63NXhLA3Nq/Xi8BS8LdtNeCPCn+wIhj+zKoJ65oI",
-	"NBO35evXJ2uzNllR24pS91bxhUOR9+51YQMoUhdy0QJjJIsw7JKBc10oSDK7WVigbuyf1i3pzROXcVmR",
-	"M6gr4mUW7r0TqMzayd4pVOaKN96QblfmlD48zMzguz5NOUrP9c5VO2W6eM8j8Gf1yP4xgT+b57gO+BOY",
-	"pcswRwytPynI55Wyw4uYqO0d6+sy3XMGDShjJQ9Q43tXe4MayOUmPYzKur2tm8x0+pubht+yndD1Nd91",
-	"NbTm0X4BLdqW5vzRxMEXTXv31xGogTRu2OAn6+DjBUSv4lcgYTWHJHQZ7iM2FIXUl8fyhe+mfKF/5VKE",
-	"dnUAd9tWp5xV9j0lzg/F4L675dx97jsppb7ffp47CKOH3gPnGg7Lm+WvG/UDElvG/dZ9ae4i3fm2c5j/",
-	"vEmp17BqG1SGeIV6ntVJltJnGuMIrTXx+9S+bxJ/LQygzoID3GKqGXqzr+tFs75u0LVYdJGhFGf14kY1",
-	"Q7mRLo0cQT17VeF66RXFB3XBp5ad2J55MvtMk7nrmGcHhK9ppdnUlMBXdNqKinPtfsT9OkCxdRhY1Zet",
-	"39FV/pvPLI15ZDaDUDvEBiO8gXatD2bHgl8BXN9kCf60YSeSyXwqyPsd8q//+u9hp9byxSzSprRbeDii",
-	"RKINPWNpkaSAu1TdMlUJUd45ePTqHvt2z2Y0VfVd9ct+a3hk3Y58lOmFbUNRi49F1VJEk1QKOVfErD3y",
-	"U1cyPUvleVrbBeX+sq7sVxRiViz2IJvvJmtpIdML53eDd2TLcjU8HG/pjwpPqB/CBRfA6et3BAZi7Y99",
-	"OZ0lrA7mGtTqOQYVsqlwRWIpWNGCGaAFU+Dv40RS3Wyt5EwIcy2w2gj3ohnNBn+uLKzdzvaASd5qntin",
-	"1jozM/TxK2+SxUNvTrieq0YSMVJxz8LDrBC2hRUw2kAGKXOjbKvXXEDcdt2bx/a6wDnUxvMkWQLSt9Tl",
-	"IWQ+C6we5ppMqLrauE41TVssiMLLbnUAdQpJ8RxntFLNFMupunrmSnu9hucelVnH1c99CZf+4B+/fDj4",
-	"kEHS5x8Riz77+O7o7/mH4w8nb9ynuhybusNVo9O6dXFgDE0HuqRbRTfinW5Ae9EKBpohJRaGFEtjnEDs",
-	"PA6c56AgPpjQXC+bN8esVB7+wRuLSaghmHBhsVrTlVtUnfrwvg8pb4CRo3pCqCYLADPzXwpg7iPAMY1L",
-	"A3i2NdjaHGwNNp9hadQzxAG17f0tEGiD89+hkt66EPVWuRr4dUse+LRRGM6aY1VDE83gmVchifJhe5Wd",
-	"s1eFdg+H7/9xfHL05uTg9LQTdE4O3u6tbQNRlTSNtWNz60UuihkvY25//+C4biAf9w5tZwo7kKBz+mF/",
-	"/+DgFfy9v/d+/+AtXoB/txgrZvW3K+fzB3y1qr7Cndcr7vNV3evW9kE4NJqnXC9PzWNx3CNGU5buzY25",
-	"5D69dkLobx/POlWr9G8fz0j35HTrhxcBOTD/MzT3M36mBbTqvDdBlFA+VSRU81GIeAizlIuIz2jSC0ho",
-	"oU3xp6FwSKfm1PWw9IldzkIEZ3f4ycmShOiID/vklIFWb94futZ3IGR2yEuYE7GYxPKCCcc3wFsKSwwG",
-	"CFyX85KJ1rPO169QljSW1a3FIicOHt55ovkGjDqDP7euW4Ut8DL056P9ww3wIm+oCZ2xmJwcnJ6RvePD",
-	"/lAMhSGXp08jKXQqE0yJf/qUTKmA9BZPlqvAFYuCdehTGIJEPH2aZ9U/fZrlv6kAPSIqKHSRwMdwoWaQ",
-	"O5cl3dvStr3jQ+TfoM6ofFs/s9SY3a7dRs6vQ5jOv/0b2ZfiM4Z+1FBskKdPvWaFXIqnT3dsBl9Ek4Sw",
-	"S6N7IMqFUxNoQpjNTVekGz7DFju/hwEJn0F9Ev45ZTrlkQqDoSAkfCZnTNAZ7y/pNAl7RDAWryGNv308",
-	"c4RB9sgUmy8GxEuIcHV9iIxucRjM67YHm6TaiLGPE7bnlvBY5bN1/SNJRFPIOgjlLNqwW7jB43A3hyXD",
-	"liJEgRMLmi4AvDqLJhJiZuYlRzPNp1A1ac4fIvFHS/O+3E4xr1oaGgyZpudhPgaErd8l4fGHM1tpiOIg",
-	"zNGU3GPMdFGyqZ5V8UnIxxvgcrBVgthgaXtzq9hQ0jUvAEEFajnchHO0vQPMyOyUDmM2nUloomdjbGY6",
-	"4fHR6VmYRd3cCHD1dLrcgM0Jd/OeKbhbxT4q0NITseDMhLa2yUTO0yyBDAkw5efcUB/m4wS1T6Qkdk0m",
-	"8KEZOsfgJy81wk7pmJonOrpPuNI5mSuAhyIhlAfYXTAywlHCVKYuNUgRdmnutftSJCQKM4IFEexSb8Az",
-	"XBcE9NhiU0iQQUq5nHrDOeHaPjlGLMwLJjCci40Bdg3pZKdBsOIBGNT0MLWz3qvV/mE3sz61ZrqzeQqp",
-	"KzTDfQI62hpsZdwTpmW4nX9UHP2agYAfP3xzcEZy1XGRC0/17Iv36TD+Gma9MmwSjWV5GrBXWILQDN4E",
-	"7Jygyal6+hTW52+nR+9J+GUIePrDzg4Zdvr9/rATkKErr/G+/RpiFZSTE40tSvtkX8ZM7TQvcKsmsbsN",
-	"7GkXn7vd3C6WdGnJLspOLhIgiGPBfC41pUu4QDFm1sa8g4vYcCZxPudqQkcJ6+2Wjke1F+1ulX2Yr56T",
-	"SktanMbWT9XOtFh8CckH6XID8r7D3i75AZey2rLW/PR8RdNazTVYQCj4944PO0HHCsDOTseRm/WqGeHT",
-	"2ek87w/6zzuQxj8BfSsnS8tFn1G39IBNLeucmaV6aqtAWfx2Pp0nVMu0Z45TxGOmDMMAf6tRt4zyF9qa",
-	"bqsukYWcJzFUe5JwxlKQdVKERAoEZNNmZbXZ/kKdg1cMX07/L9VIWQXuiSKplNp/So/MRYyuYIThA6S7",
-	"/HqHNo66nmGRKkN+sFk2aKEniVwQrvvkBHVfZTaaxtkD7KZl/OYwNsprttZmS+yRUY2GYX7Js6NZlHGN",
-	"n4HfgKVo2dBLGS9tJYOD6qWzLKL97J+2dweq82t74blBurARKKFVu2KynEk9YeY8J74plRsDkMECPh+Q",
-	"EUCAW4PB7Y/UhkMaBmrI0kVnkFfDSIoaT9O77A2FDcAXbeNM6m7KZvzsJY09w2l7sLn+lg8iO5Ix3rS9",
-	"/ibHNOGGzefrbyjxMbhv66f195W4nLnvhzYLUcPx0CZ0pe2dU+QkRvAS6ivK2QYaJggZD7923DHrfDIP",
-	"ybmab6OYQZ2zGn72NjvW0YQnccGwAUiMgtcyJF2ZBq5/n//LoTidj3TK2F8NpRv7ELPubIMsKNCjQque",
-	"4RKoORl5PUM1jMW2e60ZSFlhKinHZR2phreYSe37s78NFhOsvWvfX5Bf5gwSoa92V7aM+e3lXO5kaXXj",
-	"SggLtsVBmoBnAxJssElJsUUJF+g/TJeuT8aOa5eR85vV5XAVV/jamRZr3FsvEOhQra82GnPT4mW5tdCB",
-	"VKaajJZ9Eno12SF8rYhgC2Mo2g6JS5cQsktCs0ruKprMJnSEbD9ZDkWXukLUnneTTT6sWXHzlJfLwppn",
-	"lcilSnHnlCt+C8/5dJ29yGps7Vp9ukPZ5FG45+CrkVC5i89nQzWyKuMOLUTVe3apj20z4z+unPu28sow",
-	"3MKeeeKp8PWnr0GDYr3v3AgFlpZpqAQb+xV+LMkmtOWA5bm2CIVyYNBz8TFPFIq7lAnSLRpAiBW44Aoq",
-	"WK0LYWswyN0Wgi0Kw3BZDOjLqZNHODfvGNyTQIK7dLo8kxdM3LGqXJnjGpW5XBkPt9+vzuxvSItRerAl",
-	"JZZkNn4dMzk4o+d/bBY0aMGC3DH7jnVzJPQin2pmd40a+bMvBe711QLG1SbcvILvFcB1Qa29T5ZdzyWW",
-	"LHfI1mDbcK4qpJTSPEkssFRV2Q9s/19oye5MiqIPteIYAq9nyauAMUUXNsoqSxwKXB17xOndP3s8HIM7",
-	"q8AYC6xmuwm+psgU3NT+LDb11Q/6VouDnkIKNWTkYnnmAzjrSJltz3pQb2KfeJGMOr3BBVys/lA5Hm+Y",
-	"vu2z8enBSNVHSfrglPk3TLen+KvRYsHXcUz1BEhxNq85NVj7UDk1T5RtyFrAOkqJKwOCQp0+eY0VkOif",
-	"TplziVcrIneHIvRLiMKGGh+M/M1SZp7TJydM0GnWEwBsDpogROdcIcYCddhDeXSuFIkEe6Wt/EzNG1ls",
-	"zZWSKO7VidUKpNU3FKu3b280AnY18BxbE1uoo35QpsYci30emeMD0j6+TwsFj8Y1LZQyWPy6qEGpEDuv",
-	"Sw/q+hoCXjGL++SVBYW2twFjRtReQAsz3HYowiJ85l9tZiRUtVJ1wWJoVE6OXRCBJPyC2bQe87Tm2EBh",
-	"lrfEFlug1Nqsj0q3SInDbXAT2xzbCsMKWjIfTKZdH0vAPapGEfxy3aYxFmFPa2MI66t5v9cYAukWYwh+",
-	"9CAgobc2YSlmEHhxgsbAzI3DBP7mfAfRAu9wto8XFE7UY8jgewkZFLatIKQKLLpd3KCAggk1nxYhBRDV",
-	"bWOTsARAEnqtTeq166HwYwKvHeSZFEXESw/Z0kfFtTzfaywNuZZDEdbUu4JoKzQLBg6cdS4hXeryYSEN",
-	"FryBhYYlqgzDOczAdjMTpdB213WSSNmGKzCO+yWmxZULpcxyJAwIK3PhBZZXhD68mf6Bgx81yK6NLpAK",
-	"ZOs3iYD4+9JuqI9hkMcwSDEM4pPHKha+wtLIUjA/F2r7r5CHSUmcLkk6F70dW9FO6hksFXGGpKAQqYEw",
-	"Gk2Kdff9oXDB3/DLEEvfLRBVMHRV/cPOzq//+q///vQ1JF0pGLGF89UqfoAp95+DKBNDxB4AWCwEExgK",
-	"hybwNeyT9xKTn7myLY3qOKxDQ9ivQU94wKmV9bAcjc4bkHDNoBsZNEaGvHF/TLQWjqJmIjXQC1whBISZ",
-	"WUD4mCgZ2LLM0hy5dvL9MXXzYfNFhIcpkKxDhClt6nV55ZdSk41WsePcwO9uDbZ7uxB6motc1yz19cYe",
-	"D1ZTHNHowtwsYnRaF7w6Q1GJ8jZ4qXcyeHGuCRdKM7oyIHz/SuP1Q8IVHekxKvwniAq3VX1ahYaLTXEq",
-	"3tMnCh2KXMHZdaBueWWul4RWH0S+7fP06WGZJo/myIONJbc/J1cNKBck4eqQ8r5tX6C91iAYTEZhHVh8",
-	"2ZiME3oe1LQNkamNL+9lrcQcDltK6FCkbMM9Ak8xbd8CpSpYAY0D7hyxbGgyHQrXrhZrgsutUHGooHjQ",
-	"8wwKsLcDF2KoWmTjNsJ+zC+tyB6KK0WWH4Z8vrvYcnt3zreOLrfglXl8+ZFnPoaYby/EfC3vT1aztj7C",
-	"nOWilhuqrQr81oZ9j91Lv2k52OoYrC0lri/luk7l1p826iq+Wbj1+6jKwiYVbQOs7hQ+Rla/j8jqLOd1",
-	"NXXCa4OpghzuvXPMiItqqdUBjSY5EoCxSY/2DzMghKXQ9HIouuEeYAMgqo9FQEBkH3OO8evPLB3Z7/AL",
-	"h3OxAS0j8Bcu7I+JRGK33/+KuLz4WyZe8cdPYW8Xm+DYQRZwM6AUTDGvwmFAXE6nD3JAuIjZJajM6KK3",
-	"irpty0IvmCIMtPw8ICygYw9g2hirAMHBm6OjeBL/sGHRYjecBu3Ua3PzDeKgdgdWj+0x8PkY+PQDnzN3",
-	"bNcBMbjvn33BW67gsbekZ132EPsCSF3CNTlPqTC6rwUjq+M9ti9Bv8HDfq+M57qude/0PbrU//Au9VWH",
-	"qoUT3RJLC2/4LdL+p28smR6l0QP1e68m5qsR3rEVHe1d3Pj2uoKpwMfwsj7tXavF8s/sqsLEb3r4B/QD",
-	"t9Jfv60DeDWXcJ7fR27x6PG9uce3tdqLcAItPLwWd6DqZmiPNsYBzRYgbxtxx1zJkUNrrik5Ii0rjjwI",
-	"s6G4OwyzX3AF/5joZXYbVpcbtQYvu7X6o9XueZvRj1BA6PR61TQk6AZy1QqtPwOEWqG04IEgqX1XJVLA",
-	"F9p67vGcPfrtvw+//W+O5Tvpar9oUwCFzKnOW9+IY2ZLeVxhULi3f3b494OwVwU1O7K9HvIW1ACSDl1y",
-	"ZTQ3r2KxO6gKpSmiLqxrOp2l0iRUs7TZTf6LbXfzx/SSFxqDNyjyeb/vb+Ajx+VfObJHD/mjh9z3kGcN",
-	"qsq8rMZOePbFlrm39o271gSo83Pt9zemJVA0mjHAdh0MhsI8V0joJIERP3xd1h4c+3Icvn8TEmjOHuFQ",
-	"sl+M0bCo7cgHXfFYrPpDsecXqPK8QNNrxtCMv9acOX+fnHKtW3+rqcWymaIUhQaFu2QsIWJcWbSxTCut",
-	"Qm8pBoAcp0QILR7x0W9f8ejgeHChhEbu0yKOYBFMDMVl+s4V8Npu7wB++qYS/VGKP9DIwgravhrN/YJC",
-	"tz0Wmys7yY5FFX/UszGc6xnu6q3FZRuKHJiNXAeXrZ2lMRRdKshcXAi5ENad4eUBAXxqUTCb+51xdGWh",
-	"jMv3rYXyXYVH2hguuc34beIjKzldgUYfOd5jdOQm0ZHrmTwZ/AEeDh8tcOfLTTl6rdfoHdoxvlOhjE9b",
-	"DsZYIDPsu2fxKVcyfyghtrDSPTSibGsy7AGZ97siXJCRdG0BscuZK/a3HbD8xP86FxEsnHWM/jERL+un",
-	"uIbz1qzeA/MaBQCmBAE8Ve6t8MiNH7nxNbixYW45+JckFAG8GvAwr8iiZ/MUQyZ3wZZ9/1ZWLlpAkOyG",
-	"749O3u29DXuBjXMXij/dRa/e/hIC6owcI2fthi+Pzn4Oe8FQ3NQ5Rgq+sXcNVa3YvxBWq+DjAWX/gs1q",
-	"2fixufyPpynn01rBrrGVvMQla8OlGzxr1SV/dKs98uJvxYuB9G+uGKcsTvlndrfqMALxub7PGf8dp3Ja",
-	"8H1UGS7k8/iojwGRSZzlP4DyOxTZEy8Ym5lreUpCHocBGbFIThn5zBUfJawYUYDLLE7P0lb32+7v9Jxy",
-	"geP7naWyPxQVXDQhNTFCzwiCo/1D8ovVxqFNf/jla2iGPVc2kovhWwIrUMefT3AbHM9/yABjpaGuYLw/",
-	"ywWZUuEBNGgJxsv9qsqlAa9u5Crm0xED6Z4NGsytR3Swh6+ZeuzDx92q8BCPW7qL1vLLaEKFYEmbtEse",
-	"Z6qluwv9nTbAkSyxL3UeVeWCZHlZRKYxSwMibV5IssQ0Sj2RyrA6o1WZy0L7bAu/eG/tX9063BBRpnXS",
-	"3PXUz5sk5q2biL/u94Hbje9rjdiNlxsqfMxN+07QuvMzVcOXbhZ5WsPV7KG8SkeKot38RFW6LnTDEo5i",
-	"uGNukcKiQxkDu1AI04UOoolZCq4ItLjPVMOYajqiivV2yMLicHc/mj+cOO9lDs03TGc2M/pDEdtkKBQX",
-	"5wnboFCFs5GN19n0XJ3CBXvwu2NUYa9PjjPYOC5Iys650sgPkUvvAPbkmucjLGmqjPYHNUDMzDI8+fD+",
-	"PWS5dLH6FAqE3K35pMDBYhPiw9OzvfevXv5HuEsoroZtQAhe5dPJXMdyISCnPnx7sPd38/hdb9/gYmjT",
-	"1JWphU/Hx8ScxQFxXw5FNoWEUcVIQmeKxT0/tT+hSoO0OPj3w7MQ7F1KplzMNeuTECkhJGo+VQgCjKBI",
-	"pKRGr2sk8m3FzH3A8K1m6z4WnwoA/9jimuc0YwgKjaE/i4r6AFh2hSGuQGy6b16e49iuSfrby8cMM1jJ",
-	"xhJGPzNEyCzOFPHvCswRuDgC3VIRo8MyU8e5Rq4Cv5GYx5AEQKMLIRcJi89Zg9HeJx8nDMqRFrbjRIlp",
-	"BvgipamIR0vkdjgssAeQByOwiPxs5uxCI5ca5AWMJ2UR4xjCM+wx91Ug+hEXQ2H9sSgC8hzw7cF2npiY",
-	"LZHNccjH0YoHFoF6HxgTXAfVayTMIy+6F150AqfMZz5dOKe9O2A/QWuya8mwsoE16p6GTZS9h44ruLt3",
-	"UL/AWrLc7DdsYKkIF+56LYkLVjm2PZbpUIRwAXSp8VKbutZjt1OXm4XaWUTTFFo5kxCYxkyHNv8qZ2Vq",
-	"KLp4lq1mCqGjyCsmRwWri3kO+UVjW7LnvJNSJEvLAIXM5shVthygQgMXW1BAIMdF03zK5Fy3n5lR5HKN",
-	"1egW3USKczKTSZJppWIoXGwL4loLyOaCVkABmUllhrTMu2oDciAJ4+Q3LCvFSbfx//aHYiiOxuZRwG29",
-	"/bVozqH97EwNMC7AXcKcp9hbrQyVfddW6lziHM0tQwGuYY4J4/kexmbLCq6lPjnKeyBhFW2DCYG9+lxy",
-	"Bp2iAGXJeChc9a07MlCUi46af994bUTEhnvMxmEWItwlzm8aALJW+A6bFh27UxjCgOTc7Edvx2iMnjbv",
-	"GjjZ9SnJz1z2FTxTBXG36xslXStqe+7OoRBmNXPvekY6CsiSzIXmiflt6YQ8jqFPDtAJbwg4ZYItlLdy",
-	"vo0JpDMUuY0JTCKn716fnDAaO7ixuhBuRoe9XDornfJI5x2mcFj50tUJac/efODesJwxX6H+2N2yshPj",
-	"lF7y6Xxa5zbX0jG3zX7/+VZjhTHw9foK082gY1/Q2Xm+BUXG+CEvMeZCs3OW1tUY/ywXSIAZn/WcwkY8",
-	"rJQOQPuIzKFId9Dvbz/fghTWV64UD0nF5mE9UaRWkjSX1tZcXa6wxsnCi73JD642eYlHDy10ZOslGVqZ",
-	"6vPBLhlk6QtW/1459YqcaZ53+dL6ST9vMeNrOGrX3/Uq+e0enLo+72iw+8sU280Eq2GyvUcN+36sfWBh",
-	"05zP37pV3xQ6P7ZpP4psmvO2NchGYVFC7UeUjtqihVJNplJpsvXDC/K/+UvS3Xqxtbm9TUZLjRlPH85e",
-	"b/y4S6KEm2ENxYgq9mJ7g4lIxoyMuKDpEryuuQ8SiwJcakv2BvLOPH978zkJSwHBkHiNHYdij9juY1wK",
-	"MqY8mUMnnH8Cgn/+ghG4IkEvMqqNefsi5RphRSdcnHs5UTRlJJ6n0PPGGd1DsTUYQE8vJjQqKinExEAB",
-	"VaDoMaHTJfjRfN7npmYt+o+Qq0ViFs+z800WXMRyERCapRtYD2pYuM6oapAiZCsO8+wsy01Bf0r5ORc0",
-	"gSQFrH9CRYQhR40xAaGmkHE8TxKj9NLLU/47OxQvzbZCWbl1Qmz9RMLSaQi9dUN/8QTdyVOmqdnpfkmH",
-	"xtXNGhiVdUAHXAV2V7m7imLmyfZ97xpe0KtPUdPfQ/qDN8w1KcK+JmQX8J7Rq+ZrhUw2xgVLWU6s0HXP",
-	"Hp6Vh6X3mBfxwLPE8OCuFmDt/DRZzljsezTUXafsOulX1odGS2L9LlYeIm93VeDGajeyRjk/r1yIHV8o",
-	"TCiIhKHIZYIjbfgmcE3aoDDDZmWg1Q7dJfdlzMJn+Lddi5AoBnDVVsgp0jVqN7uk01li+KJLWXQBM6Up",
-	"SFaYRi+waNhz4UKuIKQ3FI/RqFawz/jZvaLZffydGKclhfv2OXZxNdYwbbsXWZDbZ+JI9/fLw4uDX527",
-	"NmPpBhKznOtITtkjc37QzHnPi3l1kbh6XpxMEIo68a0w7bnvYb4zpr1fdm3DQSobMLfBu4eiqM+35N0O",
-	"oCm0PpC9MThNpcCXK4URyxUsPmfvt8avPxT35k/Or4ur0ZZf505ns725c41Yf5O6X75dnMQj3/5jtSI2",
-	"TK7E426bb0NiVmNo9MPsPKUxqiWUfGSjUxldoO6Jba6B+cEMyGwOXqRqL9QnymtOrDAsQ9OUf2YBEczc",
-	"OpUpGwo9oYKE6AAJyVwUgmOupKJbSmsIsFoNXnu8d7hxsHdqfRlmWDxiTxSBRD6yd3zYs4Uc2fj8WFnO",
-	"uFdFxkiXknMmDFtlMeGxj5QH/WrylIx4KCYyiXNnGYQAZ0zYbLiZFwdwfg2H0k0wwJV7WxYTnvhJflxB",
-	"nl8PQpevU5gHTRn52+nRe6LZpfbceGf5JinoNoGPCL8MO3lgELrYQ+v6YNgpZVb6v4lhB7do2NkRwbBD",
-	"51ruy+mU62FnZyRl8hXDkQKe7wbht9ovJ1FmofQJnTErPx2/NfM7y0SeHT4O3L7y12HHXjzsBPYVhlo9",
-	"pQdF7ZdhR7BzCgG3mttg1jErLEPKqJIi/wofnbKk4K3NadOStufVGgqs8XG0VS0FMhs94ecTF/QE/yim",
-	"CJmXZ+WW5sx5lgIK/olc2GdzHQyF1UZevf2FaCl7fWI0Cz9lU2k5s+jyczVBhLLYTUhhsiz4QIvHGMjY",
-	"Bk+Hwu7F2BAdmdIlpChAHD4cdng87IS7Pl9wVGz9eGbbjOLl9gKGj9uTslmyHHZ2vuBjdv71X/8dDDug",
-	"FgEBme9FzC6HnR1et112abz9+vTVEJwRehz9uy6v1KqALO6hH3YowpyQbfpAoaN6kRllXIyBFxgOoXfK",
-	"ZgCWgqnHY7ZwQS+bWVFY2pirSArBIq0Cuz24YGYT4DmQMItpcUPRdXsZkGLyVi8g5fQ3ZD4rStPOpYtD",
-	"Oz4N/vScPyrSddnQ5vq6zGea8AvW65OjurwJvA3z/cppAENhtJ4lBg7tO0DO+G/p0izPDnlmljtg6EVp",
-	"qucKttumLMMRBY8+5cg8KkpwIav7uwmor46Oyzz9RNWc3LIs7W72+5uDwaAxVo4MviFYDkFiFz81j7lq",
-	"wNy3R5kXYTL7j2kxkGnezcVmlHHUZeOY8+NbP+4xTRTLhmcEFaPi2gHectB2ExXZ4kRPF9xWUdljlitQ",
-	"s1RqGcnkzxNefXFrNo/TlRsMNbTPbaTLV1rnqMze9pJ/WyMBdduuEeeeUwcSj72533+aeGZgfLF/naC2",
-	"1RoetuiHJzxmQvMxZzEZLa2PBh6IzdX6ZK/o5UY1ExU1djkz1riz3b3IKlVZkrhR00DU2szvApYrVKX4",
-	"sHG5hx2yy+24bQB5F6K3NBnLdIp5fWOZGsbrxuY3rQwPBYSt89S6ta7278tz0yap29+Qxy5xazAoHqA3",
-	"mbod/CYJ4e8KHGY1FubBpcaGi6mxnlLNhJ8gXYzGNDOdncJlqGLnSdLAS5pSviEbWcgF6Q5yw4trL/1t",
-	"z0vhqPqQK5wuT5IucqZdsyu3yoQKzsZH97G3GGu8x/Wu4m/hKY7d7q3KBsRGAIi1+siG/2Dg/uhUpl5a",
-	"H+z5dZzIxv5uLqvx8bjzvO2MR4qYcLExTvj5REM5EZT+5j6XLM6i+O8syApG8q4BFvtqKCrJ9wVUi2LS",
-	"vRQZWkZDrv0pTOobM7eaLlboLawCy3GVTajBMrY/H7bvZ7Wf3fH17hHMccGbkIc11VxpHqnHROR7wye3",
-	"8ZNs6e/celzkmHFtICJ8CDw4BSWo26DQvKwB48YW0WHrfxvzB+TaoQjdn9B86X4Abz76S/BNOwY2d9Ar",
-	"rnvT+rVsr5ev8V202bsmLM9dMjtvh0/xuLXF2ims+yPazvcB3VDYNI+DFnhdScPyf3v2ZeEjaX5tpWdh",
-	"RATUIwcJCpgLotBRiWTsp7b7iUeoD74Hij/WBhXC34hHQOoH2hDF36Tmw3JVaixg0XqKx4TRRE9+bzxS",
-	"hX6LWeLFLJWQuccVSedCQKXQe8gjFJKYTWBCWyqunquf7Ssf+oHCcZ4CH2lMJMsXgib88+1GVAxxsGie",
-	"cr3s7Pz6qchXPzNhXjxL5ci3WLOldhx1yozN16xLglNGxgxSk+BSl8l5nMop0xM2V5hFwy5nUnEsKZPp",
-	"lOor7Pk7O4r72XMz3GezhPLSbpd74TYU6MBQ72snvVWeZovUuJtyxgSd8f6STpOVW3o0Y2Lv+DDraIo6",
-	"Kl43grgSV2Tv+DAw+jjkaljHLkQLY3aFvX3DtH3b6YxF3+BYu8XIN5rGiDlNk+PUDFZz8xydzlnQYq3M",
-	"FC2pyNE/WdQoTyuL3P2PvXdve/dFOmdgWNgxqBmL+NguySoSglheW4Zvc3QANDCiAiklN3y6PmCghRKM",
-	"JtR5tab8HJIDsbD1h8HzoQhPMRfxg6CfKU/MpV7tajPV1SI4w0T+CGIE1tciMS5v2b3zw6CFd7a6K51V",
-	"lIeAH+vlT/ERXzojRlOW7s31xDzRLLu9r1LVkBvkisj0nAquGKGuW88TldnYRlxBSq5Ome2hmqKSMhcc",
-	"sMIpVhmYzUwxzcR5A72X1Nj74KVRgfO9+s0TLdaKa2FPuvbhZJZQixRg32HB4atP/1j0IKToGvEsE/vI",
-	"DXhkbqcooubRxHBt9E1l3UfB0nENF1z2kq80VsewX8IRBUw66zfGKVKtUz6aa0bGkPOTTZ+MqZBzXcYf",
-	"0RM2Layw5wuuG4GtluTiPADnO/yRZ2i5tEwuDHuDPrI5OoPhO9UFz9xy1Zcd7r0jM5nwiJvbj/YPwUhk",
-	"wLnVUmh6mVfgw3VLovh0nlAtU+8N7hE1b0ALxLItFue7RhPCRDyT3NBzF5XuAI47HKPAyf4AJXCBmfuz",
-	"847X109f/28AAAD//w==",
+	"7L3rchs5tib6KgjuiTDpSdGyrHJXSdFxRpZll3rblkqS23ufoqcTzARJtJIAKwFKYjk80T/P7/MQ/WD9",
+	"JBNYC8hE3sikbpar1T+qLZKJxGVh3de3vnQiOZ1JwYRWnZ0vnQmjMUvhnwdndGz+P2YqSvlMcyk6O52z",
+	"CSPRPE2Z0IQJzfWCaDomckT0hJGUKTlPI7ZLZlQpwjWhioR8tDGlOpqEZCRTImeaT7nSPCKRFDhWtOh3",
+	"go6KJmxKzTv1YsY6Ox2lUy7Gna9fg87RLPrArvQxHbPqpI5TpsyELidMkKlMYSLzRCvCrrjSO242ilzQ",
+	"ZM7MpMxswxkds5D8NmfpgsxoSqdMs5RoScZMwy8Eu9LE/Ko/EKsneMJ+mzOlD+P6bZsL/tucER7jbnFF",
+	"UnwggH1R89lMpppQEZNEjkkk05Ql1AzQJwfRRDKcdUSThKVPFAnlLNqwQ2zwOBwIWL8UjFxSRcyOtJr2",
+	"J5mer5j60f7ha3fGlzI9dzMnekI10SmNzhUuiaqFiCapFHKuiJyxFBdQmMX/SNmos9P5j2c57T3Db9Wz",
+	"o4jHMLETptPF3kiztDqln+UlmVKxIIpFUsTKHNkl5ZoM2QhPX6cLLsbF10654NP5tLOzGbiN4EKzMUs7",
+	"X80bMwoA8t+fUCFY8oYnmqW/GBKpzuOEmZ2MNB5MtlozHXMKEQ5BulQQdkUjnX3C4x6RQGlwovipIpcT",
+	"qYBAlKapVuSS6wmhAzFL2Yhfka75sf33SCaJvGQxGS5I+DREEmJXdDpLGAllam7xxtOwhxTAzWyBzjtB",
+	"R9CpWXvkL7C4UfTqHRNjPensbP3wp8BsnPv7udkmrVlqBvzfv/7vp5//52Dw9P/5H52ghrb25XRGUz1l",
+	"Qh/Gh+J0PtQpYw17+cnQrk7nLCAJV5pwgXuTj0HCyB8whJtCk8QQprnbZjwmYiq0MltFtXddyJQaamG9",
+	"XXtLRjRRLCBSJAsS85RFOlmYd5besWT7ahdX2MeYjeg80Z0dfJnboaGUCaOiukXH1Gzxqvvnvbjv5jYz",
+	"T9ZPrRN0zGXlKYs7O7C/697EwhwbTm/JJA2V2xPtt9nL25iwUPMpS9+mcj5rv634EBmbp9xd41OaLvCj",
+	"Jwp/z1GS/DZnc2Y/6zUeRGEit76yJYdRWo67CYTGccqUYmoHVoE7kMK/w5irWUIXH+iUhX2yNwSZ+mfi",
+	"74QbdiBg3GXXo7z0Bv7yQ5m/1PERHOsw/hnUk4YVO7mYLZ3HQSbqo2yMisDPDg+Vn3wN/7XxhqXpYsO9",
+	"f6O0jmVHls+5tIRmanSKQX54MH2uiZlPbM6IJSPDpN4y/Z4pRcdMraC8GxBd4wqWUV3NGRApCCWKi3HC",
+	"Nmik+QXbyL6GW0S6boZm9SkLCB8Laf5kiWKX5qNen5zSqdPcBiKsOZuQ4AHuoh44lEZ4pgwUIfPUgkzn",
+	"yugIhP02p8lq2r3+cb9Oflst5oo6Q3Yx4XPHXWJG442EGYlr94oLpRnNSMV+CKTRxF7j5Ld15dLh6L3R",
+	"2Jvu25tGPX4HrxvTdByWrQJzeglVmqSMxn0CW8E1ifloxFJFRqmcIvmjfTEQZhSPdQl1aX63/XyLhB/k",
+	"gabj92hWGEXAqDNjpoiQemJUv/x0y9famSM34knv+IhFiyhhp5rqJp3myGgXKdPzVGSboFCz4Yokbgij",
+	"7mnWdHpJ4U2tKbI4QTvnKddLbu+UXhkFmYj5dMhSVKvYFLRruwiO5oWxiEj3eb//fHNzs9c88SnX9YT3",
+	"fHMz6NjXwV+bQa6eP69Rz4OOZXgnLGJ8ppu5aIo/cLSXMKpYTKb4NDBUXAuqzh4nJd2PJ+82FB0ZtXBG",
+	"f5uzJrE+LUzl2gy2uKKKEdl09/Ysl92IjLUgPLPSmAC+XUm65pOSLdnbNXeOK8KMSRk7PbtqTKZMzaRQ",
+	"zHJVe1/p0LFTolh6YRQMJgwPY8qQxpJrV3xB0+X76cfVdw92SaeLM3nORNtt0ubHaK9O6bmzpVNGtdk7",
+	"Np1JzYTeIRStR7S9YJlG7uDThs9kHw1lvBgI8zMuyNY2mch56ojLGoQpH3NBE+uN8Fk3vJiLMaFjysVu",
+	"+UVo+FnOCKzQvC3ngJs/kXBfilHCIx2u3HOdLjZg3KZNf7ndZtPNxtLk9qwB0qVOxVSMFcVhr62psKYC",
+	"fUzHbMmkgbFl7A5FNLqM7Ergmgh2pTfQd4Qb7r6dpeyCy7mhArw7TaswDzcdxvPNrRbHcSwTHi3aGjcz",
+	"+HUDO5vZoW5unvxilJG2cwLNpWFKv+FAN5/RqUz1URo3enDMpJRMNQGPSZ+8RgkFMi98fXC6H6IyaX5j",
+	"rutwQULNp2wfGIf1QZjf7tX9lILm3qxoKje71oScrQdWV/Dctdt133vXsPmXBX/gDY/gq3keLwO41V7R",
+	"2I5t/oqkMFzX/JPOZgmP4PI/+7syc//S8k0HaSqtC69OHUBRaKx2cUETHvfJvoyN/Rse4gfHzhAMSZfa",
+	"684VmdJkJFNjeBlldw4aRWp0zIBQI3XPhbwUZMRZEg+Ec7gG5sfU8RHDymWaqST5HHoBCd9zZYyi4tsz",
+	"QyibBvLIXjAQIehvB1cRY7EhvS4lmgkqooV5CRoCoHORSzlPYjB07I97fQIKHmocQJVWRI1GTMSGXGEh",
+	"SKpeEKAktBtOwj7wrOAD/2qtRhBSd3/YuTzcsUYHHnxkP3beVGMfsNRsXjzHSeB+wKmGJYEZkpTNjf7o",
+	"PLGZRAbxb09baZrkm2tPu9c3BAaKV6RBB88mZq0hDsaKEYQULQDUTmiSyEs1EEXzsOv7d2OWMNQeiqLV",
+	"PG5HZdOZxvnNZ7FVNSyNuJ8NGRfjgYDBDInc9tkfCs1SQZNT0BPx4O6eDGreGu7gjWVXMxZpFpMR5ck8",
+	"ZaVLwYw2m7ILRhNzUXEYcLDc4qZ8kPqNnIv4Hnbig9R7cz2RKf+dxUepe3OZDGPJLMlccYUMrBBmAvWA",
+	"M0ViCT8D+gQ7YyBy+pTGlMcN1ZeSRFQxBd6XmCV8CAYCONhjrgwxzrma0GHCbp3ojukikTQ+k/IdTTFW",
+	"eMfbXHpjif2A3t4FNuEIjZut6lnejGyY2mCO4r+zWya44xRiZNxM9w3lCbsf0su9M9YjlAeBrc6c0R18",
+	"7Dt+GtxHt7wxhkHwiH0U9ILyxBDjPWxM9aV2f4SMzZ0TZkPAsHYUpEjKxxNNhLwsCgHzVEw1HVIFsmQu",
+	"UkYjuFW9W96qMynfU7Gwn6p72KfSG+0m2Viek11ET1KpdcLijGtZd6gio3mS9Am4CQgdQVjf7HLm2bKR",
+	"44Fw/g+U+vBTR6K3ypyMHpy9YdWjXvAbduejoBknvz/JwYQG/ciJjCGjKeRHGL3WaMiowQa5qhyQIY2T",
+	"BVF8LMxfhpoXTBNQegkQ78yot7fM9r86owTG2tM65cO5Zn81OnS9SZQZ9Tlbpu6xHdDHjKVNulSTqVSa",
+	"bP3wkkQTmtJIs1T1UO9DauqTQ0HeSvS8cUVCKhbhQExkEqPWFeJgIT4UjhJJ9ctt67aRgh2NOju/ljzQ",
+	"Lys2f5Blb+BrO18/B52rjbHc8Jyl6YhG7MtXQ22Z6H/NNOUJ7AyNUQ7Q5Dg1oltzY5TZKEDZfTZZzIyq",
+	"bEggycTZyN4z9BkQxafzhGoJMbSZN+aXkqPGvDxJ7EpXm42f60w5bcSrLmi8uQcJBIWUha+LXAGiUtl3",
+	"vb7ZpHKU8lanWYwnm50L8bu++w5jqDwOSSaiFU4MvlENTqqUi4jPaPJE4eAYBNRsqmpyfMDPfohfgtvd",
+	"fk/TlC7M1zOWwkVG1lHzuux7oiWJWcRjEMVMzKednV87v3w8+Hjwt8MPp8cH+2edwP59crD3Ovvj4/Hr",
+	"vbOD7M/9kwP/z9cH7w68P98f/TX/4/jjyVv/r9OfvT/evesEnf2j98d7J2fvDz6ceZPwP7VT8T/KJuR/",
+	"mE3L/zCb3PHRu8P9//ZeYT+wo9u/sjHs39mL7N92uM/V6535vG6RBq2LzbDH+fDvDM3wJQQFLgXD3Z8o",
+	"Eqr5MARFYt3QWO4v+jV7b4HM8tVL/NZnVyfgK2/w1Dl2A5HRiCubWlbkPFaZro29gu3v6+eZq8Q+1e9U",
+	"46FmC3Q0YTGY8VOXK1kzv+x7z5QnXJMumOPoH4yZ4Mbc9u9scQGZQ/Y2SMFyapiPkUlocGQzRepwf61Y",
+	"1hNFNLvS/c6qY/dcyvnYdcdeZEalUdxB1u1/3WD7dEaHPOF6sbawQ70xygbok3D/6MPpx/cHJ397e3L0",
+	"8fg0JEwY3VqVOLsCF/CICjnXAfwbxx6WIvk2g2Yg6hKN8J+Y/ueSjLyHe30Svts7eXvwt/cHp6d7bw9O",
+	"Q5IwrZzuYvRhMp8Z/vycvOevjFabhZqM6vKf/JW528fzPNrpOUaV5klCMlXHjNADrYYK9B6xgFCM2shR",
+	"vkmcqYFI2SyhUXGtRoHKt9LQf8LoBVPgRTUrw/CrHI1QBypSP1fHuFWFZKcD2Py4EEVGd3Q1M6FydDvm",
+	"5mVXv5zLZHcf/HZmlm5T8wwFrkjMFUwATljIgXUj4qNInipXJjFylBn88HhE05jFpAvJCnIucp9bld/M",
+	"anbgNaPxO8gEgTDLa5bwC2Z+M6+7tw37UJfV5ueYwMRKalVGhDDZpqh9TVJtwzryLLMbTVvQKSPd0H5s",
+	"gy94WBjWRa8teO4Fy2ffXpbVz98mzN5k6iMYwkmFPxNmDtKRS91Ma8wB+0F9FlbGxjw9rTS1TtApspQa",
+	"paTEj+HbWsYLuTdAll54+HqGx1k1XjyVFyz3Xsv7sDWWRK9hNrmvQUvSxcg9xmKM/l7at+L0mjZQsGRf",
+	"JgmLdK0qvodBJcOAsyRyVd2KTKWo2dX8uawCAWoblloPSyU0PrZkRU0FBZjrSN2cjHxR86FiuhAdfuJJ",
+	"OFBgHMtWJKJZyhzpCknCpzXK6stVues1eeuFfOfatBLfwKTouLOTtiRQtDSJThlrQbMrIvgUPKN+8rfL",
+	"0O3KlIh5kvQy67xsCONe29kFqGcMRGgMT6to5DM3L63nleYd6CZFwettpox4/Hww6P9KN37//D/tPzY3",
+	"ftoo/vHU/rG18afPX15sBV9r97+wEdX9H6WMbYxkOiXeN3V3tTulCwiCGi7b69e9yoxlhjqjY9Web7zx",
+	"n6ryjzfZBDUdq9q0/a9Bh98towJ/A61xiXin7XLXvwblJMPWMytnGdbOsZTo2LQjolYjMAOAqK8+Fbjc",
+	"NzqVYgw57IoPEy7Gqva0vcSNpsTc0i5e0lyZ6J682ScvXrz4KSAfz/aBnswhU93Z6RgdecMM3/Taj6BG",
+	"r/NaSJTFpNZrv7vMrWOX5FE8paCaY+pvVXEFpUtTy/vzpbSUaPkDa4o078FmmbY8cTtn9jeQdlYu1csL",
+	"a2agwCsYHTXOi7mW+3I65TWy5xMEyqRIFn2S2XE0ZYRG50JeJiw2tIIp8oss9b3eo3EXns9V5TR+yUzu",
+	"SfZ1Y2RGMZo2tdcl2wLS3SRgg11yxYr5LYrM5mrCIDGLazJcAGtwwcVLM0ThBnGhX2536uyXdZi0XwLw",
+	"OVhSkvNEER5bGZCwUwxEVZdqvyCKi4gV9vSJ5Q5+8nJEkwT83fhzs2BYKP7S7kce7JApmTCaxgMBWfdc",
+	"FyxRbwfOuag5hvDT3tn+z6Ex9M3Q+Wl34YDcrHq7JDw+evcOflieLRbeOOsEBkQ/6bta9+gM85QaMtdz",
+	"LdEjPXR3dTNywniUf1kCzA/H9AcRW7dcC8JQiaxzAvo3NLzkIpaXIfnX//f/k9BOPwzIxBWvQqFyNnOr",
+	"rPiU269/taZ6XvPu8OTjhw+HH96GO1VXBumuLMJBSxW/yrbQHODp2d6H16/+O9yBEls1EFoSTc8ZkRcs",
+	"3SXhu4O9v+JrQRsNTydzHctLEQb5PGxRBix5l4QH/3V4Fu6QhI0s3TkqsEvoBB37VmOl4vidoGMeq6UN",
+	"I59O2Jgr3cA1ciFrl5xmvyZdc1fAiUW4IAkXYNMNWSSnbj92yXVlP9LAckIBApZK56fFNZCDoV8yFz7B",
+	"1pFEnZSvKb9DsrE3Or9PPrstcqTKvi6TfMsEvc/8FIrBPCJX8KVW5WFTIOwYnFUFGZOYecYBMvvsdWo+",
+	"neK+tdQHvI1zf6iqahAsV0vscwGZFUow7fWSgpERTxWq48J55EU8XChXkAEJySjJMUbh3zm4QMDa115Y",
+	"Sy0nC0EuO3TYpKU6Dy49P/L79t3URH6tirGOM/XMuejrvKW7pM5bWs+7YzbigsXO3Fy2wNfeT82Ty7ym",
+	"ZRsJ5ppZR7O8zjKiim1woZhQ3FBig1Xc4OE0r7GuS3Y1SxkGhQ1JVpMoVKN3s40d3t76viNDuhq7r+iq",
+	"ASnrtKi9clWIVTQFIEtBB8EukwWZzYcJBwVg6tX3VrX3LEay7B2YjlITg8ptj+rIVUfAOub/7Uaxa6pF",
+	"WlvxNqJ2f/Z7/sK7stzzophyEZTPHLLr61OiTzE3sfaLHGylaGhr/a/QAVpI2rpEmNZi/hYM/5K6sFoF",
+	"AnyYwuQDq6oYW1lamwQFfa9Oat6n+V7IlVJL8HjyJdLUX0GTNGy08xuteWvWGvnCRZTMY8wDNRuG+h8g",
+	"TuXb1sKWa2dZFrVKo5q3Gr4SCirr5fV6eL7ZK6nOXOIl+ShQod9AcvdDVz56Sr+VLuOHeGv1hTj5bdUN",
+	"B70O9gbjkDcSzSvEMXDm9Se0kjaKfN1n5/hG3IhlFLIk/ub5IrEezOKLQKkTFPdv/ejlvBpz3Si9KiAx",
+	"H5vbQEVMwn4YkPBv5j875j//y/zn/5j/bIS9YCD8hHVKJsbKlSmZydirjPRrX7d+XBay29v4fzGU1P/b",
+	"zv/6PxtN8TuQZLcSiI7xSTRgDB2UwJfu05SpiQDeYrSsFDvd9jJFH0S47DaDQ6RbIuXAp+ONSiD5uU10",
+	"WU2V9SS5NB3ALq32EltCLiQBXS+ZG2l3Oe+/RZuYdDfJn4mQgvU885iLCUu5LpvJa2UU3bEF3dpoXjOR",
+	"aD2TuhvLSD2jM96fxvkGGlZaZ1L322QL3cjCVm2z75ZI0dwVbUcAFKTeEoF6h1Zk6UbmlpVPJM1XEsEX",
+	"bnIXc0CGb5jJZNFPvHoOLlbLlE8OWdE9o8gIC0DWlh/rEKFod2+t99RmOFzjpqrWOd4BYf1xn4R7kOWN",
+	"5H6cyngeGQtBSzJXluI2IEjGRTEnBzA6w4LJWhQ6mysnWyrtmHLh/lxh0dbKoMLim6nfSodb06nwUrps",
+	"JsW0BiEN/m4ocpTR3MyJxcSyjhofgZ+VXD24fe/bAi/YIeGXASx00NkZlHMkB52A/Osf//zanPuN2byw",
+	"LRaZrhjPDorjFzMuB52voS33z9mjHPmZ3BY7pJVLI89+L1DGVjV0Ebl0Q7MY2COAlqhCdNXk8tB0zJQm",
+	"amIs/IZkvcDQ+oylEWQiIU5Y4A6PPN/c7AWYz+ej5ELEi14wKMkcJXw80dWM4+UwYcE3458Om6/gKXnH",
+	"qGKHohDht7v7orK5P8tLkkgoGMQwbTkWazjPQrlPXWpzRBOj0/rRddh9h4zc/aHff7G5GQyE2/4Xm+VM",
+	"7heFff2hdl/nSsvpgYjSBUz4P9miTdbiOVuYjWL4XH1ip1lJQM7ZDKGvM3Q2Yzoe7R/ipmuOpL1DRixN",
+	"FwOhtEx9rYILciyVHqfs9Jd3NsWRmB/RMSOzVGpmYZqnhGqSMqUBBy0HP7BTtLBfXJm5XytnfLUabWmg",
+	"lgTAjab51K8mcLkBmYPI4VxzDdnIygFJV9EiM5C+3YHYxCwc+/4emTIqzOKrj10j0z9mDk6FS/EJot71",
+	"lL+M8O16nygSFsY7xETVlE3ZdIiZHD6Jb/b7P77c3tzcJZsB8ZYYuKoNZajfG6/XRzIi7EobrV6K0oph",
+	"uG9oitgfFGzbLH66rulxf0Z7HqTh6hSY2B5wq2J6XBF8tJT0VM/6MpsBHurtgHlWdp9DVljByVkxPnZR",
+	"RkPemELIeKpc6L2BKOqqAa9O+e/sULxaaFak7q3n23/a/vHFy+0flwlPLTVNAOxjqQQdLiCOiopA/zk5",
+	"469yKbpF3vJX9S5u7+L+9NMPz5+/3PrTn/700hedm9s//vCnl3VEnTLNBNy52ttrL8aqG0yAf860x6iw",
+	"8r8knJ5v9vsvN7d/9NUDeEWvT/YRDGPIXCxtIBDIAbETK3fWjuOvsm6BhrfKuW4rls9ydgJr3JjJJEHK",
+	"kaNmqbtppG6+phebvX5R4q5iLhdcWZF3rZlCVls8d+A8I4C1hMvgYaGWJrz9YmtzyZzx6+VdFIpGRtF9",
+	"vboK5nWRodbbFY2f48X0P3q5XfOSEkLv/iH4r+DFwMsCMkS+q2Y0svZB9uegs0O+DDrnbGH+BSASX7+G",
+	"OUzEy+38UZVJmXPGsEx0IDx40KlhPWN+wQRqIjAHkMf5EK61gby01G596WYbjhz2ErarkErvGyMp7ex0",
+	"trfgLNpsx2tA/3JEfF2XxhDT2UZeIqZElLKajB8mdFprpRUzOd0AoMO82ALoXtCOKCDNFvJJ7bb2Wsd/",
+	"a5d9IHRaMp5ebK1jVbuVfW670fjGdXfbMdkle2xB6NrL+zIY8efgNrGVqy43N8HVW7UMEMAC68oRKT5T",
+	"4x9IOBMaAbAaPNqZ+m2PEWDiQNmO6FyxHI7KgitbLEdIugYEQLsm1asPdzfS/ZFgRM41JJzOQG3BN5gH",
+	"FsCm3SeIUno9Isd9zGi87BNANOfb2CAcqUWmavVM6qYRrHGt/DXWEozbZjnKQRQNM7E0vGs97FIQNY8i",
+	"pmooiaWpTPdl3KC6w9ckkjHDimSwJeEk3XYVULxy2Eoy8sAkMxDJugAnvMIuuS7mN5lPqdhIGY2N8WM0",
+	"r4QK1ATqp1QP6FDZ6wzCsbpqgLmTIxuYwD3wQZDLXu64duJTGk24YN7Us82sg2utA1ENSAkmNRiIKp5V",
+	"QBrREQPvSIIKhGdQ7DxgBi/j/wWkgl4G41RhKQ3nqEOEK4n6TnnhdTQxvRY5gBOuEQ02IHxEqMAq8mw2",
+	"nla3k3XUeG6E0dYPP3gJAy3ioLHRC93M6273m7Lt2qASrgx/NVmv52zxDLHAwI71FLkeuoKEJLOUOQVx",
+	"yqgAxLNRGSVTXgoylPLc6HpZ+wlPW9OMTgFpeYHu9ZbqWS5D6062KIBrismybNy1FYG9/NF6XcDL9LV8",
+	"P5sGukB1I56M01/sj4zekCW+1qf7LA9Fl/xmPvTGhCoyZIC6kxUBAftzQxLMIquvrDAnaKzWhjZ0We6n",
+	"e5u1ca+fasrjVa2BMmXLxrts/4GCg6hFzltClf7AxlTzizWqfd0Te3lFChZO1pf9UqWJsI/4ZVeuJN3f",
+	"ui619Wp5kVsvcOKKpdjSUAqkrinTNKaark3V792D9TPOiELCp7WU7WnWKxRkrvCCZu0nDY8s6CvmA29f",
+	"ChuC7QExDzf/+UCgMwSsQhi9T/6KWqhIFmQuNE9y3ZwwEauCFysnNXAwJCtJOx8n637hZoglUorYkbCV",
+	"BZmLhCllDZNbzX92PCU/gzJnKK2qeH0/L2WvapWBUeq5VWS006WDFNm0It2ZVGaaC8yQaa3Pe8JgVcZy",
+	"NqG6Vf/MaKInpw11hMDcodGII/8J/N5GZ2jMhTngWSqHdVvRWJ4ozy1GDw5X0irk+UoisCPXrehdpWqh",
+	"FQoBLWALZ0A5Jwd7Z1hxuLd/dghohIDjh58BhJ/3z4PXnaDzZu/w3cHr2uLEqkBdosgsO/4SrmlFq3lf",
+	"U4Pj9JkXW70do+wASwNl7eW2p6uRKZ3NMMUaJ64IgIpMhyxVfbJf8LQPBGYsKaJYwiKvbnG4MPTCU28K",
+	"u/50MDdMy0uaFlkJ4F6XVSY6RXG/vdXPY5ISm19UtKcXW2WyCDpXG+B/2zhni40pvdpIsnY3+bG890VJ",
+	"eyfM6xpJQZsVschHw2lZTp490lBNbsPmJRGVnRVC5CD7hhpvP9aOTSqwk2yOKGRbJISFzrB5J0iMF3rx",
+	"NVvi1XPP9yuBwLoYcbkxE493yOWEJ6zU+M4bhmAZLWgUKsh6ODjqKbZq4jHhalComs1/AVWXfpyR2x4u",
+	"GAOGt8coydokJ9dpqrTssa8PlUAow6q9WMOQXwecZUm+Vvz1P0GYBHrMWbtkNE+AxQ5EPnCf7BGYVS6B",
+	"XI8IuEt2dwCUXpHQ/sTmoIelGMtPq6OixQEavDD2xW4+WZVogZI/4bQY9bRCv/TOT5mhxbEGwrUewHg5",
+	"F26r8d0B3AaqCQWbwRGg+ZDnCo1MrejG9yXUHJkULKtugeYZ9hVdo8uJBaa8Zr3D7Yj5zySiM0BnF59C",
+	"ZQqh/LgmlD8QLkPKXmew2p2tgcGFKvW4WvauxS/MZoBqGvyo1yev8xZjhR3MmzfkO0hTc3ETRLks5G/I",
+	"udlKPEZX+TNhSUyGNDq3YmHaJ3v5S/JKR+Q5xYsTksF8c/MFI5uOVmc01S4a4tKO4Sh3SHmBFggQgv4J",
+	"XYDyGmTTvKQcvH7Ogs8G81kKKrvuEQflDUEbsyJzFCmLU35h7lre+OXvkguVT9EDnndvcSAkjsivw2N0",
+	"SiOG1QD11+vTi33oyW4t7Cud9yfD7ETSDb1Bso4MqJj3Cp3+Ar/Vn026gRh6/QvsJbP+auwxXPeuDJrb",
+	"/tJ6UNSMZj5KNhD2tSmLZBorXBPk3JGjs3fH5grIVGNDgEiKER/P0wxUs7ypLfybpRhIVXIJ2xgysAD3",
+	"flNBHjOh+YhjH0R7U23VVWbkug6TvT45BKq9qLHdBqJsvK3XHS7oNNnpNWbewq8DSpk1VWjFLn+iclN+",
+	"lNIp67V162LpY8xKdYX0gpHuPp2yZN8s9hJO2LZosloVTUjYx0hZGPiQ+/Vu8ZRR1QQ/gd9Vp9Bv56Ws",
+	"szkgZ7CORo5SGiVsYz+R83hD6UXCcuJId0gIYHl9YHARZIYCq7MfpIwm09InYy5F4SP0/eBHIXhJUkbC",
+	"mu8Mib3YQuGSGsKSlyyNzH4PqWIvtjwToOx0xlmi5AE1up/IiCZ92vJ/NYlKdwUYiOn4tWdxuPf+IeTa",
+	"F8G33YSun2n/0AEUvBXeFFDgWnn/bZEuViX7uzYXOa5792j/kKiF0PSqtw5walvcAvvGewQu8N54V8gF",
+	"DdUGRQxC7yxuG5AQGUQ7NALX7mwtGAL/oVauPMuyrg88cDxPxzepxEDeIsnMjFNdK3x8ZhGm27GG4+yR",
+	"Kn/4NOHRpJDbY99baRyQDdK46LNa3OuGN+xYbIBCt/xu+OHo5P3euxDKEOzXRlOtyZ8OX7/7JYR+P0Op",
+	"JwPRDV8dnf0c9oq4ZTheJ+i8fvdLJ+iYn9T6Aj0A/lX+Zu+n6/ibj0Q2yCx3MJSy/q6XTuLNaGkuyTqu",
+	"aG/MW809s+te11NfMwSkn21t9gJCo4jNNNrqKfs7tpLUcgwlj9fZxea0s621irnW3OEbJ501bu73EW/e",
+	"IZR8PHuz8aPr8iVHxO/zBc0ytl5uPd/exhTsXd8GjiYsOkc9jgljHMQDofjvrAcWCuRqEwBbRAaSeR4r",
+	"DTz8ZiOvuKDpAtr5ZSkVRkN/ub1hX0KGC2wJi0lTNXahTeleZhrmLnFIeadpXPCL45q/aXy1Comhm1rH",
+	"NLCjFWzV87h6lvkKIJQ2kDfObeZ74oxOlfultMSy+KwXSE1ziHKrkYEQstw2wjbD6TVBtn53OQtmWy7L",
+	"84K9y7qmuBRDIbMNHwiLqyjlOeHabse6gDygn64KE//i8F3q2wZRESO+hC1dfaxOvbvq1FurR11Wgkqy",
+	"CtRgIJS0zbzIcK4W2W9dr1ZNU9sPBKuKHnTNatEPkZdrLatYLXAP8NXXF3eFOwBtbAuBSlWrPt6uyyPx",
+	"wFDxnz3ncR+IlmWtzlddA138xObHkITOlHnaA1mFjRgIb1IYM9H03NC4EfOY7GDLx5BNswsu58p/QRGb",
+	"N78lMNpjke03LbK9t8JasomRcVTP8NsJrS+sLUbODMdKWf7yLAKwsFL5Tupw76z29o9ZbftA6mnvElF1",
+	"WbHu6uLctsW4UHyeOI4PoqjMgHuGJ5dKdoNK8H7Xk7bVGt48/wWO0zAjxZIL4F4D4ReNdcMoQ8kLe62r",
+	"fzPXpOewKCViydTBnBA6lHPkyaX8M8whd2Ugl5NFsX95iBllYS0JfotuPTm51JU/336lc69Pjr3sGEko",
+	"9HTH5wcCMxQV2d76qUHxv0kVtJvcgYhnkteJlBPD2nP8fmjC//HknVslWPKzhApmEw24qqy8mAA50Xq2",
+	"8+zZ860/9Tf7m/3nOz9u/rhZH+asr9C+7YrsvAQbIwL9axZbr455WE/J/YU88hfeRsSjqab8tsrIb610",
+	"/ParxXuezs+11fW5sAlU0CoE82py5NxSfrhM81R2yOPAsyhpCOvXnvPVONlrxZhqbl39TtdQwwp1tdni",
+	"rfDaFfpdoyhvtPBqWN3akN+272eb4BpcvPVCa/jI9Zp7IeTufAq459ePteXIvW1glpd0uljuUiyxpwk2",
+	"8iIlr4/nN85sWu/tWICZIXyuD4aO66yJX2fOuOYIVmZnVfsY+J474jnuukX3p/N9Bub3tf7OFsVNFh26",
+	"nU5UhWWu1YqKu1xrE/YLUNB3/HarKAJkcwOg5RJ46MprqzpsFjOZC4v17LQ4F9qQaWPctE8OgA7BgRAH",
+	"ZC5Q2SikINsm2ID3xq5opK3FIEcktBLEkVoYkJCLN+CSyz5DAGqb25x9WtdSvPSbJYSbO0xYujpJ1UzA",
+	"pbu6pOEF06QrzDXM3QqGdGutizYt6ErLbjN5MyeXyWdz2820PJmbZfpVUPTRqYPy2GhIMGOIcsEeFArS",
+	"2l9JtcpgqBoKXtr7BjpjbXf9Qi67Zz+0LH0skVbb/XTn200ZjRfYIsxuci8g/i4WM9Nrc93BWUQxGRnr",
+	"/gVhNE24V9WA28AdXPO1ohvltdaQU1C5HcXTamYfVq42h0WUa8kwXJB3XOlfUJR3XV61HzPZBbTUtwx/",
+	"5LKzp711YylnftMn75cZrE9BKt6gN3pN3OLb+/EfnWR35iR7dPvcl0/kmn2bv3Mvwh3brzc3806w4OVm",
+	"6VqZbPVURt9K0BICL1g3ZIMvbcyppjhZuZMb3u2UeDvZsyrP63e/mDfaup5SV79K57Q141VJHb5yLYSf",
+	"9XnYSodyXhtsjos9FTGVS34i/MHS0PPX1afcDnyr9FAdHBkWS62tgWNNXC01rFB9Kq+so+lTmeojqCiu",
+	"ajEqslg43XDvdB9zQM1Psk9fH9iP42Ir473TfagNP92vVRvwTt5KexpA6VGusXgRmxq4UUbF9pdoGIw0",
+	"mQvnaKsxlpaUJEDePbt8sM1k3PxGBVVhl6QMOvyivnQ5kYm5aLNVnWXY5ffRXaZC147Gbtw5pkplJRdO",
+	"A6EpTRd+J/r76zaz8by+04wt6l4ST994ft8NZyx93XI/GaB/dJ019WAle6MR5GpIrB7PGu05fwdUrl7S",
+	"NFb33V3GXw1+YeU1/DOrpa3rG9N8E6wQuP4dMHualXQuAXpoFXs5FHkTeBdSAYgGIS9bIOxk0Zddsukc",
+	"OQoyIG8WMqmb++dVW3rztH3cVmQjak202MKzdwIUW7vYOwWKXfLGG9Lt0oTnh4cYG3zXtynHqLrevWqn",
+	"eRefeYS9rV7ZPybsbfMaV8HeArN05Q+IIPdvCnG7VulCERG4fZhhVRlGzqABY6/kPGp873JHUgO53KRt",
+	"XdkQsFXDmQFwczvyW3aQu74ivqqC3Aztl4+jIWruH00ceNe0d39N4BpI44Y93bKmbV54eB0nBAmr+TWh",
+	"K7EYsoEopAU91tb8IWpr+mvXybQrUrnbTmrlbLzHqo4/ZFXHQGzed4O0uy/MIKW6jIdUhAHawENve3YN",
+	"9/LNiiuM/gd5VqN+61Zkd5GLf9sJ9v++GdPXcCs06GzxEvsoq6IuZXM1Rn1am0L3af7cJHZemECdCQ2w",
+	"6VQzhLm9rhvTOtpB2WXReQaSnsFVGN0YJU66MBIIDZ1luBmlVxQH6oJTM7uxPdARLmgyd51o7YTwNa3U",
+	"xxoEjopRUdYj1+pn36+DMFx+hHb81ee2zE12wdKYRxrhOHDEBl9HA4VaV9eORdgDTNDJAtyWg04kk/lU",
+	"kA87xlAYdGodDJi63JTrDYMjFC26KmYsLRIO8JCq96sqB8rnA0PXvjbrz2+PaUZTVci78cMphfAADFl3",
+	"Ip9kem573dSC8FG1ENEklULOFZGubV0GmzBL5TitbbV0fxl19iMKYTEWe7jwd5NXdinTc+fehHdk27Ie",
+	"6Ja39UeFEeqncM4F8PP6E4GJWFNuX05nCavD0ge1e46xm2wpXJFYClY0BjfRGCxw8VEiqW42/HJWg/kv",
+	"WPCGZ9EMmYVfVzbWHmd7VDZvN0/sqLU+46zFwdqHZJsuNGf5z1UjiRjZt2cxqJaI1MIOGJmf4VbdKB/u",
+	"DRcQGl715pH9XeD8lqN5kiygnYDU5SlkriEsfeeaTKhab16nmqYtNkThz251AnVqR/EeZ7RSzeXLqbp6",
+	"50pnvYLnNrRl2xPWUU+LJDFleh3oXhjjiQJ3f3+tzmMAMXhpNvcylWLcmNqpNJ3OmiSwOZDZjIlbS6ws",
+	"dR3zp9Bmn9vVuRW3/InCXVyv8A0fCYhMYnNsiClyDU6G5HH96jdvqHdy3BBk2iNKs1l16Y0AfA3k4g77",
+	"gRDLNajE7dE1CSWR47WoJJFjF5e8Oalk53sr1HJUVmlq4pK5MlhkUjql0Tmi7T5RvT62zYKoiYgB2RP+",
+	"bb126Vw4/N8hjc7HqZyL2EeJsO0gjKLtcMYWtsdR4Cw2nhZnwBUJTz/u7x8cvD54HWJGgS23THUR/RMa",
+	"Bh387ZePBx+zXkH5n9gkKPvz/dFf8z+OP568zf+y4xRDEfmAlc/tyKXP63JO6xSbGqp0MskBXjUpUyXr",
+	"NbqR3uomtBctUV4zKOzClGIJVJ+S2NhR1qtbUN2Z0FwvmgnQ7FSe4YAPBiQEusL+nIU087CI2eDKLKvh",
+	"a3jtx5Q3wAVTPSFGOAJorf9uaNozBLz6uFgqEj7b2tx6vrm1+fwZlkQ/Q7x3+OMwdoDvMh0I76fFmmP7",
+	"SClz3j7a0Ccuh66/dSPIO6lqfpQ7tsCnr8J0VrCfGrpqRlhvT1Y7JDz88Lfjk6O3Jwenp2GuOFrFVwUk",
+	"PDl4t3dmuIZtRTIQNgmhhm28zi7460JHMe8lnaBjR1x1uZf1dMuti6qIzlLX9/cPjuveb/ubBZ2MJRp+",
+	"tfdh/+AdtkLDf7eYIVYNtpOO/jTXU54KT14PPMD3alxXHkKCUTRPuV6cmmFx3kNGU5buzfUk/+uNU07+",
+	"8umsU3Uz/uXTGemenG798DIgB+b/DHn+jH/TQveTHHE2SiifKhKq+TBE9KVZykXEZzTpBSS0UPn41UA4",
+	"5HxzQXtYWs2uZiHKR9ePI1mQEOPfYZ+cMnDgmPeHrpUyCPMd8grWRGyPC3nORIHJwBaDrwl+l7Odidaz",
+	"ztevUPY8ktWjxSJqDsG+eaL5Bsw6a6dj9QGFLZWzbiJH+4cbEFDcUBM6YzE5OTg9I3vHh/2BGAhDLk+f",
+	"RlLoVCZYn/b0KZlSAcFRz2xTgQOjAEegT2GobDx9mpe4PX2aZVOrAF3cKih0JcNhuFAziK9mFXC2dH7v",
+	"+BDlBCgcKj/WC5YqozHZ9m05sw9hOf/xH2RfigtMplADsUGePvWaX3Mpnj7dsfngEU0Swq6MmYnaklPH",
+	"aEKYLRRTpBs+w5aNv4cBCZ9B/TP+c8p0yiMVBgNBSPhMzpigM95f0GkS9ohgLF5BGn/5dOYIg+yRKTbz",
+	"DoiXYuhwA7DTjkV9Mq/b3nxOqo29+7jgE6fExSpfretHTiKaQh5fKGfRhj3CDR6HuzkKLbaoIwqiEtDE",
+	"CzRCFk0ksHHzkqOZ5lNAZTD3Dzs7RQvzvtwlZV5lVE0SMk3HYT4HbIO0S8Ljj2cWyQB5f5gDZLphzHJR",
+	"CKqe9eaQkI82wLtsUQiwYef2861ig3IngfJoPTyEa7S9qMzM7JIOYzadSWjKbFNbzHLC46PTszBLdnEz",
+	"wN3T6WIDDifczXvw4WkV+/JBi3iE/jUL2tomEzlPs5RsJMCUj7mhPsxwDWpHpCR2Tctw0AwLbPMnL9nQ",
+	"LumYmhEd3Sdc6ZzMFSB+khCq8+wpGBnhKGEqU5dsqwi7Ms/acykSEoUVwYYIdqU3YAzXVQtDcNhkHGSQ",
+	"Uq6kzXBO+G2fHCO2+jkTmCCFjaZ2Delkt0Gw4gXYrOmJb1e9V+vghdOMl5lSlo62Nrcy7gnLMtzOvyqO",
+	"fs1EIDAbvj04I7neeZkLT/Xsi/fXYfw1zHqv2bRUy/I0IL2xBIGgvAXYNYEjQz19Cvvzl9OjD5BhFcmY",
+	"DTo7ZNDp9/uDTkAGzmr3Pv0aYkmykxONLe/7ZF/GTO00b3BAwvfIpwqfQRrVwVXEWMwMJ6lnT7s47nb2",
+	"lWGMLD5KP0j9xlit5vaXzLA8zwYIEMSxYD6XmtIF/EAxZvbGvIOL2HAmMZ5zNaHDhPV2S9cjMGuLZJqy",
+	"CNRGQ/QV9mE+ekHCY7pIJI3PpHxHU3M9YBlbP5HwTMr3VCzcUYcI7gDpfOliA6qIwt4u+QG3UrNU0OQU",
+	"cp3hNEPz1QsSnqLE/ijoBeWJma8zR7gGSwsF/97xYSfoWAHY2ek4crMBFCN8OjudF/3N/osOVNFNQN/K",
+	"ydJy0WfUbT30OpF1casSXotVoGw/ID6dJ1TLtGeuU8RjpgzDgNCaUbeM8hdazBirLpFLOU9iAG0g4Yyl",
+	"IOukCIkUCByrzc5qc/yFMkMPbKdcfVcqUbYK3BNFUim1P0qPzEWMUT9EVgbw4vz3rnsN6nqGRaoMWcrm",
+	"raJDIEnkJeG6T05Q91XmoGmcDWAPLeM3h7FRXrO9Nkdir4xqtCHznzw7mkUZ1/gZ+A0YlZYNvZLxwtaB",
+	"u9YPdJYlNz37u+0Fh+r8yt7KbpIuDwCU0KpdMVnMpJ4wc58T34DKjQGdzhkGrUBGAAFubW7e/kxt5Lth",
+	"ooYsXewdeTXMpKjxNL3LPlA4AHzRNq6k7qFsxc9e0dgznLY3n69+5KPIrmSMD22vfsgxTXjg+YvVD5T4",
+	"GDy39dPq50pczjz3Q5uNqOF4aBM66JzOKXISI3gJ9RXl7AANE4QUtl877pp1PptBfCdPbqOYSY1ZDT97",
+	"l13raMKTuGDYAORWIUAVkq5MA9cP2v/mUJzOhzpl7M+G0o19iHnstuEq1MdToVXPcAnUnIy8nqEaxuId",
+	"0ICwJUpJYSopx2UdqYa3mEXt+6u/DRYTrHxq39+QX+YMPObrPZVtY/54uToqWVjduJKtAMfiINPAswEZ",
+	"k9j0rtjyjgv0U6YL13dtx7Vfy/nN8mr0Sohk5UqLgDOtNwh0qNa/Nhpz0+Zl1SrQ0V6mmgwXfRJ6ACkh",
+	"fKyIYJdZyIQMFy7Db5eEZpfcr2gym9Ahsv1kMRBd6nAget5DNmW/ZsfNKK8WhT3PgEBKsC3OFVf8FMb5",
+	"fJ2zyCAu7F59vkPZ5FG45+CrkVC5i89nQzWyKuMOLUTVB3alDVGgNvhHlXPfVl4Zhls4M088FT7+/DVo",
+	"UKz3nRuhwNIyDZVgo+jClyXZhLYcsDzXLKuAxoHVODDME4XiLmWCdIsGEMYGL7kCPATrQtja3MzdFoJd",
+	"FqbhEtbQl1Mnj3Bt3jW4J4EET+l0cSbPmbhjVbmyxhUqcxmYBh6/X53ZP5AWs/QwxEosyRz8KmZycEbH",
+	"f2wWtNmCBblr9h3r5kjoRT7VzO4aNfJnXwrc66sFpK3NrYQ0B3AoEkRu8cmy67nEksUO2drcNpyrigyp",
+	"NE8Siw9ZVfaDgXCY2mlmuRd9qBXHEHg9S14FjCS6sFFWq+lQZuvYIy7v/tnj4QjcWQXGWGA1203ocUWm",
+	"4Jb272JTr3/Rt1pc9BRqYqDEAgEPHsBdR8pse9eDehP7xItk1OkNLuBi9YfK9XjL9G3fjc8PRqo+StIH",
+	"p8y/Zbo9xa9HiwVfxzHVEyDF2bzm1mAxW+XWPFG2wX8BajAlrq4TKi/75A1iCqB/OmXOJV7FGNgdiNCv",
+	"CQ0bijYx8jdLmRmnT06YoNOsAxHYHDRBCPC5QtQi6qD/8uhcKRIJ9kpb+ZmaN7LYmislUdyrE6sVRMlv",
+	"KFZv395oxMts4DkWZaKATPKgTI05Vm8+MscHpH18nxYKXo1rWijlZjSrogYl/JMc6SWoa2MN/RBYbDO3",
+	"WeweA8aMXQEAe9Jw24EIi1jWf7ZpkABwQNU5QlpAkgQGEUjCz5lN6zGjNccGCqu8JbbYAjLeZn1UmoNL",
+	"nG6Dm9jm8lYYVtCS+WDe7epYAp5RNYrg4y80zbGIQV4bQ1gNz/C9xhBItxhD8KMHAQm9vQlLMYPAixM0",
+	"BmZuHCbwD+c7iBZ4l7N9vKBwox5DBt9LyKBwbAUhVWDR7eIGBRBqqB6ymGNYQ2bDyyVMr9BrnVavXQ+E",
+	"HxN440BEpSjiJ3s4yT4oveX5OZgD5loauwNK7UGa5aBE8ChXeTM00qUuBRYyX8EBWOiBpqo4zlncAhP2",
+	"MJeoPmWvkvlPus6U8SqderiJeYacYJeuqa9LTHUyHt82lPGiP8iA9jP7iPttMlybrJRtOLiKuF/imFy5",
+	"OM4sR2SCmDYXXlR7SdzFI6U/cOSlBtW90f9SgWtvHX7ZuhtG33KqXgxmt1KhE5Aawg0szXJtKA/idFke",
+	"dviNDCx8unQTWwzxyU+YfQwHPbRwkE+py0TZEosrS0W9KMDZrJGPSkmcLkg6F70dC+JSKlZ8Y6WO4dqO",
+	"5yqEICKMRpMi1Ex/IJwwCb8MEO1lYM2PgQOyGXR2fv3XP/75+WtIulIY1g9YMVXgGuiW4o+D8EkDhNsB",
+	"REzEzxkIB6DzNeyTDxKTwLmyrSPrmL0DANqvLvYhp5jW4001OrFA7DejSWWYTxmk1P35uGoRmGoWUoM2",
+	"xBWiHpmVBYSPiJKBLYMtrZFrp/Q8prA+bL6IuGcFknVQZ6VDvS6v/FKqWG4VQ88V1W5WzrKGclyrY/R2",
+	"QbGYi0yNH4hCl9CUYceqChwBxgCKTrJKzLzB57/jADwHApQbpRldGl+/fzV4ZYR9q1V/Ni/IvrbWd4ts",
+	"4lFt+6MG99tqbq0i/MXWghUn+BOFfmGugGk4sNW8wNrLJazPBbjte3xv3rx2Rt5j1OvBpgS0vyfr5gUU",
+	"BPnyzIB929dJe83fMCcAdY3AgvPHZJTQcVDTGE6m2Cq49nJqKXt9spc1F8igU1NA891wg+P9pu07poGo",
+	"x0HN5Z/S2GjwAyFFxFCs2TJbnjvuyI39dpl7biBchNn56YjnpmvMHngYSsPd5Q+095pdJ4Pg23vL7KHf",
+	"VG96dI09pjB8mxSGa3nVsprI1RkMWa5zuV/ussSC2rSCY/fSb1puuDzGb0vV60sFr1MZ+G8b1RffLJz/",
+	"fVT9YVuxtgF8dwsfI/ffR+R+lvO6mjr0lcF6QQ733jtmxEW1lO+ARpMcacKoxEf7hxnQxkJoejUQ3XAP",
+	"sCcQNcoibCBylLnH+PEFS4f2M/zAhf82oAsXfsOF/TKRSOz2818R4j8DSETxil9+Dnu72LbQTrKAywKl",
+	"hop5FTSbxOUM+yAahIuYXYGSjqEP6xK0jfToOVOEgZGRJxwI6LEImEmEDgR2E2kOgONN/MNGvov9Cxs0",
+	"Y68x4TeoNLQnsHxuj/WFjwFlP6A8c9d2FdCH+/zZF3xkjUiIJb3u1uZ2z/ogAJ2fcE3GKRVG97Vgd3W8",
+	"xzYy6jeEHO6V8Vy3ms+7fY+FfH94X/+yS9XCu2+JpYWb/hZp//M3lkyP0uiBOuSXE/N6hHdsRUd73zu+",
+	"va4gL/Ax4qyzfddqsfyCrStM/DbVf0AfdCv99duWry3nEi6u8MgtHj2+N/f4tlZ7Ea6ihYfX4lpU3Qzt",
+	"0ewgdRghlRtx7T7ZjtGllwQk5HHoZc5nfdABdRgcDBcstVDSXYqeDuwC3tu16fuCcT1haeCvxxaWNQN8",
+	"elV1ecGdwyq/ScHdDRH8BqIdhN8veMD35bdAhPP7BvGz57G86q41ht+tleEtjyLYwpass/fR/uHrpilB",
+	"/7N1CxX/HZAEC0UuDwRQ8LuqFAT+0DbAgPfsMbzwfYQXfnOs3ykB9oM2dYDInOqCCl5ZHPRHMYIWu/q0",
+	"zbUZiOVFcljrl1cY/br5uZ/3JgI56orn/MQ/TNLxEQYtGpf3mr39s8O/HoTlHMFCHg9xUowopjUXY9vK",
+	"wPwgltHc7ASLHR9RVuojOEof4NmxQUjW7zz0spFdPlRCNUubow2/2O5Xf8xgA6xuha2WKXjfoqoOt3/p",
+	"zLxAA+mi2umoi1BNpIhY77G67jEY8pCCIVlPvbI8qDEJn32xiBmtwyCuywmad9zruxQUmmIni50soNu2",
+	"GcpAmHGFtBw6v4ZTecHAo4Mtfg4/vM2uH+Zsum+ylnGVlnTQS5nFqj8Qe36tO8/Lrb2+Ls1Qjs1VI/fJ",
+	"za9bLYJLlKLQ1nqXjCQkB1Q2bSTTSoP5xwqRx6jRkqhRI/dpETKyYEiG4jKlbA3ox9u7gHduii3VOh7d",
+	"wg80iLSEttejuV9Q6LaHdXQWkLsWDRUSBAskCvZac7XEQNxOuUQW1cjMydzK8tAlsYd0M7wkKaFLQjO5",
+	"mI24YHEBb3Ip3GQ7y2wgulSQuTgX8lJY95SXfgao0EUlwTyfq/5rKgh4lN9aQbirqFwbQy83sr9NTUhL",
+	"W++xBOQxIPgdBwSvZ/plSCp4MX0A1p0vN5VstR7I92jP+Q6gMuR3Of5oQ3jYyhTjeLYjpbyoEYG51BuI",
+	"uykSJIhT4Mu8gcgNV9tZElv45u0KzS+H0nV1xSaVbkDbwNCvq6lzHcIhWYf+HxOwuH6JKyRMze49RAkD",
+	"VPMoXx7ly3ckXwy7zhEiJaGI8tgAmrym0JnNUwwo3oWg8T2XWcl5AWa4G344Onm/985wdkxWKVTBux+9",
+	"fvdLCJBccoT8uxu+Ojr7OewFA3FTtycpeD3fN1TGI1Qk7FbBewem1Dmb1QqLY/PzP57dkS9riVD4ZCw3",
+	"LXHLWsuCmszeypY/OkwfefG34sVA+jdX9VMWp/yC3a2Cj4CpYcKnXIc5/x2lclrwalUZLmS9+dDAAZFJ",
+	"nGUHgYrtAYedMzYzv+UpZBAGZMgiOWXkgis+TFgxVgQ/s/BjCwtzojSFpKIx5QLn9ztLZX8gKqCRQmpi",
+	"hJ4RBEf7hwT2o9cnp0zEJPzyNTTTniubSIDZAwR2oI4/n+AxOJ7/kNEXS1Ndwnh/lpdkSoUH8qIl6L33",
+	"m4ldmvDybt9iPh0ykO7ZpEFTf4ROfPiaqcc+WJyfX4WHeNzS/Wglv4wmVAiWtMmd5nGmWrqn0HtsQ1fJ",
+	"AjoKevFyLkiWtUhkGrM0INKmJSULzDbWE6kMqzNalflZaMe22LT31iPc7cMN8apap5ReT/28SdrqqoX4",
+	"+34fzR3wfa3bOuDPDRU+Zm5+Jy0d8jtVw5duFlNcwdXspVynbVHRbn6iKq15umEJZDbcMY9IYbHnjIFd",
+	"qGbrgssUSju4Iimjca4axlTTIVWst0MubeeG7ifzDyfOe5nb9C3Tmc2MXlcEKBoIxcU4YRsUSuk2svk6",
+	"m56rU/jBHnzvGFXY65PjDBeMC5KyMVca+SFy6R0A5l0xPmI2p8pof1DIB17q8OTjhw+Qv9TFEnKo8nOP",
+	"5osCBwsw9YEIT8/2Prx+9d/hLqG4G7ZLLfjJTydzHctLARmz4buDvb+a4Xe9c4MfQ7C1K1Obd4vDxJzF",
+	"AXEfDkS2hIRRxUhCZ4rFPb8CJqFKg7Q4+K/DsxDsXUqmXMw165MQKSEkaj5ViJCOMJWkpEav6jb1bcXM",
+	"fYB8LmfrPkCdCgAc3vafyGnGEBQaQ/8uKuoDYNkVhrgEdu2+eXkO8r0inXMvnzOsYCkbSxi9YIi/W1zp",
+	"DnxWYI7AxTEsRkWMDstMHecauQp8R2IeQ0oFjc6FvExYPGYNRnuffJowqCm8tG2JSkwzwBcpTUU8XCC3",
+	"w2mBPYA8GNGB5IVZM2ZfG5UI5AXMJ2UR4xiUNOwx91UghBkXA2H9sSgC8gqJ7c3tPOU02yKbMZLPoxUP",
+	"LMKPPzAmuL0CgNxImEdedC+86ARumc98unBPe3fAfoLWZNeSYWUTa9Q9DZsoew8dV3BP76B+gZWWudlv",
+	"2MBCES7c77UkLljl2PZIpgMRwg+glZmXKNa1Hruduqw71M4imqbQ75+EwDRmOrTNk3NWpgaii3fZaqYQ",
+	"Ooo8RAhUsLqYuZH/aGQLWp13UopkYRmgkNkaucq2A1Ro4GKXFBor4KZpPmVyrtuvzChyucZqdItuIsWY",
+	"zGSSZFqpGAgX24K41iXkxkG/uIDMpDJTWhAqbOc1gP8kYZz8hrXhuOg2/t/+QAzE0cgMBdzWO1+LFR/a",
+	"v52pAcYFuEuY8xR7u5U1m9i1RWNXuEbzCKJK25py7wxjc2QF11KfHOWN8rAUvsGEwKxLlwJiY/iKJaOB",
+	"cCX07spAZT06av5r440RERtumI3DLES4S5zfNAB4vPA9trk7drcwhAnJuTmP3o7RGD1t3nX5s/tTkp+5",
+	"7Ct4pgribtc3SrpW1PbckwMhzG7m3vWMdBSQJZkLzRPz3cIJeZxDnxygE94QcMoEu1Tezvk2JpDOQOQ2",
+	"JjCJnL57fXLCaOwwA+tCuBkd9nLprHTKI523IcRp5VtXJ6Q9e/OBe8NyxrxGdb57ZGm73im94tP5tM5t",
+	"rqVjbs/7/RdbjfX3wNfr66+fBx37gs7Oiy0owcc/8gJ8LjQbs7SuAv9neYkEmPFZzylsxMNS6QC0j/A6",
+	"inQ3+/3tF1uQEPzaVYIiqdiq0yeK1EqS5sLzml+X8QdwsfBib/Gb6y1e4tVDCx3ZekmGVpb6YnOXbGbp",
+	"C66+cdnSK3Kmed3ln9Yv+kWLFV/DUbv6qdfJb/fg1PV5R4PdX6bYbiZYDZPtPWrY92PtAwub5nz+1q36",
+	"ptD5sU37UeS5uW9bm9ksLNSv/ROlo7aQv1STqVSabP3wkvwnf0W6Wy+3nm9vk+FCY8bTx7M3Gz/ukufk",
+	"PX9l3ZcFaBJGwnd7J28P/vb+4PR07+1BodnvLokSDhBlQ6rYy+0NJiIZMzLkgqYLcNbmrkuszHAZMVQP",
+	"BM4M3tzdfv6ChKVAYki8rsEDsUdsS0cuBRlRnsyhL9jfoXtI/oYhuDBh+kYlAliAlGvEFJ5wMfZyqWjK",
+	"SDxPqeF+zlgfiK3NTWiUyIRGBSeFWBoorgoURCZ0ugD/m88z3dqsJ+AT5HiRmMXzjC+QSy5ieRmYfXaK",
+	"qEU8KPzOqHiQWmSzP/OsLsuFQe9K+ZgLmiA8ElTEoQLD8AxjTFyoKW0dzZPEKMv06pT/zg7FK0MOAIxg",
+	"nRdbP5GwdItCb9/QzzxBN/SUaWqOul/SvXF3s7bMZd3RodaBvVbu+aSYGdm+733DC3r1qW36e0ib8Ka5",
+	"IoHZ16DsBt4zdN18pXDK5njJUpYTK7QytZdn6WXpPeZTPPDsMry4ywVfO/9OlmsW+54Qddepvk5qlvWo",
+	"4YJYf42Vo8jbHS6AsfaNrFHOPywvxY4vFCYURMJA5DLBkTZ8ErjCRyhRsdkcaO1Dy959GbPwGf7b7kVI",
+	"FAOseivkFOkadZ1d0eksMXzRpTq6QJvSFEQrLMOWokACmzWbQUhvKB6jMa7gnPFv94pmt/N3YtSWFPXb",
+	"59jF3VjBtO1ZZMFxn4kj3d8vDy9OfnnO24ylG0jMcq4jOWWPzPlBM+c9L1bWReLqefE1QSjqxLfCtOe+",
+	"Z/rOmPZ+2SUOF6ls+NwG7x6Ioj7fknc7CLLQ+k72RuBslQJfrhRGOpew+Jy93xq//lg8m39zfl3cjbb8",
+	"OndWm+PNnXLE+qnU/fLt4iIe+fYfq787wHQUedxt821I6GoMqX6cjVMao1pCySc2PJXROeqelxMe2XJk",
+	"WAGZzcH7VO3Q/CSPEBFMxVgQmqb8ggVEADDzVKZsIPSEChKiAyQkc1EIqrlSjG4pHSLAKjd47fHe4cbB",
+	"3qn1ZZhp8Yg9UQQSAMne8WHPFoBk8/NjbJ5Ha0lEjXQpGTNh2CqLCY/RLYToJNCsKk/liAdiIpM4d7JB",
+	"6HDGhM2im3nxA+fXcBD9BANjubflcsITPzmQK8gP7EHI800K66ApI385PfpANLvSnvvvLD8kBa1mcIjw",
+	"y6CTBxQHnZ1B51//+OegEww6pYxM/zsx6OARDTo7Ihh06FzLfTmdcj3o7AylTL5iGFPA+G4Sg87Or//6",
+	"xz8/f7UJjH7yZRaCn9AZs/LT8VuzvrNM5Nnp48TtK38ddOyPB53AvsJQq6f0oKj9MugINqYQqKt5DFYd",
+	"s8I2pIwqKfKPcOiUJQUvb06blrQ9r9ZAYG2Qo61qCZE56AkfT1ywFBykmFpkXp6VaZo751kKKPgn8tKO",
+	"zXUwEFYbef3uF9tj2WgWfqqn0nJmW0vM1QQx62K3IIVJtuADLV5jIGMbdB0IexYjQ3RkSheQ2gDx+3DQ",
+	"4fGgE+76fMFRsfXjmWMzipc7Cwu/bo4nZbNkMejsfMFhdv71j38Ggw6oRUBA5nMRs6tBZ4fXHZfdGu+8",
+	"Pn81BGeEHkf/rstHtSogiy2q/ECEOSHbtIOp7wUuMqOMizHwAsMl9G7ZDCBrMGV5xC5dsMxmZBS2NuYq",
+	"kkKwSKvAHg9umDkEGAcSbTGdbiC67iwDUkz66gWknDaHzGdJSdtYuvi149PgT8/5oyJdl0Vtfl+XMU0T",
+	"fs56fXJUl2+Bj2GeYDl9YCCM1rPAgKN9B8gZ/y1dmuXnIc/Mcg4MvShN9VzBcdtUZ7ii4NGnHJlHRQku",
+	"ZIN/N4H45VF1maetqJqbW5al3ef9/vPNzc3GGDsy+IYgOwSXXdzVDLNuoN23R5kXmTLnj+k0kKHezcVm",
+	"lHHUReOc8+tbP+8RTRTLpmcEFaPi2oHhcrD3OSqyxYWeXnJbfWWvWa5AzVKpZSSTf5+w7Mtbs3mcrtxg",
+	"qKF9biNdvtI6R2X2trf82xoJqNt2jTj3nDqQsOyt/f7TyzMD44v91wlqW60Bg4t+eJJBvMdkuLA+GhgQ",
+	"Oyv2yV7Ry41qJipq7GpmrHFnu3uRVaqy5HKjpoGotRnjBXRfqGbxwftyDztkpdt52wDyLkRvaTKS6RTz",
+	"AUcyNYzXzc3vWBseCghb5yl5K13t35fnpk0yuH8gjy0iV2BXPEBvMnUn+E0Syd8XOMxydNSDK43dVlNj",
+	"PaWaCT+xuhiNaWY6O4WfoYqdJ1cDL2lKFYcsZiEvSXczN7y49tLm9rwUjqoPucLp8uTqImfaNadyq0yo",
+	"4Gx8dB97m7HCe1zvKv4WnuLYnd6yLEJsX4GIt49s+A/W7gGdytRLB4Qzv44T2djfzeU4PkJ7nu+d8UgR",
+	"Ey42RgkfTzSUIUHJcO5zyeIsiv/OgqzQJO8jYTGzBqKStF9Awygm60uRoWw05OifwqK+MXOr6Q2H3sIq",
+	"IB1X2YIaLGP79WH7LnH72RNf7x7THje8Cf9ZU82V5pF6TGC+N8R6Gz/Jtv7OrcfLHGuuDbSED50Ht6DS",
+	"D9RvCdiAjWOL76Bjsov5A67uQGQNlmAsmeYlUAXQvvDSh8gLl7UnLf4y71Q6EIUR6zuWYodS4jUolbmq",
+	"2q436UDcD9zPJ/8gH0RX0eYum0UqaqKGli04c4q5RivO5Z1ACxTSbjYFcruL3qDXREu6S1nikd4pcrO2",
+	"EEgFQngEQfo+EDUKh+YJqIIoKSmw/nfPvhQuyddWaiwGnED7dEitAIUhCi3MSMYXa9sNeYT64JsO+XNt",
+	"0ND8g3jsQPRAOxD5h9R8WdalxgJE8Cq9rnzhnmFcv/HeGdrCn5T7K0yZJl0KmY4ME2Vsjn2viPYa5IpO",
+	"f5W2coCTuR+V5aHLzwNMSm0nPfGMHsXm9yE2i1fpibLH91B4QiLHyzmC0mymanuu2JqyADGZ4R8ux8fl",
+	"ebN4CYdYbdG8M5N75BB2Kw6Ebq9iJ3JMbBbWI6f4TjlFIsd3zyYmjCZ68nsjD8j7y296KbGzVEJNBVck",
+	"nQsBNdwfoMJDSGLOggltab6qCfxsX/nQdXGc5ymYII0p/vlG0IRf3G6ui6ERFs1TrhednV8/Fynmggnz",
+	"4lkqh34sIdtqZ4xNmU55tJzJCxkzSBqHn7oam+NUTpmesLnC/GZ2NZOKY7G/TKdUr3Hm7+0s7ufMzXSf",
+	"zRLKS6dtc9GUTrkYN5dOw1Tv6yS9XZ5mm9R4mnLGBJ3x/oJOk6VHejRjYu/4kMQymoNzEvxt+Lsh+EK5",
+	"InvHhwGhCrNobcgd8rhitsbZvmXavu10xqJvcK3dZuQHTWPsIkKT49RMVnMzjk7nLGixV2aJllTk8O8s",
+	"ajTFK5vc/e+99+9690U6Z+CWtHNQMxbxkd2SZSQEWVZtGb7NngYY6IgKpJTcidv1IaAtOHQ0oS7eOOVj",
+	"KNtAzJEfNl8MRHiKVSIfBb2gPDE/9VBFmqmuticHLOSPIEZgfy229uKWA28/bLaIm1dPpbOM8hDCbbX8",
+	"KQ7xpTNkNGXp3lxPzIhm2+1zlXrTPLigiEzHVHDFCPWjLzYAYMQVFEvplCHV0RSVlLng0P2FYv2nOcwU",
+	"E4BdnNZ7SU3sAuJn2JiZp8VG5xY9j49YtIgSRrp2cDJLqMV+su+w7X6qo38qRkNSDPd4Tk075AYMmbs4",
+	"lTGzJoZrY9QQMsKMTAYnqWuhVY1L1M1hv4QMD2aejejjEqnWKR/ONSMjyMbOlk9GVMi5LiPK6QmbFnbY",
+	"i9LXzcDiWHAxDiAtAv6R5867ghkuDHsz++/hbRm+U93wLGBafdnh3nsykwmPuHn8aP8Q/MsMOLdaCE2v",
+	"cnAk+N2CKD6dJ1TL1HuDG6LmDWiIWLZl7GB3ajQhTMQzyQ09d1HpDuC6wzUKnOwPUAIXmLm/Ou96ff38",
+	"9f8GAAD//w==",
 }
 
 // decodeSpec returns the embedded OpenAPI spec as raw JSON bytes,

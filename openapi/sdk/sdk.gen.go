@@ -91,12 +91,15 @@ func (e AuthorizeDetailsPermission) Valid() bool {
 // Defines values for CapabilityType.
 const (
 	CapabilityTypeCONSUMERGROUPS CapabilityType = "CONSUMER_GROUPS"
+	CapabilityTypeLARGEMESSAGES  CapabilityType = "LARGE_MESSAGES"
 )
 
 // Valid indicates whether the value is a known member of the CapabilityType enum.
 func (e CapabilityType) Valid() bool {
 	switch e {
 	case CapabilityTypeCONSUMERGROUPS:
+		return true
+	case CapabilityTypeLARGEMESSAGES:
 		return true
 	default:
 		return false
@@ -196,6 +199,24 @@ func (e PurgeType) Valid() bool {
 	}
 }
 
+// Defines values for QueueSummaryCapabilities.
+const (
+	QueueSummaryCapabilitiesCONSUMERGROUPS QueueSummaryCapabilities = "CONSUMER_GROUPS"
+	QueueSummaryCapabilitiesLARGEMESSAGES  QueueSummaryCapabilities = "LARGE_MESSAGES"
+)
+
+// Valid indicates whether the value is a known member of the QueueSummaryCapabilities enum.
+func (e QueueSummaryCapabilities) Valid() bool {
+	switch e {
+	case QueueSummaryCapabilitiesCONSUMERGROUPS:
+		return true
+	case QueueSummaryCapabilitiesLARGEMESSAGES:
+		return true
+	default:
+		return false
+	}
+}
+
 // Defines values for SortOrder.
 const (
 	SortOrderASC  SortOrder = "ASC"
@@ -216,23 +237,32 @@ func (e SortOrder) Valid() bool {
 
 // Defines values for WorkRequestOperationType.
 const (
-	WorkRequestOperationTypeCREATEQUEUE WorkRequestOperationType = "CREATE_QUEUE"
-	WorkRequestOperationTypeDELETEQUEUE WorkRequestOperationType = "DELETE_QUEUE"
-	WorkRequestOperationTypeMOVEQUEUE   WorkRequestOperationType = "MOVE_QUEUE"
-	WorkRequestOperationTypePURGEQUEUE  WorkRequestOperationType = "PURGE_QUEUE"
-	WorkRequestOperationTypeUPDATEQUEUE WorkRequestOperationType = "UPDATE_QUEUE"
+	WorkRequestOperationTypeCREATECONSUMERGROUP WorkRequestOperationType = "CREATE_CONSUMER_GROUP"
+	WorkRequestOperationTypeCREATEQUEUE         WorkRequestOperationType = "CREATE_QUEUE"
+	WorkRequestOperationTypeDELETECONSUMERGROUP WorkRequestOperationType = "DELETE_CONSUMER_GROUP"
+	WorkRequestOperationTypeDELETEQUEUE         WorkRequestOperationType = "DELETE_QUEUE"
+	WorkRequestOperationTypeMOVEQUEUE           WorkRequestOperationType = "MOVE_QUEUE"
+	WorkRequestOperationTypePURGEQUEUE          WorkRequestOperationType = "PURGE_QUEUE"
+	WorkRequestOperationTypeUPDATECONSUMERGROUP WorkRequestOperationType = "UPDATE_CONSUMER_GROUP"
+	WorkRequestOperationTypeUPDATEQUEUE         WorkRequestOperationType = "UPDATE_QUEUE"
 )
 
 // Valid indicates whether the value is a known member of the WorkRequestOperationType enum.
 func (e WorkRequestOperationType) Valid() bool {
 	switch e {
+	case WorkRequestOperationTypeCREATECONSUMERGROUP:
+		return true
 	case WorkRequestOperationTypeCREATEQUEUE:
+		return true
+	case WorkRequestOperationTypeDELETECONSUMERGROUP:
 		return true
 	case WorkRequestOperationTypeDELETEQUEUE:
 		return true
 	case WorkRequestOperationTypeMOVEQUEUE:
 		return true
 	case WorkRequestOperationTypePURGEQUEUE:
+		return true
+	case WorkRequestOperationTypeUPDATECONSUMERGROUP:
 		return true
 	case WorkRequestOperationTypeUPDATEQUEUE:
 		return true
@@ -245,7 +275,6 @@ func (e WorkRequestOperationType) Valid() bool {
 const (
 	WorkRequestResourceActionTypeCREATED    WorkRequestResourceActionType = "CREATED"
 	WorkRequestResourceActionTypeDELETED    WorkRequestResourceActionType = "DELETED"
-	WorkRequestResourceActionTypeFAILED     WorkRequestResourceActionType = "FAILED"
 	WorkRequestResourceActionTypeINPROGRESS WorkRequestResourceActionType = "IN_PROGRESS"
 	WorkRequestResourceActionTypeRELATED    WorkRequestResourceActionType = "RELATED"
 	WorkRequestResourceActionTypeUPDATED    WorkRequestResourceActionType = "UPDATED"
@@ -257,8 +286,6 @@ func (e WorkRequestResourceActionType) Valid() bool {
 	case WorkRequestResourceActionTypeCREATED:
 		return true
 	case WorkRequestResourceActionTypeDELETED:
-		return true
-	case WorkRequestResourceActionTypeFAILED:
 		return true
 	case WorkRequestResourceActionTypeINPROGRESS:
 		return true
@@ -279,7 +306,6 @@ const (
 	WorkRequestStatusFAILED     WorkRequestStatus = "FAILED"
 	WorkRequestStatusINPROGRESS WorkRequestStatus = "IN_PROGRESS"
 	WorkRequestStatusSUCCEEDED  WorkRequestStatus = "SUCCEEDED"
-	WorkRequestStatusWAITING    WorkRequestStatus = "WAITING"
 )
 
 // Valid indicates whether the value is a known member of the WorkRequestStatus enum.
@@ -296,8 +322,6 @@ func (e WorkRequestStatus) Valid() bool {
 	case WorkRequestStatusINPROGRESS:
 		return true
 	case WorkRequestStatusSUCCEEDED:
-		return true
-	case WorkRequestStatusWAITING:
 		return true
 	default:
 		return false
@@ -419,12 +443,23 @@ type AuthorizeResult struct {
 	} `json:"matchedStatements"`
 }
 
-// Capability A queue capability. `CONSUMER_GROUPS` enables consumer groups and fanout.
+// Capability A queue capability. `CONSUMER_GROUPS` enables consumer groups and fanout, and describes the queue's primary
+// consumer group (the group whose OCID is the queue's). `LARGE_MESSAGES` lets messages be up to 1 MiB
+// instead of 256 KiB (a PutMessages request is still at most 2 MiB). In an update, a list of capabilities
+// replaces the queue's: a capability it leaves out is turned off.
 type Capability struct {
-	// IsPrimaryConsumerGroupEnabled For `CONSUMER_GROUPS`: whether the primary consumer group (no filter, OCID = the queue's) receives every
-	// message. When it is disabled and no other group matches a message, the message is discarded (and
-	// counted).
+	// IsPrimaryConsumerGroupEnabled For `CONSUMER_GROUPS`: whether the primary consumer group receives messages. When it is disabled and no
+	// other group matches a message, the message is discarded (and counted).
 	IsPrimaryConsumerGroupEnabled *bool `json:"isPrimaryConsumerGroupEnabled,omitempty"`
+
+	// PrimaryConsumerGroupDeadLetterQueueDeliveryCount For `CONSUMER_GROUPS`: the primary group's dead-letter count (absent = the queue's).
+	PrimaryConsumerGroupDeadLetterQueueDeliveryCount *int `json:"primaryConsumerGroupDeadLetterQueueDeliveryCount,omitempty"`
+
+	// PrimaryConsumerGroupDisplayName For `CONSUMER_GROUPS`: the primary group's name (`primary` when it is created without one).
+	PrimaryConsumerGroupDisplayName *string `json:"primaryConsumerGroupDisplayName,omitempty"`
+
+	// PrimaryConsumerGroupFilter For `CONSUMER_GROUPS`: the primary group's filter (empty = every message).
+	PrimaryConsumerGroupFilter *string `json:"primaryConsumerGroupFilter,omitempty"`
 
 	// Type The capability.
 	Type CapabilityType `json:"type"`
@@ -541,14 +576,21 @@ type ConsumerGroup struct {
 	// CompartmentId The OCID of the queue's compartment.
 	CompartmentId Ocid `json:"compartmentId"`
 
-	// ConsumerGroupFilter The filter expression over message attributes (empty = every message).
-	ConsumerGroupFilter string `json:"consumerGroupFilter"`
-
 	// DeadLetterQueueDeliveryCount The group's dead-letter count; absent = the queue's.
 	DeadLetterQueueDeliveryCount *int `json:"deadLetterQueueDeliveryCount,omitempty"`
 
+	// DefinedTags OCI's defined tags, by namespace: `{"namespace": {"key": value}}` (at most 64 namespaces). ferry keeps and
+	// returns them as given; it defines no namespaces of its own.
+	//
+	//
+	// Example: {"Operations":{"CostCenter":"42"}}
+	DefinedTags DefinedTags `json:"definedTags"`
+
 	// DisplayName The name of the group, unique per queue (case-insensitive).
 	DisplayName string `json:"displayName"`
+
+	// Filter The filter expression over message attributes (empty = every message).
+	Filter string `json:"filter"`
 
 	// FreeformTags Free-form key/value tags (at most 64) with no predefined meaning, for the caller's own bookkeeping.
 	//
@@ -640,14 +682,21 @@ type CreateCompartmentDetails struct {
 
 // CreateConsumerGroupDetails A new consumer group.
 type CreateConsumerGroupDetails struct {
-	// ConsumerGroupFilter The filter expression (DESIGN section 6); absent or empty = every message.
-	ConsumerGroupFilter *string `json:"consumerGroupFilter,omitempty"`
-
 	// DeadLetterQueueDeliveryCount The group's dead-letter count (0 = none); absent = inherit the queue's.
 	DeadLetterQueueDeliveryCount *int `json:"deadLetterQueueDeliveryCount,omitempty"`
 
+	// DefinedTags OCI's defined tags, by namespace: `{"namespace": {"key": value}}` (at most 64 namespaces). ferry keeps and
+	// returns them as given; it defines no namespaces of its own.
+	//
+	//
+	// Example: {"Operations":{"CostCenter":"42"}}
+	DefinedTags *DefinedTags `json:"definedTags,omitempty"`
+
 	// DisplayName The name, unique per queue (case-insensitive).
 	DisplayName string `json:"displayName"`
+
+	// Filter The filter expression (docs/api.md); absent or empty = every message.
+	Filter *string `json:"filter,omitempty"`
 
 	// FreeformTags Free-form key/value tags (at most 64) with no predefined meaning, for the caller's own bookkeeping.
 	//
@@ -685,8 +734,8 @@ type CreatePolicyDetails struct {
 
 // CreateQueueDetails The details of a new queue. Absent settings take the documented defaults.
 type CreateQueueDetails struct {
-	// Capabilities Capabilities of the queue: `[{"type":"CONSUMER_GROUPS","isPrimaryConsumerGroupEnabled":true}]` enables
-	// consumer groups (and creates the primary group).
+	// Capabilities Capabilities of the queue: `{"type":"CONSUMER_GROUPS", …}` enables consumer groups (and creates the
+	// primary group), `{"type":"LARGE_MESSAGES"}` allows messages of up to 1 MiB.
 	Capabilities *[]Capability `json:"capabilities,omitempty"`
 
 	// ChannelConsumptionLimit The largest share of the queue's messages, in percent (1..100, default 100), that one channel may have
@@ -700,6 +749,10 @@ type CreateQueueDetails struct {
 	// default 30).
 	ConsumerLeaseInSeconds *int `json:"consumerLeaseInSeconds,omitempty"`
 
+	// CustomEncryptionKeyId The OCID of the key to encrypt the queue's messages with, kept and returned for OCI compatibility: ferry
+	// stores messages in PostgreSQL, whose storage protects them at rest; it does not encrypt with this key.
+	CustomEncryptionKeyId *string `json:"customEncryptionKeyId,omitempty"`
+
 	// DeadLetterQueueDeliveryCount How many times a message may be delivered before it moves to the dead-letter queue (1..1000);
 	// 0 (the default) means no dead-letter queue.
 	DeadLetterQueueDeliveryCount *int `json:"deadLetterQueueDeliveryCount,omitempty"`
@@ -707,6 +760,13 @@ type CreateQueueDetails struct {
 	// DeduplicationWindowInSeconds How long a message's `deduplicationId` is remembered, in seconds (0..86400; 0, the default, disables
 	// deduplication). ferry extension.
 	DeduplicationWindowInSeconds *int `json:"deduplicationWindowInSeconds,omitempty"`
+
+	// DefinedTags OCI's defined tags, by namespace: `{"namespace": {"key": value}}` (at most 64 namespaces). ferry keeps and
+	// returns them as given; it defines no namespaces of its own.
+	//
+	//
+	// Example: {"Operations":{"CostCenter":"42"}}
+	DefinedTags *DefinedTags `json:"definedTags,omitempty"`
 
 	// DisplayName The display name of the queue.
 	DisplayName string `json:"displayName"`
@@ -731,6 +791,12 @@ type CreateQueueDetails struct {
 	// VisibilityInSeconds The default lease duration of a received message, in seconds (0..43200, default 30).
 	VisibilityInSeconds *int `json:"visibilityInSeconds,omitempty"`
 }
+
+// DefinedTags OCI's defined tags, by namespace: `{"namespace": {"key": value}}` (at most 64 namespaces). ferry keeps and
+// returns them as given; it defines no namespaces of its own.
+//
+// Example: {"Operations":{"CostCenter":"42"}}
+type DefinedTags map[string]map[string]interface{}
 
 // DeleteMessagesDetails A batch of messages to delete.
 type DeleteMessagesDetails struct {
@@ -955,7 +1021,8 @@ type PutMessagesDetailsEntry struct {
 	Attributes *MessageAttributes `json:"attributes,omitempty"`
 
 	// Content The message content: a UTF-8 string of at most 256 KiB (262144 bytes; the server checks the encoded
-	// size). Binary data must be base64-encoded by the client.
+	// size), or 1 MiB on a queue with the `LARGE_MESSAGES` capability. Binary data must be base64-encoded by
+	// the client.
 	Content string `json:"content"`
 
 	// Metadata The delivery options of the message.
@@ -978,8 +1045,8 @@ type PutMessagesResultEntry struct {
 
 // Queue A queue and its settings.
 type Queue struct {
-	// Capabilities Capabilities of the queue: `[{"type":"CONSUMER_GROUPS","isPrimaryConsumerGroupEnabled":true}]` enables
-	// consumer groups (and creates the primary group).
+	// Capabilities Capabilities of the queue: `{"type":"CONSUMER_GROUPS", …}` enables consumer groups (and creates the
+	// primary group), `{"type":"LARGE_MESSAGES"}` allows messages of up to 1 MiB.
 	Capabilities *[]Capability `json:"capabilities,omitempty"`
 
 	// ChannelConsumptionLimit The largest share of the queue's messages, in percent (1..100), that one channel may have in flight,
@@ -994,6 +1061,10 @@ type Queue struct {
 	// registered first takes over and receives the previous consumer's unacknowledged messages first.
 	ConsumerLeaseInSeconds int `json:"consumerLeaseInSeconds"`
 
+	// CustomEncryptionKeyId The OCID of the key to encrypt the queue's messages with, kept and returned for OCI compatibility: ferry
+	// stores messages in PostgreSQL, whose storage protects them at rest; it does not encrypt with this key.
+	CustomEncryptionKeyId *string `json:"customEncryptionKeyId,omitempty"`
+
 	// DeadLetterQueueDeliveryCount How many times a message may be delivered before it moves to the dead-letter queue (1..1000); 0 means
 	// the queue has no dead-letter queue and messages are redelivered until they expire.
 	DeadLetterQueueDeliveryCount int `json:"deadLetterQueueDeliveryCount"`
@@ -1001,6 +1072,13 @@ type Queue struct {
 	// DeduplicationWindowInSeconds How long a message's `deduplicationId` is remembered, in seconds (0..86400; 0 disables
 	// deduplication). ferry extension.
 	DeduplicationWindowInSeconds int `json:"deduplicationWindowInSeconds"`
+
+	// DefinedTags OCI's defined tags, by namespace: `{"namespace": {"key": value}}` (at most 64 namespaces). ferry keeps and
+	// returns them as given; it defines no namespaces of its own.
+	//
+	//
+	// Example: {"Operations":{"CostCenter":"42"}}
+	DefinedTags DefinedTags `json:"definedTags"`
 
 	// DisplayName The display name of the queue.
 	DisplayName string `json:"displayName"`
@@ -1090,8 +1168,18 @@ type QueueStatsDetail struct {
 
 // QueueSummary A queue as listed by ListQueues (without its settings; use GetQueue for them).
 type QueueSummary struct {
+	// Capabilities The queue's capabilities, by name.
+	Capabilities *[]QueueSummaryCapabilities `json:"capabilities,omitempty"`
+
 	// CompartmentId The OCID of the compartment that holds the queue.
 	CompartmentId Ocid `json:"compartmentId"`
+
+	// DefinedTags OCI's defined tags, by namespace: `{"namespace": {"key": value}}` (at most 64 namespaces). ferry keeps and
+	// returns them as given; it defines no namespaces of its own.
+	//
+	//
+	// Example: {"Operations":{"CostCenter":"42"}}
+	DefinedTags DefinedTags `json:"definedTags"`
 
 	// DisplayName The display name of the queue.
 	DisplayName string `json:"displayName"`
@@ -1117,6 +1205,9 @@ type QueueSummary struct {
 	// TimeUpdated When the queue was last changed (RFC 3339, UTC).
 	TimeUpdated time.Time `json:"timeUpdated"`
 }
+
+// QueueSummaryCapabilities defines model for QueueSummary.Capabilities.
+type QueueSummaryCapabilities string
 
 // RedriveMessagesDetails How many dead-lettered messages to move back to the queue.
 type RedriveMessagesDetails struct {
@@ -1150,14 +1241,21 @@ type UpdateCompartmentDetails struct {
 
 // UpdateConsumerGroupDetails The fields of a consumer group to change; absent fields stay as they are.
 type UpdateConsumerGroupDetails struct {
-	// ConsumerGroupFilter The new filter (empty = every message). Affects only messages published afterwards.
-	ConsumerGroupFilter *string `json:"consumerGroupFilter,omitempty"`
-
 	// DeadLetterQueueDeliveryCount The group's dead-letter count (0 = none); -1 = inherit the queue's again.
 	DeadLetterQueueDeliveryCount *int `json:"deadLetterQueueDeliveryCount,omitempty"`
 
+	// DefinedTags OCI's defined tags, by namespace: `{"namespace": {"key": value}}` (at most 64 namespaces). ferry keeps and
+	// returns them as given; it defines no namespaces of its own.
+	//
+	//
+	// Example: {"Operations":{"CostCenter":"42"}}
+	DefinedTags *DefinedTags `json:"definedTags,omitempty"`
+
 	// DisplayName The new name.
 	DisplayName *string `json:"displayName,omitempty"`
+
+	// Filter The new filter (empty = every message). Affects only messages published afterwards.
+	Filter *string `json:"filter,omitempty"`
 
 	// FreeformTags Free-form key/value tags (at most 64) with no predefined meaning, for the caller's own bookkeeping.
 	//
@@ -1238,8 +1336,8 @@ type UpdatePolicyDetails struct {
 // UpdateQueueDetails The settings of a queue to change; absent fields are left unchanged. `retentionInSeconds` cannot be
 // changed.
 type UpdateQueueDetails struct {
-	// Capabilities Capabilities of the queue: `[{"type":"CONSUMER_GROUPS","isPrimaryConsumerGroupEnabled":true}]` enables
-	// consumer groups (and creates the primary group).
+	// Capabilities Capabilities of the queue: `{"type":"CONSUMER_GROUPS", …}` enables consumer groups (and creates the
+	// primary group), `{"type":"LARGE_MESSAGES"}` allows messages of up to 1 MiB.
 	Capabilities *[]Capability `json:"capabilities,omitempty"`
 
 	// ChannelConsumptionLimit The largest share of the queue's messages, in percent (1..100), that one channel may have in flight.
@@ -1248,12 +1346,23 @@ type UpdateQueueDetails struct {
 	// ConsumerLeaseInSeconds How long a single active consumer stays active without calling GetMessages, in seconds (5..300).
 	ConsumerLeaseInSeconds *int `json:"consumerLeaseInSeconds,omitempty"`
 
+	// CustomEncryptionKeyId The OCID of the key to encrypt the queue's messages with, kept and returned for OCI compatibility: ferry
+	// stores messages in PostgreSQL, whose storage protects them at rest; it does not encrypt with this key.
+	CustomEncryptionKeyId *string `json:"customEncryptionKeyId,omitempty"`
+
 	// DeadLetterQueueDeliveryCount How many times a message may be delivered before it moves to the dead-letter queue (1..1000);
 	// 0 means no dead-letter queue.
 	DeadLetterQueueDeliveryCount *int `json:"deadLetterQueueDeliveryCount,omitempty"`
 
 	// DeduplicationWindowInSeconds How long a message's `deduplicationId` is remembered, in seconds (0..86400; 0 disables deduplication).
 	DeduplicationWindowInSeconds *int `json:"deduplicationWindowInSeconds,omitempty"`
+
+	// DefinedTags OCI's defined tags, by namespace: `{"namespace": {"key": value}}` (at most 64 namespaces). ferry keeps and
+	// returns them as given; it defines no namespaces of its own.
+	//
+	//
+	// Example: {"Operations":{"CostCenter":"42"}}
+	DefinedTags *DefinedTags `json:"definedTags,omitempty"`
 
 	// DisplayName The new display name of the queue.
 	DisplayName *string `json:"displayName,omitempty"`
@@ -1288,8 +1397,8 @@ type ValidateFilterDetails struct {
 	// Attributes Attribute sets (as on messages) to evaluate the filter on.
 	Attributes *[]MessageAttributes `json:"attributes,omitempty"`
 
-	// ConsumerGroupFilter The filter expression.
-	ConsumerGroupFilter string `json:"consumerGroupFilter"`
+	// Filter The filter expression.
+	Filter string `json:"filter"`
 }
 
 // ValidateFilterResult The verdict on a filter.
@@ -1334,7 +1443,41 @@ type WorkRequest struct {
 	TimeStarted *time.Time `json:"timeStarted,omitempty"`
 }
 
-// WorkRequestOperationType The kind of asynchronous operation.
+// WorkRequestError An error a work request met.
+type WorkRequestError struct {
+	// Code The error's code.
+	Code string `json:"code"`
+
+	// Message What went wrong.
+	Message string `json:"message"`
+
+	// Timestamp When it happened (RFC 3339, UTC).
+	Timestamp time.Time `json:"timestamp"`
+}
+
+// WorkRequestErrorCollection A page of a work request's errors.
+type WorkRequestErrorCollection struct {
+	// Items The errors, oldest first.
+	Items []WorkRequestError `json:"items"`
+}
+
+// WorkRequestLogEntry A step of a work request.
+type WorkRequestLogEntry struct {
+	// Message What happened.
+	Message string `json:"message"`
+
+	// Timestamp When it happened (RFC 3339, UTC).
+	Timestamp time.Time `json:"timestamp"`
+}
+
+// WorkRequestLogEntryCollection A page of a work request's log.
+type WorkRequestLogEntryCollection struct {
+	// Items The log entries, oldest first.
+	Items []WorkRequestLogEntry `json:"items"`
+}
+
+// WorkRequestOperationType The operation a work request tracks (OCI's). Deleting and purging a queue run in the background; the others
+// are done when they answer, and their work request is `SUCCEEDED` from the start.
 type WorkRequestOperationType string
 
 // WorkRequestResource A resource that a work request affects.
@@ -1342,19 +1485,21 @@ type WorkRequestResource struct {
 	// ActionType What the work request does, or did, to the resource.
 	ActionType WorkRequestResourceActionType `json:"actionType"`
 
-	// EntityType The type of the resource, for example `queue`.
+	// EntityType The type of the resource, `queue` or `consumerGroup`.
 	//
 	// Example: queue
 	EntityType string `json:"entityType"`
 
-	// EntityUri The path at which the resource can be read, for example `/20210201/queues/<queueId>`.
+	// EntityUri The path at which the resource can be read, for example `/20210201/queues/<queueId>` or
+	// `/20210201/consumerGroups/<consumerGroupId>`.
 	EntityUri *string `json:"entityUri,omitempty"`
 
 	// Identifier The OCID of the resource.
 	Identifier Ocid `json:"identifier"`
 }
 
-// WorkRequestResourceActionType What the work request does, or did, to the resource.
+// WorkRequestResourceActionType What the work request does, or did, to the resource: `IN_PROGRESS` until it finishes, `RELATED` when it
+// failed.
 type WorkRequestResourceActionType string
 
 // WorkRequestStatus The status of a work request.
@@ -1426,6 +1571,12 @@ type OpcRequestIdHeader = string
 
 // OpcRetryTokenHeader defines model for OpcRetryTokenHeader.
 type OpcRetryTokenHeader = string
+
+// OptionalCompartmentIdQuery An Oracle-Cloud-style identifier: `ocid1.<type>.<realm>.<region>.<unique>`, where `<unique>` is 32 or more
+// lowercase base32 characters.
+//
+// Example: ocid1.queue.ferry.local.aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa
+type OptionalCompartmentIdQuery = Ocid
 
 // PageQuery defines model for PageQuery.
 type PageQuery = string
@@ -1715,8 +1866,8 @@ type UpdatePolicyParams struct {
 
 // ListQueuesParams defines parameters for ListQueues.
 type ListQueuesParams struct {
-	// CompartmentId The OCID of the compartment to list in.
-	CompartmentId CompartmentIdQuery `form:"compartmentId" json:"compartmentId"`
+	// CompartmentId The OCID of the compartment to list in (absent = see the operation).
+	CompartmentId *OptionalCompartmentIdQuery `form:"compartmentId,omitempty" json:"compartmentId,omitempty"`
 
 	// CompartmentIdInSubtree When true, list in the compartment `compartmentId` and all of its descendants (that the caller may see);
 	// when false, only directly in `compartmentId`.
@@ -2004,11 +2155,14 @@ type GetStatsParams struct {
 
 // ListWorkRequestsParams defines parameters for ListWorkRequests.
 type ListWorkRequestsParams struct {
-	// CompartmentId The OCID of the compartment to list in.
-	CompartmentId CompartmentIdQuery `form:"compartmentId" json:"compartmentId"`
+	// CompartmentId The OCID of the compartment to list in (absent = see the operation).
+	CompartmentId *OptionalCompartmentIdQuery `form:"compartmentId,omitempty" json:"compartmentId,omitempty"`
 
 	// ResourceId Only return work requests that affect the resource with this OCID.
 	ResourceId *Ocid `form:"resourceId,omitempty" json:"resourceId,omitempty"`
+
+	// WorkRequestId Only return the work request with this OCID.
+	WorkRequestId *Ocid `form:"workRequestId,omitempty" json:"workRequestId,omitempty"`
 
 	// Limit The maximum number of items to return in one page (1..1000).
 	Limit *LimitQuery `form:"limit,omitempty" json:"limit,omitempty"`
@@ -2023,6 +2177,32 @@ type ListWorkRequestsParams struct {
 
 // GetWorkRequestParams defines parameters for GetWorkRequest.
 type GetWorkRequestParams struct {
+	// OpcRequestId A caller-chosen unique id for this request (for log correlation); it is echoed in the `opc-request-id`
+	// response header. When absent the server generates one.
+	OpcRequestId *OpcRequestIdHeader `json:"opc-request-id,omitempty"`
+}
+
+// ListWorkRequestErrorsParams defines parameters for ListWorkRequestErrors.
+type ListWorkRequestErrorsParams struct {
+	// Limit The maximum number of items to return in one page (1..1000).
+	Limit *LimitQuery `form:"limit,omitempty" json:"limit,omitempty"`
+
+	// Page The page to return, the value of the `opc-next-page` header of the previous response.
+	Page *PageQuery `form:"page,omitempty" json:"page,omitempty"`
+
+	// OpcRequestId A caller-chosen unique id for this request (for log correlation); it is echoed in the `opc-request-id`
+	// response header. When absent the server generates one.
+	OpcRequestId *OpcRequestIdHeader `json:"opc-request-id,omitempty"`
+}
+
+// ListWorkRequestLogsParams defines parameters for ListWorkRequestLogs.
+type ListWorkRequestLogsParams struct {
+	// Limit The maximum number of items to return in one page (1..1000).
+	Limit *LimitQuery `form:"limit,omitempty" json:"limit,omitempty"`
+
+	// Page The page to return, the value of the `opc-next-page` header of the previous response.
+	Page *PageQuery `form:"page,omitempty" json:"page,omitempty"`
+
 	// OpcRequestId A caller-chosen unique id for this request (for log correlation); it is echoed in the `opc-request-id`
 	// response header. When absent the server generates one.
 	OpcRequestId *OpcRequestIdHeader `json:"opc-request-id,omitempty"`
@@ -2280,7 +2460,9 @@ type ClientInterface interface {
 	//
 	// Creates a consumer group on a queue that has the `CONSUMER_GROUPS` capability (409 `IncorrectState`
 	// otherwise). From now on every message published to the queue whose attributes match
-	// `consumerGroupFilter` is delivered to this group too (a missing or empty filter matches every message).
+	// `filter` is delivered to this group too (a missing or empty filter matches every message). Answers 202 with
+	// the `opc-work-request-id` of a work request (already `SUCCEEDED`) that names the new group, and the group in
+	// the body.
 	// Messages already in the queue are not re-evaluated. `displayName` is unique per queue (case-insensitive).
 	//
 	// Takes any type of body and a specified content type.
@@ -2292,7 +2474,9 @@ type ClientInterface interface {
 	//
 	// Creates a consumer group on a queue that has the `CONSUMER_GROUPS` capability (409 `IncorrectState`
 	// otherwise). From now on every message published to the queue whose attributes match
-	// `consumerGroupFilter` is delivered to this group too (a missing or empty filter matches every message).
+	// `filter` is delivered to this group too (a missing or empty filter matches every message). Answers 202 with
+	// the `opc-work-request-id` of a work request (already `SUCCEEDED`) that names the new group, and the group in
+	// the body.
 	// Messages already in the queue are not re-evaluated. `displayName` is unique per queue (case-insensitive).
 	//
 	// Takes a body of the `application/json` content type.
@@ -2324,8 +2508,9 @@ type ClientInterface interface {
 
 	// DeleteConsumerGroup Delete a consumer group
 	//
-	// Deletes the group (204); its undelivered messages are removed in the background. The primary group
-	// cannot be deleted (409 `IncorrectState`): disable it instead.
+	// Deletes the group (202 with the `opc-work-request-id` of a work request, already `SUCCEEDED`); its undelivered
+	// messages are removed in the background. The primary group cannot be deleted (409 `IncorrectState`): disable
+	// it instead.
 	//
 	// Corresponds with DELETE /20210201/consumerGroups/{consumerGroupId} (the `DeleteConsumerGroup` operationId).
 	DeleteConsumerGroup(ctx context.Context, consumerGroupId ConsumerGroupIdPath, params *DeleteConsumerGroupParams, reqEditors ...RequestEditorFn) (*http.Response, error)
@@ -2339,10 +2524,10 @@ type ClientInterface interface {
 
 	// UpdateConsumerGroupWithBody Update a consumer group
 	//
-	// Changes the group's name, filter, enabled flag, dead-letter count or tags. A changed filter or a
-	// re-enabled group affects only messages published afterwards. The primary group can only be enabled or
-	// disabled (and its dead-letter count and tags changed): its name and filter are fixed (409
-	// `IncorrectState`).
+	// Changes the group's name, filter, enabled flag, dead-letter count or tags (the primary group's too). A
+	// changed filter or a re-enabled group affects only messages published afterwards. The change is made at
+	// once; the answer is 202 with the `opc-work-request-id` of a work request (already `SUCCEEDED`), and the
+	// updated group in the body.
 	//
 	// Takes any type of body and a specified content type.
 	//
@@ -2351,10 +2536,10 @@ type ClientInterface interface {
 
 	// UpdateConsumerGroup Update a consumer group
 	//
-	// Changes the group's name, filter, enabled flag, dead-letter count or tags. A changed filter or a
-	// re-enabled group affects only messages published afterwards. The primary group can only be enabled or
-	// disabled (and its dead-letter count and tags changed): its name and filter are fixed (409
-	// `IncorrectState`).
+	// Changes the group's name, filter, enabled flag, dead-letter count or tags (the primary group's too). A
+	// changed filter or a re-enabled group affects only messages published afterwards. The change is made at
+	// once; the answer is 202 with the `opc-work-request-id` of a work request (already `SUCCEEDED`), and the
+	// updated group in the body.
 	//
 	// Takes a body of the `application/json` content type.
 	//
@@ -2427,16 +2612,20 @@ type ClientInterface interface {
 	// ListQueues List queues
 	//
 	// Lists the queues in `compartmentId` (or, with `compartmentIdInSubtree=true`, in it and all of its
-	// descendants). Deleted queues are listed only when `lifecycleState=DELETED` is asked for. Results are
-	// paginated: pass the `opc-next-page` response header back as `page`.
+	// descendants). Without `compartmentId`, `id` names the queue to list wherever it is (as OCI allows); with
+	// neither, the queues of the tenancy's root compartment are listed. Deleted queues are listed only when
+	// `lifecycleState=DELETED` is asked for. Results are paginated: pass the `opc-next-page` response header
+	// back as `page`.
 	//
 	// Corresponds with GET /20210201/queues (the `ListQueues` operationId).
 	ListQueues(ctx context.Context, params *ListQueuesParams, reqEditors ...RequestEditorFn) (*http.Response, error)
 
 	// CreateQueueWithBody Create a queue
 	//
-	// Creates a queue in `compartmentId`. Answers 200 with the new queue (already `ACTIVE`) and its `etag`.
-	// Optional settings take the documented defaults when absent. `retentionInSeconds` cannot be changed later.
+	// Creates a queue in `compartmentId`. Answers 202, as OCI does, with the `opc-work-request-id` of a work
+	// request (already `SUCCEEDED`) whose `resources[0].identifier` is the new queue's OCID, and with the new
+	// queue (already `ACTIVE`) and its `etag` in the body. Optional settings take the documented defaults when
+	// absent. `retentionInSeconds` cannot be changed later.
 	//
 	// Takes any type of body and a specified content type.
 	//
@@ -2445,8 +2634,10 @@ type ClientInterface interface {
 
 	// CreateQueue Create a queue
 	//
-	// Creates a queue in `compartmentId`. Answers 200 with the new queue (already `ACTIVE`) and its `etag`.
-	// Optional settings take the documented defaults when absent. `retentionInSeconds` cannot be changed later.
+	// Creates a queue in `compartmentId`. Answers 202, as OCI does, with the `opc-work-request-id` of a work
+	// request (already `SUCCEEDED`) whose `resources[0].identifier` is the new queue's OCID, and with the new
+	// queue (already `ACTIVE`) and its `etag` in the body. Optional settings take the documented defaults when
+	// absent. `retentionInSeconds` cannot be changed later.
 	//
 	// Takes a body of the `application/json` content type.
 	//
@@ -2471,8 +2662,9 @@ type ClientInterface interface {
 
 	// UpdateQueueWithBody Update a queue
 	//
-	// Updates the queue's settings (synchronously: 200 with the updated queue). Fields that are absent are left
-	// unchanged; `freeformTags` replaces the whole map when present. `retentionInSeconds` cannot be changed
+	// Updates the queue's settings. The change is made at once; as OCI does, the answer is 202 with the
+	// `opc-work-request-id` of a work request (already `SUCCEEDED`), and the updated queue in the body. Fields that
+	// are absent are left unchanged; `freeformTags` and `definedTags` replace the whole map when present. `retentionInSeconds` cannot be changed
 	// (an unknown field answers 400). A queue that is not `ACTIVE` answers 409 `IncorrectState`.
 	//
 	// Takes any type of body and a specified content type.
@@ -2482,8 +2674,9 @@ type ClientInterface interface {
 
 	// UpdateQueue Update a queue
 	//
-	// Updates the queue's settings (synchronously: 200 with the updated queue). Fields that are absent are left
-	// unchanged; `freeformTags` replaces the whole map when present. `retentionInSeconds` cannot be changed
+	// Updates the queue's settings. The change is made at once; as OCI does, the answer is 202 with the
+	// `opc-work-request-id` of a work request (already `SUCCEEDED`), and the updated queue in the body. Fields that
+	// are absent are left unchanged; `freeformTags` and `definedTags` replace the whole map when present. `retentionInSeconds` cannot be changed
 	// (an unknown field answers 400). A queue that is not `ACTIVE` answers 409 `IncorrectState`.
 	//
 	// Takes a body of the `application/json` content type.
@@ -2493,8 +2686,9 @@ type ClientInterface interface {
 
 	// ChangeQueueCompartmentWithBody Move a queue to another compartment
 	//
-	// Moves the queue to the compartment `compartmentId` of the same tenancy (synchronously: 200 with the moved
-	// queue). The caller needs permission in both the source and the target compartment.
+	// Moves the queue to the compartment `compartmentId` of the same tenancy. The move is made at once; the answer
+	// is 202 with the `opc-work-request-id` of a work request (already `SUCCEEDED`), and the moved queue in the
+	// body. The caller needs permission in both the source and the target compartment.
 	//
 	// Takes any type of body and a specified content type.
 	//
@@ -2503,8 +2697,9 @@ type ClientInterface interface {
 
 	// ChangeQueueCompartment Move a queue to another compartment
 	//
-	// Moves the queue to the compartment `compartmentId` of the same tenancy (synchronously: 200 with the moved
-	// queue). The caller needs permission in both the source and the target compartment.
+	// Moves the queue to the compartment `compartmentId` of the same tenancy. The move is made at once; the answer
+	// is 202 with the `opc-work-request-id` of a work request (already `SUCCEEDED`), and the moved queue in the
+	// body. The caller needs permission in both the source and the target compartment.
 	//
 	// Takes a body of the `application/json` content type.
 	//
@@ -2606,8 +2801,9 @@ type ClientInterface interface {
 
 	// PutMessagesWithBody Publish messages
 	//
-	// Publishes 1 to 20 messages. Each message's content is at most 256 KiB (262144 bytes of UTF-8; clients
-	// base64-encode binary data) and the whole request at most 2 MiB (413 `PayloadTooLarge` otherwise).
+	// Publishes 1 to 20 messages. Each message's content is at most 256 KiB (262144 bytes of UTF-8; 1 MiB on a
+	// queue with the `LARGE_MESSAGES` capability; clients base64-encode binary data) and the whole request at
+	// most 2 MiB (413 `PayloadTooLarge` otherwise).
 	// A validation failure rejects the whole batch with 400 and writes nothing. Messages are durable when the
 	// 200 is sent; the result lists one entry per message, in request order. With a deduplication window, a
 	// message whose `deduplicationId` was already accepted answers the original `id` and is not enqueued again.
@@ -2622,8 +2818,9 @@ type ClientInterface interface {
 
 	// PutMessages Publish messages
 	//
-	// Publishes 1 to 20 messages. Each message's content is at most 256 KiB (262144 bytes of UTF-8; clients
-	// base64-encode binary data) and the whole request at most 2 MiB (413 `PayloadTooLarge` otherwise).
+	// Publishes 1 to 20 messages. Each message's content is at most 256 KiB (262144 bytes of UTF-8; 1 MiB on a
+	// queue with the `LARGE_MESSAGES` capability; clients base64-encode binary data) and the whole request at
+	// most 2 MiB (413 `PayloadTooLarge` otherwise).
 	// A validation failure rejects the whole batch with 400 and writes nothing. Messages are durable when the
 	// 200 is sent; the result lists one entry per message, in request order. With a deduplication window, a
 	// message whose `deduplicationId` was already accepted answers the original `id` and is not enqueued again.
@@ -2747,7 +2944,9 @@ type ClientInterface interface {
 	// ListWorkRequests List work requests
 	//
 	// Lists the work requests of `compartmentId`, newest first, optionally only those that affect the resource
-	// `resourceId`. Results are paginated: pass the `opc-next-page` response header back as `page`.
+	// `resourceId`, or only the work request `workRequestId`. Without `compartmentId`, `workRequestId` names the
+	// work request to list wherever it is; with neither, those of the tenancy's root compartment are listed.
+	// Results are paginated: pass the `opc-next-page` response header back as `page`.
 	//
 	// Corresponds with GET /20210201/workRequests (the `ListWorkRequests` operationId).
 	ListWorkRequests(ctx context.Context, params *ListWorkRequestsParams, reqEditors ...RequestEditorFn) (*http.Response, error)
@@ -2758,6 +2957,20 @@ type ClientInterface interface {
 	//
 	// Corresponds with GET /20210201/workRequests/{workRequestId} (the `GetWorkRequest` operationId).
 	GetWorkRequest(ctx context.Context, workRequestId WorkRequestIdPath, params *GetWorkRequestParams, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// ListWorkRequestErrors List a work request's errors
+	//
+	// The errors a work request met (a failed one has one), oldest first, paginated.
+	//
+	// Corresponds with GET /20210201/workRequests/{workRequestId}/errors (the `ListWorkRequestErrors` operationId).
+	ListWorkRequestErrors(ctx context.Context, workRequestId WorkRequestIdPath, params *ListWorkRequestErrorsParams, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// ListWorkRequestLogs List a work request's log
+	//
+	// The steps of a work request (accepted, started, succeeded or failed), oldest first, paginated.
+	//
+	// Corresponds with GET /20210201/workRequests/{workRequestId}/logs (the `ListWorkRequestLogs` operationId).
+	ListWorkRequestLogs(ctx context.Context, workRequestId WorkRequestIdPath, params *ListWorkRequestLogsParams, reqEditors ...RequestEditorFn) (*http.Response, error)
 
 	// Healthz Liveness probe
 	//
@@ -2988,7 +3201,9 @@ func (c *Client) ListConsumerGroups(ctx context.Context, params *ListConsumerGro
 //
 // Creates a consumer group on a queue that has the `CONSUMER_GROUPS` capability (409 `IncorrectState`
 // otherwise). From now on every message published to the queue whose attributes match
-// `consumerGroupFilter` is delivered to this group too (a missing or empty filter matches every message).
+// `filter` is delivered to this group too (a missing or empty filter matches every message). Answers 202 with
+// the `opc-work-request-id` of a work request (already `SUCCEEDED`) that names the new group, and the group in
+// the body.
 // Messages already in the queue are not re-evaluated. `displayName` is unique per queue (case-insensitive).
 //
 // Takes any type of body and a specified content type.
@@ -3010,7 +3225,9 @@ func (c *Client) CreateConsumerGroupWithBody(ctx context.Context, params *Create
 //
 // Creates a consumer group on a queue that has the `CONSUMER_GROUPS` capability (409 `IncorrectState`
 // otherwise). From now on every message published to the queue whose attributes match
-// `consumerGroupFilter` is delivered to this group too (a missing or empty filter matches every message).
+// `filter` is delivered to this group too (a missing or empty filter matches every message). Answers 202 with
+// the `opc-work-request-id` of a work request (already `SUCCEEDED`) that names the new group, and the group in
+// the body.
 // Messages already in the queue are not re-evaluated. `displayName` is unique per queue (case-insensitive).
 //
 // Takes a body of the `application/json` content type.
@@ -3072,8 +3289,9 @@ func (c *Client) ValidateConsumerGroupFilter(ctx context.Context, params *Valida
 
 // DeleteConsumerGroup Delete a consumer group
 //
-// Deletes the group (204); its undelivered messages are removed in the background. The primary group
-// cannot be deleted (409 `IncorrectState`): disable it instead.
+// Deletes the group (202 with the `opc-work-request-id` of a work request, already `SUCCEEDED`); its undelivered
+// messages are removed in the background. The primary group cannot be deleted (409 `IncorrectState`): disable
+// it instead.
 //
 // Corresponds with DELETE /20210201/consumerGroups/{consumerGroupId} (the `DeleteConsumerGroup` operationId).
 func (c *Client) DeleteConsumerGroup(ctx context.Context, consumerGroupId ConsumerGroupIdPath, params *DeleteConsumerGroupParams, reqEditors ...RequestEditorFn) (*http.Response, error) {
@@ -3107,10 +3325,10 @@ func (c *Client) GetConsumerGroup(ctx context.Context, consumerGroupId ConsumerG
 
 // UpdateConsumerGroupWithBody Update a consumer group
 //
-// Changes the group's name, filter, enabled flag, dead-letter count or tags. A changed filter or a
-// re-enabled group affects only messages published afterwards. The primary group can only be enabled or
-// disabled (and its dead-letter count and tags changed): its name and filter are fixed (409
-// `IncorrectState`).
+// Changes the group's name, filter, enabled flag, dead-letter count or tags (the primary group's too). A
+// changed filter or a re-enabled group affects only messages published afterwards. The change is made at
+// once; the answer is 202 with the `opc-work-request-id` of a work request (already `SUCCEEDED`), and the
+// updated group in the body.
 //
 // Takes any type of body and a specified content type.
 //
@@ -3129,10 +3347,10 @@ func (c *Client) UpdateConsumerGroupWithBody(ctx context.Context, consumerGroupI
 
 // UpdateConsumerGroup Update a consumer group
 //
-// Changes the group's name, filter, enabled flag, dead-letter count or tags. A changed filter or a
-// re-enabled group affects only messages published afterwards. The primary group can only be enabled or
-// disabled (and its dead-letter count and tags changed): its name and filter are fixed (409
-// `IncorrectState`).
+// Changes the group's name, filter, enabled flag, dead-letter count or tags (the primary group's too). A
+// changed filter or a re-enabled group affects only messages published afterwards. The change is made at
+// once; the answer is 202 with the `opc-work-request-id` of a work request (already `SUCCEEDED`), and the
+// updated group in the body.
 //
 // Takes a body of the `application/json` content type.
 //
@@ -3285,8 +3503,10 @@ func (c *Client) UpdatePolicy(ctx context.Context, policyId PolicyIdPath, params
 // ListQueues List queues
 //
 // Lists the queues in `compartmentId` (or, with `compartmentIdInSubtree=true`, in it and all of its
-// descendants). Deleted queues are listed only when `lifecycleState=DELETED` is asked for. Results are
-// paginated: pass the `opc-next-page` response header back as `page`.
+// descendants). Without `compartmentId`, `id` names the queue to list wherever it is (as OCI allows); with
+// neither, the queues of the tenancy's root compartment are listed. Deleted queues are listed only when
+// `lifecycleState=DELETED` is asked for. Results are paginated: pass the `opc-next-page` response header
+// back as `page`.
 //
 // Corresponds with GET /20210201/queues (the `ListQueues` operationId).
 func (c *Client) ListQueues(ctx context.Context, params *ListQueuesParams, reqEditors ...RequestEditorFn) (*http.Response, error) {
@@ -3303,8 +3523,10 @@ func (c *Client) ListQueues(ctx context.Context, params *ListQueuesParams, reqEd
 
 // CreateQueueWithBody Create a queue
 //
-// Creates a queue in `compartmentId`. Answers 200 with the new queue (already `ACTIVE`) and its `etag`.
-// Optional settings take the documented defaults when absent. `retentionInSeconds` cannot be changed later.
+// Creates a queue in `compartmentId`. Answers 202, as OCI does, with the `opc-work-request-id` of a work
+// request (already `SUCCEEDED`) whose `resources[0].identifier` is the new queue's OCID, and with the new
+// queue (already `ACTIVE`) and its `etag` in the body. Optional settings take the documented defaults when
+// absent. `retentionInSeconds` cannot be changed later.
 //
 // Takes any type of body and a specified content type.
 //
@@ -3323,8 +3545,10 @@ func (c *Client) CreateQueueWithBody(ctx context.Context, params *CreateQueuePar
 
 // CreateQueue Create a queue
 //
-// Creates a queue in `compartmentId`. Answers 200 with the new queue (already `ACTIVE`) and its `etag`.
-// Optional settings take the documented defaults when absent. `retentionInSeconds` cannot be changed later.
+// Creates a queue in `compartmentId`. Answers 202, as OCI does, with the `opc-work-request-id` of a work
+// request (already `SUCCEEDED`) whose `resources[0].identifier` is the new queue's OCID, and with the new
+// queue (already `ACTIVE`) and its `etag` in the body. Optional settings take the documented defaults when
+// absent. `retentionInSeconds` cannot be changed later.
 //
 // Takes a body of the `application/json` content type.
 //
@@ -3379,8 +3603,9 @@ func (c *Client) GetQueue(ctx context.Context, queueId QueueIdPath, params *GetQ
 
 // UpdateQueueWithBody Update a queue
 //
-// Updates the queue's settings (synchronously: 200 with the updated queue). Fields that are absent are left
-// unchanged; `freeformTags` replaces the whole map when present. `retentionInSeconds` cannot be changed
+// Updates the queue's settings. The change is made at once; as OCI does, the answer is 202 with the
+// `opc-work-request-id` of a work request (already `SUCCEEDED`), and the updated queue in the body. Fields that
+// are absent are left unchanged; `freeformTags` and `definedTags` replace the whole map when present. `retentionInSeconds` cannot be changed
 // (an unknown field answers 400). A queue that is not `ACTIVE` answers 409 `IncorrectState`.
 //
 // Takes any type of body and a specified content type.
@@ -3400,8 +3625,9 @@ func (c *Client) UpdateQueueWithBody(ctx context.Context, queueId QueueIdPath, p
 
 // UpdateQueue Update a queue
 //
-// Updates the queue's settings (synchronously: 200 with the updated queue). Fields that are absent are left
-// unchanged; `freeformTags` replaces the whole map when present. `retentionInSeconds` cannot be changed
+// Updates the queue's settings. The change is made at once; as OCI does, the answer is 202 with the
+// `opc-work-request-id` of a work request (already `SUCCEEDED`), and the updated queue in the body. Fields that
+// are absent are left unchanged; `freeformTags` and `definedTags` replace the whole map when present. `retentionInSeconds` cannot be changed
 // (an unknown field answers 400). A queue that is not `ACTIVE` answers 409 `IncorrectState`.
 //
 // Takes a body of the `application/json` content type.
@@ -3421,8 +3647,9 @@ func (c *Client) UpdateQueue(ctx context.Context, queueId QueueIdPath, params *U
 
 // ChangeQueueCompartmentWithBody Move a queue to another compartment
 //
-// Moves the queue to the compartment `compartmentId` of the same tenancy (synchronously: 200 with the moved
-// queue). The caller needs permission in both the source and the target compartment.
+// Moves the queue to the compartment `compartmentId` of the same tenancy. The move is made at once; the answer
+// is 202 with the `opc-work-request-id` of a work request (already `SUCCEEDED`), and the moved queue in the
+// body. The caller needs permission in both the source and the target compartment.
 //
 // Takes any type of body and a specified content type.
 //
@@ -3441,8 +3668,9 @@ func (c *Client) ChangeQueueCompartmentWithBody(ctx context.Context, queueId Que
 
 // ChangeQueueCompartment Move a queue to another compartment
 //
-// Moves the queue to the compartment `compartmentId` of the same tenancy (synchronously: 200 with the moved
-// queue). The caller needs permission in both the source and the target compartment.
+// Moves the queue to the compartment `compartmentId` of the same tenancy. The move is made at once; the answer
+// is 202 with the `opc-work-request-id` of a work request (already `SUCCEEDED`), and the moved queue in the
+// body. The caller needs permission in both the source and the target compartment.
 //
 // Takes a body of the `application/json` content type.
 //
@@ -3634,8 +3862,9 @@ func (c *Client) GetMessages(ctx context.Context, queueId QueueIdPath, params *G
 
 // PutMessagesWithBody Publish messages
 //
-// Publishes 1 to 20 messages. Each message's content is at most 256 KiB (262144 bytes of UTF-8; clients
-// base64-encode binary data) and the whole request at most 2 MiB (413 `PayloadTooLarge` otherwise).
+// Publishes 1 to 20 messages. Each message's content is at most 256 KiB (262144 bytes of UTF-8; 1 MiB on a
+// queue with the `LARGE_MESSAGES` capability; clients base64-encode binary data) and the whole request at
+// most 2 MiB (413 `PayloadTooLarge` otherwise).
 // A validation failure rejects the whole batch with 400 and writes nothing. Messages are durable when the
 // 200 is sent; the result lists one entry per message, in request order. With a deduplication window, a
 // message whose `deduplicationId` was already accepted answers the original `id` and is not enqueued again.
@@ -3660,8 +3889,9 @@ func (c *Client) PutMessagesWithBody(ctx context.Context, queueId QueueIdPath, p
 
 // PutMessages Publish messages
 //
-// Publishes 1 to 20 messages. Each message's content is at most 256 KiB (262144 bytes of UTF-8; clients
-// base64-encode binary data) and the whole request at most 2 MiB (413 `PayloadTooLarge` otherwise).
+// Publishes 1 to 20 messages. Each message's content is at most 256 KiB (262144 bytes of UTF-8; 1 MiB on a
+// queue with the `LARGE_MESSAGES` capability; clients base64-encode binary data) and the whole request at
+// most 2 MiB (413 `PayloadTooLarge` otherwise).
 // A validation failure rejects the whole batch with 400 and writes nothing. Messages are durable when the
 // 200 is sent; the result lists one entry per message, in request order. With a deduplication window, a
 // message whose `deduplicationId` was already accepted answers the original `id` and is not enqueued again.
@@ -3885,7 +4115,9 @@ func (c *Client) GetStats(ctx context.Context, queueId QueueIdPath, params *GetS
 // ListWorkRequests List work requests
 //
 // Lists the work requests of `compartmentId`, newest first, optionally only those that affect the resource
-// `resourceId`. Results are paginated: pass the `opc-next-page` response header back as `page`.
+// `resourceId`, or only the work request `workRequestId`. Without `compartmentId`, `workRequestId` names the
+// work request to list wherever it is; with neither, those of the tenancy's root compartment are listed.
+// Results are paginated: pass the `opc-next-page` response header back as `page`.
 //
 // Corresponds with GET /20210201/workRequests (the `ListWorkRequests` operationId).
 func (c *Client) ListWorkRequests(ctx context.Context, params *ListWorkRequestsParams, reqEditors ...RequestEditorFn) (*http.Response, error) {
@@ -3907,6 +4139,40 @@ func (c *Client) ListWorkRequests(ctx context.Context, params *ListWorkRequestsP
 // Corresponds with GET /20210201/workRequests/{workRequestId} (the `GetWorkRequest` operationId).
 func (c *Client) GetWorkRequest(ctx context.Context, workRequestId WorkRequestIdPath, params *GetWorkRequestParams, reqEditors ...RequestEditorFn) (*http.Response, error) {
 	req, err := NewGetWorkRequestRequest(c.Server, workRequestId, params)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// ListWorkRequestErrors List a work request's errors
+//
+// The errors a work request met (a failed one has one), oldest first, paginated.
+//
+// Corresponds with GET /20210201/workRequests/{workRequestId}/errors (the `ListWorkRequestErrors` operationId).
+func (c *Client) ListWorkRequestErrors(ctx context.Context, workRequestId WorkRequestIdPath, params *ListWorkRequestErrorsParams, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewListWorkRequestErrorsRequest(c.Server, workRequestId, params)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// ListWorkRequestLogs List a work request's log
+//
+// The steps of a work request (accepted, started, succeeded or failed), oldest first, paginated.
+//
+// Corresponds with GET /20210201/workRequests/{workRequestId}/logs (the `ListWorkRequestLogs` operationId).
+func (c *Client) ListWorkRequestLogs(ctx context.Context, workRequestId WorkRequestIdPath, params *ListWorkRequestLogsParams, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewListWorkRequestLogsRequest(c.Server, workRequestId, params)
 	if err != nil {
 		return nil, err
 	}
@@ -5291,12 +5557,16 @@ func NewListQueuesRequest(server string, params *ListQueuesParams) (*http.Reques
 		// per the OpenAPI spec (e.g. "color=blue,black,brown").
 		var rawQueryFragments []string
 
-		if queryFrag, err := runtime.StyleParamWithOptions("form", true, "compartmentId", params.CompartmentId, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "string", Format: ""}); err != nil {
-			return nil, err
-		} else {
-			for _, qp := range strings.Split(queryFrag, "&") {
-				rawQueryFragments = append(rawQueryFragments, qp)
+		if params.CompartmentId != nil {
+
+			if queryFrag, err := runtime.StyleParamWithOptions("form", true, "compartmentId", *params.CompartmentId, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			} else {
+				for _, qp := range strings.Split(queryFrag, "&") {
+					rawQueryFragments = append(rawQueryFragments, qp)
+				}
 			}
+
 		}
 
 		if params.CompartmentIdInSubtree != nil {
@@ -7016,17 +7286,33 @@ func NewListWorkRequestsRequest(server string, params *ListWorkRequestsParams) (
 		// per the OpenAPI spec (e.g. "color=blue,black,brown").
 		var rawQueryFragments []string
 
-		if queryFrag, err := runtime.StyleParamWithOptions("form", true, "compartmentId", params.CompartmentId, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "string", Format: ""}); err != nil {
-			return nil, err
-		} else {
-			for _, qp := range strings.Split(queryFrag, "&") {
-				rawQueryFragments = append(rawQueryFragments, qp)
+		if params.CompartmentId != nil {
+
+			if queryFrag, err := runtime.StyleParamWithOptions("form", true, "compartmentId", *params.CompartmentId, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			} else {
+				for _, qp := range strings.Split(queryFrag, "&") {
+					rawQueryFragments = append(rawQueryFragments, qp)
+				}
 			}
+
 		}
 
 		if params.ResourceId != nil {
 
 			if queryFrag, err := runtime.StyleParamWithOptions("form", true, "resourceId", *params.ResourceId, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			} else {
+				for _, qp := range strings.Split(queryFrag, "&") {
+					rawQueryFragments = append(rawQueryFragments, qp)
+				}
+			}
+
+		}
+
+		if params.WorkRequestId != nil {
+
+			if queryFrag, err := runtime.StyleParamWithOptions("form", true, "workRequestId", *params.WorkRequestId, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "string", Format: ""}); err != nil {
 				return nil, err
 			} else {
 				for _, qp := range strings.Split(queryFrag, "&") {
@@ -7113,6 +7399,182 @@ func NewGetWorkRequestRequest(server string, workRequestId WorkRequestIdPath, pa
 	queryURL, err := serverURL.Parse(operationPath)
 	if err != nil {
 		return nil, err
+	}
+
+	req, err := http.NewRequest(http.MethodGet, queryURL.String(), nil)
+	if err != nil {
+		return nil, err
+	}
+
+	if params != nil {
+
+		if params.OpcRequestId != nil {
+			var headerParam0 string
+
+			headerParam0, err = runtime.StyleParamWithOptions("simple", false, "opc-request-id", *params.OpcRequestId, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationHeader, Type: "string", Format: ""})
+			if err != nil {
+				return nil, err
+			}
+
+			req.Header.Set("opc-request-id", headerParam0)
+		}
+
+	}
+
+	return req, nil
+}
+
+// NewListWorkRequestErrorsRequest constructs an http.Request for the ListWorkRequestErrors method
+func NewListWorkRequestErrorsRequest(server string, workRequestId WorkRequestIdPath, params *ListWorkRequestErrorsParams) (*http.Request, error) {
+	var err error
+
+	var pathParam0 string
+
+	pathParam0, err = runtime.StyleParamWithOptions("simple", false, "workRequestId", workRequestId, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationPath, Type: "string", Format: ""})
+	if err != nil {
+		return nil, err
+	}
+
+	serverURL, err := url.Parse(server)
+	if err != nil {
+		return nil, err
+	}
+
+	operationPath := fmt.Sprintf("/20210201/workRequests/%s/errors", pathParam0)
+	if operationPath[0] == '/' {
+		operationPath = "." + operationPath
+	}
+
+	queryURL, err := serverURL.Parse(operationPath)
+	if err != nil {
+		return nil, err
+	}
+
+	if params != nil {
+		// queryValues collects non-styled parameters (passthrough, JSON)
+		// that are safe to round-trip through url.Values.Encode().
+		queryValues := queryURL.Query()
+		// rawQueryFragments collects pre-encoded query fragments from
+		// styled parameters, preserving literal commas as delimiters
+		// per the OpenAPI spec (e.g. "color=blue,black,brown").
+		var rawQueryFragments []string
+
+		if params.Limit != nil {
+
+			if queryFrag, err := runtime.StyleParamWithOptions("form", true, "limit", *params.Limit, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			} else {
+				for _, qp := range strings.Split(queryFrag, "&") {
+					rawQueryFragments = append(rawQueryFragments, qp)
+				}
+			}
+
+		}
+
+		if params.Page != nil {
+
+			if queryFrag, err := runtime.StyleParamWithOptions("form", true, "page", *params.Page, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			} else {
+				for _, qp := range strings.Split(queryFrag, "&") {
+					rawQueryFragments = append(rawQueryFragments, qp)
+				}
+			}
+
+		}
+
+		if encoded := queryValues.Encode(); encoded != "" {
+			rawQueryFragments = append(rawQueryFragments, encoded)
+		}
+		queryURL.RawQuery = strings.Join(rawQueryFragments, "&")
+	}
+
+	req, err := http.NewRequest(http.MethodGet, queryURL.String(), nil)
+	if err != nil {
+		return nil, err
+	}
+
+	if params != nil {
+
+		if params.OpcRequestId != nil {
+			var headerParam0 string
+
+			headerParam0, err = runtime.StyleParamWithOptions("simple", false, "opc-request-id", *params.OpcRequestId, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationHeader, Type: "string", Format: ""})
+			if err != nil {
+				return nil, err
+			}
+
+			req.Header.Set("opc-request-id", headerParam0)
+		}
+
+	}
+
+	return req, nil
+}
+
+// NewListWorkRequestLogsRequest constructs an http.Request for the ListWorkRequestLogs method
+func NewListWorkRequestLogsRequest(server string, workRequestId WorkRequestIdPath, params *ListWorkRequestLogsParams) (*http.Request, error) {
+	var err error
+
+	var pathParam0 string
+
+	pathParam0, err = runtime.StyleParamWithOptions("simple", false, "workRequestId", workRequestId, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationPath, Type: "string", Format: ""})
+	if err != nil {
+		return nil, err
+	}
+
+	serverURL, err := url.Parse(server)
+	if err != nil {
+		return nil, err
+	}
+
+	operationPath := fmt.Sprintf("/20210201/workRequests/%s/logs", pathParam0)
+	if operationPath[0] == '/' {
+		operationPath = "." + operationPath
+	}
+
+	queryURL, err := serverURL.Parse(operationPath)
+	if err != nil {
+		return nil, err
+	}
+
+	if params != nil {
+		// queryValues collects non-styled parameters (passthrough, JSON)
+		// that are safe to round-trip through url.Values.Encode().
+		queryValues := queryURL.Query()
+		// rawQueryFragments collects pre-encoded query fragments from
+		// styled parameters, preserving literal commas as delimiters
+		// per the OpenAPI spec (e.g. "color=blue,black,brown").
+		var rawQueryFragments []string
+
+		if params.Limit != nil {
+
+			if queryFrag, err := runtime.StyleParamWithOptions("form", true, "limit", *params.Limit, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			} else {
+				for _, qp := range strings.Split(queryFrag, "&") {
+					rawQueryFragments = append(rawQueryFragments, qp)
+				}
+			}
+
+		}
+
+		if params.Page != nil {
+
+			if queryFrag, err := runtime.StyleParamWithOptions("form", true, "page", *params.Page, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			} else {
+				for _, qp := range strings.Split(queryFrag, "&") {
+					rawQueryFragments = append(rawQueryFragments, qp)
+				}
+			}
+
+		}
+
+		if encoded := queryValues.Encode(); encoded != "" {
+			rawQueryFragments = append(rawQueryFragments, encoded)
+		}
+		queryURL.RawQuery = strings.Join(rawQueryFragments, "&")
 	}
 
 	req, err := http.NewRequest(http.MethodGet, queryURL.String(), nil)
@@ -7457,7 +7919,9 @@ type ClientWithResponsesInterface interface {
 	//
 	// Creates a consumer group on a queue that has the `CONSUMER_GROUPS` capability (409 `IncorrectState`
 	// otherwise). From now on every message published to the queue whose attributes match
-	// `consumerGroupFilter` is delivered to this group too (a missing or empty filter matches every message).
+	// `filter` is delivered to this group too (a missing or empty filter matches every message). Answers 202 with
+	// the `opc-work-request-id` of a work request (already `SUCCEEDED`) that names the new group, and the group in
+	// the body.
 	// Messages already in the queue are not re-evaluated. `displayName` is unique per queue (case-insensitive).
 	//
 	// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
@@ -7469,7 +7933,9 @@ type ClientWithResponsesInterface interface {
 	//
 	// Creates a consumer group on a queue that has the `CONSUMER_GROUPS` capability (409 `IncorrectState`
 	// otherwise). From now on every message published to the queue whose attributes match
-	// `consumerGroupFilter` is delivered to this group too (a missing or empty filter matches every message).
+	// `filter` is delivered to this group too (a missing or empty filter matches every message). Answers 202 with
+	// the `opc-work-request-id` of a work request (already `SUCCEEDED`) that names the new group, and the group in
+	// the body.
 	// Messages already in the queue are not re-evaluated. `displayName` is unique per queue (case-insensitive).
 	//
 	// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
@@ -7501,8 +7967,9 @@ type ClientWithResponsesInterface interface {
 
 	// DeleteConsumerGroupWithResponse Delete a consumer group
 	//
-	// Deletes the group (204); its undelivered messages are removed in the background. The primary group
-	// cannot be deleted (409 `IncorrectState`): disable it instead.
+	// Deletes the group (202 with the `opc-work-request-id` of a work request, already `SUCCEEDED`); its undelivered
+	// messages are removed in the background. The primary group cannot be deleted (409 `IncorrectState`): disable
+	// it instead.
 	//
 	// Returns a wrapper object for the known response body format(s).
 	//
@@ -7520,10 +7987,10 @@ type ClientWithResponsesInterface interface {
 
 	// UpdateConsumerGroupWithBodyWithResponse Update a consumer group
 	//
-	// Changes the group's name, filter, enabled flag, dead-letter count or tags. A changed filter or a
-	// re-enabled group affects only messages published afterwards. The primary group can only be enabled or
-	// disabled (and its dead-letter count and tags changed): its name and filter are fixed (409
-	// `IncorrectState`).
+	// Changes the group's name, filter, enabled flag, dead-letter count or tags (the primary group's too). A
+	// changed filter or a re-enabled group affects only messages published afterwards. The change is made at
+	// once; the answer is 202 with the `opc-work-request-id` of a work request (already `SUCCEEDED`), and the
+	// updated group in the body.
 	//
 	// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
 	//
@@ -7532,10 +7999,10 @@ type ClientWithResponsesInterface interface {
 
 	// UpdateConsumerGroupWithResponse Update a consumer group
 	//
-	// Changes the group's name, filter, enabled flag, dead-letter count or tags. A changed filter or a
-	// re-enabled group affects only messages published afterwards. The primary group can only be enabled or
-	// disabled (and its dead-letter count and tags changed): its name and filter are fixed (409
-	// `IncorrectState`).
+	// Changes the group's name, filter, enabled flag, dead-letter count or tags (the primary group's too). A
+	// changed filter or a re-enabled group affects only messages published afterwards. The change is made at
+	// once; the answer is 202 with the `opc-work-request-id` of a work request (already `SUCCEEDED`), and the
+	// updated group in the body.
 	//
 	// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
 	//
@@ -7614,8 +8081,10 @@ type ClientWithResponsesInterface interface {
 	// ListQueuesWithResponse List queues
 	//
 	// Lists the queues in `compartmentId` (or, with `compartmentIdInSubtree=true`, in it and all of its
-	// descendants). Deleted queues are listed only when `lifecycleState=DELETED` is asked for. Results are
-	// paginated: pass the `opc-next-page` response header back as `page`.
+	// descendants). Without `compartmentId`, `id` names the queue to list wherever it is (as OCI allows); with
+	// neither, the queues of the tenancy's root compartment are listed. Deleted queues are listed only when
+	// `lifecycleState=DELETED` is asked for. Results are paginated: pass the `opc-next-page` response header
+	// back as `page`.
 	//
 	// Returns a wrapper object for the known response body format(s).
 	//
@@ -7624,8 +8093,10 @@ type ClientWithResponsesInterface interface {
 
 	// CreateQueueWithBodyWithResponse Create a queue
 	//
-	// Creates a queue in `compartmentId`. Answers 200 with the new queue (already `ACTIVE`) and its `etag`.
-	// Optional settings take the documented defaults when absent. `retentionInSeconds` cannot be changed later.
+	// Creates a queue in `compartmentId`. Answers 202, as OCI does, with the `opc-work-request-id` of a work
+	// request (already `SUCCEEDED`) whose `resources[0].identifier` is the new queue's OCID, and with the new
+	// queue (already `ACTIVE`) and its `etag` in the body. Optional settings take the documented defaults when
+	// absent. `retentionInSeconds` cannot be changed later.
 	//
 	// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
 	//
@@ -7634,8 +8105,10 @@ type ClientWithResponsesInterface interface {
 
 	// CreateQueueWithResponse Create a queue
 	//
-	// Creates a queue in `compartmentId`. Answers 200 with the new queue (already `ACTIVE`) and its `etag`.
-	// Optional settings take the documented defaults when absent. `retentionInSeconds` cannot be changed later.
+	// Creates a queue in `compartmentId`. Answers 202, as OCI does, with the `opc-work-request-id` of a work
+	// request (already `SUCCEEDED`) whose `resources[0].identifier` is the new queue's OCID, and with the new
+	// queue (already `ACTIVE`) and its `etag` in the body. Optional settings take the documented defaults when
+	// absent. `retentionInSeconds` cannot be changed later.
 	//
 	// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
 	//
@@ -7664,8 +8137,9 @@ type ClientWithResponsesInterface interface {
 
 	// UpdateQueueWithBodyWithResponse Update a queue
 	//
-	// Updates the queue's settings (synchronously: 200 with the updated queue). Fields that are absent are left
-	// unchanged; `freeformTags` replaces the whole map when present. `retentionInSeconds` cannot be changed
+	// Updates the queue's settings. The change is made at once; as OCI does, the answer is 202 with the
+	// `opc-work-request-id` of a work request (already `SUCCEEDED`), and the updated queue in the body. Fields that
+	// are absent are left unchanged; `freeformTags` and `definedTags` replace the whole map when present. `retentionInSeconds` cannot be changed
 	// (an unknown field answers 400). A queue that is not `ACTIVE` answers 409 `IncorrectState`.
 	//
 	// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
@@ -7675,8 +8149,9 @@ type ClientWithResponsesInterface interface {
 
 	// UpdateQueueWithResponse Update a queue
 	//
-	// Updates the queue's settings (synchronously: 200 with the updated queue). Fields that are absent are left
-	// unchanged; `freeformTags` replaces the whole map when present. `retentionInSeconds` cannot be changed
+	// Updates the queue's settings. The change is made at once; as OCI does, the answer is 202 with the
+	// `opc-work-request-id` of a work request (already `SUCCEEDED`), and the updated queue in the body. Fields that
+	// are absent are left unchanged; `freeformTags` and `definedTags` replace the whole map when present. `retentionInSeconds` cannot be changed
 	// (an unknown field answers 400). A queue that is not `ACTIVE` answers 409 `IncorrectState`.
 	//
 	// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
@@ -7686,8 +8161,9 @@ type ClientWithResponsesInterface interface {
 
 	// ChangeQueueCompartmentWithBodyWithResponse Move a queue to another compartment
 	//
-	// Moves the queue to the compartment `compartmentId` of the same tenancy (synchronously: 200 with the moved
-	// queue). The caller needs permission in both the source and the target compartment.
+	// Moves the queue to the compartment `compartmentId` of the same tenancy. The move is made at once; the answer
+	// is 202 with the `opc-work-request-id` of a work request (already `SUCCEEDED`), and the moved queue in the
+	// body. The caller needs permission in both the source and the target compartment.
 	//
 	// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
 	//
@@ -7696,8 +8172,9 @@ type ClientWithResponsesInterface interface {
 
 	// ChangeQueueCompartmentWithResponse Move a queue to another compartment
 	//
-	// Moves the queue to the compartment `compartmentId` of the same tenancy (synchronously: 200 with the moved
-	// queue). The caller needs permission in both the source and the target compartment.
+	// Moves the queue to the compartment `compartmentId` of the same tenancy. The move is made at once; the answer
+	// is 202 with the `opc-work-request-id` of a work request (already `SUCCEEDED`), and the moved queue in the
+	// body. The caller needs permission in both the source and the target compartment.
 	//
 	// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
 	//
@@ -7807,8 +8284,9 @@ type ClientWithResponsesInterface interface {
 
 	// PutMessagesWithBodyWithResponse Publish messages
 	//
-	// Publishes 1 to 20 messages. Each message's content is at most 256 KiB (262144 bytes of UTF-8; clients
-	// base64-encode binary data) and the whole request at most 2 MiB (413 `PayloadTooLarge` otherwise).
+	// Publishes 1 to 20 messages. Each message's content is at most 256 KiB (262144 bytes of UTF-8; 1 MiB on a
+	// queue with the `LARGE_MESSAGES` capability; clients base64-encode binary data) and the whole request at
+	// most 2 MiB (413 `PayloadTooLarge` otherwise).
 	// A validation failure rejects the whole batch with 400 and writes nothing. Messages are durable when the
 	// 200 is sent; the result lists one entry per message, in request order. With a deduplication window, a
 	// message whose `deduplicationId` was already accepted answers the original `id` and is not enqueued again.
@@ -7823,8 +8301,9 @@ type ClientWithResponsesInterface interface {
 
 	// PutMessagesWithResponse Publish messages
 	//
-	// Publishes 1 to 20 messages. Each message's content is at most 256 KiB (262144 bytes of UTF-8; clients
-	// base64-encode binary data) and the whole request at most 2 MiB (413 `PayloadTooLarge` otherwise).
+	// Publishes 1 to 20 messages. Each message's content is at most 256 KiB (262144 bytes of UTF-8; 1 MiB on a
+	// queue with the `LARGE_MESSAGES` capability; clients base64-encode binary data) and the whole request at
+	// most 2 MiB (413 `PayloadTooLarge` otherwise).
 	// A validation failure rejects the whole batch with 400 and writes nothing. Messages are durable when the
 	// 200 is sent; the result lists one entry per message, in request order. With a deduplication window, a
 	// message whose `deduplicationId` was already accepted answers the original `id` and is not enqueued again.
@@ -7954,7 +8433,9 @@ type ClientWithResponsesInterface interface {
 	// ListWorkRequestsWithResponse List work requests
 	//
 	// Lists the work requests of `compartmentId`, newest first, optionally only those that affect the resource
-	// `resourceId`. Results are paginated: pass the `opc-next-page` response header back as `page`.
+	// `resourceId`, or only the work request `workRequestId`. Without `compartmentId`, `workRequestId` names the
+	// work request to list wherever it is; with neither, those of the tenancy's root compartment are listed.
+	// Results are paginated: pass the `opc-next-page` response header back as `page`.
 	//
 	// Returns a wrapper object for the known response body format(s).
 	//
@@ -7969,6 +8450,24 @@ type ClientWithResponsesInterface interface {
 	//
 	// Corresponds with GET /20210201/workRequests/{workRequestId} (the `GetWorkRequest` operationId).
 	GetWorkRequestWithResponse(ctx context.Context, workRequestId WorkRequestIdPath, params *GetWorkRequestParams, reqEditors ...RequestEditorFn) (*GetWorkRequestResponse, error)
+
+	// ListWorkRequestErrorsWithResponse List a work request's errors
+	//
+	// The errors a work request met (a failed one has one), oldest first, paginated.
+	//
+	// Returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with GET /20210201/workRequests/{workRequestId}/errors (the `ListWorkRequestErrors` operationId).
+	ListWorkRequestErrorsWithResponse(ctx context.Context, workRequestId WorkRequestIdPath, params *ListWorkRequestErrorsParams, reqEditors ...RequestEditorFn) (*ListWorkRequestErrorsResponse, error)
+
+	// ListWorkRequestLogsWithResponse List a work request's log
+	//
+	// The steps of a work request (accepted, started, succeeded or failed), oldest first, paginated.
+	//
+	// Returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with GET /20210201/workRequests/{workRequestId}/logs (the `ListWorkRequestLogs` operationId).
+	ListWorkRequestLogsWithResponse(ctx context.Context, workRequestId WorkRequestIdPath, params *ListWorkRequestLogsParams, reqEditors ...RequestEditorFn) (*ListWorkRequestLogsResponse, error)
 
 	// HealthzWithResponse Liveness probe
 	//
@@ -8951,10 +9450,11 @@ func (r ListConsumerGroupsResponse) ContentType() string {
 	return ""
 }
 
-// CreateConsumerGroupResponse200Headers the declared response headers of an HTTP 200 response for CreateConsumerGroup
-type CreateConsumerGroupResponse200Headers struct {
-	Etag         *string
-	OpcRequestId *string
+// CreateConsumerGroupResponse202Headers the declared response headers of an HTTP 202 response for CreateConsumerGroup
+type CreateConsumerGroupResponse202Headers struct {
+	Etag             *string
+	OpcRequestId     *string
+	OpcWorkRequestId *Ocid
 }
 
 // CreateConsumerGroupResponse400Headers the declared response headers of an HTTP 400 response for CreateConsumerGroup
@@ -8996,8 +9496,8 @@ type CreateConsumerGroupResponse500Headers struct {
 type CreateConsumerGroupResponse struct {
 	Body         []byte
 	HTTPResponse *http.Response
-	// JSON200 the response for an HTTP 200 `application/json` response
-	JSON200 *ConsumerGroup
+	// JSON202 the response for an HTTP 202 `application/json` response
+	JSON202 *ConsumerGroup
 	// JSON400 the response for an HTTP 400 `application/json` response
 	JSON400 *BadRequest
 	// JSON401 the response for an HTTP 401 `application/json` response
@@ -9012,8 +9512,8 @@ type CreateConsumerGroupResponse struct {
 	JSON429 *TooManyRequests
 	// JSON500 the response for an HTTP 500 `application/json` response
 	JSON500 *InternalServerError
-	// Headers200 the parsed response headers for an HTTP 200 response
-	Headers200 *CreateConsumerGroupResponse200Headers
+	// Headers202 the parsed response headers for an HTTP 202 response
+	Headers202 *CreateConsumerGroupResponse202Headers
 	// Headers400 the parsed response headers for an HTTP 400 response
 	Headers400 *CreateConsumerGroupResponse400Headers
 	// Headers401 the parsed response headers for an HTTP 401 response
@@ -9030,9 +9530,9 @@ type CreateConsumerGroupResponse struct {
 	Headers500 *CreateConsumerGroupResponse500Headers
 }
 
-// GetJSON200 returns the response for an HTTP 200 `application/json` response
-func (r CreateConsumerGroupResponse) GetJSON200() *ConsumerGroup {
-	return r.JSON200
+// GetJSON202 returns the response for an HTTP 202 `application/json` response
+func (r CreateConsumerGroupResponse) GetJSON202() *ConsumerGroup {
+	return r.JSON202
 }
 
 // GetJSON400 returns the response for an HTTP 400 `application/json` response
@@ -9232,9 +9732,10 @@ func (r ValidateConsumerGroupFilterResponse) ContentType() string {
 	return ""
 }
 
-// DeleteConsumerGroupResponse204Headers the declared response headers of an HTTP 204 response for DeleteConsumerGroup
-type DeleteConsumerGroupResponse204Headers struct {
-	OpcRequestId *string
+// DeleteConsumerGroupResponse202Headers the declared response headers of an HTTP 202 response for DeleteConsumerGroup
+type DeleteConsumerGroupResponse202Headers struct {
+	OpcRequestId     *string
+	OpcWorkRequestId *Ocid
 }
 
 // DeleteConsumerGroupResponse400Headers the declared response headers of an HTTP 400 response for DeleteConsumerGroup
@@ -9290,8 +9791,8 @@ type DeleteConsumerGroupResponse struct {
 	JSON429 *TooManyRequests
 	// JSON500 the response for an HTTP 500 `application/json` response
 	JSON500 *InternalServerError
-	// Headers204 the parsed response headers for an HTTP 204 response
-	Headers204 *DeleteConsumerGroupResponse204Headers
+	// Headers202 the parsed response headers for an HTTP 202 response
+	Headers202 *DeleteConsumerGroupResponse202Headers
 	// Headers400 the parsed response headers for an HTTP 400 response
 	Headers400 *DeleteConsumerGroupResponse400Headers
 	// Headers401 the parsed response headers for an HTTP 401 response
@@ -9492,10 +9993,11 @@ func (r GetConsumerGroupResponse) ContentType() string {
 	return ""
 }
 
-// UpdateConsumerGroupResponse200Headers the declared response headers of an HTTP 200 response for UpdateConsumerGroup
-type UpdateConsumerGroupResponse200Headers struct {
-	Etag         *string
-	OpcRequestId *string
+// UpdateConsumerGroupResponse202Headers the declared response headers of an HTTP 202 response for UpdateConsumerGroup
+type UpdateConsumerGroupResponse202Headers struct {
+	Etag             *string
+	OpcRequestId     *string
+	OpcWorkRequestId *Ocid
 }
 
 // UpdateConsumerGroupResponse400Headers the declared response headers of an HTTP 400 response for UpdateConsumerGroup
@@ -9542,8 +10044,8 @@ type UpdateConsumerGroupResponse500Headers struct {
 type UpdateConsumerGroupResponse struct {
 	Body         []byte
 	HTTPResponse *http.Response
-	// JSON200 the response for an HTTP 200 `application/json` response
-	JSON200 *ConsumerGroup
+	// JSON202 the response for an HTTP 202 `application/json` response
+	JSON202 *ConsumerGroup
 	// JSON400 the response for an HTTP 400 `application/json` response
 	JSON400 *BadRequest
 	// JSON401 the response for an HTTP 401 `application/json` response
@@ -9560,8 +10062,8 @@ type UpdateConsumerGroupResponse struct {
 	JSON429 *TooManyRequests
 	// JSON500 the response for an HTTP 500 `application/json` response
 	JSON500 *InternalServerError
-	// Headers200 the parsed response headers for an HTTP 200 response
-	Headers200 *UpdateConsumerGroupResponse200Headers
+	// Headers202 the parsed response headers for an HTTP 202 response
+	Headers202 *UpdateConsumerGroupResponse202Headers
 	// Headers400 the parsed response headers for an HTTP 400 response
 	Headers400 *UpdateConsumerGroupResponse400Headers
 	// Headers401 the parsed response headers for an HTTP 401 response
@@ -9580,9 +10082,9 @@ type UpdateConsumerGroupResponse struct {
 	Headers500 *UpdateConsumerGroupResponse500Headers
 }
 
-// GetJSON200 returns the response for an HTTP 200 `application/json` response
-func (r UpdateConsumerGroupResponse) GetJSON200() *ConsumerGroup {
-	return r.JSON200
+// GetJSON202 returns the response for an HTTP 202 `application/json` response
+func (r UpdateConsumerGroupResponse) GetJSON202() *ConsumerGroup {
+	return r.JSON202
 }
 
 // GetJSON400 returns the response for an HTTP 400 `application/json` response
@@ -10464,10 +10966,11 @@ func (r ListQueuesResponse) ContentType() string {
 	return ""
 }
 
-// CreateQueueResponse200Headers the declared response headers of an HTTP 200 response for CreateQueue
-type CreateQueueResponse200Headers struct {
-	Etag         *string
-	OpcRequestId *string
+// CreateQueueResponse202Headers the declared response headers of an HTTP 202 response for CreateQueue
+type CreateQueueResponse202Headers struct {
+	Etag             *string
+	OpcRequestId     *string
+	OpcWorkRequestId *Ocid
 }
 
 // CreateQueueResponse400Headers the declared response headers of an HTTP 400 response for CreateQueue
@@ -10509,8 +11012,8 @@ type CreateQueueResponse500Headers struct {
 type CreateQueueResponse struct {
 	Body         []byte
 	HTTPResponse *http.Response
-	// JSON200 the response for an HTTP 200 `application/json` response
-	JSON200 *Queue
+	// JSON202 the response for an HTTP 202 `application/json` response
+	JSON202 *Queue
 	// JSON400 the response for an HTTP 400 `application/json` response
 	JSON400 *BadRequest
 	// JSON401 the response for an HTTP 401 `application/json` response
@@ -10525,8 +11028,8 @@ type CreateQueueResponse struct {
 	JSON429 *TooManyRequests
 	// JSON500 the response for an HTTP 500 `application/json` response
 	JSON500 *InternalServerError
-	// Headers200 the parsed response headers for an HTTP 200 response
-	Headers200 *CreateQueueResponse200Headers
+	// Headers202 the parsed response headers for an HTTP 202 response
+	Headers202 *CreateQueueResponse202Headers
 	// Headers400 the parsed response headers for an HTTP 400 response
 	Headers400 *CreateQueueResponse400Headers
 	// Headers401 the parsed response headers for an HTTP 401 response
@@ -10543,9 +11046,9 @@ type CreateQueueResponse struct {
 	Headers500 *CreateQueueResponse500Headers
 }
 
-// GetJSON200 returns the response for an HTTP 200 `application/json` response
-func (r CreateQueueResponse) GetJSON200() *Queue {
-	return r.JSON200
+// GetJSON202 returns the response for an HTTP 202 `application/json` response
+func (r CreateQueueResponse) GetJSON202() *Queue {
+	return r.JSON202
 }
 
 // GetJSON400 returns the response for an HTTP 400 `application/json` response
@@ -10873,10 +11376,11 @@ func (r GetQueueResponse) ContentType() string {
 	return ""
 }
 
-// UpdateQueueResponse200Headers the declared response headers of an HTTP 200 response for UpdateQueue
-type UpdateQueueResponse200Headers struct {
-	Etag         *string
-	OpcRequestId *string
+// UpdateQueueResponse202Headers the declared response headers of an HTTP 202 response for UpdateQueue
+type UpdateQueueResponse202Headers struct {
+	Etag             *string
+	OpcRequestId     *string
+	OpcWorkRequestId *Ocid
 }
 
 // UpdateQueueResponse400Headers the declared response headers of an HTTP 400 response for UpdateQueue
@@ -10923,8 +11427,8 @@ type UpdateQueueResponse500Headers struct {
 type UpdateQueueResponse struct {
 	Body         []byte
 	HTTPResponse *http.Response
-	// JSON200 the response for an HTTP 200 `application/json` response
-	JSON200 *Queue
+	// JSON202 the response for an HTTP 202 `application/json` response
+	JSON202 *Queue
 	// JSON400 the response for an HTTP 400 `application/json` response
 	JSON400 *BadRequest
 	// JSON401 the response for an HTTP 401 `application/json` response
@@ -10941,8 +11445,8 @@ type UpdateQueueResponse struct {
 	JSON429 *TooManyRequests
 	// JSON500 the response for an HTTP 500 `application/json` response
 	JSON500 *InternalServerError
-	// Headers200 the parsed response headers for an HTTP 200 response
-	Headers200 *UpdateQueueResponse200Headers
+	// Headers202 the parsed response headers for an HTTP 202 response
+	Headers202 *UpdateQueueResponse202Headers
 	// Headers400 the parsed response headers for an HTTP 400 response
 	Headers400 *UpdateQueueResponse400Headers
 	// Headers401 the parsed response headers for an HTTP 401 response
@@ -10961,9 +11465,9 @@ type UpdateQueueResponse struct {
 	Headers500 *UpdateQueueResponse500Headers
 }
 
-// GetJSON200 returns the response for an HTTP 200 `application/json` response
-func (r UpdateQueueResponse) GetJSON200() *Queue {
-	return r.JSON200
+// GetJSON202 returns the response for an HTTP 202 `application/json` response
+func (r UpdateQueueResponse) GetJSON202() *Queue {
+	return r.JSON202
 }
 
 // GetJSON400 returns the response for an HTTP 400 `application/json` response
@@ -11035,10 +11539,11 @@ func (r UpdateQueueResponse) ContentType() string {
 	return ""
 }
 
-// ChangeQueueCompartmentResponse200Headers the declared response headers of an HTTP 200 response for ChangeQueueCompartment
-type ChangeQueueCompartmentResponse200Headers struct {
-	Etag         *string
-	OpcRequestId *string
+// ChangeQueueCompartmentResponse202Headers the declared response headers of an HTTP 202 response for ChangeQueueCompartment
+type ChangeQueueCompartmentResponse202Headers struct {
+	Etag             *string
+	OpcRequestId     *string
+	OpcWorkRequestId *Ocid
 }
 
 // ChangeQueueCompartmentResponse400Headers the declared response headers of an HTTP 400 response for ChangeQueueCompartment
@@ -11085,8 +11590,8 @@ type ChangeQueueCompartmentResponse500Headers struct {
 type ChangeQueueCompartmentResponse struct {
 	Body         []byte
 	HTTPResponse *http.Response
-	// JSON200 the response for an HTTP 200 `application/json` response
-	JSON200 *Queue
+	// JSON202 the response for an HTTP 202 `application/json` response
+	JSON202 *Queue
 	// JSON400 the response for an HTTP 400 `application/json` response
 	JSON400 *BadRequest
 	// JSON401 the response for an HTTP 401 `application/json` response
@@ -11103,8 +11608,8 @@ type ChangeQueueCompartmentResponse struct {
 	JSON429 *TooManyRequests
 	// JSON500 the response for an HTTP 500 `application/json` response
 	JSON500 *InternalServerError
-	// Headers200 the parsed response headers for an HTTP 200 response
-	Headers200 *ChangeQueueCompartmentResponse200Headers
+	// Headers202 the parsed response headers for an HTTP 202 response
+	Headers202 *ChangeQueueCompartmentResponse202Headers
 	// Headers400 the parsed response headers for an HTTP 400 response
 	Headers400 *ChangeQueueCompartmentResponse400Headers
 	// Headers401 the parsed response headers for an HTTP 401 response
@@ -11123,9 +11628,9 @@ type ChangeQueueCompartmentResponse struct {
 	Headers500 *ChangeQueueCompartmentResponse500Headers
 }
 
-// GetJSON200 returns the response for an HTTP 200 `application/json` response
-func (r ChangeQueueCompartmentResponse) GetJSON200() *Queue {
-	return r.JSON200
+// GetJSON202 returns the response for an HTTP 202 `application/json` response
+func (r ChangeQueueCompartmentResponse) GetJSON202() *Queue {
+	return r.JSON202
 }
 
 // GetJSON400 returns the response for an HTTP 400 `application/json` response
@@ -13112,6 +13617,246 @@ func (r GetWorkRequestResponse) ContentType() string {
 	return ""
 }
 
+// ListWorkRequestErrorsResponse200Headers the declared response headers of an HTTP 200 response for ListWorkRequestErrors
+type ListWorkRequestErrorsResponse200Headers struct {
+	OpcNextPage  *string
+	OpcRequestId *string
+}
+
+// ListWorkRequestErrorsResponse400Headers the declared response headers of an HTTP 400 response for ListWorkRequestErrors
+type ListWorkRequestErrorsResponse400Headers struct {
+	OpcRequestId *string
+}
+
+// ListWorkRequestErrorsResponse401Headers the declared response headers of an HTTP 401 response for ListWorkRequestErrors
+type ListWorkRequestErrorsResponse401Headers struct {
+	OpcRequestId *string
+}
+
+// ListWorkRequestErrorsResponse404Headers the declared response headers of an HTTP 404 response for ListWorkRequestErrors
+type ListWorkRequestErrorsResponse404Headers struct {
+	OpcRequestId *string
+}
+
+// ListWorkRequestErrorsResponse429Headers the declared response headers of an HTTP 429 response for ListWorkRequestErrors
+type ListWorkRequestErrorsResponse429Headers struct {
+	OpcRequestId *string
+	RetryAfter   *int
+}
+
+// ListWorkRequestErrorsResponse500Headers the declared response headers of an HTTP 500 response for ListWorkRequestErrors
+type ListWorkRequestErrorsResponse500Headers struct {
+	OpcRequestId *string
+}
+
+type ListWorkRequestErrorsResponse struct {
+	Body         []byte
+	HTTPResponse *http.Response
+	// JSON200 the response for an HTTP 200 `application/json` response
+	JSON200 *WorkRequestErrorCollection
+	// JSON400 the response for an HTTP 400 `application/json` response
+	JSON400 *BadRequest
+	// JSON401 the response for an HTTP 401 `application/json` response
+	JSON401 *Unauthorized
+	// JSON404 the response for an HTTP 404 `application/json` response
+	JSON404 *NotFound
+	// JSON429 the response for an HTTP 429 `application/json` response
+	JSON429 *TooManyRequests
+	// JSON500 the response for an HTTP 500 `application/json` response
+	JSON500 *InternalServerError
+	// Headers200 the parsed response headers for an HTTP 200 response
+	Headers200 *ListWorkRequestErrorsResponse200Headers
+	// Headers400 the parsed response headers for an HTTP 400 response
+	Headers400 *ListWorkRequestErrorsResponse400Headers
+	// Headers401 the parsed response headers for an HTTP 401 response
+	Headers401 *ListWorkRequestErrorsResponse401Headers
+	// Headers404 the parsed response headers for an HTTP 404 response
+	Headers404 *ListWorkRequestErrorsResponse404Headers
+	// Headers429 the parsed response headers for an HTTP 429 response
+	Headers429 *ListWorkRequestErrorsResponse429Headers
+	// Headers500 the parsed response headers for an HTTP 500 response
+	Headers500 *ListWorkRequestErrorsResponse500Headers
+}
+
+// GetJSON200 returns the response for an HTTP 200 `application/json` response
+func (r ListWorkRequestErrorsResponse) GetJSON200() *WorkRequestErrorCollection {
+	return r.JSON200
+}
+
+// GetJSON400 returns the response for an HTTP 400 `application/json` response
+func (r ListWorkRequestErrorsResponse) GetJSON400() *BadRequest {
+	return r.JSON400
+}
+
+// GetJSON401 returns the response for an HTTP 401 `application/json` response
+func (r ListWorkRequestErrorsResponse) GetJSON401() *Unauthorized {
+	return r.JSON401
+}
+
+// GetJSON404 returns the response for an HTTP 404 `application/json` response
+func (r ListWorkRequestErrorsResponse) GetJSON404() *NotFound {
+	return r.JSON404
+}
+
+// GetJSON429 returns the response for an HTTP 429 `application/json` response
+func (r ListWorkRequestErrorsResponse) GetJSON429() *TooManyRequests {
+	return r.JSON429
+}
+
+// GetJSON500 returns the response for an HTTP 500 `application/json` response
+func (r ListWorkRequestErrorsResponse) GetJSON500() *InternalServerError {
+	return r.JSON500
+}
+
+// GetBody returns the raw response body bytes
+func (r ListWorkRequestErrorsResponse) GetBody() []byte {
+	return r.Body
+}
+
+// Status returns HTTPResponse.Status
+func (r ListWorkRequestErrorsResponse) Status() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Status
+	}
+	return http.StatusText(0)
+}
+
+// StatusCode returns HTTPResponse.StatusCode
+func (r ListWorkRequestErrorsResponse) StatusCode() int {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.StatusCode
+	}
+	return 0
+}
+
+// ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
+func (r ListWorkRequestErrorsResponse) ContentType() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Header.Get("Content-Type")
+	}
+	return ""
+}
+
+// ListWorkRequestLogsResponse200Headers the declared response headers of an HTTP 200 response for ListWorkRequestLogs
+type ListWorkRequestLogsResponse200Headers struct {
+	OpcNextPage  *string
+	OpcRequestId *string
+}
+
+// ListWorkRequestLogsResponse400Headers the declared response headers of an HTTP 400 response for ListWorkRequestLogs
+type ListWorkRequestLogsResponse400Headers struct {
+	OpcRequestId *string
+}
+
+// ListWorkRequestLogsResponse401Headers the declared response headers of an HTTP 401 response for ListWorkRequestLogs
+type ListWorkRequestLogsResponse401Headers struct {
+	OpcRequestId *string
+}
+
+// ListWorkRequestLogsResponse404Headers the declared response headers of an HTTP 404 response for ListWorkRequestLogs
+type ListWorkRequestLogsResponse404Headers struct {
+	OpcRequestId *string
+}
+
+// ListWorkRequestLogsResponse429Headers the declared response headers of an HTTP 429 response for ListWorkRequestLogs
+type ListWorkRequestLogsResponse429Headers struct {
+	OpcRequestId *string
+	RetryAfter   *int
+}
+
+// ListWorkRequestLogsResponse500Headers the declared response headers of an HTTP 500 response for ListWorkRequestLogs
+type ListWorkRequestLogsResponse500Headers struct {
+	OpcRequestId *string
+}
+
+type ListWorkRequestLogsResponse struct {
+	Body         []byte
+	HTTPResponse *http.Response
+	// JSON200 the response for an HTTP 200 `application/json` response
+	JSON200 *WorkRequestLogEntryCollection
+	// JSON400 the response for an HTTP 400 `application/json` response
+	JSON400 *BadRequest
+	// JSON401 the response for an HTTP 401 `application/json` response
+	JSON401 *Unauthorized
+	// JSON404 the response for an HTTP 404 `application/json` response
+	JSON404 *NotFound
+	// JSON429 the response for an HTTP 429 `application/json` response
+	JSON429 *TooManyRequests
+	// JSON500 the response for an HTTP 500 `application/json` response
+	JSON500 *InternalServerError
+	// Headers200 the parsed response headers for an HTTP 200 response
+	Headers200 *ListWorkRequestLogsResponse200Headers
+	// Headers400 the parsed response headers for an HTTP 400 response
+	Headers400 *ListWorkRequestLogsResponse400Headers
+	// Headers401 the parsed response headers for an HTTP 401 response
+	Headers401 *ListWorkRequestLogsResponse401Headers
+	// Headers404 the parsed response headers for an HTTP 404 response
+	Headers404 *ListWorkRequestLogsResponse404Headers
+	// Headers429 the parsed response headers for an HTTP 429 response
+	Headers429 *ListWorkRequestLogsResponse429Headers
+	// Headers500 the parsed response headers for an HTTP 500 response
+	Headers500 *ListWorkRequestLogsResponse500Headers
+}
+
+// GetJSON200 returns the response for an HTTP 200 `application/json` response
+func (r ListWorkRequestLogsResponse) GetJSON200() *WorkRequestLogEntryCollection {
+	return r.JSON200
+}
+
+// GetJSON400 returns the response for an HTTP 400 `application/json` response
+func (r ListWorkRequestLogsResponse) GetJSON400() *BadRequest {
+	return r.JSON400
+}
+
+// GetJSON401 returns the response for an HTTP 401 `application/json` response
+func (r ListWorkRequestLogsResponse) GetJSON401() *Unauthorized {
+	return r.JSON401
+}
+
+// GetJSON404 returns the response for an HTTP 404 `application/json` response
+func (r ListWorkRequestLogsResponse) GetJSON404() *NotFound {
+	return r.JSON404
+}
+
+// GetJSON429 returns the response for an HTTP 429 `application/json` response
+func (r ListWorkRequestLogsResponse) GetJSON429() *TooManyRequests {
+	return r.JSON429
+}
+
+// GetJSON500 returns the response for an HTTP 500 `application/json` response
+func (r ListWorkRequestLogsResponse) GetJSON500() *InternalServerError {
+	return r.JSON500
+}
+
+// GetBody returns the raw response body bytes
+func (r ListWorkRequestLogsResponse) GetBody() []byte {
+	return r.Body
+}
+
+// Status returns HTTPResponse.Status
+func (r ListWorkRequestLogsResponse) Status() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Status
+	}
+	return http.StatusText(0)
+}
+
+// StatusCode returns HTTPResponse.StatusCode
+func (r ListWorkRequestLogsResponse) StatusCode() int {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.StatusCode
+	}
+	return 0
+}
+
+// ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
+func (r ListWorkRequestLogsResponse) ContentType() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Header.Get("Content-Type")
+	}
+	return ""
+}
+
 // HealthzResponse200Headers the declared response headers of an HTTP 200 response for Healthz
 type HealthzResponse200Headers struct {
 	OpcRequestId *string
@@ -13478,7 +14223,9 @@ func (c *ClientWithResponses) ListConsumerGroupsWithResponse(ctx context.Context
 //
 // Creates a consumer group on a queue that has the `CONSUMER_GROUPS` capability (409 `IncorrectState`
 // otherwise). From now on every message published to the queue whose attributes match
-// `consumerGroupFilter` is delivered to this group too (a missing or empty filter matches every message).
+// `filter` is delivered to this group too (a missing or empty filter matches every message). Answers 202 with
+// the `opc-work-request-id` of a work request (already `SUCCEEDED`) that names the new group, and the group in
+// the body.
 // Messages already in the queue are not re-evaluated. `displayName` is unique per queue (case-insensitive).
 //
 // Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
@@ -13496,7 +14243,9 @@ func (c *ClientWithResponses) CreateConsumerGroupWithBodyWithResponse(ctx contex
 //
 // Creates a consumer group on a queue that has the `CONSUMER_GROUPS` capability (409 `IncorrectState`
 // otherwise). From now on every message published to the queue whose attributes match
-// `consumerGroupFilter` is delivered to this group too (a missing or empty filter matches every message).
+// `filter` is delivered to this group too (a missing or empty filter matches every message). Answers 202 with
+// the `opc-work-request-id` of a work request (already `SUCCEEDED`) that names the new group, and the group in
+// the body.
 // Messages already in the queue are not re-evaluated. `displayName` is unique per queue (case-insensitive).
 //
 // Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
@@ -13546,8 +14295,9 @@ func (c *ClientWithResponses) ValidateConsumerGroupFilterWithResponse(ctx contex
 
 // DeleteConsumerGroupWithResponse Delete a consumer group
 //
-// Deletes the group (204); its undelivered messages are removed in the background. The primary group
-// cannot be deleted (409 `IncorrectState`): disable it instead.
+// Deletes the group (202 with the `opc-work-request-id` of a work request, already `SUCCEEDED`); its undelivered
+// messages are removed in the background. The primary group cannot be deleted (409 `IncorrectState`): disable
+// it instead.
 //
 // Returns a wrapper object for the known response body format(s).
 //
@@ -13577,10 +14327,10 @@ func (c *ClientWithResponses) GetConsumerGroupWithResponse(ctx context.Context, 
 
 // UpdateConsumerGroupWithBodyWithResponse Update a consumer group
 //
-// Changes the group's name, filter, enabled flag, dead-letter count or tags. A changed filter or a
-// re-enabled group affects only messages published afterwards. The primary group can only be enabled or
-// disabled (and its dead-letter count and tags changed): its name and filter are fixed (409
-// `IncorrectState`).
+// Changes the group's name, filter, enabled flag, dead-letter count or tags (the primary group's too). A
+// changed filter or a re-enabled group affects only messages published afterwards. The change is made at
+// once; the answer is 202 with the `opc-work-request-id` of a work request (already `SUCCEEDED`), and the
+// updated group in the body.
 //
 // Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
 //
@@ -13595,10 +14345,10 @@ func (c *ClientWithResponses) UpdateConsumerGroupWithBodyWithResponse(ctx contex
 
 // UpdateConsumerGroupWithResponse Update a consumer group
 //
-// Changes the group's name, filter, enabled flag, dead-letter count or tags. A changed filter or a
-// re-enabled group affects only messages published afterwards. The primary group can only be enabled or
-// disabled (and its dead-letter count and tags changed): its name and filter are fixed (409
-// `IncorrectState`).
+// Changes the group's name, filter, enabled flag, dead-letter count or tags (the primary group's too). A
+// changed filter or a re-enabled group affects only messages published afterwards. The change is made at
+// once; the answer is 202 with the `opc-work-request-id` of a work request (already `SUCCEEDED`), and the
+// updated group in the body.
 //
 // Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
 //
@@ -13725,8 +14475,10 @@ func (c *ClientWithResponses) UpdatePolicyWithResponse(ctx context.Context, poli
 // ListQueuesWithResponse List queues
 //
 // Lists the queues in `compartmentId` (or, with `compartmentIdInSubtree=true`, in it and all of its
-// descendants). Deleted queues are listed only when `lifecycleState=DELETED` is asked for. Results are
-// paginated: pass the `opc-next-page` response header back as `page`.
+// descendants). Without `compartmentId`, `id` names the queue to list wherever it is (as OCI allows); with
+// neither, the queues of the tenancy's root compartment are listed. Deleted queues are listed only when
+// `lifecycleState=DELETED` is asked for. Results are paginated: pass the `opc-next-page` response header
+// back as `page`.
 //
 // Returns a wrapper object for the known response body format(s).
 //
@@ -13741,8 +14493,10 @@ func (c *ClientWithResponses) ListQueuesWithResponse(ctx context.Context, params
 
 // CreateQueueWithBodyWithResponse Create a queue
 //
-// Creates a queue in `compartmentId`. Answers 200 with the new queue (already `ACTIVE`) and its `etag`.
-// Optional settings take the documented defaults when absent. `retentionInSeconds` cannot be changed later.
+// Creates a queue in `compartmentId`. Answers 202, as OCI does, with the `opc-work-request-id` of a work
+// request (already `SUCCEEDED`) whose `resources[0].identifier` is the new queue's OCID, and with the new
+// queue (already `ACTIVE`) and its `etag` in the body. Optional settings take the documented defaults when
+// absent. `retentionInSeconds` cannot be changed later.
 //
 // Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
 //
@@ -13757,8 +14511,10 @@ func (c *ClientWithResponses) CreateQueueWithBodyWithResponse(ctx context.Contex
 
 // CreateQueueWithResponse Create a queue
 //
-// Creates a queue in `compartmentId`. Answers 200 with the new queue (already `ACTIVE`) and its `etag`.
-// Optional settings take the documented defaults when absent. `retentionInSeconds` cannot be changed later.
+// Creates a queue in `compartmentId`. Answers 202, as OCI does, with the `opc-work-request-id` of a work
+// request (already `SUCCEEDED`) whose `resources[0].identifier` is the new queue's OCID, and with the new
+// queue (already `ACTIVE`) and its `etag` in the body. Optional settings take the documented defaults when
+// absent. `retentionInSeconds` cannot be changed later.
 //
 // Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
 //
@@ -13805,8 +14561,9 @@ func (c *ClientWithResponses) GetQueueWithResponse(ctx context.Context, queueId 
 
 // UpdateQueueWithBodyWithResponse Update a queue
 //
-// Updates the queue's settings (synchronously: 200 with the updated queue). Fields that are absent are left
-// unchanged; `freeformTags` replaces the whole map when present. `retentionInSeconds` cannot be changed
+// Updates the queue's settings. The change is made at once; as OCI does, the answer is 202 with the
+// `opc-work-request-id` of a work request (already `SUCCEEDED`), and the updated queue in the body. Fields that
+// are absent are left unchanged; `freeformTags` and `definedTags` replace the whole map when present. `retentionInSeconds` cannot be changed
 // (an unknown field answers 400). A queue that is not `ACTIVE` answers 409 `IncorrectState`.
 //
 // Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
@@ -13822,8 +14579,9 @@ func (c *ClientWithResponses) UpdateQueueWithBodyWithResponse(ctx context.Contex
 
 // UpdateQueueWithResponse Update a queue
 //
-// Updates the queue's settings (synchronously: 200 with the updated queue). Fields that are absent are left
-// unchanged; `freeformTags` replaces the whole map when present. `retentionInSeconds` cannot be changed
+// Updates the queue's settings. The change is made at once; as OCI does, the answer is 202 with the
+// `opc-work-request-id` of a work request (already `SUCCEEDED`), and the updated queue in the body. Fields that
+// are absent are left unchanged; `freeformTags` and `definedTags` replace the whole map when present. `retentionInSeconds` cannot be changed
 // (an unknown field answers 400). A queue that is not `ACTIVE` answers 409 `IncorrectState`.
 //
 // Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
@@ -13839,8 +14597,9 @@ func (c *ClientWithResponses) UpdateQueueWithResponse(ctx context.Context, queue
 
 // ChangeQueueCompartmentWithBodyWithResponse Move a queue to another compartment
 //
-// Moves the queue to the compartment `compartmentId` of the same tenancy (synchronously: 200 with the moved
-// queue). The caller needs permission in both the source and the target compartment.
+// Moves the queue to the compartment `compartmentId` of the same tenancy. The move is made at once; the answer
+// is 202 with the `opc-work-request-id` of a work request (already `SUCCEEDED`), and the moved queue in the
+// body. The caller needs permission in both the source and the target compartment.
 //
 // Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
 //
@@ -13855,8 +14614,9 @@ func (c *ClientWithResponses) ChangeQueueCompartmentWithBodyWithResponse(ctx con
 
 // ChangeQueueCompartmentWithResponse Move a queue to another compartment
 //
-// Moves the queue to the compartment `compartmentId` of the same tenancy (synchronously: 200 with the moved
-// queue). The caller needs permission in both the source and the target compartment.
+// Moves the queue to the compartment `compartmentId` of the same tenancy. The move is made at once; the answer
+// is 202 with the `opc-work-request-id` of a work request (already `SUCCEEDED`), and the moved queue in the
+// body. The caller needs permission in both the source and the target compartment.
 //
 // Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
 //
@@ -14020,8 +14780,9 @@ func (c *ClientWithResponses) GetMessagesWithResponse(ctx context.Context, queue
 
 // PutMessagesWithBodyWithResponse Publish messages
 //
-// Publishes 1 to 20 messages. Each message's content is at most 256 KiB (262144 bytes of UTF-8; clients
-// base64-encode binary data) and the whole request at most 2 MiB (413 `PayloadTooLarge` otherwise).
+// Publishes 1 to 20 messages. Each message's content is at most 256 KiB (262144 bytes of UTF-8; 1 MiB on a
+// queue with the `LARGE_MESSAGES` capability; clients base64-encode binary data) and the whole request at
+// most 2 MiB (413 `PayloadTooLarge` otherwise).
 // A validation failure rejects the whole batch with 400 and writes nothing. Messages are durable when the
 // 200 is sent; the result lists one entry per message, in request order. With a deduplication window, a
 // message whose `deduplicationId` was already accepted answers the original `id` and is not enqueued again.
@@ -14042,8 +14803,9 @@ func (c *ClientWithResponses) PutMessagesWithBodyWithResponse(ctx context.Contex
 
 // PutMessagesWithResponse Publish messages
 //
-// Publishes 1 to 20 messages. Each message's content is at most 256 KiB (262144 bytes of UTF-8; clients
-// base64-encode binary data) and the whole request at most 2 MiB (413 `PayloadTooLarge` otherwise).
+// Publishes 1 to 20 messages. Each message's content is at most 256 KiB (262144 bytes of UTF-8; 1 MiB on a
+// queue with the `LARGE_MESSAGES` capability; clients base64-encode binary data) and the whole request at
+// most 2 MiB (413 `PayloadTooLarge` otherwise).
 // A validation failure rejects the whole batch with 400 and writes nothing. Messages are durable when the
 // 200 is sent; the result lists one entry per message, in request order. With a deduplication window, a
 // message whose `deduplicationId` was already accepted answers the original `id` and is not enqueued again.
@@ -14233,7 +14995,9 @@ func (c *ClientWithResponses) GetStatsWithResponse(ctx context.Context, queueId 
 // ListWorkRequestsWithResponse List work requests
 //
 // Lists the work requests of `compartmentId`, newest first, optionally only those that affect the resource
-// `resourceId`. Results are paginated: pass the `opc-next-page` response header back as `page`.
+// `resourceId`, or only the work request `workRequestId`. Without `compartmentId`, `workRequestId` names the
+// work request to list wherever it is; with neither, those of the tenancy's root compartment are listed.
+// Results are paginated: pass the `opc-next-page` response header back as `page`.
 //
 // Returns a wrapper object for the known response body format(s).
 //
@@ -14259,6 +15023,36 @@ func (c *ClientWithResponses) GetWorkRequestWithResponse(ctx context.Context, wo
 		return nil, err
 	}
 	return ParseGetWorkRequestResponse(rsp)
+}
+
+// ListWorkRequestErrorsWithResponse List a work request's errors
+//
+// The errors a work request met (a failed one has one), oldest first, paginated.
+//
+// Returns a wrapper object for the known response body format(s).
+//
+// Corresponds with GET /20210201/workRequests/{workRequestId}/errors (the `ListWorkRequestErrors` operationId).
+func (c *ClientWithResponses) ListWorkRequestErrorsWithResponse(ctx context.Context, workRequestId WorkRequestIdPath, params *ListWorkRequestErrorsParams, reqEditors ...RequestEditorFn) (*ListWorkRequestErrorsResponse, error) {
+	rsp, err := c.ListWorkRequestErrors(ctx, workRequestId, params, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseListWorkRequestErrorsResponse(rsp)
+}
+
+// ListWorkRequestLogsWithResponse List a work request's log
+//
+// The steps of a work request (accepted, started, succeeded or failed), oldest first, paginated.
+//
+// Returns a wrapper object for the known response body format(s).
+//
+// Corresponds with GET /20210201/workRequests/{workRequestId}/logs (the `ListWorkRequestLogs` operationId).
+func (c *ClientWithResponses) ListWorkRequestLogsWithResponse(ctx context.Context, workRequestId WorkRequestIdPath, params *ListWorkRequestLogsParams, reqEditors ...RequestEditorFn) (*ListWorkRequestLogsResponse, error) {
+	rsp, err := c.ListWorkRequestLogs(ctx, workRequestId, params, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseListWorkRequestLogsResponse(rsp)
 }
 
 // HealthzWithResponse Liveness probe
@@ -15420,12 +16214,12 @@ func ParseCreateConsumerGroupResponse(rsp *http.Response) (*CreateConsumerGroupR
 	}
 
 	switch {
-	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 200:
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 202:
 		var dest ConsumerGroup
 		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
 			return nil, err
 		}
-		response.JSON200 = &dest
+		response.JSON202 = &dest
 
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 400:
 		var dest BadRequest
@@ -15479,8 +16273,8 @@ func ParseCreateConsumerGroupResponse(rsp *http.Response) (*CreateConsumerGroupR
 	}
 
 	switch {
-	case rsp.StatusCode == 200:
-		var headers CreateConsumerGroupResponse200Headers
+	case rsp.StatusCode == 202:
+		var headers CreateConsumerGroupResponse202Headers
 		if values := rsp.Header.Values("etag"); len(values) > 0 {
 			var value string
 			if err := runtime.BindStyledParameterWithOptions("simple", "etag", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
@@ -15495,7 +16289,14 @@ func ParseCreateConsumerGroupResponse(rsp *http.Response) (*CreateConsumerGroupR
 			}
 			headers.OpcRequestId = &value
 		}
-		response.Headers200 = &headers
+		if values := rsp.Header.Values("opc-work-request-id"); len(values) > 0 {
+			var value Ocid
+			if err := runtime.BindStyledParameterWithOptions("simple", "opc-work-request-id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.OpcWorkRequestId = &value
+		}
+		response.Headers202 = &headers
 	case rsp.StatusCode == 400:
 		var headers CreateConsumerGroupResponse400Headers
 		if values := rsp.Header.Values("opc-request-id"); len(values) > 0 {
@@ -15740,7 +16541,7 @@ func ParseDeleteConsumerGroupResponse(rsp *http.Response) (*DeleteConsumerGroupR
 	}
 
 	switch {
-	case rsp.StatusCode == 204:
+	case rsp.StatusCode == 202:
 		break // No content-type
 
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 400:
@@ -15795,8 +16596,8 @@ func ParseDeleteConsumerGroupResponse(rsp *http.Response) (*DeleteConsumerGroupR
 	}
 
 	switch {
-	case rsp.StatusCode == 204:
-		var headers DeleteConsumerGroupResponse204Headers
+	case rsp.StatusCode == 202:
+		var headers DeleteConsumerGroupResponse202Headers
 		if values := rsp.Header.Values("opc-request-id"); len(values) > 0 {
 			var value string
 			if err := runtime.BindStyledParameterWithOptions("simple", "opc-request-id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
@@ -15804,7 +16605,14 @@ func ParseDeleteConsumerGroupResponse(rsp *http.Response) (*DeleteConsumerGroupR
 			}
 			headers.OpcRequestId = &value
 		}
-		response.Headers204 = &headers
+		if values := rsp.Header.Values("opc-work-request-id"); len(values) > 0 {
+			var value Ocid
+			if err := runtime.BindStyledParameterWithOptions("simple", "opc-work-request-id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.OpcWorkRequestId = &value
+		}
+		response.Headers202 = &headers
 	case rsp.StatusCode == 400:
 		var headers DeleteConsumerGroupResponse400Headers
 		if values := rsp.Header.Values("opc-request-id"); len(values) > 0 {
@@ -16039,12 +16847,12 @@ func ParseUpdateConsumerGroupResponse(rsp *http.Response) (*UpdateConsumerGroupR
 	}
 
 	switch {
-	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 200:
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 202:
 		var dest ConsumerGroup
 		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
 			return nil, err
 		}
-		response.JSON200 = &dest
+		response.JSON202 = &dest
 
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 400:
 		var dest BadRequest
@@ -16105,8 +16913,8 @@ func ParseUpdateConsumerGroupResponse(rsp *http.Response) (*UpdateConsumerGroupR
 	}
 
 	switch {
-	case rsp.StatusCode == 200:
-		var headers UpdateConsumerGroupResponse200Headers
+	case rsp.StatusCode == 202:
+		var headers UpdateConsumerGroupResponse202Headers
 		if values := rsp.Header.Values("etag"); len(values) > 0 {
 			var value string
 			if err := runtime.BindStyledParameterWithOptions("simple", "etag", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
@@ -16121,7 +16929,14 @@ func ParseUpdateConsumerGroupResponse(rsp *http.Response) (*UpdateConsumerGroupR
 			}
 			headers.OpcRequestId = &value
 		}
-		response.Headers200 = &headers
+		if values := rsp.Header.Values("opc-work-request-id"); len(values) > 0 {
+			var value Ocid
+			if err := runtime.BindStyledParameterWithOptions("simple", "opc-work-request-id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.OpcWorkRequestId = &value
+		}
+		response.Headers202 = &headers
 	case rsp.StatusCode == 400:
 		var headers UpdateConsumerGroupResponse400Headers
 		if values := rsp.Header.Values("opc-request-id"); len(values) > 0 {
@@ -17164,12 +17979,12 @@ func ParseCreateQueueResponse(rsp *http.Response) (*CreateQueueResponse, error) 
 	}
 
 	switch {
-	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 200:
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 202:
 		var dest Queue
 		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
 			return nil, err
 		}
-		response.JSON200 = &dest
+		response.JSON202 = &dest
 
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 400:
 		var dest BadRequest
@@ -17223,8 +18038,8 @@ func ParseCreateQueueResponse(rsp *http.Response) (*CreateQueueResponse, error) 
 	}
 
 	switch {
-	case rsp.StatusCode == 200:
-		var headers CreateQueueResponse200Headers
+	case rsp.StatusCode == 202:
+		var headers CreateQueueResponse202Headers
 		if values := rsp.Header.Values("etag"); len(values) > 0 {
 			var value string
 			if err := runtime.BindStyledParameterWithOptions("simple", "etag", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
@@ -17239,7 +18054,14 @@ func ParseCreateQueueResponse(rsp *http.Response) (*CreateQueueResponse, error) 
 			}
 			headers.OpcRequestId = &value
 		}
-		response.Headers200 = &headers
+		if values := rsp.Header.Values("opc-work-request-id"); len(values) > 0 {
+			var value Ocid
+			if err := runtime.BindStyledParameterWithOptions("simple", "opc-work-request-id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.OpcWorkRequestId = &value
+		}
+		response.Headers202 = &headers
 	case rsp.StatusCode == 400:
 		var headers CreateQueueResponse400Headers
 		if values := rsp.Header.Values("opc-request-id"); len(values) > 0 {
@@ -17642,12 +18464,12 @@ func ParseUpdateQueueResponse(rsp *http.Response) (*UpdateQueueResponse, error) 
 	}
 
 	switch {
-	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 200:
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 202:
 		var dest Queue
 		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
 			return nil, err
 		}
-		response.JSON200 = &dest
+		response.JSON202 = &dest
 
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 400:
 		var dest BadRequest
@@ -17708,8 +18530,8 @@ func ParseUpdateQueueResponse(rsp *http.Response) (*UpdateQueueResponse, error) 
 	}
 
 	switch {
-	case rsp.StatusCode == 200:
-		var headers UpdateQueueResponse200Headers
+	case rsp.StatusCode == 202:
+		var headers UpdateQueueResponse202Headers
 		if values := rsp.Header.Values("etag"); len(values) > 0 {
 			var value string
 			if err := runtime.BindStyledParameterWithOptions("simple", "etag", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
@@ -17724,7 +18546,14 @@ func ParseUpdateQueueResponse(rsp *http.Response) (*UpdateQueueResponse, error) 
 			}
 			headers.OpcRequestId = &value
 		}
-		response.Headers200 = &headers
+		if values := rsp.Header.Values("opc-work-request-id"); len(values) > 0 {
+			var value Ocid
+			if err := runtime.BindStyledParameterWithOptions("simple", "opc-work-request-id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.OpcWorkRequestId = &value
+		}
+		response.Headers202 = &headers
 	case rsp.StatusCode == 400:
 		var headers UpdateQueueResponse400Headers
 		if values := rsp.Header.Values("opc-request-id"); len(values) > 0 {
@@ -17831,12 +18660,12 @@ func ParseChangeQueueCompartmentResponse(rsp *http.Response) (*ChangeQueueCompar
 	}
 
 	switch {
-	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 200:
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 202:
 		var dest Queue
 		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
 			return nil, err
 		}
-		response.JSON200 = &dest
+		response.JSON202 = &dest
 
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 400:
 		var dest BadRequest
@@ -17897,8 +18726,8 @@ func ParseChangeQueueCompartmentResponse(rsp *http.Response) (*ChangeQueueCompar
 	}
 
 	switch {
-	case rsp.StatusCode == 200:
-		var headers ChangeQueueCompartmentResponse200Headers
+	case rsp.StatusCode == 202:
+		var headers ChangeQueueCompartmentResponse202Headers
 		if values := rsp.Header.Values("etag"); len(values) > 0 {
 			var value string
 			if err := runtime.BindStyledParameterWithOptions("simple", "etag", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
@@ -17913,7 +18742,14 @@ func ParseChangeQueueCompartmentResponse(rsp *http.Response) (*ChangeQueueCompar
 			}
 			headers.OpcRequestId = &value
 		}
-		response.Headers200 = &headers
+		if values := rsp.Header.Values("opc-work-request-id"); len(values) > 0 {
+			var value Ocid
+			if err := runtime.BindStyledParameterWithOptions("simple", "opc-work-request-id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.OpcWorkRequestId = &value
+		}
+		response.Headers202 = &headers
 	case rsp.StatusCode == 400:
 		var headers ChangeQueueCompartmentResponse400Headers
 		if values := rsp.Header.Values("opc-request-id"); len(values) > 0 {
@@ -20157,6 +20993,282 @@ func ParseGetWorkRequestResponse(rsp *http.Response) (*GetWorkRequestResponse, e
 		response.Headers429 = &headers
 	case rsp.StatusCode == 500:
 		var headers GetWorkRequestResponse500Headers
+		if values := rsp.Header.Values("opc-request-id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "opc-request-id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.OpcRequestId = &value
+		}
+		response.Headers500 = &headers
+	}
+
+	return response, nil
+}
+
+// ParseListWorkRequestErrorsResponse parses an HTTP response from a ListWorkRequestErrorsWithResponse call
+func ParseListWorkRequestErrorsResponse(rsp *http.Response) (*ListWorkRequestErrorsResponse, error) {
+	bodyBytes, err := io.ReadAll(rsp.Body)
+	defer func() { _ = rsp.Body.Close() }()
+	if err != nil {
+		return nil, err
+	}
+
+	response := &ListWorkRequestErrorsResponse{
+		Body:         bodyBytes,
+		HTTPResponse: rsp,
+	}
+
+	switch {
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 200:
+		var dest WorkRequestErrorCollection
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON200 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 400:
+		var dest BadRequest
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON400 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 401:
+		var dest Unauthorized
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON401 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 404:
+		var dest NotFound
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON404 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 429:
+		var dest TooManyRequests
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON429 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 500:
+		var dest InternalServerError
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON500 = &dest
+
+	}
+
+	switch {
+	case rsp.StatusCode == 200:
+		var headers ListWorkRequestErrorsResponse200Headers
+		if values := rsp.Header.Values("opc-next-page"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "opc-next-page", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.OpcNextPage = &value
+		}
+		if values := rsp.Header.Values("opc-request-id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "opc-request-id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.OpcRequestId = &value
+		}
+		response.Headers200 = &headers
+	case rsp.StatusCode == 400:
+		var headers ListWorkRequestErrorsResponse400Headers
+		if values := rsp.Header.Values("opc-request-id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "opc-request-id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.OpcRequestId = &value
+		}
+		response.Headers400 = &headers
+	case rsp.StatusCode == 401:
+		var headers ListWorkRequestErrorsResponse401Headers
+		if values := rsp.Header.Values("opc-request-id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "opc-request-id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.OpcRequestId = &value
+		}
+		response.Headers401 = &headers
+	case rsp.StatusCode == 404:
+		var headers ListWorkRequestErrorsResponse404Headers
+		if values := rsp.Header.Values("opc-request-id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "opc-request-id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.OpcRequestId = &value
+		}
+		response.Headers404 = &headers
+	case rsp.StatusCode == 429:
+		var headers ListWorkRequestErrorsResponse429Headers
+		if values := rsp.Header.Values("opc-request-id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "opc-request-id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.OpcRequestId = &value
+		}
+		if values := rsp.Header.Values("retry-after"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "retry-after", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = &value
+		}
+		response.Headers429 = &headers
+	case rsp.StatusCode == 500:
+		var headers ListWorkRequestErrorsResponse500Headers
+		if values := rsp.Header.Values("opc-request-id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "opc-request-id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.OpcRequestId = &value
+		}
+		response.Headers500 = &headers
+	}
+
+	return response, nil
+}
+
+// ParseListWorkRequestLogsResponse parses an HTTP response from a ListWorkRequestLogsWithResponse call
+func ParseListWorkRequestLogsResponse(rsp *http.Response) (*ListWorkRequestLogsResponse, error) {
+	bodyBytes, err := io.ReadAll(rsp.Body)
+	defer func() { _ = rsp.Body.Close() }()
+	if err != nil {
+		return nil, err
+	}
+
+	response := &ListWorkRequestLogsResponse{
+		Body:         bodyBytes,
+		HTTPResponse: rsp,
+	}
+
+	switch {
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 200:
+		var dest WorkRequestLogEntryCollection
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON200 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 400:
+		var dest BadRequest
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON400 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 401:
+		var dest Unauthorized
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON401 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 404:
+		var dest NotFound
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON404 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 429:
+		var dest TooManyRequests
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON429 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 500:
+		var dest InternalServerError
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON500 = &dest
+
+	}
+
+	switch {
+	case rsp.StatusCode == 200:
+		var headers ListWorkRequestLogsResponse200Headers
+		if values := rsp.Header.Values("opc-next-page"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "opc-next-page", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.OpcNextPage = &value
+		}
+		if values := rsp.Header.Values("opc-request-id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "opc-request-id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.OpcRequestId = &value
+		}
+		response.Headers200 = &headers
+	case rsp.StatusCode == 400:
+		var headers ListWorkRequestLogsResponse400Headers
+		if values := rsp.Header.Values("opc-request-id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "opc-request-id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.OpcRequestId = &value
+		}
+		response.Headers400 = &headers
+	case rsp.StatusCode == 401:
+		var headers ListWorkRequestLogsResponse401Headers
+		if values := rsp.Header.Values("opc-request-id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "opc-request-id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.OpcRequestId = &value
+		}
+		response.Headers401 = &headers
+	case rsp.StatusCode == 404:
+		var headers ListWorkRequestLogsResponse404Headers
+		if values := rsp.Header.Values("opc-request-id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "opc-request-id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.OpcRequestId = &value
+		}
+		response.Headers404 = &headers
+	case rsp.StatusCode == 429:
+		var headers ListWorkRequestLogsResponse429Headers
+		if values := rsp.Header.Values("opc-request-id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "opc-request-id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.OpcRequestId = &value
+		}
+		if values := rsp.Header.Values("retry-after"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "retry-after", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = &value
+		}
+		response.Headers429 = &headers
+	case rsp.StatusCode == 500:
+		var headers ListWorkRequestLogsResponse500Headers
 		if values := rsp.Header.Values("opc-request-id"); len(values) > 0 {
 			var value string
 			if err := runtime.BindStyledParameterWithOptions("simple", "opc-request-id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {

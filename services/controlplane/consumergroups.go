@@ -17,17 +17,18 @@ import (
 
 func toConsumerGroup(g persistence.ConsumerGroup, compartmentID string) api.ConsumerGroup {
 	out := api.ConsumerGroup{
-		Id:                  g.ID,
-		QueueId:             g.QueueID,
-		CompartmentId:       compartmentID,
-		DisplayName:         g.DisplayName,
-		ConsumerGroupFilter: g.Filter,
-		IsEnabled:           g.IsEnabled,
-		IsPrimary:           g.IsPrimary(),
-		LifecycleState:      api.LifecycleState(g.LifecycleState),
-		FreeformTags:        g.FreeformTags,
-		TimeCreated:         g.TimeCreated,
-		TimeUpdated:         g.TimeUpdated,
+		Id:             g.ID,
+		QueueId:        g.QueueID,
+		CompartmentId:  compartmentID,
+		DisplayName:    g.DisplayName,
+		Filter:         g.Filter,
+		IsEnabled:      g.IsEnabled,
+		IsPrimary:      g.IsPrimary(),
+		LifecycleState: api.LifecycleState(g.LifecycleState),
+		FreeformTags:   g.FreeformTags,
+		DefinedTags:    api.DefinedTags(g.DefinedTags),
+		TimeCreated:    g.TimeCreated,
+		TimeUpdated:    g.TimeUpdated,
 	}
 	if g.DeadLetterQueueDeliveryCount != nil {
 		n := int(*g.DeadLetterQueueDeliveryCount)
@@ -36,13 +37,19 @@ func toConsumerGroup(g persistence.ConsumerGroup, compartmentID string) api.Cons
 	return out
 }
 
-// respondGroup answers with the group and its etag (the compartment is its queue's), or the error.
-func (h *Handlers) respondGroup(c *gin.Context, g persistence.ConsumerGroup, err error) {
+// respondGroup answers with the group and its etag (the compartment is its queue's), or the error; after a change
+// (wr set), 202 with the work request's id.
+func (h *Handlers) respondGroup(c *gin.Context, g persistence.ConsumerGroup, err error, wr *persistence.WorkRequest) {
 	var q persistence.Queue
 	if err == nil {
 		q, err = h.store.Queues.Get(c.Request.Context(), tenancyOf(c), g.QueueID)
 	}
-	respond(c, g, err, func(g persistence.ConsumerGroup) api.ConsumerGroup { return toConsumerGroup(g, q.CompartmentID) })
+	toAPI := func(g persistence.ConsumerGroup) api.ConsumerGroup { return toConsumerGroup(g, q.CompartmentID) }
+	if wr != nil {
+		respondAccepted(c, *wr, g, err, toAPI)
+		return
+	}
+	respond(c, g, err, toAPI)
 }
 
 // OnQueueConfigChanged registers fn, called after this node committed a change to a queue's settings or consumer
@@ -56,10 +63,10 @@ func (h *Handlers) queueConfigChanged(queueID string) {
 	}
 }
 
-// compileFilter checks a filter expression; errors name the field and the column.
-func compileFilter(expr string) error {
+// compileFilter checks the filter expression of field; errors name the field and the column.
+func compileFilter(field, expr string) error {
 	if _, err := filter.Compile(expr); err != nil {
-		return fault.InvalidParameter("consumerGroupFilter: %v", err)
+		return fault.InvalidParameter("%s: %v", field, err)
 	}
 	return nil
 }
@@ -70,8 +77,8 @@ func (h *Handlers) CreateConsumerGroup(c *gin.Context, _ api.CreateConsumerGroup
 	if !bind(c, &body) {
 		return
 	}
-	expr := httpapi.Deref(body.ConsumerGroupFilter)
-	if err := compileFilter(expr); err != nil {
+	expr := httpapi.Deref(body.Filter)
+	if err := compileFilter("filter", expr); err != nil {
 		apierror.Write(c, err)
 		return
 	}
@@ -79,6 +86,7 @@ func (h *Handlers) CreateConsumerGroup(c *gin.Context, _ api.CreateConsumerGroup
 	if body.IsEnabled != nil {
 		enabled = *body.IsEnabled
 	}
+	wr := h.completedWork(persistence.OpCreateConsumerGroup, resourceConsumerGroup, persistence.ActionCreated)
 	g, err := h.store.ConsumerGroups.Create(c.Request.Context(), persistence.ConsumerGroup{
 		TenancyID:                    tenancyOf(c),
 		ID:                           h.ocids.New(tenancy.TypeConsumerGroup),
@@ -88,17 +96,18 @@ func (h *Handlers) CreateConsumerGroup(c *gin.Context, _ api.CreateConsumerGroup
 		IsEnabled:                    enabled,
 		DeadLetterQueueDeliveryCount: int32Ptr(body.DeadLetterQueueDeliveryCount),
 		FreeformTags:                 tagsOf(body.FreeformTags),
-	})
+		DefinedTags:                  definedTagsOf(body.DefinedTags),
+	}, wr)
 	if err == nil {
 		h.queueConfigChanged(g.QueueID)
 	}
-	h.respondGroup(c, g, err)
+	h.respondGroup(c, g, err, &wr)
 }
 
 // GetConsumerGroup returns one group (the primary group by its queue's OCID).
 func (h *Handlers) GetConsumerGroup(c *gin.Context, id api.ConsumerGroupIdPath, _ api.GetConsumerGroupParams) {
 	g, err := h.store.ConsumerGroups.Get(c.Request.Context(), tenancyOf(c), id)
-	h.respondGroup(c, g, err)
+	h.respondGroup(c, g, err, nil)
 }
 
 // ListConsumerGroups lists a queue's groups.
@@ -126,17 +135,18 @@ func (h *Handlers) UpdateConsumerGroup(c *gin.Context, id api.ConsumerGroupIdPat
 	if !bind(c, &body) {
 		return
 	}
-	if body.ConsumerGroupFilter != nil {
-		if err := compileFilter(*body.ConsumerGroupFilter); err != nil {
+	if body.Filter != nil {
+		if err := compileFilter("filter", *body.Filter); err != nil {
 			apierror.Write(c, err)
 			return
 		}
 	}
 	patch := persistence.ConsumerGroupPatch{
 		DisplayName:  body.DisplayName,
-		Filter:       body.ConsumerGroupFilter,
+		Filter:       body.Filter,
 		IsEnabled:    body.IsEnabled,
 		FreeformTags: tagsOf(body.FreeformTags),
+		DefinedTags:  definedTagsOf(body.DefinedTags),
 	}
 	if n := body.DeadLetterQueueDeliveryCount; n != nil {
 		patch.SetDLQCount = true
@@ -144,20 +154,25 @@ func (h *Handlers) UpdateConsumerGroup(c *gin.Context, id api.ConsumerGroupIdPat
 			patch.DeadLetterQueueDeliveryCount = int32Ptr(n)
 		}
 	}
-	g, err := h.store.ConsumerGroups.Update(c.Request.Context(), tenancyOf(c), id, groupChangeable(httpapi.Deref(params.IfMatch), &patch), patch)
+	wr := h.completedWork(persistence.OpUpdateConsumerGroup, resourceConsumerGroup, persistence.ActionUpdated)
+	g, err := h.store.ConsumerGroups.Update(c.Request.Context(), tenancyOf(c), id, groupChangeable(httpapi.Deref(params.IfMatch), false), patch, wr)
 	if err == nil {
 		h.queueConfigChanged(g.QueueID)
 	}
-	h.respondGroup(c, g, err)
+	h.respondGroup(c, g, err, &wr)
 }
 
-// DeleteConsumerGroup deletes a (non-primary) group.
+// DeleteConsumerGroup deletes a (non-primary) group: 202 with its work request, already SUCCEEDED.
 func (h *Handlers) DeleteConsumerGroup(c *gin.Context, id api.ConsumerGroupIdPath, params api.DeleteConsumerGroupParams) {
-	queueID, err := h.store.ConsumerGroups.Delete(c.Request.Context(), tenancyOf(c), id, groupChangeable(httpapi.Deref(params.IfMatch), nil))
-	if err == nil {
-		h.queueConfigChanged(queueID)
+	wr := h.completedWork(persistence.OpDeleteConsumerGroup, resourceConsumerGroup, persistence.ActionDeleted)
+	queueID, err := h.store.ConsumerGroups.Delete(c.Request.Context(), tenancyOf(c), id, groupChangeable(httpapi.Deref(params.IfMatch), true), wr)
+	if err != nil {
+		apierror.Write(c, err)
+		return
 	}
-	respondNoContent(c, err)
+	h.queueConfigChanged(queueID)
+	c.Header("opc-work-request-id", wr.ID)
+	c.Status(http.StatusAccepted)
 }
 
 // ValidateConsumerGroupFilter is the filter dry run: parse, and evaluate on each attribute set.
@@ -166,7 +181,7 @@ func (h *Handlers) ValidateConsumerGroupFilter(c *gin.Context, _ api.ValidateCon
 	if !bind(c, &body) {
 		return
 	}
-	f, err := filter.Compile(body.ConsumerGroupFilter)
+	f, err := filter.Compile(body.Filter)
 	if err != nil {
 		var ferr *filter.Error
 		msg := err.Error()

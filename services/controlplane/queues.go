@@ -43,10 +43,30 @@ func (h *Handlers) toQueue(q persistence.Queue) api.Queue {
 		ConsumerLeaseInSeconds:       int(q.ConsumerLeaseSeconds),
 		MessagesEndpoint:             h.publicURL,
 		Capabilities:                 capabilitiesOf(q),
+		CustomEncryptionKeyId:        q.CustomEncryptionKeyID,
 		FreeformTags:                 q.FreeformTags,
+		DefinedTags:                  api.DefinedTags(q.DefinedTags),
 		TimeCreated:                  q.TimeCreated,
 		TimeUpdated:                  q.TimeUpdated,
 	}
+}
+
+// respondAccepted answers a change made at once the OCI way: 202 with the opc-work-request-id of its (already
+// SUCCEEDED) work request, and the resource r in its API shape with its etag, or the error.
+func respondAccepted[R interface{ Etag() string }, B any](c *gin.Context, wr persistence.WorkRequest, r R, err error, toAPI func(R) B) {
+	if err != nil {
+		apierror.Write(c, err)
+		return
+	}
+	c.Header("opc-work-request-id", wr.ID)
+	c.Header("etag", r.Etag())
+	c.JSON(http.StatusAccepted, toAPI(r))
+}
+
+// completedWork is the work request of a change made at once (recorded by the store with the change).
+func (h *Handlers) completedWork(operation, resourceType, action string) persistence.WorkRequest {
+	return persistence.WorkRequest{ID: h.ocids.New(tenancy.TypeWorkRequest), OperationType: operation,
+		ResourceType: resourceType, ActionType: action}
 }
 
 // CreateQueue creates a queue with the defaults of DESIGN section 3 for every setting left out.
@@ -55,7 +75,12 @@ func (h *Handlers) CreateQueue(c *gin.Context, _ api.CreateQueueParams) {
 	if !bind(c, &body) {
 		return
 	}
-	groups, primary := capabilitiesFrom(body.Capabilities)
+	caps, err := capabilitiesFrom(body.Capabilities)
+	if err != nil {
+		apierror.Write(c, err)
+		return
+	}
+	wr := h.completedWork(persistence.OpCreateQueue, resourceQueue, persistence.ActionCreated)
 	q, err := h.store.Queues.Create(c.Request.Context(), persistence.Queue{
 		TenancyID:                    tenancyOf(c),
 		ID:                           h.ocids.New(tenancy.TypeQueue),
@@ -70,11 +95,14 @@ func (h *Handlers) CreateQueue(c *gin.Context, _ api.CreateQueueParams) {
 		DedupWindowSeconds:           int32(httpapi.Deref(body.DeduplicationWindowInSeconds)),
 		SingleActiveConsumer:         httpapi.Deref(body.IsSingleActiveConsumer),
 		ConsumerLeaseSeconds:         int32(cmp.Or(httpapi.Deref(body.ConsumerLeaseInSeconds), ConsumerLeaseSecondsDefault)),
+		CustomEncryptionKeyID:        body.CustomEncryptionKeyId,
 		FreeformTags:                 tagsOf(body.FreeformTags),
-		ConsumerGroupsEnabled:        groups != nil && *groups,
-		PrimaryGroupEnabled:          &primary,
-	})
-	respond(c, q, err, h.toQueue)
+		DefinedTags:                  definedTagsOf(body.DefinedTags),
+		ConsumerGroupsEnabled:        caps.consumerGroups != nil && *caps.consumerGroups,
+		Primary:                      &caps.primary,
+		LargeMessages:                caps.largeMessages != nil && *caps.largeMessages,
+	}, wr)
+	respondAccepted(c, wr, q, err, h.toQueue)
 }
 
 // orDefault applies def only when the field is absent (0 is a valid explicit value).
@@ -91,16 +119,22 @@ func (h *Handlers) GetQueue(c *gin.Context, id api.QueueIdPath, _ api.GetQueuePa
 	respond(c, q, err, h.toQueue)
 }
 
-// ListQueues lists the queues of a compartment (or its subtree) with filters, sorting and pagination.
+// ListQueues lists the queues of a compartment (or its subtree) with filters, sorting and pagination. Without a
+// compartment, an id lists that queue wherever it is (IAM decided on its compartment), and no id lists the root
+// compartment's.
 func (h *Handlers) ListQueues(c *gin.Context, params api.ListQueuesParams) {
-	if !h.compartmentExists(c, params.CompartmentId) {
+	compartmentID := httpapi.Deref(params.CompartmentId)
+	if compartmentID == "" && httpapi.Deref(params.Id) == "" {
+		compartmentID = tenancyOf(c)
+	}
+	if compartmentID != "" && !h.compartmentExists(c, compartmentID) {
 		return
 	}
 	ctx := c.Request.Context()
 	inSubtree := httpapi.Deref(params.CompartmentIdInSubtree)
 	byName := params.SortBy != nil && *params.SortBy == api.ListQueuesParamsSortByDisplayName
 	list, next, err := h.store.Queues.List(ctx, tenancyOf(c), persistence.QueueFilter{
-		CompartmentID:  params.CompartmentId,
+		CompartmentID:  compartmentID,
 		InSubtree:      inSubtree,
 		DisplayName:    httpapi.Deref(params.DisplayName),
 		ID:             httpapi.Deref(params.Id),
@@ -115,8 +149,8 @@ func (h *Handlers) ListQueues(c *gin.Context, params api.ListQueuesParams) {
 		return api.QueueSummary{
 			Id: full.Id, CompartmentId: full.CompartmentId, DisplayName: full.DisplayName,
 			LifecycleState: full.LifecycleState, LifecycleDetails: full.LifecycleDetails,
-			MessagesEndpoint: full.MessagesEndpoint, FreeformTags: full.FreeformTags,
-			TimeCreated: full.TimeCreated, TimeUpdated: full.TimeUpdated,
+			MessagesEndpoint: full.MessagesEndpoint, FreeformTags: full.FreeformTags, DefinedTags: full.DefinedTags,
+			Capabilities: capabilityNames(q), TimeCreated: full.TimeCreated, TimeUpdated: full.TimeUpdated,
 		}, true
 	}, func(items []api.QueueSummary) any { return api.QueueCollection{Items: items} })
 }
@@ -127,7 +161,12 @@ func (h *Handlers) UpdateQueue(c *gin.Context, id api.QueueIdPath, params api.Up
 	if !bind(c, &body) {
 		return
 	}
-	groups, primary := capabilitiesFrom(body.Capabilities)
+	caps, err := capabilitiesFrom(body.Capabilities)
+	if err != nil {
+		apierror.Write(c, err)
+		return
+	}
+	wr := h.completedWork(persistence.OpUpdateQueue, resourceQueue, persistence.ActionUpdated)
 	q, err := h.store.Queues.Update(c.Request.Context(), tenancyOf(c), id, queueIn(httpapi.Deref(params.IfMatch), persistence.StateActive), persistence.QueuePatch{
 		DisplayName:                  body.DisplayName,
 		VisibilitySeconds:            int32Ptr(body.VisibilityInSeconds),
@@ -138,17 +177,20 @@ func (h *Handlers) UpdateQueue(c *gin.Context, id api.QueueIdPath, params api.Up
 		DedupWindowSeconds:           int32Ptr(body.DeduplicationWindowInSeconds),
 		SingleActiveConsumer:         body.IsSingleActiveConsumer,
 		ConsumerLeaseSeconds:         int32Ptr(body.ConsumerLeaseInSeconds),
+		CustomEncryptionKeyID:        body.CustomEncryptionKeyId,
 		FreeformTags:                 tagsOf(body.FreeformTags),
-		ConsumerGroups:               groups,
-		PrimaryGroupEnabled:          primary,
-	})
+		DefinedTags:                  definedTagsOf(body.DefinedTags),
+		ConsumerGroups:               caps.consumerGroups,
+		Primary:                      caps.primary,
+		LargeMessages:                caps.largeMessages,
+	}, wr)
 	if err == nil {
 		h.queueConfigChanged(q.ID)
 		if body.DisplayName != nil && h.Access != nil {
 			h.Access.Changed(c.Request.Context(), tenancyOf(c)) // target.queue.name conditions see the new name
 		}
 	}
-	respond(c, q, err, h.toQueue)
+	respondAccepted(c, wr, q, err, h.toQueue)
 }
 
 // DeleteQueue marks the queue DELETING and answers 202 with the work request that removes its messages.
@@ -156,7 +198,7 @@ func (h *Handlers) DeleteQueue(c *gin.Context, id api.QueueIdPath, params api.De
 	// A delete that failed leaves the queue FAILED and asks for the delete to be retried: accept that retry.
 	check := queueIn(httpapi.Deref(params.IfMatch), persistence.StateActive, persistence.StateFailed)
 	h.startWork(c, id, check, persistence.StateDeleting, persistence.WorkRequest{
-		OperationType: persistence.OpDeleteQueue, ActionType: "DELETED",
+		OperationType: persistence.OpDeleteQueue, ResourceType: resourceQueue, ActionType: persistence.ActionDeleted,
 	})
 }
 
@@ -190,34 +232,9 @@ func (h *Handlers) ChangeQueueCompartment(c *gin.Context, id api.QueueIdPath, pa
 	if !bind(c, &body) {
 		return
 	}
-	q, err := h.store.Queues.ChangeCompartment(c.Request.Context(), tenancyOf(c), id, queueIn(httpapi.Deref(params.IfMatch), persistence.StateActive), body.CompartmentId)
+	wr := h.completedWork(persistence.OpMoveQueue, resourceQueue, persistence.ActionUpdated)
+	q, err := h.store.Queues.ChangeCompartment(c.Request.Context(), tenancyOf(c), id,
+		queueIn(httpapi.Deref(params.IfMatch), persistence.StateActive), body.CompartmentId, wr)
 	h.invalidateOnSuccess(c, err)
-	respond(c, q, err, h.toQueue)
-}
-
-// capabilitiesFrom reads the CONSUMER_GROUPS capability of a request: nil when capabilities are absent (no
-// change), false when the list is present without it, true with the primary group's flag when it is listed.
-func capabilitiesFrom(caps *[]api.Capability) (groups *bool, primaryEnabled bool) {
-	if caps == nil {
-		return nil, true
-	}
-	on := false
-	primaryEnabled = true
-	for _, c := range *caps {
-		if c.Type == api.CapabilityTypeCONSUMERGROUPS {
-			on = true
-			if c.IsPrimaryConsumerGroupEnabled != nil {
-				primaryEnabled = *c.IsPrimaryConsumerGroupEnabled
-			}
-		}
-	}
-	return &on, primaryEnabled
-}
-
-func capabilitiesOf(q persistence.Queue) *[]api.Capability {
-	if !q.ConsumerGroupsEnabled {
-		return nil
-	}
-	enabled := q.PrimaryGroupEnabled == nil || *q.PrimaryGroupEnabled
-	return &[]api.Capability{{Type: api.CapabilityTypeCONSUMERGROUPS, IsPrimaryConsumerGroupEnabled: &enabled}}
+	respondAccepted(c, wr, q, err, h.toQueue)
 }

@@ -70,10 +70,9 @@ func queueIn(ifMatch string, states ...string) persistence.Check[persistence.Que
 	}
 }
 
-// groupChangeable: the etag matches and the group's queue is ACTIVE; the primary group has no filter and keeps
-// its name (sending its current name and an empty filter back is not a change: clients that update with the whole
-// resource do). A nil patch is a delete, which the primary group refuses.
-func groupChangeable(ifMatch string, patch *persistence.ConsumerGroupPatch) persistence.Check[persistence.GroupInQueue] {
+// groupChangeable: the etag matches and the group's queue is ACTIVE; the primary group cannot be deleted (it can be
+// disabled).
+func groupChangeable(ifMatch string, deleting bool) persistence.Check[persistence.GroupInQueue] {
 	return func(cur persistence.GroupInQueue) error {
 		if err := checkEtag(ifMatch, cur.Etag()); err != nil {
 			return err
@@ -81,14 +80,8 @@ func groupChangeable(ifMatch string, patch *persistence.ConsumerGroupPatch) pers
 		if cur.QueueState != persistence.StateActive {
 			return fault.IncorrectState("queue %s is %s", cur.QueueID, cur.QueueState)
 		}
-		if !cur.IsPrimary() {
-			return nil
-		}
-		if patch == nil {
+		if deleting && cur.IsPrimary() {
 			return fault.IncorrectState("the primary consumer group cannot be deleted; disable it instead")
-		}
-		if (patch.DisplayName != nil && *patch.DisplayName != cur.DisplayName) || (patch.Filter != nil && *patch.Filter != "") {
-			return fault.IncorrectState("the primary consumer group has no filter and keeps its name; it can only be enabled or disabled")
 		}
 		return nil
 	}

@@ -69,6 +69,7 @@ func accessRequest(c *gin.Context, operation string) (iam.Request, error) {
 		req.CompartmentID = c.Param("compartmentId")
 	case iam.TargetCompartmentQuery:
 		req.CompartmentID, req.InSubtree = c.Query("compartmentId"), c.Query("compartmentIdInSubtree") == "true"
+		req.QueueID, req.WorkRequestID = c.Query("id"), c.Query("workRequestId") // lists of one, without a compartment
 	case iam.TargetQueuePath:
 		req.QueueID, req.ConsumerGroupRef = c.Param("queueId"), c.Query("consumerGroupId")
 	case iam.TargetQueueQuery:

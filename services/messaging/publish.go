@@ -61,7 +61,7 @@ func (s *Service) Put(ctx context.Context, tenancyID, queueID string, entries []
 	// every message of the batch.
 	requestTrace := traceparentOf(ctx)
 	for i, e := range entries {
-		m, err := encode(i, e, requestTrace)
+		m, err := encode(i, e, requestTrace, maxContentLength(q))
 		if err != nil {
 			return nil, err
 		}
@@ -164,7 +164,7 @@ func traceparentOf(ctx context.Context) string {
 // encode validates one entry and renders its stored form (requestTrace is the traceparent stored when the entry
 // has none). Errors name the entry: messages[i].field. Lengths are counted in characters, as the API's schema
 // counts them, except the content's, which is bounded in bytes too (its size is what the queue stores).
-func encode(i int, e PutEntry, requestTrace string) (persistence.NewMessage, error) {
+func encode(i int, e PutEntry, requestTrace string, maxContent int) (persistence.NewMessage, error) {
 	field := func(name string) string { return "messages[" + strconv.Itoa(i) + "]." + name }
 	invalid := func(name, format string, args ...any) (persistence.NewMessage, error) {
 		return persistence.NewMessage{}, fault.InvalidParameter("%s: "+format, append([]any{field(name)}, args...)...)
@@ -172,8 +172,8 @@ func encode(i int, e PutEntry, requestTrace string) (persistence.NewMessage, err
 	if !utf8.ValidString(e.Content) {
 		return invalid("content", "must be valid UTF-8")
 	}
-	if len(e.Content) > openapi.MaxContentLength {
-		return invalid("content", "%d bytes is more than %d", len(e.Content), openapi.MaxContentLength)
+	if len(e.Content) > maxContent {
+		return invalid("content", "%d bytes is more than %d", len(e.Content), maxContent)
 	}
 	if len(e.Attributes) > openapi.MaxAttributes {
 		return invalid("attributes", "at most %d attributes", openapi.MaxAttributes)
@@ -235,6 +235,15 @@ func encode(i int, e PutEntry, requestTrace string) (persistence.NewMessage, err
 	}
 	m.Metadata = appendMetadata(nil, e.DedupID, e.MessageGroupID, traceparent)
 	return m, nil
+}
+
+// maxContentLength is the most bytes of a message's content on q: 1 MiB with the LARGE_MESSAGES capability, else
+// 256 KiB.
+func maxContentLength(q persistence.Queue) int {
+	if q.LargeMessages {
+		return openapi.MaxContentLength
+	}
+	return openapi.MaxStandardContentLength
 }
 
 // appendAttributes renders validated attributes as they are stored, and later handed to consumers as they are:

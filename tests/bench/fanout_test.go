@@ -82,16 +82,16 @@ func BenchmarkPublishFanout(b *testing.B) {
 				CompartmentId: tenancyID, DisplayName: fmt.Sprintf("fanout-%d", groups), MaxSizeInBytes: &maxSize,
 				Capabilities: &[]sdk.Capability{{Type: sdk.CapabilityTypeCONSUMERGROUPS, IsPrimaryConsumerGroupEnabled: &primary}},
 			})
-			if err != nil || q.StatusCode() != http.StatusOK {
+			if err != nil || q.StatusCode() != http.StatusAccepted {
 				b.Fatalf("create queue: %v %s", err, q.Body)
 			}
-			queueID := q.JSON200.Id
+			queueID := q.JSON202.Id
 			filter := ":n >= 0"
 			for i := range groups {
 				g, err := c.CreateConsumerGroupWithResponse(ctx, &sdk.CreateConsumerGroupParams{}, sdk.CreateConsumerGroupDetails{
-					QueueId: queueID, DisplayName: "g" + strconv.Itoa(i), ConsumerGroupFilter: &filter,
+					QueueId: queueID, DisplayName: "g" + strconv.Itoa(i), Filter: &filter,
 				})
-				if err != nil || g.StatusCode() != http.StatusOK {
+				if err != nil || g.StatusCode() != http.StatusAccepted {
 					b.Fatalf("create group: %v %s", err, g.Body)
 				}
 			}

@@ -81,10 +81,10 @@ func runOrdering(b *testing.B, srv *testserver.Server, c *e2e.Client, tenancyID 
 		CompartmentId: tenancyID, DisplayName: name + "-" + strconv.FormatInt(time.Now().UnixNano(), 36),
 		VisibilityInSeconds: &visibility, TimeoutInSeconds: &timeout, MaxSizeInBytes: &maxSize,
 	})
-	if err != nil || q.StatusCode() != http.StatusOK {
+	if err != nil || q.StatusCode() != http.StatusAccepted {
 		b.Fatalf("create queue: %v %s", err, q.Body)
 	}
-	queueID := q.JSON200.Id
+	queueID := q.JSON202.Id
 	total := orderingGroups * orderingPerGroup
 	groupNames := make([]string, orderingGroups)
 	for g := range groupNames {

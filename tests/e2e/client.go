@@ -94,8 +94,8 @@ func (c *Client) NewQueue(t testing.TB, compartmentID string, opts ...QueueOptio
 	}
 	resp, err := c.CreateQueueWithResponse(context.Background(), &sdk.CreateQueueParams{}, d)
 	require.NoError(t, err)
-	require.Equal(t, http.StatusOK, resp.StatusCode(), string(resp.Body))
-	return resp.JSON200.Id
+	require.Equal(t, http.StatusAccepted, resp.StatusCode(), string(resp.Body))
+	return resp.JSON202.Id
 }
 
 // NewNamedQueue creates a queue with the default settings, requires its etag, and returns it.
@@ -103,9 +103,9 @@ func (c *Client) NewNamedQueue(t testing.TB, compartmentID, name string) sdk.Que
 	t.Helper()
 	resp, err := c.CreateQueueWithResponse(context.Background(), &sdk.CreateQueueParams{},
 		sdk.CreateQueueDetails{CompartmentId: compartmentID, DisplayName: name})
-	RequireStatus(t, resp, err, http.StatusOK)
+	RequireStatus(t, resp, err, http.StatusAccepted)
 	require.NotEmpty(t, resp.HTTPResponse.Header.Get("etag"))
-	return *resp.JSON200
+	return *resp.JSON202
 }
 
 // QueueWithETag reads a queue and its etag.
@@ -226,16 +226,16 @@ func (c *Client) NewGroup(t testing.TB, queueID, name, filter string, opts ...Gr
 	t.Helper()
 	d := sdk.CreateConsumerGroupDetails{QueueId: queueID, DisplayName: name}
 	if filter != "" {
-		d.ConsumerGroupFilter = &filter
+		d.Filter = &filter
 	}
 	for _, o := range opts {
 		o(&d)
 	}
 	resp, err := c.CreateConsumerGroupWithResponse(context.Background(), &sdk.CreateConsumerGroupParams{}, d)
 	require.NoError(t, err)
-	require.Equal(t, http.StatusOK, resp.StatusCode(), string(resp.Body))
+	require.Equal(t, http.StatusAccepted, resp.StatusCode(), string(resp.Body))
 	require.NotEmpty(t, resp.HTTPResponse.Header.Get("etag"))
-	return *resp.JSON200
+	return *resp.JSON202
 }
 
 // ChangeGroup updates a consumer group and requires the 200.
@@ -243,8 +243,8 @@ func (c *Client) ChangeGroup(t testing.TB, id string, d sdk.UpdateConsumerGroupD
 	t.Helper()
 	resp, err := c.UpdateConsumerGroupWithResponse(context.Background(), id, &sdk.UpdateConsumerGroupParams{}, d)
 	require.NoError(t, err)
-	require.Equal(t, http.StatusOK, resp.StatusCode(), string(resp.Body))
-	return *resp.JSON200
+	require.Equal(t, http.StatusAccepted, resp.StatusCode(), string(resp.Body))
+	return *resp.JSON202
 }
 
 // Groups lists a queue's consumer groups with the given parameters (QueueId is set here), requires the 200, and
@@ -290,4 +290,16 @@ func (c *Client) TryGetQueue(t testing.TB, queueID string) (int, []byte) {
 	resp, err := c.GetQueueWithResponse(context.Background(), queueID, &sdk.GetQueueParams{})
 	require.NoError(t, err)
 	return resp.StatusCode(), resp.Body
+}
+
+// Background keeps the work requests that run in the background (queue deletes and purges): the others record
+// changes made at once and are SUCCEEDED from the start.
+func Background(list []sdk.WorkRequest) []sdk.WorkRequest {
+	var out []sdk.WorkRequest
+	for _, w := range list {
+		if w.OperationType == sdk.WorkRequestOperationTypeDELETEQUEUE || w.OperationType == sdk.WorkRequestOperationTypePURGEQUEUE {
+			out = append(out, w)
+		}
+	}
+	return out
 }

@@ -28,8 +28,10 @@ type limit struct {
 var limits = []limit{
 	{"MaxPutMessages", "the most messages in a PutMessages batch", []func(spec) (float64, string){
 		prop("PutMessagesDetails", "maxItems", "messages")}},
-	{"MaxContentLength", "the most characters of a message's content, and the most bytes of its UTF-8 encoding", []func(spec) (float64, string){
+	{"MaxContentLength", "the most characters of a message's content, and the most bytes of its UTF-8 encoding, on a queue with the LARGE_MESSAGES capability", []func(spec) (float64, string){
 		prop("PutMessagesDetailsEntry", "maxLength", "content")}},
+	{"MaxStandardContentLength", "the most bytes of a message's content on a queue without the LARGE_MESSAGES capability", []func(spec) (float64, string){
+		prop("PutMessagesDetailsEntry", "x-ferry-standard-max-length", "content")}},
 	{"MaxAttributes", "the most attributes of a message", []func(spec) (float64, string){
 		schema("MessageAttributes", "maxProperties")}},
 	{"MaxAttributeKeyLength", "the most characters of an attribute's key (OpenAPI 3.0 cannot bound the keys of a map)", []func(spec) (float64, string){
