@@ -164,7 +164,9 @@ func fastBodyCorpus() []struct {
 		}
 		return `{"content":"x","metadata":{"customProperties":{` + strings.Join(kv, ",") + `}}}`
 	}
-	withCustom := func(props string) string { return entries(`{"content":"x","metadata":{"customProperties":` + props + `}}`) }
+	withCustom := func(props string) string {
+		return entries(`{"content":"x","metadata":{"customProperties":` + props + `}}`)
+	}
 	ok := `{"content":"fine"}`
 	out := []c{}
 	for _, b := range []string{

@@ -27,9 +27,9 @@ type PutEntry struct {
 	// two share the attribute limits.
 	CustomProperties map[string]string
 	ChannelID        string
-	DelaySeconds int32
-	DedupID      string
-	Traceparent  string
+	DelaySeconds     int32
+	DedupID          string
+	Traceparent      string
 	// MessageGroupID orders the message after the earlier ones of its message group, in every consumer group
 	// ("" = unordered). A delayed message is delivered out of its group's order (it neither waits nor holds the
 	// group back): ordering it would let a delay block the group, or need a second head per group.
