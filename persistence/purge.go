@@ -2,6 +2,7 @@ package persistence
 
 import (
 	"context"
+	"errors"
 	"strings"
 
 	"github.com/jackc/pgx/v5"
@@ -85,7 +86,7 @@ func preparePurge(ctx context.Context, tx pgx.Tx, q Queue, params map[string]any
 	}
 	var no int32
 	err := tx.QueryRow(ctx, consumerGroupOfQueue, q.TenancyID, q.ID, ref).Scan(&no)
-	if err == pgx.ErrNoRows {
+	if errors.Is(err, pgx.ErrNoRows) {
 		return notFound
 	}
 	params[purgeParamGroupNos] = []int32{no}
