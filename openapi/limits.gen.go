@@ -14,18 +14,21 @@ const (
 	// MaxStandardContentLength is the most bytes of a message's content on a queue without the LARGE_MESSAGES capability.
 	// openapi.yaml: PutMessagesDetailsEntry.content x-ferry-standard-max-length.
 	MaxStandardContentLength = 262144
-	// MaxAttributes is the most attributes of a message.
-	// openapi.yaml: MessageAttributes maxProperties.
+	// MaxAttributes is the most attributes of a message, custom properties included.
+	// openapi.yaml: MessageAttributes maxProperties; MessageCustomProperties maxProperties.
 	MaxAttributes = 32
-	// MaxAttributeKeyLength is the most characters of an attribute's key (OpenAPI 3.0 cannot bound the keys of a map).
-	// openapi.yaml: MessageAttributes x-ferry-key-max-length.
+	// MaxAttributeKeyLength is the most characters of an attribute's or a custom property's key (OpenAPI 3.0 cannot bound the keys of a map).
+	// openapi.yaml: MessageAttributes x-ferry-key-max-length; MessageCustomProperties x-ferry-key-max-length.
 	MaxAttributeKeyLength = 64
-	// MaxAttributeValueLength is the most characters of an attribute's string value.
-	// openapi.yaml: AttributeValue.oneOf[0] maxLength.
+	// MaxAttributeValueLength is the most characters of an attribute's string value or a custom property's value.
+	// openapi.yaml: AttributeValue.oneOf[0] maxLength; MessageCustomProperties.additionalProperties maxLength.
 	MaxAttributeValueLength = 256
 	// MaxChannelIDLength is the most characters of a channel id.
-	// openapi.yaml: ChannelId maxLength.
+	// openapi.yaml: ChannelId maxLength; MessageMetadata.channelId maxLength; PurgeQueueDetails.properties.channelIds.items maxLength.
 	MaxChannelIDLength = 256
+	// MaxPurgeChannels is the most channels one purge names.
+	// openapi.yaml: PurgeQueueDetails.channelIds maxItems.
+	MaxPurgeChannels = 100
 	// MaxMessageGroupIDLength is the most characters of a messageGroupId.
 	// openapi.yaml: MessageMetadata.messageGroupId maxLength.
 	MaxMessageGroupIDLength = 128

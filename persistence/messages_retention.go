@@ -20,15 +20,16 @@ var (
 	dedupExpire           = stmt("dedup.expire")
 )
 
-// PurgeBatch deletes up to batch messages of the queue with ids at or below upTo (dlq nil = queue and DLQ) and
-// returns how many. Ordered groups that lost their head continue with their next message.
-func (r *Messages) PurgeBatch(ctx context.Context, queueID string, dlq *bool, upTo int64, batch int) (int64, error) {
+// PurgeBatch deletes up to batch messages of the queue in scope (purge.go) and returns how many. Ordered groups
+// that lost their head continue with their next message.
+func (r *Messages) PurgeBatch(ctx context.Context, queueID string, scope PurgeScope, batch int) (int64, error) {
 	no, err := r.nums.of(ctx, queueID)
 	if err != nil {
 		return 0, err
 	}
-	n, err := r.deleteBatch(ctx, queueID, no, dlq, messagesPurgePick, arg{"queue_no", no}, arg{"dlq", dlq}, arg{"up_to", upTo},
-		arg{"limit", batch})
+	// nil slices are SQL NULL: no filter.
+	n, err := r.deleteBatch(ctx, queueID, no, scope.DLQ, messagesPurgePick, arg{"queue_no", no}, arg{"dlq", scope.DLQ},
+		arg{"group_nos", scope.GroupNos}, arg{"channel_ids", scope.ChannelIDs}, arg{"up_to", scope.UpTo}, arg{"limit", batch})
 	return n, interpretError("purging messages", err)
 }
 

@@ -271,15 +271,14 @@ func (r *Queues) StartWork(ctx context.Context, tenancyID, id string, check Chec
 		}
 		wr.TenancyID, wr.CompartmentID, wr.ResourceID, wr.ResourceType = tenancyID, q.CompartmentID, id, "queue"
 		if wr.OperationType == OpPurgeQueue {
-			// A purge removes what was published before it was accepted, not what arrives while it waits to run.
-			var upTo int64
-			if err := messagesLastID.queryRow(ctx, tx).Scan(&upTo); err != nil {
-				return err
-			}
+			// A purge removes what was published before it was accepted, not what arrives while it waits to run,
+			// of the consumer groups it names as they are now (purge.go).
 			if wr.Params == nil {
 				wr.Params = map[string]any{}
 			}
-			wr.Params["upToMessageId"] = upTo
+			if err := preparePurge(ctx, tx, q, wr.Params); err != nil {
+				return err
+			}
 		}
 		var err error
 		out, err = insertWorkRequest(ctx, tx, wr)

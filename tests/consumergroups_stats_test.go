@@ -101,8 +101,9 @@ func TestConsumerGroupStatsAndScopes(t *testing.T) {
 	del, err := c.DeleteMessagesWithResponse(ctx, q, &sdk.DeleteMessagesParams{ConsumerGroupId: e2e.Ptr("b")},
 		sdk.DeleteMessagesDetails{Entries: []sdk.DeleteMessagesDetailsEntry{{Receipt: fromA[0].Receipt}, {Receipt: fromB[0].Receipt}}})
 	e2e.RequireStatus(t, del, err, http.StatusOK)
-	require.Equal(t, 1, del.JSON200.ClientFailedCount)
-	require.Equal(t, e2e.Ptr("InvalidParameter"), del.JSON200.Entries[0].ErrorCode)
+	require.Equal(t, 1, del.JSON200.ClientFailures)
+	require.Equal(t, e2e.Ptr(http.StatusBadRequest), del.JSON200.Entries[0].ErrorCode)
+	require.Equal(t, e2e.Ptr("InvalidParameter"), del.JSON200.Entries[0].Code)
 	require.Nil(t, del.JSON200.Entries[1].ErrorCode)
 	one, err := c.DeleteMessageWithResponse(ctx, q, fromA[0].Receipt, &sdk.DeleteMessageParams{})
 	e2e.RequireError(t, one, err, http.StatusBadRequest, "InvalidParameter", "receipt")
@@ -111,7 +112,7 @@ func TestConsumerGroupStatsAndScopes(t *testing.T) {
 	upd, err := c.UpdateMessagesWithResponse(ctx, q, &sdk.UpdateMessagesParams{ConsumerGroupId: e2e.Ptr("primary")},
 		sdk.UpdateMessagesDetails{Entries: []sdk.UpdateMessagesDetailsEntry{{Receipt: fromA[1].Receipt, VisibilityInSeconds: 0}}})
 	e2e.RequireStatus(t, upd, err, http.StatusOK)
-	require.Equal(t, 1, upd.JSON200.ClientFailedCount)
+	require.Equal(t, 1, upd.JSON200.ClientFailures)
 	updOne, err := c.UpdateMessageWithResponse(ctx, q, fromA[1].Receipt, &sdk.UpdateMessageParams{ConsumerGroupId: e2e.Ptr("b")},
 		sdk.UpdateMessageDetails{VisibilityInSeconds: 0})
 	e2e.RequireError(t, updOne, err, http.StatusBadRequest, "InvalidParameter", "receipt")

@@ -76,7 +76,7 @@ func TestDataPlaneBadInput(t *testing.T) {
 		{"delay not an integer", "POST", messages, entries(`{"content":"x","metadata":{"delayInSeconds":1.5}}`), 400, "InvalidParameter", []string{"messages.0.metadata.delayInSeconds"}},
 		{"channel with *", "POST", messages, entries(`{"content":"x","metadata":{"channelId":"a*"}}`), 400, "InvalidParameter", []string{"messages.0.metadata.channelId"}},
 		{"channel of 257 characters", "POST", messages, entries(`{"content":"x","metadata":{"channelId":"` + strings.Repeat("c", 257) + `"}}`), 400, "InvalidParameter", []string{"messages.0.metadata.channelId"}},
-		{"empty channel", "POST", messages, entries(`{"content":"x","metadata":{"channelId":""}}`), 400, "InvalidParameter", []string{"messages.0.metadata.channelId"}},
+		{"channel *", "POST", messages, entries(`{"content":"x","metadata":{"channelId":"*"}}`), 400, "InvalidParameter", []string{"messages.0.metadata.channelId"}},
 		{"dedup id of 129 characters", "POST", messages, entries(`{"content":"x","metadata":{"deduplicationId":"` + strings.Repeat("d", 129) + `"}}`), 400, "InvalidParameter", []string{"messages.0.metadata.deduplicationId"}},
 		{"NUL in content", "POST", messages, entries(ok, `{"content":"a\u0000b"}`), 400, "InvalidParameter", []string{"messages.1.content"}},
 		{"NUL in an attribute key", "POST", messages, entries(`{"content":"x","attributes":{"k\u0000":"v"}}`), 400, "InvalidParameter", []string{"messages.0.attributes"}},

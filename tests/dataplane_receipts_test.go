@@ -15,7 +15,8 @@ import (
 )
 
 // TestUpdateMessagesPerEntryErrors: each entry of updateMessages succeeds or fails on its own (valid, garbage,
-// stale and deleted receipts), counted in clientFailedCount; a DLQ receipt without dlq=true fails its entry.
+// stale and deleted receipts), counted in clientFailures, each with the status it would answer alone (errorCode) and
+// ferry's code; a DLQ receipt without dlq=true fails its entry.
 func TestUpdateMessagesPerEntryErrors(t *testing.T) {
 	t.Parallel()
 	_, tenancyID, c := testserver.StartAdmin(t)
@@ -49,17 +50,20 @@ func TestUpdateMessagesPerEntryErrors(t *testing.T) {
 	require.NoError(t, err)
 	require.Equal(t, http.StatusOK, resp.StatusCode(), string(resp.Body))
 	r := resp.JSON200
-	require.Equal(t, 3, r.ClientFailedCount)
-	require.Zero(t, r.ServerFailedCount)
+	require.Equal(t, 3, r.ClientFailures)
+	require.Zero(t, r.ServerFailures)
 	require.Len(t, r.Entries, 4)
 	require.Nil(t, r.Entries[0].ErrorCode)
+	require.Nil(t, r.Entries[0].Code)
 	require.Equal(t, valid.Id, *r.Entries[0].Id)
 	require.WithinDuration(t, before.Add(300*time.Second), *r.Entries[0].VisibleAfter, 5*time.Second)
 	wantCodes := []string{"InvalidParameter", "Conflict", "NotAuthorizedOrNotFound"}
+	wantStatuses := []int{http.StatusBadRequest, http.StatusConflict, http.StatusNotFound}
 	for i, code := range wantCodes {
 		e := r.Entries[i+1]
 		require.NotNil(t, e.ErrorCode, "entry %d", i+1)
-		require.Equal(t, code, *e.ErrorCode, "entry %d", i+1)
+		require.Equal(t, wantStatuses[i], *e.ErrorCode, "entry %d", i+1)
+		require.Equal(t, code, *e.Code, "entry %d", i+1)
 		require.NotEmpty(t, *e.ErrorMessage)
 		require.Nil(t, e.Id)
 		require.Nil(t, e.VisibleAfter)
@@ -79,8 +83,9 @@ func TestUpdateMessagesPerEntryErrors(t *testing.T) {
 	}})
 	require.NoError(t, err)
 	require.Equal(t, http.StatusOK, del.StatusCode(), string(del.Body))
-	require.Equal(t, 1, del.JSON200.ClientFailedCount)
-	require.Equal(t, "InvalidParameter", *del.JSON200.Entries[0].ErrorCode)
+	require.Equal(t, 1, del.JSON200.ClientFailures)
+	require.Equal(t, http.StatusBadRequest, *del.JSON200.Entries[0].ErrorCode)
+	require.Equal(t, "InvalidParameter", *del.JSON200.Entries[0].Code)
 	require.Contains(t, *del.JSON200.Entries[0].ErrorMessage, "DLQ")
 	require.Nil(t, del.JSON200.Entries[1].ErrorCode)
 	c.RequireStats(t, q, 0, 0, 0, 1)
@@ -109,7 +114,7 @@ func TestReceiptScope(t *testing.T) {
 	})
 	require.NoError(t, err)
 	require.Equal(t, http.StatusOK, batch.StatusCode())
-	require.Equal(t, 1, batch.JSON200.ClientFailedCount)
+	require.Equal(t, 1, batch.JSON200.ClientFailures)
 	upd, err := c.UpdateMessageWithResponse(ctx, b, m.Receipt, &sdk.UpdateMessageParams{}, sdk.UpdateMessageDetails{VisibilityInSeconds: 0})
 	require.NoError(t, err)
 	e2e.RequireAPIError(t, upd.StatusCode(), upd.Body, http.StatusBadRequest, "InvalidParameter", "receipt")

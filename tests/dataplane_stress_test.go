@@ -105,7 +105,7 @@ func TestExactlyOnceUnderConcurrency(t *testing.T) {
 					}
 					del, err := c.DeleteMessagesWithResponse(context.WithoutCancel(ctx), q, &sdk.DeleteMessagesParams{},
 						sdk.DeleteMessagesDetails{Entries: entries})
-					if err != nil || del.StatusCode() != http.StatusOK || del.JSON200.ClientFailedCount+del.JSON200.ServerFailedCount > 0 {
+					if err != nil || del.StatusCode() != http.StatusOK || del.JSON200.ClientFailures+del.JSON200.ServerFailures > 0 {
 						fail(fmt.Errorf("consumer %d: delete: %v %s", n, err, e2e.Body(del)))
 						return
 					}

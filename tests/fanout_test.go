@@ -475,7 +475,8 @@ func TestFanoutCapabilityReadsItsWrites(t *testing.T) {
 	}
 }
 
-// TestFanoutPurge: a purge empties every consumer group of the queue (NORMAL: their queues, DLQ: their DLQs).
+// TestFanoutPurge: a purge of every consumer group (consumerGroupId "all") empties all of them (NORMAL: their
+// queues, DLQ: their DLQs). Purges of one group are in dataplane_oci_test.go.
 func TestFanoutPurge(t *testing.T) {
 	t.Parallel()
 	srv, tenancyID, c := testserver.StartAdmin(t)
@@ -491,11 +492,11 @@ func TestFanoutPurge(t *testing.T) {
 		st := c.GroupStats(t, q, ref)
 		require.Equal(t, [2]int64{1, 1}, [2]int64{st.Queue.VisibleMessages, st.Dlq.VisibleMessages}, ref)
 	}
-	srv.Purge(t, c, q, sdk.PurgeTypeDLQ)
+	srv.Purge(t, c, q, sdk.PurgeTypeDLQ, e2e.PurgeGroup("all"))
 	for _, ref := range []string{"primary", "a"} {
 		st := c.GroupStats(t, q, ref)
 		require.Equal(t, [2]int64{1, 0}, [2]int64{st.Queue.VisibleMessages, st.Dlq.VisibleMessages}, ref)
 	}
-	srv.Purge(t, c, q, sdk.PurgeTypeNORMAL)
+	srv.Purge(t, c, q, sdk.PurgeTypeNORMAL, e2e.PurgeGroup("all"))
 	require.Zero(t, srv.StoredMessages(t, q))
 }

@@ -16,6 +16,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/ferry-mq/ferry/openapi/sdk"
+	"github.com/ferry-mq/ferry/persistence"
 	"github.com/ferry-mq/ferry/tests/e2e"
 	"github.com/ferry-mq/ferry/tests/testserver"
 )
@@ -372,7 +373,7 @@ func TestOrderedGroupPurgeUnblocks(t *testing.T) {
 	c.Put(t, q, e2e.InGroup("m3", "G"))
 
 	// The purge's batches, as the work request runs them, up to the last message published before it started.
-	purged, err := srv.Node.Messaging().Messages().PurgeBatch(context.Background(), q, nil, before[1].Id, 1000)
+	purged, err := srv.Node.Messaging().Messages().PurgeBatch(context.Background(), q, persistence.PurgeScope{UpTo: before[1].Id}, 1000)
 	require.NoError(t, err)
 	require.Equal(t, int64(2), purged)
 	m3 := c.Get(t, q, e2e.Limit(10), e2e.Visibility(60))

@@ -812,20 +812,27 @@ type DeleteMessagesDetailsEntry struct {
 
 // DeleteMessagesResult The result of DeleteMessages.
 type DeleteMessagesResult struct {
-	// ClientFailedCount How many entries failed because of the request (invalid or stale receipts).
-	ClientFailedCount int `json:"clientFailedCount"`
+	// ClientFailures How many entries failed because of the request (a 4xx `errorCode`: invalid or stale receipts, gone
+	// messages).
+	ClientFailures int `json:"clientFailures"`
 
 	// Entries One outcome per request entry, in request order.
 	Entries []DeleteMessagesResultEntry `json:"entries"`
 
-	// ServerFailedCount How many entries failed because of the server.
-	ServerFailedCount int `json:"serverFailedCount"`
+	// ServerFailures How many entries failed because of the server (a 5xx `errorCode`); they may succeed when retried.
+	ServerFailures int `json:"serverFailures"`
 }
 
 // DeleteMessagesResultEntry The outcome of deleting one message; empty on success.
 type DeleteMessagesResultEntry struct {
-	// ErrorCode The error code when this entry failed (for example `Conflict` for a stale receipt).
-	ErrorCode *string `json:"errorCode,omitempty"`
+	// Code The OCI-style error code when this entry failed (`Conflict` for a stale receipt,
+	// `NotAuthorizedOrNotFound` when the message is gone, `InvalidParameter` for a malformed receipt, …): the
+	// `code` an error answer of the single-message operation would carry.
+	Code *string `json:"code,omitempty"`
+
+	// ErrorCode The HTTP status of this entry's failure, as the single-message operation would answer it (400, 404,
+	// 409, 503, …), when this entry failed.
+	ErrorCode *int `json:"errorCode,omitempty"`
 
 	// ErrorMessage A human-readable explanation when this entry failed.
 	ErrorMessage *string `json:"errorMessage,omitempty"`
@@ -859,6 +866,10 @@ type GetMessage struct {
 
 	// Content The message content as published.
 	Content string `json:"content"`
+
+	// CreatedAt When the message was published (RFC 3339, UTC): the time its PutMessages stored it. A redriven message
+	// keeps it.
+	CreatedAt time.Time `json:"createdAt"`
 
 	// DeliveryCount How many times the message has been delivered, this delivery included.
 	DeliveryCount int `json:"deliveryCount"`
@@ -900,16 +911,31 @@ type HealthStatus struct {
 // LifecycleState The lifecycle state of a resource.
 type LifecycleState string
 
-// MessageAttributes Message attributes (at most 32): keys of 1 to 64 characters mapped to strings or numbers. Consumer group
-// filters select messages by their attributes; attributes count toward the message size.
+// MessageAttributes Message attributes (at most 32, together with `metadata.customProperties`): keys of 1 to 64 characters
+// mapped to strings or numbers. Consumer group filters select messages by their attributes and custom
+// properties; both count toward the message size.
 //
 // Example: {"amount":42.5,"type":"order"}
 type MessageAttributes map[string]AttributeValue
 
+// MessageCustomProperties Custom properties of a message (OCI Queue's `metadata.customProperties`): keys of 1 to 64 characters mapped
+// to strings of at most 256 characters. They are string-valued attributes kept apart from `attributes`, so
+// that they come back where they were sent: consumer group filters see a message's `attributes` and its
+// custom properties as one set of keys (a key may not be in both: 400 naming it), the two together hold at
+// most 32 keys, and they count toward the message size.
+//
+// Example: {"region":"eu"}
+type MessageCustomProperties map[string]string
+
 // MessageMetadata Delivery options of a message.
 type MessageMetadata struct {
-	// ChannelId The channel of the message. Consumers can lease from one channel or a prefix of channels with `channelFilter`. Absent means the default (empty) channel.
-	ChannelId *ChannelId `json:"channelId,omitempty"`
+	// ChannelId The channel of the message (no `*`). Consumers can lease from one channel or a prefix of channels with
+	// `channelFilter`. Absent or empty means the default channel (OCI's SDK always sends `channelId`, empty
+	// for the default channel). GetMessages leaves it out for the default channel.
+	ChannelId *string `json:"channelId,omitempty"`
+
+	// CustomProperties The custom properties of the message (see MessageCustomProperties).
+	CustomProperties *MessageCustomProperties `json:"customProperties,omitempty"`
 
 	// DeduplicationId A caller-chosen id: while the queue's deduplication window lasts, another message with the same id is
 	// acknowledged with the first message's `id` and not enqueued again.
@@ -995,6 +1021,16 @@ type PolicyCollection struct {
 
 // PurgeQueueDetails What to purge.
 type PurgeQueueDetails struct {
+	// ChannelIds Purge only the messages of these channels (exact channel ids; the empty string is the default
+	// channel). Absent = every channel.
+	ChannelIds *[]string `json:"channelIds,omitempty"`
+
+	// ConsumerGroupId The consumer group to purge, on a queue with the `CONSUMER_GROUPS` capability: its OCID or its
+	// `displayName`; `all` purges every group (a group whose displayName is `all` is named by its OCID).
+	// Absent = the primary group only. On a queue without the capability, the queue's OCID (the primary
+	// group's), `primary` and `all` all purge the queue, and absent does too.
+	ConsumerGroupId *string `json:"consumerGroupId,omitempty"`
+
 	// PurgeType Which messages to purge.
 	PurgeType PurgeType `json:"purgeType"`
 }
@@ -1290,20 +1326,27 @@ type UpdateMessagesDetailsEntry struct {
 
 // UpdateMessagesResult The result of UpdateMessages.
 type UpdateMessagesResult struct {
-	// ClientFailedCount How many entries failed because of the request (invalid or stale receipts).
-	ClientFailedCount int `json:"clientFailedCount"`
+	// ClientFailures How many entries failed because of the request (a 4xx `errorCode`: invalid or stale receipts, gone
+	// messages).
+	ClientFailures int `json:"clientFailures"`
 
 	// Entries One outcome per request entry, in request order.
 	Entries []UpdateMessagesResultEntry `json:"entries"`
 
-	// ServerFailedCount How many entries failed because of the server.
-	ServerFailedCount int `json:"serverFailedCount"`
+	// ServerFailures How many entries failed because of the server (a 5xx `errorCode`); they may succeed when retried.
+	ServerFailures int `json:"serverFailures"`
 }
 
 // UpdateMessagesResultEntry The outcome of changing one lease.
 type UpdateMessagesResultEntry struct {
-	// ErrorCode The error code when this entry failed (for example `Conflict` for a stale receipt).
-	ErrorCode *string `json:"errorCode,omitempty"`
+	// Code The OCI-style error code when this entry failed (`Conflict` for a stale receipt,
+	// `NotAuthorizedOrNotFound` when the message is gone, `InvalidParameter` for a malformed receipt, …): the
+	// `code` an error answer of the single-message operation would carry.
+	Code *string `json:"code,omitempty"`
+
+	// ErrorCode The HTTP status of this entry's failure, as the single-message operation would answer it (400, 404,
+	// 409, 503, …), when this entry failed.
+	ErrorCode *int `json:"errorCode,omitempty"`
 
 	// ErrorMessage A human-readable explanation when this entry failed.
 	ErrorMessage *string `json:"errorMessage,omitempty"`
@@ -2710,7 +2753,11 @@ type ClientInterface interface {
 	//
 	// Deletes the messages of the queue (`NORMAL`), of its dead-letter queue (`DLQ`) or of both (`BOTH`),
 	// asynchronously: answers 202 with an `opc-work-request-id` header and no body. Messages published after
-	// the purge was accepted are kept.
+	// the purge was accepted are kept. `channelIds` limits the purge to those channels. On a queue with the
+	// `CONSUMER_GROUPS` capability the purge applies to one consumer group: the primary group when
+	// `consumerGroupId` is absent, the named group otherwise, or every group with `consumerGroupId: all`; a
+	// `consumerGroupId` that is not a group of the queue answers 404 when the purge is requested. On a queue
+	// without the capability it applies to the queue.
 	//
 	// Takes any type of body and a specified content type.
 	//
@@ -2721,7 +2768,11 @@ type ClientInterface interface {
 	//
 	// Deletes the messages of the queue (`NORMAL`), of its dead-letter queue (`DLQ`) or of both (`BOTH`),
 	// asynchronously: answers 202 with an `opc-work-request-id` header and no body. Messages published after
-	// the purge was accepted are kept.
+	// the purge was accepted are kept. `channelIds` limits the purge to those channels. On a queue with the
+	// `CONSUMER_GROUPS` capability the purge applies to one consumer group: the primary group when
+	// `consumerGroupId` is absent, the named group otherwise, or every group with `consumerGroupId: all`; a
+	// `consumerGroupId` that is not a group of the queue answers 404 when the purge is requested. On a queue
+	// without the capability it applies to the queue.
 	//
 	// Takes a body of the `application/json` content type.
 	//
@@ -3691,7 +3742,11 @@ func (c *Client) ChangeQueueCompartment(ctx context.Context, queueId QueueIdPath
 //
 // Deletes the messages of the queue (`NORMAL`), of its dead-letter queue (`DLQ`) or of both (`BOTH`),
 // asynchronously: answers 202 with an `opc-work-request-id` header and no body. Messages published after
-// the purge was accepted are kept.
+// the purge was accepted are kept. `channelIds` limits the purge to those channels. On a queue with the
+// `CONSUMER_GROUPS` capability the purge applies to one consumer group: the primary group when
+// `consumerGroupId` is absent, the named group otherwise, or every group with `consumerGroupId: all`; a
+// `consumerGroupId` that is not a group of the queue answers 404 when the purge is requested. On a queue
+// without the capability it applies to the queue.
 //
 // Takes any type of body and a specified content type.
 //
@@ -3712,7 +3767,11 @@ func (c *Client) PurgeQueueWithBody(ctx context.Context, queueId QueueIdPath, pa
 //
 // Deletes the messages of the queue (`NORMAL`), of its dead-letter queue (`DLQ`) or of both (`BOTH`),
 // asynchronously: answers 202 with an `opc-work-request-id` header and no body. Messages published after
-// the purge was accepted are kept.
+// the purge was accepted are kept. `channelIds` limits the purge to those channels. On a queue with the
+// `CONSUMER_GROUPS` capability the purge applies to one consumer group: the primary group when
+// `consumerGroupId` is absent, the named group otherwise, or every group with `consumerGroupId: all`; a
+// `consumerGroupId` that is not a group of the queue answers 404 when the purge is requested. On a queue
+// without the capability it applies to the queue.
 //
 // Takes a body of the `application/json` content type.
 //
@@ -8185,7 +8244,11 @@ type ClientWithResponsesInterface interface {
 	//
 	// Deletes the messages of the queue (`NORMAL`), of its dead-letter queue (`DLQ`) or of both (`BOTH`),
 	// asynchronously: answers 202 with an `opc-work-request-id` header and no body. Messages published after
-	// the purge was accepted are kept.
+	// the purge was accepted are kept. `channelIds` limits the purge to those channels. On a queue with the
+	// `CONSUMER_GROUPS` capability the purge applies to one consumer group: the primary group when
+	// `consumerGroupId` is absent, the named group otherwise, or every group with `consumerGroupId: all`; a
+	// `consumerGroupId` that is not a group of the queue answers 404 when the purge is requested. On a queue
+	// without the capability it applies to the queue.
 	//
 	// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
 	//
@@ -8196,7 +8259,11 @@ type ClientWithResponsesInterface interface {
 	//
 	// Deletes the messages of the queue (`NORMAL`), of its dead-letter queue (`DLQ`) or of both (`BOTH`),
 	// asynchronously: answers 202 with an `opc-work-request-id` header and no body. Messages published after
-	// the purge was accepted are kept.
+	// the purge was accepted are kept. `channelIds` limits the purge to those channels. On a queue with the
+	// `CONSUMER_GROUPS` capability the purge applies to one consumer group: the primary group when
+	// `consumerGroupId` is absent, the named group otherwise, or every group with `consumerGroupId: all`; a
+	// `consumerGroupId` that is not a group of the queue answers 404 when the purge is requested. On a queue
+	// without the capability it applies to the queue.
 	//
 	// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
 	//
@@ -14633,7 +14700,11 @@ func (c *ClientWithResponses) ChangeQueueCompartmentWithResponse(ctx context.Con
 //
 // Deletes the messages of the queue (`NORMAL`), of its dead-letter queue (`DLQ`) or of both (`BOTH`),
 // asynchronously: answers 202 with an `opc-work-request-id` header and no body. Messages published after
-// the purge was accepted are kept.
+// the purge was accepted are kept. `channelIds` limits the purge to those channels. On a queue with the
+// `CONSUMER_GROUPS` capability the purge applies to one consumer group: the primary group when
+// `consumerGroupId` is absent, the named group otherwise, or every group with `consumerGroupId: all`; a
+// `consumerGroupId` that is not a group of the queue answers 404 when the purge is requested. On a queue
+// without the capability it applies to the queue.
 //
 // Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
 //
@@ -14650,7 +14721,11 @@ func (c *ClientWithResponses) PurgeQueueWithBodyWithResponse(ctx context.Context
 //
 // Deletes the messages of the queue (`NORMAL`), of its dead-letter queue (`DLQ`) or of both (`BOTH`),
 // asynchronously: answers 202 with an `opc-work-request-id` header and no body. Messages published after
-// the purge was accepted are kept.
+// the purge was accepted are kept. `channelIds` limits the purge to those channels. On a queue with the
+// `CONSUMER_GROUPS` capability the purge applies to one consumer group: the primary group when
+// `consumerGroupId` is absent, the named group otherwise, or every group with `consumerGroupId: all`; a
+// `consumerGroupId` that is not a group of the queue answers 404 when the purge is requested. On a queue
+// without the capability it applies to the queue.
 //
 // Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
 //

@@ -465,10 +465,13 @@ FROM message_dedup_keys k WHERE k.queue_id = $5 AND k.dedup_id = ANY ($6::text[]
 UPDATE message_dedup_keys k SET message_id = r.id FROM unnest($1::text[], $2::bigint[]) AS r(dedup_id, id)
 WHERE k.queue_id = $3 AND k.dedup_id = r.dedup_id;
 
--- $1 @queue_no, $2 @dlq, $3 @up_to, $4 @limit
+-- $1 @queue_no, $2 @dlq, $3 @group_nos, $4 @channel_ids, $5 @up_to, $6 @limit
 -- messages.purge_pick
 SELECT group_no, id, message_group FROM messages
-WHERE queue_no = $1 AND ($2::bool IS NULL OR dlq = $2) AND id <= $3 LIMIT $4;
+WHERE queue_no = $1 AND ($2::bool IS NULL OR dlq = $2)
+	AND ($3::int[] IS NULL OR group_no = ANY ($3))
+	AND ($4::text[] IS NULL OR channel_id = ANY ($4))
+	AND id <= $5 LIMIT $6;
 
 -- $1 @queue_no, $2 @queue_id, $3 @cutoff, $4 @limit
 -- messages.expire_pick

@@ -210,7 +210,7 @@ func (h *Handlers) PurgeQueue(c *gin.Context, id api.QueueIdPath, params api.Pur
 	}
 	h.startWork(c, id, queueIn(httpapi.Deref(params.IfMatch), persistence.StateActive), "", persistence.WorkRequest{
 		OperationType: persistence.OpPurgeQueue, ActionType: "UPDATED",
-		Params: map[string]any{"purgeType": string(body.PurgeType)},
+		Params: persistence.PurgeParams(string(body.PurgeType), httpapi.Deref(body.ChannelIds), httpapi.Deref(body.ConsumerGroupId)),
 	})
 }
 

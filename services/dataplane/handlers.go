@@ -153,7 +153,8 @@ func (h *Handlers) UpdateMessage(c *gin.Context, queueID api.QueueIdPath, receip
 	c.JSON(http.StatusOK, api.UpdatedMessage{Id: rc.ID, VisibleAfter: *times[0]})
 }
 
-// UpdateMessages extends or releases a batch of leases; each entry succeeds or fails on its own.
+// UpdateMessages extends or releases a batch of leases; each entry succeeds or fails on its own (a failed one
+// carries the HTTP status of its failure in errorCode, as OCI's result does).
 func (h *Handlers) UpdateMessages(c *gin.Context, queueID api.QueueIdPath, params api.UpdateMessagesParams) {
 	var body api.UpdateMessagesDetails
 	if !bind(c, &body) {
@@ -173,8 +174,8 @@ func (h *Handlers) UpdateMessages(c *gin.Context, queueID api.QueueIdPath, param
 	for i, entryErr := range errs {
 		if entryErr != nil {
 			e := apierror.From(entryErr)
-			out.Entries[i] = api.UpdateMessagesResultEntry{ErrorCode: &e.Code, ErrorMessage: &e.Message}
-			wire.CountFailure(e, &out.ClientFailedCount, &out.ServerFailedCount)
+			out.Entries[i] = api.UpdateMessagesResultEntry{Code: &e.Code, ErrorCode: &e.Status, ErrorMessage: &e.Message}
+			wire.CountFailure(e, &out.ClientFailures, &out.ServerFailures)
 			continue
 		}
 		rc, _ := messaging.NewReceipts(nil).Peek(receipts[i])

@@ -157,6 +157,16 @@ func fastBodyCorpus() []struct {
 		}
 		return `{"content":"x","attributes":{` + strings.Join(kv, ",") + `}}`
 	}
+	custom := func(n int) string {
+		var kv []string
+		for i := range n {
+			kv = append(kv, fmt.Sprintf(`"c%d":"v"`, i))
+		}
+		return `{"content":"x","metadata":{"customProperties":{` + strings.Join(kv, ",") + `}}}`
+	}
+	withCustom := func(props string) string {
+		return entries(`{"content":"x","metadata":{"customProperties":` + props + `}}`)
+	}
 	ok := `{"content":"fine"}`
 	out := []c{}
 	for _, b := range []string{
@@ -201,6 +211,18 @@ func fastBodyCorpus() []struct {
 		`{"messages":[{"content":"x"}],"extra":1}`, entries(ok, `{"content":"x","bogus":1}`), `{"Messages":[{"content":"x"}]}`,
 		entries(`{"Content":"x"}`), `{"messages":[{"content":"x"}],"messages":[{"content":"y"}]}`, entries(ok + `,`), entries(`,` + ok),
 		`{"messages":[{"content":"x"},]}`, `{"messages":[{"content":"x",}]}`, "\ufeff" + entries(ok),
+		// OCI's metadata: channelId "" (the default channel) and customProperties.
+		entries(`{"content":"x","metadata":{"channelId":"","customProperties":{"region":"eu","tier":"gold"}}}`),
+		entries(`{"content":"x","attributes":{"n":1},"metadata":{"customProperties":{"region":"eu"},"channelId":"c"}}`),
+		entries(`{"content":"x","attributes":{"k":"a"},"metadata":{"customProperties":{"k":"b"}}}`), // a clash: the service's to refuse
+		withCustom(`{}`), withCustom(`null`), withCustom(`{"n":1}`), withCustom(`{"b":true}`), withCustom(`{"o":{"a":"b"}}`),
+		withCustom(`{"l":["a"]}`), withCustom(`{"z":null}`), withCustom(`{"a":"1","a":"2"}`), withCustom(`{"":"v"}`),
+		withCustom(`{"` + strings.Repeat("k", 65) + `":"v"}`), withCustom(`{"e":""}`), withCustom(`"flat"`), withCustom(`[]`),
+		withCustom(`{"long":"` + strings.Repeat("v", 256) + `"}`), withCustom(`{"long":"` + strings.Repeat("v", 257) + `"}`),
+		withCustom(`{"long":"` + strings.Repeat("é", 256) + `"}`), withCustom(`{"long":"` + strings.Repeat("é", 257) + `"}`),
+		withCustom(`{"k\u0000":"v"}`), withCustom(`{"k":"v\u0000"}`), withCustom(`{"k":"esc\"aped\u00e9"}`),
+		withCustom("{\"k\":\"raw \xff byte\"}"), entries(custom(32)), entries(custom(33)),
+		entries(`{"content":"x","metadata":{"customProperties":{"a":"1"},"customProperties":{"b":"2"}}}`),
 	} {
 		out = append(out, c{0, b})
 	}

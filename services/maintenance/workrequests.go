@@ -19,9 +19,8 @@ import (
 // another node are found this way).
 const PollIntervalDefault = 2 * time.Second
 
-// PurgeFunc deletes a queue's messages with ids up to upTo in batches ("NORMAL", "DLQ" or "BOTH"), reporting
-// progress (0..100).
-type PurgeFunc func(ctx context.Context, tenancyID, queueID, purgeType string, upTo int64, progress func(percent float32)) error
+// PurgeFunc deletes a queue's messages in scope in batches, reporting progress (0..100).
+type PurgeFunc func(ctx context.Context, tenancyID, queueID string, scope persistence.PurgeScope, progress func(percent float32)) error
 
 // WorkRequestExecutor claims and executes asynchronous work requests.
 type WorkRequestExecutor struct {
@@ -114,21 +113,17 @@ func (e *WorkRequestExecutor) execute(ctx context.Context, w persistence.WorkReq
 	switch w.OperationType {
 	case persistence.OpDeleteQueue:
 		if e.Purge != nil {
-			if err := e.Purge(ctx, w.TenancyID, w.ResourceID, "BOTH", math.MaxInt64, progress); err != nil {
+			// Everything: the queue and its DLQ, of every consumer group and channel.
+			if err := e.Purge(ctx, w.TenancyID, w.ResourceID, persistence.PurgeScope{UpTo: math.MaxInt64}, progress); err != nil {
 				return err
 			}
 		}
 		return e.Store.Queues.SetState(ctx, w.TenancyID, w.ResourceID, persistence.StateDeleted, "")
 	case persistence.OpPurgeQueue:
-		purgeType, _ := w.Params["purgeType"].(string)
 		if e.Purge == nil {
 			return nil
 		}
-		upTo, _ := w.Params["upToMessageId"].(float64) // JSON numbers; ids stay far below 2^53
-		if upTo <= 0 {
-			upTo = math.MaxInt64
-		}
-		return e.Purge(ctx, w.TenancyID, w.ResourceID, purgeType, int64(upTo), progress)
+		return e.Purge(ctx, w.TenancyID, w.ResourceID, persistence.PurgeScopeOf(w.Params), progress)
 	}
 	return fmt.Errorf("unknown operation %s", w.OperationType)
 }

@@ -32,13 +32,23 @@ type GetRequest struct {
 	owner string // the consumer the messages are leased to (a watch's; see Subscription)
 }
 
-// Delivered is a leased message with its receipt. Its Attributes are the JSON object they were stored as (as
-// json.Marshal wrote them when the message was published), handed on to the consumer as they are.
+// Delivered is a leased message with its receipt. Its Attributes and CustomProperties are the JSON objects they
+// were stored as (as json.Marshal wrote them when the message was published), handed on to the consumer as they
+// are.
 type Delivered struct {
 	persistence.LeasedMessage
-	Receipt        string
-	Traceparent    string
-	MessageGroupID string
+	Receipt          string
+	Traceparent      string
+	MessageGroupID   string
+	CustomProperties []byte // a JSON object of strings, or nil
+}
+
+// storedMetadata is the stored metadata of a message (appendMetadata) as consumers are handed it; the
+// deduplication id is not handed back.
+type storedMetadata struct {
+	Traceparent      string          `json:"traceparent"`
+	MessageGroupID   string          `json:"messageGroupId"`
+	CustomProperties json.RawMessage `json:"customProperties"`
 }
 
 // Get leases up to req.Limit visible messages, waiting up to the timeout for the first one (long poll). A waiting
@@ -268,9 +278,9 @@ func (s *Service) leaseOnce(ctx context.Context, q persistence.Queue, groupNo in
 			d.Receipt = s.receipts.Encode(q.ID, persistence.Receipt{GroupNo: m.GroupNo, ID: m.ID, LeaseID: m.LeaseID, DLQ: req.DLQ,
 				Ordered: m.MessageGroup != nil && !req.DLQ})
 			if len(m.Metadata) > 0 {
-				var meta map[string]string
+				var meta storedMetadata
 				if json.Unmarshal(m.Metadata, &meta) == nil {
-					d.Traceparent, d.MessageGroupID = meta["traceparent"], meta["messageGroupId"]
+					d.Traceparent, d.MessageGroupID, d.CustomProperties = meta.Traceparent, meta.MessageGroupID, meta.CustomProperties
 				}
 			}
 			out = append(out, d)

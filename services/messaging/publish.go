@@ -20,12 +20,16 @@ import (
 // PutEntry is one message to publish. Put checks it against the API's limits (package openapi), the same numbers
 // the request validator enforces, since a PutEntry need not come through HTTP.
 type PutEntry struct {
-	Content      string
-	Attributes   map[string]any // values: string or float64
-	ChannelID    string
-	DelaySeconds int32
-	DedupID      string
-	Traceparent  string
+	Content    string
+	Attributes map[string]any // values: string or float64
+	// CustomProperties are OCI's metadata.customProperties: string attributes that come back in the metadata,
+	// where OCI clients look for them. Filters see them with the attributes (a key may not be in both), and the
+	// two share the attribute limits.
+	CustomProperties map[string]string
+	ChannelID        string
+	DelaySeconds     int32
+	DedupID          string
+	Traceparent      string
 	// MessageGroupID orders the message after the earlier ones of its message group, in every consumer group
 	// ("" = unordered). A delayed message is delivered out of its group's order (it neither waits nor holds the
 	// group back): ordering it would let a delay block the group, or need a second head per group.
@@ -65,7 +69,7 @@ func (s *Service) Put(ctx context.Context, tenancyID, queueID string, entries []
 		if err != nil {
 			return nil, err
 		}
-		m.Groups = fanout(groups, e.Attributes)
+		m.Groups = fanout(groups, filterInput(e))
 		if len(m.Groups) == 0 {
 			continue
 		}
@@ -175,10 +179,26 @@ func encode(i int, e PutEntry, requestTrace string, maxContent int) (persistence
 	if len(e.Content) > maxContent {
 		return invalid("content", "%d bytes is more than %d", len(e.Content), maxContent)
 	}
-	if len(e.Attributes) > openapi.MaxAttributes {
-		return invalid("attributes", "at most %d attributes", openapi.MaxAttributes)
+	if len(e.Attributes)+len(e.CustomProperties) > openapi.MaxAttributes {
+		return invalid("attributes", "at most %d attributes and metadata.customProperties together", openapi.MaxAttributes)
 	}
 	size := len(e.Content)
+	for k, v := range e.CustomProperties {
+		name := "metadata.customProperties." + k
+		if k == "" || utf8.RuneCountInString(k) > openapi.MaxAttributeKeyLength {
+			return invalid("metadata.customProperties", "keys are 1 to %d characters", openapi.MaxAttributeKeyLength)
+		}
+		if _, clash := e.Attributes[k]; clash {
+			return invalid(name, "%q is an attribute too: filters see attributes and custom properties as one set of keys", k)
+		}
+		if !utf8.ValidString(k) || !utf8.ValidString(v) {
+			return invalid(name, "must be valid UTF-8")
+		}
+		if utf8.RuneCountInString(v) > openapi.MaxAttributeValueLength {
+			return invalid(name, "values are at most %d characters", openapi.MaxAttributeValueLength)
+		}
+		size += len(k) + len(v)
+	}
 	for k, v := range e.Attributes {
 		if k == "" || utf8.RuneCountInString(k) > openapi.MaxAttributeKeyLength {
 			return invalid("attributes", "keys are 1 to %d characters", openapi.MaxAttributeKeyLength)
@@ -233,7 +253,7 @@ func encode(i int, e PutEntry, requestTrace string, maxContent int) (persistence
 	if traceparent == "" {
 		traceparent = requestTrace
 	}
-	m.Metadata = appendMetadata(nil, e.DedupID, e.MessageGroupID, traceparent)
+	m.Metadata = appendMetadata(nil, e.CustomProperties, e.DedupID, e.MessageGroupID, traceparent)
 	return m, nil
 }
 
@@ -244,6 +264,20 @@ func maxContentLength(q persistence.Queue) int {
 		return openapi.MaxContentLength
 	}
 	return openapi.MaxStandardContentLength
+}
+
+// filterInput is what consumer group filters see of a message: its attributes and its custom properties as one
+// set (encode refused a key in both). Without custom properties it is the attributes map itself.
+func filterInput(e PutEntry) map[string]any {
+	if len(e.CustomProperties) == 0 {
+		return e.Attributes
+	}
+	all := make(map[string]any, len(e.Attributes)+len(e.CustomProperties))
+	maps.Copy(all, e.Attributes)
+	for k, v := range e.CustomProperties {
+		all[k] = v
+	}
+	return all
 }
 
 // appendAttributes renders validated attributes as they are stored, and later handed to consumers as they are:
@@ -273,9 +307,15 @@ func appendAttributes(b []byte, attrs map[string]any) []byte {
 }
 
 // appendMetadata renders the stored metadata: the object json.Marshal gives for a map of the non-empty fields
-// (keys in sorted order); nil when all are empty.
-func appendMetadata(b []byte, dedupID, messageGroupID, traceparent string) []byte {
+// (keys in sorted order; customProperties a nested object, which consumers are handed as it is stored); nil when
+// all are empty.
+func appendMetadata(b []byte, custom map[string]string, dedupID, messageGroupID, traceparent string) []byte {
 	sep := byte('{')
+	if len(custom) > 0 {
+		b = append(b, `{"customProperties":`...)
+		b = appendStrings(b, custom)
+		sep = ','
+	}
 	for _, f := range [...]struct{ key, value string }{
 		{`"deduplicationId":`, dedupID}, {`"messageGroupId":`, messageGroupID}, {`"traceparent":`, traceparent},
 	} {
@@ -289,6 +329,22 @@ func appendMetadata(b []byte, dedupID, messageGroupID, traceparent string) []byt
 	}
 	if sep == '{' {
 		return b
+	}
+	return append(b, '}')
+}
+
+// appendStrings renders a map of strings as json.Marshal does (keys sorted, strings escaped).
+func appendStrings(b []byte, m map[string]string) []byte {
+	sep := byte('{')
+	for _, k := range slices.Sorted(maps.Keys(m)) {
+		b = append(b, sep)
+		sep = ','
+		b = jsonx.AppendString(b, k)
+		b = append(b, ':')
+		b = jsonx.AppendString(b, m[k])
+	}
+	if sep == '{' {
+		b = append(b, sep)
 	}
 	return append(b, '}')
 }

@@ -21,25 +21,17 @@ func (s *Service) Redrive(ctx context.Context, tenancyID, queueID, groupRef stri
 	return n, err
 }
 
-// Purge deletes a queue's messages in batches (purgeType NORMAL, DLQ or BOTH), pausing between batches so that
-// a large purge does not starve the hot path. It is the work request executor's PurgeFunc.
-func (s *Service) Purge(ctx context.Context, _, queueID, purgeType string, upTo int64, progress func(float32)) error {
-	var dlq *bool
-	switch purgeType {
-	case "NORMAL":
-		f := false
-		dlq = &f
-	case "DLQ":
-		t := true
-		dlq = &t
-	}
+// Purge deletes the messages of a queue in scope in batches, pausing between batches so that a large purge does
+// not starve the hot path. It is the work request executor's PurgeFunc; the scope was decided when the purge was
+// accepted (persistence.PurgeScopeOf).
+func (s *Service) Purge(ctx context.Context, _, queueID string, scope persistence.PurgeScope, progress func(float32)) error {
 	const batch = 1000
 	defer s.sizes.invalidate(queueID) // the room freed counts at once, not after the next refresh
-	// Only what was published before the purge was accepted (upTo): messages published since are kept, and a
-	// queue that is published to faster than it is purged still finishes.
+	// Only what was published before the purge was accepted (scope.UpTo): messages published since are kept, and
+	// a queue that is published to faster than it is purged still finishes.
 	var done int64
 	for {
-		n, err := s.messages.PurgeBatch(ctx, queueID, dlq, upTo, batch)
+		n, err := s.messages.PurgeBatch(ctx, queueID, scope, batch)
 		if err != nil {
 			return err
 		}

@@ -47,6 +47,9 @@ func PutEntries(body api.PutMessagesDetails) []messaging.PutEntry {
 			e.DedupID = deref(md.DeduplicationId)
 			e.Traceparent = deref(md.Traceparent)
 			e.MessageGroupID = deref(md.MessageGroupId)
+			if md.CustomProperties != nil {
+				e.CustomProperties = *md.CustomProperties
+			}
 		}
 		entries[i] = e
 	}
@@ -133,7 +136,7 @@ func (s *scanner) putEntry() (messaging.PutEntry, bool) {
 
 // metadata reads a message's metadata into e.
 func (s *scanner) metadata(e *messaging.PutEntry) bool {
-	var has [5]bool // channelId, messageGroupId, deduplicationId, traceparent, delayInSeconds
+	var has [6]bool // channelId, messageGroupId, deduplicationId, traceparent, delayInSeconds, customProperties
 	str := func(i int, dst *string, minChars, maxChars int) bool {
 		if has[i] {
 			return false
@@ -145,8 +148,8 @@ func (s *scanner) metadata(e *messaging.PutEntry) bool {
 	}
 	return s.object(func(key string) bool {
 		switch key {
-		case "channelId":
-			return str(0, &e.ChannelID, 1, openapi.MaxChannelIDLength) && !strings.Contains(e.ChannelID, "*")
+		case "channelId": // "" is the default channel (OCI's SDK always sends channelId)
+			return str(0, &e.ChannelID, 0, openapi.MaxChannelIDLength) && !strings.Contains(e.ChannelID, "*")
 		case "messageGroupId":
 			return str(1, &e.MessageGroupID, 1, openapi.MaxMessageGroupIDLength)
 		case "deduplicationId":
@@ -161,6 +164,22 @@ func (s *scanner) metadata(e *messaging.PutEntry) bool {
 			n, ok := s.uint(openapi.MaxDelaySeconds)
 			e.DelaySeconds = int32(n)
 			return ok
+		case "customProperties":
+			if has[5] {
+				return false
+			}
+			has[5] = true
+			e.CustomProperties = map[string]string{}
+			// Per map, the schema's limits: the keys' length and the limit shared with the attributes are the
+			// service's to check (messaging.Put), as for the attributes.
+			return s.object(func(key string) bool {
+				if _, dup := e.CustomProperties[key]; dup || len(e.CustomProperties) == openapi.MaxAttributes {
+					return false
+				}
+				v, ok := s.str()
+				e.CustomProperties[key] = v
+				return ok && charsIn(v, 0, openapi.MaxAttributeValueLength)
+			})
 		}
 		return false
 	})

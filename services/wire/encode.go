@@ -35,7 +35,8 @@ func AppendPutMessages(b []byte, results []persistence.PutResult) []byte {
 }
 
 // AppendEntryResults appends a DeleteMessagesResult: json.Marshal of api.DeleteMessagesResult, an empty object
-// for each entry that succeeded.
+// for each entry that succeeded, and for each failed one OCI's errorCode (the HTTP status the entry's failure
+// answers alone) and errorMessage, with ferry's string code beside them.
 func AppendEntryResults(b []byte, errs []messaging.EntryError) []byte {
 	var client, server int
 	for _, e := range errs {
@@ -43,7 +44,7 @@ func AppendEntryResults(b []byte, errs []messaging.EntryError) []byte {
 			CountFailure(apierror.From(e), &client, &server)
 		}
 	}
-	b = append(b, `{"clientFailedCount":`...)
+	b = append(b, `{"clientFailures":`...)
 	b = strconv.AppendInt(b, int64(client), 10)
 	b = append(b, `,"entries":[`...)
 	for i, e := range errs {
@@ -55,13 +56,15 @@ func AppendEntryResults(b []byte, errs []messaging.EntryError) []byte {
 			continue
 		}
 		apiErr := apierror.From(e)
-		b = append(b, `{"errorCode":`...)
+		b = append(b, `{"code":`...)
 		b = jsonx.AppendString(b, apiErr.Code)
+		b = append(b, `,"errorCode":`...)
+		b = strconv.AppendInt(b, int64(apiErr.Status), 10)
 		b = append(b, `,"errorMessage":`...)
 		b = jsonx.AppendString(b, apiErr.Message)
 		b = append(b, '}')
 	}
-	b = append(b, `],"serverFailedCount":`...)
+	b = append(b, `],"serverFailures":`...)
 	b = strconv.AppendInt(b, int64(server), 10)
 	return append(b, '}')
 }
@@ -93,6 +96,8 @@ func AppendGetMessages(b []byte, got []messaging.Delivered) []byte {
 		}
 		b = append(b, `"content":`...)
 		b = jsonx.AppendString(b, m.Content)
+		b = append(b, `,"createdAt":`...)
+		b = appendTime(b, m.TimeCreated)
 		b = append(b, `,"deliveryCount":`...)
 		b = strconv.AppendInt(b, int64(m.DeliveryCount), 10)
 		b = append(b, `,"expireAfter":`...)
@@ -108,11 +113,24 @@ func AppendGetMessages(b []byte, got []messaging.Delivered) []byte {
 			}
 			b = append(b, '}')
 		}
-		if m.ChannelID != "" || m.Traceparent != "" || m.MessageGroupID != "" {
+		if m.ChannelID != "" || len(m.CustomProperties) > 0 || m.Traceparent != "" || m.MessageGroupID != "" {
 			b = append(b, `,"metadata":{`...)
 			sep := byte(0)
+			if m.ChannelID != "" {
+				b = append(b, `"channelId":`...)
+				b = jsonx.AppendString(b, m.ChannelID)
+				sep = ','
+			}
+			if len(m.CustomProperties) > 0 { // stored as json.Marshal wrote the map (appendMetadata in messaging)
+				if sep != 0 {
+					b = append(b, sep)
+				}
+				b = append(b, `"customProperties":`...)
+				b = append(b, m.CustomProperties...)
+				sep = ','
+			}
 			for _, f := range [...]struct{ name, value string }{
-				{`"channelId":`, m.ChannelID}, {`"messageGroupId":`, m.MessageGroupID}, {`"traceparent":`, m.Traceparent},
+				{`"messageGroupId":`, m.MessageGroupID}, {`"traceparent":`, m.Traceparent},
 			} {
 				if f.value == "" {
 					continue
@@ -135,7 +153,8 @@ func AppendGetMessages(b []byte, got []messaging.Delivered) []byte {
 	return append(b, "]}"...)
 }
 
-// CountFailure counts a failed entry of a batch as the client's (4xx) or the server's (5xx).
+// CountFailure counts a failed entry of a batch as the client's (4xx: clientFailures) or the server's (5xx:
+// serverFailures).
 func CountFailure(e *apierror.Error, client, server *int) {
 	if e.Status >= 500 {
 		*server++

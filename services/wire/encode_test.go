@@ -20,7 +20,7 @@ func reference(got []messaging.Delivered) api.GetMessages {
 	out := api.GetMessages{Messages: make([]api.GetMessage, len(got))}
 	for i, m := range got {
 		msg := api.GetMessage{Id: m.ID, Content: m.Content, Receipt: m.Receipt, DeliveryCount: int(m.DeliveryCount),
-			VisibleAfter: m.VisibleAt, ExpireAfter: m.ExpireAt}
+			VisibleAfter: m.VisibleAt, ExpireAfter: m.ExpireAt, CreatedAt: m.TimeCreated}
 		if len(m.Attributes) > 0 {
 			var attrs api.MessageAttributes
 			if err := json.Unmarshal(m.Attributes, &attrs); err != nil {
@@ -38,7 +38,14 @@ func reference(got []messaging.Delivered) api.GetMessages {
 		if m.MessageGroupID != "" {
 			meta.MessageGroupId = &m.MessageGroupID
 		}
-		if meta.ChannelId != nil || meta.Traceparent != nil || meta.MessageGroupId != nil {
+		if len(m.CustomProperties) > 0 {
+			var custom api.MessageCustomProperties
+			if err := json.Unmarshal(m.CustomProperties, &custom); err != nil {
+				panic(err)
+			}
+			meta.CustomProperties = &custom
+		}
+		if meta.ChannelId != nil || meta.Traceparent != nil || meta.MessageGroupId != nil || meta.CustomProperties != nil {
 			msg.Metadata = &meta
 		}
 		if m.NegativeCode != nil {
@@ -57,7 +64,8 @@ func randomDelivered(r *rand.Rand, n int) []messaging.Delivered {
 		t := time.Date(2026, 11, 30, r.IntN(24), r.IntN(60), r.IntN(60), r.IntN(3)*r.IntN(1e9), time.UTC)
 		d := messaging.Delivered{
 			LeasedMessage: persistence.LeasedMessage{ID: r.Int64N(1 << 50), Content: pick(), DeliveryCount: int32(r.IntN(10)),
-				VisibleAt: t, ExpireAt: t.Add(time.Duration(r.IntN(1e6)) * time.Millisecond), ChannelID: pick()},
+				VisibleAt: t, ExpireAt: t.Add(time.Duration(r.IntN(1e6)) * time.Millisecond), ChannelID: pick(),
+				TimeCreated: t.Add(-time.Duration(r.IntN(1e9)) * time.Microsecond)},
 			Receipt: pick(), Traceparent: pick(), MessageGroupID: pick(),
 		}
 		if r.IntN(3) == 0 {
@@ -82,6 +90,15 @@ func randomDelivered(r *rand.Rand, n int) []messaging.Delivered {
 			if len(attrs) > 0 { // stored as the publishing put encoded them (TestAttributesEncoding in messaging)
 				d.Attributes, _ = json.Marshal(attrs)
 			}
+		}
+		if r.IntN(2) == 0 {
+			valid := func() string { return strings.ToValidUTF8(pick(), "\uFFFD") }
+			custom := map[string]string{}
+			for k := range 1 + r.IntN(3) {
+				custom[fmt.Sprint("c", k, valid())] = valid()
+			}
+			// Stored as the publishing put encoded them (TestAppendMetadata in messaging).
+			d.CustomProperties, _ = json.Marshal(custom)
 		}
 		out[i] = d
 	}
@@ -127,7 +144,8 @@ func BenchmarkGetMessagesEncoding(b *testing.B) {
 	})
 }
 
-// TestPutAndDeleteResultsEncoding: the hand-written PutMessages and DeleteMessages results are encoding/json's.
+// TestPutAndDeleteResultsEncoding: the hand-written PutMessages and DeleteMessages results are encoding/json's,
+// and a failed entry's errorCode is the HTTP status its failure answers alone.
 func TestPutAndDeleteResultsEncoding(t *testing.T) {
 	r := rand.New(rand.NewPCG(3, 4))
 	for round := 0; round < 300; round++ {
@@ -150,24 +168,51 @@ func TestPutAndDeleteResultsEncoding(t *testing.T) {
 
 		errs := make([]messaging.EntryError, r.IntN(21))
 		for i := range errs {
-			switch r.IntN(3) {
+			switch r.IntN(5) {
 			case 1:
 				errs[i] = fault.Conflict("receipt: <stale> & \"gone\"")
 			case 2:
 				errs[i] = fault.Unavailable(1, "é") // a server-side failure
+			case 3:
+				errs[i] = fault.NotFound("receipt: the message is gone")
+			case 4:
+				errs[i] = fault.InvalidParameter("receipt: malformed")
 			}
 		}
 		del := api.DeleteMessagesResult{Entries: make([]api.DeleteMessagesResultEntry, len(errs))}
 		for i, entryErr := range errs {
 			if entryErr != nil {
 				e := apierror.From(entryErr)
-				del.Entries[i] = api.DeleteMessagesResultEntry{ErrorCode: &e.Code, ErrorMessage: &e.Message}
-				CountFailure(e, &del.ClientFailedCount, &del.ServerFailedCount)
+				del.Entries[i] = api.DeleteMessagesResultEntry{Code: &e.Code, ErrorCode: &e.Status, ErrorMessage: &e.Message}
+				CountFailure(e, &del.ClientFailures, &del.ServerFailures)
 			}
 		}
 		want, _ = json.Marshal(del)
-		if got := AppendEntryResults(nil, errs); string(got) != string(want) {
+		got := AppendEntryResults(nil, errs)
+		if string(got) != string(want) {
 			t.Fatalf("DeleteMessages: hand-written\n%s\nencoding/json\n%s", got, want)
+		}
+		var back api.DeleteMessagesResult
+		if err := json.Unmarshal(got, &back); err != nil {
+			t.Fatal(err)
+		}
+		for i, e := range back.Entries {
+			wantStatus := 0 // a success has none
+			if errs[i] != nil {
+				switch apierror.From(errs[i]).Code {
+				case "Conflict":
+					wantStatus = 409
+				case "ServiceUnavailable":
+					wantStatus = 503
+				case "NotAuthorizedOrNotFound":
+					wantStatus = 404
+				case "InvalidParameter":
+					wantStatus = 400
+				}
+			}
+			if got := deref(e.ErrorCode); got != wantStatus {
+				t.Fatalf("entry %d (%v): errorCode %d, want %d", i, errs[i], got, wantStatus)
+			}
 		}
 	}
 }

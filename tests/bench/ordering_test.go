@@ -171,7 +171,7 @@ func runOrdering(b *testing.B, srv *testserver.Server, c *e2e.Client, tenancyID 
 				for s := 0; s < len(entries); s += orderingBatch {
 					chunk := entries[s:min(s+orderingBatch, len(entries))]
 					del, err := c.DeleteMessagesWithResponse(ctx, queueID, &sdk.DeleteMessagesParams{}, sdk.DeleteMessagesDetails{Entries: chunk})
-					if err == nil && (del.JSON200 == nil || del.JSON200.ClientFailedCount+del.JSON200.ServerFailedCount > 0) {
+					if err == nil && (del.JSON200 == nil || del.JSON200.ClientFailures+del.JSON200.ServerFailures > 0) {
 						err = fmt.Errorf("deleteMessages: %d %s", del.StatusCode(), del.Body)
 					}
 					if err != nil {

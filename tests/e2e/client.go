@@ -126,10 +126,27 @@ func (c *Client) StartQueueDelete(t testing.TB, id string) string {
 	return workRequestID(t, resp.HTTPResponse)
 }
 
+// PurgeOption sets a field of a purge's details.
+type PurgeOption func(*sdk.PurgeQueueDetails)
+
+// PurgeChannels purges only the messages of these channels.
+func PurgeChannels(ids ...string) PurgeOption {
+	return func(d *sdk.PurgeQueueDetails) { d.ChannelIds = &ids }
+}
+
+// PurgeGroup purges the consumer group ref (an OCID, a displayName, or "all" for every group).
+func PurgeGroup(ref string) PurgeOption {
+	return func(d *sdk.PurgeQueueDetails) { d.ConsumerGroupId = &ref }
+}
+
 // StartPurge starts a purge, checks the 202, and returns the work request's id.
-func (c *Client) StartPurge(t testing.TB, queueID string, purgeType sdk.PurgeType) string {
+func (c *Client) StartPurge(t testing.TB, queueID string, purgeType sdk.PurgeType, opts ...PurgeOption) string {
 	t.Helper()
-	resp, err := c.PurgeQueueWithResponse(context.Background(), queueID, &sdk.PurgeQueueParams{}, sdk.PurgeQueueDetails{PurgeType: purgeType})
+	d := sdk.PurgeQueueDetails{PurgeType: purgeType}
+	for _, o := range opts {
+		o(&d)
+	}
+	resp, err := c.PurgeQueueWithResponse(context.Background(), queueID, &sdk.PurgeQueueParams{}, d)
 	RequireStatus(t, resp, err, http.StatusAccepted)
 	return workRequestID(t, resp.HTTPResponse)
 }

@@ -185,7 +185,7 @@ func (c *Client) DeleteAll(t testing.TB, queueID string, msgs []sdk.GetMessage, 
 			sdk.DeleteMessagesDetails{Entries: entries})
 		require.NoError(t, err)
 		require.Equal(t, http.StatusOK, resp.StatusCode(), string(resp.Body))
-		require.Zero(t, resp.JSON200.ClientFailedCount+resp.JSON200.ServerFailedCount, string(resp.Body))
+		require.Zero(t, resp.JSON200.ClientFailures+resp.JSON200.ServerFailures, string(resp.Body))
 	}
 }
 

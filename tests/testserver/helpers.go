@@ -144,9 +144,9 @@ func (s *Server) WaitWorkRequest(t testing.TB, client *e2e.Client, id string) sd
 }
 
 // Purge purges a queue through client and waits for the work request to succeed.
-func (s *Server) Purge(t testing.TB, client *e2e.Client, queueID string, purgeType sdk.PurgeType) {
+func (s *Server) Purge(t testing.TB, client *e2e.Client, queueID string, purgeType sdk.PurgeType, opts ...e2e.PurgeOption) {
 	t.Helper()
-	wr := client.StartPurge(t, queueID, purgeType)
+	wr := client.StartPurge(t, queueID, purgeType, opts...)
 	require.Equal(t, sdk.WorkRequestStatusSUCCEEDED, s.WaitWorkRequest(t, client, wr).Status, "purge %s", purgeType)
 }
 

@@ -32,14 +32,17 @@ var limits = []limit{
 		prop("PutMessagesDetailsEntry", "maxLength", "content")}},
 	{"MaxStandardContentLength", "the most bytes of a message's content on a queue without the LARGE_MESSAGES capability", []func(spec) (float64, string){
 		prop("PutMessagesDetailsEntry", "x-ferry-standard-max-length", "content")}},
-	{"MaxAttributes", "the most attributes of a message", []func(spec) (float64, string){
-		schema("MessageAttributes", "maxProperties")}},
-	{"MaxAttributeKeyLength", "the most characters of an attribute's key (OpenAPI 3.0 cannot bound the keys of a map)", []func(spec) (float64, string){
-		schema("MessageAttributes", "x-ferry-key-max-length")}},
-	{"MaxAttributeValueLength", "the most characters of an attribute's string value", []func(spec) (float64, string){
-		oneOf("AttributeValue", 0, "maxLength")}},
+	{"MaxAttributes", "the most attributes of a message, custom properties included", []func(spec) (float64, string){
+		schema("MessageAttributes", "maxProperties"), schema("MessageCustomProperties", "maxProperties")}},
+	{"MaxAttributeKeyLength", "the most characters of an attribute's or a custom property's key (OpenAPI 3.0 cannot bound the keys of a map)", []func(spec) (float64, string){
+		schema("MessageAttributes", "x-ferry-key-max-length"), schema("MessageCustomProperties", "x-ferry-key-max-length")}},
+	{"MaxAttributeValueLength", "the most characters of an attribute's string value or a custom property's value", []func(spec) (float64, string){
+		oneOf("AttributeValue", 0, "maxLength"), path("MessageCustomProperties", "additionalProperties", "maxLength")}},
 	{"MaxChannelIDLength", "the most characters of a channel id", []func(spec) (float64, string){
-		schema("ChannelId", "maxLength")}},
+		schema("ChannelId", "maxLength"), prop("MessageMetadata", "maxLength", "channelId"),
+		path("PurgeQueueDetails", "properties", "channelIds", "items", "maxLength")}},
+	{"MaxPurgeChannels", "the most channels one purge names", []func(spec) (float64, string){
+		prop("PurgeQueueDetails", "maxItems", "channelIds")}},
 	{"MaxMessageGroupIDLength", "the most characters of a messageGroupId", []func(spec) (float64, string){
 		prop("MessageMetadata", "maxLength", "messageGroupId")}},
 	{"MaxDeduplicationIDLength", "the most characters of a deduplicationId", []func(spec) (float64, string){
@@ -157,6 +160,22 @@ func prop(name, key, property string) func(spec) (float64, string) {
 			log.Fatalf("schema %s has no property %s", name, property)
 		}
 		return number(p, key, name+"."+property)
+	}
+}
+
+// path reads the value at a path of keys within a component schema.
+func path(name string, keys ...string) func(spec) (float64, string) {
+	return func(s spec) (float64, string) {
+		m := namedSchema(s, name)
+		where := name
+		for _, k := range keys[:len(keys)-1] {
+			next, ok := m[k].(map[string]any)
+			if !ok {
+				log.Fatalf("%s has no %s", where, k)
+			}
+			m, where = next, where+"."+k
+		}
+		return number(m, keys[len(keys)-1], where)
 	}
 }
 

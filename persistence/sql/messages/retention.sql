@@ -8,9 +8,14 @@
 -- (messages.delete_picked), unblock the groups (messages.unblock_groups).
 
 -- name: messages.purge_pick
--- Purge, one batch of the messages published before the purge started (id <= @up_to): @dlq NULL = both.
+-- Purge, one batch of the messages published before the purge started (id <= @up_to) in its scope: @dlq NULL =
+-- queue and DLQ, @group_nos NULL = every consumer group, @channel_ids NULL = every channel. Only dlq can change
+-- between the pick and the delete (a lease dead-letters, a redrive moves back), so delete_picked checks only it.
 SELECT group_no, id, message_group FROM messages
-WHERE queue_no = @queue_no AND (@dlq::bool IS NULL OR dlq = @dlq) AND id <= @up_to LIMIT @limit;
+WHERE queue_no = @queue_no AND (@dlq::bool IS NULL OR dlq = @dlq)
+	AND (@group_nos::int[] IS NULL OR group_no = ANY (@group_nos))
+	AND (@channel_ids::text[] IS NULL OR channel_id = ANY (@channel_ids))
+	AND id <= @up_to LIMIT @limit;
 
 -- name: messages.expire_pick
 -- Retention: one batch of a queue's messages with ids at or below the cutoff (a primary-key range per group).
