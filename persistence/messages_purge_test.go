@@ -168,7 +168,7 @@ func TestQueuesStartPurge(t *testing.T) {
 		start := func(purgeType string, channels []string, ref string) (PurgeScope, error) {
 			n++
 			wr, err := queues.StartWork(f.ctx, "ocid1.tenancy.test", f.queueID, nil, "", WorkRequest{
-				ID: fmt.Sprintf("ocid1.workrequest.%d", n), OperationType: OpPurgeQueue, ActionType: "UPDATED",
+				ID: fmt.Sprintf("ocid1.workrequest.%d", n), OperationType: OpPurgeQueue, ActionType: ActionUpdated,
 				Params: PurgeParams(purgeType, channels, ref)})
 			if err != nil {
 				return PurgeScope{}, err

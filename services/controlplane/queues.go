@@ -209,7 +209,7 @@ func (h *Handlers) PurgeQueue(c *gin.Context, id api.QueueIdPath, params api.Pur
 		return
 	}
 	h.startWork(c, id, queueIn(httpapi.Deref(params.IfMatch), persistence.StateActive), "", persistence.WorkRequest{
-		OperationType: persistence.OpPurgeQueue, ActionType: "UPDATED",
+		OperationType: persistence.OpPurgeQueue, ActionType: persistence.ActionUpdated,
 		Params: persistence.PurgeParams(string(body.PurgeType), httpapi.Deref(body.ChannelIds), httpapi.Deref(body.ConsumerGroupId)),
 	})
 }
