@@ -8,6 +8,7 @@ import (
 	"github.com/ferry-mq/ferry/iam/authz"
 	"github.com/ferry-mq/ferry/iam/policy"
 	"github.com/ferry-mq/ferry/persistence"
+	"github.com/ferry-mq/ferry/tenancy"
 )
 
 // Target is what a request touches, for the decision's input.
@@ -30,7 +31,8 @@ type Request struct {
 	QueueID string
 	// ConsumerGroupRef is a data-plane call's consumerGroupId (an OCID or a displayName), with TargetQueuePath.
 	ConsumerGroupRef string
-	// ConsumerGroupID, WorkRequestID, PolicyID: of the target kinds of the same names.
+	// ConsumerGroupID, WorkRequestID, PolicyID: of the target kinds of the same names (WorkRequestID also of
+	// TargetCompartmentDeletionPath).
 	ConsumerGroupID string
 	WorkRequestID   string
 	PolicyID        string
@@ -140,7 +142,7 @@ var fieldOf = map[TargetKind]string{
 	TargetTenancy: "tenancy", TargetCompartmentPath: "compartmentId", TargetCompartmentQuery: "compartmentId",
 	TargetCompartmentBody: "compartmentId", TargetQueuePath: "queueId", TargetQueueQuery: "queueId",
 	TargetQueueBody: "queueId", TargetConsumerGroupPath: "consumerGroupId", TargetWorkRequestPath: "workRequestId",
-	TargetPolicyPath: "policyId",
+	TargetPolicyPath: "policyId", TargetCompartmentDeletionPath: "workRequestId",
 }
 
 // require answers a denial exactly like a missing resource: NotFound naming the field.
@@ -185,6 +187,10 @@ func (a *Access) target(ctx context.Context, tenancyID string, kind TargetKind, 
 	case TargetPolicyPath:
 		pol, err := a.store.Policies.Get(ctx, tenancyID, req.PolicyID)
 		return Target{CompartmentID: pol.CompartmentID}, fault.NotFoundIn("policyId", err)
+	case TargetCompartmentDeletionPath:
+		// An id that records no deletion names no compartment, which the decision then finds nowhere: 404.
+		id, _ := tenancy.DeletedCompartment(req.WorkRequestID)
+		return Target{CompartmentID: id}, nil
 	}
 	return Target{}, fault.ErrNotFound
 }

@@ -145,6 +145,108 @@ func (e ConsumerStatus) Valid() bool {
 	}
 }
 
+// Defines values for IdentityCompartmentLifecycleState.
+const (
+	IdentityCompartmentLifecycleStateACTIVE   IdentityCompartmentLifecycleState = "ACTIVE"
+	IdentityCompartmentLifecycleStateCREATING IdentityCompartmentLifecycleState = "CREATING"
+	IdentityCompartmentLifecycleStateDELETED  IdentityCompartmentLifecycleState = "DELETED"
+	IdentityCompartmentLifecycleStateDELETING IdentityCompartmentLifecycleState = "DELETING"
+	IdentityCompartmentLifecycleStateINACTIVE IdentityCompartmentLifecycleState = "INACTIVE"
+)
+
+// Valid indicates whether the value is a known member of the IdentityCompartmentLifecycleState enum.
+func (e IdentityCompartmentLifecycleState) Valid() bool {
+	switch e {
+	case IdentityCompartmentLifecycleStateACTIVE:
+		return true
+	case IdentityCompartmentLifecycleStateCREATING:
+		return true
+	case IdentityCompartmentLifecycleStateDELETED:
+		return true
+	case IdentityCompartmentLifecycleStateDELETING:
+		return true
+	case IdentityCompartmentLifecycleStateINACTIVE:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for IdentityWorkRequestOperationType.
+const (
+	IdentityWorkRequestOperationTypeDELETECOMPARTMENT IdentityWorkRequestOperationType = "DELETE_COMPARTMENT"
+)
+
+// Valid indicates whether the value is a known member of the IdentityWorkRequestOperationType enum.
+func (e IdentityWorkRequestOperationType) Valid() bool {
+	switch e {
+	case IdentityWorkRequestOperationTypeDELETECOMPARTMENT:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for IdentityWorkRequestStatus.
+const (
+	IdentityWorkRequestStatusACCEPTED   IdentityWorkRequestStatus = "ACCEPTED"
+	IdentityWorkRequestStatusCANCELED   IdentityWorkRequestStatus = "CANCELED"
+	IdentityWorkRequestStatusCANCELING  IdentityWorkRequestStatus = "CANCELING"
+	IdentityWorkRequestStatusFAILED     IdentityWorkRequestStatus = "FAILED"
+	IdentityWorkRequestStatusINPROGRESS IdentityWorkRequestStatus = "IN_PROGRESS"
+	IdentityWorkRequestStatusSUCCEEDED  IdentityWorkRequestStatus = "SUCCEEDED"
+)
+
+// Valid indicates whether the value is a known member of the IdentityWorkRequestStatus enum.
+func (e IdentityWorkRequestStatus) Valid() bool {
+	switch e {
+	case IdentityWorkRequestStatusACCEPTED:
+		return true
+	case IdentityWorkRequestStatusCANCELED:
+		return true
+	case IdentityWorkRequestStatusCANCELING:
+		return true
+	case IdentityWorkRequestStatusFAILED:
+		return true
+	case IdentityWorkRequestStatusINPROGRESS:
+		return true
+	case IdentityWorkRequestStatusSUCCEEDED:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for IdentityWorkRequestResourceActionType.
+const (
+	IdentityWorkRequestResourceActionTypeCREATED    IdentityWorkRequestResourceActionType = "CREATED"
+	IdentityWorkRequestResourceActionTypeDELETED    IdentityWorkRequestResourceActionType = "DELETED"
+	IdentityWorkRequestResourceActionTypeFAILED     IdentityWorkRequestResourceActionType = "FAILED"
+	IdentityWorkRequestResourceActionTypeINPROGRESS IdentityWorkRequestResourceActionType = "IN_PROGRESS"
+	IdentityWorkRequestResourceActionTypeRELATED    IdentityWorkRequestResourceActionType = "RELATED"
+	IdentityWorkRequestResourceActionTypeUPDATED    IdentityWorkRequestResourceActionType = "UPDATED"
+)
+
+// Valid indicates whether the value is a known member of the IdentityWorkRequestResourceActionType enum.
+func (e IdentityWorkRequestResourceActionType) Valid() bool {
+	switch e {
+	case IdentityWorkRequestResourceActionTypeCREATED:
+		return true
+	case IdentityWorkRequestResourceActionTypeDELETED:
+		return true
+	case IdentityWorkRequestResourceActionTypeFAILED:
+		return true
+	case IdentityWorkRequestResourceActionTypeINPROGRESS:
+		return true
+	case IdentityWorkRequestResourceActionTypeRELATED:
+		return true
+	case IdentityWorkRequestResourceActionTypeUPDATED:
+		return true
+	default:
+		return false
+	}
+}
+
 // Defines values for LifecycleState.
 const (
 	LifecycleStateACTIVE   LifecycleState = "ACTIVE"
@@ -298,6 +400,42 @@ func (e WorkRequestStatus) Valid() bool {
 	case WorkRequestStatusSUCCEEDED:
 		return true
 	case WorkRequestStatusWAITING:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for IdentityListCompartmentsParamsAccessLevel.
+const (
+	IdentityListCompartmentsParamsAccessLevelACCESSIBLE IdentityListCompartmentsParamsAccessLevel = "ACCESSIBLE"
+	IdentityListCompartmentsParamsAccessLevelANY        IdentityListCompartmentsParamsAccessLevel = "ANY"
+)
+
+// Valid indicates whether the value is a known member of the IdentityListCompartmentsParamsAccessLevel enum.
+func (e IdentityListCompartmentsParamsAccessLevel) Valid() bool {
+	switch e {
+	case IdentityListCompartmentsParamsAccessLevelACCESSIBLE:
+		return true
+	case IdentityListCompartmentsParamsAccessLevelANY:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for IdentityListCompartmentsParamsSortBy.
+const (
+	IdentityListCompartmentsParamsSortByNAME        IdentityListCompartmentsParamsSortBy = "NAME"
+	IdentityListCompartmentsParamsSortByTIMECREATED IdentityListCompartmentsParamsSortBy = "TIMECREATED"
+)
+
+// Valid indicates whether the value is a known member of the IdentityListCompartmentsParamsSortBy enum.
+func (e IdentityListCompartmentsParamsSortBy) Valid() bool {
+	switch e {
+	case IdentityListCompartmentsParamsSortByNAME:
+		return true
+	case IdentityListCompartmentsParamsSortByTIMECREATED:
 		return true
 	default:
 		return false
@@ -830,6 +968,131 @@ type HealthStatus struct {
 	// Example: ok
 	Status string `json:"status"`
 }
+
+// IdentityCompartment A compartment in OCI Identity's shape (no `timeUpdated`; the root's `compartmentId` is its own id).
+type IdentityCompartment struct {
+	// CompartmentId The OCID of the parent compartment; for the root compartment, which has none, the tenancy's OCID (OCI
+	// Identity's SDKs require the field).
+	CompartmentId Ocid `json:"compartmentId"`
+
+	// DefinedTags Defined tags of the compartment (always empty in ferry).
+	DefinedTags IdentityDefinedTags `json:"definedTags"`
+
+	// Description The description of the compartment.
+	Description string `json:"description"`
+
+	// FreeformTags Free-form tags of the compartment.
+	FreeformTags FreeformTags `json:"freeformTags"`
+
+	// Id The OCID of the compartment (for a root compartment, the tenancy OCID).
+	Id Ocid `json:"id"`
+
+	// IsAccessible Present in lists with `accessLevel=ACCESSIBLE`; whether the caller may inspect the compartment.
+	IsAccessible *bool `json:"isAccessible,omitempty"`
+
+	// LifecycleState The lifecycle state of the compartment.
+	LifecycleState IdentityCompartmentLifecycleState `json:"lifecycleState"`
+
+	// Name The name of the compartment, unique among its siblings.
+	Name string `json:"name"`
+
+	// TimeCreated When the compartment was created (RFC 3339, UTC).
+	TimeCreated time.Time `json:"timeCreated"`
+}
+
+// IdentityCompartmentLifecycleState The lifecycle state of a compartment in OCI Identity's terms (ferry's compartments are never `INACTIVE`).
+type IdentityCompartmentLifecycleState string
+
+// IdentityCreateCompartmentDetails The details of a new compartment, as OCI Identity takes them.
+type IdentityCreateCompartmentDetails struct {
+	// CompartmentId The OCID of the parent compartment.
+	CompartmentId Ocid `json:"compartmentId"`
+
+	// DefinedTags Defined tags; only an empty map is valid (ferry has no tag namespaces).
+	DefinedTags *IdentityDefinedTags `json:"definedTags,omitempty"`
+
+	// Description The description of the compartment (required by OCI Identity).
+	Description string `json:"description"`
+
+	// FreeformTags Free-form tags of the compartment.
+	FreeformTags *FreeformTags `json:"freeformTags,omitempty"`
+
+	// Name The name of the compartment, unique among its siblings (letters, digits, `.`, `_`, `-`).
+	Name string `json:"name"`
+}
+
+// IdentityDefinedTags Defined tags (namespace → key → value). ferry has no tag namespaces, so a request may only send an empty
+// map, and resources answer an empty one.
+type IdentityDefinedTags map[string]map[string]interface{}
+
+// IdentityUpdateCompartmentDetails The fields of a compartment to change, as OCI Identity takes them; absent fields are left unchanged.
+type IdentityUpdateCompartmentDetails struct {
+	// DefinedTags Defined tags; only an empty map is valid (ferry has no tag namespaces).
+	DefinedTags *IdentityDefinedTags `json:"definedTags,omitempty"`
+
+	// Description The new description of the compartment.
+	Description *string `json:"description,omitempty"`
+
+	// FreeformTags The new free-form tags; replaces the whole map.
+	FreeformTags *FreeformTags `json:"freeformTags,omitempty"`
+
+	// Name The new name of the compartment, unique among its siblings (letters, digits, `.`, `_`, `-`).
+	Name *string `json:"name,omitempty"`
+}
+
+// IdentityWorkRequest An identity work request in OCI Identity's shape; in ferry, the record of a compartment's deletion.
+type IdentityWorkRequest struct {
+	// CompartmentId The OCID of the compartment that held the deleted compartment.
+	CompartmentId Ocid `json:"compartmentId"`
+
+	// Id The OCID of the work request.
+	Id Ocid `json:"id"`
+
+	// OperationType The kind of operation.
+	OperationType IdentityWorkRequestOperationType `json:"operationType"`
+
+	// PercentComplete How much of the work is done, in percent.
+	PercentComplete float32 `json:"percentComplete"`
+
+	// Resources The resources the work request acted on.
+	Resources []IdentityWorkRequestResource `json:"resources"`
+
+	// Status The status of the work request.
+	Status IdentityWorkRequestStatus `json:"status"`
+
+	// TimeAccepted When the work request was accepted (RFC 3339, UTC).
+	TimeAccepted time.Time `json:"timeAccepted"`
+
+	// TimeFinished When the work finished (RFC 3339, UTC).
+	TimeFinished *time.Time `json:"timeFinished,omitempty"`
+
+	// TimeStarted When the work started (RFC 3339, UTC).
+	TimeStarted *time.Time `json:"timeStarted,omitempty"`
+}
+
+// IdentityWorkRequestOperationType The kind of operation.
+type IdentityWorkRequestOperationType string
+
+// IdentityWorkRequestStatus The status of the work request.
+type IdentityWorkRequestStatus string
+
+// IdentityWorkRequestResource A resource an identity work request acted on.
+type IdentityWorkRequestResource struct {
+	// ActionType What the work request did to the resource.
+	ActionType IdentityWorkRequestResourceActionType `json:"actionType"`
+
+	// EntityType The type of the resource (`compartment`).
+	EntityType string `json:"entityType"`
+
+	// EntityUri The path at which the resource can be read.
+	EntityUri *string `json:"entityUri,omitempty"`
+
+	// Identifier The OCID of the resource.
+	Identifier Ocid `json:"identifier"`
+}
+
+// IdentityWorkRequestResourceActionType What the work request did to the resource.
+type IdentityWorkRequestResourceActionType string
 
 // LifecycleState The lifecycle state of a resource.
 type LifecycleState string
@@ -1478,6 +1741,96 @@ type TooManyRequests = Error
 // Unauthorized The body of every error response.
 type Unauthorized = Error
 
+// IdentityListCompartmentsParams defines parameters for IdentityListCompartments.
+type IdentityListCompartmentsParams struct {
+	// CompartmentId The OCID of the compartment to list in.
+	CompartmentId CompartmentIdQuery `form:"compartmentId" json:"compartmentId"`
+
+	// CompartmentIdInSubtree When true, list in the compartment `compartmentId` and all of its descendants (that the caller may see);
+	// when false, only directly in `compartmentId`.
+	CompartmentIdInSubtree *CompartmentIdInSubtreeQuery `form:"compartmentIdInSubtree,omitempty" json:"compartmentIdInSubtree,omitempty"`
+
+	// AccessLevel `ANY` (the default): the compartments the list reaches, as ferry's ListCompartments answers.
+	// `ACCESSIBLE`: only those the caller may inspect itself, each with `isAccessible: true`.
+	AccessLevel *IdentityListCompartmentsParamsAccessLevel `form:"accessLevel,omitempty" json:"accessLevel,omitempty"`
+
+	// Name Only return the compartment with exactly this name (case-sensitive).
+	Name *string `form:"name,omitempty" json:"name,omitempty"`
+
+	// LifecycleState Only return compartments in this lifecycle state (absent = every state but `DELETED`).
+	LifecycleState *IdentityCompartmentLifecycleState `form:"lifecycleState,omitempty" json:"lifecycleState,omitempty"`
+
+	// Limit The maximum number of items to return in one page (1..1000).
+	Limit *LimitQuery `form:"limit,omitempty" json:"limit,omitempty"`
+
+	// Page The page to return, the value of the `opc-next-page` header of the previous response.
+	Page *PageQuery `form:"page,omitempty" json:"page,omitempty"`
+
+	// SortBy The field to sort by: `TIMECREATED` (newest first by default) or `NAME` (alphabetical by default).
+	SortBy *IdentityListCompartmentsParamsSortBy `form:"sortBy,omitempty" json:"sortBy,omitempty"`
+
+	// SortOrder The sort order. Defaults to `DESC` when sorting by `timeCreated` and to `ASC` when sorting by a name.
+	SortOrder *SortOrderQuery `form:"sortOrder,omitempty" json:"sortOrder,omitempty"`
+
+	// OpcRequestId A caller-chosen unique id for this request (for log correlation); it is echoed in the `opc-request-id`
+	// response header. When absent the server generates one.
+	OpcRequestId *OpcRequestIdHeader `json:"opc-request-id,omitempty"`
+}
+
+// IdentityListCompartmentsParamsAccessLevel defines parameters for IdentityListCompartments.
+type IdentityListCompartmentsParamsAccessLevel string
+
+// IdentityListCompartmentsParamsSortBy defines parameters for IdentityListCompartments.
+type IdentityListCompartmentsParamsSortBy string
+
+// IdentityCreateCompartmentParams defines parameters for IdentityCreateCompartment.
+type IdentityCreateCompartmentParams struct {
+	// OpcRequestId A caller-chosen unique id for this request (for log correlation); it is echoed in the `opc-request-id`
+	// response header. When absent the server generates one.
+	OpcRequestId *OpcRequestIdHeader `json:"opc-request-id,omitempty"`
+
+	// OpcRetryToken A caller-chosen token that makes the create idempotent: a retry with the same token and the same body
+	// within 24 hours returns the original result instead of creating again; the same token with a different
+	// body answers 409 `Conflict`.
+	OpcRetryToken *OpcRetryTokenHeader `json:"opc-retry-token,omitempty"`
+}
+
+// IdentityDeleteCompartmentParams defines parameters for IdentityDeleteCompartment.
+type IdentityDeleteCompartmentParams struct {
+	// OpcRequestId A caller-chosen unique id for this request (for log correlation); it is echoed in the `opc-request-id`
+	// response header. When absent the server generates one.
+	OpcRequestId *OpcRequestIdHeader `json:"opc-request-id,omitempty"`
+
+	// IfMatch For optimistic concurrency: the `etag` of the resource as last read. When it differs from the current
+	// etag the call answers 412 `NoEtagMatch` and changes nothing.
+	IfMatch *IfMatchHeader `json:"if-match,omitempty"`
+}
+
+// IdentityGetCompartmentParams defines parameters for IdentityGetCompartment.
+type IdentityGetCompartmentParams struct {
+	// OpcRequestId A caller-chosen unique id for this request (for log correlation); it is echoed in the `opc-request-id`
+	// response header. When absent the server generates one.
+	OpcRequestId *OpcRequestIdHeader `json:"opc-request-id,omitempty"`
+}
+
+// IdentityUpdateCompartmentParams defines parameters for IdentityUpdateCompartment.
+type IdentityUpdateCompartmentParams struct {
+	// OpcRequestId A caller-chosen unique id for this request (for log correlation); it is echoed in the `opc-request-id`
+	// response header. When absent the server generates one.
+	OpcRequestId *OpcRequestIdHeader `json:"opc-request-id,omitempty"`
+
+	// IfMatch For optimistic concurrency: the `etag` of the resource as last read. When it differs from the current
+	// etag the call answers 412 `NoEtagMatch` and changes nothing.
+	IfMatch *IfMatchHeader `json:"if-match,omitempty"`
+}
+
+// IdentityGetWorkRequestParams defines parameters for IdentityGetWorkRequest.
+type IdentityGetWorkRequestParams struct {
+	// OpcRequestId A caller-chosen unique id for this request (for log correlation); it is echoed in the `opc-request-id`
+	// response header. When absent the server generates one.
+	OpcRequestId *OpcRequestIdHeader `json:"opc-request-id,omitempty"`
+}
+
 // AuthorizeParams defines parameters for Authorize.
 type AuthorizeParams struct {
 	// OpcRequestId A caller-chosen unique id for this request (for log correlation); it is echoed in the `opc-request-id`
@@ -2056,6 +2409,12 @@ type ReadyzParams struct {
 	OpcRequestId *OpcRequestIdHeader `json:"opc-request-id,omitempty"`
 }
 
+// IdentityCreateCompartmentJSONRequestBody defines body for IdentityCreateCompartment for application/json ContentType.
+type IdentityCreateCompartmentJSONRequestBody = IdentityCreateCompartmentDetails
+
+// IdentityUpdateCompartmentJSONRequestBody defines body for IdentityUpdateCompartment for application/json ContentType.
+type IdentityUpdateCompartmentJSONRequestBody = IdentityUpdateCompartmentDetails
+
 // AuthorizeJSONRequestBody defines body for Authorize for application/json ContentType.
 type AuthorizeJSONRequestBody = AuthorizeDetails
 
@@ -2109,6 +2468,24 @@ type UpdateMessageJSONRequestBody = UpdateMessageDetails
 
 // ServerInterface represents all server handlers.
 type ServerInterface interface {
+	// IdentityListCompartments List compartments (OCI Identity)
+	// (GET /20160918/compartments)
+	IdentityListCompartments(c *gin.Context, params IdentityListCompartmentsParams)
+	// IdentityCreateCompartment Create a compartment (OCI Identity)
+	// (POST /20160918/compartments)
+	IdentityCreateCompartment(c *gin.Context, params IdentityCreateCompartmentParams)
+	// IdentityDeleteCompartment Delete a compartment (OCI Identity)
+	// (DELETE /20160918/compartments/{compartmentId})
+	IdentityDeleteCompartment(c *gin.Context, compartmentId CompartmentIdPath, params IdentityDeleteCompartmentParams)
+	// IdentityGetCompartment Get a compartment (OCI Identity)
+	// (GET /20160918/compartments/{compartmentId})
+	IdentityGetCompartment(c *gin.Context, compartmentId CompartmentIdPath, params IdentityGetCompartmentParams)
+	// IdentityUpdateCompartment Update a compartment (OCI Identity)
+	// (PUT /20160918/compartments/{compartmentId})
+	IdentityUpdateCompartment(c *gin.Context, compartmentId CompartmentIdPath, params IdentityUpdateCompartmentParams)
+	// IdentityGetWorkRequest Get an identity work request (OCI Identity)
+	// (GET /20160918/workRequests/{workRequestId})
+	IdentityGetWorkRequest(c *gin.Context, workRequestId WorkRequestIdPath, params IdentityGetWorkRequestParams)
 	// Authorize Simulate an authorization decision
 	// (POST /20210201/actions/authorize)
 	Authorize(c *gin.Context, params AuthorizeParams)
@@ -2245,6 +2622,411 @@ type ServerInterfaceWrapper struct {
 }
 
 type MiddlewareFunc func(c *gin.Context)
+
+// IdentityListCompartments operation middleware
+func (siw *ServerInterfaceWrapper) IdentityListCompartments(c *gin.Context) {
+
+	var err error
+	_ = err
+
+	// Parameter object where we will unmarshal all parameters from the context
+	var params IdentityListCompartmentsParams
+
+	// ------------- Required query parameter "compartmentId" -------------
+
+	err = runtime.BindQueryParameterWithOptions("form", true, true, "compartmentId", c.Request.URL.Query(), &params.CompartmentId, runtime.BindQueryParameterOptions{Type: "string", Format: ""})
+	if err != nil {
+		siw.ErrorHandler(c, fmt.Errorf("Invalid format for parameter compartmentId: %w", err), http.StatusBadRequest)
+		return
+	}
+
+	// ------------- Optional query parameter "compartmentIdInSubtree" -------------
+
+	err = runtime.BindQueryParameterWithOptions("form", true, false, "compartmentIdInSubtree", c.Request.URL.Query(), &params.CompartmentIdInSubtree, runtime.BindQueryParameterOptions{Type: "boolean", Format: ""})
+	if err != nil {
+		siw.ErrorHandler(c, fmt.Errorf("Invalid format for parameter compartmentIdInSubtree: %w", err), http.StatusBadRequest)
+		return
+	}
+
+	// ------------- Optional query parameter "accessLevel" -------------
+
+	err = runtime.BindQueryParameterWithOptions("form", true, false, "accessLevel", c.Request.URL.Query(), &params.AccessLevel, runtime.BindQueryParameterOptions{Type: "string", Format: ""})
+	if err != nil {
+		siw.ErrorHandler(c, fmt.Errorf("Invalid format for parameter accessLevel: %w", err), http.StatusBadRequest)
+		return
+	}
+
+	// ------------- Optional query parameter "name" -------------
+
+	err = runtime.BindQueryParameterWithOptions("form", true, false, "name", c.Request.URL.Query(), &params.Name, runtime.BindQueryParameterOptions{Type: "string", Format: ""})
+	if err != nil {
+		siw.ErrorHandler(c, fmt.Errorf("Invalid format for parameter name: %w", err), http.StatusBadRequest)
+		return
+	}
+
+	// ------------- Optional query parameter "lifecycleState" -------------
+
+	err = runtime.BindQueryParameterWithOptions("form", true, false, "lifecycleState", c.Request.URL.Query(), &params.LifecycleState, runtime.BindQueryParameterOptions{Type: "string", Format: ""})
+	if err != nil {
+		siw.ErrorHandler(c, fmt.Errorf("Invalid format for parameter lifecycleState: %w", err), http.StatusBadRequest)
+		return
+	}
+
+	// ------------- Optional query parameter "limit" -------------
+
+	err = runtime.BindQueryParameterWithOptions("form", true, false, "limit", c.Request.URL.Query(), &params.Limit, runtime.BindQueryParameterOptions{Type: "integer", Format: ""})
+	if err != nil {
+		siw.ErrorHandler(c, fmt.Errorf("Invalid format for parameter limit: %w", err), http.StatusBadRequest)
+		return
+	}
+
+	// ------------- Optional query parameter "page" -------------
+
+	err = runtime.BindQueryParameterWithOptions("form", true, false, "page", c.Request.URL.Query(), &params.Page, runtime.BindQueryParameterOptions{Type: "string", Format: ""})
+	if err != nil {
+		siw.ErrorHandler(c, fmt.Errorf("Invalid format for parameter page: %w", err), http.StatusBadRequest)
+		return
+	}
+
+	// ------------- Optional query parameter "sortBy" -------------
+
+	err = runtime.BindQueryParameterWithOptions("form", true, false, "sortBy", c.Request.URL.Query(), &params.SortBy, runtime.BindQueryParameterOptions{Type: "string", Format: ""})
+	if err != nil {
+		siw.ErrorHandler(c, fmt.Errorf("Invalid format for parameter sortBy: %w", err), http.StatusBadRequest)
+		return
+	}
+
+	// ------------- Optional query parameter "sortOrder" -------------
+
+	err = runtime.BindQueryParameterWithOptions("form", true, false, "sortOrder", c.Request.URL.Query(), &params.SortOrder, runtime.BindQueryParameterOptions{Type: "string", Format: ""})
+	if err != nil {
+		siw.ErrorHandler(c, fmt.Errorf("Invalid format for parameter sortOrder: %w", err), http.StatusBadRequest)
+		return
+	}
+
+	headers := c.Request.Header
+
+	// ------------- Optional header parameter "opc-request-id" -------------
+	if valueList, found := headers[http.CanonicalHeaderKey("opc-request-id")]; found {
+		var OpcRequestId OpcRequestIdHeader
+		n := len(valueList)
+		if n != 1 {
+			siw.ErrorHandler(c, fmt.Errorf("Expected one value for opc-request-id, got %d", n), http.StatusBadRequest)
+			return
+		}
+
+		err = runtime.BindStyledParameterWithOptions("simple", "opc-request-id", valueList[0], &OpcRequestId, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""})
+		if err != nil {
+			siw.ErrorHandler(c, fmt.Errorf("Invalid format for parameter opc-request-id: %w", err), http.StatusBadRequest)
+			return
+		}
+
+		params.OpcRequestId = &OpcRequestId
+
+	}
+
+	for _, middleware := range siw.HandlerMiddlewares {
+		middleware(c)
+		if c.IsAborted() {
+			return
+		}
+	}
+
+	siw.Handler.IdentityListCompartments(c, params)
+}
+
+// IdentityCreateCompartment operation middleware
+func (siw *ServerInterfaceWrapper) IdentityCreateCompartment(c *gin.Context) {
+
+	var err error
+	_ = err
+
+	// Parameter object where we will unmarshal all parameters from the context
+	var params IdentityCreateCompartmentParams
+
+	headers := c.Request.Header
+
+	// ------------- Optional header parameter "opc-request-id" -------------
+	if valueList, found := headers[http.CanonicalHeaderKey("opc-request-id")]; found {
+		var OpcRequestId OpcRequestIdHeader
+		n := len(valueList)
+		if n != 1 {
+			siw.ErrorHandler(c, fmt.Errorf("Expected one value for opc-request-id, got %d", n), http.StatusBadRequest)
+			return
+		}
+
+		err = runtime.BindStyledParameterWithOptions("simple", "opc-request-id", valueList[0], &OpcRequestId, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""})
+		if err != nil {
+			siw.ErrorHandler(c, fmt.Errorf("Invalid format for parameter opc-request-id: %w", err), http.StatusBadRequest)
+			return
+		}
+
+		params.OpcRequestId = &OpcRequestId
+
+	}
+
+	// ------------- Optional header parameter "opc-retry-token" -------------
+	if valueList, found := headers[http.CanonicalHeaderKey("opc-retry-token")]; found {
+		var OpcRetryToken OpcRetryTokenHeader
+		n := len(valueList)
+		if n != 1 {
+			siw.ErrorHandler(c, fmt.Errorf("Expected one value for opc-retry-token, got %d", n), http.StatusBadRequest)
+			return
+		}
+
+		err = runtime.BindStyledParameterWithOptions("simple", "opc-retry-token", valueList[0], &OpcRetryToken, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""})
+		if err != nil {
+			siw.ErrorHandler(c, fmt.Errorf("Invalid format for parameter opc-retry-token: %w", err), http.StatusBadRequest)
+			return
+		}
+
+		params.OpcRetryToken = &OpcRetryToken
+
+	}
+
+	for _, middleware := range siw.HandlerMiddlewares {
+		middleware(c)
+		if c.IsAborted() {
+			return
+		}
+	}
+
+	siw.Handler.IdentityCreateCompartment(c, params)
+}
+
+// IdentityDeleteCompartment operation middleware
+func (siw *ServerInterfaceWrapper) IdentityDeleteCompartment(c *gin.Context) {
+
+	var err error
+	_ = err
+
+	// ------------- Path parameter "compartmentId" -------------
+	var compartmentId CompartmentIdPath
+
+	err = runtime.BindStyledParameterWithOptions("simple", "compartmentId", c.Param("compartmentId"), &compartmentId, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationPath, Explode: false, Required: true, Type: "string", Format: "", ValueIsUnescaped: true})
+	if err != nil {
+		siw.ErrorHandler(c, fmt.Errorf("Invalid format for parameter compartmentId: %w", err), http.StatusBadRequest)
+		return
+	}
+
+	// Parameter object where we will unmarshal all parameters from the context
+	var params IdentityDeleteCompartmentParams
+
+	headers := c.Request.Header
+
+	// ------------- Optional header parameter "opc-request-id" -------------
+	if valueList, found := headers[http.CanonicalHeaderKey("opc-request-id")]; found {
+		var OpcRequestId OpcRequestIdHeader
+		n := len(valueList)
+		if n != 1 {
+			siw.ErrorHandler(c, fmt.Errorf("Expected one value for opc-request-id, got %d", n), http.StatusBadRequest)
+			return
+		}
+
+		err = runtime.BindStyledParameterWithOptions("simple", "opc-request-id", valueList[0], &OpcRequestId, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""})
+		if err != nil {
+			siw.ErrorHandler(c, fmt.Errorf("Invalid format for parameter opc-request-id: %w", err), http.StatusBadRequest)
+			return
+		}
+
+		params.OpcRequestId = &OpcRequestId
+
+	}
+
+	// ------------- Optional header parameter "if-match" -------------
+	if valueList, found := headers[http.CanonicalHeaderKey("if-match")]; found {
+		var IfMatch IfMatchHeader
+		n := len(valueList)
+		if n != 1 {
+			siw.ErrorHandler(c, fmt.Errorf("Expected one value for if-match, got %d", n), http.StatusBadRequest)
+			return
+		}
+
+		err = runtime.BindStyledParameterWithOptions("simple", "if-match", valueList[0], &IfMatch, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""})
+		if err != nil {
+			siw.ErrorHandler(c, fmt.Errorf("Invalid format for parameter if-match: %w", err), http.StatusBadRequest)
+			return
+		}
+
+		params.IfMatch = &IfMatch
+
+	}
+
+	for _, middleware := range siw.HandlerMiddlewares {
+		middleware(c)
+		if c.IsAborted() {
+			return
+		}
+	}
+
+	siw.Handler.IdentityDeleteCompartment(c, compartmentId, params)
+}
+
+// IdentityGetCompartment operation middleware
+func (siw *ServerInterfaceWrapper) IdentityGetCompartment(c *gin.Context) {
+
+	var err error
+	_ = err
+
+	// ------------- Path parameter "compartmentId" -------------
+	var compartmentId CompartmentIdPath
+
+	err = runtime.BindStyledParameterWithOptions("simple", "compartmentId", c.Param("compartmentId"), &compartmentId, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationPath, Explode: false, Required: true, Type: "string", Format: "", ValueIsUnescaped: true})
+	if err != nil {
+		siw.ErrorHandler(c, fmt.Errorf("Invalid format for parameter compartmentId: %w", err), http.StatusBadRequest)
+		return
+	}
+
+	// Parameter object where we will unmarshal all parameters from the context
+	var params IdentityGetCompartmentParams
+
+	headers := c.Request.Header
+
+	// ------------- Optional header parameter "opc-request-id" -------------
+	if valueList, found := headers[http.CanonicalHeaderKey("opc-request-id")]; found {
+		var OpcRequestId OpcRequestIdHeader
+		n := len(valueList)
+		if n != 1 {
+			siw.ErrorHandler(c, fmt.Errorf("Expected one value for opc-request-id, got %d", n), http.StatusBadRequest)
+			return
+		}
+
+		err = runtime.BindStyledParameterWithOptions("simple", "opc-request-id", valueList[0], &OpcRequestId, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""})
+		if err != nil {
+			siw.ErrorHandler(c, fmt.Errorf("Invalid format for parameter opc-request-id: %w", err), http.StatusBadRequest)
+			return
+		}
+
+		params.OpcRequestId = &OpcRequestId
+
+	}
+
+	for _, middleware := range siw.HandlerMiddlewares {
+		middleware(c)
+		if c.IsAborted() {
+			return
+		}
+	}
+
+	siw.Handler.IdentityGetCompartment(c, compartmentId, params)
+}
+
+// IdentityUpdateCompartment operation middleware
+func (siw *ServerInterfaceWrapper) IdentityUpdateCompartment(c *gin.Context) {
+
+	var err error
+	_ = err
+
+	// ------------- Path parameter "compartmentId" -------------
+	var compartmentId CompartmentIdPath
+
+	err = runtime.BindStyledParameterWithOptions("simple", "compartmentId", c.Param("compartmentId"), &compartmentId, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationPath, Explode: false, Required: true, Type: "string", Format: "", ValueIsUnescaped: true})
+	if err != nil {
+		siw.ErrorHandler(c, fmt.Errorf("Invalid format for parameter compartmentId: %w", err), http.StatusBadRequest)
+		return
+	}
+
+	// Parameter object where we will unmarshal all parameters from the context
+	var params IdentityUpdateCompartmentParams
+
+	headers := c.Request.Header
+
+	// ------------- Optional header parameter "opc-request-id" -------------
+	if valueList, found := headers[http.CanonicalHeaderKey("opc-request-id")]; found {
+		var OpcRequestId OpcRequestIdHeader
+		n := len(valueList)
+		if n != 1 {
+			siw.ErrorHandler(c, fmt.Errorf("Expected one value for opc-request-id, got %d", n), http.StatusBadRequest)
+			return
+		}
+
+		err = runtime.BindStyledParameterWithOptions("simple", "opc-request-id", valueList[0], &OpcRequestId, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""})
+		if err != nil {
+			siw.ErrorHandler(c, fmt.Errorf("Invalid format for parameter opc-request-id: %w", err), http.StatusBadRequest)
+			return
+		}
+
+		params.OpcRequestId = &OpcRequestId
+
+	}
+
+	// ------------- Optional header parameter "if-match" -------------
+	if valueList, found := headers[http.CanonicalHeaderKey("if-match")]; found {
+		var IfMatch IfMatchHeader
+		n := len(valueList)
+		if n != 1 {
+			siw.ErrorHandler(c, fmt.Errorf("Expected one value for if-match, got %d", n), http.StatusBadRequest)
+			return
+		}
+
+		err = runtime.BindStyledParameterWithOptions("simple", "if-match", valueList[0], &IfMatch, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""})
+		if err != nil {
+			siw.ErrorHandler(c, fmt.Errorf("Invalid format for parameter if-match: %w", err), http.StatusBadRequest)
+			return
+		}
+
+		params.IfMatch = &IfMatch
+
+	}
+
+	for _, middleware := range siw.HandlerMiddlewares {
+		middleware(c)
+		if c.IsAborted() {
+			return
+		}
+	}
+
+	siw.Handler.IdentityUpdateCompartment(c, compartmentId, params)
+}
+
+// IdentityGetWorkRequest operation middleware
+func (siw *ServerInterfaceWrapper) IdentityGetWorkRequest(c *gin.Context) {
+
+	var err error
+	_ = err
+
+	// ------------- Path parameter "workRequestId" -------------
+	var workRequestId WorkRequestIdPath
+
+	err = runtime.BindStyledParameterWithOptions("simple", "workRequestId", c.Param("workRequestId"), &workRequestId, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationPath, Explode: false, Required: true, Type: "string", Format: "", ValueIsUnescaped: true})
+	if err != nil {
+		siw.ErrorHandler(c, fmt.Errorf("Invalid format for parameter workRequestId: %w", err), http.StatusBadRequest)
+		return
+	}
+
+	// Parameter object where we will unmarshal all parameters from the context
+	var params IdentityGetWorkRequestParams
+
+	headers := c.Request.Header
+
+	// ------------- Optional header parameter "opc-request-id" -------------
+	if valueList, found := headers[http.CanonicalHeaderKey("opc-request-id")]; found {
+		var OpcRequestId OpcRequestIdHeader
+		n := len(valueList)
+		if n != 1 {
+			siw.ErrorHandler(c, fmt.Errorf("Expected one value for opc-request-id, got %d", n), http.StatusBadRequest)
+			return
+		}
+
+		err = runtime.BindStyledParameterWithOptions("simple", "opc-request-id", valueList[0], &OpcRequestId, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""})
+		if err != nil {
+			siw.ErrorHandler(c, fmt.Errorf("Invalid format for parameter opc-request-id: %w", err), http.StatusBadRequest)
+			return
+		}
+
+		params.OpcRequestId = &OpcRequestId
+
+	}
+
+	for _, middleware := range siw.HandlerMiddlewares {
+		middleware(c)
+		if c.IsAborted() {
+			return
+		}
+	}
+
+	siw.Handler.IdentityGetWorkRequest(c, workRequestId, params)
+}
 
 // Authorize operation middleware
 func (siw *ServerInterfaceWrapper) Authorize(c *gin.Context) {
@@ -5061,6 +5843,12 @@ func RegisterHandlersWithOptions(router gin.IRouter, si ServerInterface, options
 	router.GET(options.BaseURL+"/20210201/policies/:policyId", wrapper.GetPolicy)
 	router.PUT(options.BaseURL+"/20210201/policies/:policyId", wrapper.UpdatePolicy)
 	router.POST(options.BaseURL+"/20210201/actions/authorize", wrapper.Authorize)
+	router.GET(options.BaseURL+"/20160918/compartments", wrapper.IdentityListCompartments)
+	router.POST(options.BaseURL+"/20160918/compartments", wrapper.IdentityCreateCompartment)
+	router.DELETE(options.BaseURL+"/20160918/compartments/:compartmentId", wrapper.IdentityDeleteCompartment)
+	router.GET(options.BaseURL+"/20160918/compartments/:compartmentId", wrapper.IdentityGetCompartment)
+	router.PUT(options.BaseURL+"/20160918/compartments/:compartmentId", wrapper.IdentityUpdateCompartment)
+	router.GET(options.BaseURL+"/20160918/workRequests/:workRequestId", wrapper.IdentityGetWorkRequest)
 	router.GET(options.BaseURL+"/healthz", wrapper.Healthz)
 	router.GET(options.BaseURL+"/readyz", wrapper.Readyz)
 	router.GET(options.BaseURL+"/metrics", wrapper.Metrics)
@@ -5072,319 +5860,348 @@ func RegisterHandlersWithOptions(router gin.IRouter, si ServerInterface, options
 // const string: with thousands of chunks the chained `+` fold is several
 // times slower for the Go compiler than parsing a slice literal.
 var swaggerSpec = []string{
-	"7L3rchs5tib6KgjuiTDpSdGUrHJXSdFxRpZll3psSyXJ7b1P0dMJZoIiWkmAlQBNsRzesX+e3+ch9oP1",
-	"k0xgLSATeSNTV8tVqh8ukcwLLgvrvr71pRPJ6UwKJrTq7HzpTBiNWQp/HpzRc/P/mKko5TPNpejsdM4m",
-	"jETzNGVCEyY010ui6TmRY6InjKRMyXkasV0yo0oRrglVJOTjjSnV0SQkY5kSOdN8ypXmEYmkwGdFy34n",
-	"6KhowqbUvFMvZ6yz01E65eK88/Vr0DmaRe/ZpT6m56w6qOOUKTOgxYQJMpUpDGSeaEXYJVd6x41Gkc80",
-	"mTMzKDPacEbPWUh+m7N0SWY0pVOmWUq0JOdMwxWCXWpiruoPxfoBnrDf5kzpw7h+2eaC/zZnhMe4WlyR",
-	"FG8IYF3UfDaTqSZUxCSR5ySSacoSah7QJwfRRDIcdUSThKVPFAnlLNqwj9jgcTgUMH8pGFlQRcyKtBr2",
-	"R5lerBn60f7hK7fHC5leuJETPaGa6JRGFwqnRNVSRJNUCjlXRM5YihMojOJ/pGzc2en827Oc9p7hr+rZ",
-	"UcRjGNgJ0+lyb6xZWh3Sz3JBplQsiWKRFLEyW7agXJMRG+Pu63TJxXnxtVMu+HQ+7ewMArcQXGh2ztLO",
-	"V/PGjAKA/PcnVAiWvOaJZukvhkSq4zhhZiUjjRuTzdYMx+xChI8gXSoIu6SRzr7hcY9IoDTYUfxWkcVE",
-	"KiAQpWmqFVlwPSF0KGYpG/NL0jUX27/HMknkgsVktCTh0xBJiF3S6SxhJJSpOcUbT8MeUgA3owU67wQd",
-	"Qadm7pE/weJC0cu3TJzrSWdn64e/BGbh3OdNs0xas9Q88P/8+n+efvqfw+HT/+d/dIIa2tqX0xlN9ZQJ",
-	"fRgfitP5SKeMNazlR0O7Op2zgCRcacIFrk3+DBJG/gNDOCk0SQxhmrNtnsdETIVWZqmo9o4LmVJDLay3",
-	"a0/JmCaKBUSKZElinrJIJ0vzztI7Vixf7eQK6xizMZ0nurODL3MrNJIyYVRUl+iYmiVed/68F/fd2Gbm",
-	"zvqhdYKOOaw8ZXFnB9b3qiexMMaG3VsxSEPldkf7bdbyNgYs1HzK0jepnM/aLyveRM7NXe6s8SlNl/jV",
-	"E4XXc5Qkv83ZnNnveo0bURjIrc9sxWaUpuNOAqFxnDKlmNqBWeAKpPB3GHM1S+jyPZ2ysE/2RiBT/0r8",
-	"lXCPHQp47qrjUZ56A3/5ocxf6vgIPusw/hnUk4YZO7mYTZ3HQSbqo+wZFYGfbR4qP/kc/n3jNUvT5YZ7",
-	"/0ZpHqu2LB9zaQrN1OgUg3zzYPhcEzOe2OwRS8aGSb1h+h1Tip4ztYbybkB0jTNYRXU1e0CkIJQoLs4T",
-	"tkEjzT+zjexnOEWk60ZoZp+ygPBzIc1Hlii2MF/1+uSUTp3mNhRhzd6EBDdwF/XAkTTCM2WgCJm7lmQ6",
-	"V0ZHIOy3OU3W0+71t/tV8tt6MVfUGbKDCd877hIzGm8kzEhcu1ZcKM1oRir2SyCNJvYaJ79dVS4djt8Z",
-	"jb3pvL1u1ON38LgxTc/DslVgdi+hSpOU0bhPYCm4JjEfj1mqyDiVUyR/tC+GwjzFY11CLcx125tbJHwv",
-	"DzQ9f4dmhVEEjDpzzhQRUk+M6pfvbvlYO3PkRjzpLR+zaBkl7FRT3aTTHBntImV6nopsERRqNlyRxD3C",
-	"qHuaNe1eUnhTa4osDtCOecr1itM7pZdGQSZiPh2xFNUqNgXt2k6Co3lhLCLS3ez3NweDQa954FOu6wlv",
-	"czAIOvZ18GkQ5Or5Zo16HnQswzthEeMz3cxFU7zA0V7CqGIxmeLdwFBxLqg6e5yUdD+cvN1QdGzUwhn9",
-	"bc6axPq0MJRrM9jijCpGZNPZ27NcdiMy1oLwzEpjAvh2Jemab0q2ZG/XnDmuCDMmZez07KoxmTI1k0Ix",
-	"y1XteaUjx06JYulno2AwYXgYU4Y0Vhy74guaDt9PP64/e7BKOl2eyQsm2i6TNhejvTqlF86WThnVZu3Y",
-	"dCY1E3qHULQe0faCaRq5g3cbPpN9NZLxcijMZVyQrW0ykfPUEZc1CFN+zgVNrDfCZ93wYi7OCT2nXOyW",
-	"X4SGn+WMwArN23IOOPiJhPtSjBMe6XDtmut0uQHPbVr0F9vrF/2YnrMVvANYQsYoULihs8UeRCAwwS71",
-	"BnpdcKju11nKPnM5N+uHVNfEVMzNTdPYHGy1mYhMeLRsaxbM4OoGRjCzj7q5Yv+LEeNtxwQyv2FIv+GD",
-	"bj6iU5nqozRu9H2YQSmZagK+hj55hbwdpEX46uB0P0Q1zFxjCH20JKHmU7YPR85a7+bavbpLKei8zSqa",
-	"cqNrLQ+z+cDsCj6vdqvu+70aFn9R8KTdcAu+mvvxMIBD6iWN7bPNp0gKw6/Mn3Q2S3gEzP3ZP5UZ+5eW",
-	"bzpIU2mdX3WCFIWIsXfFZ5rwuE/2ZWwsx/AQvzh2JlRIutQed67IlCZjmRqTxaiJc5DFqdHOAkKNvLoQ",
-	"ciHImLMkHgrnqgzMxdTxEcMEZZoJ83wMvYCE77gy5kTx7ZkJkQ0DRVUvGIoQNJ+Dy4ix2JBelxLNBBXR",
-	"0rwEVWjQVshCzpMYTAR7ca9PQDVCWQ1UaZn7eMxEbMgVJoKk6rnPS+KuYSfsDc8K3uOv1t4C9n73m51L",
-	"kh2rruPGR/Zr54c0mjVLzeLFcxwErgfsalgSNSFJ2dxoXs6HmckyEJx2t5WmSb64drd7fUNgoLJEGrTX",
-	"bGDWjuCg5hvVhaLujHKdJolcqKEoGlZd3zMas4Sh3C26qMzt9qlsOtM4vvkstkLa0oi7bMS4OB8KeJgh",
-	"kdve+0OhWSpocgoaFm7c3ZNBzVvDHTyx7HLGIs1iMqY8maesdCiY0QNT9pnRxBxUfAy4Jm5xUd5L/VrO",
-	"RXwPK/Fe6r25nsiU/87io9S9uUyGsWSWZC65QgZWCNCAesCZIrGEy4A+QUMfipw+pTGCcUH1QpKIKqbA",
-	"bxGzhI9AtQbXdGxsbXE+52pCRwm7daI7pstE0vhMyrc0xSjbHS9z6Y0l9gMabxfYhCM0bpaqZ3kzsmFq",
-	"wyCK/85umeCOU4gucTPc15Qn7H5IL/drWF9KHj61OnNGd/C17zJpcLzc8sIYBsEj9kHQz5QnhhjvYWGq",
-	"L7XrI2RszpwwCwImqaMgRVJ+PtFEyEVRCJi7YqrpiCqQJXORMhrBqerd8lKdSfmOiqX9Vt3DOpXeaBfJ",
-	"RsGc7CJ6kkqtExZnXMs6EhUZz5OkT8DAJnQMAXGzyplPyMZch8J5DlDqw6WORG+VORk9OHvDulu9sDGs",
-	"zgdBM05+f5KDCQ36kRMZI0ZTyCwweq3RkFGDDXJVOSAjGidLovi5MJ8MNS+ZJqD0EiDemVFvb5ntf3VG",
-	"CTxrT+uUj+aa/d3o0PUmUWbU52yZutt2QB8zljbpUk2mUmmy9cMLEk1oSiPNUtVDvQ+pqU8OBXkj0WfF",
-	"FQmpWIZDMZFJjFpXiA8L8aZwnEiqX2xbh4cU7Gjc2fm15Lt9UbH5gyzvAV/b+fop6FxunMsNz82YjmnE",
-	"vnw11JaJ/ldMU57AytAY5QBNjlMjujU3Rpn1n5cdT5PlzKjKhgSSTJyN7TlDnwFRfDpPqJYQfZp5z/xS",
-	"ioaalyeJnel6s/FTnSmnjXjVBY23S/3wXipl4eciV4B4TvZbr28WqRzfu9VhFiOxZuVC/K3vfsPoI49D",
-	"kolohQODX1SDkyrlIuIzmjxR+HAMn2k2VTXZMeChPsQfwWFtf6dpSpfm5xlL4SAj66h5XfY70ZLELOIx",
-	"iGIm5tPOzq+dXz4cfDj4x+H70+OD/bNOYD+fHOy9yj58OH61d3aQfdw/OfA/vjp4e+B9fHf09/zD8YeT",
-	"N/6n05+9D2/fdoLO/tG7472Ts3cH78+8Qfjf2qH4X2UD8r/MhuV/mQ3u+Ojt4f5/eK+wX9in20/ZM+zn",
-	"7EX2s33cp+rxznxet0iD1sVm2ON89E+GZvgKggKXguHuTxQJ1XwUgiJx1aBS7i/6NXtvgczy2Uv81WdX",
-	"J+BlbvDUOXYDMcWIK5uUVeQ8VpmujVqC7e/r55mrxN7V71QjiWYJdDRhMZjxU5dlWDO+7HfPlCdcky6Y",
-	"4+gfjJngxtz2z2xxAplD9jZIwXJqGI+RSWhwZCNF6nCf1kzriSKaXep+Z922ey7l/Nl1215kRqWnuI2s",
-	"W/+6h+3TGR3xhOvllYUd6o1R9oA+CfeP3p9+eHdw8o83J0cfjk9DwoTRrVWJsytwAY+pkHNdpUWujjHn",
-	"pJDzcgBPigvBRPStVgPUlXHsGDLK6Lic0uLEjZBkDDlxAbp//+oLwh46qT4zRdhnli6HwipBeTibKxJz",
-	"BcOECQpJ0HGGz8cNUbn6hLGSzMSFuyOaxiwmXSrioYjkXORupuoRw2/q0zGyXfHETmlZalhqiZrg11qy",
-	"gZg7xC68JLHrqU1n1ayxqfzMct+bvA9NaUUOG4wmt5S0JF2M2KEn2WgfpXUrDq9pAQVL9mWSsEjXKhJ7",
-	"6BKXYy95VNUcF8cQa1Y1vy/LPIac5pW6z0r+gretmFFTIjHmOFE3psAYDPORYroQ23qi3Hmw4sCdUWUM",
-	"fZcqA0c1fFojal+sy1mtyVct5DnWhpN99Zii28EO2pJAUU8mOmWsBc2uiT9S8Ov4SZ8uM68rUyLmSdLL",
-	"bIuyGo9rbUcXYHrxUIRGbeaqNHLzUuQwZa3FvAOdPMhpvcWUEY83h8P+r3Tj90//0/4x2Phpo/jhqf2w",
-	"tfGXT1+ebwVfa9e/sBDV9R+njG0YY5l4v9Sd1e6ULiGEYzSHXr/uVeZZ5lFn9Fy15xuv/buq/ON1NkBN",
-	"z1Vtuu7XoMPvllGBtURrDDpvt13O6tegnFzUemTl7KLaMZYSnJpWBIOndQfB/FJzV+ByXuhUinPIXVV8",
-	"lHBxrmp32ws7NyXklVZxQZXNDYlJ9+T1Pnn+/PlPAflwtg/0ZDaZ6s5OJ6aabZjHN732wyy+4mshQQ6T",
-	"2a797jK3jl2IurhLQTW3zF+q4gxKh6aW9+dTaSnR8huuKNK8G5tl2uqEzZzZ30DaWblULy+sXokCr6Bl",
-	"1phecy335XTKa2TPR3DzS5Es+yTLVqMpIzS6EHKRsNjQCqbGLrOU13p77C78NuvS6P1U+dwP5ufWIzOK",
-	"WcI/s7T2uGRLQLoD1KcXXLFidF6R2VxNGKSVcE1GS2ANLjSyMI8onCAu9IvtTjXb8GpM2k/9/RSsSMV/",
-	"ogiPrQxI2Cm60atTtT8QxUXECmv6xHIHP2kxokkC3jq83EwYJopX2vXIXbUyJRNG03goINuW64JR4a3A",
-	"BRc12xB+3Dvb/zncIRQene92FzbIjaq3S8Ljo7dv4cLyaDHh3hkj8ED08rytde7MMMuiIWM11xI90kNj",
-	"vZuRE3rT/cMSYF4oBm9FbJ0KLQhDJbLOheGf0HDBRSwXIfnX//f/k9AOPwzIxBWtQYFiNnKrrPiU269/",
-	"taZ6XvPu8OTD+/eH79+EO7ltmj29uzb5HgMU+FO2hGYDT8/23r96+R/GaqZcq6HQkmh6wYj8zNJdEr49",
-	"2Ps7vha00fB0MtexXIgwyMdhk7FhyrskPPj3w7NwhyRsbOnOUYGdQifo2Ld2go59fifomNtqacPIpxN2",
-	"zpVu4Bq5kLVTTrOrSdeclVlCI4grJ1yATTdikZy69dgl15X9SAOrCQUIWCqd7xbXQA6Gfslc+ARbRxJ1",
-	"Ur6m7AbJxp7o/Dz57LbIkSrrukryrRL0PvNTKAbzeELBE1SVh01u/GOWlmVMYsYZB8jss9ep+XSK69ZS",
-	"H/AWzn1QVdUgWK2W2PsCMiuUXtnjJQUjY54qVMeF8yeKeLRULhEb0ilRkqOH1T9zcICAtV95Yi21nCyA",
-	"smrTYZFW6jw49XzL79t3UxO3qoatbOlr7VaiC5Cwy1nKMIRjtqAa8lTOQ/1XdAi6K+rtzpjR+C1U84DT",
-	"7BWewOW+nDd5kF3poV8IBA7BXVKI4NkJ14sOr7BvvaEFb8xMrFlepBVRxTa4UEwobsi5nWnd3qC+I9u4",
-	"GkysqJ8BKaupqJByVfA3N0VE8NG50GOLZElm81HCQaZPvVK9qkKe+blXvQPj4/4gC+Ovf3LVtr+KRX+7",
-	"YbWa9PXWhjku7z2a5PkL78oYz7P0y6XP/lGtZ1c+Wfrkc/vWfEEitrPn10j1FrKzLjDfWnDfgilfUgDW",
-	"KzWA9FAYfGCVD2P9SmtloOju1cnB+zTIC0JQrUDWyKdIU38GDQKm2XJvtM+toWokKBdRMo8xL80sGGp0",
-	"gB2TL1sL66ydrVjUE42y3erxleBOWdOu16zzxV5LdebYroiPQ61tA8ndD135OAj9VoqFuwOqeWo1ouS3",
-	"dSccVCVYG4ws3kgyr5HGwJivPqC1tFFk6z4DxzfiQqyikBURNc+7iPUpFikASi+gTHfrRy8HzxjgRo9U",
-	"AYn5uTkNVMQk7IcBCf9h/tkx//wv889/mn82wl4wFH4CLSUTY7fKlMxk7FVq+bV4Wz+uCsLtbfy/GBzq",
-	"/2Pnf/3nRlNEDmTXrYSWY7wTTRJDByUYlfs0TmpiercY/ypFQ7e9zLUHEQC7zXAP6ZZIOfDpeKMSGt60",
-	"hebrqbKeJFcG+O3Uag+xJWSPLVw3uRRp9wq8/2pWbvfVwenhm/dEobZHXvQyQ9MwgDpTty78fpeWL+kO",
-	"yF+JkIL1PCOYiwlLuS4bw00gA4Nr28mtTeMrZf/d0HBWbROjVkjH3GlsnwA4Jb0VgvIOjcPSScsNJn+P",
-	"mo8aFnnf5Izlhd/fMOfI4hN4eeNcrJcVHx32mbtHkTEmml9ZLlyFCEW7Y2P9nDYX4RoHRbXOJQ0I65/3",
-	"SbgH2aRI7sepjOeR0fy1JHNlKW4DwllcFLNnAEUvLJiiRWEyWDvYUgr5lAv3cY2lWitbCpNvpn7LYm9N",
-	"V8JD6fKOFNMahC94pqGYSkZzMyYWE8s6amz/LBnRfi6+d9/7tcALdkj465chzHTY2RmWsxeHnWC4Old0",
-	"iIzw66csD3UoyomoXUAQgrVTddFpxCFo5Y7IM2mLu18NJEQu+c+MBdYBytSrQDk1mTU0PWdKEzUx1nlD",
-	"6lxg6HnG0gjyghCtJ3AbRDYHg16A2XU+ViXEn+hnBuVd44SfT3Sm22eCdDVYT/DNeKRDyCp4Od4yqtih",
-	"KMTb7eo+ryzuz3JBEgnFRxg0LUdGDXdZKvetsbDkXENcm4tzP9YNq+/wSbs/9PvPB4NgKNzyPx/0Suv6",
-	"vLCuP9S7WdYpUXZitfMCv47mUz/52IWfM4+Fg1DlGhJelcMorQKRZfhPu0MxwEQP+/4emTIqFBGyeluV",
-	"mNZrZczhDXApPkJgtX47V+2mne8TRcLC8w4xFzJlUzYdYbKAv2+Dfv/HF9uDwS4ZBMSbYuByvJXZUu95",
-	"vT4ZszRdEnapjTYoRWnG8LgbK6L2goLJlAXabqh43qEtmLv+uTqF87UHB6mYR1VEpytlx9SfykxlhZt6",
-	"O6Ccl72ykD5U8J1VdN9dhBeEBCOFmMJUuRhtw9bWFb1cnvLf2aF4udSsSKNbm9t/2f7x+YvtH1fxdS01",
-	"TaCmfSVzHy0hALlJ3vGX/f4mOeMvcwa/Rd7wl/WeU+/4/fTTD5ubL7b+8pe/vPC5+mD7xx/+8qKONFOm",
-	"mYCTU3sGLXmvO4fmzF2wmfbYDRa4lvjm5qDffzHY/tGXXPCKXp/sY833iLkIzVBgvTKCa1VOnn2OP8u6",
-	"CRoOKee6rcQ4y5kCzHFjJpMEKUeOmwXCwAiEfE7PB71+URisYxGfueKoaFxrpJD+FM8dBsUYcM/gMHhg",
-	"eaUBbz/fGqwYM/68Gma7qOOWg13ryiVeAeCKW9DrWncjzMEZe9ljEoFhatIUmNBprcJaTD9zDwCp+HwL",
-	"cAZB3lKAxSskwVmIuF7rEFfttA+ETks65vOtqxgYbmatFxrfeNXVdgd+xRpb3J/2sqeMnPgpuE0gyKr3",
-	"wQ1w/VKtqsG0KIByTIr31JhKCWdCI+ZIg4csU+jsNgIyD6hvETVWbYYAYpEgLXwWZIoC6JKdk+rVR/Qa",
-	"6f5IMCLnGrLkZiBC8Q3mhiWwDPcNAsNdj8hxHTMaL5tOCD15GwuET2qRXlfdk7phBFc4Vv4cawnGLbMc",
-	"57hVhplYGt617lgpiJpHEVM1lMTSVKb7Mm5QI+FnEsmYYYUtZJrATrrlKgCn5EhhZOzhd2W4XXUxHHiF",
-	"nXJdWGMyn1KxkTIaG3XaaAEJFSiV6odUX0NbWesMNas6a0AWkmPrxcY18HEnyw6/uHbgUxpNuGDe0LPF",
-	"rEPIq8OtC0gJmS4YiiqESEAaAakCb0uCCmpaUIRJNg8vQy4FpAIYA8+pIoEZzlEHwmMTeZFCOjud8sTr",
-	"aGJ6LXIAX0UjAF9A+JhQgZWu2Wg8DWMng//eNMJo64cfvJhoi1BPbHQUN/K60/26bEfViskvbWIl9ZbU",
-	"BVs+Q/gVsKkyiJUX2z2M9QpJZimL2ZgLEHVUAMjMuAxMJheCjKS8uGBslmFlZ4v2paMZnQK45RI9jahl",
-	"+LN4sV2zALkMrdvZogCuqYDJUiqvrAjs5bfW6wJeuqbl+9kw0FOkG0v4nf5iLzJ6Q5ba15DjuTK0VfLE",
-	"+LXfE6rIiAHQQVa5AOzPPZJgokx9OrjZQWNBNfTMybLb3NusvXX9ZDoer+tjkClb1vVvwZILzooWaT0J",
-	"Vfo9O6fG5G9PG+6OvTyNHqu96msVqdJE2Fv8WhFXR+svXZfaIpu8MqcXOHHFUuy/JAVS15RpGlNNr0zV",
-	"79yN9SPOiELCt7WU7WnWaxRkrvCAZr2yDI8s6CvmC29dCguCvYwwuTC/fCjQMIeQPTy9T/6OWqhIlmQu",
-	"NE9y3ZwwEauCRyUnNTB2k7WknT8ng+p2I8S6DkXskxB3m8xFwpSyhsmtZng6npLvQZkzlGZVPL6fVrJX",
-	"tc7AKDUIKTLa6cqHFNm0It2ZVGaYS4y4t9bnPWGwLikzG1DdrH9mNNGT04biJ2DugIruyH8C18P+Gy2C",
-	"C7PBs1SO6paisaZKXlhManxcSauQF2uJwD65bkZvK3nZrUqnaQHOMQPzODnYO8Myqb39s0MAgALoJPwO",
-	"UJO8Pw9edYLO673DtwevaiuqqgJ1hSKzavtLUHIVreZdTSGF02eeb/V2jLIDLA2UtRfbnq5GpnQ2wyxS",
-	"HLgigIQwHbFU9cl+wes7FJjjoohiCYu8YqvR0tALT70h7PrDwVwTLRc0LbISgBotq0x0iuJ+e6ufh24k",
-	"4o1XtKfnW2WyCDqXG+Bc3rhgy40pvdxIMmz+fFve+aKkvRPmVY2koM2KWORDeLSsgc1uaSiBtdHFkojK",
-	"9gpxPZB9Q2GqH5JEXHBse5fDoFhU6rDQxi5vW4URKC9iY+t0eu7+fiW0VJdhWe4iweMdspjwhJW69HiP",
-	"IVj7BxqFCjLYbEc9xb4SPCZcDQulfvkVUCrmR664hc3HslV4e4ySrE3+ZZ2mSsve43q3PbjVrdqLadr5",
-	"ccBRluRrxXf8E7jsoSGOtUvG8wRY7FDkD+6TPQKjyiWQg+WGs2RXB3CAFQntJTbNNiz5+39aH2crPqDB",
-	"C2Nf7MaTlbYVKPkjDotRTyv0i4sytlNAzrQsyqE9YwSWC7fU+O4ATgPVhILN4AjQfMlzhUamVnTj+xJq",
-	"tkwKliXwA165fUXX6HJiiSl0WaNT+8T8Mokl5QCm71OoTCE4HNcEh4fCJYvY4wxWu7M1jMGpaqjHFeB2",
-	"LX5WNgJU0+CiXp+8yvuhFFYwx8vOV5Cm5uAmARyYbPVdwJ7abXTFDROWxGREowsrFqZ9spe/JK/lQp5T",
-	"PDghGc4Hg+eMDBytzmiqXVdKl8YIW7lDyhNcIGoYhJETugTlNciGuaAcvH7Ogs8e5rMUVHbdLQ491UwC",
-	"ZmS2ImVxyj+bs5Zj7f9TcqHyIXpYv+4tDjnBEfl1eIxOacQw4bn+eH18vg8NZK2FfanzljCYqEW6ofeQ",
-	"DAQbFfNeoS1R4PclUlqmzLaLq3+BPWTWX40NEevelaGh2iutB0XNaOajZENhX5uySKaxwjlBZhE5Ont7",
-	"bI6ATDViMEdSjPn5PM1A3cqL2sK/WYqBVCWXsF2sAosp7HdA4jETmo85Nm2yJ9UWlmRGrmuH1euTQ6Da",
-	"zzW221CUjberNeQJOk12eo2Zt/RLHVJmTRVascufqNyUH6d0ynpt3bpY3RWzUukU/cxId59OWbJvJruA",
-	"HbZdMaxWRRMS9jFSFgY+ynG9WzxlVDXVzONv1SH023kp62wOSK2qo5GjlEYJ29hP5DzeUHqZsJw40h0S",
-	"AsJXHxhcBDl4wOrsFymjybT0zTmXovAV+n7wqxC8JCkjYc1vhsSeb6FwSQ1hyQVLI7PeI6rY8y3PBCg7",
-	"nXGUKHlAje4nMqJJn7b8ryZp5q5QzjAzuXYvDvfePYS04yLeqRvQ9ZOOH3qJuDfDm5ZMXysFum1l/bq8",
-	"Z4csnkPpdo/2D4laCk0ve1dBe2xbmW3feI+l2d4b76o2uyHxugic5u3FbdddI4NoV3DtOsxcqdLav6mV",
-	"K8+yrOvXVh/P0/ObJKUjb5FkZp5TnSt8fWZRcNuxhuPslip/+Djh0aSQ22PfW8Fqzh7SOOmzWmzehjfs",
-	"2PLnQmvfbvj+6OTd3tsQsrXtz9juvpKRG756+0sILRZGUk+Gohu+PDr7OewVwZbweZ2g8+rtL52gYy6p",
-	"9QUez1v7m71Lr+JvPhLZQ2a5g6GUgXa9dBJvRCtzSa7iivaeeau5Z3beV/XU1zwC0s+2Br2A0ChiM422",
-	"esr+id27tDyH6q/rrGJz2tnWleparrjCN046a1zc7yPevEMo+XD2euNH11hFjonfWuV/85eku/Via3N7",
-	"G9OBd30bOJqw6AL1OCaMcRAPheK/G5PuJRc0XUIfpCwxwujZL7Y37KXWFUIw86mKDQwvXV8A9c3Cn9Wi",
-	"fN0Ept/ALdZwPc8h6hnOa8px24BuOK+W7ygzKk/uNtISq2AzrPidatlSGYl+KITMfDu28te2B+g1wUB+",
-	"dykFZlkW5XHB2mWo+i4DUMhswYfCYrVJeUG4tstxVUgQUB/XRXF/cQgT9Y0UqIixwt0W2T3W0d2sju7W",
-	"KudWFcuRrFYuGAolbQsTMpqrZXat61CnaWr7CGCRyYOuriu6AvLqnVW1dQUOAe7y+lqfcAcgUW1dSKm+",
-	"zsfpdKkcHogi/tlzTu+haFmA59zFNZCnT2yKCknoTJm7PXBGWIih8AaFYQsNjeQBGBDzDWw1UaGjufeC",
-	"IqZnrsDB0+6iHPDeSgDJACOu2HwXf53Q+hLAYkTGHMOU5S/PPMtLK07upGLwzqoEH3Jd4AOp/LtLRMFV",
-	"ZYXrywjblg1CsWvimBFwyTJv6Bl2USouDCqh3V1PEFSrDfPsCNhOPWFTxRLzRC6Gwi8p6oZRBhMV9lrX",
-	"KWaOK8+cLaXpyNThARA6knN08ZaykzDD2BUJLCbLYkPREPONwloS/BYNKHJyqSvUvP2azF6fHHu5E5JQ",
-	"aLKK9w8F5q8psr31U4PeeZN6TTe4AxHPJK8TDCeGQeeQ1NAV98PJWzdLsBBnCRXMhqG5qsy8mB430Xq2",
-	"8+zZ5tZf+oP+oL+58+Pgx0F9EKy+lvS2a0fzYlH0F/evWRa63iOORH+PDvH8hbfhD2+qfr2tgtdbK3K9",
-	"/brWnqeOcm3VUC5seg2g32PWRQ4dWcoelmme6AxRftyLkpy/epUsX48Te6UIRM2pq1/pGmpYo3Q2G2MV",
-	"XrtGS2sU5Y3GRw2raxFtsc3r2gRb4KhdLdSCt1yvQw2iTM6nAO57/dhLDlbZBll0BVz7ah9WiSFNsBsN",
-	"KXkZvI6EmYHlvR0L8jJQu6vj/+I8a+KZmfenOaKR2UdV5G7fVUQ8T1G36G9zzraAZD0kSw62FsUuFhC1",
-	"nRZURSKt1YOKq1xry/UL6Kd3/HarGgJKaQPW2wpE1Mprq1pr5kOfCwtv6vQ2105Spo1xtD45ADqEBLI4",
-	"IHNhe6/7CohtygkwSeySRtraCHJMQiszHKmFAQm5eA3+oew7xFy1ua7Zt0glxZNXumYF4eZZjixdn7Ro",
-	"BuDSH10S6ZJp0hXmGObuAEO6tfZEmz5KpWm3GbwZk8vssrnOZlielM0yvyrA0QuEjwYJbHQiGDFEPWAN",
-	"CgVK7Y+kWmciVE0DLw16Az2DMJlSbrNnMbQshSuRVtv1dPvbTRmNl9jnxi5yLyD+KhYzlWtzn8HJQzE5",
-	"FevABWE0TbiX5Y7LwB1C6bXc6eW51pBTUDkdxd1qZh9Wrjb74ZVDIR8tyVuu9C8oyrsuz9Z30u8CkOAb",
-	"hhe5bN1p7wGlceVM/tGHtMaH9OgVuS+XwTU7dX7nRvYdm3fXsYJOsD7gZtktmejxNCpfiXY9tKHMwsYU",
-	"2lgbTYU55dY+eJpT4q1dz2oEr97+Yt5oyyBKrZMqrXSuiJ+X1KF21qJvWSeATQwvpwHB4riQShGps+Q4",
-	"wQtWhgm/rt/ldlhFpZvq0JuwtuTKCiqWENVSwxrNoPLKOpo+lak+ggLMqpBXkYUO6YZ7p/uYMmcuyb59",
-	"dWC/jovtKvdO96GU9nS/NmUOT+GtNCwAUBPlmscWEU+B/2RUbK9EvXmsyVw4z1ONLbEigxvSlNniwbYX",
-	"cOMbF5SDXZIy6OKIes5iIhNz0Gbreg2wxffRb6BC147GbtxLoEplJQ9HA6EpTZd+t+Eb9B+A7URHSVMb",
-	"PbI3HrNIKwzDeZ2EnHULdWsLmsbqmzYi2Nisb0Jg63NXhLA3Nq/Xi8BS8LdtNeCPCn+wIhj+zKoJ65oI",
-	"NBO35evXJ2uzNllR24pS91bxhUOR9+51YQMoUhdy0QJjJIsw7JKBc10oSDK7WVigbuyf1i3pzROXcVmR",
-	"M6gr4mUW7r0TqMzayd4pVOaKN96QblfmlD48zMzguz5NOUrP9c5VO2W6eM8j8Gf1yP4xgT+b57gO+BOY",
-	"pcswRwytPynI55Wyw4uYqO0d6+sy3XMGDShjJQ9Q43tXe4MayOUmPYzKur2tm8x0+pubht+yndD1Nd91",
-	"NbTm0X4BLdqW5vzRxMEXTXv31xGogTRu2OAn6+DjBUSv4lcgYTWHJHQZ7iM2FIXUl8fyhe+mfKF/5VKE",
-	"dnUAd9tWp5xV9j0lzg/F4L675dx97jsppb7ffp47CKOH3gPnGg7Lm+WvG/UDElvG/dZ9ae4i3fm2c5j/",
-	"vEmp17BqG1SGeIV6ntVJltJnGuMIrTXx+9S+bxJ/LQygzoID3GKqGXqzr+tFs75u0LVYdJGhFGf14kY1",
-	"Q7mRLo0cQT17VeF66RXFB3XBp5ad2J55MvtMk7nrmGcHhK9ppdnUlMBXdNqKinPtfsT9OkCxdRhY1Zet",
-	"39FV/pvPLI15ZDaDUDvEBiO8gXatD2bHgl8BXN9kCf60YSeSyXwqyPsd8q//+u9hp9byxSzSprRbeDii",
-	"RKINPWNpkaSAu1TdMlUJUd45ePTqHvt2z2Y0VfVd9ct+a3hk3Y58lOmFbUNRi49F1VJEk1QKOVfErD3y",
-	"U1cyPUvleVrbBeX+sq7sVxRiViz2IJvvJmtpIdML53eDd2TLcjU8HG/pjwpPqB/CBRfA6et3BAZi7Y99",
-	"OZ0lrA7mGtTqOQYVsqlwRWIpWNGCGaAFU+Dv40RS3Wyt5EwIcy2w2gj3ohnNBn+uLKzdzvaASd5qntin",
-	"1jozM/TxK2+SxUNvTrieq0YSMVJxz8LDrBC2hRUw2kAGKXOjbKvXXEDcdt2bx/a6wDnUxvMkWQLSt9Tl",
-	"IWQ+C6we5ppMqLrauE41TVssiMLLbnUAdQpJ8RxntFLNFMupunrmSnu9hucelVnH1c99CZf+4B+/fDj4",
-	"kEHS5x8Riz77+O7o7/mH4w8nb9ynuhybusNVo9O6dXFgDE0HuqRbRTfinW5Ae9EKBpohJRaGFEtjnEDs",
-	"PA6c56AgPpjQXC+bN8esVB7+wRuLSaghmHBhsVrTlVtUnfrwvg8pb4CRo3pCqCYLADPzXwpg7iPAMY1L",
-	"A3i2NdjaHGwNNp9hadQzxAG17f0tEGiD89+hkt66EPVWuRr4dUse+LRRGM6aY1VDE83gmVchifJhe5Wd",
-	"s1eFdg+H7/9xfHL05uTg9LQTdE4O3u6tbQNRlTSNtWNz60UuihkvY25//+C4biAf9w5tZwo7kKBz+mF/",
-	"/+DgFfy9v/d+/+AtXoB/txgrZvW3K+fzB3y1qr7Cndcr7vNV3evW9kE4NJqnXC9PzWNx3CNGU5buzY25",
-	"5D69dkLobx/POlWr9G8fz0j35HTrhxcBOTD/MzT3M36mBbTqvDdBlFA+VSRU81GIeAizlIuIz2jSC0ho",
-	"oU3xp6FwSKfm1PWw9IldzkIEZ3f4ycmShOiID/vklIFWb94futZ3IGR2yEuYE7GYxPKCCcc3wFsKSwwG",
-	"CFyX85KJ1rPO169QljSW1a3FIicOHt55ovkGjDqDP7euW4Ut8DL056P9ww3wIm+oCZ2xmJwcnJ6RvePD",
-	"/lAMhSGXp08jKXQqE0yJf/qUTKmA9BZPlqvAFYuCdehTGIJEPH2aZ9U/fZrlv6kAPSIqKHSRwMdwoWaQ",
-	"O5cl3dvStr3jQ+TfoM6ofFs/s9SY3a7dRs6vQ5jOv/0b2ZfiM4Z+1FBskKdPvWaFXIqnT3dsBl9Ek4Sw",
-	"S6N7IMqFUxNoQpjNTVekGz7DFju/hwEJn0F9Ev45ZTrlkQqDoSAkfCZnTNAZ7y/pNAl7RDAWryGNv308",
-	"c4RB9sgUmy8GxEuIcHV9iIxucRjM67YHm6TaiLGPE7bnlvBY5bN1/SNJRFPIOgjlLNqwW7jB43A3hyXD",
-	"liJEgRMLmi4AvDqLJhJiZuYlRzPNp1A1ac4fIvFHS/O+3E4xr1oaGgyZpudhPgaErd8l4fGHM1tpiOIg",
-	"zNGU3GPMdFGyqZ5V8UnIxxvgcrBVgthgaXtzq9hQ0jUvAEEFajnchHO0vQPMyOyUDmM2nUloomdjbGY6",
-	"4fHR6VmYRd3cCHD1dLrcgM0Jd/OeKbhbxT4q0NITseDMhLa2yUTO0yyBDAkw5efcUB/m4wS1T6Qkdk0m",
-	"8KEZOsfgJy81wk7pmJonOrpPuNI5mSuAhyIhlAfYXTAywlHCVKYuNUgRdmnutftSJCQKM4IFEexSb8Az",
-	"XBcE9NhiU0iQQUq5nHrDOeHaPjlGLMwLJjCci40Bdg3pZKdBsOIBGNT0MLWz3qvV/mE3sz61ZrqzeQqp",
-	"KzTDfQI62hpsZdwTpmW4nX9UHP2agYAfP3xzcEZy1XGRC0/17Iv36TD+Gma9MmwSjWV5GrBXWILQDN4E",
-	"7Jygyal6+hTW52+nR+9J+GUIePrDzg4Zdvr9/rATkKErr/G+/RpiFZSTE40tSvtkX8ZM7TQvcKsmsbsN",
-	"7GkXn7vd3C6WdGnJLspOLhIgiGPBfC41pUu4QDFm1sa8g4vYcCZxPudqQkcJ6+2Wjke1F+1ulX2Yr56T",
-	"SktanMbWT9XOtFh8CckH6XID8r7D3i75AZey2rLW/PR8RdNazTVYQCj4944PO0HHCsDOTseRm/WqGeHT",
-	"2ek87w/6zzuQxj8BfSsnS8tFn1G39IBNLeucmaV6aqtAWfx2Pp0nVMu0Z45TxGOmDMMAf6tRt4zyF9qa",
-	"bqsukYWcJzFUe5JwxlKQdVKERAoEZNNmZbXZ/kKdg1cMX07/L9VIWQXuiSKplNp/So/MRYyuYIThA6S7",
-	"/HqHNo66nmGRKkN+sFk2aKEniVwQrvvkBHVfZTaaxtkD7KZl/OYwNsprttZmS+yRUY2GYX7Js6NZlHGN",
-	"n4HfgKVo2dBLGS9tJYOD6qWzLKL97J+2dweq82t74blBurARKKFVu2KynEk9YeY8J74plRsDkMECPh+Q",
-	"EUCAW4PB7Y/UhkMaBmrI0kVnkFfDSIoaT9O77A2FDcAXbeNM6m7KZvzsJY09w2l7sLn+lg8iO5Ix3rS9",
-	"/ibHNOGGzefrbyjxMbhv66f195W4nLnvhzYLUcPx0CZ0pe2dU+QkRvAS6ivK2QYaJggZD7923DHrfDIP",
-	"ybmab6OYQZ2zGn72NjvW0YQnccGwAUiMgtcyJF2ZBq5/n//LoTidj3TK2F8NpRv7ELPubIMsKNCjQque",
-	"4RKoORl5PUM1jMW2e60ZSFlhKinHZR2phreYSe37s78NFhOsvWvfX5Bf5gwSoa92V7aM+e3lXO5kaXXj",
-	"SggLtsVBmoBnAxJssElJsUUJF+g/TJeuT8aOa5eR85vV5XAVV/jamRZr3FsvEOhQra82GnPT4mW5tdCB",
-	"VKaajJZ9Eno12SF8rYhgC2Mo2g6JS5cQsktCs0ruKprMJnSEbD9ZDkWXukLUnneTTT6sWXHzlJfLwppn",
-	"lcilSnHnlCt+C8/5dJ29yGps7Vp9ukPZ5FG45+CrkVC5i89nQzWyKuMOLUTVe3apj20z4z+unPu28sow",
-	"3MKeeeKp8PWnr0GDYr3v3AgFlpZpqAQb+xV+LMkmtOWA5bm2CIVyYNBz8TFPFIq7lAnSLRpAiBW44Aoq",
-	"WK0LYWswyN0Wgi0Kw3BZDOjLqZNHODfvGNyTQIK7dLo8kxdM3LGqXJnjGpW5XBkPt9+vzuxvSItRerAl",
-	"JZZkNn4dMzk4o+d/bBY0aMGC3DH7jnVzJPQin2pmd40a+bMvBe711QLG1SbcvILvFcB1Qa29T5ZdzyWW",
-	"LHfI1mDbcK4qpJTSPEkssFRV2Q9s/19oye5MiqIPteIYAq9nyauAMUUXNsoqSxwKXB17xOndP3s8HIM7",
-	"q8AYC6xmuwm+psgU3NT+LDb11Q/6VouDnkIKNWTkYnnmAzjrSJltz3pQb2KfeJGMOr3BBVys/lA5Hm+Y",
-	"vu2z8enBSNVHSfrglPk3TLen+KvRYsHXcUz1BEhxNq85NVj7UDk1T5RtyFrAOkqJKwOCQp0+eY0VkOif",
-	"TplziVcrIneHIvRLiMKGGh+M/M1SZp7TJydM0GnWEwBsDpogROdcIcYCddhDeXSuFIkEe6Wt/EzNG1ls",
-	"zZWSKO7VidUKpNU3FKu3b280AnY18BxbE1uoo35QpsYci30emeMD0j6+TwsFj8Y1LZQyWPy6qEGpEDuv",
-	"Sw/q+hoCXjGL++SVBYW2twFjRtReQAsz3HYowiJ85l9tZiRUtVJ1wWJoVE6OXRCBJPyC2bQe87Tm2EBh",
-	"lrfEFlug1Nqsj0q3SInDbXAT2xzbCsMKWjIfTKZdH0vAPapGEfxy3aYxFmFPa2MI66t5v9cYAukWYwh+",
-	"9CAgobc2YSlmEHhxgsbAzI3DBP7mfAfRAu9wto8XFE7UY8jgewkZFLatIKQKLLpd3KCAggk1nxYhBRDV",
-	"bWOTsARAEnqtTeq166HwYwKvHeSZFEXESw/Z0kfFtTzfaywNuZZDEdbUu4JoKzQLBg6cdS4hXeryYSEN",
-	"FryBhYYlqgzDOczAdjMTpdB213WSSNmGKzCO+yWmxZULpcxyJAwIK3PhBZZXhD68mf6Bgx81yK6NLpAK",
-	"ZOs3iYD4+9JuqI9hkMcwSDEM4pPHKha+wtLIUjA/F2r7r5CHSUmcLkk6F70dW9FO6hksFXGGpKAQqYEw",
-	"Gk2Kdff9oXDB3/DLEEvfLRBVMHRV/cPOzq//+q///vQ1JF0pGLGF89UqfoAp95+DKBNDxB4AWCwEExgK",
-	"hybwNeyT9xKTn7myLY3qOKxDQ9ivQU94wKmV9bAcjc4bkHDNoBsZNEaGvHF/TLQWjqJmIjXQC1whBISZ",
-	"WUD4mCgZ2LLM0hy5dvL9MXXzYfNFhIcpkKxDhClt6nV55ZdSk41WsePcwO9uDbZ7uxB6motc1yz19cYe",
-	"D1ZTHNHowtwsYnRaF7w6Q1GJ8jZ4qXcyeHGuCRdKM7oyIHz/SuP1Q8IVHekxKvwniAq3VX1ahYaLTXEq",
-	"3tMnCh2KXMHZdaBueWWul4RWH0S+7fP06WGZJo/myIONJbc/J1cNKBck4eqQ8r5tX6C91iAYTEZhHVh8",
-	"2ZiME3oe1LQNkamNL+9lrcQcDltK6FCkbMM9Ak8xbd8CpSpYAY0D7hyxbGgyHQrXrhZrgsutUHGooHjQ",
-	"8wwKsLcDF2KoWmTjNsJ+zC+tyB6KK0WWH4Z8vrvYcnt3zreOLrfglXl8+ZFnPoaYby/EfC3vT1aztj7C",
-	"nOWilhuqrQr81oZ9j91Lv2k52OoYrC0lri/luk7l1p826iq+Wbj1+6jKwiYVbQOs7hQ+Rla/j8jqLOd1",
-	"NXXCa4OpghzuvXPMiItqqdUBjSY5EoCxSY/2DzMghKXQ9HIouuEeYAMgqo9FQEBkH3OO8evPLB3Z7/AL",
-	"h3OxAS0j8Bcu7I+JRGK33/+KuLz4WyZe8cdPYW8Xm+DYQRZwM6AUTDGvwmFAXE6nD3JAuIjZJajM6KK3",
-	"irpty0IvmCIMtPw8ICygYw9g2hirAMHBm6OjeBL/sGHRYjecBu3Ua3PzDeKgdgdWj+0x8PkY+PQDnzN3",
-	"bNcBMbjvn33BW67gsbekZ132EPsCSF3CNTlPqTC6rwUjq+M9ti9Bv8HDfq+M57qude/0PbrU//Au9VWH",
-	"qoUT3RJLC2/4LdL+p28smR6l0QP1e68m5qsR3rEVHe1d3Pj2uoKpwMfwsj7tXavF8s/sqsLEb3r4B/QD",
-	"t9Jfv60DeDWXcJ7fR27x6PG9uce3tdqLcAItPLwWd6DqZmiPNsYBzRYgbxtxx1zJkUNrrik5Ii0rjjwI",
-	"s6G4OwyzX3AF/5joZXYbVpcbtQYvu7X6o9XueZvRj1BA6PR61TQk6AZy1QqtPwOEWqG04IEgqX1XJVLA",
-	"F9p67vGcPfrtvw+//W+O5Tvpar9oUwCFzKnOW9+IY2ZLeVxhULi3f3b494OwVwU1O7K9HvIW1ACSDl1y",
-	"ZTQ3r2KxO6gKpSmiLqxrOp2l0iRUs7TZTf6LbXfzx/SSFxqDNyjyeb/vb+Ajx+VfObJHD/mjh9z3kGcN",
-	"qsq8rMZOePbFlrm39o271gSo83Pt9zemJVA0mjHAdh0MhsI8V0joJIERP3xd1h4c+3Icvn8TEmjOHuFQ",
-	"sl+M0bCo7cgHXfFYrPpDsecXqPK8QNNrxtCMv9acOX+fnHKtW3+rqcWymaIUhQaFu2QsIWJcWbSxTCut",
-	"Qm8pBoAcp0QILR7x0W9f8ejgeHChhEbu0yKOYBFMDMVl+s4V8Npu7wB++qYS/VGKP9DIwgravhrN/YJC",
-	"tz0Wmys7yY5FFX/UszGc6xnu6q3FZRuKHJiNXAeXrZ2lMRRdKshcXAi5ENad4eUBAXxqUTCb+51xdGWh",
-	"jMv3rYXyXYVH2hguuc34beIjKzldgUYfOd5jdOQm0ZHrmTwZ/AEeDh8tcOfLTTl6rdfoHdoxvlOhjE9b",
-	"DsZYIDPsu2fxKVcyfyghtrDSPTSibGsy7AGZ97siXJCRdG0BscuZK/a3HbD8xP86FxEsnHWM/jERL+un",
-	"uIbz1qzeA/MaBQCmBAE8Ve6t8MiNH7nxNbixYW45+JckFAG8GvAwr8iiZ/MUQyZ3wZZ9/1ZWLlpAkOyG",
-	"749O3u29DXuBjXMXij/dRa/e/hIC6owcI2fthi+Pzn4Oe8FQ3NQ5Rgq+sXcNVa3YvxBWq+DjAWX/gs1q",
-	"2fixufyPpynn01rBrrGVvMQla8OlGzxr1SV/dKs98uJvxYuB9G+uGKcsTvlndrfqMALxub7PGf8dp3Ja",
-	"8H1UGS7k8/iojwGRSZzlP4DyOxTZEy8Ym5lreUpCHocBGbFIThn5zBUfJawYUYDLLE7P0lb32+7v9Jxy",
-	"geP7naWyPxQVXDQhNTFCzwiCo/1D8ovVxqFNf/jla2iGPVc2kovhWwIrUMefT3AbHM9/yABjpaGuYLw/",
-	"ywWZUuEBNGgJxsv9qsqlAa9u5Crm0xED6Z4NGsytR3Swh6+ZeuzDx92q8BCPW7qL1vLLaEKFYEmbtEse",
-	"Z6qluwv9nTbAkSyxL3UeVeWCZHlZRKYxSwMibV5IssQ0Sj2RyrA6o1WZy0L7bAu/eG/tX9063BBRpnXS",
-	"3PXUz5sk5q2biL/u94Hbje9rjdiNlxsqfMxN+07QuvMzVcOXbhZ5WsPV7KG8SkeKot38RFW6LnTDEo5i",
-	"uGNukcKiQxkDu1AI04UOoolZCq4ItLjPVMOYajqiivV2yMLicHc/mj+cOO9lDs03TGc2M/pDEdtkKBQX",
-	"5wnboFCFs5GN19n0XJ3CBXvwu2NUYa9PjjPYOC5Iys650sgPkUvvAPbkmucjLGmqjPYHNUDMzDI8+fD+",
-	"PWS5dLH6FAqE3K35pMDBYhPiw9OzvfevXv5HuEsoroZtQAhe5dPJXMdyISCnPnx7sPd38/hdb9/gYmjT",
-	"1JWphU/Hx8ScxQFxXw5FNoWEUcVIQmeKxT0/tT+hSoO0OPj3w7MQ7F1KplzMNeuTECkhJGo+VQgCjKBI",
-	"pKRGr2sk8m3FzH3A8K1m6z4WnwoA/9jimuc0YwgKjaE/i4r6AFh2hSGuQGy6b16e49iuSfrby8cMM1jJ",
-	"xhJGPzNEyCzOFPHvCswRuDgC3VIRo8MyU8e5Rq4Cv5GYx5AEQKMLIRcJi89Zg9HeJx8nDMqRFrbjRIlp",
-	"BvgipamIR0vkdjgssAeQByOwiPxs5uxCI5ca5AWMJ2UR4xjCM+wx91Ug+hEXQ2H9sSgC8hzw7cF2npiY",
-	"LZHNccjH0YoHFoF6HxgTXAfVayTMIy+6F150AqfMZz5dOKe9O2A/QWuya8mwsoE16p6GTZS9h44ruLt3",
-	"UL/AWrLc7DdsYKkIF+56LYkLVjm2PZbpUIRwAXSp8VKbutZjt1OXm4XaWUTTFFo5kxCYxkyHNv8qZ2Vq",
-	"KLp4lq1mCqGjyCsmRwWri3kO+UVjW7LnvJNSJEvLAIXM5shVthygQgMXW1BAIMdF03zK5Fy3n5lR5HKN",
-	"1egW3USKczKTSZJppWIoXGwL4loLyOaCVkABmUllhrTMu2oDciAJ4+Q3LCvFSbfx//aHYiiOxuZRwG29",
-	"/bVozqH97EwNMC7AXcKcp9hbrQyVfddW6lziHM0tQwGuYY4J4/kexmbLCq6lPjnKeyBhFW2DCYG9+lxy",
-	"Bp2iAGXJeChc9a07MlCUi46af994bUTEhnvMxmEWItwlzm8aALJW+A6bFh27UxjCgOTc7Edvx2iMnjbv",
-	"GjjZ9SnJz1z2FTxTBXG36xslXStqe+7OoRBmNXPvekY6CsiSzIXmiflt6YQ8jqFPDtAJbwg4ZYItlLdy",
-	"vo0JpDMUuY0JTCKn716fnDAaO7ixuhBuRoe9XDornfJI5x2mcFj50tUJac/efODesJwxX6H+2N2yshPj",
-	"lF7y6Xxa5zbX0jG3zX7/+VZjhTHw9foK082gY1/Q2Xm+BUXG+CEvMeZCs3OW1tUY/ywXSIAZn/WcwkY8",
-	"rJQOQPuIzKFId9Dvbz/fghTWV64UD0nF5mE9UaRWkjSX1tZcXa6wxsnCi73JD642eYlHDy10ZOslGVqZ",
-	"6vPBLhlk6QtW/1459YqcaZ53+dL6ST9vMeNrOGrX3/Uq+e0enLo+72iw+8sU280Eq2GyvUcN+36sfWBh",
-	"05zP37pV3xQ6P7ZpP4psmvO2NchGYVFC7UeUjtqihVJNplJpsvXDC/K/+UvS3Xqxtbm9TUZLjRlPH85e",
-	"b/y4S6KEm2ENxYgq9mJ7g4lIxoyMuKDpEryuuQ8SiwJcakv2BvLOPH978zkJSwHBkHiNHYdij9juY1wK",
-	"MqY8mUMnnH8Cgn/+ghG4IkEvMqqNefsi5RphRSdcnHs5UTRlJJ6n0PPGGd1DsTUYQE8vJjQqKinExEAB",
-	"VaDoMaHTJfjRfN7npmYt+o+Qq0ViFs+z800WXMRyERCapRtYD2pYuM6oapAiZCsO8+wsy01Bf0r5ORc0",
-	"gSQFrH9CRYQhR40xAaGmkHE8TxKj9NLLU/47OxQvzbZCWbl1Qmz9RMLSaQi9dUN/8QTdyVOmqdnpfkmH",
-	"xtXNGhiVdUAHXAV2V7m7imLmyfZ97xpe0KtPUdPfQ/qDN8w1KcK+JmQX8J7Rq+ZrhUw2xgVLWU6s0HXP",
-	"Hp6Vh6X3mBfxwLPE8OCuFmDt/DRZzljsezTUXafsOulX1odGS2L9LlYeIm93VeDGajeyRjk/r1yIHV8o",
-	"TCiIhKHIZYIjbfgmcE3aoDDDZmWg1Q7dJfdlzMJn+Lddi5AoBnDVVsgp0jVqN7uk01li+KJLWXQBM6Up",
-	"SFaYRi+waNhz4UKuIKQ3FI/RqFawz/jZvaLZffydGKclhfv2OXZxNdYwbbsXWZDbZ+JI9/fLw4uDX527",
-	"NmPpBhKznOtITtkjc37QzHnPi3l1kbh6XpxMEIo68a0w7bnvYb4zpr1fdm3DQSobMLfBu4eiqM+35N0O",
-	"oCm0PpC9MThNpcCXK4URyxUsPmfvt8avPxT35k/Or4ur0ZZf505ns725c41Yf5O6X75dnMQj3/5jtSI2",
-	"TK7E426bb0NiVmNo9MPsPKUxqiWUfGSjUxldoO6Jba6B+cEMyGwOXqRqL9QnymtOrDAsQ9OUf2YBEczc",
-	"OpUpGwo9oYKE6AAJyVwUgmOupKJbSmsIsFoNXnu8d7hxsHdqfRlmWDxiTxSBRD6yd3zYs4Uc2fj8WFnO",
-	"uFdFxkiXknMmDFtlMeGxj5QH/WrylIx4KCYyiXNnGYQAZ0zYbLiZFwdwfg2H0k0wwJV7WxYTnvhJflxB",
-	"nl8PQpevU5gHTRn52+nRe6LZpfbceGf5JinoNoGPCL8MO3lgELrYQ+v6YNgpZVb6v4lhB7do2NkRwbBD",
-	"51ruy+mU62FnZyRl8hXDkQKe7wbht9ovJ1FmofQJnTErPx2/NfM7y0SeHT4O3L7y12HHXjzsBPYVhlo9",
-	"pQdF7ZdhR7BzCgG3mttg1jErLEPKqJIi/wofnbKk4K3NadOStufVGgqs8XG0VS0FMhs94ecTF/QE/yim",
-	"CJmXZ+WW5sx5lgIK/olc2GdzHQyF1UZevf2FaCl7fWI0Cz9lU2k5s+jyczVBhLLYTUhhsiz4QIvHGMjY",
-	"Bk+Hwu7F2BAdmdIlpChAHD4cdng87IS7Pl9wVGz9eGbbjOLl9gKGj9uTslmyHHZ2vuBjdv71X/8dDDug",
-	"FgEBme9FzC6HnR1et112abz9+vTVEJwRehz9uy6v1KqALO6hH3YowpyQbfpAoaN6kRllXIyBFxgOoXfK",
-	"ZgCWgqnHY7ZwQS+bWVFY2pirSArBIq0Cuz24YGYT4DmQMItpcUPRdXsZkGLyVi8g5fQ3ZD4rStPOpYtD",
-	"Oz4N/vScPyrSddnQ5vq6zGea8AvW65OjurwJvA3z/cppAENhtJ4lBg7tO0DO+G/p0izPDnlmljtg6EVp",
-	"qucKttumLMMRBY8+5cg8KkpwIav7uwmor46Oyzz9RNWc3LIs7W72+5uDwaAxVo4MviFYDkFiFz81j7lq",
-	"wNy3R5kXYTL7j2kxkGnezcVmlHHUZeOY8+NbP+4xTRTLhmcEFaPi2gHectB2ExXZ4kRPF9xWUdljlitQ",
-	"s1RqGcnkzxNefXFrNo/TlRsMNbTPbaTLV1rnqMze9pJ/WyMBdduuEeeeUwcSj72533+aeGZgfLF/naC2",
-	"1RoetuiHJzxmQvMxZzEZLa2PBh6IzdX6ZK/o5UY1ExU1djkz1riz3b3IKlVZkrhR00DU2szvApYrVKX4",
-	"sHG5hx2yy+24bQB5F6K3NBnLdIp5fWOZGsbrxuY3rQwPBYSt89S6ta7278tz0yap29+Qxy5xazAoHqA3",
-	"mbod/CYJ4e8KHGY1FubBpcaGi6mxnlLNhJ8gXYzGNDOdncJlqGLnSdLAS5pSviEbWcgF6Q5yw4trL/1t",
-	"z0vhqPqQK5wuT5IucqZdsyu3yoQKzsZH97G3GGu8x/Wu4m/hKY7d7q3KBsRGAIi1+siG/2Dg/uhUpl5a",
-	"H+z5dZzIxv5uLqvx8bjzvO2MR4qYcLExTvj5REM5EZT+5j6XLM6i+O8syApG8q4BFvtqKCrJ9wVUi2LS",
-	"vRQZWkZDrv0pTOobM7eaLlboLawCy3GVTajBMrY/H7bvZ7Wf3fH17hHMccGbkIc11VxpHqnHROR7wye3",
-	"8ZNs6e/celzkmHFtICJ8CDw4BSWo26DQvKwB48YW0WHrfxvzB+TaoQjdn9B86X4Abz76S/BNOwY2d9Ar",
-	"rnvT+rVsr5ev8V202bsmLM9dMjtvh0/xuLXF2ims+yPazvcB3VDYNI+DFnhdScPyf3v2ZeEjaX5tpWdh",
-	"RATUIwcJCpgLotBRiWTsp7b7iUeoD74Hij/WBhXC34hHQOoH2hDF36Tmw3JVaixg0XqKx4TRRE9+bzxS",
-	"hX6LWeLFLJWQuccVSedCQKXQe8gjFJKYTWBCWyqunquf7Ssf+oHCcZ4CH2lMJMsXgib88+1GVAxxsGie",
-	"cr3s7Pz6qchXPzNhXjxL5ci3WLOldhx1yozN16xLglNGxgxSk+BSl8l5nMop0xM2V5hFwy5nUnEsKZPp",
-	"lOor7Pk7O4r72XMz3GezhPLSbpd74TYU6MBQ72snvVWeZovUuJtyxgSd8f6STpOVW3o0Y2Lv+DDraIo6",
-	"Kl43grgSV2Tv+DAw+jjkaljHLkQLY3aFvX3DtH3b6YxF3+BYu8XIN5rGiDlNk+PUDFZz8xydzlnQYq3M",
-	"FC2pyNE/WdQoTyuL3P2PvXdve/dFOmdgWNgxqBmL+NguySoSglheW4Zvc3QANDCiAiklN3y6PmCghRKM",
-	"JtR5tab8HJIDsbD1h8HzoQhPMRfxg6CfKU/MpV7tajPV1SI4w0T+CGIE1tciMS5v2b3zw6CFd7a6K51V",
-	"lIeAH+vlT/ERXzojRlOW7s31xDzRLLu9r1LVkBvkisj0nAquGKGuW88TldnYRlxBSq5Ome2hmqKSMhcc",
-	"sMIpVhmYzUwxzcR5A72X1Nj74KVRgfO9+s0TLdaKa2FPuvbhZJZQixRg32HB4atP/1j0IKToGvEsE/vI",
-	"DXhkbqcooubRxHBt9E1l3UfB0nENF1z2kq80VsewX8IRBUw66zfGKVKtUz6aa0bGkPOTTZ+MqZBzXcYf",
-	"0RM2Layw5wuuG4GtluTiPADnO/yRZ2i5tEwuDHuDPrI5OoPhO9UFz9xy1Zcd7r0jM5nwiJvbj/YPwUhk",
-	"wLnVUmh6mVfgw3VLovh0nlAtU+8N7hE1b0ALxLItFue7RhPCRDyT3NBzF5XuAI47HKPAyf4AJXCBmfuz",
-	"847X109f/28AAAD//w==",
+	"7P3tchs3ti+M3wqK+1SZ9GnRkux4Eqqm/keR5UR725ZiyeM9/9BnGmKDJMZNgGmAlhiXT+1PTz2fz0Xs",
+	"C5sreQprAWj0G9nUm+VE8yFjkWw0XhbW+/qtz52RnM2lYEKrzuBzZ8powjL45+EZnZj/T5gaZXyuuRSd",
+	"QedsyshokWVMaMKE5npJNJ0QOSZ6ykjGlFxkI7ZH5lQpwjWhisR8vDWjejSNyVhmRM41n3Gl+YiMpMCx",
+	"Rst+J+qo0ZTNqHmnXs5ZZ9BROuNi0vnyJeocz0dv2KU+oRNWndRJxpSZ0MWUCTKTGUxkkWpF2CVXeuBm",
+	"o8gnmi6YmZSZbTynExaT3xYsW5I5zeiMaZYRLcmEafiFYJeamF/1h2L9BN+y3xZM6aOkftsWgv+2YIQn",
+	"uFtckQwfiGBf1GI+l5kmVCQklRMyklnGUmoG6JPD0VQynPWIpinLHikSy/loyw6xxZN4KGD9UjByQRUx",
+	"O9Jq2u9l9nHN1I8Pjl64M76Q2Uc3c6KnVBOd0dFHhUuiailG00wKuVBEzlmGCyjM4n9kbNwZdP7tSU57",
+	"T/Bb9eR4xBOY2Fums+X+WLOsOqWf5QWZUbEkio2kSJQ5sgvKNTlnYzx9nS25mBRfO+OCzxazzmA7chvB",
+	"hWYTlnW+mDd6CgDyP5hSIVj6kqeaZb8YEqnO4y0zOznSeDB+tWY65hRGOATpUkHYJR1p/wlPekQCpcGJ",
+	"4qeKXEylAgJRmmZakQuup4QOxTxjY35JuubH9t9jmabygiXkfEnixzGSELuks3nKSCwzc4u3Hsc9pABu",
+	"Zgt03ok6gs7M2kfhAosbRS9fMTHR085g97u/RGbj3N87Zpu0ZpkZ8H//+r8ff/ifw+Hj/9//6EQ1tHUg",
+	"Z3Oa6RkT+ig5EqeLc50x1rCX7w3t6mzBIpJypQkXuDf5GCQehQPGcFNomhrCNHfbjMdEQoVWZquoDq4L",
+	"mVFDLay3Z2/JmKaKRUSKdEkSnrGRTpfmnaV3rNi+2sUV9jFhY7pIdWeAL3M7dC5lyqiobtEJNVu87v4F",
+	"L+67uc3Nk/VT60Qdc1l5xpLOAPZ305tYmGPD6a2YpKFye6L9Nnt5ExMWajFj2U+ZXMzbbys+RCbmKXfX",
+	"+IxmS/zokcLfc5Qkvy3YgtnPeo0HUZjIja9sxWGUluNuAqFJkjGlmBrAKnAHMvh3nHA1T+nyDZ2xuE/2",
+	"z0Gm/pWEO+GGHQoYd9X1KC+9gb98V+YvdXwExzpKfgb1pGHFTi76pfMk8qJ+5MeoCHx/eKj85Gv4z62X",
+	"LMuWW+79W6V1rDqyfM6lJTRTo1MM8sOD6XNNzHwSc0YsHRsm9RPTr5lSdMLUGsq7BtE1rmAV1dWcAZGC",
+	"UKK4mKRsi440/8S2/Ndwi0jXzdCsPmMR4RMhzZ8sVezCfNTrk1M6c5rbUMQ1ZxMTPMA91APPpRGeGQNF",
+	"yDy1JLOFMjoCYb8taLqedq9+3C/S39aLuaLO4C8mfO64S8JospUyI3HtXnGhNKOeVOyHQBpN7DVJf9tU",
+	"Lh2NXxuNvem+vWzU4wd43Zimk7hsFZjTS6nSJGM06RPYCq5JwsdjlikyzuQMyR/ti6EwowSsS6gL87tn",
+	"O7skfiMPNZ28RrPCKAJGnZkwRYTUU6P65adbvtbOHLkWT3rFx2y0HKXsVFPdpNMcG+0iY3qRCb8JCjUb",
+	"rkjqhjDqnmZNp5cW3tSaIosTtHOecb3i9s7opVGQiVjMzlmGahWbgXZtF8HRvDAWEenu9Ps729vbveaJ",
+	"z7iuJ7yd7e2oY18Hf21HuXq+U6OeRx3L8N6yEeNz3cxFM/yBo72UUcUSMsOngaHiWlB1Djgp6b57+2pL",
+	"0bFRC+f0twVrEuuzwlSuzGCLK6oYkU13b99y2a2RsRZEYFYaEyC0K0nXfFKyJXt75s5xRZgxKROnZ1eN",
+	"yYypuRSKWa5q7ys9d+yUKJZ9MgoGE4aHMWVIY8W1K76g6fL98P36uwe7pLPlmfzIRNtt0ubHaK/O6Edn",
+	"S2eMarN3bDaXmgk9IBStR7S9YJlG7uDThs/4j85lshwK8zMuyO4zMpWLzBGXNQgzPuGCptYbEbJueDEX",
+	"E0InlIu98ovQ8LOcEViheVvOAbd/IPGBFOOUj3S8ds91ttyCcZs2/fmz9Zt+QidsBe8AluAZBQo3dLbY",
+	"iwgEJtil3kKvC07VfTvP2CcuF2b/kOqamIp5uGkZO9u7bRYiUz5atjUL5vDrBkYwt0NdX7H/xYjxtnMC",
+	"md8wpd9woOvP6FRm+jhLGn0fZlJKZpqAr6FPXiBvB2kRvzg8PYhRDTO/MYR+viSx5jN2AFfOWu/mt/t1",
+	"P6Wg8zaraMrNrrU89OuB1RV8Xu12PfR7NWz+RcGTds0j+GKex8sADqkfaWLHNn+NpDD8yvyTzucpHwFz",
+	"f/JPZeb+ueWbDrNMWudXnSBFIWLsXfGJpjzpkwOZGMsxPsIPTpwJFZMutdedKzKj6VhmxmQxauICZHFm",
+	"tLOIUCOvPgp5IciYszQZCueqjMyPqeMjhgnKzAvzfA69iMSvuTLmRPHt3oTw00BR1YuGIgbN5/ByxFhi",
+	"SK9LiWaCitHSvARVaNBWyIVcpAmYCPbHvT4B1QhlNVClZe7jMROJIVdYCJJq4D4vibuGk7APPCl4j79Y",
+	"ewvY++0fdi5JBlZdx4Mf2Y+dH9Jo1iwzm5cscBK4H3CqcUnUxCRjC6N5OR+ml2UgOO1pK03TfHPtaff6",
+	"hsBAZRlp0F79xKwdwUHNN6oLRd0Z5TpNU3mhhqJoWHVDz2jCUoZyt+iiMo/bUdlsrnF+i3lihbSlEfez",
+	"c8bFZChgMEMiN332R0KzTND0FDQsPLjbJ4Oat8YDvLHscs5GmiVkTHm6yFjpUjCjB2bsE6Opuag4DLgm",
+	"bnBT3kj9Ui5Ecgc78Ubq/YWeyoz/zpLjzL25TIaJZJZkLrlCBlYI0IB6wJkiiYSfAX2Chj4UOX1KYwTj",
+	"huoLSUZUMQV+i4Sl/BxUa3BNJ8bWFpMFV1N6nrIbJ7oTukwlTc6kfEUzjLLd8jaX3lhiP6DxdoFNOELj",
+	"Zqt6ljcjG6Y2DKL47+yGCe4kg+gSN9N9SXnK7ob0cr+G9aXk4VOrM3u6g49Dl0mD4+WGN8YwCD5i7wT9",
+	"RHlqiPEONqb6Urs/QibmzgmzIWCSOgpSJOOTqSZCXhSFgHkqoZqeUwWyZCEyRkdwq3o3vFVnUr6mYmk/",
+	"VXewT6U32k2yUTAnu4ieZlLrlCWea1lHoiLjRZr2CRjYhI4hIG522fuEbMx1KJznAKU+/NSR6I0yJ6MH",
+	"+zesezQIG8PuvBPUc/K7kxxMaNCPnMg4ZzSDzAKj1xoNGTXYKFeVI3JOk3RJFJ8I85eh5iXTBJReAsQ7",
+	"N+rtDbP9L84ogbH2tc74+UKzvxkdut4k8kZ9zpape2wA+pixtEmXajKTSpPd756T0ZRmdKRZpnqo9yE1",
+	"9cmRID9J9FlxRWIqlvFQTGWaoNYV42AxPhSPU0n182fW4SEFOx53Br+WfLfPKzZ/5PMe8LWdLx+izuXW",
+	"RG4FbsZsTEfs8xdDbV70v2Ca8hR2hiYoB2h6khnRrbkxyqz/vOx4mi7nRlU2JJB6cTa29wx9BkTx2SKl",
+	"WkL0aR6M+bkUDTUvT1O70vVm44c6U04b8aoLGm+XhuG9TMrC10WuAPEc/12vbzapHN+70WkWI7Fm52L8",
+	"ru++w+gjT2LiRbTCicE3qsFJlXEx4nOaPlI4OIbPNJupmuwY8FAf4ZfgsLbf0yyjS/P1nGVwkZF11LzO",
+	"f0+0JAkb8QREMROLWWfwa+eXd4fvDv9x9Ob05PDgrBPZv98e7r/wf7w7ebF/duj/PHh7GP754vDVYfDn",
+	"6+O/5X+cvHv7U/jX6c/BH69edaLOwfHrk/23Z68P35wFkwg/tVMJP/ITCj/00wo/9JM7OX51dPD34BX2",
+	"Azu6/cuPYf/2L7J/2+E+VK+393ndIA1aF5thj4vzfzI0w1cQFLgUDHd/pEisFucxKBKbBpVyf9Gv/r0F",
+	"MstXL/HbkF29BS9zg6fOsRuIKY64sklZRc5jlenaqCXY/qF+7l0l9ql+pxpJNFugR1OWgBk/c1mGNfPz",
+	"3wemPOGadMEcR/9gwgQ35nZ4Z4sL8A7ZmyAFy6lhPkYmocHhZ4rU4f5as6xHimh2qfuddcceuJTzseuO",
+	"vciMSqO4g6zb/7rBDuicnvOU6+XGwg71xpEfoE/ig+M3p+9eH779x09vj9+dnMaECaNbqxJnV+ACHlMh",
+	"F7pKi1ydYM5JIeflEEZKCsFE9K1WA9SVeQwMGXk6Lqe0OHEjJBlDTlyE7t+/hoKwh06qT0wR9olly6Gw",
+	"SlAezuaKJFzBNGGBQhJ0nOH4eCAqV58wVuJNXHh6RLOEJaRLRTIUI7kQuZupesXwk/p0DH8qgdgpbUsN",
+	"Sy1RE3xbSzYQc4fYRZAkdjW16ayaNTaTn1jue5N3oSmtyGGD2eSWkpakixE79CQb7aO0b8XpNW2gYOmB",
+	"TFM20rWKxD66xOU4SB5VNdfFMcSaXc2f85nHkNO8UvdZyV/wsRUrakokxhwn6uYUGYNhca6YLsS2Hil3",
+	"H6w4cHdUGUPfpcrAVY0f14ja5+tyVmvyVQt5jrXh5FA9puh2sJO2JFDUk4nOGGtBs2vijxT8OmHSp8vM",
+	"68qMiEWa9rxtUVbjca/t7CJMLx6K2KjNXJVmbl6KHKastZh3oJMHOW2wmXLEk53hsP8r3fr9w/+0/9je",
+	"+mGr+Mdj+8fu1l8+fH66G32p3f/CRlT3f5wxtmWMZRJ8U3dXuzO6hBCO0Rx6/bpXmbHMUGd0otrzjZfh",
+	"U1X+8dJPUNOJqk3X/RJ1+O0yKrCWaI1BF5y2y1n9EpWTi1rPrJxdVDvHUoJT045g8LTuIphvap6KXM4L",
+	"nUkxgdxVxc9TLiaq9rSDsHNTQl5pFy+osrkhCem+fXlAnj59+kNE3p0dAD2ZQ6a6M+gkVLMtM3zTa9/N",
+	"kw1fCwlymMx25XeXuXXiQtTFU4qquWXhVhVXULo0tbw/X0pLiZY/sKFICx5slmmrEzZzZn8NaWflUr28",
+	"sHolCryCllljei20PJCzGa+RPe/BzS9FuuwTn61GM0bo6KOQFylLDK1gauzSp7zW22O34bdZl0Yfpsrn",
+	"frAwtx6ZUcJS/olltdfFbwHpbqM+fcEVK0bnFZkv1JRBWgnX5HwJrMGFRi7MEIUbxIV+/qxTzTbcjEmH",
+	"qb8fohWp+I8U4YmVASk7RTd6dan2C6K4GLHCnj6y3CFMWhzRNAVvHf7cLBgWir+0+5G7amVGpoxmyVBA",
+	"ti3XBaMi2IGPXNQcQ/x+/+zg53hAKAydn3YXDsjNqrdH4pPjV6/gh+XZYsK9M0ZgQPTyvKp17swxy6Ih",
+	"YzXXEgPSQ2O968kJvenhZYkwLxSDtyKxToUWhKFSWefCCG9ofMFFIi9i8q//9/+S2E4/jsjUFa1BgaKf",
+	"uVVWQsrt179aU72oeXf89t2bN0dvfooHuW3qR++uTb7HAAV+5bfQHODp2f6bFz/+3VjNlGs1FFoSTT8y",
+	"Ij+xbI/Erw73/4avBW00Pp0udCIvRBzl87DJ2LDkPRIf/ufRWTwgKRtbunNUYJfQiTr2rZ2oY8fvRB3z",
+	"WC1tGPn0lk240g1cIxeydsmZ/zXpmrsyT+kI4sopF2DTnbORnLn92CNXlf1IA6sJBQhYKp2fFtdADoZ+",
+	"yUKEBFtHEnVSvqbsBsnG3uj8PoXstsiRKvu6SvKtEvQh81MoBvN4QsETVJWHTW78E5aVZUxq5plEyOz9",
+	"69RiNsN9a6kPBBvn/lBV1SBarZbY5yIyL5Re2eslBSNjnilUx4XzJ4rkfKlcIjakU6IkRw9reOfgAgFr",
+	"33hhLbUcH0BZdeiwSSt1Hlx6fuR37bupiVtVw1a29LX2KNEFSNjlPGMYwjFHUA15Kueh/is6BN0v6u3O",
+	"hNHkFVTzgNPsBd7A5YFcNHmQXelhWAgEDsE9Uojg2QXXi46gsG+9oQVv9CbWPC/SGlHFtrhQTChuyLmd",
+	"ad3eoL4l27gaTKyonxEpq6mokHJV8Dc3RURw6FzosYt0SeaL85SDTJ8FpXpVhdz7uVe9A+Pj4SQL868f",
+	"uWrbb2LR32xYrSZ9vbVhjtt7hyZ5/sLbMsbzLP1y6XN4VevZVUiWIfncvDVfkIjt7Pk1Ur2F7KwLzLcW",
+	"3DdgypcUgPVKDSA9FCYfWeXDWL/SWhkount1cvAuDfKCEFQrkDXyJdIsXEGDgGm23Bvtc2uoGgnKxShd",
+	"JJiXZjYMNTrAjsm3rYV11s5WLOqJRtluNXwluFPWtOs163yz11KdubYr4uNQa9tAcndDVyEOQr+VYuGe",
+	"gGqeWo0o/W3dDQdVCfYGI4vXksxrpDEw5s0ntJY2imw9ZOD4RtyIVRSyIqIWeBexPsUiBUDpBZTp7n4f",
+	"5OAZA9zokSoiCZ+Y20BFQuJ+HJH4H+Y/A/Of/2X+83/Mf7biXjQUYQItJVNjt8qMzGUSVGqFtXi7368K",
+	"wu1v/f8xONT/x+B//Z+tpogcyK4bCS0n+CSaJIYOSjAqd2mc1MT0bjD+VYqGPgsy1+5FAOwmwz2kWyLl",
+	"KKTjrUpoeMcWmq+nynqSXBngt0urvcSWkAO2cNXkUqTdDXj/ZlZu98Xh6dFPb4hCbY8873lD0zCAOlO3",
+	"Lvx+m5Yv6W6TvxIhBesFRjAXU5ZxXTaGm0AGtq9sJ7c2jTfK/rum4azaJkatkI6509iOADglvRWC8haN",
+	"w9JNyw2m8IyarxoWeV/njuWF318x58jiEwR541yslxXvHfaZe0aRMSaabywXNiFC0e7aWD+nzUW4wkVR",
+	"rXNJI8L6kz6J9yGbFMn9JJPJYmQ0fy3JQlmK24JwFhfF7BlA0YsLpmhRmGyvnWwphXzGhftzjaVaK1sK",
+	"i2+mfstib0xXwkvp8o4U0xqEL3imoZhKjhZmTiwhlnXU2P4+GdH+XXzvQfBtgRcMSPzr5yGsdNgZDMvZ",
+	"i8NONFydKzpERvjlg89DHYpyImoXEIRg71RddBpxCFq5I/JM2uLpVwMJI5f8Z+YC+wBl6lWgnJrMGppN",
+	"mNJETY113pA6Fxl6nrNsBHlBiNYTuQMiO9vbvQiz60KsSog/0U8MyrvGKZ9MtdftvSBdDdYTfTUe6RCy",
+	"Cl6OV4wqdiQK8Xa7u08rm/uzvCCphOIjDJqWI6OGuyyV+9RYWHKhIa7NxSSMdcPuO3zS7nf9/tPt7Wgo",
+	"3PY/3e6V9vVpYV+/q3ezrFOi7MJq1wV+Hc1nYfKxCz97j4WDUOUaEl6VwyitApF5/Ke9odjGRA/7/h6Z",
+	"MSoUEbL6WJWY1mtlzOENcCneQ2C1/jhXnaZd7yNF4sJ4R5gLmbEZm51jskB4btv9/vfPn21v75HtiARL",
+	"jFyOtzJHGozX65Mxy7IlYZfaaINSlFYMw11bEbU/KJhMPtB2TcXzFm3B3PXP1Sncr324SMU8qiI6XSk7",
+	"pv5WepUVHuoNQDkve2UhfajgO6vovnsILwgJRgoxhalyMdqGo60rerk85b+zI/HjUrMije7uPPvLs++f",
+	"Pn/2/Sq+rqWmKdS0r2Tu50sIQO6Q1/zHfn+HnPEfcwa/S37iP9Z7ToPr98MP3+3sPN/9y1/+8jzk6tvP",
+	"vv/uL8/rSDNjmgm4ObV30JL3unto7txHNtcBu8EC1xLf3Nnu959vP/s+lFzwil6fHGDN9zlzEZqhwHpl",
+	"BNeq3Dw7TrjKugUaDikXuq3EOMuZAqxxay7TFClHjpsFwrYRCPmanm73+kVhsI5FfOKKo6JxpZlC+lOy",
+	"cBgUY8A9g8sQgOWVJvzs6e72ijnj16thtos6bjnYta5c4gUArrgNvap1d445OOMge0wiMExNmgITOqtV",
+	"WIvpZ24AkIpPdwFnEOQtBVi8QhKchYjrtQ5x1S77UOispGM+3d3EwHAra73R+MZNd9td+BV7bHF/2sue",
+	"MnLih+gmgSCr3gc3wfVbtaoG06IAyjEpPlNjKqWcCY2YIw0eMq/Q2WMEZB5Q30bUWLUeAcQiQVr4LMgU",
+	"BdAluybVq4/oNdL9sWBELjRkyc1BhOIbzANLYBnuEwSGuxqR4z56Gi+bTgg9eRMbhCO1SK+rnkndNKIN",
+	"rlW4xlqCcdssxzlulWEmlob3rDtWCqIWoxFTNZTEskxmBzJpUCPhazKSCcMKW8g0gZN021UATsmRwsg4",
+	"wO/yuF11MRx4hV1yXVhjuphRsZUxmhh12mgBKRUoleqnVF9DW9lrj5pVXTUgC8mx9WLjHoS4k2WHX1I7",
+	"8RkdTblgwdT9ZtYh5NXh1kWkhEwXDUUVQiQijYBUUXAkUQU1LSrCJJvBy5BLEakAxsA4VSQwwznqQHhs",
+	"Ii9SSGfQKS+8jiZmVyIH8FU0AvBFhI8JFVjp6mcTaBgDD/+9Y4TR7nffBTHRFqGexOgobuZ1t/tl2Y6q",
+	"FZOf28RK6i2pj2z5BOFXwKbyECvPn/Uw1iskmWcsYWMuQNRRASAz4zIwmbwQ5FzKjx8Zm3usbL9pnzua",
+	"0RmAWy7R04haRriK589qNiCXoXUnWxTANRUwPqVyY0VgP3+0XhcI0jUt3/fTQE+Rbizhd/qL/ZHRG3xq",
+	"X0OO58rQVskTE9Z+T6ki5wyADnzlArA/NyTBRJn6dHBzgsaCauiZ47Pb3NusvXX1ZDqerOtj4JUt6/q3",
+	"YMkFZ0WLtJ6UKv2GTagx+dvThntiP0+jx2qv+lpFqjQR9pGwVsTV0YZb16W2yCavzOlFTlyxDPsvSYHU",
+	"NWOaJlTTjan6tXuwfsaeKCR8WkvZgWa9RkHmCi+o75VleGRBXzEfBPtS2BDsZYTJhfnPhwINcwjZw+h9",
+	"8jfUQkW6JAuheZrr5oSJRBU8KjmpgbGbriXtfBwP1e1miHUditiREHebLETKlLKGyY1meDqekp9BmTOU",
+	"VlW8vh9Wsle1zsAoNQgpMtrZykGKbFqR7lwqM80lRtxb6/OBMFiXlOknVLfqnxlN9fS0ofgJmDugojvy",
+	"n8Lv4fyNFsGFOeB5Js/rtqKxpkp+tJjUOFxJq5Af1xKBHbluRUcJNs5rjzdgrKrjgyPinnykiJrSOUME",
+	"hCCvN97zOACPVKVflu1cZKQ/T3pfP+tprxG4wDBTPpqCRDRkF9WAFZDu8cHRUAR7cvriP5TDgYYHQDGE",
+	"OAvIZVCLNvNyu9FfBA9Xl2q/bUp7Il2aXtClsvYaF+hH7q2P5COfX5ft9QBv0ARvwNU+GMbcYpTWt42E",
+	"8j/lcK5jCo+8Yp9Y+tf9g4PD09OjH18dxnsF9KCgrRwXas5GesXJrCzK2IwQA6bxgMFwNcFcm1dRxEUo",
+	"Fk5U6ioK96vIWVoy/FcVMmh1dHSNVNAsmynSBfZSrH6zefyA1B0fvdk/ODv626FrD+mRod4e7p9hzS3+",
+	"oBN13G87UQcg+PBrRON7UVuV65d7N9m74MoN9wHyUsCymt2bzN47ET17qFdTYQXNjM6NzEfHLxKFlajQ",
+	"sxdcKXM6YupGJFHQxe18WTiQXl3q2f0JSv/ZEpSLu7KKYb0o0W2DQ6v+87rsU0TYnPgiFk+CgczIp7FC",
+	"yer6J8m//p//Sz6yJfw/eMd8CkYtrUdESUJ9kMIIcLg1ionEX52hmNF5ZI0I17fN2hn+evl2V437h1r5",
+	"jXBAUGVVVQZoaaPfq9igT5O2oxhRkLKxJgtroSdVRvkH4VlGWGxeL/E1mJOb7bjApPZIxgCkAl2FF1OZ",
+	"MrNJ6zgVu/g2uFXj3Qk6NNVYx8aCtWRe6EfeYCjveaMrsmHRkcySym16ZF1BteC4d5jUCIizLE1sxhk6",
+	"p+7A0iq2uPoSdXyXkrNGjNGPXMBGFnq9O4US1cR/BLDQDRg/kKRqGKVZa4PTfIFZG36iXJEEfAN5mmvB",
+	"MAC4+JzoHPg7tNVClt7oRrMcv9LunkITHFxjKy9YDTW/tcPXxrVXuLnwu6ZuZG7HjcF6YjRzo7n/4+Tt",
+	"8U9vD09PO1Hn5f7RK/j49N3BweHhC/j3wf6bg8NXqNLjvxt0emMQGVN6vtp+K2yWMeCofeZ6JfsvuYB4",
+	"y7o3j+3vrve2U02zFstU+LObtE2L1y3A7qk2SHcUXL08pcP60I7Heqqs8UTm/Xub2G54L0pRvVEz+/B1",
+	"KoWxEp64pOOwf03BRgXiRYT4F4E1GnXeHr7aX0H9daSN62lmcOaBSifjbuhbjRsyH1AHzHhTx0w9JVRb",
+	"T2dh9BEV5Jxhm+T6yJsZe8wxGHKjIiDf8iqF+pcWNi0Kz7iO2q7s62g8/pKLAggh8EsUXRQrD78aQF5h",
+	"56za3lLrlIr18roGOMjF75/u9gbGhAHmDskJz58FuQlG3ZsjagJOXBFA/jXiTPXJQSHLeSiwplMRxVI2",
+	"CsDFzpfmgHkWTGEvnA7WVmp5QbNi6Axaa5VTBOgMw9vPdvt5qYLE/pqVbIGnu2WyiDqXW6CPbX1ky60Z",
+	"vdxKfS/a/Fheh6HT9vbSi5rIKG1OPBiFkNUtMR/9Iw2Qj7aaphSS9WeFONYYrgQgxrAEB/tgZmzMLwPY",
+	"b+edtn9iVW/si7Kw4iKoULC4VD33fL9SSlGHKFDumsyTgWFQKSt1pQ+GIYh1BxF0Ffk2kY56in2UeUK4",
+	"Ghag7fJfADRaWKnBbZtYhGmEtycYuW2DN1CXmUHL2dL1aeqQRm7TPBCWJL8OOMtSPLmSK/0DpKhDA3ib",
+	"hzNepBBSHIp84D7ZJzCrPOLq2lDCXbK7A33vFIntTyysRFzKb/9hfV1JcYCGrEP7YjcfD+VWoOT3OC1G",
+	"gyyIEEzLs51CpyjLolx3Q6w4Muo77gi+O4LbQDWhkCPjCNB8yPMAvsxsqBrfl1JzZFIwD1gD/TntK7pa",
+	"EiqWWDIO7czYpXYj5j+TCKEKzWNDCpUZFEMlNcVQQ+GKI+11BuPN5dZ8ZGyuaqjHAU52bb8IPwNMS4Af",
+	"9frkRd7/u7CDeX/IfAdpZi5uik4rv/uuQI3aY3RgPmBdntPRRysWZn2yn78kxy5DnlO8ODEZLra3nzKy",
+	"7WjVKELmoA2RurJ9OMoBKS/wArtkQNlUSpeQrBH5aV5QDlmuLi7sBwtZCiZ3uEdctzCzCFiROYqMJRn/",
+	"ZO5a3lv2n5ILlU8x6G3n3uKQgh2RX4XH6IyOGIYB6q/X+6cHBH6EGWWXOm+BjoXJpBsHg/imj2hT9Apt",
+	"+KOwD7/SMkObdSjqX2AvmVW0B8hTat7lu3/ZX9qMQTWnPieXDYV9LbpSFK4JKmnJ8dmrE3MFZKax5+BI",
+	"ijGfLDLfxKS8qS38QqWc/zqXkJzT3xYssj30wo7/XnfFagy8qdYH7ZO63r19taXomPX65EjnTshirtJQ",
+	"lJOVNmtAH3Wa8tJqzKNlCO2TMZuaQyt5aI9Unro2zuiM9dqmMSOaWcJKUGH0EyPdAzpj6YFZ7AWcsO0C",
+	"bbUqmpK4j/7sOAq7+tUbQxmjqslHi99Vp9Bvl5VbZ3OAtVNHI8cZHaVs6yCVi2RL6WXKcuLIBiSGjhZ9",
+	"YHAjqDkHVmc/yBhNZ6VPJlyKwkfoXcWPYsgKzBiJa74zJPZ0F4VLZghLXrBsZPb7nCr2dDcwAcpJ1jhL",
+	"lDygRvdTOaJpn7b8X02R6G119UAkjtqzONp/fR9gNor9vdyErg6ycd8hUYMVXhci9EqQH22RZNfhfLhO",
+	"mnnruO7xwRFRS6HpZW+T7kZt01PsG+8QijR4421hkbZKiAnO4qZxRpFBtAMYdR3VN0IWDR9q5bS3LOvq",
+	"WKIni2xyHRAW5C2SzM041bXCx85h2Y41nPhHqvzhPTggw1pW+95Kb0I/SOOimxy9tW8YWLjPsMSddOM3",
+	"x29f77+KAZ3Efm001RoEivjFq19iaCl8LvV0KLrxj8dnP5ezmnC8TtR58eqXTtQxP6n1BZ4sWudXBz/d",
+	"JL/6WPhB5rmDoVRxfbXyyWBGK2snN0m9Dsa80Vpru+5NM9NrhoBy693tXpQHmqCWz6wALIAJZGxeZReb",
+	"y6x3N8Jx2nCHr11k3bi530Z91YBQ8u7s5db3rpG4HJOwlfh/8B9Jd/f57s6zZwh/sRfawKMpG31EPY4J",
+	"YxwkQ6H478ak+5ELmi2h778vBDR69vNnW/an1hVCsNK32gsPXroe8OurlftUQWh1U/PYBm6xhusFDtHA",
+	"cF4DP9kGZNp5tUJHmVF5creRloj66HujDqowXeXOq0MhpPftWKRL2w6319T26JsroTPbclGeF+yd7yLr",
+	"Kt6F9Bs+FLY3iZQfCdd2OzaFwAb1cV3V0i8OUbm+cTAVCaYgWVC5B9y46+HG3RhS3CpwOOKx4aKhUNK2",
+	"7CbnC7X0vx0hOo/SNLN9cxFU6V6jyRVdATla1SosuQKHAHd5PbZVPIAWYBYHqYQnF/alcqWLQdMg/GfP",
+	"Ob2HoiXgnHMX17T4emRLMklK58o8HTQjgo0YimBSGLbAjFJohIOpsRY9CymffeJyocIXFHtY5QocjHYb",
+	"8Hd3BnlHtjHiOhQ5J7ZpqtXHChEZcw0zlr/ce5aXVpzcCkLeraHi3WccvHuCdHebHXRWweith81rC5MH",
+	"4I6pY0bAJcu8oWfYRQlML6qEdvcCQVBF18uzI+A49ZTNFEvNiFwMRQih1Y1Hvi1C3GuNy+cdV4E5W0rT",
+	"kZmrNiL0XC7QxVvKTkJEDQeKczFdhuCjisSYbxTXkuDXaLick0sdMOHNYxD2+uQkyJ2QhJLxIk3x+aHA",
+	"OgpFnu3+0KB3Xgef0E3uUCRzyesEw1vDoPMWjMYIJO/evnKrBAtxnlLBbBiaq8rKi+XgU63ngydPdnb/",
+	"0t/ub/d3Bt9vf79dHwSrx068aazEHBwR/cX9K8IgrveII9HfoUM8f+FN+MOb0B5vCuDxxkAdbx7HsReo",
+	"o1xbNZQLm14D3V4x6yJvlVRCy5BZDuwBUX5bSlSU85ujQvL1fdE2ikDU3Lr6na6hhjVKZ7MxVuG1a7S0",
+	"RlHeaHzUsLoW0RZYRLtgC1y1zUIt+MjVOrJjV6XFDJrZXT32kjdnatNJa0V70tU+rBJDmmL3dVLyMhDv",
+	"vFh6Ayt4OwLQ+SYum/e7w3XWxDO996c5ouHto2qnytBVRAJPUbfob3POtsj8vtbB1gLcyTYAa6cFVTtv",
+	"1epBxV2uteX6hW5ft/x2qxpCV66G3iYrOoBVXlvVWr0PfSFsOy+nt1kCN8y6KY7WJ4dAh5BAlkRkIVC9",
+	"KKSkwtAsgbYA7JKOtLUR5JjEVmY4UosjEnPxEvxD/jPsMWZzXf2nSCXlwtPCb1YQbp7lyLL1SYtmAi79",
+	"0SWRLpkmXQRF8Ba5Id1ae6IFMZeX3WbyWIyLmV0219lMK5CyPvOr0ijxAtslggQ2OhHMGKIesAcFQK72",
+	"V1KtMxGqpkGQBr2FnkFYTCm3ObAYWkK/lUir7X668+1mjCZL7OtuN7kXkXAXi5nKtbnP4OShmJyKuKeC",
+	"MJqlPMhyx23griPXldzp5bXWkFNUuR3F02pmH1auNvvhleu6eb4kr7jSv6Ao77o829BJvweNc35i+COX",
+	"rTvr3aM0rpzJP/iQ1viQHrwid+UyuCIq0jduZN+yeXcVK+gt1gdcL7vFi55AowqVaC0hnoBlFjam0Mba",
+	"aCrMKbeyx9uckWDvelYjePHqF/NGWwYRdEmsxCiv0C8mretSVdttwjoBbGJ4OQ0INseFVIqdqUqOE/zB",
+	"yjDhl/Wn3A6bv/RQXbcCrC3ZWEHFEqJaalijGVReWUfTpzLTx1CAWRXyamShsrvx/ukBpsyZn/hPXxza",
+	"j23OmYcTOD2AUtrTg9qUubsEuLkaiM2twMM8AMLcISCMo7Fr986tUlnJw9FAaEpT6OMCMVqasWv024Xj",
+	"REdJt7aXbq9P9sdjNtIKw3BB53xn3ULd2gXNEvVVG+9u7dQ33bX1uStC2Fs7V+u9ayn467bWDWeFX1gR",
+	"DP/01YR14J/NxG35+tXJ2uyNL2pbUereKr5wJCAyABLMhQ2gSF3IixaY2j7CsEe2netCQZLZ9cICdXP/",
+	"sG5Lr5+4jNuKnEFt2B+q8OyttIaqXeyttoZa8cZr0u3KnNL71yMq+qZvU45Kf7V71U6ZLj7z0OiqemX/",
+	"mI2umte4rtEVMEuXYY49I/6kTa02yg4v9gBr71hfl+meM2joqlHyADW+d7U3qIFcrtOzv6zb27pJr9Nf",
+	"3zT8mu3zr675rquhNUOHBbRoW5r7R1MHXzTr3V0H/AbSuGZDe9+xPgiIbuJXIHE1hyR2Ge7nbCgKqS8P",
+	"5QvfTPlCf+NShHZ1ALfbRr6cVfYtJc4PxfZdd4e//dx3Ukp9v/k8dxBG973n+xUcltfLXzfqByS2jPut",
+	"+7DfRrrzTecw/3mTUq9g1TaoDMkK9dzXSZbSZxrjCK018bvUvq8Tfy1MoM6Cgz59VDP0Zl/Vi2Z93aBr",
+	"sdFH35XP14sb1QzlRrY0cqQWQrhQuF56RXGgLvjU/I3tmZHZJ5ouqHYdwVLECWxtrteUwFd02oqK0zYe",
+	"YKfDLucZU6pqZSCg2DoMrOrL1p/oKv/NJ5YlfGQOg1A7xQYjvIF2rQ9mYMGvAK5vugR/2rAzkuliJsib",
+	"AfnXf/33sFNr+WIWaVPaLQyOKJFoQ89ZViQp4C5Vt0xVQpRPDoaufa3v/GXPbE4zVcjqCP38Bb81DFl3",
+	"IutaHFC1FKNpJoVcqBxf35dMzzM5yWq7ft9d1pX9iELMiiUhfPRX6lDQ7nXB1h8XRqifgmtyUH8i/Rvt",
+	"YQDScMfKwkozgwZrZftm2xxgCLI1j9y4u8HGh2T7fzYnXDd1RvjmehdEzqE2XqTpEpC+pS5PwfsssHqY",
+	"azKl6i67HFxrAl+z9UHjxV/Z3KTp3pfbEvzjl3eH7zwkff6n7YPi/nx9/Lf8j5N3b39yf9Xl2GzapMGC",
+	"MTRd6FXtGTa+lm5C+6MVDLShzYM0xgnEzpOo2vDhio0ZikmoMZhwcbFa05Vb3E6/htIEnuxu7+5s727v",
+	"PMHSqCeIAwp/HCUWCPT+9HhoautQmM6aa1VDE207f6wmibY9QIqdP/KOICvaQFQlzZoWPHTzBjzv949s",
+	"Z4rrteIJ54pZ/e3K+cIJb1bVV3jyasV9oap71do+CIeOFhnXy1MzLM77nNGMZfsLYy65v146IfTv7886",
+	"Vav039+fke7b093vnkfk0Pyfobmf8W9aQKvOexOMUspnisRqcR4jHsI842LE5zTtRSS20Kb41VAUOhFj",
+	"6RO7nMcIzu7wk9MlidERH/fJKQOt3rw/NouRGf8dhMyA/AhrIhaTWH5kwvEN8JbCFoMBAr/LeclU63nn",
+	"yxcoSxrL6tFikRMHD+8i1XwLZu3hz63rVrHsEx8xj/58fHC0BV7kLeislpC3h6dnZP/kqD8UQ2HI5fHj",
+	"kRQ6kymmxD9+TGZUQHpL2I82csWiYB2GFIYgEY8f51n1jx/7/DcVoUdERYUuEjiM7cQcJN3b0rb9kyPk",
+	"36DOqPxYP7HMmN2u3UbOr+OIsEujR5Byl/GC+eNUAUUWImEZDLDzfPuHne8tlUDXi+K6G3rUqR7s4L/9",
+	"GzmQ4hNGm9RQbJHHjw1BmA/Qv/z48cAmDY5omrppArCGmw5NCbPp8Ip04yfYxf73OCLxEyiJwn/OmM74",
+	"SMXRUBASP5FzJuic95d0lsY9IhhL1lDjv78/c7RI9smMK8XFJCJBDoYrJUQwdgv9YF73bHuHxG+kDtbG",
+	"oKWFWfBb184vUflqM6bmUigjbjNIdIjlfLRlqWaLJ9ihW4TtuRX4zaDPAyC6s9FUQpjOvOR4rvkMCjXN",
+	"lUfw/9HSvC83jcyroDtlzDSdxPkcECl/j8Qn785scSNKoDgHcHLDmOWiMFU9a1WQmI+3wMthCxOxt+iz",
+	"nV2zKYeaTl7jl7ZfAshGsATgIVyjbVdgZmaXdJSw2Vxq6EGMYT2znPjk+PQs9oE+NwPcPZ0tt+Bw4r28",
+	"TQueVrF1y7lMlhZ+zixo9xmZykXmc9aQADM+4Yb6MAUoqh2RksT1tcBBPSDI9g9BNoZd0gk1Izq6T7kq",
+	"3DpNPzISQ0WCPQUjlhwlzGTmspEUYZfmWXsuRUKisCLYEMEu9RaM4RovoJMYOssSEHtKuTR+w6zht31y",
+	"gvCbH5nACDL2ItiDlmnuNghWvADbJD7C705oRmcMGvrYG19rcMBpYodKMYHlzhcZZMtQDzUFdLS7vesZ",
+	"NizLMNjwqjj6NROB0EH80+EZybXVi1xeqyefg7+Oki+xb89h83Ysl9UA98JSRIMIFmDXdJhlMlOPH8P+",
+	"/Pvp8RsSfx4ChP+wMyDDTr/fH3YiMnQVPcGnX2IsvHKiCdrA4hTGY1vEAOH7PjmQCVOD5g2OSPwa+VTh",
+	"M4hBH16OGEuY4ST17GkPx33mvzKMkSXH2RupX8qFSMztL5li/uYiAYIGIFjIpWZ0CT9QjJm9Me/gIjGc",
+	"SUwWXE3pecp6e6XrEZm1jWSWsRHorIboK+zDfPSUxCd0mUqanEn5imbmesAydn8g8ZmUr6lYuqOOsd4T",
+	"8h2y5Rakmse9PfIdbqVmmaDpKSSDwWnG5qunJD5FJeGdoJ8oT818rXKiuQajC3WN/ZOjTtSxMrcz6Dhy",
+	"s448I3w6g87T/nb/aQcqB6ag4nmZ+iQUpOabCavxnJaE6yuudFChohA5dDTlaVJskC/HJC54G2LSlRk2",
+	"pxmK4ldH4nRxrjPG/qqzBYsjW1kPFTXUDKadhROcsWKs1yfvRMo/MuJ69MsLAVwNydnww6EAnezcXxNQ",
+	"k6v9nS0vAd5jWCRLBsCdYKAGZlZiW3BGnr0cJZ2B7w1Z3jY4EHthVKMlmv/kyfF85HnGz/D2zpdo7VMH",
+	"4S7/smCQFrnZU/5s8seLBBLvv/m7Vc9syLI3KHu2lS1xVdqY9SNQPKnyp1beHX8YQxEbC/D09OjHV4fx",
+	"AKs4sFi/RA1WWbWwEBG20rqwAJL74ALk5ykbEKAwm4sj0IGRLR1Q/6BD4aev2CeWOmuAYma6NUjf/B2a",
+	"JbpJ1RiV1S2CxmUo2Ss+f5ijw4AAUxAyErCrQ7GnQ918bX+BfKKr64c2mmrhALnNsyzX/3Z9NSSzuBfm",
+	"0/OFdirci7hx8pXK1HwZbdoAByRTLl1uQeUgo1rfCaORNN0Any4JTSVlpsn5ckDis6PXh9a3EpOuYBdG",
+	"B7f97pb+rhi1Pn6z/xpU3XQ+pefMyMc0/E0zuZq3/bispdTg9Z2oY97QQKtrVu4rIe3yP4DXGFQ+kBq7",
+	"29u2asvBktO5z9558k/bpyifX10pblFubO4QqaGIGsfIl6jRnVO0KWmNxDBzQbYPsykIhKbp2d8b5v2G",
+	"XWpDQyicQ0OrxcOe8+MinuGO1z3kT+bJjzQJXETPtnfWP/JOUK+E4UPP1j/kdDV4YPeH9Q+UlCTz3Hdt",
+	"FlSjMKEXy4FxdIwYKRJTNxTxPaNBQYaWa7+rl50PX6LOXKr1ig8WzAcENshNwAJDR9cF+LSgD1zhy5JK",
+	"ZEhtKMCiDMyFcAkxarxdMPsAUyhCE3DOMvAQSNFDpareDTIYijhYl03GQ/dg5GCExlyw5IxOVIzNGm2k",
+	"zjBxVDUtGK+mEzQW5nRkRLiSKJGpIFB/ORQzOve93vpk35qiu9vbge8v2A4XfEd/wCoFqrL9d6RBwVM6",
+	"W54ZY9Q99gFdrEzpH2Wy3Ij7teJi5bW6hKEaFnZWBm6Rliz7ndAPDMnL12TcGzPg9bMNUDhK/NUQxDrO",
+	"eHhGJ39sfrrdgp86GxYe2Hm6/oGS/XoPGDcSfImPtuHdX6IGc/bJ5wKj/WKh0GpTSUp88wX8LCBkB4iM",
+	"z6Mp49tBBxPO87et+RJ5vR64PKrDDXy+PGHH98FNUXJNeDem0jxNLUyT97L2oqHInaAq9155Q7bivjo+",
+	"OHqkyOmL/1AQdd3z/iu7s0X/FTez8643BPMqhMcViX0sbiVTr2z1HTH1ozE4dArsvMAYd9cqqrYPL9Ms",
+	"2avGXl0bV65r1MarsipkdKXDazHE+9Df+MfjeLstOF4GqdGQaYtll/eA6SHxX4HpRa0cdT+x0KUS2UQL",
+	"xxSaFDEXBbEKWePNLY5+I9f2w71TTx5Ukntn4v3E9JVuzGbkWXCAnlA9BeqcL9bfugqE08ADVmjfx7UA",
+	"kZQRVz0E9T3OInx3tpGisIGtJdhFC3urspCvKJpvz9JqRNxqYA62qLVQCH0vjawFVu08cLN7pG58m7YZ",
+	"XpHr2marIuBtQ48/MR2osoOq1l1Gu3tkVXTDZyE+Bc4qN0V4dih8Jp73dPUiQtMLuiyYMURxMWIlS7Dg",
+	"a7TmH2pYXEz65C1yBsPPjVlFin4926PfIVOHN3UFXy5uwjejeBUyFutZVjkF9Iaspgdtao02JYo3Isf+",
+	"uQXFqmCKWsUK+YTVdGxi1xO/r9Chu9Y/X0KVt2mktos9ny1SqmXWG5CEjXjCFLmwVWexWkAKbGzDwzZp",
+	"lFzIRZqAM4XEuXPd3FNsS6cNQ9akS4toj0FLgDIIYgkp1qaxPlIkk7IQFujlQQNsRgj9/vLfu57r6LDP",
+	"8xsCrBGsU0hTeUG4zlkPQc7jBqhV+Xzmzc1xk5vX2Pwk12ho0+Vc6qkNoQbc5O60ND9TWxTaMFFDlq5G",
+	"9U/B6r5N9ecUOYmR64SGubv+AAPO6K6Z135q7LdGbeeVv9YbZlORNclUFnuIa+gq6ZOqeoZLYDInzRiZ",
+	"t0h7KuXrtsh/+gPnPd3rpJ61uS9hukzrDbrdlJk+iQNk+hg+BndFXd7MHonNLrlfhZkz6XIoutTBcfeC",
+	"hzbKo/F47CW8fJdfU/wUxrkX+TWr2115Gg3KnFpnxjzkwHx7OTCBeCp83Jz4cnDttBZMLweWN1uYa8uK",
+	"oOig5+IwjxSKu4wJG+zMASShY+IFV4DjXefeFOxiw3SSP0MayTeYPvKQNvKQNnIzaSPN7K5RI98kV+SF",
+	"9fy5jLeiVzSo0kmXA7K7/cxwrmpjrTBvo6rsR0PhOn9m3nIvlnVValWgEKvkVUB/qCue9fiazuNYxx7v",
+	"bULGs/UJGYYpuKX9WWzqP3e2xCrVptbEfhsUV14l++Eby3p4yHb4o2U7rFTmbyvFASOAlVvzSLVIZ+iT",
+	"lzZkDv7pjDmXeBUXem8o4hBINW5AOsXsx3nGFORmvmWCzqD7qCQUbQ6aYqPShcJOE9R1YMqzFkvF0WCv",
+	"tJWfmXkjS+pzM3t1YvWPnUzxbSVRPCRPPCRPfNXkidYWSrll/rqoQQmOPkfnj6po9LZrM0v6Nt89cY8B",
+	"Y8bexZAuYbjtUMTFUs2/utJOqBdSH1lCxjILaqcJVGVjRagZrTk2UFjlDbHFFr16LRBFedO0xOk2uIkt",
+	"0liFYbWtXEVIsfWxBDyjahQhBC1vmmOx+WttDGE9pvm3GkMg3WIMIYweRCQO9iYuxQyiQsHtbYUJwsP5",
+	"BqIFweVsHy8o3KiHkMG3EjIoHFtBSBVYdLu4QaEXKCBf2z4x0Fee2vByqQ1LTHx7l2W9dj0UYUzgpWv8",
+	"JkWx72fQ3zPsDWx5fo6AjvBPgEZSQf2ObYWPbc4B43Dlu5tK0qUOoguQucAbaNGsLeB2uRnp0Lcc9iYK",
+	"D1uEG9FrbIyMbTmY9aRfYlpcuVDKPO8HAmFlLoLA8orQR7DSP3Dwo6a/baMLpNK49qtEQMJzaTfVhzDI",
+	"QxikGAYJyWMVC19hafgUzE+FDgcb5GFSkmRLki1Eb2Bx/Uk9g6Ui8f0kFParQNyeQveB/lC44G/8eYgN",
+	"AGw7rmjoehsMO4Nf//Vf//3hS0y6UjBi2wdUexkg3kowDvbaGGIHBmgOhi0VhsL1VPgS98kbiXhsXCEI",
+	"Q230xPWEOKjpIXGPUyvrm5M0Om9AwjW3HvENQnz/kbtjorVNOWoWUtOAwoFWmJVFhI+Jkr5msrhGrp18",
+	"f0jdvN98EZvkFEjW9cUpHepVeeXnwt8tY8e5gd/d3X7W24PQ00LkuqZvU08BcHMmP7HEaYrndPTRPCwS",
+	"dFoXvDpDUYnyNnipB77JOteEC6UZXRkQvnul8eoh4YqO9BAV/hNEhduqPq1CwwUS6la8p48UOhS5grvr",
+	"Wtvl+ORBElp9EPmm79OH+2WaPJgj9zaW3P6ebBpQLkjC1SHlg6Am3t0oDCajsI5sl92EjFM6iQqtTUdy",
+	"IbTR4jG+vO/6DPpudBmhQ5GxLTcE3mLbtAWDGl7C5o4iQOe9oFmiagQr9CSBJ8+Zn5rMhsJK0QRhyhG2",
+	"tjxVUDzoxDdE7A2wDh9C1cLP2wj7Mb+0InsoNoos3w/5fHux5fbunK8dXW7BK/P48gPPfAgx31yI+Ure",
+	"H1+ztj7C7HNRy4X2qwK/tWHfE/fSr1oOtjoGa0uJ60u5rlK59aeNuoqvFm79Nqqy4DYs2wZY3S18iKx+",
+	"G5HVec7rauqE1wZTBTnaf+2YERfVUqtDOprmSADGJj0+OPJACEuh6eVQdON9wAbARkMWAQGbDZl7jB9/",
+	"Ytm5/Qw/cJiSW+b+2G+4sF+mEondfv4rdifG77x4xS8/xL09QoNJFlp5QCmYYkGFwzZxOZ0hyAHhImGX",
+	"oDKji94q6rhSTT8yRRho+XlAWMiE2TY7xirAFunN0VG8iX/YsCgub40C7fbz68RB7QmsnttD4PMh8BkG",
+	"Pufu2q4DYnCfP/mMj2zgsbekZ132EPuCViGEazLJqDC6r+2PVsd7iGU9DR72O2U8V3WtB7fvwaX+h3ep",
+	"r7pULZzollhaeMNvkPY/fGXJ9CCN7qnfezUxb0Z4J1Z0tHdx49vrCqaiEMPL+rT3rBbLP7FNhQk6g766",
+	"MLktP3Ar/fXrOoBXcwnn+X3gFg8e3+t7fFurvQgn0MLDa3EHqm6G9mhjXGAHjGQF7pgrOXI9q2tKjkjL",
+	"iqMAwmwobg/D7BfcwT8mepk9htXlRq3By26s/mi1e95m9CMUEDq9XjRNiSedzSu0/gwQaoXSgnuCpPZN",
+	"lUgBX2jrucd79uC3/zb89r85lu+kq/2gTQEUMqc6b30jjpkt5XGFQfH+wdnR3w7jXhXU7BjeR1OimNZc",
+	"TGzfdgATl6OFeRVL3EVVKE0RdaEPraiZANEmTkEnUnEAbeBSaVKqWdbsJgeq/8N6yWF1a4wMW832dXzk",
+	"uP0rZ/bgIX/wkIce8t/sja3wsho74clnW+be2jduyxetzm+YlUuwiwgtgaJV2tJR0dCVDukKm9kJCc3c",
+	"MeKHr5vJTwzMfGysd/Tmp5hQTaQY4VT8N8ZoACZYaRihFqMRY4nqD8V+WKDK8wJNbCCRQ8fU4q81Z87f",
+	"Jae8alc73yPDMA3X/HWPjCVEjCubNpYZHPE8k5OMKfXQ4e4hlLAmlNDIfVrEESyCiaE4r+9sgNd2cxfw",
+	"w1eV6A9S/J5GFlbQ9mY09wsK3fZYbK7sxF+LKv5oYGM41zM81VuLyzYUOTAbuQouWztLYyi6VJCF+Cjk",
+	"hbDujCAPCOBTi4LZPO+Mo42FMm7f1xbKtxUeaWO45Dbj14mPrOR0BRp94HgP0ZHrREeuZvJ4+AO8HCFa",
+	"4ODzdTl6rdfoNdoxoVOhjE9bDsZYIDNFZ76r1GrmDyXEFla6h0YUtpkiwtg/JO93Rbgg59I+htmfvtjf",
+	"dsBa06kOA9/WMfrHRLysX+Iazluze/fMaxQBmBIE8FS5t8IDN37gxlfgxoa55eBfklAE8GrAw9yQRc8X",
+	"GYZMboMth/4tXy5aQJDsxm+O377efxX3IhvnLhR/uh+9ePVLDKgzcoyctRv/eHz2c9yLhuK6zjFS8I29",
+	"bqhqxf6FsFsFHw8o+x/ZvJaNn5if//E05XxZK9j1e2NraIlb1oZLN3jWqlv+4FZ74MVfixcD6V9fMc5Y",
+	"kvFP7HbVYQTii1M+4zrO+e84k7OC76PKcCGfJ0R9jIhME5//AMrvUPgRPzI2N7/lGYl5EkfknI3kjJFP",
+	"XPHzlBUjCvAzi9OztNX9SlNIm5hQLnB+v7NM9oeigosmpCZG6BlBcHxwRH6x2vgpEwmJP3+JzbQXykZy",
+	"MXxLYAfq+PNbPAbH8+8zwFhpqisY78/ygsyoCAAatATj5W5V5dKEVzdyFYvZOQPp7icN5tYDOtj910wD",
+	"9hHiblV4SMAt3Y/W8svRlArB0jZplzzxqqV7Cv2dNsCRLrEvdR5V5YL4vCwis4RlEZE2LyRdYhqlnkpl",
+	"WJ3RqszPYju2hV+8s/avbh+uiSjTOmnuaurndRLz1i0k3Pe7wO3G97VG7MafGyp8yE37RtC68ztVw5eu",
+	"F3law9XspdykI0XRbn6kKl0XunEJRzEemEeksOhQxsAuFMJ0oYNoaraCKwIt7r1qmFBNz6livQG5sDjc",
+	"3ffmH06c97xD8yemvc2M/lDENhkKxcUkZVsUqnC2/HydTc/VKfxgH753jCru9cmJh43jgmRswpVGfohc",
+	"egDYk2vGR1jSTBntD2qAmFll/PbdmzeQ5dLF6lMoEHKP5osCB4tNiI9Pz/bfvPjx7/EeobgbtgEheJVP",
+	"pwudyAsBOfXxq8P9v5nh94Jzgx9Dm6auzCx8Og6TcJZExH04FH4JKaOKkZTOFUt6YWp/SpUGaXH4n0dn",
+	"Mdi7lMy4WGjWJzFSQkzUYqYQBBhBkUhJjV7XSOTripm7gOFbzdZDLD4VAf6xxTXPacYQFBpDfxYV9R6w",
+	"7ApDXIHYdNe8PMexXZP0t5/PGVawko2ljH5iiJBZXCni3xWYI3BxBLqlIkGHpVfHuUauAt+RhCeQBEBH",
+	"H4W8SFkyYQ1Ge5+8nzIoR7qwHSdKTDPCFylNRXK+RG6H0wJ7AHkwAovIT2bNLjRyqUFewHwyNmIcQ3iG",
+	"Pea+CkQ/4mIorD8WRUCeA/5s+1memOi3yOY45PNoxQOLQL33jAmug+o1EuaBF90JL3oLtyxkPl24p71b",
+	"YD9Ra7JrybD8xBp1T8Mmyt5DxxXc0wPUL7CWLDf7DRtYKsKF+72WxAWrHNsey2woYvgBdKkJUpu61mM3",
+	"qMvNQu1sRLMMWjmTGJjGXMc2/ypnZWoouniXrWYKoaNRUEyOClYX8xzyH41tyZ7zTkqRLi0DFNKvkSu/",
+	"HaBCAxe7oIBAjpum+YzJhW6/MqPI5Rqr0S26qRQTMpdp6rVSMRQutgVxrQvI5oJWQBGZS2WmtMy7agNy",
+	"IImT9DcsK8VFt/H/9odiKI7HZijgtsH5WjTn2P7tTA0wLsBdwpynONgtj8q+Zyt1LnGN5pGhANcwx4Tx",
+	"/AwTc2QF11KfHOc9kLCKtsGEwF59LjmDzlCAsnQ8FK761l0ZKMpFR81/br00ImLLDbN15EOEe8T5TSNA",
+	"1opfY9OiE3cLY5iQXJjz6A2Mxhho866Bk92fkvzMZV/BM1UQd3uhUdK1orbnnhwKYXYz96570lFAlmQh",
+	"NE/Nd0sn5HEOfXKITnhDwBkT7EIFOxfamEA6Q5HbmMAkcvru9clbRhMHN1YXwvV02Muls9IZH+m8wxRO",
+	"K9+6OiEd2Jv33BuWM+YN6o/dIys7Mc7oJZ8tZnVucy0dc9vp95/uNlYYA1+vrzDdiTr2BZ3B010oMsY/",
+	"8hJjLjSbsKyuxvhneYEE6Pls4BQ24mGldADaR2QORbrb/f6zp7uQwvrCleIhqdg8rEeK1EqS5tLaml+X",
+	"K6xxsfDiYPHbmy1e4tVDCx3ZekmGVpb6dHuPbPv0Bat/r1x6Rc40r7v80/pFP22x4is4atc/9SL97Q6c",
+	"uiHvaLD7yxTb9YLVMNneg4Z9N9Y+sLBZzudv3KpvCp2f2LQfRXbMfdvd9rOwKKH2T5SO2qKFUk1mUmmy",
+	"+91z8h/8R9Ldfb678+wZOV9qzHh6d/Zy6/s9Mkq5mdZQnFPFnj/bYmIkE0bOuaDZEryuuQ8SiwJcaot/",
+	"A3ltxn+285TEpYBgTILGjkOxT2z3MS4FGVOeLqATzj8BwT9/wTm4IkEvMqqNeftFxjXCik65mAQ5UTRj",
+	"JFlk0PPGGd1Dsbu9DT29mNCoqGQQEwMFVIGix4TOluBHC3mfW5q16N9DrhZJWLLw95tccJHIi4hQn25g",
+	"Pahx4XdGVYMUIVtxmGdnWW4K+lPGJ1zQFJIUsP4JFRGGHDXBBISaQsbxIk2N0ksvT/nv7Ej8aI4Vysqt",
+	"E2L3BxKXbkMc7Bv6i6foTp4xTc1J90s6NO6ub2BU1gEdcBXYXeXuKoqZke37Xje8oFefoqa/hfSHYJpr",
+	"UoRDTchu4B2jVy3WChk/xwuWsZxYoeuevTwrL0vvIS/inmeJ4cVdLcDa+Wl8zlgSejTUbafsOulX1ofO",
+	"l8T6Xaw8RN7uqsCN1W5kjXJ+XnkhBqFQmFIQCUORywRH2vBJ5Jq0QWGGzcpAqx26Sx7IhMVP8N92L2Ki",
+	"GMBVWyGnSNeo3eySzuap4YsuZdEFzJSmIFlhGb3IomEvhAu5gpDeUjxBo1rBOePf7hXN7uNvxDgtKdw3",
+	"z7GLu7GGaduz8EHukIkj3d8tDy9OfnXu2pxlW0jMcqFHcsYemPO9Zs77Qcyri8TVC+JkglDUiW+EaS9C",
+	"D/OtMe2DsmsbLlLZgLkJ3j0URX2+Je92AE2x9YHsj8FpKgW+XCmMWK5g8Tl7vzF+/a54Nn9yfl3cjbb8",
+	"Onc6m+PNnWvE+pvU3fLt4iIe+PYfqxWxYXIlHnfTfBsSsxpDo+/mk4wmqJZQ8p6dn8rRR9Q9sc01MD9Y",
+	"AZkvwItU7YX6SAXNiRWGZWiW8U8sIoKZR2cyY0Ohp1SQGB0gMVmIQnDMlVR0S2kNEVarwWtP9o+2DvdP",
+	"rS/DTIuP2CNFIJGP7J8c9Wwhh59fGCvLGfeqyBjpUjJhwrBVlhCehEh50K8mT8lIhmIq0yR3lkEIcM6E",
+	"zYabB3EA59dwKN0EA1y5t+ViytMwyY8ryPPrQejyZQbroBkj/356/IZodqkDN95ZfkgKuk3gEPHnYScP",
+	"DEIXe2hdHw07pczK8Dsx7OARDTsDEQ07dKHlgZzNuB52BudSpl8wHClgfDeJsNV+OYnSh9KndM6s/HT8",
+	"1qzvzIs8O32cuH3lr8OO/fGwE9lXGGoNlB4UtZ+HHcEmFAJuNY/BqhNW2IaMUSVF/hEOnbG04K3NadOS",
+	"duDVGgqs8XG0VS0FMgc95ZOpC3qCfxRThMzLfbmluXOBpYCCfyov7NhcR0NhtZEXr34hWspenxjNIkzZ",
+	"VFrOLbr8Qk0RoSxxC1KYLAs+0OI1BjK2wdOhsGcxNkRHZnQJKQoQh4+HHZ4MO/FeyBccFVs/njk2o3i5",
+	"s4Dp4/FkbJ4uh53BZxxm8K//+u9o2AG1CAjIfC4SdjnsDHjdcdmtCc7rwxdDcEbocfTvurxSqwKypId+",
+	"2KGIc0K26QOFjupFZuS5GAMvMFzC4JbNASwFU4/H7MIFvWxmRWFrE65GUgg20iqyx4MbZg4BxoGEWUyL",
+	"G4quO8uIFJO3ehEpp78h81lRmjaRLg7t+DT403P+qEjXZUOb39dlPtOUf2S9Pjmuy5vAxzDfr5wGMBRG",
+	"61li4NC+A+RM+JYu9Xl2yDN97oChF6WpXig4bpuyDFcUPPqUI/OoKMGFrO5vJqC+Ojou8/QTVXNzy7K0",
+	"u9Pv72xvbzfGypHBNwTLIUjs4qdmmE0D5qE9yoIIkzl/TIuBTPNuLjZHnqMuG+ecX9/6eY9pqpifnhFU",
+	"jIorB3jLQdsdVGSLCz294LaKyl6zXIGaZ1LLkUz/POHV5zdm8zhducFQQ/vcRrpCpXWByuxNb/nXNRJQ",
+	"t+0acR44dSDxOFj73aeJewPjs/3XW9S2WsPDFv3whCdMaD7mLCHnS+ujgQGxuVqf7Be93KhmoqLGLufG",
+	"Gne2exBZpconiRs1DUStzfwuYLlCVUoIG5d72CG73M7bBpD3IHpL07HMZpjXN5aZYbxubmHTyvhIQNg6",
+	"T61b62r/tjw3bZK6wwN56BK3BoPiHnqTqTvBr5IQ/rrAYVZjYR5eamy4mBnrKdNMhAnSxWhMM9MZFH6G",
+	"KnaeJA28pCnlG7KRhbwg3e3c8OI6SH/bD1I4qj7kCqfLk6SLnGnPnMqNMqGCs/HBfRxsxhrvcb2r+Gt4",
+	"ihN3equyAbERAGKtPrDhPxi4PzqVaZDWB2d+FSeysb+by2pCPO48b9vzSJEQLrbGKZ9MNZQTQelv7nPx",
+	"cRbFf2eRLxjJuwZY7KuhqCTfF1Atikn3Uni0jIZc+1NY1FdmbjVdrNBbWAWW48ovqMEytl8fte9ndeCf",
+	"+HL7COa44U3Iw5pqrjQfqYdE5DvDJ7fxE7/1t249XuSYcW0gIkIIPLgFJajbqNC8rAHjxhbRYet/G/MH",
+	"5NqhiN0/ofnS3QDevA+34Kt2DGzuoFfc96b9a9leL9/j22izd0VYnttkdsEJn+J1a4u1U9j3B7SdbwO6",
+	"oXBoAQct8LqShhV+9+TzRYik+aWVnoUREVCPHCQoYC6IQkcl4tlPbfeTgFDvfQ+UcK4NKkR4EA+A1Pe0",
+	"IUp4SM2XZVNqLGDRBorHlNFUT39vvFKFfos+8WKeScjc44pkCyGgUugN5BEKScwhMKEtFVfv1c/2lff9",
+	"QuE8T4GPNCaS5RtBU/7pZiMqhjjYaJFxvewMfv1Q5KufmDAvnmfyPLRY/VY7jjpjxuZr1iXBKSMTBqlJ",
+	"8FOXyXmSyRnTU7ZQmEXDLudScSwpk9mM6g3O/LWdxd2cuZnuk3lKeem0y71wGwp0YKp3dZLBLs/8JjWe",
+	"ppwzQee8v6SzdOWRHs+Z2D858h1NUUfF351DXIkrsn9yFBl9HHI1rGMXooUJ2+Bsf2Lavu10zkZf4Vq7",
+	"zcgPmiaIOU3Tk8xMVnMzjs4WLGqxV2aJllTk+T/ZqFGeVja5+/f91696d0U6Z2BY2DmoORvxsd2SVSQE",
+	"sby2DN/m6ABo4IgKpJTc8OmGgIEWSnA0pc6rNeMTSA7Ewtbvtp8ORXyKuYjvBP1EeWp+GtSuNlNdLYIz",
+	"LOSPIEZgfy0S4/KG3TvfbbfwzlZPpbOK8hDwY738KQ7xuXPOaMay/YWemhHNttvnKlUNuUGuiMwmVHDF",
+	"CHXdeh4pb2MbcQUpuTpjtodqhkrKQnDACqdYZWAOM8M0E+cNDF5SY++Dl0ZFzvcaNk+0WCuuhT3p2sHJ",
+	"PKUWKcC+w4LDV0d/X/QgZOgaCSwTO+QWDJnbKYqoxWhquDb6pnz3UbB0XMMFl70UKo3VORyUcEQBk876",
+	"jXGJVOuMny80I2PI+fHLJ2Mq5EKX8Uf0lM0KOxz4gutmYKsluZhE4HyHf+QZWi4tkwvD3qCPbI7OYPhO",
+	"dcO9W676sqP912QuUz7i5vHjgyMwEhlwbrUUml7mFfjwuyVRfLZIqZZZ8AY3RJ2L6OCIHEGkVC8BJSDv",
+	"QRUc4EIkLCPxk93tnefbP+x8H0dESRTQxwdHj6D4hpy++A9FujG3o/XdsAeQchr3hmJGBZ0wBLcrvkwN",
+	"8lKc8GNIq8zwluQtqyDbMM5N7/AJ66SzK3eTqVk52l6WYbMkXy5NCRPJXHJzk7tobkTA6ICBRE7riVD3",
+	"KIix8FwDxvLlw5f/LwAA//8=",
 }
 
 // decodeSpec returns the embedded OpenAPI spec as raw JSON bytes,
