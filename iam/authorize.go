@@ -31,8 +31,7 @@ type Request struct {
 	QueueID string
 	// ConsumerGroupRef is a data-plane call's consumerGroupId (an OCID or a displayName), with TargetQueuePath.
 	ConsumerGroupRef string
-	// ConsumerGroupID, WorkRequestID, PolicyID: of the target kinds of the same names (WorkRequestID also of
-	// TargetCompartmentDeletionPath).
+	// ConsumerGroupID, WorkRequestID, PolicyID: of the target kinds of the same names.
 	ConsumerGroupID string
 	WorkRequestID   string
 	PolicyID        string
