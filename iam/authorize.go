@@ -8,6 +8,7 @@ import (
 	"github.com/ferry-mq/ferry/iam/authz"
 	"github.com/ferry-mq/ferry/iam/policy"
 	"github.com/ferry-mq/ferry/persistence"
+	"github.com/ferry-mq/ferry/tenancy"
 )
 
 // Target is what a request touches, for the decision's input.
@@ -142,7 +143,7 @@ var fieldOf = map[TargetKind]string{
 	TargetTenancy: "tenancy", TargetCompartmentPath: "compartmentId", TargetCompartmentQuery: "compartmentId",
 	TargetCompartmentBody: "compartmentId", TargetQueuePath: "queueId", TargetQueueQuery: "queueId",
 	TargetQueueBody: "queueId", TargetConsumerGroupPath: "consumerGroupId", TargetWorkRequestPath: "workRequestId",
-	TargetPolicyPath: "policyId",
+	TargetPolicyPath: "policyId", TargetCompartmentDeletionPath: "workRequestId",
 }
 
 // require answers a denial exactly like a missing resource: NotFound naming the field.
@@ -199,6 +200,10 @@ func (a *Access) target(ctx context.Context, tenancyID string, kind TargetKind, 
 	case TargetPolicyPath:
 		pol, err := a.store.Policies.Get(ctx, tenancyID, req.PolicyID)
 		return Target{CompartmentID: pol.CompartmentID}, fault.NotFoundIn("policyId", err)
+	case TargetCompartmentDeletionPath:
+		// An id that records no deletion names no compartment, which the decision then finds nowhere: 404.
+		id, _ := tenancy.DeletedCompartment(req.WorkRequestID)
+		return Target{CompartmentID: id}, nil
 	}
 	return Target{}, fault.ErrNotFound
 }

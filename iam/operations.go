@@ -30,6 +30,9 @@ const (
 	TargetWorkRequestPath
 	// TargetPolicyPath: the compartment of the policy.
 	TargetPolicyPath
+	// TargetCompartmentDeletionPath: the compartment whose deletion the workRequestId path parameter records (OCI
+	// Identity's work requests, tenancy.DeletedCompartment).
+	TargetCompartmentDeletionPath
 )
 
 // Operation is how one API operation is authorized: the permission it needs (DESIGN section 5) and where its
@@ -50,6 +53,14 @@ var Operations = map[string]Operation{
 	"ListCompartments":  {policy.PermCompartmentInspect, TargetCompartmentQuery, false},
 	"UpdateCompartment": {policy.PermCompartmentUpdate, TargetCompartmentPath, false},
 	"DeleteCompartment": {policy.PermCompartmentDelete, TargetCompartmentPath, false},
+	// OCI Identity's compartments (/20160918): the same permissions as ferry's own compartment operations.
+	"IdentityCreateCompartment": {policy.PermCompartmentCreate, TargetCompartmentBody, false},
+	"IdentityGetCompartment":    {policy.PermCompartmentRead, TargetCompartmentPath, false},
+	"IdentityListCompartments":  {policy.PermCompartmentInspect, TargetCompartmentQuery, false},
+	"IdentityUpdateCompartment": {policy.PermCompartmentUpdate, TargetCompartmentPath, false},
+	"IdentityDeleteCompartment": {policy.PermCompartmentDelete, TargetCompartmentPath, false},
+	// Following a deletion reads the deleted compartment, as GetCompartment does.
+	"IdentityGetWorkRequest": {policy.PermCompartmentRead, TargetCompartmentDeletionPath, false},
 	// Queues (consumer groups and work requests are queue resources).
 	"CreateQueue":            {policy.PermQueueCreate, TargetCompartmentBody, false},
 	"GetQueue":               {policy.PermQueueRead, TargetQueuePath, false},

@@ -66,8 +66,9 @@ func TestEveryOperationIsDocumented(t *testing.T) {
 				t.Errorf("%s: does not accept the opc-request-id header", where)
 			}
 			if requiresAuth(doc, op) {
-				if !strings.HasPrefix(path, "/20210201/") {
-					t.Errorf("%s: authenticated paths must start with /20210201/", where)
+				// /20160918 is OCI Identity's version, for its compartment operations.
+				if !strings.HasPrefix(path, "/20210201/") && !strings.HasPrefix(path, "/20160918/") {
+					t.Errorf("%s: authenticated paths must start with /20210201/ or /20160918/", where)
 				}
 				for _, code := range []int{400, 401, 404, 429, 500} {
 					if op.Responses.Status(code) == nil {
@@ -122,8 +123,12 @@ func TestGinRoutesRegister(t *testing.T) {
 	gin.SetMode(gin.TestMode)
 	router := gin.New()
 	api.RegisterHandlers(router, api.ServerInterface(nil))
-	if got := len(router.Routes()); got != 44 {
-		t.Errorf("registered %d routes, want 44", got)
+	want := 0 // one route per operation of the spec
+	for _, item := range loadSpec(t).Paths.Map() {
+		want += len(item.Operations())
+	}
+	if got := len(router.Routes()); got != want {
+		t.Errorf("registered %d routes, want %d", got, want)
 	}
 }
 
@@ -168,8 +173,7 @@ func TestRequestValidation(t *testing.T) {
 		{"create queue retention too short", "POST", "/20210201/queues",
 			`{"displayName":"q","compartmentId":"` + compartment + `","retentionInSeconds":9}`, false},
 		{"update queue retention", "PUT", queue, `{"retentionInSeconds":60}`, false},
-		{"list queues without compartment (OCI allows it)", "GET", "/20210201/queues", "", true},
-		{"list compartments without compartment", "GET", "/20210201/compartments", "", false},
+		{"list queues without compartment", "GET", "/20210201/queues", "", false},
 		{"purge bad type", "POST", queue + "/actions/purge", `{"purgeType":"ALL"}`, false},
 		{"redrive with defaults", "POST", queue + "/actions/redrive", `{}`, true},
 		{"delete messages", "POST", queue + "/messages/actions/deleteMessages", `{"entries":[{"receipt":"r1"}]}`, true},

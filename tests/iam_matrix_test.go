@@ -271,7 +271,7 @@ func iamMatrixRows() []iamMatrixRow {
 // (404 NotAuthorizedOrNotFound).
 func TestIAMPermissionMatrix(t *testing.T) {
 	t.Parallel()
-	rows := iamMatrixRows()
+	rows := append(iamMatrixRows(), identityMatrixRows()...)
 
 	// One row per operation, for every operation (a new route fails here until it has its row).
 	var ops []string

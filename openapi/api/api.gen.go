@@ -148,6 +148,108 @@ func (e ConsumerStatus) Valid() bool {
 	}
 }
 
+// Defines values for IdentityCompartmentLifecycleState.
+const (
+	IdentityCompartmentLifecycleStateACTIVE   IdentityCompartmentLifecycleState = "ACTIVE"
+	IdentityCompartmentLifecycleStateCREATING IdentityCompartmentLifecycleState = "CREATING"
+	IdentityCompartmentLifecycleStateDELETED  IdentityCompartmentLifecycleState = "DELETED"
+	IdentityCompartmentLifecycleStateDELETING IdentityCompartmentLifecycleState = "DELETING"
+	IdentityCompartmentLifecycleStateINACTIVE IdentityCompartmentLifecycleState = "INACTIVE"
+)
+
+// Valid indicates whether the value is a known member of the IdentityCompartmentLifecycleState enum.
+func (e IdentityCompartmentLifecycleState) Valid() bool {
+	switch e {
+	case IdentityCompartmentLifecycleStateACTIVE:
+		return true
+	case IdentityCompartmentLifecycleStateCREATING:
+		return true
+	case IdentityCompartmentLifecycleStateDELETED:
+		return true
+	case IdentityCompartmentLifecycleStateDELETING:
+		return true
+	case IdentityCompartmentLifecycleStateINACTIVE:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for IdentityWorkRequestOperationType.
+const (
+	IdentityWorkRequestOperationTypeDELETECOMPARTMENT IdentityWorkRequestOperationType = "DELETE_COMPARTMENT"
+)
+
+// Valid indicates whether the value is a known member of the IdentityWorkRequestOperationType enum.
+func (e IdentityWorkRequestOperationType) Valid() bool {
+	switch e {
+	case IdentityWorkRequestOperationTypeDELETECOMPARTMENT:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for IdentityWorkRequestStatus.
+const (
+	IdentityWorkRequestStatusACCEPTED   IdentityWorkRequestStatus = "ACCEPTED"
+	IdentityWorkRequestStatusCANCELED   IdentityWorkRequestStatus = "CANCELED"
+	IdentityWorkRequestStatusCANCELING  IdentityWorkRequestStatus = "CANCELING"
+	IdentityWorkRequestStatusFAILED     IdentityWorkRequestStatus = "FAILED"
+	IdentityWorkRequestStatusINPROGRESS IdentityWorkRequestStatus = "IN_PROGRESS"
+	IdentityWorkRequestStatusSUCCEEDED  IdentityWorkRequestStatus = "SUCCEEDED"
+)
+
+// Valid indicates whether the value is a known member of the IdentityWorkRequestStatus enum.
+func (e IdentityWorkRequestStatus) Valid() bool {
+	switch e {
+	case IdentityWorkRequestStatusACCEPTED:
+		return true
+	case IdentityWorkRequestStatusCANCELED:
+		return true
+	case IdentityWorkRequestStatusCANCELING:
+		return true
+	case IdentityWorkRequestStatusFAILED:
+		return true
+	case IdentityWorkRequestStatusINPROGRESS:
+		return true
+	case IdentityWorkRequestStatusSUCCEEDED:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for IdentityWorkRequestResourceActionType.
+const (
+	IdentityWorkRequestResourceActionTypeCREATED    IdentityWorkRequestResourceActionType = "CREATED"
+	IdentityWorkRequestResourceActionTypeDELETED    IdentityWorkRequestResourceActionType = "DELETED"
+	IdentityWorkRequestResourceActionTypeFAILED     IdentityWorkRequestResourceActionType = "FAILED"
+	IdentityWorkRequestResourceActionTypeINPROGRESS IdentityWorkRequestResourceActionType = "IN_PROGRESS"
+	IdentityWorkRequestResourceActionTypeRELATED    IdentityWorkRequestResourceActionType = "RELATED"
+	IdentityWorkRequestResourceActionTypeUPDATED    IdentityWorkRequestResourceActionType = "UPDATED"
+)
+
+// Valid indicates whether the value is a known member of the IdentityWorkRequestResourceActionType enum.
+func (e IdentityWorkRequestResourceActionType) Valid() bool {
+	switch e {
+	case IdentityWorkRequestResourceActionTypeCREATED:
+		return true
+	case IdentityWorkRequestResourceActionTypeDELETED:
+		return true
+	case IdentityWorkRequestResourceActionTypeFAILED:
+		return true
+	case IdentityWorkRequestResourceActionTypeINPROGRESS:
+		return true
+	case IdentityWorkRequestResourceActionTypeRELATED:
+		return true
+	case IdentityWorkRequestResourceActionTypeUPDATED:
+		return true
+	default:
+		return false
+	}
+}
+
 // Defines values for LifecycleState.
 const (
 	LifecycleStateACTIVE   LifecycleState = "ACTIVE"
@@ -322,6 +424,42 @@ func (e WorkRequestStatus) Valid() bool {
 	case WorkRequestStatusINPROGRESS:
 		return true
 	case WorkRequestStatusSUCCEEDED:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for IdentityListCompartmentsParamsAccessLevel.
+const (
+	IdentityListCompartmentsParamsAccessLevelACCESSIBLE IdentityListCompartmentsParamsAccessLevel = "ACCESSIBLE"
+	IdentityListCompartmentsParamsAccessLevelANY        IdentityListCompartmentsParamsAccessLevel = "ANY"
+)
+
+// Valid indicates whether the value is a known member of the IdentityListCompartmentsParamsAccessLevel enum.
+func (e IdentityListCompartmentsParamsAccessLevel) Valid() bool {
+	switch e {
+	case IdentityListCompartmentsParamsAccessLevelACCESSIBLE:
+		return true
+	case IdentityListCompartmentsParamsAccessLevelANY:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for IdentityListCompartmentsParamsSortBy.
+const (
+	IdentityListCompartmentsParamsSortByNAME        IdentityListCompartmentsParamsSortBy = "NAME"
+	IdentityListCompartmentsParamsSortByTIMECREATED IdentityListCompartmentsParamsSortBy = "TIMECREATED"
+)
+
+// Valid indicates whether the value is a known member of the IdentityListCompartmentsParamsSortBy enum.
+func (e IdentityListCompartmentsParamsSortBy) Valid() bool {
+	switch e {
+	case IdentityListCompartmentsParamsSortByNAME:
+		return true
+	case IdentityListCompartmentsParamsSortByTIMECREATED:
 		return true
 	default:
 		return false
@@ -907,6 +1045,131 @@ type HealthStatus struct {
 	// Example: ok
 	Status string `json:"status"`
 }
+
+// IdentityCompartment A compartment in OCI Identity's shape (no `timeUpdated`; the root's `compartmentId` is its own id).
+type IdentityCompartment struct {
+	// CompartmentId The OCID of the parent compartment; for the root compartment, which has none, the tenancy's OCID (OCI
+	// Identity's SDKs require the field).
+	CompartmentId Ocid `json:"compartmentId"`
+
+	// DefinedTags Defined tags of the compartment (always empty in ferry).
+	DefinedTags IdentityDefinedTags `json:"definedTags"`
+
+	// Description The description of the compartment.
+	Description string `json:"description"`
+
+	// FreeformTags Free-form tags of the compartment.
+	FreeformTags FreeformTags `json:"freeformTags"`
+
+	// Id The OCID of the compartment (for a root compartment, the tenancy OCID).
+	Id Ocid `json:"id"`
+
+	// IsAccessible Present in lists with `accessLevel=ACCESSIBLE`; whether the caller may inspect the compartment.
+	IsAccessible *bool `json:"isAccessible,omitempty"`
+
+	// LifecycleState The lifecycle state of the compartment.
+	LifecycleState IdentityCompartmentLifecycleState `json:"lifecycleState"`
+
+	// Name The name of the compartment, unique among its siblings.
+	Name string `json:"name"`
+
+	// TimeCreated When the compartment was created (RFC 3339, UTC).
+	TimeCreated time.Time `json:"timeCreated"`
+}
+
+// IdentityCompartmentLifecycleState The lifecycle state of a compartment in OCI Identity's terms (ferry's compartments are never `INACTIVE`).
+type IdentityCompartmentLifecycleState string
+
+// IdentityCreateCompartmentDetails The details of a new compartment, as OCI Identity takes them.
+type IdentityCreateCompartmentDetails struct {
+	// CompartmentId The OCID of the parent compartment.
+	CompartmentId Ocid `json:"compartmentId"`
+
+	// DefinedTags Defined tags; only an empty map is valid (ferry has no tag namespaces).
+	DefinedTags *IdentityDefinedTags `json:"definedTags,omitempty"`
+
+	// Description The description of the compartment (required by OCI Identity).
+	Description string `json:"description"`
+
+	// FreeformTags Free-form tags of the compartment.
+	FreeformTags *FreeformTags `json:"freeformTags,omitempty"`
+
+	// Name The name of the compartment, unique among its siblings (letters, digits, `.`, `_`, `-`).
+	Name string `json:"name"`
+}
+
+// IdentityDefinedTags Defined tags (namespace → key → value). ferry has no tag namespaces, so a request may only send an empty
+// map, and resources answer an empty one.
+type IdentityDefinedTags map[string]map[string]interface{}
+
+// IdentityUpdateCompartmentDetails The fields of a compartment to change, as OCI Identity takes them; absent fields are left unchanged.
+type IdentityUpdateCompartmentDetails struct {
+	// DefinedTags Defined tags; only an empty map is valid (ferry has no tag namespaces).
+	DefinedTags *IdentityDefinedTags `json:"definedTags,omitempty"`
+
+	// Description The new description of the compartment.
+	Description *string `json:"description,omitempty"`
+
+	// FreeformTags The new free-form tags; replaces the whole map.
+	FreeformTags *FreeformTags `json:"freeformTags,omitempty"`
+
+	// Name The new name of the compartment, unique among its siblings (letters, digits, `.`, `_`, `-`).
+	Name *string `json:"name,omitempty"`
+}
+
+// IdentityWorkRequest An identity work request in OCI Identity's shape; in ferry, the record of a compartment's deletion.
+type IdentityWorkRequest struct {
+	// CompartmentId The OCID of the compartment that held the deleted compartment.
+	CompartmentId Ocid `json:"compartmentId"`
+
+	// Id The OCID of the work request.
+	Id Ocid `json:"id"`
+
+	// OperationType The kind of operation.
+	OperationType IdentityWorkRequestOperationType `json:"operationType"`
+
+	// PercentComplete How much of the work is done, in percent.
+	PercentComplete float32 `json:"percentComplete"`
+
+	// Resources The resources the work request acted on.
+	Resources []IdentityWorkRequestResource `json:"resources"`
+
+	// Status The status of the work request.
+	Status IdentityWorkRequestStatus `json:"status"`
+
+	// TimeAccepted When the work request was accepted (RFC 3339, UTC).
+	TimeAccepted time.Time `json:"timeAccepted"`
+
+	// TimeFinished When the work finished (RFC 3339, UTC).
+	TimeFinished *time.Time `json:"timeFinished,omitempty"`
+
+	// TimeStarted When the work started (RFC 3339, UTC).
+	TimeStarted *time.Time `json:"timeStarted,omitempty"`
+}
+
+// IdentityWorkRequestOperationType The kind of operation.
+type IdentityWorkRequestOperationType string
+
+// IdentityWorkRequestStatus The status of the work request.
+type IdentityWorkRequestStatus string
+
+// IdentityWorkRequestResource A resource an identity work request acted on.
+type IdentityWorkRequestResource struct {
+	// ActionType What the work request did to the resource.
+	ActionType IdentityWorkRequestResourceActionType `json:"actionType"`
+
+	// EntityType The type of the resource (`compartment`).
+	EntityType string `json:"entityType"`
+
+	// EntityUri The path at which the resource can be read.
+	EntityUri *string `json:"entityUri,omitempty"`
+
+	// Identifier The OCID of the resource.
+	Identifier Ocid `json:"identifier"`
+}
+
+// IdentityWorkRequestResourceActionType What the work request did to the resource.
+type IdentityWorkRequestResourceActionType string
 
 // LifecycleState The lifecycle state of a resource.
 type LifecycleState string
@@ -1672,6 +1935,96 @@ type TooManyRequests = Error
 // Unauthorized The body of every error response.
 type Unauthorized = Error
 
+// IdentityListCompartmentsParams defines parameters for IdentityListCompartments.
+type IdentityListCompartmentsParams struct {
+	// CompartmentId The OCID of the compartment to list in.
+	CompartmentId CompartmentIdQuery `form:"compartmentId" json:"compartmentId"`
+
+	// CompartmentIdInSubtree When true, list in the compartment `compartmentId` and all of its descendants (that the caller may see);
+	// when false, only directly in `compartmentId`.
+	CompartmentIdInSubtree *CompartmentIdInSubtreeQuery `form:"compartmentIdInSubtree,omitempty" json:"compartmentIdInSubtree,omitempty"`
+
+	// AccessLevel `ANY` (the default): the compartments the list reaches, as ferry's ListCompartments answers.
+	// `ACCESSIBLE`: only those the caller may inspect itself, each with `isAccessible: true`.
+	AccessLevel *IdentityListCompartmentsParamsAccessLevel `form:"accessLevel,omitempty" json:"accessLevel,omitempty"`
+
+	// Name Only return the compartment with exactly this name (case-sensitive).
+	Name *string `form:"name,omitempty" json:"name,omitempty"`
+
+	// LifecycleState Only return compartments in this lifecycle state (absent = every state but `DELETED`).
+	LifecycleState *IdentityCompartmentLifecycleState `form:"lifecycleState,omitempty" json:"lifecycleState,omitempty"`
+
+	// Limit The maximum number of items to return in one page (1..1000).
+	Limit *LimitQuery `form:"limit,omitempty" json:"limit,omitempty"`
+
+	// Page The page to return, the value of the `opc-next-page` header of the previous response.
+	Page *PageQuery `form:"page,omitempty" json:"page,omitempty"`
+
+	// SortBy The field to sort by: `TIMECREATED` (newest first by default) or `NAME` (alphabetical by default).
+	SortBy *IdentityListCompartmentsParamsSortBy `form:"sortBy,omitempty" json:"sortBy,omitempty"`
+
+	// SortOrder The sort order. Defaults to `DESC` when sorting by `timeCreated` and to `ASC` when sorting by a name.
+	SortOrder *SortOrderQuery `form:"sortOrder,omitempty" json:"sortOrder,omitempty"`
+
+	// OpcRequestId A caller-chosen unique id for this request (for log correlation); it is echoed in the `opc-request-id`
+	// response header. When absent the server generates one.
+	OpcRequestId *OpcRequestIdHeader `json:"opc-request-id,omitempty"`
+}
+
+// IdentityListCompartmentsParamsAccessLevel defines parameters for IdentityListCompartments.
+type IdentityListCompartmentsParamsAccessLevel string
+
+// IdentityListCompartmentsParamsSortBy defines parameters for IdentityListCompartments.
+type IdentityListCompartmentsParamsSortBy string
+
+// IdentityCreateCompartmentParams defines parameters for IdentityCreateCompartment.
+type IdentityCreateCompartmentParams struct {
+	// OpcRequestId A caller-chosen unique id for this request (for log correlation); it is echoed in the `opc-request-id`
+	// response header. When absent the server generates one.
+	OpcRequestId *OpcRequestIdHeader `json:"opc-request-id,omitempty"`
+
+	// OpcRetryToken A caller-chosen token that makes the create idempotent: a retry with the same token and the same body
+	// within 24 hours returns the original result instead of creating again; the same token with a different
+	// body answers 409 `Conflict`.
+	OpcRetryToken *OpcRetryTokenHeader `json:"opc-retry-token,omitempty"`
+}
+
+// IdentityDeleteCompartmentParams defines parameters for IdentityDeleteCompartment.
+type IdentityDeleteCompartmentParams struct {
+	// OpcRequestId A caller-chosen unique id for this request (for log correlation); it is echoed in the `opc-request-id`
+	// response header. When absent the server generates one.
+	OpcRequestId *OpcRequestIdHeader `json:"opc-request-id,omitempty"`
+
+	// IfMatch For optimistic concurrency: the `etag` of the resource as last read. When it differs from the current
+	// etag the call answers 412 `NoEtagMatch` and changes nothing.
+	IfMatch *IfMatchHeader `json:"if-match,omitempty"`
+}
+
+// IdentityGetCompartmentParams defines parameters for IdentityGetCompartment.
+type IdentityGetCompartmentParams struct {
+	// OpcRequestId A caller-chosen unique id for this request (for log correlation); it is echoed in the `opc-request-id`
+	// response header. When absent the server generates one.
+	OpcRequestId *OpcRequestIdHeader `json:"opc-request-id,omitempty"`
+}
+
+// IdentityUpdateCompartmentParams defines parameters for IdentityUpdateCompartment.
+type IdentityUpdateCompartmentParams struct {
+	// OpcRequestId A caller-chosen unique id for this request (for log correlation); it is echoed in the `opc-request-id`
+	// response header. When absent the server generates one.
+	OpcRequestId *OpcRequestIdHeader `json:"opc-request-id,omitempty"`
+
+	// IfMatch For optimistic concurrency: the `etag` of the resource as last read. When it differs from the current
+	// etag the call answers 412 `NoEtagMatch` and changes nothing.
+	IfMatch *IfMatchHeader `json:"if-match,omitempty"`
+}
+
+// IdentityGetWorkRequestParams defines parameters for IdentityGetWorkRequest.
+type IdentityGetWorkRequestParams struct {
+	// OpcRequestId A caller-chosen unique id for this request (for log correlation); it is echoed in the `opc-request-id`
+	// response header. When absent the server generates one.
+	OpcRequestId *OpcRequestIdHeader `json:"opc-request-id,omitempty"`
+}
+
 // AuthorizeParams defines parameters for Authorize.
 type AuthorizeParams struct {
 	// OpcRequestId A caller-chosen unique id for this request (for log correlation); it is echoed in the `opc-request-id`
@@ -2279,6 +2632,12 @@ type ReadyzParams struct {
 	OpcRequestId *OpcRequestIdHeader `json:"opc-request-id,omitempty"`
 }
 
+// IdentityCreateCompartmentJSONRequestBody defines body for IdentityCreateCompartment for application/json ContentType.
+type IdentityCreateCompartmentJSONRequestBody = IdentityCreateCompartmentDetails
+
+// IdentityUpdateCompartmentJSONRequestBody defines body for IdentityUpdateCompartment for application/json ContentType.
+type IdentityUpdateCompartmentJSONRequestBody = IdentityUpdateCompartmentDetails
+
 // AuthorizeJSONRequestBody defines body for Authorize for application/json ContentType.
 type AuthorizeJSONRequestBody = AuthorizeDetails
 
@@ -2332,6 +2691,24 @@ type UpdateMessageJSONRequestBody = UpdateMessageDetails
 
 // ServerInterface represents all server handlers.
 type ServerInterface interface {
+	// IdentityListCompartments List compartments (OCI Identity)
+	// (GET /20160918/compartments)
+	IdentityListCompartments(c *gin.Context, params IdentityListCompartmentsParams)
+	// IdentityCreateCompartment Create a compartment (OCI Identity)
+	// (POST /20160918/compartments)
+	IdentityCreateCompartment(c *gin.Context, params IdentityCreateCompartmentParams)
+	// IdentityDeleteCompartment Delete a compartment (OCI Identity)
+	// (DELETE /20160918/compartments/{compartmentId})
+	IdentityDeleteCompartment(c *gin.Context, compartmentId CompartmentIdPath, params IdentityDeleteCompartmentParams)
+	// IdentityGetCompartment Get a compartment (OCI Identity)
+	// (GET /20160918/compartments/{compartmentId})
+	IdentityGetCompartment(c *gin.Context, compartmentId CompartmentIdPath, params IdentityGetCompartmentParams)
+	// IdentityUpdateCompartment Update a compartment (OCI Identity)
+	// (PUT /20160918/compartments/{compartmentId})
+	IdentityUpdateCompartment(c *gin.Context, compartmentId CompartmentIdPath, params IdentityUpdateCompartmentParams)
+	// IdentityGetWorkRequest Get an identity work request (OCI Identity)
+	// (GET /20160918/workRequests/{workRequestId})
+	IdentityGetWorkRequest(c *gin.Context, workRequestId WorkRequestIdPath, params IdentityGetWorkRequestParams)
 	// Authorize Simulate an authorization decision
 	// (POST /20210201/actions/authorize)
 	Authorize(c *gin.Context, params AuthorizeParams)
@@ -2474,6 +2851,411 @@ type ServerInterfaceWrapper struct {
 }
 
 type MiddlewareFunc func(c *gin.Context)
+
+// IdentityListCompartments operation middleware
+func (siw *ServerInterfaceWrapper) IdentityListCompartments(c *gin.Context) {
+
+	var err error
+	_ = err
+
+	// Parameter object where we will unmarshal all parameters from the context
+	var params IdentityListCompartmentsParams
+
+	// ------------- Required query parameter "compartmentId" -------------
+
+	err = runtime.BindQueryParameterWithOptions("form", true, true, "compartmentId", c.Request.URL.Query(), &params.CompartmentId, runtime.BindQueryParameterOptions{Type: "string", Format: ""})
+	if err != nil {
+		siw.ErrorHandler(c, fmt.Errorf("Invalid format for parameter compartmentId: %w", err), http.StatusBadRequest)
+		return
+	}
+
+	// ------------- Optional query parameter "compartmentIdInSubtree" -------------
+
+	err = runtime.BindQueryParameterWithOptions("form", true, false, "compartmentIdInSubtree", c.Request.URL.Query(), &params.CompartmentIdInSubtree, runtime.BindQueryParameterOptions{Type: "boolean", Format: ""})
+	if err != nil {
+		siw.ErrorHandler(c, fmt.Errorf("Invalid format for parameter compartmentIdInSubtree: %w", err), http.StatusBadRequest)
+		return
+	}
+
+	// ------------- Optional query parameter "accessLevel" -------------
+
+	err = runtime.BindQueryParameterWithOptions("form", true, false, "accessLevel", c.Request.URL.Query(), &params.AccessLevel, runtime.BindQueryParameterOptions{Type: "string", Format: ""})
+	if err != nil {
+		siw.ErrorHandler(c, fmt.Errorf("Invalid format for parameter accessLevel: %w", err), http.StatusBadRequest)
+		return
+	}
+
+	// ------------- Optional query parameter "name" -------------
+
+	err = runtime.BindQueryParameterWithOptions("form", true, false, "name", c.Request.URL.Query(), &params.Name, runtime.BindQueryParameterOptions{Type: "string", Format: ""})
+	if err != nil {
+		siw.ErrorHandler(c, fmt.Errorf("Invalid format for parameter name: %w", err), http.StatusBadRequest)
+		return
+	}
+
+	// ------------- Optional query parameter "lifecycleState" -------------
+
+	err = runtime.BindQueryParameterWithOptions("form", true, false, "lifecycleState", c.Request.URL.Query(), &params.LifecycleState, runtime.BindQueryParameterOptions{Type: "string", Format: ""})
+	if err != nil {
+		siw.ErrorHandler(c, fmt.Errorf("Invalid format for parameter lifecycleState: %w", err), http.StatusBadRequest)
+		return
+	}
+
+	// ------------- Optional query parameter "limit" -------------
+
+	err = runtime.BindQueryParameterWithOptions("form", true, false, "limit", c.Request.URL.Query(), &params.Limit, runtime.BindQueryParameterOptions{Type: "integer", Format: ""})
+	if err != nil {
+		siw.ErrorHandler(c, fmt.Errorf("Invalid format for parameter limit: %w", err), http.StatusBadRequest)
+		return
+	}
+
+	// ------------- Optional query parameter "page" -------------
+
+	err = runtime.BindQueryParameterWithOptions("form", true, false, "page", c.Request.URL.Query(), &params.Page, runtime.BindQueryParameterOptions{Type: "string", Format: ""})
+	if err != nil {
+		siw.ErrorHandler(c, fmt.Errorf("Invalid format for parameter page: %w", err), http.StatusBadRequest)
+		return
+	}
+
+	// ------------- Optional query parameter "sortBy" -------------
+
+	err = runtime.BindQueryParameterWithOptions("form", true, false, "sortBy", c.Request.URL.Query(), &params.SortBy, runtime.BindQueryParameterOptions{Type: "string", Format: ""})
+	if err != nil {
+		siw.ErrorHandler(c, fmt.Errorf("Invalid format for parameter sortBy: %w", err), http.StatusBadRequest)
+		return
+	}
+
+	// ------------- Optional query parameter "sortOrder" -------------
+
+	err = runtime.BindQueryParameterWithOptions("form", true, false, "sortOrder", c.Request.URL.Query(), &params.SortOrder, runtime.BindQueryParameterOptions{Type: "string", Format: ""})
+	if err != nil {
+		siw.ErrorHandler(c, fmt.Errorf("Invalid format for parameter sortOrder: %w", err), http.StatusBadRequest)
+		return
+	}
+
+	headers := c.Request.Header
+
+	// ------------- Optional header parameter "opc-request-id" -------------
+	if valueList, found := headers[http.CanonicalHeaderKey("opc-request-id")]; found {
+		var OpcRequestId OpcRequestIdHeader
+		n := len(valueList)
+		if n != 1 {
+			siw.ErrorHandler(c, fmt.Errorf("Expected one value for opc-request-id, got %d", n), http.StatusBadRequest)
+			return
+		}
+
+		err = runtime.BindStyledParameterWithOptions("simple", "opc-request-id", valueList[0], &OpcRequestId, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""})
+		if err != nil {
+			siw.ErrorHandler(c, fmt.Errorf("Invalid format for parameter opc-request-id: %w", err), http.StatusBadRequest)
+			return
+		}
+
+		params.OpcRequestId = &OpcRequestId
+
+	}
+
+	for _, middleware := range siw.HandlerMiddlewares {
+		middleware(c)
+		if c.IsAborted() {
+			return
+		}
+	}
+
+	siw.Handler.IdentityListCompartments(c, params)
+}
+
+// IdentityCreateCompartment operation middleware
+func (siw *ServerInterfaceWrapper) IdentityCreateCompartment(c *gin.Context) {
+
+	var err error
+	_ = err
+
+	// Parameter object where we will unmarshal all parameters from the context
+	var params IdentityCreateCompartmentParams
+
+	headers := c.Request.Header
+
+	// ------------- Optional header parameter "opc-request-id" -------------
+	if valueList, found := headers[http.CanonicalHeaderKey("opc-request-id")]; found {
+		var OpcRequestId OpcRequestIdHeader
+		n := len(valueList)
+		if n != 1 {
+			siw.ErrorHandler(c, fmt.Errorf("Expected one value for opc-request-id, got %d", n), http.StatusBadRequest)
+			return
+		}
+
+		err = runtime.BindStyledParameterWithOptions("simple", "opc-request-id", valueList[0], &OpcRequestId, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""})
+		if err != nil {
+			siw.ErrorHandler(c, fmt.Errorf("Invalid format for parameter opc-request-id: %w", err), http.StatusBadRequest)
+			return
+		}
+
+		params.OpcRequestId = &OpcRequestId
+
+	}
+
+	// ------------- Optional header parameter "opc-retry-token" -------------
+	if valueList, found := headers[http.CanonicalHeaderKey("opc-retry-token")]; found {
+		var OpcRetryToken OpcRetryTokenHeader
+		n := len(valueList)
+		if n != 1 {
+			siw.ErrorHandler(c, fmt.Errorf("Expected one value for opc-retry-token, got %d", n), http.StatusBadRequest)
+			return
+		}
+
+		err = runtime.BindStyledParameterWithOptions("simple", "opc-retry-token", valueList[0], &OpcRetryToken, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""})
+		if err != nil {
+			siw.ErrorHandler(c, fmt.Errorf("Invalid format for parameter opc-retry-token: %w", err), http.StatusBadRequest)
+			return
+		}
+
+		params.OpcRetryToken = &OpcRetryToken
+
+	}
+
+	for _, middleware := range siw.HandlerMiddlewares {
+		middleware(c)
+		if c.IsAborted() {
+			return
+		}
+	}
+
+	siw.Handler.IdentityCreateCompartment(c, params)
+}
+
+// IdentityDeleteCompartment operation middleware
+func (siw *ServerInterfaceWrapper) IdentityDeleteCompartment(c *gin.Context) {
+
+	var err error
+	_ = err
+
+	// ------------- Path parameter "compartmentId" -------------
+	var compartmentId CompartmentIdPath
+
+	err = runtime.BindStyledParameterWithOptions("simple", "compartmentId", c.Param("compartmentId"), &compartmentId, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationPath, Explode: false, Required: true, Type: "string", Format: "", ValueIsUnescaped: true})
+	if err != nil {
+		siw.ErrorHandler(c, fmt.Errorf("Invalid format for parameter compartmentId: %w", err), http.StatusBadRequest)
+		return
+	}
+
+	// Parameter object where we will unmarshal all parameters from the context
+	var params IdentityDeleteCompartmentParams
+
+	headers := c.Request.Header
+
+	// ------------- Optional header parameter "opc-request-id" -------------
+	if valueList, found := headers[http.CanonicalHeaderKey("opc-request-id")]; found {
+		var OpcRequestId OpcRequestIdHeader
+		n := len(valueList)
+		if n != 1 {
+			siw.ErrorHandler(c, fmt.Errorf("Expected one value for opc-request-id, got %d", n), http.StatusBadRequest)
+			return
+		}
+
+		err = runtime.BindStyledParameterWithOptions("simple", "opc-request-id", valueList[0], &OpcRequestId, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""})
+		if err != nil {
+			siw.ErrorHandler(c, fmt.Errorf("Invalid format for parameter opc-request-id: %w", err), http.StatusBadRequest)
+			return
+		}
+
+		params.OpcRequestId = &OpcRequestId
+
+	}
+
+	// ------------- Optional header parameter "if-match" -------------
+	if valueList, found := headers[http.CanonicalHeaderKey("if-match")]; found {
+		var IfMatch IfMatchHeader
+		n := len(valueList)
+		if n != 1 {
+			siw.ErrorHandler(c, fmt.Errorf("Expected one value for if-match, got %d", n), http.StatusBadRequest)
+			return
+		}
+
+		err = runtime.BindStyledParameterWithOptions("simple", "if-match", valueList[0], &IfMatch, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""})
+		if err != nil {
+			siw.ErrorHandler(c, fmt.Errorf("Invalid format for parameter if-match: %w", err), http.StatusBadRequest)
+			return
+		}
+
+		params.IfMatch = &IfMatch
+
+	}
+
+	for _, middleware := range siw.HandlerMiddlewares {
+		middleware(c)
+		if c.IsAborted() {
+			return
+		}
+	}
+
+	siw.Handler.IdentityDeleteCompartment(c, compartmentId, params)
+}
+
+// IdentityGetCompartment operation middleware
+func (siw *ServerInterfaceWrapper) IdentityGetCompartment(c *gin.Context) {
+
+	var err error
+	_ = err
+
+	// ------------- Path parameter "compartmentId" -------------
+	var compartmentId CompartmentIdPath
+
+	err = runtime.BindStyledParameterWithOptions("simple", "compartmentId", c.Param("compartmentId"), &compartmentId, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationPath, Explode: false, Required: true, Type: "string", Format: "", ValueIsUnescaped: true})
+	if err != nil {
+		siw.ErrorHandler(c, fmt.Errorf("Invalid format for parameter compartmentId: %w", err), http.StatusBadRequest)
+		return
+	}
+
+	// Parameter object where we will unmarshal all parameters from the context
+	var params IdentityGetCompartmentParams
+
+	headers := c.Request.Header
+
+	// ------------- Optional header parameter "opc-request-id" -------------
+	if valueList, found := headers[http.CanonicalHeaderKey("opc-request-id")]; found {
+		var OpcRequestId OpcRequestIdHeader
+		n := len(valueList)
+		if n != 1 {
+			siw.ErrorHandler(c, fmt.Errorf("Expected one value for opc-request-id, got %d", n), http.StatusBadRequest)
+			return
+		}
+
+		err = runtime.BindStyledParameterWithOptions("simple", "opc-request-id", valueList[0], &OpcRequestId, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""})
+		if err != nil {
+			siw.ErrorHandler(c, fmt.Errorf("Invalid format for parameter opc-request-id: %w", err), http.StatusBadRequest)
+			return
+		}
+
+		params.OpcRequestId = &OpcRequestId
+
+	}
+
+	for _, middleware := range siw.HandlerMiddlewares {
+		middleware(c)
+		if c.IsAborted() {
+			return
+		}
+	}
+
+	siw.Handler.IdentityGetCompartment(c, compartmentId, params)
+}
+
+// IdentityUpdateCompartment operation middleware
+func (siw *ServerInterfaceWrapper) IdentityUpdateCompartment(c *gin.Context) {
+
+	var err error
+	_ = err
+
+	// ------------- Path parameter "compartmentId" -------------
+	var compartmentId CompartmentIdPath
+
+	err = runtime.BindStyledParameterWithOptions("simple", "compartmentId", c.Param("compartmentId"), &compartmentId, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationPath, Explode: false, Required: true, Type: "string", Format: "", ValueIsUnescaped: true})
+	if err != nil {
+		siw.ErrorHandler(c, fmt.Errorf("Invalid format for parameter compartmentId: %w", err), http.StatusBadRequest)
+		return
+	}
+
+	// Parameter object where we will unmarshal all parameters from the context
+	var params IdentityUpdateCompartmentParams
+
+	headers := c.Request.Header
+
+	// ------------- Optional header parameter "opc-request-id" -------------
+	if valueList, found := headers[http.CanonicalHeaderKey("opc-request-id")]; found {
+		var OpcRequestId OpcRequestIdHeader
+		n := len(valueList)
+		if n != 1 {
+			siw.ErrorHandler(c, fmt.Errorf("Expected one value for opc-request-id, got %d", n), http.StatusBadRequest)
+			return
+		}
+
+		err = runtime.BindStyledParameterWithOptions("simple", "opc-request-id", valueList[0], &OpcRequestId, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""})
+		if err != nil {
+			siw.ErrorHandler(c, fmt.Errorf("Invalid format for parameter opc-request-id: %w", err), http.StatusBadRequest)
+			return
+		}
+
+		params.OpcRequestId = &OpcRequestId
+
+	}
+
+	// ------------- Optional header parameter "if-match" -------------
+	if valueList, found := headers[http.CanonicalHeaderKey("if-match")]; found {
+		var IfMatch IfMatchHeader
+		n := len(valueList)
+		if n != 1 {
+			siw.ErrorHandler(c, fmt.Errorf("Expected one value for if-match, got %d", n), http.StatusBadRequest)
+			return
+		}
+
+		err = runtime.BindStyledParameterWithOptions("simple", "if-match", valueList[0], &IfMatch, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""})
+		if err != nil {
+			siw.ErrorHandler(c, fmt.Errorf("Invalid format for parameter if-match: %w", err), http.StatusBadRequest)
+			return
+		}
+
+		params.IfMatch = &IfMatch
+
+	}
+
+	for _, middleware := range siw.HandlerMiddlewares {
+		middleware(c)
+		if c.IsAborted() {
+			return
+		}
+	}
+
+	siw.Handler.IdentityUpdateCompartment(c, compartmentId, params)
+}
+
+// IdentityGetWorkRequest operation middleware
+func (siw *ServerInterfaceWrapper) IdentityGetWorkRequest(c *gin.Context) {
+
+	var err error
+	_ = err
+
+	// ------------- Path parameter "workRequestId" -------------
+	var workRequestId WorkRequestIdPath
+
+	err = runtime.BindStyledParameterWithOptions("simple", "workRequestId", c.Param("workRequestId"), &workRequestId, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationPath, Explode: false, Required: true, Type: "string", Format: "", ValueIsUnescaped: true})
+	if err != nil {
+		siw.ErrorHandler(c, fmt.Errorf("Invalid format for parameter workRequestId: %w", err), http.StatusBadRequest)
+		return
+	}
+
+	// Parameter object where we will unmarshal all parameters from the context
+	var params IdentityGetWorkRequestParams
+
+	headers := c.Request.Header
+
+	// ------------- Optional header parameter "opc-request-id" -------------
+	if valueList, found := headers[http.CanonicalHeaderKey("opc-request-id")]; found {
+		var OpcRequestId OpcRequestIdHeader
+		n := len(valueList)
+		if n != 1 {
+			siw.ErrorHandler(c, fmt.Errorf("Expected one value for opc-request-id, got %d", n), http.StatusBadRequest)
+			return
+		}
+
+		err = runtime.BindStyledParameterWithOptions("simple", "opc-request-id", valueList[0], &OpcRequestId, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""})
+		if err != nil {
+			siw.ErrorHandler(c, fmt.Errorf("Invalid format for parameter opc-request-id: %w", err), http.StatusBadRequest)
+			return
+		}
+
+		params.OpcRequestId = &OpcRequestId
+
+	}
+
+	for _, middleware := range siw.HandlerMiddlewares {
+		middleware(c)
+		if c.IsAborted() {
+			return
+		}
+	}
+
+	siw.Handler.IdentityGetWorkRequest(c, workRequestId, params)
+}
 
 // Authorize operation middleware
 func (siw *ServerInterfaceWrapper) Authorize(c *gin.Context) {
@@ -5430,6 +6212,12 @@ func RegisterHandlersWithOptions(router gin.IRouter, si ServerInterface, options
 	router.GET(options.BaseURL+"/20210201/policies/:policyId", wrapper.GetPolicy)
 	router.PUT(options.BaseURL+"/20210201/policies/:policyId", wrapper.UpdatePolicy)
 	router.POST(options.BaseURL+"/20210201/actions/authorize", wrapper.Authorize)
+	router.GET(options.BaseURL+"/20160918/compartments", wrapper.IdentityListCompartments)
+	router.POST(options.BaseURL+"/20160918/compartments", wrapper.IdentityCreateCompartment)
+	router.DELETE(options.BaseURL+"/20160918/compartments/:compartmentId", wrapper.IdentityDeleteCompartment)
+	router.GET(options.BaseURL+"/20160918/compartments/:compartmentId", wrapper.IdentityGetCompartment)
+	router.PUT(options.BaseURL+"/20160918/compartments/:compartmentId", wrapper.IdentityUpdateCompartment)
+	router.GET(options.BaseURL+"/20160918/workRequests/:workRequestId", wrapper.IdentityGetWorkRequest)
 	router.GET(options.BaseURL+"/healthz", wrapper.Healthz)
 	router.GET(options.BaseURL+"/readyz", wrapper.Readyz)
 	router.GET(options.BaseURL+"/metrics", wrapper.Metrics)
@@ -5441,353 +6229,382 @@ func RegisterHandlersWithOptions(router gin.IRouter, si ServerInterface, options
 // const string: with thousands of chunks the chained `+` fold is several
 // times slower for the Go compiler than parsing a slice literal.
 var swaggerSpec = []string{
-	"7L3rchs5tib6KgjuiTDpSdG0rHJXUbHjjEqWXdrbtlSS3N77VHo6ISZIopUEWAnQEtvhif55fp+H6Afr",
-	"J5nAWkAm8kYmdbNcrf5RbZFMJC4L676+9aUzkrO5FExo1Rl+6UwZjVkK/zw4oxPz/zFTo5TPNZeiM+yc",
-	"TRkZLdKUCU2Y0FwviaYTIsdETxlJmZKLdMR2yZwqRbgmVJGIj7dmVI+mERnLlMi55jOuNB+RkRQ41mjZ",
-	"7wQdNZqyGTXv1Ms56ww7SqdcTDpfvwado/noPbvSx3TCqpM6TpkyE7qcMkFmMoWJLBKtCLviSg/dbBT5",
-	"TJMFM5Mys43mdMIi8vuCpUsypymdMc1SoiWZMA2/EOxKE/OrfijWT/CE/b5gSh/G9du2EPz3BSM8xt3i",
-	"iqT4QAD7ohbzuUw1oSImiZyQkUxTllAzQJ8cjKaS4axHNElY+kSRSM5HW3aILR5HoYD1S8HIJVXE7Eir",
-	"aX+U6cWaqR/tH75yZ3wp0ws3c6KnVBOd0tGFwiVRtRSjaSqFXCgi5yzFBRRm8T9SNu4MO//2LKe9Z/it",
-	"enY04jFM7ITpdLk31iytTukXeUlmVCyJYiMpYmWO7JJyTc7ZGE9fp0suJsXXzrjgs8WsMxwEbiO40GzC",
-	"0s5X88aMAoD896dUCJa85olm6a+GRKrzOGFmJ0caDyZbrZmOOYURDkG6VBB2RUc6+4THPSKB0uBE8VNF",
-	"LqdSAYEoTVOtyCXXU0JDMU/ZmF+Rrvmx/fdYJom8ZDE5X5LoaYQkxK7obJ4wEsnU3OKtp1EPKYCb2QKd",
-	"d4KOoDOz9pG/wOJG0au3TEz0tDPc/uFPgdk49/dzs01as9QM+L9/+99PP/3PMHz6//yPTlBDW/tyNqep",
-	"njGhD+NDcbo41yljDXv50dCuThcsIAlXmnCBe5OPQaKRP2AEN4UmiSFMc7fNeEzEVGhltopq77qQGTXU",
-	"wnq79paMaaJYQKRIliTmKRvpZGneWXrHiu2rXVxhH2M2potEd4b4MrdD51ImjIrqFh1Ts8Xr7p/34r6b",
-	"29w8WT+1TtAxl5WnLO4MYX83vYmFOTac3opJGiq3J9pvs5e3MWGhFjOWvknlYt5+W/EhMjFPubvGZzRd",
-	"4kdPFP6eoyT5fcEWzH7WazyIwkRufWUrDqO0HHcTCI3jlCnF1BBWgTuQwr+jmKt5Qpfv6YxFfbJ3DjL1",
-	"34m/E27YUMC4q65HeekN/OWHMn+p4yM41mH8C6gnDSt2cjFbOo+DTNSPsjEqAj87PFR+8jX819ZrlqbL",
-	"Lff+rdI6Vh1ZPufSEpqp0SkG+eHB9LkmZj6xOSOWjA2TesP0O6YUnTC1hvJuQHSNK1hFdTVnQKQglCgu",
-	"JgnboiPNP7Ot7Gu4RaTrZmhWn7KA8ImQ5k+WKHZpPur1ySmdOc0tFFHN2UQED3AX9cBzaYRnykARMk8t",
-	"yWyhjI5A2O8Lmqyn3esf96vk9/VirqgzZBcTPnfcJWY03kqYkbh2r7hQmtGMVOyHQBpN7DVOft9ULh2O",
-	"3xmNvem+vW7U44d43Zimk6hsFZjTS6jSJGU07hPYCq5JzMdjlioyTuUMyR/ti1CYUTzWJdSl+d3O820S",
-	"vZcHmk7eoVlhFAGjzkyYIkLqqVH98tMtX2tnjtyIJ73lYzZajhJ2qqlu0mmOjHaRMr1IRbYJCjUbrkji",
-	"hjDqnmZNp5cU3tSaIosTtHOecb3i9s7olVGQiVjMzlmKahWbgXZtF8HRvDAWEek+7/efDwaDXvPEZ1zX",
-	"E97zwSDo2NfBX4MgV8+f16jnQccyvBM2Ynyum7loij9wtJcwqlhMZvg0MFRcC6rOHicl3Q8nb7cUHRu1",
-	"cE5/X7AmsT4rTOXaDLa4oooR2XT39iyX3RoZa0F4ZqUxAXy7knTNJyVbsrdr7hxXhBmTMnZ6dtWYTJma",
-	"S6GY5ar2vtJzx06JYulno2AwYXgYU4Y0Vly74guaLt9PP66/e7BLOl2eyQsm2m6TNj9Ge3VGL5wtnTKq",
-	"zd6x2VxqJvSQULQe0faCZRq5g08bPpN9dC7jZSjMz7gg2ztkKhepIy5rEKZ8wgVNrDfCZ93wYi4mhE4o",
-	"F7vlF6HhZzkjsELztpwDDn4i0b4U44SPdLR2z3W63IJxmzb95U6bTTcbS5PbswZIlzoVUzFWFIe9tqbC",
-	"hgr0MZ2wFZMGxpaxOxTR6DKyK4FrItiV3kLfEW64+3aess9cLgwV4N1pWoV5uOkwng+2WxzHsUz4aNnW",
-	"uJnDrxvY2dwOdXPz5FejjLSdE2guDVP6HQe6+YxOZaqP0rjRg2MmpWSqCXhM+uQVSiiQedGrg9P9CJVJ",
-	"8xtzXc+XJNJ8xvaBcVgfhPntXt1PKWjuzYqmcrNrTcjZemB1Bc9du133vXcNm39Z8Afe8Ai+mufxMoBb",
-	"7Wca27HNXyMpDNc1/6TzecJHcPmf/VWZuX9p+aaDNJXWhVenDqAoNFa7+EwTHvfJvoyN/Rsd4gfHzhCM",
-	"SJfa684VmdFkLFNjeBlldwEaRWp0zIBQI3UvhLwUZMxZEofCOVwD82Pq+Ihh5TLNVJJ8Dr2ARO+4MkZR",
-	"8e2ZIZRNA3lkLwhFBPrbwdWIsdiQXpcSzQQVo6V5CRoCoHORS7lIYjB07I97fQIKHmocQJVWRI3HTMSG",
-	"XGEhSKpeEKAktBtOwj7wrOAD/2qtRhBSd3/YuTwcWqMDD35kP3beVGMfsNRsXrzASeB+wKlGJYEZkZQt",
-	"jP7oPLGZRAbxb09baZrkm2tPu9c3BAaK10iDDp5NzFpDHIwVIwgpWgCondAkkZcqFEXzsOv7d2OWMNQe",
-	"iqLVPG5HZbO5xvkt5rFVNSyNuJ+dMy4moYDBDInc9tkfCs1SQZNT0BPx4O6eDGreGg3xxrKrORtpFpMx",
-	"5ckiZaVLwYw2m7LPjCbmouIw4GC5xU15L/VruRDxPezEe6n3FnoqU/43Fh+l7s1lMowlsyRzxRUysEKY",
-	"CdQDzhSJJfwM6BPsjFDk9CmNKY8bqi8lGVHFFHhfYpbwczAQwMEec2WIccHVlJ4n7NaJ7pguE0njMynf",
-	"0hRjhXe8zaU3ltgP6O1dYBOO0LjZqp7lzciGqQ3mKP43dssEd5xCjIyb6b6mPGH3Q3q5d8Z6hPIgsNWZ",
-	"M7qDj33HT4P76JY3xjAIPmIfBP1MeWKI8R42pvpSuz9CxubOCbMhYFg7ClIk5ZOpJkJeFoWAeSqmmp5T",
-	"BbJkIVJGR3Crere8VWdSvqNiaT9V97BPpTfaTbKxPCe7iJ6mUuuExRnXsu5QRcaLJOkTcBMQOoawvtnl",
-	"zLNlI8ehcP4PlPrwU0eit8qcjB6cvWHdo17wG3bng6AZJ78/ycGEBv3IiYxzRlPIjzB6rdGQUYMNclU5",
-	"IOc0TpZE8YkwfxlqXjJNQOklQLxzo97eMtv/6owSGGtP65SfLzT7s9Gh602izKjP2TJ1jw1BHzOWNulS",
-	"TWZSabL9w0symtKUjjRLVQ/1PqSmPjkU5I1EzxtXJKJiGYViKpMYta4IB4vwoWicSKpf7li3jRTsaNwZ",
-	"/lbyQL+s2PxBlr2Br+18/RR0rrYmcstzlqZjOmJfvhpqy0T/K6YpT2BnaIxygCbHqRHdmhujzEYByu6z",
-	"6XJuVGVDAkkmzsb2nqHPgCg+WyRUS4ihzb0xv5QcNeblSWJXut5s/FRnymkjXnVB4809SCAopCx8XeQK",
-	"EJXKvuv1zSaVo5S3Os1iPNnsXITf9d13GEPlcUQyEa1wYvCNanBSpVyM+JwmTxQOjkFAzWaqJscH/OyH",
-	"+CW43e33NE3p0nw9ZylcZGQdNa/LvidakpiNeAyimInFrDP8rfPrh4MPB385fH96fLB/1gns3ycHe6+y",
-	"Pz4cv9o7O8j+3D858P98dfD2wPvz3dGf8z+OP5y88f86/cX74+3bTtDZP3p3vHdy9u7g/Zk3Cf9TOxX/",
-	"o2xC/ofZtPwPs8kdH7093P9v7xX2Azu6/Ssbw/6dvcj+bYf7VL3emc/rFmnQutgMe1yc/5WhGb6CoMCl",
-	"YLj7E0UitTiPQJHYNDSW+4t+y95bILN89RK/9dnVCfjKGzx1jt1AZHTElU0tK3Ieq0zXxl7B9vf188xV",
-	"Yp/qd6rxULMFejRlMZjxM5crWTO/7HvPlCdcky6Y4+gfjJngxtz272xxAZlD9jZIwXJqmI+RSWhwZDNF",
-	"6nB/rVnWE0U0u9L9zrpj91zK+dh1x15kRqVR3EHW7X/dYPt0Ts95wvVyY2GHeuMoG6BPov2j96cf3h2c",
-	"/OXNydGH49OIMGF0a1Xi7ApcwGMq5EIH8G8c+7wUybcZNKGoSzTCf2L6n0sy8h7u9Un0du/kzcFf3h2c",
-	"nu69OTiNSMK0crqL0YfJYm7483Pyjv9stNos1GRUl//kP5u7fbzIo52eY1RpniQkU3XMCD3QaqhA7xEL",
-	"CMWojRznm8SZCkXK5gkdFddqFKh8Kw39J4x+Zgq8qGZlGH6V4zHqQEXq5+oYt6qQ7HQAmx8Xosjojq5m",
-	"JlSObmhuXnb1y7lMdvfBb2dm6TY1z1DgisRcwQTghIUMrRsRH0XyVLkyiZGjzOCHx0c0jVlMupCsIBci",
-	"97lV+c28ZgdeMRq/hUwQCLO8Ygn/zMxvFnX3tmEf6rLa/BwTmFhJrcqIECbbFLWvSaptWEeeZXajaQs6",
-	"Y6Qb2Y9t8AUPC8O66LUFz71g+ezby7L6+duE2ZtMfQxDOKnw74SZg3TkUjfTGnPAflCfhZWxMU9PK02t",
-	"E3SKLKVGKSnxY/i2lvFC7g2QpRcevp7hcVaNF8/kZ5Z7r+V92Borotcwm9zXoCXpYuQeYzFGfy/tW3F6",
-	"TRsoWLIvk4SNdK0qvodBJcOAsyRyVd2KTKWo2dX8uawCAWobVloPKyU0PrZiRU0FBZjrSN2cjHxRi3PF",
-	"dCE6/MSTcKDAOJatyIhmKXOkKySJntYoqy/X5a7X5K0X8p1r00p8A5Oi485O2pJA0dIkOmWsBc2uieBT",
-	"8Iz6yd8uQ7crUyIWSdLLrPOyIYx7bWcXoJ4RisgYnlbRyGduXlrPK8070E2KgtfbTDni8fMw7P9Gt/72",
-	"6X/afwy2ftoq/vHU/rG99adPX15sB19r97+wEdX9H6eMbY1lOiPeN3V3tTujSwiCGi7b69e9yoxlhjqj",
-	"E9Web7z2n6ryj9fZBDWdqNq0/a9Bh98towJ/A61xiXin7XLXvwblJMPWMytnGdbOsZTo2LQjolYjMAOA",
-	"qK8+FbjcNzqTYgI57IqfJ1xMVO1pe4kbTYm5pV28pLky0T15vU9evHjxU0A+nO0DPZlDproz7BgdecsM",
-	"3/TaD6BGb/JaSJTFpNZrv7vMrWOX5FE8paCaY+pvVXEFpUtTy/vzpbSUaPkDG4o078FmmbY6cTtn9jeQ",
-	"dlYu1csLa2agwCsYHTXOi4WW+3I24zWy5yMEyqRIln2S2XE0ZYSOLoS8TFhsaAVT5JdZ6nu9R+MuPJ/r",
-	"ymn8kpnck+zrxsiMYjRtaq9LtgWkOyBgg11yxYr5LYrMF2rKIDGLa3K+BNbggouXZojCDeJCv9zp1Nkv",
-	"mzBpvwTgU7CiJOeJIjy2MiBhpxiIqi7VfkEUFyNW2NMnljv4ycsjmiTg78afmwXDQvGXdj/yYIdMyZTR",
-	"NA4FZN1zXbBEvR244KLmGKKPe2f7v0TG0DdD56fdhQNys+rtkuj46O1b+GF5tlh446wTGBD9pG9r3aNz",
-	"zFNqyFzPtUSP9NDd1c3ICeNR/mUJMD8c0x9EbN1yLQhDJbLOCejf0OiSi1heRuSf/9//TyI7/SggU1e8",
-	"CoXK2cytsuJTbr/+1ZrqRc27o5MP798fvn8TDauuDNJdW4SDlip+lW2hOcDTs733r37+72gIJbYqFFoS",
-	"TS8YkZ9Zukuitwd7f8bXgjYanU4XOpaXIgryediiDFjyLokO/uvwLBqShI0t3TkqsEvoBB37VmOl4vid",
-	"oGMeq6UNI59O2IQr3cA1ciFrl5xmvyZdc1fAiUW4IAkXYNOds5Gcuf3YJdeV/UgDqwkFCFgqnZ8W10AO",
-	"hn7JQvgEW0cSdVK+pvwOycbe6Pw++ey2yJEq+7pK8q0S9D7zUygG84hcwZdalYdNgbBjcFYVZExi5hkH",
-	"yOyz16nFbIb71lIf8DbO/aGqqkGwWi2xzwVkXijBtNdLCkbGPFWojgvnkRfx+VK5ggxISEZJjjEK/87B",
-	"BQLWvvHCWmo5WQhy1aHDJq3UeXDp+ZHft++mJvJrVYxNnKlnzkVf5y3dJXXe0nreHbMxFyx25uaqBb7y",
-	"fmqeXOU1LdtIMNfMOprndZYjqtgWF4oJxQ0lNljFDR5O8xrrumRX85RhUNiQZDWJQjV6N9vY4e2t7zsy",
-	"pKux+4quGpCyTovaK1eFWEVTALIUdBDsMlmS+eI84aAAzLz63qr2nsVIVr0D01FqYlC57VEdueoI2MT8",
-	"v90odk21SGsr3kbU7s9+z194V5Z7XhRTLoLymUN2fX1K9CnmJtZ+kYOtFQ1trf81OkALSVuXCNNazN+C",
-	"4V9SF9arQIAPU5h8YFUVYytLa5OgoO/VSc37NN8LuVJqBR5PvkSa+itokoaNdn6jNW/NWiNfuBglixjz",
-	"QM2Gof4HiFP5trWw5dpZlkWt0qjmrYavhILKenm9Hp5v9lqqM5d4RT4KVOg3kNz90JWPntJvpcv4Id5a",
-	"fSFOfl93w0Gvg73BOOSNRPMacQycefMJraWNIl/32Tm+ETdiFYWsiL95vkisB7P4IlDqBMX92z96Oa/G",
-	"XDdKrwpIzCfmNlARk6gfBST6i/nP0Pznf5n//B/zn62oF4TCT1inZGqsXJmSuYy9yki/9nX7x1Uhu72t",
-	"/xdDSf2/DP/X/9lqit+BJLuVQHSMT6IBY+igBL50n6ZMTQTwFqNlpdjpjpcp+iDCZbcZHCLdEikHPh1v",
-	"VQLJz22iy3qqrCfJlekAdmm1l9gSciEJ6HrJ3Ei7q3n/LdrEpDsg/06EFKznmcdcTFnKddlM3iij6I4t",
-	"6NZG84aJRJuZ1N1YjtQzOuf9WZxvoGGldSZ1v0220I0sbNU2+26FFM1d0XYEQEHqrRCod2hFlm5kbln5",
-	"RNJ8JRF84SZ3MQdk+IaZTBb9xKvn4GK9TPnokBXdM4qMsQBkY/mxCRGKdvfWek9thsM1bqpqneMdENaf",
-	"9Em0B1neSO7HqYwXI2MhaEkWylLcFgTJuCjm5ABGZ1QwWYtCZ7B2sqXSjhkX7s81Fm2tDCosvpn6rXS4",
-	"NZ0KL6XLZlJMaxDS4O+GIkc5Wpg5sZhY1lHjI/CzkqsHt+99W+AFQxJ9CWGhYWcYlnMkw05A/vn3f3xt",
-	"zv3GbF7YFotMV4xnB8XxixmXYedrZMv9c/Yox34mt8UOaeXSyLPfC5SxXQ1djFy6oVkM7BFAS1Qhumpy",
-	"eWg6YUoTNTUWfkOyXmBofc7SEWQiIU5Y4A6PPB8MegHm8/kouRDxop8ZlGSOEz6Z6mrG8WqYsOCb8U+H",
-	"zVfwlLxlVLFDUYjw2919UdncX+QlSSQUDGKYthyLNZxnqdynLrV5RBOj0/rRddh9h4zc/aHffzEYBKFw",
-	"2/9iUM7kflHY1x9q93WhtJwdiFG6hAn/J1u2yVq8YEuzUQyfq0/sNCsJyAWbI/R1hs5mTMej/UPcdM2R",
-	"tIdkzNJ0GQqlZeprFVyQY6n0JGWnv761KY7E/IhOGJmnUjML0zwjVJOUKQ04aDn4gZ2ihf3iysz9Wjnj",
-	"69VoSwO1JABuNM1nfjWByw3IHEQO55pryEZWDki6ihaZgfTthmKAWTj2/T0yY1SYxVcfu0amf8wcnAqX",
-	"4iNEvespfxXh2/U+USQqjHeIiaopm7HZOWZy+CQ+6Pd/fLkzGOySQUC8JQauakMZ6vfG6/WRjAi70kar",
-	"l6K0YhjuG5oi9gcF2zaLn25qetyf0Z4Habg6BSa2B9yqmB5XBB8tJT3Vs77MZoCHekMwz8ruc8gKKzg5",
-	"K8bHLspoyBtTCBlPlQu9NxBFXTXg1Sn/GzsUPy81K1L39vOdP+38+OLlzo+rhKeWmiYA9rFSgp4vIY6K",
-	"ikD/OTnjP+dSdJu84T/Xu7i9i/vTTz88f/5y+09/+tNLX3QOdn784U8v64g6ZZoJuHO1t9dejHU3mAD/",
-	"nGuPUWHlf0k4PR/0+y8HOz/66gG8otcn+wiGcc5cLC0UCOSA2ImVO2vH8VdZt0DDW+VCtxXLZzk7gTVu",
-	"zWWSIOXIcbPUHRipm6/pxaDXL0rcdczlM1dW5F1rppDVFi8cOM8YYC3hMnhYqKUJ77zYHqyYM369uotC",
-	"0cgouq/XV8G8KjLUerui8XO8mP5HL3dqXlJC6N0/BP8VvBh4WUDOke+qOR1Z+yD7M+wMyZewc8GW5l8A",
-	"IvH1a5TDRLzcyR9VmZS5YAzLREPhwYPODOuZ8M9MoCYCcwB5nA/hWhvIS0vt1pdutuHIYS9huwqp9L4x",
-	"ktLOsLOzDWfRZjteAfqXI+LrujTOMZ1t7CViSkQpq8n4YUKntVZaMZPTDQA6zIttgO4F7YgC0mwhn9Ru",
-	"a691/Ld22QdCpyXj6cX2Jla1W9mnthuNb9x0tx2TXbHHFoSuvbwvgxF/Cm4TW7nqcnMTXL9VqwABLLCu",
-	"HJPiMzX+gYQzoV8j8NuqELY9Q8CIA017RBeK5VhUFlmZkp2rKxKxNJXpvoxZNHTYjpCEDYiAdo0qIBMp",
-	"WCgcbfeakq0bb8aRYEQuNKSkzkGxwWmYB5bAyN0niGN6vWuAO53dgrLXAPGeb7yFFja6S8kPxR3s7VqU",
-	"frokajEaMRZjUW/KzHhx/a6VHVvFc67MOtjgkvr7UUt+7kjkOIdkNKzJHvSu9ddLgetRdXQpY9ZoR28p",
-	"vUwYgS0i5pe4H2CewtG7Le7m6Jdk7GFSWgoMQtGIBuiGLJSrG3oN6gBScfAcGtW9gPzz7//oDW1vBjPT",
-	"iFBhJ46o1dnxYw56VoiQIQhiluuIpumycNK5JZORSv2G/XJ2dkwwzTmrBYJdeqIc4mPWD2TNLOyUuSZd",
-	"o++SncFOEIqdwU8B+WHwAlcbNBxG4+U2s7ekVRepnS5mVGyljMbGZDX6ckKFnVT9i2ojjRWazoA3qzsG",
-	"4IRybMNJeFo+dHUbUt0jMzqacsG8qWf0WgeyWwd9G5ASuK1HsTkKWUAaqTjw8NCDCvBqUOwXYQYvozYG",
-	"pII5B+NUwUQNf6/D8SspaJ3ywusoenYtcgDXaSOGb0D4mFCBtf/ZbDxdfJj1QXluVIjtH37w0jxaRK9j",
-	"o827mddx0ddlj0ODIr82aNnkc7hgy2eI4AbeB0/97qEDT0gyT5lT62eMCsCpG5exTeWlIOdSXhgNPWsa",
-	"4unYmtEZ4GMvMSjSUqnONZ+6ky2qTTUlgFkO9cbq217+aL0G5+VnW36cTQMd17oRBcjxSvsjw0mzdOXa",
-	"JC2beLunV2TNukEv/dHKSbNYmmQMdzCGfBQbcAPHAD27R1IWp8aecqOGAi0vV93WLt03Xp33UHLS+ouY",
-	"UkXOGUA8ZRVnwLXdkARTFuvLeAzhzXnKGnoeVrbMOlSun9fM43V9qDLN3gZXbbOLgjeyRYJlQpV+zyZU",
-	"888blJa7J/by8ies0q2vMadKE2Ef8Wv8HP6Bv3Vdaosj84rKXJyzFMlRCrwUM6ZpTDXd+DK+cw/Wzzgj",
-	"Cgmf1l5Iz4xbY41xhXwl63VqWHtBnTUfePtS2BDsRYlJ3/nPQ4GeN7h1MHqf/BlNHJEsyUJonuSGIGEi",
-	"Vg2aG3izkrWknY+TtVpxM8R6PEXsSNg3hSxEwpSyVvCtJts7VpifQZkzlFZVvL4+9/u0UkKodZZtqdlb",
-	"UVbMVg5SlDSKdOdSmSkvMTWrtZnoybN1qfLZhOpW/QujiZ6eNhSwgnwq2ApT+L0NC9KYC3PY81Se121F",
-	"Y12svLBGDg5XUozkxVqCsCPXrehtpVymFfwFLYBaZwhNJwd7Z1jqurd/dggwmAAgiZ8BdqT3z4NXnaDz",
-	"eu/w7cGr2qrYqk6wQhdbdfwlQN2KYvaupvjLqWQvtgOi5QTTwkA3ixxD7WNQOZ9H1Bsa1Q44IaimL3c8",
-	"zTQUMzqfYx0ALlIRQL6ZnbNU9cl+sWgLs+oUUSxhI6+29nxpSIun/mwhiQMmE4qcqHaxhSAmNGp5SdMi",
-	"SwKw9rLGSGeoNuxs9/NAusSOLRXl8cV2maSCztUWOI23Lthya0avtpKsR1N+pPuljbtFJRuHJvkuFEGS",
-	"u0f7h+RXG6y67kkSPEioJM9OckzqsZahPtqiWcBvt0Dzj/3zw+SBOU01NhGM8u+igCgZCtcOeEnAYXNO",
-	"RxcEGkvaCltmwTKG5dq/nIxYMUDtvQLoB0rjR5Xds85qi2wFe9KlkBcxo0tiA1wcu1UOyc5gYAw7DgnL",
-	"PQvWcynzGwQl4VSHwl4uGDFw0nK5IbGmbIKnzha3SJ3vfIWpvV/7VY0+RJutpNFqgDGXVVTW/BxUWMYu",
-	"EEoMNQ8gHj8nCZv5YMftHHkNc1ZCERVaaOctc7NEXcyw8DIS8pbgGHg6ffWfhCaXdAndg2JFomxZUYCD",
-	"YA1FzRi9fiEEYiE2uQaUzYZn6qEFS6hoT2urKkZ1PGcTdbjCtBpQUuoYUOEIzVVsGNPhxxRyR9b3BuTx",
-	"kFxOecJKvVe9YQgiOYCdARcO8T8z+7XQLZDHhKuwANyQ/wIK/31Owm0bMUxDgrfHqN+2qY+ps19pOWhc",
-	"H62HaLq1urGMLt9lnGVJ666EjH+CSD20ObVOlvEiAWUrFPnAxjaHWeW6qGtTBJLR7g70RQGpAj+xZVBR",
-	"Kcz/0/rEnOIADa57+2I3nwyowDfByEecFqOerehXf/tZm7Q4Vihc9xtM2eLCbTW+OwBGQzWh4ElwBGg+",
-	"5LmZI1OrxOP7EmqOTAqWFVhC/yb7iq6x8MQSqy6g3QW70m7E/GcSAYKguZhPoTKFbLK4JpssFC5J13JK",
-	"kKfOA4Felir1ODiVroXQzWaAxhv8qNcnr/Iul4UdzPsH5TtIU3NxE5R4hRRCw/WoPUZXfDplSYyyHrW+",
-	"WZ/s5S/J/U2olxYvTkTCxWDwgpGBo1XQL2xA3lW+wFEOSXmBFosW8s4SugSTNsimeUk5hIock84G81kK",
-	"aqXuEddNAvIGzIp8f1e+pJT9VXKh8il6vU/cWxwOliPy6/AYndIRw4K0+uv18cU+gR+hu/BK5y0yMUGe",
-	"dCNvkKwpEJrrvUKz2cAPG9q8Twg01b/AXjIbEMU293XvyrpD2F9ad7Ca0yzgwkJhX5uykUxjhWuCtG9y",
-	"dPb22FwBmWrsSTOSYswnizTDdS5vaotgTSkMX5VcwvYmDmyPFb+vLY+Z0HzMsRWvvam28DeTnq7Jca9P",
-	"DoFqP9d4dEJRduls1qA06DR572qcP0u/FDVl1mlBK966Jyp38I1TOmO9TcKpED4tlrbTz4x09+mMJftm",
-	"sZdwwrZLoNVCaUKiPiZrRIHf9aUexyRlVDUhIOF31Sn024Vc6rwPkLZeRyNHKR0lbGs/kYvYBpEz4kiH",
-	"JAK81j4wuBEUJwCrsx+kjCaz0ifGTih8hB5h/CgKrC0V1XxnSOzFNgqX1BCWvGTpyOz3OVXsxbZv6pUi",
-	"aDhLlDxgdvQTOaJJn7b8X02u7F1h1mJFWO1ZHO69ewjlXsX+D25C1y/2eugYPt4Kb4ppc63Ss7ZgS+vq",
-	"zVynpby1CPhg1FJoetXbBLu7LXSOfeM9Yud4b7wr8JyGgrciDK53FreNiYsMoh0gjuu4uRESjv9QK6e+",
-	"ZVnXx745XqSTmxQDIm+RZG7GWeHgqUP/M4+gzlI2w/SUKZZ7arrsio60j32PphE6aGybN15w0mDYCz0s",
-	"e652HVNkCm6UuqrN9v6U9qWbtWC966CQso01dmbWPCFzQlS72+RNI1BlRl6aohUTeekj0S6JaJJEOLyy",
-	"O2OR0mihlY33FHbGM49xxHWJHS4vIqeFYs9H0StUUVqczKPiOoxZpAvdLqqIbFjxlLXesSZQLyB52xBA",
-	"MYGJ0STBNeXDoJ1p6++hVkxLeb1OImbgM9uyo52gO84eqUq7j1M+mhaSpe0tqnRiygZpvMJntY1EGt4w",
-	"tGBLft0K6Ubvj07e7b2NwGVtvzZnW1OQFr16+2sEDRTPpZ6Gohv9fHT2S9QrAsHieJ2g8+rtr52gY35S",
-	"G+PyckHWxVG9n24SRz0S2SDz3F1WKqO4XvatN6OVqbebhFi9MW81md+ue9MIdM0QkM+/PegFhI5GbK7R",
-	"85Syv2JvbhfquM4uNufxb29UHb/hDt84i79xc7+PVLAhoeTD2eutH508LQXzoPvY9svt5zs7WNO263t0",
-	"RlM2ukABzIQxdeNQKP431gN7G4rf6kVYuSOa373tZy6M+Iipplm2o7E3X+5s2ZeQ8yX22MeM8Rovh62R",
-	"W8XY84AY1BDSNC5ExXDN3zSHqIoxppt68TWwozVs1YsfeH6mNchybTAEnRO4nCaYe1m1RJyhrLlaTbet",
-	"cu+2UAhZ7sNluws2l2V8b3l5Zlsu61Is8zZ0rihDyGzDrX5kVJwLwnWvlDTZEuEQrC1/x+pI7VcHmFff",
-	"h9HG0zMskEe4j7uD+7g1gI9VmB4kg/QIQqGk7Y5Kzhcqs6my5veaprbBGpZpP2gQkKJXLa9/XwUBUuAe",
-	"EHmqr5aPhtArwlZWl2BA/AYGLlfSQ5fHf/acoRSKljghLvJS0wviic0BJQmdK/O0h1oPGxEKb1IYAdT0",
-	"wtC4EfOYxGfr8ZFNs89cLpT/gmKzg/yWwGiPqCXfFLXk3pBKyAATZ1A9w2+ntB6ppBgHNhwrZfnLs3jW",
-	"0krlOwE2uTMwkz8mfMkDASi5S4j6Vegn69FO2qKbgG8rcRwfRFGZAfcMTy5hoASVVJRdT9pWQVHyRDk4",
-	"TsOMFEsg10yEwk9B60ajDHY46rWGU8kc7Z7DopRgLFOHG0fouXP8lfKqsbzLgQ1fTpc+MJciEWZKR7Uk",
-	"+C3aH+bkUocnc/vQMb0+OfZyvSShZLxIEnw+FJh5r8jO9k8Niv9NYGXc5A5EPJe8TqScGNaeN0Qyxjr5",
-	"cPLWrRIs+XlCBbNpM1xVVl5M7J9qPR8+e/Z8+0/9QX/Qfz78cfDjoD5oXw95c9sQNzmmDca3+tdEr1kf",
-	"wbOekvsL4OUvvI34XRNIz23h8twaFs/tw+/0PJ2fa6vrc2HTASFjHrPE8lYEpRooDNnYKXDlzqKkIWwO",
-	"5sPXNx7ZKGJac+vqd7qGGtaoq80Wb4XXrtHvGkV5o4VXw+o27qFiG6m3CRXDxdssUIyPXK9bKvYwWMyg",
-	"kcz1I8d5K4Q2fStWtA5b7VIssaepxX4oeX0qAcTi273w5vW6y+A6a7IxMmdccwQrs7OqjaF8zx3xHHfd",
-	"ovvT+T4D8/taf2eLAl7bbqOdTlTtc1GrFRV3udYm7Bd6a9zx262iCD0wGhDCV/TbqLy2qsNmMZOFsM0z",
-	"nBbnQhsybYyb9skB0CHWuwdkIVDZKCTUw9AsBgBdSHuwFoMck8hKEEdqUUAiLl6DSy77DGPhNlM/+xSp",
-	"pNwqoPCbFYSbO0xYuj7lGqLtNnnbpcAvmSZdYa5h7lYwpFtrXbTp6VtadpvJmzm5vFRbqWGm5cncLG+1",
-	"0pYInTooj42GBDOGKBfsQaHouv2VVOsMhqqh4BVxbKEzFhZTqszw7IeW5f0l0mq7n+58uymj8RJ7rtpN",
-	"7gXE38Vigk9t5YayJX6gAAJIkSCMpgn3anRwG7jrf3Gt6EZ5rTXkFFRuR/G0mtmHlavNYRHlelydL8lb",
-	"rvSvKMq7Lh3Gj5nsAvz8G4Y/crUGs96msZQzv4um98sMJ7EgFbNS5qKM7QSlWEh9G99K2tM39+M/Osnu",
-	"zEn26Pa5L59IrXn9h/ci3LH9enMz7wTLt26WrpXJVk9l9K0ELSHwglVwNvjSxpxqmWXadWmi3k72rMrz",
-	"6u2v5o22Sq3UJrnSinbDeFVS17CiFhPZ+jxs3U45rw02x8Weik0qSn4i/MHK0PPX9afcDs209FAdviuW",
-	"/m2sgWOFZy01rFF9Kq+so+lTmeojQLuoajFqZGHqutHe6T7mgJqfZJ++OrAf2yRKp0zsne4D5snpfq3a",
-	"gHfyVvr9AYCedTqUm30AN8qo2P4SDYOxJgvhHG01xtKKAhuoImGXD7Y7n5vfuKAq7JKUzRMohTQzvZzK",
-	"xFy0+bpWfezy+2jXV6FrR2M3bsVXpbJy1n49oSlNlxa8FMBQ7q9939bz+tZ9FqJgRTx96/l9d/Cz9HXL",
-	"DfqA/tF11tTUnuyNx5CrIRELIetc7PwdUId9SdNY3Xe7Pn81+IWV1/DPrDK8rhFf802wQuD6d8DsaVag",
-	"vALmpVXs5VBA1ATEnQupAJaLkJctUOSy6MsuGThHjoIMyJuFTOrm/mndlt48bR+3FdmI2hB+v/DsnSDv",
-	"1y72TpH3V7zxhnS7MuH54UHwB9/1bcpxGK93r9pp3sVnHvsIXOdSP/YRaN6PdX0EgPW6YgrEXH3sGfDY",
-	"M+AOewZsVHBSbGXRPji0rngmF6sAg1dy+TW+d7X7r+Fa3qR7c9l8s8gFmdl2c+v/WzZSvr75tA7Fwgzt",
-	"Q1ig+8DwOZo4kMZZ7/56ITeQxg1bG2e9i72g/iauIxJVs6IiVxhzzkJRSOZ6rIj6Q1RE9TeubmpXWnS3",
-	"DYXLOZSPtTh/yFqcUAzuu0/w3ZfTkFI1zUMqnQFt4KF3/71GUOBmJTFG/4PsuHG/dUfeu6iguO2yiH/d",
-	"PPdrOIMadLZ4hX2U1b6XcvAaY3WtTaH7NH9ukvFQmECdqwIaulDNEMT8us5nGx4BZZeNLrL2LRnIiNGN",
-	"UeKkSwApF+vQTkqvKA7UBVd0dmN7oCN8psmCamZRthOESm7tw6rBTakYFWU9clXUyM6AXc1TplTVskMY",
-	"1dVHaMdff26rnJufWRrzkUYQFRyxJipQ3yUQKNQ6JIcW5RNwiadL8IuEnZFMFjNB3g+NoRB2+vVYZ3o0",
-	"ZU0Z+jA4wmGjq2LO0iLhAA+peiSrcqB8PjB07WuhiMYjlDlNVSFbyg+CFYI6MGTdiXyU6YVtHlgLBErV",
-	"UoymqRRyoTzvkQO7mKdykjb0CL2vPEj7EYVgJrjqXJeau8kGvJTphXM5wzuybdkMKs3b+qPCCPVTuOAC",
-	"+Hn9icBErCm3L2fzhNV19gG1e4ERt2wpXJEY3KC+MThAY7DAxceJpLrZ8MtZDWYtYZkinkUz0Bl+XdlY",
-	"e5ztkSG93Tyxo9b68bOGSxsfkm0B1VybsVCNJGJk355FDlshUgs7YGR+hjZ2oyzG11xAQH/dm8f2d4Hz",
-	"W44XSbKEhkVSl6eQuYYQsIBrMqVqs3mdapq22BCFP7vVCdSpHcV7nNFKNQMzp+rqnSud9Rqe29Dndi8L",
-	"KRRJYsb0JpEVGOOJgohKf6NWrgBzemk29zKVYtKYkKs0nc2bJLA5kPmciVtLhy21cfWn0Gaf21UnFrf8",
-	"icJd3KxcER8JiExic2yIBHMNTobkcf2aRW+ot3LSEMzbI0qzeXXpjbCJDeTiDvuBEMs1qMTt0TUJJZGT",
-	"jagkkRMXLr45qWTneyvUclRWaWriv7kyWGRSOqWjC2W7RfX62NAToiYiBjxW+Lf12qUL4TDIz+noYpLK",
-	"hYh9bA/bksYo2i6Au7Rhy6yFGE+LM+CKRKcf9vcPDl4dvIowD8QWyaa6iNkK7QsP/vLrh4MPWefC/E9s",
-	"WZj9+e7oz/kfxx9O3uR/2XGKoYh8wMrnduTS53WZwnWKTQ1VOpnkYMqalKmS9Tq6kd7qJrQ3WqG8ZnD8",
-	"hSnFEqg+JbGxo6xXt6C6M6G5XjYToNmpPDUFHwxIBHSFDc8LxQFREWnDFcdWg+/w2g8pb4Asp3pKjHAE",
-	"qGH/3dCT7Rx6ZsTFAp/o2fZg+/lge/D8GRayP8OeE/DHYeyaTsg0FN5Pi5Xi9pFSvYN9tCGPIG+fcetG",
-	"kHdS1aw2d2yBT1+F6axhPzV01dzloT1ZDUl0+P4vxydHb04OTk+jXHG0iq8KSHRy8HbvzHAN2w4pFH62",
-	"Q5FtvMou+KtCf1PvJZ2gY0dcd7lXdZjNrYuqiM4KDvb3D47r3m+7rQadjCUafrX3fv/gLTZmxX+3mCHW",
-	"eraTjv40N1OeCk9eD/LB92pcVx5C0tdokXK9PDXD4rzPGU1ZurfQ0/yv1045+Y+PZ52qm/E/Pp6R7snp",
-	"9g8vA3Jg/s+Q5y/4Ny10YMpxgkcJ5TNFIrU4jzI8eDHic5r0AhLZdh34VShc9w5ApceCeHY1j1A+up5A",
-	"yZJEGP+O+uSUgQPHvD9y2VIgzIfkZ1gTsX125AUTBSYDWwy+JvhdznamWs87X79CsfpYVo8WS985BPsW",
-	"ieZbMOuspZfVBxRLP/MRyzoaHe0fbkFAcUtN6ZzF5OTg9IzsHR/2QxEKQy5Pn46k0KlMsKrw6VMyowKC",
-	"o57ZpgIHIQKOQJ/CUNl4+jQvTHz6NMuBVwG6uFVQ6IyIw3Ch5hBfzeoWLeDB3vEhyglQOFR+rJ9ZqozG",
-	"ZLtz5sw+guX827+RfSk+YzKFCsUWefrUnI75AON+T58OXVcHmiSEXRkzE7Ulp47RhDBb3qdIN3qGDaT/",
-	"FgUkegZV6/jPGdMpH6koCAUh0TM5Z4LOeX9JZ0nUI4KxeA1p/MfHM0cYZI/MuFJcTAI/EdShPWC3L4vV",
-	"ZV63M3hOXJ6eXRuDnolmwSdOiYtVvtqUqbkUikHaHGeKRHI+2rJHuMXjaDdP78M2mbY3KTQSBI2QjaYS",
-	"2Lh5ydFc8xlgaZj7h93lRkvzvtwlBRl6hgYjpukkyueArdh2SXT84cziTyDvj3JYUzeMWS4KQdWz3hwS",
-	"8fEWeJctdgTm4O083zabcqDp5B1+aSVQHq2Hh3CNth+emZld0mHMZnOpzac2tcUsJzo+Oj2LsmQXNwPc",
-	"PZ0ut+Bwot28DyieVrE36LmMlxaw2Sxoe4dM5SLNEumRAFM+4Yb6MC85qB2Rktg1TsRBMwS3wU8kz+20",
-	"SzqmZkRH9wlXOidzBTitJIKaSnsKRkY4SpjJ1KVIK8KuzLP2XIqERGFFsCGCXektGMN19sMQHPRuJiCD",
-	"lHKFiIZzwm/75BgR8S+YwAQpbHa3a0gnuw2CFS/AoCbp1K56r9bBC6cZrzKlLB1tD7Yz7gnLMtzOvyqO",
-	"fs1EIDAbvTk4I7neeZkLT/Xsi/fXYfw1yvo/2vRfy/I04POxBOG7vAXYNYEjQz19CvvzH6dH7yHDaiRj",
-	"FnaGJOz0+/2wE5DQWe3ep18jLCR3ckLQmfUXy/HYlmFCdlqf7MuYqWHzBgckeod8qvAZpFEdXI0Yi5nh",
-	"JPXsaRfH3SHNGcZdWjLD8jwbIEAQx4L5XMo11IZW3SmwCy5iw5nEZMHVlJ4nrLdbuh6QsTySacpGoDYa",
-	"oq+wD/PRCxId02UiaXwm5VuamusBy9j+iURnUr6jYumOOkJIDkjnS5dbUPsV9XbJD7iVmqWCJqeQUA6n",
-	"GZmvXpDoFCX2B0E/U56Y+TpzhGuwtFDw7x0fdoKOFYCdYceRmw2gGOHTGXZe9Af9Fx2ofZyCvpWTpeWi",
-	"z6jbevP1XNbFrUooO1aBsj3J+GyRUC3TnrlOIx4zZRgGhNaMumWUv8gi/Vh1yeZKQxvzaM5SkHVSREQK",
-	"hPvVZmehLqJQHOpBJJVrJkuF5VaBe6JIKqX2R+mRhYgx6od42AA5nf/eddBCXc+wSJXhgdm8VXQIJIm8",
-	"JFz3yQnqvsocNI2zAeyhZfzmMDbKa7bX5kjslVGNNmT+k2dH81HGNX4BfgNGpWVDP8t4aav3XcMOOs+S",
-	"m5791fajRHV+nbKfTdLlAYASWrUrpsu51FNm7nPiG1C5MaDTBcOgFcgIIMDtweD2Z2oj3w0TNWTpYu/I",
-	"q2EmRY2n6V32gcIB4It2cCV1D2UrfvYzjT3DaWfwfP0jH0R2JWN8aGf9Q45pwgPPX6x/oMTH4Lntn9Y/",
-	"V+Jy5rkf2mxEDcdDm9ABHnVOkZMYwUuoryhnB2iYIKSw/dZx16zzyQziO3lyG8VMasJq+Nnb7FqPpjyJ",
-	"C4YNAKUVAlQR6co0sCys8M2hOF2c65SxfzeUbuxDzGO3TZ8B1YAKrXqGS6DmZOT1HNUwFg9BA8JGNiWF",
-	"qaQcl3WkGt5iFrXvr/42WEyw9ql9f0N+XTDwmG/2VLaN+ePlirVkaXXjSrYCHIsDugPPBmRMYuPNYttN",
-	"LtBPmS5d78ehawGZ85vVGAKVEMnalRZhglpvEOhQrX9tNOamzcuqVYiWRMlUk/Nln0QerE0EHysi2GUW",
-	"MiHnS5fht0sis0vuVzSZT+k5sv1kGYoudegdPe8hm7Jfs+NmlJ+XhT3P4FtKYDvOFVf8FMb5dJ2zyIBJ",
-	"7F59ukPZ5FG45+CrkVC5i89nQzWyKuMOLUTVe3alDVGgNvhHlXPfVl4Zhls4M088FT7+9DVoUKz3nRuh",
-	"wNIyDZVgs/rClyXZhLYcsDzX4qyAoYLVODDME4XiLmWCdIsGEMYGL7kCFAvrQtgeDHK3hWCXhWm4hDX0",
-	"5dTJI1ybdw3uSSDBUzpdnskLJu5YVa6scY3KXIYTgsfvV2f2D6TFLD3ktxJLMge/jpkcnNHJH5sFDVqw",
-	"IHfNvmPdHAm9yKea2V2jRv7sS4F7fbUwwrW5lZDmAA5F26fZJ8uu5xJLlkOyPdgxnKuK56k0TxKL6llV",
-	"9oNQOCT0NLPciz7UimMIvJ4lrwJGEl3YKKvVdNjAdewRl3f/7PFwDO6sAmMssJqdJsy/IlNwS/tXsak3",
-	"v+jbLS56CjUxUGLxGsLiD+CuI2W2vetBvYl94kUy6vQGF3Cx+kPlerxh+rbvxqcHI1UfJemDU+bfMN2e",
-	"4jejxYKv45jqKZDifFFza7CYrXJrnqBTIygCRKbE1XVC5WWfvEZMAfRPp8y5xKsYA7uhiPya0KihaBMj",
-	"f/OUmXH65IQJOsv6RoHNQRMEbl8oxJqiDrAxj86VIpFgr7SVn6l5I4utuVISxb06sVrBAf2GYvX27Y1G",
-	"lNMGnmNRJgrIJA/K1Fhg9eYjc3xA2sf3aaHg1bimhVJuIbQualDCP8mRXoK65uPQxYLFNnObxe4xYMzY",
-	"ywEQQw23DUVURCD/d5sGCQAHVF0gpAUkSWAQgST8gtm0HjNac2ygsMpbYostgP5t1kelpbvE6Ta4iW0u",
-	"b4VhBS2ZD+bdro8l4BlVowg+/kLTHIvI8bUxhPXwDN9rDIF0izEEP3oQkMjbm6gUMwi8OEFjYObGYQL/",
-	"cL6DaIF3OdvHCwo36jFk8L2EDArHVhBSBRbdLm5QgA6H6iGLOYY1ZDa8XML0iryGd/XadSj8mMBrB/0q",
-	"RRH12kO39lsJWJ6fgzlgrqWxO6DUHqRZDkoEj3KVt7AjXepSYCHzFRyAhc51qoq+ncUtMGEPc4nqU/Yq",
-	"mf+k60wZr9Kph5uYZ8gJdulaMbvEVCfj8W3nMl72w6w9QmYfcb+5iWtulrItB1cR90sckysXx5nniEwQ",
-	"0+bCi2qviLt4pPQHjrzUYPE3+l8qIPutwy/bd8PoW07Vi8HsVip0AlJDuIGlWa4N5UGcLsvDjr6RgYVP",
-	"l25iiyE++gmzj+GghxYO8il1lShbYXFlqaifC3A2G+SjUhKnS5IuRG9oQVxKxYqvrdQxXNvxXIUQRITR",
-	"0bQINdMPhRMm0ZcQ0V5Ca36EDsgm7Ax/++ff//Hpa0S6UhjWD1gxVeAa6HHjj4PwSSHC7QAiJuLnhMIB",
-	"6HyN+uS9xCRwrmzDzzpm7wCA9quLfcgppvV4U41OLBD7zWhSGeZTBil1fz6uWgSmmoXUoA1xhahHZmUB",
-	"4WOiZGDLYEtr5NopPY8prA+bLyLuWYFkHdRZ6VCvyyu/lCqWW8XQc0W1m5WzbKAc1+oYvV1QLBYiU+Pz",
-	"pgSg4qYM+4xV4AgwBlB0klVi5g0+/6ED8AwFKDdKM7oyvn7/avDaCPt2q656XpB9Y63vFtnEo9r2Rw3u",
-	"t9XcWkX4iw0hK07wJwr9wlwB03Bgq3mBtZdLWJ8LcNv3+N68ee2MvMeo14NNCWh/TzbNCygI8tWZAfu2",
-	"G5f2WvZhTgDqGoEF54/JOKGToKadn0yxwXPt5dRS9vpkL2sukEGnpoDmu+UGx/tN2/e5A1GPg5rLP6Ox",
-	"0eBDIcWIoVhzLVNyxx25sd8uc8+FwkWYnZ+OeG66xuyBh6E03F3+QHuv2XUyCL69t8we+k31pkfX2GMK",
-	"w7dJYbiWVy2riVyfwZDlOpe7HK9KLKhNKzh2L/2m5YarY/y2VL2+VPA6lYH/slF98c3C+d9H1R+2FWsb",
-	"wHe38DFy/31E7uc5r6upQ18brBfkcO+dY0ZcVEv5DuhomiNNGJX4aP8wA9pYCk2vQtGN9gB7AlGjLMIG",
-	"IkeZe4wff2bpuf0MP3Dhvy3owoXfcGG/TCQSu/38N4T4zwASUbzil5+i3i52ibSTLOCyQKmhYl4FzYC4",
-	"nGEfRINwEbMrUNIx9GFdgraRHr1gijAwMvKEAwFtLAEzidBQYDeR5gA43sQ/bOS72L+wQTP2GhN+g0pD",
-	"ewKr5/ZYX/gYUPYDynN3bdcBfbjPn33BRzaIhFjS624PdnrWBwHo/IRrMkmpMLqvBbur4z22kVG/IeRw",
-	"r4znutV83u17LOT7w/v6V12qFt59Sywt3PS3SPufvrFkepRGD9Qhv5qYNyO8Yys62vve8e11BXmBjxFn",
-	"ne27Vovln9mmwsRvU/0H9EG30l+/bfnaai7h4gqP3OLR43tzj29rtRfhKlp4eC2uRdXN0B7NDlKHEVK5",
-	"Edfuo+0YXXpJQCIeR17mfNYHHVCHwcHwmaUWSrpL0dOBXcB7uzZ9XzCupywN/PXYwrJmgE+vqi4vuHNY",
-	"5TcpuLshgl8o2kH4/YoHfF9+C0Q4v28QP3seq6vuWmP43VoZ3uoogi1syTp7H+0fvmqaEvQ/27RQ8V8B",
-	"SbBQ5PJAAAW/q0pB4A9tAwx4zx7DC99HeOF3x/qdEmA/aFMHiMypLqjglcVBfxQjaLGrT9tcm1CsLpLD",
-	"Wr+8wui3wad+3psI5KgrnvMT/zBJx0cYtGhc3mv29s8O/3wQlXMEC3k8xEkxopjWXExsKwPzg1iOFmYn",
-	"WOz4iLJSH8FR+gDPjg1Csn7nkZeN7PKhEqpZ2hxt+NV2v/pjBhtgdWtstUzB+xZVdbj9K2fmBRpIF9VO",
-	"R12EaiLFiPUeq+segyEPKRiS9dQry4Mak/DZF4uY0ToM4rqcoHnHvb5LQaEpdrIcZgHdts1QQmHGFdJy",
-	"6PwazuRnBh4dbPFz+P5Ndv0wZ9N9k7WMq7Skg17KLFb9UOz5te48L7f2+ro0Qzk2V43cJze/brUILlGK",
-	"QlvrXTKWkBxQ2bSxTCsN5h8rRB6jRiuiRo3cp0XIyIIhGYrLlLINoB9v7wLeuSm2Uut4dAs/0CDSCtre",
-	"jOZ+RaHbHtbRWUDuWjRUSBAskCjYa83VEqG4nXKJLKqRmZO5leWhS2IP6WZ4SVJCl4RmcjEbc8HiAt7k",
-	"SrjJdpZZKLpUkIW4EPJSWPeUl34GqNBFJcE8n6v+GyoIeJTfWkG4q6hcG0MvN7K/TU1IS1vvsQTkMSD4",
-	"HQcEr2f6ZUgqeDF9ANbhl5tKtloP5Du053wHUBnyuxx/tCE8bGWKcTzbkVJ+rhGBudQLxd0UCRLEKfBl",
-	"Xihyw9V2lsQWvnm7QvPLc+m6umKTSjegbWDo19XUuQ7hkKxD/48JWFy/xDUSpmb3HqKEAap5lC+P8uU7",
-	"ki+GXecIkZJQRHlsAE3eUOjMFykGFO9C0Piey6zkvAAz3I3eH52823trODsmqxSq4N2PXr39NQJILjlG",
-	"/t2Nfj46+yXqBaG4qduTFLye7xoq4xEqEnar4L0DU+qCzY3tYwS4YMmhsXmgJbdNP4SHQMgCpjL+SvXJ",
-	"UQ786RmFq1A/8+GAU6JXVopyPfWwBtHa5s2UkIgwYQaMQrRVEbvfApM6MNEA8DwhEdKDXi6PNSQ0SaJd",
-	"Qute4xty1I0/Lvi0nVG3k/uQca1cOT7NYn/XQnFpM5mwmXS2TVz7+5O9o06eH5s3/PFMw3xZK+T2R3Mm",
-	"WuIutxbXNcnXlVvx6NN+FJffSlweI3+8qTWWsjjln9nd2mCIaRuBsIhyETlO5azgeKzKREhM9JlbQGQS",
-	"ZwlcYAV52G4XjM3Nb3kKSZ4BOWcjOWPkM1f8PGHFcB78zCLELS0SjdIU8r4mlAuc399YKvuhqOB6Gg5v",
-	"9BLD3o/2DwnsR69PTpmISfTla2SmvVA21wMTPFBc1vHnEzwGJ5YfMkBmaaorGO8v8pLMqPBweLQE0+R+",
-	"k+VLE17dkF0sZucMFLBs0mBMPaJbPnzjwWMfLM7Pr8JDPG7pfrSWXzp1tkV6O48z7d89hXqhjS4mS2j6",
-	"6KU0cEGyxFIi05ilAZE2cyxZYkI4aNWhALBV8zOnhlv44Htr4+724YaQYq2zfq+nft4ks3jdQvx9v4/+",
-	"G/i+1p038OeGCh+Ta7+Trhv5narhSzcL+67havZSbtJZqujaeKIq3ZO6FbN4aB4x9jv8oheUCg674BGA",
-	"6huwgWmcq4Yx1fScKtYbkkvbXKP70fzDifNe5tl+w3Tm1kDHOGJIhUJxMUnYFoVqx61svs7twtUp/GAP",
-	"vneMKur1yXEG3cYFSdmEK438ELn0ELCT14yPsNqpMtof1FqCpR+dfHj/HlLMuljlD4WY7tF8UeCcAKYe",
-	"iuj0bO/9q5//O9olFHfDNhKGUMbpdKFjeSnA1xG9Pdj7sxl+1zs3+DHEw7sytanROEzMWQzej0uUMtkS",
-	"EkYVIwmdKxb3/CKlhCoN0uLgvw7PIrB3KZlxsdCsTyKkhIioxUwhiD0iiZKSGr2uIdi3FTP3gcO6mq37",
-	"GIIqAPx+2yIkpxlDUGgM/auoqA+AZVcY4gpkvPvm5TkO+5qM2718zrCClWwsYfQzQ4jkshfWfFZgjsDF",
-	"MXJJRYw+5Uwd5xq5CnxHYh6js3R0IeRlwuIJazDa++TjlEHZ56XtHFVimgG+SGkq4vMlcjucFtgDyIMR",
-	"wEl+NmvGBHmjEoG8gPmkbMQ4xo0Ne8x9FYgyx0UorMscRUBexFLw6GZbZH3B+Txa8cAiQvwDY4I7azDi",
-	"jYR55EX3wotO4Jb5zKcL97R3B+wnaE12LRlWNrFG3dOwibL30HEF9/QQ9Qsshs3NfsMGlopw4X6vJXHx",
-	"RMe2xzINRQQ/gICKl8vXtR67YV1iJGpnI5qmHArcImAac23DPx4rU6Ho4l22milE90YeaAcqWF1Mrsl/",
-	"NLY1x847KUWytAxQyGyNXGXbASo0cLFLCr0vcNM0nzG50O1XZhS5XGM1ukU3kWJC5jJJMq1UhMLFsSBE",
-	"dglRL2jpF5C5VGZKS0KFbY4HCK0kipPfsXwfF93G/9sPRSiOxmYo4Lbe+Vo4/8j+7UwNMC4SDCFaT7G3",
-	"W1k/kF1b13eFazSPIPC3Lfv3zjA2R1ZwLVVDmk0mRGBDdpilY9MsFEvGGNPLY4sW/AAdNf+19dqIiC03",
-	"zNZhFsXdJc5vGgCCYfQOOxEeu1sYERcs5Lo3NBqjp827Rox2f0ryM5d9Bc9UQdzt+kZJ14rannsyFMLs",
-	"Zu5dz0hHAVmShdA8Md8tnZDHOfTJATrhDQGnTLBL5e2cb2MC6YQitzGBSeT03euTE0ZjB+tYF2XP6LCX",
-	"S2elUz7SeadInFa+dXVC2rM3H7g3LGfMGwAouEdWdlSe0Ss+W8zq3OZaOub2vN9/sd0IkQB8vb5E/nnQ",
-	"sS/oDF9sA0oC/pFjJHCh2YSldSAJv8hLJMCMz3pOYSMeVkoHoH1EQFKkO+j3d15sQ872K1esi6RiC4Of",
-	"KFIrSZqxAWp+XYaIwMXCi73FDzZbvMSrhxY6svWSDK0s9cVglwyyVAVXgrpq6RU507zu8k/rF/2ixYqv",
-	"4ahd/9Sr5Pd7cOr6vKPB7i9TbDcTrIbJ9h417Pux9oGFzXI+f+tWfVPo/NhmZiny3Ny37UE2C4vGbP9E",
-	"6agtKjPVZCaVJts/vCT/yX8m3e2X2893dsj5UmNS2oez11s/7pLn5B3/2bovi7lZJHq7d/Lm4C/vDk5P",
-	"994cFDKzdsko4YAid04Ve7mzxcRIxoycc0HTJThrc9clFs+4jBiqQ4Ezgzd3d56/IFEpkBgRr7FzKPaI",
-	"7brJpSBjypMFtG77KzR4yd9wDi5MmL5RiQC5IeUaYZ+nXEy8dDeaMhIvUmq4nzPWQ7E9GEAvSyY0Kjgp",
-	"xNJAcVWgIDKh0yX433ye6dZmPQEfIQ2PxCxeZHyBXHIRy8vA7LNTRC0oReF3RsWD1CKboJsn3lkuDHpX",
-	"yidc0AQRrKBoERUYhmcYY+JCTfXxeJEkRlmmV6f8b+xQ/GzIAbArrPNi+ycSlW5R5O0b+pmn6IaeMU3N",
-	"UfdLujfubtY5u6w7OmBBsNfKbbkUMyPb971reEGvPrVNfw9pE9401+SY+xqU3cB7RhdcrBVO2RwvWcpy",
-	"YoVus/byrLwsvcd8igeeXYYXd7Xga+ffyXLNYt8Tou46G9tJzbIedb4k1l9j5SjydgfdYKx9I2uU8w/L",
-	"SzH0hcKUgkgIRS4THGnDJ4GrTYUqIpvNgdY+dFXelzGLnuG/7V5ERDFoJ2CFnCJdo66zKzqbJ5AsbVMd",
-	"XaBNaQqiFZZhq4Uggc2azSCktxSP0RhXcM74t3tFs9v5OzFqS4r67XPs4m6sYdr2LLLguM/Eke7vl4cX",
-	"J786523O0i0kZrnQIzljj8z5QTPnPS9W1kXi6nnxNUEo6sS3wrQXvmf6zpj2ftklDhepbPjcBu8ORVGf",
-	"b8m7HUpcZH0ne2NwtkqBL1cKI50rWHzO3m+NX38ons2/OL8u7kZbfp07q83x5k45Yv1U6n75dnERj3z7",
-	"j9WCH5BUijzutvk2JHQ1hlQ/zCcpjVEtoeQjOz+VowvUPS+nfGQrxmEFZL4A71O1ifaTPEJEMBVjSWia",
-	"8s8sIAKws2cyZaHQUypIhA6QiCxEIajmSjG6pXSIAAsR4bXHe4dbB3un1pdhpsVH7IkikABI9o4Pe7YA",
-	"JJufH2PzPForImqkS8mECcNWWUx4jG4hrBWEfmJ5KkcciqlM4tzJBqHDORM2i27uxQ+cX8N1USAYGMu9",
-	"LZdTnvjJgVxBfmAPQp6vU1gHTRn5j9Oj90SzK+25/87yQ1LQDQiHiL6EnTygGHaGYeeff/9H2AnCTikj",
-	"0/9OhB08orAzFEHYoQst9+VsxnXYGZ5LmXzFMKaA8d0kws7wt3/+/R+fvtoERj/5MgvBT+mcWfnp+K1Z",
-	"31km8uz0ceL2lb+FHfvjsBPYVxhq9ZQeFLVfwo5gEwqBuprHYNUxK2xDyqiSIv8Ih05ZUvDy5rRpSdvz",
-	"aoUCa4McbVVLiMxBT/lk6oKl4CDF1CLz8qyS1tw5z1JAwT+Vl3ZsroNQWG3k1dtfbRtso1n4qZ5Ky7kr",
-	"v1VThBWM3YIUJtmCD7R4jYGMbdA1FPYsxoboyIwuIbUB4vdR2OFx2Il2fb7gqNj68cyxGcXLnYVFyDfH",
-	"k7J5sgw7wy84zPCff/9HEHZALQICMp+LmF2FnSGvOy67Nd55ffpqCM4IPY7+XZePalVAFlvg/1BEOSHb",
-	"tIOZ7wUuMqOMizHwAsMl9G7ZHFCFMGV5zC5dsMxmZBS2NuZqJIVgI60Cezy4YeYQYBxItMV0ulB03VkG",
-	"pJj01QtIOW0Omc+KkraJdPFrx6fBn57zR0W6Lova/L4uY5om/IL1+uSoLt8CH8M8wXL6QCiM1rPEgKN9",
-	"B8gZ/y1dmuXnIc/Mcg4MvShN9ULBcdtUZ7ii4NGnHJlHRQkuZIN/N4H41VF1maetqJqbW5al3ef9/vPB",
-	"YNAYY0cG3xBkh+Cyi7uaYTYNtPv2KPMiU+b8MZ0GMtS7udgcZRx12Tjn/PrWz3tME8Wy6RlBxai4dmC4",
-	"HOx9jopscaGnl9xWX9lrlitQ81RqOZLJv05Y9uWt2TxOV24w1NA+z0AV8j1foDJ721v+bY0E1G27Rpx7",
-	"Th1IWPbWfv/p5ZmB8cX+6wS1rdaYzkU/PMlQ+GNyvrQ+GhgQm1/2yV7Ry41qJipq7GpurHFnu3uRVaqy",
-	"5HKjpoGotRnjBQBmqGbx8RVzDztkpdt52wAygH3MaDKW6QzzAccyNYzXzc1vKhwdCghb5yl5a13t35fn",
-	"pk0yuH8gj10812BXPEBvMnUn+E0Syd8VOMxqANuDK40NcVNjPaWaCT+xuhiNaWY6w8LPUMXOk6uBlzSl",
-	"ikMWs5CXpDvIDS+uvbS5PS+Fo+pDrnC6PLm6yJl2zancKhMqOBsf3cfeZqzxHte7ir+Fpzh2p7cqixA7",
-	"jCAo8SMb/oN15ECnMvXSAeHMr+NENvZ3czmOD6Kf53tnPFLEhIutccInUw1lSFAynPtcsjiL4n9jQVZo",
-	"krf6sJhZoagk7RfQMIrJ+oAKh/ZcQ47+KSzqGzO3mvZ96C2sYgZylS2owTLOAPhaN/Lbz574evdtB3DD",
-	"myC6NdVcaT5SjwnM99ZUwMZPsq2/c+vxMseaawMt4UPnwS2otGz1uzY2YOPY4jtoau1i/gB9HIqsBxaM",
-	"JdO8BKoA2hdd+hB50aoOssVf5s1kQ1EYsb6pLDaRJV4PWZmrqu3ax4bifuB+PvoH+SAavzY3Qi1SURM1",
-	"tOySmlPMNbqlrm7WWqCQdrMpkNtdtG+9JlrSXcoSj/ROkZu1hUAqEMIjCNL3gahRODRPQBVESUmB9b97",
-	"9qVwSb62UmMx4ATap0NqBSgMUegyRzK+WNsRyiPUB98Xyp9rg4bmH8Rjk6gH2iTKP6Tmy7IpNRYggtfp",
-	"deUL9wzj+o33ztAW/qTcAmPGNOlSyHRkmChjc+x7RbTXIFd0+uu0lQOczP2oLA9dfh5gUmo76Yln9Cg2",
-	"vw+xWbxKT5Q9vofCExI5Wc0RlGZzVdsWx9aUBYjJDP9wOT4uz5vFKzjEeovmrZncI4ewW3EgdHsVO5ET",
-	"YrOwHjnFd8opEjm5ezYxZTTR07818oC9rI3JwEuJnacSaiq4IulCCKjhfg8VHkIScxZMaEvzVU3gF/vK",
-	"h66L4zxPwQRpTPHPN4Im/PPt5roYGmGjRcr1sjP87VORYj4zYV48T+W5H0vIttoZYzOmUz5azeSFjBkk",
-	"jcNPXY3NcSpnTE/ZQmF+M7uaS8Wx2F+mM6o3OPN3dhb3c+Zmus/mCeWl07a5aEqnXEyaS6dhqvd1kt4u",
-	"z7JNajxNOWeCznl/SWfJyiM9mjOxd3xIYjlagHMS/G34u3PwhXJF9o4PA0IVZtHakDvkccVsg7N9w7R9",
-	"2+mcjb7BtXabkR80jbGLCE2OUzNZzc04Ol2woMVemSVaUpHnf2WjRlO8ssnd/95797Z3X6RzBm5JOwc1",
-	"ZyM+tluyioQgy6otw7fZ0wADPaICKSV34nZ9CGgLDj2aUhdvnPEJlG0g5sgPgxehiE6xSuSDoJ8pT8xP",
-	"PVSRZqqr7ckBC/kjiBHYX4utvbzlwNsPgxZx8+qpdFZRHkK4rZc/xSG+dM4ZTVm6t9BTM6LZdvtcpd40",
-	"Dy4oItMJFVwxQv3oiw0AGHEFxVI6ZUh1NEUlZSE4dH+hWP9pDjPFBGAXp/VeUhO7gPgZ9s7mabEXvUXP",
-	"42M2Wo4SRrp2cDJPqMV+su+w7X6qo38sRkNSDPd4Tk075BYMmbs4lTGzpoZrY9QQMsKMTAYnqWuhVY1L",
-	"1M1hv4QMD2aejejjEqnWKT9faEbGkI2dLZ+MqZALXUaU01M2K+ywF6Wvm4HFseBiEkBaBPwjz513BTNc",
-	"GPZm9t/D2zJ8p7rhWcC0+rLDvXdkLhM+4ubxo/1D8C8z4NxqKTS9ysGR4HdLovhskVAtU+8NboiaN6Ah",
-	"YtmWsYPdqdGEMBHPJTf03EWlO4DrDtcocLI/QAlcYOb+6rzr9fXT1/8bAAD//w==",
+	"7P3bchs5tieMvwqCeyJMelK0JKvcVVR0/EeWZZd2y5bKktt7/ys9nRATJNFOAqwEKInt8ERfffFdz0P0",
+	"g/WTfIG1gEzkiUzqZLlKfVFtkUwkDgvrvH7rS2copzMpmNCqM/jSmTAasxT+eXBGx+b/Y6aGKZ9pLkVn",
+	"0DmbMDKcpykTmjChuV4QTcdEjoieMJIyJefpkO2SGVWKcE2oIhEfbUypHk4iMpIpkTPNp1xpPiRDKXCs",
+	"4aLfCTpqOGFTat6pFzPWGXSUTrkYd75+DTrHs+E7dqVP6JhVJ3WSMmUmdDlhgkxlChOZJ1oRdsWVHrjZ",
+	"KHJBkzkzkzKzjWZ0zCLy25ylCzKjKZ0yzVKiJRkzDb8Q7EoT86t+KFZP8D37bc6UPozrt20u+G9zRniM",
+	"u8UVSfGBAPZFzWczmWpCRUwSOSZDmaYsoWaAPjkYTiTDWQ9pkrD0iSKRnA037BAbPI5CAeuXgpFLqojZ",
+	"kVbT/ijTzyumfrx/+Mqd8aVMP7uZEz2hmuiUDj8rXBJVCzGcpFLIuSJyxlJcQGEW/yNlo86g8x/Pctp7",
+	"ht+qZ8dDHsPE3jOdLvZGmqXVKf0sL8mUigVRbChFrMyRXVKuyTkb4enrdMHFuPjaKRd8Op92BpuB2wgu",
+	"NBuztPPVvDGjACD//QkVgiWveaJZ+oshkeo83jOzk0ONB5Ot1kzHnMIQhyBdKgi7okOdfcLjHpFAaXCi",
+	"+KkilxOpgECUpqlW5JLrCaGhmKVsxK9I1/zY/nskk0RespicL0j0NEISYld0OksYiWRqbvHG06iHFMDN",
+	"bIHOO0FH0KlZ+9BfYHGj6NURE2M96Qy2f/hTYDbO/b1ltklrlpoB//ev//vpp/8Zhk//f/+jE9TQ1r6c",
+	"zmiqp0zow/hQnM7PdcpYw15+NLSr0zkLSMKVJlzg3uRjkGjoDxjBTaFJYgjT3G0zHhMxFVqZraLauy5k",
+	"Sg21sN6uvSUjmigWECmSBYl5yoY6WZh3lt6xZPtqF1fYx5iN6DzRnQG+zO3QuZQJo6K6RSfUbPGq++e9",
+	"uO/mNjNP1k+tE3TMZeUpizsD2N91b2Jhjg2nt2SShsrtifbb7OVtTFio+ZSlb1I5n7XfVnyIjM1T7q7x",
+	"KU0X+NEThb/nKEl+m7M5s5/1Gg+iMJFbX9mSwygtx90EQuM4ZUoxNYBV4A6k8O8o5mqW0MU7OmVRn+yd",
+	"g0z9M/F3wg0bChh32fUoL72Bv/xQ5i91fATHOox/BvWkYcVOLmZL53GQifphNkZF4GeHh8pPvob/2njN",
+	"0nSx4d6/UVrHsiPL51xaQjM1OsUgPzyYPtfEzCc2Z8SSkWFSb5h+y5SiY6ZWUN4NiK5xBcuoruYMiBSE",
+	"EsXFOGEbdKj5BdvIvoZbRLpuhmb1KQsIHwtp/mSJYpfmo16fnNKp09xCEdWcTUTwAHdRDzyXRnimDBQh",
+	"89SCTOfK6AiE/TanyWravf5xv0p+Wy3mijpDdjHhc8ddYkbjjYQZiWv3igulGc1IxX4IpNHEXuPkt3Xl",
+	"0uHordHYm+7b60Y9foDXjWk6jspWgTm9hCpNUkbjPoGt4JrEfDRiqSKjVE6R/NG+CIUZxWNdQl2a3+1s",
+	"bZPonTzQdPwWzQqjCBh1ZswUEVJPjOqXn275Wjtz5EY86YiP2HAxTNipprpJpzk22kXK9DwV2SYo1Gy4",
+	"Iokbwqh7mjWdXlJ4U2uKLE7QznnK9ZLbO6VXRkEmYj49ZymqVWwK2rVdBEfzwlhEpLvV729tbm72mic+",
+	"5bqe8LY2N4OOfR38tRnk6vlWjXoedCzDe8+GjM90MxdN8QeO9hJGFYvJFJ8GhoprQdXZ46Sk++H90Yai",
+	"I6MWzuhvc9Yk1qeFqVybwRZXVDEim+7enuWyG0NjLQjPrDQmgG9Xkq75pGRL9nbNneOKMGNSxk7PrhqT",
+	"KVMzKRSzXNXeV3ru2ClRLL0wCgYThocxZUhjybUrvqDp8v304+q7B7uk08WZ/MxE223S5sdor07pZ2dL",
+	"p4xqs3dsOpOaCT0gFK1HtL1gmUbu4NOGz2Qfnct4EQrzMy7I9g6ZyHnqiMsahCkfc0ET643wWTe8mIsx",
+	"oWPKxW75RWj4Wc4IrNC8LeeAmz+RaF+KUcKHOlq55zpdbMC4TZv+YqfNppuNpcntWQOkS52KqRgrisNe",
+	"W1NhTQX6hI7ZkkkDY8vYHYpodBnZlcA1EexKb6DvCDfcfTtL2QWXc0MFeHeaVmEebjqMrc3tFsdxIhM+",
+	"XLQ1bmbw6wZ2NrND3dw8+cUoI23nBJpLw5R+w4FuPqNTmerjNG704JhJKZlqAh6TPnmFEgpkXvTq4HQ/",
+	"QmXS/MZc1/MFiTSfsn1gHNYHYX67V/dTCpp7s6Kp3OxaE3K2HlhdwXPXbtd9713D5l8W/IE3PIKv5nm8",
+	"DOBWe0ljO7b5ayiF4brmn3Q2S/gQLv+zvysz9y8t33SQptK68OrUARSFxmoXFzThcZ/sy9jYv9EhfnDi",
+	"DMGIdKm97lyRKU1GMjWGl1F256BRpEbHDAg1UvezkJeCjDhL4lA4h2tgfkwdHzGsXKaZSpLPoReQ6C1X",
+	"xigqvj0zhLJpII/sBaGIQH87uBoyFhvS61KimaBiuDAvQUMAdC5yKedJDIaO/XGvT0DBQ40DqNKKqNGI",
+	"idiQKywESdULApSEdsNJ2AeeFXzgX63VCELq7g87l4cDa3TgwQ/tx86bauwDlprNi+c4CdwPONWoJDAj",
+	"krK50R+dJzaTyCD+7WkrTZN8c+1p9/qGwEDxGmrQwbOJWWuIg7FiBCFFCwC1E5ok8lKFomgedn3/bswS",
+	"htpDUbSax+2obDrTOL/5LLaqhqUR97NzxsU4FDCYIZHbPvtDoVkqaHIKeiIe3N2TQc1bowHeWHY1Y0PN",
+	"YjKiPJmnrHQpmNFmU3bBaGIuKg4DDpZb3JR3Ur+WcxHfw068k3pvricy5f9g8XHq3lwmw1gySzJXXCED",
+	"K4SZQD3gTJFYws+APsHOCEVOn9KY8rih+lKSIVVMgfclZgk/BwMBHOwxV4YY51xN6HnCbp3oTugikTQ+",
+	"k/KIphgrvONtLr2xxH5Ab+8Cm3CExs1W9SxvRjZMbTBH8X+wWya4kxRiZNxM9zXlCbsf0su9M9YjlAeB",
+	"rc6c0R187Dt+GtxHt7wxhkHwIfsg6AXliSHGe9iY6kvt/ggZmzsnzIaAYe0oSJGUjyeaCHlZFALmqZhq",
+	"ek4VyJK5SBkdwq3q3fJWnUn5loqF/VTdwz6V3mg3ycbynOwiepJKrRMWZ1zLukMVGc2TpE/ATUDoCML6",
+	"Zpczz5aNHIfC+T9Q6sNPHYneKnMyenD2hlWPesFv2J0Pgmac/P4kBxMa9CMnMs4ZTSE/wui1RkNGDTbI",
+	"VeWAnNM4WRDFx8L8Zah5wTQBpZcA8c6MenvLbP+rM0pgrD2tU34+1+yvRoeuN4kyoz5ny9Q9NgB9zFja",
+	"pEs1mUqlyfYPL8hwQlM61CxVPdT7kJr65FCQNxI9b1yRiIpFFIqJTGLUuiIcLMKHolEiqX6xY902UrDj",
+	"UWfwa8kD/aJi8wdZ9ga+tvP1U9C52hjLDc9Zmo7okH35aqgtE/2vmKY8gZ2hMcoBmpykRnRrbowyGwUo",
+	"u88mi5lRlQ0JJJk4G9l7hj4Dovh0nlAtIYY288b8UnLUmJcniV3parPxU50pp4141QWNN/cggaCQsvB1",
+	"kStAVCr7rtc3m1SOUt7qNIvxZLNzEX7Xd99hDJXHEclEtMKJwTeqwUmVcjHkM5o8UTg4BgE1m6qaHB/w",
+	"sx/il+B2t9/TNKUL8/WMpXCRkXXUvC77nmhJYjbkMYhiJubTzuDXzi8fDj4c/O3w3enJwf5ZJ7B/vz/Y",
+	"e5X98eHk1d7ZQfbn/vsD/89XB0cH3p9vj/+a/3Hy4f0b/6/Tn70/jo46QWf/+O3J3vuztwfvzrxJ+J/a",
+	"qfgfZRPyP8ym5X+YTe7k+Ohw/7+9V9gP7Oj2r2wM+3f2Ivu3He5T9XpnPq9bpEHrYjPscX7+d4Zm+BKC",
+	"ApeC4e5PFInU/DwCRWLd0FjuL/o1e2+BzPLVS/zWZ1fvwVfe4Klz7AYio0OubGpZkfNYZbo29gq2v6+f",
+	"Z64S+1S/U42Hmi3QwwmLwYyfulzJmvll33umPOGadMEcR/9gzAQ35rZ/Z4sLyByyt0EKllPDfIxMQoMj",
+	"mylSh/trxbKeKKLZle53Vh2751LOx6479iIzKo3iDrJu/+sG26czes4TrhdrCzvUG4fZAH0S7R+/O/3w",
+	"9uD93968P/5wchoRJoxurUqcXYELeESFnOsA/o1jn5ci+TaDJhR1iUb4T0z/c0lG3sO9PomO9t6/Ofjb",
+	"24PT0703B6cRSZhWTncx+jCZzwx/3iJv+Uuj1WahJqO6/IW/NHf7ZJ5HOz3HqNI8SUim6pgReqDVUIHe",
+	"IxYQilEbOco3iTMVipTNEjosrtUoUPlWGvpPGL1gCryoZmUYfpWjEepARern6gS3qpDsdACbHxeiyOiO",
+	"rmYmVI5uYG5edvXLuUx298FvZ2bpNjXPUOCKxFzBBOCEhQytGxEfRfJUuTKJkaPM4IfHhzSNWUy6kKwg",
+	"5yL3uVX5zaxmB14xGh9BJgiEWV6xhF8w85t53b1t2Ie6rDY/xwQmVlKrMiKEyTZF7WuSahvWkWeZ3Wja",
+	"gk4Z6Ub2Yxt8wcPCsC56bcFzL1g++/ayrH7+NmH2JlMfwRBOKvyZMHOQjlzqZlpjDtgP6rOwMjbm6Wml",
+	"qXWCTpGl1CglJX4M39YyXsi9AbL0wsPXMzzOqvHiqbxgufda3oetsSR6DbPJfQ1aki5G7jEWY/T30r4V",
+	"p9e0gYIl+zJJ2FDXquJ7GFQyDDhLIlfVrchUippdzZ/LKhCgtmGp9bBUQuNjS1bUVFCAuY7UzcnIFzU/",
+	"V0wXosNPPAkHCoxj2YoMaZYyR7pCkuhpjbL6YlXuek3eeiHfuTatxDcwKTru7KQtCRQtTaJTxlrQ7IoI",
+	"PgXPqJ/87TJ0uzIlYp4kvcw6LxvCuNd2dgHqGaGIjOFpFY185ual9bzSvAPdpCh4vc2UQx5vhWH/V7rx",
+	"j0//0/5jc+OnjeIfT+0f2xt/+vTl+XbwtXb/CxtR3f9RytjGSKZT4n1Td1e7U7qAIKjhsr1+3avMWGao",
+	"MzpW7fnGa/+pKv94nU1Q07GqTdv/GnT43TIq8DfQGpeId9oud/1rUE4ybD2zcpZh7RxLiY5NOyJqNQIz",
+	"AIj66lOBy32jUynGkMOu+HnCxVjVnraXuNGUmFvaxUuaKxPd96/3yfPnz38KyIezfaAnc8hUdwYdoyNv",
+	"mOGbXvsB1Oh1XguJspjUeu13l7l17JI8iqcUVHNM/a0qrqB0aWp5f76UlhItf2BNkeY92CzTlidu58z+",
+	"BtLOyqV6eWHNDBR4BaOjxnkx13JfTqe8RvZ8hECZFMmiTzI7jqaM0OFnIS8TFhtawRT5RZb6Xu/RuAvP",
+	"56pyGr9kJvck+7oxMqMYTZva65JtAeluErDBLrlixfwWRWZzNWGQmMU1OV8Aa3DBxUszROEGcaFf7HTq",
+	"7Jd1mLRfAvApWFKS80QRHlsZkLBTDERVl2q/IIqLISvs6RPLHfzk5SFNEvB348/NgmGh+Eu7H3mwQ6Zk",
+	"wmgahwKy7rkuWKLeDnzmouYYoo97Z/s/R8bQN0Pnp92FA3Kz6u2S6OT46Ah+WJ4tFt446wQGRD/pUa17",
+	"dIZ5Sg2Z67mW6JEeuru6GTlhPMq/LAHmh2P6g4itW64FYahE1jkB/RsaXXIRy8uI/Pv//b8kstOPAjJx",
+	"xatQqJzN3CorPuX261+tqZ7XvDt6/+Hdu8N3b6JB1ZVBuiuLcNBSxa+yLTQHeHq29+7Vy/+OBlBiq0Kh",
+	"JdH0MyPygqW7JDo62Psrvha00eh0MtexvBRRkM/DFmXAkndJdPBfh2fRgCRsZOnOUYFdQifo2LcaKxXH",
+	"7wQd81gtbRj59J6NudINXCMXsnbJafZr0jV3BZxYhAuScAE23Tkbyqnbj11yXdmPNLCcUICApdL5aXEN",
+	"5GDol8yFT7B1JFEn5WvK75Bs7I3O75PPboscqbKvyyTfMkHvMz+FYjCPyBV8qVV52BQIOwFnVUHGJGae",
+	"cYDMPnudmk+nuG8t9QFv49wfqqoaBMvVEvtcQGaFEkx7vaRgZMRTheq4cB55EZ8vlCvIgIRklOQYo/Dv",
+	"HFwgYO1rL6yllpOFIJcdOmzSUp0Hl54f+X37bmoiv1bFWMeZeuZc9HXe0l1S5y2t590xG3HBYmduLlvg",
+	"K++n5sllXtOyjQRzzayjWV5nOaSKbXChmFDcUGKDVdzg4TSvsa5LdjVLGQaFDUlWkyhUo3ezjR3e3vq+",
+	"I0O6Gruv6KoBKeu0qL1yVYhVNAUgS0EHwS6TBZnNzxMOCsDUq++tau9ZjGTZOzAdpSYGldse1ZGrjoB1",
+	"zP/bjWLXVIu0tuJtRO3+7Pf8hXdluedFMeUiKJ85ZNfXp0SfYm5i7Rc52ErR0Nb6X6EDtJC0dYkwrcX8",
+	"LRj+JXVhtQoE+DCFyQdWVTG2srQ2CQr6Xp3UvE/zvZArpZbg8eRLpKm/giZp2GjnN1rz1qw18oWLYTKP",
+	"MQ/UbBjqf4A4lW9bC1uunWVZ1CqNat5q+EooqKyX1+vh+WavpDpziZfko0CFfgPJ3Q9d+egp/Va6jB/i",
+	"rdUX4uS3VTcc9DrYG4xD3kg0rxDHwJnXn9BK2ijydZ+d4xtxI5ZRyJL4m+eLxHowiy8CpU5Q3L/9o5fz",
+	"asx1o/SqgMR8bG4DFTGJ+lFAor+Z/wzMf/6X+c//Mf/ZiHpBKPyEdUomxsqVKZnJ2KuM9Gtft39cFrLb",
+	"2/j/Yyip/7fB//o/G03xO5BktxKIjvFJNGAMHZTAl+7TlKmJAN5itKwUO93xMkUfRLjsNoNDpFsi5cCn",
+	"441KIHnLJrqspsp6klyaDmCXVnuJLSEXkoCul8yNtLuc99+iTUy6m+TPREjBep55zMWEpVyXzeS1Moru",
+	"2IJubTSvmUi0nkndjeVQPaMz3p/G+QYaVlpnUvfbZAvdyMJWbbPvlkjR3BVtRwAUpN4SgXqHVmTpRuaW",
+	"lU8kzVcSwRduchdzQIZvmMlk0U+8eg4uVsuUjw5Z0T2jyAgLQNaWH+sQoWh3b6331GY4XOOmqtY53gFh",
+	"/XGfRHuQ5Y3kfpLKeD40FoKWZK4sxW1AkIyLYk4OYHRGBZO1KHQ2V062VNox5cL9ucKirZVBhcU3U7+V",
+	"DremU+GldNlMimkNQhr83VDkKIdzMycWE8s6anwEflZy9eD2vW8LvGBAoi8hLDTsDMJyjmTYCci///mv",
+	"r82535jNC9tikemK8eygOH4x4zLsfI1suX/OHuXIz+S22CGtXBp59nuBMraroYuhSzc0i4E9AmiJKkRX",
+	"TS4PTcdMaaImxsJvSNYLDK3PWDqETCTECQvc4ZGtzc1egPl8PkouRLzoBYOSzFHCxxNdzTheDhMWfDP+",
+	"6bD5Cp6SI0YVOxSFCL/d3eeVzf1ZXpJEQsEghmnLsVjDeRbKfepSm4c0MTqtH12H3XfIyN0f+v3nm5tB",
+	"KNz2P98sZ3I/L+zrD7X7OldaTg/EMF3AhP/CFm2yFj+zhdkohs/VJ3aalQTkM5sh9HWGzmZMx+P9Q9x0",
+	"zZG0B2TE0nQRCqVl6msVXJATqfQ4Zae/HNkUR2J+RMeMzFKpmYVpnhKqScqUBhy0HPzATtHCfnFl5n6t",
+	"nPHVarSlgVoSADea5lO/msDlBmQOIodzzTVkIysHJF1Fi8xA+nZDsYlZOPb9PTJlVJjFVx+7RqZ/zByc",
+	"CpfiI0S96yl/GeHb9T5RJCqMd4iJqimbsuk5ZnL4JL7Z7//4Ymdzc5dsBsRbYuCqNpShfm+8Xh/JiLAr",
+	"bbR6KUorhuG+oSlif1CwbbP46bqmx/0Z7XmQhqtTYGJ7wK2K6XFF8NFS0lM968tsBnioNwDzrOw+h6yw",
+	"gpOzYnzsooyGvDGFkPFUudB7A1HUVQNenfJ/sEPxcqFZkbq3t3b+tPPj8xc7Py4TnlpqmgDYx1IJer6A",
+	"OCoqAv0tcsZf5lJ0m7zhL+td3N7F/emnH7a2Xmz/6U9/euGLzs2dH3/404s6ok6ZZgLuXO3ttRdj1Q0m",
+	"wD9n2mNUWPlfEk5bm/3+i82dH331AF7R65N9BMM4Zy6WFgoEckDsxMqdteP4q6xboOGtcq7biuWznJ3A",
+	"GjdmMkmQcuSoWepuGqmbr+n5Zq9flLirmMsFV1bkXWumkNUWzx04zwhgLeEyeFiopQnvPN/eXDJn/Hp5",
+	"F4WikVF0X6+ugnlVZKj1dkXj53gx/Y9e7NS8pITQu38I/it4MfCygJwj31UzOrT2QfZn2BmQL2HnM1uY",
+	"fwGIxNevUQ4T8WInf1RlUuYzY1gmGgoPHnRqWM+YXzCBmgjMAeRxPoRrbSAvLbVbX7rZhmOHvYTtKqTS",
+	"+8ZISjuDzs42nEWb7XgF6F+OiK/r0jjHdLaRl4gpEaWsJuOHCZ3WWmnFTE43AOgwz7cBuhe0IwpIs4V8",
+	"Urutvdbx39plHwidloyn59vrWNVuZZ/abjS+cd3ddkx2yR5bELr28r4MRvwpuE1s5arLzU1w9VYtAwSw",
+	"wLpyRIrP1PgHEs6Efo3Ab8tC2PYMASMONO0hnSuWY1FZZGVKdq6uSMTSVKb7MmbRwGE7QhI2IALaNaqA",
+	"jKVgoXC03WtKtm68GceCETnXkJI6A8UGp2EeWAAjd58gjun1rgHudHYLyl4DxHu+8RZa2OguJT8Ud7C3",
+	"a1H66YKo+XDIWIxFvSkz48X1u1Z2bBXPuTLrYI1L6u9HLfm5I5GjHJLRsCZ70LvWXy8FrkfV0aWMWaMd",
+	"vaH0ImEEtoiYX+J+gHkKR++2uJujX5KRh0lpKTAIRSMaoBuyUK5u6DWoA0jFwXNoVPcC8u9//qs3sL0Z",
+	"zEwjQoWdOKJWZ8ePOehZIUKGIIhZrkOapovCSeeWTEYq9Rv289nZCcE056wWCHbpiXKIj1k/kBWzsFPm",
+	"mnSNvkt2NneCUOxs/hSQHzaf42qDhsNovNxm9pa06iK1k/mUio2U0diYrEZfTqiwk6p/UW2ksULTGfBm",
+	"dccAnFCObDgJT8uHrm5DqntkSocTLpg39Yxe60B266BvA1ICt/UoNkchC0gjFQceHnpQAV4Niv0izOBl",
+	"1MaAVDDnYJwqmKjh73U4fiUFrVNeeB1FT69FDuA6bcTwDQgfESqw9j+bjaeLD7I+KFtGhdj+4QcvzaNF",
+	"9Do22rybeR0XfV32ODQo8iuDlk0+h89s8QwR3MD74KnfPXTgCUlmKXNq/ZRRATh1ozK2qbwU5FzKz0ZD",
+	"z5qGeDq2ZnQK+NgLDIq0VKpzzafuZItqU00JYJZDvbb6tpc/Wq/BefnZlh9n00DHtW5EAXK80v7IcNIs",
+	"Xbk2Scsm3u7pJVmzbtBLf7Ry0iyWJhnDHYwhH8UG3MAxQM/ukZTFqbGn3KihQMvLVbe1S/eNl+c9lJy0",
+	"/iImVJFzBhBPWcUZcG03JMGUxfoyHkN4M56yhp6HlS2zDpXr5zXzeFUfqkyzt8FV2+yi4I1skWCZUKXf",
+	"sTHV/GKN0nL3xF5e/oRVuvU15lRpIuwjfo2fwz/wt65LbXFkXlGZi3OWIjlKgZdiyjSNqaZrX8a37sH6",
+	"GWdEIeHT2gvpmXErrDGukK9kvU4Nay+os+YDb18KG4K9KDHpO/95KNDzBrcORu+Tv6KJI5IFmQvNk9wQ",
+	"JEzEqkFzA29WspK083GyVituhliPp4gdCfumkLlImFLWCr7VZHvHCvMzKHOG0qqK19fnfp+WSgi1yrIt",
+	"NXsryorp0kGKkkaR7kwqM+UFpma1NhM9ebYqVT6bUN2qf2Y00ZPThgJWkE8FW2ECv7dhQRpzYQ57lsrz",
+	"uq1orIuVn62Rg8OVFCP5eSVB2JHrVnQYYxPk9pgxxlg/3j8k7skniqgJnTFEsfFqL6LdDMvliar0PrVd",
+	"KI0Cw+Pet89F3W0EnzGMlQ8nIB0F2JVVwBnSPd4/DIW3J6ev/qJcNwx4AHRb8JxUQ2/t1uZGLwTjKkt9",
+	"5fmCa4FVaHJJF8qa9lygj7e3Om8Kef6qHNxHiJomiBqu9sCHwi1Se30LcCjhVq7bR0ThkSN2wZI/7+3v",
+	"H5yeHr48Ooh2C4CAXotgLtSMDfWSk1laK7ceIXpM4xFH53pCujaLrYhtUyxuq9S+rVnftvrs6iVx9ejo",
+	"CqmgWTpVpAvspVjBbKuroF9JdPhub//s8K8HrtV3Bvf3/mDvDHET8AedoON+2wk6AESMXyMm8ataZIVs",
+	"ufdTUwH+OX8fIAsQw2UPpt7iXkTPLurYVFhBM6UzI/MxwoBEYSWq+Xkh6ngLksjryHu+KBxIry7R9+Fk",
+	"oPzRykaKu7KMYd0ouF6X64844+OstDAjQU9mNIXdC0pWN3uS/Pv/+b+QM2j+Hxx8WQy9ltYDoiShWezL",
+	"CHC4NYqJOLs6oZjSWWCNCNeD19oZ2fXKWpc27h9q5bfCAUGVVVUZoKVNdVnGBrNyEDuKEQUJG2kyt9Z6",
+	"XFfZ87vgWUZYrF/F9i2Yk5vtqMCkdkkBLftyIhNmNmkVp2KX3we3arw7Xp/KGuvYWLCWzP3ulE2G8m5m",
+	"dAU2JD+UaVy5TU+sW6i2RcA9pokD7j5LYpuYio6qe7C0io0+vwadLMZ51ggc/ZkL2Mjspz5CG6qJf/Oa",
+	"YzTgtEHav2GUZq0NDvQ5pgtlE+WKxOAbyAsHCoYBNM3Jic61wIHmosjSG91oluOX94RQaAWIa2zlBauh",
+	"5vd2+Np0iSVuLj9KXe3J6nbcGKwnRjM3mvvfTt4fv3l/cHraCTqv9w6P4OPTD/v7Bwev4N/7e+/2D45Q",
+	"pcd/N+j0xiAypvRsuf1W2CxjwFH7zM2QVF5zAUGeVW8e2d/d7G2nmqYtlqnwZ7dpmxavm4e/Vtbjcgqu",
+	"Xp7SYX1qx2MzqqzxRGZtH2kT2/XvRSkwOWxmH1lVYGGsmMeuNsHv4lewUYF4sU/OK88aDTrvD472llB/",
+	"HWnjepoZnHmg3FaQdH3falQPUGV1wJQ39Q3XE0K19XQWRh9SQc4Z+K/79VE4M/aIY2DkVkVAvuVVCs1e",
+	"Wti0wD/jOmq7tq+j8fhLLgogBM8vUXRRLD38agx8iZ2zbHtLDeQq1svbGrAzl4LwfDsgWo7RuYg+SBdA",
+	"7GMRVT6PqDcw1g7IAUjFeLHjZWKA3TJD3BtcpCKA9G5En+qT/SJIGVaRK6JYwoYeluT5wtACT/3ZQtEi",
+	"TCYU+RXfJedST2wBv5aXNC2G4KA5aTlDgk4xTL6z3c8LxyR2KK8kSzzfLpNU0LnaAF1u4zNbbEzp1UZi",
+	"9c8XO/mR7pc27haTSnBoku9CsSlg12igv9jijOueJMGDBOTU7CRHpL63IOCBWvRm+O0GGMKxf35YLGdY",
+	"FgH43ij/LjI2cSi0ZccLAgmK53T4mVxCaBsRJZkFhx6Use5yMmLFgizvFUA/AAU7rOyeTc62nRxgT7oU",
+	"bHpjnduCDi6A1AZkZ3PTmDYcbJee9fxfyvwGAQQq1aGwlwtGDFx0eLEmsaZsjKfO5rdInW/9BIH2noBX",
+	"NfF/2pwVNFzeUMNV0ZYzHVxrjIxdYOsMjLQD8fg1uNi8PmUjfuV1GsFgSigi+zd2wImyku0MmAIrCr0K",
+	"vGzgLhZanL76C7HxMwVh/ihbVhQ4d40LJJbG6PULKf+2pRTX0FWq4Zn6VjqlLiBPa1GEhnU8Z530jwrT",
+	"akAFr2NAhSM0V7FhTOc4KdRK1gagIcS1MZxIxYziNzCqSsIKtWeFYQgiF0NeDVw47HeV5WthmSwj0PqG",
+	"x4SrsABUnP8CgG59TsLjyHbR0oQJeHuM+Rxt8KDq8rVouUiqvjoNqsdslhnCxuW7jLMsZZlUSqR+gsq0",
+	"Y5EsXFLhaJ5AckEo8oH7ZI/ArPLcC9eWHySj3R3oAw5SBX5iYb+iUlnbT6sLUYsDNKSq2xe7+WTAvH7K",
+	"EfmI02LUy43y0U59lAJaHCsUrts7ligbQx53BN8dAKOhmlDInHMEaD7keVqPTG3SCr4voebIpGAZoGAo",
+	"8ld0tSRULBBlCNo7syvtRsx/JhEQ33xYoFCZQvV0XFM9HQoHSmE5JchTl3GHWYVV6nHw4V3bMi6bASYr",
+	"wY96ffKKj0YsZUJnFSFZJ8HKDtLUXNwEJV6hZN5wPWqP0YEtgp8JZD1qfdM+2ctfkudXol5avDgRCeeb",
+	"m88Z2XS0CvqFLUBzSE9wlANSXqDtvQZ11gldQApXkE3zknIojXBMOhvMZymolbpHXPdkqJMzK/LzO/Ml",
+	"pezvkguVT9Hr9e3e4vo+OCK/Do/RKR0yDAjWX6+Pz/cJ/AjTY6+ylMOZBYQh3cgbJGuCj96Fnm01iJ79",
+	"wC+TsTgHUFhR/wJ7yazJPUCeUvOurBuy/aVNf1YzmhUYsFDY16JTVeGaAOaEHJ8dnZgrIFONPdiHUoz4",
+	"eJ5mfQzLm9rCQ1wqO6tzDssZ/W3OAttT3HYfh/uYWbGoc+JNtdGoTHp+eH+0oeiI9frkUOfhiGIGYyjK",
+	"KYwFz/j2zkoKacpWrXGULHzoxZTZJD1ayU59ovKE1lFKp6y3TvkQlAsVoVzpBSPdfTplyb5Z7CWcMPAC",
+	"KqwWShMS9TGyFQV+l/N6t0jKqGqK1uB31Sn025UY1HkfwO9RRyPHKR0mbGM/kfPYFk3lLo4BiaA/WR8Y",
+	"3BDAeIDV2Q9SRpNp6RNjJxQ+wjgLfhQF1paKar4zJPZ8G4VLaghLXrJ0aPb7nCr2fNs39UoVIzhLlDxg",
+	"dvQTOaRJn7b8Xw02xF31aEMEtNqzONx7+xDgzYr9jt2Erg9u9tAx670V3hTD/VpQa22bC6zCV7Mb77XS",
+	"Bh+MWghNr3rr9Kpsm6hm33iPWPHeG+8KLL5Vapx3FrfdAw4ZRDsAeNgOztZDfvcfahW+syzr+ljvJ/N0",
+	"fBPwO+QtkszMOEscPHXdbswjqLOUzTA9YYrlnpouu6JD7fd6RdMIHTRIMa4thHWWYJkHelj2HFYrloQW",
+	"3Ch1KIXt/SntoQprm9Otgv7PNtbYmVmz4MwJUe3mnjdJRpUZeWmKVkzklUtGuySiSRLh8MrujO0MQgut",
+	"272nzB7jYxxxzGPXhw4zmkOx53eNKaAG2r5Qx8V1GLNIF7o7VzuQIMJX1mremkC9gORtsgG1GyZGkwTX",
+	"lA+DdqZNMAJsNC3l9Tpnm4FdIK6doDvJHqlKu48QWPPBQewtKl/f/L2NV7gpgFn7hoFtLuDjNJFu9O74",
+	"/du9owhc1vZrc7Y1AGzRq6Nfop6hrHOpJ6HoRi+Pz34uZ+vieJ2g8+rol07QMT+pjXF5tY+r6oa8n65T",
+	"N3QsskFmubusBBt0PbQJb0ZLoSbWKSnyxrxV8Bq77nUrrmqGAPya7c1ekCdQQJm9WQHYsxjquM4uNuPW",
+	"bK+FBrvmDt8YtaZxc7+P0ucBoeTD2euNH508LQXz/sJfku72i+2tnR3EcNv1PTrDCRt+RgHMhDF141Ao",
+	"/g/WA3sbwN7qRVgRPNaXYH3ykgsjPmKqaVbdb+zNFzsb9iXkfBEKkB+AkFLj5bCYcMsYex4QA8w8msaF",
+	"qBiu+ZvWzFZ7asCxriDslUgvOVv14geen2lFJ5U2PXOcE7hcFp97WbVEXP2YqyFNYxYPanQHrhzqZYyQ",
+	"Y0JmrlCLND+FDjpxMwzR91aHbrblsg5SINupDIRIyGzDrX5kVJzPhOteCSSgZUcfsLb8HasjtV9cg5gy",
+	"U8Tp23h6hn39CG99d/DWtwZovQzDmmQQ1kEolMQfUnI+V5lNRYaIb6k0TS9QBUdY0gcNel30quV4r8sg",
+	"rwvcAyJP9eiw0QB6I1sk0RLstd+w12EDeN1U8Z89ZyiFoiUutou81PQ+fmIxD0hCZ8o87XVphY0IhTcp",
+	"jABimQZ0xMR6E4s/i2yaXXA5V/4Lis1981sCoz2idH9TlO57Q+Ymm5g4g+oZfmvLZKqPFeLAhmOlLH95",
+	"Fs9aWKl8J0Dedwbe/fuE634ggNx32ZJ1Gdr3anTvtmje4NtKHMcHUVRmwD3Dk0uY30ElFWXXk7ZVEPA8",
+	"UQ6O0zAjxRLINROh8FPQutEwa7MX9VrDh2eOds9hUUowlqmrkyb03Dn+SnnVCGfmmutdThZ+IwpFIsyU",
+	"jmpJ8LrIBTeBKcjJpQ4//fah0nt9cuLleklCyWieJPh8KLACVJGd7Z8aFP+bwKi7yR2IeCZ5nUh5b1g7",
+	"OnoBitFoGh/eH7lVgiU/S6hgNm2Gq8rKi0A2E61ng2fPtrb/1N/sb/a3Bj9u/rhZH7Svh3i/bUj3HMMd",
+	"41v9a6K1r47gWU/J/QXw8hfeRvyuCZT+tnDobw17/vbh5nuezs+11fW5sOmAkDGPWWJ5690S5heGbOwU",
+	"uHJnUdIQ1gev56sbba8VMa25dfU7XUMNK9TVZou3wmtX6HeNorzRwqthdWtjqsCS2oWK4eKtFyjGRzKU",
+	"vJn11rVyOmDP3vkUGqdfP3Kct/5t06eZ5rrjei7FEnuaWKzjktenEkAsvt0Lb16vmzqusyYbI3PGNUew",
+	"MjurEnZSvueOeI67btH96Xyfgfl9rb+zBWClbS/dTieq9nWu1YqKu1xrE/YLvaTv+O1WUYSezw0dMZf0",
+	"l668tqrDZjGTubDNop0W50IbMm2Mm/bJAdAh4rsGZC5Q2Sgk1MPQLIaGcZD2YC0GOSKRlSCO1KKARFy8",
+	"Bpdc9hnGwm2mfvYpUkkZQKPwmyWEmztMWLo65Rqi7TZ526XAL5gmXQR3yix7Q7q11kULYi4vu83kEVQE",
+	"81JtpYaZlidzs7zVSht+dOqgPDYaEswYolywBwWQ0fZXUq0yGKqGglfEsYHOWFhMqTLDsx9awtmWSKvt",
+	"frrz7aaMxuBwO3eb3AuIv4vFBJ/ayg1lS/xAAQQcPUEYTRPu1ejgNnDX7/la0Y3yWmvIKajcjuJpNbMP",
+	"K1ebwyIKsPwwdeaIK/0LivKuS4fxYya70G71DcMfuVqDaW/dWMqZZ2L6v8z6AhWkYlbKXJSxnaAUC6kH",
+	"YqikPX1zP/6jk+zOnGSPbp/78olcE7DyO/ci3LH9enMz7z2Wb90sXSuTrZ7K6FsJWkLgBavgbPCljTnV",
+	"Msu069JEvZ3sWZXn1dEv5o22Si3DaatJ8LxGF8+krkFzbQ9A6/OwdTvlvDbYHBd7KjZlLvmJ8AdLQ89f",
+	"V59yu+5dpYfq+plh6d/aGjhWeNZSwwrVp/LKOpo+lak+BrSLqhajhrYtSzfaO93HHFDzk+zTVwf2Y5tE",
+	"meE+ne4D5snpfq3acJ9IhNdDG7wTHL9H5L57RO5zNOZxyNuisnLWfj2hKU0XtlkXgKHUkdk6EfwzryLY",
+	"9zYggAik1QksJN/YIn8mXExYyou5EAhRsCSevrF1z3FnR1/X6QoNrrHmYa3rrIt1I64eZOrMdrI3GkGu",
+	"hkQsBMtyc38H1GFf0jRW/RoEjtstplMHkL5WI8HxCyuv4Z9ZZXgdpHvzTbBC4Pp3wOxpVqC8BOalVezl",
+	"UEDUBMSdC6kAlouQly26pmTRl12y6Rw5CjIgbxYyqZv7p1VbevO0fdxWZCNqzXazhWfvpNNs7WLvtNPs",
+	"kjfekG6XJjw/vJazwXd9m/K+Q9e7V+007+Izj31zr3OpH/vmNu/Hqr65wHpdMQX2GHvskfvYI/cOe+Su",
+	"VXBSbN3cPji0qngmF6sAg1dy+TW+d7n7r+FaYuH77ZhvFrkgM9tubv1fy9RfxzwQd2E+rUKxMEP7EBbo",
+	"PjB8jiYOpHFaVCKLFv3qxgXtC+qbSeMGaAaQVWBjb35Qfx3XEYmqWVGRK4w5Z6EoJHM9VkT9Liqi+mtX",
+	"N7UrLfJSVlVtnrnNLrSfuhhy60Khx1qcP0AtTihsMU5t9c13Wk5DStU0D6l0BrSBZZkB6/o1H0hQ4GYl",
+	"MUb/g+y4UX3nyfuqoLjtsog/bp77NZxBDTpbvMQ+ymrfSzl4jbG61qbQfZo/N8l4KEygzlUBDcypZghi",
+	"fl3nsw2PgLLLhp+zduUZyIjRjVHipAsAKRer0E5KrygO1AVXdHZje6AjXNBkTrVrj5wgVHJrH1YNbkrF",
+	"qCjrkcuiRnYG7GqWMqWqlh3CqC4/Qjv+6nNb5ty8YGnMhxpBVHDEmqhAmsomCrUOyYFF+QRc4skC/CJh",
+	"ZyiT+VSQdwNjKISdfj3WmR5OWFOGPgyOcNjoqpixtEg4wEOqHsmqHCifDwxd+9qs2bE9phlNVSFbyg+C",
+	"FYI6MGTdiazq6kbVQgwnqRRyrjzvkQO7mKVynFoHx7dCCbUfUQhmstjvmPONmrK1e5239ceFEeqn4Pq6",
+	"1Z9I/1bbtoHM27ISr9K/rcHw27zdzm4Ym27NCddu6Lb2IZ3io821GU3N4L67dm2B81uO5kmygIZFUpen",
+	"kLmGELCAazKh6j4bu91oAt+y25tHUwf1EmwvCykUSWLK9DqRFRgD2o7H9Qna0yYtFGBOL6HreyrFuDEh",
+	"V2k6nTVJYHMgsxkTt5YOCyvNZ+1Poc0+t6tOLG75E4W7uF65Ij4SEJnE5tgQCeYanAzJ4/o1i95QR3Lc",
+	"EMzbI0qzWXXpjbCJDeTiDvuBEMs1qMTt0TUJJZHjtagkkWMXLr45qWTneyvUcry6z6ynDBaZlE7p8LOy",
+	"3aJ6ffIKOviKMSiNs3kKkWIXaUjnwmGQn9Ph53Eq5yL2sT1sSxqjaLsA7sKGLbMWYjwtNR1WJMq6qkaY",
+	"B2KLZFNdxGzF7pV/++XDwYesc2H+p22X6/58e/zX/I+TD+/f5H/ZcYqhiHzAyudZI97C53WZwuv2BLUw",
+	"ZU3K1LJuoGurRG5Ce8MlymtDV1EJVJ+S2NhRlf6i1+wDGpAI6CoyI0eF4oCoiLThimPvpktoscAnera9",
+	"ub21ub259QwL2Z9hzwn44zB2TSdkGgrvp8VKcftIqd7BPtqQR/BN2pI2dSItTGcF+6mhq7bNapeR1YBE",
+	"XhfaKFccreKrAhLZhrWRa4cUCj/boV3T22KrW9cCd8XlPm3Vapred6Npf4ZY69lOOvrTXE95Kjx5PcgH",
+	"36txXXkISV/Decr14tQMi/M+ZzRl6d5cT/K/Xjvl5D8/nnWqbsb//HhGuu9Pt394EZAD83+GPH/Gv2mh",
+	"A1OOEzxMKJ8qEqn5eZThwYshn9GkF5DItuvAr0LhuncAKj0WxLOrWYTy0fUEShYkwvh31CenDBw45v2R",
+	"y5YCYT4gL2FNxPbZkZ+ZKDAZ2GLwNcHvcrYz0XrW+foVitVHsnq0WPrOIdg3TzTfgFlnLb2sPqBYesGH",
+	"LOtodLx/uAEBxQ01oTMWk/cHp2dk7+SwH4pQGHJ5+nQohU5lglWFT5+SKRUQHPXMNhU4CBFwBPoUhsrG",
+	"06d5YeLTp1kOvArQxa2CQmdEHIYLNYP4ala3aAEP9k4OUU6AwqHyY71gqTIak+3OmTP7KCDsypiMZsGh",
+	"cP3An6iip8upXIrMRcxSGGDrxeZPWz9aKoFOjsV1c9hE4g0JOwmJmKH4j/8g+1JcYP6GCsUGefrUEIT5",
+	"AEONT58OXCMJmiRumtrXAGlCmK0oVKQbPZswmujJP6KARM+gUB7/OWU65UMVBaEgJHomZ0zQGe8v6DSJ",
+	"ekQwFq+gxv/8eOZokeyRKVeKi3Hg5546gAlsMGbhwczrdja3iEsNtGtj0KbRLPi90xtjla82ZWomhWKQ",
+	"qceZIpGcDTcs1WzwONrNMwqxM6dthwq9C0EJZcOJBMlhXnI803wK8B3mymNDu+HCvC/3gkFSoCH7iGk6",
+	"jvI5YPe3XRKdfDizkBcobqIcSdUNY5aLclf1rAOJRHy0AQ5tC1eBaX87W9tmUw40Hb/FL63QyxME4CFc",
+	"o23BZ2Zml3QYs+lMavOpzaYxy4lOjk/Poiy/xs0Ad0+niw04nGg3bz2Kp1VsR3ou44XFiDYL2t4hEzlP",
+	"s9x9JMCUj7mhPkyFDmpHpCR2vRpx0Aw0bvMnkqeT2iWdUDOio/uEq8Kt0/QzIxGUcdpTMGLJUcJUpi4r",
+	"WxF2ZZ6151IkJAorgg0R7EpvwBiumSBG/aBdNAGxp5SrfTTMGn7bJycIwv+ZCczJwv56u4Z0stsgWPEC",
+	"bNbkudpV79X6lOE042XWm6Wj7c3tjGHDsgyD9a+Ko18zEYgFR28Ozkiu6l7m8lo9++L9dRh/jbKWkzbj",
+	"2HJZDZCALEHEMG8Bdk3gO1FPn8L+/Ofp8TtI6hrKmIWdAQk7/X4/7AQkdI4C79OvEdauO9Ek6NS6qOVo",
+	"ZCs/ISGuT/ZlzNSgeYMDEr1FPlX4DDK3Dq6GjMXMcJJ69rSL4+6Q5qTmLi1ZfnlqDxAgaACC+VzK9fCG",
+	"7uApsAsuYsOZxHjO1YSeJ6y3W7oekCQ9lGnKhqCpGqKvsA/z0XMSndBFIml8JuURTc31gGVs/0SiMynf",
+	"UrFwRx0hCghkEKaLDSg3i3q75AfcSs1SQZNTyGGH04zMV89JdIpKwgdBLyhPzHydBcQ1GHeoa+ydHHaC",
+	"jpW5nUHHkZuN2Rjh0xl0nvc3+887UG45ARUvk6nPfEFqvhmzmiBZSbgecaW9sl6F8P7DCU/igmAGgKOC",
+	"YzkiXZkGWZtu/6tDcTo/1yljf9bpnEWBxVuCMmQqIMOL6vIZK8Z6ffJBJPwzw/wx2y3UcDUkZ8MPQwE6",
+	"2Xl2TUBNBtXUX5rjJcB7DItk8QC4E/a1qGdmJbYFZ5Sxl8O4M+i44cvbBgdiL4xqNFrznzw7ng0znvEz",
+	"vL3zNVj51L6/y7/MGfjP1nsqO5v88SKBRHvv/tuqZzYHpTcoBzGVRQlRmqSMDkHxpCo7tfLuZIcRisjY",
+	"faenhy+PDqKB6y4mVeXGW2XVgoUF2B760iK570G0h58nbECAwmwGq0BHSbpwzecGHQo/PWIXLHHWAPVB",
+	"dPbe/Xcn6OSTqjEqq1sEzbhRslfCuzBHhwwGpiCkmGGnwmKfwrr52p55+USXF12vNdXCAXJbuVCGUOnS",
+	"Yjs2/PR8rp0K9ypqnHwF3CNfxjLz110qj2TK6C8tqBxkVOs7YTSSphuQFSAQLYmSqSbniwGJzg7fHlhH",
+	"SkS6gl1mDnByvsjuCnjy3u29BVU3mU3oOTPyMfF/00yu5m0vF7WU6r2+E3TMGxpodcXKM/gIu/xPECAE",
+	"lQ+kxvbmpkUqcc2J6CxL5Hz2d9t7N59fHX5JUW6s7xCpoYgax8jXoNGdU7QpaY3EMHNBtg+zKQiEpunZ",
+	"3xvm/Y5daUNDKJx9Q6vFwxnnx0Xs4I7XPZSdzLOXNPZcRDubW6sf+SBopoThQzurH3K6Gjyw/dPqB0pK",
+	"knnuhzYLqlGY0IvlINo6RowUianri/ie0aAg5fZX66vVi86nr0FnJtVqxQcxhzwCG+QmYIGho+sCfFrQ",
+	"27zwZUklMqQWCrAoie8Zz5cQocbbBbMP0uMDNAFnLAUPgRQ9VKrq3SCDUETeumxeNroHAwcumaVDw9dZ",
+	"UoZh4qhq2lYPmo7RWJjRoRHhSqJEpgJ7d4ZiSmdZ//I+2bOm6Pbmpuf787bD5VmhP2CZAlXZ/nvSoOAp",
+	"nS7OjDHqHvuELlam9EsZL9bifq24WHmtLgO0hoWdlVHzpCXLfsf3Axut5+sNGffaDHj1bD0gsxJ/NQSx",
+	"ijMenNHx75ufbrbgp86GhQe2nq9+oGS/PgDGjQRf4qNtePfXoMGcffalwGi/WoDc2qzBEt+EeL5/+1zT",
+	"DHweTRnEnOkVJpyX8ljzJcj0euDyqA438PnyhB3fBzdFyTWRuTGV5kliMTIzL2svCEXuBFW59yozZCvu",
+	"K0hlIKev/qIgurub+a/szhb9V9zMLnO9IcRrIRpfSE9YxtQrW31PTP1wBA6dAjsvMMbtlYoqpJUi1PBu",
+	"NUybsqFMY0W4rlEbr8uqkNGVDq/FEB99f+Pvj+Ntt+B4KdS6QOnEawh3PwCmh8R/DaYXtHLUvWG+SyWw",
+	"CR2OKTQpYi4KYhWyxptbHP1Wru2nB6eePKokD87Ee8P0tW7MeuRZcICeUD0B6pzNV9+6Cu7lIAPugpoy",
+	"OmVBEVcyJa4cFAo2nUX44WwtRWENW0uwyxb2VmUh31A0352l1QhT2sAcLExEAVrkQRpZcyzDfORmD0jd",
+	"+D5tM7wiN7XNlkXA24Ye3zDtqbKDqtZdhgh+YlV0w2chPgXOKjdFeDYUWSZe5unqBYQml3RRzLJWXAxZ",
+	"yRIs+Bqt+YcaFhfjPnmPnMHwc2NWkaJfTwqL9ID9SvybuoQvFzfhu1G8ChmL9SyrnPh5S1bToza1QpsS",
+	"xRuRwyDegWJVMEWtYoV8wmo6NrHrWbavZpn1/vlSryGbRorYX4pP5wnVMu0NSMyGPGaKXNoC40jNIQU2",
+	"suFhmzRqEeMmMolJlDvXzT3FpsfaMGRAhyxAZHuNosrI0SV4fZvG+kSRVMpCWKCXBw2wKzg03s5/D6uC",
+	"MhqjxOX5DR56F5ZFJIm8JFznrIcg53ED1Kp8WebN7XGT29fYskmu0NAmi5nUExtC9bjJ/Wlp2Uxt/X/D",
+	"RA1ZOgSCPwSr+z7Vn1PkJEauE+rn7mYH6HFGd80y7afGfmvUdo6ya71mNhVZkUxl0fy4hp7lWVJVz3AJ",
+	"TOakKSOzFmlPpXzdFvlPv+O8pwed1LMy98VPl2m9QXebMtMnkdfcJ4KPwV1RlzezSyKzS+5XfuZMsghF",
+	"l7oeJj3vobXyaLImNqWWQy6/pvgpjPMg8muWN0HNaNQrc2qdGfOYA/P95cB44qnwcXPiy/6N01owvRxY",
+	"3nRuri0rdpJBTFIY5olCcZcyYYOdOQI2VEhfcgW9POrcm4JdrplO8kdII/kO00ce00Ye00ZuJ22kmd01",
+	"auTr5Iq8sp4/l/FW9Ip6VTrJYkC2N3cM56p2NfXzNqrKfhAK1w8+zSz3YllXpVYFCrFKXgX0h7ri2Qyx",
+	"2nkc69jjg03I2FmdkGGYglvaH8Wm/mNnSyxTbWpN7PdeceV1sh++s6yHx2yH31u2w1Jl/q5SHDACWLk1",
+	"T1SLdIY+eW1D5uCfTplziVc7LeyGIvKRsaMG6GrMfpylTEFu5nsm6BR60ktC0eagCbavnyvsuEVd28o8",
+	"a7FUHA32Slv5mZo3srg+N7NXJ1Z/38kU31cSxWPyxGPyxDdNnmhtofjwWG2iBqUuMHm/m6Da3ZtwMUzm",
+	"MYstfh2L3WPAmLkyn0C6hOG2oYiKpZp/dqWdUC+kPmNjD692mkBVNlaEmtGaYwOFVd4SW1yO7WVb2kMV",
+	"cXnTtMTpNriJLaJZhWG1rVxF9LHVsQQ8o2oUwe9C0TTHYv/82hjC6iYV32sMgXSLMQQ/ehCQyNubqBQz",
+	"CAoFt3cVJvAP5zuIFniXs328oHCjHkMG30vIoHBsBSFVYNHt4gaFBuqAoWo7ryGSrg0vlzqbRSRrmLao",
+	"165D4ccEXrsGuFIUe397Pb4tRKLP8/OWFgj/ZOwOaDgQ2aIe25oJHuUq6wIvSZc6VC4A4wIHoO1VYNsp",
+	"VHuQl6qwMJeovgyrgn9Ius6U8TIRe7iJOWiPYJc4xwwwNpPx+LZzGS/6ocj6Q7tBLTCtxTpKGcDmpGzD",
+	"Ne2I+yWOyZWL48zyvlQQ0+bCi2ovibt4pPQ7jrx4q1wZeynclLXCL9t3w+hbTtWLwVQL4AJSQ7iBpVmu",
+	"DeVBnC4rWoy+kYH1WFP3uwwH+ZS6TJQtsbiyVNSLQlOfNfJRKYnTBUnnojewrWxKkM2vrdQxXNvxXIWN",
+	"mBC/qNBwpx8KJ0yiLyH2vAmt+RG6dj5hZ/Drv//5r09fI9KVwrB+6JhTbd+DuDPeONhEKsSmQ9AXFLsI",
+	"hcK1Efoa9ck7ibh0XCEYRW0UybVB2q8u9iGnmNZ33Wp0YoHYb+6plXW+yhpr3Z+Pq7YPVc1CanouOfAO",
+	"s7KA8BFRMqsdLa6Ra6f0PKawPmy+iN3fCiTrGr6VDvW6vPJLCbe9VQw9V1S7LTAKKspxrY7R2wXFYi4y",
+	"NT4UWTdZCvilU3nB4mpTBowBFJ1klZh5g89/4NqYhgKUG6UZXRpfv381+PqQBxWtrxH2YIXW9wiF8Bjc",
+	"Xxncb6u5tYrwF0i3W3GCP1HoF+YKmIZrOZvDzHu5hPW5ALd9j+/Nm9fOyHuMej3YlID292TdvICCIF+e",
+	"GbDvQRu4G4U5AahrBIQJIxZjMkroOCg0Kx/KudDGCDFTr7+cWspen+yFLkMgayCbQk/jDTc43m/bBAij",
+	"VpnMzz2BAL98SdNYoajHQc3ln9LYaPChkGLIUKxZ5G/eCj6ppd8uc8+FwkWYnZ+OeG66xuyBh6E03F3+",
+	"QHuv2XUyCL69t8we+k31pkfX2GMKw7dJYbiWVy2riVydwZDlOpeBHJYlFtSmFZy4l37TcsPlMX5bql5f",
+	"KnidysA/bFRffLNw/vdR9Qe3YdE2gO9u4WPk/vuI3M9yXldTh74yWC/I4d5bx4y4qJbyHdDhJEeaMCrx",
+	"8f5hBrSxEJpehaIb7QH2BDaysggb2MzK3GP8+IKl5/Yz/MCF/zbM/bHfcGG/TCQSu/3818sJS92DmXjF",
+	"Lz9FvV1CvUkWWsVAqaFiXgXNJnE5wz6IBuEiZlegpGPow7oEcaWafmaKMDAy8oQDIWNm2zgRGgoFgr85",
+	"AI438Xcb+cblrVDe3X5+m0pDewLL5/ZYX/gYUPYDyjN3bVcBfbjPn33BR9aIhFjS625v7vSsDwJa0RCu",
+	"yTilwui+tv9eHe8hlvU0hBzulfFct5rPu32PhXy/e1//skvVwrtviaWFm/4Waf/TN5ZMj9LogTrklxPz",
+	"eoR3YkVHe987vr2uIC/wMeKss33XarH8gq0rTNAZ9M2FyV35oFvpr9+2fG05l3BxhUdu8ejxvbnHt7Xa",
+	"i3AVLTy8Ftei6mZoj2YHqcPY5bkR1+4j1xM5r+m2FfE48jLnbU0C1nwRcDBcsNR2t+7aDqEAqql6uzZ9",
+	"XzCuJywN/PXYwrJmgE+vqi4vuHMd229ScHdDBL9QtIPw+wUP+L78Fth0/b5B/Ox5LK+6a43hd2tleMuj",
+	"CLawBQPU6Jt71TQlHnfWL1T8IyAJFopcHgig4HdVKQj8oW2AAe/ZY3jh+wgv/OZYv1MC7Adt6gCROdUF",
+	"FbyyuKwVdyyZClrn2mTI/Q1Fcljrl1cY/br5qY/I5SNuS/1c8Zyf+IdJOj7CoEXj8l6zt392+NeDqJwj",
+	"WMjjIU6KEcW05mKsIIKAkP9yODc7wWLHR5SV+giO0oeO8WaqUhyKU1AtVeRlI7t8qIRqljZHG+BW/m6D",
+	"DbC6FbZapuB9i6o63P6lM/MCDaSLaqejLkI1kWLIeo/VdY/BkIcUDPnNcpWKPKgxCZ99sYgZrcMgthjZ",
+	"mneGjF0qp5ETRXzFSodLKhqkhrN2zLhCWg6dX8OpvGDg0cEenYfv3mTXD3M2Zd7MHuGnKr1n1Hw4ZCxW",
+	"/VDs+bXuPC+3xl40OQpVLZRjc9XIfXLz61aLZO12DGNzfaR3yUhCckBl00YyhSOepXKcMqUeK0Qeo0Yr",
+	"okaN3KdFyMiCIRmKy5SyNaAfb+8C3rkptlTreHQLP9Ag0hLaXo/mfkGh2x7W0VlA7lo0VEgQLJAo2GvN",
+	"1RKhuJ1yiSyqkZmTuZXloUuGYjm8JCmhS5rRo5iNuGBxAW9yKdxkO8ssFF0qyFx8FvJSWPeUl34GqNBF",
+	"JcE8n6v+ayoIeJTfWkG4q6hcG0MvN7K/TU1IS1vvsQTkMSD4HQcEr2f6ZUgqeDF9ANbBl5tKtloP5Fu0",
+	"53wHUBnyuxx/tCE8RadZHA+FoLENqyIwl3qhuJsiQYI4Bb7MC0VuuGKXQCKMzUnydoXml+fSTgS9P9mA",
+	"toHhikajmFdiHfq/T8Di+iWukDA1u/cQJQxQzaN8eZQv35F8Mew6R4iUhCLKYwNo8ppCZzZPMaB4F4LG",
+	"91xmJecFmOFu9O74/du9I8PZMVmlUAXvfvTq6JcIILnkCPl3N3p5fPZz1AtCcVO3Jyl4Pd82VMYjVCTs",
+	"VsF7B6bUZzYzto8R4IIlh8bmSfiUu7pNeAiELGAq469UnxznwJ+eUbgM9TMfDjglemWlKNdTD2oQrW3e",
+	"TAmJCBNmwChEWxWx+y0wqQMTDQDPExIhPejl8lgDQpMk2iW07jW+IUfd+KOCT9sZdTu5DxnXypXj0yz2",
+	"dy0UlzaTCdSXfJu49vcne0edPD8xb/j9mYb5spbI7Y/mTLTEXW4trmuSryu34tGn/Sguv5W4PEH+eFNr",
+	"LGVxyi/Y3dpgiGkbgbCIchE5SuW04HisykRITPSZW0BkEmcJXGAFedhunxmbmd/yFJI8A3LOhnLKyAVX",
+	"/DxhxXAe/MwixC0sEo3SFPK+xpQLnN8/WCr7oajgehoOb/QSw96P9w8J7EevT06ZiEn05Wtkpj1XNtcD",
+	"EzxQXNbx5/d4DE4sP2SAzNJUlzDen+UlmVLh4fBoCabJ/SbLlya8vCG7mE/PGShg2aTBmHpEt3z4xoPH",
+	"Plicn1+Fh3jc0v1oJb906myL9HYeZ9q/ewr1QhtdTBbQ9NFLaeCCZImlRKYxSwMibeZYssCEcNCqQwFg",
+	"q+ZnTg238MH31sbd7cMNIcVaZ/1eT/28SWbxqoX4+34f/Tfwfa07b+DPDRU+Jtd+J1038jtVw5duFvZd",
+	"wdXspVyns1TRtfFEVbondStm8cA8Yux3+EUvKBUcdsEjANU3YAPTOFcNY6rpOVWsNyCXtrlG96P5hxPn",
+	"vcyz/YbpzK2BjnHEkAqF4mKcsA0K1Y4b2Xyd24WrU/jBHnzvGFXU65OTDLqNC5KyMVca+SFy6QFgJ68Y",
+	"H2G1U2W0P6i1BEs/ev/h3TtIMetilT8UYrpH80WBcwKYeiii07O9d69e/ne0Syjuhm0kDKGM08lcx/JS",
+	"gK8jOjrY+6sZftc7N/gxxMO7MrWp0ThMzFkM3o9LlDLZEhJGFSMJnSkW9/wipYQqDdLi4L8OzyKwdymZ",
+	"cjHXrE8ipISIqPlUIYg9IomSkhq9qiHYtxUz94HDupyt+xiCKgD8ftsiJKcZQ1BoDP1RVNQHwLIrDHEJ",
+	"Mt598/Ich31Fxu1ePmdYwVI2ljB6wRAiueyFNZ8VmCNwcYxcUhGjTzlTx7lGrgLfkZjH6CwdfhbyMmHx",
+	"mDUY7X3yccKg7PPSdo4qMc0AX6Q0FfH5ArkdTgvsAeTBCOAkL8yaMUHeqEQgL2A+KRsyjnFjwx5zXwWi",
+	"zHERCusyRxGQF7EUPLrZFllfcD6PVjywiBD/wJjgzgqMeCNhHnnRvfCi93DLfObThXvauwP2E7Qmu5YM",
+	"K5tYo+5p2ETZe+i4gnt6gPoFFsPmZr9hAwtFuHC/15K4eKJj2yOZhiKCH0BAxcvl61qP3aAuMRK1syFN",
+	"Uw4FbhEwjZm24R+PlalQdPEuW80UontDD7QDFawuJtfkPxrZmmPnnZQiWVgGKGS2Rq6y7QAVGrjYJYXe",
+	"F7hpmk+ZnOv2KzOKXK6xGt2im0gxJjOZJJlWKkLh4lgQIruEqBe09AvITCozpQWhwjbHA4RWEsXJb1i+",
+	"j4tu4//thyIUxyMzFHBb73wtnH9k/3amBhgXCYYQrafY262sH8iureu7wjWaRxD425b9e2cYmyMruJaq",
+	"Ic0mEyKwITvM0rFpFoolI4zp5bFFC36Ajpr/2nhtRMSGG2bjMIvi7hLnNw0AwTB6i50IT9wtjIgLFnLd",
+	"GxiN0dPmXSNGuz8l+ZnLvoJnqiDudn2jpGtFbc89GQphdjP3rmeko4AsyVxonpjvFk7I4xz65ACd8IaA",
+	"UybYpfJ2zrcxgXRCkduYwCRy+u71yXtGYwfrWBdlz+iwl0tnpVM+1HmnSJxWvnV1QtqzNx+4NyxnzGsA",
+	"KLhHlnZUntIrPp1P69zmWjrmttXvP99uhEgAvl5fIr8VdOwLOoPn24CSgH/kGAlcaDZmaR1Iws/yEgkw",
+	"47OeU9iIh6XSAWgfEZAU6W72+zvPtyFn+5Ur1kVSsYXBTxSplSTN2AA1vy5DROBi4cXe4jfXW7zEq4cW",
+	"OrL1kgytLPX55i7ZzFIVXAnqsqVX5Ezzuss/rV/08xYrvoajdvVTr5Lf7sGp6/OOBru/TLHdTLAaJtt7",
+	"1LDvx9oHFjbN+fytW/VNofMTm5mlyJa5b9ub2SwsGrP9E6WjtqjMVJOpVJps//CC/IW/JN3tF9tbOzvk",
+	"fKExKe3D2euNH3fJFnnLX1r3ZTE3i0RHe+/fHPzt7cHp6d6bg0Jm1i4ZJhxQ5M6pYi92NpgYypiRcy5o",
+	"ugBnbe66xOIZlxFDdShwZvDm7s7WcxKVAokR8Ro7h2KP2K6bXAoyojyZQ+u2v0ODl/wN5+DChOkblQiQ",
+	"G1KuEfZ5wsXYS3ejKSPxPKWG+zljPRTbm5vQy5IJjQpOCrE0UFwVKIhM6HQB/jefZ7q1WU/AR0jDIzGL",
+	"5xlfIJdcxPIyMPvsFFELSlH4nVHxILXIJujmiXeWC4PelfIxFzRBBCsoWkQFhuEZxpi4UFN9PJoniVGW",
+	"6dUp/wc7FC8NOQB2hXVebP9EotItirx9Qz/zBN3QU6apOep+SffG3c06Z5d1RwcsCPZauS2XYmZk+763",
+	"DS/o1ae26e8hbcKb5oocc1+Dsht4z+iC85XCKZvjJUtZTqzQbdZenqWXpfeYT/HAs8vw4i4XfO38O1mu",
+	"Wex7QtRdZ2M7qVnWo84XxPprrBxF3u6gG4y1b2SNcv5heSkGvlCYUBAJochlgiNt+CRwtalQRWSzOdDa",
+	"h67K+zJm0TP8t92LiCgG7QSskFOka9R1dkWnswSSpW2qowu0KU1BtMIybLUQJLBZsxmE9IbiMRrjCs4Z",
+	"/3avaHY7fydGbUlRv32OXdyNFUzbnkUWHPeZONL9/fLw4uSX57zNWLqBxCzneiin7JE5P2jmvOfFyrpI",
+	"XD0vviYIRZ34Vpj23PdM3xnT3i+7xOEilQ2f2+DdoSjq8y15t0OJi6zvZG8EzlYp8OVKYaRzCYvP2fut",
+	"8esPxbP5g/Pr4m605de5s9ocb+6UI9ZPpe6XbxcX8ci3f18t+AFJpcjjbptvQ0JXY0j1w2yc0hjVEko+",
+	"svNTOfyMuuflhA9txTisgMzm4H2qNtF+kkeICKZiLAhNU37BAiIAO3sqUxYKPaGCROgAichcFIJqrhSj",
+	"W0qHCLAQEV57sne4cbB3an0ZZlp8yJ4oAgmAZO/ksGcLQLL5+TE2z6O1JKJGupSMmTBslcWEx+gWwlpB",
+	"6CeWp3LEoZjIJM6dbBA6nDFhs+hmXvzA+TVcFwWCgbHc23I54YmfHMgV5Af2IOT5OoV10JSR/zw9fkc0",
+	"u9Ke++8sPyQF3YBwiOhL2MkDimFnEHb+/c9/hZ0g7JQyMv3vRNjBIwo7AxGEHTrXcl9Op1yHncG5lMlX",
+	"DGMKGN9NIuwMfv33P//16atNYPSTL7MQ/ITOmJWfjt+a9Z1lIs9OHyduX/lr2LE/DjuBfYWhVk/pQVH7",
+	"JewINqYQqKt5DFYds8I2pIwqKfKPcOiUJQUvb06blrQ9r1YosDbI0Va1hMgc9ISPJy5YCg5STC0yL88q",
+	"ac2d8ywFFPwTeWnH5joIhdVGXh39YttgG83CT/VUWs5c+a2aIKxg7BakMMkWfKDFawxkbIOuobBnMTJE",
+	"R6Z0AakNEL+Pwg6Pw0606/MFR8XWj2eOzShe7iwsQr45npTNkkXYGXzBYQb//ue/grADahEQkPlcxOwq",
+	"7Ax43XHZrfHO69NXQ3BG6HH077p8VKsCstgC/4ciygnZph1MfS9wkRllXIyBFxguoXfLZoAqhCnLI3bp",
+	"gmU2I6OwtTFXQykEG2oV2OPBDTOHAONAoi2m04Wi684yIMWkr15AymlzyHyWlLSNpYtfOz4N/vScPyrS",
+	"dVnU5vd1GdM04Z9Zr0+O6/It8DHMEyynD4TCaD0LDDjad4Cc8d/SpVl+HvLMLOfA0IvSVM8VHLdNdYYr",
+	"Ch59ypF5VJTgQjb4dxOIXx5Vl3naiqq5uWVZ2t3q97c2NzcbY+zI4BuC7BBcdnFXM8y6gXbfHmVeZMqc",
+	"P6bTQIZ6Nxebw4yjLhrnnF/f+nmPaKJYNj0jqBgV1w4Ml4O9W6jIFhd6eslt9ZW9ZrkCNUullkOZ/HHC",
+	"si9uzeZxunKDoYb2eQaqkO/5HJXZ297yb2skoG7bNeLcc+pAwrK39vtPL88MjC/2X+9R22qN6Vz0w5MM",
+	"hT8m5wvro4EBsflln+wVvdyoZqKixq5mxhp3trsXWaUqSy43ahqIWpsxXgBghmoWH18x97BDVrqdtw0g",
+	"A9jHlCYjmU4xH3AkU8N43dz8psLRoYCwdZ6St9LV/n15btokg/sH8tjFcwV2xQP0JlN3gt8kkfxtgcMs",
+	"B7A9uNLYEDc11lOqmfATq4vRmGamMyj8DFXsPLkaeElTqjhkMQt5SbqbueHFtZc2t+elcFR9yBVOlydX",
+	"FznTrjmVW2VCBWfjo/vY24wV3uN6V/G38BTH7vSWZRFihxEEJX5kw7+zjhzoVKZeOiCc+XWcyMb+bi7H",
+	"8UH083zvjEeKmHCxMUr4eKKhDAlKhnOfSxZnUfwfLMgKTfJWHxYzKxSVpP0CGkYxWR9Q4dCea8jRP4VF",
+	"fWPmVtO+D72FVcxArrIFNVjGGQBf60Z++9kTX+++7QBueBNEt6aaK82H6jGB+d6aCtj4Sbb1d249XuZY",
+	"c22gJXzoPLgFlZatftfGBmwcW3wHTa1dzB+gj0OR9cCCsWSal0AVQPuiSx8iL1rWQbb4y7yZbCgKI9Y3",
+	"lcUmssTrIStzVbVd+9hQ3A/cz0f/IB9E49fmRqhFKmqihpZdUnOKuUa31OXNWgsU0m42BXK7i/at10RL",
+	"uktZ4pHeKXKzthBIBUJ4BEH6PhA1CofmCaiCKCkpsP53z74ULsnXVmosBpxA+3RIrQCFIQpd5kjGF2s7",
+	"QnmE+uD7QvlzbdDQ/IN4bBL1QJtE+YfUfFnWpcYCRPAqva584Z5hXL/x3hnawp+UW2BMmSZdCpmODBNl",
+	"bI59r4j2GuSKTn+VtnKAk7kfleWhy88DTEptJz3xjB7F5vchNotX6Ymyx/dQeEIix8s5gtJspmrb4tia",
+	"sgAxmeEfLsfH5XmzeAmHWG3RHJnJPXIIuxUHQrdXsRM5JjYL65FTfKecIpHju2cTE0YTPflHIw/Yy9qY",
+	"bHopsbNUQk0FVySdCwE13O+gwkNIYs6CCW1pvqoJ/Gxf+dB1cZznKZggjSn++UbQhF/cbq6LoRE2nKdc",
+	"LzqDXz8VKeaCCfPiWSrP/VhCttXOGJsynfLhciYvZMwgaRx+6mpsTlI5ZXrC5grzm9nVTCqOxf4ynVK9",
+	"xpm/tbO4nzM30302SygvnbbNRVM65WLcXDoNU72vk/R2eZptUuNpyhkTdMb7CzpNlh7p8YyJvZNDEsvh",
+	"HJyT4G/D352DL5QrsndyGBCqMIvWhtwhjytma5ztG6bt205nbPgNrrXbjPygaYxdRGhykprJam7G0emc",
+	"BS32yizRkoo8/zsbNprilU3u/vfe26PefZHOGbgl7RzUjA35yG7JMhKCLKu2DN9mTwMM9JAKpJTcidv1",
+	"IaAtOPRwQl28ccrHULaBmCM/bD4PRXSKVSIfBL2gPDE/9VBFmqmuticHLOT3IEZgfy229uKWA28/bLaI",
+	"m1dPpbOM8hDCbbX8KQ7xpXPOaMrSvbmemBHNttvnKvWmeXBBEZmOqeCKEepHX2wAwIgrKJbSKUOqoykq",
+	"KXPBofsLxfpPc5gpJgC7OK33kprYBcTPsHc2T4u96C16Hh+x4WKYMNK1g5NZQi32k32HbfdTHf1jMRqS",
+	"YrjHc2raITdgyNzFqYyZNTFcG6OGkBFmZDI4SV0LrWpcom4O+yVkeDDzbEQfl0i1Tvn5XDMygmzsbPlk",
+	"RIWc6zKinJ6waWGHvSh93QwsjgUX4wDSIuAfee68K5jhwrA3s/8e3pbhO9UNzwKm1Zcd7r0lM5nwITeP",
+	"H+8fgn+ZAedWC6HpVQ6OBL9bEMWn84RqmXpvcEPUhbv2D8kh5LDpBeA+5cFB7wDnImYpiZ5tb2692Pxp",
+	"68coIEqigD7eP3wCZdHk9NVfFOlG3I7Wd8PuQzFQ1AvFlApj7UF9XvFlapAXSfsfQ8FLirck70YLdSBR",
+	"7jDwn7CBR7tyN5malaMJZhk2i/Pl0oQwEc8kNze5i+ZGAIwOGEjgtJ4AdY+CGPPP1WMsXz99/f8CAAD/",
+	"/w==",
 }
 
 // decodeSpec returns the embedded OpenAPI spec as raw JSON bytes,

@@ -148,6 +148,108 @@ func (e ConsumerStatus) Valid() bool {
 	}
 }
 
+// Defines values for IdentityCompartmentLifecycleState.
+const (
+	IdentityCompartmentLifecycleStateACTIVE   IdentityCompartmentLifecycleState = "ACTIVE"
+	IdentityCompartmentLifecycleStateCREATING IdentityCompartmentLifecycleState = "CREATING"
+	IdentityCompartmentLifecycleStateDELETED  IdentityCompartmentLifecycleState = "DELETED"
+	IdentityCompartmentLifecycleStateDELETING IdentityCompartmentLifecycleState = "DELETING"
+	IdentityCompartmentLifecycleStateINACTIVE IdentityCompartmentLifecycleState = "INACTIVE"
+)
+
+// Valid indicates whether the value is a known member of the IdentityCompartmentLifecycleState enum.
+func (e IdentityCompartmentLifecycleState) Valid() bool {
+	switch e {
+	case IdentityCompartmentLifecycleStateACTIVE:
+		return true
+	case IdentityCompartmentLifecycleStateCREATING:
+		return true
+	case IdentityCompartmentLifecycleStateDELETED:
+		return true
+	case IdentityCompartmentLifecycleStateDELETING:
+		return true
+	case IdentityCompartmentLifecycleStateINACTIVE:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for IdentityWorkRequestOperationType.
+const (
+	IdentityWorkRequestOperationTypeDELETECOMPARTMENT IdentityWorkRequestOperationType = "DELETE_COMPARTMENT"
+)
+
+// Valid indicates whether the value is a known member of the IdentityWorkRequestOperationType enum.
+func (e IdentityWorkRequestOperationType) Valid() bool {
+	switch e {
+	case IdentityWorkRequestOperationTypeDELETECOMPARTMENT:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for IdentityWorkRequestStatus.
+const (
+	IdentityWorkRequestStatusACCEPTED   IdentityWorkRequestStatus = "ACCEPTED"
+	IdentityWorkRequestStatusCANCELED   IdentityWorkRequestStatus = "CANCELED"
+	IdentityWorkRequestStatusCANCELING  IdentityWorkRequestStatus = "CANCELING"
+	IdentityWorkRequestStatusFAILED     IdentityWorkRequestStatus = "FAILED"
+	IdentityWorkRequestStatusINPROGRESS IdentityWorkRequestStatus = "IN_PROGRESS"
+	IdentityWorkRequestStatusSUCCEEDED  IdentityWorkRequestStatus = "SUCCEEDED"
+)
+
+// Valid indicates whether the value is a known member of the IdentityWorkRequestStatus enum.
+func (e IdentityWorkRequestStatus) Valid() bool {
+	switch e {
+	case IdentityWorkRequestStatusACCEPTED:
+		return true
+	case IdentityWorkRequestStatusCANCELED:
+		return true
+	case IdentityWorkRequestStatusCANCELING:
+		return true
+	case IdentityWorkRequestStatusFAILED:
+		return true
+	case IdentityWorkRequestStatusINPROGRESS:
+		return true
+	case IdentityWorkRequestStatusSUCCEEDED:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for IdentityWorkRequestResourceActionType.
+const (
+	IdentityWorkRequestResourceActionTypeCREATED    IdentityWorkRequestResourceActionType = "CREATED"
+	IdentityWorkRequestResourceActionTypeDELETED    IdentityWorkRequestResourceActionType = "DELETED"
+	IdentityWorkRequestResourceActionTypeFAILED     IdentityWorkRequestResourceActionType = "FAILED"
+	IdentityWorkRequestResourceActionTypeINPROGRESS IdentityWorkRequestResourceActionType = "IN_PROGRESS"
+	IdentityWorkRequestResourceActionTypeRELATED    IdentityWorkRequestResourceActionType = "RELATED"
+	IdentityWorkRequestResourceActionTypeUPDATED    IdentityWorkRequestResourceActionType = "UPDATED"
+)
+
+// Valid indicates whether the value is a known member of the IdentityWorkRequestResourceActionType enum.
+func (e IdentityWorkRequestResourceActionType) Valid() bool {
+	switch e {
+	case IdentityWorkRequestResourceActionTypeCREATED:
+		return true
+	case IdentityWorkRequestResourceActionTypeDELETED:
+		return true
+	case IdentityWorkRequestResourceActionTypeFAILED:
+		return true
+	case IdentityWorkRequestResourceActionTypeINPROGRESS:
+		return true
+	case IdentityWorkRequestResourceActionTypeRELATED:
+		return true
+	case IdentityWorkRequestResourceActionTypeUPDATED:
+		return true
+	default:
+		return false
+	}
+}
+
 // Defines values for LifecycleState.
 const (
 	LifecycleStateACTIVE   LifecycleState = "ACTIVE"
@@ -322,6 +424,42 @@ func (e WorkRequestStatus) Valid() bool {
 	case WorkRequestStatusINPROGRESS:
 		return true
 	case WorkRequestStatusSUCCEEDED:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for IdentityListCompartmentsParamsAccessLevel.
+const (
+	IdentityListCompartmentsParamsAccessLevelACCESSIBLE IdentityListCompartmentsParamsAccessLevel = "ACCESSIBLE"
+	IdentityListCompartmentsParamsAccessLevelANY        IdentityListCompartmentsParamsAccessLevel = "ANY"
+)
+
+// Valid indicates whether the value is a known member of the IdentityListCompartmentsParamsAccessLevel enum.
+func (e IdentityListCompartmentsParamsAccessLevel) Valid() bool {
+	switch e {
+	case IdentityListCompartmentsParamsAccessLevelACCESSIBLE:
+		return true
+	case IdentityListCompartmentsParamsAccessLevelANY:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for IdentityListCompartmentsParamsSortBy.
+const (
+	IdentityListCompartmentsParamsSortByNAME        IdentityListCompartmentsParamsSortBy = "NAME"
+	IdentityListCompartmentsParamsSortByTIMECREATED IdentityListCompartmentsParamsSortBy = "TIMECREATED"
+)
+
+// Valid indicates whether the value is a known member of the IdentityListCompartmentsParamsSortBy enum.
+func (e IdentityListCompartmentsParamsSortBy) Valid() bool {
+	switch e {
+	case IdentityListCompartmentsParamsSortByNAME:
+		return true
+	case IdentityListCompartmentsParamsSortByTIMECREATED:
 		return true
 	default:
 		return false
@@ -907,6 +1045,131 @@ type HealthStatus struct {
 	// Example: ok
 	Status string `json:"status"`
 }
+
+// IdentityCompartment A compartment in OCI Identity's shape (no `timeUpdated`; the root's `compartmentId` is its own id).
+type IdentityCompartment struct {
+	// CompartmentId The OCID of the parent compartment; for the root compartment, which has none, the tenancy's OCID (OCI
+	// Identity's SDKs require the field).
+	CompartmentId Ocid `json:"compartmentId"`
+
+	// DefinedTags Defined tags of the compartment (always empty in ferry).
+	DefinedTags IdentityDefinedTags `json:"definedTags"`
+
+	// Description The description of the compartment.
+	Description string `json:"description"`
+
+	// FreeformTags Free-form tags of the compartment.
+	FreeformTags FreeformTags `json:"freeformTags"`
+
+	// Id The OCID of the compartment (for a root compartment, the tenancy OCID).
+	Id Ocid `json:"id"`
+
+	// IsAccessible Present in lists with `accessLevel=ACCESSIBLE`; whether the caller may inspect the compartment.
+	IsAccessible *bool `json:"isAccessible,omitempty"`
+
+	// LifecycleState The lifecycle state of the compartment.
+	LifecycleState IdentityCompartmentLifecycleState `json:"lifecycleState"`
+
+	// Name The name of the compartment, unique among its siblings.
+	Name string `json:"name"`
+
+	// TimeCreated When the compartment was created (RFC 3339, UTC).
+	TimeCreated time.Time `json:"timeCreated"`
+}
+
+// IdentityCompartmentLifecycleState The lifecycle state of a compartment in OCI Identity's terms (ferry's compartments are never `INACTIVE`).
+type IdentityCompartmentLifecycleState string
+
+// IdentityCreateCompartmentDetails The details of a new compartment, as OCI Identity takes them.
+type IdentityCreateCompartmentDetails struct {
+	// CompartmentId The OCID of the parent compartment.
+	CompartmentId Ocid `json:"compartmentId"`
+
+	// DefinedTags Defined tags; only an empty map is valid (ferry has no tag namespaces).
+	DefinedTags *IdentityDefinedTags `json:"definedTags,omitempty"`
+
+	// Description The description of the compartment (required by OCI Identity).
+	Description string `json:"description"`
+
+	// FreeformTags Free-form tags of the compartment.
+	FreeformTags *FreeformTags `json:"freeformTags,omitempty"`
+
+	// Name The name of the compartment, unique among its siblings (letters, digits, `.`, `_`, `-`).
+	Name string `json:"name"`
+}
+
+// IdentityDefinedTags Defined tags (namespace → key → value). ferry has no tag namespaces, so a request may only send an empty
+// map, and resources answer an empty one.
+type IdentityDefinedTags map[string]map[string]interface{}
+
+// IdentityUpdateCompartmentDetails The fields of a compartment to change, as OCI Identity takes them; absent fields are left unchanged.
+type IdentityUpdateCompartmentDetails struct {
+	// DefinedTags Defined tags; only an empty map is valid (ferry has no tag namespaces).
+	DefinedTags *IdentityDefinedTags `json:"definedTags,omitempty"`
+
+	// Description The new description of the compartment.
+	Description *string `json:"description,omitempty"`
+
+	// FreeformTags The new free-form tags; replaces the whole map.
+	FreeformTags *FreeformTags `json:"freeformTags,omitempty"`
+
+	// Name The new name of the compartment, unique among its siblings (letters, digits, `.`, `_`, `-`).
+	Name *string `json:"name,omitempty"`
+}
+
+// IdentityWorkRequest An identity work request in OCI Identity's shape; in ferry, the record of a compartment's deletion.
+type IdentityWorkRequest struct {
+	// CompartmentId The OCID of the compartment that held the deleted compartment.
+	CompartmentId Ocid `json:"compartmentId"`
+
+	// Id The OCID of the work request.
+	Id Ocid `json:"id"`
+
+	// OperationType The kind of operation.
+	OperationType IdentityWorkRequestOperationType `json:"operationType"`
+
+	// PercentComplete How much of the work is done, in percent.
+	PercentComplete float32 `json:"percentComplete"`
+
+	// Resources The resources the work request acted on.
+	Resources []IdentityWorkRequestResource `json:"resources"`
+
+	// Status The status of the work request.
+	Status IdentityWorkRequestStatus `json:"status"`
+
+	// TimeAccepted When the work request was accepted (RFC 3339, UTC).
+	TimeAccepted time.Time `json:"timeAccepted"`
+
+	// TimeFinished When the work finished (RFC 3339, UTC).
+	TimeFinished *time.Time `json:"timeFinished,omitempty"`
+
+	// TimeStarted When the work started (RFC 3339, UTC).
+	TimeStarted *time.Time `json:"timeStarted,omitempty"`
+}
+
+// IdentityWorkRequestOperationType The kind of operation.
+type IdentityWorkRequestOperationType string
+
+// IdentityWorkRequestStatus The status of the work request.
+type IdentityWorkRequestStatus string
+
+// IdentityWorkRequestResource A resource an identity work request acted on.
+type IdentityWorkRequestResource struct {
+	// ActionType What the work request did to the resource.
+	ActionType IdentityWorkRequestResourceActionType `json:"actionType"`
+
+	// EntityType The type of the resource (`compartment`).
+	EntityType string `json:"entityType"`
+
+	// EntityUri The path at which the resource can be read.
+	EntityUri *string `json:"entityUri,omitempty"`
+
+	// Identifier The OCID of the resource.
+	Identifier Ocid `json:"identifier"`
+}
+
+// IdentityWorkRequestResourceActionType What the work request did to the resource.
+type IdentityWorkRequestResourceActionType string
 
 // LifecycleState The lifecycle state of a resource.
 type LifecycleState string
@@ -1672,6 +1935,96 @@ type TooManyRequests = Error
 // Unauthorized The body of every error response.
 type Unauthorized = Error
 
+// IdentityListCompartmentsParams defines parameters for IdentityListCompartments.
+type IdentityListCompartmentsParams struct {
+	// CompartmentId The OCID of the compartment to list in.
+	CompartmentId CompartmentIdQuery `form:"compartmentId" json:"compartmentId"`
+
+	// CompartmentIdInSubtree When true, list in the compartment `compartmentId` and all of its descendants (that the caller may see);
+	// when false, only directly in `compartmentId`.
+	CompartmentIdInSubtree *CompartmentIdInSubtreeQuery `form:"compartmentIdInSubtree,omitempty" json:"compartmentIdInSubtree,omitempty"`
+
+	// AccessLevel `ANY` (the default): the compartments the list reaches, as ferry's ListCompartments answers.
+	// `ACCESSIBLE`: only those the caller may inspect itself, each with `isAccessible: true`.
+	AccessLevel *IdentityListCompartmentsParamsAccessLevel `form:"accessLevel,omitempty" json:"accessLevel,omitempty"`
+
+	// Name Only return the compartment with exactly this name (case-sensitive).
+	Name *string `form:"name,omitempty" json:"name,omitempty"`
+
+	// LifecycleState Only return compartments in this lifecycle state (absent = every state but `DELETED`).
+	LifecycleState *IdentityCompartmentLifecycleState `form:"lifecycleState,omitempty" json:"lifecycleState,omitempty"`
+
+	// Limit The maximum number of items to return in one page (1..1000).
+	Limit *LimitQuery `form:"limit,omitempty" json:"limit,omitempty"`
+
+	// Page The page to return, the value of the `opc-next-page` header of the previous response.
+	Page *PageQuery `form:"page,omitempty" json:"page,omitempty"`
+
+	// SortBy The field to sort by: `TIMECREATED` (newest first by default) or `NAME` (alphabetical by default).
+	SortBy *IdentityListCompartmentsParamsSortBy `form:"sortBy,omitempty" json:"sortBy,omitempty"`
+
+	// SortOrder The sort order. Defaults to `DESC` when sorting by `timeCreated` and to `ASC` when sorting by a name.
+	SortOrder *SortOrderQuery `form:"sortOrder,omitempty" json:"sortOrder,omitempty"`
+
+	// OpcRequestId A caller-chosen unique id for this request (for log correlation); it is echoed in the `opc-request-id`
+	// response header. When absent the server generates one.
+	OpcRequestId *OpcRequestIdHeader `json:"opc-request-id,omitempty"`
+}
+
+// IdentityListCompartmentsParamsAccessLevel defines parameters for IdentityListCompartments.
+type IdentityListCompartmentsParamsAccessLevel string
+
+// IdentityListCompartmentsParamsSortBy defines parameters for IdentityListCompartments.
+type IdentityListCompartmentsParamsSortBy string
+
+// IdentityCreateCompartmentParams defines parameters for IdentityCreateCompartment.
+type IdentityCreateCompartmentParams struct {
+	// OpcRequestId A caller-chosen unique id for this request (for log correlation); it is echoed in the `opc-request-id`
+	// response header. When absent the server generates one.
+	OpcRequestId *OpcRequestIdHeader `json:"opc-request-id,omitempty"`
+
+	// OpcRetryToken A caller-chosen token that makes the create idempotent: a retry with the same token and the same body
+	// within 24 hours returns the original result instead of creating again; the same token with a different
+	// body answers 409 `Conflict`.
+	OpcRetryToken *OpcRetryTokenHeader `json:"opc-retry-token,omitempty"`
+}
+
+// IdentityDeleteCompartmentParams defines parameters for IdentityDeleteCompartment.
+type IdentityDeleteCompartmentParams struct {
+	// OpcRequestId A caller-chosen unique id for this request (for log correlation); it is echoed in the `opc-request-id`
+	// response header. When absent the server generates one.
+	OpcRequestId *OpcRequestIdHeader `json:"opc-request-id,omitempty"`
+
+	// IfMatch For optimistic concurrency: the `etag` of the resource as last read. When it differs from the current
+	// etag the call answers 412 `NoEtagMatch` and changes nothing.
+	IfMatch *IfMatchHeader `json:"if-match,omitempty"`
+}
+
+// IdentityGetCompartmentParams defines parameters for IdentityGetCompartment.
+type IdentityGetCompartmentParams struct {
+	// OpcRequestId A caller-chosen unique id for this request (for log correlation); it is echoed in the `opc-request-id`
+	// response header. When absent the server generates one.
+	OpcRequestId *OpcRequestIdHeader `json:"opc-request-id,omitempty"`
+}
+
+// IdentityUpdateCompartmentParams defines parameters for IdentityUpdateCompartment.
+type IdentityUpdateCompartmentParams struct {
+	// OpcRequestId A caller-chosen unique id for this request (for log correlation); it is echoed in the `opc-request-id`
+	// response header. When absent the server generates one.
+	OpcRequestId *OpcRequestIdHeader `json:"opc-request-id,omitempty"`
+
+	// IfMatch For optimistic concurrency: the `etag` of the resource as last read. When it differs from the current
+	// etag the call answers 412 `NoEtagMatch` and changes nothing.
+	IfMatch *IfMatchHeader `json:"if-match,omitempty"`
+}
+
+// IdentityGetWorkRequestParams defines parameters for IdentityGetWorkRequest.
+type IdentityGetWorkRequestParams struct {
+	// OpcRequestId A caller-chosen unique id for this request (for log correlation); it is echoed in the `opc-request-id`
+	// response header. When absent the server generates one.
+	OpcRequestId *OpcRequestIdHeader `json:"opc-request-id,omitempty"`
+}
+
 // AuthorizeParams defines parameters for Authorize.
 type AuthorizeParams struct {
 	// OpcRequestId A caller-chosen unique id for this request (for log correlation); it is echoed in the `opc-request-id`
@@ -2279,6 +2632,12 @@ type ReadyzParams struct {
 	OpcRequestId *OpcRequestIdHeader `json:"opc-request-id,omitempty"`
 }
 
+// IdentityCreateCompartmentJSONRequestBody defines body for IdentityCreateCompartment for application/json ContentType.
+type IdentityCreateCompartmentJSONRequestBody = IdentityCreateCompartmentDetails
+
+// IdentityUpdateCompartmentJSONRequestBody defines body for IdentityUpdateCompartment for application/json ContentType.
+type IdentityUpdateCompartmentJSONRequestBody = IdentityUpdateCompartmentDetails
+
 // AuthorizeJSONRequestBody defines body for Authorize for application/json ContentType.
 type AuthorizeJSONRequestBody = AuthorizeDetails
 
@@ -2403,6 +2762,85 @@ func WithRequestEditorFn(fn RequestEditorFn) ClientOption {
 
 // The interface specification for the client above.
 type ClientInterface interface {
+
+	// IdentityListCompartments List compartments (OCI Identity)
+	//
+	// OCI Identity's ListCompartments: the child compartments of `compartmentId` (or, with
+	// `compartmentIdInSubtree=true`, its descendants that the caller may see). Unlike ferry's own lists the body
+	// is a bare JSON array, as OCI Identity answers. Paginated: pass the `opc-next-page` header back as `page`.
+	//
+	// Corresponds with GET /20160918/compartments (the `IdentityListCompartments` operationId).
+	IdentityListCompartments(ctx context.Context, params *IdentityListCompartmentsParams, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// IdentityCreateCompartmentWithBody Create a compartment (OCI Identity)
+	//
+	// OCI Identity's CreateCompartment: creates a compartment under the parent compartment `compartmentId`, as
+	// `POST /20210201/compartments` does (same store, same permission), with OCI Identity's shapes:
+	// `description` is required, and `definedTags` is accepted but ferry has no tag namespaces, so only an empty
+	// map is valid. Answers 200 with the compartment and its `etag`.
+	//
+	// Takes any type of body and a specified content type.
+	//
+	// Corresponds with POST /20160918/compartments (the `IdentityCreateCompartment` operationId).
+	IdentityCreateCompartmentWithBody(ctx context.Context, params *IdentityCreateCompartmentParams, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// IdentityCreateCompartment Create a compartment (OCI Identity)
+	//
+	// OCI Identity's CreateCompartment: creates a compartment under the parent compartment `compartmentId`, as
+	// `POST /20210201/compartments` does (same store, same permission), with OCI Identity's shapes:
+	// `description` is required, and `definedTags` is accepted but ferry has no tag namespaces, so only an empty
+	// map is valid. Answers 200 with the compartment and its `etag`.
+	//
+	// Takes a body of the `application/json` content type.
+	//
+	// Corresponds with POST /20160918/compartments (the `IdentityCreateCompartment` operationId).
+	IdentityCreateCompartment(ctx context.Context, params *IdentityCreateCompartmentParams, body IdentityCreateCompartmentJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// IdentityDeleteCompartment Delete a compartment (OCI Identity)
+	//
+	// OCI Identity's DeleteCompartment. ferry deletes the (empty) compartment before it answers, exactly as
+	// `DELETE /20210201/compartments/{compartmentId}` does (409 `IncorrectState` when it still holds resources),
+	// and answers 202 with the `opc-work-request-id` OCI's SDKs read; `GET /20160918/workRequests/{id}` answers
+	// that work request as `SUCCEEDED`.
+	//
+	// Corresponds with DELETE /20160918/compartments/{compartmentId} (the `IdentityDeleteCompartment` operationId).
+	IdentityDeleteCompartment(ctx context.Context, compartmentId CompartmentIdPath, params *IdentityDeleteCompartmentParams, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// IdentityGetCompartment Get a compartment (OCI Identity)
+	//
+	// OCI Identity's GetCompartment, which answers the compartment and its current `etag`.
+	//
+	// Corresponds with GET /20160918/compartments/{compartmentId} (the `IdentityGetCompartment` operationId).
+	IdentityGetCompartment(ctx context.Context, compartmentId CompartmentIdPath, params *IdentityGetCompartmentParams, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// IdentityUpdateCompartmentWithBody Update a compartment (OCI Identity)
+	//
+	// OCI Identity's UpdateCompartment: changes the name, description or freeform tags, as
+	// `PUT /20210201/compartments/{compartmentId}` does. Answers 200 with the compartment and its new `etag`.
+	//
+	// Takes any type of body and a specified content type.
+	//
+	// Corresponds with PUT /20160918/compartments/{compartmentId} (the `IdentityUpdateCompartment` operationId).
+	IdentityUpdateCompartmentWithBody(ctx context.Context, compartmentId CompartmentIdPath, params *IdentityUpdateCompartmentParams, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// IdentityUpdateCompartment Update a compartment (OCI Identity)
+	//
+	// OCI Identity's UpdateCompartment: changes the name, description or freeform tags, as
+	// `PUT /20210201/compartments/{compartmentId}` does. Answers 200 with the compartment and its new `etag`.
+	//
+	// Takes a body of the `application/json` content type.
+	//
+	// Corresponds with PUT /20160918/compartments/{compartmentId} (the `IdentityUpdateCompartment` operationId).
+	IdentityUpdateCompartment(ctx context.Context, compartmentId CompartmentIdPath, params *IdentityUpdateCompartmentParams, body IdentityUpdateCompartmentJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// IdentityGetWorkRequest Get an identity work request (OCI Identity)
+	//
+	// OCI Identity's GetWorkRequest: the work request of a compartment's deletion (the only identity work
+	// requests ferry has), always `SUCCEEDED` since ferry deletes compartments before answering. Requires
+	// `read compartments` on the deleted compartment.
+	//
+	// Corresponds with GET /20160918/workRequests/{workRequestId} (the `IdentityGetWorkRequest` operationId).
+	IdentityGetWorkRequest(ctx context.Context, workRequestId WorkRequestIdPath, params *IdentityGetWorkRequestParams, reqEditors ...RequestEditorFn) (*http.Response, error)
 
 	// AuthorizeWithBody Simulate an authorization decision
 	//
@@ -3051,6 +3489,165 @@ type ClientInterface interface {
 	//
 	// Corresponds with GET /readyz (the `Readyz` operationId).
 	Readyz(ctx context.Context, params *ReadyzParams, reqEditors ...RequestEditorFn) (*http.Response, error)
+}
+
+// IdentityListCompartments List compartments (OCI Identity)
+//
+// OCI Identity's ListCompartments: the child compartments of `compartmentId` (or, with
+// `compartmentIdInSubtree=true`, its descendants that the caller may see). Unlike ferry's own lists the body
+// is a bare JSON array, as OCI Identity answers. Paginated: pass the `opc-next-page` header back as `page`.
+//
+// Corresponds with GET /20160918/compartments (the `IdentityListCompartments` operationId).
+func (c *Client) IdentityListCompartments(ctx context.Context, params *IdentityListCompartmentsParams, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewIdentityListCompartmentsRequest(c.Server, params)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// IdentityCreateCompartmentWithBody Create a compartment (OCI Identity)
+//
+// OCI Identity's CreateCompartment: creates a compartment under the parent compartment `compartmentId`, as
+// `POST /20210201/compartments` does (same store, same permission), with OCI Identity's shapes:
+// `description` is required, and `definedTags` is accepted but ferry has no tag namespaces, so only an empty
+// map is valid. Answers 200 with the compartment and its `etag`.
+//
+// Takes any type of body and a specified content type.
+//
+// Corresponds with POST /20160918/compartments (the `IdentityCreateCompartment` operationId).
+func (c *Client) IdentityCreateCompartmentWithBody(ctx context.Context, params *IdentityCreateCompartmentParams, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewIdentityCreateCompartmentRequestWithBody(c.Server, params, contentType, body)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// IdentityCreateCompartment Create a compartment (OCI Identity)
+//
+// OCI Identity's CreateCompartment: creates a compartment under the parent compartment `compartmentId`, as
+// `POST /20210201/compartments` does (same store, same permission), with OCI Identity's shapes:
+// `description` is required, and `definedTags` is accepted but ferry has no tag namespaces, so only an empty
+// map is valid. Answers 200 with the compartment and its `etag`.
+//
+// Takes a body of the `application/json` content type.
+//
+// Corresponds with POST /20160918/compartments (the `IdentityCreateCompartment` operationId).
+func (c *Client) IdentityCreateCompartment(ctx context.Context, params *IdentityCreateCompartmentParams, body IdentityCreateCompartmentJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewIdentityCreateCompartmentRequest(c.Server, params, body)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// IdentityDeleteCompartment Delete a compartment (OCI Identity)
+//
+// OCI Identity's DeleteCompartment. ferry deletes the (empty) compartment before it answers, exactly as
+// `DELETE /20210201/compartments/{compartmentId}` does (409 `IncorrectState` when it still holds resources),
+// and answers 202 with the `opc-work-request-id` OCI's SDKs read; `GET /20160918/workRequests/{id}` answers
+// that work request as `SUCCEEDED`.
+//
+// Corresponds with DELETE /20160918/compartments/{compartmentId} (the `IdentityDeleteCompartment` operationId).
+func (c *Client) IdentityDeleteCompartment(ctx context.Context, compartmentId CompartmentIdPath, params *IdentityDeleteCompartmentParams, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewIdentityDeleteCompartmentRequest(c.Server, compartmentId, params)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// IdentityGetCompartment Get a compartment (OCI Identity)
+//
+// OCI Identity's GetCompartment, which answers the compartment and its current `etag`.
+//
+// Corresponds with GET /20160918/compartments/{compartmentId} (the `IdentityGetCompartment` operationId).
+func (c *Client) IdentityGetCompartment(ctx context.Context, compartmentId CompartmentIdPath, params *IdentityGetCompartmentParams, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewIdentityGetCompartmentRequest(c.Server, compartmentId, params)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// IdentityUpdateCompartmentWithBody Update a compartment (OCI Identity)
+//
+// OCI Identity's UpdateCompartment: changes the name, description or freeform tags, as
+// `PUT /20210201/compartments/{compartmentId}` does. Answers 200 with the compartment and its new `etag`.
+//
+// Takes any type of body and a specified content type.
+//
+// Corresponds with PUT /20160918/compartments/{compartmentId} (the `IdentityUpdateCompartment` operationId).
+func (c *Client) IdentityUpdateCompartmentWithBody(ctx context.Context, compartmentId CompartmentIdPath, params *IdentityUpdateCompartmentParams, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewIdentityUpdateCompartmentRequestWithBody(c.Server, compartmentId, params, contentType, body)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// IdentityUpdateCompartment Update a compartment (OCI Identity)
+//
+// OCI Identity's UpdateCompartment: changes the name, description or freeform tags, as
+// `PUT /20210201/compartments/{compartmentId}` does. Answers 200 with the compartment and its new `etag`.
+//
+// Takes a body of the `application/json` content type.
+//
+// Corresponds with PUT /20160918/compartments/{compartmentId} (the `IdentityUpdateCompartment` operationId).
+func (c *Client) IdentityUpdateCompartment(ctx context.Context, compartmentId CompartmentIdPath, params *IdentityUpdateCompartmentParams, body IdentityUpdateCompartmentJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewIdentityUpdateCompartmentRequest(c.Server, compartmentId, params, body)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// IdentityGetWorkRequest Get an identity work request (OCI Identity)
+//
+// OCI Identity's GetWorkRequest: the work request of a compartment's deletion (the only identity work
+// requests ferry has), always `SUCCEEDED` since ferry deletes compartments before answering. Requires
+// `read compartments` on the deleted compartment.
+//
+// Corresponds with GET /20160918/workRequests/{workRequestId} (the `IdentityGetWorkRequest` operationId).
+func (c *Client) IdentityGetWorkRequest(ctx context.Context, workRequestId WorkRequestIdPath, params *IdentityGetWorkRequestParams, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewIdentityGetWorkRequestRequest(c.Server, workRequestId, params)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
 }
 
 // AuthorizeWithBody Simulate an authorization decision
@@ -4309,6 +4906,464 @@ func (c *Client) Readyz(ctx context.Context, params *ReadyzParams, reqEditors ..
 		return nil, err
 	}
 	return c.Client.Do(req)
+}
+
+// NewIdentityListCompartmentsRequest constructs an http.Request for the IdentityListCompartments method
+func NewIdentityListCompartmentsRequest(server string, params *IdentityListCompartmentsParams) (*http.Request, error) {
+	var err error
+
+	serverURL, err := url.Parse(server)
+	if err != nil {
+		return nil, err
+	}
+
+	operationPath := fmt.Sprintf("/20160918/compartments")
+	if operationPath[0] == '/' {
+		operationPath = "." + operationPath
+	}
+
+	queryURL, err := serverURL.Parse(operationPath)
+	if err != nil {
+		return nil, err
+	}
+
+	if params != nil {
+		// queryValues collects non-styled parameters (passthrough, JSON)
+		// that are safe to round-trip through url.Values.Encode().
+		queryValues := queryURL.Query()
+		// rawQueryFragments collects pre-encoded query fragments from
+		// styled parameters, preserving literal commas as delimiters
+		// per the OpenAPI spec (e.g. "color=blue,black,brown").
+		var rawQueryFragments []string
+
+		if queryFrag, err := runtime.StyleParamWithOptions("form", true, "compartmentId", params.CompartmentId, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "string", Format: ""}); err != nil {
+			return nil, err
+		} else {
+			for _, qp := range strings.Split(queryFrag, "&") {
+				rawQueryFragments = append(rawQueryFragments, qp)
+			}
+		}
+
+		if params.CompartmentIdInSubtree != nil {
+
+			if queryFrag, err := runtime.StyleParamWithOptions("form", true, "compartmentIdInSubtree", *params.CompartmentIdInSubtree, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "boolean", Format: ""}); err != nil {
+				return nil, err
+			} else {
+				for _, qp := range strings.Split(queryFrag, "&") {
+					rawQueryFragments = append(rawQueryFragments, qp)
+				}
+			}
+
+		}
+
+		if params.AccessLevel != nil {
+
+			if queryFrag, err := runtime.StyleParamWithOptions("form", true, "accessLevel", *params.AccessLevel, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			} else {
+				for _, qp := range strings.Split(queryFrag, "&") {
+					rawQueryFragments = append(rawQueryFragments, qp)
+				}
+			}
+
+		}
+
+		if params.Name != nil {
+
+			if queryFrag, err := runtime.StyleParamWithOptions("form", true, "name", *params.Name, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			} else {
+				for _, qp := range strings.Split(queryFrag, "&") {
+					rawQueryFragments = append(rawQueryFragments, qp)
+				}
+			}
+
+		}
+
+		if params.LifecycleState != nil {
+
+			if queryFrag, err := runtime.StyleParamWithOptions("form", true, "lifecycleState", *params.LifecycleState, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			} else {
+				for _, qp := range strings.Split(queryFrag, "&") {
+					rawQueryFragments = append(rawQueryFragments, qp)
+				}
+			}
+
+		}
+
+		if params.Limit != nil {
+
+			if queryFrag, err := runtime.StyleParamWithOptions("form", true, "limit", *params.Limit, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			} else {
+				for _, qp := range strings.Split(queryFrag, "&") {
+					rawQueryFragments = append(rawQueryFragments, qp)
+				}
+			}
+
+		}
+
+		if params.Page != nil {
+
+			if queryFrag, err := runtime.StyleParamWithOptions("form", true, "page", *params.Page, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			} else {
+				for _, qp := range strings.Split(queryFrag, "&") {
+					rawQueryFragments = append(rawQueryFragments, qp)
+				}
+			}
+
+		}
+
+		if params.SortBy != nil {
+
+			if queryFrag, err := runtime.StyleParamWithOptions("form", true, "sortBy", *params.SortBy, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			} else {
+				for _, qp := range strings.Split(queryFrag, "&") {
+					rawQueryFragments = append(rawQueryFragments, qp)
+				}
+			}
+
+		}
+
+		if params.SortOrder != nil {
+
+			if queryFrag, err := runtime.StyleParamWithOptions("form", true, "sortOrder", *params.SortOrder, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			} else {
+				for _, qp := range strings.Split(queryFrag, "&") {
+					rawQueryFragments = append(rawQueryFragments, qp)
+				}
+			}
+
+		}
+
+		if encoded := queryValues.Encode(); encoded != "" {
+			rawQueryFragments = append(rawQueryFragments, encoded)
+		}
+		queryURL.RawQuery = strings.Join(rawQueryFragments, "&")
+	}
+
+	req, err := http.NewRequest(http.MethodGet, queryURL.String(), nil)
+	if err != nil {
+		return nil, err
+	}
+
+	if params != nil {
+
+		if params.OpcRequestId != nil {
+			var headerParam0 string
+
+			headerParam0, err = runtime.StyleParamWithOptions("simple", false, "opc-request-id", *params.OpcRequestId, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationHeader, Type: "string", Format: ""})
+			if err != nil {
+				return nil, err
+			}
+
+			req.Header.Set("opc-request-id", headerParam0)
+		}
+
+	}
+
+	return req, nil
+}
+
+// NewIdentityCreateCompartmentRequest calls the generic IdentityCreateCompartment builder with application/json body
+func NewIdentityCreateCompartmentRequest(server string, params *IdentityCreateCompartmentParams, body IdentityCreateCompartmentJSONRequestBody) (*http.Request, error) {
+	var bodyReader io.Reader
+	buf, err := json.Marshal(body)
+	if err != nil {
+		return nil, err
+	}
+	bodyReader = bytes.NewReader(buf)
+	return NewIdentityCreateCompartmentRequestWithBody(server, params, "application/json", bodyReader)
+}
+
+// NewIdentityCreateCompartmentRequestWithBody constructs an http.Request for the IdentityCreateCompartment method, with any body, and a specified content type
+func NewIdentityCreateCompartmentRequestWithBody(server string, params *IdentityCreateCompartmentParams, contentType string, body io.Reader) (*http.Request, error) {
+	var err error
+
+	serverURL, err := url.Parse(server)
+	if err != nil {
+		return nil, err
+	}
+
+	operationPath := fmt.Sprintf("/20160918/compartments")
+	if operationPath[0] == '/' {
+		operationPath = "." + operationPath
+	}
+
+	queryURL, err := serverURL.Parse(operationPath)
+	if err != nil {
+		return nil, err
+	}
+
+	req, err := http.NewRequest(http.MethodPost, queryURL.String(), body)
+	if err != nil {
+		return nil, err
+	}
+
+	req.Header.Add("Content-Type", contentType)
+
+	if params != nil {
+
+		if params.OpcRequestId != nil {
+			var headerParam0 string
+
+			headerParam0, err = runtime.StyleParamWithOptions("simple", false, "opc-request-id", *params.OpcRequestId, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationHeader, Type: "string", Format: ""})
+			if err != nil {
+				return nil, err
+			}
+
+			req.Header.Set("opc-request-id", headerParam0)
+		}
+
+		if params.OpcRetryToken != nil {
+			var headerParam1 string
+
+			headerParam1, err = runtime.StyleParamWithOptions("simple", false, "opc-retry-token", *params.OpcRetryToken, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationHeader, Type: "string", Format: ""})
+			if err != nil {
+				return nil, err
+			}
+
+			req.Header.Set("opc-retry-token", headerParam1)
+		}
+
+	}
+
+	return req, nil
+}
+
+// NewIdentityDeleteCompartmentRequest constructs an http.Request for the IdentityDeleteCompartment method
+func NewIdentityDeleteCompartmentRequest(server string, compartmentId CompartmentIdPath, params *IdentityDeleteCompartmentParams) (*http.Request, error) {
+	var err error
+
+	var pathParam0 string
+
+	pathParam0, err = runtime.StyleParamWithOptions("simple", false, "compartmentId", compartmentId, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationPath, Type: "string", Format: ""})
+	if err != nil {
+		return nil, err
+	}
+
+	serverURL, err := url.Parse(server)
+	if err != nil {
+		return nil, err
+	}
+
+	operationPath := fmt.Sprintf("/20160918/compartments/%s", pathParam0)
+	if operationPath[0] == '/' {
+		operationPath = "." + operationPath
+	}
+
+	queryURL, err := serverURL.Parse(operationPath)
+	if err != nil {
+		return nil, err
+	}
+
+	req, err := http.NewRequest(http.MethodDelete, queryURL.String(), nil)
+	if err != nil {
+		return nil, err
+	}
+
+	if params != nil {
+
+		if params.OpcRequestId != nil {
+			var headerParam0 string
+
+			headerParam0, err = runtime.StyleParamWithOptions("simple", false, "opc-request-id", *params.OpcRequestId, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationHeader, Type: "string", Format: ""})
+			if err != nil {
+				return nil, err
+			}
+
+			req.Header.Set("opc-request-id", headerParam0)
+		}
+
+		if params.IfMatch != nil {
+			var headerParam1 string
+
+			headerParam1, err = runtime.StyleParamWithOptions("simple", false, "if-match", *params.IfMatch, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationHeader, Type: "string", Format: ""})
+			if err != nil {
+				return nil, err
+			}
+
+			req.Header.Set("if-match", headerParam1)
+		}
+
+	}
+
+	return req, nil
+}
+
+// NewIdentityGetCompartmentRequest constructs an http.Request for the IdentityGetCompartment method
+func NewIdentityGetCompartmentRequest(server string, compartmentId CompartmentIdPath, params *IdentityGetCompartmentParams) (*http.Request, error) {
+	var err error
+
+	var pathParam0 string
+
+	pathParam0, err = runtime.StyleParamWithOptions("simple", false, "compartmentId", compartmentId, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationPath, Type: "string", Format: ""})
+	if err != nil {
+		return nil, err
+	}
+
+	serverURL, err := url.Parse(server)
+	if err != nil {
+		return nil, err
+	}
+
+	operationPath := fmt.Sprintf("/20160918/compartments/%s", pathParam0)
+	if operationPath[0] == '/' {
+		operationPath = "." + operationPath
+	}
+
+	queryURL, err := serverURL.Parse(operationPath)
+	if err != nil {
+		return nil, err
+	}
+
+	req, err := http.NewRequest(http.MethodGet, queryURL.String(), nil)
+	if err != nil {
+		return nil, err
+	}
+
+	if params != nil {
+
+		if params.OpcRequestId != nil {
+			var headerParam0 string
+
+			headerParam0, err = runtime.StyleParamWithOptions("simple", false, "opc-request-id", *params.OpcRequestId, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationHeader, Type: "string", Format: ""})
+			if err != nil {
+				return nil, err
+			}
+
+			req.Header.Set("opc-request-id", headerParam0)
+		}
+
+	}
+
+	return req, nil
+}
+
+// NewIdentityUpdateCompartmentRequest calls the generic IdentityUpdateCompartment builder with application/json body
+func NewIdentityUpdateCompartmentRequest(server string, compartmentId CompartmentIdPath, params *IdentityUpdateCompartmentParams, body IdentityUpdateCompartmentJSONRequestBody) (*http.Request, error) {
+	var bodyReader io.Reader
+	buf, err := json.Marshal(body)
+	if err != nil {
+		return nil, err
+	}
+	bodyReader = bytes.NewReader(buf)
+	return NewIdentityUpdateCompartmentRequestWithBody(server, compartmentId, params, "application/json", bodyReader)
+}
+
+// NewIdentityUpdateCompartmentRequestWithBody constructs an http.Request for the IdentityUpdateCompartment method, with any body, and a specified content type
+func NewIdentityUpdateCompartmentRequestWithBody(server string, compartmentId CompartmentIdPath, params *IdentityUpdateCompartmentParams, contentType string, body io.Reader) (*http.Request, error) {
+	var err error
+
+	var pathParam0 string
+
+	pathParam0, err = runtime.StyleParamWithOptions("simple", false, "compartmentId", compartmentId, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationPath, Type: "string", Format: ""})
+	if err != nil {
+		return nil, err
+	}
+
+	serverURL, err := url.Parse(server)
+	if err != nil {
+		return nil, err
+	}
+
+	operationPath := fmt.Sprintf("/20160918/compartments/%s", pathParam0)
+	if operationPath[0] == '/' {
+		operationPath = "." + operationPath
+	}
+
+	queryURL, err := serverURL.Parse(operationPath)
+	if err != nil {
+		return nil, err
+	}
+
+	req, err := http.NewRequest(http.MethodPut, queryURL.String(), body)
+	if err != nil {
+		return nil, err
+	}
+
+	req.Header.Add("Content-Type", contentType)
+
+	if params != nil {
+
+		if params.OpcRequestId != nil {
+			var headerParam0 string
+
+			headerParam0, err = runtime.StyleParamWithOptions("simple", false, "opc-request-id", *params.OpcRequestId, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationHeader, Type: "string", Format: ""})
+			if err != nil {
+				return nil, err
+			}
+
+			req.Header.Set("opc-request-id", headerParam0)
+		}
+
+		if params.IfMatch != nil {
+			var headerParam1 string
+
+			headerParam1, err = runtime.StyleParamWithOptions("simple", false, "if-match", *params.IfMatch, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationHeader, Type: "string", Format: ""})
+			if err != nil {
+				return nil, err
+			}
+
+			req.Header.Set("if-match", headerParam1)
+		}
+
+	}
+
+	return req, nil
+}
+
+// NewIdentityGetWorkRequestRequest constructs an http.Request for the IdentityGetWorkRequest method
+func NewIdentityGetWorkRequestRequest(server string, workRequestId WorkRequestIdPath, params *IdentityGetWorkRequestParams) (*http.Request, error) {
+	var err error
+
+	var pathParam0 string
+
+	pathParam0, err = runtime.StyleParamWithOptions("simple", false, "workRequestId", workRequestId, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationPath, Type: "string", Format: ""})
+	if err != nil {
+		return nil, err
+	}
+
+	serverURL, err := url.Parse(server)
+	if err != nil {
+		return nil, err
+	}
+
+	operationPath := fmt.Sprintf("/20160918/workRequests/%s", pathParam0)
+	if operationPath[0] == '/' {
+		operationPath = "." + operationPath
+	}
+
+	queryURL, err := serverURL.Parse(operationPath)
+	if err != nil {
+		return nil, err
+	}
+
+	req, err := http.NewRequest(http.MethodGet, queryURL.String(), nil)
+	if err != nil {
+		return nil, err
+	}
+
+	if params != nil {
+
+		if params.OpcRequestId != nil {
+			var headerParam0 string
+
+			headerParam0, err = runtime.StyleParamWithOptions("simple", false, "opc-request-id", *params.OpcRequestId, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationHeader, Type: "string", Format: ""})
+			if err != nil {
+				return nil, err
+			}
+
+			req.Header.Set("opc-request-id", headerParam0)
+		}
+
+	}
+
+	return req, nil
 }
 
 // NewAuthorizeRequest calls the generic Authorize builder with application/json body
@@ -7871,6 +8926,93 @@ func WithBaseURL(baseURL string) ClientOption {
 // ClientWithResponsesInterface is the interface specification for the client with responses above.
 type ClientWithResponsesInterface interface {
 
+	// IdentityListCompartmentsWithResponse List compartments (OCI Identity)
+	//
+	// OCI Identity's ListCompartments: the child compartments of `compartmentId` (or, with
+	// `compartmentIdInSubtree=true`, its descendants that the caller may see). Unlike ferry's own lists the body
+	// is a bare JSON array, as OCI Identity answers. Paginated: pass the `opc-next-page` header back as `page`.
+	//
+	// Returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with GET /20160918/compartments (the `IdentityListCompartments` operationId).
+	IdentityListCompartmentsWithResponse(ctx context.Context, params *IdentityListCompartmentsParams, reqEditors ...RequestEditorFn) (*IdentityListCompartmentsResponse, error)
+
+	// IdentityCreateCompartmentWithBodyWithResponse Create a compartment (OCI Identity)
+	//
+	// OCI Identity's CreateCompartment: creates a compartment under the parent compartment `compartmentId`, as
+	// `POST /20210201/compartments` does (same store, same permission), with OCI Identity's shapes:
+	// `description` is required, and `definedTags` is accepted but ferry has no tag namespaces, so only an empty
+	// map is valid. Answers 200 with the compartment and its `etag`.
+	//
+	// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with POST /20160918/compartments (the `IdentityCreateCompartment` operationId).
+	IdentityCreateCompartmentWithBodyWithResponse(ctx context.Context, params *IdentityCreateCompartmentParams, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*IdentityCreateCompartmentResponse, error)
+
+	// IdentityCreateCompartmentWithResponse Create a compartment (OCI Identity)
+	//
+	// OCI Identity's CreateCompartment: creates a compartment under the parent compartment `compartmentId`, as
+	// `POST /20210201/compartments` does (same store, same permission), with OCI Identity's shapes:
+	// `description` is required, and `definedTags` is accepted but ferry has no tag namespaces, so only an empty
+	// map is valid. Answers 200 with the compartment and its `etag`.
+	//
+	// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with POST /20160918/compartments (the `IdentityCreateCompartment` operationId).
+	IdentityCreateCompartmentWithResponse(ctx context.Context, params *IdentityCreateCompartmentParams, body IdentityCreateCompartmentJSONRequestBody, reqEditors ...RequestEditorFn) (*IdentityCreateCompartmentResponse, error)
+
+	// IdentityDeleteCompartmentWithResponse Delete a compartment (OCI Identity)
+	//
+	// OCI Identity's DeleteCompartment. ferry deletes the (empty) compartment before it answers, exactly as
+	// `DELETE /20210201/compartments/{compartmentId}` does (409 `IncorrectState` when it still holds resources),
+	// and answers 202 with the `opc-work-request-id` OCI's SDKs read; `GET /20160918/workRequests/{id}` answers
+	// that work request as `SUCCEEDED`.
+	//
+	// Returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with DELETE /20160918/compartments/{compartmentId} (the `IdentityDeleteCompartment` operationId).
+	IdentityDeleteCompartmentWithResponse(ctx context.Context, compartmentId CompartmentIdPath, params *IdentityDeleteCompartmentParams, reqEditors ...RequestEditorFn) (*IdentityDeleteCompartmentResponse, error)
+
+	// IdentityGetCompartmentWithResponse Get a compartment (OCI Identity)
+	//
+	// OCI Identity's GetCompartment, which answers the compartment and its current `etag`.
+	//
+	// Returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with GET /20160918/compartments/{compartmentId} (the `IdentityGetCompartment` operationId).
+	IdentityGetCompartmentWithResponse(ctx context.Context, compartmentId CompartmentIdPath, params *IdentityGetCompartmentParams, reqEditors ...RequestEditorFn) (*IdentityGetCompartmentResponse, error)
+
+	// IdentityUpdateCompartmentWithBodyWithResponse Update a compartment (OCI Identity)
+	//
+	// OCI Identity's UpdateCompartment: changes the name, description or freeform tags, as
+	// `PUT /20210201/compartments/{compartmentId}` does. Answers 200 with the compartment and its new `etag`.
+	//
+	// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with PUT /20160918/compartments/{compartmentId} (the `IdentityUpdateCompartment` operationId).
+	IdentityUpdateCompartmentWithBodyWithResponse(ctx context.Context, compartmentId CompartmentIdPath, params *IdentityUpdateCompartmentParams, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*IdentityUpdateCompartmentResponse, error)
+
+	// IdentityUpdateCompartmentWithResponse Update a compartment (OCI Identity)
+	//
+	// OCI Identity's UpdateCompartment: changes the name, description or freeform tags, as
+	// `PUT /20210201/compartments/{compartmentId}` does. Answers 200 with the compartment and its new `etag`.
+	//
+	// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with PUT /20160918/compartments/{compartmentId} (the `IdentityUpdateCompartment` operationId).
+	IdentityUpdateCompartmentWithResponse(ctx context.Context, compartmentId CompartmentIdPath, params *IdentityUpdateCompartmentParams, body IdentityUpdateCompartmentJSONRequestBody, reqEditors ...RequestEditorFn) (*IdentityUpdateCompartmentResponse, error)
+
+	// IdentityGetWorkRequestWithResponse Get an identity work request (OCI Identity)
+	//
+	// OCI Identity's GetWorkRequest: the work request of a compartment's deletion (the only identity work
+	// requests ferry has), always `SUCCEEDED` since ferry deletes compartments before answering. Requires
+	// `read compartments` on the deleted compartment.
+	//
+	// Returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with GET /20160918/workRequests/{workRequestId} (the `IdentityGetWorkRequest` operationId).
+	IdentityGetWorkRequestWithResponse(ctx context.Context, workRequestId WorkRequestIdPath, params *IdentityGetWorkRequestParams, reqEditors ...RequestEditorFn) (*IdentityGetWorkRequestResponse, error)
+
 	// AuthorizeWithBodyWithResponse Simulate an authorization decision
 	//
 	// ferry extension (the policy simulator): decides whether `subject` with `groups` would hold `permission` on
@@ -8572,6 +9714,816 @@ type ClientWithResponsesInterface interface {
 	//
 	// Corresponds with GET /readyz (the `Readyz` operationId).
 	ReadyzWithResponse(ctx context.Context, params *ReadyzParams, reqEditors ...RequestEditorFn) (*ReadyzResponse, error)
+}
+
+// IdentityListCompartmentsResponse200Headers the declared response headers of an HTTP 200 response for IdentityListCompartments
+type IdentityListCompartmentsResponse200Headers struct {
+	OpcNextPage  *string
+	OpcRequestId *string
+}
+
+// IdentityListCompartmentsResponse400Headers the declared response headers of an HTTP 400 response for IdentityListCompartments
+type IdentityListCompartmentsResponse400Headers struct {
+	OpcRequestId *string
+}
+
+// IdentityListCompartmentsResponse401Headers the declared response headers of an HTTP 401 response for IdentityListCompartments
+type IdentityListCompartmentsResponse401Headers struct {
+	OpcRequestId *string
+}
+
+// IdentityListCompartmentsResponse404Headers the declared response headers of an HTTP 404 response for IdentityListCompartments
+type IdentityListCompartmentsResponse404Headers struct {
+	OpcRequestId *string
+}
+
+// IdentityListCompartmentsResponse429Headers the declared response headers of an HTTP 429 response for IdentityListCompartments
+type IdentityListCompartmentsResponse429Headers struct {
+	OpcRequestId *string
+	RetryAfter   *int
+}
+
+// IdentityListCompartmentsResponse500Headers the declared response headers of an HTTP 500 response for IdentityListCompartments
+type IdentityListCompartmentsResponse500Headers struct {
+	OpcRequestId *string
+}
+
+type IdentityListCompartmentsResponse struct {
+	Body         []byte
+	HTTPResponse *http.Response
+	// JSON200 the response for an HTTP 200 `application/json` response
+	JSON200 *[]IdentityCompartment
+	// JSON400 the response for an HTTP 400 `application/json` response
+	JSON400 *BadRequest
+	// JSON401 the response for an HTTP 401 `application/json` response
+	JSON401 *Unauthorized
+	// JSON404 the response for an HTTP 404 `application/json` response
+	JSON404 *NotFound
+	// JSON429 the response for an HTTP 429 `application/json` response
+	JSON429 *TooManyRequests
+	// JSON500 the response for an HTTP 500 `application/json` response
+	JSON500 *InternalServerError
+	// Headers200 the parsed response headers for an HTTP 200 response
+	Headers200 *IdentityListCompartmentsResponse200Headers
+	// Headers400 the parsed response headers for an HTTP 400 response
+	Headers400 *IdentityListCompartmentsResponse400Headers
+	// Headers401 the parsed response headers for an HTTP 401 response
+	Headers401 *IdentityListCompartmentsResponse401Headers
+	// Headers404 the parsed response headers for an HTTP 404 response
+	Headers404 *IdentityListCompartmentsResponse404Headers
+	// Headers429 the parsed response headers for an HTTP 429 response
+	Headers429 *IdentityListCompartmentsResponse429Headers
+	// Headers500 the parsed response headers for an HTTP 500 response
+	Headers500 *IdentityListCompartmentsResponse500Headers
+}
+
+// GetJSON200 returns the response for an HTTP 200 `application/json` response
+func (r IdentityListCompartmentsResponse) GetJSON200() *[]IdentityCompartment {
+	return r.JSON200
+}
+
+// GetJSON400 returns the response for an HTTP 400 `application/json` response
+func (r IdentityListCompartmentsResponse) GetJSON400() *BadRequest {
+	return r.JSON400
+}
+
+// GetJSON401 returns the response for an HTTP 401 `application/json` response
+func (r IdentityListCompartmentsResponse) GetJSON401() *Unauthorized {
+	return r.JSON401
+}
+
+// GetJSON404 returns the response for an HTTP 404 `application/json` response
+func (r IdentityListCompartmentsResponse) GetJSON404() *NotFound {
+	return r.JSON404
+}
+
+// GetJSON429 returns the response for an HTTP 429 `application/json` response
+func (r IdentityListCompartmentsResponse) GetJSON429() *TooManyRequests {
+	return r.JSON429
+}
+
+// GetJSON500 returns the response for an HTTP 500 `application/json` response
+func (r IdentityListCompartmentsResponse) GetJSON500() *InternalServerError {
+	return r.JSON500
+}
+
+// GetBody returns the raw response body bytes
+func (r IdentityListCompartmentsResponse) GetBody() []byte {
+	return r.Body
+}
+
+// Status returns HTTPResponse.Status
+func (r IdentityListCompartmentsResponse) Status() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Status
+	}
+	return http.StatusText(0)
+}
+
+// StatusCode returns HTTPResponse.StatusCode
+func (r IdentityListCompartmentsResponse) StatusCode() int {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.StatusCode
+	}
+	return 0
+}
+
+// ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
+func (r IdentityListCompartmentsResponse) ContentType() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Header.Get("Content-Type")
+	}
+	return ""
+}
+
+// IdentityCreateCompartmentResponse200Headers the declared response headers of an HTTP 200 response for IdentityCreateCompartment
+type IdentityCreateCompartmentResponse200Headers struct {
+	Etag         *string
+	OpcRequestId *string
+}
+
+// IdentityCreateCompartmentResponse400Headers the declared response headers of an HTTP 400 response for IdentityCreateCompartment
+type IdentityCreateCompartmentResponse400Headers struct {
+	OpcRequestId *string
+}
+
+// IdentityCreateCompartmentResponse401Headers the declared response headers of an HTTP 401 response for IdentityCreateCompartment
+type IdentityCreateCompartmentResponse401Headers struct {
+	OpcRequestId *string
+}
+
+// IdentityCreateCompartmentResponse404Headers the declared response headers of an HTTP 404 response for IdentityCreateCompartment
+type IdentityCreateCompartmentResponse404Headers struct {
+	OpcRequestId *string
+}
+
+// IdentityCreateCompartmentResponse409Headers the declared response headers of an HTTP 409 response for IdentityCreateCompartment
+type IdentityCreateCompartmentResponse409Headers struct {
+	OpcRequestId *string
+}
+
+// IdentityCreateCompartmentResponse413Headers the declared response headers of an HTTP 413 response for IdentityCreateCompartment
+type IdentityCreateCompartmentResponse413Headers struct {
+	OpcRequestId *string
+}
+
+// IdentityCreateCompartmentResponse429Headers the declared response headers of an HTTP 429 response for IdentityCreateCompartment
+type IdentityCreateCompartmentResponse429Headers struct {
+	OpcRequestId *string
+	RetryAfter   *int
+}
+
+// IdentityCreateCompartmentResponse500Headers the declared response headers of an HTTP 500 response for IdentityCreateCompartment
+type IdentityCreateCompartmentResponse500Headers struct {
+	OpcRequestId *string
+}
+
+type IdentityCreateCompartmentResponse struct {
+	Body         []byte
+	HTTPResponse *http.Response
+	// JSON200 the response for an HTTP 200 `application/json` response
+	JSON200 *IdentityCompartment
+	// JSON400 the response for an HTTP 400 `application/json` response
+	JSON400 *BadRequest
+	// JSON401 the response for an HTTP 401 `application/json` response
+	JSON401 *Unauthorized
+	// JSON404 the response for an HTTP 404 `application/json` response
+	JSON404 *NotFound
+	// JSON409 the response for an HTTP 409 `application/json` response
+	JSON409 *Conflict
+	// JSON413 the response for an HTTP 413 `application/json` response
+	JSON413 *PayloadTooLarge
+	// JSON429 the response for an HTTP 429 `application/json` response
+	JSON429 *TooManyRequests
+	// JSON500 the response for an HTTP 500 `application/json` response
+	JSON500 *InternalServerError
+	// Headers200 the parsed response headers for an HTTP 200 response
+	Headers200 *IdentityCreateCompartmentResponse200Headers
+	// Headers400 the parsed response headers for an HTTP 400 response
+	Headers400 *IdentityCreateCompartmentResponse400Headers
+	// Headers401 the parsed response headers for an HTTP 401 response
+	Headers401 *IdentityCreateCompartmentResponse401Headers
+	// Headers404 the parsed response headers for an HTTP 404 response
+	Headers404 *IdentityCreateCompartmentResponse404Headers
+	// Headers409 the parsed response headers for an HTTP 409 response
+	Headers409 *IdentityCreateCompartmentResponse409Headers
+	// Headers413 the parsed response headers for an HTTP 413 response
+	Headers413 *IdentityCreateCompartmentResponse413Headers
+	// Headers429 the parsed response headers for an HTTP 429 response
+	Headers429 *IdentityCreateCompartmentResponse429Headers
+	// Headers500 the parsed response headers for an HTTP 500 response
+	Headers500 *IdentityCreateCompartmentResponse500Headers
+}
+
+// GetJSON200 returns the response for an HTTP 200 `application/json` response
+func (r IdentityCreateCompartmentResponse) GetJSON200() *IdentityCompartment {
+	return r.JSON200
+}
+
+// GetJSON400 returns the response for an HTTP 400 `application/json` response
+func (r IdentityCreateCompartmentResponse) GetJSON400() *BadRequest {
+	return r.JSON400
+}
+
+// GetJSON401 returns the response for an HTTP 401 `application/json` response
+func (r IdentityCreateCompartmentResponse) GetJSON401() *Unauthorized {
+	return r.JSON401
+}
+
+// GetJSON404 returns the response for an HTTP 404 `application/json` response
+func (r IdentityCreateCompartmentResponse) GetJSON404() *NotFound {
+	return r.JSON404
+}
+
+// GetJSON409 returns the response for an HTTP 409 `application/json` response
+func (r IdentityCreateCompartmentResponse) GetJSON409() *Conflict {
+	return r.JSON409
+}
+
+// GetJSON413 returns the response for an HTTP 413 `application/json` response
+func (r IdentityCreateCompartmentResponse) GetJSON413() *PayloadTooLarge {
+	return r.JSON413
+}
+
+// GetJSON429 returns the response for an HTTP 429 `application/json` response
+func (r IdentityCreateCompartmentResponse) GetJSON429() *TooManyRequests {
+	return r.JSON429
+}
+
+// GetJSON500 returns the response for an HTTP 500 `application/json` response
+func (r IdentityCreateCompartmentResponse) GetJSON500() *InternalServerError {
+	return r.JSON500
+}
+
+// GetBody returns the raw response body bytes
+func (r IdentityCreateCompartmentResponse) GetBody() []byte {
+	return r.Body
+}
+
+// Status returns HTTPResponse.Status
+func (r IdentityCreateCompartmentResponse) Status() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Status
+	}
+	return http.StatusText(0)
+}
+
+// StatusCode returns HTTPResponse.StatusCode
+func (r IdentityCreateCompartmentResponse) StatusCode() int {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.StatusCode
+	}
+	return 0
+}
+
+// ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
+func (r IdentityCreateCompartmentResponse) ContentType() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Header.Get("Content-Type")
+	}
+	return ""
+}
+
+// IdentityDeleteCompartmentResponse202Headers the declared response headers of an HTTP 202 response for IdentityDeleteCompartment
+type IdentityDeleteCompartmentResponse202Headers struct {
+	OpcRequestId     *string
+	OpcWorkRequestId *Ocid
+}
+
+// IdentityDeleteCompartmentResponse400Headers the declared response headers of an HTTP 400 response for IdentityDeleteCompartment
+type IdentityDeleteCompartmentResponse400Headers struct {
+	OpcRequestId *string
+}
+
+// IdentityDeleteCompartmentResponse401Headers the declared response headers of an HTTP 401 response for IdentityDeleteCompartment
+type IdentityDeleteCompartmentResponse401Headers struct {
+	OpcRequestId *string
+}
+
+// IdentityDeleteCompartmentResponse404Headers the declared response headers of an HTTP 404 response for IdentityDeleteCompartment
+type IdentityDeleteCompartmentResponse404Headers struct {
+	OpcRequestId *string
+}
+
+// IdentityDeleteCompartmentResponse409Headers the declared response headers of an HTTP 409 response for IdentityDeleteCompartment
+type IdentityDeleteCompartmentResponse409Headers struct {
+	OpcRequestId *string
+}
+
+// IdentityDeleteCompartmentResponse412Headers the declared response headers of an HTTP 412 response for IdentityDeleteCompartment
+type IdentityDeleteCompartmentResponse412Headers struct {
+	OpcRequestId *string
+}
+
+// IdentityDeleteCompartmentResponse429Headers the declared response headers of an HTTP 429 response for IdentityDeleteCompartment
+type IdentityDeleteCompartmentResponse429Headers struct {
+	OpcRequestId *string
+	RetryAfter   *int
+}
+
+// IdentityDeleteCompartmentResponse500Headers the declared response headers of an HTTP 500 response for IdentityDeleteCompartment
+type IdentityDeleteCompartmentResponse500Headers struct {
+	OpcRequestId *string
+}
+
+type IdentityDeleteCompartmentResponse struct {
+	Body         []byte
+	HTTPResponse *http.Response
+	// JSON400 the response for an HTTP 400 `application/json` response
+	JSON400 *BadRequest
+	// JSON401 the response for an HTTP 401 `application/json` response
+	JSON401 *Unauthorized
+	// JSON404 the response for an HTTP 404 `application/json` response
+	JSON404 *NotFound
+	// JSON409 the response for an HTTP 409 `application/json` response
+	JSON409 *Conflict
+	// JSON412 the response for an HTTP 412 `application/json` response
+	JSON412 *PreconditionFailed
+	// JSON429 the response for an HTTP 429 `application/json` response
+	JSON429 *TooManyRequests
+	// JSON500 the response for an HTTP 500 `application/json` response
+	JSON500 *InternalServerError
+	// Headers202 the parsed response headers for an HTTP 202 response
+	Headers202 *IdentityDeleteCompartmentResponse202Headers
+	// Headers400 the parsed response headers for an HTTP 400 response
+	Headers400 *IdentityDeleteCompartmentResponse400Headers
+	// Headers401 the parsed response headers for an HTTP 401 response
+	Headers401 *IdentityDeleteCompartmentResponse401Headers
+	// Headers404 the parsed response headers for an HTTP 404 response
+	Headers404 *IdentityDeleteCompartmentResponse404Headers
+	// Headers409 the parsed response headers for an HTTP 409 response
+	Headers409 *IdentityDeleteCompartmentResponse409Headers
+	// Headers412 the parsed response headers for an HTTP 412 response
+	Headers412 *IdentityDeleteCompartmentResponse412Headers
+	// Headers429 the parsed response headers for an HTTP 429 response
+	Headers429 *IdentityDeleteCompartmentResponse429Headers
+	// Headers500 the parsed response headers for an HTTP 500 response
+	Headers500 *IdentityDeleteCompartmentResponse500Headers
+}
+
+// GetJSON400 returns the response for an HTTP 400 `application/json` response
+func (r IdentityDeleteCompartmentResponse) GetJSON400() *BadRequest {
+	return r.JSON400
+}
+
+// GetJSON401 returns the response for an HTTP 401 `application/json` response
+func (r IdentityDeleteCompartmentResponse) GetJSON401() *Unauthorized {
+	return r.JSON401
+}
+
+// GetJSON404 returns the response for an HTTP 404 `application/json` response
+func (r IdentityDeleteCompartmentResponse) GetJSON404() *NotFound {
+	return r.JSON404
+}
+
+// GetJSON409 returns the response for an HTTP 409 `application/json` response
+func (r IdentityDeleteCompartmentResponse) GetJSON409() *Conflict {
+	return r.JSON409
+}
+
+// GetJSON412 returns the response for an HTTP 412 `application/json` response
+func (r IdentityDeleteCompartmentResponse) GetJSON412() *PreconditionFailed {
+	return r.JSON412
+}
+
+// GetJSON429 returns the response for an HTTP 429 `application/json` response
+func (r IdentityDeleteCompartmentResponse) GetJSON429() *TooManyRequests {
+	return r.JSON429
+}
+
+// GetJSON500 returns the response for an HTTP 500 `application/json` response
+func (r IdentityDeleteCompartmentResponse) GetJSON500() *InternalServerError {
+	return r.JSON500
+}
+
+// GetBody returns the raw response body bytes
+func (r IdentityDeleteCompartmentResponse) GetBody() []byte {
+	return r.Body
+}
+
+// Status returns HTTPResponse.Status
+func (r IdentityDeleteCompartmentResponse) Status() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Status
+	}
+	return http.StatusText(0)
+}
+
+// StatusCode returns HTTPResponse.StatusCode
+func (r IdentityDeleteCompartmentResponse) StatusCode() int {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.StatusCode
+	}
+	return 0
+}
+
+// ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
+func (r IdentityDeleteCompartmentResponse) ContentType() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Header.Get("Content-Type")
+	}
+	return ""
+}
+
+// IdentityGetCompartmentResponse200Headers the declared response headers of an HTTP 200 response for IdentityGetCompartment
+type IdentityGetCompartmentResponse200Headers struct {
+	Etag         *string
+	OpcRequestId *string
+}
+
+// IdentityGetCompartmentResponse400Headers the declared response headers of an HTTP 400 response for IdentityGetCompartment
+type IdentityGetCompartmentResponse400Headers struct {
+	OpcRequestId *string
+}
+
+// IdentityGetCompartmentResponse401Headers the declared response headers of an HTTP 401 response for IdentityGetCompartment
+type IdentityGetCompartmentResponse401Headers struct {
+	OpcRequestId *string
+}
+
+// IdentityGetCompartmentResponse404Headers the declared response headers of an HTTP 404 response for IdentityGetCompartment
+type IdentityGetCompartmentResponse404Headers struct {
+	OpcRequestId *string
+}
+
+// IdentityGetCompartmentResponse429Headers the declared response headers of an HTTP 429 response for IdentityGetCompartment
+type IdentityGetCompartmentResponse429Headers struct {
+	OpcRequestId *string
+	RetryAfter   *int
+}
+
+// IdentityGetCompartmentResponse500Headers the declared response headers of an HTTP 500 response for IdentityGetCompartment
+type IdentityGetCompartmentResponse500Headers struct {
+	OpcRequestId *string
+}
+
+type IdentityGetCompartmentResponse struct {
+	Body         []byte
+	HTTPResponse *http.Response
+	// JSON200 the response for an HTTP 200 `application/json` response
+	JSON200 *IdentityCompartment
+	// JSON400 the response for an HTTP 400 `application/json` response
+	JSON400 *BadRequest
+	// JSON401 the response for an HTTP 401 `application/json` response
+	JSON401 *Unauthorized
+	// JSON404 the response for an HTTP 404 `application/json` response
+	JSON404 *NotFound
+	// JSON429 the response for an HTTP 429 `application/json` response
+	JSON429 *TooManyRequests
+	// JSON500 the response for an HTTP 500 `application/json` response
+	JSON500 *InternalServerError
+	// Headers200 the parsed response headers for an HTTP 200 response
+	Headers200 *IdentityGetCompartmentResponse200Headers
+	// Headers400 the parsed response headers for an HTTP 400 response
+	Headers400 *IdentityGetCompartmentResponse400Headers
+	// Headers401 the parsed response headers for an HTTP 401 response
+	Headers401 *IdentityGetCompartmentResponse401Headers
+	// Headers404 the parsed response headers for an HTTP 404 response
+	Headers404 *IdentityGetCompartmentResponse404Headers
+	// Headers429 the parsed response headers for an HTTP 429 response
+	Headers429 *IdentityGetCompartmentResponse429Headers
+	// Headers500 the parsed response headers for an HTTP 500 response
+	Headers500 *IdentityGetCompartmentResponse500Headers
+}
+
+// GetJSON200 returns the response for an HTTP 200 `application/json` response
+func (r IdentityGetCompartmentResponse) GetJSON200() *IdentityCompartment {
+	return r.JSON200
+}
+
+// GetJSON400 returns the response for an HTTP 400 `application/json` response
+func (r IdentityGetCompartmentResponse) GetJSON400() *BadRequest {
+	return r.JSON400
+}
+
+// GetJSON401 returns the response for an HTTP 401 `application/json` response
+func (r IdentityGetCompartmentResponse) GetJSON401() *Unauthorized {
+	return r.JSON401
+}
+
+// GetJSON404 returns the response for an HTTP 404 `application/json` response
+func (r IdentityGetCompartmentResponse) GetJSON404() *NotFound {
+	return r.JSON404
+}
+
+// GetJSON429 returns the response for an HTTP 429 `application/json` response
+func (r IdentityGetCompartmentResponse) GetJSON429() *TooManyRequests {
+	return r.JSON429
+}
+
+// GetJSON500 returns the response for an HTTP 500 `application/json` response
+func (r IdentityGetCompartmentResponse) GetJSON500() *InternalServerError {
+	return r.JSON500
+}
+
+// GetBody returns the raw response body bytes
+func (r IdentityGetCompartmentResponse) GetBody() []byte {
+	return r.Body
+}
+
+// Status returns HTTPResponse.Status
+func (r IdentityGetCompartmentResponse) Status() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Status
+	}
+	return http.StatusText(0)
+}
+
+// StatusCode returns HTTPResponse.StatusCode
+func (r IdentityGetCompartmentResponse) StatusCode() int {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.StatusCode
+	}
+	return 0
+}
+
+// ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
+func (r IdentityGetCompartmentResponse) ContentType() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Header.Get("Content-Type")
+	}
+	return ""
+}
+
+// IdentityUpdateCompartmentResponse200Headers the declared response headers of an HTTP 200 response for IdentityUpdateCompartment
+type IdentityUpdateCompartmentResponse200Headers struct {
+	Etag         *string
+	OpcRequestId *string
+}
+
+// IdentityUpdateCompartmentResponse400Headers the declared response headers of an HTTP 400 response for IdentityUpdateCompartment
+type IdentityUpdateCompartmentResponse400Headers struct {
+	OpcRequestId *string
+}
+
+// IdentityUpdateCompartmentResponse401Headers the declared response headers of an HTTP 401 response for IdentityUpdateCompartment
+type IdentityUpdateCompartmentResponse401Headers struct {
+	OpcRequestId *string
+}
+
+// IdentityUpdateCompartmentResponse404Headers the declared response headers of an HTTP 404 response for IdentityUpdateCompartment
+type IdentityUpdateCompartmentResponse404Headers struct {
+	OpcRequestId *string
+}
+
+// IdentityUpdateCompartmentResponse409Headers the declared response headers of an HTTP 409 response for IdentityUpdateCompartment
+type IdentityUpdateCompartmentResponse409Headers struct {
+	OpcRequestId *string
+}
+
+// IdentityUpdateCompartmentResponse412Headers the declared response headers of an HTTP 412 response for IdentityUpdateCompartment
+type IdentityUpdateCompartmentResponse412Headers struct {
+	OpcRequestId *string
+}
+
+// IdentityUpdateCompartmentResponse413Headers the declared response headers of an HTTP 413 response for IdentityUpdateCompartment
+type IdentityUpdateCompartmentResponse413Headers struct {
+	OpcRequestId *string
+}
+
+// IdentityUpdateCompartmentResponse429Headers the declared response headers of an HTTP 429 response for IdentityUpdateCompartment
+type IdentityUpdateCompartmentResponse429Headers struct {
+	OpcRequestId *string
+	RetryAfter   *int
+}
+
+// IdentityUpdateCompartmentResponse500Headers the declared response headers of an HTTP 500 response for IdentityUpdateCompartment
+type IdentityUpdateCompartmentResponse500Headers struct {
+	OpcRequestId *string
+}
+
+type IdentityUpdateCompartmentResponse struct {
+	Body         []byte
+	HTTPResponse *http.Response
+	// JSON200 the response for an HTTP 200 `application/json` response
+	JSON200 *IdentityCompartment
+	// JSON400 the response for an HTTP 400 `application/json` response
+	JSON400 *BadRequest
+	// JSON401 the response for an HTTP 401 `application/json` response
+	JSON401 *Unauthorized
+	// JSON404 the response for an HTTP 404 `application/json` response
+	JSON404 *NotFound
+	// JSON409 the response for an HTTP 409 `application/json` response
+	JSON409 *Conflict
+	// JSON412 the response for an HTTP 412 `application/json` response
+	JSON412 *PreconditionFailed
+	// JSON413 the response for an HTTP 413 `application/json` response
+	JSON413 *PayloadTooLarge
+	// JSON429 the response for an HTTP 429 `application/json` response
+	JSON429 *TooManyRequests
+	// JSON500 the response for an HTTP 500 `application/json` response
+	JSON500 *InternalServerError
+	// Headers200 the parsed response headers for an HTTP 200 response
+	Headers200 *IdentityUpdateCompartmentResponse200Headers
+	// Headers400 the parsed response headers for an HTTP 400 response
+	Headers400 *IdentityUpdateCompartmentResponse400Headers
+	// Headers401 the parsed response headers for an HTTP 401 response
+	Headers401 *IdentityUpdateCompartmentResponse401Headers
+	// Headers404 the parsed response headers for an HTTP 404 response
+	Headers404 *IdentityUpdateCompartmentResponse404Headers
+	// Headers409 the parsed response headers for an HTTP 409 response
+	Headers409 *IdentityUpdateCompartmentResponse409Headers
+	// Headers412 the parsed response headers for an HTTP 412 response
+	Headers412 *IdentityUpdateCompartmentResponse412Headers
+	// Headers413 the parsed response headers for an HTTP 413 response
+	Headers413 *IdentityUpdateCompartmentResponse413Headers
+	// Headers429 the parsed response headers for an HTTP 429 response
+	Headers429 *IdentityUpdateCompartmentResponse429Headers
+	// Headers500 the parsed response headers for an HTTP 500 response
+	Headers500 *IdentityUpdateCompartmentResponse500Headers
+}
+
+// GetJSON200 returns the response for an HTTP 200 `application/json` response
+func (r IdentityUpdateCompartmentResponse) GetJSON200() *IdentityCompartment {
+	return r.JSON200
+}
+
+// GetJSON400 returns the response for an HTTP 400 `application/json` response
+func (r IdentityUpdateCompartmentResponse) GetJSON400() *BadRequest {
+	return r.JSON400
+}
+
+// GetJSON401 returns the response for an HTTP 401 `application/json` response
+func (r IdentityUpdateCompartmentResponse) GetJSON401() *Unauthorized {
+	return r.JSON401
+}
+
+// GetJSON404 returns the response for an HTTP 404 `application/json` response
+func (r IdentityUpdateCompartmentResponse) GetJSON404() *NotFound {
+	return r.JSON404
+}
+
+// GetJSON409 returns the response for an HTTP 409 `application/json` response
+func (r IdentityUpdateCompartmentResponse) GetJSON409() *Conflict {
+	return r.JSON409
+}
+
+// GetJSON412 returns the response for an HTTP 412 `application/json` response
+func (r IdentityUpdateCompartmentResponse) GetJSON412() *PreconditionFailed {
+	return r.JSON412
+}
+
+// GetJSON413 returns the response for an HTTP 413 `application/json` response
+func (r IdentityUpdateCompartmentResponse) GetJSON413() *PayloadTooLarge {
+	return r.JSON413
+}
+
+// GetJSON429 returns the response for an HTTP 429 `application/json` response
+func (r IdentityUpdateCompartmentResponse) GetJSON429() *TooManyRequests {
+	return r.JSON429
+}
+
+// GetJSON500 returns the response for an HTTP 500 `application/json` response
+func (r IdentityUpdateCompartmentResponse) GetJSON500() *InternalServerError {
+	return r.JSON500
+}
+
+// GetBody returns the raw response body bytes
+func (r IdentityUpdateCompartmentResponse) GetBody() []byte {
+	return r.Body
+}
+
+// Status returns HTTPResponse.Status
+func (r IdentityUpdateCompartmentResponse) Status() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Status
+	}
+	return http.StatusText(0)
+}
+
+// StatusCode returns HTTPResponse.StatusCode
+func (r IdentityUpdateCompartmentResponse) StatusCode() int {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.StatusCode
+	}
+	return 0
+}
+
+// ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
+func (r IdentityUpdateCompartmentResponse) ContentType() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Header.Get("Content-Type")
+	}
+	return ""
+}
+
+// IdentityGetWorkRequestResponse200Headers the declared response headers of an HTTP 200 response for IdentityGetWorkRequest
+type IdentityGetWorkRequestResponse200Headers struct {
+	OpcRequestId *string
+}
+
+// IdentityGetWorkRequestResponse400Headers the declared response headers of an HTTP 400 response for IdentityGetWorkRequest
+type IdentityGetWorkRequestResponse400Headers struct {
+	OpcRequestId *string
+}
+
+// IdentityGetWorkRequestResponse401Headers the declared response headers of an HTTP 401 response for IdentityGetWorkRequest
+type IdentityGetWorkRequestResponse401Headers struct {
+	OpcRequestId *string
+}
+
+// IdentityGetWorkRequestResponse404Headers the declared response headers of an HTTP 404 response for IdentityGetWorkRequest
+type IdentityGetWorkRequestResponse404Headers struct {
+	OpcRequestId *string
+}
+
+// IdentityGetWorkRequestResponse429Headers the declared response headers of an HTTP 429 response for IdentityGetWorkRequest
+type IdentityGetWorkRequestResponse429Headers struct {
+	OpcRequestId *string
+	RetryAfter   *int
+}
+
+// IdentityGetWorkRequestResponse500Headers the declared response headers of an HTTP 500 response for IdentityGetWorkRequest
+type IdentityGetWorkRequestResponse500Headers struct {
+	OpcRequestId *string
+}
+
+type IdentityGetWorkRequestResponse struct {
+	Body         []byte
+	HTTPResponse *http.Response
+	// JSON200 the response for an HTTP 200 `application/json` response
+	JSON200 *IdentityWorkRequest
+	// JSON400 the response for an HTTP 400 `application/json` response
+	JSON400 *BadRequest
+	// JSON401 the response for an HTTP 401 `application/json` response
+	JSON401 *Unauthorized
+	// JSON404 the response for an HTTP 404 `application/json` response
+	JSON404 *NotFound
+	// JSON429 the response for an HTTP 429 `application/json` response
+	JSON429 *TooManyRequests
+	// JSON500 the response for an HTTP 500 `application/json` response
+	JSON500 *InternalServerError
+	// Headers200 the parsed response headers for an HTTP 200 response
+	Headers200 *IdentityGetWorkRequestResponse200Headers
+	// Headers400 the parsed response headers for an HTTP 400 response
+	Headers400 *IdentityGetWorkRequestResponse400Headers
+	// Headers401 the parsed response headers for an HTTP 401 response
+	Headers401 *IdentityGetWorkRequestResponse401Headers
+	// Headers404 the parsed response headers for an HTTP 404 response
+	Headers404 *IdentityGetWorkRequestResponse404Headers
+	// Headers429 the parsed response headers for an HTTP 429 response
+	Headers429 *IdentityGetWorkRequestResponse429Headers
+	// Headers500 the parsed response headers for an HTTP 500 response
+	Headers500 *IdentityGetWorkRequestResponse500Headers
+}
+
+// GetJSON200 returns the response for an HTTP 200 `application/json` response
+func (r IdentityGetWorkRequestResponse) GetJSON200() *IdentityWorkRequest {
+	return r.JSON200
+}
+
+// GetJSON400 returns the response for an HTTP 400 `application/json` response
+func (r IdentityGetWorkRequestResponse) GetJSON400() *BadRequest {
+	return r.JSON400
+}
+
+// GetJSON401 returns the response for an HTTP 401 `application/json` response
+func (r IdentityGetWorkRequestResponse) GetJSON401() *Unauthorized {
+	return r.JSON401
+}
+
+// GetJSON404 returns the response for an HTTP 404 `application/json` response
+func (r IdentityGetWorkRequestResponse) GetJSON404() *NotFound {
+	return r.JSON404
+}
+
+// GetJSON429 returns the response for an HTTP 429 `application/json` response
+func (r IdentityGetWorkRequestResponse) GetJSON429() *TooManyRequests {
+	return r.JSON429
+}
+
+// GetJSON500 returns the response for an HTTP 500 `application/json` response
+func (r IdentityGetWorkRequestResponse) GetJSON500() *InternalServerError {
+	return r.JSON500
+}
+
+// GetBody returns the raw response body bytes
+func (r IdentityGetWorkRequestResponse) GetBody() []byte {
+	return r.Body
+}
+
+// Status returns HTTPResponse.Status
+func (r IdentityGetWorkRequestResponse) Status() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Status
+	}
+	return http.StatusText(0)
+}
+
+// StatusCode returns HTTPResponse.StatusCode
+func (r IdentityGetWorkRequestResponse) StatusCode() int {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.StatusCode
+	}
+	return 0
+}
+
+// ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
+func (r IdentityGetWorkRequestResponse) ContentType() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Header.Get("Content-Type")
+	}
+	return ""
 }
 
 // AuthorizeResponse200Headers the declared response headers of an HTTP 200 response for Authorize
@@ -14123,6 +16075,141 @@ func (r ReadyzResponse) ContentType() string {
 	return ""
 }
 
+// IdentityListCompartmentsWithResponse List compartments (OCI Identity)
+//
+// OCI Identity's ListCompartments: the child compartments of `compartmentId` (or, with
+// `compartmentIdInSubtree=true`, its descendants that the caller may see). Unlike ferry's own lists the body
+// is a bare JSON array, as OCI Identity answers. Paginated: pass the `opc-next-page` header back as `page`.
+//
+// Returns a wrapper object for the known response body format(s).
+//
+// Corresponds with GET /20160918/compartments (the `IdentityListCompartments` operationId).
+func (c *ClientWithResponses) IdentityListCompartmentsWithResponse(ctx context.Context, params *IdentityListCompartmentsParams, reqEditors ...RequestEditorFn) (*IdentityListCompartmentsResponse, error) {
+	rsp, err := c.IdentityListCompartments(ctx, params, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseIdentityListCompartmentsResponse(rsp)
+}
+
+// IdentityCreateCompartmentWithBodyWithResponse Create a compartment (OCI Identity)
+//
+// OCI Identity's CreateCompartment: creates a compartment under the parent compartment `compartmentId`, as
+// `POST /20210201/compartments` does (same store, same permission), with OCI Identity's shapes:
+// `description` is required, and `definedTags` is accepted but ferry has no tag namespaces, so only an empty
+// map is valid. Answers 200 with the compartment and its `etag`.
+//
+// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
+//
+// Corresponds with POST /20160918/compartments (the `IdentityCreateCompartment` operationId).
+func (c *ClientWithResponses) IdentityCreateCompartmentWithBodyWithResponse(ctx context.Context, params *IdentityCreateCompartmentParams, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*IdentityCreateCompartmentResponse, error) {
+	rsp, err := c.IdentityCreateCompartmentWithBody(ctx, params, contentType, body, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseIdentityCreateCompartmentResponse(rsp)
+}
+
+// IdentityCreateCompartmentWithResponse Create a compartment (OCI Identity)
+//
+// OCI Identity's CreateCompartment: creates a compartment under the parent compartment `compartmentId`, as
+// `POST /20210201/compartments` does (same store, same permission), with OCI Identity's shapes:
+// `description` is required, and `definedTags` is accepted but ferry has no tag namespaces, so only an empty
+// map is valid. Answers 200 with the compartment and its `etag`.
+//
+// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
+//
+// Corresponds with POST /20160918/compartments (the `IdentityCreateCompartment` operationId).
+func (c *ClientWithResponses) IdentityCreateCompartmentWithResponse(ctx context.Context, params *IdentityCreateCompartmentParams, body IdentityCreateCompartmentJSONRequestBody, reqEditors ...RequestEditorFn) (*IdentityCreateCompartmentResponse, error) {
+	rsp, err := c.IdentityCreateCompartment(ctx, params, body, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseIdentityCreateCompartmentResponse(rsp)
+}
+
+// IdentityDeleteCompartmentWithResponse Delete a compartment (OCI Identity)
+//
+// OCI Identity's DeleteCompartment. ferry deletes the (empty) compartment before it answers, exactly as
+// `DELETE /20210201/compartments/{compartmentId}` does (409 `IncorrectState` when it still holds resources),
+// and answers 202 with the `opc-work-request-id` OCI's SDKs read; `GET /20160918/workRequests/{id}` answers
+// that work request as `SUCCEEDED`.
+//
+// Returns a wrapper object for the known response body format(s).
+//
+// Corresponds with DELETE /20160918/compartments/{compartmentId} (the `IdentityDeleteCompartment` operationId).
+func (c *ClientWithResponses) IdentityDeleteCompartmentWithResponse(ctx context.Context, compartmentId CompartmentIdPath, params *IdentityDeleteCompartmentParams, reqEditors ...RequestEditorFn) (*IdentityDeleteCompartmentResponse, error) {
+	rsp, err := c.IdentityDeleteCompartment(ctx, compartmentId, params, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseIdentityDeleteCompartmentResponse(rsp)
+}
+
+// IdentityGetCompartmentWithResponse Get a compartment (OCI Identity)
+//
+// OCI Identity's GetCompartment, which answers the compartment and its current `etag`.
+//
+// Returns a wrapper object for the known response body format(s).
+//
+// Corresponds with GET /20160918/compartments/{compartmentId} (the `IdentityGetCompartment` operationId).
+func (c *ClientWithResponses) IdentityGetCompartmentWithResponse(ctx context.Context, compartmentId CompartmentIdPath, params *IdentityGetCompartmentParams, reqEditors ...RequestEditorFn) (*IdentityGetCompartmentResponse, error) {
+	rsp, err := c.IdentityGetCompartment(ctx, compartmentId, params, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseIdentityGetCompartmentResponse(rsp)
+}
+
+// IdentityUpdateCompartmentWithBodyWithResponse Update a compartment (OCI Identity)
+//
+// OCI Identity's UpdateCompartment: changes the name, description or freeform tags, as
+// `PUT /20210201/compartments/{compartmentId}` does. Answers 200 with the compartment and its new `etag`.
+//
+// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
+//
+// Corresponds with PUT /20160918/compartments/{compartmentId} (the `IdentityUpdateCompartment` operationId).
+func (c *ClientWithResponses) IdentityUpdateCompartmentWithBodyWithResponse(ctx context.Context, compartmentId CompartmentIdPath, params *IdentityUpdateCompartmentParams, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*IdentityUpdateCompartmentResponse, error) {
+	rsp, err := c.IdentityUpdateCompartmentWithBody(ctx, compartmentId, params, contentType, body, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseIdentityUpdateCompartmentResponse(rsp)
+}
+
+// IdentityUpdateCompartmentWithResponse Update a compartment (OCI Identity)
+//
+// OCI Identity's UpdateCompartment: changes the name, description or freeform tags, as
+// `PUT /20210201/compartments/{compartmentId}` does. Answers 200 with the compartment and its new `etag`.
+//
+// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
+//
+// Corresponds with PUT /20160918/compartments/{compartmentId} (the `IdentityUpdateCompartment` operationId).
+func (c *ClientWithResponses) IdentityUpdateCompartmentWithResponse(ctx context.Context, compartmentId CompartmentIdPath, params *IdentityUpdateCompartmentParams, body IdentityUpdateCompartmentJSONRequestBody, reqEditors ...RequestEditorFn) (*IdentityUpdateCompartmentResponse, error) {
+	rsp, err := c.IdentityUpdateCompartment(ctx, compartmentId, params, body, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseIdentityUpdateCompartmentResponse(rsp)
+}
+
+// IdentityGetWorkRequestWithResponse Get an identity work request (OCI Identity)
+//
+// OCI Identity's GetWorkRequest: the work request of a compartment's deletion (the only identity work
+// requests ferry has), always `SUCCEEDED` since ferry deletes compartments before answering. Requires
+// `read compartments` on the deleted compartment.
+//
+// Returns a wrapper object for the known response body format(s).
+//
+// Corresponds with GET /20160918/workRequests/{workRequestId} (the `IdentityGetWorkRequest` operationId).
+func (c *ClientWithResponses) IdentityGetWorkRequestWithResponse(ctx context.Context, workRequestId WorkRequestIdPath, params *IdentityGetWorkRequestParams, reqEditors ...RequestEditorFn) (*IdentityGetWorkRequestResponse, error) {
+	rsp, err := c.IdentityGetWorkRequest(ctx, workRequestId, params, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseIdentityGetWorkRequestResponse(rsp)
+}
+
 // AuthorizeWithBodyWithResponse Simulate an authorization decision
 //
 // ferry extension (the policy simulator): decides whether `subject` with `groups` would hold `permission` on
@@ -15189,6 +17276,942 @@ func (c *ClientWithResponses) ReadyzWithResponse(ctx context.Context, params *Re
 		return nil, err
 	}
 	return ParseReadyzResponse(rsp)
+}
+
+// ParseIdentityListCompartmentsResponse parses an HTTP response from a IdentityListCompartmentsWithResponse call
+func ParseIdentityListCompartmentsResponse(rsp *http.Response) (*IdentityListCompartmentsResponse, error) {
+	bodyBytes, err := io.ReadAll(rsp.Body)
+	defer func() { _ = rsp.Body.Close() }()
+	if err != nil {
+		return nil, err
+	}
+
+	response := &IdentityListCompartmentsResponse{
+		Body:         bodyBytes,
+		HTTPResponse: rsp,
+	}
+
+	switch {
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 200:
+		var dest []IdentityCompartment
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON200 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 400:
+		var dest BadRequest
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON400 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 401:
+		var dest Unauthorized
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON401 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 404:
+		var dest NotFound
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON404 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 429:
+		var dest TooManyRequests
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON429 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 500:
+		var dest InternalServerError
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON500 = &dest
+
+	}
+
+	switch {
+	case rsp.StatusCode == 200:
+		var headers IdentityListCompartmentsResponse200Headers
+		if values := rsp.Header.Values("opc-next-page"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "opc-next-page", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.OpcNextPage = &value
+		}
+		if values := rsp.Header.Values("opc-request-id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "opc-request-id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.OpcRequestId = &value
+		}
+		response.Headers200 = &headers
+	case rsp.StatusCode == 400:
+		var headers IdentityListCompartmentsResponse400Headers
+		if values := rsp.Header.Values("opc-request-id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "opc-request-id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.OpcRequestId = &value
+		}
+		response.Headers400 = &headers
+	case rsp.StatusCode == 401:
+		var headers IdentityListCompartmentsResponse401Headers
+		if values := rsp.Header.Values("opc-request-id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "opc-request-id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.OpcRequestId = &value
+		}
+		response.Headers401 = &headers
+	case rsp.StatusCode == 404:
+		var headers IdentityListCompartmentsResponse404Headers
+		if values := rsp.Header.Values("opc-request-id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "opc-request-id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.OpcRequestId = &value
+		}
+		response.Headers404 = &headers
+	case rsp.StatusCode == 429:
+		var headers IdentityListCompartmentsResponse429Headers
+		if values := rsp.Header.Values("opc-request-id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "opc-request-id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.OpcRequestId = &value
+		}
+		if values := rsp.Header.Values("retry-after"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "retry-after", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = &value
+		}
+		response.Headers429 = &headers
+	case rsp.StatusCode == 500:
+		var headers IdentityListCompartmentsResponse500Headers
+		if values := rsp.Header.Values("opc-request-id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "opc-request-id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.OpcRequestId = &value
+		}
+		response.Headers500 = &headers
+	}
+
+	return response, nil
+}
+
+// ParseIdentityCreateCompartmentResponse parses an HTTP response from a IdentityCreateCompartmentWithResponse call
+func ParseIdentityCreateCompartmentResponse(rsp *http.Response) (*IdentityCreateCompartmentResponse, error) {
+	bodyBytes, err := io.ReadAll(rsp.Body)
+	defer func() { _ = rsp.Body.Close() }()
+	if err != nil {
+		return nil, err
+	}
+
+	response := &IdentityCreateCompartmentResponse{
+		Body:         bodyBytes,
+		HTTPResponse: rsp,
+	}
+
+	switch {
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 200:
+		var dest IdentityCompartment
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON200 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 400:
+		var dest BadRequest
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON400 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 401:
+		var dest Unauthorized
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON401 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 404:
+		var dest NotFound
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON404 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 409:
+		var dest Conflict
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON409 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 413:
+		var dest PayloadTooLarge
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON413 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 429:
+		var dest TooManyRequests
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON429 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 500:
+		var dest InternalServerError
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON500 = &dest
+
+	}
+
+	switch {
+	case rsp.StatusCode == 200:
+		var headers IdentityCreateCompartmentResponse200Headers
+		if values := rsp.Header.Values("etag"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "etag", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.Etag = &value
+		}
+		if values := rsp.Header.Values("opc-request-id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "opc-request-id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.OpcRequestId = &value
+		}
+		response.Headers200 = &headers
+	case rsp.StatusCode == 400:
+		var headers IdentityCreateCompartmentResponse400Headers
+		if values := rsp.Header.Values("opc-request-id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "opc-request-id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.OpcRequestId = &value
+		}
+		response.Headers400 = &headers
+	case rsp.StatusCode == 401:
+		var headers IdentityCreateCompartmentResponse401Headers
+		if values := rsp.Header.Values("opc-request-id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "opc-request-id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.OpcRequestId = &value
+		}
+		response.Headers401 = &headers
+	case rsp.StatusCode == 404:
+		var headers IdentityCreateCompartmentResponse404Headers
+		if values := rsp.Header.Values("opc-request-id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "opc-request-id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.OpcRequestId = &value
+		}
+		response.Headers404 = &headers
+	case rsp.StatusCode == 409:
+		var headers IdentityCreateCompartmentResponse409Headers
+		if values := rsp.Header.Values("opc-request-id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "opc-request-id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.OpcRequestId = &value
+		}
+		response.Headers409 = &headers
+	case rsp.StatusCode == 413:
+		var headers IdentityCreateCompartmentResponse413Headers
+		if values := rsp.Header.Values("opc-request-id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "opc-request-id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.OpcRequestId = &value
+		}
+		response.Headers413 = &headers
+	case rsp.StatusCode == 429:
+		var headers IdentityCreateCompartmentResponse429Headers
+		if values := rsp.Header.Values("opc-request-id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "opc-request-id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.OpcRequestId = &value
+		}
+		if values := rsp.Header.Values("retry-after"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "retry-after", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = &value
+		}
+		response.Headers429 = &headers
+	case rsp.StatusCode == 500:
+		var headers IdentityCreateCompartmentResponse500Headers
+		if values := rsp.Header.Values("opc-request-id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "opc-request-id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.OpcRequestId = &value
+		}
+		response.Headers500 = &headers
+	}
+
+	return response, nil
+}
+
+// ParseIdentityDeleteCompartmentResponse parses an HTTP response from a IdentityDeleteCompartmentWithResponse call
+func ParseIdentityDeleteCompartmentResponse(rsp *http.Response) (*IdentityDeleteCompartmentResponse, error) {
+	bodyBytes, err := io.ReadAll(rsp.Body)
+	defer func() { _ = rsp.Body.Close() }()
+	if err != nil {
+		return nil, err
+	}
+
+	response := &IdentityDeleteCompartmentResponse{
+		Body:         bodyBytes,
+		HTTPResponse: rsp,
+	}
+
+	switch {
+	case rsp.StatusCode == 202:
+		break // No content-type
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 400:
+		var dest BadRequest
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON400 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 401:
+		var dest Unauthorized
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON401 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 404:
+		var dest NotFound
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON404 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 409:
+		var dest Conflict
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON409 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 412:
+		var dest PreconditionFailed
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON412 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 429:
+		var dest TooManyRequests
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON429 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 500:
+		var dest InternalServerError
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON500 = &dest
+
+	}
+
+	switch {
+	case rsp.StatusCode == 202:
+		var headers IdentityDeleteCompartmentResponse202Headers
+		if values := rsp.Header.Values("opc-request-id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "opc-request-id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.OpcRequestId = &value
+		}
+		if values := rsp.Header.Values("opc-work-request-id"); len(values) > 0 {
+			var value Ocid
+			if err := runtime.BindStyledParameterWithOptions("simple", "opc-work-request-id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.OpcWorkRequestId = &value
+		}
+		response.Headers202 = &headers
+	case rsp.StatusCode == 400:
+		var headers IdentityDeleteCompartmentResponse400Headers
+		if values := rsp.Header.Values("opc-request-id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "opc-request-id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.OpcRequestId = &value
+		}
+		response.Headers400 = &headers
+	case rsp.StatusCode == 401:
+		var headers IdentityDeleteCompartmentResponse401Headers
+		if values := rsp.Header.Values("opc-request-id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "opc-request-id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.OpcRequestId = &value
+		}
+		response.Headers401 = &headers
+	case rsp.StatusCode == 404:
+		var headers IdentityDeleteCompartmentResponse404Headers
+		if values := rsp.Header.Values("opc-request-id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "opc-request-id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.OpcRequestId = &value
+		}
+		response.Headers404 = &headers
+	case rsp.StatusCode == 409:
+		var headers IdentityDeleteCompartmentResponse409Headers
+		if values := rsp.Header.Values("opc-request-id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "opc-request-id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.OpcRequestId = &value
+		}
+		response.Headers409 = &headers
+	case rsp.StatusCode == 412:
+		var headers IdentityDeleteCompartmentResponse412Headers
+		if values := rsp.Header.Values("opc-request-id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "opc-request-id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.OpcRequestId = &value
+		}
+		response.Headers412 = &headers
+	case rsp.StatusCode == 429:
+		var headers IdentityDeleteCompartmentResponse429Headers
+		if values := rsp.Header.Values("opc-request-id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "opc-request-id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.OpcRequestId = &value
+		}
+		if values := rsp.Header.Values("retry-after"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "retry-after", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = &value
+		}
+		response.Headers429 = &headers
+	case rsp.StatusCode == 500:
+		var headers IdentityDeleteCompartmentResponse500Headers
+		if values := rsp.Header.Values("opc-request-id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "opc-request-id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.OpcRequestId = &value
+		}
+		response.Headers500 = &headers
+	}
+
+	return response, nil
+}
+
+// ParseIdentityGetCompartmentResponse parses an HTTP response from a IdentityGetCompartmentWithResponse call
+func ParseIdentityGetCompartmentResponse(rsp *http.Response) (*IdentityGetCompartmentResponse, error) {
+	bodyBytes, err := io.ReadAll(rsp.Body)
+	defer func() { _ = rsp.Body.Close() }()
+	if err != nil {
+		return nil, err
+	}
+
+	response := &IdentityGetCompartmentResponse{
+		Body:         bodyBytes,
+		HTTPResponse: rsp,
+	}
+
+	switch {
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 200:
+		var dest IdentityCompartment
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON200 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 400:
+		var dest BadRequest
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON400 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 401:
+		var dest Unauthorized
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON401 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 404:
+		var dest NotFound
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON404 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 429:
+		var dest TooManyRequests
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON429 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 500:
+		var dest InternalServerError
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON500 = &dest
+
+	}
+
+	switch {
+	case rsp.StatusCode == 200:
+		var headers IdentityGetCompartmentResponse200Headers
+		if values := rsp.Header.Values("etag"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "etag", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.Etag = &value
+		}
+		if values := rsp.Header.Values("opc-request-id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "opc-request-id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.OpcRequestId = &value
+		}
+		response.Headers200 = &headers
+	case rsp.StatusCode == 400:
+		var headers IdentityGetCompartmentResponse400Headers
+		if values := rsp.Header.Values("opc-request-id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "opc-request-id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.OpcRequestId = &value
+		}
+		response.Headers400 = &headers
+	case rsp.StatusCode == 401:
+		var headers IdentityGetCompartmentResponse401Headers
+		if values := rsp.Header.Values("opc-request-id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "opc-request-id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.OpcRequestId = &value
+		}
+		response.Headers401 = &headers
+	case rsp.StatusCode == 404:
+		var headers IdentityGetCompartmentResponse404Headers
+		if values := rsp.Header.Values("opc-request-id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "opc-request-id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.OpcRequestId = &value
+		}
+		response.Headers404 = &headers
+	case rsp.StatusCode == 429:
+		var headers IdentityGetCompartmentResponse429Headers
+		if values := rsp.Header.Values("opc-request-id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "opc-request-id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.OpcRequestId = &value
+		}
+		if values := rsp.Header.Values("retry-after"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "retry-after", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = &value
+		}
+		response.Headers429 = &headers
+	case rsp.StatusCode == 500:
+		var headers IdentityGetCompartmentResponse500Headers
+		if values := rsp.Header.Values("opc-request-id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "opc-request-id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.OpcRequestId = &value
+		}
+		response.Headers500 = &headers
+	}
+
+	return response, nil
+}
+
+// ParseIdentityUpdateCompartmentResponse parses an HTTP response from a IdentityUpdateCompartmentWithResponse call
+func ParseIdentityUpdateCompartmentResponse(rsp *http.Response) (*IdentityUpdateCompartmentResponse, error) {
+	bodyBytes, err := io.ReadAll(rsp.Body)
+	defer func() { _ = rsp.Body.Close() }()
+	if err != nil {
+		return nil, err
+	}
+
+	response := &IdentityUpdateCompartmentResponse{
+		Body:         bodyBytes,
+		HTTPResponse: rsp,
+	}
+
+	switch {
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 200:
+		var dest IdentityCompartment
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON200 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 400:
+		var dest BadRequest
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON400 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 401:
+		var dest Unauthorized
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON401 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 404:
+		var dest NotFound
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON404 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 409:
+		var dest Conflict
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON409 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 412:
+		var dest PreconditionFailed
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON412 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 413:
+		var dest PayloadTooLarge
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON413 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 429:
+		var dest TooManyRequests
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON429 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 500:
+		var dest InternalServerError
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON500 = &dest
+
+	}
+
+	switch {
+	case rsp.StatusCode == 200:
+		var headers IdentityUpdateCompartmentResponse200Headers
+		if values := rsp.Header.Values("etag"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "etag", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.Etag = &value
+		}
+		if values := rsp.Header.Values("opc-request-id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "opc-request-id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.OpcRequestId = &value
+		}
+		response.Headers200 = &headers
+	case rsp.StatusCode == 400:
+		var headers IdentityUpdateCompartmentResponse400Headers
+		if values := rsp.Header.Values("opc-request-id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "opc-request-id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.OpcRequestId = &value
+		}
+		response.Headers400 = &headers
+	case rsp.StatusCode == 401:
+		var headers IdentityUpdateCompartmentResponse401Headers
+		if values := rsp.Header.Values("opc-request-id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "opc-request-id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.OpcRequestId = &value
+		}
+		response.Headers401 = &headers
+	case rsp.StatusCode == 404:
+		var headers IdentityUpdateCompartmentResponse404Headers
+		if values := rsp.Header.Values("opc-request-id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "opc-request-id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.OpcRequestId = &value
+		}
+		response.Headers404 = &headers
+	case rsp.StatusCode == 409:
+		var headers IdentityUpdateCompartmentResponse409Headers
+		if values := rsp.Header.Values("opc-request-id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "opc-request-id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.OpcRequestId = &value
+		}
+		response.Headers409 = &headers
+	case rsp.StatusCode == 412:
+		var headers IdentityUpdateCompartmentResponse412Headers
+		if values := rsp.Header.Values("opc-request-id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "opc-request-id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.OpcRequestId = &value
+		}
+		response.Headers412 = &headers
+	case rsp.StatusCode == 413:
+		var headers IdentityUpdateCompartmentResponse413Headers
+		if values := rsp.Header.Values("opc-request-id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "opc-request-id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.OpcRequestId = &value
+		}
+		response.Headers413 = &headers
+	case rsp.StatusCode == 429:
+		var headers IdentityUpdateCompartmentResponse429Headers
+		if values := rsp.Header.Values("opc-request-id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "opc-request-id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.OpcRequestId = &value
+		}
+		if values := rsp.Header.Values("retry-after"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "retry-after", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = &value
+		}
+		response.Headers429 = &headers
+	case rsp.StatusCode == 500:
+		var headers IdentityUpdateCompartmentResponse500Headers
+		if values := rsp.Header.Values("opc-request-id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "opc-request-id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.OpcRequestId = &value
+		}
+		response.Headers500 = &headers
+	}
+
+	return response, nil
+}
+
+// ParseIdentityGetWorkRequestResponse parses an HTTP response from a IdentityGetWorkRequestWithResponse call
+func ParseIdentityGetWorkRequestResponse(rsp *http.Response) (*IdentityGetWorkRequestResponse, error) {
+	bodyBytes, err := io.ReadAll(rsp.Body)
+	defer func() { _ = rsp.Body.Close() }()
+	if err != nil {
+		return nil, err
+	}
+
+	response := &IdentityGetWorkRequestResponse{
+		Body:         bodyBytes,
+		HTTPResponse: rsp,
+	}
+
+	switch {
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 200:
+		var dest IdentityWorkRequest
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON200 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 400:
+		var dest BadRequest
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON400 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 401:
+		var dest Unauthorized
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON401 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 404:
+		var dest NotFound
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON404 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 429:
+		var dest TooManyRequests
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON429 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 500:
+		var dest InternalServerError
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON500 = &dest
+
+	}
+
+	switch {
+	case rsp.StatusCode == 200:
+		var headers IdentityGetWorkRequestResponse200Headers
+		if values := rsp.Header.Values("opc-request-id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "opc-request-id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.OpcRequestId = &value
+		}
+		response.Headers200 = &headers
+	case rsp.StatusCode == 400:
+		var headers IdentityGetWorkRequestResponse400Headers
+		if values := rsp.Header.Values("opc-request-id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "opc-request-id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.OpcRequestId = &value
+		}
+		response.Headers400 = &headers
+	case rsp.StatusCode == 401:
+		var headers IdentityGetWorkRequestResponse401Headers
+		if values := rsp.Header.Values("opc-request-id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "opc-request-id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.OpcRequestId = &value
+		}
+		response.Headers401 = &headers
+	case rsp.StatusCode == 404:
+		var headers IdentityGetWorkRequestResponse404Headers
+		if values := rsp.Header.Values("opc-request-id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "opc-request-id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.OpcRequestId = &value
+		}
+		response.Headers404 = &headers
+	case rsp.StatusCode == 429:
+		var headers IdentityGetWorkRequestResponse429Headers
+		if values := rsp.Header.Values("opc-request-id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "opc-request-id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.OpcRequestId = &value
+		}
+		if values := rsp.Header.Values("retry-after"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "retry-after", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = &value
+		}
+		response.Headers429 = &headers
+	case rsp.StatusCode == 500:
+		var headers IdentityGetWorkRequestResponse500Headers
+		if values := rsp.Header.Values("opc-request-id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "opc-request-id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.OpcRequestId = &value
+		}
+		response.Headers500 = &headers
+	}
+
+	return response, nil
 }
 
 // ParseAuthorizeResponse parses an HTTP response from a AuthorizeWithResponse call

@@ -76,7 +76,7 @@ func accessRequest(c *gin.Context, operation string) (iam.Request, error) {
 		req.QueueID = c.Query("queueId")
 	case iam.TargetConsumerGroupPath:
 		req.ConsumerGroupID = c.Param("consumerGroupId")
-	case iam.TargetWorkRequestPath:
+	case iam.TargetWorkRequestPath, iam.TargetCompartmentDeletionPath:
 		req.WorkRequestID = c.Param("workRequestId")
 	case iam.TargetPolicyPath:
 		req.PolicyID = c.Param("policyId")
