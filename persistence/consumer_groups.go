@@ -56,6 +56,7 @@ type ConsumerGroupPatch struct {
 type ConsumerGroupFilter struct {
 	QueueID        string
 	DisplayName    string
+	ID             string
 	LifecycleState string // "" = all but DELETED
 }
 
@@ -221,6 +222,10 @@ func (r *ConsumerGroups) List(ctx context.Context, tenancyID string, f ConsumerG
 	if f.DisplayName != "" {
 		args = append(args, f.DisplayName)
 		query += ` AND display_name = $` + itoa(len(args))
+	}
+	if f.ID != "" {
+		args = append(args, f.ID)
+		query += ` AND id = $` + itoa(len(args))
 	}
 	query, args = lifecycleFilter(query, args, f.LifecycleState)
 	return listPage(ctx, r.pool, "listing consumer groups", p, query, args, "time_created", "display_name", "id", scanConsumerGroup,

@@ -1193,8 +1193,8 @@ type MessageCustomProperties map[string]string
 // MessageMetadata Delivery options of a message.
 type MessageMetadata struct {
 	// ChannelId The channel of the message (no `*`). Consumers can lease from one channel or a prefix of channels with
-	// `channelFilter`. Absent or empty means the default channel (OCI's SDK always sends `channelId`, empty
-	// for the default channel). GetMessages leaves it out for the default channel.
+	// `channelFilter`. Absent, null or empty means the default channel (OCI's SDK always sends `channelId`,
+	// null for the default channel). GetMessages leaves it out for the default channel.
 	ChannelId *string `json:"channelId,omitempty"`
 
 	// CustomProperties The custom properties of the message (see MessageCustomProperties).
@@ -2116,6 +2116,9 @@ type ListConsumerGroupsParams struct {
 
 	// DisplayName Only return the group with exactly this display name.
 	DisplayName *string `form:"displayName,omitempty" json:"displayName,omitempty"`
+
+	// Id Only return the consumer group with this OCID.
+	Id *Ocid `form:"id,omitempty" json:"id,omitempty"`
 
 	// LifecycleState Only return resources in this lifecycle state.
 	LifecycleState *LifecycleStateQuery `form:"lifecycleState,omitempty" json:"lifecycleState,omitempty"`
@@ -5857,6 +5860,18 @@ func NewListConsumerGroupsRequest(server string, params *ListConsumerGroupsParam
 		if params.DisplayName != nil {
 
 			if queryFrag, err := runtime.StyleParamWithOptions("form", true, "displayName", *params.DisplayName, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			} else {
+				for _, qp := range strings.Split(queryFrag, "&") {
+					rawQueryFragments = append(rawQueryFragments, qp)
+				}
+			}
+
+		}
+
+		if params.Id != nil {
+
+			if queryFrag, err := runtime.StyleParamWithOptions("form", true, "id", *params.Id, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "string", Format: ""}); err != nil {
 				return nil, err
 			} else {
 				for _, qp := range strings.Split(queryFrag, "&") {

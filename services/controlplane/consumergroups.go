@@ -122,6 +122,7 @@ func (h *Handlers) ListConsumerGroups(c *gin.Context, params api.ListConsumerGro
 	list, next, err := h.store.ConsumerGroups.List(ctx, tenancyOf(c), persistence.ConsumerGroupFilter{
 		QueueID:        params.QueueId,
 		DisplayName:    httpapi.Deref(params.DisplayName),
+		ID:             httpapi.Deref(params.Id),
 		LifecycleState: string(httpapi.Deref(params.LifecycleState)),
 	}, page(params.Limit, params.Page, byName, params.SortOrder))
 	respondList(c, list, next, err, func(g persistence.ConsumerGroup) (api.ConsumerGroup, bool) {

@@ -202,6 +202,11 @@ func fastBodyCorpus() []struct {
 		entries(`{"content":"x","metadata":{"delayInSeconds":007}}`), entries(`{"content":"x","metadata":{"delayInSeconds":99999999999999999999}}`),
 		entries(`{"content":"x","metadata":{"channelId":"a*"}}`), entries(`{"content":"x","metadata":{"channelId":"*"}}`),
 		entries(`{"content":"x","metadata":{"channelId":"a\nb"}}`), entries(`{"content":"x","metadata":{"channelId":""}}`),
+		// OCI's SDK sends null for the default channel.
+		entries(`{"content":"x","metadata":{"channelId":null}}`), entries(`{"content":"x","metadata":{"channelId": null ,"traceparent":""}}`),
+		entries(`{"content":"x","metadata":{"channelId":nul}}`), entries(`{"content":"x","metadata":{"channelId":nullx}}`),
+		entries(`{"content":"x","metadata":{"channelId":null,"channelId":"a"}}`), entries(`{"content":"x","metadata":{"channelId":null1}}`),
+		entries(`{"content":"x","metadata":{"messageGroupId":null}}`),
 		entries(`{"content":"x","metadata":{"channelId":"` + strings.Repeat("c", 256) + `"}}`),
 		entries(`{"content":"x","metadata":{"channelId":"` + strings.Repeat("c", 257) + `"}}`),
 		entries(`{"content":"x","metadata":{"deduplicationId":"` + strings.Repeat("d", 129) + `"}}`),

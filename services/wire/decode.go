@@ -148,7 +148,11 @@ func (s *scanner) metadata(e *messaging.PutEntry) bool {
 	}
 	return s.object(func(key string) bool {
 		switch key {
-		case "channelId": // "" is the default channel (OCI's SDK always sends channelId)
+		case "channelId": // "" and null are the default channel (OCI's SDK always sends channelId, null for it)
+			if !has[0] && s.null() {
+				has[0] = true
+				return true
+			}
 			return str(0, &e.ChannelID, 0, openapi.MaxChannelIDLength) && !strings.Contains(e.ChannelID, "*")
 		case "messageGroupId":
 			return str(1, &e.MessageGroupID, 1, openapi.MaxMessageGroupIDLength)
@@ -313,6 +317,16 @@ func (s *scanner) peek() byte {
 		return s.b[s.i]
 	}
 	return 0
+}
+
+// null reads a JSON null (and reports false, reading nothing, when the next value is not null).
+func (s *scanner) null() bool {
+	if s.peek() == 'n' && len(s.b)-s.i >= 4 && string(s.b[s.i:s.i+4]) == "null" &&
+		(len(s.b) == s.i+4 || !isNumberByte(s.b[s.i+4]) && (s.b[s.i+4] < 'a' || s.b[s.i+4] > 'z')) {
+		s.i += 4
+		return true
+	}
+	return false
 }
 
 func (s *scanner) consume(c byte) bool {
