@@ -284,21 +284,29 @@ func filterInput(e PutEntry) map[string]any {
 // the object json.Marshal gives for the map (keys sorted, strings escaped and numbers written as encoding/json
 // writes them; a json.Number as the float64 it holds).
 func appendAttributes(b []byte, attrs map[string]any) []byte {
+	return appendObject(b, attrs, func(b []byte, v any) []byte {
+		switch v := v.(type) {
+		case string:
+			return jsonx.AppendString(b, v)
+		case float64:
+			return jsonx.AppendFloat(b, v)
+		case json.Number:
+			f, _ := v.Float64()
+			return jsonx.AppendFloat(b, f)
+		}
+		return b
+	})
+}
+
+// appendObject renders a map as json.Marshal does: keys sorted and escaped, each value by appendValue.
+func appendObject[V any](b []byte, m map[string]V, appendValue func([]byte, V) []byte) []byte {
 	sep := byte('{')
-	for _, k := range slices.Sorted(maps.Keys(attrs)) {
+	for _, k := range slices.Sorted(maps.Keys(m)) {
 		b = append(b, sep)
 		sep = ','
 		b = jsonx.AppendString(b, k)
 		b = append(b, ':')
-		switch v := attrs[k].(type) {
-		case string:
-			b = jsonx.AppendString(b, v)
-		case float64:
-			b = jsonx.AppendFloat(b, v)
-		case json.Number:
-			f, _ := v.Float64()
-			b = jsonx.AppendFloat(b, f)
-		}
+		b = appendValue(b, m[k])
 	}
 	if sep == '{' {
 		b = append(b, sep)
@@ -313,7 +321,7 @@ func appendMetadata(b []byte, custom map[string]string, dedupID, messageGroupID,
 	sep := byte('{')
 	if len(custom) > 0 {
 		b = append(b, `{"customProperties":`...)
-		b = appendStrings(b, custom)
+		b = appendObject(b, custom, jsonx.AppendString)
 		sep = ','
 	}
 	for _, f := range [...]struct{ key, value string }{
@@ -329,22 +337,6 @@ func appendMetadata(b []byte, custom map[string]string, dedupID, messageGroupID,
 	}
 	if sep == '{' {
 		return b
-	}
-	return append(b, '}')
-}
-
-// appendStrings renders a map of strings as json.Marshal does (keys sorted, strings escaped).
-func appendStrings(b []byte, m map[string]string) []byte {
-	sep := byte('{')
-	for _, k := range slices.Sorted(maps.Keys(m)) {
-		b = append(b, sep)
-		sep = ','
-		b = jsonx.AppendString(b, k)
-		b = append(b, ':')
-		b = jsonx.AppendString(b, m[k])
-	}
-	if sep == '{' {
-		b = append(b, sep)
 	}
 	return append(b, '}')
 }
