@@ -69,6 +69,7 @@ type Store struct {
 	WorkRequests   *WorkRequests
 	Idempotency    *IdempotencyKeys
 	Secrets        *Secrets
+	Metrics        *Metrics
 }
 
 // NewStore builds the repositories.
@@ -84,6 +85,7 @@ func NewStore(pool *pgxpool.Pool) *Store {
 		WorkRequests:   &WorkRequests{pool: pool},
 		Idempotency:    &IdempotencyKeys{pool: pool},
 		Secrets:        &Secrets{pool: pool},
+		Metrics:        NewMetrics(pool),
 	}
 }
 

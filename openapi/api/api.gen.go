@@ -280,6 +280,24 @@ func (e LifecycleState) Valid() bool {
 	}
 }
 
+// Defines values for MetricSeriesKind.
+const (
+	MetricSeriesKindCOUNTER MetricSeriesKind = "COUNTER"
+	MetricSeriesKindGAUGE   MetricSeriesKind = "GAUGE"
+)
+
+// Valid indicates whether the value is a known member of the MetricSeriesKind enum.
+func (e MetricSeriesKind) Valid() bool {
+	switch e {
+	case MetricSeriesKindCOUNTER:
+		return true
+	case MetricSeriesKindGAUGE:
+		return true
+	default:
+		return false
+	}
+}
+
 // Defines values for PurgeType.
 const (
 	PurgeTypeBOTH   PurgeType = "BOTH"
@@ -295,6 +313,102 @@ func (e PurgeType) Valid() bool {
 	case PurgeTypeDLQ:
 		return true
 	case PurgeTypeNORMAL:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for QueueMetricName.
+const (
+	QueueMetricNameAcknowledged     QueueMetricName = "acknowledged"
+	QueueMetricNameConsumers        QueueMetricName = "consumers"
+	QueueMetricNameDeadLettered     QueueMetricName = "deadLettered"
+	QueueMetricNameDelayed          QueueMetricName = "delayed"
+	QueueMetricNameDelivered        QueueMetricName = "delivered"
+	QueueMetricNameDiscarded        QueueMetricName = "discarded"
+	QueueMetricNameDlqMessages      QueueMetricName = "dlqMessages"
+	QueueMetricNameExpired          QueueMetricName = "expired"
+	QueueMetricNameInFlight         QueueMetricName = "inFlight"
+	QueueMetricNameOldestMessageAge QueueMetricName = "oldestMessageAge"
+	QueueMetricNamePublished        QueueMetricName = "published"
+	QueueMetricNamePublishedBytes   QueueMetricName = "publishedBytes"
+	QueueMetricNameRedriven         QueueMetricName = "redriven"
+	QueueMetricNameReleased         QueueMetricName = "released"
+	QueueMetricNameVisible          QueueMetricName = "visible"
+)
+
+// Valid indicates whether the value is a known member of the QueueMetricName enum.
+func (e QueueMetricName) Valid() bool {
+	switch e {
+	case QueueMetricNameAcknowledged:
+		return true
+	case QueueMetricNameConsumers:
+		return true
+	case QueueMetricNameDeadLettered:
+		return true
+	case QueueMetricNameDelayed:
+		return true
+	case QueueMetricNameDelivered:
+		return true
+	case QueueMetricNameDiscarded:
+		return true
+	case QueueMetricNameDlqMessages:
+		return true
+	case QueueMetricNameExpired:
+		return true
+	case QueueMetricNameInFlight:
+		return true
+	case QueueMetricNameOldestMessageAge:
+		return true
+	case QueueMetricNamePublished:
+		return true
+	case QueueMetricNamePublishedBytes:
+		return true
+	case QueueMetricNameRedriven:
+		return true
+	case QueueMetricNameReleased:
+		return true
+	case QueueMetricNameVisible:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for QueueMetricsAggregation.
+const (
+	QueueMetricsAggregationMax  QueueMetricsAggregation = "max"
+	QueueMetricsAggregationMean QueueMetricsAggregation = "mean"
+)
+
+// Valid indicates whether the value is a known member of the QueueMetricsAggregation enum.
+func (e QueueMetricsAggregation) Valid() bool {
+	switch e {
+	case QueueMetricsAggregationMax:
+		return true
+	case QueueMetricsAggregationMean:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for QueueMetricsResolution.
+const (
+	QueueMetricsResolutionN1h QueueMetricsResolution = "1h"
+	QueueMetricsResolutionN1m QueueMetricsResolution = "1m"
+	QueueMetricsResolutionN5m QueueMetricsResolution = "5m"
+)
+
+// Valid indicates whether the value is a known member of the QueueMetricsResolution enum.
+func (e QueueMetricsResolution) Valid() bool {
+	switch e {
+	case QueueMetricsResolutionN1h:
+		return true
+	case QueueMetricsResolutionN1m:
+		return true
+	case QueueMetricsResolutionN5m:
 		return true
 	default:
 		return false
@@ -532,6 +646,45 @@ func (e ListQueuesParamsSortBy) Valid() bool {
 	case ListQueuesParamsSortByDisplayName:
 		return true
 	case ListQueuesParamsSortByTimeCreated:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for GetQueueMetricsParamsResolution.
+const (
+	GetQueueMetricsParamsResolutionN1h GetQueueMetricsParamsResolution = "1h"
+	GetQueueMetricsParamsResolutionN1m GetQueueMetricsParamsResolution = "1m"
+	GetQueueMetricsParamsResolutionN5m GetQueueMetricsParamsResolution = "5m"
+)
+
+// Valid indicates whether the value is a known member of the GetQueueMetricsParamsResolution enum.
+func (e GetQueueMetricsParamsResolution) Valid() bool {
+	switch e {
+	case GetQueueMetricsParamsResolutionN1h:
+		return true
+	case GetQueueMetricsParamsResolutionN1m:
+		return true
+	case GetQueueMetricsParamsResolutionN5m:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for GetQueueMetricsParamsAggregation.
+const (
+	GetQueueMetricsParamsAggregationMax  GetQueueMetricsParamsAggregation = "max"
+	GetQueueMetricsParamsAggregationMean GetQueueMetricsParamsAggregation = "mean"
+)
+
+// Valid indicates whether the value is a known member of the GetQueueMetricsParamsAggregation enum.
+func (e GetQueueMetricsParamsAggregation) Valid() bool {
+	switch e {
+	case GetQueueMetricsParamsAggregationMax:
+		return true
+	case GetQueueMetricsParamsAggregationMean:
 		return true
 	default:
 		return false
@@ -1228,6 +1381,38 @@ type MessageMetadata struct {
 // lease ends.
 type MessageReceipt = string
 
+// MetricPoint defines model for MetricPoint.
+type MetricPoint struct {
+	// Timestamp The bucket's start.
+	Timestamp time.Time `json:"timestamp"`
+	Value     float64   `json:"value"`
+}
+
+// MetricSeries One metric's points, one per bucket.
+type MetricSeries struct {
+	// Dimensions What the series is of.
+	Dimensions struct {
+		ConsumerGroupId *string `json:"consumerGroupId,omitempty"`
+		QueueId         string  `json:"queueId"`
+	} `json:"dimensions"`
+
+	// Kind COUNTER points are events in the bucket; GAUGE points are sampled values.
+	Kind MetricSeriesKind `json:"kind"`
+
+	// Name A queue metric. Counters: `published`, `publishedBytes`, `delivered`, `acknowledged`, `released`
+	// (visibility 0, negative acknowledgement, a consumer leaving), `deadLettered`, `redriven`, `discarded` (no
+	// consumer group matched), `expired` (retention). Gauges: `visible`, `inFlight`, `delayed`, `dlqMessages`,
+	// `oldestMessageAge` (seconds), `consumers` (registered consumers seen in the last 30 seconds).
+	Name   QueueMetricName `json:"name"`
+	Points []MetricPoint   `json:"points"`
+
+	// Unit messages, bytes, seconds or consumers.
+	Unit string `json:"unit"`
+}
+
+// MetricSeriesKind COUNTER points are events in the bucket; GAUGE points are sampled values.
+type MetricSeriesKind string
+
 // NegativeAcknowledgement Why a consumer released a message (a watch's negative frame).
 type NegativeAcknowledgement struct {
 	// Code The code the consumer gave (CamelCase words with an optional `.Detail`, or a number).
@@ -1430,6 +1615,36 @@ type QueueCollection struct {
 	// Items The queues of this page.
 	Items []QueueSummary `json:"items"`
 }
+
+// QueueMetricName A queue metric. Counters: `published`, `publishedBytes`, `delivered`, `acknowledged`, `released`
+// (visibility 0, negative acknowledgement, a consumer leaving), `deadLettered`, `redriven`, `discarded` (no
+// consumer group matched), `expired` (retention). Gauges: `visible`, `inFlight`, `delayed`, `dlqMessages`,
+// `oldestMessageAge` (seconds), `consumers` (registered consumers seen in the last 30 seconds).
+type QueueMetricName string
+
+// QueueMetrics Time series of a queue's metrics.
+type QueueMetrics struct {
+	// Aggregation How the gauges aggregate over a bucket's samples.
+	Aggregation QueueMetricsAggregation `json:"aggregation"`
+
+	// ConsumerGroupId The consumer group the series are of; absent for the queue as a whole.
+	ConsumerGroupId *string `json:"consumerGroupId,omitempty"`
+
+	// End The end of the last bucket (exclusive).
+	End        time.Time              `json:"end"`
+	Items      []MetricSeries         `json:"items"`
+	QueueId    string                 `json:"queueId"`
+	Resolution QueueMetricsResolution `json:"resolution"`
+
+	// Start The first bucket's start.
+	Start time.Time `json:"start"`
+}
+
+// QueueMetricsAggregation How the gauges aggregate over a bucket's samples.
+type QueueMetricsAggregation string
+
+// QueueMetricsResolution defines model for QueueMetrics.Resolution.
+type QueueMetricsResolution string
 
 // QueueStats The statistics of a queue.
 type QueueStats struct {
@@ -2538,6 +2753,41 @@ type UpdateMessageParams struct {
 	OpcRequestId *OpcRequestIdHeader `json:"opc-request-id,omitempty"`
 }
 
+// GetQueueMetricsParams defines parameters for GetQueueMetrics.
+type GetQueueMetricsParams struct {
+	// Names The metrics to return (repeat the parameter for several). Absent = every metric.
+	Names *[]QueueMetricName `form:"names,omitempty" json:"names,omitempty"`
+
+	// ConsumerGroupId One consumer group's share (its OCID or `displayName`). Absent = the queue as a whole: every group's
+	// messages (published counts each message once; the other counters and the gauges count every group's
+	// copies).
+	ConsumerGroupId *string `form:"consumerGroupId,omitempty" json:"consumerGroupId,omitempty"`
+
+	// Start The start of the range (rounded down to the resolution). Absent = one hour before `end`.
+	Start *time.Time `form:"start,omitempty" json:"start,omitempty"`
+
+	// End The end of the range, exclusive (rounded up to the resolution, and never later than the latest settled
+	// minute). Absent = the latest settled minute.
+	End *time.Time `form:"end,omitempty" json:"end,omitempty"`
+
+	// Resolution The width of a bucket. Counters are summed over it; gauges take the maximum (or the mean, see
+	// `aggregation`) of its samples. At most 1440 buckets per call.
+	Resolution *GetQueueMetricsParamsResolution `form:"resolution,omitempty" json:"resolution,omitempty"`
+
+	// Aggregation How gauges aggregate over a bucket's samples.
+	Aggregation *GetQueueMetricsParamsAggregation `form:"aggregation,omitempty" json:"aggregation,omitempty"`
+
+	// OpcRequestId A caller-chosen unique id for this request (for log correlation); it is echoed in the `opc-request-id`
+	// response header. When absent the server generates one.
+	OpcRequestId *OpcRequestIdHeader `json:"opc-request-id,omitempty"`
+}
+
+// GetQueueMetricsParamsResolution defines parameters for GetQueueMetrics.
+type GetQueueMetricsParamsResolution string
+
+// GetQueueMetricsParamsAggregation defines parameters for GetQueueMetrics.
+type GetQueueMetricsParamsAggregation string
+
 // GetStatsParams defines parameters for GetStats.
 type GetStatsParams struct {
 	// ConsumerGroupId The consumer group the call addresses: its OCID or its `displayName`. Absent = the primary consumer
@@ -2817,6 +3067,9 @@ type ServerInterface interface {
 	// UpdateMessage Change a message's lease
 	// (PUT /20210201/queues/{queueId}/messages/{messageReceipt})
 	UpdateMessage(c *gin.Context, queueId QueueIdPath, messageReceipt MessageReceiptPath, params UpdateMessageParams)
+	// GetQueueMetrics Get a queue's metrics over time
+	// (GET /20210201/queues/{queueId}/metrics)
+	GetQueueMetrics(c *gin.Context, queueId QueueIdPath, params GetQueueMetricsParams)
 	// GetStats Get queue statistics
 	// (GET /20210201/queues/{queueId}/stats)
 	GetStats(c *gin.Context, queueId QueueIdPath, params GetStatsParams)
@@ -5672,6 +5925,103 @@ func (siw *ServerInterfaceWrapper) UpdateMessage(c *gin.Context) {
 	siw.Handler.UpdateMessage(c, queueId, messageReceipt, params)
 }
 
+// GetQueueMetrics operation middleware
+func (siw *ServerInterfaceWrapper) GetQueueMetrics(c *gin.Context) {
+
+	var err error
+	_ = err
+
+	// ------------- Path parameter "queueId" -------------
+	var queueId QueueIdPath
+
+	err = runtime.BindStyledParameterWithOptions("simple", "queueId", c.Param("queueId"), &queueId, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationPath, Explode: false, Required: true, Type: "string", Format: "", ValueIsUnescaped: true})
+	if err != nil {
+		siw.ErrorHandler(c, fmt.Errorf("Invalid format for parameter queueId: %w", err), http.StatusBadRequest)
+		return
+	}
+
+	// Parameter object where we will unmarshal all parameters from the context
+	var params GetQueueMetricsParams
+
+	// ------------- Optional query parameter "names" -------------
+
+	err = runtime.BindQueryParameterWithOptions("form", true, false, "names", c.Request.URL.Query(), &params.Names, runtime.BindQueryParameterOptions{Type: "array", Format: ""})
+	if err != nil {
+		siw.ErrorHandler(c, fmt.Errorf("Invalid format for parameter names: %w", err), http.StatusBadRequest)
+		return
+	}
+
+	// ------------- Optional query parameter "consumerGroupId" -------------
+
+	err = runtime.BindQueryParameterWithOptions("form", true, false, "consumerGroupId", c.Request.URL.Query(), &params.ConsumerGroupId, runtime.BindQueryParameterOptions{Type: "string", Format: ""})
+	if err != nil {
+		siw.ErrorHandler(c, fmt.Errorf("Invalid format for parameter consumerGroupId: %w", err), http.StatusBadRequest)
+		return
+	}
+
+	// ------------- Optional query parameter "start" -------------
+
+	err = runtime.BindQueryParameterWithOptions("form", true, false, "start", c.Request.URL.Query(), &params.Start, runtime.BindQueryParameterOptions{Type: "string", Format: "date-time"})
+	if err != nil {
+		siw.ErrorHandler(c, fmt.Errorf("Invalid format for parameter start: %w", err), http.StatusBadRequest)
+		return
+	}
+
+	// ------------- Optional query parameter "end" -------------
+
+	err = runtime.BindQueryParameterWithOptions("form", true, false, "end", c.Request.URL.Query(), &params.End, runtime.BindQueryParameterOptions{Type: "string", Format: "date-time"})
+	if err != nil {
+		siw.ErrorHandler(c, fmt.Errorf("Invalid format for parameter end: %w", err), http.StatusBadRequest)
+		return
+	}
+
+	// ------------- Optional query parameter "resolution" -------------
+
+	err = runtime.BindQueryParameterWithOptions("form", true, false, "resolution", c.Request.URL.Query(), &params.Resolution, runtime.BindQueryParameterOptions{Type: "string", Format: ""})
+	if err != nil {
+		siw.ErrorHandler(c, fmt.Errorf("Invalid format for parameter resolution: %w", err), http.StatusBadRequest)
+		return
+	}
+
+	// ------------- Optional query parameter "aggregation" -------------
+
+	err = runtime.BindQueryParameterWithOptions("form", true, false, "aggregation", c.Request.URL.Query(), &params.Aggregation, runtime.BindQueryParameterOptions{Type: "string", Format: ""})
+	if err != nil {
+		siw.ErrorHandler(c, fmt.Errorf("Invalid format for parameter aggregation: %w", err), http.StatusBadRequest)
+		return
+	}
+
+	headers := c.Request.Header
+
+	// ------------- Optional header parameter "opc-request-id" -------------
+	if valueList, found := headers[http.CanonicalHeaderKey("opc-request-id")]; found {
+		var OpcRequestId OpcRequestIdHeader
+		n := len(valueList)
+		if n != 1 {
+			siw.ErrorHandler(c, fmt.Errorf("Expected one value for opc-request-id, got %d", n), http.StatusBadRequest)
+			return
+		}
+
+		err = runtime.BindStyledParameterWithOptions("simple", "opc-request-id", valueList[0], &OpcRequestId, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""})
+		if err != nil {
+			siw.ErrorHandler(c, fmt.Errorf("Invalid format for parameter opc-request-id: %w", err), http.StatusBadRequest)
+			return
+		}
+
+		params.OpcRequestId = &OpcRequestId
+
+	}
+
+	for _, middleware := range siw.HandlerMiddlewares {
+		middleware(c)
+		if c.IsAborted() {
+			return
+		}
+	}
+
+	siw.Handler.GetQueueMetrics(c, queueId, params)
+}
+
 // GetStats operation middleware
 func (siw *ServerInterfaceWrapper) GetStats(c *gin.Context) {
 
@@ -6207,6 +6557,7 @@ func RegisterHandlersWithOptions(router gin.IRouter, si ServerInterface, options
 	router.POST(options.BaseURL+"/20210201/queues/:queueId/messages/actions/deleteMessages", wrapper.DeleteMessages)
 	router.POST(options.BaseURL+"/20210201/queues/:queueId/messages/actions/updateMessages", wrapper.UpdateMessages)
 	router.GET(options.BaseURL+"/20210201/queues/:queueId/stats", wrapper.GetStats)
+	router.GET(options.BaseURL+"/20210201/queues/:queueId/metrics", wrapper.GetQueueMetrics)
 	router.GET(options.BaseURL+"/20210201/queues/:queueId/channels", wrapper.ListChannels)
 	router.POST(options.BaseURL+"/20210201/queues/:queueId/actions/redrive", wrapper.RedriveMessages)
 	router.GET(options.BaseURL+"/20210201/queues/:queueId/consumers", wrapper.ListConsumers)
@@ -6240,382 +6591,409 @@ func RegisterHandlersWithOptions(router gin.IRouter, si ServerInterface, options
 // const string: with thousands of chunks the chained `+` fold is several
 // times slower for the Go compiler than parsing a slice literal.
 var swaggerSpec = []string{
-	"7L37chu51S/6Kih+u8qkd4uWZI0zQ1XqbFmWPfoiWxpLjr+caX9piA2SiJsApwFKYlzelb9Onb/3Q+TB",
-	"8iS7sBbQjb6RTd0sT5Q/JhbJRuOysO7rt750hnI6k4IJrTqDL50JozFL4Z8HZ3Rs/j9mapjymeZSdAad",
-	"swkjw3maMqEJE5rrBdF0TOSI6AkjKVNyng7ZLplRpQjXhCoS8dHGlOrhJCIjmRI503zKleZDMpQCxxou",
-	"+p2go4YTNqXmnXoxY51BR+mUi3Hn69egczwbvmNX+oSOWXVSJylTZkKXEybIVKYwkXmiFWFXXOmBm40i",
-	"FzSZMzMpM9toRscsIr/NWbogM5rSKdMsJVqSMdPwC8GuNDG/6odi9QTfs9/mTOnDuH7b5oL/NmeEx7hb",
-	"XJEUHwhgX9R8NpOpJlTEJJFjMpRpyhJqBuiTg+FEMpz1kCYJS58oEsnZcMMOscHjKBSwfikYuaSKmB1p",
-	"Ne2PMv28YurH+4ev3BlfyvSzmznRE6qJTunws8IlUbUQw0kqhZwrImcsxQUUZvE/UjbqDDr/8SynvWf4",
-	"rXp2POQxTOw90+lib6RZWp3Sz/KSTKlYEMWGUsTKHNkl5ZqcsxGevk4XXIyLr51ywafzaWewGbiN4EKz",
-	"MUs7X80bMwoA8t+fUCFY8ponmqW/GBKpzuM9Mzs51Hgw2WrNdMwpDHEI0qWCsCs61NknPO4RCZQGJ4qf",
-	"KnI5kQoIRGmaakUuuZ4QGopZykb8inTNj+2/RzJJ5CWLyfmCRE8jJCF2RaezhJFIpuYWbzyNekgB3MwW",
-	"6LwTdASdmrUP/QUWN4peHTEx1pPOYPuHPwRm49zfW2abtGapGfC/f/3vp5/+Zxg+/X/+Ryeooa19OZ3R",
-	"VE+Z0IfxoTidn+uUsYa9/GhoV6dzFpCEK024wL3JxyDR0B8wgptCk8QQprnbZjwmYiq0MltFtXddyJQa",
-	"amG9XXtLRjRRLCBSJAsS85QNdbIw7yy9Y8n21S6usI8xG9F5ojsDfJnboXMpE0ZFdYtOqNniVffPe3Hf",
-	"zW1mnqyfWifomMvKUxZ3BrC/697EwhwbTm/JJA2V2xPtt9nL25iwUPMpS9+kcj5rv634EBmbp9xd41Oa",
-	"LvCjJwp/z1GS/DZnc2Y/6zUeRGEit76yJYdRWo67CYTGccqUYmoAq8AdSOHfUczVLKGLd3TKoj7ZOweZ",
-	"+kfi74QbNhQw7rLrUV56A3/5ocxf6vgIjnUY/wzqScOKnVzMls7jIBP1w2yMisDPDg+Vn3wN/7XxmqXp",
-	"YsO9f6O0jmVHls+5tIRmanSKQX54MH2uiZlPbM6IJSPDpN4w/ZYpRcdMraC8GxBd4wqWUV3NGRApCCWK",
-	"i3HCNuhQ8wu2kX0Nt4h03QzN6lMWED4W0vzJEsUuzUe9PjmlU6e5hSKqOZuI4AHuoh54Lo3wTBkoQuap",
-	"BZnOldERCPttTpPVtHv9436V/LZazBV1huxiwueOu8SMxhsJMxLX7hUXSjOakYr9EEijib3GyW/ryqXD",
-	"0VujsTfdt9eNevwArxvTdByVrQJzeglVmqSMxn0CW8E1ifloxFJFRqmcIvmjfREKM4rHuoS6NL/b2dom",
-	"0Tt5oOn4LZoVRhEw6syYKSKknhjVLz/d8rV25siNeNIRH7HhYpiwU011k05zbLSLlOl5KrJNUKjZcEUS",
-	"N4RR9zRrOr2k8KbWFFmcoJ3zlOslt3dKr4yCTMR8es5SVKvYFLRruwiO5oWxiEh3q9/f2tzc7DVPfMp1",
-	"PeFtbW4GHfs6+GszyNXzrRr1POhYhveeDRmf6WYumuIPHO0ljCoWkyk+DQwV14Kqs8dJSffD+6MNRUdG",
-	"LZzR3+asSaxPC1O5NoMtrqhiRDbdvT3LZTeGxloQnllpTADfriRd80nJluztmjvHFWHGpIydnl01JlOm",
-	"ZlIoZrmqva/03LFTolh6YRQMJgwPY8qQxpJrV3xB0+X76cfVdw92SaeLM/mZibbbpM2P0V6d0s/Olk4Z",
-	"1Wbv2HQmNRN6QChaj2h7wTKN3MGnDZ/JPjqX8SIU5mdckO0dMpHz1BGXNQhTPuaCJtYb4bNueDEXY0LH",
-	"lIvd8ovQ8LOcEViheVvOATd/ItG+FKOED3W0cs91utiAcZs2/cVOm003G0uT27MGSJc6FVMxVhSHvbam",
-	"wpoK9AkdsyWTBsaWsTsU0egysiuBayLYld5A3xFuuPt2lrILLueGCvDuNK3CPNx0GFub2y2O40QmfLho",
-	"a9zM4NcN7Gxmh7q5efKLUUbazgk0l4Yp/YYD3XxGpzLVx2nc6MExk1Iy1QQ8Jn3yCiUUyLzo1cHpfoTK",
-	"pPmNua7nCxJpPmX7wDisD8L8dq/upxQ092ZFU7nZtSbkbD2wuoLnrt2u+967hs2/LPgDb3gEX83zeBnA",
-	"rfaSxnZs89dQCsN1zT/pbJbwIVz+Z39TZu5fWr7pIE2ldeHVqQMoCo3VLi5owuM+2ZexsX+jQ/zgxBmC",
-	"EelSe925IlOajGRqDC+j7M5Bo0iNjhkQaqTuZyEvBRlxlsShcA7XwPyYOj5iWLlMM5Ukn0MvINFbroxR",
-	"VHx7Zghl00Ae2QtCEYH+dnA1ZCw2pNelRDNBxXBhXoKGAOhc5FLOkxgMHfvjXp+AgocaB1ClFVGjEROx",
-	"IVdYCJKqFwQoCe2Gk7APPCv4wL9aqxGE1N0fdi4PB9bowIMf2o+dN9XYByw1mxfPcRK4H3CqUUlgRiRl",
-	"c6M/Ok9sJpFB/NvTVpom+eba0+71DYGB4jXUoINnE7PWEAdjxQhCihYAaic0SeSlCkXRPOz6/t2YJQy1",
-	"h6JoNY/bUdl0pnF+81lsVQ1LI+5n54yLcShgMEMit332h0KzVNDkFPREPLi7J4Oat0YDvLHsasaGmsVk",
-	"RHkyT1npUjCjzabsgtHEXFQcBhwst7gp76R+LecivoedeCf13lxPZMr/zuLj1L25TIaxZJZkrrhCBlYI",
-	"M4F6wJkisYSfAX2CnRGKnD6lMeVxQ/WlJEOqmALvS8wSfg4GAjjYY64MMc65mtDzhN060Z3QRSJpfCbl",
-	"EU0xVnjH21x6Y4n9gN7eBTbhCI2brepZ3oxsmNpgjuJ/Z7dMcCcpxMi4me5ryhN2P6SXe2esRygPAlud",
-	"OaM7+Nh3/DS4j255YwyD4EP2QdALyhNDjPewMdWX2v0RMjZ3TpgNAcPaUZAiKR9PNBHysigEzFMx1fSc",
-	"KpAlc5EyOoRb1bvlrTqT8i0VC/upuod9Kr3RbpKN5TnZRfQklVonLM64lnWHKjKaJ0mfgJuA0BGE9c0u",
-	"Z54tGzkOhfN/oNSHnzoSvVXmZPTg7A2rHvWC37A7HwTNOPn9SQ4mNOhHTmScM5pCfoTRa42GjBpskKvK",
-	"ATmncbIgio+F+ctQ84JpAkovAeKdGfX2ltn+V2eUwFh7Wqf8fK7Zn40OXW8SZUZ9zpape2wA+pixtEmX",
-	"ajKVSpPtH16Q4YSmdKhZqnqo9yE19cmhIG8ket64IhEViygUE5nEqHVFOFiED0WjRFL9Yse6baRgx6PO",
-	"4NeSB/pFxeYPsuwNfG3n66egc7UxlhueszQd0SH78tVQWyb6XzFNeQI7Q2OUAzQ5SY3o1twYZTYKUHaf",
-	"TRYzoyobEkgycTay9wx9BkTx6TyhWkIMbeaN+aXkqDEvTxK70tVm46c6U04b8aoLGm/uQQJBIWXh6yJX",
-	"gKhU9l2vbzapHKW81WkW48lm5yL8ru++wxgqjyOSiWiFE4NvVIOTKuViyGc0eaJwcAwCajZVNTk+4Gc/",
-	"xC/B7W6/p2lKF+brGUvhIiPrqHld9j3RksRsyGMQxUzMp53Br51fPhx8OPjr4bvTk4P9s05g/35/sPcq",
-	"++PDyau9s4Psz/33B/6frw6ODrw/3x7/Of/j5MP7N/5fpz97fxwddYLO/vHbk733Z28P3p15k/A/tVPx",
-	"P8om5H+YTcv/MJvcyfHR4f5fvFfYD+zo9q9sDPt39iL7tx3uU/V6Zz6vW6RB62Iz7HF+/jeGZvgSggKX",
-	"guHuTxSJ1Pw8AkVi3dBY7i/6NXtvgczy1Uv81mdX78FX3uCpc+wGIqNDrmxqWZHzWGW6NvYKtr+vn2eu",
-	"EvtUv1ONh5ot0MMJi8GMn7pcyZr5Zd97pjzhmnTBHEf/YMwEN+a2f2eLC8gcsrdBCpZTw3yMTEKDI5sp",
-	"Uof7a8Wyniii2ZXud1Ydu+dSzseuO/YiMyqN4g6ybv/rBtunM3rOE64Xaws71BuH2QB9Eu0fvzv98Pbg",
-	"/V/fvD/+cHIaESaMbq1KnF2BC3hEhZzrAP6NY5+XIvk2gyYUdYlG+E9M/3NJRt7DvT6Jjvbevzn469uD",
-	"09O9NwenEUmYVk53Mfowmc8Mf94ib/lLo9VmoSajuvyJvzR3+2SeRzs9x6jSPElIpuqYEXqg1VCB3iMW",
-	"EIpRGznKN4kzFYqUzRI6LK7VKFD5Vhr6Txi9YAq8qGZlGH6VoxHqQEXq5+oEt6qQ7HQAmx8Xosjojq5m",
-	"JlSObmBuXnb1y7lMdvfBb2dm6TY1z1DgisRcwQTghIUMrRsRH0XyVLkyiZGjzOCHx4c0jVlMupCsIOci",
-	"97lV+c2sZgdeMRofQSYIhFlesYRfMPObed29bdiHuqw2P8cEJlZSqzIihMk2Re1rkmob1pFnmd1o2oJO",
-	"GelG9mMbfMHDwrAuem3Bcy9YPvv2sqx+/jZh9iZTH8EQTir8kTBzkI5c6mZaYw7YD+qzsDI25ulppal1",
-	"gk6RpdQoJSV+DN/WMl7IvQGy9MLD1zM8zqrx4qm8YLn3Wt6HrbEkeg2zyX0NWpIuRu4xFmP099K+FafX",
-	"tIGCJfsySdhQ16riexhUMgw4SyJX1a3IVIqaXc2fyyoQoLZhqfWwVELjY0tW1FRQgLmO1M3JyBc1P1dM",
-	"F6LDTzwJBwqMY9mKDGmWMke6QpLoaY2y+mJV7npN3noh37k2rcQ3MCk67uykLQkULU2iU8Za0OyKCD4F",
-	"z6if/O0ydLsyJWKeJL3MOi8bwrjXdnYB6hmhiIzhaRWNfObmpfW80rwD3aQoeL3NlEMeb4Vh/1e68fdP",
-	"/9P+Y3Pjp43iH0/tH9sbf/j05fl28LV2/wsbUd3/UcrYxkimU+J9U3dXu1O6gCCo4bK9ft2rzFhmqDM6",
-	"Vu35xmv/qSr/eJ1NUNOxqk3b/xp0+N0yKvA30BqXiHfaLnf9a1BOMmw9s3KWYe0cS4mOTTsiajUCMwCI",
-	"+upTgct9o1MpxpDDrvh5wsVY1Z62l7jRlJhb2sVLmisT3fev98nz589/CsiHs32gJ3PIVHcGHaMjb5jh",
-	"m177AdTodV4LibKY1Hrtd5e5deySPIqnFFRzTP2tKq6gdGlqeX++lJYSLX9gTZHmPdgs05YnbufM/gbS",
-	"zsqlenlhzQwUeAWjo8Z5MddyX06nvEb2fIRAmRTJok8yO46mjNDhZyEvExYbWsEU+UWW+l7v0bgLz+eq",
-	"chq/ZCb3JPu6MTKjGE2b2uuSbQHpbhKwwS65YsX8FkVmczVhkJjFNTlfAGtwwcVLM0ThBnGhX+x06uyX",
-	"dZi0XwLwKVhSkvNEER5bGZCwUwxEVZdqvyCKiyEr7OkTyx385OUhTRLwd+PPzYJhofhLux95sEOmZMJo",
-	"GocCsu65Llii3g585qLmGKKPe2f7P0fG0DdD56fdhQNys+rtkujk+OgIflieLRbeOOsEBkQ/6VGte3SG",
-	"eUoNmeu5luiRHrq7uhk5YTzKvywB5odj+oOIrVuuBWGoRNY5Af0bGl1yEcvLiPzr//8/JLLTjwIyccWr",
-	"UKiczdwqKz7l9utframe17w7ev/h3bvDd2+iQdWVQbori3DQUsWvsi00B3h6tvfu1cu/RAMosVWh0JJo",
-	"+pkRecHSXRIdHez9GV8L2mh0OpnrWF6KKMjnYYsyYMm7JDr4r8OzaEASNrJ056jALqETdOxbjZWK43eC",
-	"jnmsljaMfHrPxlzpBq6RC1m75DT7NemauwJOLMIFSbgAm+6cDeXU7ccuua7sRxpYTihAwFLp/LS4BnIw",
-	"9EvmwifYOpKok/I15XdINvZG5/fJZ7dFjlTZ12WSb5mg95mfQjGYR+QKvtSqPGwKhJ2As6ogYxIzzzhA",
-	"Zp+9Ts2nU9y3lvqAt3HuD1VVDYLlaol9LiCzQgmmvV5SMDLiqUJ1XDiPvIjPF8oVZEBCMkpyjFH4dw4u",
-	"ELD2tRfWUsvJQpDLDh02aanOg0vPj/y+fTc1kV+rYqzjTD1zLvo6b+kuqfOW1vPumI24YLEzN5ct8JX3",
-	"U/PkMq9p2UaCuWbW0SyvsxxSxTa4UEwobiixwSpu8HCa11jXJbuapQyDwoYkq0kUqtG72cYOb29935Eh",
-	"XY3dV3TVgJR1WtReuSrEKpoCkKWgg2CXyYLM5ucJBwVg6tX3VrX3LEay7B2YjlITg8ptj+rIVUfAOub/",
-	"7Uaxa6pFWlvxNqJ2f/Z7/sK7stzzophyEZTPHLLr61OiTzE3sfaLHGylaGhr/a/QAVpI2rpEmNZi/hYM",
-	"/5K6sFoFAnyYwuQDq6oYW1lamwQFfa9Oat6n+V7IlVJL8HjyJdLUX0GTNGy08xuteWvWGvnCxTCZx5gH",
-	"ajYM9T9AnMq3rYUt186yLGqVRjVvNXwlFFTWy+v18HyzV1KducRL8lGgQr+B5O6Hrnz0lH4rXcYP8dbq",
-	"C3Hy26obDnod7A3GIW8kmleIY+DM609oJW0U+brPzvGNuBHLKGRJ/M3zRWI9mMUXgVInKO7f/tHLeTXm",
-	"ulF6VUBiPja3gYqYRP0oINFfzX8G5j//y/znf5v/bES9IBR+wjolE2PlypTMZOxVRvq1r9s/LgvZ7W38",
-	"vxhK6v918L/+90ZT/A4k2a0EomN8Eg0YQwcl8KX7NGVqIoC3GC0rxU53vEzRBxEuu83gEOmWSDnw6Xij",
-	"Ekjesokuq6myniSXpgPYpdVeYkvIhSSg6yVzI+0u5/23aBOT7ib5IxFSsJ5nHnMxYSnXZTN5rYyiO7ag",
-	"WxvNayYSrWdSd2M5VM/ojPencb6BhpXWmdT9NtlCN7KwVdvsuyVSNHdF2xEABam3RKDeoRVZupG5ZeUT",
-	"SfOVRPCFm9zFHJDhG2YyWfQTr56Di9Uy5aNDVnTPKDLCApC15cc6RCja3VvrPbUZDte4qap1jndAWH/c",
-	"J9EeZHkjuZ+kMp4PjYWgJZkrS3EbECTjopiTAxidUcFkLQqdzZWTLZV2TLlwf66waGtlUGHxzdRvpcOt",
-	"6VR4KV02k2Jag5AGfzcUOcrh3MyJxcSyjhofgZ+VXD24fe/bAi8YkOhLCAsNO4OwnCMZdgLyr3/882tz",
-	"7jdm88K2WGS6Yjw7KI5fzLgMO18jW+6fs0c58jO5LXZIK5dGnv1eoIztauhi6NINzWJgjwBaogrRVZPL",
-	"Q9MxU5qoibHwG5L1AkPrM5YOIRMJccICd3hka3OzF2A+n4+SCxEvesGgJHOU8PFEVzOOl8OEBd+Mfzps",
-	"voKn5IhRxQ5FIcJvd/d5ZXN/lpckkVAwiGHacizWcJ6Fcp+61OYhTYxO60fXYfcdMnL3h37/+eZmEAq3",
-	"/c83y5nczwv7+kPtvs6VltMDMUwXMOE/sUWbrMXPbGE2iuFz9YmdZiUB+cxmCH2dobMZ0/F4/xA3XXMk",
-	"7QEZsTRdhEJpmfpaBRfkRCo9TtnpL0c2xZGYH9ExI7NUamZhmqeEapIypQEHLQc/sFO0sF9cmblfK2d8",
-	"tRptaaCWBMCNpvnUryZwuQGZg8jhXHMN2cjKAUlX0SIzkL7dUGxiFo59f49MGRVm8dXHrpHpHzMHp8Kl",
-	"+AhR73rKX0b4dr1PFIkK4x1iomrKpmx6jpkcPolv9vs/vtjZ3NwlmwHxlhi4qg1lqN8br9dHMiLsShut",
-	"XorSimG4b2iK2B8UbNssfrqu6XF/RnsepOHqFJjYHnCrYnpcEXy0lPRUz/oymwEe6g3APCu7zyErrODk",
-	"rBgfuyijIW9MIWQ8VS703kAUddWAV6f87+xQvFxoVqTu7a2dP+z8+PzFzo/LhKeWmiYA9rFUgp4vII6K",
-	"ikB/i5zxl7kU3SZv+Mt6F7d3cX/66YetrRfbf/jDH174onNz58cf/vCijqhTppmAO1d7e+3FWHWDCfDP",
-	"mfYYFVb+l4TT1ma//2Jz50dfPYBX9PpkH8EwzpmLpYUCgRwQO7FyZ+04/irrFmh4q5zrtmL5LGcnsMaN",
-	"mUwSpBw5apa6m0bq5mt6vtnrFyXuKuZywZUVedeaKWS1xXMHzjMCWEu4DB4WamnCO8+3N5fMGb9e3kWh",
-	"aGQU3derq2BeFRlqvV3R+DleTP+jFzs1Lykh9O4fgv8KXgy8LCDnyHfVjA6tfZD9GXYG5EvY+cwW5l8A",
-	"IvH1a5TDRLzYyR9VmZT5zBiWiYbCgwedGtYz5hdMoCYCcwB5nA/hWhvIS0vt1pdutuHYYS9huwqp9L4x",
-	"ktLOoLOzDWfRZjteAfqXI+LrujTOMZ1t5CViSkQpq8n4YUKntVZaMZPTDQA6zPNtgO4F7YgC0mwhn9Ru",
-	"a691/Ld22QdCpyXj6fn2Ola1W9mnthuNb1x3tx2TXbLHFoSuvbwvgxF/Cm4TW7nqcnMTXL1VywABLLCu",
-	"HJHiMzX+gYQzoV8j8NuyELY9Q8CIA017SOeK5VhUFlmZkp2rKxKxNJXpvoxZNHDYjpCEDYiAdo0qIGMp",
-	"WCgcbfeakq0bb8axYETONaSkzkCxwWmYBxbAyN0niGN6vWuAO53dgrLXAPGeb7yFFja6S8kPxR3s7VqU",
-	"frogaj4cMhZjUW/KzHhx/a6VHVvFc67MOljjkvr7UUt+7kjkKIdkNKzJHvSu9ddLgetRdXQpY9ZoR28o",
-	"vUgYgS0i5pe4H2CewtG7Le7m6Jdk5GFSWgoMQtGIBuiGLJSrG3oN6gBScfAcGtW9gPzrH//sDWxvBjPT",
-	"iFBhJ46o1dnxYw56VoiQIQhiluuQpumicNK5JZORSv2G/Xx2dkIwzTmrBYJdeqIc4mPWD2TFLOyUuSZd",
-	"o++Snc2dIBQ7mz8F5IfN57jaoOEwGi+3mb0lrbpI7WQ+pWIjZTQ2JqvRlxMq7KTqX1QbaazQdAa8Wd0x",
-	"ACeUIxtOwtPyoavbkOoemdLhhAvmTT2j1zqQ3Tro24CUwG09is1RyALSSMWBh4ceVIBXg2K/CDN4GbUx",
-	"IBXMORinCiZq+Hsdjl9JQeuUF15H0dNrkQO4ThsxfAPCR4QKrP3PZuPp4oOsD8qWUSG2f/jBS/NoEb2O",
-	"jTbvZl7HRV+XPQ4NivzKoGWTz+EzWzxDBDfwPnjqdw8deEKSWcqcWj9lVABO3aiMbSovBTmX8rPR0LOm",
-	"IZ6OrRmdAj72AoMiLZXqXPOpO9mi2lRTApjlUK+tvu3lj9ZrcF5+tuXH2TTQca0bUYAcr7Q/Mpw0S1eu",
-	"TdKyibd7eknWrBv00h+tnDSLpUnGcAdjyEexATdwDNCzeyRlcWrsKTdqKNDyctVt7dJ94+V5DyUnrb+I",
-	"CVXknAHEU1ZxBlzbDUkwZbG+jMcQ3oynrKHnYWXLrEPl+nnNPF7VhyrT7G1w1Ta7KHgjWyRYJlTpd2xM",
-	"Nb9Yo7TcPbGXlz9hlW59jTlVmgj7iF/j5/AP/K3rUlscmVdU5uKcpUiOUuClmDJNY6rp2pfxrXuwfsYZ",
-	"UUj4tPZCembcCmuMK+QrWa9Tw9oL6qz5wNuXwoZgL0pM+s5/Hgr0vMGtg9H75M9o4ohkQeZC8yQ3BAkT",
-	"sWrQ3MCblawk7XycrNWKmyHW4yliR8K+KWQuEqaUtYJvNdnescL8DMqcobSq4vX1ud+npRJCrbJsS83e",
-	"irJiunSQoqRRpDuTykx5galZrc1ET56tSpXPJlS36p8ZTfTktKGAFeRTwVaYwO9tWJDGXJjDnqXyvG4r",
-	"Guti5Wdr5OBwJcVIfl5JEHbkuhUdxtgEuT1mjDHWj/cPiXvyiSJqQmcMUWy82otoN8NyeaIqvU9tF0qj",
-	"wPC49+1zUXcbwWcMY+XDCUhHAXZlFXCGdI/3D0Ph7cnpqz8p1w0DHgDdFjwn1dBbu7W50QvBuMpSX3m+",
-	"4FpgFZpc0oWypj0X6OPtrc6bQp6/Kgf3EaKmCaKGqz3woXCL1F7fAhxKuJXr9hFReOSIXbDkj3v7+wen",
-	"p4cvjw6i3QIgoNcimAs1Y0O95GSW1sqtR4ge03jE0bmekK7NYiti2xSL2yq1b2vWt60+u3pJXD06ukIq",
-	"aJZOFekCeylWMNvqKuhXEh2+29s/O/zzgWv1ncH9vT/YO0PcBPxBJ+i433aCDgAR49eISfyqFlkhW+79",
-	"1FSAf87fB8gCxHDZg6m3uBfRs4s6NhVW0EzpzMh8jDAgUViJan5eiDregiTyOvKeLwoH0qtL9H04GSj/",
-	"bmUjxV1ZxrBuFFyvy/VHnPFxVlqYkaAnM5rC7gUlq5s9Sf71//0fyBk0/w8OviyGXkvrAVGS0Cz2ZQQ4",
-	"3BrFRJxdnVBM6SywRoTrwWvtjOx6Za1LG/cPtfJb4YCgyqqqDNDSprosY4NZOYgdxYiChI00mVtrPa6r",
-	"7Pld8CwjLNavYvsWzMnNdlRgUrukgJZ9OZEJM5u0ilOxy++DWzXeHa9PZY11bCxYS+Z+d8omQ3k3M7oC",
-	"G5IfyjSu3KYn1i1U2yLgHtPEAXefJbFNTEVH1T1YWsVGn1+DThbjPGsEjv7MBWxk9lMfoQ3VxL96zTEa",
-	"cNog7d8wSrPWBgf6HNOFsolyRWLwDeSFAwXDAJrm5ETnWuBAc1Fk6Y1uNMvxy3tCKLQCxDW28oLVUPN7",
-	"O3xtusQSN5cfpa72ZHU7bgzWE6OZG839ryfvj9+8Pzg97QSd13uHR/Dx6Yf9/YODV/Dv/b13+wdHqNLj",
-	"vxt0emMQGVN6ttx+K2yWMeCofeZmSCqvuYAgz6o3j+zvbva2U03TFstU+LPbtE2L183DXyvrcTkFVy9P",
-	"6bA+teOxGVXWeCKzto+0ie3696IUmBw2s4+sKrAwVsxjV5vgd/Er2KhAvNgn55VnjQad9wdHe0uov460",
-	"cT3NDM48UG4rSLq+bzWqB6iyOmDKm/qG6wmh2no6C6MPqSDnDPzX/foonBl7xDEwcqsiIN/yKoVmLy1s",
-	"WuCfcR21XdvX0Xj8JRcFEILnlyi6KJYefjUGvsTOWba9pQZyFevlbQ3YmUtBeL4dEC3H6FxEH6QLIPax",
-	"iCqfR9QbGGsH5ACkYrzY8TIxwG6ZIe4NLlIRQHo3ok/1yX4RpAyryBVRLGFDD0vyfGFogaf+bKFoESYT",
-	"ivyK75JzqSe2gF/LS5oWQ3DQnLScIUGnGCbf2e7nhWMSO5RXkiWeb5dJKuhcbYAut/GZLTam9Gojsfrn",
-	"i538SPdLG3eLSSU4NMl3odgUsGs00F9sccZ1T5LgQQJyanaSI1LfWxDwQC16M/x2Awzh2D8/LJYzLIsA",
-	"fG+UfxcZmzgU2rLjBYEExXM6/EwuIbSNiJLMgkMPylh3ORmxYkGW9wqgH4CCHVZ2zyZn204OsCddCja9",
-	"sc5tQQcXQGoDsrO5aUwbDrZLz3r+L2V+gwAClepQ2MsFIwYuOrxYk1hTNsZTZ/NbpM63foJAe0/Aq5r4",
-	"P23OChoub6jhqmjLmQ6uNUbGLrB1BkbagXj8GlxsXp+yEb/yOo1gMCUUkf0bO+BErmQ7gO4TOTwF1hV6",
-	"dXjZ8F0stzh99Sdio2gKgv1RtrgoCAWM5qKJpSF6/ULev+0rxTW0lmp4pr6fzpJuFr/+99NPT2uhhYZ1",
-	"jGidnJAKJ2uACq/jSoVzNfezYUznTSkUUNZGpSHutTGcSMWMNjgw+kvCCgVphWEIwhlDsg3cQmyClSVx",
-	"Ye0sI9APh8eEq7CAXpz/AtBvffbC48i21tKECXh7jEkebUCi6pK4aLlyqr5kDUrKbOoZYsnlu4yzLKWe",
-	"VOqmfoJytWORLFym4WieQMZBKPKB+2SPwKzyhAzXqx/Epd0daA4OogZ+YrHAolKt20+rq1OLAzTkr9sX",
-	"u/lkaL1+HhL5iNNi1EuY8iFQfegCWhwrFK4FPNYtG+sedwTfHQD3oZpQSKdzBGg+5Hmuj0xtJgu+L6Hm",
-	"yKRgGcpgKPJXdLUkVCwQegh6PrMr7UbMfyYRJd98WKBQmUJJdVxTUh0Kh1Rh2ScIWZeGh6mGVepxmOJd",
-	"20cumwFmMMGPen3yio9GLGVCZ2UiWXvByg7S1FzcBMVgoY7ecEFqj9EhMILzCRQAVAWnfbKXvyRPukRl",
-	"tXhxIhLONzefM7LpaBWUDluV5uCf4CgHpLxA25ANiq8TuoC8riCb5iXlUC/hmHY2mM9SUFV1j7iWylA8",
-	"Z1bkJ33mS0rZ3yQXKp+i1wDcvcU1g3BEfh0eo1M6ZBglrL9eH5/vE/gR5sxeZXmIM4sSQ7qRN0jWGR9d",
-	"Dj3bf5BaIevVzljwA6i2qH+BvWTWDh8gT6l5V9Yi2f7S5kSrGc2qDlgo7GvR06pwTYB9Qo7Pjk7MFZCp",
-	"xsbsQylGfDxPs+aG5U1t4TYu1aLVeYzljP42Z4FtNG5bksN9zExbVETxptoQVSY9P7w/2lB0xHp9cqjz",
-	"GEUxrTEU5bzGgrt8e2clhTSlsNZ4TxY+HmPKbOYeraSsPlF5lusopVPWW6emCGqIiviu9IKR7j6dsmTf",
-	"LPYSThh4ARVWNaUJifoY7ooCv/V5va8kZVQ1hXDwu+oU+u3qDupcEuAMqaOR45QOE7axn8h5bCupcr/H",
-	"gETQtKwPDG4ICD3A6uwHKaPJtPSJMR4KH2HwBT+KAmtgRTXfGRJ7vo3CJTWEJS9ZOjT7fU4Ve77t23+l",
-	"MhKcJUoesEX6iRzSpE9b/q8GMOKuGrchLFrtWRzuvX0ImGfFJshuQtdHPHvoQPbeCm8K7H4t/LW2HQdW",
-	"ga7Zjff6a4NjRi2Eple9dRpYts1es2+8RwB57413hSDfKl/OO4vbbgyHDKIdKjxsB2frwcH7D7WK6VmW",
-	"dX0A+JN5Or4JIh7yFklmZpwlXp+6FjjmEdRZymaYnjDFcvdNl13RofYbwKJphP4apBjXK8I6T7D2Az0u",
-	"ew7AFetEC26VOuhC8K+08qe0xy+s7Vi3qh9AtrHGzsw6CGdOiGqL97xzMqrMyEtTtGIir4Yy2iURTZII",
-	"h1d2Z2y7EFro5+49ZfYYH+MIbh675nSY5hyKPb+VTAFK0DaLOi6uw5hFutDyudqWBGG/sv7z1gTqBSTv",
-	"nQ1Q3jAxmiS4pnwYtDNt1hEApmkpr9dO2wzsonPtBN1J9khV2n2EaJuPGGJvUfn65u9tvMJNUc3aNwxs",
-	"xwEfvIl0o3fH79/uHUXgx7Zfm7OtQWWLXh39EvUMZZ1LPQlFN3p5fPZzOYUXx+sEnVdHv3SCjvlJbeDL",
-	"K4hcVUzk/XSdYqJjkQ0yy91lJSyh60FQeDNaij+xTp2RN+atItrYda9bhlUzBIDabG/2gjyrAmrvzQrA",
-	"nsX4x3V2sRnMZnstiNg1d/jGUDaNm/t91EMPCCUfzl5v/OjkaSnC9yf+knS3X2xv7ewgsNuu79EZTtjw",
-	"MwpgJoypG4dC8b+zHtjbgABXL8KKiLK+BOuTl1wY8RFTTbOSf2NvvtjZsC8h54tQgPwA2JQaL4cFilvG",
-	"2PMoGQDp0TQuhMpwzd+0kLbaaAOOdQVhr4R/ydmqFz/w/Ewr2qu0aaTjnMDlWvncy6olgu3HXA1pGrN4",
-	"UKM7cOWgMGPEIRMyc4Va+PkptNWJm7GJvrfidLMtl3U4A9lOZchEQmYbbvUjo+J8Jlz3SsgBLdv8gLXl",
-	"71gdqf3iusaUmSJO3wbZM0DsR8zru8O8vjWU62XA1iTDtQ5CoST+kJLzucpsKjJE0EulaXqBKjhilT5o",
-	"JOyiVy0HgV2Gg13gHhB5qoeMjQbQMNnCi5awsP0uvg4wwGuxiv/sOUMpFC3Bsl3kpaYh8hMLhEASOlPm",
-	"aa91K2xEKLxJYQQQazegTSYWoVhQWmTT7ILLufJfUOz4m98SGO0RuvubQnffG1w32cQ8GlTP8FtbO1N9",
-	"rBAHNhwrZfnLs3jWwkrlO0H3vjNE798nhvcDQem+yz6tyyDAV0N+t4X4Bt9W4jg+iKIyA+4ZnlwCAg8q",
-	"qSi7nrStIoPn2XNwnIYZKZZA7pkIhZ+S1o2GWe+9qNcaUzxztHsOi1LWsUxd8TSh587xV0q2Rowz13Hv",
-	"crLwu1MoEmH6dFRLgteFM7gJdkFOLnWg6rePn97rkxMv10sSSkbzJMHnQ4FloYrsbP/UoPjfBFvdTe5A",
-	"xDPJ60TKe8Pa0dEL+IxG0/jw/sitEiz5WUIFs2kzXFVWXkS3mWg9Gzx7trX9h/5mf7O/Nfhx88fN+qB9",
-	"Pe77beO858DuGN/qXxPCfXUEz3pK7i+Al7/wNuJ3TUj1twVOf2uA9LePQd/zdH6ura7PhU0HhDR6zBLL",
-	"+/GWgMAwZGOnwJU7i5KGsD6iPV/dfXutiGnNravf6RpqWKGuNlu8FV67Qr9rFOWNFl4Nq1sbaAWW1C5U",
-	"DBdvvUAxPpJB582st66V0wEb+c6n0E39+pHjvB9wm+bNNNcd13MpltjTxAIgl7w+lQBi8e1eePN6LdZx",
-	"nTXZGJkzrjmCldlZlbCT8j13xHPcdYvuT+f7DMzva/2dLVAsbc/pdjpRtdlzrVZU3OVam7BfaDB9x2+3",
-	"iiI0gm5ok7mk6XTltVUdNouZzIXtIO20OBfakGlj3LRPDoAOEfQ1IHOBykYhoR6GZjF0kYO0B2sxyBGJ",
-	"rARxpBYFJOLiNbjkss8wFm4z9bNPkUrKqBqF3ywh3NxhwtLVKdcQbbfJ2y4FfsE06SLiU2bZG9KttS5a",
-	"EHN52W0mj0gjmJdqKzXMtDyZm+WtVnrzo1MH5bHRkGDGEOWCPSggj7a/kmqVwVA1FLwijg10xsJiSpUZ",
-	"nv3QEuO2RFpt99OdbzdlNAaH27nb5F5A/F0sJvjUVm4oW/cHCiCA6wnCaJpwr0YHt4G7JtDXim6U11pD",
-	"TkHldhRPq5l9WLnaHBZRAPCHqTNHXOlfUJR3XTqMHzPZhR6sbxj+yNUaTHvrxlLOPBPT/2XWLKggFbP6",
-	"5qKM7QSlWEg9OkMl7emb+/EfnWR35iR7dPvcl0/kmiiW37kX4Y7t15ubee+xfOtm6VqZbPVURt9K0BIC",
-	"L1gFZ4MvbcypllmmXZcm6u1kz6o8r45+MW+0VWoZeFtNguc1WnsmdV2baxsDWp+Hrdsp57XB5rjYU7FT",
-	"c8lPhD9YGnr+uvqU27X0Kj1U1+QMS//W1sCxwrOWGlaoPpVX1tH0qUz1MUBgVLUYNbS9WrrR3uk+5oCa",
-	"n2SfvjqwH9skygwM6nQfgFBO92vVhvuEJ7weBOGdgPs9wvndI5yfozGPQ94WlZWz9usJTWm6sB28ACGl",
-	"jszWieCfeRXBvrcBUUUgrU5gIfnGFvkj4WLCUl7MhUCIgiXx9I2te447O/q6TqtocI01D2tdZ12sG3H1",
-	"IFNntpO90QhyNSRiIViWm/s7oA77kqax6tcgctxuMZ06gPS1GgmOX1h5Df/MKsPrcN6bb4IVAte/A2ZP",
-	"swLlJdgvrWIvhwKiJiDuXEgFAF6EvGzRSiWLvuySTefIUZABebOQSd3cP63a0pun7eO2IhtRa/agLTx7",
-	"J+1naxd7p+1nl7zxhnS7NOH54fWhDb7r25Q3I7revWqneRefeWyme51L/dhMt3k/VjXTBdbriimw8dhj",
-	"49zHxrl32Dh3rYKTYj/n9sGhVcUzuVgFVLySy6/xvcvdfw3XEgvfb8d8s8gFmdl2c+v/Wqb+OuaBuAvz",
-	"aRWKhRnah7BA94HhczRxyI3TohJZtOhXdzNoX1DfTBo3QDOArAIbe/OD+uu4jkhUzYqKXGHMOQtFIZnr",
-	"sSLqd1ER1V+7uqldaZGXsqpq88xtdqH91MWQWxcKPdbi/BvU4oTCFuPUVt98p+U0pFRN85BKZ0AbWJYZ",
-	"sK5f84EEBW5WEmP0P8iOG9W3o7yvCorbLov4981zv4YzqEFni5fYR1nteykHrzFW19oUuk/z5yYZD4UJ",
-	"1LkqoKs51QyRza/rfLbhEVB22fBz1sM8AxkxujFKnHQBoOViFdpJ6RXFgbrgis5ubA90hAuazKl2PZMT",
-	"hEpu7cOqwU2pGBVlPXJZ1MjOgF3NUqZU1bJDGNXlR2jHX31uy5ybFyyN+VAjiAqOWBMVSFPZRKHWITmw",
-	"KJ+ASzxZgF8k7AxlMp8K8m5gDIWw06/HOtPDCWvK0IfBEQ4bXRUzlhYJB3hI1SNZlQPl84Gha1+bdUC2",
-	"xzSjqSpkS/lBsEJQB4asO5FVrd6oWojhJJVCzpXnPXJgF7NUjlPr4PhWKKH2IwrBTBb7bXS+Uae2dq/z",
-	"tv64MEL9FFyzt/oT6d9qLzeQeVtW4lWaujUYfpu32+4NY9OtOeHaXd7WPqRTfLS5NqOpQ9x318MtcH7L",
-	"0TxJFtDFSOryFDLXEAIWcE0mVN1nt7cbTeBbtoDzaOqgXoLtZSGFIklMmV4nsgJjQC/yuD5Be9qkhQLM",
-	"6SW0gk+lGDcm5CpNp7MmCWwOZDZj4tbSYWGl+az9KbTZ53bVicUtf6JwF9crV8RHAiKT2BwbIsFcg5Mh",
-	"eVy/ZtEb6kiOG4J5e0RpNqsuvRE2sYFc3GE/EGK5BpW4PbomoSRyvBaVJHLswsU3J5XsfG+FWo5XN5/1",
-	"lMEik9IpHX5WtnlUr09eQVtfMQalcTZPIVLsIg3pXDgM8nM6/DxO5VzEPraHbUljFG0XwF3YsGXWV4yn",
-	"pU7EikRZq9UI80BskWyqi5it2NLyr798OPiQtTPM/7Q9dN2fb4//nP9x8uH9m/wvO04xFJEPWPk8685b",
-	"+LwuU3jdRqEWpqxJmVrWInRtlchNaG+4RHltaDUqgepTEhs7qtJ09JrNQQMSAV1FZuSoUBwQFZE2XHHs",
-	"3bQOLRb4RM+2N7e3Nrc3t55hIfsz7DkBfxzGrumETEPh/bRYKW4fKdU72Ecb8gi+Sa/SpvakhemsYD81",
-	"dNW2g+0yshqQyGtNG+WKo1V8VUAi28U2cu2QQuFnO7TrhFvsf+v64q643Ket+k/T++4+7c8Qaz3bSUd/",
-	"muspT4Unrwf54Hs1risPIelrOE+5XpyaYXHe54ymLN2b60n+12unnPznx7NO1c34nx/PSPf96fYPLwJy",
-	"YP7PkOfP+DctdGDKcYKHCeVTRSI1P48yPHgx5DOa9AIS2XYd+FUoXPcOQKXHgnh2NYtQPrqeQMmCRBj/",
-	"jvrklIEDx7w/ctlSIMwH5CWsidg+O/IzEwUmA1sMvib4Xc52JlrPOl+/QrH6SFaPFkvfOQT75onmGzDr",
-	"rKWX1QcUSy/4kGUdjY73DzcgoLihJnTGYvL+4PSM7J0c9kMRCkMuT58OpdCpTLCq8OlTMqUCgqOe2aYC",
-	"ByECjkCfwlDZePo0L0x8+jTLgVcBurhVUOiMiMNwoWYQX83qFi3gwd7JIcoJUDhUfqwXLFVGY7ItO3Nm",
-	"HwWEXRmT0Sw4FK5J+BNV9HQ5lUuRuYhZCgNsvdj8aetHSyXQybG4bg6bSLwhYSchETMU//EfZF+KC8zf",
-	"UKHYIE+fGoIwH2Co8enTgWskQZPETVP7GiBNCLMVhYp0o2cTRhM9+XsUkOgZFMrjP6dMp3yooiAUhETP",
-	"5IwJOuP9BZ0mUY8IxuIV1PifH88cLZI9MuVKcTEO/NxTBzCBDcYsPJh53c7mFnGpgXZtDNo0mgW/d3pj",
-	"rPLVpkzNpFAMMvU4UySSs+GGpZoNHke7eUYhdua03VGhdyEooWw4kSA5zEuOZ5pPAb7DXHlsaDdcmPfl",
-	"XjBICjRkHzFNx1E+B+z+tkuikw9nFvICxU2UI6m6YcxyUe6qnnUgkYiPNsChbeEqMO1vZ2vbbMqBpuO3",
-	"+KUVenmCADyEa7Qt+MzM7JIOYzadSW0+tdk0ZjnRyfHpWZTl17gZ4O7pdLEBhxPt5q1H8bSK7UjPZbyw",
-	"GNFmQds7ZCLnaZa7jwSY8jE31Iep0EHtiJTErlcjDpqBxm3+RPJ0UrukE2pGdHSfcFW4dZp+ZiSCMk57",
-	"CkYsOUqYytRlZSvCrsyz9lyKhERhRbAhgl3pDRjDNRPEqB/0kCYg9pRytY+GWcNv++QEQfg/M4E5Wdhf",
-	"b9eQTnYbBCtegM2aPFe76r1anzKcZrzMerN0tL25nTFsWJZhsP5VcfRrJgKx4OjNwRnJVd3LXF6rZ1+8",
-	"vw7jr1HWctJmHFsuqwESkCWIGOYtwK4JfCfq6VPYn/88PX4HSV1DGbOwMyBhp9/vh52AhM5R4H36NcLa",
-	"dSeaBJ1aF7UcjWzlJyTE9cm+jJkaNG9wQKK3yKcKn0Hm1sHVkLGYGU5Sz552cdwd0pzU3KUlyy9P7QEC",
-	"BA1AMJ9Lucbe0DI8BXbBRWw4kxjPuZrQ84T1dkvXA5KkhzJN2RA0VUP0FfZhPnpOohO6SCSNz6Q8oqm5",
-	"HrCM7Z9IdCblWyoW7qgjRAGBDMJ0sQHlZlFvl/yAW6lZKmhyCjnscJqR+eo5iU5RSfgg6AXl0BXaWUBc",
-	"g3GHusbeyWEn6FiZ2xl0HLnZmI0RPp1B53l/s/+8A+WWE1DxMpn6zBek5psxqwmSlYTrEVfaK+tVCO8/",
-	"nPAkLghmADgqOJYj0pVpkPXu9r86FKfzc50y9kedzlkUWLwlKEOmAjK8qC6fsWKs1ycfRMI/M8wfs91C",
-	"DVdDcjb8MBSgk51n1wTUZFBN/aU5XgK8x7BIFg+AO2Ffi3pmVmJbcEYZezmMO4OOG768bXAg9sKoRqM1",
-	"/8mz49kw4xk/w9s7X4OVT+37u/zLnIH/bL2nsrPJHy8SSLT37i9WPbM5KL1BOYipLEqI0iRldAiKJ1XZ",
-	"qZV3JzuMUETG7js9PXx5dBANXHcxqSo33iqrFiwswPbQlxbJfQ+iPfw8YQMCFGYzWAU6StKFaz436FD4",
-	"6RG7YImzBqgPorP37i+doJNPqsaorG4RNONGyV4J78IcHTIYmIKQYoadCot9Cuvma3vm5RNdXnS91lQL",
-	"B8ht5UIZQqVLi+3Y8NPzuXYq3KuocfIVcI98GcvMX3epPJIpo7+0oHKQUa3vhNFImm5AVoBAtCRKppqc",
-	"LwYkOjt8e2AdKRHpCnaZOcDJ+SK7K+DJe7f3FlTdZDah58zIx8T/TTO5mre9XNRSqvf6TtAxb2ig1RUr",
-	"z+Aj7PI/QYAQVD6QGtubmxapxDUnorMskfPZ32zv3Xx+dfglRbmxvkOkhiJqHCNfg0Z3TtGmpDUSw8wF",
-	"2T7MpiAQmqZnf2+Y9zt2pQ0NoXD2Da0WD2ecHxexgzte91B2Ms9e0thzEe1sbq1+5IOgmRKGD+2sfsjp",
-	"avDA9k+rHygpSea5H9osqEZhQi+Wg2jrGDFSJKauL+J7RoOClNtfra9WLzqfvgadmVSrFR/EHPIIbJCb",
-	"gAWGjq4L8GlBb/PClyWVyJBaKMCiJL5nPF9ChBpvF8w+SI8P0AScsRQ8BFL0UKmqd4MMQhF567J52ege",
-	"DBy4ZJYODV9nSRmGiaOqaVs9aDpGY2FGh0aEK4kSmQrs3RmKKZ1l/cv7ZM+aotubm57vz9sOl2eF/oBl",
-	"ClRl++9Jg4KndLo4M8aoe+wTuliZ0i9lvFiL+7XiYuW1ugzQGhZ2VkbNk5Ys+x3fD2y0nq83ZNxrM+DV",
-	"s/WAzEr81RDEKs54cEbHv29+utmCnzobFh7Yer76gZL9+gAYNxJ8iY+24d1fgwZz9tmXAqP9agFya7MG",
-	"S3wT4vn+7XNNM/B5NGUQc6ZXmHBeymPNlyDT64HLozrcwOfLE3Z8H9wUJddE5sZUmieJxcjMvKy9IBS5",
-	"E1Tl3qvMkK24ryCVgZy++pOC6O5u5r+yO1v0X3Ezu8z1hhCvhWh8IT1hGVOvbPU9MfXDETh0Cuy8wBi3",
-	"VyqqkFaKUMO71TBtyoYyjRXhukZtvC6rQkZXOrwWQ3z0/Y2/P4633YLjpVDrAqUTryHc/QCYHhL/NZhe",
-	"0MpR94b5LpXAJnQ4ptCkiLkoiFXIGm9ucfRbubafHpx68qiSPDgT7w3T17ox65FnwQF6QvUEqHM2X33r",
-	"KriXgwy4C2rK6JQFRVzJlLhyUCjYdBbhh7O1FIU1bC3BLlvYW5WFfEPRfHeWViNMaQNzsDARBWiRB2lk",
-	"zbEM85GbPSB14/u0zfCK3NQ2WxYBbxt6fMO0p8oOqlp3GSL4iVXRDZ+F+BQ4q9wU4dlQZJl4maerFxCa",
-	"XNJFMctacTFkJUuw4Gu05h9qWFyM++Q9cgbDz41ZRYp+PSks0gP2K/Fv6hK+XNyE70bxKmQs1rOscuLn",
-	"LVlNj9rUCm1KFG9EDoN4B4pVwRS1ihXyCavp2MSuZ9m+mmXW++dLvYZsGilifyk+nSdUy7Q3IDEb8pgp",
-	"cmkLjCM1hxTYyIaHbdKoRYybyCQmUe5cN/cUmx5rw5ABHbIAke01iiojR5fg9W0a6xNFUikLYYFeHjTA",
-	"ruDQeDv/PawKymiMEpfnN3joXVgWkSTyknCdsx6CnMcNUKvyZZk3t8dNbl9jyya5QkObLGZST2wI1eMm",
-	"96elZTO19f8NEzVk6RAI/i1Y3fep/pwiJzFynVA/dzc7QI8zumuWaT819lujtnOUXes1s6nIimQqi+bH",
-	"NfQsz5KqeoZLYDInTRmZtUh7KuXrtsh/+h3nPT3opJ6VuS9+ukzrDbrblJk+ibzmPhF8DO6KuryZXRKZ",
-	"XXK/8jNnkkUoutT1MOl5D62VR5M1sSm1HHL5NcVPYZwHkV+zvAlqRqNemVPrzJjHHJjvLwfGE0+Fj5sT",
-	"X/ZvnNaC6eXA8qZzc21ZsZMMYpLCME8UiruUCRvszBGwoUL6kivo5VHn3hTscs10kn+HNJLvMH3kMW3k",
-	"MW3kdtJGmtldo0a+Tq7IK+v5cxlvRa+oV6WTLAZke3PHcK5qV1M/b6Oq7AehcP3g08xyL5Z1VWpVoBCr",
-	"5FVAf6grns0Qq53HsY49PtiEjJ3VCRmGKbil/bvY1P/e2RLLVJtaE/u9V1x5neyH7yzr4THb4feW7bBU",
-	"mb+rFAeMAFZuzRPVIp2hT17bkDn4p1PmXOLVTgu7oYh8ZOyoAboasx9nKVOQm/meCTqFnvSSULQ5aILt",
-	"6+cKO25R17Yyz1osFUeDvdJWfqbmjSyuz83s1YnV33cyxfeVRPGYPPGYPPFNkydaWyg+PFabqEGpC0ze",
-	"7yaodvcmXAyTecxii1/HYvcYMGauzCeQLmG4bSiiYqnmH11pJ9QLqc/Y2MOrnSZQlY0VoWa05thAYZW3",
-	"xBaXY3vZlvZQRVzeNC1xug1uYotoVmFYbStXEX1sdSwBz6gaRfC7UDTNsdg/vzaGsLpJRZtwR6FJct5h",
-	"xWx109wAh3bdrfoeYxmkW4xl+FGMgETeGUWl2EVQKPy9q3CFTyTfQdTCYxLt4xaFm/0YuvheQheFYysI",
-	"y4KoaBe/KPAowHK1HeAQ0deGuUsd1iKSNW5b1Gv5ofBjE69dI14pij3IvV7jFqrRlz15aw2EoTL2DzQ+",
-	"iGxxkW0RBY9ylXWjl6RLHToYgIKBI9L2TLBtHaq90EvVYJjTVF8OVsFhJF1nUnkZkT3cxBw8SLBLnGMG",
-	"XJvpGvi2cxkv+qHI+lS7QS1ArsVcShnA96RswzUPifsljsmViyfN8v5YEFvnwouuL4n/eKT0O44Aeatc",
-	"GQMq3JS1wkDbd8PoW07ViwVVC/ECUkO4gaVZrg3lQbwwK56MvpGh91jb97sMS/mUukyULbH8spTYi0Jz",
-	"oTXyYimJ0wVJ56I3sC11StDRr63UMVzb8VyFDaEQR6nQ+KcfCidMoi8h9t4JrRkUurZCYWfw67/+8c9P",
-	"XyPSlcKwfujcU20jhPg33jjYzCrE5kfQnxS7GYXCtTP6GvXJO4n4eFwhKEZtNMu1Y9qvLvYhp7rWd/9q",
-	"dKaB2G/u7ZV14MoafN2fr622H1bNQmp6PzkQEbOygPARUTKrYS2ukWun9Dym0j5svohd6Aok6xrPlQ71",
-	"urzySwk/vlUsP1dUuy2wEirKca2O0dsFxWIuMjU+FFlXWwo4qlN5weJqcwiMRRSddZXYfUPsYeDaqYYC",
-	"lBulGV0a579/Nfj60AsVra8RfmGF1vcIyfCYZLAyyaCt5tYq06BAut2KM/4JOk2NzDNMw7W+zeHuvZzG",
-	"+pyE277H9+bNa2fkPUbfHmxqQvt7sm5+QkGQL89Q2PcgFtyNwtwE1DUCwoQRizEZJXQcFJqmD+VcaGOE",
-	"mKnXX04tZa9P9kKXqZA1sk2ht/KGGxzvt21GhNGzTObnnkCAgb6kaaxQ1OOg5vJPaWw0+FBIMWQo1iwC",
-	"OW8F49TSb5e550LhIt3OT0c8N11jFsPDUBruLo+hvdfsOpkM395bZg/9pnrTo2vsMZXi26RSXMurltVm",
-	"rs6kyHKuy4ASyxIcatMbTtxLv2nZ4/JAvi2Zry9ZvE6FYrvsgt9hVF98s3D+91F9CLdh0TaA727hY+T+",
-	"+4jcz3JeV1MPvzJYL8jh3lvHjLiolhQe0OEkR7wgmGmUAX4shKZXoehGe4CBgQ21LNIHNtUy9xg/vmDp",
-	"uf0MP3Dhvw1zf+w3XNgvE4nEbj//9XLCUvdgJl7xy09Rb5dQb5KFljVQ8qiYV8mzSVzusg/mQbiI2RUo",
-	"6Rj6sC5BXKmmn5kiDIyMPOFAyJjZdlKEhkKB4G8OgONN/N1GvnF5K5R3t5/fpuLRnsDyuT3WOT4GlP2A",
-	"8sxd21WAI+7zZ1/wkTUiIZb0utubOz3rg4CWOIRrMk6pMLqv7QNYx3uIZT0NIYd7ZTzXrSr0bt9jQeHv",
-	"3te/7FK18O5bYmnhpr9F2v/0jSXTozR6oA755cS8HuGdWNHR3veOb68rDAx8rDrrbN+1Wiy/YOsKE3QG",
-	"fXNhclc+6Fb667cto1vOJVxc4ZFbPHp8b+7xba32ImxGCw+vxdeouhnao+pB6jB2m27E1/vI9UTOa7p+",
-	"RTyOvMx5W5OAtWcEHAwXLLVdtru2UymAe6rerk3fF4zrCUsDfz22wK0ZaNSr7ssL/1zn+JsU/t0QSTAU",
-	"7aAEf8EDvi+/BTZ/v28wQXsey6v/WmMJ3lM5oC1seawCvAmiYaHI5YEAG35XlYLAH9oGGPCePYYXvo/w",
-	"wm+O9TslwH7Qpg4QmVNdUMEri8tagseSqaB1rk3WQaChSA5r/fIKo183P/URQX3EbamfK57zE/8wScdH",
-	"OrSoYN5r9vbPDv98EJVzBAt5PMRJMaKY1lyMFUQQsPWAHM7NTrDY8RFlpT6CtPShc72ZqhSH4hRUSxV5",
-	"2cguHyqhmqXN0Qa4lb/bYAOsboWtlil436KqDrd/6cy8QAPpotrpqItQTaQYst5jdd1jMOQhBUN+s1yl",
-	"Ig9qTMJnXyxyR+swiC1GtuadIWOXymnkRBHnsdJpk4oGqeGsHTOukJZD59dwKi8YeHSwV+jhuzfZ9cOc",
-	"TZk31UcYrEoPHDUfDhmLVT8Ue36tO8/LrbEnTo6GVQsp2Vw1cp/c/LrVIlnbH8PYXD/rXTKSkBxQ2bSR",
-	"TOGIZ6kcp0ypxwqRx6jRiqhRI/dpETKyoEyG4jKlbA0Iytu7gHduii3VOh7dwg80iLSEttejuV9Q6LaH",
-	"l3QWkLsWDRUSBAskCvZac7VEKG6nXCKLamTmZG5leSiXoVgOc0lKKJdm9ChmIy5YXMC9XAp72c4yC0WX",
-	"CjIXn4W8FNY95aWfATp1UUkwz+eq/5oKAh7lt1YQ7ioq18bQy43sb1MT0tLWeywBeQwIfscBweuZfhmS",
-	"Cl5MHwh28OWmkq3WA/kW7TnfAVSGHi/HH20IT9FpFsdDIWhsw6oIzKVeKO6mSJAgToEv80KRG67YrZAI",
-	"Y3OSvG2i+eW5tBNB7082oG2kuKLhKeaVWIf+7xM4uX6JKyRMze49RAkDVPMoXx7ly3ckXwy7zhEiJaGI",
-	"8tgA3rym0JnNUwwo3oWg8T2XWcl5Ae64G707fv9278hwdkxWKVTBux+9OvolAkguOUL+3Y1eHp/9HPWC",
-	"UNzU7UkKXs+3DZXxCBUJu1Xw3oEp9ZnNjO1jBLhgyaGxeRI+5a5uEx4CIQvYzvgr1SfHOfCnZxQuQ/3M",
-	"hwNOiV5ZKcr11IMaZG2bN1NCIsKEGTAK0VbFHgIWmNSBiQaA5wmJkB6scnmsAaFJEu0SWvca35CjbvxR",
-	"waftjLqd3IeMa+XK8WkW+7sWikubyQTqS75NXPv7k72jTp6fmDf8/kzDfFlL5PZHcyZa4i63Ftc1ydeV",
-	"W/Ho034Ul99KXJ4gf7ypNZayOOUX7G5tMMS0jUBYRLmIHKVyWnA8VmUiJCb6zC0gMomzBC6wgjxst8+M",
-	"zcxveQpJngE5Z0M5ZeSCK36esGI4D35mEeIWFolGaQp5X2PKBc7v7yyV/VBUcD0Nhzd6iWHvx/uHBPaj",
-	"1yenTMQk+vI1MtOeK5vrgQkeKC7r+PN7PAYnlh8yQGZpqksY78/ykkyp8HB4tATT5H6T5UsTXt4YXsyn",
-	"5wwUsGzSYEw9ols+fOPBYx8szs+vwkM8bul+tJJfOnW2RXo7jzPt3z2FeqGNLiYLaD7ppTRwQbLEUiLT",
-	"mKUBkTZzLFlgQjho1aEAsFXzM6eGW/jge2sn7/bhhpBirbN+r6d+3iSzeNVC/H2/j/4b+L7WnTfw54YK",
-	"H5Nrv5OuG/mdquFLNwv7ruBq9lKu0+Gq6Np4oipdnLoVs3hgHjH2O/yiF5QKDrvgEYDqG7CBaZyrhjHV",
-	"9Jwq1huQS9tco/vR/MOJ817m2X7DdObWQMc4YkiFQnExTtgGhWrHjWy+zu3C1Sn8YA++d4wq6vXJSQbd",
-	"xgVJ2ZgrjfwQufQAsJNXjI+w2qky2h/UWoKlH73/8O4dpJh1scofCjHdo/miwDkBTD0U0enZ3rtXL/8S",
-	"7RKKu2EbGkMo43Qy17G8FODriI4O9v5sht/1zg1+DPHwrkxtajQOE3MWg/fjEqVMtoSEUcVIQmeKxT2/",
-	"SCmhSoO0OPivw7MI7F1KplzMNeuTCCkhImo+VQhij0iipKRGr2pM9m3FzH3gsC5n6z6GoAoAv9+2CMlp",
-	"xhAUGkP/LirqA2DZFYa4BBnvvnl5jsO+IuN2L58zrGApG0sYvWAIkVz2wprPCswRuDhGLqmI0aecqeNc",
-	"I1eB70jMY3SWDj8LeZmweMwajPY++ThhUPZ5aTtHlZhmgC9Smor4fIHcDqcF9gDyYARwkhdmzZggb1Qi",
-	"kBcwn5QNGce4sWGPua8CUea4CIV1maMIyItYCh7dbIusLzifRyseWESIf2BMcGcFRryRMI+86F540Xu4",
-	"ZT7z6cI97d0B+wlak11LhpVNrFH3NGyi7D10XME9PUD9Aothc7PfsIGFIly432tJXDzRse2RTEMRwQ8g",
-	"oOLl8nWtx25QlxiJ2tmQpimHArcImMZM2/CPx8pUKLp4l61mCtG9oQfagQpWF5Nr8h+NbM2x805KkSws",
-	"AxQyWyNX2XaACg1c7JJC7wvcNM2nTM51+5UZRS7XWI1u0U2kGJOZTJJMKxWhcHEsCJFdQtQLWvoFZCaV",
-	"mdKCUGGb4wFCK4ni5Dcs38dFt/H/9kMRiuORGQq4rXe+Fs4/sn87UwOMiwRDiNZT7O1W1g9k19b1XeEa",
-	"zSMI/G3L/r0zjM2RFVxL1ZBmkwkR2JAdZunYNAvFkhHG9PLYogU/QEfNf228NiJiww2zcZhFcXeJ85sG",
-	"gGAYvcVOhCfuFkbEBQu57g2Mxuhp864Ro92fkvzMZV/BM1UQd7u+UdK1orbnngyFMLuZe9cz0lFAlmQu",
-	"NE/Mdwsn5HEOfXKATnhDwCkT7FJ5O+fbmEA6ochtTGASOX33+uQ9o7GDdayLsmd02Muls9IpH+q8UyRO",
-	"K9+6OiHt2ZsP3BuWM+Y1ABTcI0s7O0/pFZ/Op3Vucy0dc9vq959vN0IkAF+vL5HfCjr2BZ3B821AScA/",
-	"cowELjQbs7QOJOFneYkEmPFZzylsxMNS6QC0jwhIinQ3+/2d59uQs/3KFesiqdjC4CeK1EqSZmyAml+X",
-	"ISJwsfBib/Gb6y1e4tVDCx3ZekmGVpb6fHOXbGapCq4EddnSK3Kmed3ln9Yv+nmLFV/DUbv6qVfJb/fg",
-	"1PV5R4PdX6bYbiZYDZPtPWrY92PtAwub5nz+1q36ptD5ic3MUmTL3LftzWwWFo3Z/onSUVtUZqrJVCpN",
-	"tn94Qf7EX5Lu9ovtrZ0dcr7QmJT24ez1xo+7ZIu85S+t+7KYm0Wio733bw7++vbg9HTvzUEhM2uXDBMO",
-	"KHLnVLEXOxtMDGXMyDkXNF2AszZ3XWLxjMuIoToUODN4c3dn6zmJSoHEiHiNnUOxR2zXTS4FGVGezKF1",
-	"29+gwUv+hnNwYcL0jUoEyA0p1wj7POFi7KW70ZSReJ5Sw/2csR6K7c1N6GXJhEYFJ4VYGiiuChREJnS6",
-	"AP+bzzPd2qwn4COk4ZGYxfOML5BLLmJ5GZh9doqoBaUo/M6oeJBaZBN088Q7y4VB70r5mAuaIIIVFC2i",
-	"AsPwDGNMXKipPh7Nk8Qoy/TqlP+dHYqXhhwAu8I6L7Z/IlHpFkXevqGfeYJu6CnT1Bx1v6R74+5mnbPL",
-	"uqMDFgR7rdyWSzEzsn3f24YX9OpT2/T3kDbhTXNFjrmvQdkNvGd0wflK4ZTN8ZKlLCdW6DZrL8/Sy9J7",
-	"zKd44NlleHGXC752/p0s1yz2PSHqrrOxndQs61HnC2L9NVaOIm930A3G2jeyRjn/sLwUA18oTCiIhFDk",
-	"MsGRNnwSuNpUqCKy2Rxo7UNX5X0Zs+gZ/tvuRUQUg3YCVsgp0jXqOrui01kCydI21dEF2pSmIFphGbZa",
-	"CBLYrNkMQnpD8RiNcQXnjH+7VzS7nb8To7akqN8+xy7uxgqmbc8iC477TBzp/n55eHHyy3PeZizdQGKW",
-	"cz2UU/bInB80c97zYmVdJK6eF18ThKJOfCtMe+57pu+Mae+XXeJwkcqGz23w7lAU9fmWvNuhxEXWd7I3",
-	"AmerFPhypTDSuYTF5+z91vj1h+LZ/Jvz6+JutOXXubPaHG/ulCPWT6Xul28XF/HIt39fLfgBSaXI426b",
-	"b0NCV2NI9cNsnNIY1RJKPrLzUzn8jLrn5YQPbcU4rIDM5uB9qjbRfpJHiAimYiwITVN+wQIiADt7KlMW",
-	"Cj2hgkToAInIXBSCaq4Uo1tKhwiwEBFee7J3uHGwd2p9GWZafMieKAIJgGTv5LBnC0Cy+fkxNs+jtSSi",
-	"RrqUjJkwbJXFhMfoFsJaQegnlqdyxKGYyCTOnWwQOpwxYbPoZl78wPk1XBcFgoGx3NtyOeGJnxzIFeQH",
-	"9iDk+TqFddCUkf88PX5HNLvSnvvvLD8kBd2AcIjoS9jJA4phZxB2/vWPf4adIOyUMjL970TYwSMKOwMR",
-	"hB0613JfTqdch53BuZTJVwxjChjfTSLsDH791z/++emrTWD0ky+zEPyEzpiVn47fmvWdZSLPTh8nbl/5",
-	"a9ixPw47gX2FoVZP6UFR+yXsCDamEKireQxWHbPCNqSMKinyj3DolCUFL29Om5a0Pa9WKLA2yNFWtYTI",
-	"HPSEjycuWAoOUkwtMi/PKmnNnfMsBRT8E3lpx+Y6CIXVRl4d/WLbYBvNwk/1VFrOXPmtmiCsYOwWpDDJ",
-	"FnygxWsMZGyDrqGwZzEyREemdAGpDRC/j8IOj8NOtOvzBUfF1o9njs0oXu4sLEK+OZ6UzZJF2Bl8wWEG",
-	"//rHP4OwA2oREJD5XMTsKuwMeN1x2a3xzuvTV0NwRuhx9O+6fFSrArLYAv+HIsoJ2aYdTH0vcJEZZVyM",
-	"gRcYLqF3y2aAKoQpyyN26YJlNiOjsLUxV0MpBBtqFdjjwQ0zhwDjQKItptOFouvOMiDFpK9eQMppc8h8",
-	"lpS0jaWLXzs+Df70nD8q0nVZ1Ob3dRnTNOGfWa9PjuvyLfAxzBMspw+Ewmg9Cww42neAnPHf0qVZfh7y",
-	"zCznwNCL0lTPFRy3TXWGKwoefcqReVSU4EI2+HcTiF8eVZd52oqqubllWdrd6ve3Njc3G2PsyOAbguwQ",
-	"XHZxVzPMuoF23x5lXmTKnD+m00CGejcXm8OMoy4a55xf3/p5j2iiWDY9I6gYFdcODJeDvVuoyBYXenrJ",
-	"bfWVvWa5AjVLpZZDmfz7hGVf3JrN43TlBkMN7fMMVCHf8zkqs7e95d/WSEDdtmvEuefUgYRlb+33n16e",
-	"GRhf7L/eo7bVGtO56IcnGQp/TM4X1kcDA2Lzyz7ZK3q5Uc1ERY1dzYw17mx3L7JKVZZcbtQ0ELU2Y7wA",
-	"wAzVLD6+Yu5hh6x0O28bQAawjylNRjKdYj7gSKaG8bq5+U2Fo0MBYes8JW+lq/378ty0SQb3D+Sxi+cK",
-	"7IoH6E2m7gS/SSL52wKHWQ5ge3ClsSFuaqynVDPhJ1YXozHNTGdQ+Bmq2HlyNfCSplRxyGIW8pJ0N3PD",
-	"i2svbW7PS+Go+pArnC5Pri5ypl1zKrfKhArOxkf3sbcZK7zH9a7ib+Epjt3pLcsixA4jCEr8yIZ/Zx05",
-	"0KlMvXRAOPPrOJGN/d1cjuOD6Of53hmPFDHhYmOU8PFEQxkSlAznPpcszqL431mQFZrkrT4sZlYoKkn7",
-	"BTSMYrI+oMKhPdeQo38Ki/rGzK2mfR96C6uYgVxlC2qwjDMAvtaN/PazJ77efdsB3PAmiG5NNVeaD9Vj",
-	"AvO9NRWw8ZNs6+/cerzMsebaQEv40HlwCyotW/2ujQ3YOLb4Dppau5g/QB+HIuuBBWPJNC+BKoD2RZc+",
-	"RF60rINs8Zd5M9lQFEasbyqLTWSJ10NW5qpqu/axobgfuJ+P/kE+iMavzY1Qi1TURA0tu6TmFHONbqnL",
-	"m7UWKKTdbArkdhftW6+JlnSXssQjvVPkZm0hkAqE8AiC9H0gahQOzRNQBVFSUmD97559KVySr63UWAw4",
-	"gfbpkFoBCkMUusyRjC/WdoTyCPXB94Xy59qgofkH8dgk6oE2ifIPqfmyrEuNBYjgVXpd+cI9w7h+470z",
-	"tIU/KbfAmDJNuhQyHRkmytgc+14R7TXIFZ3+Km3lACdzPyrLQ5efB5iU2k564hk9is3vQ2wWr9ITZY/v",
-	"ofCERI6XcwSl2UzVtsWxNWUBYjLDP1yOj8vzZvESDrHaojkyk3vkEHYrDoRur2InckxsFtYjp/hOOUUi",
-	"x3fPJiaMJnry90YesJe1Mdn0UmJnqYSaCq5IOhcCarjfQYWHkMScBRPa0nxVE/jZvvKh6+I4z1MwQRpT",
-	"/PONoAm/uN1cF0MjbDhPuV50Br9+KlLMBRPmxbNUnvuxhGyrnTE2ZTrlw+VMXsiYQdI4/NTV2Jykcsr0",
-	"hM0V5jezq5lUHIv9ZTqleo0zf2tncT9nbqb7bJZQXjptm4umdMrFuLl0GqZ6Xyfp7fI026TG05QzJuiM",
-	"9xd0miw90uMZE3snhySWwzk4J8Hfhr87B18oV2Tv5DAgVGEWrQ25Qx5XzNY42zdM27edztjwG1xrtxn5",
-	"QdMYu4jQ5CQ1k9XcjKPTOQta7JVZoiUVef43Nmw0xSub3P3L3tuj3n2Rzhm4Je0c1IwN+chuyTISgiyr",
-	"tgzfZk8DDPSQCqSU3Inb9SGgLTj0cEJdvHHKx1C2gZgjP2w+D0V0ilUiHwS9oDwxP/VQRZqprrYnByzk",
-	"9yBGYH8ttvbilgNvP2y2iJtXT6WzjPIQwm21/CkO8aVzzmjK0r25npgRzbbb5yr1pnlwQRGZjqngihHq",
-	"R19sAMCIKyiW0ilDqqMpKilzwaH7C8X6T3OYKSYAuzit95Ka2AXEz7B3Nk+Lvegteh4fseFimDDStYOT",
-	"WUIt9pN9h233Ux39YzEakmK4x3Nq2iE3YMjcxamMmTUxXBujhpARZmQyOEldC61qXKJuDvslZHgw82xE",
-	"H5dItU75+VwzMoJs7Gz5ZESFnOsyopyesGlhh70ofd0MLI4FF+MA0iLgH3nuvCuY4cKwN7P/Ht6W4TvV",
-	"Dc8CptWXHe69JTOZ8CE3jx/vH4J/mQHnVguh6VUOjgS/WxDFp/OEapl6b3BD1IW79g/JIeSw6QXgPuXB",
-	"Qe8A5yJmKYmebW9uvdj8aevHKCBKooA+3j98AmXR5PTVnxTpRtyO1nfD7kMxUNQLxZQKY+1BfV7xZWqQ",
-	"F0n7H0PBS4q3JO9GC3UgUe4w8J+wgUe7cjeZmpWjCWYZNovz5dKEMBHPJDc3uYvmRgCMDhhI4LSeAHWP",
-	"ghjzz9VjLF8/ff2/AQAA//8=",
+	"7L3vchu5tS/6KijuU2VyTouWZI0zQ1XqHo2s8WjHtjSWnNm5095piA2SiJsApwFKYlw+lU+37ufzEHmw",
+	"PMkprAWg0c1usql/tifKh4lFstH4s7D+r9/62BnK6UwKJrTqDD52JoymLId/Hp3Tsfn/lKlhzmeaS9EZ",
+	"dM4njAznec6EJkxorhdE0zGRI6InjORMyXk+ZPtkRpUiXBOqSMJHW1Oqh5OEjGRO5EzzKVeaD8lQChxr",
+	"uOh3oo4aTtiUmnfqxYx1Bh2lcy7GnU+fos7JbPiGXetTOmbLkzrNmTITupowQaYyh4nMM60Iu+ZKD9xs",
+	"FLmk2ZyZSZnZJjM6Zgn5bc7yBZnRnE6ZZjnRkoyZhl8Idq2J+VU/Fusn+Jb9NmdKH6f12zYX/Lc5IzzF",
+	"3eKK5PhABPui5rOZzDWhIiWZHJOhzHOWUTNAnxwNJ5LhrIc0y1j+RJFEzoZbdogtniaxgPVLwcgVVcTs",
+	"SKtp/yLzD2umfnJ4/MKd8ZXMP7iZEz2hmuicDj8oXBJVCzGc5FLIuSJyxnJcQGkW/yNno86g8x9PC9p7",
+	"it+qpydDnsLE3jKdLw5GmuXLU/pJXpEpFQui2FCKVJkju6Jckws2wtPX+YKLcfm1Uy74dD7tDLYjtxFc",
+	"aDZmeeeTeaOnACD/wwkVgmU/8kyz/GdDIsvzeMvMTg41HoxfrZmOOYUhDkG6VBB2TYfaf8LTHpFAaXCi",
+	"+KkiVxOpgECUprlW5IrrCaGxmOVsxK9J1/zY/nsks0xesZRcLEjyTYIkxK7pdJYxksjc3OKtb5IeUgA3",
+	"swU670QdQadm7cNwgeWNotevmBjrSWew++0fIrNx7u8ds01as9wM+N+//vc37/9nHH/z//yPTlRDW4dy",
+	"OqO5njKhj9NjcTa/0DljDXv5i6Fdnc9ZRDKuNOEC96YYgyTDcMAEbgrNMkOY5m6b8ZhIqdDKbBXVwXUh",
+	"U2qohfX27S0Z0UyxiEiRLUjKczbU2cK8s/KOFdtXu7jSPqZsROeZ7gzwZW6HLqTMGBXLW3RKzRavu3/B",
+	"i/tubjPzZP3UOlHHXFaes7QzgP3d9CaW5thweismaajcnmi/zV7exYSFmk9Z/jKX81n7bcWHyNg85e4a",
+	"n9J8gR89Ufh7jpLktzmbM/tZr/EgShO585WtOIzKctxNIDRNc6YUUwNYBe5ADv9OUq5mGV28oVOW9MnB",
+	"BcjUP5JwJ9ywsYBxV12P6tIb+Mu3Vf5Sx0dwrOP0J1BPGlbs5KJfOk8jL+qHfowlge8PD5WfYg3/tfUj",
+	"y/PFlnv/VmUdq46smHNlCc3U6BSD4vBg+lwTM5/UnBHLRoZJvWT6NVOKjplaQ3m3ILrGFayiupozIFIQ",
+	"ShQX44xt0aHml2zLfw23iHTdDM3qcxYRPhbS/Mkyxa7MR70+OaNTp7nFIqk5m4TgAe6jHnghjfDMGShC",
+	"5qkFmc6V0REI+21Os/W0e/PjfpH9tl7MlXUGfzHhc8ddUkbTrYwZiWv3igulGfWkYj8E0mhir2n226Zy",
+	"6Xj02mjsTfftx0Y9foDXjWk6TqpWgTm9jCpNckbTPoGt4JqkfDRiuSKjXE6R/NG+iIUZJWBdQl2Z3+3t",
+	"7JLkjTzSdPwazQqjCBh1ZswUEVJPjOpXnG71Wjtz5FY86RUfseFimLEzTXWTTnNitIuc6Xku/CYo1Gy4",
+	"Ipkbwqh7mjWdXlZ6U2uKLE/QznnK9YrbO6XXRkEmYj69YDmqVWwK2rVdBEfzwlhEpLvT7+9sb2/3mic+",
+	"5bqe8Ha2t6OOfR38tR0V6vlOjXoedSzDe8uGjM90MxfN8QeO9jJGFUvJFJ8GhoprQdU54KSk++7tqy1F",
+	"R0YtnNHf5qxJrE9LU7kxgy2vaMmIbLp7B5bLbg2NtSACs9KYAKFdSbrmk4ot2ds3d44rwoxJmTo9e9mY",
+	"zJmaSaGY5ar2vtILx06JYvmlUTCYMDyMKUMaK65d+QVNl+/779bfPdglnS/O5Qcm2m6TNj9Ge3VKPzhb",
+	"OmdUm71j05nUTOgBoWg9ou0FyzRyB582fMZ/dCHTRSzMz7ggu3tkIue5Iy5rEOZ8zAXNrDciZN3wYi7G",
+	"hI4pF/vVF6HhZzkjsELztoIDbn9PkkMpRhkf6mTtnut8sQXjNm368702m242lmZ3Zw2QLnUqpmKsLA57",
+	"bU2FDRXoUzpmKyYNjM2zOxTR6DKyK4FrIti13kLfEW64+3aWs0su54YK8O40rcI83HQYO9u7LY7jVGZ8",
+	"uGhr3Mzg1w3sbGaHur158rNRRtrOCTSXhin9hgPdfkZnMtcnedrowTGTUjLXBDwmffICJRTIvOTF0dlh",
+	"gsqk+Y25rhcLkmg+ZYfAOKwPwvz2oO6nFDT3ZkVTudm1JmS/HlhdyXPXbtdD713D5l+V/IG3PIJP5nm8",
+	"DOBW+4Gmdmzz11AKw3XNP+lslvEhXP6nf1Nm7h9bvukoz6V14dWpAygKjdUuLmnG0z45lKmxf5Nj/ODU",
+	"GYIJ6VJ73bkiU5qNZG4ML6PszkGjyI2OGRFqpO4HIa8EGXGWpbFwDtfI/Jg6PmJYucy9SlLMoReR5DVX",
+	"xigqv90bQn4ayCN7USwS0N+OroeMpYb0upRoJqgYLsxL0BAAnYtcyXmWgqFjf9zrE1DwUOMAqrQiajRi",
+	"IjXkCgtBUg2CABWh3XAS9oGnJR/4J2s1gpC6/8Mu5OHAGh148EP7sfOmGvuA5Wbz0jlOAvcDTjWpCMyE",
+	"5Gxu9EfnifUSGcS/PW2laVZsrj3tXt8QGCheQw06uJ+YtYY4GCtGEFK0AFA7oVkmr1QsyuZhN/Tvpixj",
+	"qD2URat53I7KpjON85vPUqtqWBpxP7tgXIxjAYMZErnrsz8WmuWCZmegJ+LB3T8Z1Lw1GeCNZdczNtQs",
+	"JSPKs3nOKpeCGW02Z5eMZuai4jDgYLnDTXkj9Y9yLtIH2Ik3Uh/M9UTm/O8sPcndm6tkmEpmSeaaK2Rg",
+	"pTATqAecKZJK+BnQJ9gZsSjoUxpTHjdUX0kypIop8L6kLOMXYCCAgz3lyhDjnKsJvcjYnRPdKV1kkqbn",
+	"Ur6iOcYK73mbK2+ssB/Q27vAJhyhcbNVPcubkQ1TG8xR/O/sjgnuNIcYGTfT/ZHyjD0M6RXeGesRKoLA",
+	"Vmf2dAcfh46fBvfRHW+MYRB8yN4Jekl5ZojxATZm+aV2f4RMzZ0TZkPAsHYUpEjOxxNNhLwqCwHzVEo1",
+	"vaAKZMlc5IwO4Vb17nirzqV8TcXCfqoeYJ8qb7SbZGN5TnYRPcml1hlLPdey7lBFRvMs6xNwExA6grC+",
+	"2WXv2bKR41g4/wdKffipI9E7ZU5GD/ZvWPdoEPyG3XknqOfkDyc5mNCgHzmRccFoDvkRRq81GjJqsFGh",
+	"KkfkgqbZgig+FuYvQ80LpgkovQSId2bU2ztm+5+cUQJjHWid84u5Zn82OnS9SeSN+oItU/fYAPQxY2mT",
+	"LtVkKpUmu98+J8MJzelQs1z1UO9DauqTY0FeSvS8cUUSKhZJLCYyS1HrSnCwBB9KRpmk+vmeddtIwU5G",
+	"ncGvFQ/08yWbP/LZG/jazqf3Ued6ayy3AmdpPqJD9vGToTYv+l8wTXkGO0NTlAM0O82N6NbcGGU2ClB1",
+	"n00WM6MqGxLIvDgb2XuGPgOi+HSeUS0hhjYLxvxYcdSYl2eZXel6s/F9nSmnjXjVJY238CCBoJCy9HWZ",
+	"K0BUyn/X65tNqkYp73Sa5Xiy2bkEv+u77zCGytOEeBGtcGLwjWpwUuVcDPmMZk8UDo5BQM2mqibHB/zs",
+	"x/gluN3t9zTP6cJ8PWM5XGRkHTWv898TLUnKhjwFUczEfNoZ/Nr5+d3Ru6O/Hr85Oz06PO9E9u+3Rwcv",
+	"/B/vTl8cnB/5Pw/fHoV/vjh6dRT8+frkz8Ufp+/evgz/Ovsp+OPVq07UOTx5fXrw9vz10ZvzYBLhp3Yq",
+	"4Ud+QuGHflrhh35ypyevjg//ErzCfmBHt3/5Mezf/kX2bzvc++Xr7X1ed0iD1sVm2OP84m8MzfAVBAUu",
+	"BcPdnyiSqPlFAorEpqGxwl/0q39vicyK1Uv8NmRXb8FX3uCpc+wGIqNDrmxqWZnzWGW6NvYKtn+on3tX",
+	"iX2q31mOh5ot0MMJS8GMn7pcyZr5+e8DU55wTbpgjqN/MGWCG3M7vLPlBXiH7F2QguXUMB8jk9Dg8DNF",
+	"6nB/rVnWE0U0u9b9zrpjD1zKxdh1x15mRpVR3EHW7X/dYId0Ri94xvViY2GHeuPQD9AnyeHJm7N3r4/e",
+	"/vXl25N3p2cJYcLo1qrC2RW4gEdUyLmO4N849kUlkm8zaGJRl2iE/8T0P5dkFDzc65Pk1cHbl0d/fX10",
+	"dnbw8ugsIRnTyukuRh8m85nhzzvkNf/BaLU+1GRUlz/xH8zdPp0X0c7AMao0zzLiVR0zQg+0GirQe8Qi",
+	"QjFqI0fFJnGmYpGzWUaH5bUaBarYSkP/GaOXTIEX1awMw69yNEIdqEz9XJ3iVpWSnY5g89NSFBnd0cuZ",
+	"CUtHNzA3z1/9ai6T3X3w25lZuk0tMhS4IilXMAE4YSFj60bER5E8VaFMYuTIG/zw+JDmKUtJF5IV5FwU",
+	"PrdlfjOr2YEXjKavIBMEwiwvWMYvmfnNvO7eNuxDXVZbmGMCE6uoVZ4IYbJNUfuapNqGdRRZZreatqBT",
+	"RrqJ/dgGX/CwMKyLXlvw3AtWzL69LKufv02Yvc3URzCEkwp/JMwcpCOXupnWmAP2g/osLM/GAj2tMrVO",
+	"1CmzlBqlpMKP4dtaxgu5N0CWQXj4ZobH+XK8eCovWeG9lg9ha6yIXsNsCl+DlqSLkXuMxRj9vbJv5ek1",
+	"baBg2aHMMjbUtar4AQaVDAP2SeRqeSu8SlGzq8VzvgIBahtWWg8rJTQ+tmJFTQUFmOtI3ZyMfFHzC8V0",
+	"KTr8JJBwoMA4lq3IkPqUOdIVkiTf1Cirz9flrtfkrZfynWvTSkIDk6Ljzk7akkDZ0iQ6Z6wFza6J4FPw",
+	"jIbJ3y5DtytzIuZZ1vPWedUQxr22s4tQz4hFYgxPq2gUMzcvreeV5h3oJkXBG2ymHPJ0J477v9Ktv7//",
+	"n/Yf21vfb5X/+Mb+sbv1h/cfn+1Gn2r3v7QRy/s/yhnbGsl8SoJv6u5qd0oXEAQ1XLbXr3uVGcsMdU7H",
+	"qj3f+DF8apl//OgnqOlY1abtf4o6/H4ZFfgbaI1LJDhtl7v+KaomGbaeWTXLsHaOlUTHph0RtRqBGQBE",
+	"/fJTkct9o1MpxpDDrvhFxsVY1Z52kLjRlJhb2cUrWigT3bc/HpJnz559H5F354dAT+aQqe4MOkZH3jLD",
+	"N732HajRm7wWEmUxqfXG765y69QleZRPKVrOMQ23qryCyqWp5f3FUlpKtOKBDUVa8GCzTFuduF0w+1tI",
+	"OyuX6uWFNTNQ4JWMjhrnxVzLQzmd8hrZ8wsEyqTIFn3i7TiaM0KHH4S8ylhqaAVT5Bc+9b3eo3Efns91",
+	"5TRhyUzhSQ51Y2RGKZo2tdfFbwHpbhOwwa64YuX8FkVmczVhkJjFNblYAGtwwcUrM0TpBnGhn+916uyX",
+	"TZh0WALwPlpRkvNEEZ5aGZCxMwxELS/VfkEUF0NW2tMnljuEyctDmmXg78afmwXDQvGXdj+KYIfMyYTR",
+	"PI0FZN1zXbJEgx34wEXNMSS/HJwf/pQYQ98MXZx2Fw7Izaq3T5LTk1ev4IfV2WLhjbNOYED0k76qdY/O",
+	"ME+pIXO90BID0kN3V9eTE8ajwssSYX44pj+I1LrlWhCGymSdEzC8ockVF6m8Ssi//v//QxI7/SQiE1e8",
+	"CoXKfuZWWQkpt1//ak31vObdydt3b94cv3mZDJZdGaS7tggHLVX8ym+hOcCz84M3L374SzKAElsVCy2J",
+	"ph8YkZcs3yfJq6ODP+NrQRtNziZzncorkUTFPGxRBix5nyRH/3V8ngxIxkaW7hwV2CV0oo59q7FScfxO",
+	"1DGP1dKGkU9v2Zgr3cA1CiFrl5z7X5OuuSvgxCJckIwLsOku2FBO3X7sk5vKfqSB1YQCBCyVLk6LayAH",
+	"Q79kLkKCrSOJOilfU36HZGNvdHGfQnZb5khL+7pK8q0S9CHzUygGi4hcyZe6LA+bAmGn4KwqyZjMzDON",
+	"kNn716n5dIr71lIfCDbO/aGWVYNotVpin4vIrFSCaa+XFIyMeK5QHRfOIy/Si4VyBRmQkIySHGMU4Z2D",
+	"CwSsfeOFtdRyfAhy1aHDJq3UeXDpxZE/tO+mJvJrVYxNnKnnzkVf5y3dJ3Xe0nrenbIRFyx15uaqBb4I",
+	"fmqeXOU1rdpIMFdvHc2KOsshVWyLC8WE4oYSG6ziBg+neY11XbLrWc4wKGxIcjmJQjV6N9vY4e2t73sy",
+	"pJdj90u6akSqOi1qr1yVYhVNAchK0EGwq2xBZvOLjIMCMA3qe5e1dx8jWfUOTEepiUEVtsfyyMuOgE3M",
+	"/7uNYtdUi7S24m1E7eHs9+KF92W5F0Ux1SKokDn46xtSYkgxt7H2yxxsrWhoa/2v0QFaSNq6RJjWYv4O",
+	"DP+KurBeBQJ8mNLkI6uqGFtZWpsEBX2vTmo+pPleypVSK/B4iiXSPFxBkzRstPMbrXlr1hr5wsUwm6eY",
+	"B2o2DPU/QJwqtq2FLdfOsixrlUY1bzX8UiioqpfX6+HFZq+lOnOJV+SjQIV+A8k9DF2F6Cn9VrpMGOKt",
+	"1RfS7Ld1Nxz0OtgbjEPeSjSvEcfAmTef0FraKPP1kJ3jG3EjVlHIivhb4IvEejCLLwKlTlDcv/tdkPNq",
+	"zHWj9KqIpHxsbgMVKUn6SUSSv5r/DMx//pf5z/82/9lKelEswoR1SibGypU5mck0qIwMa193v1sVsjvY",
+	"+n8xlNT/6+B//e+tpvgdSLI7CUSn+CQaMIYOKuBLD2nK1EQA7zBaVomd7gWZol9EuOwug0OkWyHlKKTj",
+	"raVA8o5NdFlPlfUkuTIdwC6t9hJbQi4lAd0smRtpdzXvv0ObmHS3yR+JkIL1AvOYiwnLua6ayRtlFN2z",
+	"Bd3aaN4wkWgzk7qbyqF6Sme8P02LDTSstM6k7rfJFrqVha3aZt+tkKKFK9qOAChIvRUC9R6tyMqNLCyr",
+	"kEiarySCL9zmLhaADJ8xk8minwT1HFyslym/OGRF94wiIywA2Vh+bEKEot29td5Tm+Fwg5uqWud4R4T1",
+	"x32SHECWN5L7aS7T+dBYCFqSubIUtwVBMi7KOTmA0ZmUTNay0NleO9lKaceUC/fnGou2VgaVFt9M/VY6",
+	"3JlOhZfSZTMppjUIafB3Q5GjHM7NnFhKLOuo8RGEWcnLB3cYfFviBQOSfIxhoXFnEFdzJONORP71j39+",
+	"as79xmxe2BaLTFeOZ0fl8csZl3HnU2LL/Qv2KEdhJrfFDmnl0iiy30uUsbscuhi6dEOzGNgjgJZYhuiq",
+	"yeWh+ZgpTdTEWPgNyXqRofUZy4eQiYQ4YZE7PLKzvd2LMJ8vRMmFiBe9ZFCSOcr4eKKXM45Xw4RFn41/",
+	"Omy+kqfkFaOKHYtShN/u7rOlzf1JXpFMQsEghmmrsVjDeRbKfepSm4c0MzptGF2H3XfIyN1v+/1n29tR",
+	"LNz2P9uuZnI/K+3rt7X7OldaTo/EMF/AhP/EFm2yFj+whdkohs/VJ3aalUTkA5sh9LVHZzOm48nhMW66",
+	"5kjaAzJieb6IhdIyD7UKLsipVHqcs7OfX9kUR2J+RMeMzHKpmYVpnhKqSc6UBhy0AvzATtHCfnFl5n6j",
+	"nPH1arSlgVoSADea5tOwmsDlBngHkcO55hqykZUDkl5Gi/Qgffux2MYsHPv+HpkyKszilx+7QaZ/yhyc",
+	"CpfiF4h611P+KsK3632iSFIa7xgTVXM2ZdMLzOQISXy73//u+d729j7ZjkiwxMhVbShD/cF4vT6SEWHX",
+	"2mj1UlRWDMN9RlPE/qBk2/r46aamx8MZ7UWQhqszYGIHwK3K6XFl8NFK0lM96/M2AzzUG4B5VnWfQ1ZY",
+	"ycm5ZHzso4yGvDGFkPFUudB7A1HUVQNen/G/s2Pxw0KzMnXv7uz9Ye+7Z8/3vlslPLXUNAOwj5US9GIB",
+	"cVRUBPo75Jz/UEjRXfKS/1Dv4g4u7vfff7uz83z3D3/4w/NQdG7vffftH57XEXXONBNw52pvr70Y624w",
+	"Af450wGjwsr/inDa2e73n2/vfReqB/CKXp8cIhjGBXOxtFggkANiJy7dWTtOuMq6BRreKue6rVg+L9gJ",
+	"rHFrJrMMKUeOmqXutpG6xZqebff6ZYm7jrlccmVF3o1mCllt6dyB84wA1hIuQ4CFWpnw3rPd7RVzxq9X",
+	"d1EoGxll9/X6KpgXZYZab1c0fo4XM/zo+V7NSyoIvYfH4L+CFwMvi8gF8l01o0NrH/g/486AfIw7H9jC",
+	"/AtAJD59SgqYiOd7xaPKS5kPjGGZaCwCeNCpYT1jfskEaiIwB5DHxRCutYG8stRufelmG04c9hK2q5BK",
+	"HxojKe8MOnu7cBZttuMFoH85Ir6pS+MC09lGQSKmRJSymowfJnRea6WVMzndAKDDPNsF6F7QjiggzZby",
+	"Se229lrHf2uXfSR0XjGenu1uYlW7lb1vu9H4xk132zHZFXtsQejay/sqGPH76C6xlZddbm6C67dqFSCA",
+	"BdaVI1J+psY/kHEm9I8I/LYqhG3PEDDiQNMe0rliBRaVRVamZO/6miQsz2V+KFOWDBy2IyRhAyKgXaOK",
+	"yFgKFgtH272mZOvGm3EiGJFzDSmpM1BscBrmgQUwcvcJ4pje7BrgTvtbUPUaIN7zrbfQwkZ3Kfm2vIO9",
+	"fYvSTxdEzYdDxlIs6s2ZGS+t37WqY6t8zkuzjja4pOF+1JKfOxI5KiAZDWuyB71v/fVS4HpUHV3KlDXa",
+	"0VtKLzJGYIuI+SXuB5incPRui7sF+iUZBZiUlgKjWDSiAbohS+Xqhl6jOoBUHLyARnUvIP/6xz97A9ub",
+	"wcw0IVTYiSNqtT9+zEH3hQgeQRCzXIc0zxelky4sGU8q9Rv20/n5KcE0Z18LBLv0RDnER98PZM0s7JS5",
+	"Jl2j75K97b0oFnvb30fk2+1nuNqo4TAaL7eZvSWtukjtZD6lYitnNDUmq9GXMyrspOpfVBtpXKJpD7y5",
+	"vGMATihHNpyEpxVCV7ch1QMypcMJFyyYuqfXOpDdOujbiFTAbQOKLVDIItJIxVGAhx4tAa9G5X4RZvAq",
+	"amNEljDnYJxlMFHD3+tw/CoKWqe68DqKnt6IHMB12ojhGxE+IlRg7b+fTaCLD3wflB2jQux++22Q5tEi",
+	"ep0abd7NvI6L/lj1ODQo8muDlk0+hw9s8RQR3MD7EKjfPXTgCUlmOXNq/ZRRATh1oyq2qbwS5ELKD0ZD",
+	"901DAh1bMzoFfOwFBkVaKtWF5lN3smW1qaYE0OdQb6y+HRSP1mtwQX625cd+Gui41o0oQI5X2h8ZTurT",
+	"lWuTtGzi7YFekTXrBr0KR6smzWJpkjHcwRgKUWzADZwC9OwByVmaG3vKjRoLtLxcdVu7dN90dd5DxUkb",
+	"LmJCFblgAPHkK86Aa7shCaYs1pfxGMKb8Zw19Dxc2jLrULl5XjNP1/Wh8pq9Da7aZhclb2SLBMuMKv2G",
+	"janmlxuUlrsnDoryJ6zSra8xp0oTYR8Ja/wc/kG4dV1qiyOLispCnLMcyVEKvBRTpmlKNd34Mr52D9bP",
+	"2BOFhE9rL2Rgxq2xxrhCvuJ7nRrWXlJnzQfBvpQ2BHtRYtJ38fNYoOcNbh2M3id/RhNHZAsyF5pnhSFI",
+	"mEhVg+YG3qxsLWkX4/hWK26GWI+niB0J+6aQuciYUtYKvtNke8cKizOocobKqsrXN+R+71dKCLXOsq00",
+	"eyvLiunKQcqSRpHuTCoz5QWmZrU2EwN5ti5V3k+obtU/MZrpyVlDASvIp5KtMIHf27AgTbkwhz3L5UXd",
+	"VjTWxcoP1sjB4SqKkfywliDsyHUrOk6xCXJ7zBhjrJ8cHhP35BNF1ITOGKLYBLUXyb7Hcnmilnqf2i6U",
+	"RoHhae/z56LuN4LPGMbKhxOQjgLsymXAGdI9OTyORbAnZy/+pFw3DHgAdFvwnCyH3tqtzY1eCsYtLfVF",
+	"4AuuBVah2RVdKGvac4E+3t76vCnk+etycB8hapogarg6AB8Kt0jt9S3AoYRbuW4fCYVHXrFLlv3x4PDw",
+	"6Ozs+IdXR8l+CRAwaBHMhZqxoV5xMitr5TYjxIBpPOLo3ExI12axlbFtysVtS7VvG9a3rT+7ekm8fHR0",
+	"jVTQLJ8q0gX2Uq5gttVV0K8kOX5zcHh+/Ocj1+rbw/29PTo4R9wE/EEn6rjfdqIOABHj14hJ/KIWWcEv",
+	"92FqKsA/F+4DZAFiuOyLqbd4ENGzjzo2FVbQTOnMyHyMMCBRWIlqfl6KOt6BJAo68l4sSgfSq0v0/XIy",
+	"UP7dykbKu7KKYd0quF6X648442NfWuhJMJAZTWH3kpLV9U+Sf/1//wdyBs3/g4PPx9BraT0iShLqY19G",
+	"gMOtUUyk/urEYkpnkTUiXA9ea2f46+VblzbuH2rld8IBQZVVyzJAS5vqsooN+nIQO4oRBRkbaTK31npa",
+	"V9nzu+BZRlhsXsX2OZiTm+2oxKT2SQkt+2oiM2Y2aR2nYldfB7dqvDtBn8oa69hYsJbMw+6UTYbyvje6",
+	"IhuSH8o8XbpNT6xbqLZFwAOmiQPuPstSm5iKjqoHsLTKjT4/RR0f4zxvBI7+wAVspP9piNCGauJfg+YY",
+	"DThtkPZvGKVZa4MDfY7pQn6iXJEUfANF4UDJMICmOQXRuRY40FwUWXqjG81y/OqeEAqtAHGNrbxgNdT8",
+	"1g5fmy6xws0VRqmXe7K6HTcG66nRzI3m/tfTtycv3x6dnXWizo8Hx6/g47N3h4dHRy/g34cHbw6PXqFK",
+	"j/9u0OmNQWRM6dlq+620WcaAo/aZ2yGp/MgFBHnWvXlkf3e7t51pmrdYpsKf3aVtWr5uAf5aVY8rKHj5",
+	"8lQO6307HuupssYT6ds+0ia2G96LSmBy2Mw+fFVgaayUp642IeziV7JRgXixT86LwBqNOm+PXh2soP46",
+	"0sb1NDM480C1rSDphr7VpB6gyuqAOW/qG64nhGrr6SyNPqSCXDDwX/fro3Bm7BHHwMidioBiy5cp1L+0",
+	"tGlReMZ11HZjX0fj8VdcFEAIgV+i7KJYefjLMfAVds6q7a00kFuyXl7XgJ25FIRnuxHRcozORfRBugBi",
+	"H4uoinkkvYGxdkAOQCrG870gEwPslhni3uAiFQGkdyP6VJ8clkHKsIpcEcUyNgywJC8WhhZ4Hs4WihZh",
+	"MrEorvg+uZB6Ygv4tbyieTkEB81JqxkSdIph8r3dflE4JrFD+VKyxLPdKklFnest0OW2PrDF1pReb2VW",
+	"/3y+VxzpYWXj7jCpBIcmxS6UmwJ2jQb6sy3OuOlJEjxIQE71Jzki9b0FAQ/UojfDb7fAEE7D88NiOcOy",
+	"CMD3JsV3ibGJY6EtO14QSFC8oMMP5ApC24goySw49KCKdVeQESsXZAWvAPoBKNjh0u7Z5GzbyQH2pEvB",
+	"pjfWuS3o4AJIbUD2treNacPBdulZz/+VLG4QQKBSHQt7uWDEyEWHFxsSa87GeOpsfofU+TpMEGjvCXhR",
+	"E/+nzVlBw9UNNVwVbTXTwbXG8OwCW2dgpB2IJ6zBxeb1ORvx66DTCAZTYpHYv7EDTuJKtiPoPlHAU2Bd",
+	"YVCH54fvYrnF2Ys/ERtFUxDsT/zikigWMJqLJlaG6PVLef+2rxTX0Fqq4Zn6fjoruln8+t/fvP+mFlpo",
+	"WMeINskJWeJkDVDhdVypdK7mfjaM6bwppQLK2qg0xL22hhOpmNEGB0Z/yVipIK00DEE4Y0i2gVuITbB8",
+	"EhfWzjIC/XB4SriKS+jFxS8A/TZkLzxNbGstTZiAt6eY5NEGJKouiYtWK6fqS9agpMymniGWXLHLOMtK",
+	"6slS3dT3UK52IrKFyzQczTPIOIhFMXCfHBCYVZGQ4Xr1g7i0uwPNwUHUwE8sFlhSqXX7fn11anmAhvx1",
+	"+2I3H4/WG+YhkV9wWowGCVMhBGoIXUDLY8XCtYDHumVj3eOO4Lsj4D5UEwrpdI4AzYe8yPWRuc1kwfdl",
+	"1ByZFMyjDMaieEVXS0LFAqGHoOczu9ZuxOJnElHyzYclCpU5lFSnNSXVsXBIFZZ9gpB1aXiYarhMPQ5T",
+	"vGv7yPkZYAYT/KjXJy/4aMRyJrQvE/HtBZd2kObm4mYoBkt19IYLUnuMDoERnE+gAKAqOO2Tg+IlRdIl",
+	"Kqvli5OQeL69/YyRbUeroHTYqjQH/wRHOSDVBdqGbFB8ndEF5HVFfppXlEO9hGPafrCQpaCq6h5xLZWh",
+	"eM6sKEz6LJaUs79JLlQxxaABuHuLawbhiPwmPEbndMgwSlh/vX55dkjgR5gze+3zEGcWJYZ0k2AQ3xkf",
+	"XQ4923+QWiEb1M5Y8AOotqh/gb1k1g4fIE+peZdvkWx/aXOi1Yz6qgMWC/ta9LQqXBNgn5CT81en5grI",
+	"XGNj9qEUIz6e5765YXVTW7iNK7VodR5jOaO/zVlkG43bluRwH71pi4oo3lQbovLS893bV1uKjlivT451",
+	"EaMopzXGoprXWHKX7+6tpZDXTOd8eCo5UkhZoYP8YU2ns4bajPnwAzPnAb6p9l6vS9f0vPi5nBs9Z8l5",
+	"Wu3u5+fjBnlfezZmSWesuU5tCr94osjMrFshi5+x3K6oJjrFp1hvr1a4lRS80RyVHLWCLV3VX3m1+879",
+	"sG759e1QDk/evTk/emtXDJyXXUKihs2WxqXvk5cH714ehT9TYJukGOxU5XaNMGYn6sBDtR4PFzNaCzuK",
+	"pwaF2J+iDr6/hKy8WnUtqLjGzz0Xdb2KCiADQDGIvMYkC+AGtb6RsA1y254V8KooJBi/mLrDasogr6Gy",
+	"RQiHmjObOEuXMsafqCLJfJTTKettUtIHJXxleGV6yUj3kE5Zdmh4zRUwWBDFVFjLkGYk6WO0OYnQRMMr",
+	"XO+qzBlVTRFU/G55Cv12ZT91mwy+yDoWfZLTYca2DjM5T20hY+F2HJAEegb2Qb8YAkAWaBr2g5zRbFr5",
+	"xNjupY8w9okfJZH1byQ13xm28WwXdbvc8HV5xfKh2e8Lqtiz3dD9Uqniwlmi4geugH4mhzTr05b/q8Fr",
+	"ua++iYhKWHsWxwevvwTIwXIPcjehmwMOful9JIIV3ravwo3gD9s2/FiHeWg3PmhvD35RtRCaXvc26R/b",
+	"NnnUvvEB+zcEb7yvBg6t0lWDs7jrvozIINo1ZYDt4GyzbgzhQ61UC8uybt5/4XSej28DSIm8RZKZGWeF",
+	"07WuA5V5BE2GqhdET5hihfe0y67pUIf9l9Ezge5SpBjXqsX6LrH0Ch2eBw4/Gcu0S17NOuRQcG+2cme2",
+	"hw+tbRi5rh2H31hjA/gG3t4HuNQsPWhcjhYr8tIcnQhJUMKc7JOEZlmCwyu7M7Zbj3OAIAZg8JTZY3yM",
+	"Y2+B1PWGxCqDWByEnZxKSJ62V9tJeR1ybksF/MSXuwIh6p4dLBbWA9GLSNG6HpD0YWI0y3BNxTDo5rFJ",
+	"f4BXqKW8WTd7M7ALjrcTdKf+kWVp9wsEu0PAHnuLqte3eG/jFW5KKqh9w8A2/Aix00g3eXPy9vXBqwTC",
+	"SPZrc7Y1oIjJi1c/Jz1DWRdST2LRTX44Of+pmkGP43WizotXP3eijvlJrRUW1COvq+ULfrpJLZ8xq+0g",
+	"s8JbXYHyuhkCTDCjlfAvm5T5BWPeKaCUXfemVZA1QwCm1O52LyqSmgD6wqwA3EkYfrzJLjZjSe1uhNC8",
+	"4Q7fGkmqcXO/DjiCAaHk3fmPW985eVoJsP+J/0C6u893d/b20COxHzpUhxM2/IACmAlj6qaxUPzvrAf2",
+	"NgAw1ouwMqBzKMH65AcujPhIqaYeccPYm8/3tuxLyMUiFiA/ALWoxslocRpXMfYiSA04ljRPS5FqXPNn",
+	"rWNf7nMDx7qGsNeiLxVsNQjfBW7eNW7CNn2sXAymClVRBDm0xF4XKVdDmqcsHdToDlw5JNoUYQCF9JEI",
+	"2/1hCl2t0mZosK8NG8Jsy1UdzIffKQ8MJqTfcKsfGRXnA+G6VwHuaNllC6ytcMfqSO1n17SpyhRx+jbH",
+	"xePRP0LO3x/k/J2BzK/ClSceVj6KhZL4Q0ou5srbVGSImLNK0/wSVXCECv6igejLXrUCg3kVDH2Je0Dg",
+	"tx6xORlAv3KL7luBog+baDu8jqDDMf6z5wylWLTEqneBz5p+5E8sDgnJ6EyZp4POybARsQgmhQF4LJ2C",
+	"LrVYA2YxoZFNs0su5yp8QbnhdnFLYLRH5PzPipz/YGj5ZBvT2FA9w29t6dryY6U0DMOxcla83IeTF1Yq",
+	"3wu4/r0B6v8+IfS/EJD8+2yTvAqBfz3ifluEffBtZY7jgyiqMuCe4ckVHP5oKRNsP5C2y8D8RfIqHKdh",
+	"RoplkPopYhFmhHaToW99mfRaQ/p7R3vgsKgk/cvcYRcQeuEcf5VaB4QYdA0vryaLsDmMIglWLyS1JHhT",
+	"NJHbQIcU5FLX0+Du2xf0+uQ0SLWUhJLRPMvw+VhgVbYie7vfNyj+t2lt4CZ3JNKZS8kpL/KtYe3o6IUU",
+	"HKNpvHv7yq0SLPlZRgWzWWtcLa28DC410Xo2ePp0Z/cP/e3+dn9n8N32d9v1Qfv6tgt33Wah6KuA8a3+",
+	"DTsorI/gWU/JwwXwihfeRfyuqVHEXfWGuLN+EHffAqIX6PxcW12fC5uNC1UsmKRZtMOu4PBhyMZOgSt3",
+	"FhUNYfOGEnx98/uNIqY1t65+p2uoYY262mzxLvHaNfpdoyhvtPBqWN3GOEewpHahYrh4mwWK8RGPXDmz",
+	"3rpWTgfsoz2fTml+m8hxNS+u0RGE+YxGB5kLbISd+ABMEgV/wGmaT7zyb/4IjUnzt0suS2LRLUiNbEeN",
+	"6KVRaHlnjF5yMe7Baxz9uZExExqm4JxsCekKGYtKYNZ5GyOSoMAwv/O3odcnL+l8zMxS7a03Y3LxI7hP",
+	"7BLpAl+bZr85PgfI2jJLmXKs72DMEtK1LMa8zvMMeKHXFAtWohgTLo0FGPmzbceiKvE5v/GG8kqHUGmm",
+	"Hx4B3Ho8gdIVtt/gDiJXwQ30nsS0QPw0pGo3o2NrTXC4Yis6Uae6EQ1t/QuJE5Bk3b3hU58GC9y8UD3g",
+	"iZrIzXicA03V3V+jTUBGPJw0cb9l1lMS5B+DMlPKTZ3Sa2AyVNSu40apAkWOL/r8Cpwbm6FubW1j6QNy",
+	"SkOddsPrmPCea6AqXB7psuthNlcuM6qlc9yxqQ3SZ23GdE1CVHNeMmIDZHN3gG77d6adqPOt+c/OpPYA",
+	"IGW8qdl07le/aXJ5Y9fkYJpRiercVPBgonXs2MjsFYgZXGk+DIl/8whPRVuc2HYQFSf8Uj5H+e1Btklr",
+	"qVXq4o7rrKEFz3WaEwq822spC0CFgRQSxFG65WiUC0VF5ve14acWmN5p9lt7E7U4XDSvG4zU8i7Xuuj6",
+	"/sY8wNut3a4Vy0YNTcOR6a+haPvaZZeCD2HPoR5ApN6odpFmmTemsfTJEdAhQuBHZC6snAqtQxiapdBT",
+	"F7LQrANHjrxoL4R3IeL9Z5iaZCWc/xSppIoxVvrNCsIt/NcsX1+ABslPtpTNFQQuDOdG/Esv5w3p1jp7",
+	"WhBzddltJo+4a1gmYOtWzbQCE8iXEXQR9h9L16Ri1seO5pExWGHGkHQAe1DCYW9/JdU6/82y3yYoad3C",
+	"2BgsplKnGrhzWiL+V0ir7X668+3mjKYQ/7hwm9yLSLiL5XzL2jpWZVEQwB4HqGFBGM0zHlQs4zZwyy1v",
+	"FmyurrWGnKKl21E+rWb2Yc2c5ii1ArhjzGR8xZX+GS2rrstODEPY+9CR/iXDHznFatrbNLR9Hnj8wl/6",
+	"1oklqVgUNJVkbCeqhKbrsaqWslA/e1j1MWZxbzGLRy/8Q7mob4jp/ZU7de/ZnXh7r9tbdEDcLnvWy9ZA",
+	"ZQytBC0hDo6YADYW3sacamnJd13WfrCTPavyvHj1s3mj9bN4E78m3/4Gjc6zIqHINknG2HpN7ii6oG0Z",
+	"ZTXNGDbHpQIEDZEhM6Bfjd2vyQT6tP6U2zU4rTxU1/IVnVcba+CId1FLDWtUn6VX1tH0mcz1CQCCLWsx",
+	"amg713WTg7NDTMk3P/GfvjiyH9ucdg+NeXYIsHBnh7Vqw0OCNd8MkPleoI4fwY0fENzY0VjAIe+KyqpF",
+	"VPWEpjRd2H6mgBdXR2abJFSdB/goobcBMdYgy1kgrM7WDvkj4WLCcl5OTUPAphXpTVs7D5wG5OjrBvIE",
+	"XWPNw1rXWRfL+Fx53tSZ7eRgNILUOYnIUJblFv4OQKW5onmq+jX4ZHdb26yOIJu4RoLjF1Zewz89Tk5d",
+	"15vmm2CFwM3vgNlTD9eyAgmvVSj8WEAQG8Sdi3AD3J2wcY/VjeV8MHyfbDtHjoKE9NtFsOvm/n7dlt6+",
+	"igq3FdmI2rAjf+nZe2nGX7vYe23Gv+KNt6TblfUnX15X/uirvk1Fa8ab3at2mnf5mRojqdxy/qZ98V39",
+	"ZpeSvXJj/AHhwgJU5eXG7iqCVu0e+0w11w81XfETUfSxnwH4DU4DOo3forC0bqcbakuXmvTfdAttNV+X",
+	"km/LO4hQgIhBC634HTxdzsx4DT3bq3Vr5XNemnW0ActZW9zmjsSisI5dbRu2Yd0Ac+jk8Nii7xRt2Rsa",
+	"ypNu0UTddvovUVvQlH2pAftyrRdXQJtRTQt4O/iUZkZJYal/ATTWH2BVU2JmmoDXHiZebg26poH/kOb5",
+	"oqEZrSeL+g376fz8tNSgwe3SEyS7eY5MtcUs7JS5Jl1jn5G97b0oFnvb30fk2+1nuNqoqbt/00U2s399",
+	"o77xDS+6Zf2fFHil1IbBoXW1jIVYBYzgisuv8b2r3X8N1xJxSO7GfLNAMt5su731fyNTfxPzQNyH+bQO",
+	"VMgMHSIKofvA8DmaORzraVmJLFv063s7tcc3aSaNW4DLQFaBjb2FQf1NXEckWU5STVyd4gWLRSm39rFA",
+	"9XdRoNrfuNi0XaVnUEGgast+bLK3/dTFkFvXbT6WRv4blEbGwtZG1hZDfqXVjaRS3PglVTKCNrAqM2BT",
+	"v+YXEhS4XYWi0f8gO25U35z7oQra7rpK7d+37OgGzqAGnS1dYR95KJJKDl5jrK61KfSQ5s9tMh5KE6hz",
+	"VfzZWOtUM+zzclPnsw2PgLLLhh+IR4hwmE9GN0aJky+ghYtYBz5VeUV5oC64ov2N7YGOcEmzOdXM9hzJ",
+	"sHFEax9WDYzVklFR1SNXRY3sDNj1LGdKLVt2CCq/+gjt+OvPbZVz85LlKR9qxLTCEWuiAnkumyjUOiQH",
+	"FnQZujRMFuAXiTtDmc2ngrwZGEMh7vTroSf1cMKaMvRhcESOR1fFjOVlwgEesuyRXJYD1fOBoWtfCzWN",
+	"AaHMaK5K2VJhEKwU1IEh605kXeNbqhZiOMmlkHMVeI8c9tAsl+PcOjg+F2iz/YhCMJOlYVPBz9S3tt3r",
+	"gq0/KY1QPwXX+rb+RPp32tkWZN6OlXhLLW4bDL/tu21+i7Hp1pxw4563Gx/SGT7aXJvR1C/3q+toGzm/",
+	"5WieZQvo6Sh1dQreNYT4MVyTCVUP2fv2VhP4nA1xA5o6qpdgBz6kUCaJaV13kubICozxREFEpV7GNWmh",
+	"gDp9ZTb3Kpdi3JiQ29AeBiWwOZDZjIk7S4eFlRazDqfQZp/bFYuXt/yJwl3crHocH4kIFthaYK4bcDIk",
+	"j5uXkAdDvZLjhmDeAVGazZaX3ohi20Au7rC/EGK5AZW4PbohoWRyvBGVZHLswsW3JxV/vndCLSfrW/EH",
+	"ymCZSemcDj8o20qz1ycvWMagkZpRGmfzHCLFLtKQz30t/QUdfhjnci7SEGrJNugzirYL4C5s2NJ3WeV5",
+	"eQZckcQ3nk8wD8QWyea6XKKPDb7/+vO7o3e+uXPxJ3Z19n++Pvlz8cfpu7cvi7/sOOVQRDHg0ud25Mrn",
+	"dZnCm7ZNt6iRTcrUqobpG6tEbkIHwxXKa0PjdQlUn5PU2FFLLdhv2Co9IgnQVWJGTkrFAUkZ+MgVx95P",
+	"I/VygU/ydHd7d2d7d3vnKeKKPMUWQLY+3fUAknksgp+WK8XtI5V6B/toQx7BZ+nc3tSsvTSdNeynhq7a",
+	"9vNfRVYDkgSN+pNCcbSKr4pIYnv6J645ZCzCbIcy23jhL/iLUgv44CWdqGNHXHe5z7xlssq6WBbRvuDg",
+	"8PDotO79tiF91PEs0fCrgzeHR6+wdz3+u8UMsdaznXQMp7mZ8lR68mYIPKFX46byEJK+hvOc68WZGRbn",
+	"fcFozvKDuZ4Uf/3olJP//OW8s+xm/M9fzkn37dnut88jcmT+z5DnT/g3LfWjLGDbhxnlU0USNb9IfHsO",
+	"MeQzmvUiktjuSfhVLFwzJWgSggXx7HqWoHx0LdqyBUkw/p30yRkDB455f+KypUCYD8gPsCZi257JD0yU",
+	"mAxsMfia4HcF25loPet8+gTF6iO5fLRY+s4h2DfPNN+CWfsGp1YfUCy/5EPmG8ydHB5vQUBxS03ojKXk",
+	"7dHZOTk4Pe7HIhaGXL75ZiiFzmWGVYXffEOmVEBwNDDbVOQQncARGFIYKhvffFMUJn7zjc+BVxG6uFVU",
+	"6hONw3ChZhBf9XWLFvDg4PQY5QQoHKo41kuWK6Mx2QbmBbNPIsKujcloFhyL4xS56BNV9nQ5lUuRuUhZ",
+	"DgPsPN/+fuc7SyXQ17q8bg6bSIIhYSchETMW//Ef5FCKS8zfULHYIt98YwjCfIChxm++Gbi+PjTL3DR1",
+	"qAHSjDBbUahIN3k6YTTTk78nEUmeQqE8/tPCACVRLAhJnsoZE3TG+ws6zZIeEYyla6jxP385d7RIDsiU",
+	"K8XFOApzTx3ABLZbtWiN5nV72zvEpQbatTFoWm0W/NbpjakqVpszNZNCMcjU40yRRM6GW5Zqtnia7BcZ",
+	"hdin3PaKh07OoISy4USC5DAvOZlpPgX4DnPlsb3vcGHeV3jBICnQkH3CNB0nxRywF+4+SU7fnVvICxQ3",
+	"SQFs7YYxy0W5q3rWgUQSPtoCh7aFq8C0v72dXbMpR5qOX+OXVugVCQLwEK7RNiQ2M7NLOk7ZdCa1+dRm",
+	"05jlJKcnZ+eJz69xM8Dd0/liCw4n2S8aseNplZuzX8h0YSH7zYJ298hEznOfu48EmPMxN9SHqdBR7YiU",
+	"pK5zNQ7qMTy3vydFOqld0ik1Izq6z7gq3TpNPzCSQBmnPQUjlhwlTGXusrIVYdfmWXsuZUKisCLYEMGu",
+	"9RaM4VorY9QPuq0SEHtKudpHw6zht31yij1RPjBh0aig2/C+IR1/GwQrX4DtmjxXu+qDWp8ynGa6ynqz",
+	"dLS7vesZNizLMNjwqjj6NROBWHDy8uicFKruVSGv1dOPwV/H6afE42vZjGPLZTUgtLIMARyDBdg1ge9E",
+	"ffMN7M9/np28gaSuoUxZ3BmQuNPv9+NORGLnKAg+/ZRg7boTTYJOrYtajka28hMS4vrkUKZMDZo3OCLJ",
+	"a+RTpc8gc+voeshYygwnqWdP+zjuHmlOau7SiuVXpPYAAYIGIFjIpaZ0AT9QjJm9Me/gIjWcSYznXE3o",
+	"RcZ6+5XrAUnSQ5nnbAiaqiH6JfZhPnpGklO6yCRNz6V8RXNzPWAZu9+T5FzK11Qs3FEniAICGYT5YgvK",
+	"zZLePvkWt1KzXNDsDHLY4TQT89UzkpyhkvBO0EvKMzNfZwFxDcYd6hoHp8edqGNlbmfQceRmYzZG+HQG",
+	"nWf97f6zDpRbTkDF8zL1aShIzTdjVhMkqwjXV1zpoKxXYbeV4YRnaUkwA8BRybGckK7Msf085JYHXx2L",
+	"s/mFzhn7o87nLIks3hKUIVMBGV5UV89YMdbrk3ci4x8Y5o/Z3umGqyE5G34YC9DJLvw1ATUZVNNwaY6X",
+	"AO8xLJKlA+BO2GaonplV2BackWcvx2ln0HHDV7cNDsReGNVotBY/eXoyG3qe8RO8vfMpWvvUYbjLP88Z",
+	"+M82e8qfTfF4mUCSgzd/seqZzUHpDapBTGVRQpQmOaNDUDyp8qdW3R1/GLFIjN13dnb8w6ujZOCaPRoR",
+	"UqEGq6xasLCImLdYQCuuDiDawy8yNiBAYTaDVaCjJF+4XqCDDoWfvmKXLHPWAA1BdA7e/KUTdYpJ1RiV",
+	"y1t0YqaNkn0pvAtzdMhgYApCihk2ji23ja2br21hWkx0ddH1RlMtHSC3lQtVCJUuLXfHxE8v5tqpcC+S",
+	"xskvgXsUy1hl/rpLFZBMFf2lBZWDjGp9J4xG0nQDfAEC0ZIomWtysRiQ5Pz49ZF1pCSkK9iVd4CTi4W/",
+	"K+DJe3PwGlTdbDahF8zIxyz8TTO5mrf9sKil1OD1nahj3tBAq2tW7uEj7PLfQ4AQVD6QGrvb2xapxPWK",
+	"ozOfyPn0b7YVejG/OvySstzY3CFSQxE1jpFPUaM7p2xT0hqJYeaCbB9mUxIITdOzvzfM+w271oaGUDiH",
+	"hlaLhz3nx0Xs4Y7XPeRP5ukPNA1cRHvbO+sfeSeoV8Lwob31DzldDR7Y/X79AxUlyTz3bZsF1ShM6MVy",
+	"EG0dI0bKxNQNRXzPaFCQcvur9dXqRef9p6gzk2q94oOYQwGBDQoTsMTQ0XUBPi0KVln4ZUUlMqQWC7Ao",
+	"SegZL5aQoMbbBbMP0uMjNAFnLAcPgRQ9VKrq3SCDWCTBumxeNroHIwcu6dOh4WuflGGYOKqatvOOpmM0",
+	"FmZ0aES4kiiRqcBWyrGYUmi2B1ZCnxxYU3R3ezvw/QXb4fKs0B+wSoFa2v4H0qDgKZ0vzo0x6h57jy5W",
+	"pvQPMl1sxP1acbHqWl0GaA0LO6+i5klLlv1O6Ac2Ws+nWzLujRnw+tkGQGYV/moIYh1nPDqn4983P91u",
+	"wU+dDQsP7Dxb/0DFfv0CGDcSfIWPtuHdn6IGc/bpxxKj/WQBcmuzBit8E+L54e1zPYzweTRlEHOmV5pw",
+	"UcpjzZfI6/XA5VEdbuDz1Qk7vg9uioprwrsxleZZZjEyvZe1F8WicIKqwnvlDdkl9xWkMpCzF39SEN3d",
+	"9/4ru7Nl/xU3s/OuN4R4LUXjS+kJq5j60lY/EFM/HoFDp8TOS4xxd62iCmmlCDW8vxymzdlQ5qkiXNeo",
+	"jTdlVcjoKofXYohfQn/j74/j7bbgeDnUukDpxI8Q7v4CmB4S/w2YXtTKUfeShS6VyCZ0OKbQpIi5KIhV",
+	"yBpvbnn0O7m277849eRRJfniTLyXTN/oxmxGniUH6CnVE6DO2Xz9rVvCvRx44C6oKaNTFpVxJXPiykGh",
+	"YNNZhO/ON1IUNrC1BLtqYW8tLeQziub7s7QaYUobmIOFiShBi3yRRtYcyzAfudkXpG58nbYZXpHb2mar",
+	"IuBtQ48vmQ5U2cGy1l2FCH5iVXTDZyE+Bc4qN0V4NhY+E897unoRodkVXZSzrBUXQ1axBEu+Rmv+oYbF",
+	"xbhP3iJnMPzcmFWk7NeTwiI9YL+S8Kau4MvlTfhqFK9SxmI9y6omft6R1fSoTa3RpkT5RhQwiPegWJVM",
+	"UatYIZ+wmo5N7Hrq99Uss94/X+k1ZNNIEftL8ek8o1rmvQFJ2ZCnTJErW2CcqDmkwCY2PGyTRi1i3ERm",
+	"KUkK57q5p9iDXhuGDOiQJYjsoFFUFTm6Aq9v01ifKJJLWQoL9IqgQSwwqP1EBb+HVUEZjVHiivyGAL0L",
+	"yyKyTF4RrgvWQ5DzuAFqVT6feXN33OTuNTY/yTUa2mQxk3piQ6gBN3k4Lc3P1Nb/N0zUkKVDIPi3YHVf",
+	"p/pzhpzEyHVCw9xdf4ABZ3TXzGs/NfZbo7bzyl/rDbOpyJpkKovmx7WKRZBU1TNcApM5ac7IrEXaUyVf",
+	"t0X+0+847+mLTupZm/sSpsu03qD7TZnpkyRo7pPAx+CuqMub2SeJ2SX3qzBzJlvEoktdD5Ne8NBGeTS+",
+	"iU2l5ZDLryl/CuN8Efk1q5ugehoNypxaZ8Y85sB8fTkwgXgqfdyc+HJ467QWTC8Hljedm2vLyp1kEJMU",
+	"hnmiUNzlTNhgZ4GADRXSV1xBL48696ZgVxumk/w7pJF8hekjj2kjj2kjd5M20szuGjXyTXJFXljPn8t4",
+	"K3tFgyqdbDEgu9t7hnMtdzUN8zaWlf0oFraYU+beci+XdS3VqkAhVsWrgP5QVzzrEaudx7GOPX6xCRl7",
+	"6xMyDFNwS/t3san/vbMlVqk2tSb226C48ibZD19Z1sNjtsPvLdthpTJ/XykOGAFcujVPVIt0hj750YbM",
+	"wT+dM+cSX+60sB+LJETGThqgqzH7cZYzBbmZb5mgU+hJLwlFm4Nm2L5+rrDjFnVtK4usxUpxNNgrbeVn",
+	"bt7I0vrczF6dWP19J1N8XUkUj8kTj8kTnzV5orWFEsJjtYkaVLrAFP1uouXu3oSLYTZPWWrx61jqHgPG",
+	"zJX5BNIlDLeNRVIu1fyjK+2EeiH1ARt7BLXTBKqysSLUjNYcGyit8o7Y4mpsL9vSHqqIq5umJU63wU1s",
+	"Ec2WGFbbylVEH1sfS8AzWo4ihF0omuZY7p9fG0NY36SiTbij1CS56LBitrppboBDu+lWfY2xDNItxzLC",
+	"KEZEkuCMkkrsIioV/t5XuCIkkq8gahEwifZxi9LNfgxdfC2hi9KxlYRlSVS0i1+UeBRgudoOcIjoa8Pc",
+	"lQ5rCfGN2xb1Wn4swtjEj64RrxTlHuRBr3EL1RjKnqK1BsJQGfsHGh8ktrjItoiCR7ny3egl6VKHDgag",
+	"YOCItD0TbFuH5V7olWowzGmqLwdbwmEkXWdSBRmRPdzEAjxIsCucoweu9boGvu1Cpot+LHyfajeoBci1",
+	"mEs5A/ienG255iFpv8IxuXLxpFnRHwti61wE0fUV8Z+AlH7HEaBglWtjQKWbslEYaPd+GH3LqQaxoOVC",
+	"vIjUEG5kaZZrQ3kQL/TFk8lnMvQea/t+l2GpkFJXibIVlp9Pib0sNRfaIC+WkjRfkHwuegPbUqcCHf2j",
+	"lTqGazueq7AhFOIolRr/9GPhhEnyMcbeO7E1g2LXVijuDH791z/++f5TQrpSGNYPnXuW2wgh/k0wDjaz",
+	"irH5EfQnxW5GsXDtjD4lffJGIj4eVwiKURvNcu2YDpcX+yWnutZ3/2p0poHYb+7t5Ttw+QZfD+drq+2H",
+	"VbOQmt5PDkTErCwifESU9DWs5TVy7ZSex1TaL5svYhe6Esm6xnOVQ70pr/xYwY9vFcsvFNVuC6yEJeW4",
+	"Vsfo7YNiMRdejY+F72pLAUd1Ki9ZutwcAmMRZWfdUuy+IfYwcO1UYwHKjdKMrozzP7wafHPohSWtrxF+",
+	"YY3W9wjJ8JhksDbJoK3m1irToES63SVn/BN0mhqZZ5iGa31bwN0HOY31OQl3fY8fzJvXzsh7jL59sakJ",
+	"7e/JpvkJJUG+OkPhMIBYcDcKcxNQ14gIE0YspmSU0XFUapo+lHOhjRFipl5/ObWUvT45iF2mgm9km0Nv",
+	"5S03ON5v24wIo2de5heeQICBvqJ5qlDU46Dm8k9pajT4WEgxZCjWLAI5bwXj1NJv591zsXCRbuenI4Gb",
+	"rjGL4ctQGu4vj6G91+wmmQyf31tmD/22etOja+wxleLzpFLcyKvmazPXZ1L4nOsqoMSqBIfa9IZT99LP",
+	"Wva4OpBvS+brSxZvUqHYLrvgdxjVF58tnP91VB/CbVi0DeC7W/gYuf86IvezgtfV1MOvDdYLcnzw2jEj",
+	"LpZLCo/ocFIgXhDMNPKAHwuh6XUsuskBYGBgQy2L9IFNtcw9xo8vWX5hP8MPXPhvy9wf+w0X9stMIrHb",
+	"z3+9mrDcPejFK375PuntExpMstSyBkoeFQsqebaJy10OwTwIFym7BiUdQx/WJYgr1fQDU4SBkVEkHAiZ",
+	"MttOitBYKBD8zQFwvIm/28g3Lm+N8u728/NUPNoTWD23xzrHx4ByGFCeuWu7DnDEff70Iz6yQSTEkl53",
+	"d3uvZ30Q0BKHcE3GORVG97V9AOt4D7GspyHk8KCM56ZVhcHteywo/N37+lddqhbefUssLdz0d0j77z+z",
+	"ZHqURl+oQ341MW9GeKdWdLT3vePb6woDoxCrzjrb960Wyy/ZpsIEnUGfXZjclw+6lf76ecvoVnMJF1d4",
+	"5BaPHt/be3xbq70Im9HCw2vxNZbdDO1R9SB1GLtNN+Lr/cL1RM5run4lPE2CzHlbk4C1ZwQcDJcst122",
+	"u7ZTKYB7qt6+Td8XjOsJy6NwPbbArRloNKjuKwr/XOf42xT+3RJJMBbtoAR/xgN+KL8FNn9/aDBBex6r",
+	"q/9aYwk+UDmgLWx5rAK8DaJhqcjlCwE2/KoqBYE/tA0w4D17DC98HeGF3xzrd0qA/aBNHSAyp7qgQlAW",
+	"51uCp5KpqHWuje8g0FAkh7V+RYXRr9vv+4igPuK21M8Vz4WJf5ikEyIdWlSw4DUHh+fHfz5KqjmCpTwe",
+	"4qQYUUxrLsYKIgjYekAO52YnWOr4iLJSH0Fa+tC53kxVimNxBqqlSoJsZJcPlVHN8uZoA9zK322wAVa3",
+	"xlbzCt7nqKrD7V85syDQQLqodjrqIlQTKYas91hd9xgM+ZKCIb9ZrrIkD2pMwqcfLXJH6zCILUa25p0h",
+	"Y5fKaeREGedxqdMmFQ1Sw1k7ZlwhLYcuruFUXjLw6GCv0OM3L/31w5xNWTTVRxispR44aj4cMpaqfiwO",
+	"wlp3XpRbY0+cAg2rFlKyuWrkIbn5TatFfNsfw9hcP+t9MpKQHLC0aSOZwxHPcjnOmVKPFSKPUaM1UaNG",
+	"7tMiZGRBmQzFeaVsAwjKu7uA926KrdQ6Ht3CX2gQaQVtb0ZzP6PQbQ8v6Swgdy0aKiQIFkiU7LXmaolY",
+	"3E25hI9qeHOysLIClMtYrIa5JBWUSzN6krIRFywt4V6uhL1sZ5nFoksFmYsPQl4J654K0s8AnbqsJJjn",
+	"C9V/QwUBj/JzKwj3FZVrY+gVRvbnqQlpaes9loA8BgS/4oDgzUw/j6SCFzMEgh18vK1kq/VAvkZ7LnQA",
+	"VaHHq/FHG8JTdOrjeCgEjW24LAILqReL+ykSJIhTEMq8WBSGK3YrJMLYnKRom2h+eSHtRND74we0jRTX",
+	"NDzFvBLr0P99AifXL3GNhKnZvS9RwgDVPMqXR/nyFckXw64LhEhJKKI8NoA3byh0ZvMcA4r3IWhCz6Uv",
+	"OS/BHXeTNydvXx+8Mpwdk1VKVfDuRy9e/ZwAJJccIf/uJj+cnP+U9KJY3NbtSUpez9cNlfEIFQm7VfLe",
+	"gSn1gc2M7WMEuGDZsbF5Mj7lrm4THgIhC9jO+CvVJycF8GdgFK5C/SyGA06JXlkpqvXUgxpkbZs3U0Ei",
+	"woQZMArRVsUeAhaY1IGJRoDnCYmQAaxydawBoVmW7BNa95rQkKNu/FHJp+2Mur3Ch4xr5crxaZaGuxaL",
+	"K5vJBOpLsU1ch/vj31Enz0/NG35/pmGxrBVy+xdzJlriLrcW1zXJ10u34tGn/SguP5e4PEX+eFtrLGdp",
+	"zi/Z/dpgiGmbgLBIChE5yuW05HhclomQmBgyt4jILPUJXGAFBdhuHxibmd/yHJI8I3LBhnLKyCVX/CJj",
+	"5XAe/MwixC0sEo3SFPK+xpQLnN/fWS77sVjC9TQc3uglhr2fHB4T2I9en5wxkZLk46fETHuubK4HJnig",
+	"uKzjz2/xGJxY/pIBMitTXcF4f5JXZEpFgMOjJZgmD5ssX5nw6sbwYj69YKCA+UmDMfWIbvnlGw8B+2Bp",
+	"cX5LPCTglu5Ha/mlU2dbpLfz1Gv/7inUC210MVtA88kgpYEL4hNLicxTlkdE2syxbIEJ4aBVxwLAVs3P",
+	"nBpu4YMfrJ2824dbQoq1zvq9mfp5m8zidQsJ9/0h+m/g+1p33sCfGyp8TK79SrpuFHeqhi/dLuy7hqvZ",
+	"S7lJh6uya+OJWuri1F0yiwfmEWO/wy96UaXgsAseAai+ARuYpoVqmFJNL6hivQG5ss01ur+Yfzhx3vOe",
+	"7ZdMe7cGOsYRQyoWiotxxrYoVDtu+fk6twtXZ/CDA/jeMaqk1yenHrqNC5KzMVca+SFy6QFgJ68ZH2G1",
+	"c2W0P6i1BEs/efvuzRtIMetilT8UYrpHi0WBcwKYeiySs/ODNy9++EuyTyjuhm1oDKGMs8lcp/JKgK8j",
+	"eXV08Gcz/H5wbvBjiId3ZW5To3GYlLMUvB9XKGX8EjJGFSMZnSmW9sIipYwqDdLi6L+OzxOwdymZcjHX",
+	"rE8SpISEqPlUIYg9IomSihq9rjHZ5xUzD4HDupqthxiCKgL8ftsipKAZQ1BoDP27qKhfAMteYogrkPEe",
+	"mpcXOOxrMm4PijnDClaysYzRS4YQyVUvrPmsxByBi2PkkooUfcpeHecauQp8R1KeorN0+EHIq4ylY9Zg",
+	"tPfJLxMGZZ9XtnNUhWlG+CKlqUgvFsjtcFpgDyAPRgAneWnWjAnyRiUCeQHzydmQcYwbG/ZY+CoQZY6L",
+	"WFiXOYqAooil5NH1W2R9wcU8WvHAMkL8F8YE99ZgxBsJ88iLHoQXvYVbFjKfLtzT3j2wn6g12bVkWH5i",
+	"jbqnYRNV76HjCu7pAeoXWAxbmP2GDSwU4cL9Xkvi4omObY9kHosEfgABlSCXr2s9doO6xEjUzoY0zzkU",
+	"uCXANGbahn8CVqZi0cW7bDVTiO4NA9AOVLC6mFxT/Ghka46dd1KKbGEZoJB+jVz57QAVGrjYFYXeF7hp",
+	"mk+ZnOv2KzOKXKGxGt2im0kxJjOZZV4rFbFwcSwIkV1B1Ata+kVkJpWZ0oJQYZvjAUIrSdLsNyzfx0W3",
+	"8f/2YxGLk5EZCrhtcL4Wzj+xfztTA4yLDEOI1lMc7JbvB7Jv6/qucY3mEQT+tmX/wRmm5shKrqXlkGaT",
+	"CRHZkB1m6dg0C8WyEcb0itiiBT9AR81/bf1oRMSWG2br2Edx94nzm0aAYJi8xk6Ep+4WJsQFC7nuDYzG",
+	"GGjzrhGj3Z+K/CxkX8kzVRJ3+6FR0rWitueejIUwu1l41z3pKCBLMheaZ+a7hRPyOIc+OUInvCHgnAl2",
+	"pYKdC21MIJ1YFDYmMImCvnt98pbR1ME61kXZPR32CumsdM6HuugUidMqtq5OSAf25hfuDSsY8wYACu6R",
+	"lZ2dp/SaT+fTOre5lo657fT7z3YbIRKAr9eXyO9EHfuCzuDZLqAk4B8FRgIXmo1ZXgeS8JO8QgL0fDZw",
+	"ChvxsFI6AO0jApIi3e1+f+/ZLuRsv3DFukgqtjD4iSK1kqQZG6Dm11WICFwsvDhY/PZmi5d49dBCR7Ze",
+	"kaFLS322vU+2faqCK0FdtfQlOdO87upP6xf9rMWKb+CoXf/Ui+y3B3Dqhryjwe6vUmzXC1bDZHuPGvbD",
+	"WPvAwqYFn79zq74pdH5qM7MU2TH3bXfbz8KiMds/UTpqi8pMNZlKpcnut8/Jn/gPpLv7fHdnb49cLDQm",
+	"pb07/3Hru32yQ17zH6z7spybRZJXB29fHv319dHZ2cHLo1Jm1j4ZZhxQ5C6oYs/3tpgYypSRCy5ovgBn",
+	"beG6xOIZlxFDdSxwZvDm7t7OM5JUAokJCRo7x+KA2K6bXAoyojybQ+u2v0GDl+INF+DChOkblQiQG3Ku",
+	"EfZ5wsU4SHejOSPpPKeG+zljPRa729vQy5IJjQpODrE0UFwVKIhM6HwB/reQZ7q1WU/AL5CGR1KWzj1f",
+	"IFdcpPIqMvvsFFELSlH6nVHxILXIJugWiXeWC4PelfMxFzRDBCsoWkQFhuEZppi4UFN9PJpnmVGW6fUZ",
+	"/zs7Fj8YcgDsCuu82P2eJJVblAT7hn7mCbqhp0xTc9T9iu6Nu+s7Z1d1RwcsCPZatS2XYmZk+77XDS/o",
+	"1ae26a8hbSKY5poc81CDshv4wOiC87XCyc/xiuWsIFboNmsvz8rL0nvMp/jCs8vw4q4WfO38Oz7XLA09",
+	"Ieq+s7Gd1KzqURcLYv01Vo4ib3fQDcbaN7JGOf+wvBKDUChMKIiEWBQywZE2fBK52lSoIrLZHGjtQ1fl",
+	"Q5my5Cn+2+5FQhSDdgJWyCnSNeo6u6bTWQbJ0jbV0QXalKYgWmEZtloIEtis2QxCekvxFI1xBeeMf7tX",
+	"NLudvxKjtqKo3z3HLu/GGqZtz8IHx0MmjnT/sDy8PPnVOW8zlm8hMcu5Hsope2TOXzRzPghiZV0krl4Q",
+	"XxOEok58J0x7Hnqm741pH1Zd4nCRqobPXfDuWJT1+Za826HEJdZ3cjACZ6sU+HKlMNK5gsUX7P3O+PW7",
+	"8tn8m/Pr8m605deFs9ocb+GUI9ZPpR6Wb5cX8ci3f18t+AFJpczj7ppvQ0JXY0j13Wyc0xTVEkp+YRdn",
+	"cvgBdc+rCR/ainFYAZnNwfu03ET7SREhIpiKsSA0z/kli4gA7OypzFks9IQKkqADJCFzUQqquVKMbiUd",
+	"IsJCRHjt6cHx1tHBmfVlmGnxIXuiCCQAkoPT454tAPHzC2NsgUdrRUSNdCkZM2HYKksJT9EthLWC0E+s",
+	"SOVIYzGRWVo42SB0OGPCZtHNgviB82u4LgoEA2OFt+VqwrMwOZAryA/sQcjzxxzWQXNG/vPs5A3R7FoH",
+	"7r/z4pAUdAPCIZKPcacIKMadQdz51z/+GXeiuFPJyAy/E3EHjyjuDEQUd+hcy0M5nXIddwYXUmafMIwp",
+	"YHw3ibgz+PVf//jn+082gTFMvvQh+AmdMSs/Hb816zv3Is9OHyduX/lr3LE/jjuRfYWh1kDpQVH7Me4I",
+	"NqYQqKt5DFadstI25IwqKYqPcOicZSUvb0GblrQDr1YssDbI0dZyCZE56AkfT1ywFBykmFpkXu4rac2d",
+	"CywFFPwTeWXH5jqKhdVGXrz62bbBNppFmOqptJy58ls1QVjB1C1IYZIt+EDL1xjI2AZdY2HPYmSIjkzp",
+	"AlIbIH6fxB2exp1kP+QLjoqtH88cm1G83FlYhHxzPDmbZYu4M/iIwwz+9Y9/RnEH1CIgIPO5SNl13Bnw",
+	"uuOyWxOc1/tPhuCM0OPo33X5qFYFZKkF/o9FUhCyTTuYhl7gMjPyXIyBFxguYXDLZoAqhCnLI3blgmU2",
+	"I6O0tSlXQykEG2oV2ePBDTOHAONAoi2m08Wi684yIuWkr15EqmlzyHxWlLSNpYtfOz4N/vSCPyrSdVnU",
+	"5vd1GdM04x9Yr09O6vIt8DHME6ymD8TCaD0LDDjad4CcCd/SpT4/D3mmzzkw9KI01XMFx21TneGKgkef",
+	"cmQeS0pwKRv8qwnEr46qyyJtRdXc3Kos7e70+zvb29uNMXZk8A1Bdgguu7irGWbTQHtoj7IgMmXOH9Np",
+	"IEO9W4jNoeeoi8Y5F9e3ft4jminmp2cEFaPixoHharB3BxXZ8kLPrritvrLXrFCgZrnUciizf5+w7PM7",
+	"s3mcrtxgqKF97kEVij2fozJ711v+eY0E1G27RpwHTh1IWA7W/vDp5d7A+Gj/9Ra1rdaYzmU/PPEo/Cm5",
+	"WFgfDQyIzS/75KDs5UY1ExU1dj0z1riz3YPIKlU+udyoaSBqbcZ4CYAZqllCfMXCww5Z6XbeNoAMYB9T",
+	"mo1kPsV8wJHMDeN1cwubCifHAsLWRUreWlf71+W5aZMMHh7IYxfPNdgVX6A3mboT/CyJ5K9LHGY1gO3R",
+	"tcaGuLmxnnLNRJhYXY7GNDOdQelnqGIXydXAS5pSxSGLWcgr0t0uDC+ug7S5gyCFY9mHvMTpiuTqMmfa",
+	"N6dyp0yo5Gx8dB8Hm7HGe1zvKv4cnuLUnd6qLELsMIKgxI9s+HfWkQOdyjRIB4Qzv5kTWed82FyQ42H0",
+	"+RRcI3wJ5w6x65ah2nrIJgESi+VbWChMcpll85mK0B82kjnZ2SMpXahYFN3VBuhXA+cFu4TkwxnLycXc",
+	"6MGYbTimc3AuKMiXSK1DxJYj91xxAT6BE0kA6CchWsYiYSJNIK2DkpnkQhtGa3/skddyOhrxoW8LZT4r",
+	"XDMKUYLIgX0lFkDagqSiqiQWimltJth9tu0TrtHdbXaGibTXJ28gkglu65/fHb07+uvro/O3x4dnf317",
+	"dPAiCVFeuwnUysPWb9mzS8BrOMzmKWbgBT9R9flzrqfBa3v4S2KgTruDn6LvFJoQdnM2YxTrYv3jcKKK",
+	"XbKcZkYMIij7H60fDQdpsv7BkV8y/LlmU9UKHxVXAj3zPoFr4xgf3fnWuwtontNFfWfFmmgHJD6Srjmj",
+	"k8PjF0b2lroFhosLoP4MQUGK6iBEFXyiAsCqboG/aOPBJQdKATPsqhPsTXA5tpby0fNceclQzjhzPrO6",
+	"Pa4EBe6yQeU5FuIiPBboWcClurlhzywlqbwSzomSMyWzuXkw3Edwo8t5Ti7YSOaMwC1tohZ4VWn+Rkui",
+	"ujPoGCG5ZRhWp+W0mUhLk44Iux5mc8Uvg/ljeV159hjWxwAY9GQjEAADZZRqaA+E1z8WnjOVyKb8K4em",
+	"0Hh8TKR3tOQrnuoJ1oAj3+uTQ09pOSNG2hhOhm1x9x3V+VZ2rgrIVbBNGRURwZReOh7nEBmQIuk58FNk",
+	"1KpPDqxLcGdvb9u+G9n7kGZZ89KLTW/orbkzDVpqwh/fmv/sTBq6aC4Xz9g1uukz54LBST4p1tDkvizW",
+	"3TDHKb0OJol/mZ27WaPPz9JhxsmMxn4MRkXwSTWYBS5HJAHunjyWsDx0WxmI3KPsBnJ2TMIrinic9+tJ",
+	"VJrqFjpmCYzPW+LCaDVbo4yPJxqK3QGYpojs+Wwexf/OIl/OXDSUs8issVgqDS1hrpVLQkGhxahBgwp1",
+	"Bov6zCZ0TZNo1AyWkam58gtq0g4czHPrdtGH/olP9896cMObGI+mmivNh+qRxzwYj7FZOn7r7z1GcVUg",
+	"GrcBMAsBmuEWVLp/RKXe4A0IjBbiYTRiQ+31v3k+NKqO+yeMZSxhV2hfgoZOrkIg5gTTFYw9uTSdyi9t",
+	"chMEPEojaglZEORqwnKGOhrhah/zSATjxnSI7PStZmubmzxRJJey1M8iAPnqx+JhQCV/CQ/yoToV4+Ee",
+	"hnve1F0+bLdfpqImamjZi7+gmBv05G+e4xLNtZtNidxuMKH7wuS8T1kSkN4ZcrO2QJslQniE2vw6cNtK",
+	"hxYIqJIoqbhJw++efixdkk+t1FhMawLt0/UDAGNblHoZE88Xa/uOBoT6xXcfDefaoKGFB/HYivQLtRnD",
+	"Q2q+LJtSY6kRxTq9rnrhnmL2aOO9Aw8e/KTaaG3KNOlSqKdhmI5tKzl75Z4CUaHo9NdpK0c4mYdRWb50",
+	"+XmEpU/tpCee0aPY/DrEZvkqPVH2+L4UnpDJ8WqOoDSbqdrmixa5IMJoBfzDZZK7akKWruAQ6y2aV2Zy",
+	"jxzCbsWR0O1V7EyOic31f+QUXymnyOT4/tnEhNFMT/7eyAMOfLO87aDwapZLqNzliuRzIQApCKPvQhJz",
+	"FkxoS/PLmsBP9pVfui6O8zwDE6SxkLTYCJrxy7vNqDY0wobznOtFZ/Dr+zLFXDJhXjzL5UUYiPBb7Yyx",
+	"dZkpkJQl0zDAYYNOp7mcMj1hc4VVdOx6JhVHSCkImG5w5o0pEvdy5ma6T2cZ5ZXTrsYGGwB6YKoPdZLB",
+	"Lk/9JjWeppwxQWe8v6DTbOWRnsyYODg9JqkczsE5Cf42/N0F+EK5IgenxxGhCmu1bGInVAukbIOzfcm0",
+	"fdvZjA0/w7V2m1EcNE2xVx3NTnMzWc3NODqfs6jFXvWL6L+8+BsbNpriS5vc/cvB61e9hyKdc3BL2jmo",
+	"GRvykd2SVSQEufxtGb6t0YNmI0MqkFIKJ243bDRiW5AMJ9TFG6d8DMXBmGv27fazWCRnWIv8TtBLyjPz",
+	"0wC7rpnqaju/wUJ+D2IE9td2cFncceDt2+0W2ZnLp9JZRXkIFLxe/pSH+Ni5YDRn+cFcT8yIZtvtc0uo",
+	"JkVwQRGZj6ngihEaRl9sAMCIKyjJ1zlDqqM5KilzwSGJiiLKiDnMHMvMfBZX8ZKa2AXEz1TkouKI8x0G",
+	"yjM+YsPFMGOkawcns4xahFH7DttUcnn0X8rRkBzDPYFT0w65BUMWLk5lzKyJ4doYNYS6AyOTwUnqGrUu",
+	"xyXq5nBY6T8EZp6N6OMSqdY5v5hrRkZQ81fkz42okHNdxS3WEzbtN+TJ1c3AoqVxMY4g+Rb+UVRourJs",
+	"Lgx7M/sfoLoavrO84T5gWlNt2ZzKQbrLybW9IgkCyM7o5PJKkOEEO10aUstoPlWlt9u0nqWXHx+8JjOZ",
+	"8SE3cz85PAbnNgOxoRZC0+sC/xN+tyCKT+cZ1TIPXuCGqIu1HR6TYyjT0AuANi0ikwH1zEXKcpI83d3e",
+	"eb79/c53SUSURO3g5PDYLvHsxZ8U6SbcjtZ3wx5CvXvSi8WUCmNqAgRF+WVqUOAAhR9DTXeOV7RIxYVS",
+	"56TwVoRP2KinXbmbTM3K0f6z0oKlxXJpRphIITVZkS7aOhFwWeBekSOECBWfkgwNiSrgap/ef/q/AQAA",
+	"//8=",
 }
 
 // decodeSpec returns the embedded OpenAPI spec as raw JSON bytes,

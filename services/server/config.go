@@ -9,6 +9,7 @@ import (
 	"github.com/caarlos0/env/v11"
 
 	"github.com/ferry-mq/ferry/services/messaging"
+	"github.com/ferry-mq/ferry/services/metering"
 	"github.com/ferry-mq/ferry/services/push"
 )
 
@@ -45,6 +46,9 @@ type Config struct {
 	Messaging messaging.Config
 	// Watch tunes the push consumers (pings, heartbeat, leases, caps): FERRY_WATCH_*.
 	Watch push.Config
+	// Metrics tunes the queues' metrics (rollups, their retention, the per-queue series of /metrics):
+	// FERRY_METRICS_*.
+	Metrics metering.Config
 }
 
 // LoadConfig reads the environment.

@@ -4,19 +4,13 @@ import (
 	"go.opentelemetry.io/otel/metric"
 )
 
-// Instruments are ferry's metrics (DESIGN section 9). Labels: tenancy, queue, consumer group, operation.
+// Instruments are ferry's request metrics (DESIGN section 9). The queues' message metrics are the metering
+// service's (services/metering), which bounds their per-queue series.
 type Instruments struct {
 	Meter metric.Meter // for observable instruments registered by the services
 
 	HTTPRequests metric.Int64Counter     // ferry.http.server.requests{operation,method,status}
 	HTTPDuration metric.Float64Histogram // ferry.http.server.duration{operation,method,status} seconds
-
-	MessagesPublished    metric.Int64Counter // ferry.messages.published{queue}
-	MessagesDelivered    metric.Int64Counter // ferry.messages.delivered{queue}
-	MessagesAcknowledged metric.Int64Counter // ferry.messages.acknowledged{queue}
-	MessagesDiscarded    metric.Int64Counter // ferry.messages.discarded{queue}
-	MessagesDeadLettered metric.Int64Counter // ferry.messages.dead_lettered{queue}
-	MessagesExpired      metric.Int64Counter // ferry.messages.expired{queue}
 }
 
 func newInstruments(m metric.Meter) (*Instruments, error) {
@@ -33,12 +27,6 @@ func newInstruments(m metric.Meter) (*Instruments, error) {
 		return c
 	}
 	i.HTTPRequests = counter("ferry.http.server.requests", "HTTP requests served, by operation and status.")
-	i.MessagesPublished = counter("ferry.messages.published", "Messages accepted by PutMessages.")
-	i.MessagesDelivered = counter("ferry.messages.delivered", "Message deliveries (leases) to consumers.")
-	i.MessagesAcknowledged = counter("ferry.messages.acknowledged", "Messages deleted by their consumers.")
-	i.MessagesDiscarded = counter("ferry.messages.discarded", "Messages not stored because no consumer group matched.")
-	i.MessagesDeadLettered = counter("ferry.messages.dead_lettered", "Messages moved to a dead-letter queue.")
-	i.MessagesExpired = counter("ferry.messages.expired", "Messages removed by retention expiry.")
 	if err != nil {
 		return nil, err
 	}
