@@ -309,4 +309,3 @@ func (r *ConsumerGroups) PurgeBatch(ctx context.Context, ref GroupRef, batch int
 	tag, err := r.pool.Exec(ctx, consumerGroupPurgeBatch, ref.QueueID, ref.GroupNo, batch)
 	return tag.RowsAffected(), interpretError("purging consumer group", err)
 }
-
