@@ -134,6 +134,10 @@ func iamMatrixRows() []iamMatrixRow {
 			setup: func(t *testing.T, m *iamMatrix) iamRequest {
 				return iamRequest{"GET", v + "/queues/" + m.queue(t) + "/stats", nil}
 			}},
+		{op: "GetQueueMetrics", allow: "read queue-metrics", deny: []string{"inspect queues", "manage queue-pull"}, want: http.StatusOK,
+			setup: func(t *testing.T, m *iamMatrix) iamRequest {
+				return iamRequest{"GET", v + "/queues/" + m.queue(t) + "/metrics", nil}
+			}},
 		{op: "ListChannels", allow: "read queues", deny: []string{"inspect queues", "manage queue-pull"}, want: http.StatusOK,
 			setup: func(t *testing.T, m *iamMatrix) iamRequest {
 				return iamRequest{"GET", v + "/queues/" + m.queue(t) + "/channels", nil}
