@@ -255,6 +255,13 @@ func TestQueueMetricsAccess(t *testing.T) {
 	// Watchers read metrics, not the queue itself.
 	status, _ = e.Client(t, "w", "Watchers").TryGetQueue(t, q)
 	require.Equal(t, http.StatusNotFound, status)
+	// The policy simulator knows the permission.
+	for groups, allowed := range map[string]bool{"Watchers": true, "Readers": true, "Producers": false} {
+		sim := e.Admin.Simulate(t, sdk.AuthorizeDetails{Subject: "s", Groups: &[]string{groups},
+			Permission: sdk.AuthorizeDetailsPermissionQUEUEMETRICSREAD, QueueId: &q})
+		require.Equal(t, http.StatusOK, sim.StatusCode(), string(sim.Body))
+		require.Equal(t, allowed, sim.JSON200.Allowed, groups)
+	}
 }
 
 // TestQueueMetricsBadInput: unknown names and resolutions, an empty or too long range answer 400.

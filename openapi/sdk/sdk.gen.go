@@ -34,6 +34,7 @@ const (
 	AuthorizeDetailsPermissionQUEUECREATE        AuthorizeDetailsPermission = "QUEUE_CREATE"
 	AuthorizeDetailsPermissionQUEUEDELETE        AuthorizeDetailsPermission = "QUEUE_DELETE"
 	AuthorizeDetailsPermissionQUEUEINSPECT       AuthorizeDetailsPermission = "QUEUE_INSPECT"
+	AuthorizeDetailsPermissionQUEUEMETRICSREAD   AuthorizeDetailsPermission = "QUEUE_METRICS_READ"
 	AuthorizeDetailsPermissionQUEUEMOVE          AuthorizeDetailsPermission = "QUEUE_MOVE"
 	AuthorizeDetailsPermissionQUEUEPULL          AuthorizeDetailsPermission = "QUEUE_PULL"
 	AuthorizeDetailsPermissionQUEUEPURGE         AuthorizeDetailsPermission = "QUEUE_PURGE"
@@ -70,6 +71,8 @@ func (e AuthorizeDetailsPermission) Valid() bool {
 	case AuthorizeDetailsPermissionQUEUEDELETE:
 		return true
 	case AuthorizeDetailsPermissionQUEUEINSPECT:
+		return true
+	case AuthorizeDetailsPermissionQUEUEMETRICSREAD:
 		return true
 	case AuthorizeDetailsPermissionQUEUEMOVE:
 		return true
