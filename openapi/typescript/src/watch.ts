@@ -222,10 +222,13 @@ export async function openWatch(conn: WatchConnection, queueId: string, options:
   if (conn.token) headers.authorization = `Bearer ${conn.token}`;
   if (options.consumerId) headers["x-ferry-consumer-id"] = options.consumerId;
 
-  // Frames are routed to the watcher once the first (hello) frame has made it.
+  // The first frame is the hello; the frames that follow it before the watcher exists (a messages frame often
+  // comes at once) wait in early, and go to the watcher when it is made.
   let watcher: Watcher | undefined;
   let hello: { resolve: (f: Frame) => void; reject: (e: unknown) => void } | undefined;
   const helloFrame = new Promise<Frame>((resolve, reject) => (hello = { resolve, reject }));
+  let gotHello = false;
+  const early: string[] = [];
   let closedEarly: { code: number; reason: string } | undefined;
   const socket = await openSocket(
     url,
@@ -233,6 +236,8 @@ export async function openWatch(conn: WatchConnection, queueId: string, options:
     {
       message(text) {
         if (watcher) return watcher.receive(text);
+        if (gotHello) return void early.push(text);
+        gotHello = true;
         try {
           hello?.resolve(JSON.parse(text) as Frame);
         } catch {
@@ -264,6 +269,7 @@ export async function openWatch(conn: WatchConnection, queueId: string, options:
     throw new Error(`watch: unexpected first frame ${JSON.stringify(first).slice(0, 200)}`);
   }
   watcher = new Watcher(socket, first, options.onStatus);
+  for (const text of early) watcher.receive(text);
   if (closedEarly) watcher.end(closedEarly.code, closedEarly.reason);
   if (options.signal) {
     const w = watcher;

@@ -138,6 +138,7 @@ function openWhatwg(
         terminate: () => ws.close(),
       });
     };
+    ws.onerror = () => {}; // a close follows, which says what there is to say
     ws.onmessage = (event: { data: unknown }) => {
       if (typeof event.data === "string") events.message(event.data);
     };
