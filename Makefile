@@ -19,7 +19,7 @@ build: ## build bin/ferry
 run: build ## start ferry on the embedded Postgres (.data/), create the dev tenancy, print a token
 	$(BIN)/ferry serve --dev
 
-test: lint verify ## everything CI runs: gofmt, vet, generated-code check, go test -race, timing tests, short fuzz runs
+test: lint verify ## everything CI runs: gofmt, vet, generated-code check, go test -race, timing tests, short fuzz runs, TypeScript SDK tests
 	$(GO) test -race -count=1 -timeout 20m ./...
 	@$(MAKE) --no-print-directory timing
 	@$(MAKE) --no-print-directory fuzz FUZZTIME=$(FUZZTIME)

@@ -6,7 +6,7 @@ import { test } from "node:test";
 
 import { FerryError, isCreate } from "@ferry-mq/sdk";
 
-import { client, createQueue, endpoint, tenancy, unique } from "./env.js";
+import { client, createQueue, endpoint, tenancy, token, unique } from "./env.js";
 
 const ferry = client();
 
@@ -189,7 +189,7 @@ test("paging: paginate follows opc-next-page through every page", async () => {
     await ferry.POST("/20210201/queues", { body: { compartmentId: compartment.data.id, displayName } });
   }
   const { requests, fetch } = recording();
-  const paged = client({ fetch });
+  const paged = client({ fetch, token: async () => token }); // a token function, asked for each request
   const listed = [];
   for await (const q of paged.paginate("/20210201/queues", {
     params: { query: { compartmentId: compartment.data.id, limit: 2, sortBy: "displayName", sortOrder: "ASC" } },
@@ -198,6 +198,7 @@ test("paging: paginate follows opc-next-page through every page", async () => {
   }
   assert.deepEqual(listed, names);
   assert.equal(requests.length, 3);
+  assert.equal(requests[2]!.headers.get("authorization"), `Bearer ${token}`);
   assert.equal(new URL(requests[0]!.url).searchParams.get("page"), null);
   assert.ok(new URL(requests[1]!.url).searchParams.get("page"));
 
@@ -335,4 +336,16 @@ test("connection errors are retried, then thrown", async () => {
   });
   await assert.rejects(nowhere.GET("/20210201/queues", { params: { query: { compartmentId: tenancy } } }), TypeError);
   assert.equal(tries, 3);
+});
+
+test("the built package keeps node-only code out of the browser path: no node: imports, ws loaded dynamically", () => {
+  const dist = new URL("../../dist/", import.meta.url);
+  for (const file of ["index.js", "client.js", "errors.js", "watch.js", "websocket.js", "schema.gen.js"]) {
+    const code = readFileSync(new URL(file, dist), "utf8");
+    assert.doesNotMatch(code, /from\s+["']node:|require\(|import\s+\S+\s+from\s+["']ws["']/, file);
+  }
+  const websocket = readFileSync(new URL("websocket.js", dist), "utf8");
+  assert.match(websocket, /await import\("ws"\)/);
+  const pkg = JSON.parse(readFileSync(new URL("../package.json", dist), "utf8")) as { browser: Record<string, unknown> };
+  assert.deepEqual(pkg.browser, { ws: false });
 });

@@ -3,6 +3,7 @@
 
 import assert from "node:assert/strict";
 import { test } from "node:test";
+import { setTimeout as sleep } from "node:timers/promises";
 
 import { FerryError, NegativeError, type Client, type Message } from "@ferry-mq/sdk";
 import WebSocket from "ws";
@@ -76,7 +77,7 @@ test("consume, aborted, finishes the message in hand and releases the rest with 
     async (m, { watcher }) => {
       if (handled.length === 0) {
         // Wait until the watch holds all five (window 10), then stop.
-        while ((await stats(queue.id)).inFlightMessages < 5) await new Promise((r) => setTimeout(r, 20));
+        while ((await stats(queue.id)).inFlightMessages < 5) await sleep(20);
         held = 5;
         stop.abort();
         assert.equal(watcher.consumerId, consumerId);
@@ -117,6 +118,32 @@ test("a Watcher: hello, pushed messages, commit with entry errors, close", async
   await watcher.closed;
   for await (const _ of watcher) assert.fail("a closed watch yields nothing");
   assert.equal((await stats(queue.id)).visibleMessages, 0);
+});
+
+test("a watch's signal closes it; single active consumer: onStatus reports STANDBY, then RUNNING on takeover", async () => {
+  const queue = await createQueue(ferry, { isSingleActiveConsumer: true });
+  const stopActive = new AbortController();
+  const active = await ferry.watch(queue.id, { consumerId: "active", signal: stopActive.signal });
+  const statuses: string[] = [];
+  let changed: () => void = () => {};
+  const standby = await ferry.watch(queue.id, {
+    consumerId: "standby",
+    onStatus: (s) => {
+      statuses.push(s);
+      changed();
+    },
+  });
+  const next = () => new Promise<void>((resolve) => (changed = resolve));
+  if (statuses.length === 0) await next();
+  assert.deepEqual(statuses, ["STANDBY"]);
+  assert.equal(standby.status, "STANDBY");
+
+  const takeover = next();
+  stopActive.abort();
+  await active.closed; // resolves: closed by its signal, not failed
+  await takeover;
+  assert.deepEqual(statuses, ["STANDBY", "RUNNING"]);
+  await standby.close();
 });
 
 test("a refused watch is a FerryError: unknown queue (404), bad token (401), a consumer already watching (429)", async () => {
