@@ -29,6 +29,11 @@ export class FerryError extends Error {
   /** Reads an error answer (`{code, message}` with `opc-request-id`); consumes the response's body. */
   static async fromResponse(response: Response): Promise<FerryError> {
     const text = await response.text().catch(() => "");
+    return FerryError.fromAnswer(response.status, text, (name) => response.headers.get(name), response.statusText);
+  }
+
+  /** Reads an error answer from its parts: status, body, headers (by lower-case name). */
+  static fromAnswer(status: number, text: string, header: (name: string) => string | null | undefined, statusText = "") {
     let body: Partial<components["schemas"]["Error"]> = {};
     try {
       body = JSON.parse(text) as typeof body;
@@ -36,11 +41,11 @@ export class FerryError extends Error {
       // not ferry's JSON (a proxy's page): keep the text
     }
     return new FerryError({
-      status: response.status,
-      code: typeof body.code === "string" ? body.code : `HTTP${response.status}`,
-      message: typeof body.message === "string" ? body.message : text.slice(0, 512) || response.statusText,
-      opcRequestId: response.headers.get("opc-request-id") ?? undefined,
-      retryAfter: parseRetryAfter(response.headers.get("retry-after")),
+      status,
+      code: typeof body?.code === "string" ? body.code : `HTTP${status}`,
+      message: typeof body?.message === "string" ? body.message : text.slice(0, 512) || statusText,
+      opcRequestId: header("opc-request-id") ?? undefined,
+      retryAfter: parseRetryAfter(header("retry-after") ?? null),
     });
   }
 }

@@ -80,7 +80,7 @@ export class Watcher implements AsyncIterable<Message> {
 
   #socket: Socket;
   #buffer: Message[] = [];
-  #waiting: ((done: boolean) => void) | undefined;
+  #waiting: (() => void)[] = [];
   #replies = new Map<string, { resolve: (r: Reply) => void; reject: (e: unknown) => void }>();
   #nextId = 0;
   #closing = false;
@@ -131,7 +131,7 @@ export class Watcher implements AsyncIterable<Message> {
 
   /** The pushed messages, until the watch closes or `signal` aborts (which ends the iteration, not the watch). */
   async *messages(signal?: AbortSignal): AsyncGenerator<Message, void, undefined> {
-    const wake = () => this.#wake(true);
+    const wake = () => this.#wake();
     signal?.addEventListener("abort", wake);
     try {
       for (;;) {
@@ -145,7 +145,7 @@ export class Watcher implements AsyncIterable<Message> {
           if (this.#ended.error !== undefined) throw this.#ended.error;
           return;
         }
-        await new Promise<boolean>((resolve) => (this.#waiting = resolve));
+        await new Promise<void>((resolve) => this.#waiting.push(resolve));
       }
     } finally {
       signal?.removeEventListener("abort", wake);
@@ -156,10 +156,10 @@ export class Watcher implements AsyncIterable<Message> {
     return this.messages();
   }
 
-  #wake(done = false) {
+  #wake() {
     const waiting = this.#waiting;
-    this.#waiting = undefined;
-    waiting?.(done);
+    this.#waiting = [];
+    for (const w of waiting) w();
   }
 
   async #send(frame: Record<string, unknown>): Promise<WatchEntryError[]> {

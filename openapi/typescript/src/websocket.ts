@@ -79,17 +79,13 @@ async function openNode(
       const chunks: Buffer[] = [];
       res.on("data", (chunk: Buffer) => chunks.push(chunk));
       res.on("end", () => {
-        const response = new Response(Buffer.concat(chunks), {
-          status: res.statusCode ?? 500,
-          headers: Object.entries(res.headers).flatMap(([k, v]) =>
-            v === undefined ? [] : (Array.isArray(v) ? v : [v]).map((x): [string, string] => [k, x]),
-          ),
-        });
-        void FerryError.fromResponse(response).then((err) => {
-          failure ??= err;
-          req.destroy();
-          ws.terminate();
-        });
+        const header = (name: string) => {
+          const v = res.headers[name];
+          return Array.isArray(v) ? v.join(", ") : v;
+        };
+        failure ??= FerryError.fromAnswer(res.statusCode ?? 0, Buffer.concat(chunks).toString("utf8"), header, res.statusMessage);
+        req.destroy();
+        ws.terminate();
       });
     });
     ws.on("error", (err) => {
