@@ -472,6 +472,33 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/20210201/queues/{queueId}/metrics": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description The OCID of the queue. */
+                queueId: components["parameters"]["QueueIdPath"];
+            };
+            cookie?: never;
+        };
+        /**
+         * Get a queue's metrics over time
+         * @description Returns time series of the queue (or of one consumer group) from its per-minute rollups, kept for 14 days
+         *     by default: counters (events per bucket) and gauges (sampled once a minute). Every bucket from `start` to
+         *     `end` has a point; a bucket without traffic and without messages is zero. A minute is returned once it is
+         *     settled (30 seconds after its end). Needs the `QUEUE_METRICS_READ` permission (`read queue-metrics`,
+         *     included in `read queues`).
+         */
+        get: operations["GetQueueMetrics"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/20210201/queues/{queueId}/channels": {
         parameters: {
             query?: never;
@@ -1702,6 +1729,74 @@ export interface components {
              */
             sizeInBytes: number;
         };
+        /**
+         * @description A queue metric. Counters: `published`, `publishedBytes`, `delivered`, `acknowledged`, `released`
+         *     (visibility 0, negative acknowledgement, a consumer leaving), `deadLettered`, `redriven`, `discarded` (no
+         *     consumer group matched), `expired` (retention). Gauges: `visible`, `inFlight`, `delayed`, `dlqMessages`,
+         *     `oldestMessageAge` (seconds), `consumers` (registered consumers seen in the last 30 seconds).
+         * @enum {string}
+         */
+        QueueMetricName: "published" | "publishedBytes" | "delivered" | "acknowledged" | "released" | "deadLettered" | "redriven" | "discarded" | "expired" | "visible" | "inFlight" | "delayed" | "dlqMessages" | "oldestMessageAge" | "consumers";
+        /** @description Time series of a queue's metrics. */
+        QueueMetrics: {
+            /** @description The queue the series are of. */
+            queueId: string;
+            /** @description The consumer group the series are of; absent for the queue as a whole. */
+            consumerGroupId?: string;
+            /**
+             * @description The width of a bucket.
+             * @enum {string}
+             */
+            resolution: "1m" | "5m" | "1h";
+            /**
+             * @description How the gauges aggregate over a bucket's samples.
+             * @enum {string}
+             */
+            aggregation: "max" | "mean";
+            /**
+             * Format: date-time
+             * @description The first bucket's start.
+             */
+            start: string;
+            /**
+             * Format: date-time
+             * @description The end of the last bucket (exclusive).
+             */
+            end: string;
+            /** @description One series per metric asked for, in the order of `names`. */
+            items: components["schemas"]["MetricSeries"][];
+        };
+        /** @description One metric's points, one per bucket. */
+        MetricSeries: {
+            name: components["schemas"]["QueueMetricName"];
+            /**
+             * @description COUNTER points are events in the bucket; GAUGE points are sampled values.
+             * @enum {string}
+             */
+            kind: "COUNTER" | "GAUGE";
+            /** @description messages, bytes, seconds or consumers. */
+            unit: string;
+            /** @description What the series is of. */
+            dimensions: {
+                queueId: string;
+                consumerGroupId?: string;
+            };
+            /** @description One point per bucket, oldest first. */
+            points: components["schemas"]["MetricPoint"][];
+        };
+        /** @description One bucket of a series. */
+        MetricPoint: {
+            /**
+             * Format: date-time
+             * @description The bucket's start.
+             */
+            timestamp: string;
+            /**
+             * Format: double
+             * @description The bucket's value (a count, or a gauge's maximum or mean).
+             */
+            value: number;
+        };
         /** @description The statistics of a queue. */
         QueueStats: {
             /** @description The statistics of the queue itself. */
@@ -1991,7 +2086,7 @@ export interface components {
              * @description The permission to decide.
              * @enum {string}
              */
-            permission: "QUEUE_INSPECT" | "QUEUE_READ" | "QUEUE_UPDATE" | "QUEUE_CREATE" | "QUEUE_DELETE" | "QUEUE_MOVE" | "QUEUE_PURGE" | "QUEUE_PUSH" | "QUEUE_PULL" | "COMPARTMENT_INSPECT" | "COMPARTMENT_READ" | "COMPARTMENT_UPDATE" | "COMPARTMENT_CREATE" | "COMPARTMENT_DELETE" | "POLICY_INSPECT" | "POLICY_READ" | "POLICY_CREATE" | "POLICY_UPDATE" | "POLICY_DELETE";
+            permission: "QUEUE_INSPECT" | "QUEUE_READ" | "QUEUE_UPDATE" | "QUEUE_CREATE" | "QUEUE_DELETE" | "QUEUE_MOVE" | "QUEUE_PURGE" | "QUEUE_PUSH" | "QUEUE_PULL" | "QUEUE_METRICS_READ" | "COMPARTMENT_INSPECT" | "COMPARTMENT_READ" | "COMPARTMENT_UPDATE" | "COMPARTMENT_CREATE" | "COMPARTMENT_DELETE" | "POLICY_INSPECT" | "POLICY_READ" | "POLICY_CREATE" | "POLICY_UPDATE" | "POLICY_DELETE";
             /** @description The target compartment (absent = the root compartment, or the queue's compartment). */
             compartmentId?: components["schemas"]["Ocid"];
             /** @description The target queue. */
@@ -3440,6 +3535,64 @@ export interface operations {
                 };
                 content: {
                     "application/json": components["schemas"]["QueueStats"];
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            404: components["responses"]["NotFound"];
+            429: components["responses"]["TooManyRequests"];
+            500: components["responses"]["InternalServerError"];
+        };
+    };
+    GetQueueMetrics: {
+        parameters: {
+            query?: {
+                /** @description The metrics to return (repeat the parameter for several). Absent = every metric. */
+                names?: components["schemas"]["QueueMetricName"][];
+                /**
+                 * @description One consumer group's share (its OCID or `displayName`). Absent = the queue as a whole: every group's
+                 *     messages (published counts each message once; the other counters and the gauges count every group's
+                 *     copies).
+                 */
+                consumerGroupId?: string;
+                /** @description The start of the range (rounded down to the resolution). Absent = one hour before `end`. */
+                start?: string;
+                /**
+                 * @description The end of the range, exclusive (rounded up to the resolution, and never later than the latest settled
+                 *     minute). Absent = the latest settled minute.
+                 */
+                end?: string;
+                /**
+                 * @description The width of a bucket. Counters are summed over it; gauges take the maximum (or the mean, see
+                 *     `aggregation`) of its samples. At most 1440 buckets per call.
+                 */
+                resolution?: "1m" | "5m" | "1h";
+                /** @description How gauges aggregate over a bucket's samples. */
+                aggregation?: "max" | "mean";
+            };
+            header?: {
+                /**
+                 * @description A caller-chosen unique id for this request (for log correlation); it is echoed in the `opc-request-id`
+                 *     response header. When absent the server generates one.
+                 */
+                "opc-request-id"?: components["parameters"]["OpcRequestIdHeader"];
+            };
+            path: {
+                /** @description The OCID of the queue. */
+                queueId: components["parameters"]["QueueIdPath"];
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The series, in the order of `names`. */
+            200: {
+                headers: {
+                    "opc-request-id": components["headers"]["OpcRequestId"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["QueueMetrics"];
                 };
             };
             400: components["responses"]["BadRequest"];

@@ -349,3 +349,23 @@ test("the built package keeps node-only code out of the browser path: no node: i
   const pkg = JSON.parse(readFileSync(new URL("../package.json", dist), "utf8")) as { browser: Record<string, unknown> };
   assert.deepEqual(pkg.browser, { ws: false });
 });
+
+test("queue metrics: the typed series of a queue, names repeated in the query, 5-minute buckets", async () => {
+  const queueId = (await createQueue(ferry)).id;
+  const { data } = await ferry.GET("/20210201/queues/{queueId}/metrics", {
+    params: { path: { queueId }, query: { names: ["published", "visible"], resolution: "5m" } },
+  });
+  assert.equal(data.queueId, queueId);
+  assert.equal(data.resolution, "5m");
+  assert.deepEqual(data.items.map((s) => [s.name, s.kind, s.unit]), [
+    ["published", "COUNTER", "messages"],
+    ["visible", "GAUGE", "messages"],
+  ]);
+  const points = data.items[0]!.points;
+  assert.ok(points.length >= 12 && points.length <= 13, `an hour of 5-minute buckets: ${points.length}`);
+  assert.ok(points.every((p) => p.value === 0 && Date.parse(p.timestamp) % 300_000 === 0));
+  await assert.rejects(
+    ferry.GET("/20210201/queues/{queueId}/metrics", { params: { path: { queueId }, query: { start: "2020-01-01T00:00:00Z" } } }),
+    (err) => err instanceof FerryError && err.status === 400 && err.code === "InvalidParameter",
+  );
+});
