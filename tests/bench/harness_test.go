@@ -45,6 +45,7 @@ type node struct {
 	stderr  *bytes.Buffer
 	bin     string   // the built ferry binary
 	env     []string // the process's environment
+	dbURL   string   // the database's URL
 
 	failMu      sync.Mutex
 	failSamples []string // the first failed answers (recordFailure)
@@ -122,7 +123,8 @@ func startNode(b testing.TB) *node {
 	if err != nil {
 		b.Fatal(err)
 	}
-	if n.pool, err = pgxpool.New(ctx, cluster.URL("")+"&pool_max_conns=32"); err != nil {
+	n.dbURL = cluster.URL("")
+	if n.pool, err = pgxpool.New(ctx, n.dbURL+"&pool_max_conns=32"); err != nil {
 		b.Fatal(err)
 	}
 	return n
@@ -440,10 +442,10 @@ func (n *node) peer(b testing.TB, extraEnv ...string) *node {
 	l, _ := net.Listen("tcp", "127.0.0.1:0")
 	addr := l.Addr().String()
 	l.Close()
-	env := append(append([]string{}, n.env...), "FERRY_LISTEN="+addr, "FERRY_DATABASE_URL="+n.pool.Config().ConnString())
+	env := append(append([]string{}, n.env...), "FERRY_LISTEN="+addr, "FERRY_DATABASE_URL="+n.dbURL)
 	env = append(env, extraEnv...)
 	p := &node{base: "http://" + addr, token: n.token, tenancy: n.tenancy, pool: n.pool, client: n.client,
-		dataDir: n.dataDir, pgDir: n.pgDir, stderr: &bytes.Buffer{}, bin: n.bin, env: env}
+		dataDir: n.dataDir, pgDir: n.pgDir, stderr: &bytes.Buffer{}, bin: n.bin, env: env, dbURL: n.dbURL}
 	p.cmd = exec.Command(n.bin, "serve")
 	p.cmd.Env = env
 	p.cmd.Stderr = p.stderr
