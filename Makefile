@@ -7,13 +7,20 @@ BIN := bin
 # spuriously with "context deadline exceeded" (golang/go#75804, fixed in Go 1.27).
 FUZZTIME ?= 100000x
 
-.PHONY: help build run test timing lint vet fmt generate verify bench fuzz clean
+.PHONY: help build run test timing lint vet fmt generate verify bench fuzz clean terraform-provider
 
 help: ## list the targets
 	@grep -hE '^[a-zA-Z_-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  %-10s %s\n", $$1, $$2}'
 
 build: ## build bin/ferry
 	$(GO) build -o $(BIN)/ferry ./cmd/ferry
+
+# The Terraform provider, and a CLI configuration whose dev_overrides make terraform use this build of ferry-mq/ferry
+# instead of looking for it in a registry: TF_CLI_CONFIG_FILE=bin/terraformrc terraform plan (no terraform init).
+terraform-provider: ## build bin/terraform-provider-ferry and bin/terraformrc (export TF_CLI_CONFIG_FILE=bin/terraformrc)
+	$(GO) build -o $(BIN)/terraform-provider-ferry ./terraform
+	@printf 'provider_installation {\n  dev_overrides {\n    "ferry-mq/ferry" = "%s"\n  }\n  direct {}\n}\n' "$(abspath $(BIN))" > $(BIN)/terraformrc
+	@echo "wrote $(BIN)/terraformrc: export TF_CLI_CONFIG_FILE=$(abspath $(BIN))/terraformrc"
 
 run: build ## start ferry on the embedded Postgres (.data/), create the dev tenancy, print a token
 	$(BIN)/ferry serve --dev
