@@ -159,9 +159,11 @@ resource "ferry_queue" "q" {
 				ExpectError: regexp.MustCompile(`(?s)UpdateQueue answered 412 NoEtagMatch.*opc-request-id.*changed\s+outside\s+Terraform`),
 			},
 			{
-				PreConfig: func() { require.Equal(t, 77, a.queue(id).VisibilityInSeconds, "the change made outside Terraform stays") },
-				Config:    queue(90),
-				Check:     resource.TestCheckResourceAttr("ferry_queue.q", "visibility_in_seconds", "90"),
+				PreConfig: func() {
+					require.Equal(t, 77, a.queue(id).VisibilityInSeconds, "the change made outside Terraform stays")
+				},
+				Config: queue(90),
+				Check:  resource.TestCheckResourceAttr("ferry_queue.q", "visibility_in_seconds", "90"),
 			},
 		},
 	})
