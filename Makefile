@@ -7,6 +7,10 @@ BIN := bin
 # spuriously with "context deadline exceeded" (golang/go#75804, fixed in Go 1.27).
 FUZZTIME ?= 100000x
 
+# The Terraform provider's documentation (terraform/docs) from its schema's descriptions and terraform/examples;
+# it builds the provider and asks the terraform on PATH for its schema (no registry, no download).
+TFPLUGINDOCS = $(GO) tool tfplugindocs generate --provider-dir terraform --provider-name ferry --rendered-provider-name ferry
+
 .PHONY: help build run test timing lint vet fmt generate verify bench fuzz clean terraform-provider
 
 help: ## list the targets
@@ -45,10 +49,11 @@ fmt: ## fail when gofmt would change a file
 vet: ## go vet
 	$(GO) vet ./...
 
-generate: ## regenerate the server interfaces, the Go SDK and the API's limits from openapi/openapi.yaml
+generate: ## regenerate the server interfaces, the Go SDK and the API's limits from openapi/openapi.yaml, and terraform/docs
 	$(GO) tool oapi-codegen -config openapi/api/config.yaml openapi/openapi.yaml
 	$(GO) tool oapi-codegen -config openapi/sdk/config.yaml openapi/openapi.yaml
 	$(GO) run ./openapi/internal/limitsgen openapi/openapi.yaml openapi/limits.gen.go
+	$(TFPLUGINDOCS) >/dev/null
 
 verify: ## fail when the generated code is not what make generate produces
 	@tmp=$$(mktemp -d); trap 'rm -rf $$tmp' EXIT; \
@@ -61,6 +66,9 @@ verify: ## fail when the generated code is not what make generate produces
 	  $(GO) run ./openapi/internal/limitsgen openapi/openapi.yaml $$tmp/limits.gen.go && \
 	  cmp -s $$tmp/limits.gen.go openapi/limits.gen.go || \
 	    { echo "openapi/limits.gen.go is stale: run make generate and commit"; exit 1; }
+	@trap 'rm -rf terraform/.docs-check' EXIT; \
+	  $(TFPLUGINDOCS) --rendered-website-dir .docs-check >/dev/null && diff -r terraform/docs terraform/.docs-check || \
+	    { echo "terraform/docs is stale: run make generate and commit"; exit 1; }
 
 fuzz: ## run every fuzz target for FUZZTIME (default 100000 executions each)
 	@for pkg in $$($(GO) list ./... ); do \
