@@ -15,7 +15,6 @@ import (
 	"github.com/hashicorp/terraform-plugin-testing/helper/resource"
 	"github.com/hashicorp/terraform-plugin-testing/terraform"
 	"github.com/stretchr/testify/require"
-	"go.uber.org/goleak"
 
 	"github.com/ferry-mq/ferry/openapi/sdk"
 	"github.com/ferry-mq/ferry/persistence/testdb"
@@ -55,14 +54,7 @@ func TestMain(m *testing.M) {
 		_ = os.Setenv(k, v)
 	}
 	defer os.RemoveAll(tmp)
-	// terraform-plugin-go's provider server and go-plugin's stdio copiers are torn down asynchronously by
-	// terraform-plugin-testing after each step; they are not ferry's goroutines.
-	testdb.Main(m,
-		goleak.IgnoreAnyFunction("github.com/hashicorp/go-plugin.(*gRPCBrokerServer).Recv"),
-		goleak.IgnoreAnyFunction("google.golang.org/grpc.(*Server).Serve"),
-		goleak.IgnoreAnyFunction("github.com/hashicorp/go-plugin/internal/grpcmux.(*blockedServerListener).Accept"),
-		goleak.IgnoreTopFunction("internal/poll.runtime_pollWait"),
-	)
+	testdb.Main(m)
 }
 
 // acc is one acceptance test's world: a server, a tenancy, its administrator (a client for checks and for

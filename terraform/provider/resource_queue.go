@@ -210,6 +210,9 @@ func (r *queueResource) Update(ctx context.Context, req resource.UpdateRequest, 
 		out, err := r.client.api.UpdateQueueWithResponse(ctx, id, &sdk.UpdateQueueParams{IfMatch: etag}, body)
 		if err := expect("UpdateQueue", out, err, http.StatusAccepted); err != nil {
 			addError(&resp.Diagnostics, "Cannot update the queue", err, queueAttributes)
+			if last != nil { // the move was made: the state must say where the queue is now
+				r.setState(ctx, *last, *etag, state.Timeouts, resp.Private, &resp.State, &resp.Diagnostics)
+			}
 			return
 		}
 		last, etag = out.JSON202, ptr(etagOf(out))
