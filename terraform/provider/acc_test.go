@@ -6,7 +6,6 @@ import (
 	"net/http"
 	"os"
 	"os/exec"
-	"path/filepath"
 	"strings"
 	"testing"
 
@@ -15,6 +14,7 @@ import (
 	"github.com/hashicorp/terraform-plugin-testing/helper/resource"
 	"github.com/hashicorp/terraform-plugin-testing/terraform"
 	"github.com/stretchr/testify/require"
+	"go.uber.org/goleak"
 
 	"github.com/ferry-mq/ferry/openapi/sdk"
 	"github.com/ferry-mq/ferry/persistence/testdb"
@@ -29,14 +29,7 @@ import (
 // source "ferry-mq/ferry"), and an empty CLI configuration, so that nothing of the machine's (a plugin cache, a
 // mirror, a missing file TF_CLI_CONFIG_FILE names) changes what terraform does.
 func TestMain(m *testing.M) {
-	tmp, err := os.MkdirTemp("", "ferry-tf-acc")
-	if err != nil {
-		panic(err)
-	}
-	cliConfig := filepath.Join(tmp, "terraformrc")
-	if err := os.WriteFile(cliConfig, nil, 0o600); err != nil {
-		panic(err)
-	}
+	var err error
 	terraform := os.Getenv("TF_ACC_TERRAFORM_PATH")
 	if terraform == "" {
 		if terraform, err = exec.LookPath("terraform"); err != nil {
@@ -48,13 +41,14 @@ func TestMain(m *testing.M) {
 		"TF_ACC_TERRAFORM_PATH":     terraform,
 		"CHECKPOINT_DISABLE":        "1",
 		"TF_ACC_PROVIDER_NAMESPACE": "ferry-mq",
-		"TF_CLI_CONFIG_FILE":        cliConfig,
+		"TF_CLI_CONFIG_FILE":        os.DevNull,
 		"TF_IN_AUTOMATION":          "1",
 	} {
 		_ = os.Setenv(k, v)
 	}
-	defer os.RemoveAll(tmp)
-	testdb.Main(m)
+	// go-plugin copies the in-process provider's stdout and stderr until those pipes close, which
+	// terraform-plugin-testing does not wait for after the last step: those copiers are not ferry's goroutines.
+	testdb.Main(m, goleak.IgnoreAnyFunction("github.com/hashicorp/go-plugin.copyChan"))
 }
 
 // acc is one acceptance test's world: a server, a tenancy, its administrator (a client for checks and for
