@@ -22,7 +22,7 @@ var layers = []struct {
 	{"http", []string{"openapi/api", "services/apierror", "services/wire", "services/httpapi", "services/controlplane",
 		"services/dataplane", "services/push"}, false},
 	{"wiring", []string{"services/server", "cmd/...", "openapi/sdk", "openapi/internal/...", "tests", "tests/...",
-		"terraform/..."}, false},
+		"terraform", "terraform/..."}, false},
 }
 
 // adapters are the HTTP adapters of the planes: each stands on its own.
