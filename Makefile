@@ -7,7 +7,11 @@ BIN := bin
 # spuriously with "context deadline exceeded" (golang/go#75804, fixed in Go 1.27).
 FUZZTIME ?= 100000x
 
-.PHONY: help build run test timing lint vet fmt generate verify bench fuzz clean
+# The Terraform provider's documentation (terraform/docs) from its schema's descriptions and terraform/examples;
+# it builds the provider and asks the terraform on PATH for its schema (no registry, no download).
+TFPLUGINDOCS = $(GO) tool tfplugindocs generate --provider-dir terraform --provider-name ferry --rendered-provider-name ferry
+
+.PHONY: help build run test timing lint vet fmt generate verify bench fuzz clean terraform-provider
 .PHONY: generate-typescript verify-typescript test-typescript
 
 help: ## list the targets
@@ -15,6 +19,13 @@ help: ## list the targets
 
 build: ## build bin/ferry
 	$(GO) build -o $(BIN)/ferry ./cmd/ferry
+
+# The Terraform provider, and a CLI configuration whose dev_overrides make terraform use this build of ferry-mq/ferry
+# instead of looking for it in a registry: TF_CLI_CONFIG_FILE=bin/terraformrc terraform plan (no terraform init).
+terraform-provider: ## build bin/terraform-provider-ferry and bin/terraformrc (export TF_CLI_CONFIG_FILE=bin/terraformrc)
+	$(GO) build -o $(BIN)/terraform-provider-ferry ./terraform
+	@printf 'provider_installation {\n  dev_overrides {\n    "ferry-mq/ferry" = "%s"\n  }\n  direct {}\n}\n' "$(abspath $(BIN))" > $(BIN)/terraformrc
+	@echo "wrote $(BIN)/terraformrc: export TF_CLI_CONFIG_FILE=$(abspath $(BIN))/terraformrc"
 
 run: build ## start ferry on the embedded Postgres (.data/), create the dev tenancy, print a token
 	$(BIN)/ferry serve --dev
@@ -40,10 +51,11 @@ fmt: ## fail when gofmt would change a file
 vet: ## go vet
 	$(GO) vet ./...
 
-generate: ## regenerate the server interfaces, the Go SDK and the API's limits from openapi/openapi.yaml
+generate: ## regenerate the server interfaces, the Go SDK and the API's limits from openapi/openapi.yaml, and terraform/docs
 	$(GO) tool oapi-codegen -config openapi/api/config.yaml openapi/openapi.yaml
 	$(GO) tool oapi-codegen -config openapi/sdk/config.yaml openapi/openapi.yaml
 	$(GO) run ./openapi/internal/limitsgen openapi/openapi.yaml openapi/limits.gen.go
+	$(TFPLUGINDOCS) >/dev/null
 	@$(MAKE) --no-print-directory generate-typescript
 
 verify: ## fail when the generated code is not what make generate produces
@@ -57,6 +69,9 @@ verify: ## fail when the generated code is not what make generate produces
 	  $(GO) run ./openapi/internal/limitsgen openapi/openapi.yaml $$tmp/limits.gen.go && \
 	  cmp -s $$tmp/limits.gen.go openapi/limits.gen.go || \
 	    { echo "openapi/limits.gen.go is stale: run make generate and commit"; exit 1; }
+	@trap 'rm -rf terraform/.docs-check' EXIT; \
+	  $(TFPLUGINDOCS) --rendered-website-dir .docs-check >/dev/null && diff -r terraform/docs terraform/.docs-check || \
+	    { echo "terraform/docs is stale: run make generate and commit"; exit 1; }
 	@$(MAKE) --no-print-directory verify-typescript
 
 fuzz: ## run every fuzz target for FUZZTIME (default 100000 executions each)

@@ -22,7 +22,8 @@ var layers = []struct {
 		"services/metering"}, true},
 	{"http", []string{"openapi/api", "services/apierror", "services/wire", "services/httpapi", "services/controlplane",
 		"services/dataplane", "services/push"}, false},
-	{"wiring", []string{"services/server", "cmd/...", "openapi/sdk", "openapi/internal/...", "tests", "tests/..."}, false},
+	{"wiring", []string{"services/server", "cmd/...", "openapi/sdk", "openapi/internal/...", "tests", "tests/...",
+		"terraform", "terraform/..."}, false},
 }
 
 // adapters are the HTTP adapters of the planes: each stands on its own.

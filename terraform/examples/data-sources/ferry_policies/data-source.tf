@@ -1,0 +1,4 @@
+data "ferry_policies" "root" {
+  compartment_id = var.tenancy_id
+  name           = "Tenant Admin Policy" # optional
+}

@@ -1,0 +1,1 @@
+terraform import ferry_compartment.orders ocid1.compartment.ferry.local.aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa

@@ -1,0 +1,1 @@
+terraform import ferry_consumer_group.billing ocid1.consumergroup.ferry.local.aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa

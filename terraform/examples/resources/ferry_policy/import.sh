@@ -1,0 +1,1 @@
+terraform import ferry_policy.orders_producers ocid1.policy.ferry.local.aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa

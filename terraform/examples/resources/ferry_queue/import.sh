@@ -1,0 +1,1 @@
+terraform import ferry_queue.orders ocid1.queue.ferry.local.aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa
