@@ -35,6 +35,7 @@ import (
 // node is a ferry process under test.
 type node struct {
 	base    string
+	metrics string // the metrics listener's /metrics
 	token   string
 	tenancy string
 	cmd     *exec.Cmd
@@ -65,12 +66,15 @@ func startNode(b testing.TB) *node {
 	l, _ := net.Listen("tcp", "127.0.0.1:0")
 	addr := l.Addr().String()
 	l.Close()
+	l, _ = net.Listen("tcp", "127.0.0.1:0")
+	metricsAddr := l.Addr().String()
+	l.Close()
 	secretBytes := make([]byte, 32)
 	_, _ = rand.Read(secretBytes)
 	secret := hex.EncodeToString(secretBytes)
 	env := append(os.Environ(), "FERRY_DATA_DIR="+filepath.Join(dir, "data"), "FERRY_LISTEN="+addr,
-		"FERRY_JWT_HS256_SECRET="+secret, "FERRY_LOG_LEVEL=warn", "FERRY_DB_MAX_CONNS=32", "FERRY_DATABASE_URL=", "FERRY_PPROF_LISTEN="+os.Getenv("FERRY_BENCH_PPROF"), "FERRY_PG_SETTINGS="+os.Getenv("FERRY_BENCH_PG_SETTINGS"))
-	n := &node{base: "http://" + addr, dataDir: dir, stderr: &bytes.Buffer{}}
+		"FERRY_METRICS_LISTEN="+metricsAddr, "FERRY_JWT_HS256_SECRET="+secret, "FERRY_LOG_LEVEL=warn", "FERRY_DB_MAX_CONNS=32", "FERRY_DATABASE_URL=", "FERRY_PPROF_LISTEN="+os.Getenv("FERRY_BENCH_PPROF"), "FERRY_PG_SETTINGS="+os.Getenv("FERRY_BENCH_PG_SETTINGS"))
+	n := &node{base: "http://" + addr, metrics: "http://" + metricsAddr + "/metrics", dataDir: dir, stderr: &bytes.Buffer{}}
 	n.cmd = exec.Command(bin, "serve")
 	n.cmd.Env = env
 	n.cmd.Stderr = n.stderr
