@@ -3,8 +3,10 @@ package tests
 import (
 	"context"
 	"net/http"
+	"strconv"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/require"
 	"go.opentelemetry.io/otel/sdk/metric/metricdata"
@@ -89,4 +91,62 @@ func TestMetricsDescribed(t *testing.T) {
 		}
 	}
 	require.Greater(t, seen, 10)
+}
+
+// IAM's metrics tell a denial (no policy allows: 404 to the caller) from a request whose target does not exist
+// (also 404 to the caller), and count the denial under the permission it lacked.
+func TestIAMMetrics(t *testing.T) {
+	t.Parallel()
+	e := testserver.StartTenancy(t, "iam-metrics")
+	q := e.Admin.NewQueue(t, e.ID)
+	status, body := e.Client(t, "mallory", "Nobody").TryPut(t, q, "denied")
+	e2e.RequireDenied(t, status, body)
+	status, _ = e.Admin.TryGetQueue(t, strings.Replace(q, "ocid1.queue.", "ocid1.queue.x", 1))
+	require.Equal(t, http.StatusNotFound, status)
+
+	page := e.Server.Scrape(t)
+	require.Equal(t, 1.0, metricSum(t, page, "ferry_iam_denials_total", `permission="QUEUE_PUSH"`))
+	require.Equal(t, 1.0, metricSum(t, page, "ferry_iam_denials_total"), "one denial in all")
+	require.Equal(t, 1.0, metricSum(t, page, "ferry_iam_decision_duration_seconds_count", `result="denied"`))
+	require.Equal(t, 1.0, metricSum(t, page, "ferry_iam_decision_duration_seconds_count", `result="failed"`))
+	require.GreaterOrEqual(t, metricSum(t, page, "ferry_iam_decision_duration_seconds_count", `result="allowed"`), 1.0)
+}
+
+// A put on one node wakes the other through NOTIFY: both record the lag, the receiver as remote, the sender (which
+// hears its own notification) as local.
+func TestNotifyLagMetrics(t *testing.T) {
+	t.Parallel()
+	a, tenancyID, client := testserver.StartAdmin(t)
+	b := a.Peer(t)
+	<-b.Node.Messaging().Ready()
+	q := client.NewQueue(t, tenancyID)
+	client.Put(t, q, e2e.Msg("wake the others"))
+	for node, origin := range map[*testserver.Server]string{a: "local", b: "remote"} {
+		require.Eventually(t, func() bool {
+			return metricSum(t, node.Scrape(t), "ferry_notify_lag_seconds_count", `origin="`+origin+`"`) > 0
+		}, 10*time.Second, 20*time.Millisecond, "no %s NOTIFY lag recorded", origin)
+	}
+	require.Zero(t, metricSum(t, a.Scrape(t), "ferry_notify_lag_seconds_count", `origin="remote"`), "a heard no one else")
+}
+
+// metricSum sums the samples of the metric name whose labels include every one of labels (name="value").
+func metricSum(t *testing.T, page, name string, labels ...string) float64 {
+	t.Helper()
+	var sum float64
+	for _, line := range strings.Split(page, "\n") {
+		series, value, ok := strings.Cut(line, " ")
+		if !ok || (series != name && !strings.HasPrefix(series, name+"{")) {
+			continue
+		}
+		matches := true
+		for _, l := range labels {
+			matches = matches && strings.Contains(series, l)
+		}
+		if matches {
+			v, err := strconv.ParseFloat(value, 64)
+			require.NoError(t, err, line)
+			sum += v
+		}
+	}
+	return sum
 }
