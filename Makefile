@@ -7,7 +7,7 @@ BIN := bin
 # spuriously with "context deadline exceeded" (golang/go#75804, fixed in Go 1.27).
 FUZZTIME ?= 100000x
 
-.PHONY: help build run test timing lint vet fmt generate verify bench fuzz clean
+.PHONY: help build run test timing lint vet fmt generate verify bench fuzz clean tools monitor
 
 help: ## list the targets
 	@grep -hE '^[a-zA-Z_-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  %-10s %s\n", $$1, $$2}'
@@ -18,7 +18,7 @@ build: ## build bin/ferry
 run: build ## start ferry on the embedded Postgres (.data/), create the dev tenancy, print a token
 	$(BIN)/ferry serve --dev
 
-test: lint verify ## everything CI runs: gofmt, vet, generated-code check, go test -race, timing tests, short fuzz runs
+test: tools lint verify ## everything CI runs: gofmt, vet, generated-code check, go test -race, timing tests, short fuzz runs
 	$(GO) test -race -count=1 -timeout 20m ./...
 	@$(MAKE) --no-print-directory timing
 	@$(MAKE) --no-print-directory fuzz FUZZTIME=$(FUZZTIME)
@@ -38,10 +38,11 @@ fmt: ## fail when gofmt would change a file
 vet: ## go vet
 	$(GO) vet ./...
 
-generate: ## regenerate the server interfaces, the Go SDK and the API's limits from openapi/openapi.yaml
+generate: ## regenerate the server interfaces, the Go SDK and the API's limits from openapi/openapi.yaml, and the Grafana dashboards
 	$(GO) tool oapi-codegen -config openapi/api/config.yaml openapi/openapi.yaml
 	$(GO) tool oapi-codegen -config openapi/sdk/config.yaml openapi/openapi.yaml
 	$(GO) run ./openapi/internal/limitsgen openapi/openapi.yaml openapi/limits.gen.go
+	$(GO) run ./deploy/grafana/internal/dashgen deploy/grafana
 
 verify: ## fail when the generated code is not what make generate produces
 	@tmp=$$(mktemp -d); trap 'rm -rf $$tmp' EXIT; \
@@ -53,7 +54,12 @@ verify: ## fail when the generated code is not what make generate produces
 	  done; \
 	  $(GO) run ./openapi/internal/limitsgen openapi/openapi.yaml $$tmp/limits.gen.go && \
 	  cmp -s $$tmp/limits.gen.go openapi/limits.gen.go || \
-	    { echo "openapi/limits.gen.go is stale: run make generate and commit"; exit 1; }
+	    { echo "openapi/limits.gen.go is stale: run make generate and commit"; exit 1; }; \
+	  mkdir $$tmp/grafana && $(GO) run ./deploy/grafana/internal/dashgen $$tmp/grafana && \
+	  for f in deploy/grafana/*.json $$tmp/grafana/*.json; do \
+	    cmp -s $$tmp/grafana/$$(basename $$f) deploy/grafana/$$(basename $$f) || \
+	      { echo "deploy/grafana/$$(basename $$f) is stale: run make generate and commit"; exit 1; }; \
+	  done
 
 fuzz: ## run every fuzz target for FUZZTIME (default 100000 executions each)
 	@for pkg in $$($(GO) list ./... ); do \
@@ -66,6 +72,26 @@ fuzz: ## run every fuzz target for FUZZTIME (default 100000 executions each)
 bench: ## the load benchmarks in tests/bench (not part of make test); the last line is BenchmarkQueue's summary
 	$(GO) test -run '^$$' -bench 'Fanout|Ordering|Watch' -benchtime 1x -timeout 30m -v ./tests/bench/
 	$(GO) test -run '^$$' -bench 'BenchmarkQueue$$' -benchtime 1x -timeout 30m -v ./tests/bench/
+
+# promtool and prometheus (Debian's package) for the tests of deploy/ (tests/monitoring): installed with apt when
+# missing and running as root (CI); otherwise say how, and those tests skip unless FERRY_REQUIRE_TOOLS=1.
+tools: ## install promtool and prometheus (Debian package prometheus) when missing
+	@command -v promtool >/dev/null 2>&1 && command -v prometheus >/dev/null 2>&1 && exit 0; \
+	  if [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1; then \
+	    echo "tools: installing prometheus (promtool) with apt"; \
+	    export DEBIAN_FRONTEND=noninteractive; \
+	    apt-get update -qq && apt-get install -y -qq --no-install-recommends prometheus >/dev/null; \
+	  else \
+	    echo "tools: promtool/prometheus missing: apt-get install prometheus (tests/monitoring skips without them)"; \
+	  fi
+
+PROMETHEUS_LISTEN ?= 127.0.0.1:9090
+
+monitor: tools ## run Prometheus (deploy/prometheus, data in .data/prometheus) against a local ferry's metrics listener
+	@mkdir -p .data/prometheus
+	@echo "Prometheus on http://$(PROMETHEUS_LISTEN), scraping 127.0.0.1:9464 (make run's FERRY_METRICS_LISTEN); Ctrl-C stops it"
+	prometheus --config.file=deploy/prometheus/prometheus.yml --storage.tsdb.path=.data/prometheus \
+	  --web.listen-address=$(PROMETHEUS_LISTEN) --log.level=warn
 
 clean: ## remove build output (keeps .data/)
 	rm -rf $(BIN)

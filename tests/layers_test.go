@@ -21,7 +21,7 @@ var layers = []struct {
 	{"domain", []string{"tenancy", "iam", "services/messaging", "services/maintenance"}, true},
 	{"http", []string{"openapi/api", "services/apierror", "services/wire", "services/httpapi", "services/controlplane",
 		"services/dataplane", "services/push"}, false},
-	{"wiring", []string{"services/server", "cmd/...", "openapi/sdk", "openapi/internal/...", "tests", "tests/..."}, false},
+	{"wiring", []string{"services/server", "cmd/...", "openapi/sdk", "openapi/internal/...", "deploy/...", "tests", "tests/..."}, false},
 }
 
 // adapters are the HTTP adapters of the planes: each stands on its own.
