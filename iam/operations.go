@@ -71,6 +71,7 @@ var Operations = map[string]Operation{
 	"PurgeQueue":             {policy.PermQueuePurge, TargetQueuePath, false},
 	"RedriveMessages":        {policy.PermQueueUpdate, TargetQueuePath, false},
 	"GetStats":               {policy.PermQueueRead, TargetQueuePath, false},
+	"GetQueueMetrics":        {policy.PermQueueMetricsRead, TargetQueuePath, false},
 	"ListChannels":           {policy.PermQueueRead, TargetQueuePath, false},
 	"GetWorkRequest":         {policy.PermQueueRead, TargetWorkRequestPath, false},
 	"ListWorkRequestErrors":  {policy.PermQueueRead, TargetWorkRequestPath, false},

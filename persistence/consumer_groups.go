@@ -100,15 +100,6 @@ const (
 	consumerGroupsDeletedWithMessages = `SELECT cg.queue_id, cg.group_no FROM consumer_groups cg
 		WHERE cg.lifecycle_state = 'DELETED' AND EXISTS (
 			SELECT 1 FROM messages m WHERE m.queue_no = (SELECT q.no FROM queues q WHERE q.id = cg.queue_id) AND m.group_no = cg.group_no)`
-	// Every group's counts in one statement (the per-group view of GetStats): one scan of the queue's messages
-	// instead of one statement per group.
-	consumerGroupStats = `-- consumer_groups.stats
-		SELECT group_no, dlq, count(*) FILTER (WHERE visible_at <= now()),
-			count(*) FILTER (WHERE visible_at > now() AND delivery_count > 0),
-			count(*) FILTER (WHERE visible_at > now() AND delivery_count = 0),
-			coalesce(sum(size_bytes), 0)
-		FROM messages WHERE queue_no = ` + queueNoOfParam1 + ` AND group_no = ANY ($2::int[]) AND ($3 = '' OR channel_id = $3) AND expire_at > now()
-		GROUP BY group_no, dlq`
 	consumerGroupPurgeBatch = `DELETE FROM messages m USING (
 			SELECT id FROM messages WHERE queue_no = ` + queueNoOfParam1 + ` AND group_no = $2 LIMIT $3) p
 		WHERE m.queue_no = ` + queueNoOfParam1 + ` AND m.group_no = $2 AND m.id = p.id`
@@ -317,35 +308,4 @@ func (r *ConsumerGroups) PurgeBatch(ctx context.Context, ref GroupRef, batch int
 	defer cancel()
 	tag, err := r.pool.Exec(ctx, consumerGroupPurgeBatch, ref.QueueID, ref.GroupNo, batch)
 	return tag.RowsAffected(), interpretError("purging consumer group", err)
-}
-
-// GroupStats are one consumer group's counts in the queue and in its DLQ.
-type GroupStats struct {
-	Queue, DLQ Stats
-}
-
-// Stats counts the messages of the given groups of a queue (optionally of one channel) in one statement, with the
-// same definitions as Messages.Stats. Groups without messages are absent from the map.
-func (r *ConsumerGroups) Stats(ctx context.Context, queueID string, groupNos []int32, channelID string) (map[int32]GroupStats, error) {
-	ctx, cancel := withTimeout(ctx)
-	defer cancel()
-	rows, err := r.pool.Query(ctx, consumerGroupStats, queueID, groupNos, channelID)
-	if err != nil {
-		return nil, interpretError("counting consumer group messages", err)
-	}
-	out := map[int32]GroupStats{}
-	var groupNo int32
-	var dlq bool
-	var s Stats
-	_, err = pgx.ForEachRow(rows, []any{&groupNo, &dlq, &s.Visible, &s.InFlight, &s.Delayed, &s.SizeBytes}, func() error {
-		g := out[groupNo]
-		if dlq {
-			g.DLQ = s
-		} else {
-			g.Queue = s
-		}
-		out[groupNo] = g
-		return nil
-	})
-	return out, interpretError("counting consumer group messages", err)
 }

@@ -131,6 +131,9 @@ type Stats struct {
 	InFlight  int64
 	Delayed   int64
 	SizeBytes int64
+	// OldestVisibleAge is how long the oldest visible message has been in the queue, in seconds (0 when none is
+	// visible). Only StatsByGroup reads it.
+	OldestVisibleAge float64
 }
 
 // asyncCommit, first in a batch (one implicit transaction), lets that transaction commit without waiting for

@@ -96,6 +96,7 @@ type Store struct {
 	WorkRequests   *WorkRequests
 	Idempotency    *IdempotencyKeys
 	Secrets        *Secrets
+	Metrics        *Metrics
 }
 
 // NewStore builds the repositories.
@@ -111,6 +112,7 @@ func NewStore(pool *pgxpool.Pool) *Store {
 		WorkRequests:   &WorkRequests{pool: pool},
 		Idempotency:    &IdempotencyKeys{pool: pool},
 		Secrets:        &Secrets{pool: pool},
+		Metrics:        NewMetrics(pool),
 	}
 }
 

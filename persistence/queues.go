@@ -315,17 +315,19 @@ func definedTagsOrEmpty(t DefinedTags) DefinedTags {
 	return t
 }
 
-// RetentionRef is a queue's id and retention, for the retention maintainer.
+// RetentionRef is a queue's id and retention, for the retention maintainer (and its tenancy, for the metrics of
+// what retention deleted).
 type RetentionRef struct {
 	ID               string
 	RetentionSeconds int32
+	TenancyID        string
 }
 
 // AllWithRetention lists every queue that can hold messages (any tenancy: maintenance only), after afterID.
 func (r *Queues) AllWithRetention(ctx context.Context, afterID string, limit int) ([]RetentionRef, error) {
 	ctx, cancel := withTimeout(ctx)
 	defer cancel()
-	rows, err := r.pool.Query(ctx, `SELECT id, retention_seconds FROM queues WHERE lifecycle_state <> 'DELETED' AND id > $1
+	rows, err := r.pool.Query(ctx, `SELECT id, retention_seconds, tenancy_id FROM queues WHERE lifecycle_state <> 'DELETED' AND id > $1
 		ORDER BY id LIMIT $2`, afterID, limit)
 	if err != nil {
 		return nil, interpretError("listing queues", err)

@@ -5,6 +5,7 @@ import (
 	"context"
 	"embed"
 	"fmt"
+	"io/fs"
 	"path"
 	"strings"
 	"text/template"
@@ -13,7 +14,7 @@ import (
 	"github.com/jackc/pgx/v5/pgconn"
 )
 
-// The data plane's SQL lives in sql/messages/*.sql, one file per concern, each statement a section that starts
+// The data plane's SQL lives in sql/<area>/*.sql (messages, metrics), one file per concern, each statement a section that starts
 // with a line "-- name: NAME" and reads top to bottom with the comments that explain it. Parameters are named
 // (@queue_no). Every statement is compiled once, when the package initialises, into the one text PostgreSQL
 // receives for it — pgx caches prepared statements by that text, and the lease relies on its cached generic plan
@@ -21,7 +22,7 @@ import (
 // (statement.bind), which is a few comparisons of short strings, not pgx.NamedArgs' re-lexing of the SQL on
 // every call. testdata/statements.golden.sql holds every compiled statement, for review.
 //
-//go:embed sql/messages/*.sql
+//go:embed sql/*/*.sql
 var sqlFiles embed.FS
 
 // sqlTemplates names the files that are text/template templates of several variants of one statement, and the
@@ -127,21 +128,21 @@ func mustLoadStatements() (map[string]*statement, []string) {
 
 // loadStatements compiles every section of every SQL file (of every variant, for templates).
 func loadStatements() (map[string]*statement, []string, error) {
-	files, err := sqlFiles.ReadDir("sql/messages")
+	files, err := fs.Glob(sqlFiles, "sql/*/*.sql") // in lexical order: messages before metrics
 	if err != nil {
 		return nil, nil, err
 	}
 	byName := map[string]*statement{}
 	var names []string
-	for _, f := range files {
-		file := path.Join("sql/messages", f.Name())
+	for _, file := range files {
+		base := path.Base(file)
 		src, err := sqlFiles.ReadFile(file)
 		if err != nil {
 			return nil, nil, err
 		}
 		texts := []string{string(src)}
-		if variants, ok := sqlTemplates[f.Name()]; ok {
-			tmpl, err := template.New(f.Name()).Option("missingkey=error").Parse(string(src))
+		if variants, ok := sqlTemplates[base]; ok {
+			tmpl, err := template.New(base).Option("missingkey=error").Parse(string(src))
 			if err != nil {
 				return nil, nil, err
 			}

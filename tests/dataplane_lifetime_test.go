@@ -131,7 +131,7 @@ func TestConcurrentDuplicatePuts(t *testing.T) {
 }
 
 // TestRetention: a message past retentionInSeconds is never delivered, and the maintainer deletes it (counting it
-// in ferry_messages_expired).
+// in ferry_queue_messages_expired_total).
 func TestRetention(t *testing.T) {
 	t.Parallel()
 	srv := testserver.Start(t)
@@ -162,7 +162,7 @@ func TestRetention(t *testing.T) {
 	require.EqualValues(t, 1, srv.StoredMessages(t, keep), "other queues keep their messages")
 	c.RequireStats(t, keep, 1, 0, 0, 0)
 
-	expired := srv.MetricValue(t, "ferry_messages_expired", q)
+	expired := srv.MetricValue(t, "ferry_queue_messages_expired_total", q)
 	require.EqualValues(t, 2, expired)
 }
 

@@ -69,7 +69,7 @@ func TestFanoutBillingExample(t *testing.T) {
 }
 
 // TestFanoutDiscarded: with the primary group disabled, a message no group takes is discarded: the put answers
-// consumerGroups 0, nothing is stored, and it is counted in the stats and in ferry_messages_discarded.
+// consumerGroups 0, nothing is stored, and it is counted in the stats and in ferry_queue_messages_discarded_total.
 func TestFanoutDiscarded(t *testing.T) {
 	t.Parallel()
 	srv, tenancyID, c := testserver.StartAdmin(t)
@@ -93,7 +93,7 @@ func TestFanoutDiscarded(t *testing.T) {
 	require.Equal(t, int64(1), c.GroupStats(t, q, "only-a").Queue.VisibleMessages)
 	require.Empty(t, c.Get(t, q), "nothing for the disabled primary group")
 	require.Equal(t, []string{"a"}, c.Drain(t, q, e2e.OfGroup("only-a")))
-	require.EqualValues(t, 3, srv.MetricValue(t, "ferry_messages_discarded", q))
+	require.EqualValues(t, 3, srv.MetricValue(t, "ferry_queue_messages_discarded_total", q))
 
 	// Another queue's discards are its own (none here: its primary group takes everything).
 	c.Put(t, other, e2e.Msg("kept"))
@@ -114,7 +114,7 @@ func TestFanoutDiscarded(t *testing.T) {
 	require.EqualValues(t, 0, *c.Stats(t, small).DiscardedMessages, "a refused batch discards nothing")
 	require.Zero(t, srv.StoredMessages(t, small))
 	require.Equal(t, e2e.Ptr(int64(3)), c.Stats(t, q).DiscardedMessages)
-	require.EqualValues(t, 3, srv.MetricValue(t, "ferry_messages_discarded", q))
+	require.EqualValues(t, 3, srv.MetricValue(t, "ferry_queue_messages_discarded_total", q))
 }
 
 // TestFanoutNotRetroactive: a filter is evaluated once, at publish time. Messages stored before a filter change

@@ -32,7 +32,7 @@ func ExampleParseStatements() {
 	fmt.Println(err)
 	// Output:
 	// [Queue Admins] use queue-family [Prod Orders]
-	// [QUEUE_INSPECT QUEUE_PULL QUEUE_PUSH QUEUE_READ QUEUE_UPDATE]
+	// [QUEUE_INSPECT QUEUE_METRICS_READ QUEUE_PULL QUEUE_PUSH QUEUE_READ QUEUE_UPDATE]
 	// Allow group 'Queue Admins' to use queue-family in compartment Prod:Orders where request.operation != 'PurgeQueue'
 	// 1 20 expected ',' or 'to', found "manage"
 	// statement 1, column 20: expected ',' or 'to', found "manage"

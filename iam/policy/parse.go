@@ -282,7 +282,7 @@ func (p *parser) verb() Verb {
 }
 
 func (p *parser) resourceType() ResourceType {
-	const expected = "queues, queue-push, queue-pull, queue-family, compartments, policies or all-resources"
+	const expected = "queues, queue-push, queue-pull, queue-metrics, queue-family, compartments, policies or all-resources"
 	t := p.next()
 	if t.kind != tokWord {
 		p.fail(t.col, "expected a resource type (%s), found %s", expected, t.describe())

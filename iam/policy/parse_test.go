@@ -141,7 +141,7 @@ func TestParseErrors(t *testing.T) {
 		{"unknown verb", "Allow group A to destroy queues in tenancy", 18, `unknown verb "destroy" (expected inspect, read, use or manage)`},
 		{"missing verb", "Allow group A to", 17, "expected a verb (inspect, read, use or manage), found end of statement"},
 		{"unknown resource type", "Allow group A to read buckets in tenancy", 23,
-			`unknown resource type "buckets" (expected queues, queue-push, queue-pull, queue-family, compartments, policies or all-resources)`},
+			`unknown resource type "buckets" (expected queues, queue-push, queue-pull, queue-metrics, queue-family, compartments, policies or all-resources)`},
 		{"missing in", "Allow group A to read queues tenancy", 30, `expected 'in', found "tenancy"`},
 		{"bad location", "Allow group A to read queues in region", 33, `expected 'tenancy' or 'compartment', found "region"`},
 		{"compartment without a name", "Allow group A to read queues in compartment", 44,

@@ -16,6 +16,7 @@ const (
 	PermQueuePurge         = "QUEUE_PURGE"
 	PermQueuePush          = "QUEUE_PUSH"
 	PermQueuePull          = "QUEUE_PULL"
+	PermQueueMetricsRead   = "QUEUE_METRICS_READ"
 	PermCompartmentInspect = "COMPARTMENT_INSPECT"
 	PermCompartmentRead    = "COMPARTMENT_READ"
 	PermCompartmentUpdate  = "COMPARTMENT_UPDATE"
@@ -32,16 +33,18 @@ const (
 // type. Writing the increments rather than the cumulative sets keeps the table identical to the design document.
 //
 // queue-push and queue-pull grant nothing below use: `inspect queue-push` parses (OCI accepts it) but grants no
-// permission, so it can never allow a request.
+// permission, so it can never allow a request. queue-metrics (a queue's metrics, and nothing else of it) is
+// granted from read, as `read queues` grants it too.
 var grantsByLevel = map[ResourceType][VerbManage + 1][]string{
 	ResourceQueues: {
 		VerbInspect: {PermQueueInspect},
-		VerbRead:    {PermQueueRead},
+		VerbRead:    {PermQueueRead, PermQueueMetricsRead},
 		VerbUse:     {PermQueueUpdate},
 		VerbManage:  {PermQueueCreate, PermQueueDelete, PermQueueMove, PermQueuePurge},
 	},
-	ResourceQueuePush: {VerbUse: {PermQueuePush}},
-	ResourceQueuePull: {VerbUse: {PermQueuePull}},
+	ResourceQueuePush:    {VerbUse: {PermQueuePush}},
+	ResourceQueuePull:    {VerbUse: {PermQueuePull}},
+	ResourceQueueMetrics: {VerbRead: {PermQueueMetricsRead}},
 	ResourceCompartments: {
 		VerbInspect: {PermCompartmentInspect},
 		VerbRead:    {PermCompartmentRead},
@@ -57,8 +60,8 @@ var grantsByLevel = map[ResourceType][VerbManage + 1][]string{
 
 // aggregates lists the base resource types each aggregate resource type stands for.
 var aggregates = map[ResourceType][]ResourceType{
-	ResourceQueueFamily:  {ResourceQueues, ResourceQueuePush, ResourceQueuePull},
-	ResourceAllResources: {ResourceQueues, ResourceQueuePush, ResourceQueuePull, ResourceCompartments, ResourcePolicies},
+	ResourceQueueFamily:  {ResourceQueues, ResourceQueuePush, ResourceQueuePull, ResourceQueueMetrics},
+	ResourceAllResources: {ResourceQueues, ResourceQueuePush, ResourceQueuePull, ResourceQueueMetrics, ResourceCompartments, ResourcePolicies},
 }
 
 // Grants returns the permissions that verb grants on resource type rt, sorted and without duplicates. It returns

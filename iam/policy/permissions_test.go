@@ -15,9 +15,9 @@ func TestGrants(t *testing.T) {
 		want []string
 	}{
 		{ResourceQueues, VerbInspect, []string{"QUEUE_INSPECT"}},
-		{ResourceQueues, VerbRead, []string{"QUEUE_INSPECT", "QUEUE_READ"}},
-		{ResourceQueues, VerbUse, []string{"QUEUE_INSPECT", "QUEUE_READ", "QUEUE_UPDATE"}},
-		{ResourceQueues, VerbManage, []string{"QUEUE_CREATE", "QUEUE_DELETE", "QUEUE_INSPECT", "QUEUE_MOVE", "QUEUE_PURGE", "QUEUE_READ", "QUEUE_UPDATE"}},
+		{ResourceQueues, VerbRead, []string{"QUEUE_INSPECT", "QUEUE_METRICS_READ", "QUEUE_READ"}},
+		{ResourceQueues, VerbUse, []string{"QUEUE_INSPECT", "QUEUE_METRICS_READ", "QUEUE_READ", "QUEUE_UPDATE"}},
+		{ResourceQueues, VerbManage, []string{"QUEUE_CREATE", "QUEUE_DELETE", "QUEUE_INSPECT", "QUEUE_METRICS_READ", "QUEUE_MOVE", "QUEUE_PURGE", "QUEUE_READ", "QUEUE_UPDATE"}},
 		{ResourceQueuePush, VerbInspect, nil},
 		{ResourceQueuePush, VerbRead, nil},
 		{ResourceQueuePush, VerbUse, []string{"QUEUE_PUSH"}},
@@ -26,6 +26,9 @@ func TestGrants(t *testing.T) {
 		{ResourceQueuePull, VerbRead, nil},
 		{ResourceQueuePull, VerbUse, []string{"QUEUE_PULL"}},
 		{ResourceQueuePull, VerbManage, []string{"QUEUE_PULL"}},
+		{ResourceQueueMetrics, VerbInspect, nil},
+		{ResourceQueueMetrics, VerbRead, []string{"QUEUE_METRICS_READ"}},
+		{ResourceQueueMetrics, VerbManage, []string{"QUEUE_METRICS_READ"}},
 		{ResourceCompartments, VerbInspect, []string{"COMPARTMENT_INSPECT"}},
 		{ResourceCompartments, VerbRead, []string{"COMPARTMENT_INSPECT", "COMPARTMENT_READ"}},
 		{ResourceCompartments, VerbUse, []string{"COMPARTMENT_INSPECT", "COMPARTMENT_READ", "COMPARTMENT_UPDATE"}},
@@ -35,13 +38,13 @@ func TestGrants(t *testing.T) {
 		{ResourcePolicies, VerbUse, []string{"POLICY_INSPECT", "POLICY_READ"}},
 		{ResourcePolicies, VerbManage, []string{"POLICY_CREATE", "POLICY_DELETE", "POLICY_INSPECT", "POLICY_READ", "POLICY_UPDATE"}},
 		{ResourceQueueFamily, VerbInspect, []string{"QUEUE_INSPECT"}},
-		{ResourceQueueFamily, VerbUse, []string{"QUEUE_INSPECT", "QUEUE_PULL", "QUEUE_PUSH", "QUEUE_READ", "QUEUE_UPDATE"}},
-		{ResourceQueueFamily, VerbManage, []string{"QUEUE_CREATE", "QUEUE_DELETE", "QUEUE_INSPECT", "QUEUE_MOVE", "QUEUE_PULL", "QUEUE_PURGE", "QUEUE_PUSH", "QUEUE_READ", "QUEUE_UPDATE"}},
-		{ResourceAllResources, VerbRead, []string{"COMPARTMENT_INSPECT", "COMPARTMENT_READ", "POLICY_INSPECT", "POLICY_READ", "QUEUE_INSPECT", "QUEUE_READ"}},
+		{ResourceQueueFamily, VerbUse, []string{"QUEUE_INSPECT", "QUEUE_METRICS_READ", "QUEUE_PULL", "QUEUE_PUSH", "QUEUE_READ", "QUEUE_UPDATE"}},
+		{ResourceQueueFamily, VerbManage, []string{"QUEUE_CREATE", "QUEUE_DELETE", "QUEUE_INSPECT", "QUEUE_METRICS_READ", "QUEUE_MOVE", "QUEUE_PULL", "QUEUE_PURGE", "QUEUE_PUSH", "QUEUE_READ", "QUEUE_UPDATE"}},
+		{ResourceAllResources, VerbRead, []string{"COMPARTMENT_INSPECT", "COMPARTMENT_READ", "POLICY_INSPECT", "POLICY_READ", "QUEUE_INSPECT", "QUEUE_METRICS_READ", "QUEUE_READ"}},
 		{ResourceAllResources, VerbManage, []string{
 			"COMPARTMENT_CREATE", "COMPARTMENT_DELETE", "COMPARTMENT_INSPECT", "COMPARTMENT_READ", "COMPARTMENT_UPDATE",
 			"POLICY_CREATE", "POLICY_DELETE", "POLICY_INSPECT", "POLICY_READ", "POLICY_UPDATE",
-			"QUEUE_CREATE", "QUEUE_DELETE", "QUEUE_INSPECT", "QUEUE_MOVE", "QUEUE_PULL", "QUEUE_PURGE", "QUEUE_PUSH", "QUEUE_READ", "QUEUE_UPDATE",
+			"QUEUE_CREATE", "QUEUE_DELETE", "QUEUE_INSPECT", "QUEUE_METRICS_READ", "QUEUE_MOVE", "QUEUE_PULL", "QUEUE_PURGE", "QUEUE_PUSH", "QUEUE_READ", "QUEUE_UPDATE",
 		}},
 		{ResourceType("buckets"), VerbManage, nil},
 		{ResourceQueues, Verb(0), nil},
@@ -49,7 +52,7 @@ func TestGrants(t *testing.T) {
 	for _, tt := range tests {
 		require.Equal(t, tt.want, Grants(tt.verb, tt.rt), "%s %s", tt.verb, tt.rt)
 	}
-	require.Len(t, AllPermissions(), 19)
+	require.Len(t, AllPermissions(), 20)
 
 	s, err := Parse("Allow group A to use queue-family in tenancy")
 	require.NoError(t, err)

@@ -43,6 +43,7 @@ const (
 	ResourceQueues       ResourceType = "queues"
 	ResourceQueuePush    ResourceType = "queue-push"
 	ResourceQueuePull    ResourceType = "queue-pull"
+	ResourceQueueMetrics ResourceType = "queue-metrics"
 	ResourceQueueFamily  ResourceType = "queue-family"
 	ResourceCompartments ResourceType = "compartments"
 	ResourcePolicies     ResourceType = "policies"
@@ -51,7 +52,7 @@ const (
 
 // ResourceTypes lists every resource type the parser accepts, in the order of DESIGN section 5.
 var ResourceTypes = []ResourceType{
-	ResourceQueues, ResourceQueuePush, ResourceQueuePull, ResourceQueueFamily,
+	ResourceQueues, ResourceQueuePush, ResourceQueuePull, ResourceQueueMetrics, ResourceQueueFamily,
 	ResourceCompartments, ResourcePolicies, ResourceAllResources,
 }
 

@@ -280,6 +280,24 @@ func (e LifecycleState) Valid() bool {
 	}
 }
 
+// Defines values for MetricSeriesKind.
+const (
+	MetricSeriesKindCOUNTER MetricSeriesKind = "COUNTER"
+	MetricSeriesKindGAUGE   MetricSeriesKind = "GAUGE"
+)
+
+// Valid indicates whether the value is a known member of the MetricSeriesKind enum.
+func (e MetricSeriesKind) Valid() bool {
+	switch e {
+	case MetricSeriesKindCOUNTER:
+		return true
+	case MetricSeriesKindGAUGE:
+		return true
+	default:
+		return false
+	}
+}
+
 // Defines values for PurgeType.
 const (
 	PurgeTypeBOTH   PurgeType = "BOTH"
@@ -295,6 +313,102 @@ func (e PurgeType) Valid() bool {
 	case PurgeTypeDLQ:
 		return true
 	case PurgeTypeNORMAL:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for QueueMetricName.
+const (
+	QueueMetricNameAcknowledged     QueueMetricName = "acknowledged"
+	QueueMetricNameConsumers        QueueMetricName = "consumers"
+	QueueMetricNameDeadLettered     QueueMetricName = "deadLettered"
+	QueueMetricNameDelayed          QueueMetricName = "delayed"
+	QueueMetricNameDelivered        QueueMetricName = "delivered"
+	QueueMetricNameDiscarded        QueueMetricName = "discarded"
+	QueueMetricNameDlqMessages      QueueMetricName = "dlqMessages"
+	QueueMetricNameExpired          QueueMetricName = "expired"
+	QueueMetricNameInFlight         QueueMetricName = "inFlight"
+	QueueMetricNameOldestMessageAge QueueMetricName = "oldestMessageAge"
+	QueueMetricNamePublished        QueueMetricName = "published"
+	QueueMetricNamePublishedBytes   QueueMetricName = "publishedBytes"
+	QueueMetricNameRedriven         QueueMetricName = "redriven"
+	QueueMetricNameReleased         QueueMetricName = "released"
+	QueueMetricNameVisible          QueueMetricName = "visible"
+)
+
+// Valid indicates whether the value is a known member of the QueueMetricName enum.
+func (e QueueMetricName) Valid() bool {
+	switch e {
+	case QueueMetricNameAcknowledged:
+		return true
+	case QueueMetricNameConsumers:
+		return true
+	case QueueMetricNameDeadLettered:
+		return true
+	case QueueMetricNameDelayed:
+		return true
+	case QueueMetricNameDelivered:
+		return true
+	case QueueMetricNameDiscarded:
+		return true
+	case QueueMetricNameDlqMessages:
+		return true
+	case QueueMetricNameExpired:
+		return true
+	case QueueMetricNameInFlight:
+		return true
+	case QueueMetricNameOldestMessageAge:
+		return true
+	case QueueMetricNamePublished:
+		return true
+	case QueueMetricNamePublishedBytes:
+		return true
+	case QueueMetricNameRedriven:
+		return true
+	case QueueMetricNameReleased:
+		return true
+	case QueueMetricNameVisible:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for QueueMetricsAggregation.
+const (
+	QueueMetricsAggregationMax  QueueMetricsAggregation = "max"
+	QueueMetricsAggregationMean QueueMetricsAggregation = "mean"
+)
+
+// Valid indicates whether the value is a known member of the QueueMetricsAggregation enum.
+func (e QueueMetricsAggregation) Valid() bool {
+	switch e {
+	case QueueMetricsAggregationMax:
+		return true
+	case QueueMetricsAggregationMean:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for QueueMetricsResolution.
+const (
+	QueueMetricsResolutionN1h QueueMetricsResolution = "1h"
+	QueueMetricsResolutionN1m QueueMetricsResolution = "1m"
+	QueueMetricsResolutionN5m QueueMetricsResolution = "5m"
+)
+
+// Valid indicates whether the value is a known member of the QueueMetricsResolution enum.
+func (e QueueMetricsResolution) Valid() bool {
+	switch e {
+	case QueueMetricsResolutionN1h:
+		return true
+	case QueueMetricsResolutionN1m:
+		return true
+	case QueueMetricsResolutionN5m:
 		return true
 	default:
 		return false
@@ -532,6 +646,45 @@ func (e ListQueuesParamsSortBy) Valid() bool {
 	case ListQueuesParamsSortByDisplayName:
 		return true
 	case ListQueuesParamsSortByTimeCreated:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for GetQueueMetricsParamsResolution.
+const (
+	GetQueueMetricsParamsResolutionN1h GetQueueMetricsParamsResolution = "1h"
+	GetQueueMetricsParamsResolutionN1m GetQueueMetricsParamsResolution = "1m"
+	GetQueueMetricsParamsResolutionN5m GetQueueMetricsParamsResolution = "5m"
+)
+
+// Valid indicates whether the value is a known member of the GetQueueMetricsParamsResolution enum.
+func (e GetQueueMetricsParamsResolution) Valid() bool {
+	switch e {
+	case GetQueueMetricsParamsResolutionN1h:
+		return true
+	case GetQueueMetricsParamsResolutionN1m:
+		return true
+	case GetQueueMetricsParamsResolutionN5m:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for GetQueueMetricsParamsAggregation.
+const (
+	GetQueueMetricsParamsAggregationMax  GetQueueMetricsParamsAggregation = "max"
+	GetQueueMetricsParamsAggregationMean GetQueueMetricsParamsAggregation = "mean"
+)
+
+// Valid indicates whether the value is a known member of the GetQueueMetricsParamsAggregation enum.
+func (e GetQueueMetricsParamsAggregation) Valid() bool {
+	switch e {
+	case GetQueueMetricsParamsAggregationMax:
+		return true
+	case GetQueueMetricsParamsAggregationMean:
 		return true
 	default:
 		return false
@@ -1228,6 +1381,38 @@ type MessageMetadata struct {
 // lease ends.
 type MessageReceipt = string
 
+// MetricPoint defines model for MetricPoint.
+type MetricPoint struct {
+	// Timestamp The bucket's start.
+	Timestamp time.Time `json:"timestamp"`
+	Value     float64   `json:"value"`
+}
+
+// MetricSeries One metric's points, one per bucket.
+type MetricSeries struct {
+	// Dimensions What the series is of.
+	Dimensions struct {
+		ConsumerGroupId *string `json:"consumerGroupId,omitempty"`
+		QueueId         string  `json:"queueId"`
+	} `json:"dimensions"`
+
+	// Kind COUNTER points are events in the bucket; GAUGE points are sampled values.
+	Kind MetricSeriesKind `json:"kind"`
+
+	// Name A queue metric. Counters: `published`, `publishedBytes`, `delivered`, `acknowledged`, `released`
+	// (visibility 0, negative acknowledgement, a consumer leaving), `deadLettered`, `redriven`, `discarded` (no
+	// consumer group matched), `expired` (retention). Gauges: `visible`, `inFlight`, `delayed`, `dlqMessages`,
+	// `oldestMessageAge` (seconds), `consumers` (registered consumers seen in the last 30 seconds).
+	Name   QueueMetricName `json:"name"`
+	Points []MetricPoint   `json:"points"`
+
+	// Unit messages, bytes, seconds or consumers.
+	Unit string `json:"unit"`
+}
+
+// MetricSeriesKind COUNTER points are events in the bucket; GAUGE points are sampled values.
+type MetricSeriesKind string
+
 // NegativeAcknowledgement Why a consumer released a message (a watch's negative frame).
 type NegativeAcknowledgement struct {
 	// Code The code the consumer gave (CamelCase words with an optional `.Detail`, or a number).
@@ -1430,6 +1615,36 @@ type QueueCollection struct {
 	// Items The queues of this page.
 	Items []QueueSummary `json:"items"`
 }
+
+// QueueMetricName A queue metric. Counters: `published`, `publishedBytes`, `delivered`, `acknowledged`, `released`
+// (visibility 0, negative acknowledgement, a consumer leaving), `deadLettered`, `redriven`, `discarded` (no
+// consumer group matched), `expired` (retention). Gauges: `visible`, `inFlight`, `delayed`, `dlqMessages`,
+// `oldestMessageAge` (seconds), `consumers` (registered consumers seen in the last 30 seconds).
+type QueueMetricName string
+
+// QueueMetrics Time series of a queue's metrics.
+type QueueMetrics struct {
+	// Aggregation How the gauges aggregate over a bucket's samples.
+	Aggregation QueueMetricsAggregation `json:"aggregation"`
+
+	// ConsumerGroupId The consumer group the series are of; absent for the queue as a whole.
+	ConsumerGroupId *string `json:"consumerGroupId,omitempty"`
+
+	// End The end of the last bucket (exclusive).
+	End        time.Time              `json:"end"`
+	Items      []MetricSeries         `json:"items"`
+	QueueId    string                 `json:"queueId"`
+	Resolution QueueMetricsResolution `json:"resolution"`
+
+	// Start The first bucket's start.
+	Start time.Time `json:"start"`
+}
+
+// QueueMetricsAggregation How the gauges aggregate over a bucket's samples.
+type QueueMetricsAggregation string
+
+// QueueMetricsResolution defines model for QueueMetrics.Resolution.
+type QueueMetricsResolution string
 
 // QueueStats The statistics of a queue.
 type QueueStats struct {
@@ -2538,6 +2753,41 @@ type UpdateMessageParams struct {
 	OpcRequestId *OpcRequestIdHeader `json:"opc-request-id,omitempty"`
 }
 
+// GetQueueMetricsParams defines parameters for GetQueueMetrics.
+type GetQueueMetricsParams struct {
+	// Names The metrics to return (repeat the parameter for several). Absent = every metric.
+	Names *[]QueueMetricName `form:"names,omitempty" json:"names,omitempty"`
+
+	// ConsumerGroupId One consumer group's share (its OCID or `displayName`). Absent = the queue as a whole: every group's
+	// messages (published counts each message once; the other counters and the gauges count every group's
+	// copies).
+	ConsumerGroupId *string `form:"consumerGroupId,omitempty" json:"consumerGroupId,omitempty"`
+
+	// Start The start of the range (rounded down to the resolution). Absent = one hour before `end`.
+	Start *time.Time `form:"start,omitempty" json:"start,omitempty"`
+
+	// End The end of the range, exclusive (rounded up to the resolution, and never later than the latest settled
+	// minute). Absent = the latest settled minute.
+	End *time.Time `form:"end,omitempty" json:"end,omitempty"`
+
+	// Resolution The width of a bucket. Counters are summed over it; gauges take the maximum (or the mean, see
+	// `aggregation`) of its samples. At most 1440 buckets per call.
+	Resolution *GetQueueMetricsParamsResolution `form:"resolution,omitempty" json:"resolution,omitempty"`
+
+	// Aggregation How gauges aggregate over a bucket's samples.
+	Aggregation *GetQueueMetricsParamsAggregation `form:"aggregation,omitempty" json:"aggregation,omitempty"`
+
+	// OpcRequestId A caller-chosen unique id for this request (for log correlation); it is echoed in the `opc-request-id`
+	// response header. When absent the server generates one.
+	OpcRequestId *OpcRequestIdHeader `json:"opc-request-id,omitempty"`
+}
+
+// GetQueueMetricsParamsResolution defines parameters for GetQueueMetrics.
+type GetQueueMetricsParamsResolution string
+
+// GetQueueMetricsParamsAggregation defines parameters for GetQueueMetrics.
+type GetQueueMetricsParamsAggregation string
+
 // GetStatsParams defines parameters for GetStats.
 type GetStatsParams struct {
 	// ConsumerGroupId The consumer group the call addresses: its OCID or its `displayName`. Absent = the primary consumer
@@ -2817,6 +3067,9 @@ type ServerInterface interface {
 	// UpdateMessage Change a message's lease
 	// (PUT /20210201/queues/{queueId}/messages/{messageReceipt})
 	UpdateMessage(c *gin.Context, queueId QueueIdPath, messageReceipt MessageReceiptPath, params UpdateMessageParams)
+	// GetQueueMetrics Get a queue's metrics over time
+	// (GET /20210201/queues/{queueId}/metrics)
+	GetQueueMetrics(c *gin.Context, queueId QueueIdPath, params GetQueueMetricsParams)
 	// GetStats Get queue statistics
 	// (GET /20210201/queues/{queueId}/stats)
 	GetStats(c *gin.Context, queueId QueueIdPath, params GetStatsParams)
@@ -5672,6 +5925,103 @@ func (siw *ServerInterfaceWrapper) UpdateMessage(c *gin.Context) {
 	siw.Handler.UpdateMessage(c, queueId, messageReceipt, params)
 }
 
+// GetQueueMetrics operation middleware
+func (siw *ServerInterfaceWrapper) GetQueueMetrics(c *gin.Context) {
+
+	var err error
+	_ = err
+
+	// ------------- Path parameter "queueId" -------------
+	var queueId QueueIdPath
+
+	err = runtime.BindStyledParameterWithOptions("simple", "queueId", c.Param("queueId"), &queueId, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationPath, Explode: false, Required: true, Type: "string", Format: "", ValueIsUnescaped: true})
+	if err != nil {
+		siw.ErrorHandler(c, fmt.Errorf("Invalid format for parameter queueId: %w", err), http.StatusBadRequest)
+		return
+	}
+
+	// Parameter object where we will unmarshal all parameters from the context
+	var params GetQueueMetricsParams
+
+	// ------------- Optional query parameter "names" -------------
+
+	err = runtime.BindQueryParameterWithOptions("form", true, false, "names", c.Request.URL.Query(), &params.Names, runtime.BindQueryParameterOptions{Type: "array", Format: ""})
+	if err != nil {
+		siw.ErrorHandler(c, fmt.Errorf("Invalid format for parameter names: %w", err), http.StatusBadRequest)
+		return
+	}
+
+	// ------------- Optional query parameter "consumerGroupId" -------------
+
+	err = runtime.BindQueryParameterWithOptions("form", true, false, "consumerGroupId", c.Request.URL.Query(), &params.ConsumerGroupId, runtime.BindQueryParameterOptions{Type: "string", Format: ""})
+	if err != nil {
+		siw.ErrorHandler(c, fmt.Errorf("Invalid format for parameter consumerGroupId: %w", err), http.StatusBadRequest)
+		return
+	}
+
+	// ------------- Optional query parameter "start" -------------
+
+	err = runtime.BindQueryParameterWithOptions("form", true, false, "start", c.Request.URL.Query(), &params.Start, runtime.BindQueryParameterOptions{Type: "string", Format: "date-time"})
+	if err != nil {
+		siw.ErrorHandler(c, fmt.Errorf("Invalid format for parameter start: %w", err), http.StatusBadRequest)
+		return
+	}
+
+	// ------------- Optional query parameter "end" -------------
+
+	err = runtime.BindQueryParameterWithOptions("form", true, false, "end", c.Request.URL.Query(), &params.End, runtime.BindQueryParameterOptions{Type: "string", Format: "date-time"})
+	if err != nil {
+		siw.ErrorHandler(c, fmt.Errorf("Invalid format for parameter end: %w", err), http.StatusBadRequest)
+		return
+	}
+
+	// ------------- Optional query parameter "resolution" -------------
+
+	err = runtime.BindQueryParameterWithOptions("form", true, false, "resolution", c.Request.URL.Query(), &params.Resolution, runtime.BindQueryParameterOptions{Type: "string", Format: ""})
+	if err != nil {
+		siw.ErrorHandler(c, fmt.Errorf("Invalid format for parameter resolution: %w", err), http.StatusBadRequest)
+		return
+	}
+
+	// ------------- Optional query parameter "aggregation" -------------
+
+	err = runtime.BindQueryParameterWithOptions("form", true, false, "aggregation", c.Request.URL.Query(), &params.Aggregation, runtime.BindQueryParameterOptions{Type: "string", Format: ""})
+	if err != nil {
+		siw.ErrorHandler(c, fmt.Errorf("Invalid format for parameter aggregation: %w", err), http.StatusBadRequest)
+		return
+	}
+
+	headers := c.Request.Header
+
+	// ------------- Optional header parameter "opc-request-id" -------------
+	if valueList, found := headers[http.CanonicalHeaderKey("opc-request-id")]; found {
+		var OpcRequestId OpcRequestIdHeader
+		n := len(valueList)
+		if n != 1 {
+			siw.ErrorHandler(c, fmt.Errorf("Expected one value for opc-request-id, got %d", n), http.StatusBadRequest)
+			return
+		}
+
+		err = runtime.BindStyledParameterWithOptions("simple", "opc-request-id", valueList[0], &OpcRequestId, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""})
+		if err != nil {
+			siw.ErrorHandler(c, fmt.Errorf("Invalid format for parameter opc-request-id: %w", err), http.StatusBadRequest)
+			return
+		}
+
+		params.OpcRequestId = &OpcRequestId
+
+	}
+
+	for _, middleware := range siw.HandlerMiddlewares {
+		middleware(c)
+		if c.IsAborted() {
+			return
+		}
+	}
+
+	siw.Handler.GetQueueMetrics(c, queueId, params)
+}
+
 // GetStats operation middleware
 func (siw *ServerInterfaceWrapper) GetStats(c *gin.Context) {
 
@@ -6207,6 +6557,7 @@ func RegisterHandlersWithOptions(router gin.IRouter, si ServerInterface, options
 	router.POST(options.BaseURL+"/20210201/queues/:queueId/messages/actions/deleteMessages", wrapper.DeleteMessages)
 	router.POST(options.BaseURL+"/20210201/queues/:queueId/messages/actions/updateMessages", wrapper.UpdateMessages)
 	router.GET(options.BaseURL+"/20210201/queues/:queueId/stats", wrapper.GetStats)
+	router.GET(options.BaseURL+"/20210201/queues/:queueId/metrics", wrapper.GetQueueMetrics)
 	router.GET(options.BaseURL+"/20210201/queues/:queueId/channels", wrapper.ListChannels)
 	router.POST(options.BaseURL+"/20210201/queues/:queueId/actions/redrive", wrapper.RedriveMessages)
 	router.GET(options.BaseURL+"/20210201/queues/:queueId/consumers", wrapper.ListConsumers)
@@ -6240,386 +6591,413 @@ func RegisterHandlersWithOptions(router gin.IRouter, si ServerInterface, options
 // const string: with thousands of chunks the chained `+` fold is several
 // times slower for the Go compiler than parsing a slice literal.
 var swaggerSpec = []string{
-	"7P3rchu59S8M3wqKe1eZ9G7RkqxxZqhKvVuWZY8S2dJIcvzPO+1/GmKDJOImwGmAlhiXd+XTU8/nfRG5",
-	"sFzJU1gL6EafyKZOlifKh4lFstE4LKzz+q0vnaGczqRgQqvO4EtnwmjMUvjnwTkdm/+PmRqmfKa5FJ1B",
-	"53zCyHCepkxowoTmekE0HRM5InrCSMqUnKdDtktmVCnCNaGKRHy0MaV6OInISKZEzjSfcqX5kAylwLGG",
-	"i34n6KjhhE2peadezFhn0FE65WLc+fo16BzPhu/YlT6hY1ad1EnKlJnQ5YQJMpUpTGSeaEXYFVd64Gaj",
-	"yGeazJmZlJltNKNjFpHf5ixdkBlN6ZRplhItyZhp+IVgV5qYX/VDsXqCp+y3OVP6MK7ftrngv80Z4THu",
-	"FlckxQcC2Bc1n81kqgkVMUnkmAxlmrKEmgH65GA4kQxnPaRJwtInikRyNtywQ2zwOAoFrF8KRi6pImZH",
-	"Wk37g0w/rZj68f7hK3fGlzL95GZO9IRqolM6/KRwSVQtxHCSSiHnisgZS3EBhVn8z5SNOoPO/3iW094z",
-	"/FY9Ox7yGCZ2ynS62Btpllan9LO8JFMqFkSxoRSxMkd2SbkmF2yEp6/TBRfj4munXPDpfNoZbAZuI7jQ",
-	"bMzSzlfzxowCgPz3J1QIlrzmiWbpL4ZEqvM4ZWYnhxoPJlutmY45hSEOQbpUEHZFhzr7hMc9IoHS4ETx",
-	"U0UuJ1IBgShNU63IJdcTQkMxS9mIX5Gu+bH990gmibxkMblYkOhphCTEruh0ljASydTc4o2nUQ8pgJvZ",
-	"Ap13go6gU7P2ob/A4kbRqyMmxnrSGWz/8IfAbJz7e8tsk9YsNQP+96///fTj/wrDp/+//9kJamhrX05n",
-	"NNVTJvRhfCjO5hc6ZaxhLz8Y2tXpnAUk4UoTLnBv8jFINPQHjOCm0CQxhGnuthmPiZgKrcxWUe1dFzKl",
-	"hlpYb9fekhFNFAuIFMmCxDxlQ50szDtL71iyfbWLK+xjzEZ0nujOAF/mduhCyoRRUd2iE2q2eNX9817c",
-	"d3ObmSfrp9YJOuay8pTFnQHs77o3sTDHhtNbMklD5fZE+2328jYmLNR8ytI3qZzP2m8rPkTG5il31/iU",
-	"pgv86InC33OUJL/N2ZzZz3qNB1GYyK2vbMlhlJbjbgKhcZwypZgawCpwB1L4dxRzNUvo4h2dsqhP9i5A",
-	"pv6R+Dvhhg0FjLvsepSX3sBffijzlzo+gmMdxj+DetKwYicXs6XzOMhE/TAboyLws8ND5Sdfw39tvGZp",
-	"uthw798orWPZkeVzLi2hmRqdYpAfHkyfa2LmE5szYsnIMKk3TL9lStExUyso7wZE17iCZVRXcwZECkKJ",
-	"4mKcsA061Pwz28i+hltEum6GZvUpCwgfC2n+ZIlil+ajXp+c0anT3EIR1ZxNRPAAd1EPvJBGeKYMFCHz",
-	"1IJM58roCIT9NqfJatq9/nG/Sn5bLeaKOkN2MeFzx11iRuONhBmJa/eKC6UZzUjFfgik0cRe4+S3deXS",
-	"4eit0dib7tvrRj1+gNeNaTqOylaBOb2EKk1SRuM+ga3gmsR8NGKpIqNUTpH80b4IhRnFY11CXZrf7Wxt",
-	"k+idPNB0/BbNCqMIGHVmzBQRUk+M6pefbvlaO3PkRjzpiI/YcDFM2JmmukmnOTbaRcr0PBXZJijUbLgi",
-	"iRvCqHuaNZ1eUnhTa4osTtDOecr1kts7pVdGQSZiPr1gKapVbAratV0ER/PCWESku9Xvb21ubvaaJz7l",
-	"up7wtjY3g459Hfy1GeTq+VaNeh50LMM7ZUPGZ7qZi6b4A0d7CaOKxWSKTwNDxbWg6uxxUtJ9f3q0oejI",
-	"qIUz+tucNYn1aWEq12awxRVVjMimu7dnuezG0FgLwjMrjQng25Wkaz4p2ZK9XXPnuCLMmJSx07OrxmTK",
-	"1EwKxSxXtfeVXjh2ShRLPxsFgwnDw5gypLHk2hVf0HT5fvpx9d2DXdLp4lx+YqLtNmnzY7RXp/STs6VT",
-	"RrXZOzadSc2EHhCK1iPaXrBMI3fwacNnso8uZLwIhfkZF2R7h0zkPHXEZQ3ClI+5oIn1RvisG17MxZjQ",
-	"MeVit/wiNPwsZwRWaN6Wc8DNn0i0L8Uo4UMdrdxznS42YNymTX+x02bTzcbS5PasAdKlTsVUjBXFYa+t",
-	"qbCmAn1Cx2zJpIGxZewORTS6jOxK4JoIdqU30HeEG+6+naXsM5dzQwV4d5pWYR5uOoytze0Wx3EiEz5c",
-	"tDVuZvDrBnY2s0Pd3Dz5xSgjbecEmkvDlH7DgW4+ozOZ6uM0bvTgmEkpmWoCHpM+eYUSCmRe9OrgbD9C",
-	"ZdL8xlzXiwWJNJ+yfWAc1gdhfrtX91MKmnuzoqnc7FoTcrYeWF3Bc9du133vXcPmXxb8gTc8gq/mebwM",
-	"4FZ7SWM7tvlrKIXhuuafdDZL+BAu/7O/KzP3Ly3fdJCm0rrw6tQBFIXGahefacLjPtmXsbF/o0P84MQZ",
-	"ghHpUnvduSJTmoxkagwvo+zOQaNIjY4ZEGqk7ichLwUZcZbEoXAO18D8mDo+Yli5TDOVJJ9DLyDRW66M",
-	"UVR8e2YIZdNAHtkLQhGB/nZwNWQsNqTXpUQzQcVwYV6ChgDoXORSzpMYDB37416fgIKHGgdQpRVRoxET",
-	"sSFXWAiSqhcEKAnthpOwDzwr+MC/WqsRhNTdH3YuDwfW6MCDH9qPnTfV2AcsNZsXz3ESuB9wqlFJYEYk",
-	"ZXOjPzpPbCaRQfzb01aaJvnm2tPu9Q2BgeI11KCDZxOz1hAHY8UIQooWAGonNEnkpQpF0Tzs+v7dmCUM",
-	"tYeiaDWP21HZdKZxfvNZbFUNSyPuZxeMi3EoYDBDIrd99odCs1TQ5Az0RDy4uyeDmrdGA7yx7GrGhprF",
-	"ZER5Mk9Z6VIwo82m7DOjibmoOAw4WG5xU95J/VrORXwPO/FO6r25nsiU/4PFx6l7c5kMY8ksyVxxhQys",
-	"EGYC9YAzRWIJPwP6BDsjFDl9SmPK44bqS0mGVDEF3peYJfwCDARwsMdcGWKcczWhFwm7daI7oYtE0vhc",
-	"yiOaYqzwjre59MYS+wG9vQtswhEaN1vVs7wZ2TC1wRzF/8FumeBOUoiRcTPd15Qn7H5IL/fOWI9QHgS2",
-	"OnNGd/Cx7/hpcB/d8sYYBsGH7L2gnylPDDHew8ZUX2r3R8jY3DlhNgQMa0dBiqR8PNFEyMuiEDBPxVTT",
-	"C6pAlsxFyugQblXvlrfqXMq3VCzsp+oe9qn0RrtJNpbnZBfRk1RqnbA441rWHarIaJ4kfQJuAkJHENY3",
-	"u5x5tmzkOBTO/4FSH37qSPRWmZPRg7M3rHrUC37D7rwXNOPk9yc5mNCgHzmRccFoCvkRRq81GjJqsEGu",
-	"KgfkgsbJgig+FuYvQ80LpgkovQSId2bU21tm+1+dUQJj7Wmd8ou5Zn8xOnS9SZQZ9Tlbpu6xAehjxtIm",
-	"XarJVCpNtn94QYYTmtKhZqnqod6H1NQnh4K8keh544pEVCyiUExkEqPWFeFgET4UjRJJ9Ysd67aRgh2P",
-	"OoNfSx7oFxWbP8iyN/C1na8fg87VxlhueM7SdESH7MtXQ22Z6H/FNOUJ7AyNUQ7Q5CQ1oltzY5TZKEDZ",
-	"fTZZzIyqbEggycTZyN4z9BkQxafzhGoJMbSZN+aXkqPGvDxJ7EpXm40f60w5bcSrLmi8uQcJBIWUha+L",
-	"XAGiUtl3vb7ZpHKU8lanWYwnm52L8Lu++w5jqDyOSCaiFU4MvlENTqqUiyGf0eSJwsExCKjZVNXk+ICf",
-	"/RC/BLe7/Z6mKV2Yr2cshYuMrKPmddn3REsSsyGPQRQzMZ92Br92fnl/8P7gb4fvzk4O9s87gf379GDv",
-	"VfbH+5NXe+cH2Z/7pwf+n68Ojg68P98e/yX/4+T96Rv/r7OfvT+OjjpBZ//47cne6fnbg3fn3iT8T+1U",
-	"/I+yCfkfZtPyP8wmd3J8dLj/V+8V9gM7uv0rG8P+nb3I/m2H+1i93pnP6xZp0LrYDHucX/ydoRm+hKDA",
-	"pWC4+xNFIjW/iECRWDc0lvuLfs3eWyCzfPUSv/XZ1Sn4yhs8dY7dQGR0yJVNLStyHqtM18Zewfb39fPM",
-	"VWKf6neq8VCzBXo4YTGY8VOXK1kzv+x7z5QnXJMumOPoH4yZ4Mbc9u9scQGZQ/Y2SMFyapiPkUlocGQz",
-	"Repwf61Y1hNFNLvS/c6qY/dcyvnYdcdeZEalUdxB1u1/3WD7dEYveML1Ym1hh3rjMBugT6L943dn798e",
-	"nP7tzenx+5OziDBhdGtV4uwKXMAjKuRcB/BvHPuiFMm3GTShqEs0wn9i+p9LMvIe7vVJdLR3+ubgb28P",
-	"zs723hycRSRhWjndxejDZD4z/HmLvOUvjVabhZqM6vJn/tLc7ZN5Hu30HKNK8yQhmapjRuiBVkMFeo9Y",
-	"QChGbeQo3yTOVChSNkvosLhWo0DlW2noP2H0M1PgRTUrw/CrHI1QBypSP1cnuFWFZKcD2Py4EEVGd3Q1",
-	"M6FydANz87KrX85lsrsPfjszS7epeYYCVyTmCiYAJyxkaN2I+CiSp8qVSYwcZQY/PD6kacxi0oVkBTkX",
-	"uc+tym9mNTvwitH4CDJBIMzyiiX8MzO/mdfd24Z9qMtq83NMYGIltSojQphsU9S+Jqm2YR15ltmNpi3o",
-	"lJFuZD+2wRc8LAzrotcWPPeC5bNvL8vq528TZm8y9REM4aTCHwkzB+nIpW6mNeaA/aA+CytjY56eVppa",
-	"J+gUWUqNUlLix/BtLeOF3BsgSy88fD3D47waL57Kzyz3Xsv7sDWWRK9hNrmvQUvSxcg9xmKM/l7at+L0",
-	"mjZQsGRfJgkb6lpVfA+DSoYBZ0nkqroVmUpRs6v5c1kFAtQ2LLUelkpofGzJipoKCjDXkbo5Gfmi5heK",
-	"6UJ0+Ikn4UCBcSxbkSHNUuZIV0gSPa1RVl+syl2vyVsv5DvXppX4BiZFx52dtCWBoqVJdMpYC5pdEcGn",
-	"4Bn1k79dhm5XpkTMk6SXWedlQxj32s4uQD0jFJExPK2ikc/cvLSeV5p3oJsUBa+3mXLI460w7P9KN/7x",
-	"8X/Zf2xu/LRR/OOp/WN74w8fvzzfDr7W7n9hI6r7P0oZ2xjJdEq8b+ruandKFxAENVy21697lRnLDHVO",
-	"x6o933jtP1XlH6+zCWo6VrVp+1+DDr9bRgX+BlrjEvFO2+Wufw3KSYatZ1bOMqydYynRsWlHRK1GYAYA",
-	"UV99KnC5b3QqxRhy2BW/SLgYq9rT9hI3mhJzS7t4SXNlonv6ep88f/78p4C8P98HejKHTHVn0DE68oYZ",
-	"vum170GNXue1kCiLSa3XfneZW8cuyaN4SkE1x9TfquIKSpemlvfnS2kp0fIH1hRp3oPNMm154nbO7G8g",
-	"7axcqpcX1sxAgVcwOmqcF3Mt9+V0ymtkzwcIlEmRLPoks+NoyggdfhLyMmGxoRVMkV9kqe/1Ho278Hyu",
-	"KqfxS2ZyT7KvGyMzitG0qb0u2RaQ7iYBG+ySK1bMb1FkNlcTBolZXJOLBbAGF1y8NEMUbhAX+sVOp85+",
-	"WYdJ+yUAH4MlJTlPFOGxlQEJO8NAVHWp9guiuBiywp4+sdzBT14e0iQBfzf+3CwYFoq/tPuRBztkSiaM",
-	"pnEoIOue64Il6u3AJy5qjiH6sHe+/3NkDH0zdH7aXTggN6veLolOjo+O4Ifl2WLhjbNOYED0kx7Vukdn",
-	"mKfUkLmea4ke6aG7q5uRE8aj/MsSYH44pj+I2LrlWhCGSmSdE9C/odElF7G8jMi//9//SyI7/SggE1e8",
-	"CoXK2cytsuJTbr/+1Zrqec27o9P3794dvnsTDaquDNJdWYSDlip+lW2hOcCz8713r17+NRpAia0KhZZE",
-	"00+MyM8s3SXR0cHeX/C1oI1GZ5O5juWliIJ8HrYoA5a8S6KD/zo8jwYkYSNLd44K7BI6Qce+1VipOH4n",
-	"6JjHamnDyKdTNuZKN3CNXMjaJafZr0nX3BVwYhEuSMIF2HQXbCinbj92yXVlP9LAckIBApZK56fFNZCD",
-	"oV8yFz7B1pFEnZSvKb9DsrE3Or9PPrstcqTKvi6TfMsEvc/8FIrBPCJX8KVW5WFTIOwEnFUFGZOYecYB",
-	"MvvsdWo+neK+tdQHvI1zf6iqahAsV0vscwGZFUow7fWSgpERTxWq48J55EV8sVCuIAMSklGSY4zCv3Nw",
-	"gYC1r72wllpOFoJcduiwSUt1Hlx6fuT37bupifxaFWMdZ+q5c9HXeUt3SZ23tJ53x2zEBYudublsga+8",
-	"n5onl3lNyzYSzDWzjmZ5neWQKrbBhWJCcUOJDVZxg4fTvMa6LtnVLGUYFDYkWU2iUI3ezTZ2eHvr+44M",
-	"6WrsvqKrBqSs06L2ylUhVtEUgCwFHQS7TBZkNr9IOCgAU6++t6q9ZzGSZe/AdJSaGFRue1RHrjoC1jH/",
-	"bzeKXVMt0tqKtxG1+7Pf8xfeleWeF8WUi6B85pBdX58SfYq5ibVf5GArRUNb63+FDtBC0tYlwrQW87dg",
-	"+JfUhdUqEODDFCYfWFXF2MrS2iQo6Ht1UvM+zfdCrpRagseTL5Gm/gqapGGjnd9ozVuz1sgXLobJPMY8",
-	"ULNhqP8B4lS+bS1suXaWZVGrNKp5q+EroaCyXl6vh+ebvZLqzCVeko8CFfoNJHc/dOWjp/Rb6TJ+iLdW",
-	"X4iT31bdcNDrYG8wDnkj0bxCHANnXn9CK2mjyNd9do5vxI1YRiFL4m+eLxLrwSy+CJQ6QXH/9o9ezqsx",
-	"143SqwIS87G5DVTEJOpHAYn+Zv4zMP/53+Y//8f8ZyPqBaHwE9YpmRgrV6ZkJmOvMtKvfd3+cVnIbm/j",
-	"/4+hpP7fBv/7/2w0xe9Akt1KIDrGJ9GAMXRQAl+6T1OmJgJ4i9GyUux0x8sUfRDhstsMDpFuiZQDn443",
-	"KoHkLZvospoq60lyaTqAXVrtJbaEXEgCul4yN9Luct5/izYx6W6SPxIhBet55jEXE5ZyXTaT18ooumML",
-	"urXRvGYi0XomdTeWQ/WMznh/GucbaFhpnUndb5MtdCMLW7XNvlsiRXNXtB0BUJB6SwTqHVqRpRuZW1Y+",
-	"kTRfSQRfuMldzAEZvmEmk0U/8eo5uFgtUz44ZEX3jCIjLABZW36sQ4Si3b213lOb4XCNm6pa53gHhPXH",
-	"fRLtQZY3kvtJKuP50FgIWpK5shS3AUEyLoo5OYDRGRVM1qLQ2Vw52VJpx5QL9+cKi7ZWBhUW30z9Vjrc",
-	"mk6Fl9JlMymmNQhp8HdDkaMczs2cWEws66jxEfhZydWD2/e+LfCCAYm+hLDQsDMIyzmSYScg//7nv742",
-	"535jNi9si0WmK8azg+L4xYzLsPM1suX+OXuUIz+T22KHtHJp5NnvBcrYroYuhi7d0CwG9gigJaoQXTW5",
-	"PDQdM6WJmhgLvyFZLzC0PmPpEDKRECcscIdHtjY3ewHm8/kouRDxop8ZlGSOEj6e6GrG8XKYsOCb8U+H",
-	"zVfwlBwxqtihKET47e4+r2zuz/KSJBIKBjFMW47FGs6zUO5Tl9o8pInRaf3oOuy+Q0bu/tDvP9/cDELh",
-	"tv/5ZjmT+3lhX3+o3de50nJ6IIbpAib8Z7Zok7X4iS3MRjF8rj6x06wkIJ/YDKGvM3Q2Yzoe7x/ipmuO",
-	"pD0gI5ami1AoLVNfq+CCnEilxyk7++XIpjgS8yM6ZmSWSs0sTPOUUE1SpjTgoOXgB3aKFvaLKzP3a+WM",
-	"r1ajLQ3UkgC40TSf+tUELjcgcxA5nGuuIRtZOSDpKlpkBtK3G4pNzMKx7++RKaPCLL762DUy/WPm4FS4",
-	"FB8g6l1P+csI3673iSJRYbxDTFRN2ZRNLzCTwyfxzX7/xxc7m5u7ZDMg3hIDV7WhDPV74/X6SEaEXWmj",
-	"1UtRWjEM9w1NEfuDgm2bxU/XNT3uz2jPgzRcnQET2wNuVUyPK4KPlpKe6llfZjPAQ70BmGdl9zlkhRWc",
-	"nBXjYxdlNOSNKYSMp8qF3huIoq4a8OqM/4MdipcLzYrUvb2184edH5+/2PlxmfDUUtMEwD6WStCLBcRR",
-	"URHob5Fz/jKXotvkDX9Z7+L2Lu5PP/2wtfVi+w9/+MMLX3Ru7vz4wx9e1BF1yjQTcOdqb6+9GKtuMAH+",
-	"OdMeo8LK/5Jw2trs919s7vzoqwfwil6f7CMYxgVzsbRQIJADYidW7qwdx19l3QINb5Vz3VYsn+fsBNa4",
-	"MZNJgpQjR81Sd9NI3XxNzzd7/aLEXcVcPnNlRd61ZgpZbfHcgfOMANYSLoOHhVqa8M7z7c0lc8avl3dR",
-	"KBoZRff16iqYV0WGWm9XNH6OF9P/6MVOzUtKCL37h+C/ghcDLwvIBfJdNaNDax9kf4adAfkSdj6xhfkX",
-	"gEh8/RrlMBEvdvJHVSZlPjGGZaKh8OBBp4b1jPlnJlATgTmAPM6HcK0N5KWldutLN9tw7LCXsF2FVHrf",
-	"GElpZ9DZ2YazaLMdrwD9yxHxdV0aF5jONvISMSWilNVk/DCh01orrZjJ6QYAHeb5NkD3gnZEAWm2kE9q",
-	"t7XXOv5bu+wDodOS8fR8ex2r2q3sY9uNxjeuu9uOyS7ZYwtC117el8GIPwa3ia1cdbm5Ca7eqmWAABZY",
-	"V45I8Zka/0DCmdCvEfhtWQjbniFgxIGmPaRzxXIsKousTMnO1RWJWJrKdF/GLBo4bEdIwgZEQLtGFZCx",
-	"FCwUjrZ7TcnWjTfjWDAi5xpSUmeg2OA0zAMLYOTuE8Qxvd41wJ3ObkHZa4B4zzfeQgsb3aXkh+IO9nYt",
-	"Sj9dEDUfDhmLsag3ZWa8uH7Xyo6t4jlXZh2scUn9/aglP3ckcpRDMhrWZA961/rrpcD1qDq6lDFrtKM3",
-	"lF4kjMAWEfNL3A8wT+Ho3RZ3c/RLMvIwKS0FBqFoRAN0QxbK1Q29BnUAqTh4Do3qXkD+/c9/9Qa2N4OZ",
-	"aUSosBNH1Ors+DEHPStEyBAEMct1SNN0UTjp3JLJSKV+w34+Pz8hmOac1QLBLj1RDvEx6weyYhZ2ylyT",
-	"rtF3yc7mThCKnc2fAvLD5nNcbdBwGI2X28zeklZdpHYyn1KxkTIaG5PV6MsJFXZS9S+qjTRWaDoD3qzu",
-	"GIATypENJ+Fp+dDVbUh1j0zpcMIF86ae0WsdyG4d9G1ASuC2HsXmKGQBaaTiwMNDDyrAq0GxX4QZvIza",
-	"GJAK5hyMUwUTNfy9DsevpKB1yguvo+jptcgBXKeNGL4B4SNCBdb+Z7PxdPFB1gdly6gQ2z/84KV5tIhe",
-	"x0abdzOv46Kvyx6HBkV+ZdCyyefwiS2eIYIbeB889buHDjwhySxlTq2fMioAp25UxjaVl4JcSPnJaOhZ",
-	"0xBPx9aMTgEfe4FBkZZKda751J1sUW2qKQHMcqjXVt/28kfrNTgvP9vy42wa6LjWjShAjlfaHxlOmqUr",
-	"1yZp2cTbPb0ka9YNeumPVk6axdIkY7iDMeSj2IAbOAbo2T2Ssjg19pQbNRRoebnqtnbpvvHyvIeSk9Zf",
-	"xIQqcsEA4imrOAOu7YYkmLJYX8ZjCG/GU9bQ87CyZdahcv28Zh6v6kOVafY2uGqbXRS8kS0SLBOq9Ds2",
-	"ppp/XqO03D2xl5c/YZVufY05VZoI+4hf4+fwD/yt61JbHJlXVObinKVIjlLgpZgyTWOq6dqX8a17sH7G",
-	"GVFI+LT2Qnpm3AprjCvkK1mvU8PaC+qs+cDbl8KGYC9KTPrOfx4K9LzBrYPR++QvaOKIZEHmQvMkNwQJ",
-	"E7Fq0NzAm5WsJO18nKzVipsh1uMpYkfCvilkLhKmlLWCbzXZ3rHC/AzKnKG0quL19bnfx6USQq2ybEvN",
-	"3oqyYrp0kKKkUaQ7k8pMeYGpWa3NRE+erUqVzyZUt+qfGU305KyhgBXkU8FWmMDvbViQxlyYw56l8qJu",
-	"KxrrYuUna+TgcCXFSH5aSRB25LoVHcbYBLk9Zowx1o/3D4l78okiakJnDFFsvNqLaDfDcnmiKr1PbRdK",
-	"o8DwuPftc1F3G8FnDGPlwwlIRwF2ZRVwhnSP9w9D4e3J2as/K9cNAx4A3RY8J9XQW7u1udELwbjKUl95",
-	"vuBaYBWaXNKFsqY9F+jj7a3Om0KevyoH9xGipgmihqs98KFwi9Re3wIcSriV6/YRUXjkiH1myR/39vcP",
-	"zs4OXx4dRLsFQECvRTAXasaGesnJLK2VW48QPabxiKNzPSFdm8VWxLYpFrdVat/WrG9bfXb1krh6dHSF",
-	"VNAsnSrSBfZSrGC21VXQryQ6fLe3f374lwPX6juD+zs92DtH3AT8QSfouN92gg4AEePXiEn8qhZZIVvu",
-	"/dRUgH/O3wfIAsRw2YOpt7gX0bOLOjYVVtBM6czIfIwwIFFYiWp+Xog63oIk8jryXiwKB9KrS/R9OBko",
-	"/2llI8VdWcawbhRcr8v1R5zxcVZamJGgJzOawu4FJaubPUn+/f/8X8gZNP8PDr4shl5L6wFRktAs9mUE",
-	"ONwaxUScXZ1QTOkssEaE68Fr7YzsemWtSxv3D7XyW+GAoMqqqgzQ0qa6LGODWTmIHcWIgoSNNJlbaz2u",
-	"q+z5XfAsIyzWr2L7FszJzXZUYFK7pICWfTmRCTObtIpTscvvg1s13h2vT2WNdWwsWEvmfnfKJkN5NzO6",
-	"AhuSH8o0rtymJ9YtVNsi4B7TxAF3nyWxTUxFR9U9WFrFRp9fg04W4zxvBI7+xAVsZPZTH6EN1cS/ec0x",
-	"GnDaIO3fMEqz1gYH+hzThbKJckVi8A3khQMFwwCa5uRE51rgQHNRZOmNbjTL8ct7Qii0AsQ1tvKC1VDz",
-	"qR2+Nl1iiZvLj1JXe7K6HTcG64nRzI3m/reT0+M3pwdnZ52g83rv8Ag+Pnu/v39w8Ar+vb/3bv/gCFV6",
-	"/HeDTm8MImNKz5bbb4XNMgYctc/cDEnlNRcQ5Fn15pH93c3edqZp2mKZCn92m7Zp8bp5+GtlPS6n4Orl",
-	"KR3Wx3Y8NqPKGk9k1vaRNrFd/16UApPDZvaRVQUWxop57GoT/C5+BRsViBf75LzyrNGgc3pwtLeE+utI",
-	"G9fTzODMA+W2gqTr+1ajeoAqqwOmvKlvuJ4Qqq2nszD6kApywcB/3a+PwpmxRxwDI7cqAvItr1Jo9tLC",
-	"pgX+GddR27V9HY3HX3JRACF4fomii2Lp4Vdj4EvsnGXbW2ogV7Fe3taAnbkUhOfbAdFyjM5F9EG6AGIf",
-	"i6jyeUS9gbF2QA5AKsaLHS8TA+yWGeLe4CIVAaR3I/pUn+wXQcqwilwRxRI29LAkLxaGFnjqzxaKFmEy",
-	"ociv+C65kHpiC/i1vKRpMQQHzUnLGRJ0imHyne1+XjgmsUN5JVni+XaZpILO1Qbochuf2GJjSq82Eqt/",
-	"vtjJj3S/tHG3mFSCQ5N8F4pNAbtGA/3FFmdc9yQJHiQgp2YnOSL1vQUBD9SiN8NvN8AQjv3zw2I5w7II",
-	"wPdG+XeRsYlDoS07XhBIULygw0/kEkLbiCjJLDj0oIx1l5MRKxZkea8A+gEo2GFl92xytu3kAHvSpWDT",
-	"G+vcFnRwAaQ2IDubm8a04WC79Kzn/1LmNwggUKkOhb1cMGLgosOLNYk1ZWM8dTa/Rep86ycItPcEvKqJ",
-	"/9PmrKDh8oYaroq2nOngWmNk7AJbZ2CkHYjHr8HF5vUpG/Err9MIBlNCEdm/sQNO5Eq2A+g+kcNTYF2h",
-	"V4eXDd/FcouzV38mNoqmINgfZYuLglDAaC6aWBqi1y/k/du+UlxDa6mGZ+r76SzpZvHrfz/9+LQWWmhY",
-	"x4jWyQmpcLIGqPA6rlQ4V3M/G8Z03pRCAWVtVBriXhvDiVTMaIMDo78krFCQVhiGIJwxJNvALcQmWFkS",
-	"F9bOMgL9cHhMuAoL6MX5LwD91mcvPI5say1NmIC3x5jk0QYkqi6Ji5Yrp+pL1qCkzKaeIZZcvss4y1Lq",
-	"SaVu6icoVzsWycJlGo7mCWQchCIfuE/2CMwqT8hwvfpBXNrdgebgIGrgJxYLLCrVuv20ujq1OEBD/rp9",
-	"sZtPhtbr5yGRDzgtRr2EKR8C1YcuoMWxQuFawGPdsrHucUfw3QFwH6oJhXQ6R4DmQ57n+sjUZrLg+xJq",
-	"jkwKlqEMhiJ/RVdLQsUCoYeg5zO70m7E/GcSUfLNhwUKlSmUVMc1JdWhcEgVln2CkHVpeJhqWKUehyne",
-	"tX3kshlgBhP8qNcnr/hoxFImdFYmkrUXrOwgTc3FTVAMFuroDRek9hgdAiM4n0ABQFVw2id7+UvypEtU",
-	"VosXJyLhfHPzOSObjlZB6bBVaQ7+CY5yQMoLtA3ZoPg6oQvI6wqyaV5SDvUSjmlng/ksBVVV94hrqQzF",
-	"c2ZFftJnvqSU/V1yofIpeg3A3VtcMwhH5NfhMTqlQ4ZRwvrr9eH5PoEfYc7sVZaHOLMoMaQbeYNknfHR",
-	"5dCz/QepFbJe7YwFP4Bqi/oX2Etm7fAB8pSad2Utku0vbU60mtGs6oCFwr4WPa0K1wTYJ+T4/OjEXAGZ",
-	"amzMPpRixMfzNGtuWN7UFm7jUi1ancdYzuhvcxbYRuO2JTncx8y0RUUUb6oNUWXS8/3p0YaiI9brk0Od",
-	"xyiKaY2hKOc1Ftzl2zsrKaQphbXGe7Lw8RhTZjP3aCVl9YnKs1xHKZ2y3jo1RVBDVMR3pZ8Z6e7TKUv2",
-	"zWIv4YSBF1BhVVOakKiP4a4o8Fuf1/tKUkZVUwgHv6tOod+u7qDOJQHOkDoaOU7pMGEb+4mcx7aSKvd7",
-	"DEgETcv6wOCGgNADrM5+kDKaTEufGOOh8BEGX/CjKLAGVlTznSGx59soXFJDWPKSpUOz3xdUsefbvv1X",
-	"KiPBWaLkAVukn8ghTfq05f9qACPuqnEbwqLVnsXh3tuHgHlWbILsJnR9xLOHDmTvrfCmwO7Xwl9r23Fg",
-	"Feia3XivvzY4ZtRCaHrVW6eBZdvsNfvGewSQ9954VwjyrfLlvLO47cZwyCDaocLDdnC2Hhy8/1CrmJ5l",
-	"WdcHgD+Zp+ObIOIhb5FkZsZZ4vWpa4FjHkGdpWyG6QlTLHffdNkVHWq/ASyaRuivQYpxvSKs8wRrP9Dj",
-	"sucAXLFOtOBWqYMuBP9KK39Ke/zC2o51q/oBZBtr7Mysg3DmhKi2eM87J6PKjLw0RSsm8mooo10S0SSJ",
-	"cHhld8a2C6GFfu7eU2aP8TGO4Oaxa06Hac6h2PNbyRSgBG2zqOPiOoxZpAstn6ttSRD2K+s/b02gXkDy",
-	"3tkA5Q0To0mCa8qHQTvTZh0BYJqW8nrttM3ALjrXTtCdZI9Upd0HiLb5iCH2FpWvb/7exivcFNWsfcPA",
-	"dhzwwZtIN3p3fPp27ygCP7b92pxtDSpb9Orol6hnKOtC6kkoutHL4/Ofyym8OF4n6Lw6+qUTdMxPagNf",
-	"XkHkqmIi76frFBMdi2yQWe4uK2EJXQ+CwpvRUvyJdeqMvDFvFdHGrnvdMqyaIQDUZnuzF+RZFVB7b1YA",
-	"9izGP66zi81gNttrQcSuucM3hrJp3Nzvox56QCh5f/5640cnT0sRvj/zl6S7/WJ7a2cHgd12fY/OcMKG",
-	"n1AAM2FM3TgUiv+D9cDeBgS4ehFWRJT1JVifvOTCiI+YapqV/Bt788XOhn0JuViEAuQHwKbUeDksUNwy",
-	"xp5HyQBIj6ZxIVSGa/6mhbTVRhtwrCsIeyX8S85WvfiB52da0V6lTSMd5wQu18rnXlYtEWw/5mpI05jF",
-	"gxrdgSsHhRkjDpmQmSvUws9Poa1O3IxN9L0Vp5ttuazDGch2KkMmEjLbcKsfGRXnE+G6V0IOaNnmB6wt",
-	"f8fqSO0X1zWmzBRx+jbIngFiP2Je3x3m9a2hXC8DtiYZrnUQCiXxh5RczFVmU5Ehgl4qTdPPqIIjVumD",
-	"RsIuetVyENhlONgF7gGRp3rI2GgADZMtvGgJC9vv4usAA7wWq/jPnjOUQtESLNtFXmoaIj+xQAgkoTNl",
-	"nvZat8JGhMKbFEYAsXYD2mRiEYoFpUU2zT5zOVf+C4odf/NbAqM9Qnd/U+jue4PrJpuYR4PqGX5ra2eq",
-	"jxXiwIZjpSx/eRbPWlipfCfo3neG6P37xPB+ICjdd9mndRkE+GrI77YQ3+DbShzHB1FUZsA9w5NLQOBB",
-	"JRVl15O2VWTwPHsOjtMwI8USyD0TofBT0rrRMOu9F/VaY4pnjnbPYVHKOpapK54m9MI5/krJ1ohx5jru",
-	"XU4WfncKRSJMn45qSfC6cAY3wS7IyaUOVP328dN7fXLi5XpJQsloniT4fCiwLFSRne2fGhT/m2Cru8kd",
-	"iHgmeZ1IOTWsHR29gM9oNI33p0dulWDJzxIqmE2b4aqy8iK6zUTr2eDZs63tP/Q3+5v9rcGPmz9u1gft",
-	"63HfbxvnPQd2x/hW/5oQ7qsjeNZTcn8BvPyFtxG/a0Kqvy1w+lsDpL99DPqep/NzbXV9Lmw6IKTRY5ZY",
-	"3o+3BASGIRs7Ba7cWZQ0hPUR7fnq7ttrRUxrbl39TtdQwwp1tdnirfDaFfpdoyhvtPBqWN3aQCuwpHah",
-	"Yrh46wWK8ZEMOm9mvXWtnA7YyHc+hW7q148c5/2A2zRvprnuuJ5LscSeJhYAueT1qQQQi2/3wpvXa7GO",
-	"66zJxsiccc0RrMzOqoSdlO+5I57jrlt0fzrfZ2B+X+vvbIFiaXtOt9OJqs2ea7Wi4i7X2oT9QoPpO367",
-	"VRShEXRDm8wlTacrr63qsFnMZC5sB2mnxbnQhkwb46Z9cgB0iKCvAZkLVDYKCfUwNIuhixykPViLQY5I",
-	"ZCWII7UoIBEXr8Ell32GsXCbqZ99ilRSRtUo/GYJ4eYOE5auTrmGaLtN3nYp8AumSRcRnzLL3pBurXXR",
-	"gpjLy24zeUQawbxUW6lhpuXJ3CxvtdKbH506KI+NhgQzhigX7EEBebT9lVSrDIaqoeAVcWygMxYWU6rM",
-	"8OyHlhi3JdJqu5/ufLspozE43C7cJvcC4u9iMcGntnJD2bo/UAABXE8QRtOEezU6uA3cNYG+VnSjvNYa",
-	"cgoqt6N4Ws3sw8rV5rCIAoA/TJ054kr/gqK869Jh/JjJLvRgfcPwR67WYNpbN5Zy7pmY/i+zZkEFqZjV",
-	"NxdlbCcoxULq0RkqaU/f3I//6CS7MyfZo9vnvnwi10Sx/M69CHdsv97czDvF8q2bpWtlstVTGX0rQUsI",
-	"vGAVnA2+tDGnWmaZdl2aqLeTPavyvDr6xbzRVqll4G01CZ7XaO2Z1HVtrm0MaH0etm6nnNcGm+NiT8VO",
-	"zSU/Ef5gaej56+pTbtfSq/RQXZMzLP1bWwPHCs9aalih+lReWUfTZzLVxwCBUdVi1ND2aulGe2f7mANq",
-	"fpJ9+urAfmyTKDMwqLN9AEI5269VG+4TnvB6EIR3Au73COd3j3B+jsY8DnlbVFbO2q8nNKXpwnbwAoSU",
-	"OjJbJ4J/7lUE+94GRBWBtDqBheQbW+SPhIsJS3kxFwIhCpbE0ze27jnu7OjrOq2iwTXWPKx1nXWxbsTV",
-	"g0yd2U72RiPI1ZCIhWBZbu7vgDrsS5rGql+DyHG7xXTqANLXaiQ4fmHlNfwzqwyvw3lvvglWCFz/Dpg9",
-	"zQqUl2C/tIq9HAqImoC4cyEVAHgR8rJFK5Us+rJLNp0jR0EG5M1CJnVz/7hqS2+eto/bimxErdmDtvDs",
-	"nbSfrV3snbafXfLGG9Lt0oTnh9eHNviub1PejOh696qd5l185rGZ7nUu9WMz3eb9WNVMF1ivK6bAxmOP",
-	"jXMfG+feYePctQpOiv2c2weHVhXP5GIVUPFKLr/G9y53/zVcSyx8vx3zzSIXZGbbza3/a5n665gH4i7M",
-	"p1UoFmZoH8IC3QeGz9HEITdOi0pk0aJf3c2gfUF9M2ncAM0Asgps7M0P6q/jOiJRNSsqcoUxFywUhWSu",
-	"x4qo30VFVH/t6qZ2pUVeyqqqzTO32YX2UxdDbl0o9FiL8x9QixMKW4xTW33znZbTkFI1zUMqnQFtYFlm",
-	"wLp+zQcSFLhZSYzR/yA7blTfjvK+KihuuyziPzfP/RrOoAadLV5iH2W176UcvMZYXWtT6D7Nn5tkPBQm",
-	"UOeqgK7mVDNENr+u89mGR0DZZcNPWQ/zDGTE6MYocdIFgJaLVWgnpVcUB+qCKzq7sT3QET7TZE6165mc",
-	"IFRyax9WDW5Kxago65HLokZ2BuxqljKlqpYdwqguP0I7/upzW+bc/MzSmA81gqjgiDVRgTSVTRRqHZID",
-	"i/IJuMSTBfhFws5QJvOpIO8GxlAIO/16rDM9nLCmDH0YHOGw0VUxY2mRcICHVD2SVTlQPh8Yuva1WQdk",
-	"e0wzmqpCtpQfBCsEdWDIuhNZ1eqNqoUYTlIp5Fx53iMHdjFL5Ti1Do5vhRJqP6IQzGSx30bnG3Vqa/c6",
-	"b+uPCyPUT8E1e6s/kf6t9nIDmbdlJV6lqVuD4bd5u+3eMDbdmhOu3eVt7UM6w0ebazOaOsR9dz3cAue3",
-	"HM2TZAFdjKQuTyFzDSFgAddkQtV9dnu70QS+ZQs4j6YO6iXYXhZSKJLElOl1IiswBvQij+sTtKdNWijA",
-	"nF5CK/hUinFjQq7SdDprksDmQGYzJm4tHRZWms/an0KbfW5XnVjc8icKd3G9ckV8JCAyic2xIRLMNTgZ",
-	"ksf1axa9oY7kuCGYt0eUZrPq0hthExvIxR32AyGWa1CJ26NrEkoix2tRSSLHLlx8c1LJzvdWqOV4dfNZ",
-	"TxksMimd0uEnZZtH9frkFbT1FWNQGmfzFCLFLtKQzoXDIL+gw0/jVM5F7GN72JY0RtF2AdyFDVtmfcV4",
-	"WupErEiUtVqNMA/EFsmmuojZii0t//bL+4P3WTvD/E/bQ9f9+fb4L/kfJ+9P3+R/2XGKoYh8wMrnWXfe",
-	"wud1mcLrNgq1MGVNytSyFqFrq0RuQnvDJcprQ6tRCVSfktjYUZWmo9dsDhqQCOgqMiNHheKAqIi04Ypj",
-	"76Z1aLHAJ3q2vbm9tbm9ufUMC9mfYc8J+OMwdk0nZBoK76fFSnH7SKnewT7akEfwTXqVNrUnLUxnBfup",
-	"oau2HWyXkdWARF5r2ihXHK3iqwIS2S62kWuHFAo/26FdJ9xi/1vXF3fF5T5r1X+a3nf3aX+GWOvZTjr6",
-	"01xPeSo8eT3IB9+rcV15CElfw3nK9eLMDIvzvmA0ZeneXE/yv1475eRPH847VTfjnz6ck+7p2fYPLwJy",
-	"YP7PkOfP+DctdGDKcYKHCeVTRSI1v4gyPHgx5DOa9AIS2XYd+FUoXPcOQKXHgnh2NYtQPrqeQMmCRBj/",
-	"jvrkjIEDx7w/ctlSIMwH5CWsidg+O/ITEwUmA1sMvib4Xc52JlrPOl+/QrH6SFaPFkvfOQT75onmGzDr",
-	"rKWX1QcUSz/zIcs6Gh3vH25AQHFDTeiMxeT04Oyc7J0c9kMRCkMuT58OpdCpTLCq8OlTMqUCgqOe2aYC",
-	"ByECjkCfwlDZePo0L0x8+jTLgVcBurhVUOiMiMNwoWYQX83qFi3gwd7JIcoJUDhUfqyfWaqMxmRbdubM",
-	"PgoIuzImo1lwKFyT8Ceq6OlyKpcicxGzFAbYerH509aPlkqgk2Nx3Rw2kXhDwk5CImYo/sf/IPtSfMb8",
-	"DRWKDfL0qSEI8wGGGp8+HbhGEjRJ3DS1rwHShDBbUahIN3o2YTTRk39EAYmeQaE8/nPKdMqHKgpCQUj0",
-	"TM6YoDPeX9BpEvWIYCxeQY1/+nBuaXHXHw5ZNeQ6xkTaBLKZTDV0KkySwI4Nd4XYaYNhbIew/ci4UJrR",
-	"uE/2yJQrxcU48PNaHXgF/thCj5kBdza3iEs7tPvGoAWk2cxTp5PGKt/JlKmZFIpBFiBnikRyNtywFLnB",
-	"42g3z1bErp+28yr0RQQFlw0nEqSSecnxTPMpQIMYdoLN8oYL877cwwYJh+ZKRUzTcZTPATvL7ZLo5P25",
-	"hdNAURblKK1uGLNclOmqZ51TJOKjDXCWWygMTCnc2do2m3Kg6fgtfmkFap58AA/hGm17PzMzu6TDmE1n",
-	"UptPbaaOWU50cnx2HmW5O24GuHs6XWzA4US7eVtTPK1iq9MLGS8s/rRZ0PYOmch5mtUFIHGnfMwNZWOa",
-	"dVA7IiWx6wOJg2aAdJs/kTxV1S7phJoR3Z1KuCrcaE0/MRJBiag9BSPyHCVMZeoyvhVhV+ZZey5FQqKw",
-	"ItgQwa70BozhGhViRBH6UxMQqUq5ukojCOC3fXKCAP+fmMB8L+zdt2tIJ7sNghUvwGZNDq1d9V6tvxpO",
-	"M15mGVo62t7czoQBLMswb/+qOPo1E4E4c/Tm4JzkavRlrguoZ1+8vw7jr1HWztJmM1sOrgFukCWIRuYt",
-	"wK4J/DLq6VPYnz+dHb+DhLGhjFnYGZCw0+/3w05AQueE8D79GmFdvBN7gk6t+1uORraqFJLt+mRfxkwN",
-	"mjc4INFb5FOFzyAr7OBqyFjMDCepZ0+7OO4OaU6Y7tKSVZmnDQEBgnYhmM+lXNNwaEeeArvgIjacSYzn",
-	"XE3oRcJ6u6XrAQnYQ5mmbAhasCH6CvswHz0n0QldJJLG51Ie0dRcD1jG9k8kOpfyLRULd9QRIoxAdmK6",
-	"2IBStqi3S37ArdQsFTQ5g/x4OM3IfPWcRGeogLwX9DPl0HHaWVdcg+GIeszeyWEn6Fh53hl0HLnZeJAR",
-	"bJ1B53l/s/+8A6WcE1AfM3n9zBfS5psxqwnAlQT3EVfaKxlW2DpgOOFJXBD6AJ5UcFpHpCvTIOsL7n91",
-	"KM7mFzpl7I86nbMosFhOUOJMBWSPUV0+Y8VYr0/ei4R/YpibZjuRGq6G5Gz4YShA37vIrgmo4KD2+ktz",
-	"vAR4j2GRLB4Ad8KeGfXMrMS24Iwy9nIYdwYdN3x52+BA7IVRjQZx/pNnx7NhxjN+hrd3vgYrn9r3d/mX",
-	"OQPf3HpPZWeTP14kkGjv3V+t6mfzW3qDcoBUWQQSpUnK6BCUWqqyUyvvTnYYoYiMTXl2dvjy6CAauM5l",
-	"UlVuvFWELRBZgK2nLy1K/B5EkvhFwgYEKMxmxwp0wqQL19hu0KHw0yP2mSXO0qA+QM/eu792gk4+qRqD",
-	"tbpF0OgbJXsldAxzdKhjoDZC+hp2QSz2QKybr+3Hl090eUH3WlMtHCC3Sm0ZnqVLi63e8NOLuXYq3Kuo",
-	"cfIV4JB8GctMa3epPJIpI8u0oHKQUa3vhNFImm5AVtxAtCTKKP0XiwGJzg/fHlgnTUS6gl1mznVyscju",
-	"CngJ3+29BVU3mU3oBTPyMfF/00yu5m0vF7WU6r2+E3TMGxpodcXKM2gKu/yPEHwElQ+kxvbmpkVBcY2P",
-	"6CxLEn32d9vXN59fHTZKUW6s72ypoYgap8vXoNFVVLRXaY3EMHNBtg+zKQiEpunZ3xvm/Y5daUNDKJx9",
-	"Q6vFwxnnx0Xs4I7XPZSdzLOXNPbcTzubW6sfeS9opoThQzurH3K6Gjyw/dPqB0pKknnuhzYLqlGY0EPm",
-	"4N86RowUianri/ie0aAgnfdX6wfWi87Hr0FnJtVqxQfxjDwCG+QmYIGho1sE/GXQN73wZUklMqQWCrAo",
-	"ie91z5cQocbbBbMPUu8DNAFnLAUPgRQ9VKrqXSyDUETeumzON7oeAwdcmaVaw9dZwodh4qhq2jYSmo7R",
-	"WJjRoRHhSqJEpgL7goZiSmdZb/Q+2bOm6PbmpudX9LbD5XChP2CZAlXZ/nvSoOApnS7OjTHqHvuI7lum",
-	"9EsZL9bifq24WHmtLru0hoWdlxH5pCXLfsf3MRut5+sNGffaDHj1bD2QtBJ/NQSxijMenNPx75ufbrbg",
-	"p86GhQe2nq9+oGS/PgDGjQRf4qNtePfXoMGcffalwGi/WvDd2ozEEt+EXAH/9rmGHPg8mjKIZ9MrTDgv",
-	"E7LmS5Dp9cDlUR1u4PPlCTu+D26Kkmsic2MqzZPE4m9mXtZeEIrcCapy71VmyFbcV5AmQc5e/VlB5Hg3",
-	"81/ZnS36r7iZXeZ6Q/jYQqS/kPqwjKlXtvqemPrhCBw6BXZeYIzbKxVVSFlFGOPdagg4ZUOZxopwXaM2",
-	"XpdVIaMrHV6LIT74/sbfH8fbbsHxUqijgbKM1xBKfwBMD4n/GkwvaOWoe8N8l0pgk0UcU2hSxFwUxCpk",
-	"jTe3OPqtXNuPD049eVRJHpyJ94bpa92Y9ciz4AA9oXoC1Dmbr751FUzNQQYKBvVqdMqCImZlSlypKRSD",
-	"Oovw/flaisIatpZgly3srcpCvqFovjtLqxECtYE5WAiKAmzJgzSy5lji+cjNHpC68X3aZnhFbmqbLYuA",
-	"tw09vmHaU2UHVa27DD/8xKrohs9CfAqcVW6K8Gwosiy/zNPVCwhNLumimMGtuBiykiVY8DVa8w81LC7G",
-	"fXKKnMHwc2NWkaJfTwqLIoG9UPybuoQvFzfhu1G8CtmQ9SyrnFR6S1bToza1QpsSxRuRQyzegWJVMEWt",
-	"YoV8wmo6NrHrWbavZpn1/vlSHyObooq4YopP5wnVMu0NSMyGPGaKXNri5UjNIb02suFhm5Bq0egmMolJ",
-	"lDvXzT3FhsraMGRAnizAb3tNqMqo1CXofpsi+0SRVMpCWKCXBw2w4zg09c5/D6uCEh2jxOX5DR4yGJZc",
-	"JIm8JFznrIcg53ED1Kp8WebN7XGT29fYskmu0NAmi5nUExtC9bjJ/Wlp2UwttkDDRA1ZOnSD/whW932q",
-	"P2fISYxcJ9TPC84O0OOM7ppl2k+N/dao7Rxl13rNbCqyIpnKIgVyDf3Qs6SqnuESmMxJU0ZmLdKeSvm6",
-	"LfKffsd5Tw86qWdl7oufLtN6g+42ZaZPIq9xUAQfg7uiLm9ml0Rml9yv/MyZZBGKLnX9UXreQ2vl0WQN",
-	"ckrtjFx+TfFTGOdB5Ncsb7Ca0ahXQtU6M+YxB+b7y4HxxFPh4+bEl/0bp7VgejmwvOncXFtW7FKDeKcw",
-	"zBOF4i5lwgY7c3RtqL6+5Ar6hNS5NwW7XDOd5D8hjeQ7TB95TBt5TBu5nbSRZnbXqJGvkyvyynr+XMZb",
-	"0SvqVekkiwHZ3twxnKvaMdXP26gq+0EoXK/5NLPci2VdlVoVKMQqeRXQH+oKczM0bOdxrGOPDzYhY2d1",
-	"QoZhCm5p/yk29X92tsQy1abWxD71iiuvk/3wnWU9PGY7/N6yHZYq83eV4oARwMqteaJapDP0yWsbMgf/",
-	"dMqcS7zaxWE3FJGPuh01wGJj9uMsZQpyM0+ZoFPody8JRZuDJtgaf66wmxd1LTHzrMVScTTYK23lZ2re",
-	"yOL63MxenVj9fSdTfF9JFI/JE4/JE980eaK1heJDb7WJGpQ6zOS9dIJq53DCxTCZxyy22Hgsdo8BY+ZK",
-	"A45JsgBuG4qoWKr5R1faCfVC6hM2DfFqpwlUZWNFqBmtOTZQWOUtscXluGG2XT5UEZc3TUucboOb2KKl",
-	"VRhW28pVRDZbHUvAM6pGEfwOF01zLPbmr40hrG6A0SbcUWjAnHdvMVvdNDfAuF13q77HWAbpFmMZfhQj",
-	"IJF3RlEpdhEUCn/vKlzhE8l3ELXwmET7uEXhZj+GLr6X0EXh2ArCsiAq2sUvCjwKcGJtdzlEC7Zh7lL3",
-	"tohkTeEW9Vp+KPzYxGvX5FeKYn9zr4+5hYH0ZU/etgNhqIz9A00VIltcZNtPwaNcZZ3uJelShw4GoGDg",
-	"iLT9GGzLiGqf9VI1GOY01ZeDVTAeSdeZVF5GZA83MQcPEuwS55iB4ma6Br7tQsaLfiiyHthuUAu+azGX",
-	"UgbwPSnbcI1J4n6JY3Ll4kmzvPcWxNa58KLrS+I/Hin9jiNA3ipXxoAKN2WtMND23TD6llP1YkHVQryA",
-	"1BBuYGmWa0N5EC/Miiejb2ToPdb2/S7DUj6lLhNlSyy/LCX2c6Fx0Rp5sZTE6YKkc9Eb2HY9JVjq11bq",
-	"GK7teK7CZlOIo1RoKtQPhRMm0ZcQ+/qE1gwKXcuisDP49d///NfHrxHpSmFYP3QFqrYoQvwbbxxslBVi",
-	"YyXofYqdkkLhWiV9jfrknUR8PK4QFKM2muVaPe1XF/uQU13rO4s1OtNA7Df3Dcu6e2XNw+7P11bba6tm",
-	"ITV9pRyIiFlZQPiIKJnVsBbXyLVTeh5TaR82X8QOdwWSdU3tSod6XV75pYRN3yqWnyuq3RZYCRXluFbH",
-	"6O2CYjEXmRofiqxjLgUc1an8zOJq4wmMRRSddZXYfUPsYeBatYYClBvEEl4S579/Nfj60AsVra8RfmGF",
-	"1vcIyfCYZLAyyaCt5tYq06BAut2KM/4JOk2NzDNMw7XVzaH0vZzG+pyE277H9+bNa2fkPUbfHmxqQvt7",
-	"sm5+QkGQL89Q2PcgFtyNwtwE1DUCwoQRizEZJXQcFBqyD+VcaGOEmKnXX04tZa9P9kKXqZA1yU2hb/OG",
-	"Gxzvt210hNGzTObnnkCAgb6kaaxQ1OOg5vJPaWw0+FBIMWQo1iwCOW8F49TSb5e550LhIt3OT0c8N11j",
-	"FsPDUBruLo+hvdfsOpkM395bZg/9pnrTo2vsMZXi26RSXMurltVmrs6kyHKuy4ASyxIcatMbTtxLv2nZ",
-	"4/JAvi2Zry9ZvE6FYrvsgt9hVF98s3D+91F9CLdh0TaA727hY+T++4jcz3JeV1MPvzJYL8jh3lvHjLio",
-	"lhQe0OEkR7wgmGmUAX4shKZXoehGe4CBgc26LNIHNuwy9xg//szSC/sZfuDCfxvm/thvuLBfJhKJ3X7+",
-	"6+WEpe7BTLzilx+j3i6h3iQLLWug5FExr5Jnk7jcZR/Mg3ARsytQ0jH0YV2CuFJNPzFFGBgZecKBkDGz",
-	"7aQIDYUCwd8cAMeb+LuNfOPyVijvbj+/TcWjPYHlc3usc3wMKPsB5Zm7tqsAR9znz77gI2tEQizpdbc3",
-	"d3rWBwEtcQjXZJxSYXRf2wewjvcQy3oaQg73yniuW1Xo3b7HgsLfva9/2aVq4d23xNLCTX+LtP/xG0um",
-	"R2n0QB3yy4l5PcI7saKjve8d315XGBj4WHXW2b5rtVj+ma0rTNAZ9M2FyV35oFvpr9+2jG45l3BxhUdu",
-	"8ejxvbnHt7Xai7AZLTy8Fl+j6mZoj6oHqcPYbboRX+8D1xM5r+n6FfE48jLnbU0C1p4RcDB8Zqntst21",
-	"nUoB3FP1dm36vmBcT1ga+OuxBW7NQKNedV9e+Oe60t+k8O+GSIKhaAcl+Ase8H35LbCx/H2DCdrzWF79",
-	"1xpL8J7KAW1hy2MV4E0QDQtFLg8E2PC7qhQE/tA2wID37DG88H2EF35zrN8pAfaDNnWAyJzqggpeWVzW",
-	"EjyWTAWtc22yDgINRXJY65dXGP26+bGPCOojbkv9XPGcn/iHSTo+0qFFBfNes7d/fviXg6icI1jI4yFO",
-	"ihHFtOZirCCCgK0H5HBudoLFjo8oK/URpKUPnevNVKU4FGegWqrIy0Z2+VAJ1SxtjjbArfzdBhtgdSts",
-	"tUzB+xZVdbj9S2fmBRpIF9VOR12EaiLFkPUeq+segyEPKRjym+UqFXlQYxI++2KRO1qHQWwxsjXvDBm7",
-	"VE4jJ4o4j5VOm1Q0SA1n7ZhxhbQcOr+GU/mZgUcHe4UevnuTXT/M2ZR5U32Ewar0wFHz4ZCxWPVDsefX",
-	"uvO83Bp74uRoWLWQks1VI/fJza9bLZK1/TGMzfWz3iUjCckBlU0byRSOeJbKccqUeqwQeYwarYgaNXKf",
-	"FiEjC8pkKC5TytaAoLy9C3jnpthSrePRLfxAg0hLaHs9mvsFhW57eElnAblr0VAhQbBAomCvNVdLhOJ2",
-	"yiWyqEZmTuZWlodyGYrlMJekhHJpRo9iNuKCxQXcy6Wwl+0ss1B0qSBz8UnIS2HdU176GaBTF5UE83yu",
-	"+q+pIOBRfmsF4a6icm0MvdzI/jY1IS1tvccSkMeA4HccELye6ZchqeDF9IFgB19uKtlqPZBv0Z7zHUBl",
-	"6PFy/NGG8BSdZnE8FILGNqyKwFzqheJuigQJ4hT4Mi8UueGK3QqJMDYnydsmml9eSDsR9P5kA9pGiisa",
-	"nmJeiXXo/z6Bk+uXuELC1OzeQ5QwQDWP8uVRvnxH8sWw6xwhUhKKKI8N4M1rCp3ZPMWA4l0IGt9zmZWc",
-	"F+COu9G749O3e0eGs2OySqEK3v3o1dEvEUByyRHy72708vj856gXhOKmbk9S8Hq+baiMR6hI2K2C9w5M",
-	"qU9sZmwfI8AFSw6NzZPwKXd1m/AQCFnAdsZfqT45zoE/PaNwGepnPhxwSvTKSlGupx7UIGvbvJkSEhEm",
-	"zIBRiLYq9hCwwKQOTDQAPE9IhPRglctjDQhNkmiX0LrX+IYcdeOPCj5tZ9Tt5D5kXCtXjk+z2N+1UFza",
-	"TCZQX/Jt4trfn+wddfL8xLzh92ca5staIrc/mDPREne5tbiuSb6u3IpHn/ajuPxW4vIE+eNNrbGUxSn/",
-	"zO7WBkNM2wiERZSLyFEqpwXHY1UmQmKiz9wCIpM4S+ACK8jDdvvE2Mz8lqeQ5BmQCzaUU0Y+c8UvElYM",
-	"58HPLELcwiLRKE0h72tMucD5/YOlsh+KCq6n4fBGLzHs/Xj/kMB+9PrkjImYRF++Rmbac2VzPTDBA8Vl",
-	"HX8+xWNwYvkhA2SWprqE8f4sL8mUCg+HR0swTe43Wb404eWN4cV8esFAAcsmDcbUI7rlwzcePPbB4vz8",
-	"KjzE45buRyv5pVNnW6S38zjT/t1TqBfa6GKygOaTXkoDFyRLLCUyjVkaEGkzx5IFJoSDVh0KAFs1P3Nq",
-	"uIUPvrd28m4fbggp1jrr93rq500yi1ctxN/3++i/ge9r3XkDf26o8DG59jvpupHfqRq+dLOw7wquZi/l",
-	"Oh2uiq6NJ6rSxalbMYsH5hFjv8MvekGp4LALHgGovgEbmMa5ahhTTS+oYr0BubTNNbofzD+cOO9lnu03",
-	"TGduDXSMI4ZUKBQX44RtUKh23Mjm69wuXJ3BD/bge8eool6fnGTQbVyQlI250sgPkUsPADt5xfgIq50q",
-	"o/1BrSVY+tHp+3fvIMWsi1X+UIjpHs0XBc4JYOqhiM7O9969evnXaJdQ3A3b0BhCGWeTuY7lpQBfR3R0",
-	"sPcXM/yud27wY4iHd2VqU6NxmJizGLwflyhlsiUkjCpGEjpTLO75RUoJVRqkxcF/HZ5HYO9SMuVirlmf",
-	"REgJEVHzqUIQe0QSJSU1elVjsm8rZu4Dh3U5W/cxBFUA+P22RUhOM4ag0Bj6T1FRHwDLrjDEJch4983L",
-	"cxz2FRm3e/mcYQVL2VjC6GeGEMllL6z5rMAcgYtj5JKKGH3KmTrONXIV+I7EPEZn6fCTkJcJi8eswWjv",
-	"kw8TBmWfl7ZzVIlpBvgipamILxbI7XBaYA8gD0YAJ/nZrBkT5I1KBPIC5pOyIeMYNzbsMfdVIMocF6Gw",
-	"LnMUAXkRS8Gjm22R9QXn82jFA4sI8Q+MCe6swIg3EuaRF90LLzqFW+Yzny7c094dsJ+gNdm1ZFjZxBp1",
-	"T8Mmyt5DxxXc0wPUL7AYNjf7DRtYKMKF+72WxMUTHdseyTQUEfwAAipeLl/XeuwGdYmRqJ0NaZpyKHCL",
-	"gGnMtA3/eKxMhaKLd9lqphDdG3qgHahgdTG5Jv/RyNYcO++kFMnCMkAhszVylW0HqNDAxS4p9L7ATdN8",
-	"yuRct1+ZUeRyjdXoFt1EijGZySTJtFIRChfHghDZJUS9oKVfQGZSmSktCBW2OR4gtJIoTn7D8n1cdBv/",
-	"bz8UoTgemaGA23rna+H8I/u3MzXAuEgwhGg9xd5uZf1Adm1d3xWu0TyCwN+27N87w9gcWcG1VA1pNpkQ",
-	"gQ3ZYZaOTbNQLBlhTC+PLVrwA3TU/NfGayMiNtwwG4dZFHeXOL9pAAiG0VvsRHjibmFEXLCQ697AaIye",
-	"Nu8aMdr9KcnPXPYVPFMFcbfrGyVdK2p77slQCLObuXc9Ix0FZEnmQvPEfLdwQh7n0CcH6IQ3BJwywS6V",
-	"t3O+jQmkE4rcxgQmkdN3r09OGY0drGNdlD2jw14unZVO+VDnnSJxWvnW1Qlpz9584N6wnDGvAaDgHlna",
-	"2XlKr/h0Pq1zm2vpmNtWv/98uxEiAfh6fYn8VtCxL+gMnm8DSgL+kWMkcKHZmKV1IAk/y0skwIzPek5h",
-	"Ix6WSgegfURAUqS72e/vPN+GnO1XrlgXScUWBj9RpFaSNGMD1Py6DBGBi4UXe4vfXG/xEq8eWujI1ksy",
-	"tLLU55u7ZDNLVXAlqMuWXpEzzesu/7R+0c9brPgajtrVT71KfrsHp67POxrs/jLFdjPBaphs71HDvh9r",
-	"H1jYNOfzt27VN4XOT2xmliJb5r5tb2azsGjM9k+UjtqiMlNNplJpsv3DC/Jn/pJ0t19sb+3skIuFxqS0",
-	"9+evN37cJVvkLX9p3ZfF3CwSHe2dvjn429uDs7O9NweFzKxdMkw4oMhdUMVe7GwwMZQxIxdc0HQBztrc",
-	"dYnFMy4jhupQ4Mzgzd2dreckKgUSI+I1dg7FHrFdN7kUZER5MofWbX+HBi/5Gy7AhQnTNyoRIDekXCPs",
-	"84SLsZfuRlNG4nlKDfdzxnootjc3oZclExoVnBRiaaC4KlAQmdDpAvxvPs90a7OegA+QhkdiFs8zvkAu",
-	"uYjlZWD22SmiFpSi8Duj4kFqkU3QzRPvLBcGvSvlYy5ogghWULSICgzDM4wxcaGm+ng0TxKjLNOrM/4P",
-	"diheGnIA7ArrvNj+iUSlWxR5+4Z+5gm6oadMU3PU/ZLujbubdc4u644OWBDstXJbLsXMyPZ9bxte0KtP",
-	"bdPfQ9qEN80VOea+BmU38J7RBecrhVM2x0uWspxYodusvTxLL0vvMZ/igWeX4cVdLvja+XeyXLPY94So",
-	"u87GdlKzrEddLIj111g5irzdQTcYa9/IGuX8w/JSDHyhMKEgEkKRywRH2vBJ4GpToYrIZnOgtQ9dlfdl",
-	"zKJn+G+7FxFRDNoJWCGnSNeo6+yKTmcJJEvbVEcXaFOagmiFZdhqIUhgs2YzCOkNxWM0xhWcM/7tXtHs",
-	"dv5OjNqSon77HLu4GyuYtj2LLDjuM3Gk+/vl4cXJL895m7F0A4lZzvVQTtkjc37QzHnPi5V1kbh6XnxN",
-	"EIo68a0w7bnvmb4zpr1fdonDRSobPrfBu0NR1Odb8m6HEhdZ38neCJytUuDLlcJI5xIWn7P3W+PX74tn",
-	"8x/Or4u70ZZf585qc7y5U45YP5W6X75dXMQj3/59teAHJJUij7ttvg0JXY0h1fezcUpjVEso+cAuzuTw",
-	"E+qelxM+tBXjsAIym4P3qdpE+0keISKYirEgNE35ZxYQAdjZU5myUOgJFSRCB0hE5qIQVHOlGN1SOkSA",
-	"hYjw2pO9w42DvTPryzDT4kP2RBFIACR7J4c9WwCSzc+PsXkerSURNdKlZMyEYassJjxGtxDWCkI/sTyV",
-	"Iw7FRCZx7mSD0OGMCZtFN/PiB86v4booEAyM5d6WywlP/ORAriA/sAchz9cprIOmjPzp7Pgd0exKe+6/",
-	"8/yQFHQDwiGiL2EnDyiGnUHY+fc//xV2grBTysj0vxNhB48o7AxEEHboXMt9OZ1yHXYGF1ImXzGMKWB8",
-	"N4mwM/j13//818evNoHRT77MQvATOmNWfjp+a9Z3nok8O32cuH3lr2HH/jjsBPYVhlo9pQdF7ZewI9iY",
-	"QqCu5jFYdcwK25AyqqTIP8KhU5YUvLw5bVrS9rxaocDaIEdb1RIic9ATPp64YCk4SDG1yLw8q6Q1d86z",
-	"FFDwT+SlHZvrIBRWG3l19Ittg200Cz/VU2k5c+W3aoKwgrFbkMIkW/CBFq8xkLENuobCnsXIEB2Z0gWk",
-	"NkD8Pgo7PA470a7PFxwVWz+eOTajeLmzsAj55nhSNksWYWfwBYcZ/Puf/wrCDqhFQEDmcxGzq7Az4HXH",
-	"ZbfGO6+PXw3BGaHH0b/r8lGtCshiC/wfiignZJt2MPW9wEVmlHExBl5guITeLZsBqhCmLI/YpQuW2YyM",
-	"wtbGXA2lEGyoVWCPBzfMHAKMA4m2mE4Xiq47y4AUk756ASmnzSHzWVLSNpYufu34NPjTc/6oSNdlUZvf",
-	"12VM04R/Yr0+Oa7Lt8DHME+wnD4QCqP1LDDgaN8BcsZ/S5dm+XnIM7OcA0MvSlM9V3DcNtUZrih49ClH",
-	"5lFRggvZ4N9NIH55VF3maSuq5uaWZWl3q9/f2tzcbIyxI4NvCLJDcNnFXc0w6wbafXuUeZEpc/6YTgMZ",
-	"6t1cbA4zjrponHN+fevnPaKJYtn0jKBiVFw7MFwO9m6hIltc6Nklt9VX9prlCtQslVoOZfKfE5Z9cWs2",
-	"j9OVGww1tM8zUIV8z+eozN72ln9bIwF1264R555TBxKWvbXff3p5ZmB8sf86RW2rNaZz0Q9PMhT+mFws",
-	"rI8GBsTml32yV/Ryo5qJihq7mhlr3NnuXmSVqiy53KhpIGptxngBgBmqWXx8xdzDDlnpdt42gAxgH1Oa",
-	"jGQ6xXzAkUwN43Vz85sKR4cCwtZ5St5KV/v35blpkwzuH8hjF88V2BUP0JtM3Ql+k0TytwUOsxzA9uBK",
-	"Y0Pc1FhPqWbCT6wuRmOamc6g8DNUsfPkauAlTanikMUs5CXpbuaGF9de2tyel8JR9SFXOF2eXF3kTLvm",
-	"VG6VCRWcjY/uY28zVniP613F38JTHLvTW5ZFiB1GEJT4kQ3/zjpyoFOZeumAcObXcSIb+7u5HMcH0c/z",
-	"vTMeKWLCxcYo4eOJhjIkKBnOfS5ZnEXxf7AgKzTJW31YzKxQVJL2C2gYxWR9QIVDe64hR/8MFvWNmVtN",
-	"+z70FlYxA7nKFtRgGWcAfK0b+e1nT3y9+7YDuOFNEN2aaq40H6rHBOZ7aypg4yfZ1t+59XiZY821gZbw",
-	"ofPgFlRatvpdGxuwcWzxHTS1djF/gD4ORdYDC8aSaV4CVQDtiy59iLxoWQfZ4i/zZrKhKIxY31QWm8gS",
-	"r4eszFXVdu1jQ3E/cD8f/IN8EI1fmxuhFqmoiRpadknNKeYa3VKXN2stUEi72RTI7S7at14TLekuZYlH",
-	"emfIzdpCIBUI4REE6ftA1CgcmiegCqKkpMD63z37UrgkX1upsRhwAu3TIbUCFIYodJkjGV+s7QjlEeqD",
-	"7wvlz7VBQ/MP4rFJ1ANtEuUfUvNlWZcaCxDBq/S68oV7hnH9xntnaAt/Um6BMWWadClkOjJMlLE59r0i",
-	"2muQKzr9VdrKAU7mflSWhy4/DzAptZ30xDN6FJvfh9gsXqUnyh7fQ+EJiRwv5whKs5mqbYtja8oCxGSG",
-	"f7gcH5fnzeIlHGK1RXNkJvfIIexWHAjdXsVO5JjYLKxHTvGdcopEju+eTUwYTfTkH408YC9rY7LppcTO",
-	"Ugk1FVyRdC4E1HC/gwoPIYk5Cya0pfmqJvCzfeVD18VxnmdggjSm+OcbQRP++XZzXQyNsOE85XrRGfz6",
-	"sUgxn5kwL56l8sKPJWRb7YyxKdMpHy5n8kLGDJLG4aeuxuYklVOmJ2yuML+ZXc2k4ljsL9Mp1XmQAN+K",
-	"+KSGIhSC6EEm9ALBUSFTMwZEA3SSCYxPYMxBXgrSjV4fnJ7+9W9vD85PD/fP/nZ0eHZ+8C4KMnT+aGv7",
-	"D/3N/mZ/a/DTzoudqBdAyhHk6XJFZjLVAzJhmNrOcquw0NRlLhJmXXDZrBXo7G75Wn5i1dmcH//54J15",
-	"ZZ6HjymZ8DJhM6WpItGe5UXw7gF5yWjKUhLONzefD2Fs+CeLsEcBJX/6cD4gFB2L5t7j+/M5b/X65By+",
-	"tOC7sGUWFkI9yec9SeV8jFPbOzmsE7BvLTHcz9UzVPNsllBeunQ2JVDplItxcwU7TPXWoxB3L06WXFvv",
-	"SrlT6zoqVL1l11jOmKAz3l/QabL0Lh/PmNg7OSSxHM7BKw2OVvzdBTjBuTLkERhatZcSci0ggS9mazDy",
-	"N0zbt53N2PAb8HO3GTlp0Rjbx9DkJDWT1dyMo9M5C1rslVmiJU558Xc2bPTBVDa5+9e9t0e9++L+5+CP",
-	"tnNQMzbkI7sly0gI0uvaSnqbNg/430MqkFJy733Xx/62qODDCXWB5ikfQ70Ogs38sPk8FNEZlge9F/Qz",
-	"5Yn5qQcn00x1tc1YYCG/B/0B9teCqi9umdf9sNkiYaJ6KksZGGL3rVY8ikN86VyAEDSS0Yxott0+Vyk0",
-	"zqNKish0TAVXzElHDLvZyI/RU6BKTqcMqY6mqJ3OBYe2PxQLf81hppj57QL03ktqglYQOMWm6TzNm1Z7",
-	"sIl8xIaLYcJI1w5OZgm1oF/2HbbPU3X0D8UwWIpxPs+bbYfcgCFzLUYZ+3piuDaGiyEVELWbOO+dVg1I",
-	"1c1hv9QSAOx7m8qBS6Rap/xirhkZQRp+tnwyokLOdRlKUE/YtLDDXnpG3QwsgAkX4wDyYeAfedGEq5Ti",
-	"wrA3s/8e0JrhO9UNzyLl1Zcd7r0lM5nwITePH+8fQmCBAedWC6HpVY6KBb9bEMWn88SIZe8Nboi6OOf+",
-	"ITmE5EW9AMCvPCrsHeBcxCwl0bPtza0Xmz9t/RgFREkU0Mf7h0+gHp6cvfqzIt2I29H6bth9qAKLeqGY",
-	"UmHMfFCxiy9Tg7w63v8YKp1SvCV5G2JUV3NPkf+EjTjblbvJ1K3cLY8mhIl4Jrm5uQ7kFLRb0kUrMwA2",
-	"B+wjKCjgue0RoCJSkGn+IXtc5uvHr/9fAAAA//8=",
+	"7P3dchu59S8M3wqKe1eZnN2iKVnjzFCVerdGlj1KZEsjyZl/3qH/aYgNkoibAKcBSmKmvCtHTz3H+yJy",
+	"YbmSp7AWgEY3u8mmvmxPlIOJRbLR+FhY3+u3fmsN5XQmBRNatfq/tSaMJiyDfx5e0LH5/4SpYcZnmkvR",
+	"6rcuJowM51nGhCZMaK4XRNMxkSOiJ4xkTMl5NmR7ZEaVIlwTqkjMR1tTqoeTmIxkRuRM8ylXmg/JUAoc",
+	"a7jotqKWGk7YlJp36sWMtfotpTMuxq1Pn6LWyWz4jt3oUzpmy5M6zZgyE7qeMEGmMoOJzFOtCLvhSvfd",
+	"bBS5oumcmUmZ2cYzOmYx+XXOsgWZ0YxOmWYZ0ZKMmYZfCHajiflVdyDWT/CM/TpnSh8l1ds2F/zXOSM8",
+	"wd3iimT4QAT7ouazmcw0oSIhqRyTocwyllIzQJccDieS4ayHNE1Z9kyRWM6GW3aILZ7EAwHrl4KRa6qI",
+	"2ZFG0/5ZZh/XTP3k4OiVO+NrmX10Myd6QjXRGR1+VLgkqhZiOMmkkHNF5IxluIDCLP5nxkatfut/PM9p",
+	"7zl+q56fDHkCEztjOlvsjzTLlqf0o7wmUyoWRLGhFIkyR3ZNuSaXbISnr7MFF+Pia6dc8Ol82ur3IrcR",
+	"XGg2Zlnrk3mjpwAg/4MJFYKlr3mqWfaTIZHleZwxs5NDjQfjV2umY05hiEOQNhWE3dCh9p/wpEMkUBqc",
+	"KH6qyPVEKiAQpWmmFbnmekLoQMwyNuI3pG1+bP89kmkqr1lCLhck/iZGEmI3dDpLGYllZm7x1jdxBymA",
+	"m9kCnbeilqBTs/ZhuMDiRtGbYybGetLq73z7h8hsnPt722yT1iwzA/73L//9zYf/NRh88//7n62ogrYO",
+	"5HRGMz1lQh8lR+J8fqkzxmr28mdDuzqbs4ikXGnCBe5NPgaJh+GAMdwUmqaGMM3dNuMxkVChldkqqoPr",
+	"QqbUUAvr7NlbMqKpYhGRIl2QhGdsqNOFeWfpHSu2r3JxhX1M2IjOU93q48vcDl1KmTIqlrfolJotXnf/",
+	"ghd33dxm5snqqbWilrmsPGNJqw/7u+lNLMyx5vRWTNJQuT3RbpO9vI8JCzWfsuxNJuez5tuKD5Gxecrd",
+	"NT6l2QI/eqbw9xwlya9zNmf2s07tQRQmcu8rW3EYpeW4m0BokmRMKab6sArcgQz+HSdczVK6eEenLO6S",
+	"/UuQqX8k4U64YQcCxl11PcpLr+Ev35b5SxUfwbGOkh9BPalZsZOLfuk8ibyoH/oxlgS+PzxUfvI1/NfW",
+	"a5Zliy33/q3SOlYdWT7n0hLqqdEpBvnhwfS5JmY+iTkjlo4Mk3rD9FumFB0ztYby7kB0tStYRXUVZ0Ck",
+	"IJQoLsYp26JDza/Ylv8abhFpuxma1WcsInwspPmTpYpdm486XXJOp05zG4i44mxigge4h3rgpTTCM2Og",
+	"CJmnFmQ6V0ZHIOzXOU3X0+7tj/tV+ut6MVfUGfzFhM8dd0kYTbZSZiSu3SsulGbUk4r9EEijjr0m6a+b",
+	"yqWj0Vujsdfdt9e1enwfrxvTdByXrQJzeilVmmSMJl0CW8E1SfhoxDJFRpmcIvmjfTEQZpSAdQl1bX63",
+	"u71D4nfyUNPxWzQrjCJg1JkxU0RIPTGqX3665WvtzJE78aRjPmLDxTBl55rqOp3mxGgXGdPzTPhNUKjZ",
+	"cEVSN4RR9zSrO7208KbGFFmcoJ3zlOsVt3dKb4yCTMR8eskyVKvYFLRruwiO5oWxiEh7u9vd7vV6nfqJ",
+	"T7muJrztXi9q2dfBX70oV8+3K9TzqGUZ3hkbMj7T9Vw0wx842ksZVSwhU3waGCquBVXngJOS9vuz4y1F",
+	"R0YtnNFf56xOrE8LU7k1gy2uaMmIrLt7+5bLbg2NtSACs9KYAKFdSdrmk5It2dkzd44rwoxJmTg9e9mY",
+	"zJiaSaGY5ar2vtJLx06JYtmVUTCYMDyMKUMaK65d8QV1l+/779bfPdglnS0u5Ecmmm6TNj9Ge3VKPzpb",
+	"OmNUm71j05nUTOg+oWg9ou0FyzRyB582fMZ/dCmTxUCYn3FBdnbJRM4zR1zWIMz4mAuaWm9EyLrhxVyM",
+	"CR1TLvbKL0LDz3JGYIXmbTkH7H1P4gMpRikf6njtnutssQXj1m36y90mm242lqb3Zw2QNnUqpmKsKA47",
+	"TU2FDRXoUzpmKyYNjM2zOxTR6DKyK4FrItiN3kLfEW64+3aWsSsu54YK8O7UrcI8XHcY272dBsdxKlM+",
+	"XDQ1bmbw6xp2NrND3d08+ckoI03nBJpLzZR+xYHuPqNzmemTLKn14JhJKZlpAh6TLnmFEgpkXvzq8Pwg",
+	"RmXS/MZc18sFiTWfsgNgHNYHYX67X/VTCpp7vaKp3OwaE7JfD6yu4Llrtuuh965m868L/sA7HsEn8zxe",
+	"BnCr/UATO7b5ayiF4brmn3Q2S/kQLv/zvysz998avukwy6R14VWpAygKjdUurmjKky45kImxf+Mj/ODU",
+	"GYIxaVN73bkiU5qOZGYML6PszkGjyIyOGRFqpO5HIa8FGXGWJgPhHK6R+TF1fMSwcpl5lSSfQyci8Vuu",
+	"jFFUfLs3hPw0kEd2ooGIQX87vBkylhjSa1OimaBiuDAvQUMAdC5yLedpAoaO/XGnS0DBQ40DqNKKqNGI",
+	"icSQKywESTUIApSEds1J2AeeF3zgn6zVCELq4Q87l4d9a3TgwQ/tx86bauwDlpnNS+Y4CdwPONW4JDBj",
+	"krG50R+dJ9ZLZBD/9rSVpmm+ufa0O11DYKB4DTXo4H5i1hriYKwYQUjRAkDthKapvFYDUTQP26F/N2Ep",
+	"Q+2hKFrN43ZUNp1pnN98llhVw9KI+9kl42I8EDCYIZH7PvsjoVkmaHoOeiIe3MOTQcVb4z7eWHYzY0PN",
+	"EjKiPJ1nrHQpmNFmM3bFaGouKg4DDpZ73JR3Ur+Wc5E8wk68k3p/ricy4/9gyUnm3lwmw0QySzI3XCED",
+	"K4SZQD3gTJFEws+APsHOGIicPqUx5XFD9bUkQ6qYAu9LwlJ+CQYCONgTrgwxzrma0MuU3TvRndJFKmly",
+	"IeUxzTBW+MDbXHpjif2A3t4GNuEIjZut6ljejGyY2mCO4v9g90xwpxnEyLiZ7mvKU/Y4pJd7Z6xHKA8C",
+	"W53Z0x18HDp+atxH97wxhkHwIXsv6BXlqSHGR9iY5Zfa/REyMXdOmA0Bw9pRkCIZH080EfK6KATMUwnV",
+	"9JIqkCVzkTE6hFvVueetupDyLRUL+6l6hH0qvdFuko3lOdlF9CSTWqcs8VzLukMVGc3TtEvATUDoCML6",
+	"Zpe9Z8tGjgfC+T9Q6sNPHYneK3MyerB/w7pHg+A37M57QT0nfzzJwYQG/ciJjEtGM8iPMHqt0ZBRg41y",
+	"VTkilzRJF0TxsTB/GWpeME1A6SVAvDOj3t4z2//kjBIYa1/rjF/ONfuL0aGrTSJv1OdsmbrH+qCPGUub",
+	"tKkmU6k02fn2JRlOaEaHmmWqg3ofUlOXHAnyRqLnjSsSU7GIB2Ii0wS1rhgHi/GheJRKql/uWreNFOxk",
+	"1Or/UvJAv1yy+SOfvYGvbX36ELVutsZyK3CWZiM6ZL99MtTmRf8rpilPYWdognKApqeZEd2aG6PMRgHK",
+	"7rPJYmZUZUMCqRdnI3vP0GdAFJ/OU6olxNBmwZi/lRw15uVpale63mz8UGXKaSNedUHjzT1IICikLHxd",
+	"5AoQlfLfdbpmk8pRynudZjGebHYuxu+67juMofIkJl5EK5wYfKNqnFQZF0M+o+kzhYNjEFCzqarI8QE/",
+	"+xF+CW53+z3NMrowX89YBhcZWUfF6/z3REuSsCFPQBQzMZ+2+r+0fnp/+P7wb0fvzk8PDy5akf377HD/",
+	"lf/j/emr/YtD/+fB2WH456vD48Pgz7cnf8n/OH1/9ib86/zH4I/j41bUOjh5e7p/dvH28N1FMInwUzuV",
+	"8CM/ofBDP63wQz+505Pjo4O/Bq+wH9jR7V9+DPu3f5H92w73Yfl6e5/XPdKgdbEZ9ji//DtDM3wFQYFL",
+	"wXD3Z4rEan4ZgyKxaWgs9xf94t9bILN89RK/DdnVGfjKazx1jt1AZHTIlU0tK3Ieq0xXxl7B9g/1c+8q",
+	"sU91W8vxULMFejhhCZjxU5crWTE//31gyhOuSRvMcfQPJkxwY26Hd7a4AO+QvQ9SsJwa5mNkEhocfqZI",
+	"He6vNct6pohmN7rbWnfsgUs5H7vq2IvMqDSKO8iq/a8a7IDO6CVPuV5sLOxQbxz6AbokPjh5d/7+7eHZ",
+	"396cnbw/PY8JE0a3ViXOrsAFPKJCznUE/8axL0uRfJtBMxBViUb4T0z/c0lGwcOdLomP98/eHP7t7eH5",
+	"+f6bw/OYpEwrp7sYfZjMZ4Y/b5O3/Aej1fpQk1Fd/sx/MHf7dJ5HOwPHqNI8TYlXdcwIHdBqqEDvEYsI",
+	"xaiNHOWbxJkaiIzNUjosrtUoUPlWGvpPGb1iCryoZmUYfpWjEepARern6hS3qpDsdAibnxSiyOiOXs5M",
+	"WDq6vrl5/uqXc5ns7oPfzszSbWqeocAVSbiCCcAJCzmwbkR8FMlT5cokRo68wQ+PD2mWsIS0IVlBzkXu",
+	"c1vmN7OKHXjFaHIMmSAQZnnFUn7FzG/mVfe2Zh+qstrCHBOYWEmt8kQIk62L2lck1dasI88yu9O0BZ0y",
+	"0o7txzb4goeFYV302oLnXrB89s1lWfX8bcLsXaY+giGcVPgjYeYgHblUzbTCHLAfVGdheTYW6GmlqbWi",
+	"VpGlVCglJX4M31YyXsi9AbIMwsO3MzwuluPFU3nFcu+1fAxbY0X0GmaT+xq0JG2M3GMsxujvpX0rTq9u",
+	"AwVLD2SasqGuVMX3MahkGLBPIlfLW+FViopdzZ/zFQhQ27DSelgpofGxFSuqKyjAXEfq5mTki5pfKqYL",
+	"0eFngYQDBcaxbEWG1KfMkbaQJP6mQll9uS53vSJvvZDvXJlWEhqYFB13dtKWBIqWJtEZYw1odk0En4Jn",
+	"NEz+dhm6bZkRMU/TjrfOy4Yw7rWdXYR6xkDExvC0ikY+c/PSal5p3oFuUhS8wWbKIU+2B4PuL3TrHx/+",
+	"l/1Hb+v7reIf39g/drb+8OG3FzvRp8r9L2zE8v6PMsa2RjKbkuCbqrvantIFBEENl+10q15lxjJDXdCx",
+	"as43XodPLfOP136Cmo5VZdr+p6jFH5ZRgb+BVrhEgtN2ueufonKSYeOZlbMMK+dYSnSs2xFRqRGYAUDU",
+	"Lz8Vudw3OpViDDnsil+mXIxV5WkHiRt1ibmlXbymuTLRPnt9QF68ePF9RN5fHAA9mUOmutVvGR15ywxf",
+	"99r3oEZv8lpIlMWk1lu/u8ytE5fkUTylaDnHNNyq4gpKl6aS9+dLaSjR8gc2FGnBg/UybXXids7s7yDt",
+	"rFyqlhfWzECBVzA6KpwXcy0P5HTKK2TPzxAokyJddIm342jGCB1+FPI6ZYmhFUyRX/jU92qPxkN4PteV",
+	"04QlM7knOdSNkRklaNpUXhe/BaTdI2CDXXPFivktiszmasIgMYtrcrkA1uCCi9dmiMIN4kK/3G1V2S+b",
+	"MOmwBOBDtKIk55kiPLEyIGXnGIhaXqr9giguhqywp88sdwiTl4c0TcHfjT83C4aF4i/tfuTBDpmRCaNZ",
+	"MhCQdc91wRINduAjFxXHEP+8f3HwY2wMfTN0ftptOCA3q84eiU9Pjo/hh+XZYuGNs05gQPSTHle6R2eY",
+	"p1STuZ5riQHpobur7ckJ41HhZYkwPxzTH0Ri3XINCEOlssoJGN7Q+JqLRF7H5N//7/8lsZ1+HJGJK16F",
+	"QmU/c6ushJTbrX61pnpe8e747P27d0fv3sT9ZVcGaa8twkFLFb/yW2gO8Pxi/92rH/4a96HEVg2ElkTT",
+	"j4zIK5btkfj4cP8v+FrQRuPzyVwn8lrEUT4PW5QBS94j8eF/HV3EfZKykaU7RwV2Ca2oZd9qrFQcvxW1",
+	"zGOVtGHk0xkbc6VruEYuZO2SM/9r0jZ3BZxYhAuScgE23SUbyqnbjz1yW9mPNLCaUICApdL5aXEN5GDo",
+	"l8xFSLBVJFEl5SvK75Bs7I3O71PIboscaWlfV0m+VYI+ZH4KxWAekSv4UpflYV0g7BScVQUZk5p5JhEy",
+	"e/86NZ9Ocd8a6gPBxrk/1LJqEK1WS+xzEZkVSjDt9ZKCkRHPFKrjwnnkRXK5UK4gAxKSUZJjjCK8c3CB",
+	"gLVvvLCGWo4PQa46dNiklToPLj0/8sf23VREfq2KsYkz9cK56Ku8pXukyltazbsTNuKCJc7cXLXAV8FP",
+	"zZOrvKZlGwnm6q2jWV5nOaSKbXGhmFDcUGKNVVzj4TSvsa5LdjPLGAaFDUkuJ1GoWu9mEzu8ufX9QIb0",
+	"cux+SVeNSFmnRe2Vq0Ksoi4AWQo6CHadLshsfplyUACmQX3vsvbuYySr3oHpKBUxqNz2WB552RGwifl/",
+	"v1HsimqRxla8jag9nv2ev/ChLPe8KKZcBBUyB399Q0oMKeYu1n6Rg60VDU2t/zU6QANJW5UI01jM34Ph",
+	"X1IX1qtAgA9TmHxkVRVjK0trk6Cg71RJzcc03wu5UmoFHk++RJqFK6iThrV2fq01b81aI1+4GKbzBPNA",
+	"zYah/geIU/m2NbDlmlmWRa3SqOaNhl8KBZX18mo9PN/stVRnLvGKfBSo0K8hucehqxA9pdtIlwlDvJX6",
+	"QpL+uu6Gg14He4NxyDuJ5jXiGDjz5hNaSxtFvh6yc3wjbsQqClkRfwt8kVgPZvFFoNQJivt3vgtyXo25",
+	"bpReFZGEj81toCIhcTeOSPw385+++c//Nv/5P+Y/W3EnGogwYZ2SibFyZUZmMgkqI8Pa153vVoXs9rf+",
+	"/xhK6v6t/7//z1Zd/A4k2b0EohN8Eg0YQwcl8KXHNGUqIoD3GC0rxU53g0zRLyJcdp/BIdIukXIU0vHW",
+	"UiB52ya6rKfKapJcmQ5gl1Z5iS0hF5KAbpfMjbS7mvffo01M2j3yRyKkYJ3APOZiwjKuy2byRhlFD2xB",
+	"NzaaN0wk2sykbidyqJ7TGe9Ok3wDDSutMqm7TbKF7mRhq6bZdyukaO6KtiMAClJnhUB9QCuydCNzyyok",
+	"kvorieALd7mLOSDDZ8xksugnQT0HF+tlys8OWdE9o8gIC0A2lh+bEKFodm+t99RmONzipqrGOd4RYd1x",
+	"l8T7kOWN5H6ayWQ+NBaClmSuLMVtQZCMi2JODmB0xgWTtSh0emsnWyrtmHLh/lxj0VbKoMLi66nfSod7",
+	"06nwUrpsJsW0BiEN/m4ocpTDuZkTS4hlHRU+gjArefngDoJvC7ygT+LfBrDQQas/KOdIDloR+fc///Wp",
+	"Pvcbs3lhWywyXTGeHRXHL2ZcDlqfYlvun7NHOQozuS12SCOXRp79XqCMneXQxdClG5rFwB4BtMQyRFdF",
+	"Lg/NxkxpoibGwq9J1osMrc9YNoRMJMQJi9zhke1erxNhPl+IkgsRL3rFoCRzlPLxRC9nHK+GCYs+G/90",
+	"2HwFT8kxo4odiUKE3+7ui6XN/VFek1RCwSCGacuxWMN5Fsp96lKbhzQ1Om0YXYfdd8jI7W+73Re9XjQQ",
+	"bvtf9MqZ3C8K+/pt5b7OlZbTQzHMFjDhP7NFk6zFj2xhNorhc9WJnWYlEfnIZgh97dHZjOl4cnCEm645",
+	"knafjFiWLQZCaZmFWgUX5FQqPc7Y+U/HNsWRmB/RMSOzTGpmYZqnhGqSMaUBBy0HP7BTtLBfXJm53ypn",
+	"fL0abWmgkgTAjab5NKwmcLkB3kHkcK65hmxk5YCkl9EiPUjf3kD0MAvHvr9DpowKs/jlx26R6Z8wB6fC",
+	"pfgZot7VlL+K8O16nykSF8Y7wkTVjE3Z9BIzOUIS73W7373c7fX2SC8iwRIjV7WhDPUH43W6SEaE3Wij",
+	"1UtRWjEM9xlNEfuDgm3r46ebmh6PZ7TnQRquzoGJ7QO3KqbHFcFHS0lP1azP2wzwUKcP5lnZfQ5ZYQUn",
+	"55LxsYcyGvLGFELGU+VC7zVEUVUNeHPO/8GOxA8LzYrUvbO9+4fd71683P1ulfDUUtMUwD5WStDLBcRR",
+	"URHobpML/kMuRXfIG/5DtYs7uLjff//t9vbLnT/84Q8vQ9HZ2/3u2z+8rCLqjGkm4M5V3l57MdbdYAL8",
+	"c6YDRoWV/yXhtN3rdl/2dr8L1QN4RadLDhAM45K5WNpAIJADYicu3Vk7TrjKqgUa3irnuqlYvsjZCaxx",
+	"aybTFClHjuqlbs9I3XxNL3qdblHirmMuV1xZkXermUJWWzJ34DwjgLWEyxBgoZYmvPtip7dizvj16i4K",
+	"RSOj6L5eXwXzqshQq+2K2s/xYoYfvdyteEkJoffgCPxX8GLgZRG5RL6rZnRo7QP/56DVJ78NWh/ZwvwL",
+	"QCQ+fYpzmIiXu/mjykuZj4xhmehABPCgU8N6xvyKCdREYA4gj/MhXGsDeW2p3frSzTacOOwlbFchlT4w",
+	"RlLW6rd2d+AsmmzHK0D/ckR8W5fGJaazjYJETIkoZRUZP0zorNJKK2ZyugFAh3mxA9C9oB1RQJot5JPa",
+	"be00jv9WLvtQ6KxkPL3Y2cSqdiv70HSj8Y2b7rZjsiv22ILQNZf3ZTDiD9F9Yisvu9zcBNdv1SpAAAus",
+	"K0ek+EyFfyDlTOjXCPy2KoRtzxAw4kDTHtK5YjkWlUVWpmT35obELMtkdiATFvcdtiMkYQMioF2jishY",
+	"CjYQjrY7dcnWtTfjRDAi5xpSUmeg2OA0zAMLYOTuE8Qxvd01wJ32t6DsNUC85ztvoYWNblPybXEHO3sW",
+	"pZ8uiJoPh4wlWNSbMTNeUr1rZcdW8ZyXZh1tcEnD/agkP3ckcpRDMhrWZA96z/rrpcD1qCq6lAmrtaO3",
+	"lF6kjMAWEfNL3A8wT+Ho3Ra3c/RLMgowKS0FRgNRiwbohiyUqxt6jaoAUnHwHBrVvYD8+5//6vRtbwYz",
+	"05hQYSeOqNX++DEH3RcieARBzHId0ixbFE46t2Q8qVRv2I8XF6cE05x9LRDs0jPlEB99P5A1s7BT5pq0",
+	"jb5Ldnu70UDs9r6PyLe9F7jaqOYwai+3mb0lrapI7WQ+pWIrYzQxJqvRl1Mq7KSqX1QZaVyiaQ+8ubxj",
+	"AE4oRzachKcVQlc3IdV9MqXDCRcsmLqn1yqQ3Sro24iUwG0Dis1RyCJSS8VRgIceLQGvRsV+EWbwMmpj",
+	"RJYw52CcZTBRw9+rcPxKClqrvPAqip7eihzAdVqL4RsRPiJUYO2/n02gi/d9H5Rto0LsfPttkObRIHqd",
+	"GG3ezbyKi74uexxqFPm1Qcs6n8NHtniOCG7gfQjU7w468IQks4w5tX7KqACculEZ21ReC3Ip5Uejofum",
+	"IYGOrRmdAj72AoMiDZXqXPOpOtmi2lRRAuhzqDdW3/bzR6s1uCA/2/JjPw10XOtaFCDHK+2PDCf16cqV",
+	"SVo28XZfr8iadYNeh6OVk2axNMkY7mAMhSg24AZOAHp2n2QsyYw95UYdCLS8XHVbs3TfZHXeQ8lJGy5i",
+	"QhW5ZADx5CvOgGu7IQmmLFaX8RjCm/GM1fQ8XNoy61C5fV4zT9b1ofKavQ2u2mYXBW9kgwTLlCr9jo2p",
+	"5lcblJa7J/bz8ies0q2uMadKE2EfCWv8HP5BuHVtaosj84rKXJyzDMlRCrwUU6ZpQjXd+DK+dQ9Wz9gT",
+	"hYRPKy9kYMatsca4Qr7ie50a1l5QZ80Hwb4UNgR7UWLSd/7zgUDPG9w6GL1L/oImjkgXZC40T3NDkDCR",
+	"qBrNDbxZ6VrSzsfxrVbcDLEeTxE7EvZNIXORMqWsFXyvyfaOFeZnUOYMpVUVr2/I/T6slBBqnWVbavZW",
+	"lBXTlYMUJY0i7ZlUZsoLTM1qbCYG8mxdqryfUNWqf2Q01ZPzmgJWkE8FW2ECv7dhQZpwYQ57lsnLqq2o",
+	"rYuVH62Rg8OVFCP5cS1B2JGrVnSUYBPk5pgxxlg/OTgi7slniqgJnTFEsQlqL+I9j+XyTC31PrVdKI0C",
+	"w5PO589F3asFnzGMlQ8nIB0F2JXLgDOkfXJwNBDBnpy/+rNy3TDgAdBtwXOyHHprtjY3eiEYt7TUV4Ev",
+	"uBJYhabXdKGsac8F+ng76/OmkOevy8F9gqipg6jhah98KNwitVe3AIcSbuW6fcQUHjlmVyz94/7BweH5",
+	"+dEPx4fxXgEQMGgRzIWasaFecTIra+U2I8SAaTzh6NxOSFdmsRWxbYrFbUu1bxvWt60/u2pJvHx0dI1U",
+	"0CybKtIG9lKsYLbVVdCvJD56t39wcfSXQ9fq28P9nR3uXyBuAv6gFbXcb1tRC4CI8WvEJH5Viazgl/s4",
+	"NRXgnwv3AbIAMVz2xdRbPIro2UMdmworaKZ0ZmQ+RhiQKKxENT8vRB3vQRIFHXkvF4UD6VQl+n45GSj/",
+	"aWUjxV1ZxbDuFFyvyvVHnPGxLy30JBjIjLqwe0HJavsnyb//n/8LOYPm/8HB52PolbQeESUJ9bEvI8Dh",
+	"1igmEn91BmJKZ5E1IlwPXmtn+OvlW5fW7h9q5ffCAUGVVcsyQEub6rKKDfpyEDuKEQUpG2kyt9Z6UlXZ",
+	"87vgWUZYbF7F9jmYk5vtqMCk9kgBLft6IlNmNmkdp2LXXwe3qr07QZ/KCuvYWLCWzMPulHWG8p43uiIb",
+	"kh/KLFm6Tc+sW6iyRcAjpokD7j5LE5uYio6qR7C0io0+P0UtH+O8qAWO/sgFbKT/aYjQhmri34LmGDU4",
+	"bZD2bxilWWuNA32O6UJ+olyRBHwDeeFAwTCApjk50bkWONBcFFl6rRvNcvzynhAKrQBxjY28YBXUfGaH",
+	"r0yXWOHmCqPUyz1Z3Y4bg/XUaOZGc//b6dnJm7PD8/NW1Hq9f3QMH5+/Pzg4PHwF/z7Yf3dweIwqPf67",
+	"Rqc3BpExpWer7bfCZhkDjtpn7oak8poLCPKse/PI/u5ubzvXNGuwTIU/u0/btHjdAvy1sh6XU/Dy5Skd",
+	"1odmPNZTZYUn0rd9pHVsN7wXpcDksJ59+KrAwlgJT1xtQtjFr2CjAvFin5xXgTUatc4Oj/dXUH8VaeN6",
+	"6hmceaDcVpC0Q99qXA1QZXXAjNf1DdcTQrX1dBZGH1JBLhn4r7vVUTgz9ohjYOReRUC+5csU6l9a2LQo",
+	"POMqaru1r6P2+EsuCiCEwC9RdFGsPPzlGPgKO2fV9pYayC1ZL28rwM5cCsKLnYhoOUbnIvogXQCxi0VU",
+	"+TziTt9YOyAHIBXj5W6QiQF2ywxxb3CRigDSuxF9qksOiiBlWEWuiGIpGwZYkpcLQws8C2cLRYswmYHI",
+	"r/geuZR6Ygv4tbymWTEEB81JyxkSdIph8t2dbl44JrFD+VKyxIudMklFrZst0OW2PrLF1pTebKVW/3y5",
+	"mx/pQWnj7jGpBIcm+S4UmwK2jQb6ky3OuO1JEjxIQE71Jzki1b0FAQ/UojfDb7fAEE7C88NiOcOyCMD3",
+	"xvl3sbGJB0JbdrwgkKB4SYcfyTWEthFRkllw6H4Z6y4nI1YsyApeAfQDULDDpd2zydm2kwPsSZuCTW+s",
+	"c1vQwQWQWp/s9nrGtOFgu3Ss5/9a5jcIIFCpHgh7uWDEyEWHFxsSa8bGeOpsfo/U+TZMEGjuCXhVEf+n",
+	"9VlBw9UNNVwVbTnTwbXG8OwCW2dgpB2IJ6zBxeb1GRvxm6DTCAZTBiK2f2MHnNiVbEfQfSKHp8C6wqAO",
+	"zw/fxnKL81d/JjaKpiDYH/vFxdFAwGgumlgaotMt5P3bvlJcQ2upmmeq++ms6Gbxy39/8+GbSmihYRUj",
+	"2iQnZImT1UCFV3Glwrma+1kzpvOmFAooK6PSEPfaGk6kYkYb7Bv9JWWFgrTCMAThjCHZBm4hNsHySVxY",
+	"O8sI9MPhCeFqUEAvzn8B6Lche+FJbFtracIEvD3BJI8mIFFVSVy0XDlVXbIGJWU29Qyx5PJdxlmWUk+W",
+	"6qa+h3K1E5EuXKbhaJ5CxsFA5AN3yT6BWeUJGa5XP4hLuzvQHBxEDfzEYoHFpVq379dXpxYHqMlfty92",
+	"8/FovWEeEvkZp8VokDAVQqCG0AW0ONZAuBbwWLdsrHvcEXx3BNyHakIhnc4RoPmQ57k+MrOZLPi+lJoj",
+	"k4J5lMGByF/R1pJQsUDoIej5zG60GzH/mUSUfPNhgUJlBiXVSUVJ9UA4pArLPkHIujQ8TDVcph6HKd62",
+	"feT8DDCDCX7U6ZJXfDRiGRPal4n49oJLO0gzc3FTFIOFOnrDBak9RofACM4nUABQFZx2yX7+kjzpEpXV",
+	"4sWJyWDe671gpOdoFZQOW5Xm4J/gKPukvEDbkA2Kr1O6gLyuyE/zmnKol3BM2w8WshRUVd0jrqUyFM+Z",
+	"FYVJn/mSMvZ3yYXKpxg0AHdvcc0gHJHfhsfojA4ZRgmrr9fPLw4I/AhzZm98HuLMosSQdhwM4jvjo8uh",
+	"Y/sPUitkg9oZC34A1RbVL7CXzNrhfeQpFe/yLZLtL21OtJpRX3XABsK+Fj2tCtcE2Cfk5OL41FwBmWls",
+	"zD6UYsTH88w3NyxvagO3cakWrcpjLGf01zmLbKNx25Ic7qM3bVERxZtqQ1Reer4/O95SdMQ6XXKk8xhF",
+	"Ma1xIMp5jQV3+c7uWgp5y3TGh6eSI4UUFTrIH9Z0OqupzZgPPzJzHuCbau71unJNz/Ofy7nRc5acp+Xu",
+	"fn4+bpAPlWdjlnTO6uvUpvCLZ4rMzLoVsvgZy+yKKqJTfIr19mqFW0nBG81RyVEj2NJV/ZVXu+/cD6uW",
+	"X90O5eDk/buLwzO7YuC87AoSNWy2NC59j7zZf//mMPyZAtskwWCnKrZrhDFbUQseqvR4uJjRWthRPDUo",
+	"xP4UtfD9BWTl1aprTsUVfu65qOpVlAMZAIpB5DUmmQM3qPWNhG2Q2/asgFdFIcH4xVQdVl0GeQWVLUI4",
+	"1IzZxFm6lDH+TOVJ5qOMTllnk5I+KOErwivTK0baB3TK0gPDa66BwYIopsJahjQlcRejzXGEJhpe4WpX",
+	"Zcaoqoug4nfLU+g2K/up2mTwRVax6JOMDlO2dZDKeWILGXO3Y5/E0DOwC/rFEACyQNOwH2SMptPSJ8Z2",
+	"L3yEsU/8KI6sfyOu+M6wjRc7qNtlhq/La5YNzX5fUsVe7ITul1IVF84SFT9wBXRTOaRplzb8XwVey0P1",
+	"TURUwsqzONp/+yVADhZ7kLsJ3R5w8EvvIxGs8K59FW4Ff9i04cc6zEO78UF7e/CLqoXQ9KazSf/Ypsmj",
+	"9o2P2L8heONDNXBolK4anMV992VEBtGsKQNsB2ebdWMIH2qkWliWdfv+C6fzbHwXQErkLZLMzDgrnK5V",
+	"HajMI2gylL0gesIUy72nbXZDhzrsv4yeCXSXIsW4Vi3Wd4mlV+jw3Hf4yVimXfBqViGHgnuzkTuzOXxo",
+	"ZcPIde04/MYaG8A38PY+wKVm6UHjcrRYkZdm6ESIgxLmeI/ENE1jHF7ZnbHdepwDBDEAg6fMHuNjHHsL",
+	"JK43JFYZDMR+2MmpgORpe7WdFNch57ZUwE98uSsQou7ZwQbCeiA6Eclb1wOSPkyMpimuKR8G3Tw26Q/w",
+	"CrWUt+tmbwZ2wfFmgu7UP7Is7X6GYHcI2GNvUfn65u+tvcJ1SQWVb+jbhh8hdhppx+9Ozt7uH8cQRrJf",
+	"m7OtAEWMXx3/FHcMZV1KPRmIdvzDycWP5Qx6HK8VtV4d/9SKWuYnlVZYUI+8rpYv+OkmtXzGrLaDzHJv",
+	"dQnK63YIMMGMVsK/bFLmF4x5r4BSdt2bVkFWDAGYUju9TpQnNQH0hVkBuJMw/HibXazHktrZCKF5wx2+",
+	"M5JU7eZ+HXAEfULJ+4vXW985eVoKsP+Z/0DaOy93tnd30SOxFzpUhxM2/IgCmAlj6iYDofg/WAfsbQBg",
+	"rBZhRUDnUIJ1yQ9cGPGRUE094oaxN1/ubtmXkMvFQID8ANSiCiejxWlcxdjzIDXgWNIsKUSqcc2ftY59",
+	"uc8NHOsawl6LvpSz1SB8F7h517gJm/SxcjGYMlRFHuTQEntdJFwNaZawpF+hO3DlkGgThAEU0kcibPeH",
+	"KXS1Suqhwb42bAizLddVMB9+pzwwmJB+w61+ZFScj4TrTgm4o2GXLbC2wh2rIrWfXNOmMlPE6dscF49H",
+	"/wQ5/3CQ8/cGMr8KV554WPloIJTEH1JyOVfepiJDxJxVmmZXqIIjVPAXDURf9KrlGMyrYOgL3AMCv9WI",
+	"zXEf+pVbdN8SFH3YRNvhdQQdjvGfHWcoDURDrHoX+KzoR/7M4pCQlM6UeTronAwbMRDBpDAAj6VT0KUW",
+	"a8AsJjSyaXbF5VyFLyg23M5vCYz2hJz/WZHzHw0tn/QwjQ3VM/zWlq4tP1ZIwzAcK2P5y304eWGl8oOA",
+	"6z8YoP7vE0L/CwHJf8g2yasQ+Ncj7jdF2AffVuo4PoiiMgPuGJ5cwuGPljLB9gJpuwzMnyevwnEaZqRY",
+	"CqmfYiDCjNB2PPStL+NOY0h/72gPHBalpH+ZOewCQi+d469U64AQg67h5fVkETaHUSTG6oW4kgRviyZy",
+	"F+iQnFyqehrcf/uCTpecBqmWklAymqcpPj8QWJWtyO7O9zWK/11aG7jJHYpk5lJyios8M6wdHb2QgmM0",
+	"jfdnx26VYMnPUiqYzVrjamnlRXCpidaz/vPn2zt/6Pa6ve52/7ved73qoH1124X7brOQ91XA+Fb3lh0U",
+	"1kfwrKfk8QJ4+QvvI35X1yjivnpD3Fs/iPtvAdEJdH6ura7Phc3GhSoWTNLM22GXcPgwZGOnwJU7i5KG",
+	"sHlDCb6++f1GEdOKW1e90xXUsEZdrbd4l3jtGv2uVpTXWngVrG5jnCNYUrNQMVy8zQLF+IhHrpxZb10j",
+	"pwP20Z5PpzS7S+S4nBdX6wjCfEajg8wFNsKOfQAmjoI/4DTNJ175N3+ExqT52yWXxQPRzkmN9KJa9NIo",
+	"tLxTRq+4GHfgNY7+3MiYCQ1TcE62mLSFHIhSYNZ5GyMSo8Awv/O3odMlb+h8zMxS7a03Y3LxGtwndol0",
+	"ga9N0l8dnwNkbZkmTDnWtz9mMWlbFmNe53kGvNBrijkrUYwJl8YCjPxFz7GoUnzOb7yhvMIhlJrph0cA",
+	"tx5PoHCF7Te4g8hVcAO9JzHJET8NqdrNaNlaExwu34pW1CpvRE1b/1ziBCRZdW/41KfBAjfPVQ94oiJy",
+	"Mx5nQFNV99doE5ARDydN3G+Z9ZQE+cegzBRyU6f0BpgMFZXruFWqQJ7jiz6/HOfGZqhbW9tY+oCcUlOn",
+	"XfM6JrznGqgKl0fa7GaYzpXLjGroHHdsaoP0WZsxXZEQVZ+XjNgA6dwdoNv+7Wkran1r/rM9qTwASBmv",
+	"azad+dVvmlxe2zU5mGZUoDo3FTyYaB07NjJ7BWIGV5oPQ+LfPMJT0hYnth1EyQm/lM9RfHuQbdJYahW6",
+	"uOM6K2jBc536hALv9lrKAlBhIIUEcZR2MRrlQlGR+X1l+KkBpneS/trcRM0PF83rGiO1uMuVLrquvzGP",
+	"8HZrt2vF0lFN03Bk+mso2r522aXgQ9hzqAcQiTeqXaRZZrVpLF1yCHSIEPgRmQsrp0LrEIZmCfTUhSw0",
+	"68CRIy/ac+Gdi3j/GaYmWQnnP0UqKWOMFX6zgnBz/zXL1hegQfKTLWVzBYELw7kR/9LLeUO6lc6eBsRc",
+	"XnaTySPuGpYJ2LpVM63ABPJlBG2E/cfSNamY9bGjeWQMVpgxJB3AHhRw2JtfSbXOf7PstwlKWrcwNgaL",
+	"KdWpBu6choj/JdJqup/ufNsZownEPy7dJnciEu5iMd+yso5VWRQEsMcBalgQRrOUBxXLuA3ccsvbBZvL",
+	"a60gp2jpdhRPq559WDOnPkqtAO4YMxmPudI/oWXVdtmJYQh7DzrSv2H4I6dYTTubhrYvAo9f+EvfOrEg",
+	"FfOCpoKMbUWl0HQ1VtVSFupnD6s+xSweLGbx5IV/LBf1LTG9v3Kn7gO7E+/udTtDB8Tdsme9bA1UxtBK",
+	"0BLi4IgJYGPhTcyphpZ822XtBzvZsSrPq+OfzButn8Wb+BX59rdodJ7mCUW2STLG1ityR9EFbcsoy2nG",
+	"sDkuFSBoiAyZAd1y7H5NJtCn9afcrMFp6aGqlq/ovNpYA0e8i0pqWKP6LL2yiqbPZaZPABBsWYtRQ9u5",
+	"rh3vnx9gSr75if/01aH92Oa0e2jM8wOAhTs/qFQbHhOs+XaAzA8CdfwEbvyI4MaOxgIOeV9UVi6iqiY0",
+	"penC9jMFvLgqMtskoeoiwEcJvQ2IsQZZzgJhdba2yR8JFxOW8WJqGgI2rUhv2tp+5DQgR1+3kCfoGqsf",
+	"1rrO2ljG58rzps5sJ/ujEaTOSUSGsiw393cAKs01zRLVrcAnu9/aZnUI2cQVEhy/sPIa/ulxcqq63tTf",
+	"BCsEbn8HzJ56uJYVSHiNQuFHAoLYIO5chBvg7oSNe6xuLOeD4Xuk5xw5ChLS7xbBrpr7h3VbevcqKtxW",
+	"ZCNqw478hWcfpBl/5WIftBn/ijfekW5X1p98eV35o6/6NuWtGW93r5pp3sVnKoykYsv52/bFd/WbbUp2",
+	"i43x+4QLC1CVFRu7qwhatXvsM1VfP1R3xU9E3sd+BuA3OA3oNH6HwtKqna6pLV1q0n/bLbTVfG1Kvi3u",
+	"IEIBIgYttOJ38HQZM+PV9Gwv160Vz3lp1tEGLGdtcZs7EovCOna1bdiGdQPMoZODI4u+k7dlr2koT9p5",
+	"E3Xb6b9AbUFT9qUG7Mu1XlwBbUYVLeDt4FOaGiWFJf4F0Fi/j1VNsZlpDF57mHixNeiaBv5DmmWLmma0",
+	"niyqN+zHi4vTQoMGt0vPkOzmGTLVBrOwU+aatI19RnZ7u9FA7Pa+j8i3vRe42qiuu3/dRTazf3urvvE1",
+	"L7pj/Z8UeKXUhsGhdbWMuVgFjOCSy6/2vavdfzXXEnFI7sd8s0Ay3my7u/V/K1N/E/NAPIT5tA5UyAwd",
+	"Igqh+8DwOZo6HOtpUYksWvTrezs1xzepJ407gMtAVoGNvYVB/U1cRyReTlKNXZ3iJRuIQm7tU4Hq76JA",
+	"tbtxsWmzSs+ggkBVlv3YZG/7qYshN67bfCqN/A8ojRwIWxtZWQz5lVY3klJx45dUyQjawKrMgE39ml9I",
+	"UOBuFYpG/4PsuFF1c+7HKmi77yq1/9yyo1s4g2p0tmSFfeShSEo5eLWxusam0GOaP3fJeChMoMpV8Rdj",
+	"rVPNsM/LbZ3PNjwCyi4bfiQeIcJhPhndGCVOtoAWLmId+FTpFcWB2uCK9je2AzrCFU3nVDPbcyTFxhGN",
+	"fVgVMFZLRkVZj1wVNbIzYDezjCm1bNkhqPzqI7Tjrz+3Vc7NK5YlfKgR0wpHrIgKZJmso1DrkOxb0GXo",
+	"0jBZgF9k0BrKdD4V5F3fGAqDVrcaelIPJ6wuQx8GR+R4dFXMWFYkHOAhyx7JZTlQPh8YuvK1UNMYEMqM",
+	"ZqqQLRUGwQpBHRiy6kTWNb6laiGGk0wKOVeB98hhD80yOc6sg+NzgTbbjygEM1kSNhX8TH1rm70u2PqT",
+	"wgjVU3Ctb6tPpHuvnW1B5m1bibfU4rbG8Ovdb/NbjE035oQb97zd+JDO8dH62oy6frlfXUfbyPktR/M0",
+	"XUBPR6nLU/CuIcSP4ZpMqHrM3rd3msDnbIgb0NRhtQTb9yGFIklMq7qT1EdWYIxnCiIq1TKuTgsF1Olr",
+	"s7nXmRTj2oTcmvYwKIHNgcxmTNxbOiysNJ91OIUm+9ysWLy45c8U7uJm1eP4SESwwNYCc92CkyF53L6E",
+	"PBjqWI5rgnn7RGk2W156LYptDbm4w/5CiOUWVOL26JaEksrxRlSSyrELF9+dVPz53gu1nKxvxR8og0Um",
+	"pTM6/KhsK81Ol7xiKYNGakZpnM0ziBS7SEM297X0l3T4cZzJuUhCqCXboM8o2i6Au7BhS99llWfFGXBF",
+	"Yt94PsY8EFskm+liiT42+P7bT+8P3/vmzvmf2NXZ//n25C/5H6fvz97kf9lxiqGIfMClz+3Ipc+rMoU3",
+	"bZtuUSPrlKlVDdM3VonchPaHK5TXmsbrEqg+I4mxo5ZasN+yVXpEYqCr2IwcF4oD4iLwkSuOfZhG6sUC",
+	"n/j5Tm9nu7fT236OuCLPsQWQrU93PYBkNhDBT4uV4vaRUr2DfbQmj+CzdG6va9ZemM4a9lNBV037+a8i",
+	"qz6Jg0b9ca44WsVXRSS2Pf1j1xxyIMJshyLbeOUv+KtCC/jgJa2oZUdcd7nPvWWyyrpYFtG+4ODg4PC0",
+	"6v22IX3U8izR8Kv9dweHx9i7Hv/dYIZY69lMOobT3Ex5Kjx5OwSe0KtxW3kISV/Decb14twMi/O+ZDRj",
+	"2f5cT/K/Xjvl5E8/X7SW3Yx/+vmCtM/Od759GZFD83+GPH/Ev2mhH2UO2z5MKZ8qEqv5Zezbc4ghn9G0",
+	"E5HYdk/CrwbCNVOCJiFYEM9uZjHKR9eiLV2QGOPfcZecM3DgmPfHLlsKhHmf/ABrIrbtmfzIRIHJwBaD",
+	"rwl+l7Odidaz1qdPUKw+kstHi6XvHIJ981TzLZi1b3Bq9QHFsis+ZL7B3MnB0RYEFLfUhM5YQs4Ozy/I",
+	"/ulRdyAGwpDLN98MpdCZTLGq8JtvyJQKCI4GZpuKHKITOAJDCkNl45tv8sLEb77xOfAqQhe3igp9onEY",
+	"LtQM4qu+btECHuyfHqGcAIVD5cd6xTJlNCbbwDxn9nFE2I0xGc2CB+IoQS76TBU9XU7lUmQuEpbBANsv",
+	"e99vf2epBPpaF9fNYRNJMCTsJCRiDsT/+B/kQIorzN9QA7FFvvnGEIT5AEON33zTd319aJq6aepQA6Qp",
+	"YbaiUJF2/HzCaKon/4gjEj+HQnn8p4UBiqOBICR+LmdM0BnvLug0jTtEMJasocY//XxhaXEvHA5ZNeQ6",
+	"JkTaBLKZzDT0bU7TyI4Nd4XYaYNhbIew3Vm5UJrRpEv2yZQrxcU4CvNaHXgF/tgiQZoBd3vbxKUd2n1j",
+	"0BDbbOaZ00kTle9kxtRMCsUgC5AzRWI5G25ZitziSbyXZytiD3Tbhx66RIOCy4YTCVLJvORkpvkUoEEM",
+	"O8HWwcOFeV/uYYOEQ3OlYqbpOM7ngH1290h8+v7CwmmgKItz0Gw3jFkuynTVsc4pEvPRFjjLLRQGphTu",
+	"bu+YTTnUdPwWv7QCNU8+gIdwjbbZsZmZXdJRwqYzqc2nNlPHLCc+PTm/iH3ujpsB7p7OFltwOPFe3uQd",
+	"T6vY+P1SJgvbDsAsaGeXTOQ883UBSNwZH3ND2ZhmHVWOSEniumLjoB4ftPc9yVNV7ZJOqRnR3amUq8KN",
+	"1vQjIzGUiNpTMCLPUcJUZi7jWxF2Y56151IkJAorgg0R7EZvwRiubTNGFKGTKwGRqpSrqzSCAH7bJafY",
+	"b+UjExbpCjoZ7xnS8bdBsOIF6FXk0NpV71f6q+E0k1WWoaWjnd6OFwawLMO8w6vi6NdMBOLM8ZvDC5Kr",
+	"0de5LqCe/xb8dZR8ij12l81mthxcA/orSxEcMliAXRP4ZdQ338D+/On85B0kjA1lwgatPhm0ut3uoBWR",
+	"gXNCBJ9+irEu3ok9QafW/S1HI1tVCsl2XXIgE6b69Rsckfgt8qnCZ5AVdngzZCxhhpNUs6c9HHeX1CdM",
+	"t2nJqszThoAAQbsQLORSU7qAHyjGzN6Yd3CRGM4kxnOuJvQyZZ290vWABOyhzDI2BC3YEP0S+zAfvSDx",
+	"KV2kkiYXUh7TzFwPWMbO9yS+kPItFQt31DEijEB2YrbYglK2uLNHvsWt1CwTND2H/Hg4zdh89YLE56iA",
+	"vBf0ivLUzNdZV1yD4Yh6zP7pUStqWXne6rccudl4kBFsrX7rRbfXfdGCUs4JqI9eXj8PhbT5ZswqAnAl",
+	"wX3MlQ5KhhV2chlOeJoUhD6AJxWc1jFpywxb20PeevDVkTifX+qMsT/qbM7iyGI5QYkzFZA9RnX5jBVj",
+	"nS55L1L+kWFumu3LbrgakrPhhwMB+t6lvyaggoPaGy7N8RLgPYZFsqQP3AlbGFUzsxLbgjPy7OUoafVb",
+	"bvjytsGB2Aujag3i/CfPT2ZDzzN+hLe3PkVrnzoId/mnOQPf3GZP+bPJHy8SSLz/7q9W9bP5LZ1+OUCq",
+	"LAKJ0iRjdAhKLVX+1Mq74w9jIGJjU56fH/1wfBj3XSNJI0JK1GAVYQtEFhHzFguWxdU+RJL4Zcr6BCjM",
+	"ZscKdMJkC9dntN+i8NNjdsVSZ2nQEKBn/91fW1Ern1SFwbq8RSdm2ijZl0LHMEeHOgZqI6SvYVPaYkva",
+	"qvna9qj5RFcXdG801cIBcqvUluFZ2rTYeRM/vZxrp8K9imsnvwQcki9jlWntLlVAMmVkmQZUDjKq8Z0w",
+	"GkndDfDFDURLoozSf7nok/ji6O2hddLEpC3YtXeuk8uFvyvgJXy3/xZU3XQ2oZfMyMc0/E09uZq3/bCo",
+	"pNTg9a2oZd5QQ6trVu6hKezyP0DwEVQ+kBo7vZ5FQXF96OjMJ4k+/7tts57PrwobpSg3Nne2VFBEhdPl",
+	"U1TrKiraq7RCYpi5INuH2RQEQt307O8N837HbrShIRTOoaHV4GHP+XERu7jjVQ/5k3n+A00C99Nub3v9",
+	"I+8F9UoYPrS7/iGnq8EDO9+vf6CkJJnnvm2yoAqFCT1kDv6tZcRIkZjaoYjvGA0K0nl/sX5gvWh9+BS1",
+	"ZlKtV3wQzyggsH5uAhYYOrpFwF9GwSoLvyypRIbUBgIsShJ63fMlxKjxtsHsg9T7CE3AGcvAQyBFB5Wq",
+	"ahdLfyDiYF025xtdj5EDrvSp1vC1T/gwTBxVTdvVR9MxGgszOjQiXEmUyFRgm+aBmFJo5AdWQpfsW1N0",
+	"p9cL/IrBdrgcLvQHrFKglrb/kTQoeEpniwtjjLrHPqD7lin9g0wWG3G/RlysvFaXXVrBwi7KiHzSkmW3",
+	"FfqYjdbz6Y6Me2MGvH62AUhaib8agljHGQ8v6Pj3zU97Dfips2Hhge0X6x8o2a9fAONGgi/x0Sa8+1NU",
+	"Y84+/63AaD9Z8N3KjMQS34RcgfD2uf5I+DyaMohn0ylMOC8TsuZL5PV64PKoDtfw+fKEHd8HN0XJNeHd",
+	"mErzNLX4m97L2okGIneCqtx75Q3ZJfcVpEmQ81d/VhA53vP+K7uzRf8VN7PzrjeEjy1E+gupD6uY+tJW",
+	"PxJTPxqBQ6fAzguMcWetogopqwhjvLccAs7YUGaJIlxXqI23ZVXI6EqH12CIn0N/4++P4+004HgZ1NFA",
+	"WcZrCKV/AUwPif8WTC9q5Kh7w0KXSmSTRRxTqFPEXBTEKmS1N7c4+r1c2w9fnHrypJJ8cSbeG6ZvdWM2",
+	"I8+CA/SU6glQ52y+/tYtYWr2PSgY1KvRKYuKmJUZcaWmUAzqLML3FxspChvYWoJdN7C3lhbyGUXzw1la",
+	"tRCoNczBQlAUYEu+SCNrjiWeT9zsC1I3vk7bDK/IXW2zVRHwpqHHN0wHqmx/Wesuww8/syq64bMQnwJn",
+	"lZsiPDsQPsvPe7o6EaHpNV0UM7gVF0NWsgQLvkZr/qGGxcW4S86QMxh+bswqUvTrSWFRJLAXSnhTV/Dl",
+	"4iZ8NYpXIRuymmWVk0rvyWp60qbWaFOieCNyiMUHUKwKpqhVrJBPWE3HJnY99/tqllntny/1MbIpqogr",
+	"pvh0nlIts06fJGzIE6bItS1ejtUc0mtjGx62CakWjW4i04TEuXPd3FPsb68NQwbkyQL8dtCEqoxKXYLu",
+	"tymyzxTJpCyEBTp50GAgMKj9TAW/h1VBiY5R4vL8hgAZDEsu0lReE65z1kOQ87gBKlU+n3lzf9zk/jU2",
+	"P8k1GtpkMZN6YkOoATd5PC3Nz9RiC9RM1JClQzf4j2B1X6f6c46cxMh1QsO8YH+AAWd018xrPxX2W622",
+	"c+yv9YbZVGRNMpVFCuRaDUSQVNUxXAKTOWnGyKxB2lMpX7dB/tPvOO/pi07qWZv7EqbLNN6gh02Z6ZI4",
+	"aBwUw8fgrqjKm9kjsdkl96swcyZdDESbuv4oneChjfJofIOcUjsjl19T/BTG+SLya1Y3WPU0GpRQNc6M",
+	"ecqB+fpyYALxVPi4PvHl4M5pLZheDixvOjfXlhW71CDeKQzzTKG4y5iwwc4cXRuqr6+5gj4hVe5Nwa43",
+	"TCf5T0gj+QrTR57SRp7SRu4nbaSe3dVq5Jvkiryynj+X8Vb0igZVOumiT3Z6u4ZzLXdMDfM2lpX9aCBs",
+	"oajMvOVeLOtaqlWBQqySVwH9oa4w16NhO49jFXv8YhMydtcnZBim4Jb2n2JT/2dnS6xSbSpN7LOguPI2",
+	"2Q9fWdbDU7bD7y3bYaUy/1ApDhgBXLo1z1SDdIYueW1D5uCfzphziS93cdgbiDhE3Y5rYLEx+3GWMQW5",
+	"mWdM0Cn0u5eEos1BU2yNP1fYzYu6lph51mKpOBrslabyMzNvZEl1bmanSqz+vpMpvq4kiqfkiafkic+a",
+	"PNHYQgmht5pEDUodZvJeOtFy53DCxTCdJyyx2HgscY8BY+ZKA45JugBuOxBxsVTzj660E+qF1EdsGhLU",
+	"ThOoysaKUDNafWygsMp7YourccNsu3yoIi5vmpY43Ro3sUVLW2JYTStXEdlsfSwBz2g5ihB2uKibY7E3",
+	"f2UMYX0DjCbhjkID5rx7i9nqurkBxu2mW/U1xjJIuxjLCKMYEYmDM4pLsYuoUPj7UOGKkEi+gqhFwCSa",
+	"xy0KN/spdPG1hC4Kx1YQlgVR0Sx+UeBRgBNru8shWrANc5e6t8XEN4VbVGv5AxHGJl67Jr9SFPubB33M",
+	"LQxkKHvyth0IQ2XsH2iqENviItt+Ch7lyne6l6RNHToYgIKBI9L2Y7AtI5b7rJeqwTCnqbocbAnjkbSd",
+	"SRVkRHZwE3PwIMGucY4eFNfrGvi2S5ksugPhe2C7QS34rsVcyhjA92RsyzUmSboljsmViyfN8t5bEFvn",
+	"Ioiur4j/BKT0O44ABatcGwMq3JSNwkA7D8PoG041iAUtF+JFpIJwI0uzXBvKg3ihL56MP5Oh91Tb97sM",
+	"S4WUukqUrbD8fErsVaFx0QZ5sZQk2YJkc9Hp23Y9JVjq11bqGK7teK7CZlOIo1RoKtQdCCdM4t8G2Ndn",
+	"YM2ggWtZNGj1f/n3P//14VNM2lIY1g9dgZZbFCH+TTAONsoaYGMl6H2KnZIGwrVK+hR3yTuJ+HhcIShG",
+	"ZTTLtXo6WF7sl5zqWt1ZrNaZBmK/vm+Y7+7lm4c9nq+tstdWxUIq+ko5EBGzsojwEVHS17AW18i1U3qe",
+	"Umm/bL6IHe4KJOua2pUO9ba88rcSNn2jWH6uqLYbYCUsKceVOkZnDxSLufBq/ED4jrkUcFSn8ooly40n",
+	"MBZRdNYtxe5rYg9916p1IEC5QSzhFXH+x1eDbw+9sKT11cIvrNH6niAZnpIM1iYZNNXcGmUaFEi3veSM",
+	"f4ZOUyPzDNNwbXVzKP0gp7E6J+G+7/GjefOaGXlP0bcvNjWh+T3ZND+hIMhXZygcBBAL7kZhbgLqGhFh",
+	"wojFhIxSOo4KDdmHci60MULM1Ksvp5ay0yX7A5ep4JvkZtC3ecsNjvfbNjrC6JmX+bknEGCgr2mWKBT1",
+	"OKi5/FOaGA1+IKQYMhRrFoGcN4Jxaui38+65gXCRbuenI4GbrjaL4ctQGh4uj6G51+w2mQyf31tmD/2u",
+	"etOTa+wpleLzpFLcyqvmazPXZ1L4nOsyoMSqBIfK9IZT99LPWva4OpBvS+arSxZvU6HYLLvgdxjVF58t",
+	"nP91VB/CbVg0DeC7W/gUuf86IveznNdV1MOvDdYLcrT/1jEjLpZLCg/pcJIjXhDMNPKAHwuh6c1AtON9",
+	"wMDAZl0W6QMbdpl7jB9fsezSfoYfuPDflrk/9hsu7JepRGK3n/9yPWGZe9CLV/zyQ9zZIzSYZKFlDZQ8",
+	"KhZU8vSIy10OwTwIFwm7ASUdQx/WJYgr1fQjU4SBkZEnHAiZMNtOitCBUCD46wPgeBN/t5FvXN4a5d3t",
+	"5+epeLQnsHpuT3WOTwHlMKA8c9d2HeCI+/z5b/jIBpEQS3rtnd5ux/ogoCUO4ZqMMyqM7mv7AFbxHmJZ",
+	"T03I4VEZz22rCoPb91RQ+Lv39a+6VA28+5ZYGrjp75H2P3xmyfQkjb5Qh/xqYt6M8E6t6Gjue8e3VxUG",
+	"RiFWnXW271ktll+xTYUJOoM+uzB5KB90I/3185bRreYSLq7wxC2ePL539/g2VnsRNqOBh9fiayy7GZqj",
+	"6kHqMHabrsXX+5nriZxXdP2KeRIHmfO2JgFrzwg4GK5YZrtst22nUgD3VJ09m74vGNcTlkXhemyBWz3Q",
+	"aFDdlxf+ua70dyn8uyOS4EA0gxL8CQ/4sfwW2Fj+scEE7Xmsrv5rjCX4SOWAtrDlqQrwLoiGhSKXLwTY",
+	"8KuqFAT+0DTAgPfsKbzwdYQXfnWs3ykB9oMmdYDInKqCCkFZnG8Jnkimosa5Nr6DQE2RHNb65RVGv/Q+",
+	"dBFBfcRtqZ8rngsT/zBJJ0Q6tKhgwWv2Dy6O/nIYl3MEC3k8xEkxopjWXIwVRBCw9YAczs1OsMTxEWWl",
+	"PoK0dKFzvZmqFEfiHFRLFQfZyC4fKqWaZfXRBriVv9tgA6xuja3mFbzPUVWH279yZkGggbRR7XTURagm",
+	"UgxZ56m67ikY8iUFQ361XGVJHlSYhM9/s8gdjcMgthjZmneGjF0qp5ETRZzHpU6bVNRIDWftmHGFtBw6",
+	"v4ZTecXAo4O9Qo/evfHXD3M2Zd5UH2GwlnrgqPlwyFiiugOxH9a687zcGnvi5GhYlZCS9VUjj8nNb1st",
+	"4tv+GMbm+lnvkZGE5IClTRvJDI54lslxxpR6qhB5ihqtiRrVcp8GISMLymQozitlG0BQ3t8FfHBTbKXW",
+	"8eQW/kKDSCtoezOa+wmFbnN4SWcBuWtRUyFBsECiYK/VV0sMxP2US/iohjcncysrQLkciNUwl6SEcmlG",
+	"jxM24oIlBdzLlbCXzSyzgWhTQebio5DXwrqngvQzQKcuKgnm+Vz131BBwKP83ArCQ0Xlmhh6uZH9eWpC",
+	"Gtp6TyUgTwHBrzggeDvTzyOp4MUMgWD7v91VslV6IN+iPRc6gMrQ4+X4ow3hKTr1cTwUgsY2XBaBudQb",
+	"iIcpEiSIUxDKvIHIDVfsVkiEsTlJ3jbR/PJS2omg98cPaBsprml4inkl1qH/+wROrl7iGglTsXtfooQB",
+	"qnmSL0/y5SuSL4Zd5wiRklBEeawBb95Q6MzmGQYUH0LQhJ5LX3JegDtux+9Ozt7uHxvOjskqhSp496NX",
+	"xz/FAMklR8i/2/EPJxc/xp1oIO7q9iQFr+fbmsp4hIqE3Sp478CU+shmxvYxAlyw9MjYPCmfcle3CQ+B",
+	"kAVsZ/yV6pKTHPgzMApXoX7mwwGnRK+sFOV66n4FsrbNmykhEWHCDBiFaKtiDwELTOrARCPA84REyABW",
+	"uTxWn9A0jfcIrXpNaMhRN/6o4NN2Rt1u7kPGtXLl+DRLwl0biGubyQTqS75NXIf7499RJc9PzRt+f6Zh",
+	"vqwVcvtncyZa4i43FtcVyddLt+LJp/0kLj+XuDxF/nhXayxjScav2MPaYIhpG4OwiHMROcrktOB4XJaJ",
+	"kJgYMreIyDTxCVxgBQXYbh8Zm5nf8gySPCNyyYZyysgVV/wyZcVwHvzMIsQtLBKN0hTyvsaUC5zfP1gm",
+	"uwOxhOtpOLzRSwx7Pzk4IrAfnS45ZyIh8W+fYjPtubK5HpjggeKyij+f4TE4sfwlA2SWprqC8f4or8mU",
+	"igCHR0swTR43Wb404dWN4cV8eslAAfOTBmPqCd3yyzceAvbBkvz8lnhIwC3dj9byS6fONkhv54nX/t1T",
+	"qBfa6GK6gOaTQUoDF8QnlhKZJSyLiLSZY+kCE8JBqx4IAFs1P3NquIUPfrR28m4f7ggp1jjr93bq510y",
+	"i9ctJNz3x+i/ge9r3HkDf26o8Cm59ivpupHfqQq+dLew7xquZi/lJh2uiq6NZ2qpi1N7ySzum0eM/Q6/",
+	"6ESlgsM2eASg+gZsYJrkqmFCNb2kinX65No212j/bP7hxHnHe7bfMO3dGugYRwypgVBcjFO2RaHaccvP",
+	"17lduDqHH+zD945RxZ0uOfXQbVyQjI250sgPkUv3ATt5zfgIq50po/1BrSVY+vHZ+3fvIMWsjVX+UIjp",
+	"Hs0XBc4JYOoDEZ9f7L979cNf4z1CcTdsQ2MIZZxP5jqR1wJ8HfHx4f5fzPB7wbnBjyEe3paZTY3GYRLO",
+	"EvB+XKOU8UtIGVWMpHSmWNIJi5RSqjRIi8P/OrqIwd6lZMrFXLMuiZESYqLmU4Ug9ogkSkpq9LrGZJ9X",
+	"zDwGDutqth5iCKoI8Ptti5CcZgxBoTH0n6KifgEse4khrkDGe2xenuOwr8m43c/nDCtYycZSRq8YQiSX",
+	"vbDmswJzBC6OkUsqEvQpe3Wca+Qq8B1JeILO0uFHIa9TloxZjdHeJT9PGJR9XtvOUSWmGeGLlKYiuVwg",
+	"t8NpgT2APBgBnOSVWTMmyBuVCOQFzCdjQ8YxbmzYY+6rQJQ5LgbCusxRBORFLAWPrt8i6wvO59GIBxYR",
+	"4r8wJri7BiPeSJgnXvQovOgMblnIfNpwTzsPwH6ixmTXkGH5idXqnoZNlL2Hjiu4p/uoX2AxbG72Gzaw",
+	"UIQL93stiYsnOrY9ktlAxPADCKgEuXxt67HrVyVGonY2pFnGocAtBqYx0zb8E7AyNRBtvMtWM4Xo3jAA",
+	"7UAFq43JNfmPRrbm2HknpUgXlgEK6dfIld8OUKGBi11T6H2Bm6b5lMm5br4yo8jlGqvRLdqpFGMyk2nq",
+	"tVIxEC6OBSGya4h6QUu/iMykMlNaECpsczxAaCVxkv6K5fu46Cb+3+5ADMTJyAwF3DY4XwvnH9u/nakB",
+	"xkWKIUTrKQ52y/cD2bN1fTe4RvMIAn/bsv/gDBNzZAXX0nJIs86EiGzIDrN0bJqFYukIY3p5bNGCH6Cj",
+	"5r+2XhsRseWG2TryUdw94vymESAYxm+xE+Gpu4UxccFCrjt9ozEG2rxrxGj3pyQ/c9lX8EwVxN1eaJS0",
+	"rajtuCcHQpjdzL3rnnQUkCWZC81T893CCXmcQ5ccohPeEHDGBLtWwc6FNiaQzkDkNiYwiZy+O11yxmji",
+	"YB2rouyeDju5dFY640Odd4rEaeVbVyWkA3vzC/eG5Yx5AwAF98jKzs5TesOn82mV21xLx9y2u90XO7UQ",
+	"CcDXq0vkt6OWfUGr/2IHUBLwjxwjgQvNxiyrAkn4UV4jAXo+GziFjXhYKR2A9hEBSZF2r9vdfbEDOduv",
+	"XLEukootDH6mSKUkqccGqPh1GSICFwsvDhbf22zxEq8eWujI1ksydGmpL3p7pOdTFVwJ6qqlL8mZ+nWX",
+	"f1q96BcNVnwLR+36p16lvz6CUzfkHTV2f5li216wGibbedKwH8faBxY2zfn8vVv1daHzU5uZpci2uW87",
+	"PT8Li8Zs/0TpqC0qM9VkKpUmO9++JH/mP5D2zsud7d1dcrnQmJT2/uL11nd7ZJu85T9Y92UxN4vEx/tn",
+	"bw7/9vbw/Hz/zWEhM2uPDFMOKHKXVLGXu1tMDGXCyCUXNFuAszZ3XWLxjMuIoXogcGbw5vbu9gsSlwKJ",
+	"MQkaOw/EPrFdN7kUZER5OofWbX+HBi/5Gy7BhQnTNyoRIDdkXCPs84SLcZDuRjNGknlGDfdzxvpA7PR6",
+	"0MuSCY0KTgaxNFBcFSiITOhsAf63kGe6tVlPwM+QhkcSlsw9XyDXXCTyOjL77BRRC0pR+J1R8SC1yCbo",
+	"5ol3lguD3pXxMRc0RQQrKFpEBYbhGSaYuFBRfTyap6lRlunNOf8HOxI/GHIA7ArrvNj5nsSlWxQH+4Z+",
+	"5gm6oadMU3PU3ZLujbvrO2eXdUcHLAj2Wrktl2JmZPu+tzUv6FSntumvIW0imOaaHPNQg7Ib+MjogvO1",
+	"wsnP8ZplLCdW6DZrL8/Ky9J5yqf4wrPL8OKuFnzN/Ds+1ywJPSHqobOxndQs61GXC2L9NVaOIm930A3G",
+	"2jeyRjn/sLwW/VAoTCiIhIHIZYIjbfgkcrWpUEVksznQ2oeuygcyYfFz/Lfdi5goBu0ErJBTpG3UdXZD",
+	"p7MUkqVtqqMLtClNQbTCMmy1ECSwWbMZhPSW4gka4wrOGf92r6h3O38lRm1JUb9/jl3cjTVM256FD46H",
+	"TBzp/nF5eHHyq3PeZizbQmKWcz2UU/bEnL9o5rwfxMraSFydIL4mCEWd+F6Y9jz0TD8Y0z4ou8ThIpUN",
+	"n/vg3QNR1Ocb8m6HEhdb38n+CJytUuDLlcJI5woWn7P3e+PX74tn8x/Or4u70ZRf585qc7y5U45YP5V6",
+	"XL5dXMQT3/59teAHJJUij7tvvg0JXbUh1fezcUYTVEso+ZldnsvhR9Q9ryd8aCvGYQVkNgfv03IT7Wd5",
+	"hIhgKsaC0CzjVywiArCzpzJjA6EnVJAYHSAxmYtCUM2VYrRL6RARFiLCa0/3j7YO98+tL8NMiw/ZM0Ug",
+	"AZDsnx51bAGIn18YYws8WisiaqRNyZgJw1ZZQniCbiGsFYR+YnkqRzIQE5kmuZMNQoczJmwW3SyIHzi/",
+	"huuiQDAwlntbric8DZMDuYL8wA6EPF9nsA6aMfKn85N3RLMbHbj/LvJDUtANCIeIfxu08oDioNUftP79",
+	"z38NWtGgVcrIDL8TgxYe0aDVF9GgRedaHsjplOtBq38pZfoJw5gCxneTGLT6v/z7n//68MkmMIbJlz4E",
+	"P6EzZuWn47dmfRde5Nnp48TtK38ZtOyPB63IvsJQa6D0oKj9bdASbEwhUFfxGKw6YYVtyBhVUuQf4dAZ",
+	"Swte3pw2LWkHXq2BwNogR1vLJUTmoCd8PHHBUnCQYmqRebmvpDV3LrAUUPBP5LUdm+toIKw28ur4J9sG",
+	"22gWYaqn0nLmym/VBGEFE7cghUm24AMtXmMgYxt0HQh7FiNDdGRKF5DaAPH7eNDiyaAV74V8wVGx9eOZ",
+	"YzOKlzsLi5Bvjidjs3QxaPV/w2H6//7nv6JBC9QiICDzuUjYzaDV51XHZbcmOK8PnwzBGaHH0b/r8lGt",
+	"CsgSC/w/EHFOyDbtYBp6gYvMyHMxBl5guITBLZsBqhCmLI/YtQuW2YyMwtYmXA2lEGyoVWSPBzfMHAKM",
+	"A4m2mE43EG13lhEpJn11IlJOm0Pms6KkbSxd/NrxafCn5/xRkbbLoja/r8qYpin/yDpdclKVb4GPYZ5g",
+	"OX1gIIzWs8CAo30HyJnwLW3q8/OQZ/qcA0MvSlM9V3DcNtUZrih49ClH5rGkBBeywb+aQPzqqLrM01ZU",
+	"xc0ty9L2dre73ev1amPsyOBrguwQXHZxVzPMpoH20B5lQWTKnD+m00CGejsXm0PPURe1c86vb/W8RzRV",
+	"zE/PCCpGxa0Dw+Vg7zYqssWFnl9zW31lr1muQM0yqeVQpv85YdmX92bzOF25xlBD+9yDKuR7Pkdl9r63",
+	"/PMaCajbto04D5w6kLAcrP3x08u9gfGb/dcZaluNMZ2LfnjiUfgTcrmwPhoYEJtfdsl+0cuNaiYqauxm",
+	"ZqxxZ7sHkVWqfHK5UdNA1NqM8QIAM1SzhPiKuYcdstLtvG0AGcA+pjQdyWyK+YAjmRnG6+YWNhWOjwSE",
+	"rfOUvLWu9q/Lc9MkGTw8kKcunmuwK75AbzJ1J/hZEsnfFjjMagDbwxuNDXEzYz1lmokwsboYjalnOv3C",
+	"z1DFzpOrgZfUpYpDFrOQ16Tdyw0vroO0uf0ghWPZh7zE6fLk6iJn2jOncq9MqOBsfHIfB5uxxntc7Sr+",
+	"HJ7ixJ3eqixC7DCCoMRPbPh31pEDnco0SAeEM7+dE1lnfFhfkONh9PkUXCN8CecOseuWodo6yCYBEotl",
+	"W1goTDKZpvOZitAfNpIZ2d4lCV2ogci7q/XRrwbOC3YFyYczlpHLudGDMdtwTOfgXFCQL5FYh4gtR+64",
+	"4gJ8AicSA9BPTLQciJiJJIa0DkpmkgttGK39sUdey+hoxIe+LZT5LHfNKEQJIvv2lVgAaQuS8qqSgVBM",
+	"azPB9oueT7hGd7fZGSaSTpe8g0gmuK1/en/4/vBvbw8vzo4Ozv92drj/Kg5RXtsx1MrD1m/Zs4vBazhM",
+	"5wlm4AU/UdX5c66nwVt7+EtioEq7g5+i7xSaELYzNmMU62L943Ciil2xjKZGDCIo+x+tHw0HqbP+wZFf",
+	"MPy5ZlPVCB8VVwI98z6Ba+MIH93+1rsLaJbRRXVnxYpoByQ+krY5o5ODo1dG9ha6BYaLC6D+DEFBimo/",
+	"RBV8pgLAqnaOv2jjwQUHSg4z7KoT7E1wObaW8tHzXHrJUM44cz6zqj0uBQXus0HlBRbiIjwW6FnApdqZ",
+	"Yc8sIYm8Fs6JkjEl07l5MNxHcKPLeUYu2UhmjMAtraMWeFVh/kZLorrVbxkhuWUYVqvhtJlICpOOCLsZ",
+	"pnPFr4L5Y3ldcfYY1scAGPRkIxAAA2WUamgPhNd/IDxnKpBN8VcOTaH2+JhI7mnJ1zzRE6wBR77XJQee",
+	"0jJGjLQxnAzb4u45qvOt7FwVkKtgmzIqIoIpvXQ8ziAyIEXcceCnyKhVl+xbl+D27m7PvhvZ+5Cmaf3S",
+	"802v6a25PQ1aasIf35r/bE9qumguF8/YNbrpM+eCwUk+y9dQ577M110zxym9CSaJf5mdu12jz8/SYcbJ",
+	"jNp+DEZF8Ek1mAUuRyQG7h4/lbA8dlsZiNyj7AZydkzCK4p4nA/rSVSa6gY6ZgGMz1viwmg1W6OUjyca",
+	"it0BmCaP7PlsHsX/wSJfzpw3lLPIrAOxVBpawFwrloSCQotRgxoV6hwW9ZlN6Iom0agZLCNTc+UXVKcd",
+	"OJjnxu2iD/wTnx6e9eCG1zEeTTVXmg/VE495NB5js3T81j94jOI6RzRuAmAWAjTDLSh1/4gKvcFrEBgt",
+	"xMNoxIba63/zbGhUHfdPGMtYwq7QvgANHV+HQMwxpisYe3JpOqVf2uQmCHgURtQSsiDI9YRlDHU0wtUe",
+	"5pEIxo3pENnpW83WNjd5pkgmZaGfRQDy1R2IxwGV/Dk8yMfqVIyHexDueV13+bDdfpGK6qihYS/+nGJu",
+	"0ZO/fo5LNNdsNgVyu8WEHgqT8yFlSUB658jNmgJtFgjhCWrz68BtKxxaIKAKoqTkJg2/e/5b4ZJ8aqTG",
+	"YloTaJ+uHwAY26LQy5h4vljZdzQg1C+++2g41xoNLTyIp1akX6jNGB5S/WXZlBoLjSjW6XXlC/ccs0dr",
+	"7x148OAn5UZrU6ZJm0I9DcN0bFvJ2Sn2FIhyRae7Tls5xMk8jsrypcvPQyx9aiY98YyexObXITaLV+mZ",
+	"ssf3pfCEVI5XcwSl2UxVNl+0yAURRivgHy6T3FUTsmQFh1hv0RybyT1xCLsVh0I3V7FTOSY21/+JU3yl",
+	"nCKV44dnExNGUz35Ry0P2PfN8npB4dUsk1C5yxXJ5kIAUhBG34Uk5iyY0JbmlzWBH+0rv3RdHOd5DiZI",
+	"bSFpvhE05Vf3m1FtaIQN5xnXi1b/lw9Firliwrx4lsnLMBDht9oZY+syUyApSyZhgMMGnU4zOWV6wuYK",
+	"q+jYzUwqjpBSEDDNgwT4VkTBNxShEKoZ6u0WCMEP9UAJ4Gahk0xgfAJjDvJakHb8+vDs7K8+a+P46Pzi",
+	"8F0c+R5Q8fbOH7q9bq+73f9+9+Vu3IkgsR2qwbgiM5npPpkwLKBkuVVYaB04FymzLjg/awU6e56b8ZEt",
+	"z+bi5M+H78wr82pPLPyBlwlbj0cVifctL4J398kPjGYsI4N5r/diCGPDP1mMnbAo+dPPF31C0bFo7j2+",
+	"P5/zdqdLLuBL2+IBtsyCj6ln+bwnmZyPcWr7p0dVArY2U+VBrp6hmuezlPLSpSuHaGtwkmCq9x6FeHhx",
+	"suLaBlfKnVrbUaHqrLrGcsYEnfHugk7TlXf5ZMbE/ukRSeRwDl5pcLTi7y7BCc6VIY/I0Kq9lJDRC2Ui",
+	"CduAkb9h2r7tfMaGn4Gfu83ISYsm2KSQpqeZmazmZhydzVnUYK+6edqHvPw7G9b6YJY2uf3X/bfHncfi",
+	"/hfgj7ZzUDM25CO7JatICIo4mkp6W5wJXWaGVCCl5N77dthhxvaeGU6oCzRP+RiqwjHJ8Nvei4GIz7EI",
+	"/b2gV5Sn5qcBaGE91VW2/IOF/B70B9hf27pncc+87tteg7Tc5VNZycAQIXq94lEc4rfWJQhBIxnNiGbb",
+	"7XNLcDZ5VEkRmY2p4Io56YhhNxv5MXoKYDHojCHV0Qy107ngkD1HEV7GHGaG9YU+fS9/SUXQCgKnKnLp",
+	"EAjwHmZIpHzEhothykjbDk5mKbXQsvYdtpvo8ug/F8NgGcb5Am+2HXILhsy1GGXs64nh2hguhoIT1G6S",
+	"vEPvckCqag4HpcZTYN/bVA5cItU645dzzcgIij3zxMkRFXKuy4DVesKm3ZoEyaoZWJg8LsYRZF3DP/LS",
+	"XFePz4Vhb2b/Azhfw3eWN9xHyivKbOtzeEh7Oau6kyu2XikzCupwgi1ODamlNJuqwtttPtfSy4/235KZ",
+	"TPmQm7mfHBxBVIOB2FALoelNDvwKv1sQxafz1OgEwQvcEFVB1oMjcgT1OXoBmLZ5SDqgnrlIWEbi5zu9",
+	"7Ze977e/iyOiJGoHJwdHdonnr/6sSDvmdrSuG/YAgA7izkBMqaBjhvp98WWqnwNAhR9DMX+GVzTPwUZd",
+	"OXdThU/YcLdduZtM1crd8mhKmEggB135NHNQrUkbTdwIeCzwrqig/edUEaEWVBCoIYUFLO7Th0//XwAA",
+	"AP//",
 }
 
 // decodeSpec returns the embedded OpenAPI spec as raw JSON bytes,

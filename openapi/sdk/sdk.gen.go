@@ -280,6 +280,24 @@ func (e LifecycleState) Valid() bool {
 	}
 }
 
+// Defines values for MetricSeriesKind.
+const (
+	MetricSeriesKindCOUNTER MetricSeriesKind = "COUNTER"
+	MetricSeriesKindGAUGE   MetricSeriesKind = "GAUGE"
+)
+
+// Valid indicates whether the value is a known member of the MetricSeriesKind enum.
+func (e MetricSeriesKind) Valid() bool {
+	switch e {
+	case MetricSeriesKindCOUNTER:
+		return true
+	case MetricSeriesKindGAUGE:
+		return true
+	default:
+		return false
+	}
+}
+
 // Defines values for PurgeType.
 const (
 	PurgeTypeBOTH   PurgeType = "BOTH"
@@ -295,6 +313,102 @@ func (e PurgeType) Valid() bool {
 	case PurgeTypeDLQ:
 		return true
 	case PurgeTypeNORMAL:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for QueueMetricName.
+const (
+	QueueMetricNameAcknowledged     QueueMetricName = "acknowledged"
+	QueueMetricNameConsumers        QueueMetricName = "consumers"
+	QueueMetricNameDeadLettered     QueueMetricName = "deadLettered"
+	QueueMetricNameDelayed          QueueMetricName = "delayed"
+	QueueMetricNameDelivered        QueueMetricName = "delivered"
+	QueueMetricNameDiscarded        QueueMetricName = "discarded"
+	QueueMetricNameDlqMessages      QueueMetricName = "dlqMessages"
+	QueueMetricNameExpired          QueueMetricName = "expired"
+	QueueMetricNameInFlight         QueueMetricName = "inFlight"
+	QueueMetricNameOldestMessageAge QueueMetricName = "oldestMessageAge"
+	QueueMetricNamePublished        QueueMetricName = "published"
+	QueueMetricNamePublishedBytes   QueueMetricName = "publishedBytes"
+	QueueMetricNameRedriven         QueueMetricName = "redriven"
+	QueueMetricNameReleased         QueueMetricName = "released"
+	QueueMetricNameVisible          QueueMetricName = "visible"
+)
+
+// Valid indicates whether the value is a known member of the QueueMetricName enum.
+func (e QueueMetricName) Valid() bool {
+	switch e {
+	case QueueMetricNameAcknowledged:
+		return true
+	case QueueMetricNameConsumers:
+		return true
+	case QueueMetricNameDeadLettered:
+		return true
+	case QueueMetricNameDelayed:
+		return true
+	case QueueMetricNameDelivered:
+		return true
+	case QueueMetricNameDiscarded:
+		return true
+	case QueueMetricNameDlqMessages:
+		return true
+	case QueueMetricNameExpired:
+		return true
+	case QueueMetricNameInFlight:
+		return true
+	case QueueMetricNameOldestMessageAge:
+		return true
+	case QueueMetricNamePublished:
+		return true
+	case QueueMetricNamePublishedBytes:
+		return true
+	case QueueMetricNameRedriven:
+		return true
+	case QueueMetricNameReleased:
+		return true
+	case QueueMetricNameVisible:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for QueueMetricsAggregation.
+const (
+	QueueMetricsAggregationMax  QueueMetricsAggregation = "max"
+	QueueMetricsAggregationMean QueueMetricsAggregation = "mean"
+)
+
+// Valid indicates whether the value is a known member of the QueueMetricsAggregation enum.
+func (e QueueMetricsAggregation) Valid() bool {
+	switch e {
+	case QueueMetricsAggregationMax:
+		return true
+	case QueueMetricsAggregationMean:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for QueueMetricsResolution.
+const (
+	QueueMetricsResolutionN1h QueueMetricsResolution = "1h"
+	QueueMetricsResolutionN1m QueueMetricsResolution = "1m"
+	QueueMetricsResolutionN5m QueueMetricsResolution = "5m"
+)
+
+// Valid indicates whether the value is a known member of the QueueMetricsResolution enum.
+func (e QueueMetricsResolution) Valid() bool {
+	switch e {
+	case QueueMetricsResolutionN1h:
+		return true
+	case QueueMetricsResolutionN1m:
+		return true
+	case QueueMetricsResolutionN5m:
 		return true
 	default:
 		return false
@@ -532,6 +646,45 @@ func (e ListQueuesParamsSortBy) Valid() bool {
 	case ListQueuesParamsSortByDisplayName:
 		return true
 	case ListQueuesParamsSortByTimeCreated:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for GetQueueMetricsParamsResolution.
+const (
+	GetQueueMetricsParamsResolutionN1h GetQueueMetricsParamsResolution = "1h"
+	GetQueueMetricsParamsResolutionN1m GetQueueMetricsParamsResolution = "1m"
+	GetQueueMetricsParamsResolutionN5m GetQueueMetricsParamsResolution = "5m"
+)
+
+// Valid indicates whether the value is a known member of the GetQueueMetricsParamsResolution enum.
+func (e GetQueueMetricsParamsResolution) Valid() bool {
+	switch e {
+	case GetQueueMetricsParamsResolutionN1h:
+		return true
+	case GetQueueMetricsParamsResolutionN1m:
+		return true
+	case GetQueueMetricsParamsResolutionN5m:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for GetQueueMetricsParamsAggregation.
+const (
+	GetQueueMetricsParamsAggregationMax  GetQueueMetricsParamsAggregation = "max"
+	GetQueueMetricsParamsAggregationMean GetQueueMetricsParamsAggregation = "mean"
+)
+
+// Valid indicates whether the value is a known member of the GetQueueMetricsParamsAggregation enum.
+func (e GetQueueMetricsParamsAggregation) Valid() bool {
+	switch e {
+	case GetQueueMetricsParamsAggregationMax:
+		return true
+	case GetQueueMetricsParamsAggregationMean:
 		return true
 	default:
 		return false
@@ -1228,6 +1381,38 @@ type MessageMetadata struct {
 // lease ends.
 type MessageReceipt = string
 
+// MetricPoint defines model for MetricPoint.
+type MetricPoint struct {
+	// Timestamp The bucket's start.
+	Timestamp time.Time `json:"timestamp"`
+	Value     float64   `json:"value"`
+}
+
+// MetricSeries One metric's points, one per bucket.
+type MetricSeries struct {
+	// Dimensions What the series is of.
+	Dimensions struct {
+		ConsumerGroupId *string `json:"consumerGroupId,omitempty"`
+		QueueId         string  `json:"queueId"`
+	} `json:"dimensions"`
+
+	// Kind COUNTER points are events in the bucket; GAUGE points are sampled values.
+	Kind MetricSeriesKind `json:"kind"`
+
+	// Name A queue metric. Counters: `published`, `publishedBytes`, `delivered`, `acknowledged`, `released`
+	// (visibility 0, negative acknowledgement, a consumer leaving), `deadLettered`, `redriven`, `discarded` (no
+	// consumer group matched), `expired` (retention). Gauges: `visible`, `inFlight`, `delayed`, `dlqMessages`,
+	// `oldestMessageAge` (seconds), `consumers` (registered consumers seen in the last 30 seconds).
+	Name   QueueMetricName `json:"name"`
+	Points []MetricPoint   `json:"points"`
+
+	// Unit messages, bytes, seconds or consumers.
+	Unit string `json:"unit"`
+}
+
+// MetricSeriesKind COUNTER points are events in the bucket; GAUGE points are sampled values.
+type MetricSeriesKind string
+
 // NegativeAcknowledgement Why a consumer released a message (a watch's negative frame).
 type NegativeAcknowledgement struct {
 	// Code The code the consumer gave (CamelCase words with an optional `.Detail`, or a number).
@@ -1430,6 +1615,36 @@ type QueueCollection struct {
 	// Items The queues of this page.
 	Items []QueueSummary `json:"items"`
 }
+
+// QueueMetricName A queue metric. Counters: `published`, `publishedBytes`, `delivered`, `acknowledged`, `released`
+// (visibility 0, negative acknowledgement, a consumer leaving), `deadLettered`, `redriven`, `discarded` (no
+// consumer group matched), `expired` (retention). Gauges: `visible`, `inFlight`, `delayed`, `dlqMessages`,
+// `oldestMessageAge` (seconds), `consumers` (registered consumers seen in the last 30 seconds).
+type QueueMetricName string
+
+// QueueMetrics Time series of a queue's metrics.
+type QueueMetrics struct {
+	// Aggregation How the gauges aggregate over a bucket's samples.
+	Aggregation QueueMetricsAggregation `json:"aggregation"`
+
+	// ConsumerGroupId The consumer group the series are of; absent for the queue as a whole.
+	ConsumerGroupId *string `json:"consumerGroupId,omitempty"`
+
+	// End The end of the last bucket (exclusive).
+	End        time.Time              `json:"end"`
+	Items      []MetricSeries         `json:"items"`
+	QueueId    string                 `json:"queueId"`
+	Resolution QueueMetricsResolution `json:"resolution"`
+
+	// Start The first bucket's start.
+	Start time.Time `json:"start"`
+}
+
+// QueueMetricsAggregation How the gauges aggregate over a bucket's samples.
+type QueueMetricsAggregation string
+
+// QueueMetricsResolution defines model for QueueMetrics.Resolution.
+type QueueMetricsResolution string
 
 // QueueStats The statistics of a queue.
 type QueueStats struct {
@@ -2538,6 +2753,41 @@ type UpdateMessageParams struct {
 	OpcRequestId *OpcRequestIdHeader `json:"opc-request-id,omitempty"`
 }
 
+// GetQueueMetricsParams defines parameters for GetQueueMetrics.
+type GetQueueMetricsParams struct {
+	// Names The metrics to return (repeat the parameter for several). Absent = every metric.
+	Names *[]QueueMetricName `form:"names,omitempty" json:"names,omitempty"`
+
+	// ConsumerGroupId One consumer group's share (its OCID or `displayName`). Absent = the queue as a whole: every group's
+	// messages (published counts each message once; the other counters and the gauges count every group's
+	// copies).
+	ConsumerGroupId *string `form:"consumerGroupId,omitempty" json:"consumerGroupId,omitempty"`
+
+	// Start The start of the range (rounded down to the resolution). Absent = one hour before `end`.
+	Start *time.Time `form:"start,omitempty" json:"start,omitempty"`
+
+	// End The end of the range, exclusive (rounded up to the resolution, and never later than the latest settled
+	// minute). Absent = the latest settled minute.
+	End *time.Time `form:"end,omitempty" json:"end,omitempty"`
+
+	// Resolution The width of a bucket. Counters are summed over it; gauges take the maximum (or the mean, see
+	// `aggregation`) of its samples. At most 1440 buckets per call.
+	Resolution *GetQueueMetricsParamsResolution `form:"resolution,omitempty" json:"resolution,omitempty"`
+
+	// Aggregation How gauges aggregate over a bucket's samples.
+	Aggregation *GetQueueMetricsParamsAggregation `form:"aggregation,omitempty" json:"aggregation,omitempty"`
+
+	// OpcRequestId A caller-chosen unique id for this request (for log correlation); it is echoed in the `opc-request-id`
+	// response header. When absent the server generates one.
+	OpcRequestId *OpcRequestIdHeader `json:"opc-request-id,omitempty"`
+}
+
+// GetQueueMetricsParamsResolution defines parameters for GetQueueMetrics.
+type GetQueueMetricsParamsResolution string
+
+// GetQueueMetricsParamsAggregation defines parameters for GetQueueMetrics.
+type GetQueueMetricsParamsAggregation string
+
 // GetStatsParams defines parameters for GetStats.
 type GetStatsParams struct {
 	// ConsumerGroupId The consumer group the call addresses: its OCID or its `displayName`. Absent = the primary consumer
@@ -3424,6 +3674,17 @@ type ClientInterface interface {
 	//
 	// Corresponds with PUT /20210201/queues/{queueId}/messages/{messageReceipt} (the `UpdateMessage` operationId).
 	UpdateMessage(ctx context.Context, queueId QueueIdPath, messageReceipt MessageReceiptPath, params *UpdateMessageParams, body UpdateMessageJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// GetQueueMetrics Get a queue's metrics over time
+	//
+	// Returns time series of the queue (or of one consumer group) from its per-minute rollups, kept for 14 days
+	// by default: counters (events per bucket) and gauges (sampled once a minute). Every bucket from `start` to
+	// `end` has a point; a bucket without traffic and without messages is zero. A minute is returned once it is
+	// settled (30 seconds after its end). Needs the `QUEUE_METRICS_READ` permission (`read queue-metrics`,
+	// included in `read queues`).
+	//
+	// Corresponds with GET /20210201/queues/{queueId}/metrics (the `GetQueueMetrics` operationId).
+	GetQueueMetrics(ctx context.Context, queueId QueueIdPath, params *GetQueueMetricsParams, reqEditors ...RequestEditorFn) (*http.Response, error)
 
 	// GetStats Get queue statistics
 	//
@@ -4747,6 +5008,27 @@ func (c *Client) UpdateMessageWithBody(ctx context.Context, queueId QueueIdPath,
 // Corresponds with PUT /20210201/queues/{queueId}/messages/{messageReceipt} (the `UpdateMessage` operationId).
 func (c *Client) UpdateMessage(ctx context.Context, queueId QueueIdPath, messageReceipt MessageReceiptPath, params *UpdateMessageParams, body UpdateMessageJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error) {
 	req, err := NewUpdateMessageRequest(c.Server, queueId, messageReceipt, params, body)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// GetQueueMetrics Get a queue's metrics over time
+//
+// Returns time series of the queue (or of one consumer group) from its per-minute rollups, kept for 14 days
+// by default: counters (events per bucket) and gauges (sampled once a minute). Every bucket from `start` to
+// `end` has a point; a bucket without traffic and without messages is zero. A minute is returned once it is
+// settled (30 seconds after its end). Needs the `QUEUE_METRICS_READ` permission (`read queue-metrics`,
+// included in `read queues`).
+//
+// Corresponds with GET /20210201/queues/{queueId}/metrics (the `GetQueueMetrics` operationId).
+func (c *Client) GetQueueMetrics(ctx context.Context, queueId QueueIdPath, params *GetQueueMetricsParams, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewGetQueueMetricsRequest(c.Server, queueId, params)
 	if err != nil {
 		return nil, err
 	}
@@ -8307,6 +8589,142 @@ func NewUpdateMessageRequestWithBody(server string, queueId QueueIdPath, message
 	return req, nil
 }
 
+// NewGetQueueMetricsRequest constructs an http.Request for the GetQueueMetrics method
+func NewGetQueueMetricsRequest(server string, queueId QueueIdPath, params *GetQueueMetricsParams) (*http.Request, error) {
+	var err error
+
+	var pathParam0 string
+
+	pathParam0, err = runtime.StyleParamWithOptions("simple", false, "queueId", queueId, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationPath, Type: "string", Format: ""})
+	if err != nil {
+		return nil, err
+	}
+
+	serverURL, err := url.Parse(server)
+	if err != nil {
+		return nil, err
+	}
+
+	operationPath := fmt.Sprintf("/20210201/queues/%s/metrics", pathParam0)
+	if operationPath[0] == '/' {
+		operationPath = "." + operationPath
+	}
+
+	queryURL, err := serverURL.Parse(operationPath)
+	if err != nil {
+		return nil, err
+	}
+
+	if params != nil {
+		// queryValues collects non-styled parameters (passthrough, JSON)
+		// that are safe to round-trip through url.Values.Encode().
+		queryValues := queryURL.Query()
+		// rawQueryFragments collects pre-encoded query fragments from
+		// styled parameters, preserving literal commas as delimiters
+		// per the OpenAPI spec (e.g. "color=blue,black,brown").
+		var rawQueryFragments []string
+
+		if params.Names != nil {
+
+			if queryFrag, err := runtime.StyleParamWithOptions("form", true, "names", *params.Names, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "array", Format: ""}); err != nil {
+				return nil, err
+			} else {
+				for _, qp := range strings.Split(queryFrag, "&") {
+					rawQueryFragments = append(rawQueryFragments, qp)
+				}
+			}
+
+		}
+
+		if params.ConsumerGroupId != nil {
+
+			if queryFrag, err := runtime.StyleParamWithOptions("form", true, "consumerGroupId", *params.ConsumerGroupId, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			} else {
+				for _, qp := range strings.Split(queryFrag, "&") {
+					rawQueryFragments = append(rawQueryFragments, qp)
+				}
+			}
+
+		}
+
+		if params.Start != nil {
+
+			if queryFrag, err := runtime.StyleParamWithOptions("form", true, "start", *params.Start, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "string", Format: "date-time"}); err != nil {
+				return nil, err
+			} else {
+				for _, qp := range strings.Split(queryFrag, "&") {
+					rawQueryFragments = append(rawQueryFragments, qp)
+				}
+			}
+
+		}
+
+		if params.End != nil {
+
+			if queryFrag, err := runtime.StyleParamWithOptions("form", true, "end", *params.End, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "string", Format: "date-time"}); err != nil {
+				return nil, err
+			} else {
+				for _, qp := range strings.Split(queryFrag, "&") {
+					rawQueryFragments = append(rawQueryFragments, qp)
+				}
+			}
+
+		}
+
+		if params.Resolution != nil {
+
+			if queryFrag, err := runtime.StyleParamWithOptions("form", true, "resolution", *params.Resolution, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			} else {
+				for _, qp := range strings.Split(queryFrag, "&") {
+					rawQueryFragments = append(rawQueryFragments, qp)
+				}
+			}
+
+		}
+
+		if params.Aggregation != nil {
+
+			if queryFrag, err := runtime.StyleParamWithOptions("form", true, "aggregation", *params.Aggregation, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			} else {
+				for _, qp := range strings.Split(queryFrag, "&") {
+					rawQueryFragments = append(rawQueryFragments, qp)
+				}
+			}
+
+		}
+
+		if encoded := queryValues.Encode(); encoded != "" {
+			rawQueryFragments = append(rawQueryFragments, encoded)
+		}
+		queryURL.RawQuery = strings.Join(rawQueryFragments, "&")
+	}
+
+	req, err := http.NewRequest(http.MethodGet, queryURL.String(), nil)
+	if err != nil {
+		return nil, err
+	}
+
+	if params != nil {
+
+		if params.OpcRequestId != nil {
+			var headerParam0 string
+
+			headerParam0, err = runtime.StyleParamWithOptions("simple", false, "opc-request-id", *params.OpcRequestId, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationHeader, Type: "string", Format: ""})
+			if err != nil {
+				return nil, err
+			}
+
+			req.Header.Set("opc-request-id", headerParam0)
+		}
+
+	}
+
+	return req, nil
+}
+
 // NewGetStatsRequest constructs an http.Request for the GetStats method
 func NewGetStatsRequest(server string, queueId QueueIdPath, params *GetStatsParams) (*http.Request, error) {
 	var err error
@@ -9651,6 +10069,19 @@ type ClientWithResponsesInterface interface {
 	//
 	// Corresponds with PUT /20210201/queues/{queueId}/messages/{messageReceipt} (the `UpdateMessage` operationId).
 	UpdateMessageWithResponse(ctx context.Context, queueId QueueIdPath, messageReceipt MessageReceiptPath, params *UpdateMessageParams, body UpdateMessageJSONRequestBody, reqEditors ...RequestEditorFn) (*UpdateMessageResponse, error)
+
+	// GetQueueMetricsWithResponse Get a queue's metrics over time
+	//
+	// Returns time series of the queue (or of one consumer group) from its per-minute rollups, kept for 14 days
+	// by default: counters (events per bucket) and gauges (sampled once a minute). Every bucket from `start` to
+	// `end` has a point; a bucket without traffic and without messages is zero. A minute is returned once it is
+	// settled (30 seconds after its end). Needs the `QUEUE_METRICS_READ` permission (`read queue-metrics`,
+	// included in `read queues`).
+	//
+	// Returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with GET /20210201/queues/{queueId}/metrics (the `GetQueueMetrics` operationId).
+	GetQueueMetricsWithResponse(ctx context.Context, queueId QueueIdPath, params *GetQueueMetricsParams, reqEditors ...RequestEditorFn) (*GetQueueMetricsResponse, error)
 
 	// GetStatsWithResponse Get queue statistics
 	//
@@ -15304,6 +15735,125 @@ func (r UpdateMessageResponse) ContentType() string {
 	return ""
 }
 
+// GetQueueMetricsResponse200Headers the declared response headers of an HTTP 200 response for GetQueueMetrics
+type GetQueueMetricsResponse200Headers struct {
+	OpcRequestId *string
+}
+
+// GetQueueMetricsResponse400Headers the declared response headers of an HTTP 400 response for GetQueueMetrics
+type GetQueueMetricsResponse400Headers struct {
+	OpcRequestId *string
+}
+
+// GetQueueMetricsResponse401Headers the declared response headers of an HTTP 401 response for GetQueueMetrics
+type GetQueueMetricsResponse401Headers struct {
+	OpcRequestId *string
+}
+
+// GetQueueMetricsResponse404Headers the declared response headers of an HTTP 404 response for GetQueueMetrics
+type GetQueueMetricsResponse404Headers struct {
+	OpcRequestId *string
+}
+
+// GetQueueMetricsResponse429Headers the declared response headers of an HTTP 429 response for GetQueueMetrics
+type GetQueueMetricsResponse429Headers struct {
+	OpcRequestId *string
+	RetryAfter   *int
+}
+
+// GetQueueMetricsResponse500Headers the declared response headers of an HTTP 500 response for GetQueueMetrics
+type GetQueueMetricsResponse500Headers struct {
+	OpcRequestId *string
+}
+
+type GetQueueMetricsResponse struct {
+	Body         []byte
+	HTTPResponse *http.Response
+	// JSON200 the response for an HTTP 200 `application/json` response
+	JSON200 *QueueMetrics
+	// JSON400 the response for an HTTP 400 `application/json` response
+	JSON400 *BadRequest
+	// JSON401 the response for an HTTP 401 `application/json` response
+	JSON401 *Unauthorized
+	// JSON404 the response for an HTTP 404 `application/json` response
+	JSON404 *NotFound
+	// JSON429 the response for an HTTP 429 `application/json` response
+	JSON429 *TooManyRequests
+	// JSON500 the response for an HTTP 500 `application/json` response
+	JSON500 *InternalServerError
+	// Headers200 the parsed response headers for an HTTP 200 response
+	Headers200 *GetQueueMetricsResponse200Headers
+	// Headers400 the parsed response headers for an HTTP 400 response
+	Headers400 *GetQueueMetricsResponse400Headers
+	// Headers401 the parsed response headers for an HTTP 401 response
+	Headers401 *GetQueueMetricsResponse401Headers
+	// Headers404 the parsed response headers for an HTTP 404 response
+	Headers404 *GetQueueMetricsResponse404Headers
+	// Headers429 the parsed response headers for an HTTP 429 response
+	Headers429 *GetQueueMetricsResponse429Headers
+	// Headers500 the parsed response headers for an HTTP 500 response
+	Headers500 *GetQueueMetricsResponse500Headers
+}
+
+// GetJSON200 returns the response for an HTTP 200 `application/json` response
+func (r GetQueueMetricsResponse) GetJSON200() *QueueMetrics {
+	return r.JSON200
+}
+
+// GetJSON400 returns the response for an HTTP 400 `application/json` response
+func (r GetQueueMetricsResponse) GetJSON400() *BadRequest {
+	return r.JSON400
+}
+
+// GetJSON401 returns the response for an HTTP 401 `application/json` response
+func (r GetQueueMetricsResponse) GetJSON401() *Unauthorized {
+	return r.JSON401
+}
+
+// GetJSON404 returns the response for an HTTP 404 `application/json` response
+func (r GetQueueMetricsResponse) GetJSON404() *NotFound {
+	return r.JSON404
+}
+
+// GetJSON429 returns the response for an HTTP 429 `application/json` response
+func (r GetQueueMetricsResponse) GetJSON429() *TooManyRequests {
+	return r.JSON429
+}
+
+// GetJSON500 returns the response for an HTTP 500 `application/json` response
+func (r GetQueueMetricsResponse) GetJSON500() *InternalServerError {
+	return r.JSON500
+}
+
+// GetBody returns the raw response body bytes
+func (r GetQueueMetricsResponse) GetBody() []byte {
+	return r.Body
+}
+
+// Status returns HTTPResponse.Status
+func (r GetQueueMetricsResponse) Status() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Status
+	}
+	return http.StatusText(0)
+}
+
+// StatusCode returns HTTPResponse.StatusCode
+func (r GetQueueMetricsResponse) StatusCode() int {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.StatusCode
+	}
+	return 0
+}
+
+// ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
+func (r GetQueueMetricsResponse) ContentType() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Header.Get("Content-Type")
+	}
+	return ""
+}
+
 // GetStatsResponse200Headers the declared response headers of an HTTP 200 response for GetStats
 type GetStatsResponse200Headers struct {
 	OpcRequestId *string
@@ -17191,6 +17741,25 @@ func (c *ClientWithResponses) UpdateMessageWithResponse(ctx context.Context, que
 		return nil, err
 	}
 	return ParseUpdateMessageResponse(rsp)
+}
+
+// GetQueueMetricsWithResponse Get a queue's metrics over time
+//
+// Returns time series of the queue (or of one consumer group) from its per-minute rollups, kept for 14 days
+// by default: counters (events per bucket) and gauges (sampled once a minute). Every bucket from `start` to
+// `end` has a point; a bucket without traffic and without messages is zero. A minute is returned once it is
+// settled (30 seconds after its end). Needs the `QUEUE_METRICS_READ` permission (`read queue-metrics`,
+// included in `read queues`).
+//
+// Returns a wrapper object for the known response body format(s).
+//
+// Corresponds with GET /20210201/queues/{queueId}/metrics (the `GetQueueMetrics` operationId).
+func (c *ClientWithResponses) GetQueueMetricsWithResponse(ctx context.Context, queueId QueueIdPath, params *GetQueueMetricsParams, reqEditors ...RequestEditorFn) (*GetQueueMetricsResponse, error) {
+	rsp, err := c.GetQueueMetrics(ctx, queueId, params, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseGetQueueMetricsResponse(rsp)
 }
 
 // GetStatsWithResponse Get queue statistics
@@ -23743,6 +24312,137 @@ func ParseUpdateMessageResponse(rsp *http.Response) (*UpdateMessageResponse, err
 		response.Headers429 = &headers
 	case rsp.StatusCode == 500:
 		var headers UpdateMessageResponse500Headers
+		if values := rsp.Header.Values("opc-request-id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "opc-request-id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.OpcRequestId = &value
+		}
+		response.Headers500 = &headers
+	}
+
+	return response, nil
+}
+
+// ParseGetQueueMetricsResponse parses an HTTP response from a GetQueueMetricsWithResponse call
+func ParseGetQueueMetricsResponse(rsp *http.Response) (*GetQueueMetricsResponse, error) {
+	bodyBytes, err := io.ReadAll(rsp.Body)
+	defer func() { _ = rsp.Body.Close() }()
+	if err != nil {
+		return nil, err
+	}
+
+	response := &GetQueueMetricsResponse{
+		Body:         bodyBytes,
+		HTTPResponse: rsp,
+	}
+
+	switch {
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 200:
+		var dest QueueMetrics
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON200 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 400:
+		var dest BadRequest
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON400 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 401:
+		var dest Unauthorized
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON401 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 404:
+		var dest NotFound
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON404 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 429:
+		var dest TooManyRequests
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON429 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 500:
+		var dest InternalServerError
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON500 = &dest
+
+	}
+
+	switch {
+	case rsp.StatusCode == 200:
+		var headers GetQueueMetricsResponse200Headers
+		if values := rsp.Header.Values("opc-request-id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "opc-request-id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.OpcRequestId = &value
+		}
+		response.Headers200 = &headers
+	case rsp.StatusCode == 400:
+		var headers GetQueueMetricsResponse400Headers
+		if values := rsp.Header.Values("opc-request-id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "opc-request-id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.OpcRequestId = &value
+		}
+		response.Headers400 = &headers
+	case rsp.StatusCode == 401:
+		var headers GetQueueMetricsResponse401Headers
+		if values := rsp.Header.Values("opc-request-id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "opc-request-id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.OpcRequestId = &value
+		}
+		response.Headers401 = &headers
+	case rsp.StatusCode == 404:
+		var headers GetQueueMetricsResponse404Headers
+		if values := rsp.Header.Values("opc-request-id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "opc-request-id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.OpcRequestId = &value
+		}
+		response.Headers404 = &headers
+	case rsp.StatusCode == 429:
+		var headers GetQueueMetricsResponse429Headers
+		if values := rsp.Header.Values("opc-request-id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "opc-request-id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.OpcRequestId = &value
+		}
+		if values := rsp.Header.Values("retry-after"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "retry-after", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = &value
+		}
+		response.Headers429 = &headers
+	case rsp.StatusCode == 500:
+		var headers GetQueueMetricsResponse500Headers
 		if values := rsp.Header.Values("opc-request-id"); len(values) > 0 {
 			var value string
 			if err := runtime.BindStyledParameterWithOptions("simple", "opc-request-id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {

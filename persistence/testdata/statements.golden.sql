@@ -526,6 +526,17 @@ SELECT dlq, count(*) FILTER (WHERE visible_at <= now() OR visible_at = 'infinity
 FROM messages WHERE queue_no = $1 AND group_no = $2 AND ($3 = '' OR channel_id = $3) AND expire_at > now()
 GROUP BY dlq;
 
+-- $1 @queue_no, $2 @group_nos, $3 @channel_id
+-- messages.stats_by_group
+SELECT group_no, dlq, count(*) FILTER (WHERE visible_at <= now() OR visible_at = 'infinity'),
+	count(*) FILTER (WHERE visible_at > now() AND visible_at < 'infinity' AND delivery_count > 0),
+	count(*) FILTER (WHERE visible_at > now() AND visible_at < 'infinity' AND delivery_count = 0),
+	coalesce(sum(size_bytes), 0),
+	coalesce(extract(epoch FROM now() - min(time_created) FILTER (WHERE visible_at <= now() OR visible_at = 'infinity')), 0)::float8
+FROM messages WHERE queue_no = $1 AND ($2::int[] IS NULL OR group_no = ANY ($2))
+	AND ($3 = '' OR channel_id = $3) AND expire_at > now()
+GROUP BY group_no, dlq;
+
 -- $1 @queue_no, $2 @group_no, $3 @dlq, $4 @from_channel, $5 @inclusive, $6 @limit
 -- messages.channels
 WITH RECURSIVE ch AS (
@@ -549,3 +560,73 @@ ON CONFLICT (queue_id) DO UPDATE SET discarded = queue_discards.discarded + excl
 -- $1 @queue_id
 -- messages.discarded
 SELECT coalesce((SELECT discarded FROM queue_discards WHERE queue_id = $1), 0);
+
+-- $1 @queue_ids, $2 @group_nos, $3 @minutes, $4 @tenancy_ids, $5 @published, $6 @published_bytes, $7 @delivered, $8 @acknowledged, $9 @released, $10 @dead_lettered, $11 @redriven, $12 @discarded, $13 @expired
+-- metrics.add_counts
+INSERT INTO queue_metrics AS m (queue_id, group_no, minute, tenancy_id, published, published_bytes, delivered,
+	acknowledged, released, dead_lettered, redriven, discarded, expired)
+SELECT * FROM unnest($1::text[], $2::int[], $3::timestamptz[], $4::text[],
+	$5::bigint[], $6::bigint[], $7::bigint[], $8::bigint[],
+	$9::bigint[], $10::bigint[], $11::bigint[], $12::bigint[], $13::bigint[])
+ON CONFLICT (queue_id, group_no, minute) DO UPDATE SET
+	published = m.published + excluded.published,
+	published_bytes = m.published_bytes + excluded.published_bytes,
+	delivered = m.delivered + excluded.delivered,
+	acknowledged = m.acknowledged + excluded.acknowledged,
+	released = m.released + excluded.released,
+	dead_lettered = m.dead_lettered + excluded.dead_lettered,
+	redriven = m.redriven + excluded.redriven,
+	discarded = m.discarded + excluded.discarded,
+	expired = m.expired + excluded.expired;
+
+-- $1 @queue_ids, $2 @group_nos, $3 @minutes, $4 @tenancy_ids, $5 @visible, $6 @in_flight, $7 @delayed, $8 @dlq_messages, $9 @oldest_age_seconds, $10 @consumers
+-- metrics.set_gauges
+INSERT INTO queue_metrics AS m (queue_id, group_no, minute, tenancy_id, visible, in_flight, delayed, dlq_messages,
+	oldest_age_seconds, consumers)
+SELECT * FROM unnest($1::text[], $2::int[], $3::timestamptz[], $4::text[],
+	$5::bigint[], $6::bigint[], $7::bigint[], $8::bigint[],
+	$9::float8[], $10::int[])
+ON CONFLICT (queue_id, group_no, minute) DO UPDATE SET
+	visible = excluded.visible, in_flight = excluded.in_flight, delayed = excluded.delayed,
+	dlq_messages = excluded.dlq_messages, oldest_age_seconds = excluded.oldest_age_seconds,
+	consumers = excluded.consumers;
+
+-- $1 @minute
+-- metrics.sample_candidates
+SELECT DISTINCT queue_id, tenancy_id FROM queue_metrics
+WHERE minute BETWEEN $1::timestamptz - interval '1 minute' AND $1 AND group_no = -1
+	AND (published + delivered + acknowledged + released + dead_lettered + redriven + discarded + expired > 0
+		OR visible > 0 OR in_flight > 0 OR delayed > 0 OR dlq_messages > 0);
+
+-- $1 @queue_id, $2 @live
+-- metrics.consumers
+SELECT group_no, count(*)::int FROM consumers
+WHERE queue_id = $1 AND left_at IS NULL AND NOT leaving AND last_seen > now() - $2::interval
+GROUP BY group_no;
+
+-- $1 @since
+-- metrics.latest_gauges
+SELECT DISTINCT ON (queue_id) queue_id, tenancy_id, visible, in_flight, delayed, dlq_messages, oldest_age_seconds,
+	consumers
+FROM queue_metrics WHERE minute >= $1 AND group_no = -1 AND visible IS NOT NULL
+ORDER BY queue_id, minute DESC;
+
+-- $1 @resolution, $2 @queue_id, $3 @group_no, $4 @start, $5 @end
+-- metrics.series
+SELECT date_bin($1::interval, minute, TIMESTAMPTZ '2000-01-01 00:00:00+00') AS bucket,
+	sum(published)::bigint, sum(published_bytes)::bigint, sum(delivered)::bigint, sum(acknowledged)::bigint,
+	sum(released)::bigint, sum(dead_lettered)::bigint, sum(redriven)::bigint, sum(discarded)::bigint,
+	sum(expired)::bigint, count(visible),
+	coalesce(max(visible), 0)::float8, coalesce(avg(visible), 0)::float8,
+	coalesce(max(in_flight), 0)::float8, coalesce(avg(in_flight), 0)::float8,
+	coalesce(max(delayed), 0)::float8, coalesce(avg(delayed), 0)::float8,
+	coalesce(max(dlq_messages), 0)::float8, coalesce(avg(dlq_messages), 0)::float8,
+	coalesce(max(oldest_age_seconds), 0)::float8, coalesce(avg(oldest_age_seconds), 0)::float8,
+	coalesce(max(consumers), 0)::float8, coalesce(avg(consumers), 0)::float8
+FROM queue_metrics WHERE queue_id = $2 AND group_no = $3 AND minute >= $4 AND minute < $5
+GROUP BY bucket ORDER BY bucket;
+
+-- $1 @cutoff, $2 @limit
+-- metrics.expire
+DELETE FROM queue_metrics WHERE (queue_id, group_no, minute) IN (
+	SELECT queue_id, group_no, minute FROM queue_metrics WHERE minute < $1 LIMIT $2);

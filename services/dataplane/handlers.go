@@ -16,16 +16,20 @@ import (
 	"github.com/ferry-mq/ferry/services/apierror"
 	"github.com/ferry-mq/ferry/services/httpapi"
 	"github.com/ferry-mq/ferry/services/messaging"
+	"github.com/ferry-mq/ferry/services/metering"
 	"github.com/ferry-mq/ferry/services/wire"
 )
 
 // Handlers implements the data-plane operations of api.ServerInterface.
 type Handlers struct {
-	svc *messaging.Service
+	svc   *messaging.Service
+	meter *metering.Meter
 }
 
 // New builds the handlers.
-func New(svc *messaging.Service) *Handlers { return &Handlers{svc: svc} }
+func New(svc *messaging.Service, meter *metering.Meter) *Handlers {
+	return &Handlers{svc: svc, meter: meter}
+}
 
 func tenancyOf(c *gin.Context) string {
 	if p := iam.PrincipalFrom(c.Request.Context()); p != nil {

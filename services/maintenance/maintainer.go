@@ -6,12 +6,10 @@ import (
 	"time"
 
 	"github.com/jackc/pgx/v5/pgxpool"
-	"go.opentelemetry.io/otel/attribute"
-	"go.opentelemetry.io/otel/metric"
 
 	"github.com/ferry-mq/ferry/internal/startstop"
 	"github.com/ferry-mq/ferry/persistence"
-	"github.com/ferry-mq/ferry/services/telemetry"
+	"github.com/ferry-mq/ferry/services/metering"
 )
 
 // Maintainer defaults.
@@ -25,19 +23,20 @@ const (
 const maintainerLockKey int64 = 0x6665727279_01 // "ferry" + 1
 
 // Maintainer runs the periodic upkeep: it records id watermarks, deletes messages past their queue's retention
-// (counted in ferry.messages.expired) and messages left in deleted queues by puts that raced the delete, and
-// expires deduplication keys, retry tokens and the registrations of consumers that stopped calling. Work goes in
+// (counted in the queue's metrics) and messages left in deleted queues by puts that raced the delete, expires
+// deduplication keys, retry tokens and the registrations of consumers that stopped calling, samples the queues'
+// metric gauges once a minute and deletes metric rollups past their retention. Work goes in
 // batches with pauses. A session-level advisory lock makes one node the maintainer at a time; the others skip the
 // cycle, and since every step is an idempotent batched delete, two maintainers at once would still be safe.
 type Maintainer struct {
-	Pool        *pgxpool.Pool
-	Store       *persistence.Store
-	Messages    *persistence.Messages
-	Instruments *telemetry.Instruments
-	Logger      *slog.Logger
-	Interval    time.Duration // default MaintainIntervalDefault
-	Batch       int           // default MaintainBatchDefault
-	Pause       time.Duration // between batches; default MaintainPauseDefault
+	Pool     *pgxpool.Pool
+	Store    *persistence.Store
+	Messages *persistence.Messages
+	Metering *metering.Meter
+	Logger   *slog.Logger
+	Interval time.Duration // default MaintainIntervalDefault
+	Batch    int           // default MaintainBatchDefault
+	Pause    time.Duration // between batches; default MaintainPauseDefault
 
 	loop startstop.Base
 }
@@ -99,7 +98,13 @@ func (m *Maintainer) RunOnce(ctx context.Context) (bool, error) {
 	if err := m.drain(ctx, func() (int64, error) { return m.Store.Consumers.Sweep(ctx, m.batch()) }); err != nil {
 		return true, err
 	}
-	return true, m.drain(ctx, func() (int64, error) { return m.Store.Idempotency.Expire(ctx, m.batch()) })
+	if err := m.drain(ctx, func() (int64, error) { return m.Store.Idempotency.Expire(ctx, m.batch()) }); err != nil {
+		return true, err
+	}
+	if err := m.Metering.SampleDue(ctx); err != nil {
+		return true, err
+	}
+	return true, m.drain(ctx, func() (int64, error) { return m.Metering.ExpireBatch(ctx, m.batch()) })
 }
 
 func (m *Maintainer) expireMessages(ctx context.Context) error {
@@ -123,9 +128,7 @@ func (m *Maintainer) expireMessages(ctx context.Context) error {
 				expired += n
 				return n, err
 			})
-			if expired > 0 && m.Instruments != nil {
-				m.Instruments.MessagesExpired.Add(ctx, expired, metric.WithAttributes(attribute.String("queue", q.ID)))
-			}
+			m.Metering.Count(q.TenancyID, q.ID, persistence.WholeQueue, metering.Expired, expired)
 			if err != nil {
 				return err
 			}

@@ -7,6 +7,7 @@ import (
 	"github.com/ferry-mq/ferry/fault"
 	"github.com/ferry-mq/ferry/openapi"
 	"github.com/ferry-mq/ferry/persistence"
+	"github.com/ferry-mq/ferry/services/metering"
 )
 
 // EntryError is the outcome of one entry of a batch acknowledge/update: nil on success.
@@ -53,9 +54,7 @@ func (s *Service) Delete(ctx context.Context, tenancyID, queueID, groupRef strin
 		s.notifier.mark(persistence.MessagesAvailable, queueID)
 	}
 	acked, err := s.classifyMissed(ctx, queueID, valid, idx, deleted, errs)
-	if acked > 0 {
-		s.inst.MessagesAcknowledged.Add(ctx, int64(acked), queueAttr(queueID))
-	}
+	s.meter.Count(tenancyID, queueID, groupNo, metering.Acknowledged, int64(acked))
 	if err != nil {
 		return nil, err
 	}
@@ -90,9 +89,14 @@ func (s *Service) Update(ctx context.Context, tenancyID, queueID, groupRef strin
 		return nil, nil, err
 	}
 	done := make([]bool, len(updated))
+	var releases int64
 	for k, t := range updated {
 		times[idx[k]], done[k] = t, t != nil
+		if t != nil && secs[k] == 0 {
+			releases++
+		}
 	}
+	s.meter.Count(tenancyID, queueID, groupNo, metering.Released, releases)
 	if _, err := s.classifyMissed(ctx, queueID, valid, idx, done, errs); err != nil {
 		return nil, nil, err
 	}

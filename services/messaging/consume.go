@@ -11,6 +11,7 @@ import (
 	"github.com/ferry-mq/ferry/fault"
 	"github.com/ferry-mq/ferry/openapi"
 	"github.com/ferry-mq/ferry/persistence"
+	"github.com/ferry-mq/ferry/services/metering"
 )
 
 // MaxPushLease is the most messages a watch leases (and pushes in one frame) at once: a window of 100 fills in one
@@ -114,7 +115,7 @@ func (s *Service) Get(ctx context.Context, tenancyID, queueID string, req GetReq
 			return nil, err
 		}
 		if len(got) > 0 && ctx.Err() != nil {
-			s.releaseUnanswered(queueID, req.DLQ, got)
+			s.releaseUnanswered(tenancyID, queueID, req.DLQ, got)
 			return nil, ctx.Err()
 		}
 		if len(got) > 0 {
@@ -157,7 +158,7 @@ const statementTimeout = 30 * time.Second
 
 // releaseUnanswered makes messages leased for a GetMessages whose caller went away visible again at once (their
 // delivery count stays raised, as for any receive).
-func (s *Service) releaseUnanswered(queueID string, dlq bool, got []Delivered) {
+func (s *Service) releaseUnanswered(tenancyID, queueID string, dlq bool, got []Delivered) {
 	receipts := make([]persistence.Receipt, len(got))
 	zero := make([]int32, len(got))
 	for i, m := range got {
@@ -169,6 +170,7 @@ func (s *Service) releaseUnanswered(queueID string, dlq bool, got []Delivered) {
 		s.logger.Warn("releasing messages leased for a caller that went away", "queue", queueID, "messages", len(got), "error", err)
 		return
 	}
+	s.meter.Count(tenancyID, queueID, got[0].GroupNo, metering.Released, int64(len(got)))
 	s.waiters.wakeOne(queueID, got[0].GroupNo, dlq)
 	s.notifier.mark(persistence.MessagesAvailable, queueID)
 }
@@ -256,6 +258,7 @@ func (s *Service) leaseOnce(ctx context.Context, q persistence.Queue, groupNo in
 				LeaseRequest: lease, Consumer: consumer, ConsumerLeaseSeconds: q.ConsumerLeaseSeconds, AllChannels: allChannels,
 			})
 			if err == nil && decision.TookOver {
+				s.meter.Count(q.TenancyID, q.ID, groupNo, metering.Released, decision.Released)
 				s.logger.Info("single active consumer took over", "queue", q.ID, "group", groupNo, "consumer", consumer,
 					"released", decision.Released)
 			}
@@ -286,7 +289,7 @@ func (s *Service) leaseOnce(ctx context.Context, q persistence.Queue, groupNo in
 			out = append(out, d)
 		}
 		if dead > 0 {
-			s.inst.MessagesDeadLettered.Add(ctx, int64(dead), queueAttr(q.ID))
+			s.meter.Count(q.TenancyID, q.ID, groupNo, metering.DeadLettered, int64(dead))
 			s.waiters.wakeOne(q.ID, groupNo, true) // a reader of the DLQ here, and on other nodes:
 			s.notifier.mark(persistence.DeadLettered, q.ID)
 		}
@@ -295,7 +298,14 @@ func (s *Service) leaseOnce(ctx context.Context, q persistence.Queue, groupNo in
 			s.notifier.mark(persistence.MessagesAvailable, q.ID)
 		}
 		if len(out) > 0 {
-			s.inst.MessagesDelivered.Add(ctx, int64(len(out)), queueAttr(q.ID))
+			s.meter.Count(q.TenancyID, q.ID, groupNo, metering.Delivered, int64(len(out)))
+			if !req.DLQ {
+				for _, m := range out {
+					if m.DeliveryCount == 1 {
+						s.meter.DeliveryLatency(ctx, q.TenancyID, time.Since(m.TimeCreated))
+					}
+				}
+			}
 			linkProducers(ctx, out)
 			return out, more, decision, nil
 		}

@@ -8,6 +8,7 @@ import (
 	"github.com/ferry-mq/ferry/fault"
 	"github.com/ferry-mq/ferry/openapi"
 	"github.com/ferry-mq/ferry/persistence"
+	"github.com/ferry-mq/ferry/services/metering"
 )
 
 // ValidConsumerID checks a consumer id: 1 to 128 letters, digits and . _ : @ ~ - (it appears in a URL path).
@@ -152,13 +153,14 @@ func (s *Service) Leave(ctx context.Context, tenancyID, queueID, groupRef, consu
 	if !found {
 		return fault.NotFound("consumerId: consumer %q is not registered in this consumer group", consumerID)
 	}
-	s.consumersChanged(queueID, g.No, released)
+	s.consumersChanged(tenancyID, queueID, g.No, released)
 	return nil
 }
 
 // consumersChanged wakes the standbys of the queue on every node (one of them may be active now) and, when
 // messages were released, a waiter of the group.
-func (s *Service) consumersChanged(queueID string, groupNo int32, released int64) {
+func (s *Service) consumersChanged(tenancyID, queueID string, groupNo int32, released int64) {
+	s.meter.Count(tenancyID, queueID, groupNo, metering.Released, released)
 	s.waiters.wakeStandby(queueID)
 	if hook := s.consumersHook.Load(); hook != nil {
 		(*hook)(queueID) // this node's watches (the NOTIFY is for the other nodes)

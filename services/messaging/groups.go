@@ -173,3 +173,17 @@ func (s *Service) GroupID(ctx context.Context, tenancyID, queueID, ref string) (
 	}
 	return g.ID, true
 }
+
+// MetricsTarget checks the queue and resolves the consumer group a metrics query addresses: "" = the queue as a
+// whole (persistence.WholeQueue, and no group id).
+func (s *Service) MetricsTarget(ctx context.Context, tenancyID, queueID, groupRef string) (groupNo int32, groupID string, err error) {
+	q, err := s.queues.active(ctx, tenancyID, queueID)
+	if err != nil {
+		return 0, "", err
+	}
+	if groupRef == "" {
+		return persistence.WholeQueue, "", nil
+	}
+	g, err := s.groups.resolve(ctx, q, groupRef)
+	return g.No, g.ID, err
+}

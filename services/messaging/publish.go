@@ -14,6 +14,7 @@ import (
 	"github.com/ferry-mq/ferry/fault"
 	"github.com/ferry-mq/ferry/openapi"
 	"github.com/ferry-mq/ferry/persistence"
+	"github.com/ferry-mq/ferry/services/metering"
 	"github.com/ferry-mq/ferry/services/wire/jsonx"
 )
 
@@ -80,7 +81,7 @@ func (s *Service) Put(ctx context.Context, tenancyID, queueID string, entries []
 	}
 	discarded := int64(len(entries) - len(msgs))
 	if len(msgs) == 0 {
-		if err := s.countDiscarded(ctx, queueID, discarded); err != nil {
+		if err := s.countDiscarded(ctx, tenancyID, queueID, discarded); err != nil {
 			return nil, err
 		}
 		return results, nil
@@ -101,19 +102,27 @@ func (s *Service) Put(ctx context.Context, tenancyID, queueID string, entries []
 	}
 	// Counted only once the batch is accepted (a refused batch discards nothing). The stored messages are
 	// committed: failing the call now would make the producer publish them again, so a failed count is logged.
-	if err := s.countDiscarded(ctx, queueID, discarded); err != nil {
+	if err := s.countDiscarded(ctx, tenancyID, queueID, discarded); err != nil {
 		s.logger.Error("counting discarded messages", "queue", queueID, "discarded", discarded, "error", err)
 	}
 	fresh := 0
-	var maxID int64
+	var maxID, freshBytes int64
+	copies := make(map[int32]int64, len(groups)) // per consumer group: the copies it received
 	for k, r := range stored {
 		if r.Duplicate {
 			r.Groups = len(msgs[k].Groups)
 		} else {
 			fresh++
 			maxID = max(maxID, r.ID)
+			freshBytes += int64(msgs[k].SizeBytes)
+			for _, g := range msgs[k].Groups {
+				copies[g]++
+			}
 		}
 		results[idx[k]] = r
+	}
+	for g, n := range copies {
+		s.meter.CountGroup(tenancyID, queueID, g, metering.Published, n)
 	}
 	if fresh > 0 {
 		s.sizes.add(queueID, bytesByChannel, maxID)
@@ -122,21 +131,22 @@ func (s *Service) Put(ctx context.Context, tenancyID, queueID string, entries []
 		}
 		s.waiters.wakeQueue(queueID) // local consumers do not wait for the NOTIFY round trip
 		s.notifier.mark(persistence.MessagesAvailable, queueID)
-		s.inst.MessagesPublished.Add(ctx, int64(fresh), queueAttr(queueID))
+		s.meter.Count(tenancyID, queueID, persistence.WholeQueue, metering.Published, int64(fresh))
+		s.meter.Count(tenancyID, queueID, persistence.WholeQueue, metering.PublishedBytes, freshBytes)
 	}
 	return results, nil
 }
 
 // countDiscarded records messages that no consumer group took (DESIGN section 7): in the queue's stats and in
-// ferry.messages.discarded.
-func (s *Service) countDiscarded(ctx context.Context, queueID string, n int64) error {
+// its metrics.
+func (s *Service) countDiscarded(ctx context.Context, tenancyID, queueID string, n int64) error {
 	if n == 0 {
 		return nil
 	}
 	if err := s.messages.AddDiscarded(context.WithoutCancel(ctx), queueID, n); err != nil {
 		return err
 	}
-	s.inst.MessagesDiscarded.Add(ctx, n, queueAttr(queueID))
+	s.meter.Count(tenancyID, queueID, persistence.WholeQueue, metering.Discarded, n)
 	return nil
 }
 

@@ -5,6 +5,7 @@ import (
 	"time"
 
 	"github.com/ferry-mq/ferry/persistence"
+	"github.com/ferry-mq/ferry/services/metering"
 )
 
 // Redrive moves up to limit DLQ messages of the group back to the queue.
@@ -14,6 +15,7 @@ func (s *Service) Redrive(ctx context.Context, tenancyID, queueID, groupRef stri
 		return 0, err
 	}
 	n, err := s.messages.Redrive(ctx, queueID, groupNo, limit)
+	s.meter.Count(tenancyID, queueID, groupNo, metering.Redriven, n)
 	if n > 0 {
 		s.waiters.wakeOne(queueID, groupNo, false)
 		s.notifier.mark(persistence.MessagesAvailable, queueID)

@@ -21,10 +21,8 @@ import (
 	"sync/atomic"
 	"time"
 
-	"go.opentelemetry.io/otel/attribute"
-	"go.opentelemetry.io/otel/metric"
-
 	"github.com/ferry-mq/ferry/persistence"
+	"github.com/ferry-mq/ferry/services/metering"
 	"github.com/ferry-mq/ferry/services/telemetry"
 )
 
@@ -63,6 +61,7 @@ type Service struct {
 	sizes    *sizeCache
 	listener *persistence.Listener
 	inst     *telemetry.Instruments
+	meter    *metering.Meter
 	logger   *slog.Logger
 
 	configHook    atomic.Pointer[func(persistence.Notification)]
@@ -92,7 +91,8 @@ func (s *Service) OnConfig(onConfig func(persistence.Notification), onReconnect 
 }
 
 // New builds the service. databaseURL is used for the LISTEN connection; receiptKey signs receipts.
-func New(cfg Config, store *persistence.Store, databaseURL string, receiptKey []byte, inst *telemetry.Instruments, logger *slog.Logger) *Service {
+func New(cfg Config, store *persistence.Store, databaseURL string, receiptKey []byte, inst *telemetry.Instruments,
+	meter *metering.Meter, logger *slog.Logger) *Service {
 	if cfg.NotifyWindow <= 0 {
 		cfg.NotifyWindow = NotifyWindowDefault
 	}
@@ -117,6 +117,7 @@ func New(cfg Config, store *persistence.Store, databaseURL string, receiptKey []
 		receipts: NewReceipts(receiptKey),
 		sizes:    newSizeCache(messages, cfg.SizeRefresh, logger),
 		inst:     inst,
+		meter:    meter,
 		logger:   logger,
 	}
 	s.node = newNodeID()
@@ -199,10 +200,6 @@ func (s *Service) Waiting() int { return s.waiters.count() }
 func (s *Service) ForgetQueue(queueID string) {
 	s.queues.forget(queueID)
 	s.groups.forget(queueID)
-}
-
-func queueAttr(queueID string) metric.MeasurementOption {
-	return metric.WithAttributes(attribute.String("queue", queueID))
 }
 
 func newLeaseID() int64 {

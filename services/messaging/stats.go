@@ -45,7 +45,7 @@ func (s *Service) AllGroupStats(ctx context.Context, tenancyID, queueID, channel
 	for i, g := range groups {
 		nos[i] = g.No
 	}
-	counts, err := s.store.ConsumerGroups.Stats(ctx, queueID, nos, channelID) // one statement for every group
+	counts, err := s.messages.StatsByGroup(ctx, queueID, nos, channelID) // one statement for every group
 	if err != nil {
 		return nil, 0, err
 	}

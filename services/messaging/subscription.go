@@ -9,6 +9,7 @@ import (
 
 	"github.com/ferry-mq/ferry/fault"
 	"github.com/ferry-mq/ferry/persistence"
+	"github.com/ferry-mq/ferry/services/metering"
 )
 
 // A Subscription is a push consumer's (a watch's) hold on a consumer group: it leases messages to one named
@@ -219,6 +220,7 @@ func (sub *Subscription) Negative(ctx context.Context, receipts []string, code, 
 		return nil, err
 	}
 	if n > 0 {
+		s.meter.Count(sub.tenancyID, sub.queueID, sub.groupNo, metering.Released, int64(n))
 		s.waiters.wakeOne(sub.queueID, sub.groupNo, false)
 		s.notifier.mark(persistence.MessagesAvailable, sub.queueID)
 	}
@@ -235,7 +237,7 @@ func (sub *Subscription) Renew(ctx context.Context, lease, within time.Duration)
 // node), and returns how many.
 func (sub *Subscription) Release(ctx context.Context) (int64, error) {
 	n, err := sub.s.messages.ReleaseOwned(context.WithoutCancel(ctx), sub.queueID, sub.groupNo, sub.consumer)
-	sub.s.consumersChanged(sub.queueID, sub.groupNo, n)
+	sub.s.consumersChanged(sub.tenancyID, sub.queueID, sub.groupNo, n)
 	return n, err
 }
 
@@ -254,6 +256,6 @@ func (sub *Subscription) Shutdown(ctx context.Context, sessionID string) (int64,
 func (sub *Subscription) Leave(ctx context.Context, sessionID string) (int64, error) {
 	sub.Pause()
 	_, n, err := sub.s.store.Consumers.Leave(context.WithoutCancel(ctx), sub.queueID, sub.groupNo, sub.consumer, sessionID)
-	sub.s.consumersChanged(sub.queueID, sub.groupNo, n)
+	sub.s.consumersChanged(sub.tenancyID, sub.queueID, sub.groupNo, n)
 	return n, err
 }

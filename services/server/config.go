@@ -10,6 +10,7 @@ import (
 	"github.com/caarlos0/env/v11"
 
 	"github.com/ferry-mq/ferry/services/messaging"
+	"github.com/ferry-mq/ferry/services/metering"
 	"github.com/ferry-mq/ferry/services/push"
 )
 
@@ -53,6 +54,9 @@ type Config struct {
 	Messaging messaging.Config
 	// Watch tunes the push consumers (pings, heartbeat, leases, caps): FERRY_WATCH_*.
 	Watch push.Config
+	// Metrics tunes the queues' metrics (rollups, their retention, the per-queue series of /metrics):
+	// FERRY_METRICS_*.
+	Metrics metering.Config
 }
 
 // MetricsListenDefault is where /metrics is served when FERRY_METRICS_LISTEN is unset: loopback, so that the

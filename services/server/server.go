@@ -27,6 +27,7 @@ import (
 	"github.com/ferry-mq/ferry/services/httpapi"
 	"github.com/ferry-mq/ferry/services/maintenance"
 	"github.com/ferry-mq/ferry/services/messaging"
+	"github.com/ferry-mq/ferry/services/metering"
 	"github.com/ferry-mq/ferry/services/push"
 	"github.com/ferry-mq/ferry/services/telemetry"
 	"github.com/ferry-mq/ferry/tenancy"
@@ -48,6 +49,7 @@ type Server struct {
 	executor   *maintenance.WorkRequestExecutor
 	maintainer *maintenance.Maintainer
 	messaging  *messaging.Service
+	metering   *metering.Meter
 	push       *push.Service
 	operations map[string]string
 }
@@ -76,12 +78,15 @@ func New(cfg Config, pool *pgxpool.Pool, tel *telemetry.Telemetry, logger *slog.
 		return nil, err
 	}
 	s := &Server{cfg: cfg, store: store, telemetry: tel, logger: logger}
-	s.messaging = messaging.New(cfg.Messaging, store, pool.Config().ConnString(), receiptKey, tel.Instruments, logger)
+	if s.metering, err = metering.New(cfg.Metrics, store, tel.Meter, logger); err != nil {
+		return nil, err
+	}
+	s.messaging = messaging.New(cfg.Messaging, store, pool.Config().ConnString(), receiptKey, tel.Instruments, s.metering, logger)
 	s.push = push.New(cfg.Watch, s.messaging, store, tel.Instruments, logger)
 	s.messaging.OnConsumersChanged(s.push.ConsumersChanged)
 	s.executor = &maintenance.WorkRequestExecutor{Store: store, Purge: s.messaging.Purge, Logger: logger}
 	s.maintainer = &maintenance.Maintainer{
-		Pool: pool, Store: store, Messages: s.messaging.Messages(), Instruments: tel.Instruments, Logger: logger,
+		Pool: pool, Store: store, Messages: s.messaging.Messages(), Metering: s.metering, Logger: logger,
 		Interval: cfg.MaintenanceInterval,
 	}
 
@@ -140,7 +145,7 @@ func New(cfg Config, pool *pgxpool.Pool, tel *telemetry.Telemetry, logger *slog.
 	cp.Access = access
 	handlers := &handlers{
 		controlPlane: cp,
-		dataPlane:    dataplane.New(s.messaging),
+		dataPlane:    dataplane.New(s.messaging, s.metering),
 		operations:   &operations{pool: pool, telemetry: tel, metricsToken: cfg.MetricsToken},
 		push:         s.push,
 	}
@@ -183,6 +188,7 @@ func (s *Server) Start(ctx context.Context) {
 	s.push.Start(ctx)
 	s.executor.Start(ctx)
 	s.maintainer.Start(ctx)
+	s.metering.Start(ctx)
 }
 
 // Stop stops the background workers. Safe to call twice.
@@ -191,6 +197,7 @@ func (s *Server) Stop() {
 	s.executor.Stop()
 	s.push.Stop() // releases the watches' messages: before the listener goes, so other nodes hear of them
 	s.messaging.Stop()
+	s.metering.Stop() // after the services that count: the last counts are flushed
 }
 
 // Routes maps every authenticated route ("METHOD /gin/route") to its operationId (the IAM coverage test reads it).
@@ -198,6 +205,9 @@ func (s *Server) Routes() map[string]string { return s.operations }
 
 // Messaging is the data plane service (tests and benchmarks inspect it).
 func (s *Server) Messaging() *messaging.Service { return s.messaging }
+
+// Metering is the queues' metering (tests flush and sample it directly).
+func (s *Server) Metering() *metering.Meter { return s.metering }
 
 // Maintainer is the periodic maintainer (tests drive it directly).
 func (s *Server) Maintainer() *maintenance.Maintainer { return s.maintainer }

@@ -4,21 +4,16 @@ import (
 	"go.opentelemetry.io/otel/metric"
 )
 
-// Instruments are the metrics recorded across packages (docs/metrics.md lists every metric, with the packages
-// that own the others). Labels are bounded: operations, routes, statuses, never ids a caller chooses.
+// Instruments are the metrics recorded across packages (docs/metrics.md lists every metric). The queues' message
+// metrics are the metering service's (services/metering), which bounds their per-queue series; IAM, the database
+// and the data plane register their own instruments on Meter. Labels are bounded: operations, routes, statuses,
+// never ids a caller chooses.
 type Instruments struct {
 	Meter metric.Meter // for the instruments that packages register themselves (gauges, IAM, the database)
 
 	// HTTPServerDuration is OTel's http.server.request.duration: one measurement per request, labelled with the
 	// route, the method, the status and the OCI operationId (httpapi.Metrics). Its count is the request rate.
 	HTTPServerDuration metric.Float64Histogram
-
-	MessagesPublished    metric.Int64Counter // ferry.messages.published{queue}
-	MessagesDelivered    metric.Int64Counter // ferry.messages.delivered{queue}
-	MessagesAcknowledged metric.Int64Counter // ferry.messages.acknowledged{queue}
-	MessagesDiscarded    metric.Int64Counter // ferry.messages.discarded{queue}
-	MessagesDeadLettered metric.Int64Counter // ferry.messages.dead_lettered{queue}
-	MessagesExpired      metric.Int64Counter // ferry.messages.expired{queue}
 }
 
 // Bucket boundaries (seconds) of the latency histograms, chosen for what each measures.
@@ -34,27 +29,8 @@ var (
 )
 
 func newInstruments(m metric.Meter) (*Instruments, error) {
-	var (
-		i   = Instruments{Meter: m}
-		err error
-	)
-	counter := func(name, desc string) metric.Int64Counter {
-		if err != nil {
-			return nil
-		}
-		var c metric.Int64Counter
-		c, err = m.Int64Counter(name, metric.WithDescription(desc), metric.WithUnit("{message}"))
-		return c
-	}
-	i.MessagesPublished = counter("ferry.messages.published", "Messages accepted by PutMessages.")
-	i.MessagesDelivered = counter("ferry.messages.delivered", "Message deliveries (leases) to consumers.")
-	i.MessagesAcknowledged = counter("ferry.messages.acknowledged", "Messages deleted by their consumers.")
-	i.MessagesDiscarded = counter("ferry.messages.discarded", "Messages not stored because no consumer group matched.")
-	i.MessagesDeadLettered = counter("ferry.messages.dead_lettered", "Messages moved to a dead-letter queue.")
-	i.MessagesExpired = counter("ferry.messages.expired", "Messages removed by retention expiry.")
-	if err != nil {
-		return nil, err
-	}
+	i := Instruments{Meter: m}
+	var err error
 	i.HTTPServerDuration, err = m.Float64Histogram("http.server.request.duration",
 		metric.WithDescription("Duration of HTTP server requests, by route, method, status and operation (long polls and watches last as long as they wait)."),
 		metric.WithUnit("s"), metric.WithExplicitBucketBoundaries(RequestBuckets...))

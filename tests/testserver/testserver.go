@@ -20,6 +20,7 @@ import (
 	"github.com/ferry-mq/ferry/iam"
 	"github.com/ferry-mq/ferry/persistence"
 	"github.com/ferry-mq/ferry/persistence/testdb"
+	"github.com/ferry-mq/ferry/services/metering"
 	"github.com/ferry-mq/ferry/services/server"
 	"github.com/ferry-mq/ferry/services/telemetry"
 	"github.com/ferry-mq/ferry/tenancy"
@@ -60,6 +61,7 @@ func Start(t testing.TB, opts ...Option) *Server {
 		Realm:          tenancy.RealmDefault,
 		Region:         tenancy.RegionDefault,
 		DBMaxConns:     20,
+		Metrics:        metering.Config{Rollups: true},
 	}
 	for _, o := range opts {
 		o(&cfg)

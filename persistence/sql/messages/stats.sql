@@ -12,6 +12,19 @@ SELECT dlq, count(*) FILTER (WHERE visible_at <= now() OR visible_at = 'infinity
 FROM messages WHERE queue_no = @queue_no AND group_no = @group_no AND (@channel_id = '' OR channel_id = @channel_id) AND expire_at > now()
 GROUP BY dlq;
 
+-- name: messages.stats_by_group
+-- Every group's counts in one scan of the queue's messages (@group_nos NULL = every group), with the definitions
+-- of messages.stats: GetStats' per-group view, and the metrics sampler's (which also reads the age of the oldest
+-- visible message, and does not restrict the channel).
+SELECT group_no, dlq, count(*) FILTER (WHERE visible_at <= now() OR visible_at = 'infinity'),
+	count(*) FILTER (WHERE visible_at > now() AND visible_at < 'infinity' AND delivery_count > 0),
+	count(*) FILTER (WHERE visible_at > now() AND visible_at < 'infinity' AND delivery_count = 0),
+	coalesce(sum(size_bytes), 0),
+	coalesce(extract(epoch FROM now() - min(time_created) FILTER (WHERE visible_at <= now() OR visible_at = 'infinity')), 0)::float8
+FROM messages WHERE queue_no = @queue_no AND (@group_nos::int[] IS NULL OR group_no = ANY (@group_nos))
+	AND (@channel_id = '' OR channel_id = @channel_id) AND expire_at > now()
+GROUP BY group_no, dlq;
+
 -- name: messages.channels
 -- Distinct channels by a skip scan over the lease index: one index probe per channel.
 WITH RECURSIVE ch AS (
