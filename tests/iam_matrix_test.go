@@ -12,6 +12,7 @@ import (
 
 	"github.com/ferry-mq/ferry/iam"
 	"github.com/ferry-mq/ferry/iam/policy"
+	"github.com/ferry-mq/ferry/openapi/api"
 	"github.com/ferry-mq/ferry/openapi/sdk"
 	"github.com/ferry-mq/ferry/tests/e2e"
 	"github.com/ferry-mq/ferry/tests/testserver"
@@ -133,6 +134,10 @@ func iamMatrixRows() []iamMatrixRow {
 		{op: "GetStats", allow: "read queues", deny: []string{"inspect queues", "manage queue-push"}, want: http.StatusOK,
 			setup: func(t *testing.T, m *iamMatrix) iamRequest {
 				return iamRequest{"GET", v + "/queues/" + m.queue(t) + "/stats", nil}
+			}},
+		{op: "GetQueueMetrics", allow: "read queue-metrics", deny: []string{"inspect queues", "manage queue-pull"}, want: http.StatusOK,
+			setup: func(t *testing.T, m *iamMatrix) iamRequest {
+				return iamRequest{"GET", v + "/queues/" + m.queue(t) + "/metrics", nil}
 			}},
 		{op: "ListChannels", allow: "read queues", deny: []string{"inspect queues", "manage queue-pull"}, want: http.StatusOK,
 			setup: func(t *testing.T, m *iamMatrix) iamRequest {
@@ -380,4 +385,18 @@ func TestIAMPermissionMatrixSDK(t *testing.T) {
 	resp, err := stranger.ListPoliciesWithResponse(t.Context(), &sdk.ListPoliciesParams{CompartmentId: env.ID})
 	require.NoError(t, err)
 	e2e.RequireDenied(t, resp.StatusCode(), resp.Body)
+}
+
+// TestSimulatorPermissionsAreAllPermissions: the policy simulator's permission enum (openapi.yaml) lists every
+// permission a statement can grant, and nothing else.
+func TestSimulatorPermissionsAreAllPermissions(t *testing.T) {
+	t.Parallel()
+	spec, err := api.GetSwagger()
+	require.NoError(t, err)
+	var enum []string
+	for _, v := range spec.Components.Schemas["AuthorizeDetails"].Value.Properties["permission"].Value.Enum {
+		enum = append(enum, v.(string))
+	}
+	slices.Sort(enum)
+	require.Equal(t, policy.AllPermissions(), enum)
 }

@@ -255,6 +255,13 @@ func TestQueueMetricsAccess(t *testing.T) {
 	// Watchers read metrics, not the queue itself.
 	status, _ = e.Client(t, "w", "Watchers").TryGetQueue(t, q)
 	require.Equal(t, http.StatusNotFound, status)
+	// The policy simulator knows the permission.
+	for groups, allowed := range map[string]bool{"Watchers": true, "Readers": true, "Producers": false} {
+		sim := e.Admin.Simulate(t, sdk.AuthorizeDetails{Subject: "s", Groups: &[]string{groups},
+			Permission: sdk.AuthorizeDetailsPermissionQUEUEMETRICSREAD, QueueId: &q})
+		require.Equal(t, http.StatusOK, sim.StatusCode(), string(sim.Body))
+		require.Equal(t, allowed, sim.JSON200.Allowed, groups)
+	}
 }
 
 // TestQueueMetricsBadInput: unknown names and resolutions, an empty or too long range answer 400.
@@ -282,4 +289,40 @@ func TestQueueMetricsBadInput(t *testing.T) {
 	// 3 days at 1h is fine; an empty queue's series are zeros.
 	r := srv.Raw(t, token, http.MethodGet, base+"?resolution=1h&names=published&start="+start, "", nil)
 	require.Equal(t, http.StatusOK, r.Status, string(r.Body))
+}
+
+// TestIdleQueuesCostNothing: beside 10,000 idle queues, one busy queue: flushes, samples and maintenance cycles
+// write rollups for the busy queue only — an idle queue costs no row and no statement.
+func TestIdleQueuesCostNothing(t *testing.T) {
+	t.Parallel()
+	srv, tenancyID, c := testserver.StartAdmin(t, manualMetering)
+	ctx := context.Background()
+	busy := c.NewQueue(t, tenancyID)
+	idle := c.NewQueue(t, tenancyID)
+	_, err := srv.Pool.Exec(ctx, `INSERT INTO queues SELECT (jsonb_populate_record(NULL::queues, to_jsonb(q) ||
+			jsonb_build_object('id', q.id || '-' || g, 'display_name', 'idle-' || g, 'no', nextval('queue_numbers')))).*
+		FROM queues q, generate_series(1, 9999) g WHERE q.id = $1`, idle)
+	require.NoError(t, err)
+	var queues int
+	require.NoError(t, srv.Pool.QueryRow(ctx, `SELECT count(*) FROM queues WHERE tenancy_id = $1`, tenancyID).Scan(&queues))
+	require.Equal(t, 10001, queues)
+
+	t1, _, _ := metricsRange()
+	meter := srv.Node.Metering()
+	for i := range 5 {
+		minute := t1.Add(time.Duration(i) * time.Minute)
+		if i == 0 {
+			c.Put(t, busy, e2e.Msg("one"), e2e.Msg("two"))
+		}
+		require.NoError(t, meter.Flush(ctx, minute))
+		require.NoError(t, meter.Sample(ctx, minute))
+	}
+	srv.RunMaintainer(t)
+	var other, rows int
+	require.NoError(t, srv.Pool.QueryRow(ctx, `SELECT count(*) FILTER (WHERE queue_id <> $1), count(*) FROM queue_metrics`, busy).
+		Scan(&other, &rows))
+	require.Zero(t, other, "no rollup of an idle queue")
+	// The busy queue: its traffic's minute (whole queue and primary group), and a sample each minute while its
+	// messages wait.
+	require.Equal(t, 10, rows)
 }

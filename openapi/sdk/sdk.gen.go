@@ -34,6 +34,7 @@ const (
 	AuthorizeDetailsPermissionQUEUECREATE        AuthorizeDetailsPermission = "QUEUE_CREATE"
 	AuthorizeDetailsPermissionQUEUEDELETE        AuthorizeDetailsPermission = "QUEUE_DELETE"
 	AuthorizeDetailsPermissionQUEUEINSPECT       AuthorizeDetailsPermission = "QUEUE_INSPECT"
+	AuthorizeDetailsPermissionQUEUEMETRICSREAD   AuthorizeDetailsPermission = "QUEUE_METRICS_READ"
 	AuthorizeDetailsPermissionQUEUEMOVE          AuthorizeDetailsPermission = "QUEUE_MOVE"
 	AuthorizeDetailsPermissionQUEUEPULL          AuthorizeDetailsPermission = "QUEUE_PULL"
 	AuthorizeDetailsPermissionQUEUEPURGE         AuthorizeDetailsPermission = "QUEUE_PURGE"
@@ -70,6 +71,8 @@ func (e AuthorizeDetailsPermission) Valid() bool {
 	case AuthorizeDetailsPermissionQUEUEDELETE:
 		return true
 	case AuthorizeDetailsPermissionQUEUEINSPECT:
+		return true
+	case AuthorizeDetailsPermissionQUEUEMETRICSREAD:
 		return true
 	case AuthorizeDetailsPermissionQUEUEMOVE:
 		return true
@@ -1381,11 +1384,13 @@ type MessageMetadata struct {
 // lease ends.
 type MessageReceipt = string
 
-// MetricPoint defines model for MetricPoint.
+// MetricPoint One bucket of a series.
 type MetricPoint struct {
 	// Timestamp The bucket's start.
 	Timestamp time.Time `json:"timestamp"`
-	Value     float64   `json:"value"`
+
+	// Value The bucket's value (a count, or a gauge's maximum or mean).
+	Value float64 `json:"value"`
 }
 
 // MetricSeries One metric's points, one per bucket.
@@ -1403,8 +1408,10 @@ type MetricSeries struct {
 	// (visibility 0, negative acknowledgement, a consumer leaving), `deadLettered`, `redriven`, `discarded` (no
 	// consumer group matched), `expired` (retention). Gauges: `visible`, `inFlight`, `delayed`, `dlqMessages`,
 	// `oldestMessageAge` (seconds), `consumers` (registered consumers seen in the last 30 seconds).
-	Name   QueueMetricName `json:"name"`
-	Points []MetricPoint   `json:"points"`
+	Name QueueMetricName `json:"name"`
+
+	// Points One point per bucket, oldest first.
+	Points []MetricPoint `json:"points"`
 
 	// Unit messages, bytes, seconds or consumers.
 	Unit string `json:"unit"`
@@ -1631,9 +1638,15 @@ type QueueMetrics struct {
 	ConsumerGroupId *string `json:"consumerGroupId,omitempty"`
 
 	// End The end of the last bucket (exclusive).
-	End        time.Time              `json:"end"`
-	Items      []MetricSeries         `json:"items"`
-	QueueId    string                 `json:"queueId"`
+	End time.Time `json:"end"`
+
+	// Items One series per metric asked for, in the order of `names`.
+	Items []MetricSeries `json:"items"`
+
+	// QueueId The queue the series are of.
+	QueueId string `json:"queueId"`
+
+	// Resolution The width of a bucket.
 	Resolution QueueMetricsResolution `json:"resolution"`
 
 	// Start The first bucket's start.
@@ -1643,7 +1656,7 @@ type QueueMetrics struct {
 // QueueMetricsAggregation How the gauges aggregate over a bucket's samples.
 type QueueMetricsAggregation string
 
-// QueueMetricsResolution defines model for QueueMetrics.Resolution.
+// QueueMetricsResolution The width of a bucket.
 type QueueMetricsResolution string
 
 // QueueStats The statistics of a queue.

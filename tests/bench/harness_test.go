@@ -44,6 +44,8 @@ type node struct {
 	dataDir string
 	pgDir   string // the cluster's directory (its postmaster's command line names it)
 	stderr  *bytes.Buffer
+	bin     string   // the built ferry binary
+	env     []string // the process's environment
 
 	failMu      sync.Mutex
 	failSamples []string // the first failed answers (recordFailure)
@@ -74,7 +76,7 @@ func startNode(b testing.TB) *node {
 	secret := hex.EncodeToString(secretBytes)
 	env := append(os.Environ(), "FERRY_DATA_DIR="+filepath.Join(dir, "data"), "FERRY_LISTEN="+addr,
 		"FERRY_METRICS_LISTEN="+metricsAddr, "FERRY_JWT_HS256_SECRET="+secret, "FERRY_LOG_LEVEL=warn", "FERRY_DB_MAX_CONNS=32", "FERRY_DATABASE_URL=", "FERRY_PPROF_LISTEN="+os.Getenv("FERRY_BENCH_PPROF"), "FERRY_PG_SETTINGS="+os.Getenv("FERRY_BENCH_PG_SETTINGS"))
-	n := &node{base: "http://" + addr, metrics: "http://" + metricsAddr + "/metrics", dataDir: dir, stderr: &bytes.Buffer{}}
+	n := &node{base: "http://" + addr, metrics: "http://" + metricsAddr + "/metrics", dataDir: dir, stderr: &bytes.Buffer{}, bin: bin, env: env}
 	n.cmd = exec.Command(bin, "serve")
 	n.cmd.Env = env
 	n.cmd.Stderr = n.stderr
@@ -433,4 +435,42 @@ func receiptList(head, before, after string, receipts []string) []byte {
 		b = append(b, after...)
 	}
 	return append(b, "]}"...)
+}
+
+// peer starts a second ferry process on n's database (n's tenancy and token work on it), with extra environment
+// settings: an A/B comparison of a setting alternates phases between n and its peer on the same database.
+func (n *node) peer(b testing.TB, extraEnv ...string) *node {
+	b.Helper()
+	l, _ := net.Listen("tcp", "127.0.0.1:0")
+	addr := l.Addr().String()
+	l.Close()
+	env := append(append([]string{}, n.env...), "FERRY_LISTEN="+addr, "FERRY_DATABASE_URL="+n.pool.Config().ConnString())
+	env = append(env, extraEnv...)
+	p := &node{base: "http://" + addr, token: n.token, tenancy: n.tenancy, pool: n.pool, client: n.client,
+		dataDir: n.dataDir, pgDir: n.pgDir, stderr: &bytes.Buffer{}, bin: n.bin, env: env}
+	p.cmd = exec.Command(n.bin, "serve")
+	p.cmd.Env = env
+	p.cmd.Stderr = p.stderr
+	p.cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGTERM}
+	if err := p.cmd.Start(); err != nil {
+		b.Fatal(err)
+	}
+	b.Cleanup(func() {
+		_ = p.cmd.Process.Signal(os.Interrupt)
+		_ = p.cmd.Wait()
+	})
+	deadline := time.Now().Add(60 * time.Second)
+	for {
+		resp, err := p.client.Get(p.base + "/readyz")
+		if err == nil {
+			resp.Body.Close()
+			if resp.StatusCode == 200 {
+				return p
+			}
+		}
+		if time.Now().After(deadline) {
+			b.Fatalf("the peer did not become ready: %v\n%s", err, p.stderr)
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
 }
