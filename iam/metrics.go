@@ -18,8 +18,8 @@ import (
 type Metrics struct {
 	decisions    metric.Float64Histogram
 	denials      metric.Int64Counter
-	results      map[string]metric.RecordOption // decision result → its attribute set
-	byPermission map[string]metric.AddOption    // permission → its attribute set
+	results      map[string][]metric.RecordOption // decision result → its attribute set (slices: passed without allocating)
+	byPermission map[string][]metric.AddOption    // permission → its attribute set
 }
 
 // The results of authorizing a request.
@@ -44,14 +44,14 @@ func NewMetrics(meter metric.Meter) (*Metrics, error) {
 	if err != nil {
 		return nil, err
 	}
-	m := &Metrics{decisions: decisions, denials: denials, results: map[string]metric.RecordOption{},
-		byPermission: map[string]metric.AddOption{}}
+	m := &Metrics{decisions: decisions, denials: denials, results: map[string][]metric.RecordOption{},
+		byPermission: map[string][]metric.AddOption{}}
 	for _, r := range []string{resultAllowed, resultDenied, resultFailed} {
-		m.results[r] = metric.WithAttributeSet(attribute.NewSet(attribute.String("result", r)))
+		m.results[r] = []metric.RecordOption{metric.WithAttributeSet(attribute.NewSet(attribute.String("result", r)))}
 	}
 	for _, p := range policy.AllPermissions() {
-		m.byPermission[p] = metric.WithAttributeSet(attribute.NewSet(attribute.String("permission", p)))
-		denials.Add(context.Background(), 0, m.byPermission[p])
+		m.byPermission[p] = []metric.AddOption{metric.WithAttributeSet(attribute.NewSet(attribute.String("permission", p)))}
+		denials.Add(context.Background(), 0, m.byPermission[p]...)
 	}
 	return m, nil
 }
@@ -66,12 +66,12 @@ func (m *Metrics) record(ctx context.Context, start time.Time, permission string
 	case errors.As(err, new(denial)):
 		result = resultDenied
 		if option, ok := m.byPermission[permission]; ok {
-			m.denials.Add(ctx, 1, option)
+			m.denials.Add(ctx, 1, option...)
 		}
 	case err != nil:
 		result = resultFailed
 	}
-	m.decisions.Record(ctx, time.Since(start).Seconds(), m.results[result])
+	m.decisions.Record(ctx, time.Since(start).Seconds(), m.results[result]...)
 }
 
 // denial is the error of a request that no statement allows: to the caller a NotFound fault, exactly like a

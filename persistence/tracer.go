@@ -22,9 +22,10 @@ import (
 type Tracer struct {
 	tracer trace.Tracer
 
-	durations metric.Float64Histogram        // nil: no metrics
-	byName    map[string]metric.RecordOption // statement name → its attribute set, built once
-	other     metric.RecordOption
+	durations metric.Float64Histogram // nil: no metrics
+	// byName holds each statement name's attribute set, built once, as a slice: passed without allocating.
+	byName map[string][]metric.RecordOption
+	other  []metric.RecordOption
 }
 
 // NewTracer uses the global tracer provider (set up by services/telemetry); meter, when not nil, records the
@@ -41,11 +42,11 @@ func NewTracer(meter metric.Meter) (*Tracer, error) {
 	if err != nil {
 		return nil, err
 	}
-	option := func(name string) metric.RecordOption {
-		return metric.WithAttributeSet(attribute.NewSet(attribute.String("db.system.name", "postgresql"),
-			attribute.String("db.query.summary", name)))
+	option := func(name string) []metric.RecordOption {
+		return []metric.RecordOption{metric.WithAttributeSet(attribute.NewSet(
+			attribute.String("db.system.name", "postgresql"), attribute.String("db.query.summary", name)))}
 	}
-	t.byName = make(map[string]metric.RecordOption, len(statementNames))
+	t.byName = make(map[string][]metric.RecordOption, len(statementNames))
 	for _, name := range statementNames {
 		t.byName[name] = option(name)
 	}
@@ -56,7 +57,7 @@ func NewTracer(meter metric.Meter) (*Tracer, error) {
 // statementStart is what TraceQueryStart and TraceBatchStart leave in the context for the end of the statement.
 type statementStart struct {
 	at     time.Time
-	option metric.RecordOption // the statement's labels (a batch's are per query)
+	option []metric.RecordOption // the statement's labels (a batch's are per query)
 }
 
 type statementStartKey struct{}
@@ -77,7 +78,7 @@ func (t *Tracer) TraceQueryStart(ctx context.Context, _ *pgx.Conn, data pgx.Trac
 // TraceQueryEnd records the duration and ends the span, recording the error.
 func (t *Tracer) TraceQueryEnd(ctx context.Context, _ *pgx.Conn, data pgx.TraceQueryEndData) {
 	if start, ok := ctx.Value(statementStartKey{}).(*statementStart); ok {
-		t.durations.Record(ctx, time.Since(start.at).Seconds(), start.option)
+		t.durations.Record(ctx, time.Since(start.at).Seconds(), start.option...)
 	}
 	span := trace.SpanFromContext(ctx)
 	if !span.IsRecording() {
@@ -107,7 +108,7 @@ func (t *Tracer) TraceBatchQuery(ctx context.Context, _ *pgx.Conn, data pgx.Trac
 		return
 	}
 	if option, named := t.byName[statementName(data.SQL)]; named {
-		t.durations.Record(ctx, time.Since(start.at).Seconds(), option)
+		t.durations.Record(ctx, time.Since(start.at).Seconds(), option...)
 	}
 }
 
@@ -115,7 +116,7 @@ func (t *Tracer) TraceBatchQuery(ctx context.Context, _ *pgx.Conn, data pgx.Trac
 func (t *Tracer) TraceBatchEnd(context.Context, *pgx.Conn, pgx.TraceBatchEndData) {}
 
 // labels is the attribute set of a statement: its name's, or "other".
-func (t *Tracer) labels(sql string) metric.RecordOption {
+func (t *Tracer) labels(sql string) []metric.RecordOption {
 	if option, ok := t.byName[statementName(sql)]; ok {
 		return option
 	}

@@ -85,7 +85,7 @@ func Metrics(inst *telemetry.Instruments, operationOf func(method, route string)
 		route, method string
 		status        int
 	}
-	var options sync.Map // key → metric.RecordOption
+	var options sync.Map // key → []metric.RecordOption (a slice, so that passing it allocates nothing)
 	return func(c *gin.Context) {
 		start := time.Now()
 		c.Next()
@@ -102,9 +102,9 @@ func Metrics(inst *telemetry.Instruments, operationOf func(method, route string)
 					attrs = append(attrs, attribute.String("operation", op))
 				}
 			}
-			opt, _ = options.LoadOrStore(k, metric.WithAttributeSet(attribute.NewSet(attrs...)))
+			opt, _ = options.LoadOrStore(k, []metric.RecordOption{metric.WithAttributeSet(attribute.NewSet(attrs...))})
 		}
-		inst.HTTPServerDuration.Record(c.Request.Context(), time.Since(start).Seconds(), opt.(metric.RecordOption))
+		inst.HTTPServerDuration.Record(c.Request.Context(), time.Since(start).Seconds(), opt.([]metric.RecordOption)...)
 	}
 }
 
