@@ -54,8 +54,8 @@ func TestMetricsLabels(t *testing.T) {
 	}
 	require.Equal(t, map[string]uint64{
 		"http.request.method=GET,http.response.status_code=200,http.route=/queues/:queueId,operation=GetQueue": 2,
-		"http.request.method=GET,http.response.status_code=404":                                               1,
-		"http.request.method=_OTHER,http.response.status_code=404":                                            1,
+		"http.request.method=GET,http.response.status_code=404":                                                1,
+		"http.request.method=_OTHER,http.response.status_code=404":                                             1,
 	}, got)
 }
 
