@@ -8,6 +8,7 @@ BIN := bin
 FUZZTIME ?= 100000x
 
 .PHONY: help build run test timing lint vet fmt generate verify bench fuzz clean tools monitor
+.PHONY: generate-typescript verify-typescript test-typescript
 
 help: ## list the targets
 	@grep -hE '^[a-zA-Z_-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  %-10s %s\n", $$1, $$2}'
@@ -18,10 +19,11 @@ build: ## build bin/ferry
 run: build ## start ferry on the embedded Postgres (.data/), create the dev tenancy, print a token
 	$(BIN)/ferry serve --dev
 
-test: tools lint verify ## everything CI runs: gofmt, vet, generated-code check, go test -race, timing tests, short fuzz runs
+test: tools lint verify ## everything CI runs: gofmt, vet, generated-code check, go test -race, timing tests, short fuzz runs, TypeScript SDK tests
 	$(GO) test -race -count=1 -timeout 20m ./...
 	@$(MAKE) --no-print-directory timing
 	@$(MAKE) --no-print-directory fuzz FUZZTIME=$(FUZZTIME)
+	@$(MAKE) --no-print-directory test-typescript
 
 # The tests that assert timings skip under the race detector (raceEnabled in iam/authz): run them once without it.
 TIMING_TESTS := ^TestLatency$$
@@ -38,11 +40,12 @@ fmt: ## fail when gofmt would change a file
 vet: ## go vet
 	$(GO) vet ./...
 
-generate: ## regenerate the server interfaces, the Go SDK and the API's limits from openapi/openapi.yaml, and the Grafana dashboards
+generate: ## regenerate the server interfaces, the Go SDK, the API's limits and the TypeScript SDK's types from openapi/openapi.yaml, and the Grafana dashboards
 	$(GO) tool oapi-codegen -config openapi/api/config.yaml openapi/openapi.yaml
 	$(GO) tool oapi-codegen -config openapi/sdk/config.yaml openapi/openapi.yaml
 	$(GO) run ./openapi/internal/limitsgen openapi/openapi.yaml openapi/limits.gen.go
 	$(GO) run ./deploy/grafana/internal/dashgen deploy/grafana
+	@$(MAKE) --no-print-directory generate-typescript
 
 verify: ## fail when the generated code is not what make generate produces
 	@tmp=$$(mktemp -d); trap 'rm -rf $$tmp' EXIT; \
@@ -60,6 +63,7 @@ verify: ## fail when the generated code is not what make generate produces
 	    cmp -s $$tmp/grafana/$$(basename $$f) deploy/grafana/$$(basename $$f) || \
 	      { echo "deploy/grafana/$$(basename $$f) is stale: run make generate and commit"; exit 1; }; \
 	  done
+	@$(MAKE) --no-print-directory verify-typescript
 
 fuzz: ## run every fuzz target for FUZZTIME (default 100000 executions each)
 	@for pkg in $$($(GO) list ./... ); do \
@@ -95,3 +99,21 @@ monitor: tools ## run Prometheus (deploy/prometheus, data in .data/prometheus) a
 
 clean: ## remove build output (keeps .data/)
 	rm -rf $(BIN)
+
+# --- The TypeScript SDK (openapi/typescript, @ferry-mq/sdk) ---------------------------------------------------------
+# Node.js 20+ and npm; nothing is installed globally. npm ci runs when package-lock.json is newer than the install.
+TS := openapi/typescript
+NPM ?= npm
+
+$(TS)/node_modules/.package-lock.json: $(TS)/package-lock.json
+	cd $(TS) && $(NPM) ci --no-audit --no-fund
+
+generate-typescript: $(TS)/node_modules/.package-lock.json ## regenerate the TypeScript SDK's types (src/schema.gen.ts)
+	cd $(TS) && $(NPM) run --silent generate
+
+verify-typescript: $(TS)/node_modules/.package-lock.json ## fail when the TypeScript SDK's types are stale
+	@cd $(TS) && $(NPM) run --silent generate -- --check >/dev/null || \
+	  { echo "$(TS)/src/schema.gen.ts is stale: run make generate and commit"; exit 1; }
+
+test-typescript: build $(TS)/node_modules/.package-lock.json ## build the TypeScript SDK, run its tests against bin/ferry
+	cd $(TS) && FERRY_BIN=$(CURDIR)/$(BIN)/ferry $(NPM) test

@@ -212,3 +212,31 @@ func BenchmarkCount(b *testing.B) {
 		}
 	})
 }
+
+// TestBackgroundFlushAtTheMinute: the loop flushes what was counted into the minute it was counted in, as that
+// minute ends, and Stop flushes the rest into the current minute.
+func TestBackgroundFlushAtTheMinute(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	m, _, store := newTestMeter(t, 10)
+	m.cfg.Manual = false
+	// A clock 200 ms before the end of a minute.
+	now := time.Now()
+	shift := now.Truncate(time.Minute).Add(time.Minute - 200*time.Millisecond).Sub(now)
+	m.now = func() time.Time { return time.Now().Add(shift) }
+	counted := m.now().UTC().Truncate(time.Minute)
+	m.Count("t", "q", persistence.WholeQueue, Published, 3)
+	m.Start(ctx)
+	rowsAt := func(minute time.Time) int64 {
+		b, err := store.Metrics.Series(ctx, "q", persistence.WholeQueue, minute, minute.Add(time.Minute), time.Minute)
+		require.NoError(t, err)
+		if len(b) == 0 {
+			return 0
+		}
+		return b[0].Published
+	}
+	require.Eventually(t, func() bool { return rowsAt(counted) == 3 }, 10*time.Second, 20*time.Millisecond)
+	m.Count("t", "q", persistence.WholeQueue, Published, 2)
+	m.Stop()
+	require.EqualValues(t, 2, rowsAt(counted.Add(time.Minute)), "flushed at stop, into the minute it was counted in")
+}

@@ -444,9 +444,13 @@ func (n *node) peer(b testing.TB, extraEnv ...string) *node {
 	l, _ := net.Listen("tcp", "127.0.0.1:0")
 	addr := l.Addr().String()
 	l.Close()
-	env := append(append([]string{}, n.env...), "FERRY_LISTEN="+addr, "FERRY_DATABASE_URL="+n.pool.Config().ConnString())
+	l, _ = net.Listen("tcp", "127.0.0.1:0")
+	metricsAddr := l.Addr().String()
+	l.Close()
+	env := append(append([]string{}, n.env...), "FERRY_LISTEN="+addr, "FERRY_METRICS_LISTEN="+metricsAddr,
+		"FERRY_DATABASE_URL="+n.pool.Config().ConnString())
 	env = append(env, extraEnv...)
-	p := &node{base: "http://" + addr, token: n.token, tenancy: n.tenancy, pool: n.pool, client: n.client,
+	p := &node{base: "http://" + addr, metrics: "http://" + metricsAddr + "/metrics", token: n.token, tenancy: n.tenancy, pool: n.pool, client: n.client,
 		dataDir: n.dataDir, pgDir: n.pgDir, stderr: &bytes.Buffer{}, bin: n.bin, env: env}
 	p.cmd = exec.Command(n.bin, "serve")
 	p.cmd.Env = env
