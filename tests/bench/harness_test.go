@@ -46,6 +46,7 @@ type node struct {
 	stderr  *bytes.Buffer
 	bin     string   // the built ferry binary
 	env     []string // the process's environment
+	dbURL   string   // the database's URL
 
 	failMu      sync.Mutex
 	failSamples []string // the first failed answers (recordFailure)
@@ -126,7 +127,8 @@ func startNode(b testing.TB) *node {
 	if err != nil {
 		b.Fatal(err)
 	}
-	if n.pool, err = pgxpool.New(ctx, cluster.URL("")+"&pool_max_conns=32"); err != nil {
+	n.dbURL = cluster.URL("")
+	if n.pool, err = pgxpool.New(ctx, n.dbURL+"&pool_max_conns=32"); err != nil {
 		b.Fatal(err)
 	}
 	return n
@@ -448,10 +450,11 @@ func (n *node) peer(b testing.TB, extraEnv ...string) *node {
 	metricsAddr := l.Addr().String()
 	l.Close()
 	env := append(append([]string{}, n.env...), "FERRY_LISTEN="+addr, "FERRY_METRICS_LISTEN="+metricsAddr,
-		"FERRY_DATABASE_URL="+n.pool.Config().ConnString())
+		"FERRY_DATABASE_URL="+n.dbURL)
 	env = append(env, extraEnv...)
-	p := &node{base: "http://" + addr, metrics: "http://" + metricsAddr + "/metrics", token: n.token, tenancy: n.tenancy, pool: n.pool, client: n.client,
-		dataDir: n.dataDir, pgDir: n.pgDir, stderr: &bytes.Buffer{}, bin: n.bin, env: env}
+	p := &node{base: "http://" + addr, metrics: "http://" + metricsAddr + "/metrics", token: n.token, tenancy: n.tenancy,
+		pool: n.pool, client: n.client, dataDir: n.dataDir, pgDir: n.pgDir, stderr: &bytes.Buffer{}, bin: n.bin, env: env,
+		dbURL: n.dbURL}
 	p.cmd = exec.Command(n.bin, "serve")
 	p.cmd.Env = env
 	p.cmd.Stderr = p.stderr
