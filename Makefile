@@ -11,7 +11,7 @@ FUZZTIME ?= 100000x
 # it builds the provider and asks the terraform on PATH for its schema (no registry, no download).
 TFPLUGINDOCS = $(GO) tool tfplugindocs generate --provider-dir terraform --provider-name ferry --rendered-provider-name ferry
 
-.PHONY: help build run test timing lint vet fmt generate verify bench fuzz clean terraform-provider
+.PHONY: help build run test timing lint vet fmt generate verify bench fuzz clean terraform-provider tools monitor
 .PHONY: generate-typescript verify-typescript test-typescript
 
 help: ## list the targets
@@ -30,7 +30,7 @@ terraform-provider: ## build bin/terraform-provider-ferry and bin/terraformrc (e
 run: build ## start ferry on the embedded Postgres (.data/), create the dev tenancy, print a token
 	$(BIN)/ferry serve --dev
 
-test: lint verify ## everything CI runs: gofmt, vet, generated-code check, go test -race, timing tests, short fuzz runs, TypeScript SDK tests
+test: tools lint verify ## everything CI runs: gofmt, vet, generated-code check, go test -race, timing tests, short fuzz runs, TypeScript SDK tests
 	$(GO) test -race -count=1 -timeout 20m ./...
 	@$(MAKE) --no-print-directory timing
 	@$(MAKE) --no-print-directory fuzz FUZZTIME=$(FUZZTIME)
@@ -51,10 +51,11 @@ fmt: ## fail when gofmt would change a file
 vet: ## go vet
 	$(GO) vet ./...
 
-generate: ## regenerate the server interfaces, the Go SDK and the API's limits from openapi/openapi.yaml, and terraform/docs
+generate: ## regenerate the server interfaces, the Go SDK, the API's limits and the TypeScript SDK's types from openapi/openapi.yaml, terraform/docs and the Grafana dashboards
 	$(GO) tool oapi-codegen -config openapi/api/config.yaml openapi/openapi.yaml
 	$(GO) tool oapi-codegen -config openapi/sdk/config.yaml openapi/openapi.yaml
 	$(GO) run ./openapi/internal/limitsgen openapi/openapi.yaml openapi/limits.gen.go
+	$(GO) run ./deploy/grafana/internal/dashgen deploy/grafana
 	$(TFPLUGINDOCS) >/dev/null
 	@$(MAKE) --no-print-directory generate-typescript
 
@@ -68,7 +69,12 @@ verify: ## fail when the generated code is not what make generate produces
 	  done; \
 	  $(GO) run ./openapi/internal/limitsgen openapi/openapi.yaml $$tmp/limits.gen.go && \
 	  cmp -s $$tmp/limits.gen.go openapi/limits.gen.go || \
-	    { echo "openapi/limits.gen.go is stale: run make generate and commit"; exit 1; }
+	    { echo "openapi/limits.gen.go is stale: run make generate and commit"; exit 1; }; \
+	  mkdir $$tmp/grafana && $(GO) run ./deploy/grafana/internal/dashgen $$tmp/grafana && \
+	  for f in deploy/grafana/*.json $$tmp/grafana/*.json; do \
+	    cmp -s $$tmp/grafana/$$(basename $$f) deploy/grafana/$$(basename $$f) || \
+	      { echo "deploy/grafana/$$(basename $$f) is stale: run make generate and commit"; exit 1; }; \
+	  done
 	@trap 'rm -rf terraform/.docs-check' EXIT; \
 	  $(TFPLUGINDOCS) --rendered-website-dir .docs-check >/dev/null && diff -r terraform/docs terraform/.docs-check || \
 	    { echo "terraform/docs is stale: run make generate and commit"; exit 1; }
@@ -85,6 +91,26 @@ fuzz: ## run every fuzz target for FUZZTIME (default 100000 executions each)
 bench: ## the load benchmarks in tests/bench (not part of make test); the last line is BenchmarkQueue's summary
 	$(GO) test -run '^$$' -bench 'Fanout|Ordering|Watch|MetricsCost' -benchtime 1x -timeout 30m -v ./tests/bench/
 	$(GO) test -run '^$$' -bench 'BenchmarkQueue$$' -benchtime 1x -timeout 30m -v ./tests/bench/
+
+# promtool and prometheus (Debian's package) for the tests of deploy/ (tests/monitoring): installed with apt when
+# missing and running as root (CI); otherwise say how, and those tests skip unless FERRY_REQUIRE_TOOLS=1.
+tools: ## install promtool and prometheus (Debian package prometheus) when missing
+	@command -v promtool >/dev/null 2>&1 && command -v prometheus >/dev/null 2>&1 && exit 0; \
+	  if [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1; then \
+	    echo "tools: installing prometheus (promtool) with apt"; \
+	    export DEBIAN_FRONTEND=noninteractive; \
+	    apt-get update -qq && apt-get install -y -qq --no-install-recommends prometheus >/dev/null; \
+	  else \
+	    echo "tools: promtool/prometheus missing: apt-get install prometheus (tests/monitoring skips without them)"; \
+	  fi
+
+PROMETHEUS_LISTEN ?= 127.0.0.1:9090
+
+monitor: tools ## run Prometheus (deploy/prometheus, data in .data/prometheus) against a local ferry's metrics listener
+	@mkdir -p .data/prometheus
+	@echo "Prometheus on http://$(PROMETHEUS_LISTEN), scraping 127.0.0.1:9464 (make run's FERRY_METRICS_LISTEN); Ctrl-C stops it"
+	prometheus --config.file=deploy/prometheus/prometheus.yml --storage.tsdb.path=.data/prometheus \
+	  --web.listen-address=$(PROMETHEUS_LISTEN) --log.level=warn
 
 clean: ## remove build output (keeps .data/)
 	rm -rf $(BIN)

@@ -29,6 +29,8 @@ type Access struct {
 	// the data plane's own cache of the queue's groups (ok false: no such group), so that a pull naming a group
 	// costs no extra query. Without it the groups are read from the database.
 	ResolveGroup func(ctx context.Context, tenancyID, queueID, ref string) (id string, ok bool)
+	// Metrics, when set, records every authorization's duration and the denials.
+	Metrics *Metrics
 
 	engine *authz.Engine
 	store  *persistence.Store

@@ -3,6 +3,7 @@ package iam
 import (
 	"context"
 	"strings"
+	"time"
 
 	"github.com/ferry-mq/ferry/fault"
 	"github.com/ferry-mq/ferry/iam/authz"
@@ -54,6 +55,7 @@ func (a *Access) Authorize(ctx context.Context, p *Principal, req Request) (cont
 	if op.Target == TargetAuthenticated {
 		return ctx, nil
 	}
+	start := time.Now()
 	target, err := a.target(ctx, p.TenancyID, op.Target, req)
 	if err == nil && op.Permission == policy.PermQueuePull && target.ConsumerGroupID == "" {
 		target.ConsumerGroupID = target.QueueID // no consumerGroupId: the primary group, whose OCID is the queue's
@@ -73,6 +75,7 @@ func (a *Access) Authorize(ctx context.Context, p *Principal, req Request) (cont
 	if err == nil && op.AlsoBodyCompartment {
 		err = a.require(ctx, p, op.Permission, req.Operation, Target{CompartmentID: req.DestinationCompartmentID}, "compartmentId")
 	}
+	a.Metrics.record(ctx, start, op.Permission, err)
 	if err != nil {
 		return ctx, err
 	}
@@ -153,7 +156,7 @@ func (a *Access) require(ctx context.Context, p *Principal, permission, operatio
 		return err
 	}
 	if !d.Allowed {
-		return fault.NotFound("%s: the resource does not exist or you are not authorized to access it", field)
+		return denial{fault.NotFound("%s: the resource does not exist or you are not authorized to access it", field)}
 	}
 	return nil
 }

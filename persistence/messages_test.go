@@ -36,17 +36,22 @@ func eachMode(t *testing.T, fn func(t *testing.T, f *msgFixture)) {
 			t.Parallel()
 			ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 			t.Cleanup(cancel)
-			f := &msgFixture{t: t, ctx: ctx, pool: connectTest(t, testdb.New(t)), queueID: "ocid1.queue.test"}
-			f.r = NewMessages(f.pool, coalesce)
-			f.exec(`INSERT INTO tenancies (id, name) VALUES ('ocid1.tenancy.test', 'test')`)
-			f.exec(`INSERT INTO compartments (tenancy_id, id, name) VALUES ('ocid1.tenancy.test', 'ocid1.tenancy.test', 'root')`)
-			f.exec(`INSERT INTO queues (tenancy_id, id, compartment_id, display_name, retention_seconds, visibility_seconds,
-					timeout_seconds, dead_letter_queue_delivery_count, channel_consumption_limit, max_size_bytes, dedup_window_seconds)
-				VALUES ('ocid1.tenancy.test', $1, 'ocid1.tenancy.test', 'q', 3600, 30, 0, 0, 100, 1048576, 0)`, f.queueID)
-			require.NoError(t, f.pool.QueryRow(ctx, `SELECT no FROM queues WHERE id = $1`, f.queueID).Scan(&f.queueNo))
-			fn(t, f)
+			fn(t, newMsgFixture(t, ctx, connectTest(t, testdb.New(t)), coalesce))
 		})
 	}
+}
+
+// newMsgFixture creates a tenancy with one queue on pool, and the repository over it.
+func newMsgFixture(t *testing.T, ctx context.Context, pool *pgxpool.Pool, coalesce bool) *msgFixture {
+	f := &msgFixture{t: t, ctx: ctx, pool: pool, queueID: "ocid1.queue.test"}
+	f.r = NewMessages(f.pool, coalesce)
+	f.exec(`INSERT INTO tenancies (id, name) VALUES ('ocid1.tenancy.test', 'test')`)
+	f.exec(`INSERT INTO compartments (tenancy_id, id, name) VALUES ('ocid1.tenancy.test', 'ocid1.tenancy.test', 'root')`)
+	f.exec(`INSERT INTO queues (tenancy_id, id, compartment_id, display_name, retention_seconds, visibility_seconds,
+			timeout_seconds, dead_letter_queue_delivery_count, channel_consumption_limit, max_size_bytes, dedup_window_seconds)
+		VALUES ('ocid1.tenancy.test', $1, 'ocid1.tenancy.test', 'q', 3600, 30, 0, 0, 100, 1048576, 0)`, f.queueID)
+	require.NoError(t, f.pool.QueryRow(ctx, `SELECT no FROM queues WHERE id = $1`, f.queueID).Scan(&f.queueNo))
+	return f
 }
 
 func (f *msgFixture) exec(sql string, args ...any) int64 {

@@ -2,7 +2,9 @@ package persistence
 
 import (
 	"context"
+	"strconv"
 	"strings"
+	"time"
 
 	"github.com/jackc/pgx/v5/pgconn"
 )
@@ -45,14 +47,21 @@ type Notification struct {
 	Node      string
 	QueueID   string // every kind but TenancyChanged
 	TenancyID string // TenancyChanged
+	// Sent is when the sender sent it, on MessagesChannel (zero when it did not say): the receiver records the
+	// NOTIFY path's lag from it. It travels to the microsecond.
+	Sent time.Time
 }
 
-// Payload prefixes (the queue or tenancy OCID follows). A message wake-up has none; a node id is followed by '|'.
+// Payload prefixes (the queue or tenancy OCID follows). A message wake-up has none. On MessagesChannel the sender
+// comes first, ended by '|': its node id, then '@' and the send time in Unix microseconds when it gives one
+// ("4f2a…@1764600000123456|dlq:ocid1.queue…"). A node that knows no send time reads node id and time together
+// as a node id that is not its own, and acts on the notification all the same.
 const (
 	deadLetteredPrefix     = "dlq:"
 	consumersChangedPrefix = "consumers:"
 	tenancyChangedPrefix   = "iam:"
 	nodeSeparator          = "|"
+	sentSeparator          = "@"
 )
 
 // channel is the channel n travels on.
@@ -78,7 +87,10 @@ func (n Notification) payload() string {
 	default:
 		p = n.QueueID
 	}
-	if n.Node != "" {
+	switch {
+	case !n.Sent.IsZero():
+		return n.Node + sentSeparator + strconv.FormatInt(n.Sent.UnixMicro(), 10) + nodeSeparator + p
+	case n.Node != "":
 		return n.Node + nodeSeparator + p
 	}
 	return p
@@ -93,8 +105,13 @@ func ParseNotification(channel, payload string) (n Notification, ok bool) {
 		}
 		return Notification{Kind: QueueChanged, QueueID: payload}, payload != ""
 	case MessagesChannel:
-		if node, rest, found := strings.Cut(payload, nodeSeparator); found {
-			n.Node, payload = node, rest
+		if sender, rest, found := strings.Cut(payload, nodeSeparator); found {
+			n.Node, payload = sender, rest
+			if node, sent, found := strings.Cut(sender, sentSeparator); found {
+				if us, err := strconv.ParseInt(sent, 10, 64); err == nil {
+					n.Node, n.Sent = node, time.UnixMicro(us)
+				}
+			}
 		}
 		switch {
 		case strings.HasPrefix(payload, deadLetteredPrefix):

@@ -23,6 +23,7 @@ import (
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgconn"
 	"github.com/jackc/pgx/v5/pgxpool"
+	"go.opentelemetry.io/otel/metric"
 
 	"github.com/ferry-mq/ferry/fault"
 )
@@ -30,8 +31,24 @@ import (
 // QueryTimeoutDefault bounds every control-plane statement.
 const QueryTimeoutDefault = 10 * time.Second
 
+// ConnectOption adjusts Connect.
+type ConnectOption func(*connectOptions)
+
+type connectOptions struct {
+	meter metric.Meter
+}
+
+// WithMeter records the pool's statements and connections as metrics (Tracer, observePool).
+func WithMeter(meter metric.Meter) ConnectOption {
+	return func(o *connectOptions) { o.meter = meter }
+}
+
 // Connect opens a pool on databaseURL with the OTel query tracer and waits until the database answers.
-func Connect(ctx context.Context, databaseURL string, maxConns int32) (*pgxpool.Pool, error) {
+func Connect(ctx context.Context, databaseURL string, maxConns int32, opts ...ConnectOption) (*pgxpool.Pool, error) {
+	var o connectOptions
+	for _, opt := range opts {
+		opt(&o)
+	}
 	cfg, err := pgxpool.ParseConfig(databaseURL)
 	if err != nil {
 		return nil, fmt.Errorf("persistence: parsing the database URL: %w", err)
@@ -39,7 +56,11 @@ func Connect(ctx context.Context, databaseURL string, maxConns int32) (*pgxpool.
 	if maxConns > 0 {
 		cfg.MaxConns = maxConns
 	}
-	cfg.ConnConfig.Tracer = NewTracer()
+	tracer, err := NewTracer(o.meter)
+	if err != nil {
+		return nil, fmt.Errorf("persistence: %w", err)
+	}
+	cfg.ConnConfig.Tracer = tracer
 	cfg.AfterConnect = func(_ context.Context, conn *pgx.Conn) error {
 		registerTextArray(conn)
 		return nil
@@ -53,6 +74,12 @@ func Connect(ctx context.Context, databaseURL string, maxConns int32) (*pgxpool.
 	if err := pool.Ping(pingCtx); err != nil {
 		pool.Close()
 		return nil, fmt.Errorf("persistence: connecting: %w", err)
+	}
+	if o.meter != nil {
+		if err := observePool(o.meter, pool); err != nil {
+			pool.Close()
+			return nil, fmt.Errorf("persistence: %w", err)
+		}
 	}
 	return pool, nil
 }

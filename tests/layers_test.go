@@ -22,7 +22,7 @@ var layers = []struct {
 		"services/metering"}, true},
 	{"http", []string{"openapi/api", "services/apierror", "services/wire", "services/httpapi", "services/controlplane",
 		"services/dataplane", "services/push"}, false},
-	{"wiring", []string{"services/server", "cmd/...", "openapi/sdk", "openapi/internal/...", "tests", "tests/...",
+	{"wiring", []string{"services/server", "cmd/...", "openapi/sdk", "openapi/internal/...", "deploy/...", "tests", "tests/...",
 		"terraform", "terraform/..."}, false},
 }
 

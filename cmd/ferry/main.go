@@ -58,7 +58,8 @@ func usage() error {
                                           print a signed HS256 token
 
 environment: FERRY_DATABASE_URL (unset = private cluster in FERRY_DATA_DIR, default .data), FERRY_LISTEN
-(default 127.0.0.1:8080), FERRY_JWT_HS256_SECRET, FERRY_JWT_PUBLIC_KEY_FILE, FERRY_JWT_JWKS_URL, FERRY_REALM,
+(default 127.0.0.1:8080), FERRY_METRICS_LISTEN (default 127.0.0.1:9464; empty: off), FERRY_METRICS_TOKEN,
+FERRY_JWT_HS256_SECRET, FERRY_JWT_PUBLIC_KEY_FILE, FERRY_JWT_JWKS_URL, FERRY_REALM,
 FERRY_REGION, FERRY_PUBLIC_URL, OTEL_* (see README.md)
 `)
 	return nil

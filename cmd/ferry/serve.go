@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"errors"
 	"flag"
 	"fmt"
 	"net"
@@ -51,7 +52,7 @@ func serve(ctx context.Context, args []string) error {
 		return err
 	}
 	defer func() { _ = tel.Shutdown(context.Background()) }()
-	pool, err := persistence.Connect(ctx, url, cfg.DBMaxConns)
+	pool, err := persistence.Connect(ctx, url, cfg.DBMaxConns, persistence.WithMeter(tel.Meter))
 	if err != nil {
 		return err
 	}
@@ -64,6 +65,13 @@ func serve(ctx context.Context, args []string) error {
 	if err != nil {
 		return fmt.Errorf("listening on %s: %w", cfg.Listen, err)
 	}
+	var metricsListener net.Listener
+	if cfg.MetricsListen != "" {
+		if metricsListener, err = net.Listen("tcp", cfg.MetricsListen); err != nil {
+			l.Close()
+			return fmt.Errorf("listening for metrics on %s: %w", cfg.MetricsListen, err)
+		}
+	}
 	if *dev {
 		if err := printDevWelcome(ctx, cfg, srv.Store()); err != nil {
 			return err
@@ -75,8 +83,25 @@ func serve(ctx context.Context, args []string) error {
 	}
 	srv.Start(ctx)
 	defer srv.Stop()
-	logger.Info("ferry serving", "listen", cfg.Listen, "publicURL", cfg.PublicURL)
+	logger.Info("ferry serving", "listen", cfg.Listen, "publicURL", cfg.PublicURL, "metrics", cfg.MetricsListen)
+	// The metrics listener lives and stops with the API: a failure of either stops both.
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	metricsDone := make(chan error, 1)
+	if metricsListener != nil {
+		go func() {
+			err := srv.ServeMetrics(ctx, metricsListener)
+			cancel()
+			metricsDone <- err
+		}()
+	} else {
+		metricsDone <- nil
+	}
 	err = srv.Serve(ctx, l, 20*time.Second)
+	cancel()
+	if merr := <-metricsDone; merr != nil {
+		err = errors.Join(err, fmt.Errorf("metrics listener: %w", merr))
+	}
 	logger.Info("ferry stopped")
 	return err
 }
@@ -110,11 +135,22 @@ curl -s -H "Authorization: Bearer $FERRY_TOKEN" -H 'content-type: application/js
 
 curl -s -H "Authorization: Bearer $FERRY_TOKEN" '%[1]s/20210201/queues?compartmentId=%[2]s'
 
-  the API: %[1]s/openapi.yaml   metrics: %[1]s/metrics
+  the API: %[1]s/openapi.yaml   metrics (operators): %[4]s
   a new token: ferry token --tenancy %[2]s --subject you --group Administrators
 
-`, base, t.ID, tok)
+`, base, t.ID, tok, metricsURL(cfg))
 	return nil
+}
+
+// metricsURL is where this node's metrics are, for the welcome text.
+func metricsURL(cfg server.Config) string {
+	switch {
+	case cfg.MetricsListen != "":
+		return "http://" + cfg.MetricsListen + "/metrics"
+	case cfg.MetricsToken != "":
+		return cfg.PublicURL + "/metrics (with the FERRY_METRICS_TOKEN bearer token)"
+	}
+	return "not served (FERRY_METRICS_LISTEN is empty)"
 }
 
 func pprofMux() *http.ServeMux {

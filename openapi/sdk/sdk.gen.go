@@ -3745,9 +3745,13 @@ type ClientInterface interface {
 	// Corresponds with GET /healthz (the `Healthz` operationId).
 	Healthz(ctx context.Context, params *HealthzParams, reqEditors ...RequestEditorFn) (*http.Response, error)
 
-	// Metrics Prometheus metrics
+	// Metrics Prometheus metrics (operators)
 	//
-	// The node's metrics in the Prometheus text exposition format. Needs no authentication.
+	// The node's metrics in the Prometheus text exposition format, for the operator who runs ferry. They are
+	// served on a listener of their own (`FERRY_METRICS_LISTEN`, default `127.0.0.1:9464`), not on this port: here
+	// the operation answers 404 unless the operator set a metrics token (`FERRY_METRICS_TOKEN`), which the caller
+	// then sends as `Authorization: Bearer <token>` (not a JWT: a tenant's token answers 401). Tenants read their
+	// queues' metrics through the API.
 	//
 	// Corresponds with GET /metrics (the `Metrics` operationId).
 	Metrics(ctx context.Context, params *MetricsParams, reqEditors ...RequestEditorFn) (*http.Response, error)
@@ -5154,9 +5158,13 @@ func (c *Client) Healthz(ctx context.Context, params *HealthzParams, reqEditors 
 	return c.Client.Do(req)
 }
 
-// Metrics Prometheus metrics
+// Metrics Prometheus metrics (operators)
 //
-// The node's metrics in the Prometheus text exposition format. Needs no authentication.
+// The node's metrics in the Prometheus text exposition format, for the operator who runs ferry. They are
+// served on a listener of their own (`FERRY_METRICS_LISTEN`, default `127.0.0.1:9464`), not on this port: here
+// the operation answers 404 unless the operator set a metrics token (`FERRY_METRICS_TOKEN`), which the caller
+// then sends as `Authorization: Bearer <token>` (not a JWT: a tenant's token answers 401). Tenants read their
+// queues' metrics through the API.
 //
 // Corresponds with GET /metrics (the `Metrics` operationId).
 func (c *Client) Metrics(ctx context.Context, params *MetricsParams, reqEditors ...RequestEditorFn) (*http.Response, error) {
@@ -10146,9 +10154,13 @@ type ClientWithResponsesInterface interface {
 	// Corresponds with GET /healthz (the `Healthz` operationId).
 	HealthzWithResponse(ctx context.Context, params *HealthzParams, reqEditors ...RequestEditorFn) (*HealthzResponse, error)
 
-	// MetricsWithResponse Prometheus metrics
+	// MetricsWithResponse Prometheus metrics (operators)
 	//
-	// The node's metrics in the Prometheus text exposition format. Needs no authentication.
+	// The node's metrics in the Prometheus text exposition format, for the operator who runs ferry. They are
+	// served on a listener of their own (`FERRY_METRICS_LISTEN`, default `127.0.0.1:9464`), not on this port: here
+	// the operation answers 404 unless the operator set a metrics token (`FERRY_METRICS_TOKEN`), which the caller
+	// then sends as `Authorization: Bearer <token>` (not a JWT: a tenant's token answers 401). Tenants read their
+	// queues' metrics through the API.
 	//
 	// Returns a wrapper object for the known response body format(s).
 	//
@@ -16507,11 +16519,39 @@ type MetricsResponse200Headers struct {
 	OpcRequestId *string
 }
 
+// MetricsResponse401Headers the declared response headers of an HTTP 401 response for Metrics
+type MetricsResponse401Headers struct {
+	OpcRequestId *string
+}
+
+// MetricsResponse404Headers the declared response headers of an HTTP 404 response for Metrics
+type MetricsResponse404Headers struct {
+	OpcRequestId *string
+}
+
 type MetricsResponse struct {
 	Body         []byte
 	HTTPResponse *http.Response
+	// JSON401 the response for an HTTP 401 `application/json` response
+	JSON401 *Unauthorized
+	// JSON404 the response for an HTTP 404 `application/json` response
+	JSON404 *NotFound
 	// Headers200 the parsed response headers for an HTTP 200 response
 	Headers200 *MetricsResponse200Headers
+	// Headers401 the parsed response headers for an HTTP 401 response
+	Headers401 *MetricsResponse401Headers
+	// Headers404 the parsed response headers for an HTTP 404 response
+	Headers404 *MetricsResponse404Headers
+}
+
+// GetJSON401 returns the response for an HTTP 401 `application/json` response
+func (r MetricsResponse) GetJSON401() *Unauthorized {
+	return r.JSON401
+}
+
+// GetJSON404 returns the response for an HTTP 404 `application/json` response
+func (r MetricsResponse) GetJSON404() *NotFound {
+	return r.JSON404
 }
 
 // GetBody returns the raw response body bytes
@@ -17829,9 +17869,13 @@ func (c *ClientWithResponses) HealthzWithResponse(ctx context.Context, params *H
 	return ParseHealthzResponse(rsp)
 }
 
-// MetricsWithResponse Prometheus metrics
+// MetricsWithResponse Prometheus metrics (operators)
 //
-// The node's metrics in the Prometheus text exposition format. Needs no authentication.
+// The node's metrics in the Prometheus text exposition format, for the operator who runs ferry. They are
+// served on a listener of their own (`FERRY_METRICS_LISTEN`, default `127.0.0.1:9464`), not on this port: here
+// the operation answers 404 unless the operator set a metrics token (`FERRY_METRICS_TOKEN`), which the caller
+// then sends as `Authorization: Bearer <token>` (not a JWT: a tenant's token answers 401). Tenants read their
+// queues' metrics through the API.
 //
 // Returns a wrapper object for the known response body format(s).
 //
@@ -25161,6 +25205,23 @@ func ParseMetricsResponse(rsp *http.Response) (*MetricsResponse, error) {
 	}
 
 	switch {
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 401:
+		var dest Unauthorized
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON401 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 404:
+		var dest NotFound
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON404 = &dest
+
+	}
+
+	switch {
 	case rsp.StatusCode == 200:
 		var headers MetricsResponse200Headers
 		if values := rsp.Header.Values("opc-request-id"); len(values) > 0 {
@@ -25171,6 +25232,26 @@ func ParseMetricsResponse(rsp *http.Response) (*MetricsResponse, error) {
 			headers.OpcRequestId = &value
 		}
 		response.Headers200 = &headers
+	case rsp.StatusCode == 401:
+		var headers MetricsResponse401Headers
+		if values := rsp.Header.Values("opc-request-id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "opc-request-id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.OpcRequestId = &value
+		}
+		response.Headers401 = &headers
+	case rsp.StatusCode == 404:
+		var headers MetricsResponse404Headers
+		if values := rsp.Header.Values("opc-request-id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "opc-request-id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.OpcRequestId = &value
+		}
+		response.Headers404 = &headers
 	}
 
 	return response, nil

@@ -9,8 +9,8 @@ import (
 	"fmt"
 	"log/slog"
 	"net/http"
-	"strconv"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/gin-gonic/gin"
@@ -75,24 +75,47 @@ func IsTooLarge(err error) bool {
 	return errors.As(err, &maxErr)
 }
 
-// Metrics counts requests and records latency per operation (the route template), method and status, and names
-// the server span after the route.
-func Metrics(inst *telemetry.Instruments) gin.HandlerFunc {
+// Metrics records every request's duration in OTel's http.server.request.duration, labelled with the route
+// template, the method, the status and the OCI operationId (operationOf maps a route to it; "" for routes without
+// one). The labels are bounded: routes are the router's, methods outside HTTP's own become _OTHER (semantic
+// conventions), statuses are the server's. A request costs one cached lookup of its attribute set and one
+// measurement: no attribute set is built per request.
+func Metrics(inst *telemetry.Instruments, operationOf func(method, route string) string) gin.HandlerFunc {
+	type key struct {
+		route, method string
+		status        int
+	}
+	var options sync.Map // key → []metric.RecordOption (a slice, so that passing it allocates nothing)
 	return func(c *gin.Context) {
 		start := time.Now()
 		c.Next()
-		route := c.FullPath()
-		if route == "" {
-			route = "unmatched"
+		k := key{route: c.FullPath(), method: knownMethod(c.Request.Method), status: c.Writer.Status()}
+		opt, ok := options.Load(k)
+		if !ok {
+			attrs := []attribute.KeyValue{
+				attribute.String("http.request.method", k.method),
+				attribute.Int("http.response.status_code", k.status),
+			}
+			if k.route != "" { // an unknown path has no route (and no operation)
+				attrs = append(attrs, attribute.String("http.route", k.route))
+				if op := operationOf(k.method, k.route); op != "" {
+					attrs = append(attrs, attribute.String("operation", op))
+				}
+			}
+			opt, _ = options.LoadOrStore(k, []metric.RecordOption{metric.WithAttributeSet(attribute.NewSet(attrs...))})
 		}
-		attrs := metric.WithAttributeSet(attribute.NewSet(
-			attribute.String("operation", route),
-			attribute.String("method", c.Request.Method),
-			attribute.String("status", strconv.Itoa(c.Writer.Status())),
-		))
-		inst.HTTPRequests.Add(c.Request.Context(), 1, attrs)
-		inst.HTTPDuration.Record(c.Request.Context(), time.Since(start).Seconds(), attrs)
+		inst.HTTPServerDuration.Record(c.Request.Context(), time.Since(start).Seconds(), opt.([]metric.RecordOption)...)
 	}
+}
+
+// knownMethod is method when HTTP defines it, else _OTHER: a caller cannot make up label values.
+func knownMethod(method string) string {
+	switch method {
+	case http.MethodGet, http.MethodPost, http.MethodPut, http.MethodDelete, http.MethodPatch, http.MethodHead,
+		http.MethodOptions, http.MethodConnect, http.MethodTrace:
+		return method
+	}
+	return "_OTHER"
 }
 
 // AccessLog logs each request at debug level, and failures at warn.

@@ -21,8 +21,6 @@ import (
 	"sync/atomic"
 	"time"
 
-	"go.opentelemetry.io/otel/metric"
-
 	"github.com/ferry-mq/ferry/persistence"
 	"github.com/ferry-mq/ferry/services/metering"
 	"github.com/ferry-mq/ferry/services/telemetry"
@@ -70,6 +68,7 @@ type Service struct {
 	reconnectHook atomic.Pointer[func()]
 	consumersHook atomic.Pointer[func(queueID string)]
 	node          string // this node's id in its NOTIFY payloads
+	metrics       serviceMetrics
 }
 
 func newNodeID() string {
@@ -123,23 +122,18 @@ func New(cfg Config, store *persistence.Store, databaseURL string, receiptKey []
 	}
 	s.node = newNodeID()
 	s.notifier = newNotifier(cfg.NotifyWindow, func(ctx context.Context, list []persistence.Notification) error {
+		now := time.Now()
 		for i := range list {
-			list[i].Node = s.node
+			list[i].Node, list[i].Sent = s.node, now
 		}
 		return messages.Notify(ctx, list)
 	}, logger)
-	if inst.Meter != nil {
-		_, _ = inst.Meter.Int64ObservableGauge("ferry.messages.waiting_receives",
-			metric.WithDescription("GetMessages calls long-polling on this node (they hold no database connection)."),
-			metric.WithInt64Callback(func(_ context.Context, o metric.Int64Observer) error {
-				o.Observe(int64(s.waiters.count()))
-				return nil
-			}))
-	}
+	s.metrics = newServiceMetrics(inst.Meter, s.waiters.count)
 	s.listener = &persistence.Listener{
 		URL:      databaseURL,
 		OnNotify: s.onNotify,
 		OnReconnect: func() {
+			s.metrics.reconnected()
 			// Notifications may have been missed while disconnected.
 			if hook := s.reconnectHook.Load(); hook != nil {
 				(*hook)()
@@ -154,6 +148,7 @@ func New(cfg Config, store *persistence.Store, databaseURL string, receiptKey []
 
 // onNotify acts on a notification from any node.
 func (s *Service) onNotify(n persistence.Notification) {
+	s.metrics.notified(n, n.Node == s.node)
 	if n.Node == s.node {
 		// This node's own announcement: its waiters, channel lists and watches were updated when it was sent
 		// (re-listing channels for each would cost a query per put).

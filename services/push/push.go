@@ -125,8 +125,8 @@ func New(cfg Config, msgs *messaging.Service, store *persistence.Store, inst *te
 	s := &Service{cfg: cfg, messaging: msgs, consumers: store.Consumers, logger: logger,
 		sessions: map[string]*session{}, kick: make(chan struct{}, 1)}
 	if inst != nil && inst.Meter != nil {
-		_, _ = inst.Meter.Int64ObservableGauge("ferry.watch.open",
-			metric.WithDescription("Watches (push consumers) open on this node."),
+		_, _ = inst.Meter.Int64ObservableGauge("ferry.watches.open",
+			metric.WithDescription("Watches (push consumers) open on this node."), metric.WithUnit("{watch}"),
 			metric.WithInt64Callback(func(_ context.Context, o metric.Int64Observer) error {
 				o.Observe(int64(s.Open()))
 				return nil

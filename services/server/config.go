@@ -4,6 +4,7 @@ package server
 
 import (
 	"fmt"
+	"os"
 	"time"
 
 	"github.com/caarlos0/env/v11"
@@ -21,6 +22,13 @@ type Config struct {
 	DataDir string `env:"FERRY_DATA_DIR" envDefault:".data"`
 	// Listen is the HTTP listen address. Default "127.0.0.1:8080".
 	Listen string `env:"FERRY_LISTEN" envDefault:"127.0.0.1:8080"`
+	// MetricsListen is the operators' listener of GET /metrics, apart from the API. Default MetricsListenDefault
+	// (loopback); set and empty, no listener (LoadConfig tells unset from empty).
+	MetricsListen string `env:"FERRY_METRICS_LISTEN"`
+	// MetricsToken, when set, also serves GET /metrics on the API port to callers that send "Authorization:
+	// Bearer <MetricsToken>" (for a deployment that can expose one port only). Empty: the API port has no
+	// /metrics (404).
+	MetricsToken string `env:"FERRY_METRICS_TOKEN"`
 	// PublicURL is the base URL clients reach this service at (a queue's messagesEndpoint). Default http://Listen.
 	PublicURL string `env:"FERRY_PUBLIC_URL"`
 	// JWT verification (DESIGN section 5).
@@ -51,11 +59,19 @@ type Config struct {
 	Metrics metering.Config
 }
 
+// MetricsListenDefault is where /metrics is served when FERRY_METRICS_LISTEN is unset: loopback, so that the
+// metrics (which name every tenancy's busiest queues) reach only a Prometheus on the same host or one the operator
+// lets in on purpose. 9464 is the port OpenTelemetry's Prometheus exporters use by convention.
+const MetricsListenDefault = "127.0.0.1:9464"
+
 // LoadConfig reads the environment.
 func LoadConfig() (Config, error) {
 	cfg, err := env.ParseAs[Config]()
 	if err != nil {
 		return cfg, fmt.Errorf("configuration: %w", err)
+	}
+	if _, set := os.LookupEnv("FERRY_METRICS_LISTEN"); !set {
+		cfg.MetricsListen = MetricsListenDefault // not an envDefault: that would also replace an empty value
 	}
 	cfg.Messaging.Uncoalesced = !cfg.DBCoalesce
 	if cfg.PublicURL == "" {

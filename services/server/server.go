@@ -2,6 +2,7 @@ package server
 
 import (
 	"context"
+	"crypto/subtle"
 	"errors"
 	"log/slog"
 	"net"
@@ -99,6 +100,9 @@ func New(cfg Config, pool *pgxpool.Pool, tel *telemetry.Telemetry, logger *slog.
 	if err != nil {
 		return nil, err
 	}
+	if access.Metrics, err = iam.NewMetrics(tel.Meter); err != nil {
+		return nil, err
+	}
 	s.messaging.OnConfig(access.OnConfigNotify, access.InvalidateAll)
 	access.ResolveGroup = s.messaging.GroupID // one cache of a queue's groups, not a query per pull
 	routeOps := map[string]string{}           // "METHOD /gin/route" → operationId
@@ -127,7 +131,7 @@ func New(cfg Config, pool *pgxpool.Pool, tel *telemetry.Telemetry, logger *slog.
 		httpapi.RequestID(),
 		httpapi.Recover(),
 		tracing,
-		httpapi.Metrics(tel.Instruments),
+		httpapi.Metrics(tel.Instruments, func(method, route string) string { return routeOps[method+" "+route] }),
 		httpapi.AccessLog(logger),
 		httpapi.Authenticate(iam.NewCallers(auth, store.Tenancies.Exists), isPublic),
 		httpapi.BodyLimit(bodyLimit),
@@ -142,7 +146,7 @@ func New(cfg Config, pool *pgxpool.Pool, tel *telemetry.Telemetry, logger *slog.
 	handlers := &handlers{
 		controlPlane: cp,
 		dataPlane:    dataplane.New(s.messaging, s.metering),
-		operations:   &operations{pool: pool, telemetry: tel},
+		operations:   &operations{pool: pool, telemetry: tel, metricsToken: cfg.MetricsToken},
 		push:         s.push,
 	}
 	api.RegisterHandlersWithOptions(r, handlers, api.GinServerOptions{
@@ -222,6 +226,25 @@ func (s *Server) Serve(ctx context.Context, l net.Listener, drain time.Duration)
 	// Watches are hijacked connections that Shutdown does not wait for: close them as the drain starts, so that
 	// their messages go to consumers on other nodes at once.
 	srv.RegisterOnShutdown(s.push.Stop)
+	return serve(ctx, srv, l, drain)
+}
+
+// MetricsHandler serves the node's metrics (Prometheus text format) to operators: the handler of the metrics
+// listener (ServeMetrics), which has no authentication of its own.
+func (s *Server) MetricsHandler() http.Handler {
+	mux := http.NewServeMux()
+	mux.Handle("GET /metrics", s.telemetry.MetricsHandler())
+	return mux
+}
+
+// ServeMetrics serves MetricsHandler on l (FERRY_METRICS_LISTEN) until ctx is cancelled.
+func (s *Server) ServeMetrics(ctx context.Context, l net.Listener) error {
+	srv := &http.Server{Handler: s.MetricsHandler(), ReadHeaderTimeout: 10 * time.Second}
+	return serve(ctx, srv, l, 5*time.Second) // a scrape takes milliseconds
+}
+
+// serve runs srv on l until ctx is cancelled, then shuts it down gracefully within drain.
+func serve(ctx context.Context, srv *http.Server, l net.Listener, drain time.Duration) error {
 	errc := make(chan error, 1)
 	go func() { errc <- srv.Serve(l) }()
 	select {
@@ -253,10 +276,11 @@ func bodyLimit(c *gin.Context) int64 {
 	return ControlPlaneBodyLimit
 }
 
-// operations serves the unauthenticated endpoints.
+// operations serves the operational endpoints (no JWT: /metrics checks its own token).
 type operations struct {
-	pool      *pgxpool.Pool
-	telemetry *telemetry.Telemetry
+	pool         *pgxpool.Pool
+	telemetry    *telemetry.Telemetry
+	metricsToken string
 }
 
 func (o *operations) Healthz(c *gin.Context, _ api.HealthzParams) {
@@ -280,7 +304,19 @@ func (o *operations) Readyz(c *gin.Context, _ api.ReadyzParams) {
 	c.JSON(http.StatusOK, gin.H{"status": "ready"})
 }
 
+// Metrics serves /metrics on the API port only when FERRY_METRICS_TOKEN is set, and only to callers that send it
+// as their bearer token: the metrics name tenancies and queues, which strangers must not learn. Without a token
+// the route answers 404, as a route that does not exist.
 func (o *operations) Metrics(c *gin.Context, _ api.MetricsParams) {
+	if o.metricsToken == "" {
+		apierror.Write(c, fault.NotFound("/metrics is not served on this port: see FERRY_METRICS_LISTEN"))
+		return
+	}
+	scheme, token, _ := strings.Cut(c.GetHeader("Authorization"), " ")
+	if !strings.EqualFold(scheme, "Bearer") || subtle.ConstantTimeCompare([]byte(token), []byte(o.metricsToken)) != 1 {
+		apierror.Write(c, fault.NotAuthenticated("/metrics needs the metrics token (FERRY_METRICS_TOKEN) as its bearer token"))
+		return
+	}
 	o.telemetry.MetricsHandler().ServeHTTP(c.Writer, c.Request)
 }
 

@@ -40,8 +40,25 @@ type Telemetry struct {
 	Recording bool
 }
 
+// Option adjusts Setup.
+type Option func(*options)
+
+type options struct {
+	readers []sdkmetric.Reader
+}
+
+// WithMetricReader adds a reader of every metric beside the Prometheus exporter (tests read the instruments'
+// descriptions and units through a ManualReader).
+func WithMetricReader(r sdkmetric.Reader) Option {
+	return func(o *options) { o.readers = append(o.readers, r) }
+}
+
 // Setup builds the providers and installs them as the OTel globals.
-func Setup(ctx context.Context, serviceName, version string) (*Telemetry, error) {
+func Setup(ctx context.Context, serviceName, version string, opts ...Option) (*Telemetry, error) {
+	var o options
+	for _, opt := range opts {
+		opt(&o)
+	}
 	res, err := resource.Merge(resource.Default(), resource.NewSchemaless(
 		semconv.ServiceName(serviceName), semconv.ServiceVersion(version)))
 	if err != nil {
@@ -67,12 +84,15 @@ func Setup(ctx context.Context, serviceName, version string) (*Telemetry, error)
 
 	registry := prometheus.NewRegistry()
 	registry.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
-	promExporter, err := otelprom.New(otelprom.WithRegisterer(registry))
+	// Every instrument comes from one meter, so the scope labels (otel_scope_*) would say nothing.
+	promExporter, err := otelprom.New(otelprom.WithRegisterer(registry), otelprom.WithoutScopeInfo())
 	if err != nil {
 		return nil, err
 	}
-	meterOpts := []sdkmetric.Option{sdkmetric.WithResource(res), sdkmetric.WithReader(promExporter),
-		sdkmetric.WithView(latencyView())}
+	meterOpts := []sdkmetric.Option{sdkmetric.WithResource(res), sdkmetric.WithReader(promExporter)}
+	for _, r := range o.readers {
+		meterOpts = append(meterOpts, sdkmetric.WithReader(r))
+	}
 	if otlpConfigured("METRICS") {
 		exp, err := otlpmetrichttp.New(ctx)
 		if err != nil {
@@ -100,7 +120,8 @@ func Setup(ctx context.Context, serviceName, version string) (*Telemetry, error)
 	return t, nil
 }
 
-// MetricsHandler serves the Prometheus exposition format.
+// MetricsHandler serves the Prometheus exposition format: every instrument, the Go runtime's and the process's
+// metrics.
 func (t *Telemetry) MetricsHandler() http.Handler {
 	return promhttp.HandlerFor(t.registry, promhttp.HandlerOpts{})
 }
@@ -112,17 +133,6 @@ func (t *Telemetry) Shutdown(ctx context.Context) error {
 
 func otlpConfigured(signal string) bool {
 	return os.Getenv("OTEL_EXPORTER_OTLP_ENDPOINT") != "" || os.Getenv("OTEL_EXPORTER_OTLP_"+signal+"_ENDPOINT") != ""
-}
-
-// latencyView gives request latency histograms buckets fit for a queue (sub-millisecond to tens of seconds, long
-// polls included).
-func latencyView() sdkmetric.View {
-	return sdkmetric.NewView(
-		sdkmetric.Instrument{Name: "ferry.http.server.duration"},
-		sdkmetric.Stream{Aggregation: sdkmetric.AggregationExplicitBucketHistogram{
-			Boundaries: []float64{0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30},
-		}},
-	)
 }
 
 // Attr shortens attribute construction at call sites.

@@ -266,7 +266,7 @@ func (n *node) idleWaiters(b testing.TB, queue string, count int) (conns int, rs
 
 func waitingReceives(n *node) int {
 	for _, line := range strings.Split(n.metricsText(), "\n") {
-		if strings.HasPrefix(line, "ferry_messages_waiting_receives") {
+		if strings.HasPrefix(line, "ferry_receives_waiting") {
 			f := strings.Fields(line)
 			v, _ := strconv.ParseFloat(f[len(f)-1], 64)
 			return int(v)
@@ -277,7 +277,7 @@ func waitingReceives(n *node) int {
 
 // metricsText is ferry's /metrics page ("" when it cannot be read).
 func (n *node) metricsText() string {
-	resp, err := n.client.Get(n.base + "/metrics")
+	resp, err := n.client.Get(n.metrics)
 	if err != nil {
 		return ""
 	}
@@ -290,12 +290,12 @@ func (n *node) metricsText() string {
 func (n *node) requestCounts() map[string]float64 {
 	out := map[string]float64{}
 	for _, line := range strings.Split(n.metricsText(), "\n") {
-		if !strings.HasPrefix(line, "ferry_http_server_duration_seconds_count{") || !strings.Contains(line, "/messages") {
+		if !strings.HasPrefix(line, "http_server_request_duration_seconds_count{") || !strings.Contains(line, "/messages") {
 			continue
 		}
-		op, status := label(line, "operation"), label(line, "status")
+		route, status := label(line, "http_route"), label(line, "http_response_status_code")
 		v, _ := strconv.ParseFloat(line[strings.LastIndexByte(line, ' ')+1:], 64)
-		out[label(line, "method")+" "+op[strings.LastIndex(op, "/")+1:]+" "+status] += v
+		out[label(line, "http_request_method")+" "+route[strings.LastIndex(route, "/")+1:]+" "+status] += v
 	}
 	return out
 }

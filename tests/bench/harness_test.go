@@ -35,6 +35,7 @@ import (
 // node is a ferry process under test.
 type node struct {
 	base    string
+	metrics string // the metrics listener's /metrics
 	token   string
 	tenancy string
 	cmd     *exec.Cmd
@@ -68,12 +69,15 @@ func startNode(b testing.TB) *node {
 	l, _ := net.Listen("tcp", "127.0.0.1:0")
 	addr := l.Addr().String()
 	l.Close()
+	l, _ = net.Listen("tcp", "127.0.0.1:0")
+	metricsAddr := l.Addr().String()
+	l.Close()
 	secretBytes := make([]byte, 32)
 	_, _ = rand.Read(secretBytes)
 	secret := hex.EncodeToString(secretBytes)
 	env := append(os.Environ(), "FERRY_DATA_DIR="+filepath.Join(dir, "data"), "FERRY_LISTEN="+addr,
-		"FERRY_JWT_HS256_SECRET="+secret, "FERRY_LOG_LEVEL=warn", "FERRY_DB_MAX_CONNS=32", "FERRY_DATABASE_URL=", "FERRY_PPROF_LISTEN="+os.Getenv("FERRY_BENCH_PPROF"), "FERRY_PG_SETTINGS="+os.Getenv("FERRY_BENCH_PG_SETTINGS"))
-	n := &node{base: "http://" + addr, dataDir: dir, stderr: &bytes.Buffer{}, bin: bin, env: env}
+		"FERRY_METRICS_LISTEN="+metricsAddr, "FERRY_JWT_HS256_SECRET="+secret, "FERRY_LOG_LEVEL=warn", "FERRY_DB_MAX_CONNS=32", "FERRY_DATABASE_URL=", "FERRY_PPROF_LISTEN="+os.Getenv("FERRY_BENCH_PPROF"), "FERRY_PG_SETTINGS="+os.Getenv("FERRY_BENCH_PG_SETTINGS"))
+	n := &node{base: "http://" + addr, metrics: "http://" + metricsAddr + "/metrics", dataDir: dir, stderr: &bytes.Buffer{}, bin: bin, env: env}
 	n.cmd = exec.Command(bin, "serve")
 	n.cmd.Env = env
 	n.cmd.Stderr = n.stderr
@@ -442,10 +446,15 @@ func (n *node) peer(b testing.TB, extraEnv ...string) *node {
 	l, _ := net.Listen("tcp", "127.0.0.1:0")
 	addr := l.Addr().String()
 	l.Close()
-	env := append(append([]string{}, n.env...), "FERRY_LISTEN="+addr, "FERRY_DATABASE_URL="+n.dbURL)
+	l, _ = net.Listen("tcp", "127.0.0.1:0")
+	metricsAddr := l.Addr().String()
+	l.Close()
+	env := append(append([]string{}, n.env...), "FERRY_LISTEN="+addr, "FERRY_METRICS_LISTEN="+metricsAddr,
+		"FERRY_DATABASE_URL="+n.dbURL)
 	env = append(env, extraEnv...)
-	p := &node{base: "http://" + addr, token: n.token, tenancy: n.tenancy, pool: n.pool, client: n.client,
-		dataDir: n.dataDir, pgDir: n.pgDir, stderr: &bytes.Buffer{}, bin: n.bin, env: env, dbURL: n.dbURL}
+	p := &node{base: "http://" + addr, metrics: "http://" + metricsAddr + "/metrics", token: n.token, tenancy: n.tenancy,
+		pool: n.pool, client: n.client, dataDir: n.dataDir, pgDir: n.pgDir, stderr: &bytes.Buffer{}, bin: n.bin, env: env,
+		dbURL: n.dbURL}
 	p.cmd = exec.Command(n.bin, "serve")
 	p.cmd.Env = env
 	p.cmd.Stderr = p.stderr

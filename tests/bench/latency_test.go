@@ -29,7 +29,7 @@ func BenchmarkLatencyBreakdown(b *testing.B) {
 	for i := 0; i < envInt("FERRY_LAT_ROUNDS", 2); i++ {
 		q := n.createQueue(b, "latency")
 		x0, s0, t0, w0 := n.pgStats(b)
-		const putRoute = `operation="/20210201/queues/:queueId/messages",method="POST"`
+		const putRoute = `operation="PutMessages"`
 		before := n.serverDurations(b, putRoute)
 		n.settle(b)
 		statements := n.statementsReset() // with FERRY_BENCH_PG_SETTINGS=shared_preload_libraries=pg_stat_statements
@@ -189,7 +189,7 @@ func (p *putTimes) received(now int64, content string) {
 // serverDurations reads ferry's cumulative HTTP duration histogram of the requests whose labels contain labels
 // (status 200) from /metrics: upper bound (seconds) → count.
 func (n *node) serverDurations(b testing.TB, labels string) map[float64]float64 {
-	resp, err := n.client.Get(n.base + "/metrics")
+	resp, err := n.client.Get(n.metrics)
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -197,8 +197,8 @@ func (n *node) serverDurations(b testing.TB, labels string) map[float64]float64 
 	raw, _ := io.ReadAll(resp.Body)
 	out := map[float64]float64{}
 	for _, line := range strings.Split(string(raw), "\n") {
-		if !strings.HasPrefix(line, "ferry_http_server_duration_seconds_bucket{") || !labelsMatch(line, labels) ||
-			!strings.Contains(line, `status="200"`) {
+		if !strings.HasPrefix(line, "http_server_request_duration_seconds_bucket{") || !labelsMatch(line, labels) ||
+			!strings.Contains(line, `http_response_status_code="200"`) {
 			continue
 		}
 		le := line[strings.Index(line, `le="`)+4:]

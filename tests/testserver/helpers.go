@@ -195,7 +195,7 @@ func (s *Server) AdvanceClock(t testing.TB, d time.Duration) {
 // requires at least one.
 func (s *Server) MetricValue(t testing.TB, name, queueID string) float64 {
 	t.Helper()
-	resp, err := s.HTTP.Client().Get(s.URL + "/metrics")
+	resp, err := s.HTTP.Client().Get(s.MetricsURL)
 	require.NoError(t, err)
 	defer resp.Body.Close()
 	require.Equal(t, http.StatusOK, resp.StatusCode)
@@ -219,4 +219,16 @@ func (s *Server) MetricValue(t testing.TB, name, queueID string) float64 {
 	require.NoError(t, sc.Err())
 	require.True(t, found, "no %s sample for queue %s in /metrics", name, queueID)
 	return sum
+}
+
+// Scrape reads the node's metrics listener (the Prometheus text format).
+func (s *Server) Scrape(t testing.TB) string {
+	t.Helper()
+	resp, err := s.HTTP.Client().Get(s.MetricsURL)
+	require.NoError(t, err)
+	defer resp.Body.Close()
+	require.Equal(t, http.StatusOK, resp.StatusCode)
+	body, err := io.ReadAll(resp.Body)
+	require.NoError(t, err)
+	return string(body)
 }

@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"github.com/jackc/pgx/v5/pgxpool"
+	sdkmetric "go.opentelemetry.io/otel/sdk/metric"
 
 	"github.com/ferry-mq/ferry/iam"
 	"github.com/ferry-mq/ferry/persistence"
@@ -29,11 +30,14 @@ import (
 // Server is a started ferry node.
 type Server struct {
 	URL         string // base URL, e.g. http://127.0.0.1:PORT
+	MetricsURL  string // the operators' metrics listener (FERRY_METRICS_LISTEN's), e.g. http://127.0.0.1:PORT/metrics
 	DatabaseURL string
 	Secret      []byte // HS256 secret its tokens are signed with
 	Pool        *pgxpool.Pool
 	Node        *server.Server
 	HTTP        *httptest.Server
+	// Metrics reads every instrument as OTel sees it (names, descriptions, units), beside the Prometheus exporter.
+	Metrics *sdkmetric.ManualReader
 }
 
 // Option adjusts the configuration before the server is built.
@@ -66,12 +70,14 @@ func Start(t testing.TB, opts ...Option) *Server {
 		cfg.DatabaseURL = testdb.New(t)
 	}
 	ctx := context.Background()
-	pool, err := persistence.Connect(ctx, cfg.DatabaseURL, cfg.DBMaxConns)
+	reader := sdkmetric.NewManualReader()
+	tel, err := telemetry.Setup(ctx, "ferry-test", "test", telemetry.WithMetricReader(reader))
 	if err != nil {
 		t.Fatalf("testserver: %v", err)
 	}
-	tel, err := telemetry.Setup(ctx, "ferry-test", "test")
+	pool, err := persistence.Connect(ctx, cfg.DatabaseURL, cfg.DBMaxConns, persistence.WithMeter(tel.Meter))
 	if err != nil {
+		_ = tel.Shutdown(ctx)
 		t.Fatalf("testserver: %v", err)
 	}
 	logger := slog.New(slog.NewTextHandler(io.Discard, nil))
@@ -88,11 +94,14 @@ func Start(t testing.TB, opts ...Option) *Server {
 		t.Fatalf("testserver: %v", err)
 	}
 	handler = node.Handler()
+	metrics := httptest.NewServer(node.MetricsHandler()) // as cmd/ferry serves it on FERRY_METRICS_LISTEN
 	node.Start(ctx)
-	s := &Server{URL: hs.URL, DatabaseURL: cfg.DatabaseURL, Secret: []byte(cfg.JWTHS256Secret), Pool: pool, Node: node, HTTP: hs}
+	s := &Server{URL: hs.URL, MetricsURL: metrics.URL + "/metrics", DatabaseURL: cfg.DatabaseURL,
+		Secret: []byte(cfg.JWTHS256Secret), Pool: pool, Node: node, HTTP: hs, Metrics: reader}
 	t.Cleanup(func() {
 		hs.CloseClientConnections()
 		hs.Close()
+		metrics.Close()
 		node.Stop()
 		pool.Close()
 		_ = tel.Shutdown(context.Background())

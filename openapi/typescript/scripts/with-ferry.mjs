@@ -39,6 +39,8 @@ const env = {
   ...process.env,
   FERRY_DATA_DIR: dataDir,
   FERRY_LISTEN: `127.0.0.1:${port}`,
+  // No operators' metrics listener: its default port would clash with another ferry on this machine.
+  FERRY_METRICS_LISTEN: "",
   FERRY_PUBLIC_URL: endpoint,
   FERRY_LOG_LEVEL: process.env.FERRY_LOG_LEVEL ?? "warn",
   // A throwaway cluster: no fsync, a small buffer pool (ferry's default is 1 GB).

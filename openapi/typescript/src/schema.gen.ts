@@ -910,8 +910,12 @@ export interface paths {
             cookie?: never;
         };
         /**
-         * Prometheus metrics
-         * @description The node's metrics in the Prometheus text exposition format. Needs no authentication.
+         * Prometheus metrics (operators)
+         * @description The node's metrics in the Prometheus text exposition format, for the operator who runs ferry. They are
+         *     served on a listener of their own (`FERRY_METRICS_LISTEN`, default `127.0.0.1:9464`), not on this port: here
+         *     the operation answers 404 unless the operator set a metrics token (`FERRY_METRICS_TOKEN`), which the caller
+         *     then sends as `Authorization: Bearer <token>` (not a JWT: a tenant's token answers 401). Tenants read their
+         *     queues' metrics through the API.
          */
         get: operations["Metrics"];
         put?: never;
@@ -4640,6 +4644,8 @@ export interface operations {
                     "text/plain": string;
                 };
             };
+            401: components["responses"]["Unauthorized"];
+            404: components["responses"]["NotFound"];
         };
     };
     GetOpenAPISpec: {

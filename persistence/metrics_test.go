@@ -1,0 +1,94 @@
+package persistence
+
+import (
+	"context"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+	"go.opentelemetry.io/otel/attribute"
+	sdkmetric "go.opentelemetry.io/otel/sdk/metric"
+	"go.opentelemetry.io/otel/sdk/metric/metricdata"
+
+	"github.com/ferry-mq/ferry/persistence/testdb"
+)
+
+// A metered pool records each statement's duration under its name — a plain query, a pipelined batch's named
+// statement, and "other" for unnamed SQL — and reports its connections and acquires.
+func TestStatementAndPoolMetrics(t *testing.T) {
+	t.Parallel()
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	reader := sdkmetric.NewManualReader()
+	provider := sdkmetric.NewMeterProvider(sdkmetric.WithReader(reader))
+	t.Cleanup(func() { _ = provider.Shutdown(context.Background()) })
+	pool, err := Connect(ctx, testdb.New(t), 3, WithMeter(provider.Meter("test")))
+	require.NoError(t, err)
+	t.Cleanup(pool.Close)
+	f := newMsgFixture(t, ctx, pool, false)
+	f.put(msg("a", "x", ""))                                                    // a batch of one named statement
+	require.Len(t, f.lease(LeaseRequest{Channels: []string{"a"}, Limit: 1}), 1) // a batch: prelude, then the lease
+	_, _, err = f.r.Stats(ctx, f.queueID, 0, "")                                // plain queries
+	require.NoError(t, err)
+
+	var rm metricdata.ResourceMetrics
+	require.NoError(t, reader.Collect(ctx, &rm))
+	metrics := map[string]metricdata.Aggregation{}
+	for _, sm := range rm.ScopeMetrics {
+		for _, m := range sm.Metrics {
+			require.NotEmpty(t, m.Description, m.Name)
+			require.NotEmpty(t, m.Unit, m.Name)
+			metrics[m.Name] = m.Data
+		}
+	}
+
+	durations, ok := metrics["db.client.operation.duration"].(metricdata.Histogram[float64])
+	require.True(t, ok, "db.client.operation.duration is a histogram")
+	counts := map[string]uint64{}
+	for _, dp := range durations.DataPoints {
+		summary, ok := dp.Attributes.Value("db.query.summary")
+		require.True(t, ok)
+		system, _ := dp.Attributes.Value("db.system.name")
+		require.Equal(t, "postgresql", system.AsString())
+		require.Equal(t, 2, dp.Attributes.Len(), "no label but the system and the statement's name")
+		counts[summary.AsString()] += dp.Count
+	}
+	require.Positive(t, counts["messages.insert_one_copy"]+counts["messages.insert"], "the put: %v", counts)
+	require.Positive(t, counts["messages.lease_one"], "the lease, sent in a batch: %v", counts)
+	require.Positive(t, counts["messages.stats"], "a plain query: %v", counts)
+	require.Positive(t, counts["other"], "the fixture's unnamed SQL: %v", counts)
+	for name := range counts {
+		_, known := statements[name]
+		require.True(t, known || name == "other", "label %q is not a statement's name", name)
+	}
+
+	gauge := func(name string, attrs ...attribute.KeyValue) int64 {
+		t.Helper()
+		sum, ok := metrics[name].(metricdata.Sum[int64])
+		require.True(t, ok, "%s is a sum", name)
+		want := attribute.NewSet(attrs...)
+		for _, dp := range sum.DataPoints {
+			if dp.Attributes.Equals(&want) {
+				return dp.Value
+			}
+		}
+		t.Fatalf("%s has no point with %v", name, attrs)
+		return 0
+	}
+	require.EqualValues(t, 3, gauge("db.client.connection.max"))
+	used := gauge("db.client.connection.count", attribute.String("db.client.connection.state", "used"))
+	idle := gauge("db.client.connection.count", attribute.String("db.client.connection.state", "idle"))
+	require.Zero(t, used, "nothing holds a connection between statements")
+	require.Positive(t, idle)
+	require.Positive(t, gauge("ferry.db.pool.acquires"))
+	_, ok = metrics["ferry.db.pool.acquire.duration"].(metricdata.Sum[float64])
+	require.True(t, ok)
+}
+
+// The tracer takes a statement's name from its first line only, without allocating, and nothing else for one.
+func TestStatementName(t *testing.T) {
+	require.Equal(t, "messages.stats", statementName(stmt("messages.stats").sql))
+	require.Empty(t, statementName("SELECT 1"))
+	require.Empty(t, statementName("-- no newline"))
+	require.Equal(t, 0.0, testing.AllocsPerRun(100, func() { _ = statementName(stmt("messages.stats").sql) }))
+}
