@@ -12,8 +12,9 @@ FUZZTIME ?= 100000x
 help: ## list the targets
 	@grep -hE '^[a-zA-Z_-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  %-10s %s\n", $$1, $$2}'
 
-build: ## build bin/ferry
+build: ## build bin/ferry and bin/ferryctl
 	$(GO) build -o $(BIN)/ferry ./cmd/ferry
+	$(GO) build -o $(BIN)/ferryctl ./cmd/ferryctl
 
 run: build ## start ferry on the embedded Postgres (.data/), create the dev tenancy, print a token
 	$(BIN)/ferry serve --dev

@@ -26,6 +26,7 @@ import (
 	"io"
 	"os"
 	"os/signal"
+	"strings"
 	"syscall"
 	"time"
 
@@ -139,8 +140,34 @@ messages[].receipt). Exit status: 0 success, 1 the call failed, 2 a usage or con
 	root.AddCommand(cfg)
 	root.SetHelpCommandGroupID("tool")
 	root.SetCompletionCommandGroupID("tool")
+	for _, noun := range root.Commands() {
+		verbsOnly(noun)
+	}
 	markRunning(root, &a.running)
 	return root
+}
+
+// verbsOnly makes a command that only groups others (queue, message, …) runnable, so that cobra checks its
+// arguments: an unknown verb is a usage error (cobra answers help, and success, for a command that cannot run),
+// and no verb prints the help.
+func verbsOnly(cmd *cobra.Command) {
+	if !cmd.HasSubCommands() || cmd.Runnable() {
+		return
+	}
+	cmd.Args = func(cmd *cobra.Command, args []string) error {
+		if len(args) == 0 {
+			return nil
+		}
+		msg := fmt.Sprintf("unknown command %q for %q", args[0], cmd.CommandPath())
+		if s := cmd.SuggestionsFor(args[0]); len(s) > 0 {
+			msg += "; did you mean " + strings.Join(s, " or ") + "?"
+		}
+		return usageError{errors.New(msg)}
+	}
+	cmd.RunE = func(cmd *cobra.Command, _ []string) error { return cmd.Help() }
+	for _, c := range cmd.Commands() {
+		verbsOnly(c)
+	}
 }
 
 // markRunning makes every command's RunE set running first. It cannot be done in PersistentPreRunE: cobra

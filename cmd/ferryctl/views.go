@@ -162,12 +162,17 @@ func numberedEntries(doc any) []any {
 	return rows
 }
 
-// statsRows are the queue's totals, then each consumer group's.
+// statsRows are each consumer group's figures when the queue has groups, else the queue's. (With groups, the
+// answer's top-level figures are those of one group, the primary unless --consumer-group-id names another: a row
+// of them would repeat that group's.)
 func statsRows(doc any) []any {
-	rows := []any{map[string]any{"name": "(queue)", "queue": lookup(doc, "queue"), "dlq": lookup(doc, "dlq")}}
 	groups, _ := lookup(doc, "consumerGroups").([]any)
-	for _, g := range groups {
-		rows = append(rows, map[string]any{"name": lookup(g, "displayName"), "queue": lookup(g, "queue"), "dlq": lookup(g, "dlq")})
+	if len(groups) == 0 {
+		return []any{map[string]any{"name": "(queue)", "queue": lookup(doc, "queue"), "dlq": lookup(doc, "dlq")}}
+	}
+	rows := make([]any, len(groups))
+	for i, g := range groups {
+		rows[i] = map[string]any{"name": lookup(g, "displayName"), "queue": lookup(g, "queue"), "dlq": lookup(g, "dlq")}
 	}
 	return rows
 }
