@@ -171,11 +171,12 @@ func lifecycleParam(cmd *cobra.Command) *sdk.LifecycleState {
 	return &v
 }
 
-// changeFlags are the headers of changes: if-match on updates and deletes, opc-retry-token on creates.
+// ifMatchFlag registers --if-match (the if-match header of updates, deletes and actions).
 func ifMatchFlag(cmd *cobra.Command) {
 	cmd.Flags().String("if-match", "", "change only if the resource's etag is still this one (412 NoEtagMatch otherwise)")
 }
 
+// retryTokenFlag registers --opc-retry-token (the header of creates).
 func retryTokenFlag(cmd *cobra.Command) {
 	cmd.Flags().String("opc-retry-token", "", "a token that makes retrying this create safe (24 hours)")
 }
