@@ -17,8 +17,9 @@ TFPLUGINDOCS = $(GO) tool tfplugindocs generate --provider-dir terraform --provi
 help: ## list the targets
 	@grep -hE '^[a-zA-Z_-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  %-10s %s\n", $$1, $$2}'
 
-build: ## build bin/ferry
+build: ## build bin/ferry and bin/ferryctl
 	$(GO) build -o $(BIN)/ferry ./cmd/ferry
+	$(GO) build -o $(BIN)/ferryctl ./cmd/ferryctl
 
 # The Terraform provider, and a CLI configuration whose dev_overrides make terraform use this build of ferry-mq/ferry
 # instead of looking for it in a registry: TF_CLI_CONFIG_FILE=bin/terraformrc terraform plan (no terraform init).

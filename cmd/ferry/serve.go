@@ -124,11 +124,13 @@ func printDevWelcome(ctx context.Context, cfg server.Config, store *persistence.
 ferry is starting on %[1]s
 
   tenancy "dev": %[2]s
-  admin token (24 h, group Administrators):
+  admin token (24 h, group Administrators), for curl and ferryctl:
 
-export FERRY_TOKEN=%[3]s
+export FERRY_ENDPOINT=%[1]s FERRY_TOKEN=%[3]s
 
   try it:
+
+bin/ferryctl queue list -o table
 
 curl -s -H "Authorization: Bearer $FERRY_TOKEN" -H 'content-type: application/json' \
   -d '{"compartmentId":"%[2]s","displayName":"hello"}' %[1]s/20210201/queues
