@@ -23,6 +23,7 @@ import (
 	"runtime"
 	"strconv"
 	"strings"
+	"sync"
 	"syscall"
 	"time"
 
@@ -63,8 +64,13 @@ type Cluster struct {
 	socketDir string
 	port      int
 	cred      *syscall.Credential // set when the cluster runs as another user (ferry runs as root)
-	proc      *os.Process         // nil when another process started the cluster and we only use it
-	exited    chan struct{}
+	args      []string            // postgres' arguments, kept for restarts
+
+	mu       sync.Mutex
+	proc     *os.Process   // the running postmaster; nil when another process started the cluster and we only use it
+	exited   chan struct{} // closed when proc exits
+	stopping bool          // Stop was called: an exit is expected, not restarted
+	watching chan struct{} // closed when the supervisor returns
 }
 
 // Open starts the cluster in opts.Dir (creating it with initdb on first use), or connects to the one that another
@@ -140,31 +146,86 @@ func (c *Cluster) Port() int { return c.port }
 func (c *Cluster) Dir() string { return c.dir }
 
 // Owned reports whether this process started the cluster (and Stop will stop it).
-func (c *Cluster) Owned() bool { return c.proc != nil }
+func (c *Cluster) Owned() bool {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.proc != nil
+}
 
-// Stop shuts down the cluster if this process started it (a fast shutdown: sessions are closed, nothing is lost).
-// It is safe to call more than once.
+// Stop shuts down the cluster if this process started it (a fast shutdown: sessions are closed, nothing is lost),
+// and ends its supervision. It is safe to call more than once.
 func (c *Cluster) Stop(ctx context.Context) error {
-	if c == nil || c.proc == nil {
+	if c == nil {
 		return nil
 	}
+	c.mu.Lock()
+	proc, exited, watching := c.proc, c.exited, c.watching
+	c.stopping = true
+	c.mu.Unlock()
+	if proc == nil {
+		return nil
+	}
+	defer func() {
+		if watching != nil {
+			<-watching
+		}
+	}()
 	select {
-	case <-c.exited:
+	case <-exited:
 		return nil
 	default:
 	}
-	_ = c.proc.Signal(syscall.SIGINT)
+	_ = proc.Signal(syscall.SIGINT)
 	timer := time.NewTimer(30 * time.Second)
 	defer timer.Stop()
 	select {
-	case <-c.exited:
+	case <-exited:
 		return nil
 	case <-ctx.Done():
 	case <-timer.C:
 	}
-	_ = c.proc.Kill()
-	<-c.exited
+	_ = proc.Kill()
+	<-exited
 	return errors.New("pgcluster: postgres did not stop in time and was killed")
+}
+
+// supervise restarts postgres, on the same port, whenever it exits without Stop asking it to (it crashed, or
+// someone killed it): the pool and the LISTEN connection reconnect to the same address once it is back. It
+// returns when Stop is called.
+func (c *Cluster) supervise(exited <-chan struct{}) {
+	defer close(c.watching)
+	for {
+		<-exited
+		c.mu.Lock()
+		stopping := c.stopping
+		c.mu.Unlock()
+		if stopping {
+			return
+		}
+		c.opts.Logger.Error("PostgreSQL exited unexpectedly; restarting it", "dir", c.pgdata, "port", c.port)
+		backoff := 100 * time.Millisecond
+		for {
+			began := time.Now()
+			ctx, cancel := context.WithTimeout(context.Background(), c.opts.StartTimeout)
+			next, err := c.spawn(ctx)
+			cancel()
+			if err == nil {
+				c.opts.Logger.Info("PostgreSQL restarted", "dir", c.pgdata, "port", c.port, "after", time.Since(began).Round(time.Millisecond))
+				exited = next
+				break
+			}
+			c.mu.Lock()
+			stopping := c.stopping
+			c.mu.Unlock()
+			if stopping {
+				return
+			}
+			// A killed postmaster's children may still hold its shared memory for a moment.
+			c.opts.Logger.Warn("restarting PostgreSQL failed; retrying", "error", err, "in", backoff)
+			time.Sleep(backoff)
+			backoff = min(2*backoff, 2*time.Second)
+		}
+	}
 }
 
 func (c *Cluster) prepareDirs() error {
@@ -231,7 +292,8 @@ func (c *Cluster) copyDir(ctx context.Context, from, to string) error {
 }
 
 // reuseRunning connects to a postgres that already runs on this data directory (started by a running ferry serve)
-// and clears the lock file of one that died without cleaning up.
+// and clears the lock file of one that died without cleaning up. A postgres that is shutting down (its ferry died:
+// the parent-death signal stops it) is waited for, then started afresh.
 func (c *Cluster) reuseRunning(ctx context.Context) (bool, error) {
 	pidFile := filepath.Join(c.pgdata, "postmaster.pid")
 	lines, err := readLines(pidFile)
@@ -246,24 +308,62 @@ func (c *Cluster) reuseRunning(ctx context.Context) (bool, error) {
 		pid, _ := strconv.Atoi(strings.TrimSpace(lines[0]))
 		port, _ := strconv.Atoi(strings.TrimSpace(lines[3]))
 		if pid > 0 && port > 0 && isPostgres(pid) {
-			c.port = port
-			c.socketDir = strings.TrimSpace(lines[4])
 			waitCtx, cancel := context.WithTimeout(ctx, c.opts.StartTimeout)
 			defer cancel()
-			if err := c.waitReady(waitCtx, nil); err != nil {
-				return false, fmt.Errorf("pgcluster: postgres (pid %d) runs on %s but does not accept connections: %w", pid, c.pgdata, err)
+			gone := pidExited(waitCtx, pid)
+			if len(lines) >= 8 && strings.TrimSpace(lines[7]) == "stopping" {
+				c.opts.Logger.Info("waiting for the previous PostgreSQL to stop before starting it again", "pid", pid, "dir", c.pgdata)
+				select {
+				case <-gone:
+					return false, c.removeStaleLock(pidFile)
+				case <-waitCtx.Done():
+					return false, fmt.Errorf("pgcluster: postgres (pid %d) on %s did not finish stopping in %s", pid, c.pgdata, c.opts.StartTimeout)
+				}
 			}
-			c.opts.Logger.Info("reusing the running PostgreSQL cluster", "dir", c.pgdata, "port", port)
-			return true, nil
+			c.port = port
+			c.socketDir = strings.TrimSpace(lines[4])
+			err := c.waitReady(waitCtx, gone)
+			if err == nil {
+				c.opts.Logger.Info("reusing the running PostgreSQL cluster", "dir", c.pgdata, "port", port)
+				return true, nil
+			}
+			select {
+			case <-gone: // it was on its way out: start afresh
+				c.opts.Logger.Info("the previous PostgreSQL stopped; starting it again", "pid", pid, "dir", c.pgdata)
+				return false, c.removeStaleLock(pidFile)
+			default:
+			}
+			return false, fmt.Errorf("pgcluster: postgres (pid %d) runs on %s but does not accept connections: %w", pid, c.pgdata, err)
 		}
 	}
 	c.opts.Logger.Warn("removing a stale postmaster.pid left by a postgres that is no longer running", "file", pidFile)
-	if err := os.Remove(pidFile); err != nil && !errors.Is(err, os.ErrNotExist) {
-		return false, fmt.Errorf("pgcluster: removing stale lock file: %w", err)
-	}
-	return false, nil
+	return false, c.removeStaleLock(pidFile)
 }
 
+func (c *Cluster) removeStaleLock(pidFile string) error {
+	if err := os.Remove(pidFile); err != nil && !errors.Is(err, os.ErrNotExist) {
+		return fmt.Errorf("pgcluster: removing stale lock file: %w", err)
+	}
+	return nil
+}
+
+// pidExited returns a channel closed once pid is no longer a running postgres (polled), or never if ctx ends first.
+func pidExited(ctx context.Context, pid int) <-chan struct{} {
+	gone := make(chan struct{})
+	go func() {
+		for isPostgres(pid) {
+			select {
+			case <-ctx.Done():
+				return
+			case <-time.After(20 * time.Millisecond):
+			}
+		}
+		close(gone)
+	}()
+	return gone
+}
+
+// start starts postgres on a free port and supervises it.
 func (c *Cluster) start(ctx context.Context) error {
 	port, err := freePort()
 	if err != nil {
@@ -288,20 +388,34 @@ func (c *Cluster) start(ctx context.Context) error {
 	for name, value := range c.opts.Settings {
 		args = append(args, "-c", name+"="+value)
 	}
+	c.args = args
+	exited, err := c.spawn(ctx)
+	if err != nil {
+		return err
+	}
+	c.watching = make(chan struct{})
+	go c.supervise(exited)
+	return nil
+}
+
+// spawn runs postgres with c.args and waits until it accepts connections; it returns the channel closed when it
+// exits.
+func (c *Cluster) spawn(ctx context.Context) (<-chan struct{}, error) {
 	logPath := filepath.Join(c.dir, "postgres.log")
 	logFile, err := os.OpenFile(logPath, os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
 	if err != nil {
-		return fmt.Errorf("pgcluster: %w", err)
+		return nil, fmt.Errorf("pgcluster: %w", err)
 	}
 	defer logFile.Close()
 
-	cmd := c.command(context.WithoutCancel(ctx), "postgres", args...)
+	cmd := c.command(context.WithoutCancel(ctx), "postgres", c.args...)
 	cmd.Stdout, cmd.Stderr = logFile, logFile
 	// Its own process group keeps a terminal's Ctrl-C away from postgres (ferry stops it after draining), and
-	// Pdeathsig stops postgres when ferry dies without cleaning up.
+	// Pdeathsig stops postgres when ferry dies without cleaning up: SIGINT, a fast shutdown, which ends the
+	// sessions of other clients instead of waiting for them, so that a ferry restarted at once finds it gone.
 	cmd.SysProcAttr.Setpgid = true
-	cmd.SysProcAttr.Pdeathsig = syscall.SIGTERM
-	c.exited = make(chan struct{})
+	cmd.SysProcAttr.Pdeathsig = syscall.SIGINT
+	exited := make(chan struct{})
 	started := make(chan error, 1)
 	go func() {
 		// Pdeathsig fires when the thread that forked exits, so that thread stays locked and alive while
@@ -310,25 +424,32 @@ func (c *Cluster) start(ctx context.Context) error {
 		defer runtime.UnlockOSThread()
 		if err := cmd.Start(); err != nil {
 			started <- err
-			close(c.exited)
+			close(exited)
 			return
 		}
 		started <- nil
 		_ = cmd.Wait()
-		close(c.exited)
+		close(exited)
 	}()
 	if err := <-started; err != nil {
-		return fmt.Errorf("pgcluster: starting postgres: %w", err)
+		return nil, fmt.Errorf("pgcluster: starting postgres: %w", err)
 	}
-	c.proc = cmd.Process
-	c.opts.Logger.Info("started PostgreSQL", "dir", c.pgdata, "port", port, "socketDir", c.socketDir, "log", logPath)
+	c.mu.Lock()
+	c.proc, c.exited = cmd.Process, exited
+	c.mu.Unlock()
+	c.opts.Logger.Info("started PostgreSQL", "dir", c.pgdata, "port", c.port, "socketDir", c.socketDir, "log", logPath)
 	waitCtx, cancel := context.WithTimeout(ctx, c.opts.StartTimeout)
 	defer cancel()
-	if err := c.waitReady(waitCtx, c.exited); err != nil {
-		_ = c.Stop(context.Background())
-		return fmt.Errorf("pgcluster: postgres did not become ready (see %s): %w", logPath, err)
+	if err := c.waitReady(waitCtx, exited); err != nil {
+		select {
+		case <-exited:
+		default:
+			_ = cmd.Process.Kill()
+			<-exited
+		}
+		return nil, fmt.Errorf("pgcluster: postgres did not become ready (see %s): %w", logPath, err)
 	}
-	return nil
+	return exited, nil
 }
 
 func (c *Cluster) waitReady(ctx context.Context, exited <-chan struct{}) error {
