@@ -17,7 +17,11 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
+	"io"
+	"net"
 	"strconv"
+	"strings"
+	"syscall"
 	"time"
 
 	"github.com/jackc/pgx/v5"
@@ -190,7 +194,35 @@ func interpretError(op string, err error) error {
 	if errors.Is(err, context.DeadlineExceeded) {
 		return fault.Unavailable(1, "%s: the database did not answer in time", op)
 	}
+	if Unreachable(err) {
+		return fault.Unavailable(1, "%s: the database is not reachable; retry", op)
+	}
 	return fmt.Errorf("%s: %w", op, err)
+}
+
+// Unreachable reports whether err says the database could not be reached or went away (it is restarting, was
+// shut down, the connection broke, or it refuses connections for now): a condition to answer 503 and retry, not
+// a fault of the request or of ferry. The HTTP error mapping also applies it to errors that did not pass through
+// a repository.
+func Unreachable(err error) bool {
+	if err == nil {
+		return false
+	}
+	var connectErr *pgconn.ConnectError
+	if errors.As(err, &connectErr) {
+		return true
+	}
+	var pgErr *pgconn.PgError
+	if errors.As(err, &pgErr) {
+		// 08: connection exception; 57P01-57P03: shut down, crashed, not yet accepting connections; 53300: too
+		// many connections.
+		return strings.HasPrefix(pgErr.Code, "08") || pgErr.Code == "57P01" || pgErr.Code == "57P02" ||
+			pgErr.Code == "57P03" || pgErr.Code == "53300"
+	}
+	var netErr net.Error
+	return pgconn.Timeout(err) || errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF) ||
+		errors.Is(err, net.ErrClosed) || errors.Is(err, syscall.ECONNRESET) || errors.Is(err, syscall.ECONNREFUSED) ||
+		errors.Is(err, syscall.EPIPE) || errors.As(err, &netErr) || strings.Contains(err.Error(), "conn closed")
 }
 
 // isUniqueViolation reports whether a write failed on a unique constraint.

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"flag"
 	"fmt"
+	"log/slog"
 	"net"
 	"net/http"
 	"net/http/pprof"
@@ -39,6 +40,9 @@ func serve(ctx context.Context, args []string) error {
 		debug.SetGCPercent(400)
 	}
 	logger := newLogger(cfg.LogLevel)
+	// What logs through slog's default (the HTTP error mapping's 500s, libraries) goes to ferry's log too, at its
+	// level.
+	slog.SetDefault(logger)
 	url, release, err := database(ctx, cfg, logger)
 	if err != nil {
 		return err

@@ -15,6 +15,7 @@ import (
 	"github.com/gin-gonic/gin"
 
 	"github.com/ferry-mq/ferry/fault"
+	"github.com/ferry-mq/ferry/persistence"
 )
 
 // Error is an API error: an HTTP status, an OCI error code and a message that names the offending field.
@@ -60,6 +61,10 @@ func From(err error) *Error {
 		if m, ok := byKind[f.Kind]; ok {
 			return &Error{Status: m.status, Code: m.code, Message: f.Message, RetryAfter: f.RetryAfter}
 		}
+	}
+	if persistence.Unreachable(err) {
+		return &Error{Status: http.StatusServiceUnavailable, Code: "ServiceUnavailable",
+			Message: "the database is not reachable; retry", RetryAfter: 1}
 	}
 	if errors.Is(err, context.Canceled) {
 		// The caller went away (or the server is stopping): nobody reads this answer; it is not a server fault.
