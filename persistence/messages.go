@@ -19,31 +19,39 @@ type Messages struct {
 	puts    *coalescer[putKey, []NewMessage, []PutResult]
 	leases  *coalescer[leaseKey, LeaseRequest, []LeasedMessage]
 	deletes *coalescer[int64, []Receipt, []bool]
+	async   bool // AsynchronousCommits
 }
 
 // NewMessages builds the repository. coalesce merges concurrent calls of a queue into shared statements
 // (coalesce.go); without it every call is a statement of its own.
-func NewMessages(pool *pgxpool.Pool, coalesce bool) *Messages {
+func NewMessages(pool *pgxpool.Pool, coalesce bool, opts ...MessagesOption) *Messages {
 	r := &Messages{pool: pool, nums: newQueueNumbers(pool)}
+	for _, o := range opts {
+		o(r)
+	}
 	if coalesce {
-		r.puts = newCoalescer(coalescedPutsInFlight, maxCoalescedMessages, func(m []NewMessage) int { return len(m) }, r.insertPlain)
-		r.leases = newCoalescer(coalescedInFlight, maxCoalescedLease, func(l LeaseRequest) int { return l.Limit }, r.leaseBatch)
-		r.deletes = newCoalescer(coalescedInFlight, maxCoalescedMessages, func(rc []Receipt) int { return len(rc) }, r.acknowledge)
+		inFlight := coalescedDurableInFlight
+		if r.async {
+			inFlight = coalescedAsyncInFlight
+		}
+		r.puts = newCoalescer(coalescedDurableInFlight, maxCoalescedMessages, func(m []NewMessage) int { return len(m) }, r.insertPlain)
+		r.leases = newCoalescer(inFlight, maxCoalescedLease, func(l LeaseRequest) int { return l.Limit }, r.leaseBatch)
+		r.deletes = newCoalescer(inFlight, maxCoalescedMessages, func(rc []Receipt) int { return len(rc) }, r.acknowledge)
 	}
 	return r
 }
 
 // Caps of a coalesced statement: messages put or acknowledged, and messages leased; and how many statements of
-// one kind a queue runs at once before calls wait to be batched. Leases and acknowledgements are CPU work (they
-// commit without waiting for their WAL): 1 batches them most, and 2 measured less throughput. A put's statement
-// mostly waits for its WAL flush, so puts run 2 at once: at 1,000 single-message puts/s the put call's p50 fell
-// from 2.9–3.1 to 1.8–2.0 ms (and put→receive's from 3.8–4.0 to 2.6–2.8 ms) at the same throughput with
-// batches of 20; 4 at once was worse than 2.
+// one kind a queue runs at once before calls wait to be batched. A durable statement mostly waits for its WAL
+// flush, so two run at once: at 1,000 single-message puts/s the put call's p50 fell from 2.9–3.1 to 1.8–2.0 ms
+// (and put→receive's from 3.8–4.0 to 2.6–2.8 ms) at the same throughput with batches of 20; 4 at once was worse
+// than 2. Asynchronous leases and acknowledgements (AsynchronousCommits) are CPU work: one at a time batches them
+// most, and 2 measured less throughput.
 const (
-	coalescedInFlight     = 1
-	coalescedPutsInFlight = 2
-	maxCoalescedMessages  = 200
-	maxCoalescedLease     = 128
+	coalescedDurableInFlight = 2
+	coalescedAsyncInFlight   = 1
+	maxCoalescedMessages     = 200
+	maxCoalescedLease        = 128
 )
 
 // NewMessage is one message of a PutMessages batch, validated and encoded.
@@ -136,17 +144,37 @@ type Stats struct {
 	OldestVisibleAge float64
 }
 
-// asyncCommit, first in a batch (one implicit transaction), lets that transaction commit without waiting for
-// its WAL to reach the disk. Leases and acknowledgements use it: a lease or an acknowledgement lost in a crash
-// leaves its message visible again, a redelivery that at-least-once delivery allows, and neither commit waits
-// for an fsync (one less on the way from a put to its receiver, and fewer for the puts to queue behind). Puts
-// never use it: they are durable before their 200.
+// MessagesOption configures NewMessages.
+type MessagesOption func(*Messages)
+
+// AsynchronousCommits lets leases and acknowledgements commit without waiting for their WAL to reach the disk
+// (synchronous_commit off). It is for measuring what durability costs: a database crash can then undo
+// acknowledged deletes (the message is delivered again) and leases (a delivery count goes down).
+func AsynchronousCommits() MessagesOption { return func(r *Messages) { r.async = true } }
+
+// Every commit is durable before its caller is answered: a put's messages are stored, an acknowledged delete
+// stays deleted and a delivery count never goes down, even when the database crashes (tests/faults). Leases
+// and acknowledgements are coalesced per queue (group commit), so one WAL flush serves every call of a batch.
+//
+// asyncCommit, first in a batch (one implicit transaction), lets that transaction commit without waiting for its
+// WAL: only under AsynchronousCommits.
 const asyncCommit = `SELECT set_config('synchronous_commit', 'off', true)`
 
-// leasePrelude is asyncCommit for a lease, which also runs the statement's generic plan: planning the lease
-// anew for each call cost as much as a third of its execution, and its generic plan is the custom one (the
-// lease index for the pick, primary-key probes for the update).
-const leasePrelude = `SELECT set_config('synchronous_commit', 'off', true), set_config('plan_cache_mode', 'force_generic_plan', true)`
+// leasePrelude runs the lease statement's generic plan: planning the lease anew for each call cost as much as a
+// third of its execution, and its generic plan is the custom one (the lease index for the pick, primary-key
+// probes for the update). leasePreludeAsync also commits asynchronously.
+const (
+	leasePrelude      = `SELECT set_config('plan_cache_mode', 'force_generic_plan', true)`
+	leasePreludeAsync = `SELECT set_config('synchronous_commit', 'off', true), set_config('plan_cache_mode', 'force_generic_plan', true)`
+)
+
+// commitMode queues the statement that makes the batch's transaction commit asynchronously, under
+// AsynchronousCommits.
+func (r *Messages) commitMode(batch *pgx.Batch) {
+	if r.async {
+		batch.Queue(asyncCommit)
+	}
+}
 
 // sendRetrying sends the batch that build queues, and sends it again (at most twice more) when PostgreSQL aborted
 // it to break a deadlock: a batch is one implicit transaction, rolled back whole, so sending it again is safe.

@@ -67,7 +67,7 @@ func (d deletedSet) of(receipts []Receipt) []bool {
 	return out
 }
 
-// deleteReceipts runs the acknowledgement statement for receipts, committing asynchronously. With ordered
+// deleteReceipts runs the acknowledgement statement for receipts. With ordered
 // receipts (queueID names their groups' locks) it takes the groups' locks first and unblocks each group's next
 // message, in the same round trip (a batch is one implicit transaction); unblocked counts those.
 func (r *Messages) deleteReceipts(ctx context.Context, queueNo int64, queueID string, receipts []Receipt,
@@ -81,7 +81,7 @@ func (r *Messages) deleteReceipts(ctx context.Context, queueNo int64, queueID st
 				arg{"group_nos", groups}, arg{"ids", ids})
 			query = messagesDeleteOrdered
 		}
-		batch.Queue(asyncCommit)
+		r.commitMode(batch)
 		query.queue(batch, arg{"group_nos", groups}, arg{"ids", ids}, arg{"lease_ids", leases}, arg{"dlqs", dlqs},
 			arg{"queue_no", queueNo}).Query(func(rows pgx.Rows) error {
 			var g int32

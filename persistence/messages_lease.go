@@ -153,7 +153,11 @@ func (r *Messages) lease(ctx context.Context, no int64, req LeaseRequest, owners
 	query := leaseStatement(pick, deadLetter)
 	var out []LeasedMessage
 	err := r.sendRetrying(ctx, func(batch *pgx.Batch) {
-		batch.Queue(leasePrelude)
+		if r.async {
+			batch.Queue(leasePreludeAsync)
+		} else {
+			batch.Queue(leasePrelude)
+		}
 		// In the order of the single-channel statements' parameters, the common case (statement.bind).
 		query.queue(batch, arg{"queue_no", no}, arg{"group_no", req.GroupNo}, arg{"dlq", req.DLQ},
 			arg{"channels", req.Channels}, arg{"limit", req.Limit}, arg{"max_deliveries", req.MaxDeliveries},
@@ -185,7 +189,7 @@ func (r *Messages) LeaseAsConsumer(ctx context.Context, req ConsumerLeaseRequest
 	}
 	var out []LeasedMessage
 	err = r.sendRetrying(ctx, func(batch *pgx.Batch) {
-		batch.Queue(asyncCommit)
+		r.commitMode(batch)
 		batch.Queue(consumersLock, req.QueueID, req.GroupNo)
 		batch.Queue(consumersDecide, req.QueueID, req.GroupNo, req.Consumer, req.ConsumerLeaseSeconds).QueryRow(func(row pgx.Row) error {
 			return d.scan(row)

@@ -6,7 +6,7 @@
 SELECT set_config('synchronous_commit', 'off', true);
 
 -- leasePrelude (a Go constant, messages.go)
-SELECT set_config('synchronous_commit', 'off', true), set_config('plan_cache_mode', 'force_generic_plan', true);
+SELECT set_config('plan_cache_mode', 'force_generic_plan', true);
 
 -- $1 @group_nos, $2 @ids, $3 @lease_ids, $4 @dlqs, $5 @queue_no
 -- messages.delete

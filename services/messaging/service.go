@@ -45,6 +45,10 @@ type Config struct {
 	// Uncoalesced runs every put, lease and acknowledgement as a statement of its own, instead of merging the
 	// concurrent ones of a queue (persistence/coalesce.go). For measurements; FERRY_DB_COALESCE=false.
 	Uncoalesced bool
+	// AsyncCommit lets leases and acknowledgements commit without waiting for their WAL
+	// (persistence.AsynchronousCommits): a database crash can then undo acknowledged deletes. For measuring what
+	// durability costs; FERRY_DB_ASYNC_COMMIT=true.
+	AsyncCommit bool
 }
 
 // Service is the data plane of one node.
@@ -105,7 +109,11 @@ func New(cfg Config, store *persistence.Store, databaseURL string, receiptKey []
 	if logger == nil {
 		logger = slog.Default()
 	}
-	messages := persistence.NewMessages(store.Pool, !cfg.Uncoalesced)
+	var opts []persistence.MessagesOption
+	if cfg.AsyncCommit {
+		opts = append(opts, persistence.AsynchronousCommits())
+	}
+	messages := persistence.NewMessages(store.Pool, !cfg.Uncoalesced, opts...)
 	s := &Service{
 		cfg:      cfg,
 		store:    store,

@@ -46,6 +46,10 @@ type Config struct {
 	// DBCoalesce merges concurrent puts, leases and acknowledgements of a queue into shared statements (group
 	// commit). Default true; false is for measurements.
 	DBCoalesce bool `env:"FERRY_DB_COALESCE" envDefault:"true"`
+	// DBAsyncCommit lets leases and acknowledgements commit without waiting for their WAL: faster, but a
+	// database crash can undo acknowledged deletes and lower delivery counts. Default false; true is for
+	// measuring what durability costs.
+	DBAsyncCommit bool `env:"FERRY_DB_ASYNC_COMMIT" envDefault:"false"`
 	// LogLevel is debug, info, warn or error. Default info.
 	LogLevel string `env:"FERRY_LOG_LEVEL" envDefault:"info"`
 	// MaintenanceInterval is how often retention and cleanup run. Default 10s.
@@ -74,6 +78,7 @@ func LoadConfig() (Config, error) {
 		cfg.MetricsListen = MetricsListenDefault // not an envDefault: that would also replace an empty value
 	}
 	cfg.Messaging.Uncoalesced = !cfg.DBCoalesce
+	cfg.Messaging.AsyncCommit = cfg.DBAsyncCommit
 	if cfg.PublicURL == "" {
 		cfg.PublicURL = "http://" + cfg.Listen
 	}

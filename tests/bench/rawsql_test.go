@@ -3,6 +3,7 @@ package bench
 import (
 	"context"
 	"fmt"
+	"os"
 	"strconv"
 	"sync"
 	"testing"
@@ -12,9 +13,9 @@ import (
 	"github.com/jackc/pgx/v5/pgxpool"
 )
 
-// The raw-SQL peer of ferry's data plane, with ferry's durability: a put commits with its WAL on disk before it
-// answers; leases and deletes commit without waiting for their WAL (ferry's asyncCommit), so the two are
-// compared on equal terms.
+// The raw-SQL peer of ferry's data plane, with ferry's durability: every commit waits for its WAL before it
+// answers — unless the benchmark runs with FERRY_DB_ASYNC_COMMIT=true, where ferry's and raw SQL's leases and
+// deletes both commit without waiting — so the two are compared on equal terms.
 const (
 	rawLease = `WITH next AS (
 			SELECT id FROM %s WHERE visible_at <= now() ORDER BY visible_at, id LIMIT 32 FOR UPDATE SKIP LOCKED)
@@ -23,11 +24,15 @@ const (
 	rawAsync = `SELECT set_config('synchronous_commit', 'off', true)`
 )
 
-// rawLeaseBatch leases up to 32 rows of table and returns their ids and payloads; the leases commit
-// asynchronously, like ferry's.
+// rawAsyncCommit: FERRY_DB_ASYNC_COMMIT=true, as ferry's nodes see it.
+var rawAsyncCommit = os.Getenv("FERRY_DB_ASYNC_COMMIT") == "true"
+
+// rawLeaseBatch leases up to 32 rows of table and returns their ids and payloads, with ferry's durability.
 func rawLeaseBatch(ctx context.Context, pool *pgxpool.Pool, table string) (ids []int64, payloads []string, err error) {
 	batch := &pgx.Batch{}
-	batch.Queue(rawAsync)
+	if rawAsyncCommit {
+		batch.Queue(rawAsync)
+	}
 	batch.Queue(fmt.Sprintf(rawLease, table, table)).Query(func(rows pgx.Rows) error {
 		var id int64
 		var p string
@@ -41,10 +46,12 @@ func rawLeaseBatch(ctx context.Context, pool *pgxpool.Pool, table string) (ids [
 	return ids, payloads, err
 }
 
-// rawDelete deletes ids from table, committing asynchronously like ferry's deleteMessages.
+// rawDelete deletes ids from table, with ferry's durability.
 func rawDelete(ctx context.Context, pool *pgxpool.Pool, table string, ids []int64) error {
 	batch := &pgx.Batch{}
-	batch.Queue(rawAsync)
+	if rawAsyncCommit {
+		batch.Queue(rawAsync)
+	}
 	batch.Queue(`DELETE FROM `+table+` WHERE id = ANY($1)`, ids)
 	return pool.SendBatch(ctx, batch).Close()
 }
