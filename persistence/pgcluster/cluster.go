@@ -51,6 +51,8 @@ type Options struct {
 	Settings map[string]string
 	// StartTimeout bounds the wait for postgres to accept connections. Default StartTimeoutDefault.
 	StartTimeout time.Duration
+	// Port is the loopback port to listen on. Default: a free one.
+	Port int
 	// Logger receives progress messages. Default slog.Default().
 	Logger *slog.Logger
 }
@@ -365,9 +367,12 @@ func pidExited(ctx context.Context, pid int) <-chan struct{} {
 
 // start starts postgres on a free port and supervises it.
 func (c *Cluster) start(ctx context.Context) error {
-	port, err := freePort()
-	if err != nil {
-		return fmt.Errorf("pgcluster: finding a free port: %w", err)
+	port := c.opts.Port
+	if port == 0 {
+		var err error
+		if port, err = freePort(); err != nil {
+			return fmt.Errorf("pgcluster: finding a free port: %w", err)
+		}
 	}
 	c.port = port
 	// autovacuum_naptime 1s: a queue's table churns (every lease and acknowledgement leaves a dead row version,
