@@ -2,6 +2,7 @@ package persistence
 
 import (
 	"context"
+	"math/rand/v2"
 	"time"
 
 	"github.com/jackc/pgx/v5"
@@ -186,6 +187,13 @@ func (r *Messages) sendRetrying(ctx context.Context, build func(batch *pgx.Batch
 		build(batch)
 		err := r.pool.SendBatch(ctx, batch).Close()
 		if attempt < 2 && isDeadlock(err) {
+			// Give the transaction that won the deadlock a moment to take the rows it waited for: sent again at
+			// once, the batch could take them first and deadlock with it again (seen on a loaded machine).
+			select {
+			case <-ctx.Done():
+				return err
+			case <-time.After(time.Duration(5+rand.IntN(10)) * time.Millisecond << attempt):
+			}
 			continue
 		}
 		return err
