@@ -96,6 +96,7 @@ type LeasedMessage struct {
 	NegativeCode  *string
 	NegativeText  *string
 	MessageGroup  *string // the ordering key; nil for an unordered message
+	Shared        bool    // its content is stored once for several consumer groups (message_bodies)
 }
 
 // LeaseRequest selects what to lease.
@@ -131,6 +132,9 @@ type Receipt struct {
 	// Ordered: the message belongs to an ordered message group, so acknowledging it makes the group's next
 	// message visible (under the group's lock).
 	Ordered bool
+	// Shared: the message's content is stored once for several consumer groups, so acknowledging its last
+	// group's copy deletes the content too.
+	Shared bool
 }
 
 // Stats counts a queue's (or its DLQ's) messages of one group. A message is visible, in flight (leased: it was

@@ -14,6 +14,7 @@ var (
 	messagesDeleteOrdered    = stmt("messages.delete_ordered")
 	messagesUpdateVisibility = stmt("messages.update_visibility")
 	messagesExisting         = stmt("messages.existing")
+	messagesDeleteBodies     = stmt("messages.delete_bodies")
 )
 
 // Delete acknowledges the receipts' messages and reports, per receipt, whether it deleted the message, and how
@@ -97,8 +98,23 @@ func (r *Messages) deleteReceipts(ctx context.Context, queueNo int64, queueID st
 			})
 			return err
 		})
+		if sharedIDs := sharedOf(receipts); len(sharedIDs) > 0 {
+			// After the delete, in the same transaction: the bodies of shared messages whose last copy it was.
+			messagesDeleteBodies.queue(batch, arg{"queue_no", queueNo}, arg{"ids", sharedIDs})
+		}
 	})
 	return done, unblocked, err
+}
+
+// sharedOf returns the ids of the receipts' messages whose content is stored once for several groups.
+func sharedOf(receipts []Receipt) []int64 {
+	var ids []int64
+	for _, rc := range receipts {
+		if rc.Shared {
+			ids = append(ids, rc.ID)
+		}
+	}
+	return ids
 }
 
 // UpdateVisibility moves the leases' visible_at to now()+seconds[i]; it returns the new visible_at per receipt

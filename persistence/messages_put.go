@@ -185,7 +185,7 @@ func (r *Messages) queueInsert(batch *pgx.Batch, queueID string, queueNo int64, 
 	}
 	channels, delays, sizes := make([]string, n), make([]int32, n), make([]int32, n)
 	contents, attrs, metas := make([]string, n), make([]*string, n), make([]*string, n)
-	messageGroups := make([]*string, n)
+	messageGroups, shared := make([]*string, n), make([]bool, n)
 	var pairOrd, pairGroup, lockGroupNos []int32
 	var lockNames []string
 	for i, m := range msgs {
@@ -194,6 +194,7 @@ func (r *Messages) queueInsert(batch *pgx.Batch, queueID string, queueNo int64, 
 		if m.MessageGroup != "" {
 			messageGroups[i] = &msgs[i].MessageGroup
 		}
+		shared[i] = len(m.Groups) > 1 // stored once (message_bodies), its groups' rows without content
 		for _, g := range m.Groups {
 			pairOrd, pairGroup = append(pairOrd, int32(i+1)), append(pairGroup, g)
 			if m.MessageGroup != "" {
@@ -234,12 +235,12 @@ func (r *Messages) queueInsert(batch *pgx.Batch, queueID string, queueNo int64, 
 		messagesLockGroups.queue(batch, arg{"queue_id", queueID}, arg{"group_nos", lockGroupNos}, arg{"message_groups", lockNames})
 		insert = messagesInsertOrdered.queue(batch, arg{"channel_ids", channels}, arg{"delays", delays}, arg{"sizes", sizes},
 			arg{"contents", contentArray}, arg{"attributes", attrs}, arg{"metadata", metas}, arg{"message_groups", messageGroups},
-			arg{"copy_ords", pairOrd}, arg{"copy_group_nos", pairGroup}, arg{"queue_no", queueNo},
+			arg{"shared", shared}, arg{"copy_ords", pairOrd}, arg{"copy_group_nos", pairGroup}, arg{"queue_no", queueNo},
 			arg{"retention_seconds", retentionSeconds})
 	} else {
 		insert = messagesInsert.queue(batch, arg{"channel_ids", channels}, arg{"delays", delays}, arg{"sizes", sizes},
-			arg{"contents", contentArray}, arg{"attributes", attrs}, arg{"metadata", metas}, arg{"queue_no", queueNo},
-			arg{"retention_seconds", retentionSeconds}, arg{"copy_ords", pairOrd}, arg{"copy_group_nos", pairGroup})
+			arg{"contents", contentArray}, arg{"attributes", attrs}, arg{"metadata", metas}, arg{"shared", shared},
+			arg{"queue_no", queueNo}, arg{"retention_seconds", retentionSeconds}, arg{"copy_ords", pairOrd}, arg{"copy_group_nos", pairGroup})
 	}
 	insert.Query(func(rows pgx.Rows) error {
 		var id, ord int64

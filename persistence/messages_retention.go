@@ -13,6 +13,7 @@ var (
 	messagesExpirePick    = stmt("messages.expire_pick")
 	messagesDeletePicked  = stmt("messages.delete_picked")
 	messagesDeleteOrphans = stmt("messages.delete_orphans")
+	messagesExpireBodies  = stmt("messages.expire_bodies")
 	messagesLastID        = stmt("messages.last_id")
 	watermarkRecord       = stmt("messages.watermark_record")
 	watermarkCutoff       = stmt("messages.watermark_cutoff")
@@ -108,6 +109,13 @@ func (r *Messages) LastID(ctx context.Context) (int64, error) {
 func (r *Messages) DeleteOrphans(ctx context.Context, batch int) (int64, error) {
 	tag, err := messagesDeleteOrphans.exec(ctx, r.pool, arg{"limit", batch})
 	return tag.RowsAffected(), interpretError("deleting messages of deleted queues", err)
+}
+
+// ExpireBodies deletes up to batch bodies of shared messages (message_bodies) that no consumer group's row holds
+// any more, and returns how many.
+func (r *Messages) ExpireBodies(ctx context.Context, batch int) (int64, error) {
+	tag, err := messagesExpireBodies.exec(ctx, r.pool, arg{"limit", batch})
+	return tag.RowsAffected(), interpretError("deleting message bodies", err)
 }
 
 // ExpireBatch deletes up to batch messages of the queue (every consumer group, a primary-key range each) whose id

@@ -106,7 +106,7 @@ func (f *msgFixture) release(msgs ...LeasedMessage) {
 func receiptsOf(msgs ...LeasedMessage) []Receipt {
 	out := make([]Receipt, len(msgs))
 	for i, m := range msgs {
-		out[i] = Receipt{GroupNo: m.GroupNo, ID: m.ID, LeaseID: m.LeaseID, Ordered: m.MessageGroup != nil}
+		out[i] = Receipt{GroupNo: m.GroupNo, ID: m.ID, LeaseID: m.LeaseID, Ordered: m.MessageGroup != nil, Shared: m.Shared}
 	}
 	return out
 }

@@ -34,15 +34,17 @@ func TestSendRetryingAfterDeadlock(t *testing.T) {
 	defer cancel()
 	pool := connectTest(t, testdb.New(t))
 	_, err := pool.Exec(ctx, `CREATE TABLE pair (id int PRIMARY KEY, n int NOT NULL); INSERT INTO pair VALUES (1, 0), (2, 0);
-		ALTER DATABASE `+pool.Config().ConnConfig.Database+` SET deadlock_timeout = '200ms'`)
+		ALTER DATABASE `+pool.Config().ConnConfig.Database+` SET deadlock_timeout = '1s'`)
 	require.NoError(t, err)
 	pool.Reset() // new connections see the database's deadlock_timeout
 
 	// The other transaction holds row 1 until the batch waits for it, then asks for row 2, which the batch holds.
 	other, err := pool.Begin(ctx)
 	require.NoError(t, err)
-	// The other's own deadlock check comes long after the batch's (200 ms): on a loaded machine the two checks'
-	// timers could otherwise fire in either order, and abort the other instead.
+	// The other's own deadlock check comes long after the batch's (1 s): on a loaded machine the two checks'
+	// timers could otherwise fire in either order, and abort the other instead. And the batch's check comes long
+	// after the other joins the cycle (PostgreSQL checks once, deadlock_timeout after a wait starts: a cycle that
+	// closes later is found by the other's check only).
 	_, err = other.Exec(ctx, `SET LOCAL deadlock_timeout = '10s'`)
 	require.NoError(t, err)
 	_, err = other.Exec(ctx, `UPDATE pair SET n = n + 1 WHERE id = 1`)

@@ -37,6 +37,12 @@ WITH deleted AS (
 )
 SELECT group_no, id, false FROM deleted UNION ALL SELECT group_no, id, true FROM unblocked;
 
+-- $1 @queue_no, $2 @ids
+-- messages.delete_bodies
+DELETE FROM message_bodies b
+WHERE b.queue_no = $1 AND b.id = ANY ($2::bigint[])
+	AND NOT EXISTS (SELECT 1 FROM messages m WHERE m.queue_no = $1 AND m.id = b.id);
+
 -- $1 @group_nos, $2 @ids, $3 @lease_ids, $4 @dlqs, $5 @seconds, $6 @queue_no
 -- messages.update_visibility
 UPDATE messages m SET visible_at = now() + make_interval(secs => r.secs)
@@ -65,6 +71,7 @@ WITH candidates AS (
 ), next AS (
 	SELECT group_no, id FROM candidates ORDER BY rank, ord LIMIT $5
 )
+, leased AS (
 UPDATE messages m SET
 	dlq = m.dlq OR ($6 > 0 AND m.delivery_count >= $6),
 	visible_at = CASE WHEN NOT m.dlq AND $6 > 0 AND m.delivery_count >= $6 THEN now()
@@ -78,7 +85,14 @@ WHERE m.queue_no = $2 AND m.id = ANY (ARRAY (SELECT id FROM next)) AND m.id = ne
 	AND m.group_no IS NOT DISTINCT FROM next.group_no
 RETURNING m.group_no, m.id, m.channel_id, m.visible_at, m.expire_at, m.delivery_count, m.content,
 	m.attributes, m.metadata, m.time_created, m.dlq <> $4 AS dead_lettered, m.last_negative_code,
-	m.last_negative_reason, m.message_group;
+	m.last_negative_reason, m.message_group
+)
+SELECT l.group_no, l.id, l.channel_id, l.visible_at, l.expire_at, l.delivery_count,
+	coalesce(l.content, b.content), coalesce(l.attributes, b.attributes), coalesce(l.metadata, b.metadata),
+	l.time_created, l.dead_lettered, l.last_negative_code, l.last_negative_reason, l.message_group, l.content IS NULL
+FROM leased l LEFT JOIN LATERAL (
+	SELECT b.content, b.attributes, b.metadata FROM message_bodies b
+	WHERE l.content IS NULL AND b.queue_no = $2 AND b.id = l.id) b ON true;
 
 -- $1 @channels, $2 @queue_no, $3 @group_no, $4 @dlq, $5 @limit, $6 @max_deliveries, $7 @visibility_seconds, $8 @lease_id, $9 @owner
 -- messages.lease_dead_letter
@@ -94,7 +108,8 @@ WITH candidates AS (
 		FOR UPDATE SKIP LOCKED) m
 ), next AS (
 	SELECT group_no, id FROM candidates ORDER BY rank, ord LIMIT $5
-), leased AS (
+)
+, leased AS (
 UPDATE messages m SET
 	dlq = m.dlq OR ($6 > 0 AND m.delivery_count >= $6),
 	visible_at = CASE WHEN NOT m.dlq AND $6 > 0 AND m.delivery_count >= $6 THEN now()
@@ -124,7 +139,12 @@ RETURNING m.group_no, m.id, m.channel_id, m.visible_at, m.expire_at, m.delivery_
 		AND m.group_no IS NOT DISTINCT FROM nx.group_no AND m.visible_at = 'infinity'
 	RETURNING m.group_no, m.id
 )
-SELECT * FROM leased;
+SELECT l.group_no, l.id, l.channel_id, l.visible_at, l.expire_at, l.delivery_count,
+	coalesce(l.content, b.content), coalesce(l.attributes, b.attributes), coalesce(l.metadata, b.metadata),
+	l.time_created, l.dead_lettered, l.last_negative_code, l.last_negative_reason, l.message_group, l.content IS NULL
+FROM leased l LEFT JOIN LATERAL (
+	SELECT b.content, b.attributes, b.metadata FROM message_bodies b
+	WHERE l.content IS NULL AND b.queue_no = $2 AND b.id = l.id) b ON true;
 
 -- $1 @queue_no, $2 @group_no, $3 @dlq, $4 @channels, $5 @limit, $6 @max_deliveries, $7 @visibility_seconds, $8 @lease_id, $9 @owner
 -- messages.lease_one
@@ -136,6 +156,7 @@ WITH next AS (
 	LIMIT $5
 	FOR UPDATE SKIP LOCKED
 )
+, leased AS (
 UPDATE messages m SET
 	dlq = m.dlq OR ($6 > 0 AND m.delivery_count >= $6),
 	visible_at = CASE WHEN NOT m.dlq AND $6 > 0 AND m.delivery_count >= $6 THEN now()
@@ -149,7 +170,14 @@ WHERE m.queue_no = $1 AND m.id = ANY (ARRAY (SELECT id FROM next)) AND m.id = ne
 	AND m.group_no IS NOT DISTINCT FROM next.group_no
 RETURNING m.group_no, m.id, m.channel_id, m.visible_at, m.expire_at, m.delivery_count, m.content,
 	m.attributes, m.metadata, m.time_created, m.dlq <> $3 AS dead_lettered, m.last_negative_code,
-	m.last_negative_reason, m.message_group;
+	m.last_negative_reason, m.message_group
+)
+SELECT l.group_no, l.id, l.channel_id, l.visible_at, l.expire_at, l.delivery_count,
+	coalesce(l.content, b.content), coalesce(l.attributes, b.attributes), coalesce(l.metadata, b.metadata),
+	l.time_created, l.dead_lettered, l.last_negative_code, l.last_negative_reason, l.message_group, l.content IS NULL
+FROM leased l LEFT JOIN LATERAL (
+	SELECT b.content, b.attributes, b.metadata FROM message_bodies b
+	WHERE l.content IS NULL AND b.queue_no = $1 AND b.id = l.id) b ON true;
 
 -- $1 @queue_no, $2 @group_no, $3 @dlq, $4 @channels, $5 @limit, $6 @max_deliveries, $7 @visibility_seconds, $8 @lease_id, $9 @owner
 -- messages.lease_one_dead_letter
@@ -160,7 +188,8 @@ WITH next AS (
 	ORDER BY visible_at, id
 	LIMIT $5
 	FOR UPDATE SKIP LOCKED
-), leased AS (
+)
+, leased AS (
 UPDATE messages m SET
 	dlq = m.dlq OR ($6 > 0 AND m.delivery_count >= $6),
 	visible_at = CASE WHEN NOT m.dlq AND $6 > 0 AND m.delivery_count >= $6 THEN now()
@@ -190,7 +219,12 @@ RETURNING m.group_no, m.id, m.channel_id, m.visible_at, m.expire_at, m.delivery_
 		AND m.group_no IS NOT DISTINCT FROM nx.group_no AND m.visible_at = 'infinity'
 	RETURNING m.group_no, m.id
 )
-SELECT * FROM leased;
+SELECT l.group_no, l.id, l.channel_id, l.visible_at, l.expire_at, l.delivery_count,
+	coalesce(l.content, b.content), coalesce(l.attributes, b.attributes), coalesce(l.metadata, b.metadata),
+	l.time_created, l.dead_lettered, l.last_negative_code, l.last_negative_reason, l.message_group, l.content IS NULL
+FROM leased l LEFT JOIN LATERAL (
+	SELECT b.content, b.attributes, b.metadata FROM message_bodies b
+	WHERE l.content IS NULL AND b.queue_no = $1 AND b.id = l.id) b ON true;
 
 -- $1 @queue_no, $2 @group_no, $3 @dlq, $4 @channels, $5 @limit, $6 @max_deliveries, $7 @visibility_seconds, $8 @lease_id, $9 @owners
 -- messages.lease_one_owners
@@ -204,6 +238,7 @@ WITH picked AS (
 ), next AS (
 	SELECT group_no, id, row_number() OVER (ORDER BY id) AS slot FROM picked
 )
+, leased AS (
 UPDATE messages m SET
 	dlq = m.dlq OR ($6 > 0 AND m.delivery_count >= $6),
 	visible_at = CASE WHEN NOT m.dlq AND $6 > 0 AND m.delivery_count >= $6 THEN now()
@@ -217,7 +252,14 @@ WHERE m.queue_no = $1 AND m.id = ANY (ARRAY (SELECT id FROM next)) AND m.id = ne
 	AND m.group_no IS NOT DISTINCT FROM next.group_no
 RETURNING m.group_no, m.id, m.channel_id, m.visible_at, m.expire_at, m.delivery_count, m.content,
 	m.attributes, m.metadata, m.time_created, m.dlq <> $3 AS dead_lettered, m.last_negative_code,
-	m.last_negative_reason, m.message_group;
+	m.last_negative_reason, m.message_group
+)
+SELECT l.group_no, l.id, l.channel_id, l.visible_at, l.expire_at, l.delivery_count,
+	coalesce(l.content, b.content), coalesce(l.attributes, b.attributes), coalesce(l.metadata, b.metadata),
+	l.time_created, l.dead_lettered, l.last_negative_code, l.last_negative_reason, l.message_group, l.content IS NULL
+FROM leased l LEFT JOIN LATERAL (
+	SELECT b.content, b.attributes, b.metadata FROM message_bodies b
+	WHERE l.content IS NULL AND b.queue_no = $1 AND b.id = l.id) b ON true;
 
 -- $1 @queue_no, $2 @group_no, $3 @dlq, $4 @channels, $5 @limit, $6 @max_deliveries, $7 @visibility_seconds, $8 @lease_id, $9 @owners
 -- messages.lease_one_owners_dead_letter
@@ -230,7 +272,8 @@ WITH picked AS (
 	FOR UPDATE SKIP LOCKED
 ), next AS (
 	SELECT group_no, id, row_number() OVER (ORDER BY id) AS slot FROM picked
-), leased AS (
+)
+, leased AS (
 UPDATE messages m SET
 	dlq = m.dlq OR ($6 > 0 AND m.delivery_count >= $6),
 	visible_at = CASE WHEN NOT m.dlq AND $6 > 0 AND m.delivery_count >= $6 THEN now()
@@ -260,7 +303,12 @@ RETURNING m.group_no, m.id, m.channel_id, m.visible_at, m.expire_at, m.delivery_
 		AND m.group_no IS NOT DISTINCT FROM nx.group_no AND m.visible_at = 'infinity'
 	RETURNING m.group_no, m.id
 )
-SELECT * FROM leased;
+SELECT l.group_no, l.id, l.channel_id, l.visible_at, l.expire_at, l.delivery_count,
+	coalesce(l.content, b.content), coalesce(l.attributes, b.attributes), coalesce(l.metadata, b.metadata),
+	l.time_created, l.dead_lettered, l.last_negative_code, l.last_negative_reason, l.message_group, l.content IS NULL
+FROM leased l LEFT JOIN LATERAL (
+	SELECT b.content, b.attributes, b.metadata FROM message_bodies b
+	WHERE l.content IS NULL AND b.queue_no = $1 AND b.id = l.id) b ON true;
 
 -- $1 @queue_no, $2 @group_no, $3 @dlq, $4 @channels, $5 @queue_id, $6 @consumer, $7 @limit, $8 @max_deliveries, $9 @visibility_seconds, $10 @lease_id
 -- messages.lease_as_consumer
@@ -274,6 +322,7 @@ WITH next AS (
 	LIMIT $7
 	FOR UPDATE OF messages SKIP LOCKED
 )
+, leased AS (
 UPDATE messages m SET
 	dlq = m.dlq OR ($8 > 0 AND m.delivery_count >= $8),
 	visible_at = CASE WHEN NOT m.dlq AND $8 > 0 AND m.delivery_count >= $8 THEN now()
@@ -287,7 +336,14 @@ WHERE m.queue_no = $1 AND m.id = ANY (ARRAY (SELECT id FROM next)) AND m.id = ne
 	AND m.group_no IS NOT DISTINCT FROM next.group_no
 RETURNING m.group_no, m.id, m.channel_id, m.visible_at, m.expire_at, m.delivery_count, m.content,
 	m.attributes, m.metadata, m.time_created, m.dlq <> $3 AS dead_lettered, m.last_negative_code,
-	m.last_negative_reason, m.message_group;
+	m.last_negative_reason, m.message_group
+)
+SELECT l.group_no, l.id, l.channel_id, l.visible_at, l.expire_at, l.delivery_count,
+	coalesce(l.content, b.content), coalesce(l.attributes, b.attributes), coalesce(l.metadata, b.metadata),
+	l.time_created, l.dead_lettered, l.last_negative_code, l.last_negative_reason, l.message_group, l.content IS NULL
+FROM leased l LEFT JOIN LATERAL (
+	SELECT b.content, b.attributes, b.metadata FROM message_bodies b
+	WHERE l.content IS NULL AND b.queue_no = $1 AND b.id = l.id) b ON true;
 
 -- $1 @queue_no, $2 @group_no, $3 @dlq, $4 @channels, $5 @queue_id, $6 @consumer, $7 @limit, $8 @max_deliveries, $9 @visibility_seconds, $10 @lease_id
 -- messages.lease_as_consumer_dead_letter
@@ -300,7 +356,8 @@ WITH next AS (
 	ORDER BY id
 	LIMIT $7
 	FOR UPDATE OF messages SKIP LOCKED
-), leased AS (
+)
+, leased AS (
 UPDATE messages m SET
 	dlq = m.dlq OR ($8 > 0 AND m.delivery_count >= $8),
 	visible_at = CASE WHEN NOT m.dlq AND $8 > 0 AND m.delivery_count >= $8 THEN now()
@@ -330,7 +387,12 @@ RETURNING m.group_no, m.id, m.channel_id, m.visible_at, m.expire_at, m.delivery_
 		AND m.group_no IS NOT DISTINCT FROM nx.group_no AND m.visible_at = 'infinity'
 	RETURNING m.group_no, m.id
 )
-SELECT * FROM leased;
+SELECT l.group_no, l.id, l.channel_id, l.visible_at, l.expire_at, l.delivery_count,
+	coalesce(l.content, b.content), coalesce(l.attributes, b.attributes), coalesce(l.metadata, b.metadata),
+	l.time_created, l.dead_lettered, l.last_negative_code, l.last_negative_reason, l.message_group, l.content IS NULL
+FROM leased l LEFT JOIN LATERAL (
+	SELECT b.content, b.attributes, b.metadata FROM message_bodies b
+	WHERE l.content IS NULL AND b.queue_no = $1 AND b.id = l.id) b ON true;
 
 -- $1 @queue_id, $2 @group_nos, $3 @message_groups
 -- messages.lock_groups
@@ -393,19 +455,24 @@ UPDATE messages m SET dlq = false, delivery_count = 0, lease_id = 0,
 FROM picked p LEFT JOIN queued q ON q.message_group = p.message_group
 WHERE m.queue_no = $3 AND m.id = ANY ($1) AND m.id = p.id AND m.group_no IS NOT DISTINCT FROM $4 AND m.dlq;
 
--- $1 @channel_ids, $2 @delays, $3 @sizes, $4 @contents, $5 @attributes, $6 @metadata, $7 @queue_no, $8 @retention_seconds, $9 @copy_ords, $10 @copy_group_nos
+-- $1 @channel_ids, $2 @delays, $3 @sizes, $4 @contents, $5 @attributes, $6 @metadata, $7 @shared, $8 @queue_no, $9 @retention_seconds, $10 @copy_ords, $11 @copy_group_nos
 -- messages.insert
 WITH input AS (
 	SELECT nextval('messages_id_seq') AS id, u.*
-	FROM unnest($1::text[], $2::int[], $3::int[], $4::text[], $5::json[], $6::json[])
-		WITH ORDINALITY AS u(channel_id, delay, size_bytes, content, attributes, metadata, ord)
+	FROM unnest($1::text[], $2::int[], $3::int[], $4::text[], $5::json[], $6::json[], $7::bool[])
+		WITH ORDINALITY AS u(channel_id, delay, size_bytes, content, attributes, metadata, shared, ord)
 	ORDER BY u.ord
+), bodies AS (
+	INSERT INTO message_bodies (queue_no, id, content, attributes, metadata)
+	SELECT $8, id, content, attributes, metadata FROM input WHERE shared
 ), ins AS (
 	INSERT INTO messages (queue_no, group_no, id, channel_id, visible_at, expire_at, size_bytes, content, attributes, metadata)
-	SELECT $7, g.group_no, input.id, input.channel_id, now() + make_interval(secs => input.delay),
-		now() + make_interval(secs => $8), input.size_bytes, input.content, input.attributes, input.metadata
-	FROM input JOIN unnest($9::int[], $10::int[]) AS g(ord, group_no) ON g.ord = input.ord)
-SELECT id, ord, now() + make_interval(secs => $8) FROM input;
+	SELECT $8, g.group_no, input.id, input.channel_id, now() + make_interval(secs => input.delay),
+		now() + make_interval(secs => $9), input.size_bytes,
+		CASE WHEN NOT input.shared THEN input.content END, CASE WHEN NOT input.shared THEN input.attributes END,
+		CASE WHEN NOT input.shared THEN input.metadata END
+	FROM input JOIN unnest($10::int[], $11::int[]) AS g(ord, group_no) ON g.ord = input.ord)
+SELECT id, ord, now() + make_interval(secs => $9) FROM input;
 
 -- $1 @queue_no, $2 @retention_seconds, $3 @channel_ids, $4 @delays, $5 @sizes, $6 @contents, $7 @attributes, $8 @metadata, $9 @group_nos
 -- messages.insert_one_copy
@@ -416,34 +483,38 @@ FROM unnest($3::text[], $4::int[], $5::int[], $6::text[], $7::json[], $8::json[]
 	AS u(channel_id, delay, size_bytes, content, attributes, metadata, group_no)
 RETURNING id, expire_at;
 
--- $1 @channel_ids, $2 @delays, $3 @sizes, $4 @contents, $5 @attributes, $6 @metadata, $7 @message_groups, $8 @copy_ords, $9 @copy_group_nos, $10 @queue_no, $11 @retention_seconds
+-- $1 @channel_ids, $2 @delays, $3 @sizes, $4 @contents, $5 @attributes, $6 @metadata, $7 @message_groups, $8 @shared, $9 @queue_no, $10 @copy_ords, $11 @copy_group_nos, $12 @retention_seconds
 -- messages.insert_ordered
 WITH input AS (
 	SELECT nextval('messages_id_seq') AS id, u.*
-	FROM unnest($1::text[], $2::int[], $3::int[], $4::text[], $5::json[], $6::json[], $7::text[])
-		WITH ORDINALITY AS u(channel_id, delay, size_bytes, content, attributes, metadata, message_group, ord)
+	FROM unnest($1::text[], $2::int[], $3::int[], $4::text[], $5::json[], $6::json[], $7::text[], $8::bool[])
+		WITH ORDINALITY AS u(channel_id, delay, size_bytes, content, attributes, metadata, message_group, shared, ord)
 	ORDER BY u.ord
+), bodies AS (
+	INSERT INTO message_bodies (queue_no, id, content, attributes, metadata)
+	SELECT $9, id, content, attributes, metadata FROM input WHERE shared
 ), copies AS (
 	SELECT input.*, g.group_no,
 		row_number() OVER (PARTITION BY g.group_no, input.message_group ORDER BY input.id) AS position
-	FROM input JOIN unnest($8::int[], $9::int[]) AS g(ord, group_no) ON g.ord = input.ord
+	FROM input JOIN unnest($10::int[], $11::int[]) AS g(ord, group_no) ON g.ord = input.ord
 ), queued AS (
 	SELECT k.group_no, k.message_group FROM (
 		SELECT DISTINCT group_no, message_group FROM copies WHERE message_group IS NOT NULL) k
 	CROSS JOIN LATERAL (
 		SELECT 1 FROM messages m
-		WHERE m.queue_no = $10 AND m.group_no = k.group_no AND m.message_group = k.message_group AND NOT m.dlq
+		WHERE m.queue_no = $9 AND m.group_no = k.group_no AND m.message_group = k.message_group AND NOT m.dlq
 		ORDER BY m.id DESC LIMIT 1
 		FOR KEY SHARE) last
 ), ins AS (
 	INSERT INTO messages (queue_no, group_no, id, channel_id, visible_at, expire_at, size_bytes, content,
 		attributes, metadata, message_group)
-	SELECT $10, c.group_no, c.id, c.channel_id,
+	SELECT $9, c.group_no, c.id, c.channel_id,
 		CASE WHEN c.message_group IS NOT NULL AND (c.position > 1 OR q.group_no IS NOT NULL) THEN 'infinity'::timestamptz
 			ELSE now() + make_interval(secs => c.delay) END,
-		now() + make_interval(secs => $11), c.size_bytes, c.content, c.attributes, c.metadata, c.message_group
+		now() + make_interval(secs => $12), c.size_bytes, CASE WHEN NOT c.shared THEN c.content END,
+		CASE WHEN NOT c.shared THEN c.attributes END, CASE WHEN NOT c.shared THEN c.metadata END, c.message_group
 	FROM copies c LEFT JOIN queued q ON q.group_no = c.group_no AND q.message_group = c.message_group)
-SELECT id, ord, now() + make_interval(secs => $11) FROM input;
+SELECT id, ord, now() + make_interval(secs => $12) FROM input;
 
 -- $1 @queue_id, $2 @window_seconds, $3 @dedup_ids
 -- dedup.claim
@@ -492,6 +563,25 @@ DELETE FROM messages m USING (
 	CROSS JOIN LATERAL (SELECT queue_no, group_no, id FROM messages WHERE queue_no = q.no LIMIT $1) o
 	WHERE q.lifecycle_state = 'DELETED' AND q.time_updated > now() - interval '1 day' LIMIT $1) d
 WHERE m.queue_no = d.queue_no AND m.id = d.id AND m.group_no IS NOT DISTINCT FROM d.group_no;
+
+-- $1 @limit
+-- messages.expire_bodies
+WITH RECURSIVE queues_with_bodies AS (
+	(SELECT queue_no FROM message_bodies ORDER BY queue_no LIMIT 1)
+	UNION ALL
+	SELECT (SELECT b.queue_no FROM message_bodies b WHERE b.queue_no > q.queue_no ORDER BY b.queue_no LIMIT 1)
+	FROM queues_with_bodies q WHERE q.queue_no IS NOT NULL
+), orphans AS (
+	SELECT o.queue_no, o.id FROM queues_with_bodies q
+	CROSS JOIN LATERAL (
+		SELECT b.queue_no, b.id FROM message_bodies b
+		WHERE b.queue_no = q.queue_no
+			AND b.id < coalesce((SELECT min(m.id) FROM messages m WHERE m.queue_no = q.queue_no), 9223372036854775807)
+		ORDER BY b.id LIMIT $1) o
+	WHERE q.queue_no IS NOT NULL
+	LIMIT $1
+)
+DELETE FROM message_bodies b USING orphans o WHERE b.queue_no = o.queue_no AND b.id = o.id;
 
 -- no parameters
 -- messages.last_id

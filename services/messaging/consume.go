@@ -279,7 +279,7 @@ func (s *Service) leaseOnce(ctx context.Context, q persistence.Queue, groupNo in
 			}
 			d := Delivered{LeasedMessage: m}
 			d.Receipt = s.receipts.Encode(q.ID, persistence.Receipt{GroupNo: m.GroupNo, ID: m.ID, LeaseID: m.LeaseID, DLQ: req.DLQ,
-				Ordered: m.MessageGroup != nil && !req.DLQ})
+				Ordered: m.MessageGroup != nil && !req.DLQ, Shared: m.Shared})
 			if len(m.Metadata) > 0 {
 				var meta storedMetadata
 				if json.Unmarshal(m.Metadata, &meta) == nil {

@@ -14,7 +14,7 @@ import (
 )
 
 // Receipts are opaque, URL-safe tokens naming one lease of one message: version, flags (DLQ; ordered: the message
-// belongs to an ordered message group), consumer group, message id and lease id, signed with HMAC-SHA256 over the queue id too, so a receipt cannot be forged, moved to another
+// belongs to an ordered message group; shared: its content is stored once for several groups), consumer group, message id and lease id, signed with HMAC-SHA256 over the queue id too, so a receipt cannot be forged, moved to another
 // queue, or reused after the message was leased again (the lease id no longer matches).
 type Receipts struct {
 	key  []byte
@@ -25,6 +25,7 @@ const (
 	receiptVersion = 1
 	receiptDLQ     = 1 << 0
 	receiptOrdered = 1 << 1
+	receiptShared  = 1 << 2
 	receiptPayload = 1 + 1 + 4 + 8 + 8
 	receiptMAC     = 16
 )
@@ -49,6 +50,9 @@ func (r *Receipts) Encode(queueID string, rc persistence.Receipt) string {
 	if rc.Ordered {
 		buf[1] |= receiptOrdered
 	}
+	if rc.Shared {
+		buf[1] |= receiptShared
+	}
 	binary.BigEndian.PutUint32(buf[2:], uint32(rc.GroupNo))
 	binary.BigEndian.PutUint64(buf[6:], uint64(rc.ID))
 	binary.BigEndian.PutUint64(buf[14:], uint64(rc.LeaseID))
@@ -64,7 +68,7 @@ func (r *Receipts) Decode(queueID, receipt string) (persistence.Receipt, error) 
 	// Strict: the unused bits of the last character must be zero, so exactly one spelling of a receipt decodes
 	// (otherwise a changed last character could still be accepted).
 	buf, err := base64.RawURLEncoding.Strict().DecodeString(receipt)
-	if err != nil || len(buf) != receiptPayload+receiptMAC || buf[0] != receiptVersion || buf[1]&^(receiptDLQ|receiptOrdered) != 0 {
+	if err != nil || len(buf) != receiptPayload+receiptMAC || buf[0] != receiptVersion || buf[1]&^(receiptDLQ|receiptOrdered|receiptShared) != 0 {
 		return persistence.Receipt{}, ErrBadReceipt
 	}
 	if !hmac.Equal(buf[receiptPayload:], r.mac(queueID, buf[:receiptPayload])) {
@@ -77,6 +81,7 @@ func receiptOf(buf []byte) persistence.Receipt {
 	return persistence.Receipt{
 		DLQ:     buf[1]&receiptDLQ != 0,
 		Ordered: buf[1]&receiptOrdered != 0,
+		Shared:  buf[1]&receiptShared != 0,
 		GroupNo: int32(binary.BigEndian.Uint32(buf[2:])),
 		ID:      int64(binary.BigEndian.Uint64(buf[6:])),
 		LeaseID: int64(binary.BigEndian.Uint64(buf[14:])),

@@ -20,6 +20,7 @@ import (
 
 	"github.com/ferry-mq/ferry/openapi/sdk"
 	"github.com/ferry-mq/ferry/persistence/testdb"
+	"github.com/ferry-mq/ferry/tests/e2e"
 	"github.com/ferry-mq/ferry/tests/testserver"
 )
 
@@ -39,6 +40,8 @@ type fanoutResult struct {
 	batchMillis      float64
 	tripsPerBatch    float64
 	discardedBatches int
+	bytesPerMsg      float64 // stored bytes per message (every group's rows and the shared body), tuples only
+	consumedPerSec   float64 // one group's GetMessages + DeleteMessages rate
 }
 
 // BenchmarkPublishFanout publishes batches of 20 × 1 KiB messages through an in-process server to a queue with 1,
@@ -118,16 +121,28 @@ func BenchmarkPublishFanout(b *testing.B) {
 				batchMillis:   1000 * elapsed / float64(batches),
 				tripsPerBatch: float64(trips) / float64(batches),
 			}
+			// Storage: the bytes of the queue's rows (one per message and group) and of its shared bodies.
+			if err := srv.Pool.QueryRow(ctx, `SELECT (coalesce((SELECT sum(pg_column_size(m.*)) FROM messages m WHERE m.queue_no = q.no), 0)
+					+ coalesce((SELECT sum(pg_column_size(b.*)) FROM message_bodies b WHERE b.queue_no = q.no), 0))::float8
+					/ greatest((SELECT count(DISTINCT id) FROM messages m WHERE m.queue_no = q.no), 1)
+				FROM queues q WHERE q.id = $1`, queueID).Scan(&r.bytesPerMsg); err != nil {
+				b.Fatal(err)
+			}
+			// Consumption: one group drains 2,000 messages (GetMessages of 20, DeleteMessages of what it got).
+			r.consumedPerSec = drainGroup(b, c, queueID, "g0", 2000)
 			b.ReportMetric(r.msgsPerSec, "msgs/s")
 			b.ReportMetric(r.rowsPerSec, "rows/s")
 			b.ReportMetric(r.tripsPerBatch, "roundtrips/batch")
-			b.Logf("%d groups: %d batches in %.2fs, %.0f msgs/s, %.0f rows/s, %.2f ms/batch, %.2f database round trips/batch",
-				groups, batches, elapsed, r.msgsPerSec, r.rowsPerSec, r.batchMillis, r.tripsPerBatch)
+			b.Logf("%d groups: %d batches in %.2fs, %.0f msgs/s, %.0f rows/s, %.2f ms/batch, %.2f database round trips/batch, "+
+				"%.0f bytes stored per message, one group consumes %.0f msgs/s",
+				groups, batches, elapsed, r.msgsPerSec, r.rowsPerSec, r.batchMillis, r.tripsPerBatch, r.bytesPerMsg, r.consumedPerSec)
 			results = append(results, r)
 
 			// The next size starts from an empty table.
-			if _, err := srv.Pool.Exec(ctx, `DELETE FROM messages WHERE queue_no = (SELECT no FROM queues WHERE id = $1)`, queueID); err != nil {
-				b.Fatal(err)
+			for _, table := range []string{"messages", "message_bodies"} {
+				if _, err := srv.Pool.Exec(ctx, `DELETE FROM `+table+` WHERE queue_no = (SELECT no FROM queues WHERE id = $1)`, queueID); err != nil {
+					b.Fatal(err)
+				}
 			}
 		})
 	}
@@ -136,20 +151,50 @@ func BenchmarkPublishFanout(b *testing.B) {
 	var line []string
 	for _, r := range results {
 		byGroups[r.groups] = r
-		line = append(line, fmt.Sprintf("groups=%d msgs_per_s=%.0f rows_per_s=%.0f ms_per_batch=%.2f roundtrips_per_batch=%.2f",
-			r.groups, r.msgsPerSec, r.rowsPerSec, r.batchMillis, r.tripsPerBatch))
+		line = append(line, fmt.Sprintf("groups=%d msgs_per_s=%.0f rows_per_s=%.0f ms_per_batch=%.2f roundtrips_per_batch=%.2f bytes_per_msg=%.0f consume_per_s=%.0f",
+			r.groups, r.msgsPerSec, r.rowsPerSec, r.batchMillis, r.tripsPerBatch, r.bytesPerMsg, r.consumedPerSec))
 	}
 	one, okOne := byGroups[1]
 	hundred, okHundred := byGroups[100]
 	if okOne && okHundred {
-		line = append(line, fmt.Sprintf("batch_time_100_over_1=%.2f roundtrips_100_over_1=%.2f rows_per_s_100_over_1=%.2f",
-			hundred.batchMillis/one.batchMillis, hundred.tripsPerBatch/one.tripsPerBatch, hundred.rowsPerSec/one.rowsPerSec))
+		line = append(line, fmt.Sprintf("batch_time_100_over_1=%.2f roundtrips_100_over_1=%.2f rows_per_s_100_over_1=%.2f bytes_per_msg_100_over_1=%.2f consume_100_over_1=%.2f",
+			hundred.batchMillis/one.batchMillis, hundred.tripsPerBatch/one.tripsPerBatch, hundred.rowsPerSec/one.rowsPerSec,
+			hundred.bytesPerMsg/one.bytesPerMsg, hundred.consumedPerSec/one.consumedPerSec))
 		if hundred.tripsPerBatch > 2*one.tripsPerBatch {
 			b.Errorf("100 groups take %.2f round trips per batch, 1 group %.2f: fanout must not add round trips",
 				hundred.tripsPerBatch, one.tripsPerBatch)
 		}
 	}
 	fmt.Printf("fanout: %s\n", strings.Join(line, " | "))
+}
+
+// drainGroup consumes up to n messages of a consumer group (GetMessages of 20 with a long visibility, then
+// DeleteMessages of what came) and returns messages/s.
+func drainGroup(b *testing.B, c *e2e.Client, queueID, group string, n int) float64 {
+	ctx := context.Background()
+	start, done := time.Now(), 0
+	limit, visibility, wait := 20, 300, 0
+	for done < n {
+		resp, err := c.GetMessagesWithResponse(ctx, queueID, &sdk.GetMessagesParams{ConsumerGroupId: &group, Limit: &limit,
+			VisibilityInSeconds: &visibility, TimeoutInSeconds: &wait})
+		if err != nil || resp.JSON200 == nil {
+			b.Fatalf("get: %v", err)
+		}
+		if len(resp.JSON200.Messages) == 0 {
+			break
+		}
+		var entries []sdk.DeleteMessagesDetailsEntry
+		for _, m := range resp.JSON200.Messages {
+			entries = append(entries, sdk.DeleteMessagesDetailsEntry{Receipt: m.Receipt})
+		}
+		del, err := c.DeleteMessagesWithResponse(ctx, queueID, &sdk.DeleteMessagesParams{ConsumerGroupId: &group},
+			sdk.DeleteMessagesDetails{Entries: entries})
+		if err != nil || del.StatusCode() != http.StatusOK {
+			b.Fatalf("delete: %v", err)
+		}
+		done += len(entries)
+	}
+	return float64(done) / time.Since(start).Seconds()
 }
 
 // countingProxy forwards PostgreSQL connections to the real server and counts round trips: the client's Sync

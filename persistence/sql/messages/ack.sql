@@ -44,6 +44,15 @@ WITH deleted AS (
 )
 SELECT group_no, id, false FROM deleted UNION ALL SELECT group_no, id, true FROM unblocked;
 
+-- name: messages.delete_bodies
+-- The bodies (put.sql) of the given messages that no consumer group's row holds any more: after an
+-- acknowledgement, in its transaction (this statement sees the rows it deleted gone). Two groups acknowledging
+-- the same message at once may each still see the other's row, and keep the body: the maintainer deletes what
+-- is older than the queue's oldest message (messages.expire_bodies).
+DELETE FROM message_bodies b
+WHERE b.queue_no = @queue_no AND b.id = ANY (@ids::bigint[])
+	AND NOT EXISTS (SELECT 1 FROM messages m WHERE m.queue_no = @queue_no AND m.id = b.id);
+
 -- name: messages.update_visibility
 -- Move the leases that the receipts still hold to now() + @seconds (per receipt).
 UPDATE messages m SET visible_at = now() + make_interval(secs => r.secs)

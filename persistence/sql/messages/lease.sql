@@ -63,7 +63,7 @@ WITH next AS (
 )
 {{- end}}
 {{- end}}
-{{- if .DeadLetter}}, leased AS ({{end}}
+, leased AS (
 -- Deliver (or dead-letter: a row whose delivery count reached the limit moves to the DLQ instead of being
 -- delivered) the picked rows, looked up by primary key (m.id = ANY is the index condition: joined on next alone,
 -- a generic plan hashes the whole queue). group_no is compared with IS NOT DISTINCT FROM, which is no index
@@ -107,6 +107,13 @@ RETURNING m.group_no, m.id, m.channel_id, m.visible_at, m.expire_at, m.delivery_
 	WHERE m.queue_no = @queue_no AND m.id = ANY (ARRAY (SELECT id FROM next_up)) AND m.id = nx.id
 		AND m.group_no IS NOT DISTINCT FROM nx.group_no AND m.visible_at = 'infinity'
 	RETURNING m.group_no, m.id
+{{- end}}
 )
-SELECT * FROM leased
-{{- end}};
+-- A message of several consumer groups keeps its content, attributes and metadata in message_bodies (put.sql):
+-- read them there for the rows that have none (one primary-key probe per such row; none for the others).
+SELECT l.group_no, l.id, l.channel_id, l.visible_at, l.expire_at, l.delivery_count,
+	coalesce(l.content, b.content), coalesce(l.attributes, b.attributes), coalesce(l.metadata, b.metadata),
+	l.time_created, l.dead_lettered, l.last_negative_code, l.last_negative_reason, l.message_group, l.content IS NULL
+FROM leased l LEFT JOIN LATERAL (
+	SELECT b.content, b.attributes, b.metadata FROM message_bodies b
+	WHERE l.content IS NULL AND b.queue_no = @queue_no AND b.id = l.id) b ON true;

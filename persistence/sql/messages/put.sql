@@ -3,16 +3,23 @@
 -- name: messages.insert
 -- Insert a batch: ids come from the sequence in input order (volatile functions are evaluated after the
 -- ordinality order), so sorting the returned ids restores the batch order. Each message is copied into the
--- consumer groups that @copy_ords/@copy_group_nos pair with its ordinality (fanout).
+-- consumer groups that @copy_ords/@copy_group_nos pair with its ordinality (fanout). A message of several groups
+-- (@shared) is stored once: its content, attributes and metadata in message_bodies, and each group's row without
+-- them (migration 0012).
 WITH input AS (
 	SELECT nextval('messages_id_seq') AS id, u.*
-	FROM unnest(@channel_ids::text[], @delays::int[], @sizes::int[], @contents::text[], @attributes::json[], @metadata::json[])
-		WITH ORDINALITY AS u(channel_id, delay, size_bytes, content, attributes, metadata, ord)
+	FROM unnest(@channel_ids::text[], @delays::int[], @sizes::int[], @contents::text[], @attributes::json[], @metadata::json[], @shared::bool[])
+		WITH ORDINALITY AS u(channel_id, delay, size_bytes, content, attributes, metadata, shared, ord)
 	ORDER BY u.ord
+), bodies AS (
+	INSERT INTO message_bodies (queue_no, id, content, attributes, metadata)
+	SELECT @queue_no, id, content, attributes, metadata FROM input WHERE shared
 ), ins AS (
 	INSERT INTO messages (queue_no, group_no, id, channel_id, visible_at, expire_at, size_bytes, content, attributes, metadata)
 	SELECT @queue_no, g.group_no, input.id, input.channel_id, now() + make_interval(secs => input.delay),
-		now() + make_interval(secs => @retention_seconds), input.size_bytes, input.content, input.attributes, input.metadata
+		now() + make_interval(secs => @retention_seconds), input.size_bytes,
+		CASE WHEN NOT input.shared THEN input.content END, CASE WHEN NOT input.shared THEN input.attributes END,
+		CASE WHEN NOT input.shared THEN input.metadata END
 	FROM input JOIN unnest(@copy_ords::int[], @copy_group_nos::int[]) AS g(ord, group_no) ON g.ord = input.ord)
 SELECT id, ord, now() + make_interval(secs => @retention_seconds) FROM input;
 
@@ -28,16 +35,20 @@ FROM unnest(@channel_ids::text[], @delays::int[], @sizes::int[], @contents::text
 RETURNING id, expire_at;
 
 -- name: messages.insert_ordered
--- Insert a batch that holds ordered messages (after messages.lock_groups in the same transaction). Per consumer
+-- Insert a batch that holds ordered messages (after messages.lock_groups in the same transaction), storing a
+-- message of several groups once as messages.insert does. Per consumer
 -- group, the first message of a message group that has no message yet is its head and is inserted as usual;
 -- every other one waits (visible_at = 'infinity'). The group's last message is locked FOR KEY SHARE until
 -- commit, so no lease can dead-letter it — and unblock nothing, not seeing this insert — meanwhile: the lease
 -- skips it (SKIP LOCKED), or this statement waits for the lease and then finds it in the DLQ.
 WITH input AS (
 	SELECT nextval('messages_id_seq') AS id, u.*
-	FROM unnest(@channel_ids::text[], @delays::int[], @sizes::int[], @contents::text[], @attributes::json[], @metadata::json[], @message_groups::text[])
-		WITH ORDINALITY AS u(channel_id, delay, size_bytes, content, attributes, metadata, message_group, ord)
+	FROM unnest(@channel_ids::text[], @delays::int[], @sizes::int[], @contents::text[], @attributes::json[], @metadata::json[], @message_groups::text[], @shared::bool[])
+		WITH ORDINALITY AS u(channel_id, delay, size_bytes, content, attributes, metadata, message_group, shared, ord)
 	ORDER BY u.ord
+), bodies AS (
+	INSERT INTO message_bodies (queue_no, id, content, attributes, metadata)
+	SELECT @queue_no, id, content, attributes, metadata FROM input WHERE shared
 ), copies AS (
 	SELECT input.*, g.group_no,
 		row_number() OVER (PARTITION BY g.group_no, input.message_group ORDER BY input.id) AS position
@@ -56,7 +67,8 @@ WITH input AS (
 	SELECT @queue_no, c.group_no, c.id, c.channel_id,
 		CASE WHEN c.message_group IS NOT NULL AND (c.position > 1 OR q.group_no IS NOT NULL) THEN 'infinity'::timestamptz
 			ELSE now() + make_interval(secs => c.delay) END,
-		now() + make_interval(secs => @retention_seconds), c.size_bytes, c.content, c.attributes, c.metadata, c.message_group
+		now() + make_interval(secs => @retention_seconds), c.size_bytes, CASE WHEN NOT c.shared THEN c.content END,
+		CASE WHEN NOT c.shared THEN c.attributes END, CASE WHEN NOT c.shared THEN c.metadata END, c.message_group
 	FROM copies c LEFT JOIN queued q ON q.group_no = c.group_no AND q.message_group = c.message_group)
 SELECT id, ord, now() + make_interval(secs => @retention_seconds) FROM input;
 

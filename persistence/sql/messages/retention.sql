@@ -39,6 +39,28 @@ DELETE FROM messages m USING (
 	WHERE q.lifecycle_state = 'DELETED' AND q.time_updated > now() - interval '1 day' LIMIT @limit) d
 WHERE m.queue_no = d.queue_no AND m.id = d.id AND m.group_no IS NOT DISTINCT FROM d.group_no;
 
+-- name: messages.expire_bodies
+-- One batch of bodies (put.sql) that no consumer group's row holds any more, found cheaply: in each queue that
+-- has bodies (a skip scan of the primary key), those older than the queue's oldest stored message. A put inserts
+-- a body and its rows in one transaction, so this statement's snapshot sees both or neither. What an
+-- acknowledgement left behind (messages.delete_bodies) goes once the messages older than it are gone.
+WITH RECURSIVE queues_with_bodies AS (
+	(SELECT queue_no FROM message_bodies ORDER BY queue_no LIMIT 1)
+	UNION ALL
+	SELECT (SELECT b.queue_no FROM message_bodies b WHERE b.queue_no > q.queue_no ORDER BY b.queue_no LIMIT 1)
+	FROM queues_with_bodies q WHERE q.queue_no IS NOT NULL
+), orphans AS (
+	SELECT o.queue_no, o.id FROM queues_with_bodies q
+	CROSS JOIN LATERAL (
+		SELECT b.queue_no, b.id FROM message_bodies b
+		WHERE b.queue_no = q.queue_no
+			AND b.id < coalesce((SELECT min(m.id) FROM messages m WHERE m.queue_no = q.queue_no), 9223372036854775807)
+		ORDER BY b.id LIMIT @limit) o
+	WHERE q.queue_no IS NOT NULL
+	LIMIT @limit
+)
+DELETE FROM message_bodies b USING orphans o WHERE b.queue_no = o.queue_no AND b.id = o.id;
+
 -- name: messages.last_id
 -- The highest message id allocated so far.
 SELECT CASE WHEN is_called THEN last_value ELSE 0 END FROM messages_id_seq;
