@@ -11,6 +11,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/ferry-mq/ferry/openapi/sdk"
+	"github.com/ferry-mq/ferry/services/server"
 	"github.com/ferry-mq/ferry/tests/e2e"
 	"github.com/ferry-mq/ferry/tests/testserver"
 )
@@ -19,8 +20,11 @@ import (
 // nodes), within 200 ms.
 func TestLongPollWakesAcrossNodes(t *testing.T) {
 	t.Parallel()
-	srv, tenancyID, c := testserver.StartAdmin(t)
-	second := srv.Peer(t)
+	// No fallback poll within the test: a long poll that answers was woken by the other node's NOTIFY, however
+	// loaded the machine (the bounds below leave room for it).
+	noFallback := func(c *server.Config) { c.Messaging.PollInterval = time.Minute }
+	srv, tenancyID, c := testserver.StartAdmin(t, noFallback)
+	second := srv.Peer(t, noFallback)
 	c2 := second.AdminOf(t, tenancyID)
 	q := c.NewQueue(t, tenancyID)
 	<-srv.Node.Messaging().Ready() // the first node LISTENs
@@ -34,7 +38,7 @@ func TestLongPollWakesAcrossNodes(t *testing.T) {
 		require.NoError(t, r.Err)
 		require.Len(t, r.Msgs, 1)
 		require.Equal(t, sent[0].Id, r.Msgs[0].Id)
-		require.Less(t, r.At.Sub(putAt), 200*time.Millisecond, "round %d", round)
+		require.Less(t, r.At.Sub(putAt), 2*time.Second, "round %d", round)
 		c.DeleteAll(t, q, r.Msgs)
 	}
 
@@ -54,7 +58,7 @@ func TestLongPollWakesAcrossNodes(t *testing.T) {
 		c2.Put(t, q, e2e.MsgOn("on "+channel, channel))
 		got := <-done
 		require.Len(t, got, 1, channel)
-		require.Less(t, time.Since(putAt), 200*time.Millisecond, "a put on the new channel %s woke the long poll", channel)
+		require.Less(t, time.Since(putAt), 2*time.Second, "a put on the new channel %s woke the long poll", channel)
 		c.DeleteAll(t, q, got)
 	}
 	// And a short poll on the first node soon sees a new channel's message published on the second (not only
@@ -65,7 +69,7 @@ func TestLongPollWakesAcrossNodes(t *testing.T) {
 		resp, err := c.GetMessagesWithResponse(context.Background(), q, &sdk.GetMessagesParams{TimeoutInSeconds: e2e.Ptr(0)})
 		return err == nil && resp.JSON200 != nil && len(resp.JSON200.Messages) == 1
 	}, 2*time.Second, 10*time.Millisecond)
-	require.Less(t, time.Since(putAt), 300*time.Millisecond)
+	require.Less(t, time.Since(putAt), 800*time.Millisecond, "before the channel list's refresh, a second later")
 }
 
 // TestLongPollTimeouts: without messages a long poll answers an empty list after timeoutInSeconds, or after the
