@@ -55,10 +55,9 @@ func (l lifecycle) String() string {
 // an interval.
 type cpuUse struct{ ferry, postgres, beam, client float64 }
 
-// cpuNow reads every process's CPU so far (the ferry processes of nodes).
+// cpuNow reads every process's CPU so far (the ferry processes of nodes, the PostgreSQL of the first).
 func cpuNow(nodes ...*node) cpuUse {
-	_, pg, client := nodes[0].cpuSplit()
-	u := cpuUse{postgres: pg, client: client, beam: beamCPU()}
+	u := cpuUse{postgres: nodes[0].clusterCPU(), client: processCPU(os.Getpid(), false), beam: beamCPU()}
 	for _, n := range nodes {
 		u.ferry += n.ferryCPU()
 	}
@@ -70,7 +69,7 @@ func (u cpuUse) since(before cpuUse) cpuUse {
 }
 
 func (u cpuUse) perMsg(msgs int) string {
-	per := func(s float64) float64 { return s * 1e6 / float64(msgs) }
+	per := func(s float64) float64 { return max(0, s*1e6/float64(msgs)) } // 0, not -0, when a reaped child's rounding shows
 	return fmt.Sprintf("ferry %.0f, postgres %.0f, rabbitmq %.0f, client %.0f", per(u.ferry), per(u.postgres), per(u.beam), per(u.client))
 }
 
