@@ -28,7 +28,7 @@ var (
 //   - one queue's throughput in and out with 64 KiB messages, produced and consumed at once;
 //   - three ferry nodes on one PostgreSQL: the HTTP cycle with its workers spread over the three against all on
 //     one node (alternated), and put→receive at 1,000 msg/s with the puts on one node and the consumers on the
-//     two others.
+//     two others, then on one node for comparison.
 //
 // The last line is machine-readable.
 func BenchmarkPublishedLimits(b *testing.B) {
@@ -70,9 +70,12 @@ func BenchmarkPublishedLimits(b *testing.B) {
 	n.settle(b)
 	p50, p99 := n.latencyVia(b, nodes[1:], n.createQueue(b, "cross-node"), 1000, phase)
 	b.Logf("put→receive across nodes at 1,000 msg/s (puts on one node, long polls on the two others): p50 %.2f ms, p99 %.2f ms (target < 10)", p50, p99)
+	n.settle(b)
+	oneP50, oneP99 := n.latency(b, n.createQueue(b, "same-node"), 1000, phase)
+	b.Logf("put→receive on one node at 1,000 msg/s, right after: p50 %.2f ms, p99 %.2f ms (cross-node/one-node p99 %.2f)", oneP50, oneP99, p99/oneP99)
 
-	fmt.Printf("publish_over_raw_insert=%.2f large_mb_per_s_in=%.1f large_mb_per_s_out=%.1f three_nodes_over_one=%.2f cross_node_p99_put_to_receive_ms=%.1f\n",
-		ferryPut/rawPut, in, out, spread/one, p99)
+	fmt.Printf("publish_over_raw_insert=%.2f large_mb_per_s_in=%.1f large_mb_per_s_out=%.1f three_nodes_over_one=%.2f cross_node_p99_put_to_receive_ms=%.1f one_node_p99_put_to_receive_ms=%.1f\n",
+		ferryPut/rawPut, in, out, spread/one, p99, oneP99)
 }
 
 // measured is what a timed phase did: messages over its duration, with each process's CPU.
