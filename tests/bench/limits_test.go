@@ -78,17 +78,23 @@ func BenchmarkPublishedLimits(b *testing.B) {
 		ferryPut/rawPut, in, out, spread/one, p99, oneP99)
 }
 
-// measured is what a timed phase did: messages over its duration, with each process's CPU.
+// measured is what a timed phase did: messages over its duration, with each process's CPU and the requests its
+// ferry nodes answered per 1,000 messages.
 type measured struct {
-	msgs int64
-	took time.Duration
-	cpu  cpuUse
+	msgs     int64
+	took     time.Duration
+	cpu      cpuUse
+	requests string
 }
 
 func (m measured) rate() float64 { return float64(m.msgs) / m.took.Seconds() }
 
 func (m measured) String() string {
-	return fmt.Sprintf("%.0f msgs/s (CPU µs/msg %s)", m.rate(), m.cpu.perMsg(int(max(m.msgs, 1))))
+	s := fmt.Sprintf("%.0f msgs/s (CPU µs/msg %s)", m.rate(), m.cpu.perMsg(int(max(m.msgs, 1))))
+	if m.requests != "" {
+		s += "; ferry's requests per 1,000 messages: " + m.requests
+	}
+	return s
 }
 
 // timed runs work on workers goroutines until the phase ends and counts the messages they report; nodes are the
@@ -98,7 +104,7 @@ func timed(workers int, nodes []*node, work func(ctx context.Context, worker int
 	defer cancel()
 	var msgs atomic.Int64
 	var wg sync.WaitGroup
-	cpu0 := cpuNow(nodes...)
+	cpu0, requests0 := cpuNow(nodes...), requestsOf(nodes)
 	start := time.Now()
 	for w := range workers {
 		wg.Go(func() {
@@ -110,7 +116,20 @@ func timed(workers int, nodes []*node, work func(ctx context.Context, worker int
 		})
 	}
 	wg.Wait()
-	return measured{msgs: msgs.Load(), took: time.Since(start), cpu: cpuNow(nodes...).since(cpu0)}
+	m := measured{msgs: msgs.Load(), took: time.Since(start), cpu: cpuNow(nodes...).since(cpu0)}
+	m.requests = strings.TrimSpace(perThousand(requests0, requestsOf(nodes), float64(max(m.msgs, 1))))
+	return m
+}
+
+// requestsOf sums the requestCounts of nodes.
+func requestsOf(nodes []*node) map[string]float64 {
+	sum := map[string]float64{}
+	for _, n := range nodes {
+		for k, v := range n.requestCounts() {
+			sum[k] += v
+		}
+	}
+	return sum
 }
 
 // publishOnly puts batches of 20 × 1 KiB to queue with peerWorkers workers for a phase, nobody consuming.

@@ -40,6 +40,7 @@ type lifecycle struct {
 	msgs             int
 	publish, consume time.Duration
 	pubCPU, conCPU   cpuUse
+	requests         string // ferry's: the requests of the consume half per 1,000 messages
 }
 
 func (l lifecycle) publishRate() float64 { return float64(l.msgs) / l.publish.Seconds() }
@@ -47,8 +48,12 @@ func (l lifecycle) consumeRate() float64 { return float64(l.msgs) / l.consume.Se
 func (l lifecycle) wholeRate() float64   { return float64(l.msgs) / (l.publish + l.consume).Seconds() }
 
 func (l lifecycle) String() string {
-	return fmt.Sprintf("publish %.0f msgs/s (CPU µs/msg %s), consume+ack %.0f msgs/s (%s), lifecycle %.0f msgs/s",
+	s := fmt.Sprintf("publish %.0f msgs/s (CPU µs/msg %s), consume+ack %.0f msgs/s (%s), lifecycle %.0f msgs/s",
 		l.publishRate(), l.pubCPU.perMsg(l.msgs), l.consumeRate(), l.conCPU.perMsg(l.msgs), l.wholeRate())
+	if l.requests != "" {
+		s += "; consume requests per 1,000 messages: " + l.requests
+	}
+	return s
 }
 
 // cpuUse is the CPU seconds ferry's processes, PostgreSQL, RabbitMQ's beam.smp and this load generator used in
@@ -166,6 +171,7 @@ func (n *node) ferryLifecycle(b testing.TB, queue string, total int) lifecycle {
 	cpu1 := cpuNow(n)
 	l.pubCPU = cpu1.since(cpu0)
 
+	requests0 := n.requestCounts()
 	start = time.Now()
 	var consumed atomic.Int64
 	for range peerWorkers {
@@ -187,6 +193,7 @@ func (n *node) ferryLifecycle(b testing.TB, queue string, total int) lifecycle {
 	wg.Wait()
 	l.consume = time.Since(start)
 	l.conCPU = cpuNow(n).since(cpu1)
+	l.requests = strings.TrimSpace(perThousand(requests0, n.requestCounts(), float64(l.msgs)))
 	if ctx.Err() != nil {
 		b.Fatalf("ferry's lifecycle did not finish in time: %d of %d consumed", consumed.Load(), l.msgs)
 	}
