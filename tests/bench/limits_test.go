@@ -39,9 +39,17 @@ func BenchmarkPublishedLimits(b *testing.B) {
 	var ferryPut, rawPut float64
 	for round := 1; round <= 2; round++ {
 		n.settle(b)
+		statements := n.statementsReset() // with pg_stat_statements loaded (FERRY_BENCH_PG_SETTINGS), the statements' time
 		f := n.publishOnly(b, n.createQueue(b, fmt.Sprintf("publish-%d", round)))
+		if statements {
+			n.statementsReport(b, float64(f.msgs))
+		}
 		n.settle(b)
+		n.statementsReset()
 		r := n.rawInsertOnly(b)
+		if statements {
+			n.statementsReport(b, float64(r.msgs))
+		}
 		b.Logf("round %d: publish, %d workers: ferry %s; raw 20-row INSERT %s", round, peerWorkers, f, r)
 		ferryPut += f.rate() / 2
 		rawPut += r.rate() / 2
