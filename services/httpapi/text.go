@@ -1,0 +1,223 @@
+package httpapi
+
+import (
+	"bytes"
+	"encoding/json"
+	"net/http"
+	"net/url"
+	"strconv"
+	"strings"
+	"unicode/utf8"
+
+	"github.com/gin-gonic/gin"
+
+	"github.com/ferry-mq/ferry/fault"
+	"github.com/ferry-mq/ferry/persistence"
+)
+
+// One rule for text at the edge: every path parameter, query parameter (name and value), header parameter the
+// operation declares, and every string (and object key) of a JSON body must be text a PostgreSQL text column can
+// hold — valid UTF-8 without NUL (persistence.TextProblem) — or the request answers 400 InvalidParameter naming
+// it. Applied by the Validator before anything else reads the request, so that no handler, store or fast path
+// sees such text, and none needs a check of its own.
+
+// paramTextProblem checks the request's parameters and returns the error for the first bad one (nil: all fine).
+func paramTextProblem(c *gin.Context, headers []string) *fault.Error {
+	for _, p := range c.Params {
+		if why := persistence.TextProblem(p.Value); why != "" {
+			return fault.InvalidParameter("%s: %s", p.Key, why)
+		}
+	}
+	if err := queryTextProblem(c.Request.URL.RawQuery); err != nil {
+		return err
+	}
+	for _, name := range headers {
+		for _, v := range c.Request.Header.Values(name) {
+			if why := persistence.TextProblem(v); why != "" {
+				return fault.InvalidParameter("%s: %s", name, why)
+			}
+		}
+	}
+	return nil
+}
+
+// queryTextProblem checks the decoded query. A query with no escapes and only ASCII bytes (the hot path's
+// ?limit=32&timeoutInSeconds=20) decodes to itself: it is not parsed here.
+func queryTextProblem(raw string) *fault.Error {
+	plain := true
+	for i := 0; i < len(raw); i++ {
+		if c := raw[i]; c == '%' || c >= utf8.RuneSelf || c == 0 {
+			plain = false
+			break
+		}
+	}
+	if plain {
+		return nil
+	}
+	values, _ := url.ParseQuery(raw) // malformed pairs are dropped here as by every reader of the query
+	for name, vs := range values {
+		if why := persistence.TextProblem(name); why != "" {
+			return fault.InvalidParameter("query: a parameter name %s", why)
+		}
+		for _, v := range vs {
+			if why := persistence.TextProblem(v); why != "" {
+				return fault.InvalidParameter("%s: %s", name, why)
+			}
+		}
+	}
+	return nil
+}
+
+// headerParams lists the header parameters an operation declares (their values are checked by the rule).
+func headerParams(r *route) []string {
+	var out []string
+	seen := map[string]bool{}
+	add := func(in, name string) {
+		if in == "header" && !seen[http.CanonicalHeaderKey(name)] {
+			seen[http.CanonicalHeaderKey(name)] = true
+			out = append(out, name)
+		}
+	}
+	for _, p := range r.PathItem.Parameters {
+		add(p.Value.In, p.Value.Name)
+	}
+	for _, p := range r.Operation.Parameters {
+		add(p.Value.In, p.Value.Name)
+	}
+	return out
+}
+
+// bodyTextProblem finds a JSON string or key in body that is not valid UTF-8 (raw bytes, or an escaped surrogate
+// without its pair, which encoding/json would silently turn into U+FFFD) or that holds NUL (\u0000), and returns
+// the error naming its field (messages.0.content; the object for a key). Bodies that plainly hold neither are not
+// walked. A body that is not JSON is left to the validator's own error.
+func bodyTextProblem(body []byte) *fault.Error {
+	if utf8.Valid(body) && !bytes.Contains(body, []byte(`\u0000`)) && !bytes.Contains(body, []byte(`\ud`)) &&
+		!bytes.Contains(body, []byte(`\uD`)) {
+		return nil
+	}
+	type level struct {
+		object bool
+		atKey  bool // an object whose next token is a key
+		key    string
+		index  int
+	}
+	var stack []level
+	field := func(isKey bool) string {
+		var parts []string
+		for i, l := range stack {
+			switch {
+			case !l.object:
+				parts = append(parts, strconv.Itoa(l.index))
+			case !(isKey && i == len(stack)-1):
+				parts = append(parts, l.key)
+			}
+		}
+		if len(parts) == 0 {
+			return "body"
+		}
+		return strings.Join(parts, ".")
+	}
+	dec := json.NewDecoder(bytes.NewReader(body))
+	dec.UseNumber()
+	for {
+		start := dec.InputOffset()
+		tok, err := dec.Token()
+		if err != nil {
+			if !utf8.Valid(body) {
+				return fault.InvalidParameter("body: must be valid UTF-8")
+			}
+			return nil // the end, or not JSON: the validator words that
+		}
+		if d, ok := tok.(json.Delim); ok && (d == '}' || d == ']') {
+			stack = stack[:len(stack)-1]
+			if len(stack) > 0 && stack[len(stack)-1].object {
+				stack[len(stack)-1].atKey = true
+			}
+			continue
+		}
+		var top *level
+		if len(stack) > 0 {
+			top = &stack[len(stack)-1]
+		}
+		isKey := top != nil && top.object && top.atKey
+		if top != nil && !top.object {
+			top.index++
+		}
+		if s, ok := tok.(string); ok {
+			if why := jsonStringProblem(body[start:dec.InputOffset()]); why != "" {
+				return fault.InvalidParameter("%s: %s", field(isKey), why)
+			}
+			if isKey {
+				top.key, top.atKey = s, false
+				continue
+			}
+		}
+		if d, ok := tok.(json.Delim); ok {
+			stack = append(stack, level{object: d == '{', atKey: d == '{', index: -1})
+			continue
+		}
+		if top != nil && top.object {
+			top.atKey = true
+		}
+	}
+}
+
+// jsonStringProblem checks the source text of one JSON string token (with what precedes it: whitespace, ',' or
+// ':'): raw bytes that are not UTF-8, \u0000, and \uD800–\uDFFF escapes that are not a high surrogate followed at
+// once by a low one.
+func jsonStringProblem(src []byte) string {
+	if !utf8.Valid(src) {
+		return "must be valid UTF-8"
+	}
+	for i := 0; i < len(src); i++ {
+		if src[i] != '\\' || i+1 >= len(src) {
+			continue
+		}
+		if src[i+1] != 'u' {
+			i++ // \\, \", \n …: the escaped character is not the start of an escape
+			continue
+		}
+		r, ok := hex4(src[i+2:])
+		switch {
+		case !ok:
+			return "" // not JSON: the validator words that
+		case r == 0:
+			return "must not contain NUL characters"
+		case r >= 0xD800 && r < 0xDC00:
+			if len(src) < i+12 || src[i+6] != '\\' || src[i+7] != 'u' {
+				return "must be valid UTF-8 (an escaped surrogate without its pair)"
+			}
+			if low, ok := hex4(src[i+8:]); !ok || low < 0xDC00 || low > 0xDFFF {
+				return "must be valid UTF-8 (an escaped surrogate without its pair)"
+			}
+			i += 11
+		case r >= 0xDC00 && r <= 0xDFFF:
+			return "must be valid UTF-8 (an escaped surrogate without its pair)"
+		default:
+			i += 5
+		}
+	}
+	return ""
+}
+
+// hex4 reads the four hex digits of a \u escape.
+func hex4(b []byte) (rune, bool) {
+	if len(b) < 4 {
+		return 0, false
+	}
+	var r rune
+	for _, c := range b[:4] {
+		switch {
+		case c >= '0' && c <= '9':
+			r = r<<4 | rune(c-'0')
+		case c >= 'a' && c <= 'f':
+			r = r<<4 | rune(c-'a'+10)
+		case c >= 'A' && c <= 'F':
+			r = r<<4 | rune(c-'A'+10)
+		default:
+			return 0, false
+		}
+	}
+	return r, true
+}
