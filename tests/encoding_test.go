@@ -36,6 +36,7 @@ func TestEncodingBadInput(t *testing.T) {
 		{"identity compartment name", "/20160918/compartments" + in + "&name=%C0%80", "name"},
 		{"policy name", "/20210201/policies" + in + "&name=%FF", "name"},
 		{"policy name NUL", "/20210201/policies" + in + "&name=%00", "name"},
+		{"consumer group displayName", "/20210201/consumerGroups?queueId=" + q + "&displayName=%FF", "displayName"},
 		{"stats channelId", qPath + "/stats?channelId=%FF", "channelId"},
 		{"stats channelId NUL", qPath + "/stats?channelId=%00", "channelId"},
 		{"messages channelFilter", qPath + "/messages?timeoutInSeconds=0&channelFilter=%FF", "channelFilter"},
@@ -63,10 +64,17 @@ func TestEncodingBadInput(t *testing.T) {
 	}
 
 	t.Run("headers", func(t *testing.T) {
-		for _, h := range []string{"opc-retry-token", "opc-request-id"} {
-			r := srv.Raw(t, token, http.MethodPost, "/20210201/queues", "application/json",
-				strings.NewReader(`{"compartmentId":"`+tenancyID+`","displayName":"h"}`), h, "tok\xff")
-			e2e.RequireAPIError(t, r.Status, r.Body, http.StatusBadRequest, "InvalidParameter", h)
+		// The retry token is stored: each create with an invalid one answered 500 (found by tests/fuzz).
+		for _, create := range []struct{ path, body string }{
+			{"/20210201/queues", `{"compartmentId":"` + tenancyID + `","displayName":"h"}`},
+			{"/20210201/compartments", `{"compartmentId":"` + tenancyID + `","name":"h"}`},
+			{"/20160918/compartments", `{"compartmentId":"` + tenancyID + `","name":"h","description":"d"}`},
+			{"/20210201/policies", `{"compartmentId":"` + tenancyID + `","name":"h","description":"d","statements":["Allow group G to read queues in tenancy"]}`},
+		} {
+			for _, h := range []string{"opc-retry-token", "opc-request-id"} {
+				r := srv.Raw(t, token, http.MethodPost, create.path, "application/json", strings.NewReader(create.body), h, "tok\xfe")
+				e2e.RequireAPIError(t, r.Status, r.Body, http.StatusBadRequest, "InvalidParameter", h)
+			}
 		}
 		r := srv.Raw(t, token, http.MethodDelete, "/20210201/queues/"+q, "", nil, "if-match", "\xfe")
 		e2e.RequireAPIError(t, r.Status, r.Body, http.StatusBadRequest, "InvalidParameter", "if-match")
