@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"mime"
+	"net"
 	"net/http"
 	"strings"
 
@@ -118,10 +119,17 @@ func (v *Validator) Middleware() gin.HandlerFunc {
 		for _, p := range c.Params {
 			params[p.Key] = p.Value
 		}
-		body, isJSON, apiErr := readJSONBody(c.Request)
-		if apiErr != nil {
-			apierror.Write(c, apiErr)
+		body, isJSON, err := readJSONBody(c.Request)
+		if err != nil {
+			if isTimeout(err) {
+				c.Header("Connection", "close") // the rest of the body may still be on its way
+				err = apierror.New(http.StatusRequestTimeout, "RequestTimeout", "the request body did not arrive within the body read timeout")
+			}
+			apierror.Write(c, err)
 			return
+		}
+		if body != nil {
+			endBodyRead(c)
 		}
 		if decoded, ok := v.fastBody(route, c.Request, body, isJSON); ok {
 			// The body is valid (and free of trailing data and NUL): the parameters remain.
@@ -179,7 +187,7 @@ func (v *Validator) fastBody(r *route, req *http.Request, body []byte, isJSON bo
 // readJSONBody buffers a JSON request body (and puts it back for the validator and the handler). Bodies of other
 // content types are left alone and return nil: the validator rejects the content type. isJSON reports a body of
 // exactly application/json (parameters aside).
-func readJSONBody(r *http.Request) (body []byte, isJSON bool, _ *fault.Error) {
+func readJSONBody(r *http.Request) (body []byte, isJSON bool, _ error) {
 	if r.Body == nil || r.Body == http.NoBody {
 		return nil, false, nil
 	}
@@ -192,10 +200,19 @@ func readJSONBody(r *http.Request) (body []byte, isJSON bool, _ *fault.Error) {
 		if IsTooLarge(err) {
 			return nil, false, fault.PayloadTooLarge("the request body is too large")
 		}
+		if isTimeout(err) {
+			return nil, false, err
+		}
 		return nil, false, fault.InvalidParameter("body: reading the request body: %v", err)
 	}
 	r.Body = io.NopCloser(bytes.NewReader(body))
 	return body, mediaType == "application/json", nil
+}
+
+// isTimeout reports a read that passed the connection's read deadline (BodyReadDeadline).
+func isTimeout(err error) bool {
+	var netErr net.Error
+	return errors.As(err, &netErr) && netErr.Timeout()
 }
 
 // readAll reads a body in one allocation when its length is known (io.ReadAll grows its buffer step by step,
