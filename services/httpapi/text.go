@@ -87,11 +87,11 @@ func headerParams(r *route) []string {
 	return out
 }
 
-// bodyTextProblem finds a JSON string or key in body that is not valid UTF-8 (raw bytes, or an escaped surrogate
+// JSONTextProblem (the rule for JSON bodies, and for the frames of watches) finds a JSON string or key in body that is not valid UTF-8 (raw bytes, or an escaped surrogate
 // without its pair, which encoding/json would silently turn into U+FFFD) or that holds NUL (\u0000), and returns
 // the error naming its field (messages.0.content; the object for a key). Bodies that plainly hold neither are not
 // walked. A body that is not JSON is left to the validator's own error.
-func bodyTextProblem(body []byte) *fault.Error {
+func JSONTextProblem(body []byte) *fault.Error {
 	if utf8.Valid(body) && !bytes.Contains(body, []byte(`\u0000`)) && !bytes.Contains(body, []byte(`\ud`)) &&
 		!bytes.Contains(body, []byte(`\uD`)) {
 		return nil

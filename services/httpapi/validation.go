@@ -146,7 +146,7 @@ func (v *Validator) Middleware() gin.HandlerFunc {
 		}
 		// The fast decoders accept only good text; any other body is checked here, before kin-openapi (whose
 		// decoding would turn invalid UTF-8 into U+FFFD).
-		if err := bodyTextProblem(body); err != nil {
+		if err := JSONTextProblem(body); err != nil {
 			apierror.Write(c, err)
 			return
 		}
