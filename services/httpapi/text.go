@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"net/http"
 	"net/url"
+	"slices"
 	"strconv"
 	"strings"
 	"unicode/utf8"
@@ -22,7 +23,7 @@ import (
 // sees such text, and none needs a check of its own.
 
 // paramTextProblem checks the request's parameters and returns the error for the first bad one (nil: all fine).
-func paramTextProblem(c *gin.Context, headers []string) *fault.Error {
+func paramTextProblem(c *gin.Context, headers []headerParam) *fault.Error {
 	for _, p := range c.Params {
 		if why := persistence.TextProblem(p.Value); why != "" {
 			return fault.InvalidParameter("%s: %s", p.Key, why)
@@ -31,10 +32,10 @@ func paramTextProblem(c *gin.Context, headers []string) *fault.Error {
 	if err := queryTextProblem(c.Request.URL.RawQuery); err != nil {
 		return err
 	}
-	for _, name := range headers {
-		for _, v := range c.Request.Header.Values(name) {
+	for _, h := range headers {
+		for _, v := range c.Request.Header[h.key] {
 			if why := persistence.TextProblem(v); why != "" {
-				return fault.InvalidParameter("%s: %s", name, why)
+				return fault.InvalidParameter("%s: %s", h.name, why)
 			}
 		}
 	}
@@ -68,14 +69,17 @@ func queryTextProblem(raw string) *fault.Error {
 	return nil
 }
 
+// headerParam is a header parameter an operation declares: its name as the spec spells it, and its key in
+// http.Header (canonical, looked up without canonicalizing it per request).
+type headerParam struct{ name, key string }
+
 // headerParams lists the header parameters an operation declares (their values are checked by the rule).
-func headerParams(r *route) []string {
-	var out []string
-	seen := map[string]bool{}
+func headerParams(r *route) []headerParam {
+	var out []headerParam
 	add := func(in, name string) {
-		if in == "header" && !seen[http.CanonicalHeaderKey(name)] {
-			seen[http.CanonicalHeaderKey(name)] = true
-			out = append(out, name)
+		key := http.CanonicalHeaderKey(name)
+		if in == "header" && !slices.ContainsFunc(out, func(h headerParam) bool { return h.key == key }) {
+			out = append(out, headerParam{name: name, key: key})
 		}
 	}
 	for _, p := range r.PathItem.Parameters {

@@ -56,7 +56,7 @@ type route struct {
 	// params checks the parameters without kin-openapi when they are simple (fastparams.go); nil = kin-openapi.
 	params fastParams
 	// headers are the header parameters the operation declares (their text is checked: text.go).
-	headers []string
+	headers []headerParam
 }
 
 // NewValidator indexes the spec's operations by their gin route.
