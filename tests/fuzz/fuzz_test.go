@@ -52,6 +52,7 @@ func TestFuzzAPI(t *testing.T) {
 	srv, tenancyID, admin := testserver.StartAdmin(t)
 	token := srv.AdminToken(t, tenancyID)
 	fix := fixtures(t, srv, admin, tenancyID)
+	watchQueue := admin.NewQueue(t, tenancyID) // not among the fixtures: the generated requests would delete it
 	spec, err := api.GetSwagger()
 	require.NoError(t, err)
 	ops := Operations(spec)
@@ -87,7 +88,17 @@ func TestFuzzAPI(t *testing.T) {
 			}
 		}()
 	}
+	var watchFrames int
+	var watchFailures []string
+	wg.Add(1)
+	go func() { // the watch's own protocol: frames over a WebSocket
+		defer wg.Done()
+		watchFrames, watchFailures = fuzzWatch(srv.URL, token, watchQueue, seed, nil, deadline)
+	}()
 	wg.Wait()
+	for _, f := range watchFailures {
+		failures[f] = "(a watch frame)"
+	}
 
 	codes := make([]int, 0, len(statuses))
 	for c := range statuses {
@@ -98,8 +109,8 @@ func TestFuzzAPI(t *testing.T) {
 	for _, c := range codes {
 		summary = append(summary, fmt.Sprintf("%d×%d", c, statuses[c]))
 	}
-	t.Logf("%d requests to %d operations in %s: %s; %d distinct failures", sent.Load(), len(ops), duration,
-		strings.Join(summary, " "), len(failures))
+	t.Logf("%d requests to %d operations and %d watch frames in %s: %s; %d distinct failures", sent.Load(), len(ops),
+		watchFrames, duration, strings.Join(summary, " "), len(failures))
 	for key, req := range failures {
 		t.Errorf("5xx or transport error: %s\n  request: %s", key, req)
 	}

@@ -1,7 +1,8 @@
 // Package fuzz sends every operation of the OpenAPI spec random and mutated requests — path, query and header
 // parameters and JSON bodies generated from the operation's schemas, then broken: invalid UTF-8, NUL, unpaired
 // surrogates, huge and fractional numbers, wrong types, deep nesting, truncation — through the real router of a
-// real server on a real PostgreSQL, and fails on any 5xx, dropped connection or panic. TestFuzzAPI runs for
+// real server on a real PostgreSQL, and the frames of a watch over its WebSocket, and fails on any 5xx, dropped
+// connection or panic. TestFuzzAPI runs for
 // FERRY_FUZZ_DURATION (a few seconds in make test, longer in make fuzz); FERRY_FUZZ_SEED replays a run.
 package fuzz
 
@@ -252,6 +253,9 @@ func (g *Generator) intIn(s *openapi3.Schema) int64 {
 	}
 	if g.chance(0.1) { // just outside the range
 		return g.pick2(lo-1, hi+1)
+	}
+	if g.chance(0.15) { // the bounds themselves, where sums and conversions overflow
+		return g.pick2(lo, hi)
 	}
 	return lo + g.R.Int64N(hi-lo+1)
 }
