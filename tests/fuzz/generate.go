@@ -2,8 +2,8 @@
 // parameters and JSON bodies generated from the operation's schemas, then broken: invalid UTF-8, NUL, unpaired
 // surrogates, huge and fractional numbers, wrong types, deep nesting, truncation — through the real router of a
 // real server on a real PostgreSQL, and the frames of a watch over its WebSocket, and fails on any 5xx, dropped
-// connection or panic. TestFuzzAPI runs for
-// FERRY_FUZZ_DURATION (a few seconds in make test, longer in make fuzz); FERRY_FUZZ_SEED replays a run.
+// connection or panic. TestFuzzAPI runs for FERRY_FUZZ_DURATION (a few seconds in make test, longer in make fuzz);
+// FERRY_FUZZ_SEED replays a run.
 package fuzz
 
 import (
