@@ -195,5 +195,16 @@ func fixtures(t *testing.T, srv *testserver.Server, admin *e2e.Client, tenancyID
 		"consumerId":      {"consumer-1"},
 		"filter":          {"attributes.kind = 'a'", "channelId = 'ch-1'"},
 		"if-match":        {"*"},
+	}, Values: map[string][]any{
+		"statements": {
+			[]string{"Allow group Fuzzers to manage queues in compartment fuzz"},
+			[]string{"Allow group Fuzzers to use queue-push in tenancy where target.queue.id = '" + q1 + "'"},
+			[]string{"Allow any-user to read queues in compartment id " + comp.Id + " where request.principal.type = 'é\u00e9'"},
+			[]string{"Allow group 'Fuzz ✉' to { QUEUE_READ, QUEUE_UPDATE } in tenancy"},
+		},
+		"filter":           {"attributes.kind = 'a' AND attributes.n > 1e300", ":ch IN ('a', 'é')", "attributes.x EXISTS", "NOT (attributes.n <= -9223372036854775808)"},
+		"attributes":       {map[string]any{"kind": "a", "n": 1.7976931348623157e308}, map[string]any{"é": "✉"}},
+		"customProperties": {map[string]any{"k": "v"}},
+		"channelIds":       {[]string{"ch-1", ""}, []string{"é"}},
 	}}
 }

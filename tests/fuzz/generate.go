@@ -25,6 +25,8 @@ type Fixtures struct {
 	// IDs by parameter or property name (queueId, compartmentId, consumerGroupId, policyId, workRequestId,
 	// messageReceipt, consumerId, …).
 	IDs map[string][]string
+	// Values are whole valid values of body properties by name (a policy's statements), tried before generating.
+	Values map[string][]any
 }
 
 // Operation is one operation of the spec, as the generator needs it.
@@ -380,6 +382,9 @@ func (g *Generator) value(s *openapi3.Schema, depth int, raws *[]string) any {
 func (g *Generator) propertyValue(name string, s *openapi3.Schema, depth int, raws *[]string) any {
 	if ids := g.Fix.IDs[name]; len(ids) > 0 && g.chance(0.8) {
 		return g.pick(ids)
+	}
+	if values := g.Fix.Values[name]; len(values) > 0 && g.chance(0.7) {
+		return values[g.R.IntN(len(values))]
 	}
 	return g.value(s, depth+1, raws)
 }
