@@ -87,7 +87,10 @@ type QueueFilter struct {
 }
 
 // Queues is the repository of the queues table.
-type Queues struct{ pool *pgxpool.Pool }
+type Queues struct {
+	pool   *pgxpool.Pool
+	quotas *Quotas // the count quota checked by Create
+}
 
 const queueColumns = `tenancy_id, id, compartment_id, display_name, lifecycle_state, lifecycle_details, retention_seconds,
 	visibility_seconds, timeout_seconds, dead_letter_queue_delivery_count, channel_consumption_limit, max_size_bytes,
@@ -155,6 +158,9 @@ func (r *Queues) Create(ctx context.Context, q Queue, done WorkRequest) (Queue, 
 	var out Queue
 	err := InTx(ctx, r.pool, func(tx pgx.Tx) error {
 		if err := LockActiveCompartment(ctx, tx, q.TenancyID, q.CompartmentID); err != nil {
+			return err
+		}
+		if err := r.quotas.checkCount(ctx, tx, q.TenancyID, QuotaQueues, 1, countQueues); err != nil {
 			return err
 		}
 		var err error
