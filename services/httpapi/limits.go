@@ -48,12 +48,14 @@ func Limits(l *limits.Service, usage UsageCounter, bodyLimit func(c *gin.Context
 		if reserve > 0 {
 			release, ok := l.Admit(reserve)
 			if !ok {
+				refuseUnread(c, reserve)
 				apierror.Write(c, fault.Unavailable(1, "the server holds its most request bytes in flight; retry"))
 				return
 			}
 			defer release()
 		}
 		if refusal, ok := l.AllowRequest(tenancyID, queueID, declared); !ok {
+			refuseUnread(c, reserve)
 			apierror.Write(c, tooManyRequests(refusal, queueID))
 			return
 		}
@@ -88,6 +90,18 @@ func tooManyRequests(r limits.Refusal, queueID string) error {
 		return fault.TooManyRequests(r.RetryAfter, "queue %s is over its %s limit on this node: slow down and retry", queueID, r.Limit)
 	}
 	return fault.TooManyRequests(r.RetryAfter, "the tenancy is over its %s quota: slow down and retry (quota %q)", r.Limit, r.Limit)
+}
+
+// unreadBodyMax is the largest unread body a refusal leaves to be drained so that the connection is kept.
+const unreadBodyMax = 16 << 10
+
+// refuseUnread closes the connection after a refusal whose body (of up to n bytes) is larger than unreadBodyMax:
+// net/http would otherwise read and discard it to keep the connection, and a flood of refused 2 MB puts would
+// cost the node the bytes it refused.
+func refuseUnread(c *gin.Context, n int64) {
+	if n > unreadBodyMax {
+		c.Header("Connection", "close")
+	}
 }
 
 // isQueueDataPlane reports whether a route is a data-plane call on one queue (messages, stats, channels,
