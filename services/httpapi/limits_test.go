@@ -16,7 +16,11 @@ import (
 
 type usageRecorder struct{ requests, in, out int64 }
 
-func (u *usageRecorder) CountRequest(_, _ string, in, out int64) { u.requests++; u.in += in; u.out += out }
+func (u *usageRecorder) CountRequest(_, _ string, in, out int64) {
+	u.requests++
+	u.in += in
+	u.out += out
+}
 
 // limitsEngine is a router that authenticates every call as tenancy "t" and, with l, applies Limits before a
 // PutMessages-shaped route that answers 20 bytes.
