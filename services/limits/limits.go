@@ -102,6 +102,7 @@ type Service struct {
 	inFlight  admission
 	loop      startstop.Base
 	refreshed chan struct{} // signalled after each refresh (a test hook)
+	lastFree  time.Time     // when returnMemory last returned memory (the refresh loop's own)
 }
 
 // New builds the service and sets the store's quota defaults from cfg.
@@ -168,6 +169,7 @@ func (s *Service) refresh(ctx context.Context) {
 		s.overrides.Store(&o)
 	}
 	s.rates.sweep(time.Minute)
+	s.returnMemory()
 	select {
 	case s.refreshed <- struct{}{}:
 	default:

@@ -33,11 +33,13 @@ type Config struct {
 	Phase        time.Duration // how long each phase measures
 	QuietRate    int           // the quiet tenancy's puts per second
 	Flooders     int           // the noisy tenancy's concurrent producers
-	FloodBytes   int           // bytes per noisy put (one message)
+	FloodBytes   int           // bytes per noisy message
+	FloodBatch   int           // messages per noisy put (default 1)
 	LongPolls    int           // the noisy tenancy's concurrent long polls
-	// Backoff is how long a noisy client waits after a 429 before it tries again: a flood, not a client that
-	// honours Retry-After.
-	Backoff time.Duration
+	// Backoff is how long a noisy client waits after a 429 before it tries again; with RetryAfter it waits what
+	// the answer's Retry-After says instead (as the SDKs do).
+	Backoff    time.Duration
+	RetryAfter bool
 	// During, when set, runs in its own goroutine once the flood is at its pace (e.g. to sample memory).
 	During func()
 }
@@ -87,13 +89,14 @@ func Run(ctx context.Context, cfg Config) Result {
 			other.Add(1)
 		}
 	}
-	body := []byte(`{"messages":[{"content":"` + strings.Repeat("n", cfg.FloodBytes) + `"}]}`)
+	entry := `{"content":"` + strings.Repeat("n", cfg.FloodBytes) + `"}`
+	body := []byte(`{"messages":[` + strings.Repeat(entry+",", max(cfg.FloodBatch, 1)-1) + entry + `]}`)
 	for range cfg.Flooders {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
 			for floodCtx.Err() == nil {
-				status, _ := call(floodCtx, cfg.Client, cfg.Noisy, "POST", "/messages", body)
+				status, _, retry := call(floodCtx, cfg.Client, cfg.Noisy, "POST", "/messages", body)
 				if floodCtx.Err() != nil {
 					return
 				}
@@ -101,7 +104,7 @@ func Run(ctx context.Context, cfg Config) Result {
 				if status == http.StatusOK {
 					puts.Add(1)
 				} else {
-					sleep(floodCtx, cfg.Backoff)
+					sleep(floodCtx, cfg.wait(retry))
 				}
 			}
 		}()
@@ -111,13 +114,13 @@ func Run(ctx context.Context, cfg Config) Result {
 		go func() {
 			defer wg.Done()
 			for floodCtx.Err() == nil {
-				status, _ := call(floodCtx, cfg.Client, cfg.Noisy, "GET", "/messages?timeoutInSeconds=5&limit=20&visibilityInSeconds=1", nil)
+				status, _, retry := call(floodCtx, cfg.Client, cfg.Noisy, "GET", "/messages?timeoutInSeconds=5&limit=20&visibilityInSeconds=1", nil)
 				if floodCtx.Err() != nil {
 					return
 				}
 				count(status)
 				if status != http.StatusOK {
-					sleep(floodCtx, cfg.Backoff)
+					sleep(floodCtx, cfg.wait(retry))
 				}
 			}
 		}()
@@ -147,7 +150,7 @@ func measure(ctx context.Context, cfg Config, errs *atomic.Int64) []time.Duratio
 	go func() {
 		defer close(consumed)
 		for ctx.Err() == nil {
-			status, body := call(ctx, cfg.Client, cfg.Quiet, "GET", "/messages?timeoutInSeconds=2&limit=20", nil)
+			status, body, _ := call(ctx, cfg.Client, cfg.Quiet, "GET", "/messages?timeoutInSeconds=2&limit=20", nil)
 			if ctx.Err() != nil {
 				return
 			}
@@ -173,7 +176,7 @@ func measure(ctx context.Context, cfg Config, errs *atomic.Int64) []time.Duratio
 			}
 			if len(receipts) > 0 {
 				del := []byte(`{"entries":[` + strings.Join(receipts, ",") + `]}`)
-				if status, _ := call(context.WithoutCancel(ctx), cfg.Client, cfg.Quiet, "POST", "/messages/actions/deleteMessages", del); status != http.StatusOK {
+				if status, _, _ := call(context.WithoutCancel(ctx), cfg.Client, cfg.Quiet, "POST", "/messages/actions/deleteMessages", del); status != http.StatusOK {
 					errs.Add(1)
 				}
 			}
@@ -184,7 +187,7 @@ func measure(ctx context.Context, cfg Config, errs *atomic.Int64) []time.Duratio
 	for time.Since(start) < cfg.Phase && ctx.Err() == nil {
 		<-tick.C
 		body := []byte(`{"messages":[{"content":"` + strconv.FormatInt(time.Now().UnixNano(), 10) + `"}]}`)
-		if status, _ := call(ctx, cfg.Client, cfg.Quiet, "POST", "/messages", body); status != http.StatusOK {
+		if status, _, _ := call(ctx, cfg.Client, cfg.Quiet, "POST", "/messages", body); status != http.StatusOK {
 			errs.Add(1)
 		}
 	}
@@ -196,15 +199,24 @@ func measure(ctx context.Context, cfg Config, errs *atomic.Int64) []time.Duratio
 	return lat
 }
 
-// call sends one request on the tenant's queue and returns the status and body (status 0 on a transport error).
-func call(ctx context.Context, client *http.Client, t Tenant, method, path string, body []byte) (int, []byte) {
+// wait is how long a noisy client waits after a refusal whose Retry-After said retry.
+func (cfg Config) wait(retry time.Duration) time.Duration {
+	if cfg.RetryAfter && retry > 0 {
+		return retry
+	}
+	return cfg.Backoff
+}
+
+// call sends one request on the tenant's queue and returns the status, the body and the Retry-After (status 0 on
+// a transport error).
+func call(ctx context.Context, client *http.Client, t Tenant, method, path string, body []byte) (int, []byte, time.Duration) {
 	var rd io.Reader
 	if body != nil {
 		rd = bytes.NewReader(body)
 	}
 	req, err := http.NewRequestWithContext(ctx, method, t.BaseURL+"/20210201/queues/"+t.QueueID+path, rd)
 	if err != nil {
-		return 0, nil
+		return 0, nil, 0
 	}
 	req.Header.Set("Authorization", "Bearer "+t.Token)
 	if body != nil {
@@ -212,11 +224,12 @@ func call(ctx context.Context, client *http.Client, t Tenant, method, path strin
 	}
 	resp, err := client.Do(req)
 	if err != nil {
-		return 0, nil
+		return 0, nil, 0
 	}
 	defer resp.Body.Close()
 	b, _ := io.ReadAll(resp.Body)
-	return resp.StatusCode, b
+	retry, _ := strconv.Atoi(resp.Header.Get("Retry-After"))
+	return resp.StatusCode, b, time.Duration(retry) * time.Second
 }
 
 func percentile(v []time.Duration, p float64) time.Duration {
