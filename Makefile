@@ -42,6 +42,7 @@ TIMING_TESTS := ^TestLatency$$
 
 timing: ## the timing tests that skip under -race, run without it
 	$(GO) test -count=1 -run '$(TIMING_TESTS)' ./iam/authz/
+	$(GO) test -count=1 -run '^TestNoisyNeighbour$$' ./tests/
 
 lint: fmt vet ## gofmt and go vet
 
