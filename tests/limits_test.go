@@ -310,3 +310,30 @@ func TestUsageMetering(t *testing.T) {
 	b, _ := json.Marshal(rows)
 	require.Contains(t, string(b), `"requests"`)
 }
+
+// TestStoredBytesQuota: a put that would take the tenancy's stored bytes (all its queues) past its stored-bytes
+// quota answers 429 naming the quota; a node that never published to the tenancy's full queue learns its size by
+// scanning the tenancy's queues at its first put.
+func TestStoredBytesQuota(t *testing.T) {
+	t.Parallel()
+	srv, tenancyID, admin := testserver.StartAdmin(t)
+	token := srv.AdminToken(t, tenancyID)
+	full := admin.NewQueue(t, tenancyID)
+	other := admin.NewQueue(t, tenancyID, func(d *sdk.CreateQueueDetails) { d.DisplayName = "other" })
+	for range 3 {
+		r := srv.Raw(t, token, "POST", "/20210201/queues/"+full+"/messages", "application/json", strings.NewReader(putBody(1000)))
+		require.Equal(t, http.StatusOK, r.Status)
+	}
+	setQuota(t, srv, tenancyID, persistence.QuotaStoredBytes, 4000)
+	srv.Node.Limits().Refresh(context.Background())
+	r := srv.Raw(t, token, "POST", "/20210201/queues/"+other+"/messages", "application/json", strings.NewReader(putBody(1500)))
+	e2e.RequireAPIError(t, r.Status, r.Body, http.StatusTooManyRequests, "TooManyRequests", `"stored-bytes"`)
+	r = srv.Raw(t, token, "POST", "/20210201/queues/"+other+"/messages", "application/json", strings.NewReader(putBody(500)))
+	require.Equal(t, http.StatusOK, r.Status, "what fits in the quota")
+
+	peer := srv.Peer(t)
+	require.Eventually(t, func() bool {
+		r := peer.Raw(t, token, "POST", "/20210201/queues/"+other+"/messages", "application/json", strings.NewReader(putBody(600)))
+		return r.Status == http.StatusTooManyRequests
+	}, 10*time.Second, 50*time.Millisecond, "the peer counts the queues it never published to")
+}
