@@ -294,8 +294,12 @@ func TestUsageMetering(t *testing.T) {
 	require.Equal(t, http.StatusOK, got.Status)
 	out += len(got.Body)
 	ctx := context.Background()
-	require.NoError(t, srv.Node.Metering().Flush(ctx, time.Now()))
-	rows, err := srv.Node.Metering().Usage(ctx, tenancyID, time.Now().Add(-time.Hour))
+	now := time.Now()
+	require.NoError(t, srv.Node.Metering().Flush(ctx, now))
+	// The minute's sample stores the queue's 5 messages (in flight): 5 message-minutes.
+	require.NoError(t, srv.Node.Metering().Sample(ctx, now))
+	require.NoError(t, srv.Node.Metering().Sample(ctx, now), "a minute sampled twice counts once")
+	rows, err := srv.Node.Metering().Usage(ctx, tenancyID, now.Add(-time.Hour))
 	require.NoError(t, err)
 	var queueRow *persistence.UsageRow
 	for i := range rows {
@@ -307,6 +311,7 @@ func TestUsageMetering(t *testing.T) {
 	require.EqualValues(t, 6, queueRow.Requests)
 	require.EqualValues(t, 5*len(body), queueRow.BytesIn)
 	require.EqualValues(t, out, queueRow.BytesOut)
+	require.InDelta(t, 5.0/60, queueRow.MessageHours, 1e-9)
 	b, _ := json.Marshal(rows)
 	require.Contains(t, string(b), `"requests"`)
 }
