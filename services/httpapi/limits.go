@@ -37,11 +37,14 @@ func Limits(l *limits.Service, usage UsageCounter, bodyLimit func(c *gin.Context
 		if isQueueDataPlane(route) {
 			queueID = c.Param("queueId")
 		}
-		declared := max(c.Request.ContentLength, 0)
+		// A body declared over the route's limit is refused with 413 next (BodyLimit): it is charged and reserved
+		// only up to the limit.
+		limit := bodyLimit(c)
+		declared := min(max(c.Request.ContentLength, 0), limit)
 		reserve := declared
 		var counted *countingBody
 		if c.Request.ContentLength < 0 && c.Request.Body != nil && c.Request.Body != http.NoBody {
-			reserve = bodyLimit(c)
+			reserve = limit
 			counted = &countingBody{ReadCloser: c.Request.Body}
 			c.Request.Body = counted
 		}
