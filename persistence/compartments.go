@@ -51,7 +51,10 @@ type CompartmentFilter struct {
 }
 
 // Compartments is the repository of the compartments table.
-type Compartments struct{ pool *pgxpool.Pool }
+type Compartments struct {
+	pool   *pgxpool.Pool
+	quotas *Quotas // the count quota checked by Create
+}
 
 const compartmentColumns = `tenancy_id, id, parent_id, name, description, lifecycle_state, freeform_tags, version, time_created, time_updated`
 
@@ -109,6 +112,9 @@ func (r *Compartments) Create(ctx context.Context, c Compartment) (Compartment, 
 	var out Compartment
 	err := InTx(ctx, r.pool, func(tx pgx.Tx) error {
 		if err := LockActiveCompartment(ctx, tx, c.TenancyID, *c.ParentID); err != nil {
+			return err
+		}
+		if err := r.quotas.checkCount(ctx, tx, c.TenancyID, QuotaCompartments, 1, countCompartments); err != nil {
 			return err
 		}
 		var err error

@@ -61,7 +61,10 @@ type ConsumerGroupFilter struct {
 }
 
 // ConsumerGroups is the repository of consumer_groups.
-type ConsumerGroups struct{ pool *pgxpool.Pool }
+type ConsumerGroups struct {
+	pool   *pgxpool.Pool
+	quotas *Quotas // the count quota checked by Create
+}
 
 const consumerGroupColumns = `tenancy_id, id, queue_id, group_no, display_name, filter, is_enabled,
 	dead_letter_queue_delivery_count, lifecycle_state, freeform_tags, defined_tags, version, time_created, time_updated`
@@ -189,6 +192,9 @@ func (r *ConsumerGroups) Create(ctx context.Context, g ConsumerGroup, done WorkR
 	err := InTx(ctx, r.pool, func(tx pgx.Tx) error {
 		compartmentID, err := lockQueueForGroups(ctx, tx, g.TenancyID, g.QueueID)
 		if err != nil {
+			return err
+		}
+		if err := r.quotas.checkCount(ctx, tx, g.TenancyID, QuotaConsumerGroupsPerQueue, 1, countGroups, g.QueueID); err != nil {
 			return err
 		}
 		out, err = scanConsumerGroup(tx.QueryRow(ctx, consumerGroupInsert, g.TenancyID, g.ID, g.QueueID, g.DisplayName, g.Filter,

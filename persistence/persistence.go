@@ -101,22 +101,29 @@ type Store struct {
 	Idempotency    *IdempotencyKeys
 	Secrets        *Secrets
 	Metrics        *Metrics
+	Quotas         *Quotas
+	Nodes          *Nodes
+	Usage          *Usage
 }
 
 // NewStore builds the repositories.
 func NewStore(pool *pgxpool.Pool) *Store {
+	quotas := &Quotas{pool: pool}
 	return &Store{
 		Pool:           pool,
 		Tenancies:      &Tenancies{pool: pool},
-		Compartments:   &Compartments{pool: pool},
-		Queues:         &Queues{pool: pool},
-		ConsumerGroups: &ConsumerGroups{pool: pool},
+		Compartments:   &Compartments{pool: pool, quotas: quotas},
+		Queues:         &Queues{pool: pool, quotas: quotas},
+		ConsumerGroups: &ConsumerGroups{pool: pool, quotas: quotas},
 		Consumers:      &Consumers{pool: pool},
-		Policies:       &Policies{pool: pool},
+		Policies:       &Policies{pool: pool, quotas: quotas},
 		WorkRequests:   &WorkRequests{pool: pool},
 		Idempotency:    &IdempotencyKeys{pool: pool},
 		Secrets:        &Secrets{pool: pool},
 		Metrics:        NewMetrics(pool),
+		Quotas:         quotas,
+		Nodes:          &Nodes{pool: pool},
+		Usage:          &Usage{pool: pool},
 	}
 }
 

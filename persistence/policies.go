@@ -37,7 +37,10 @@ type PolicyPatch struct {
 }
 
 // Policies is the repository of the policies table.
-type Policies struct{ pool *pgxpool.Pool }
+type Policies struct {
+	pool   *pgxpool.Pool
+	quotas *Quotas // the count quota checked by Create
+}
 
 const policyColumns = `tenancy_id, id, compartment_id, name, description, statements, lifecycle_state, freeform_tags, version,
 	time_created, time_updated`
@@ -89,6 +92,9 @@ func (r *Policies) Create(ctx context.Context, p Policy) (Policy, error) {
 	var out Policy
 	err := InTx(ctx, r.pool, func(tx pgx.Tx) error {
 		if err := LockActiveCompartment(ctx, tx, p.TenancyID, p.CompartmentID); err != nil {
+			return err
+		}
+		if err := r.quotas.checkCount(ctx, tx, p.TenancyID, QuotaPolicies, 1, countPolicies); err != nil {
 			return err
 		}
 		var err error

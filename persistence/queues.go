@@ -87,7 +87,10 @@ type QueueFilter struct {
 }
 
 // Queues is the repository of the queues table.
-type Queues struct{ pool *pgxpool.Pool }
+type Queues struct {
+	pool   *pgxpool.Pool
+	quotas *Quotas // the count quota checked by Create
+}
 
 const queueColumns = `tenancy_id, id, compartment_id, display_name, lifecycle_state, lifecycle_details, retention_seconds,
 	visibility_seconds, timeout_seconds, dead_letter_queue_delivery_count, channel_consumption_limit, max_size_bytes,
@@ -157,6 +160,9 @@ func (r *Queues) Create(ctx context.Context, q Queue, done WorkRequest) (Queue, 
 		if err := LockActiveCompartment(ctx, tx, q.TenancyID, q.CompartmentID); err != nil {
 			return err
 		}
+		if err := r.quotas.checkCount(ctx, tx, q.TenancyID, QuotaQueues, 1, countQueues); err != nil {
+			return err
+		}
 		var err error
 		out, err = scanQueue(tx.QueryRow(ctx, queueInsert, q.TenancyID, q.ID, q.CompartmentID, q.DisplayName,
 			q.RetentionSeconds, q.VisibilitySeconds, q.TimeoutSeconds, q.DeadLetterQueueDeliveryCount,
@@ -180,6 +186,18 @@ func (r *Queues) Create(ctx context.Context, q Queue, done WorkRequest) (Queue, 
 		return recordCompleted(ctx, tx, done, q.TenancyID, out.CompartmentID, out.ID)
 	})
 	return out, nameConflict("creating queue", err, fault.Conflict("primaryConsumerGroupDisplayName: the name is taken"))
+}
+
+// IDsOf returns the ids of a tenancy's queues that are not deleted (the stored-bytes quota sums their sizes).
+func (r *Queues) IDsOf(ctx context.Context, tenancyID string) ([]string, error) {
+	ctx, cancel := withTimeout(ctx)
+	defer cancel()
+	rows, err := r.pool.Query(ctx, `SELECT id FROM queues WHERE tenancy_id = $1 AND lifecycle_state <> 'DELETED'`, tenancyID)
+	if err != nil {
+		return nil, interpretError("listing queue ids", err)
+	}
+	ids, err := pgx.CollectRows(rows, pgx.RowTo[string])
+	return ids, interpretError("listing queue ids", err)
 }
 
 // List returns one page of queues and the next page token.

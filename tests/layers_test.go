@@ -19,7 +19,7 @@ var layers = []struct {
 		"services/telemetry", "services/wire/jsonx"}, true},
 	{"store", []string{"persistence", "persistence/..."}, true},
 	{"domain", []string{"tenancy", "iam", "services/messaging", "services/maintenance",
-		"services/metering"}, true},
+		"services/metering", "services/limits"}, true},
 	{"http", []string{"openapi/api", "services/apierror", "services/wire", "services/httpapi", "services/controlplane",
 		"services/dataplane", "services/push"}, false},
 	{"wiring", []string{"services/server", "cmd/...", "openapi/sdk", "openapi/internal/...", "deploy/...", "tests", "tests/...",

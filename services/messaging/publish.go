@@ -86,7 +86,7 @@ func (s *Service) Put(ctx context.Context, tenancyID, queueID string, entries []
 		}
 		return results, nil
 	}
-	if err := s.checkSize(q, batchBytes, bytesByChannel); err != nil {
+	if err := s.checkSize(tenancyID, q, batchBytes, bytesByChannel); err != nil {
 		return nil, err
 	}
 	stored, err := s.messages.Put(ctx, queueID, q.RetentionSeconds, q.DedupWindowSeconds, allGroups, msgs)
@@ -150,10 +150,15 @@ func (s *Service) countDiscarded(ctx context.Context, tenancyID, queueID string,
 	return nil
 }
 
-// checkSize answers 429 when the batch would take the queue past maxSizeInBytes, or a channel past its share
-// (channelConsumptionLimit percent of it).
-func (s *Service) checkSize(q persistence.Queue, batchBytes int64, byChannel map[string]int64) error {
-	total, channelBytes := s.sizes.get(q.ID, byChannel)
+// checkSize answers 429 when the batch would take the queue past maxSizeInBytes, a channel past its share
+// (channelConsumptionLimit percent of it), or the tenancy past its stored-bytes quota.
+func (s *Service) checkSize(tenancyID string, q persistence.Queue, batchBytes int64, byChannel map[string]int64) error {
+	total, channelBytes := s.sizes.get(q.ID, tenancyID, byChannel)
+	if s.cfg.StoredBytesOf != nil {
+		if limit := s.cfg.StoredBytesOf(tenancyID); s.sizes.tenancyTotal(tenancyID)+batchBytes > limit {
+			return fault.TooManyRequests(5, "the tenancy stores its most bytes (quota \"stored-bytes\": %d): consume messages or ask the operator to raise it", limit)
+		}
+	}
 	if total+batchBytes > q.MaxSizeBytes {
 		return fault.TooManyRequests(5, "the queue is full (maxSizeInBytes %d): consume messages or raise the limit", q.MaxSizeBytes)
 	}

@@ -49,6 +49,9 @@ type Config struct {
 	// (persistence.AsynchronousCommits): a database crash can then undo acknowledged deletes. For measuring what
 	// durability costs; FERRY_DB_ASYNC_COMMIT=true.
 	AsyncCommit bool
+	// StoredBytesOf, when set, is a tenancy's stored-bytes quota (services/limits), checked on every put against
+	// the sizes this node knows of the tenancy's queues.
+	StoredBytesOf func(tenancyID string) int64 `env:"-"`
 }
 
 // Service is the data plane of one node.
@@ -123,7 +126,7 @@ func New(cfg Config, store *persistence.Store, databaseURL string, receiptKey []
 		channels: newChannelSet(messages),
 		waiters:  newWaiters(),
 		receipts: NewReceipts(receiptKey),
-		sizes:    newSizeCache(messages, cfg.SizeRefresh, logger),
+		sizes:    newSizeCache(messages, store.Queues, cfg.SizeRefresh, logger),
 		inst:     inst,
 		meter:    meter,
 		logger:   logger,

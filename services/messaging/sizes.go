@@ -18,9 +18,15 @@ type sizeCache struct {
 	logger  *slog.Logger
 	mu      sync.Mutex
 	byQueue map[string]*queueSize
+	// byTenancy sums the known sizes of each tenancy's queues, for its stored-bytes quota. The first put of a
+	// tenancy on this node starts a scan of all its queues (queuesOf), so that the sum soon covers the queues this
+	// node never published to.
+	byTenancy map[string]int64
+	queuesOf  func(ctx context.Context, tenancyID string) ([]string, error)
 }
 
 type queueSize struct {
+	tenancyID string
 	total     int64
 	byChannel map[string]int64
 	fetched   time.Time
@@ -42,21 +48,66 @@ type addedBytes struct {
 // pendingMax bounds the puts remembered during one scan; beyond it they are left to the next scan.
 const pendingMax = 4096
 
-func newSizeCache(m *persistence.Messages, refresh time.Duration, logger *slog.Logger) *sizeCache {
-	return &sizeCache{scan: m.SizeByChannel, refresh: refresh, logger: logger, byQueue: map[string]*queueSize{}}
+func newSizeCache(m *persistence.Messages, queues *persistence.Queues, refresh time.Duration, logger *slog.Logger) *sizeCache {
+	return &sizeCache{scan: m.SizeByChannel, refresh: refresh, logger: logger, byQueue: map[string]*queueSize{},
+		byTenancy: map[string]int64{}, queuesOf: queues.IDsOf}
+}
+
+// tenancyTotal is the stored bytes of the tenancy's queues known to this node.
+func (c *sizeCache) tenancyTotal(tenancyID string) int64 {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.byTenancy[tenancyID]
+}
+
+// entryLocked returns the queue's entry, making it (and, for a tenancy not seen before, starting the scan of its
+// other queues) when there is none.
+func (c *sizeCache) entryLocked(queueID, tenancyID string) *queueSize {
+	e := c.byQueue[queueID]
+	if e == nil {
+		e = &queueSize{tenancyID: tenancyID}
+		c.byQueue[queueID] = e
+		if _, seen := c.byTenancy[tenancyID]; !seen && tenancyID != "" && c.queuesOf != nil {
+			c.byTenancy[tenancyID] = 0
+			go c.loadTenancy(tenancyID)
+		}
+	}
+	return e
+}
+
+// loadTenancy scans each of the tenancy's queues this node does not know yet, one after the other.
+func (c *sizeCache) loadTenancy(tenancyID string) {
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	ids, err := c.queuesOf(ctx, tenancyID)
+	if err != nil {
+		c.logger.Warn("listing the tenancy's queues for its stored bytes", "tenancy", tenancyID, "error", err)
+		return
+	}
+	for _, id := range ids {
+		c.mu.Lock()
+		e, known := c.byQueue[id]
+		if !known {
+			e = c.entryLocked(id, tenancyID)
+		}
+		start := !e.loading && e.fetched.IsZero()
+		if start {
+			e.loading = true
+		}
+		c.mu.Unlock()
+		if start {
+			c.load(id)
+		}
+	}
 }
 
 // get returns the last known size of the queue and of each of the given channels (zero before the first scan
 // finished), and starts a refresh when stale. The channel sizes are copied: the cache's own map changes under
 // concurrent puts.
-func (c *sizeCache) get(queueID string, channels map[string]int64) (total int64, byChannel map[string]int64) {
+func (c *sizeCache) get(queueID, tenancyID string, channels map[string]int64) (total int64, byChannel map[string]int64) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	e := c.byQueue[queueID]
-	if e == nil {
-		e = &queueSize{}
-		c.byQueue[queueID] = e
-	}
+	e := c.entryLocked(queueID, tenancyID)
 	// Rescan after refresh, or after 20× the last scan's duration: at most ~5 % of a core on one queue.
 	if !e.loading && time.Since(e.fetched) > max(c.refresh, 20*e.cost) {
 		e.loading = true
@@ -85,7 +136,16 @@ func (c *sizeCache) add(queueID string, byChannel map[string]int64, maxID int64)
 	} else if maxID <= e.scanMaxID {
 		return // the last scan may have counted it
 	}
+	c.addLocked(e, byChannel)
+}
+
+// addLocked adds bytes to a queue's sizes and to its tenancy's.
+func (c *sizeCache) addLocked(e *queueSize, byChannel map[string]int64) {
+	before := e.total
 	e.addLocked(byChannel)
+	if e.tenancyID != "" {
+		c.byTenancy[e.tenancyID] += e.total - before
+	}
 }
 
 func (e *queueSize) addLocked(byChannel map[string]int64) {
@@ -128,6 +188,7 @@ func (c *sizeCache) load(queueID string) {
 		return
 	}
 	e.cost = time.Since(start)
+	before := e.total
 	e.total = 0
 	for _, n := range byChannel {
 		e.total += n
@@ -137,5 +198,8 @@ func (c *sizeCache) load(queueID string) {
 		if p.maxID > maxID {
 			e.addLocked(p.byChannel)
 		}
+	}
+	if e.tenancyID != "" {
+		c.byTenancy[e.tenancyID] += e.total - before
 	}
 }

@@ -19,13 +19,14 @@ func TestSizeCacheCountsAPutOnce(t *testing.T) {
 	}
 	scanning, release := make(chan struct{}, 1), make(chan scanResult)
 	c := &sizeCache{refresh: time.Hour, logger: slog.New(slog.NewTextHandler(io.Discard, nil)), byQueue: map[string]*queueSize{},
+		byTenancy: map[string]int64{},
 		scan: func(context.Context, string) (map[string]int64, int64, error) {
 			scanning <- struct{}{}
 			r := <-release
 			return map[string]int64{"": r.bytes}, r.maxID, nil
 		}}
 	total := func() int64 {
-		n, _ := c.get("q", nil)
+		n, _ := c.get("q", "t", nil)
 		return n
 	}
 	waitLoaded := func() {
@@ -54,5 +55,8 @@ func TestSizeCacheCountsAPutOnce(t *testing.T) {
 	c.add("q", map[string]int64{"": 5}, 13)
 	if got := total(); got != 1055 {
 		t.Fatalf("a put after the scan: %d bytes, want 1,055", got)
+	}
+	if got := c.tenancyTotal("t"); got != 1055 {
+		t.Fatalf("the tenancy's stored bytes: %d, want its queue's 1,055", got)
 	}
 }

@@ -85,6 +85,10 @@ type Meter struct {
 	gauges      atomic.Pointer[[]persistence.GaugeRow] // the latest samples, for the export
 	lastSampled time.Time                              // the last minute this node sampled
 
+	usageStore *persistence.Usage
+	usageMu    sync.Mutex
+	usage      map[usageKey]usageCounts // requests since the last flush (usage.go)
+
 	latency      metric.Float64Histogram
 	tenancyAttrs sync.Map // tenancy → metric.RecordOption
 	loop         startstop.Base
@@ -121,7 +125,7 @@ func New(cfg Config, store *persistence.Store, meter metric.Meter, logger *slog.
 		logger = slog.Default()
 	}
 	m := &Meter{cfg: cfg, store: store.Metrics, messages: persistence.NewMessages(store.Pool, false), logger: logger, now: time.Now,
-		retired: map[string]*[numCounters]int64{}}
+		retired: map[string]*[numCounters]int64{}, usageStore: store.Usage, usage: map[usageKey]usageCounts{}}
 	if meter != nil {
 		if err := m.register(meter); err != nil {
 			return nil, err
@@ -243,7 +247,7 @@ func (m *Meter) Flush(ctx context.Context, minute time.Time) error {
 		}
 		return err
 	}
-	return nil
+	return m.flushUsage(ctx, minute.Truncate(time.Hour))
 }
 
 // evict forgets an idle entry; it returns what was counted on it since the flush read it (a race with a count).

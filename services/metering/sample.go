@@ -88,6 +88,9 @@ func (m *Meter) Sample(ctx context.Context, minute time.Time) error {
 	if err := m.store.SetGauges(ctx, rows); err != nil {
 		return err
 	}
+	if err := m.usageStore.SetMessageHours(ctx, minute); err != nil {
+		return err
+	}
 	m.refreshGauges(ctx) // this node exports the new samples at once; the others at their next refresh
 	return nil
 }

@@ -48,6 +48,8 @@ type Config struct {
 	WriteTimeout time.Duration `env:"FERRY_WATCH_WRITE_TIMEOUT" envDefault:"10s"`
 	// MaxPerTenancy caps a tenancy's open watches across all nodes. Default 2000.
 	MaxPerTenancy int `env:"FERRY_WATCH_MAX_PER_TENANCY" envDefault:"2000"`
+	// WatchesOf, when set, is a tenancy's cap in place of MaxPerTenancy: its watches quota (services/limits).
+	WatchesOf func(tenancyID string) int `env:"-"`
 }
 
 func (c *Config) defaults() {
@@ -209,7 +211,11 @@ func (s *Service) WatchMessages(c *gin.Context, queueID api.QueueIdPath, params 
 	ctx := c.Request.Context()
 	ss.ctx, ss.cancel = context.WithCancel(context.WithoutCancel(ctx))
 	defer ss.cancel()
-	result, err := s.consumers.OpenWatch(ctx, ss.registration(), int32(messaging.WatchLiveness/time.Second), s.cfg.MaxPerTenancy)
+	maxWatches := s.cfg.MaxPerTenancy
+	if s.cfg.WatchesOf != nil {
+		maxWatches = s.cfg.WatchesOf(principal.TenancyID)
+	}
+	result, err := s.consumers.OpenWatch(ctx, ss.registration(), int32(messaging.WatchLiveness/time.Second), maxWatches)
 	switch {
 	case err != nil:
 		apierror.Write(c, err)
@@ -219,7 +225,7 @@ func (s *Service) WatchMessages(c *gin.Context, queueID api.QueueIdPath, params 
 			"X-Ferry-Consumer-Id: consumer %q already has an open watch on this consumer group", consumerID))
 		return
 	case result == persistence.WatchTenancyFull:
-		apierror.Write(c, fault.TooManyRequests(10, "the tenancy has %d open watches, the most allowed", s.cfg.MaxPerTenancy))
+		apierror.Write(c, fault.TooManyRequests(10, "the tenancy has %d open watches, the most allowed (quota \"watches\")", maxWatches))
 		return
 	}
 	if !s.add(ss) {

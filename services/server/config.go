@@ -9,6 +9,7 @@ import (
 
 	"github.com/caarlos0/env/v11"
 
+	"github.com/ferry-mq/ferry/services/limits"
 	"github.com/ferry-mq/ferry/services/messaging"
 	"github.com/ferry-mq/ferry/services/metering"
 	"github.com/ferry-mq/ferry/services/push"
@@ -65,6 +66,10 @@ type Config struct {
 	Messaging messaging.Config
 	// Watch tunes the push consumers (pings, heartbeat, leases, caps): FERRY_WATCH_*.
 	Watch push.Config
+	// Limits holds the quotas' defaults (FERRY_QUOTA_*), the queues' rate limits (FERRY_QUEUE_*), the bound on
+	// request bytes in flight (FERRY_MAX_INFLIGHT_BYTES) and the refresh of the quota cache
+	// (FERRY_LIMITS_REFRESH): docs/limits.md.
+	Limits limits.Config
 	// Metrics tunes the queues' metrics (rollups, their retention, the per-queue series of /metrics):
 	// FERRY_METRICS_*.
 	Metrics metering.Config

@@ -26,6 +26,7 @@ import (
 	"github.com/ferry-mq/ferry/services/controlplane"
 	"github.com/ferry-mq/ferry/services/dataplane"
 	"github.com/ferry-mq/ferry/services/httpapi"
+	"github.com/ferry-mq/ferry/services/limits"
 	"github.com/ferry-mq/ferry/services/maintenance"
 	"github.com/ferry-mq/ferry/services/messaging"
 	"github.com/ferry-mq/ferry/services/metering"
@@ -52,6 +53,7 @@ type Server struct {
 	messaging  *messaging.Service
 	metering   *metering.Meter
 	push       *push.Service
+	limits     *limits.Service
 	operations map[string]string
 }
 
@@ -82,7 +84,13 @@ func New(cfg Config, pool *pgxpool.Pool, tel *telemetry.Telemetry, logger *slog.
 	if s.metering, err = metering.New(cfg.Metrics, store, tel.Meter, logger); err != nil {
 		return nil, err
 	}
+	if cfg.Limits.Watches == 0 {
+		cfg.Limits.Watches = int64(cfg.Watch.MaxPerTenancy) // FERRY_WATCH_MAX_PER_TENANCY, the older name of the default
+	}
+	s.limits = limits.New(cfg.Limits, store, logger)
+	cfg.Messaging.StoredBytesOf = func(tenancyID string) int64 { return s.limits.Limit(tenancyID, persistence.QuotaStoredBytes) }
 	s.messaging = messaging.New(cfg.Messaging, store, pool.Config().ConnString(), receiptKey, tel.Instruments, s.metering, logger)
+	cfg.Watch.WatchesOf = func(tenancyID string) int { return int(s.limits.Limit(tenancyID, persistence.QuotaWatches)) }
 	s.push = push.New(cfg.Watch, s.messaging, store, tel.Instruments, logger)
 	s.messaging.OnConsumersChanged(s.push.ConsumersChanged)
 	s.executor = &maintenance.WorkRequestExecutor{Store: store, Purge: s.messaging.Purge, Logger: logger}
@@ -136,6 +144,8 @@ func New(cfg Config, pool *pgxpool.Pool, tel *telemetry.Telemetry, logger *slog.
 		httpapi.Metrics(tel.Instruments, func(method, route string) string { return routeOps[method+" "+route] }),
 		httpapi.AccessLog(logger),
 		httpapi.Authenticate(iam.NewCallers(auth, store.Tenancies.Exists), isPublic),
+		// Before the body is read: a refused request costs no buffer.
+		httpapi.Limits(s.limits, s.metering, bodyLimit),
 		httpapi.BodyLimit(bodyLimit),
 		httpapi.NewValidator(spec).Middleware(),
 		httpapi.Authorize(access, func(method, route string) string { return routeOps[method+" "+route] }),
@@ -186,6 +196,7 @@ func (s *Server) Store() *persistence.Store { return s.store }
 
 // Start starts the background workers and the LISTEN connection.
 func (s *Server) Start(ctx context.Context) {
+	s.limits.Start(ctx)
 	s.messaging.Start(ctx)
 	s.push.Start(ctx)
 	s.executor.Start(ctx)
@@ -200,7 +211,11 @@ func (s *Server) Stop() {
 	s.push.Stop() // releases the watches' messages: before the listener goes, so other nodes hear of them
 	s.messaging.Stop()
 	s.metering.Stop() // after the services that count: the last counts are flushed
+	s.limits.Stop()
 }
+
+// Limits is the node's quotas, rate limits and admission control (tests inspect it).
+func (s *Server) Limits() *limits.Service { return s.limits }
 
 // Routes maps every authenticated route ("METHOD /gin/route") to its operationId (the IAM coverage test reads it).
 func (s *Server) Routes() map[string]string { return s.operations }

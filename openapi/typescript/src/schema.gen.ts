@@ -2233,7 +2233,9 @@ export interface components {
         /**
          * @description The request is invalid. Codes: `InvalidParameter` (a value is malformed or out of range, an unknown field
          *     was sent, or a page token or receipt is invalid), `MissingParameter` (a required value is absent),
-         *     `LimitExceeded` (a tenancy or queue limit would be exceeded). The message names the offending field.
+         *     `LimitExceeded` (a tenancy or queue limit would be exceeded: a tenancy's `queues`, `compartments` or
+         *     `policies` quota, a queue's `consumer-groups-per-queue`, named in the message). The message names the
+         *     offending field or quota.
          */
         BadRequest: {
             headers: {
@@ -2303,8 +2305,10 @@ export interface components {
             };
         };
         /**
-         * @description `TooManyRequests`: the caller is being throttled, or the queue is full. Retry after the number of seconds
-         *     in the `retry-after` header.
+         * @description `TooManyRequests`: the caller is being throttled (the tenancy's `requests-per-second` or
+         *     `bytes-per-second` quota, the queue's data-plane rate limit, the tenancy's concurrent `long-polls` or
+         *     `watches`; the message names it), or the queue is full. Retry after the number of seconds in the
+         *     `retry-after` header.
          */
         TooManyRequests: {
             headers: {

@@ -1,0 +1,3 @@
+DROP TABLE usage_hourly;
+DROP TABLE ferry_nodes;
+DROP TABLE tenancy_quotas;

@@ -1,0 +1,32 @@
+package limits
+
+import (
+	"runtime/debug"
+	"runtime/metrics"
+	"time"
+)
+
+// Returning memory after a burst. The Go runtime keeps freed heap for reuse and gives it back to the OS slowly,
+// and ferry collects at 4× its live heap (GOGC=400, cmd/ferry): after a burst of large requests the process can
+// keep hundreds of MiB it no longer uses. When a refresh finds more than freeHeapMax of the heap free and not yet
+// returned, and the node holds few request bytes, it collects and returns it at once (debug.FreeOSMemory), at most
+// once per freeEvery.
+const (
+	freeHeapMax = 16 << 20
+	freeEvery   = 10 * time.Second
+)
+
+var freeHeapSample = []metrics.Sample{{Name: "/memory/classes/heap/free:bytes"}}
+
+// returnMemory runs on each refresh.
+func (s *Service) returnMemory() {
+	if time.Since(s.lastFree) < freeEvery || s.inFlight.used.Load() > freeHeapMax {
+		return
+	}
+	metrics.Read(freeHeapSample)
+	if freeHeapSample[0].Value.Kind() != metrics.KindUint64 || freeHeapSample[0].Value.Uint64() < freeHeapMax {
+		return
+	}
+	s.lastFree = time.Now()
+	debug.FreeOSMemory()
+}
