@@ -11,6 +11,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/chromedp/cdproto/cdp"
+	"github.com/chromedp/cdproto/page"
 	"github.com/chromedp/chromedp"
 	"github.com/stretchr/testify/require"
 )
@@ -68,6 +70,24 @@ func newTab(t *testing.T) context.Context {
 		cancelAlloc()
 	})
 	do(t, ctx, chromedp.EmulateViewport(1280, 860))
+	// Every page records the Content-Security-Policy violations it sees; the test fails on any (the console must
+	// work under its own CSP: no inline script or style, no eval, no other origin).
+	_, err := chromedp.Run(ctx, chromedp.Action[chromedp.Void](func(ctx context.Context, tg *chromedp.Target) (chromedp.Void, error) {
+		_, err := cdp.Call(ctx, tg, page.AddScriptToEvaluateOnNewDocument, page.AddScriptToEvaluateOnNewDocumentParams{
+			Source: `window.__cspViolations = []; document.addEventListener("securitypolicyviolation",
+				e => window.__cspViolations.push(e.violatedDirective + " " + e.blockedURI + " " + e.sourceFile + ":" + e.lineNumber));`,
+		})
+		return chromedp.Void{}, err
+	}))
+	require.NoError(t, err)
+	t.Cleanup(func() {
+		if t.Failed() {
+			return
+		}
+		v, err := chromedp.Run(ctx, chromedp.Evaluate[[]string](`window.__cspViolations ?? []`))
+		require.NoError(t, err)
+		require.Empty(t, v, "Content-Security-Policy violations")
+	})
 	return ctx
 }
 

@@ -310,3 +310,30 @@ func TestConsoleQueuePageFirstPaint(t *testing.T) {
 	// The page's own numbers are there too.
 	require.True(t, strings.Contains(eval[string](t, ctx, `document.querySelector(".tiles").innerText`), "Visible"))
 }
+
+// TestConsoleConsumers: the live table of a single-active-consumer queue shows the active consumer holding its
+// message and the standby; "Disconnect" removes the active one, whose message becomes visible again.
+func TestConsoleConsumers(t *testing.T) {
+	srv, tenancyID, admin := testserver.StartAdmin(t)
+	queueID := admin.NewQueue(t, tenancyID, e2e.WithSingleActiveConsumer(60))
+	admin.Put(t, queueID, e2e.Msg("held"))
+	require.Len(t, admin.Get(t, queueID, e2e.As("worker-1"), e2e.Timeout(0)), 1)
+	require.Empty(t, admin.Get(t, queueID, e2e.As("worker-2"), e2e.Timeout(0)))
+	ctx := newTab(t)
+	signIn(t, ctx, srv.URL, srv.AdminToken(t, tenancyID))
+	do(t, ctx, chromedp.Navigate(srv.URL+console.Path+"#/queues/"+queueID+"/consumers"))
+	waitText(t, ctx, "table[aria-label=Consumers]", "worker-2")
+	rows := eval[[]string](t, ctx, `[...document.querySelectorAll("table[aria-label=Consumers] tbody tr")].map(r => r.innerText)`)
+	require.Len(t, rows, 2)
+	require.Regexp(t, `^worker-1\tprimary\tPOLL\tRUNNING\t1\t`, rows[0])
+	require.Regexp(t, `^worker-2\tprimary\tPOLL\tSTANDBY\t0\t`, rows[1])
+	screenshot(t, ctx, "consumers")
+
+	click(t, ctx, "table[aria-label=Consumers]", "Disconnect worker-1")
+	waitFor(t, ctx, "worker-1 to leave", `[...document.querySelectorAll("table[aria-label=Consumers] tbody tr")]
+		.some(r => r.innerText.startsWith("worker-1\tprimary\tPOLL\tEXIT"))`)
+	waitText(t, ctx, "table[aria-label=Consumers]", "RUNNING")
+	got := admin.Get(t, queueID, e2e.As("worker-2"), e2e.Timeout(0))
+	require.Len(t, got, 1, "the disconnected consumer's message goes to the standby")
+	require.Equal(t, "held", got[0].Content)
+}

@@ -91,7 +91,7 @@ function SignIn({ notice, onSignIn }: { notice?: string; onSignIn: (s: Session) 
     <main class="signin">
       <form onSubmit={submit} aria-labelledby="signin-title">
         <h1 id="signin-title">
-          <span class="logo" aria-hidden="true">⛴</span> ferry console
+          <span class="logo">ferry</span> console
         </h1>
         {notice && (
           <p class="notice" role="alert">
@@ -140,7 +140,7 @@ function Shell({ session, client, onSignOut }: { session: Session; client: Clien
       </a>
       <header class="top">
         <a class="brand" href="#/">
-          <span aria-hidden="true">⛴</span> ferry console
+          <span class="logo">ferry</span> console
         </a>
         <nav aria-label="Sections" class="sections">
           <a href="#/" aria-current={route.page !== "policies" ? "page" : undefined}>

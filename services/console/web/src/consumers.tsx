@@ -78,7 +78,7 @@ export function Consumers({ client, queueId }: { client: Client; queueId: string
 
 export function DeadLetters({ client, queue }: { client: Client; queue: Queue }) {
   return (
-    <div class="two-col">
+    <div class="two-col wide-left">
       <PollMessages client={client} queue={queue} dlq={true} />
       <Redrive client={client} queue={queue} />
     </div>

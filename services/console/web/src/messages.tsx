@@ -59,7 +59,7 @@ export function GroupPicker({ id, groups, value, onChange }: {
 
 export function Messages({ client, queue }: { client: Client; queue: Queue }) {
   return (
-    <div class="two-col">
+    <div class="two-col wide-right">
       <SendMessage client={client} queue={queue} />
       <PollMessages client={client} queue={queue} dlq={false} />
     </div>
@@ -189,7 +189,7 @@ export function PollMessages({ client, queue, dlq }: { client: Client; queue: Qu
                 <td>{formatAttributes(m.attributes)}</td>
                 <td class="num">{m.deliveryCount}</td>
                 {dlq && <td>{m.lastNegative ? `${m.lastNegative.code}${m.lastNegative.reason ? `: ${m.lastNegative.reason}` : ""}` : "—"}</td>}
-                <td><code class="receipt" title={m.receipt}>{m.receipt.slice(0, 12)}…</code></td>
+                <td><code class="receipt" title={m.receipt}>{m.receipt.slice(0, 8)}…</code></td>
                 <td class="actions">
                   {notes[m.receipt] ? (
                     <span class="ok">{notes[m.receipt]}</span>

@@ -45,9 +45,10 @@ export function QueuePage({ client, queueId, tab = "overview" }: { client: Clien
             </button>
           </div>
           <p class="muted">
-            <code>{q.id}</code> · visibility {q.visibilityInSeconds} s · retention {q.retentionInSeconds} s · dead-letter
-            after {q.deadLetterQueueDeliveryCount || "never"}
-            {q.deadLetterQueueDeliveryCount ? " deliveries" : ""}
+            <code>{q.id}</code> · visibility {q.visibilityInSeconds} s · retention {q.retentionInSeconds} s ·{" "}
+            {q.deadLetterQueueDeliveryCount
+              ? `dead-letter after ${q.deadLetterQueueDeliveryCount} ${q.deadLetterQueueDeliveryCount === 1 ? "delivery" : "deliveries"}`
+              : "no dead-letter queue"}
           </p>
           <StatsTiles stats={stats.value} />
           <nav class="tabs" aria-label="Queue sections">
