@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"github.com/chromedp/chromedp"
+	"github.com/chromedp/chromedp/kb"
 	"github.com/stretchr/testify/require"
 
 	"github.com/ferry-mq/ferry/iam"
@@ -28,13 +29,14 @@ import (
 // 30 s after it ends).
 func manualMetering(c *server.Config) { c.Metrics.Manual = true }
 
-// signIn opens the console and signs in by pasting the token into the labelled field, as a user does.
+// signIn opens the console and signs in with the keyboard only: the labelled token field has the focus, the
+// token is typed and Enter submits.
 func signIn(t *testing.T, ctx context.Context, baseURL, token string) {
 	t.Helper()
 	do(t, ctx, chromedp.Navigate(baseURL+console.Path))
 	waitFor(t, ctx, "the sign-in form", `document.querySelector("label[for=token]")?.innerText === "Token"`)
-	do(t, ctx, chromedp.SendKeys(chromedp.CSS("#token"), token))
-	click(t, ctx, "form", "Sign in")
+	waitFor(t, ctx, "the focus on the token field", `document.activeElement?.id === "token" && document.activeElement.tagName === "INPUT"`)
+	do(t, ctx, chromedp.KeyEvent(token+kb.Enter))
 	waitFor(t, ctx, "the queue list", `document.querySelector("#queues-title") !== null`)
 }
 
@@ -116,10 +118,55 @@ func TestConsoleSignInAndCreateQueue(t *testing.T) {
 	require.Len(t, ids, 1, "the console created exactly one queue")
 
 	// The compartment tree shows the root and a child compartment made through the API.
-	srv.AdminOf(t, tenancyID).NewCompartment(t, tenancyID, "team-a")
+	child := srv.AdminOf(t, tenancyID).NewCompartment(t, tenancyID, "team-a")
 	do(t, ctx, chromedp.Reload())
 	waitText(t, ctx, "nav.tree", "team-a")
 	screenshot(t, ctx, "queues")
+	click(t, ctx, "nav.tree", "team-a")
+	waitText(t, ctx, ".content", child.Id)
+	waitText(t, ctx, ".empty", "No queues in this compartment yet")
+}
+
+// TestConsoleQueueLifecycle: edit a queue, purge it and delete it through the dialogs (Escape closes one without
+// doing anything); the API sees each change.
+func TestConsoleQueueLifecycle(t *testing.T) {
+	srv, tenancyID, admin := testserver.StartAdmin(t)
+	queueID := admin.NewNamedQueue(t, tenancyID, "lifecycle").Id
+	admin.Put(t, queueID, e2e.Msg("a"), e2e.Msg("b"), e2e.Msg("c"))
+	ctx := newTab(t)
+	signIn(t, ctx, srv.URL, srv.AdminToken(t, tenancyID))
+	waitFor(t, ctx, "a depth of 3", `document.querySelector("table[aria-label=Queues] tbody tr")?.innerText.includes("ACTIVE\t3\t")`)
+
+	click(t, ctx, "table[aria-label=Queues]", "Edit lifecycle")
+	waitFor(t, ctx, "the edit dialog", `document.querySelector("dialog[open] #q-name")?.value === "lifecycle"`)
+	fill(t, ctx, "#q-name", "lifecycle-2")
+	fill(t, ctx, "#q-visibility", "45")
+	click(t, ctx, "dialog", "Save")
+	waitText(t, ctx, "table[aria-label=Queues]", "lifecycle-2")
+	q, _ := admin.QueueWithETag(t, queueID)
+	require.Equal(t, "lifecycle-2", q.DisplayName)
+	require.Equal(t, 45, q.VisibilityInSeconds)
+
+	click(t, ctx, "table[aria-label=Queues]", "Purge lifecycle-2")
+	waitFor(t, ctx, "the purge dialog", `document.querySelector("dialog[open] input[name=purgeType]") !== null`)
+	click(t, ctx, "dialog", "Purge")
+	waitFor(t, ctx, "the dialog to close", `document.querySelector("dialog[open]") === null`)
+	waitFor(t, ctx, "a depth of 0", `document.querySelector("table[aria-label=Queues] tbody tr")?.innerText.includes("ACTIVE\t0\t")`)
+	require.Empty(t, admin.Get(t, queueID, e2e.Timeout(0)))
+
+	click(t, ctx, "table[aria-label=Queues]", "Delete lifecycle-2")
+	waitFor(t, ctx, "the delete dialog", `document.querySelector("dialog[open] #q-confirm") !== null`)
+	do(t, ctx, chromedp.KeyEvent(kb.Escape))
+	waitFor(t, ctx, "Escape to close it", `document.querySelector("dialog") === null`)
+	click(t, ctx, "table[aria-label=Queues]", "Delete lifecycle-2")
+	waitFor(t, ctx, "the delete dialog", `document.querySelector("dialog[open] #q-confirm") !== null`)
+	require.True(t, eval[bool](t, ctx, `[...document.querySelectorAll("dialog button")].find(b => b.innerText === "Delete").disabled`),
+		"deleting needs the queue's name typed")
+	fill(t, ctx, "#q-confirm", "lifecycle-2")
+	click(t, ctx, "dialog", "Delete")
+	waitText(t, ctx, ".empty", "No queues in this compartment yet")
+	q, _ = admin.QueueWithETag(t, queueID)
+	require.Equal(t, "DELETED", string(q.LifecycleState))
 }
 
 // TestConsoleMessagesAndCharts: send a message with attributes, poll it (attributes, delivery count, receipt),

@@ -50,6 +50,13 @@ export function App() {
     setSession(undefined);
     setEnded(why);
   };
+  // A token that expires while the tab is open signs out then, not at the next failed call.
+  useEffect(() => {
+    if (!session?.expiresAt) return;
+    const id = setTimeout(() => signOut("Your token expired. Paste a new token to go on."),
+      Math.min(Math.max(0, session.expiresAt - Date.now()), 2 ** 31 - 1));
+    return () => clearTimeout(id);
+  }, [session]);
   const client = useMemo(
     () =>
       session &&
@@ -76,7 +83,7 @@ export function App() {
 function SignIn({ notice, onSignIn }: { notice?: string; onSignIn: (s: Session) => void }) {
   const [token, setToken] = useState("");
   const [error, setError] = useState<string | undefined>();
-  const input = useAutofocus<HTMLTextAreaElement>();
+  const input = useAutofocus<HTMLInputElement>();
   const submit = (e: Event) => {
     e.preventDefault();
     try {
@@ -99,11 +106,11 @@ function SignIn({ notice, onSignIn }: { notice?: string; onSignIn: (s: Session) 
           </p>
         )}
         <label for="token">Token</label>
-        <textarea
+        <input
           id="token"
           name="token"
+          type="password"
           ref={input}
-          rows={5}
           required
           spellcheck={false}
           autocomplete="off"

@@ -119,9 +119,13 @@ export function QueueList({ client, compartmentId }: { client: Client; compartme
   );
 }
 
+/** A number field's value: undefined when empty (the API's default applies) or not a number. */
 function num(v: string): number | undefined {
-  return v.trim() === "" ? undefined : Number(v);
+  const n = Number(v);
+  return v.trim() === "" || !Number.isFinite(n) ? undefined : n;
 }
+
+const field = (v: number | undefined) => (v === undefined ? "" : String(v));
 
 /** Creates a queue, or edits one (the fields UpdateQueue accepts). */
 export function QueueForm({ client, compartmentId, queue, onClose }: {
@@ -131,9 +135,9 @@ export function QueueForm({ client, compartmentId, queue, onClose }: {
   onClose: (changed: boolean) => void;
 }) {
   const [name, setName] = useState(queue?.displayName ?? "");
-  const [retention, setRetention] = useState(queue ? String(queue.retentionInSeconds) : "");
-  const [visibility, setVisibility] = useState(queue ? String(queue.visibilityInSeconds) : "");
-  const [dlqCount, setDlqCount] = useState(queue ? String(queue.deadLetterQueueDeliveryCount) : "");
+  const [retention, setRetention] = useState(field(queue?.retentionInSeconds));
+  const [visibility, setVisibility] = useState(field(queue?.visibilityInSeconds));
+  const [dlqCount, setDlqCount] = useState(field(queue?.deadLetterQueueDeliveryCount));
   const [groups, setGroups] = useState(queue ? !!queue.capabilities?.some((c) => c.type === "CONSUMER_GROUPS") : true);
   const action = useAction();
   const wr = useWorkRequest(client);

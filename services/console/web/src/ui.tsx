@@ -154,16 +154,25 @@ export function useAutofocus<T extends HTMLElement>() {
 /** A modal dialog: <dialog> with its built-in keyboard handling (Escape closes it, focus stays inside). */
 export function Dialog({ title, onClose, children }: { title: string; onClose: () => void; children: ComponentChildren }) {
   const ref = useRef<HTMLDialogElement>(null);
+  const closeRef = useRef(onClose);
+  closeRef.current = onClose;
   useEffect(() => {
     const d = ref.current;
-    if (d && !d.open) d.showModal();
-    return () => d?.close();
+    if (!d) return;
+    // The native close event (Escape, or close()) tells the owner, which then unmounts the dialog.
+    const closed = () => closeRef.current();
+    d.addEventListener("close", closed);
+    if (!d.open) d.showModal();
+    return () => {
+      d.removeEventListener("close", closed);
+      if (d.open) d.close();
+    };
   }, []);
   return (
-    <dialog ref={ref} aria-label={title} onClose={onClose} onCancel={onClose}>
+    <dialog ref={ref} aria-label={title}>
       <header class="dialog-head">
         <h2>{title}</h2>
-        <button type="button" class="icon" aria-label="Close" onClick={onClose}>
+        <button type="button" class="icon" aria-label="Close" onClick={() => ref.current?.close()}>
           ×
         </button>
       </header>
