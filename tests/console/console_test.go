@@ -19,6 +19,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/ferry-mq/ferry/iam"
+	"github.com/ferry-mq/ferry/openapi/sdk"
 	"github.com/ferry-mq/ferry/services/console"
 	"github.com/ferry-mq/ferry/services/server"
 	"github.com/ferry-mq/ferry/tests/e2e"
@@ -244,8 +245,9 @@ func TestConsoleConsumerGroupFilter(t *testing.T) {
 	require.Contains(t, names, "big-orders")
 }
 
-// TestConsoleDeadLetterAndRedrive: a message delivered past the queue's dead-letter count is in the DLQ tab with
-// its delivery count; "redrive all" moves it back, where it is polled again.
+// TestConsoleDeadLetterAndRedrive: a message delivered past the queue's dead-letter count (polled and released in
+// the console), and one a watch consumer acknowledged negatively, are in the DLQ tab with their delivery counts
+// and the last negative code and reason; "redrive all" moves both back, where they are delivered again.
 func TestConsoleDeadLetterAndRedrive(t *testing.T) {
 	srv, tenancyID, admin := testserver.StartAdmin(t)
 	queueID := admin.NewQueue(t, tenancyID, e2e.WithDLQ(1))
@@ -263,19 +265,35 @@ func TestConsoleDeadLetterAndRedrive(t *testing.T) {
 	click(t, ctx, "form[aria-labelledby=poll-title]", "Poll")
 	waitText(t, ctx, ".empty", "No messages to deliver")
 
+	// A push consumer refuses the second message with a code and a reason.
+	admin.Put(t, queueID, e2e.Msg("refused"))
+	w := e2e.Watch(t, srv.URL, srv.AdminToken(t, tenancyID), queueID, sdk.WatchOptions{Window: 1})
+	m := e2e.Receive(t, w, 1, 10*time.Second)[0]
+	errs, err := w.Negative(context.Background(), "Timeout.Db", "db down", m.Receipt)
+	require.NoError(t, err)
+	require.Empty(t, errs)
+	require.Eventually(t, func() bool { return admin.Stats(t, queueID).Dlq.VisibleMessages == 2 }, 10*time.Second, 50*time.Millisecond)
+
 	do(t, ctx, chromedp.Navigate(srv.URL+console.Path+"#/queues/"+queueID+"/dlq"))
 	waitFor(t, ctx, "the DLQ tab", `document.querySelector("#dlq-visibility") !== null`)
-	waitFor(t, ctx, "the DLQ tile", `[...document.querySelectorAll(".tile")].some(e => e.innerText.startsWith("In the DLQ") && e.innerText.endsWith("1"))`)
+	waitFor(t, ctx, "the DLQ tile", `[...document.querySelectorAll(".tile")].some(e => e.innerText.startsWith("In the DLQ") && e.innerText.endsWith("2"))`)
 	fill(t, ctx, "#dlq-visibility", "0") // browse without holding them
 	click(t, ctx, "form[aria-labelledby=dlq-title]", "Browse")
 	waitText(t, ctx, "table[aria-label='Dead letters']", "poison")
+	waitText(t, ctx, "table[aria-label='Dead letters']", "Timeout.Db: db down")
 	screenshot(t, ctx, "dead-letters")
 
 	click(t, ctx, "form[aria-labelledby=redrive-title]", "Redrive")
-	waitText(t, ctx, "form[aria-labelledby=redrive-title] .ok", "Redrove 1 message back to the queue.")
-	got := admin.Get(t, queueID, e2e.Timeout(0))
-	require.Len(t, got, 1)
-	require.Equal(t, "poison", got[0].Content)
+	waitText(t, ctx, "form[aria-labelledby=redrive-title] .ok", "Redrove 2 messages back to the queue.")
+	require.Zero(t, admin.Stats(t, queueID).Dlq.VisibleMessages)
+	contents := []string{}
+	for _, m := range e2e.Receive(t, w, 1, 10*time.Second) {
+		contents = append(contents, m.Content)
+	}
+	for _, m := range admin.Get(t, queueID, e2e.Timeout(0)) {
+		contents = append(contents, m.Content)
+	}
+	require.ElementsMatch(t, []string{"poison", "refused"}, contents, "both are delivered again")
 }
 
 // TestConsolePoliciesAndSimulator: a policy with a broken statement shows the parse error at that statement; the
