@@ -42,7 +42,7 @@ export function QueueList({ client, compartmentId }: { client: Client; compartme
       );
     },
     [compartmentId],
-    5000,
+    10000, // two calls per queue (stats, oldest age): every 10 s is live enough for a list
   );
   const close = (changed: boolean) => {
     setDialog(undefined);
