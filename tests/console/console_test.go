@@ -213,7 +213,8 @@ func TestConsoleMessagesAndCharts(t *testing.T) {
 }
 
 // TestConsoleConsumerGroupFilter: the filter editor validates as you type (an error for a broken filter, which of
-// the sample attribute sets a valid one matches), and creating the group lists it.
+// the sample attribute sets a valid one matches); creating the group lists it; its filter is edited and it is
+// deleted.
 func TestConsoleConsumerGroupFilter(t *testing.T) {
 	srv, tenancyID, admin := testserver.StartAdmin(t)
 	queueID := admin.NewQueue(t, tenancyID, e2e.WithConsumerGroups(true))
@@ -237,12 +238,35 @@ func TestConsoleConsumerGroupFilter(t *testing.T) {
 	click(t, ctx, "form[aria-labelledby=group-title]", "Create group")
 	waitText(t, ctx, "table[aria-label='Consumer groups']", "big-orders")
 	waitText(t, ctx, "table[aria-label='Consumer groups']", ":amount > 100")
-	groups, _ := admin.Groups(t, queueID, sdkListGroups())
-	names := []string{}
-	for _, g := range groups {
-		names = append(names, g.DisplayName)
+	groupFilter := func(name string) (string, bool) {
+		groups, _ := admin.Groups(t, queueID, sdkListGroups())
+		for _, g := range groups {
+			if g.DisplayName == name && g.LifecycleState != "DELETED" {
+				return g.Filter, true
+			}
+		}
+		return "", false
 	}
-	require.Contains(t, names, "big-orders")
+	f, ok := groupFilter("big-orders")
+	require.True(t, ok)
+	require.Equal(t, `:type = "order" AND :amount > 100`, f)
+
+	// Edit the filter: the samples are checked again as it changes.
+	click(t, ctx, "table[aria-label='Consumer groups']", "Edit big-orders")
+	waitFor(t, ctx, "the edit form", `document.querySelector("#group-filter").value.includes(":amount > 100")`)
+	fill(t, ctx, "#group-filter", `:type = "refund"`)
+	waitFor(t, ctx, "the samples checked again", `[...document.querySelectorAll(".samples .verdict")].map(e => e.innerText).join() === "no match,no match,matches"`)
+	click(t, ctx, "form[aria-labelledby=group-title]", "Save group")
+	waitText(t, ctx, "table[aria-label='Consumer groups']", `:type = "refund"`)
+	f, _ = groupFilter("big-orders")
+	require.Equal(t, `:type = "refund"`, f)
+
+	// Delete it (the confirmation answered yes).
+	eval[bool](t, ctx, `(window.confirm = () => true, true)`)
+	click(t, ctx, "table[aria-label='Consumer groups']", "Delete big-orders")
+	waitFor(t, ctx, "the group to go", `![...document.querySelectorAll("table[aria-label='Consumer groups'] th")].some(e => e.innerText === "big-orders")`)
+	_, ok = groupFilter("big-orders")
+	require.False(t, ok, "deleted through the console")
 }
 
 // TestConsoleDeadLetterAndRedrive: a message delivered past the queue's dead-letter count (polled and released in

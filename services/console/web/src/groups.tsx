@@ -9,6 +9,7 @@ import { Empty, ErrorBox, Show, useAction, useAsync, useWorkRequest, WorkRequest
 type Group = Schemas["ConsumerGroup"];
 
 export function ConsumerGroups({ client, queue }: { client: Client; queue: Queue }) {
+  const [editing, setEditing] = useState<Group | undefined>();
   const [groups, reload] = useAsync(async () => {
     const list: Group[] = [];
     for await (const g of client.paginate("/20210201/consumerGroups", { params: { query: { queueId: queue.id, limit: 100 } } })) {
@@ -35,6 +36,7 @@ export function ConsumerGroups({ client, queue }: { client: Client; queue: Queue
                     <th scope="col">Filter</th>
                     <th scope="col">Enabled</th>
                     <th scope="col">State</th>
+                    <th scope="col"><span class="sr-only">Actions</span></th>
                   </tr>
                 </thead>
                 <tbody>
@@ -44,6 +46,17 @@ export function ConsumerGroups({ client, queue }: { client: Client; queue: Queue
                       <td><code>{g.filter || "every message"}</code></td>
                       <td>{g.isEnabled ? "yes" : "no"}</td>
                       <td><span class={`state state-${g.lifecycleState.toLowerCase()}`}>{g.lifecycleState}</span></td>
+                      <td class="actions">
+                        {/* The primary group is configured with the queue (its CONSUMER_GROUPS capability). */}
+                        {!g.isPrimary && (
+                          <>
+                            <button type="button" class="secondary" aria-label={`Edit ${g.displayName}`} onClick={() => setEditing(g)}>
+                              Edit
+                            </button>
+                            <DeleteGroup client={client} group={g} onDeleted={reload} />
+                          </>
+                        )}
+                      </td>
                     </tr>
                   ))}
                 </tbody>
@@ -53,7 +66,8 @@ export function ConsumerGroups({ client, queue }: { client: Client; queue: Queue
         </Show>
       </div>
       {hasGroups ? (
-        <CreateGroup client={client} queue={queue} onCreated={reload} />
+        <GroupForm key={editing?.id ?? "new"} client={client} queue={queue} group={editing}
+          onDone={() => { setEditing(undefined); reload(); }} />
       ) : (
         <Empty title="Consumer groups are off for this queue">
           <p>Edit the queue and turn on “Consumer groups” to fan messages out to groups with filters.</p>
@@ -73,9 +87,32 @@ function parseSamples(text: string): Schemas["MessageAttributes"][] {
     .map((l) => parseAttributes(l.split(",").join("\n")));
 }
 
-function CreateGroup({ client, queue, onCreated }: { client: Client; queue: Queue; onCreated: () => void }) {
-  const [name, setName] = useState("");
-  const [filter, setFilter] = useState("");
+function DeleteGroup({ client, group, onDeleted }: { client: Client; group: Group; onDeleted: () => void }) {
+  const action = useAction();
+  const wr = useWorkRequest(client);
+  return (
+    <>
+      <button type="button" class="danger" aria-label={`Delete ${group.displayName}`} disabled={action.busy}
+        onClick={() => confirm(`Delete consumer group ${group.displayName}? Its messages are deleted with it.`) &&
+          action.run(async () => {
+            const { response } = await client.DELETE("/20210201/consumerGroups/{consumerGroupId}", {
+              params: { path: { consumerGroupId: group.id } },
+            });
+            await wr.wait(response);
+            onDeleted();
+          })}>
+        Delete
+      </button>
+      <WorkRequestProgress wr={wr.workRequest} />
+      {action.problem && <ErrorBox problem={action.problem} />}
+    </>
+  );
+}
+
+/** Creates a consumer group, or edits one's name and filter. */
+function GroupForm({ client, queue, group, onDone }: { client: Client; queue: Queue; group?: Group; onDone: () => void }) {
+  const [name, setName] = useState(group?.displayName ?? "");
+  const [filter, setFilter] = useState(group?.filter ?? "");
   const [samples, setSamples] = useState(sampleDefault);
   const action = useAction();
   const wr = useWorkRequest(client);
@@ -83,19 +120,22 @@ function CreateGroup({ client, queue, onCreated }: { client: Client; queue: Queu
   const submit = (e: Event) => {
     e.preventDefault();
     void action.run(async () => {
-      const { response } = await client.POST("/20210201/consumerGroups", {
-        body: { queueId: queue.id, displayName: name, filter },
-      });
+      const { response } = group
+        ? await client.PUT("/20210201/consumerGroups/{consumerGroupId}", {
+            params: { path: { consumerGroupId: group.id } },
+            body: { displayName: name, filter },
+          })
+        : await client.POST("/20210201/consumerGroups", { body: { queueId: queue.id, displayName: name, filter } });
       await wr.wait(response);
       setName("");
       setFilter("");
-      onCreated();
+      onDone();
     });
   };
   const sampleLines = samples.split("\n").filter((l) => l.trim());
   return (
     <form class="form panel" onSubmit={submit} aria-labelledby="group-title">
-      <h2 id="group-title">Create consumer group</h2>
+      <h2 id="group-title">{group ? `Edit ${group.displayName}` : "Create consumer group"}</h2>
       <label for="group-name">Name</label>
       <input id="group-name" required maxLength={255} value={name} onInput={(e) => setName(e.currentTarget.value)} />
       <label for="group-filter">Filter</label>
@@ -121,7 +161,14 @@ function CreateGroup({ client, queue, onCreated }: { client: Client; queue: Queu
       {action.problem && <ErrorBox problem={action.problem} />}
       <WorkRequestProgress wr={wr.workRequest} />
       <div class="buttons">
-        <button type="submit" disabled={action.busy || check.result?.valid === false}>Create group</button>
+        <button type="submit" disabled={action.busy || check.result?.valid === false}>
+          {group ? "Save group" : "Create group"}
+        </button>
+        {group && (
+          <button type="button" class="secondary" onClick={onDone}>
+            Cancel
+          </button>
+        )}
       </div>
     </form>
   );
