@@ -15,7 +15,7 @@ API_FUZZ_DURATION ?= 2m
 TFPLUGINDOCS = $(GO) tool tfplugindocs generate --provider-dir terraform --provider-name ferry --rendered-provider-name ferry
 
 .PHONY: help build run test timing lint vet fmt generate verify bench fuzz clean terraform-provider tools monitor
-.PHONY: generate-typescript verify-typescript test-typescript
+.PHONY: generate-typescript verify-typescript test-typescript generate-console verify-console screenshots
 
 help: ## list the targets
 	@grep -hE '^[a-zA-Z_-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  %-10s %s\n", $$1, $$2}'
@@ -63,6 +63,7 @@ generate: ## regenerate the server interfaces, the Go SDK, the API's limits and 
 	$(GO) run ./deploy/grafana/internal/dashgen deploy/grafana
 	$(TFPLUGINDOCS) >/dev/null
 	@$(MAKE) --no-print-directory generate-typescript
+	@$(MAKE) --no-print-directory generate-console
 
 verify: ## fail when the generated code is not what make generate produces
 	@tmp=$$(mktemp -d); trap 'rm -rf $$tmp' EXIT; \
@@ -84,6 +85,7 @@ verify: ## fail when the generated code is not what make generate produces
 	  $(TFPLUGINDOCS) --rendered-website-dir .docs-check >/dev/null && diff -r terraform/docs terraform/.docs-check || \
 	    { echo "terraform/docs is stale: run make generate and commit"; exit 1; }
 	@$(MAKE) --no-print-directory verify-typescript
+	@$(MAKE) --no-print-directory verify-console
 
 fuzz: ## run every fuzz target for FUZZTIME (default 100000 executions each), then the API fuzz suite for API_FUZZ_DURATION (default 2m)
 	@for pkg in $$($(GO) list ./... ); do \
@@ -104,16 +106,22 @@ bench: ## the load benchmarks in tests/bench (RabbitMQ at 127.0.0.1:5672 as the 
 	FERRY_FAULTS_LONG=1 $(GO) test -count=1 -run TestCrashes -timeout 20m -v ./tests/faults/
 	$(GO) test -run '^$$' -bench 'BenchmarkQueue$$' -benchtime 1x -timeout 30m -v ./tests/bench/
 
-# promtool and prometheus (Debian's package) for the tests of deploy/ (tests/monitoring): installed with apt when
-# missing and running as root (CI); otherwise say how, and those tests skip unless FERRY_REQUIRE_TOOLS=1.
-tools: ## install promtool and prometheus (Debian package prometheus) when missing
-	@command -v promtool >/dev/null 2>&1 && command -v prometheus >/dev/null 2>&1 && exit 0; \
+# Debian packages the tests need: promtool and prometheus for the tests of deploy/ (tests/monitoring), chromium for
+# the web console's browser tests (tests/console). Installed with apt when missing and running as root (CI);
+# otherwise say how, and those tests skip unless FERRY_REQUIRE_TOOLS=1.
+TOOL_PACKAGES := prometheus chromium
+
+tools: ## install promtool, prometheus and chromium (Debian packages) when missing
+	@missing=""; \
+	  { command -v promtool >/dev/null 2>&1 && command -v prometheus >/dev/null 2>&1; } || missing="$$missing prometheus"; \
+	  command -v chromium >/dev/null 2>&1 || missing="$$missing chromium"; \
+	  [ -z "$$missing" ] && exit 0; \
 	  if [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1; then \
-	    echo "tools: installing prometheus (promtool) with apt"; \
+	    echo "tools: installing$$missing with apt"; \
 	    export DEBIAN_FRONTEND=noninteractive; \
-	    apt-get update -qq && apt-get install -y -qq --no-install-recommends prometheus >/dev/null; \
+	    apt-get update -qq && apt-get install -y -qq --no-install-recommends $$missing >/dev/null; \
 	  else \
-	    echo "tools: promtool/prometheus missing: apt-get install prometheus (tests/monitoring skips without them)"; \
+	    echo "tools: missing$$missing: apt-get install$$missing (tests/monitoring and tests/console skip without them)"; \
 	  fi
 
 PROMETHEUS_LISTEN ?= 127.0.0.1:9090
@@ -144,3 +152,20 @@ verify-typescript: $(TS)/node_modules/.package-lock.json ## fail when the TypeSc
 
 test-typescript: build $(TS)/node_modules/.package-lock.json ## build the TypeScript SDK, run its tests against bin/ferry
 	cd $(TS) && FERRY_BIN=$(CURDIR)/$(BIN)/ferry $(NPM) test
+
+# --- The web console (services/console/web → services/console/dist, embedded in the binary) ------------------------
+# Built with esbuild from the TypeScript SDK's sources, so it needs the SDK's node_modules too. The build is
+# deterministic: verify-console rebuilds in memory and fails when the committed bundle differs.
+CONSOLE := services/console/web
+
+$(CONSOLE)/node_modules/.package-lock.json: $(CONSOLE)/package-lock.json
+	cd $(CONSOLE) && $(NPM) ci --no-audit --no-fund
+
+generate-console: $(CONSOLE)/node_modules/.package-lock.json $(TS)/node_modules/.package-lock.json ## type-check and rebuild the web console's bundle (services/console/dist)
+	cd $(CONSOLE) && $(NPM) run --silent typecheck && $(NPM) run --silent build
+
+verify-console: $(CONSOLE)/node_modules/.package-lock.json $(TS)/node_modules/.package-lock.json ## fail when the console does not type-check or its committed bundle is stale
+	@cd $(CONSOLE) && $(NPM) run --silent typecheck && $(NPM) run --silent check
+
+screenshots: tools ## run the console's browser tests and write their screenshots to docs/console/
+	FERRY_CONSOLE_SCREENSHOTS=1 $(GO) test -count=1 -run '^TestConsole' ./tests/console/

@@ -21,7 +21,7 @@ var layers = []struct {
 	{"domain", []string{"tenancy", "iam", "services/messaging", "services/maintenance",
 		"services/metering", "services/limits"}, true},
 	{"http", []string{"openapi/api", "services/apierror", "services/wire", "services/httpapi", "services/controlplane",
-		"services/dataplane", "services/push"}, false},
+		"services/dataplane", "services/push", "services/console"}, false},
 	{"wiring", []string{"services/server", "cmd/...", "openapi/sdk", "openapi/internal/...", "deploy/...", "tests", "tests/...",
 		"terraform", "terraform/..."}, false},
 }

@@ -127,8 +127,10 @@ func printDevWelcome(ctx context.Context, cfg server.Config, store *persistence.
 	fmt.Printf(`
 ferry is starting on %[1]s
 
+  web console: %[1]s/console  (sign in by pasting the admin token below)
+
   tenancy "dev": %[2]s
-  admin token (24 h, group Administrators), for curl and ferryctl:
+  admin token (24 h, group Administrators), for the console, curl and ferryctl:
 
 export FERRY_ENDPOINT=%[1]s FERRY_TOKEN=%[3]s
 

@@ -23,6 +23,7 @@ import (
 	"github.com/ferry-mq/ferry/openapi/api"
 	"github.com/ferry-mq/ferry/persistence"
 	"github.com/ferry-mq/ferry/services/apierror"
+	"github.com/ferry-mq/ferry/services/console"
 	"github.com/ferry-mq/ferry/services/controlplane"
 	"github.com/ferry-mq/ferry/services/dataplane"
 	"github.com/ferry-mq/ferry/services/httpapi"
@@ -164,6 +165,11 @@ func New(cfg Config, pool *pgxpool.Pool, tel *telemetry.Telemetry, logger *slog.
 	api.RegisterHandlersWithOptions(r, handlers, api.GinServerOptions{
 		ErrorHandler: func(c *gin.Context, err error, _ int) { apierror.Write(c, fault.InvalidParameter("%v", err)) },
 	})
+	web, err := console.New()
+	if err != nil {
+		return nil, err
+	}
+	web.Register(r)
 	s.engine = r
 	return s, nil
 }
@@ -291,7 +297,7 @@ func isPublic(path string) bool {
 	case "/healthz", "/readyz", "/metrics", "/openapi.yaml":
 		return true
 	}
-	return false
+	return console.IsConsolePath(path)
 }
 
 func bodyLimit(c *gin.Context) int64 {
