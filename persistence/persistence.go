@@ -101,6 +101,7 @@ type Store struct {
 	Idempotency    *IdempotencyKeys
 	Secrets        *Secrets
 	Metrics        *Metrics
+	Partitions     *Partitions
 }
 
 // NewStore builds the repositories.
@@ -117,6 +118,7 @@ func NewStore(pool *pgxpool.Pool) *Store {
 		Idempotency:    &IdempotencyKeys{pool: pool},
 		Secrets:        &Secrets{pool: pool},
 		Metrics:        NewMetrics(pool),
+		Partitions:     NewPartitions(pool),
 	}
 }
 

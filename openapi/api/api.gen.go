@@ -111,13 +111,16 @@ func (e CapabilityType) Valid() bool {
 
 // Defines values for ConsumerKind.
 const (
-	ConsumerKindPOLL  ConsumerKind = "POLL"
-	ConsumerKindWATCH ConsumerKind = "WATCH"
+	ConsumerKindPARTITION ConsumerKind = "PARTITION"
+	ConsumerKindPOLL      ConsumerKind = "POLL"
+	ConsumerKindWATCH     ConsumerKind = "WATCH"
 )
 
 // Valid indicates whether the value is a known member of the ConsumerKind enum.
 func (e ConsumerKind) Valid() bool {
 	switch e {
+	case ConsumerKindPARTITION:
+		return true
 	case ConsumerKindPOLL:
 		return true
 	case ConsumerKindWATCH:
@@ -145,6 +148,60 @@ func (e ConsumerStatus) Valid() bool {
 	case ConsumerStatusRUNNING:
 		return true
 	case ConsumerStatusSTANDBY:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for ConsumerGroupLoadBalancing.
+const (
+	ConsumerGroupLoadBalancingMESSAGE   ConsumerGroupLoadBalancing = "MESSAGE"
+	ConsumerGroupLoadBalancingPARTITION ConsumerGroupLoadBalancing = "PARTITION"
+)
+
+// Valid indicates whether the value is a known member of the ConsumerGroupLoadBalancing enum.
+func (e ConsumerGroupLoadBalancing) Valid() bool {
+	switch e {
+	case ConsumerGroupLoadBalancingMESSAGE:
+		return true
+	case ConsumerGroupLoadBalancingPARTITION:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for ConsumerGroupStatsLoadBalancing.
+const (
+	ConsumerGroupStatsLoadBalancingMESSAGE   ConsumerGroupStatsLoadBalancing = "MESSAGE"
+	ConsumerGroupStatsLoadBalancingPARTITION ConsumerGroupStatsLoadBalancing = "PARTITION"
+)
+
+// Valid indicates whether the value is a known member of the ConsumerGroupStatsLoadBalancing enum.
+func (e ConsumerGroupStatsLoadBalancing) Valid() bool {
+	switch e {
+	case ConsumerGroupStatsLoadBalancingMESSAGE:
+		return true
+	case ConsumerGroupStatsLoadBalancingPARTITION:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for CreateConsumerGroupDetailsLoadBalancing.
+const (
+	CreateConsumerGroupDetailsLoadBalancingMESSAGE   CreateConsumerGroupDetailsLoadBalancing = "MESSAGE"
+	CreateConsumerGroupDetailsLoadBalancingPARTITION CreateConsumerGroupDetailsLoadBalancing = "PARTITION"
+)
+
+// Valid indicates whether the value is a known member of the CreateConsumerGroupDetailsLoadBalancing enum.
+func (e CreateConsumerGroupDetailsLoadBalancing) Valid() bool {
+	switch e {
+	case CreateConsumerGroupDetailsLoadBalancingMESSAGE:
+		return true
+	case CreateConsumerGroupDetailsLoadBalancingPARTITION:
 		return true
 	default:
 		return false
@@ -777,6 +834,11 @@ type ChannelCollection struct {
 // ChannelId The id of a channel, a subset of the queue's messages that consumers can address (no `*`).
 type ChannelId = string
 
+// CommitPartitionOffsetsDetails Offsets to commit, at most one per partition.
+type CommitPartitionOffsetsDetails struct {
+	Offsets []PartitionOffset `json:"offsets"`
+}
+
 // Compartment A compartment, a node of the tenancy's compartment tree.
 type Compartment struct {
 	// CompartmentId The OCID of the parent compartment. Absent (or null) for the root compartment of a tenancy, whose
@@ -829,8 +891,16 @@ type Consumer struct {
 	// from it.
 	IdleSeconds int `json:"idleSeconds"`
 
-	// Kind `WATCH`: a push consumer (WatchMessages); `POLL`: a GetMessages caller.
+	// Kind `WATCH`: a push consumer (WatchMessages); `POLL`: a GetMessages caller; `PARTITION`: a
+	// GetPartitionMessages caller of a `PARTITION` group.
 	Kind ConsumerKind `json:"kind"`
+
+	// Lag `PARTITION` only. The sum of its partitions' lag (latest offset − committed offset).
+	Lag *int64 `json:"lag,omitempty"`
+
+	// Partitions `PARTITION` only. The partitions the consumer owns (empty: it stands by). A partition being handed to
+	// another consumer is listed with its owner until the owner releases it.
+	Partitions *[]int `json:"partitions,omitempty"`
 
 	// Pending The messages the consumer holds (delivered, not acknowledged, lease not ended).
 	Pending int64 `json:"pending"`
@@ -838,8 +908,9 @@ type Consumer struct {
 	// Slots Watch only. `window` − `pending`, how many more messages may be pushed to it.
 	Slots *int `json:"slots,omitempty"`
 
-	// Status `RUNNING`: receives messages (on a single-active-consumer queue: the active consumer); `STANDBY`: waits
-	// to take over; `LEAVING`: sent `Shutdown`, receives nothing more; `EXIT`: left.
+	// Status `RUNNING`: receives messages (on a single-active-consumer queue: the active consumer; in a `PARTITION`
+	// group: owns partitions); `STANDBY`: waits to take over (or owns no partition); `LEAVING`: sent
+	// `Shutdown`, receives nothing more; `EXIT`: left.
 	Status ConsumerStatus `json:"status"`
 
 	// TimeRegistered When the consumer registered (its place in line to become active; RFC 3339, UTC).
@@ -849,11 +920,13 @@ type Consumer struct {
 	Window *int `json:"window,omitempty"`
 }
 
-// ConsumerKind `WATCH`: a push consumer (WatchMessages); `POLL`: a GetMessages caller.
+// ConsumerKind `WATCH`: a push consumer (WatchMessages); `POLL`: a GetMessages caller; `PARTITION`: a
+// GetPartitionMessages caller of a `PARTITION` group.
 type ConsumerKind string
 
-// ConsumerStatus `RUNNING`: receives messages (on a single-active-consumer queue: the active consumer); `STANDBY`: waits
-// to take over; `LEAVING`: sent `Shutdown`, receives nothing more; `EXIT`: left.
+// ConsumerStatus `RUNNING`: receives messages (on a single-active-consumer queue: the active consumer; in a `PARTITION`
+// group: owns partitions); `STANDBY`: waits to take over (or owns no partition); `LEAVING`: sent
+// `Shutdown`, receives nothing more; `EXIT`: left.
 type ConsumerStatus string
 
 // ConsumerCollection The consumers of a queue's consumer groups.
@@ -904,6 +977,11 @@ type ConsumerGroup struct {
 	// LifecycleState The lifecycle state of a resource.
 	LifecycleState LifecycleState `json:"lifecycleState"`
 
+	// LoadBalancing How the group balances its messages over its consumers: `MESSAGE`, message by message (leases and
+	// receipts); `PARTITION`, partition by partition with committed offsets (docs/partitions.md). Set at
+	// creation. ferry extension.
+	LoadBalancing *ConsumerGroupLoadBalancing `json:"loadBalancing,omitempty"`
+
 	// QueueId The OCID of the queue.
 	QueueId Ocid `json:"queueId"`
 
@@ -913,6 +991,11 @@ type ConsumerGroup struct {
 	// TimeUpdated When the group was last changed (RFC 3339, UTC).
 	TimeUpdated time.Time `json:"timeUpdated"`
 }
+
+// ConsumerGroupLoadBalancing How the group balances its messages over its consumers: `MESSAGE`, message by message (leases and
+// receipts); `PARTITION`, partition by partition with committed offsets (docs/partitions.md). Set at
+// creation. ferry extension.
+type ConsumerGroupLoadBalancing string
 
 // ConsumerGroupCollection A page of consumer groups.
 type ConsumerGroupCollection struct {
@@ -947,13 +1030,28 @@ type ConsumerGroupStats struct {
 	// in exactly one of `visibleMessages`, `inFlightMessages` and `delayedMessages`.
 	Dlq QueueStatsDetail `json:"dlq"`
 
+	// Generation `PARTITION` only. The group's assignment generation.
+	Generation *int64 `json:"generation,omitempty"`
+
 	// IsEnabled Whether the group receives new messages.
 	IsEnabled bool `json:"isEnabled"`
+
+	// Lag `PARTITION` only. The sum of its partitions' lag.
+	Lag *int64 `json:"lag,omitempty"`
+
+	// LoadBalancing The group's load balancing.
+	LoadBalancing *ConsumerGroupStatsLoadBalancing `json:"loadBalancing,omitempty"`
+
+	// Partitions `PARTITION` only. Each partition's offsets, owner and lag.
+	Partitions *[]PartitionState `json:"partitions,omitempty"`
 
 	// Queue Message counts and size of a queue or of its dead-letter queue. Every stored, unexpired message is counted
 	// in exactly one of `visibleMessages`, `inFlightMessages` and `delayedMessages`.
 	Queue QueueStatsDetail `json:"queue"`
 }
+
+// ConsumerGroupStatsLoadBalancing The group's load balancing.
+type ConsumerGroupStatsLoadBalancing string
 
 // ConsumerId The id a consumer names itself with (1..128 characters: letters, digits and `.`, `_`, `:`, `@`, `~`, `-`),
 // for example a host or pod name.
@@ -1001,9 +1099,23 @@ type CreateConsumerGroupDetails struct {
 	// IsEnabled Whether the group receives messages (default true).
 	IsEnabled *bool `json:"isEnabled,omitempty"`
 
+	// LoadBalancing `MESSAGE` (the default): any consumer may lease any message, acknowledged one by one. `PARTITION`: the
+	// queue must be partitioned (`partitionCount`); each partition is read by exactly one live consumer of
+	// the group, in offset order, which commits offsets (GetPartitionMessages, CommitPartitionOffsets). A
+	// `PARTITION` group takes no filter and no dead-letter count. Cannot be changed after creation; the
+	// primary group is always `MESSAGE`. ferry extension.
+	LoadBalancing *CreateConsumerGroupDetailsLoadBalancing `json:"loadBalancing,omitempty"`
+
 	// QueueId The OCID of the queue.
 	QueueId Ocid `json:"queueId"`
 }
+
+// CreateConsumerGroupDetailsLoadBalancing `MESSAGE` (the default): any consumer may lease any message, acknowledged one by one. `PARTITION`: the
+// queue must be partitioned (`partitionCount`); each partition is read by exactly one live consumer of
+// the group, in offset order, which commits offsets (GetPartitionMessages, CommitPartitionOffsets). A
+// `PARTITION` group takes no filter and no dead-letter count. Cannot be changed after creation; the
+// primary group is always `MESSAGE`. ferry extension.
+type CreateConsumerGroupDetailsLoadBalancing string
 
 // CreatePolicyDetails A new policy.
 type CreatePolicyDetails struct {
@@ -1074,6 +1186,14 @@ type CreateQueueDetails struct {
 
 	// MaxSizeInBytes The largest total size of the queue's messages, in bytes (1 MiB..1 TiB, default 2 GiB).
 	MaxSizeInBytes *int64 `json:"maxSizeInBytes,omitempty"`
+
+	// PartitionCount Creates a partitioned queue of 1..256 partitions (absent = not partitioned): every message is also
+	// appended to partition `hash(partitionKey) mod partitionCount`, where the partition key is
+	// `metadata.partitionKey`, else `metadata.messageGroupId`, else the channel, else none (round robin).
+	// Consumer groups with `loadBalancing` `PARTITION` read the partitions by offset
+	// (docs/partitions.md). Immutable: keys keep their partition for the queue's life. Not combinable with
+	// `deduplicationWindowInSeconds`. ferry extension.
+	PartitionCount *int `json:"partitionCount,omitempty"`
 
 	// RetentionInSeconds How long a message is kept before it expires, in seconds (10..604800, default 86400). Cannot be changed
 	// after creation.
@@ -1374,6 +1494,12 @@ type MessageMetadata struct {
 	// message rejoins its group after the group's current message.
 	MessageGroupId *string `json:"messageGroupId,omitempty"`
 
+	// PartitionKey On a partitioned queue (`partitionCount`), the key that chooses the message's partition:
+	// `hash(partitionKey) mod partitionCount`; absent, `messageGroupId` is the key, else the channel, else the
+	// partitions take turns. Messages of one key keep their publish order in their partition. Used for
+	// routing only: not returned with the message. ferry extension.
+	PartitionKey *string `json:"partitionKey,omitempty"`
+
 	// Traceparent The W3C trace context of the producer (`traceparent` header format). When absent, the server stores the
 	// trace context of the publish request: its `traceparent` header, or the request's own span when the
 	// server records traces (an OTLP exporter is configured).
@@ -1434,6 +1560,85 @@ type NegativeAcknowledgement struct {
 //
 // Example: ocid1.queue.ferry.local.aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa
 type Ocid = string
+
+// PartitionMessage A message read from a partition.
+type PartitionMessage struct {
+	// Attributes The attributes of the message.
+	Attributes *MessageAttributes `json:"attributes,omitempty"`
+
+	// ChannelId The message's channel (absent for the default channel).
+	ChannelId *string `json:"channelId,omitempty"`
+
+	// Content The message content as published.
+	Content string `json:"content"`
+
+	// CreatedAt When the message was published (RFC 3339, UTC).
+	CreatedAt time.Time `json:"createdAt"`
+
+	// ExpireAfter When the message expires (RFC 3339, UTC).
+	ExpireAfter time.Time `json:"expireAfter"`
+
+	// Generation The generation of its partition's assignment, to pass back with the commit.
+	Generation int64 `json:"generation"`
+
+	// Id The id of the message, unique within the queue (the same id MESSAGE groups see).
+	Id int64 `json:"id"`
+
+	// Metadata The metadata of the message.
+	Metadata *MessageMetadata `json:"metadata,omitempty"`
+
+	// Offset Its offset in the partition (dense, from 0, in publish order).
+	Offset int64 `json:"offset"`
+
+	// Partition Its partition.
+	Partition int `json:"partition"`
+}
+
+// PartitionMessages The result of GetPartitionMessages.
+type PartitionMessages struct {
+	// Generation The group's assignment generation (it grows with every reassignment or seek of any partition).
+	Generation int64 `json:"generation"`
+
+	// Messages Messages of the caller's partitions after their committed offsets, in offset order per partition
+	// (possibly none).
+	Messages []PartitionMessage `json:"messages"`
+
+	// Partitions The partitions the caller owns (empty = it stands by), with their offsets.
+	Partitions []PartitionState `json:"partitions"`
+}
+
+// PartitionOffset An offset to commit.
+type PartitionOffset struct {
+	// Generation The partition's generation, as returned with the message.
+	Generation int64 `json:"generation"`
+
+	// Offset The offset of the last message processed (the next owner resumes after it).
+	Offset int64 `json:"offset"`
+
+	// Partition The partition.
+	Partition int `json:"partition"`
+}
+
+// PartitionState One partition of a `PARTITION` consumer group.
+type PartitionState struct {
+	// CommittedOffset The group's committed offset (the last message processed; −1 = none).
+	CommittedOffset int64 `json:"committedOffset"`
+
+	// Generation The generation at which the partition was last assigned (or sought): commits must carry it.
+	Generation int64 `json:"generation"`
+
+	// Lag `latestOffset` − `committedOffset` (at least 0).
+	Lag int64 `json:"lag"`
+
+	// LatestOffset The offset of the partition's last message (−1 while it has none).
+	LatestOffset int64 `json:"latestOffset"`
+
+	// Owner The consumer that owns the partition (absent while unassigned).
+	Owner *string `json:"owner,omitempty"`
+
+	// Partition The partition (0..partitionCount−1).
+	Partition int `json:"partition"`
+}
 
 // Policy An IAM policy.
 type Policy struct {
@@ -1600,6 +1805,11 @@ type Queue struct {
 	// Example: http://127.0.0.1:8080
 	MessagesEndpoint string `json:"messagesEndpoint"`
 
+	// PartitionCount The queue's partition count (1..256), when it was created partitioned (absent otherwise): every message
+	// is also appended to partition `hash(partitionKey) mod partitionCount` with a dense offset, for consumer
+	// groups with `loadBalancing` `PARTITION` (docs/partitions.md). Immutable. ferry extension.
+	PartitionCount *int `json:"partitionCount,omitempty"`
+
 	// RetentionInSeconds How long a message is kept before it expires, in seconds (10..604800). Cannot change.
 	RetentionInSeconds int `json:"retentionInSeconds"`
 
@@ -1749,6 +1959,26 @@ type RedriveMessagesDetails struct {
 type RedriveMessagesResult struct {
 	// RedrivenMessages How many messages were moved back to the queue.
 	RedrivenMessages int `json:"redrivenMessages"`
+}
+
+// SeekPartitionsDetails Where to move a `PARTITION` group's committed offsets: exactly one of `offset` (the next message to read)
+// and `time` (the first message published at or after it).
+type SeekPartitionsDetails struct {
+	// Offset The offset to read next (past the latest = at the end).
+	Offset *int64 `json:"offset,omitempty"`
+
+	// Partitions The partitions to move (absent = all).
+	Partitions *[]int `json:"partitions,omitempty"`
+
+	// Time Read next the first message published at or after this time.
+	Time *time.Time `json:"time,omitempty"`
+}
+
+// SeekPartitionsResult The partitions moved.
+type SeekPartitionsResult struct {
+	// Generation The group's generation after the seek.
+	Generation int64            `json:"generation"`
+	Partitions []PartitionState `json:"partitions"`
 }
 
 // SortOrder Ascending (`ASC`) or descending (`DESC`) order.
@@ -2801,6 +3031,51 @@ type GetQueueMetricsParamsResolution string
 // GetQueueMetricsParamsAggregation defines parameters for GetQueueMetrics.
 type GetQueueMetricsParamsAggregation string
 
+// CommitPartitionOffsetsParams defines parameters for CommitPartitionOffsets.
+type CommitPartitionOffsetsParams struct {
+	// ConsumerGroupId The consumer group the call addresses: its OCID or its `displayName`. Absent = the primary consumer
+	// group.
+	ConsumerGroupId *ConsumerGroupIdQuery `form:"consumerGroupId,omitempty" json:"consumerGroupId,omitempty"`
+
+	// OpcRequestId A caller-chosen unique id for this request (for log correlation); it is echoed in the `opc-request-id`
+	// response header. When absent the server generates one.
+	OpcRequestId *OpcRequestIdHeader `json:"opc-request-id,omitempty"`
+
+	// XFerryConsumerId The caller's consumer id, as the `consumerId` query parameter.
+	XFerryConsumerId *ConsumerIdHeader `json:"X-Ferry-Consumer-Id,omitempty"`
+}
+
+// SeekPartitionsParams defines parameters for SeekPartitions.
+type SeekPartitionsParams struct {
+	// ConsumerGroupId The consumer group the call addresses: its OCID or its `displayName`. Absent = the primary consumer
+	// group.
+	ConsumerGroupId *ConsumerGroupIdQuery `form:"consumerGroupId,omitempty" json:"consumerGroupId,omitempty"`
+
+	// OpcRequestId A caller-chosen unique id for this request (for log correlation); it is echoed in the `opc-request-id`
+	// response header. When absent the server generates one.
+	OpcRequestId *OpcRequestIdHeader `json:"opc-request-id,omitempty"`
+}
+
+// GetPartitionMessagesParams defines parameters for GetPartitionMessages.
+type GetPartitionMessagesParams struct {
+	// ConsumerGroupId The consumer group the call addresses: its OCID or its `displayName`. Absent = the primary consumer
+	// group.
+	ConsumerGroupId *ConsumerGroupIdQuery `form:"consumerGroupId,omitempty" json:"consumerGroupId,omitempty"`
+
+	// Limit The maximum number of messages to return (1..1000).
+	Limit *int `form:"limit,omitempty" json:"limit,omitempty"`
+
+	// TimeoutInSeconds How long to wait for a first message, in seconds (0..30; default the queue's timeoutInSeconds).
+	TimeoutInSeconds *int `form:"timeoutInSeconds,omitempty" json:"timeoutInSeconds,omitempty"`
+
+	// OpcRequestId A caller-chosen unique id for this request (for log correlation); it is echoed in the `opc-request-id`
+	// response header. When absent the server generates one.
+	OpcRequestId *OpcRequestIdHeader `json:"opc-request-id,omitempty"`
+
+	// XFerryConsumerId The caller's consumer id, as the `consumerId` query parameter.
+	XFerryConsumerId *ConsumerIdHeader `json:"X-Ferry-Consumer-Id,omitempty"`
+}
+
 // GetStatsParams defines parameters for GetStats.
 type GetStatsParams struct {
 	// ConsumerGroupId The consumer group the call addresses: its OCID or its `displayName`. Absent = the primary consumer
@@ -2955,6 +3230,12 @@ type UpdateMessagesJSONRequestBody = UpdateMessagesDetails
 // UpdateMessageJSONRequestBody defines body for UpdateMessage for application/json ContentType.
 type UpdateMessageJSONRequestBody = UpdateMessageDetails
 
+// CommitPartitionOffsetsJSONRequestBody defines body for CommitPartitionOffsets for application/json ContentType.
+type CommitPartitionOffsetsJSONRequestBody = CommitPartitionOffsetsDetails
+
+// SeekPartitionsJSONRequestBody defines body for SeekPartitions for application/json ContentType.
+type SeekPartitionsJSONRequestBody = SeekPartitionsDetails
+
 // ServerInterface represents all server handlers.
 type ServerInterface interface {
 	// IdentityListCompartments List compartments (OCI Identity)
@@ -3083,6 +3364,15 @@ type ServerInterface interface {
 	// GetQueueMetrics Get a queue's metrics over time
 	// (GET /20210201/queues/{queueId}/metrics)
 	GetQueueMetrics(c *gin.Context, queueId QueueIdPath, params GetQueueMetricsParams)
+	// CommitPartitionOffsets Commit offsets of the caller's partitions
+	// (POST /20210201/queues/{queueId}/partitions/actions/commit)
+	CommitPartitionOffsets(c *gin.Context, queueId QueueIdPath, params CommitPartitionOffsetsParams)
+	// SeekPartitions Move a partition group's offsets (replay or skip)
+	// (POST /20210201/queues/{queueId}/partitions/actions/seek)
+	SeekPartitions(c *gin.Context, queueId QueueIdPath, params SeekPartitionsParams)
+	// GetPartitionMessages Read the caller's partitions (partition load balancing)
+	// (GET /20210201/queues/{queueId}/partitions/messages)
+	GetPartitionMessages(c *gin.Context, queueId QueueIdPath, params GetPartitionMessagesParams)
 	// GetStats Get queue statistics
 	// (GET /20210201/queues/{queueId}/stats)
 	GetStats(c *gin.Context, queueId QueueIdPath, params GetStatsParams)
@@ -6035,6 +6325,231 @@ func (siw *ServerInterfaceWrapper) GetQueueMetrics(c *gin.Context) {
 	siw.Handler.GetQueueMetrics(c, queueId, params)
 }
 
+// CommitPartitionOffsets operation middleware
+func (siw *ServerInterfaceWrapper) CommitPartitionOffsets(c *gin.Context) {
+
+	var err error
+	_ = err
+
+	// ------------- Path parameter "queueId" -------------
+	var queueId QueueIdPath
+
+	err = runtime.BindStyledParameterWithOptions("simple", "queueId", c.Param("queueId"), &queueId, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationPath, Explode: false, Required: true, Type: "string", Format: "", ValueIsUnescaped: true})
+	if err != nil {
+		siw.ErrorHandler(c, fmt.Errorf("Invalid format for parameter queueId: %w", err), http.StatusBadRequest)
+		return
+	}
+
+	// Parameter object where we will unmarshal all parameters from the context
+	var params CommitPartitionOffsetsParams
+
+	// ------------- Optional query parameter "consumerGroupId" -------------
+
+	err = runtime.BindQueryParameterWithOptions("form", true, false, "consumerGroupId", c.Request.URL.Query(), &params.ConsumerGroupId, runtime.BindQueryParameterOptions{Type: "string", Format: ""})
+	if err != nil {
+		siw.ErrorHandler(c, fmt.Errorf("Invalid format for parameter consumerGroupId: %w", err), http.StatusBadRequest)
+		return
+	}
+
+	headers := c.Request.Header
+
+	// ------------- Optional header parameter "opc-request-id" -------------
+	if valueList, found := headers[http.CanonicalHeaderKey("opc-request-id")]; found {
+		var OpcRequestId OpcRequestIdHeader
+		n := len(valueList)
+		if n != 1 {
+			siw.ErrorHandler(c, fmt.Errorf("Expected one value for opc-request-id, got %d", n), http.StatusBadRequest)
+			return
+		}
+
+		err = runtime.BindStyledParameterWithOptions("simple", "opc-request-id", valueList[0], &OpcRequestId, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""})
+		if err != nil {
+			siw.ErrorHandler(c, fmt.Errorf("Invalid format for parameter opc-request-id: %w", err), http.StatusBadRequest)
+			return
+		}
+
+		params.OpcRequestId = &OpcRequestId
+
+	}
+
+	// ------------- Optional header parameter "X-Ferry-Consumer-Id" -------------
+	if valueList, found := headers[http.CanonicalHeaderKey("X-Ferry-Consumer-Id")]; found {
+		var XFerryConsumerId ConsumerIdHeader
+		n := len(valueList)
+		if n != 1 {
+			siw.ErrorHandler(c, fmt.Errorf("Expected one value for X-Ferry-Consumer-Id, got %d", n), http.StatusBadRequest)
+			return
+		}
+
+		err = runtime.BindStyledParameterWithOptions("simple", "X-Ferry-Consumer-Id", valueList[0], &XFerryConsumerId, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""})
+		if err != nil {
+			siw.ErrorHandler(c, fmt.Errorf("Invalid format for parameter X-Ferry-Consumer-Id: %w", err), http.StatusBadRequest)
+			return
+		}
+
+		params.XFerryConsumerId = &XFerryConsumerId
+
+	}
+
+	for _, middleware := range siw.HandlerMiddlewares {
+		middleware(c)
+		if c.IsAborted() {
+			return
+		}
+	}
+
+	siw.Handler.CommitPartitionOffsets(c, queueId, params)
+}
+
+// SeekPartitions operation middleware
+func (siw *ServerInterfaceWrapper) SeekPartitions(c *gin.Context) {
+
+	var err error
+	_ = err
+
+	// ------------- Path parameter "queueId" -------------
+	var queueId QueueIdPath
+
+	err = runtime.BindStyledParameterWithOptions("simple", "queueId", c.Param("queueId"), &queueId, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationPath, Explode: false, Required: true, Type: "string", Format: "", ValueIsUnescaped: true})
+	if err != nil {
+		siw.ErrorHandler(c, fmt.Errorf("Invalid format for parameter queueId: %w", err), http.StatusBadRequest)
+		return
+	}
+
+	// Parameter object where we will unmarshal all parameters from the context
+	var params SeekPartitionsParams
+
+	// ------------- Optional query parameter "consumerGroupId" -------------
+
+	err = runtime.BindQueryParameterWithOptions("form", true, false, "consumerGroupId", c.Request.URL.Query(), &params.ConsumerGroupId, runtime.BindQueryParameterOptions{Type: "string", Format: ""})
+	if err != nil {
+		siw.ErrorHandler(c, fmt.Errorf("Invalid format for parameter consumerGroupId: %w", err), http.StatusBadRequest)
+		return
+	}
+
+	headers := c.Request.Header
+
+	// ------------- Optional header parameter "opc-request-id" -------------
+	if valueList, found := headers[http.CanonicalHeaderKey("opc-request-id")]; found {
+		var OpcRequestId OpcRequestIdHeader
+		n := len(valueList)
+		if n != 1 {
+			siw.ErrorHandler(c, fmt.Errorf("Expected one value for opc-request-id, got %d", n), http.StatusBadRequest)
+			return
+		}
+
+		err = runtime.BindStyledParameterWithOptions("simple", "opc-request-id", valueList[0], &OpcRequestId, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""})
+		if err != nil {
+			siw.ErrorHandler(c, fmt.Errorf("Invalid format for parameter opc-request-id: %w", err), http.StatusBadRequest)
+			return
+		}
+
+		params.OpcRequestId = &OpcRequestId
+
+	}
+
+	for _, middleware := range siw.HandlerMiddlewares {
+		middleware(c)
+		if c.IsAborted() {
+			return
+		}
+	}
+
+	siw.Handler.SeekPartitions(c, queueId, params)
+}
+
+// GetPartitionMessages operation middleware
+func (siw *ServerInterfaceWrapper) GetPartitionMessages(c *gin.Context) {
+
+	var err error
+	_ = err
+
+	// ------------- Path parameter "queueId" -------------
+	var queueId QueueIdPath
+
+	err = runtime.BindStyledParameterWithOptions("simple", "queueId", c.Param("queueId"), &queueId, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationPath, Explode: false, Required: true, Type: "string", Format: "", ValueIsUnescaped: true})
+	if err != nil {
+		siw.ErrorHandler(c, fmt.Errorf("Invalid format for parameter queueId: %w", err), http.StatusBadRequest)
+		return
+	}
+
+	// Parameter object where we will unmarshal all parameters from the context
+	var params GetPartitionMessagesParams
+
+	// ------------- Optional query parameter "consumerGroupId" -------------
+
+	err = runtime.BindQueryParameterWithOptions("form", true, false, "consumerGroupId", c.Request.URL.Query(), &params.ConsumerGroupId, runtime.BindQueryParameterOptions{Type: "string", Format: ""})
+	if err != nil {
+		siw.ErrorHandler(c, fmt.Errorf("Invalid format for parameter consumerGroupId: %w", err), http.StatusBadRequest)
+		return
+	}
+
+	// ------------- Optional query parameter "limit" -------------
+
+	err = runtime.BindQueryParameterWithOptions("form", true, false, "limit", c.Request.URL.Query(), &params.Limit, runtime.BindQueryParameterOptions{Type: "integer", Format: ""})
+	if err != nil {
+		siw.ErrorHandler(c, fmt.Errorf("Invalid format for parameter limit: %w", err), http.StatusBadRequest)
+		return
+	}
+
+	// ------------- Optional query parameter "timeoutInSeconds" -------------
+
+	err = runtime.BindQueryParameterWithOptions("form", true, false, "timeoutInSeconds", c.Request.URL.Query(), &params.TimeoutInSeconds, runtime.BindQueryParameterOptions{Type: "integer", Format: ""})
+	if err != nil {
+		siw.ErrorHandler(c, fmt.Errorf("Invalid format for parameter timeoutInSeconds: %w", err), http.StatusBadRequest)
+		return
+	}
+
+	headers := c.Request.Header
+
+	// ------------- Optional header parameter "opc-request-id" -------------
+	if valueList, found := headers[http.CanonicalHeaderKey("opc-request-id")]; found {
+		var OpcRequestId OpcRequestIdHeader
+		n := len(valueList)
+		if n != 1 {
+			siw.ErrorHandler(c, fmt.Errorf("Expected one value for opc-request-id, got %d", n), http.StatusBadRequest)
+			return
+		}
+
+		err = runtime.BindStyledParameterWithOptions("simple", "opc-request-id", valueList[0], &OpcRequestId, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""})
+		if err != nil {
+			siw.ErrorHandler(c, fmt.Errorf("Invalid format for parameter opc-request-id: %w", err), http.StatusBadRequest)
+			return
+		}
+
+		params.OpcRequestId = &OpcRequestId
+
+	}
+
+	// ------------- Optional header parameter "X-Ferry-Consumer-Id" -------------
+	if valueList, found := headers[http.CanonicalHeaderKey("X-Ferry-Consumer-Id")]; found {
+		var XFerryConsumerId ConsumerIdHeader
+		n := len(valueList)
+		if n != 1 {
+			siw.ErrorHandler(c, fmt.Errorf("Expected one value for X-Ferry-Consumer-Id, got %d", n), http.StatusBadRequest)
+			return
+		}
+
+		err = runtime.BindStyledParameterWithOptions("simple", "X-Ferry-Consumer-Id", valueList[0], &XFerryConsumerId, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""})
+		if err != nil {
+			siw.ErrorHandler(c, fmt.Errorf("Invalid format for parameter X-Ferry-Consumer-Id: %w", err), http.StatusBadRequest)
+			return
+		}
+
+		params.XFerryConsumerId = &XFerryConsumerId
+
+	}
+
+	for _, middleware := range siw.HandlerMiddlewares {
+		middleware(c)
+		if c.IsAborted() {
+			return
+		}
+	}
+
+	siw.Handler.GetPartitionMessages(c, queueId, params)
+}
+
 // GetStats operation middleware
 func (siw *ServerInterfaceWrapper) GetStats(c *gin.Context) {
 
@@ -6573,6 +7088,9 @@ func RegisterHandlersWithOptions(router gin.IRouter, si ServerInterface, options
 	router.GET(options.BaseURL+"/20210201/queues/:queueId/metrics", wrapper.GetQueueMetrics)
 	router.GET(options.BaseURL+"/20210201/queues/:queueId/channels", wrapper.ListChannels)
 	router.POST(options.BaseURL+"/20210201/queues/:queueId/actions/redrive", wrapper.RedriveMessages)
+	router.GET(options.BaseURL+"/20210201/queues/:queueId/partitions/messages", wrapper.GetPartitionMessages)
+	router.POST(options.BaseURL+"/20210201/queues/:queueId/partitions/actions/commit", wrapper.CommitPartitionOffsets)
+	router.POST(options.BaseURL+"/20210201/queues/:queueId/partitions/actions/seek", wrapper.SeekPartitions)
 	router.GET(options.BaseURL+"/20210201/queues/:queueId/consumers", wrapper.ListConsumers)
 	router.DELETE(options.BaseURL+"/20210201/queues/:queueId/consumers/:consumerId", wrapper.DeleteConsumer)
 	router.GET(options.BaseURL+"/20210201/consumerGroups", wrapper.ListConsumerGroups)
@@ -6604,416 +7122,462 @@ func RegisterHandlersWithOptions(router gin.IRouter, si ServerInterface, options
 // const string: with thousands of chunks the chained `+` fold is several
 // times slower for the Go compiler than parsing a slice literal.
 var swaggerSpec = []string{
-	"7P3dchu59S8M3wqKe1eZnN2iKVnjzFCVerdGlj1KZEsjyZl/3qH/aYgNkoibAKcBSmKmvCtHTz3H+yJy",
-	"YbmSp7AWgEY3u8mmvmxPlIOJRbLR+FhY3+u3fmsN5XQmBRNatfq/tSaMJiyDfx5e0LH5/4SpYcZnmkvR",
-	"6rcuJowM51nGhCZMaK4XRNMxkSOiJ4xkTMl5NmR7ZEaVIlwTqkjMR1tTqoeTmIxkRuRM8ylXmg/JUAoc",
-	"a7jotqKWGk7YlJp36sWMtfotpTMuxq1Pn6LWyWz4jt3oUzpmy5M6zZgyE7qeMEGmMoOJzFOtCLvhSvfd",
-	"bBS5oumcmUmZ2cYzOmYx+XXOsgWZ0YxOmWYZ0ZKMmYZfCHajiflVdyDWT/CM/TpnSh8l1ds2F/zXOSM8",
-	"wd3iimT4QAT7ouazmcw0oSIhqRyTocwyllIzQJccDieS4ayHNE1Z9kyRWM6GW3aILZ7EAwHrl4KRa6qI",
-	"2ZFG0/5ZZh/XTP3k4OiVO+NrmX10Myd6QjXRGR1+VLgkqhZiOMmkkHNF5IxluIDCLP5nxkatfut/PM9p",
-	"7zl+q56fDHkCEztjOlvsjzTLlqf0o7wmUyoWRLGhFIkyR3ZNuSaXbISnr7MFF+Pia6dc8Ol82ur3IrcR",
-	"XGg2Zlnrk3mjpwAg/4MJFYKlr3mqWfaTIZHleZwxs5NDjQfjV2umY05hiEOQNhWE3dCh9p/wpEMkUBqc",
-	"KH6qyPVEKiAQpWmmFbnmekLoQMwyNuI3pG1+bP89kmkqr1lCLhck/iZGEmI3dDpLGYllZm7x1jdxBymA",
-	"m9kCnbeilqBTs/ZhuMDiRtGbYybGetLq73z7h8hsnPt722yT1iwzA/73L//9zYf/NRh88//7n62ogrYO",
-	"5HRGMz1lQh8lR+J8fqkzxmr28mdDuzqbs4ikXGnCBe5NPgaJh+GAMdwUmqaGMM3dNuMxkVChldkqqoPr",
-	"QqbUUAvr7NlbMqKpYhGRIl2QhGdsqNOFeWfpHSu2r3JxhX1M2IjOU93q48vcDl1KmTIqlrfolJotXnf/",
-	"ghd33dxm5snqqbWilrmsPGNJqw/7u+lNLMyx5vRWTNJQuT3RbpO9vI8JCzWfsuxNJuez5tuKD5Gxecrd",
-	"NT6l2QI/eqbw9xwlya9zNmf2s07tQRQmcu8rW3EYpeW4m0BokmRMKab6sArcgQz+HSdczVK6eEenLO6S",
-	"/UuQqX8k4U64YQcCxl11PcpLr+Ev35b5SxUfwbGOkh9BPalZsZOLfuk8ibyoH/oxlgS+PzxUfvI1/NfW",
-	"a5Zliy33/q3SOlYdWT7n0hLqqdEpBvnhwfS5JmY+iTkjlo4Mk3rD9FumFB0ztYby7kB0tStYRXUVZ0Ck",
-	"IJQoLsYp26JDza/Ylv8abhFpuxma1WcsInwspPmTpYpdm486XXJOp05zG4i44mxigge4h3rgpTTCM2Og",
-	"CJmnFmQ6V0ZHIOzXOU3X0+7tj/tV+ut6MVfUGfzFhM8dd0kYTbZSZiSu3SsulGbUk4r9EEijjr0m6a+b",
-	"yqWj0Vujsdfdt9e1enwfrxvTdByXrQJzeilVmmSMJl0CW8E1SfhoxDJFRpmcIvmjfTEQZpSAdQl1bX63",
-	"u71D4nfyUNPxWzQrjCJg1JkxU0RIPTGqX3665WvtzJE78aRjPmLDxTBl55rqOp3mxGgXGdPzTPhNUKjZ",
-	"cEVSN4RR9zSrO7208KbGFFmcoJ3zlOsVt3dKb4yCTMR8eskyVKvYFLRruwiO5oWxiEh7u9vd7vV6nfqJ",
-	"T7muJrztXi9q2dfBX70oV8+3K9TzqGUZ3hkbMj7T9Vw0wx842ksZVSwhU3waGCquBVXngJOS9vuz4y1F",
-	"R0YtnNFf56xOrE8LU7k1gy2uaMmIrLt7+5bLbg2NtSACs9KYAKFdSdrmk5It2dkzd44rwoxJmTg9e9mY",
-	"zJiaSaGY5ar2vtJLx06JYtmVUTCYMDyMKUMaK65d8QV1l+/779bfPdglnS0u5Ecmmm6TNj9Ge3VKPzpb",
-	"OmNUm71j05nUTOg+oWg9ou0FyzRyB582fMZ/dCmTxUCYn3FBdnbJRM4zR1zWIMz4mAuaWm9EyLrhxVyM",
-	"CR1TLvbKL0LDz3JGYIXmbTkH7H1P4gMpRikf6njtnutssQXj1m36y90mm242lqb3Zw2QNnUqpmKsKA47",
-	"TU2FDRXoUzpmKyYNjM2zOxTR6DKyK4FrItiN3kLfEW64+3aWsSsu54YK8O7UrcI8XHcY272dBsdxKlM+",
-	"XDQ1bmbw6xp2NrND3d08+ckoI03nBJpLzZR+xYHuPqNzmemTLKn14JhJKZlpAh6TLnmFEgpkXvzq8Pwg",
-	"RmXS/MZc18sFiTWfsgNgHNYHYX67X/VTCpp7vaKp3OwaE7JfD6yu4Llrtuuh965m868L/sA7HsEn8zxe",
-	"BnCr/UATO7b5ayiF4brmn3Q2S/kQLv/zvysz998avukwy6R14VWpAygKjdUurmjKky45kImxf+Mj/ODU",
-	"GYIxaVN73bkiU5qOZGYML6PszkGjyIyOGRFqpO5HIa8FGXGWJgPhHK6R+TF1fMSwcpl5lSSfQyci8Vuu",
-	"jFFUfLs3hPw0kEd2ooGIQX87vBkylhjSa1OimaBiuDAvQUMAdC5yLedpAoaO/XGnS0DBQ40DqNKKqNGI",
-	"icSQKywESTUIApSEds1J2AeeF3zgn6zVCELq4Q87l4d9a3TgwQ/tx86bauwDlpnNS+Y4CdwPONW4JDBj",
-	"krG50R+dJ9ZLZBD/9rSVpmm+ufa0O11DYKB4DTXo4H5i1hriYKwYQUjRAkDthKapvFYDUTQP26F/N2Ep",
-	"Q+2hKFrN43ZUNp1pnN98llhVw9KI+9kl42I8EDCYIZH7PvsjoVkmaHoOeiIe3MOTQcVb4z7eWHYzY0PN",
-	"EjKiPJ1nrHQpmNFmM3bFaGouKg4DDpZ73JR3Ur+Wc5E8wk68k3p/ricy4/9gyUnm3lwmw0QySzI3XCED",
-	"K4SZQD3gTJFEws+APsHOGIicPqUx5XFD9bUkQ6qYAu9LwlJ+CQYCONgTrgwxzrma0MuU3TvRndJFKmly",
-	"IeUxzTBW+MDbXHpjif2A3t4GNuEIjZut6ljejGyY2mCO4v9g90xwpxnEyLiZ7mvKU/Y4pJd7Z6xHKA8C",
-	"W53Z0x18HDp+atxH97wxhkHwIXsv6BXlqSHGR9iY5Zfa/REyMXdOmA0Bw9pRkCIZH080EfK6KATMUwnV",
-	"9JIqkCVzkTE6hFvVueetupDyLRUL+6l6hH0qvdFuko3lOdlF9CSTWqcs8VzLukMVGc3TtEvATUDoCML6",
-	"Zpe9Z8tGjgfC+T9Q6sNPHYneK3MyerB/w7pHg+A37M57QT0nfzzJwYQG/ciJjEtGM8iPMHqt0ZBRg41y",
-	"VTkilzRJF0TxsTB/GWpeME1A6SVAvDOj3t4z2//kjBIYa1/rjF/ONfuL0aGrTSJv1OdsmbrH+qCPGUub",
-	"tKkmU6k02fn2JRlOaEaHmmWqg3ofUlOXHAnyRqLnjSsSU7GIB2Ii0wS1rhgHi/GheJRKql/uWreNFOxk",
-	"1Or/UvJAv1yy+SOfvYGvbX36ELVutsZyK3CWZiM6ZL99MtTmRf8rpilPYWdognKApqeZEd2aG6PMRgHK",
-	"7rPJYmZUZUMCqRdnI3vP0GdAFJ/OU6olxNBmwZi/lRw15uVpale63mz8UGXKaSNedUHjzT1IICikLHxd",
-	"5AoQlfLfdbpmk8pRynudZjGebHYuxu+67juMofIkJl5EK5wYfKNqnFQZF0M+o+kzhYNjEFCzqarI8QE/",
-	"+xF+CW53+z3NMrowX89YBhcZWUfF6/z3REuSsCFPQBQzMZ+2+r+0fnp/+P7wb0fvzk8PDy5akf377HD/",
-	"lf/j/emr/YtD/+fB2WH456vD48Pgz7cnf8n/OH1/9ib86/zH4I/j4/yhw4uzo4Nz99qDk7en+2cXbw/f",
-	"XQQzCz+t+KGfZfihn2v4oZ/x6cnx0cFfg1fYD+zo9i8/hv3bv8j+bYf7sHznvSPsHgnT+t0Mz5xf/p2h",
-	"bb6CysDPYFj+M0ViNb+MQbvYNF6WO5F+8e8t0F6+eonfhjzsDBzoNe47x4MgXDrkyuabFdmR1bArA7Lg",
-	"EAiVdu8/sU91W8tBUrMFejhhCdj2U5dAWTE//31g3xOuSRtsdHQaJkxwY4OHF7m4AO+lvQ9SsOwb5mME",
-	"FVohfqZIHe6vNct6pohmN7rbWnfsgZ85H7vq2IscqjSKO8iq/a8a7IDO6CVPuV5sLAFRmRz6AbokPjh5",
-	"d/7+7eHZ396cnbw/PY8JE0bhViV2r8AvPKJCznUE/8axL0vhfZtWMxBV2Uf4T8wJdJlHwcOdLomP98/e",
-	"GOZ3fr7/5vA8JinTyik0Rkkm85lh2tvkLf/BqLo+/mT0mT/zH8zdPp3nIdDAW6o0T1Pi9R8zQgdUHSrQ",
-	"pcQiQjGUI0f5JnGmBiJjs5QOi2s1WlW+lYb+U0avmALXqlkZxmTlaISKUZH6uTrFrSpkQB3C5ieF0DL6",
-	"qJfTFZaOrm9unr/65QQnu/vgzDOzdJuapy1wRRKuYAJwwkIOrG8RH0XyVLmGieEk7wWAx4c0S1hC2pDB",
-	"IOcid8Qt85tZxQ68YjQ5hvQQiL28Yim/YuY386p7W7MPValuYeIJTKyka3kihMnWhfIrMm1r1pGnnt1p",
-	"2oJOGWnH9mMbkcHDwlgvunLBnS9YPvvmsqx6/jaL9i5TH8EQTir8kTBzkI5cqmZaYSPYD6pTszwbC5S3",
-	"0tRaUavIUiqUkhI/hm8rGS8k5ABZBjHj21kjF8tB5Km8YrlLWz6GAbIipA2zyR0QWpI2hvMxQGOU+tK+",
-	"FadXt4GCpQcyTdlQV+rn+xhpMgzYZ5ar5a3wKkXFrubP+bIEKHhYaVKslND42IoV1VUZYAIkdXMy8kXN",
-	"LxXThZDxs0DCgQLjWLYiQ+rz6EhbSBJ/U6GsvlyX0F6RzF5Igq7MNQmtTorePDtpSwJF85PojLEGNLsm",
-	"rE/BXRpmhLu03bbMiJinaceb7GXrGPfazi5CPWMgYmONWkUjn7l5aTWvNO9A3ykK3mAz5ZAn24NB9xe6",
-	"9Y8P/8v+o7f1/Vbxj2/sHztbf/jw24ud6FPl/hc2Ynn/RxljWyOZTUnwTdVdbU/pAiKjhst2ulWvMmOZ",
-	"oS7oWDXnG6/Dp5b5x2s/QU3HqjKX/1PU4g/LqMAJQSv8JMFpu4T2T1E587DxzMqph5VzLGU/1u2IqNQI",
-	"zAAg6pefilxCHJ1KMYbEdsUvUy7GqvK0g2yOumzd0i5e01yZaJ+9PiAvXrz4PiLvLw6AnswhU93qt4yO",
-	"vGWGr3vte1CjN3ktZM9ipuut313m1onL/CieUrSceBpuVXEFpUtTyfvzpTSUaPkDG4q04MF6mbY6mztn",
-	"9neQdlYuVcsLa2agwCsYHRXOi7mWB3I65RWy52eInkmRLrrE23E0Y4QOPwp5nbLE0ArmzS98Pny1R+Mh",
-	"3KHramzCOprcvRzqxsiMEjRtKq+L3wLS7hGwwa65YsWkF0VmczVhkK3FNblcAGtwEcdrM0ThBnGhX+62",
-	"quyXTZh0WBfwIVpRp/NMEZ5YGZCyc4xOLS/VfkEUF0NW2NNnljuEGc1DmqbgBMefmwXDQvGXdj/yCIjM",
-	"yITRLBkISMXnumCJBjvwkYuKY4h/3r84+DE2hr4ZOj/tNhyQm1Vnj8SnJ8fH8MPybLEax1knMCD6SY8r",
-	"3aMzTF6qSWfPtcSA9NDd1fbkhEGq8LJEmDSOOREisW65BoShUlnlBAxvaHzNRSKvY/Lv//f/kthOP47I",
-	"xFW0QvWyn7lVVkLK7Va/WlM9r3h3fPb+3bujd2/i/rIrg7TXVuagpYpf+S00B3h+sf/u1Q9/jftQd6sG",
-	"Qkui6UdG5BXL9kh8fLj/F3wtaKPx+WSuE3kt4iifh63UgCXvkfjwv44u4j5J2cjSnaMCu4RW1LJvNVYq",
-	"jt+KWuaxStow8umMjbnSNVwjF7J2yZn/NWmbuwJOLMIFSbkAm+6SDeXU7cceua3sRxpYTShAwFLp/LS4",
-	"BnIw9EvmIiTYKpKokvIVNXlINvZG5/cpZLdFjrS0r6sk3ypBHzI/hWIwD9MVfKnL8rAuOnYKzqqCjEnN",
-	"PJMImb1/nZpPp7hvDfWBYOPcH2pZNYhWqyX2uYjMCnWZ9npJwciIZwrVceE88iK5XChXpQFZyijJMUYR",
-	"3jm4QMDaN15YQy3HxyVXHTps0kqdB5eeH/lj+24qwsFWxdjEmXrhXPRV3tI9UuUtrebdCRtxwRJnbq5a",
-	"4Kvgp+bJVV7Tso0Ec/XW0SwvvhxSxba4UEwobiixxiqu8XCa11jXJbuZZQwjxYYklzMrVK13s4kd3tz6",
-	"fiBDejmgv6SrRqSs06L2ylUhVlEXgCwFHQS7ThdkNr9MOSgA06Dod1l79zGSVe/AHJWKGFRueyyPvOwI",
-	"2MT8v98odkUJSWMr3kbUHs9+z1/4UJZ7XilTrowKmYO/viElhhRzF2u/yMHWioam1v8aHaCBpK3Kjmks",
-	"5u/B8C+pC+tVIACNKUw+sqqKsZWltUlQ0HeqpOZjmu+FBCq1AqQnXyLNwhXUScNaO7/WmrdmrZEvXAzT",
-	"eYLJoWbDUP8DGKp82xrYcs0sy6JWaVTzRsMvhYLKenm1Hp5v9lqqM5d4RT4KlO3XkNzj0FUIqdJtpMuE",
-	"Id5KfSFJf113w0Gvg73BOOSdRPMacQycefMJraWNIl8P2Tm+ETdiFYWsiL8FvkgsErOgI1D/BBX/O98F",
-	"ibDGXDdKr4pIwsfmNlCRkLgbRyT+m/lP3/znf5v//B/zn624Ew1EmMVOycRYuTIjM5kE5ZJhQezOd6tC",
-	"dvtb/38MJXX/1v/f/2erLn4HkuxeAtEJPokGjKGDEiLTY5oyFRHAe4yWlWKnu0H66BcRLrvP4BBpl0g5",
-	"Cul4aymQvG0TXdZTZTVJrkwHsEurvMSWkAtJQLfL8EbaXc3779EmJu0e+SMRUrBOYB5zMWEZ12UzeaOM",
-	"oge2oBsbzRsmEm1mUrcTOVTP6Yx3p0m+gYaVVpnU3SbZQneysFXT7LsVUjR3RdsRABqps0KgPqAVWbqR",
-	"uWUVEkn9lUREhrvcxRyl4TNmMllIlKDIg4v1MuVnB7fonlFkhFUhG8uPTYhQNLu31ntqMxxucVNV4xzv",
-	"iLDuuEvifcjyRnI/zWQyHxoLQUsyV5bitiBIxkUxJweAO+OCyVoUOr21ky3Ve0y5cH+usWgrZVBh8fXU",
-	"b6XDvelUeCldNpNiWoOQBn83VD7K4dzMiSXEso4KH0GYlbx8cAfBtwVe0CfxbwNY6KDVH5RzJAetiPz7",
-	"n//6VJ/7jdm8sC0Wrq4Yz46K4xczLgetT7HFAMjZoxyFmdwWUKSRSyPPfi9Qxs5y6GLo0g3NYmCPAG9i",
-	"GberIpeHZmOmNFETY+HXJOtFhtZnLBtCJhKCh0Xu8Mh2r9eJMJ8vhM6FiBe9YlCnOUr5eKKXM45XY4dF",
-	"n41/OsC+gqfkmFHFjkQhwm9398XS5v4or0kqoYoQw7TlWKzhPAvlPnWpzUOaGp02jK7D7ju45Pa33e6L",
-	"Xi8aCLf9L3rlTO4XhX39tnJf50rL6aEYZguY8J/ZoknW4ke2MBvF8LnqxE6zkoh8ZDPEw/aQbcZ0PDk4",
-	"wk3XHEm7T0YsyxYDobTMQq2CC3IqlR5n7PynY5viSMyP6JiRWSY1s9jNU0I1yZjSAI6WIyLYKVosMK7M",
-	"3G+VM75ejbY0UEkC4EbTfBpWE7jcAO8gcuDXXEM2snLo0ssQkh65b28gepiFY9/fIVNGhVn88mO3yPRP",
-	"mMNY4VL8DFHvaspfRfh2vc8UiQvjHWGiasambHqJmRwhife63e9e7vZ6e6QXkWCJkavaUIb6g/E6XSQj",
-	"wm600eqlKK0YhvuMpoj9QcG29fHTTU2PxzPa8yANV+fAxPaBWxXT44qIpKWkp2rW520GeKjTB/Os7D6H",
-	"rLCCk3PJ+NhDGQ15Ywpx5KlyofcaoqiqBrw55/9gR+KHhWZF6t7Z3v3D7ncvXu5+t0p4aqlpCgggKyXo",
-	"5QLiqKgIdLfJBf8hl6I75A3/odrFHVzc77//dnv75c4f/vCHl6Ho7O1+9+0fXlYRdcY0E3DnKm+vvRjr",
-	"bjAB/jnTAaNCOICScNrudbsve7vfheoBvKLTJQeIkHHJXCxtIBDdAQEVl+6sHSdcZdUCDW+Vc91ULF/k",
-	"7ATWuDWTaYqUI0f1UrdnpG6+phe9TrcocdcxlyuurMi71Uwhqy2ZO8SeEWBdwmUIAFJLE959sdNbMWf8",
-	"enVrhaKRUXRfr6+CeVVkqNV2Re3neDHDj17uVrykBNt7cAT+K3gx8LKIXCLfVTM6tPaB/3PQ6pPfBq2P",
-	"bGH+BcgSnz7FOXbEy938UeWlzEfGsEx0IALM0KlhPWN+xQRqIjAHkMf5EK7fgby21G596WYbThwgE/aw",
-	"kEofGCMpa/VbuztwFk224xVAgjkivq1L4xLT2UZBIqZE6LKKjB8mdFZppRUzOd0AoMO82AE8X9COKMDP",
-	"FvJJ7bZ2Gsd/K5d9KHRWMp5e7GxiVbuVfWi60fjGTXfbMdkVe2yR6ZrL+zJC8YfoPgGXl11uboLrt2oV",
-	"IIBF25UjUnymwj+Qcib0a0SDWxXCtmcIwHGgaQ/pXLEcoMrCLVOye3NDYpZlMjuQCYv7DvARkrABJtCu",
-	"UUVkLAUbCEfbnbpk69qbcSIYkXMNKakzUGxwGuaBBTBy9wmCm97uGuBO+1tQ9hogCPSdt9BiSbcp+ba4",
-	"g509C91PF0TNh0PGEizqzZgZL6netbJjq3jOS7OONrik4X5Ukp87EjnKcRoNa7IHvWf99VLgelQVXcqE",
-	"1drRW0ovUkZgi4j5Je4HmKdw9G6L2zkkJhkFQJWWAqOBqIUIdEMWytUNvUZVqKk4eI6X6l5A/v3Pf3X6",
-	"tmGDmWlMqLATRyhrf/yYg+4LETysIGa5DmmWLQonnVsynlSqN+zHi4tTgmnOvhYIdumZcjCQvknImlnY",
-	"KXNN2kbfJbu93WggdnvfR+Tb3gtcbVRzGLWX28zeklZVpHYyn1KxlTGaGJPV6MspFXZS1S+qjDQu0bRH",
-	"41zeMUAslCMbTsLTCvGsm5DqPpnS4YQLFkzd02sV8m4VHm5ESoi3AcXm0GQRqaXiKABJj5bQWKNiEwkz",
-	"eBnKMSJLQHQwzjLCqOHvVeB+JQWtVV54FUVPb0UO4DqtBfaNCB8RKrD2388m0MX7vjnKtlEhdr79Nkjz",
-	"aBC9Tow272ZexUVflz0ONYr82qBlnc/hI1s8R1g38D4E6ncHHXhCklnGnFo/ZVQAeN2oDHgqrwW5lPKj",
-	"0dB9J5FAx9aMTgE0e4FBkYZKda75VJ1sUW2qKAH0OdQbq2/7+aPVGlyQn235sZ8GOq51LQqQ45X2R4aT",
-	"+nTlyiQtm3i7r1dkzbpBr8PRykmzWJpkDHcwhkIUG3ADJ4BHu08ylmTGnnKjDgRaXq66rVm6b7I676Hk",
-	"pA0XMaGKXDKAePIVZ8C13ZAEUxary3gM4c14xmoaIS5tmXWo3D6vmSfrmlN5zd4GV20HjII3skGCZUqV",
-	"fsfGVPOrDUrL3RP7efkTVulW15hTpYmwj4Q1fg7/INy6NrXFkXlFZS7OWYbkKAVeiinTNKGabnwZ37oH",
-	"q2fsiULCp5UXMjDj1lhjXCFf8Q1QDWsvqLPmg2BfChuCDSox6Tv/+UCg5w1uHYzeJX9BE0ekCzIXmqe5",
-	"IUiYSFSN5gberHQtaefj+P4rboZYj6eIHQmbqZC5SJlS1gq+12R7xwrzMyhzhtKqitc35H4fVkoItc6y",
-	"LXWAK8qK6cpBipJGkfZMKjPlBaZmNTYTA3m2LlXeT6hq1T8ymurJeU0BK8ingq0wgd/bsCBNuDCHPcvk",
-	"ZdVW1NbFyo/WyMHhSoqR/LiWIOzIVSs6SrAzcnPMGGOsnxwcEffkM0XUhM4YotgEtRfxnsdyeaaWGqLa",
-	"1pRGgeFJ5/Pnou7Vgs8YxsqHE5COAuzKZcAZ0j45OBqIYE/OX/1ZuRYZ8ADotuA5WQ69NVubG70QjFta",
-	"6qvAF1wJrELTa7pQ1rTnAn28nfV5U8jz1+XgPkHU1EHUcLUPPhRu4dur+4JDCbdyLUBiCo8csyuW/nH/",
-	"4ODw/Pzoh+PDeK8ACBj0DeZCzdhQrziZlbVymxFiwDSecHRuJ6Qrs9iK2DbF4ral2rcN69vWn121JF4+",
-	"OrpGKmiWTRVpA3spVjDb6ipoYhIfvds/uDj6y6Hr/+3h/s4O9y8QNwF/0Ipa7retqAVAxPg1YhK/qkRW",
-	"8Mt9nJoK8M+F+wBZgBgu+2LqLR5F9Oyhjk2FFTRTOjMyHyMMSBRWopqfF6KO9yCJgja9l4vCgXSqEn2/",
-	"nAyU/7SykeKurGJYdwquV+X6I8742JcWehIMZEZd2L2gZLX9k+Tf/8//hZxB8//g4PMx9Epaj4iShPrY",
-	"lxHgcGsUE4m/OgMxpbPIGhGuMa+1M/z18v1Ma/cPtfJ74YCgyqplGaClTXVZxQZ9OYgdxYiClI00mVtr",
-	"Pamq7Pld8CwjLDavYvsczMnNdlRgUnukgJZ9PZEpM5u0jlOx66+DW9XenaB5ZYV1bCxYS+Zhy8o6Q3nP",
-	"G12RDckPZZYs3aZn1i1U2SLgEdPEAXefpYlNTEVH1SNYWsXun5+ilo9xXtQCR3/kAjbS/zREaEM18W9B",
-	"c4wanDZI+zeM0qy1xoE+x3QhP1GuSAK+gbxwoGAYQCednOhcXxzoOIosvdaNZjl+eU8Ihf6AuMZGXrAK",
-	"aj6zw1emS6xwc4VR6uVGrW7HjcF6ajRzo7n/7fTs5M3Z4fl5K2q93j86ho/P3x8cHB6+gn8f7L87ODxG",
-	"lR7/XaPTG4PImNKz1fZbYbOMAUftM3dDUnnNBQR51r15ZH93t7eda5o1WKbCn92nbVq8bgH+WlmPyyl4",
-	"+fKUDutDMx7rqbLCE+l7QdI6thvei1JgcljPPnxVYGGshCeuNiFs7VewUYF4sU/Oq8AajVpnh8f7K6i/",
-	"irRxPfUMzjxQ7jVI2qFvNa4GqLI6YMbrmonrCaHaejoLow+pIJcM/Nfd6iicGXvEMTByryIg3/JlCvUv",
-	"LWxaFJ5xFbXd2tdRe/wlFwUQQuCXKLooVh7+cgx8hZ2zantLXeWWrJe3FWBnLgXhxU5EtByjcxF9kC6A",
-	"2MUiqnwecadvrB2QA5CK8XI3yMQAu2WGuDe4SEUA6d2IPtUlB0WQMqwiV0SxlA0DLMnLhaEFnoWzhaJF",
-	"mMxA5Fd8j1xKPbEF/Fpe06wYgoOOpeUMCTrFMPnuTjcvHJPYtnwpWeLFTpmkotbNFuhyWx/ZYmtKb7ZS",
-	"q3++3M2P9KC0cfeYVIJDk3wXip0C20YD/ckWZ9z2JAkeJCCn+pMckeqGg4AHatGb4bdbYAgn4flhsZxh",
-	"WQTge+P8u9jYxAOhLTteEEhQvKTDj+QaQtuIKMksOHS/jHWXkxErFmQFrwD6ASjY4dLu2eRs28kB9qRN",
-	"waY31rkt6OACSK1Pdns9Y9pwsF061vN/LfMbBBCoVA+EvVwwYuSiw4sNiTVjYzx1Nr9H6nwbJgg09wS8",
-	"qoj/0/qsoOHqhhquirac6eBaY3h2ga0zMNIOxBPW4GJH+4yN+E3QaQSDKQMR27+xA07sSrYj6D6Rw1Ng",
-	"XWFQh+eHb2O5xfmrPxMbRVMQ7I/94uJoIGA0F00sDdHpFvL+bV8prqG1VM0z1f10VnSz+OW/v/nwTSW0",
-	"0LCKEW2SE7LEyWqgwqu4UuFczf2sGdN5UwoFlJVRaYh7bQ0nUjGjDfaN/pKyQkFaYRiCcMaQbAO3EJtg",
-	"+SQurJ1lBPrh8IRwNSigF+e/APTbkL3wJLattTRhAt6eYJJHE5CoqiQuWq6cqi5Zg5Iym3qGWHL5LuMs",
-	"S6knS3VT30O52olIFy7TcDRPIeNgIPKBu2SfwKzyhAzXwB/Epd0d6BgOogZ+YrHA4lKt2/frq1OLA9Tk",
-	"r9sXu/l4tN4wD4n8jNNiNEiYCiFQQ+gCWhxrIFxfeKxbNtY97gi+OwLuQzWhkE7nCNB8yPNcH5nZTBZ8",
-	"X0rNkUnBPMrgQOSvaGtJqFgg9BA0gmY32o2Y/0wiSr75sEChMoOS6qSipHogHFKFZZ8gZF0aHqYaLlOP",
-	"wxRv2z5yfgaYwQQ/6nTJKz4asYwJ7ctEfHvBpR2kmbm4KYrBQh294YLUHqNDYATnEygAqApOu2Q/f0me",
-	"dInKavHixGQw7/VeMNJztApKh61Kc/BPcJR9Ul6gbcgGxdcpXUBeV+SneU051Es4pu0HC1kKqqruEddn",
-	"GYrnzIrCpM98SRn7u+RC5VMMuoK7t7hmEI7Ib8NjdEaHDKOE1dfr5xcHBH6EObM3Pg9xZlFiSDsOBvHt",
-	"8tHl0LH9B6kVskHtjAU/gGqL6hfYS2bt8D7ylIp3+b7J9pc2J1rNqK86YANhX4ueVoVrAuwTcnJxfGqu",
-	"gMw0dmsfSjHi43nmmxuWN7WB27hUi1blMZYz+uucRbb7uO1TDvfRm7aoiOJNtSEqLz3fnx1vKTpinS45",
-	"0nmMopjWOBDlvMaCu3xndy2FvGU648NTyaso5EQwcjkffmS2PZdiGa/Ka4M8Y02ns5oaDhjimUIfVnPv",
-	"2FV9x3Q/JObYtymq2RGqh2M6B5FthRFwTEZFyVkm50a3WnLYljsK+rW5CX2opAezjeesvjZuCr94psjM",
-	"7LVCsTJjmV1KRUSMT7HGX61wZeGJGPKQo0ZQqat6Oq92GbofVi2/ugXLwcn7dxeHZ3bFwO3ZFSSH2Axt",
-	"XPoeebP//s1h+DMF9lCCp6uKLSJhzFbUgocqvSwuTrUW6hRPDYq/P0UtfH/16cF3wXFFRKYJtKA3wrGx",
-	"fz68bRX++Lmo6qmUAy4A2kLkNTuZA0yo9Q2PbTDe9taAV0UhkfkNqDrgukz3CspchLCtGbMJvnQps/2Z",
-	"ypPhRxmdss4mpYdQaliEgaZXjLQP6JSlB4YnXoMgAJWBCmvB0pTEXYyKx5ZX4LWvdqlmjKq6SC9+tzyF",
-	"brPypKpNBp9plSg5yegwZVsHqZwntuAyd4/2SQy9DbugBw0ByAs0IvtBxmg6LX0y5lIUPsIYLX4UR9YP",
-	"E1d8Z1jNix3UQTMjf+Q1y4Zmvy+pYi92QjdRqdoMZ4kKKrgsuqkc0rRLG/6vAlfmofo7Inpi5Vkc7b/9",
-	"EqARi73S3YRuD4z4pfe7CFZ41/4Pt4JpbNqYZB02o934oA0/+G/VQmh609mkz23TJFf7xkfsMxG88aEa",
-	"TTRKqw3O4r77RyKDaNY8ArajUm9e0TUifKiRamFZ1u37RJzOs/FdgDORt0gyM+OscA5Xdcoyj6BpU/bW",
-	"6AlTLPfyttkNHeqwTzR6UNCtixTjWspYHyuWiKFjdt/hPGM5ecH7WoVwCm7YRm7X5jCnlY0t17UN8Rtr",
-	"7AbfaNz7KpeaugcN1tGyRl6aobMjDkqt4z0S0zSNcXhld8Z2FXKOGsQqDJ4ye4yPceyBkLgellgNMRD7",
-	"YcepAuKo7Sl3UlyHnNuSBj/x5e5FiA5oBxsI6ynpRCRvsQ+I/zAxmqa4pnwYdEfZ5ETAVdRS3q7rvhnY",
-	"BfGbCbpT/8iytPsZgvIhsJC9ReXrm7+39grXJT9UvqFvG5OEGG+kHb87OXu7fxxDuMt+bc62ArwxfnX8",
-	"U9wxlHUp9WQg2vEPJxc/ljP9cbxW1Hp1/FMrapmfVFpuQd30uprD4Keb1BwaY84OMsu96iXIsdsh1QQz",
-	"WglTs0k5YjDmvQJf2XVvWq1ZMQRgX+30OlGefAUQHWYF4PbCMOltdrEe82pnIyTpDXf4zohXtZv7dcAm",
-	"9Akl7y9eb33n5GkpEeDP/AfS3nm5s727ix6JvdDxO5yw4UcUwEwYUzcZCMX/wTpgbwNQZLUIKwJPhxKs",
-	"S37gwoiPhGrqkUGMvflyd8u+hFwuBgLkB6ArVThDLZ7kKsaeB9MBb5NmSSGijmv+rPX2y/144FjXEPZa",
-	"lKicrQZhxsAdvca12KTflosVlSE18mCMltiTI+FqSLOEJf0K3YErh5ibIFyhkD5iYrtUTKH7VlIPYfa1",
-	"YViYbbmugiPxO+UBzIT0G271I6PifCRcd0oAIw27gYG1Fe5YFan95JpLlZkiTt/m4njc/Cdo/IeDxr83",
-	"MPxV+PfEw99HA6Ek/pCSy7nyNhUZIjau0jS7QhUcIY2/aMD8olctx4peBZdf4B4QoK5Glo770FfdohCX",
-	"IPPDZt8OVyToxIz/7DhDaSAaYuq7AG1F3/RnFi+FpHSmzNNBh2fYiIEIJoWJAljiBd10sVbNYlcjm2ZX",
-	"XM5V+IJiY/D8lmDQ5Anh/3Mi/D8aqj/pYbodqmf4rS2xW36skC5iOFbG8pf7sPfCSuUHaQLwYMD/v0+o",
-	"/y8EzP8h2zmv6hSwvjNA004A4NtKHccHUVRmwB3Dk0v9AqKljLW9QNouNxDIk2zhOA0zUiyFFFUxEGHm",
-	"ajse+hadcadx6wHvaA8cFqXiBJk5jAVCL53jr1STgVCIrjHn9WQRNrFRJMYqi7iSBG+LenIXiJOcXKp6",
-	"L9x/m4VOl5wGKaGSUDKapyk+PxBYPa7I7s73NYr/XVowuMkdimRWnTp0Zlg7OnohX8doGu/Pjt0qwZKf",
-	"pVQwm13H1dLKiyBYE61n/efPt3f+0O11e93t/ne973rVQfvq9hD33Q4i7/+A8a3uLTs9rI/gWU/J4wXw",
-	"8hfeR/yurqHFffWwuLe+FfffqqIT6PxcW12fC5s1DNU2mEyat+0u4QViyMZOgSt3FiUNYfPGF3x9k/6N",
-	"IqYVt656pyuoYY26Wm/xLvHaNfpdrSivtfAqWN3GeEywpGahYrh4mwWK8RGPsDmz3rpGTgfs9z2fTml2",
-	"l8hxOZeu1hGEOZBGB5kLbNgd+wBMHAV/wGmaT7zyb/4IjUnzt0suiweinZMa6UW1KKtRaHmnjF5xMe7A",
-	"axz9uZExYxum4JxsMWkLORClwKzzNkYkRoFhfudvQ6dL3tD5mJml2ltvxuTiNbhP7BLpAl+bpL86PgcI",
-	"4Jhj6CIAYxaTtmUx5nWeZ8ALvaaYsxLFmHBpLMDIX/QciyrF5/zGG8orHEKp6X94BHDr8QQKV9h+gzuI",
-	"XAU30HsSkxyZ1JCq3YyWrYnB4fKtaEWt8kYEF1ZVBhIDkqy6N3zqU2eBm+eqBzxREbkZjzOgqar7a7QJ",
-	"yNyHkybut8x6SoL8Z1BmCvmsU3oDTIaKynXcKlUgzwtGn1+Ox2Mz6a2tbSx9QHipqSeveR0T3nMNVGUz",
-	"xNvsZpjOlcuMaugcr2ZsJ8IvYQalFuZYCFUf0SUTOaoGe8dMJgaknnjDRFybr12RWhVkRdew3OVtrkkh",
-	"VTKd1wMGXfNET5AI80RwRxzb01bU+tb8Z3tSSR6QUF/XsjvzZ7Np6n1t7+lgNVHhTripINlE64SF0ShW",
-	"4I5wpfkwvJqbx59KuuzENtUohQiWsk2Kbw9yYRpTVqEXPq6zgr48T6xPd/BOuaUcBRWGeUgQ5WkXY2Uu",
-	"UBaZ31cGxxogoyfpr80N6Pxw0fivMaGLu1zpQOz6W/gIb7deBa1YOqppvY4iaQ1F29cuOzx8gH0OFQ4i",
-	"8Sa/i4PLrDbJpksOgQ6xkUBE5sJK0dB2haFZAp2JIUfOupcMb7SiNlctcgXEf4aJU1b++k+RSspIbYXf",
-	"rCDc3LvOsvVlfJCaZQsCXVnlwsgVRBH1Wogh3UpXVANiLi+7yeQRvQ6LGGz1r5lWYKD5Ioc2Nk/AAkCp",
-	"mI0AoPFmzGmYMaREwB4U0OybX0m1zru07FUKCoO3MHIHiylV+wbOpoZ9E0qk1XQ/3fm2M0YTiM5cuk3u",
-	"RCTcxWI2aGU1sLJYEuAtAMBmQRjNUh7UfeM2cMstbxcKL6+1gpyipdtRPK169mGNsPoYugLQaMyzPOZK",
-	"/4R2X9vlToYB9j3o6/+G4Y+c2jftbBp4vwj8keEvfQPKglTMS7QKMrYVlQLn1YhfSzmynz3o+xRRebCI",
-	"ylOM4LEc6LdERv/KXc4P7Oy8u0/wDN0jd8vt9bI1UBlDK0FLiNIjsoKN1Dcxpxr6GdqupiDYyY5VeV4d",
-	"/2TeaL1A3gFRUQ1wi3bxaZ7uZFtNY+S/IrPVFoBjkWc5CRo2xyUqBG2lIW+hW84sWJOn9Gn9KTdrE1t6",
-	"qKpxLrrWNtbAETWkkhrWqD5Lr6yi6XOZ6ROAVVvWYtTQ9v9rx/vnB1gwYH7iP311aD+2GfceYPT8AMD1",
-	"zg8q1YbHhLy+Haz1gwBGP0FEPyJEtKOxgEPeF5WVS7yqCU1purBdYQF1r4rMNkn3ughQZkJvAyLVQQ62",
-	"QHCirW3yR8LFhGW8mDiHsFcrkq+2th85ScnR1y3kCbrG6oe1rrM2Fhm64sGpM9vJ/mgEiX0S8bUsy839",
-	"HYDtc02zRHUrUN7ut/JaHUKuc4UExy+svIZ/erShqt5B9TfBCoHb3wGzpx70ZgWeYKNA/ZGAEDuIOxd/",
-	"B9BAYaMyq9vz+VD9Huk5R46CdPm7xder5v5h3ZbevcYLtxXZSIXqUNu93bfic8+CXvRiB9o8wN5a1Mww",
-	"QQyzZFXzJn2Vi60o73qxs0l516pu6SveeEe6XVkdEzTF3Kg+yOFJVcviQjfNcutEOCmft3y5KDZlbJr2",
-	"8oXeprzB5e3uVTPNu/hMhZFUbNxfr3ZbinSt711xjse8xurSNiW7Nzck9j3j4z7hwsJ8ZcX2+CqChvce",
-	"QU7VVzfVXfETwYicawDbnQE0D04D+rXfoey1aqdrKl+jFhYJ3nkLba1hm5JvizuIgIqI5KvmwyFzIH8Z",
-	"M+PVdL4vV9UVz3lp1tEGLGdt6Z07EotlO3aVd9jMdgNEpJODI4sNlDe3r2nLT9p5K3r0mBepLWhtv9TG",
-	"frkSjSugzaiikb4dfEpTo6SwxL+A/Puf/8Km2QMRm5nG4LWHiRcbrCrI19ryjnzXs4Bcy3makCHNskVN",
-	"S19PFtUb9uPFxWmhzYXbpWdIdvMMmWqDWdgpc03axj4ju73daCB2e99H5NveC1xtVHMYtRfZzP7trbrv",
-	"17zojtWJUuCVUhsGh9ZVWuZiFZCWSy6/2veudv/VXEtESbkf883C3Hiz7e7W/61M/U3MA/EQ5tM6yCMz",
-	"dIh3hO4Dw+do6tDAp0UlsmjRr++Q1Rx9pZ407gB9A1kFNvYWBvU3cR2ReDmFNnZVlJdsIAqZv0/ls7+L",
-	"8tnuxqWwzepQg/oGVVmUZFPR7acuhty4qvSpcPM/oHBzIGzlZmWp5ldae0lKpZdfUp0laAOrMgM29Wt+",
-	"IUGBu9VPGv0PsuNG1S3OH6vc7r5r6P5zi6Ju4Qyq0dmSFfaRB0op5eDVxuoam0KPaf7cJeOhMIEqV8Vf",
-	"jLVONcNuObd1PtvwCCi7bPiRePwKh0hldGOUONkCGuGIddBYpVcUB2qDK9rf2A7oCFc0nVPNbOeWFNtv",
-	"bFAOsASytWRUlPXIVVEjOwN2M8uYUsuWHULzrz5CO/76c1vl3LxiWcKHGhG3cMSKqECWyToKtQ7JvoWE",
-	"hl4XkwX4RQatoUznU0He9Y2hMGh1q4Ex9XDC6jL0YXDEwkdXxYxlRcIBHrLskVyWA+XzgaErXwsVlwGh",
-	"zGimCtlSYRCsENSBIatOZF37YKoWYjjJpJBzFXiPHDLSLJPjzDo4PhektP2IQjCTJWFrxs/U/bfZ64Kt",
-	"PymMUD0F10C4+kS699ofGGTetpV4S42Cawy/3v22EMbYdGNOuHHn4I0P6Rwfra/NqOs6/NX1BY6c33I0",
-	"T9MFdMaUujwF7xpCdBuuyYSqx+wgfKcJfM62wgFNHVZLsH0fUiiSxLSq30p9ZAXGeKYgolIt4+q0UMDE",
-	"vjabe51JMa5NyK1pnoMS2BzIbMbEvaXDwkrzWYdTaLLPzUrZi1v+TOEublbbjo/cstfKEnncvsA9GOpY",
-	"jmuCeftEaTZbXnotxm4NubjD/kKI5RZU4vboloSSyvFGVJLKsQsX351U/PneC7WclFWaivhvrgwWmZTO",
-	"6PCjsg1JO13yiqUM2tEZpXE2zyBS7CIN2dxX+l/S4cdxJuciCYGgbJtDo2i7AO7Chi19r1qeFWfAFYl9",
-	"+/4Y80BskWymiwAC2Cb9bz+9P3zvW2Tnf2JvbP/n25O/5H+cvj97k/9lxymGIvIBlz63I5c+r8oU3rT5",
-	"vMW0rFOmVrWd31glchPaH65QXmva10ug+owkxo5aamR/y4bzEYmBrmIzclwoDoiLsEyuOPZh2tEXC3zi",
-	"5zu9ne3eTm/7OaKePMcGRbY+3XUoktlABD8tVorbR0r1DvbRmjyCz9L/vq7lfWE6a9hPBV3VtwRqTlZ9",
-	"Eh+9+9vp2cmbs8Pz8zhXHK3iqyISnx0e718YrmFbbA5EmO1QZBuv/AV/VWikH7ykFbXsiOsu97m3TFZZ",
-	"F8si2hccHBwcnla937b1j1qeJRp+tf/u4PD46N0b/+8GM8Raz2bSMZzmZspT4cnb4QOFXo3bykNI+hrO",
-	"M64X52ZYnPcloxnL9ud6kv/12iknf/r5orXsZvzTzxekfXa+8+3LiBya/zPk+SP+TQtdPXNQ+WFK+VSR",
-	"WM0vY988RAz5jKadiMS2txN+NRCu1RO0MMGCeHYzi1E+ugZy6YLEGP+Ou+ScgQPHvD922VIgzPvkB1gT",
-	"sU3Z5EcmCkwGthh8TfC7nO1MtJ61Pn2CYvWRXD5aLH3nEOybp5pvwax9m1irDyiWXfEh8+3vTg6OtiCg",
-	"uKUmdMYScnZ4fkH2T4+6AzEQhly++WYohc5kilWF33xDplRAcDQw21Tk8KbAERhSGCob33yTFyZ+843P",
-	"gVcRurhVVOi2jcNwoWYQX/V1ixbwYP/0COUEKBwqP9YrlimjMdk28DmzjyPCbozJaBY8EEcJctFnqujp",
-	"ciqXInORsAwG2H7Z+377O0sl0B28uG4Om0iCIWEnIRFzIP7H/yAHUlxh/oYaiC3yzTeGIMwHGGr85pu+",
-	"6zpE09RNU4caIE0JsxWFirTj5xNGUz35RxyR+DkUyuM/LUhRHA0EIfFzOWOCznh3Qadp3CGCsWQNNf7p",
-	"5wtLi3vhcMiqIdcxIdImkM1kpqH7dZpGdmy4K8ROGwxjO4TtccuF0owmXbJPplwpLsZRmNfqwCvwxxan",
-	"0gy429smLu3Q7huDtuJmM8+cTpqofCczpmZSKAZZgJwpEsvZcMtS5BZP4r08WxE7ydtu/tBrGxRcNpxI",
-	"kErmJSczzacADWLYCTZgHi7M+3IPGyQcmisVM03HcT4H7Fa8R+LT9xcWTgNFWZxDerthzHJRpquOdU6R",
-	"mI+2wFluoTAwpXB3e8dsyqGm47f4pRWoefIBPIRrtC2jzczsko4SNp1JbT61mTpmOfHpyflF7HN33Axw",
-	"93S22ILDiffyVvl4WsX2+ZcyWdhmBWZBO7tkIueZrwuwCE18zA1lY5p1VDkiJYnrLY6DevTS3vckT1W1",
-	"SzqlZkR3p1KuCjda04+MxFAiak/BiDxHCVOZuYxvRdiNedaeS5GQKKwINkSwG70FY7jm1xhRxM7DIFKV",
-	"cnWVRhDAb7vkFLvBfGTCAkRBP+g9Qzr+NghWvAC9ihxau+r9Sn81nGayyjK0dLTT2/HCAJZlmHd4VRz9",
-	"molAnDl+c3hBcjX6OtcF1PPfgr+Okk+xRxaz2cyWg2vApmUpQlcGC7BrAr+M+uYb2J8/nZ+8g4SxoUzY",
-	"oNUng1a32x20IjJwTojg008x1sU7sQf4XziF0chWlUKyXZccyISpfv0GRyR+i3yq8BlkhR3eDBlLmOEk",
-	"1expD8fdJfUJ021asirztCEgQNAuBAu51JQu4AeKMbM35h1cJIYzifGcqwm9TFlnr3Q9IAF7KLOMDUEL",
-	"NkS/xD7MRy9IfEoXqaTJhZTHNDPXA5ax8z2JL6R8S8XCHXWMCCOQnZgttqCULe7skW9xKzXLBE3PIT8e",
-	"TjM2X70g8TkqIO8FvaI8NfN11hXXYDiiHrN/etSKWlaet/otR242HmQEW6vfetHtdV+0oJRzAuqjl9fP",
-	"QyFtvhmzqj7mRcF9zJUOSoYV9pkZTniaFIQ+gCcVnNYxacssgosEeevBV0fifH6pM8b+qLM5iyOL5QQl",
-	"zlRA9hjV5TNWjHW65L1I+UeGuWm2u73hakjOhh8OBOh7l/6agAoOam+4NMdLgPcYFsmSPnAnbLBUzcxK",
-	"bAvOyLOXo6TVb7nhy9sGB2IvjKo1iPOfPD+ZDT3P+BHe3voUrX3qINzln+YMfHObPeXPJn+8SCDx/ru/",
-	"WtXP5rd0+uUAqbIIJEqTjNEhKLVU+VMr744/jIGIjU15fn70w/Fh3HdtLo0IKVGDVYQtEFlEzFssWBZX",
-	"+xBJ4pcp6xOgMJsdK9AJky1cF9R+i8JPj9kVS52lQUOAnv13f21FrXxSFQbr8hadmGmjZF8KHcMcHeoY",
-	"qI2QvoYtc4sNc6vma5u35hNdXdC90VQLB8itUluGZ2nTYl9Q/PRyrp0K9yqunfwScEi+jFWmtbtUAcmU",
-	"kWUaUDnIqMZ3wmgkdTfAFzcQLYkySv/lok/ii6O3h9ZJE5O2YNfeuU4uF/6ugJfw3f5bUHXT2YReMiMf",
-	"0/A39eRq3vbDopJSg9e3opZ5Qw2trlm5h6awy/8AwUdQ+UBq7PR6FgXFdcmjM58k+vzvtgl8Pr8qbJSi",
-	"3Njc2VJBERVOl09RrauoaK/SColh5oJsH2ZTEAh107O/N8z7HbvRhoZQOIeGVoOHPefHRezijlc95E/m",
-	"+Q80CdxPu73t9Y+8F9QrYfjQ7vqHnK4GD+x8v/6BkpJknvu2yYIqFCb0kDn4t5YRI0ViaocivmM0KEjn",
-	"/cX6gfWi9eFT1JpJtV7xQTyjgMD6uQlYYOjoFgF/GQWrLPyypBIZUhsIsChJ6HXPlxCjxtsGsw9S7yM0",
-	"AWcsAw+BFB1UqqpdLP2BiIN12ZxvdD1GDrjSp1rD1z7hwzBxVDVtzyFNx2gszOjQiHAlUSJTgU2kB2JK",
-	"oc0gWAldsm9N0Z1eL/ArBtvhcrjQH7BKgVra/kfSoOApnS0ujDHqHvuA7lum9A8yWWzE/RpxsfJaXXZp",
-	"BQu7KCPySUuW3VboYzZaz6c7Mu6NGfD62QYgaSX+aghiHWc8vKDj3zc/7TXgp86GhQe2X6x/oGS/fgGM",
-	"Gwm+xEeb8O5PUY05+/y3AqP9ZMF3KzMSS3wTcgXC2+e6N+HzaMognk2nMOG8TMiaL5HX64HLozpcw+fL",
-	"E3Z8H9wUJdeEd2MqzdPU4m96L2snGojcCapy75U3ZJfcV5AmQc5f/VlB5HjP+6/szhb9V9zMzrveED62",
-	"EOkvpD6sYupLW/1ITP1oBA6dAjsvMMadtYoqpKwijPHecgg4Y0OZJYpwXaE23pZVIaMrHV6DIX4O/Y2/",
-	"P46304DjZVBHA2UZryGU/gUwPST+WzC9qJGj7g0LXSqRTRZxTKFOEXNREKuQ1d7c4uj3cm0/fHHqyZNK",
-	"8sWZeG+YvtWN2Yw8Cw7QU6onQJ2z+fpbt4Sp2fegYFCvRqcsKmJWZsSVmkIxqLMI319spChsYGsJdt3A",
-	"3lpayGcUzQ9nadVCoNYwBwtBUYAt+SKNrDmWeD5xsy9I3fg6bTO8Ine1zVZFwJuGHt8wHaiy/WWtuww/",
-	"/Myq6IbPQnwKnFVuivDsQPgsP+/p6kSEptd0UczgVlwMWckSLPgarfmHGhYX4y45Q85g+Lkxq0jRryeF",
-	"RZHAXijhTV3Bl4ub8NUoXoVsyGqWVU4qvSer6UmbWqNNieKNyCEWH0CxKpiiVrFCPmE1HZvY9dzvq1lm",
-	"tX++1MfIpqgirpji03lKtcw6fZKwIU+YIte2eDlWc0ivjW142CakWjS6iUwTEufOdXNPsfu+NgwZkCcL",
-	"8NtBE6oyKnUJut+myD5TJJOyEBbo5EGDgcCg9jMV/B5WBSU6RonL8xsCZDAsuUhTeU24zlkPQc7jBqhU",
-	"+Xzmzf1xk/vX2Pwk12hok8VM6okNoQbc5PG0ND9Tiy1QM1FDlg7d4D+C1X2d6s85chIj1wkN84L9AQac",
-	"0V0zr/1U2G+12s6xv9YbZlORNclUFimQazUQQVJVx3AJTOakGSOzBmlPpXzdBvlPv+O8py86qWdt7kuY",
-	"LtN4gx42ZaZL4qBxUAwfg7uiKm9mD9vWul+FmTPpYiDa1PVH6QQPbZRH4xvklNoZufya4qcwzheRX7O6",
-	"waqn0aCEqnFmzFMOzNeXAxOIp8LH9YkvB3dOa8H0cmB507m5tqzYpQbxTmGYZwrFXcaEDXbm6NpQfX3N",
-	"FfQJqXJvCna9YTrJf0IayVeYPvKUNvKUNnI/aSP17K5WI98kV+SV9fy5jLeiVzSo0kkXfbLT2zWca7lj",
-	"api3sazsRwNhC0Vl5i33YlnXUq0KFGKVvAroD3WFuR4N23kcq9jjF5uQsbs+IcMwBbe0/xSb+j87W2KV",
-	"alNpYp8FxZW3yX74yrIenrIdfm/ZDiuV+YdKccAI4NKteaYapDN0yWsbMgf/dMacS3y5i8PeQMQh6nZc",
-	"A4uN2Y+zjCnIzTxjgk6h370kFG0OmmJr/LnCbl7UtcTMsxZLxdFgrzSVn5l5I0uqczM7VWL1951M8XUl",
-	"UTwlTzwlT3zW5InGFkoIvdUkalDqMJP30omWO4cTLobpPGGJxcZjiXsMGDNXGnBM0gVw24GIi6Waf3Sl",
-	"nVAvpD5i05CgdppAVTZWhJrR6mMDhVXeE1tcjRtm2+VDFXF507TE6da4iS1a2hLDalq5ishm62MJeEbL",
-	"UYSww0XdHIu9+StjCOsbYDQJdxQaMOfdW8xW180NMG433aqvMZZB2sVYRhjFiEgcnFFcil1EhcLfhwpX",
-	"hETyFUQtAibRPG5RuNlPoYuvJXRROLaCsCyIimbxiwKPApxY210O0YJtmLvUvS0mvincolrLH4gwNvHa",
-	"NfmVotjfPOhjbmEgQ9mTt+1AGCpj/0BThdgWF9n2U/AoV77TvSRt6tDBABQMHJG2H4NtGbHcZ71UDYY5",
-	"TdXlYEsYj6TtTKogI7KDm5iDBwl2jXP0oLhe18C3Xcpk0R0I3wPbDWrBdy3mUsYAvidjW64xSdItcUyu",
-	"XDxplvfegtg6F0F0fUX8JyCl33EEKFjl2hhQ4aZsFAbaeRhG33CqQSxouRAvIhWEG1ma5dpQHsQLffFk",
-	"/JkMvafavt9lWCqk1FWibIXl51NirwqNizbIi6UkyRYkm4tO37brKcFSv7ZSx3Btx3MVNptCHKVCU6Hu",
-	"QDhhEv82wL4+A2sGDVzLokGr/8u///mvD59i0pbCsH7oCrTcogjxb4JxsFHWABsrQe9T7JQ0EK5V0qe4",
-	"S95JxMfjCkExKqNZrtXTwfJiv+RU1+rOYrXONBD79X3DfHcv3zzs8Xxtlb22KhZS0VfKgYiYlUWEj4iS",
-	"voa1uEaundLzlEr7ZfNF7HBXIFnX1K50qLfllb+VsOkbxfJzRbXdACthSTmu1DE6e6BYzIVX4wfCd8yl",
-	"gKM6lVcsWW48gbGIorNuKXZfE3vou1atAwHKDWIJr4jzP74afHvohSWtrxZ+YY3W9wTJ8JRksDbJoKnm",
-	"1ijToEC67SVn/DN0mhqZZ5iGa6ubQ+kHOY3VOQn3fY8fzZvXzMh7ir59sakJze/JpvkJBUG+OkPhIIBY",
-	"cDcKcxNQ14gIE0YsJmSU0nFUaMg+lHOhjRFipl59ObWUnS7ZH7hMBd8kN4O+zVtucLzfttERRs+8zM89",
-	"gQADfU2zRKGox0HN5Z/SxGjwAyHFkKFYswjkvBGMU0O/nXfPDYSLdDs/HQncdLVZDF+G0vBweQzNvWa3",
-	"yWT4/N4ye+h31ZueXGNPqRSfJ5XiVl41X5u5PpPC51yXASVWJThUpjecupd+1rLH1YF8WzJfXbJ4mwrF",
-	"ZtkFv8Oovvhs4fyvo/oQbsOiaQDf3cKnyP3XEbmf5byuoh5+bbBekKP9t44ZcbFcUnhIh5Mc8YJgppEH",
-	"/FgITW8Goh3vAwYGNuuySB/YsMvcY/z4imWX9jP8wIX/tsz9sd9wYb9MJRK7/fyX6wnL3INevOKXH+LO",
-	"HqHBJAsta6DkUbGgkqdHXO5yCOZBuEjYDSjpGPqwLkFcqaYfmSIMjIw84UDIhNl2UoQOhALBXx8Ax5v4",
-	"u4184/LWKO9uPz9PxaM9gdVze6pzfAoohwHlmbu26wBH3OfPf8NHNoiEWNJr7/R2O9YHAS1xCNdknFFh",
-	"dF/bB7CK9xDLempCDo/KeG5bVRjcvqeCwt+9r3/VpWrg3bfE0sBNf4+0/+EzS6YnafSFOuRXE/NmhHdq",
-	"RUdz3zu+vaowMAqx6qyzfc9qsfyKbSpM0Bn02YXJQ/mgG+mvn7eMbjWXcHGFJ27x5PG9u8e3sdqLsBkN",
-	"PLwWX2PZzdAcVQ9Sh7HbdC2+3s9cT+S8outXzJM4yJy3NQlYe0bAwXDFMttlu207lQK4p+rs2fR9wbie",
-	"sCwK12ML3OqBRoPqvrzwz3Wlv0vh3x2RBAeiGZTgT3jAj+W3wMbyjw0maM9jdfVfYyzBRyoHtIUtT1WA",
-	"d0E0LBS5fCHAhl9VpSDwh6YBBrxnT+GFryO88Ktj/U4JsB80qQNE5lQVVAjK4nxL8EQyFTXOtfEdBGqK",
-	"5LDWL68w+qX3oYsI6iNuS/1c8VyY+IdJOiHSoUUFC16zf3Bx9JfDuJwjWMjjIU6KEcW05mKsIIKArQfk",
-	"cG52giWOjygr9RGkpQud681UpTgS56BaqjjIRnb5UCnVLKuPNsCt/N0GG2B1a2w1r+B9jqo63P6VMwsC",
-	"DaSNaqejLkI1kWLIOk/VdU/BkC8pGPKr5SpL8qDCJHz+m0XuaBwGscXI1rwzZOxSOY2cKOI8LnXapKJG",
-	"ajhrx4wrpOXQ+TWcyisGHh3sFXr07o2/fpizKfOm+giDtdQDR82HQ8YS1R2I/bDWnefl1tgTJ0fDqoSU",
-	"rK8aeUxufttqEd/2xzA21896j4wkJAcsbdpIZnDEs0yOM6bUU4XIU9RoTdSolvs0CBlZUCZDcV4p2wCC",
-	"8v4u4IObYiu1jie38BcaRFpB25vR3E8odJvDSzoLyF2LmgoJggUSBXutvlpiIO6nXMJHNbw5mVtZAcrl",
-	"QKyGuSQllEszepywERcsKeBeroS9bGaZDUSbCjIXH4W8FtY9FaSfATp1UUkwz+eq/4YKAh7l51YQHioq",
-	"18TQy43sz1MT0tDWeyoBeQoIfsUBwduZfh5JBS9mCATb/+2ukq3SA/kW7bnQAVSGHi/HH20IT9Gpj+Oh",
-	"EDS24bIIzKXeQDxMkSBBnIJQ5g1Ebrhit0IijM1J8raJ5peX0k4EvT9+QNtIcU3DU8wrsQ793ydwcvUS",
-	"10iYit37EiUMUM2TfHmSL1+RfDHsOkeIlIQiymMNePOGQmc2zzCg+BCCJvRc+pLzAtxxO353cvZ2/9hw",
-	"dkxWKVTBux+9Ov4pBkguOUL+3Y5/OLn4Me5EA3FXtycpeD3f1lTGI1Qk7FbBewem1Ec2M7aPEeCCpUfG",
-	"5kn5lLu6TXgIhCxgO+OvVJec5MCfgVG4CvUzHw44JXplpSjXU/crkLVt3kwJiQgTZsAoRFsVewhYYFIH",
-	"JhoBnickQgawyuWx+oSmabxHaNVrQkOOuvFHBZ+2M+p2cx8yrpUrx6dZEu7aQFzbTCZQX/Jt4jrcH/+O",
-	"Knl+at7w+zMN82WtkNs/mzPREne5sbiuSL5euhVPPu0ncfm5xOUp8se7WmMZSzJ+xR7WBkNM2xiERZyL",
-	"yFEmpwXH47JMhMTEkLlFRKaJT+ACKyjAdvvI2Mz8lmeQ5BmRSzaUU0auuOKXKSuG8+BnFiFuYZFolKaQ",
-	"9zWmXOD8/sEy2R2IJVxPw+GNXmLY+8nBEYH96HTJORMJiX/7FJtpz5XN9cAEDxSXVfz5DI/BieUvGSCz",
-	"NNUVjPdHeU2mVAQ4PFqCafK4yfKlCa9uDC/m00sGCpifNBhTT+iWX77xELAPluTnt8RDAm7pfrSWXzp1",
-	"tkF6O0+89u+eQr3QRhfTBTSfDFIauCA+sZTILGFZRKTNHEsXmBAOWvVAANiq+ZlTwy188KO1k3f7cEdI",
-	"scZZv7dTP++SWbxuIeG+P0b/DXxf484b+HNDhU/JtV9J1438TlXwpbuFfddwNXspN+lwVXRtPFNLXZza",
-	"S2Zx3zxi7Hf4RScqFRy2wSMA1TdgA9MkVw0TquklVazTJ9e2uUb7Z/MPJ8473rP9hmnv1kDHOGJIDYTi",
-	"YpyyLQrVjlt+vs7twtU5/GAfvneMKu50yamHbuOCZGzMlUZ+iFy6D9jJa8ZHWO1MGe0Pai3B0o/P3r97",
-	"Bylmbazyh0JM92i+KHBOAFMfiPj8Yv/dqx/+Gu8RirthGxpDKON8MteJvBbg64iPD/f/YobfC84Nfgzx",
-	"8LbMbGo0DpNwloD34xqljF9CyqhiJKUzxZJOWKSUUqVBWhz+19FFDPYuJVMu5pp1SYyUEBM1nyoEsUck",
-	"UVJSo9c1Jvu8YuYxcFhXs/UQQ1BFgN9vW4TkNGMICo2h/xQV9Qtg2UsMcQUy3mPz8hyHfU3G7X4+Z1jB",
-	"SjaWMnrFECK57IU1nxWYI3BxjFxSkaBP2avjXCNXge9IwhN0lg4/CnmdsmTMaoz2Lvl5wqDs89p2jiox",
-	"zQhfpDQVyeUCuR1OC+wB5MEI4CSvzJoxQd6oRCAvYD4ZGzKOcWPDHnNfBaLMcTEQ1mWOIiAvYil4dP0W",
-	"WV9wPo9GPLCIEP+FMcHdNRjxRsI88aJH4UVncMtC5tOGe9p5APYTNSa7hgzLT6xW9zRsouw9dFzBPd1H",
-	"/QKLYXOz37CBhSJcuN9rSVw80bHtkcwGIoYfQEAlyOVrW49dvyoxErWzIc0yDgVuMTCNmbbhn4CVqYFo",
-	"4122milE94YBaAcqWG1Mrsl/NLI1x847KUW6sAxQSL9Grvx2gAoNXOyaQu8L3DTNp0zOdfOVGUUu11iN",
-	"btFOpRiTmUxTr5WKgXBxLAiRXUPUC1r6RWQmlZnSglBhm+MBQiuJk/RXLN/HRTfx/3YHYiBORmYo4LbB",
-	"+Vo4/9j+7UwNMC5SDCFaT3GwW74fyJ6t67vBNZpHEPjblv0HZ5iYIyu4lpZDmnUmRGRDdpilY9MsFEtH",
-	"GNPLY4sW/AAdNf+19dqIiC03zNaRj+LuEec3jQDBMH6LnQhP3S2MiQsWct3pG40x0OZdI0a7PyX5mcu+",
-	"gmeqIO72QqOkbUVtxz05EMLsZu5d96SjgCzJXGiemu8WTsjjHLrkEJ3whoAzJti1CnYutDGBdAYitzGB",
-	"SeT03emSM0YTB+tYFWX3dNjJpbPSGR/qvFMkTivfuiohHdibX7g3LGfMGwAouEdWdnae0hs+nU+r3OZa",
-	"Oua23e2+2KmFSAC+Xl0ivx217Ata/Rc7gJKAf+QYCVxoNmZZFUjCj/IaCdDz2cApbMTDSukAtI8ISIq0",
-	"e93u7osdyNl+5Yp1kVRsYfAzRSolST02QMWvyxARuFh4cbD43maLl3j10EJHtl6SoUtLfdHbIz2fquBK",
-	"UFctfUnO1K+7/NPqRb9osOJbOGrXP/Uq/fURnLoh76ix+8sU2/aC1TDZzpOG/TjWPrCwac7n792qrwud",
-	"n9rMLEW2zX3b6flZWDRm+ydKR21RmakmU6k02fn2Jfkz/4G0d17ubO/uksuFxqS09xevt77bI9vkLf/B",
-	"ui+LuVkkPt4/e3P4t7eH5+f7bw4LmVl7ZJhyQJG7pIq93N1iYigTRi65oNkCnLW56xKLZ1xGDNUDgTOD",
-	"N7d3t1+QuBRIjEnQ2Hkg9ontusmlICPK0zm0bvs7NHjJ33AJLkyYvlGJALkh4xphnydcjIN0N5oxkswz",
-	"arifM9YHYqfXg16WTGhUcDKIpYHiqkBBZEJnC/C/hTzTrc16An6GNDySsGTu+QK55iKR15HZZ6eIWlCK",
-	"wu+MigepRTZBN0+8s1wY9K6Mj7mgKSJYQdEiKjAMzzDBxIWK6uPRPE2Nskxvzvk/2JH4wZADYFdY58XO",
-	"9yQu3aI42Df0M0/QDT1lmpqj7pZ0b9xd3zm7rDs6YEGw18ptuRQzI9v3va15Qac6tU1/DWkTwTTX5JiH",
-	"GpTdwEdGF5yvFU5+jtcsYzmxQrdZe3lWXpbOUz7FF55dhhd3teBr5t/xuWZJ6AlRD52N7aRmWY+6XBDr",
-	"r7FyFHm7g24w1r6RNcr5h+W16IdCYUJBJAxELhMcacMnkatNhSoim82B1j50VT6QCYuf47/tXsREMWgn",
-	"YIWcIm2jrrMbOp2lkCxtUx1doE1pCqIVlmGrhSCBzZrNIKS3FE/QGFdwzvi3e0W92/krMWpLivr9c+zi",
-	"bqxh2vYsfHA8ZOJI94/Lw4uTX53zNmPZFhKznOuhnLIn5vxFM+f9IFbWRuLqBPE1QSjqxPfCtOehZ/rB",
-	"mPZB2SUOF6ls+NwH7x6Ioj7fkHc7lLjY+k72R+BslQJfrhRGOlew+Jy93xu/fl88m/9wfl3cjab8OndW",
-	"m+PNnXLE+qnU4/Lt4iKe+PbvqwU/IKkUedx9821I6KoNqb6fjTOaoFpCyc/s8lwOP6LueT3hQ1sxDisg",
-	"szl4n5abaD/LI0QEUzEWhGYZv2IREYCdPZUZGwg9oYLE6ACJyVwUgmquFKNdSoeIsBARXnu6f7R1uH9u",
-	"fRlmWnzInikCCYBk//SoYwtA/PzCGFvg0VoRUSNtSsZMGLbKEsITdAthrSD0E8tTOZKBmMg0yZ1sEDqc",
-	"MWGz6GZB/MD5NVwXBYKBsdzbcj3haZgcyBXkB3Yg5Pk6g3XQjJE/nZ+8I5rd6MD9d5EfkoJuQDhE/Nug",
-	"lQcUB63+oPXvf/5r0IoGrVJGZvidGLTwiAatvogGLTrX8kBOp1wPWv1LKdNPGMYUML6bxKDV/+Xf//zX",
-	"h082gTFMvvQh+AmdMSs/Hb8167vwIs9OHyduX/nLoGV/PGhF9hWGWgOlB0Xtb4OWYGMKgbqKx2DVCSts",
-	"Q8aokiL/CIfOWFrw8ua0aUk78GoNBNYGOdpaLiEyBz3h44kLloKDFFOLzMt9Ja25c4GlgIJ/Iq/t2FxH",
-	"A2G1kVfHP9k22EazCFM9lZYzV36rJggrmLgFKUyyBR9o8RoDGdug60DYsxgZoiNTuoDUBojfx4MWTwat",
-	"eC/kC46KrR/PHJtRvNxZWIR8czwZm6WLQav/Gw7T//c//xUNWqAWAQGZz0XCbgatPq86Lrs1wXl9+GQI",
-	"zgg9jv5dl49qVUCWWOD/gYhzQrZpB9PQC1xkRp6LMfACwyUMbtkMUIUwZXnErl2wzGZkFLY24WoohWBD",
-	"rSJ7PLhh5hBgHEi0xXS6gWi7s4xIMemrE5Fy2hwynxUlbWPp4teOT4M/PeePirRdFrX5fVXGNE35R9bp",
-	"kpOqfAt8DPMEy+kDA2G0ngUGHO07QM6Eb2lTn5+HPNPnHBh6UZrquYLjtqnOcEXBo085Mo8lJbiQDf7V",
-	"BOJXR9VlnraiKm5uWZa2t7vd7V6vVxtjRwZfE2SH4LKLu5phNg20h/YoCyJT5vwxnQYy1Nu52Bx6jrqo",
-	"nXN+favnPaKpYn56RlAxKm4dGC4He7dRkS0u9Pya2+ore81yBWqWSS2HMv3PCcu+vDebx+nKNYYa2uce",
-	"VCHf8zkqs/e95Z/XSEDdtm3EeeDUgYTlYO2Pn17uDYzf7L/OUNtqjOlc9MMTj8KfkMuF9dHAgNj8skv2",
-	"i15uVDNRUWM3M2ONO9s9iKxS5ZPLjZoGotZmjBcAmKGaJcRXzD3skJVu520DyAD2MaXpSGZTzAccycww",
-	"Xje3sKlwfCQgbJ2n5K11tX9dnpsmyeDhgTx18VyDXfEFepOpO8HPkkj+tsBhVgPYHt5obIibGesp00yE",
-	"idXFaEw90+kXfoYqdp5cDbykLlUcspiFvCbtXm54cR2kze0HKRzLPuQlTpcnVxc50545lXtlQgVn45P7",
-	"ONiMNd7jalfx5/AUJ+70VmURYocRBCV+YsO/s44c6FSmQTognPntnMg648P6ghwPo8+n4BrhSzh3iF23",
-	"DNXWQTYJkFgs28JCYZLJNJ3PVIT+sJHMyPYuSehCDUTeXa2PfjVwXrArSD6csYxczo0ejNmGYzoH54KC",
-	"fInEOkRsOXLHFRfgEziRGIB+YqLlQMRMJDGkdVAyk1xow2jtjz3yWkZHIz70baHMZ7lrRiFKENm3r8QC",
-	"SFuQlFeVDIRiWpsJtl/0fMI1urvNzjCRdLrkHUQywW390/vD94d/e3t4cXZ0cP63s8P9V3GI8tqOoVYe",
-	"tn7Lnl0MXsNhOk8wAy/4iarOn3M9Dd7aw18SA1XaHfwUfafQhLCdsRmjWBfrH4cTVeyKZTQ1YhBB2f9o",
-	"/Wg4SJ31D478guHPNZuqRviouBLomfcJXBtH+Oj2t95dQLOMLqo7K1ZEOyDxkbTNGZ0cHL0ysrfQLTBc",
-	"XAD1ZwgKUlT7IargMxUAVrVz/EUbDy44UHKYYVedYG+Cy7G1lI+e59JLhnLGmfOZVe1xKShwnw0qL7AQ",
-	"F+GxQM8CLtXODHtmCUnktXBOlIwpmc7Ng+E+ghtdzjNyyUYyYwRuaR21wKsK8zdaEtWtfssIyS3DsFoN",
-	"p81EUph0RNjNMJ0rfhXMH8vrirPHsD4GwKAnG4EAGCijVEN7ILz+A+E5U4Fsir9yaAq1x8dEck9LvuaJ",
-	"nmANOPK9LjnwlJYxYqSN4WTYFnfPUZ1vZeeqgFwF25RRERFM6aXjcQaRASnijgM/RUatumTfugS3d3d7",
-	"9t3I3oc0TeuXnm96TW/N7WnQUhP++Nb8Z3tS00VzuXjGrtFNnzkXDE7yWb6GOvdlvu6aOU7pTTBJ/Mvs",
-	"3O0afX6WDjNOZtT2YzAqgk+qwSxwOSIxcPf4qYTlsdvKQOQeZTeQs2MSXlHE43xYT6LSVDfQMQtgfN4S",
-	"F0ar2RqlfDzRUOwOwDR5ZM9n8yj+Dxb5cua8oZxFZh2IpdLQAuZasSQUFFqMGtSoUOewqM9sQlc0iUbN",
-	"YBmZmiu/oDrtwME8N24XfeCf+PTwrAc3vI7xaKq50nyonnjMo/EYm6Xjt/7BYxTXOaJxEwCzEKAZbkGp",
-	"+0dU6A1eg8BoIR5GIzbUXv+bZ0Oj6rh/wljGEnaF9gVo6Pg6BGKOMV3B2JNL0yn90iY3QcCjMKKWkAVB",
-	"ricsY6ijEa72MI9EMG5Mh8hO32q2trnJM0UyKQv9LAKQr+5APA6o5M/hQT5Wp2I83INwz+u6y4ft9otU",
-	"VEcNDXvx5xRzi5789XNcorlmsymQ2y0m9FCYnA8pSwLSO0du1hRos0AIT1CbXwduW+HQAgFVECUlN2n4",
-	"3fPfCpfkUyM1FtOaQPt0/QDA2BaFXsbE88XKvqMBoX7x3UfDudZoaOFBPLUi/UJtxvCQ6i/LptRYaESx",
-	"Tq8rX7jnmD1ae+/Agwc/KTdamzJN2hTqaRimY9tKzk6xp0CUKzrdddrKIU7mcVSWL11+HmLpUzPpiWf0",
-	"JDa/DrFZvErPlD2+L4UnpHK8miMozWaqsvmiRS6IMFoB/3CZ5K6akCUrOMR6i+bYTO6JQ9itOBS6uYqd",
-	"yjGxuf5PnOIr5RSpHD88m5gwmurJP2p5wL5vltcLCq9mmYTKXa5INhcCkIIw+i4kMWfBhLY0v6wJ/Ghf",
-	"+aXr4jjPczBBagtJ842gKb+634xqQyNsOM+4XrT6v3woUswVE+bFs0xehoEIv9XOGFuXmQJJWTIJAxw2",
-	"6HSaySnTEzZXWEXHbmZScYSUgoBpHiTAtyIKvqEIhVDNUG+3QAh+qAdKADcLnWQC4xMYc5DXgrTj14dn",
-	"Z3/1WRvHR+cXh+/iyPeAird3/tDtdXvd7f73uy93404Eie1QDcYVmclM98mEYQEly63CQuvAuUiZdcH5",
-	"WSvQ2fPcjI9seTYXJ38+fGdemVd7YuEPvEzYejyqSLxveRG8u09+YDRjGRnMe70XQxgb/sli7IRFyZ9+",
-	"vugTio5Fc+/x/fmctztdcgFf2hYPsGUWfEw9y+c9yeR8jFPbPz2qErC1mSoPcvUM1TyfpZSXLl05RFuD",
-	"kwRTvfcoxMOLkxXXNrhS7tTajgpVZ9U1ljMm6Ix3F3SarrzLJzMm9k+PSCKHc/BKg6MVf3cJTnCuDHlE",
-	"hlbtpYSMXigTSdgGjPwN0/Zt5zM2/Az83G1GTlo0wSaFND3NzGQ1N+PobM6iBnvVzdM+5OXf2bDWB7O0",
-	"ye2/7r897jwW978Af7Sdg5qxIR/ZLVlFQlDE0VTS2+JM6DIzpAIpJffet8MOM7b3zHBCXaB5ysdQFY5J",
-	"ht/2XgxEfI5F6O8FvaI8NT8NQAvrqa6y5R8s5PegP8D+2tY9i3vmdd/2GqTlLp/KSgaGCNHrFY/iEL+1",
-	"LkEIGsloRjTbbp9bgrPJo0qKyGxMBVfMSUcMu9nIj9FTAItBZwypjmaonc4Fh+w5ivAy5jAzrC/06Xv5",
-	"SyqCVhA4VZFLh0CA9zBDIuUjNlwMU0badnAyS6mFlrXvsN1El0f/uRgGyzDOF3iz7ZBbMGSuxShjX08M",
-	"18ZwMRScoHaT5B16lwNSVXM4KDWeAvvepnLgEqnWGb+ca0ZGUOyZJ06OqJBzXQas1hM27dYkSFbNwMLk",
-	"cTGOIOsa/pGX5rp6fC4MezP7H8D5Gr6zvOE+Ul5RZlufw0Pay1nVnVyx9UqZUVCHE2xxakgtpdlUFd5u",
-	"87mWXn60/5bMZMqH3Mz95OAIohoMxIZaCE1vcuBX+N2CKD6dp0YnCF7ghqgKsh4ckSOoz9ELwLTNQ9IB",
-	"9cxFwjISP9/pbb/sfb/9XRwRJVE7ODk4sks8f/VnRdoxt6N13bAHAHQQdwZiSgUdM9Tviy9T/RwAKvwY",
-	"ivkzvKJ5DjbqyrmbKnzChrvtyt1kqlbulkdTwkQCOejKp5mDak3aaOJGwGOBd0UF7T+nigi1oIJADSks",
-	"YHGfPnz6/wIAAP//",
+	"7L3vcts4ti/6KiidUxWpD63YjjvTLdfUPY7jpL0nid22M733HWYPYRGSsE0BagKKrenKqfl063zeDzEP",
+	"Nk9yC2sBIEiREmU7TtLj+dATSyKIPwvr72+t9VtnKKczKZjQqjP4rTNhNGU5/PPogo7N/6dMDXM+01yK",
+	"zqBzMWFkOM9zJjRhQnO9IJqOiRwRPWEkZ0rO8yHbJzOqFOGaUEUSPtqaUj2cJGQkcyJnmk+50nxIhlLg",
+	"WMNFvxN11HDCptS8Uy9mrDPoKJ1zMe58+hR1TmbDd+xGn9IxW57Uac6UmdD1hAkylTlMZJ5pRdgNV3rg",
+	"ZqPIR5rNmZmUmW0yo2OWkF/nLF+QGc3plGmWEy3JmGn4hWA3mphf9WOxfoJn7Nc5U/o4rd+2ueC/zhnh",
+	"Ke4WVyTHByLYFzWfzWSuCRUpyeSYDGWes4yaAfrkaDiRDGc9pFnG8ieKJHI23LJDbPE0iQWsXwpGrqki",
+	"ZkdaTfsXmV+tmfrJ4fFLd8bXMr9yMyd6QjXROR1eKVwSVQsxnORSyLkicsZyXEBpFv8zZ6POoPM/nha0",
+	"9xS/VU9PhjyFiZ0xnS8ORprly1P6SV6TKRULothQilSZI7umXJNLNsLT1/mCi3H5tVMu+HQ+7Qy2I7cR",
+	"XGg2Znnnk3mjpwAg/8MJFYJlr3imWf6zIZHleZwxs5NDjQfjV2umY05hiEOQLhWE3dCh9p/wtEckUBqc",
+	"KH6qyPVEKiAQpWmuFbnmekJoLGY5G/Eb0jU/tv8eySyT1ywllwuSfJcgCbEbOp1ljCQyN7d467ukhxTA",
+	"zWyBzjtRR9CpWfswXGB5o+jNGybGetIZ7H7/h8hsnPt7x2yT1iw3A/7nX/7zuw//K46/+3/+Zyeqoa1D",
+	"OZ3RXE+Z0MfpsTifX+qcsYa9/MXQrs7nLCIZV5pwgXtTjEGSYThgAjeFZpkhTHO3zXhMpFRoZbaK6uC6",
+	"kCk11MJ6+/aWjGimWESkyBYk5Tkb6mxh3ll5x4rtq11caR9TNqLzTHcG+DK3Q5dSZoyK5S06pWaL192/",
+	"4MV9N7eZebJ+ap2oYy4rz1naGcD+bnoTS3NsOL0VkzRUbk+032Yv72PCQs2nLH+dy/ms/bbiQ2RsnnJ3",
+	"jU9pvsCPnij8PUdJ8uuczZn9rNd4EKWJ3PvKVhxGZTnuJhCapjlTiqkBrAJ3IId/JylXs4wu3tEpS/rk",
+	"4BJk6h9JuBNu2FjAuKuuR3XpDfzl+yp/qeMjONZx+hOoJw0rdnLRL52nkRf1Qz/GksD3h4fKT7GGf996",
+	"xfJ8seXev1VZx6ojK+ZcWUIzNTrFoDg8mD7XxMwnNWfEspFhUq+ZfsuUomOm1lDeHYiucQWrqK7mDIgU",
+	"hBLFxThjW3So+Ue25b+GW0S6boZm9TmLCB8Laf5kmWLX5qNen5zTqdPcYpHUnE1C8AD3UQ+8lEZ45gwU",
+	"IfPUgkznyugIhP06p9l62r39cb/Mfl0v5so6g7+Y8LnjLimj6VbGjMS1e8WF0ox6UrEfAmk0sdc0+3VT",
+	"uXQ8ems09qb79qpRjx/gdWOajpOqVWBOL6NKk5zRtE9gK7gmKR+NWK7IKJdTJH+0L2JhRglYl1DX5nd7",
+	"O7skeSePNB2/RbPCKAJGnRkzRYTUE6P6FadbvdbOHLkTT3rDR2y4GGbsXFPdpNOcGO0iZ3qeC78JCjUb",
+	"rkjmhjDqnmZNp5eV3tSaIssTtHOecr3i9k7pjVGQiZhPL1mOahWbgnZtF8HRvDAWEenu9Ps729vbveaJ",
+	"T7muJ7yd7e2oY18Hf21HhXq+U6OeRx3L8M7YkPGZbuaiOf7A0V7GqGIpmeLTwFBxLag6B5yUdN+fvdlS",
+	"dGTUwhn9dc6axPq0NJVbM9jyipaMyKa7d2C57NbQWAsiMCuNCRDalaRrPqnYkr19c+e4IsyYlKnTs5eN",
+	"yZypmRSKWa5q7yu9dOyUKJZ/NAoGE4aHMWVIY8W1K7+g6fL9+MP6uwe7pPPFhbxiou02afNjtFen9MrZ",
+	"0jmj2uwdm86kZkIPCEXrEW0vWKaRO/i04TP+o0uZLmJhfsYF2d0jEznPHXFZgzDnYy5oZr0RIeuGF3Mx",
+	"JnRMudivvggNP8sZgRWatxUccPtHkhxKMcr4UCdr91zniy0Yt2nTn++12XSzsTS7P2uAdKlTMRVjZXHY",
+	"a2sqbKhAn9IxWzFpYGye3aGIRpeRXQlcE8Fu9Bb6jnDD3beznH3kcm6oAO9O0yrMw02HsbO92+I4TmXG",
+	"h4u2xs0Mft3AzmZ2qLubJz8bZaTtnEBzaZjSrzjQ3Wd0LnN9kqeNHhwzKSVzTcBj0icvUUKBzEteHp0f",
+	"JqhMmt+Y63q5IInmU3YIjMP6IMxvD+p+SkFzb1Y0lZtda0L264HVlTx37XY99N41bP51yR94xyP4ZJ7H",
+	"ywButRc0tWObv4ZSGK5r/klns4wP4fI//S9l5v5byzcd5bm0Lrw6dQBFobHaxUea8bRPDmVq7N/kGD84",
+	"dYZgQrrUXneuyJRmI5kbw8sou3PQKHKjY0aEGql7JeS1ICPOsjQWzuEamR9Tx0cMK5e5V0mKOfQikrzl",
+	"yhhF5bd7Q8hPA3lkL4pFAvrb0c2QsdSQXpcSzQQVw4V5CRoCoHORaznPUjB07I97fQIKHmocQJVWRI1G",
+	"TKSGXGEhSKpBEKAitBtOwj7wtOQD/2StRhBSn/+wC3k4sEYHHvzQfuy8qcY+YLnZvHSOk8D9gFNNKgIz",
+	"ITmbG/3ReWK9RAbxb09baZoVm2tPu9c3BAaK11CDDu4nZq0hDsaKEYQULQDUTmiWyWsVi7J52A39uynL",
+	"GGoPZdFqHrejsulM4/zms9SqGpZG3M8uGRfjWMBghkTu++yPhWa5oNk56Il4cJ+fDGremgzwxrKbGRtq",
+	"lpIR5dk8Z5VLwYw2m7OPjGbmouIw4GC5x015J/UrORfpA+zEO6kP5noic/43lp7k7s1VMkwlsyRzwxUy",
+	"sFKYCdQDzhRJJfwM6BPsjFgU9CmNKY8bqq8lGVLFFHhfUpbxSzAQwMGecmWIcc7VhF5m7N6J7pQuMknT",
+	"Cynf0BxjhZ95mytvrLAf0Nu7wCYcoXGzVT3Lm5ENUxvMUfxv7J4J7jSHGBk3031FecYehvQK74z1CBVB",
+	"YKsze7qDj0PHT4P76J43xjAIPmTvBf1IeWaI8QE2Zvmldn+ETM2dE2ZDwLB2FKRIzscTTYS8LgsB81RK",
+	"Nb2kCmTJXOSMDuFW9e55qy6kfEvFwn6qHmCfKm+0m2RjeU52ET3JpdYZSz3Xsu5QRUbzLOsTcBMQOoKw",
+	"vtll79mykeNYOP8HSn34qSPRe2VORg/2b1j3aBD8ht15L6jn5A8nOZjQoB85kXHJaA74CKPXGg0ZNdio",
+	"UJUjcknTbEEUHwvzl6HmBdMElF4CxDsz6u09s/1PziiBsQ60zvnlXLM/Gx263iTyRn3Blql7bAD6mLG0",
+	"SZdqMpVKk93vn5PhhOZ0qFmueqj3ITX1ybEgryV63rgiCRWLJBYTmaWodSU4WIIPJaNMUv18z7ptpGAn",
+	"o87gLxUP9PMlmz/y6A18befTh6hzszWWW4GzNB/RIfvtk6E2L/pfMk15BjtDU5QDNDvNjejW3BhlNgpQ",
+	"dZ9NFjOjKhsSyLw4G9l7hj4Dovh0nlEtIYY2C8b8reKoMS/PMrvS9WbjhzpTThvxqksab+FBAkEhZenr",
+	"MleAqJT/rtc3m1SNUt7rNMvxZLNzCX7Xd99hDJWnCfEiWuHE4BvV4KTKuRjyGc2eKBwcg4CaTVUNxgf8",
+	"7Mf4Jbjd7fc0z+nCfD1jOVxkZB01r/PfEy1JyoY8BVHMxHzaGfyl8/P7o/dHfz1+d356dHjRiezfZ0cH",
+	"L/0f709fHlwc+T8Pz47CP18evTkK/nx78ufij9P3Z6/Dv85/Cv5486Z46Oji7Pjw3L328OTt6cHZxduj",
+	"dxfBzMJPa37oZxl+6OcafuhnfHry5vjwP4JX2A/s6PYvP4b927/I/m2H+7B8570j7B4J0/rdDM+cX/4X",
+	"Q9t8BZWBn8Gw/CeKJGp+mYB2sWm8rHAi/cW/t0R7xeolfhvysDNwoDe47xwPgnDpkCuLNyuzI6th1wZk",
+	"wSEQKu3ef2Kf6neWg6RmC/RwwlKw7acOQFkzP/99YN8TrkkXbHR0GqZMcGODhxe5vADvpb0PUrDsG+Zj",
+	"BBVaIX6mSB3urzXLeqKIZje631l37IGfuRi77tjLHKoyijvIuv2vG+yQzuglz7hebCwBUZkc+gH6JDk8",
+	"eXf+/u3R2V9fn528Pz1PCBNG4VYVdq/ALzyiQs51BP/GsS8r4X0Lq4lFHfoI/4mYQIc8Ch7u9Uny5uDs",
+	"tWF+5+cHr4/OE5IxrZxCY5RkMp8Zpr1D3vIXRtX18Sejz/yJvzB3+3RehEADb6nSPMuI13/MCD1QdahA",
+	"lxKLCMVQjhwVm8SZikXOZhkdltdqtKpiKw39Z4x+ZApcq2ZlGJOVoxEqRmXq5+oUt6qEgDqCzU9LoWX0",
+	"US/DFZaObmBunr/6VYCT3X1w5plZuk0tYAtckZQrmACcsJCx9S3io0ieqtAwMZzkvQDw+JDmKUtJFxAM",
+	"ci4KR9wyv5nV7MBLRtM3AA+B2MtLlvGPzPxmXndvG/ahDuoWAk9gYhVdyxMhTLYplF+DtG1YRwE9u9O0",
+	"BZ0y0k3sxzYig4eFsV505YI7X7Bi9u1lWf38LYr2LlMfwRBOKvyRMHOQjlzqZlpjI9gP6qFZno0Fyltl",
+	"ap2oU2YpNUpJhR/Dt7WMFwA5QJZBzPh21sjFchB5Kj+ywqUtH8IAWRHShtkUDggtSRfD+RigMUp9Zd/K",
+	"02vaQMGyQ5llbKhr9fMDjDQZBuyR5Wp5K7xKUbOrxXM+LQESHlaaFCslND62YkVNWQYIgKRuTka+qPml",
+	"YroUMn4SSDhQYBzLVmRIPY6OdIUkyXc1yurzdYD2GjA7gKCnXJ/SXAPNnoxGiml1O2q2DxsqGcKwkZez",
+	"gK5iOZm5Fy0fpsSnS+e6iqArcy5bhG47nIG45mjdu2sPtyDoWjROaJdT9HfaY7WXpGygE50z1uJWrwE+",
+	"UHAoh5h5B2zuypyIeZb1vFOj6j9AarSzi1ATi0Vi7HWrihUzNy+tlybmHehdRtUkIDc55OlOHPf/Qrf+",
+	"9uF/2X9sb/24Vf7jO/vH7tYfPvz2bDf6VEuhpY1Y3v9RztjWSOZTEnxTx826U7qA2LGRQ71+3avMWGao",
+	"CzpW7Tnrq/CpZQ77yk9Q07GqzXb4FHX452Xl4KahNZ6k4LQd5P9TVMVmtp5ZFZxZO8cKPrRpR0StzmQG",
+	"AGVo+anIQQbpVIoxQP8Vv8y4GKva0w7wLk145souXtNC3eqevTokz549+zEi7y8OgZ7MIVPdGXSMFbFl",
+	"hm967XswNDZ5LeCLEQt863dX5VnqsDHlU4qWobnhVpVXULk0axhoS5lfPLCh0A8ebJb6q/HuBbO/gz5g",
+	"JXe9vLCGGKoEJbOsxr0z1xJFdA2tQHxRimzRJ97SpTkjdHgl5HXGUkMrmFmw8BkD9T6fz+EwXpeFFGYa",
+	"FQ740HpAZpSi8Vd7XfwWkO42ASv1mitWhgUpMpurCQM8G9fkcgGswcVkr80QpRvEhX6+16mz8DZh0mHm",
+	"xIdoRSbTE0V4amVAxs4xfre8VPsFUVwMWWlPn1juEGK+hzTLIEyAPzcLhoXiL+1+FDEimZMJo3kaC0hW",
+	"4Lpkqwc7cMVFzTEkvxxcHP6UDAiFoYvT7sIBuVn19klyevLmDfywOluWm28Pzi6OL45P3pmfxOI1KzTT",
+	"yo/x+gQPkCBxy1mBMC30R78x/+d+XOuSzurSwsMX4E0DH+F86pIzvUKrnpCMjkk3o5qB78holOSf//e/",
+	"rS6s0QmkmO61pLZi6LbzKp4oXzp5LZQ1wAfmCihNDSldLnp9clA8ZaPPEypSuC2xcKiyIu1JgWvMIcfM",
+	"DshrwXIyF5pnCL2Dv3MGGQrK01LV6AoWuhy5AeheQzJHYSMFK0Rnb9ezCgzRhowwwpQJRASJ1DqlWxyD",
+	"ymSdCzzkvsk1F6m8TuC4Ezv9JCITl88Nuft+5lYRDblSv/7Vmup53emfvX/37vjd62Sw7Mgj3bV5aein",
+	"wa/8Fu4jYC8gLJsLOUDyKWjLXOPzi4N3L1/8RzKA/HQw+TS9YkR+NLdeWpITsnjMPPXm6ODPOG0F4P/k",
+	"fDLXqbwWSVQsxCY6wZ7tk+To348vkgHJ2EiXL7fdg07UsZPpRB37gk7UMY/VXnOjvJyxsSHifI0GZvcs",
+	"978mXbjyGR0C2injAlwil2wop25D98ltFUMkotWUBjfAGNT+uLkGejIXgMxFSPF1NFWnAtaktCLdWXZf",
+	"XMhQFpfF1dK+rlKLVmmBoWRUyOSLKHcpFLGsLDUFl09DDoYKCDKxCDUB/zo1n05x31oqi8HGuT9UHUdb",
+	"qbPa5yJwkBRpzfZ+SsHIiOcKbTXhAloivVwol+QEIH9U8zDE5++iu0Ag9zdeWEsV2If1Vx06bNJKhRiX",
+	"Xhz5Q7s+a9AUVv/cJBZx4SJcdcGGfVIXbKhn/ikbccFS54tYtcCXwU/Nk6uCDlUDGubqTedZkbs8pIpt",
+	"caGYUNxQYoPLpCFAYF5jPf/sZpYzBFqAeFgCJqnG4EAbJ01718xn8rIs42GWDJmIVA0eNG24KoX6muL3",
+	"lZidYNfZgszmlxkHDWIa5Mwvm3Y+xLjqHQjxqgnhFobp8sjLXqJNfENRJ5M0fUEzKoa12t5PAMd2q7+E",
+	"HzIsUuGlHxBUiYkPSGKDPEnkSe3S0xTpWr2UijQWNqcBLROv+EShSrwI/gCdt6rOG7VTDtXTQkHqT9Ne",
+	"n5wzTaiOBaZEStEnI5bnC8JutLlSUpTVGTvptWbKfSJnatLWWvvFbBT/4TxixQs/ly+syM6rZmOGHNXz",
+	"vPD6htfsLv6zMttfK0/b+tPWKE4t1JM6RF5r3egeXGkVHWu93giFqkqTj6x+R7oasCfGEkTtqFenajyk",
+	"Q6wE2lQrCoMVS6R5uIImFaLRc9boH7OOIiOUuRhm8xQB6WbDrOVPVbhtbRwZrez5sipu7JlWwy+Fn6vG",
+	"TL3xUmz2Wqozl3gFBg5KhTSQ3MPQVVjGqd9KAQxhJbVKVpr9uu6GgzIMe4PRYoD3Ys2EWn5U77JyM6FK",
+	"8bGAcEcxSFu37G21qDWa0714BFuuYY0uFG6V+alVh2wtwE11iM08i0d0OClW9UQ5vSeyrj4o7IgL3Sxw",
+	"7xXBqrkMgnhz+lvLCspiPJTe+Eak+1UMYQXEIwjmYB6yrWsFSiMUldn9Ici1GBA0DFVEUj42hGP2Mekn",
+	"EUn+av4zMP/53+Y//8f8ZyvpRbEIE6UomQC0IiczmQYZ+WHNhd0fVqFCDrb+X4zF9/86+N//Z6sJIgKK",
+	"y71gnVJ8Eo18cwErRf8e0tyvgVDcI9ygAs/ZCzIUvgq8wX1G141NVSLlKKTjrSWs0o7FUq6nynqSXIk4",
+	"s0urvcSWkEs409slESHtrhb19+g3It1t8kcipGC9wIXExYTlXFddSRuBVj+zl6m1Y2lDrOpmbic00OmM",
+	"G8vcb6BhpXVup34bQOqdvFCqLcB7hfpSxHvsCFB9r9egySxrF/atgc5Q0QOcFwWD9faB3oCEZgiEHjCu",
+	"BmEuX40sRCAYtfhyAVW0yhFeqHiIROEqGHo1w5hpif8L7kzS2yespIsQqAlGoeIZFCLO4DUkCwNbRI6w",
+	"6IQ1ArlwwVlwm0fkesKHzq2jCqdOXfA5IvV4yV6fHMRiKRoNfngIg1maRDz98v3uk0NMkb5k3rGB2b3O",
+	"e7SPu1XyykEZleyaLlTh8/pGvEwVFl54XkKu0szDsUrUXZh3UTnqC6KrbZm2IPGUi/VKyC+uBLR7RpER",
+	"ZqpurHBswrVEO0ZvQ1IWU3gL1q5a551FhPXHfZIcQOYZXonTXKbzIcshJD1XluK2AJbCRRkFC8XEk5Ld",
+	"UtZSttdOtpKD2h5xXKu0lBbfTP1Wnbg3JRwvpcMPK6Y1aHUQRATeL4dzMyeWOjFQ40MMM6WWD+4w+LbE",
+	"CwYk+S2GhcadQVzN24g7Efnn3//xqTkfDTOMYFtUDYvsReXxy1kgcedTYusSBSGFUZhdVgGvrHR5Fhl5",
+	"ZSz6soE7dCkQZjGwR1ADa7mWaA16luZjpjRRE5qzpgQCkHIzlg8B+4sFTSN3eGRne7sXYY5BWM4fYAT0",
+	"I4PaEaOMjyd6OQtqdT3T6IvxT1dEuORJfWM0k2NRwtTZ3X22tLk/yWuSSahsgOCZKkLGcJ6Fcp+6dKsh",
+	"zYwRFOLZYPddC4fu9/3+s+3tKBZu+59tV7PLnpX29fvafZ0rLadHYpgvYMJ/Yos2eQJXbGE2iuFz9ckm",
+	"ZiURuWIz7NHhy8iOZG7Gwk3XHEl7gPpFLJSWeaiGckFOpdLjnJ3//MYmFRDzIzpmZJZLzWw/iSmhmuRM",
+	"aSjYWlRpslO09Um5MnO/VR7bervL0kAtCYCbXfNpmOHoEFvegewacnANGVLKdbxYLmvtqwnvx2K7rEqT",
+	"KaMIklp67BbZhylzdd+4FL8AlKie8lcRvl3vE0WS0njHmBqSsymbXiK+LiTx7X7/h+d729v7ZDsiwRIj",
+	"l0mqDPUH4/Ua1FS/YhjuC9qu9gclZ4gHpWxqqz6cl6cI4nJ1DkzsALhVGZBerpJegRnXsz5vZMJDvQHY",
+	"89XwGuCwS0GQJWvVmjGAKlXY24Yqh2dqIIq6CgU35/xv7Fi8WGhWpu7dnb0/7P3w7PneD6uEp5aaZlCV",
+	"bKUEvVwAOAUVgf4OueAvCim6S17zF/UhsODi/vjj9zs7z3f/8Ic/PA9F5/beD9//4flK1G+Dn+jQ6jq0",
+	"ZCsjs5EjstPv737/PEQCF/nNhs0GD/UGZb8HmpNKxoLOZsxigANjO5lQNen6v//EFj0ylSmpWOmG97Oc",
+	"OR+rfdgIIq5ikUyZpinVtB8OlETQEoEU39o5Wd+9+z7oKmQ/EYbeurmcG8klL7kwsvWwoiSCTElKTpCk",
+	"hB0HJ4IuI6gvF9YXEIt6gMfxdDrXhrsNzOqMvGKA3ONBmqPPa3D0lfER65N3mIZ1yUGrhfnFIlnFwpN1",
+	"HNNlPK7QzXKmmQB2XisYLM9dJxwIiOaZDmQgVr+q6D072/3+8+29H0LNE17Rq/F2xKLs7qgszo4TXqC6",
+	"BRqxLee6rcZ3UUgqWOPWTGYZMiU5alboto1CV6zp2XavX1bm1smtj1xZbepWMwV3Wzp3BSpHUNod+GzQ",
+	"D6Ay4b1nu9sr5oxfr+4kVrZfy6G09UnfL8uyut5kbfwceX740fO9mpdU0pEPj8GXDi8GMRmZSw3BuRkd",
+	"WtPT/xl3BuS3uHPFFuZfUEjt06ekKJX2fK94VHkFxlx6DybzJfKnRqqN+UcmUMmFOYCqVwzh4sXy2vno",
+	"MK5ntuHE1R/Flm1S6UNjf+edQWdvF86izXa8hAq4johv6y27RPj5KMi8kFiptwahy4TOax0A5dQNNwCo",
+	"x892oX0FKN4Uui2UkoPstvZax5drl30kdF6xy5/tbuKwcSv70Haj8Y2b7rZjsiv22IIW26uS1YYcH6L7",
+	"7C+y7M11E1y/VavqX9nmEnJEys/UuJ4yzoR+hcWPV6Gn7BlCnWQw4oZ0rlhRj9V2F6Fk7+aGJCzPZX4o",
+	"U5YMXH1zyKiDqtgOORqRsRQsFo62e02Zc40340QwIucaUkhmoDPjNMwDC2Dk7hOs5X+7a4A77W9B1SGF",
+	"PU/uvIW2dUqXku/LO9jbt52q6IKo+XDIWIo1bHJmxkvrd63qMy2f89Ksow0uabgfteTnjkSOirLkhjXZ",
+	"g963sUMpcD2qji5lyhpdNFtKLzJGYIuI+SXuB3g+4OjdFneLCvBkFNRltxQYxaKxIrYbslSdydBrVNck",
+	"AAcv2gO4F5B//v0fPRutS8xME0KFnTh2bvHHj0lnPqvUV9HGrJQhzfNF6aQLI9mTSv2G/XRxcUowLckn",
+	"dsMuPVGu6rnvibdmFnbKXJOu0XfJ3vZeFIu97R8j8v32M1xt1HAYjZfbzN6SVh1qZDKfUrFlrAzQ99nN",
+	"LKPCTqr+RbWohyWa9sXnl3cMCnTLkTXx8LTC9i1tSPWATOlwwgULpu7pta7RRF37h4hUGjwEFFtU4o1I",
+	"IxVHQU+gaKn5QFTumWYGr1Yuj8hS3WUYZ7mgvuHvdbWsKwpap7rwOoqe3oocwCvf2MciInxEqMBSV342",
+	"gS4+8JH0HaNC7H7/fQA5a4GkSY0272Zex0VfVZ1ZDYr8WgBFkzvrii2eYhVjcGwF6ncP7XghySxnTq2f",
+	"MiqgVvOoWt9fXgtyKeWV0dB947xAx9aMTqFHzALjbS2V6kLzqTvZstpUU8/B5zxtrL4dFI/Wa3BBPpXl",
+	"x34aGBPRjUUvHa+0PzKc1KcX1eKDbc7HgV6RsOEGvQ5Hq+ZrYC6yMdzBGAqLNkKEIYX2CwckZ2lu7Ck3",
+	"aizQ8nLp5e0yTdLVGKyK/z9cxIQqcsmgoqlPMQeu7YYkiJavT7s1hDfjOWvo+720ZdahcvuUGp6u68Xq",
+	"NXsbt7cN30qO7ja4Zar0Ozammn/coE6Qe+KgwAlhyZX6gkFUaSLsIyG2yBWzCreuS22li6I8RiHOWY7k",
+	"KAVeCudu3PgyvnUP1s/YE4WcoTOx5kIGZtwaa4wr5Cu+379h7SV11nwQ7EtpQ7AfO+YbFT+PBXre4NbB",
+	"6H3yZzRxRLYIyjmgu4mJVDVobuDNytaSdjGObzfos/Mgf14ROxL2DiRzkTGlrBV8r3lejhUWZ1DlDJVV",
+	"la9vyP0+rJQQap1lW2l4XJYV05WDlCWNIt2ZVGbKC4SJtjYTA3m2LkvLT6hu1T8xmunJeUPFCpBPJVth",
+	"Ar+3EWeacmEOe5bLy7qtaCyEIa+skYPDVRQjebWWIOzIdSs6To16qhftCwAaY/3k8Ji4J58ooiZ0xrBo",
+	"Y5D2l+z7wnxP1FL/f9uJ3SgwPO19eVz8fmMlQQeeNNJRgF25XD2QdE8Oj2MR7Mn5yz8p1xEOHgDdFjwn",
+	"y1Hddmtzo5fivEtLfRn4gmur5Fk0JZr2XKCPt7cekoc8f10+wGO9waZ6g1wdgA+F225FlfodOVP2dmVc",
+	"uY53CYVH3rCPLPvjweHh0fn58Ys3R8l+qf61rRY1peY81YwN9YqTWZnbvhkhBkzjsSji7YR0LUCyXKiw",
+	"nFe9lHa9YWr1+rOrl8TLR0fXSAXN8qkiXWAv5YojNrEXevYlx+8ODi+O/3yU9Moobmi8gXWO8AedqON+",
+	"24k60HcDv8YWHC9rMd5+uQ+T3wX+uXAfLDpeT9j0q8n9ehDRs486NhVW0EwpQPkxwoBEYSWq+Xkp6ngP",
+	"koh0fTPWy0XpQHp1GPKvB9z0r5bCVt6VVQzrTsH1urwjbKsz9lntngQDmdEUdi8pWV3/JPnn//ffgAIy",
+	"/w8OPh9Dr6X1iChJqI99GQEOt0YxkfqrE4spnUXWiMBuisrZGf56+fb9jfuHWvm9cEBQZdWyDNDSQl1W",
+	"sUGfmmZHMaIgYyNN5tZaT+uyDH8XPMsIi80zar8Ec3KzHZWY1D4pNYe5nsiMmU1ax6nY9bfBrRrvTtCr",
+	"vcY6NhasJfOwQ3uTobzvja7IhuSHMk+XbtMT6xaq7SPwgBkI0GaKZanFPKOj6gEsrXKz+09Rx8c4Lxr7",
+	"pFxxARvpfxoWjkA18a9BL7j6uhGYUWIYpVlrgwN9jnAhP1GuSAq+gSInpWQYQOPIguhcG0hosI8svdGN",
+	"Zjl+dU8IhXbYuMZWXrAaaj6zw9fCJVa4ucIodfWoih03Buup0cyN5v7X07OT12dH5+edqPPq4PgNfHz+",
+	"/vDw6Ogl/Pvw4N3h0RtU6fHfDTq9MYiMKT1bbb+VNssYcNQ+c7ciXq+4gCDPujeP7O/u9rZzTfMWy1T4",
+	"s/u0TcvXLaiXWtXjCgpevjyVw/rQjsd6qqzxRPrW57SJ7Yb3ohKYHDazD59wWhor5alLewk7WZdsVCBe",
+	"bAv5MrBGo87Z0ZuDFdRfR9q4nmYGZx6ottYm3dC3mtQXlLQ6YM4bGkZSPSFUW09nafQhFeSSgf+6Xx+F",
+	"M2OPOAZG7lUEFFu+TKH+paVNi8IzrqO2W/s6Go+/4qIAQgj8EmUXxcrDX46Br7BzVm1vpYnykvXytqY4",
+	"qYMgPNuNiJZjdC6iD9LnK2B+XjGPpGezAuQIoRjP9wIkBtgtM0ywwEUqAm17jOhTfVJOYLDVAxRRLGPD",
+	"oPbz5cLmGwSzhXxYmEwsiiu+Ty4l1K6cgy1yTfNyCA4a9FcREnSKYfK93X6RkwggxBqwxLPdKklFnZst",
+	"0OW2rthia0pvtjKrfz7fK470sLJx9wgqwaFJsQvlxthdo4H+bPMybnuSBA8yFuFJjkh9f22oFWZbccBv",
+	"t8AQTsPzwzxMw7II9GJIiu8SYxPHQlt2vCAAULykw6si5WZBrpnt9DGo1qYtyIiVc/2CVwD9cK1iMVza",
+	"PQvOto3LYE+6FGx6Y53bhA4ugNQGZG9725g2HGyXnvX8X8viBkHJcqpjYS8XjBi56PBiQ2LN2RhPnc3v",
+	"kTrfhgCB9p6AlzXxf9qMChqu7h/nErSrSAfXCc6zC+wUh5F2IJ4wvRsCMrOcjfhN0FhPueQj+zc2fExc",
+	"NYAIWokVpXIwZTVI8fTDdzHd4vzln1xNEgXB/sQvLoliAaO5aGJliF6/hPu3bVS5hk6qDc/Ut49c0Zrs",
+	"L//53YfvasucDesY0SaYkCVO1tD3pY4rlc7V3M+GMZ03pZSbWxuVhrjX1nAiFTPa4MDoLxkr5aKVhiHY",
+	"fgDANnALsfOHB3FhWjYj0P6Rp5DMVyrz438B1epD9sLTxFa+0YRhwZ8UQR5tCtbVgbhoNXOqPmUNUsos",
+	"9AzLmBa7jLOsQE+W8qZ+hHS1E5EtHNJwNM8AcRCLYuA+OSAwqwKQYaxes14Ql3Z3uAAvTlLJbazkuv24",
+	"PvG5PEADft2+2M3HV9cPcUjkF5wWlFWqpvPqMGWnJDnhB7EwcqxIiTfWPe6IK6xkuA/VhAKczhGg+ZAX",
+	"WB+ZWyQLvi+j5sikYL7AbSyKV3S1JFQssAyaBvfZjXYjFj+T2PII8llLhahyyNZPa7L1bR0qc5DIPkHI",
+	"OhgeQg2Xqcf1AOnatsl+Bohggh/1+uQlH41YDh1PSjuIayzvIM3Nxc1QDJZKNBguSO0xuuK/4HwCBQBV",
+	"wSnUoXIvKUCXqKyWL05C4vn29jNGth2tgtJhs9JcKTo4ygGpLtD2H4a8/owuANcV+WleUw75Eo5p+8FC",
+	"loKqqnvEKAP2ik5hRSHos1hSzv5LcqGKKdpLHr7FdfZyRH4bHhMmJ9el7NSmXy8XLIuKIhzQ0XUipSoD",
+	"S58EBWMHsWiZY+0CBdESM3Fl/K/YojFnGsvkBL2ioNDPPBcqaCRnIz9m7mFic3jDba2nMN+5T94rLB0S",
+	"i1zObdZMthgAgfkMMi8rPCNqSm7e5NB0TocMQ7v1PPGXZ4cEfoRA5xsPHp3ZqlGkmwSDJGTCqFkn+ol6",
+	"tke62/og4ckWQ4GNrX+B3TfrPBmgIKh5FzRtC7LRLJBdzahPFWGxsK9F97jCNUEtJHJy8ebU8C2Za2zX",
+	"NZRixMfz3Ddgr25qC19/JYGwzs0vZ/TXOYuI4mMIGckrZpMZvD8CrQdkr5a6vMrz/uzNlqIj1uuTY10E",
+	"lspY1FhUwailGMfu3loKect0zoenktdRyIlg5HI+vGK2Qa5iOa8DIwI4XNPprCHxBoZ4otDx2N6lCabg",
+	"miExMaJL0TaKUKcf0znwEatBgJhjVFQ8nHJuFOIlL3u167lfm5vQh1p6MNt4zpoTGqfwC8PczF6ryDeA",
+	"xqXUhDH5FG++WuF/xBMx5CFHrUqrr6pruNrP635Yt/z6JoiHJ+/fXRyd2RWDiGYfAdFjYfW49H3y+uD9",
+	"66PwZwqM2BRPV5Xb2MOYnagDD9W6xlxwcW2tbDw1yNg3Eg7eX3968F1wXBGRWcqURo2mdVAlvG01QZS5",
+	"qOtqWhRggeorkVfHZVFwRvXX+uktgsI2MINXRSGR+Q2oO+Cm9IQaylyEdb9t08Ows6ZLR3iiigyGUU6n",
+	"rLdJvijkh5bbRtCPjHQP6ZRlh4YnXoMgALlKhXU70IwkfYQyJJZX4LWv94PnjKqm8Dx+tzyFfrucsrpN",
+	"Bkd3nSg5yekwY1uHmZynNku28GkPSALdxfugvA6hsB+osfaDnNFsWvlkzKUofYSBdfzI16tJar4zrObZ",
+	"LhoOuZE/8prlQ7Pfl1SxZ7uhb6+SIoizRKsClJt+Joc069OW/6upM/W5OqxXy9zWJoJ6BZym6Fuiq5r5",
+	"f8E8t9W+tELt9o4rh7lp8krVOou+zmy69trGA+ejrWoMApXP/fdLbTRKzUEiLEmllHV7OzsCqzdv1Mb5",
+	"LslxWMjPucJsOVFn1CvG2nbG+Vz5Z27cuguCRa2Wd+DYF792CktRxaqbMqFYhBd/O1ry9Wzc0rj+9SWG",
+	"0qZ1aTGeX1eJ1sJcr+KSlam/TjYtFf5ukci19ExNg9J1t2BVMxzwMo1zeW3FPCb2G8HsfyxzQ3xXYL6I",
+	"oHFdr5Iju4ogm9YbOgZKedaBI8H7Yni+3CZvqfI6KJj+6VhUM9jaV95dEmB1TaVX9Lyp651tu4wXnbPJ",
+	"H8utsyPPfXju1nhvPXAqxF4i6WAl0eqcvEqZ+k2LEfnj0jJgsJuRdMjGi9+W6wkteYNqayqu9Ig3MbUL",
+	"rKFgQ5baJRN7D2kuh0wp7Ann3Mm2f7lRch1J84am7X5SWzsbsrvS3vTLhfy+36gS2zoeuJIwGqAeYAR6",
+	"7r/Uan99kzN7909WHIt311YYBR5F/THtk3/+3//eca1QWgqdDXSPEswn6Pvpmk4irzXkYlitnI8nujfw",
+	"rSOg9AYUuVkuS7Aqg76uy1hGNVMa98/2la/sKpamMwanJtu91un6xbBtbkt4fUtH0oWDwJAO1z4BtO08",
+	"4JKt6TiJBcqvLUMOlBGrsOPL58IdSr2m3vYOQriv7GY3S+y1UEXCG1ji1KXdjpauBZ597f2Ezg611vHx",
+	"wduvoXkFQJ9llqqgE8VdWld87W2egxXete3xrRpptO3Hva57ht344mcIg1ILoelNuWrAcnylolK1yxW1",
+	"b3zATsHBGz9Xq+BW2anBWdylJ3Azg2jX/he2ozaSsaLvb/hQO40WWdbtO/2ezvPxXVqbIG+RZGbGWYGx",
+	"qlkwvBqDTVXQg54wxQqwVBfaTHnfEU+xorlFRyHFuBCsdSRhpRXENx24UtxovJVATHU9aADN1Aq91L4R",
+	"TVQXKFnX+NlvbESMmmS9IF5xTyp9WxLi28EsMNaJvDRHzEASVCxL9klCsyzB4ZXdGdtM3+EdsJtE8JTZ",
+	"Y3yMYxdbSGZ1LzK2o9/qpWb8tq3pSXkdcm4rA/iJLzftR9XUDhYLq8H2IpLYzxDnhBOjWYZrKoZBVIdV",
+	"X6DzhZbyVj0uYGCHhW8n6E79I8vS7hdQesP6vPYWLak6fpDGK9yUQ1D7hoFtLR1W4Sfd5N3J2duDN4if",
+	"sF+bs61pr5G8fPNz0jOUdSn1JBbd5MXJxU/VhHkcrxN1Xr75uRN1zE9qY2lB+bF1Hp/gp5uU7jGWlR1k",
+	"VoDTKpW7b1fwNZjRymqvm1T1Cca81/rRdt2bFj2qGQJKSO9u96IihwkqXZoVABAB0ca32cXm0tG7G/X6",
+	"2nCH71w4unFzv43qgwNCyfuLV1s/OHlawdP/ib8g3d3nuzt7exgj3g+hOMMJG16hAGZiKFOWxkLxv7Ee",
+	"REChlUe9CCu3BgslWJ+84MKID3CpuwKbl1Sx53tb9iXkcoFdJrFIcQ08xXb8WMXYC0w6uBlpnpaA6bjm",
+	"L1q2brnFNhzrGsJeW2y5YKsBWjcACK0Be6wqWF1tGFeNpRWYRi2xzW7K1ZDmKUsHNboDV66nUYpV/4X0",
+	"nizb5HNqGJ6HW/0OSkGabbmui0P6nfJ1wIX0G271I6PiXIEDtZ1DrM7aWheu+dn1i68yRZy+TWnxnQ0f",
+	"mxd+vuaF99aucFWHQuIbFEaxUBJ/SMnlXHmbigyxxYzSNP+IKjg2nfqqWxqWvWpFN69VDQ1L3ANw3vW9",
+	"v5IBmRTNfCpNDXM25kojyN6V57Q9wADFD//sOUMpFi27HjrIbDBcUZbVQkEzOlPmaY258yK9RLR0LIJJ",
+	"Id4eK6XIj7aTsu8uhmyafeRyrsIXzMsZKv6WIIztsQfjl+zB+GB9F8k2Zq2heobf2ko1y4+Vsi4Mx8pZ",
+	"8XIPRF5YqfxZ2jR+ttaMv89mjF9Ju8XP1yp9dS/H9b0b2/ZqxLCr4/ggiqoMuGd4cqWj4zIYaD+Qtsst",
+	"HotcVThOw4wUyyDTU8QiTADtJm5ux2nSa90c0jvaA4dFBcoic1eqkNBL5/irlDbAjgIWz0muJ4uwzbAi",
+	"CRYrSGpJ8LbFQ+9SKbQgl7rumPffCLPXJ6dBZqUklIzmWYbPxwKLsCmyt/tjg+J/lyaZbnJHIp3VJ3Oc",
+	"GdaOjl7IoDCaxvuzN26VYMnPMiqYxX1ytbTyci3pidazwdOnO7t/6G/3t/s7gx+2f9heGXBuEHYXwSYX",
+	"0WdMdu9i+05XsJ6Xq6uGGWcuCA7X7JpDT9ZSN89Y2Hae5E7dPC2knAAA0IID8GpU7LwWXTbXtNH8jB0u",
+	"77ujZdHCEmOL/Vs2q1wfPbVeqocLnhYvvI/YaVNPzvtqw3lvrTfvv9tmL7C3EDi4MDLOJj5DwRDMh/VZ",
+	"LdWWBxgus1Pgyp1F5Vps3ruzNoJdbui5UbS65tbV73QNNawxFZq9DUtybo1u3ahGNVrXNWJm45LSsKR2",
+	"YXq4eJsF6fER3yRkZj2lrRw+MLPz+XRK87tE7auZZY1OOMwINPrfXGiWqwFJfPAriYI/4DTNJ97wMn+E",
+	"hrz526VaJbHoFqRGtqPGRjFR6PXIGP3IxbgHr3H050bGpHOYgnNwJqQrZCwqQXHn6Y1IggLD/M7fhl6f",
+	"vKbzMTNLtbfejMnFK3Bd2SXSBb42zX51fA6amGHGnYu+jFlCupbFmNd5ngEv9Fp6wUoUM/qDKCCvz7Yd",
+	"i6rERv3GG8orHULRFgW+DI8Abj2eQOkK229wB5Gr4AZ6L25aNFcxpGo3o2PLeuBwxVZ0ok51I4ILq2qD",
+	"uAFJ1t0bPvWJpMDNC7UPnqiJmo3HOdBU3f012gQUH4CTJu63zHqpgmxgUCRL2Z1TegNMhoraddwKplFk",
+	"yaK/tSgpHDYiNxYZxSK1DSXxGl7HRFoCUtt86S67GWZz5VBpLQMT9YztRPglzKBahDkWQtUVusMiR9WY",
+	"QyBHJIFiw8mGaak2e7kG1hbkCDew3OVtbkioVDKbN2NPr3mqJ0iERVq0I46daSfqfG/+szOpJQ9IL68f",
+	"2Na2uVUiekMedGk1UelOuKkg2UTrhIXRKFaUTuVK82F4NTeP/VV02YntC1oJzywhfcpvD3BIrSnrMJwY",
+	"rrOGvjxPbIaaeIfoEj5EhSE2EkTYuuU4pQtSRub3tYHJFijtNPu1vfOiOFx0vDS4L8q7XOu87ftb+ABv",
+	"tx4drVg26teTP4qkNRRtX9uUN4UGPta8ce4Wh0GQeSPAqU+OgA6xF2JE5sJK0dB2haFZGgsuCOATrWvP",
+	"8EYragvVolBA/GcIWrPy13+KVFItNl/6zQrCLSIbLF9fiQhgcbamkasMtTByBRuheC3EkG6tk6BN1mdl",
+	"2W0mjwX4MaXfFjAz0woMNJ/y38X+j1jDSCpmoy9ovBlzGmYMcBTYg1JDvvZXUq3z7C179ILaZlsYNYXF",
+	"VAqWBY6+ljkcFdJqu5/ufLs5oylExi7dJvciEu5iGYlbW9BM2XKY4C2AnlOCMJpnPChdh9vAXbbSrWAI",
+	"1bXWkFO0dDvKp9XMPqwR1oxfUND3CjGub7jSP6Pd13W41RDcsE/mipHXDH/k1L5pb1PQQ+imDH8ZmUkY",
+	"jaskFYuCJSUZ24kqoIX6ouVL+OQvHnB/jGZ9tmjWY3zmoYIXt2zu9o27nD+zs/PuPsEzdI/cDVftZWug",
+	"MoZWgpaAkMAyGRYl0cacauln6Lp8jmAne1blefnmZ/NG6wXyDoiaTIz+5sCSrICagYPeoS5qUMW2HBqW",
+	"PKoC0GFzHEhkO/L+fsCM9KuojjUYsU/rTxkhsOvQr5WHls/KudY21sCx8GktNaxRfZZeWUfT54xd+aRy",
+	"ddsELqhhbs+mnHHelCyuBksWj3TZ0T6jP4DGG52zFwsweMy9tj8rlSwOrBUKNTWKGgA1JlGLygP2vTiZ",
+	"7szwOFfrVpl7YXNimUh7tyh9sElhC0f3/krSLCsnfbYvQ1BCiQbV+EvpofWyDXei7caDfDODbSAB1hDo",
+	"qtsY7BdcmtuXcQkLC/gqtYqxq02r5ZTjQA9QV6T2istcn0Dzh2VDRQ2ZAKOtmxycH2I+lvmJ//Tlkf3Y",
+	"JjT5Nkjnh9AC5Pyw1jJ4yMZ8t2u+91na2j02snvARnaOxgIl6L6orJpBW09oStMFQR819AapI7NN0LQh",
+	"CwodihZitO3Kp+yTrR3yR8LFhOW8jEvG4vwrsK319W4+o9Xs6OsWKiN6v5uHtd5xX+WpBKPq9cnBaAS4",
+	"aYldAKxWFcgqw9uvaZ6qfk0vivstbKGOIJWkRknHL6xKDv/0NdHrOpw33wSr593+Dpg99VWeV3Q9aYXF",
+	"ORaAogGN1kFsoAqdsIFXpztUOjnYEvwejbNPtp2vVrlyTneA0NTN/cO6Lb17Ci1uK7KRGuuACZ03OvNK",
+	"z4Lp82wX6nDB3trePiH+FpMQVK91+Kt2sTXZs892N8medYtqvb23yZ9dotuVyYd5UQh9o/RLV0C9Xhbb",
+	"UX18HeMKHmMWVky7XIQn1W+NbPtKb5Pbz+iW96qdcV1+psYPApm7ryjP5vlKy9pSJBlRngW5j74zHybv",
+	"dynZu7khCctzmR/KlCUDwoWtaw95V5k/cxWRsRTM97lQzcmjTVf8xJi/cw0twWZQwA6nYR5Y3KGqQN1O",
+	"NxQWiDqYg33nLbSp3F1Kvi/vILZ9wX5jaj4cMteKJGdmvLR+16pJy+VzXpp1tAHLWZvZ7I7Edtwau8Rm",
+	"uDublAA/OTy2xbBhO7AkuM3K5QqP2W1nNzmUYpTxoU4wKFamtigWyTupD+Z6InP+N5ae5O+kfiXnIk2W",
+	"E325AtqMSHKM1HtKczplmuVu8CnNjJLCUv8C8s+//6M3wJTWxMw0gcAcTNy2Z3dHDZDMLR+rc51VybWc",
+	"ZylW0yudagBScmRRv2E/XVyclprxul16gmQ3z5GptpiFnTLXpGvsM7K3vRfFYm/7x4h8v/0MVxs1HEbj",
+	"RTazX1FwezKfUrGVM5qCMsduZhkVdlL1L7pj8rcUeKXUhvHfdYnshViFfnAVr37jezf07+C1xCJU92O+",
+	"2Spi3my7u/V/K1N/E/NAfA7zaV1FOTN0WE4O3QeGz9HM9SycLjkZA4t+fR//9sWtmknjDpXFADhkw+sh",
+	"bmcT1xFJllHyiUtSv2SxKIH7H6sT/C6qE/Q3rjTQLs0/SGFStTmfNtvEfupgIq2T9h/z4v8F8uJjYRPj",
+	"azPhv9HUdlLJbP+a0thBG1gF/tnUr/mVBAXulp5u9D8AwI76tencD5XNfN8pyv+6eY+3cAY16Gxpi4ZE",
+	"VZhtY6yutSn0kObPXUBNpQnUuSr+bKx1qhn29L6t89mGR0DZZcMr4ssDuYJ/RjdGiQOF78n6flCVV5QH",
+	"6oIr2t/YHugIH2k2p5pZzECGTYI3yPhZqmG4ZFRU9chVUSM7A3Yzy5lSy5Yd9qJcfYR2/PXntsq5+ZHl",
+	"KR9qLGiII9ZEBfJcNlGodUgObA806Mg7WYBfJO4MZTafCvJuYAyFuNOvrzushxPWlIQDg2PzR3RVzFhe",
+	"JhzsCrPkkVyWA9XzgaFrXwtJ1QGhzGiuSoDIMAhWCurAkHUn8ovMr87QfVpblJ+qhRhOcinkXAXeI1d4",
+	"bpbLcW4dHF+qYr/9iEIwE1x1Ss7z4WcD/F7L/Mq5nLHvlNuWzcoWB1t/UhqhfgpXHDMU608EJmJNuUM5",
+	"nWWsrvsJqN1zjLj5pXBFUnCDhsbgNhqDJS4+yiTVzYbf9lILVkytM2fRXHQYv17aWHuc7au0B7t5Zket",
+	"9eOD2/RWh3SOjzanX81VI4kY2Xdgq/iuEKmlHTAy31f+vRNQ+RUXmAe95s0j+7vI+S1H8yxbGCXW2IqV",
+	"KXjXEBYPw1Ypm83rXNO8xYYo/Nm9TqBO7SjfY08ryyDrgqqX71zlrNfw3KN6CXbgQwplkpjWNRhujqzA",
+	"GIAtTetzMKZNWii0HLiGXjS5FONGzH1Dt+hfbI2fCVTouTfEO6y0mHU4hTb73K5aRXnLnyjcxc3KV+Aj",
+	"t2wuvEQet69hEQz1Ro4bgnkHRGk2W156YwnzBnJxh/2VEMstqMTt0S0JJZPjjagkk2MXLr47qfjzvRdq",
+	"OamqNDXx30IZLDMpndPhFXbfeaJ6ffKSZUxD1ESk0BsB/m29dvncF/O4pMOrcS7nIg3r7MWC5gwUFB/A",
+	"XdiwZeQsNp6XZ8AVSc7fHx4eHb08epkgDsTmwee6XCPk8Ozo4OLorz+/P3p/1Ik6709fhn++PHpzFPz5",
+	"9uTPxR+n789eF3/ZccqhiGLApc/tyJXP65DCdYpNDVU6meRKBjcpUxXrdXgnvdVN6GC4Qnn1rbFKU0ol",
+	"UH1OUmNHWa9uSXVnQnO9aCZAs1MFNAUfjEgCdJWYkZNS/k9Srnrn8t9rKoSY177PeROIXk/K3fT8zg+p",
+	"IJfYSLqcw5c83d3e3dne3d55ioWNnmJHbluCwrXklnksgp+Wi0HYRyopTfbRBhxB0Vz83o2g4KSWUW3u",
+	"2KKQvkrTWcN+auiqueNae7IakOT43V9Pz05enx2dnyeF4mgVXxWR5OzozcGF4Rq2TmEsQrRDmW289Bf8",
+	"pb/S5l/BSzpRx4647nKfe8tklXWxLKJ9wsHh4dFp3fsxX7QTdTxLNPzq4N3h0Zvjd6/9v1vMENO520nH",
+	"cJqbKU+lJ29XAiz0atxWHgLoazjPuV6cm2Fx3peM5iw/mOtJ8dcrp5z82y8XnWU347/9ckG6Z+e73z+P",
+	"yJH5P0OeP+HfFILTIz6e5yztBV2/M8qniiRqfpn43kxiyGc060Uksa3z8KtYuE560CEKa16wm1mC8hE7",
+	"XlBjyCUY/0765JyBA8e8P3FoKRDmA/IC1kSQ3Wh5xUSJycAWg68JflewnYnWs86nT1CPYiSXjxarW3AI",
+	"9s0zzbdg1kWKFOoDiuUf+dB2L6ECwGEQUNxSEzpjKTk7Or8gB6fH/VjEwpDLd98NpdC5zDBx+LvvyJQK",
+	"CI4GZpuKXEk5cASGFIbKxnffFbnH333nMfAqQhe3iuKw4joOw4WaQXzVpybbmiYHp8coJ0DhUMWxfmS5",
+	"MhrTLGcjfhPIhSQi7MaYjGbBsThOkYs+UWVPl1O5FJmLlOUwwM7z7R93fkiCxu3ldXPYRBIMCTsJQMxY",
+	"/I//QQ6l+Ij4DRWLLfLdd4YgzAcYavzuO1d/dUizzE1ThxogzQizScOKdJOnE0YzPflbEpHkKdTCwH/a",
+	"OmRJFAtCkqdyxgSd8f6CTrOkRwRj6Rpq/LdfLiwt7ofDIasGrGNKpAWQzWSujZymWRbZseGuEDttMIzt",
+	"EATI3JynZjTtkwMy5UpxMY5CXKurT4M/tmWAzYB72zvEwQ7tvrHUXBezmWdOJ01VsZM5UzMpFAMUIGeK",
+	"JHI23LIUucXTZL9AK9p+3QqCLEYN5qDgsuFEglQyLzmZaT6F6j+GnQznec7EcGHeV3jYsH0vFSRhmo6T",
+	"Yg4TRqG2dXL6/sJWzEFRlhQdE9wwZrko01XPOqdIwkdb4Cy31W4QUri3s2s25UjT8Vv80hX+9eADeAjX",
+	"CDPWxMzMLuk4ZdOZ1OZTi9Qxy0lOT84vEo/dcTPA3dP5YgsOJ7F9k6AMN5yWv4Hw2aVMF7YXjFnQ7h6Z",
+	"yHnu8wJsETY+5oayEWYd1Y5IScpHIwZzh0F9cejtH0kBVbVLOqVmRHenMq5KN1rTK0YSyAK3p2BEnqOE",
+	"qcwd4lsRdsNtpu0SIVFYEWyIYDd6C8awR2wjih9phpUkZhQahEPqtBEE8Ns+OcWM4ismbA24Gf11zvYN",
+	"6fjbIFj5AmzXYGjtqg9q/dVwmukqy9DS0e72rhcGsCzDvMOr4ujXTATizMnrowtSqNHXhS6gnv4W/HWc",
+	"fkp88UCLZrYcXEPpb5ZhddpgAXZN4JdR330H+/Nv5yfvADA2lCmLOwMSd/r9ftyJSOycEMGnnxIsfeHE",
+	"HpT4wymMRjarFMB2fXIoU6YGzRsckeQt8qnSZ4AKO7oZMpYyw0nq2dM+jrtHmgHTXVqxKgvYEBAgaBeC",
+	"hVxqShfwA8WY2RvzDi5Sw5nEeM7VhF5mrLdfuR4AwB7KPGdD0IIN0S+xD/PRM5Kc0kUmaXoh5Ruam+sB",
+	"y9j9kSQXUr6lYuGOOsEiQoBOzBdbkMqW9PbJ97iVmuWCZueAj4fTTMxXz0hyjgrIe0E/Up6Z+Trrimsw",
+	"HFGPOTg97kQdK887g44jNxsPMoKtM+g862/3n0ECsp6A+ujl9dNQSGPqdU0AriK433Clg5RhhW28hhOe",
+	"pSWhD9UCSk7rhHRlHsFFAtx68NWxOJ9f6pyxP+p8zpLIlmuDFGcqAD1GdfWMFWO9PnkvMn7FEJv2RBF5",
+	"LYCrITkbfoil2smlvyaggoPaGy7N8RLgPYZFsnQA3An719UzswrbgjPy7OU47Qw6bvjqtmFGOF4Y1WgQ",
+	"Fz95ejIbep7xE7y98yla+9RhuMs/zxn45jZ7yp9N8Xilm/7Bu/+wqp/Ft/QG1QCpskWGlCY5o0NQaqny",
+	"p1bdHX8YsUiMTXl+fvzizVEycF2EjQipUINVhG2twYiYt9h6eFwdQCSJX2ZsQIDCLDpWoBMmX7gm04MO",
+	"hZ++YR9Z5iwNGtbgOnj3H52oU0yqxmBd3qITM22U7EuhY5ijK7MBaiPA17Ajebkfed18bW/sYqKrE7o3",
+	"mmrpALlVaqsVmIpyF8wWUzSfXs61U+FeJo2TX6oNVCxjlWntLlVAMtXiUS2oHGRU6zthNJKmG+CTG4iW",
+	"RBml/3IxIMnF8dsj66RJSFewa+9cJ5cLf1fAS/ju4C2outlsQi+ZkY9Z+JtmcjVve7GopdTg9Z2oY97Q",
+	"QKtrVu5LU9jlf4DgI6h8IDV2t7dtoSPXhJTOPEj06X8p9NEU86srf1SWG5s7W2ooosbp8ilqdBWV7VVa",
+	"IzHMXJDtY2WaUCA0Tc/+3jDvd+xGGxpC4RwaWi0e9pwfF7GHO173kD+Zpy9oGrif9rZ31j/yXlCvhOFD",
+	"e+sfcroaPLD74/oHKkqSee77NguqUZjQQ+YqPHaMGCkTUzcU8T2jQQGc9y/WD6wXnQ+fos5MqvWKD5Ys",
+	"CwhsUJiAJYaObhGNxW7Adgy+rKhEhtRiARYlCb3uxRIS1Hi7YPYB9D5CE3DGcvAQSNFDparexTKIRRKs",
+	"y2K+0fUYudq0HmoNX3vAh2HiqGralm6ajtFYmNGhEeFKokSmAnv0x2JKoYsrWAl9cmBN0d3t7cCvGGyH",
+	"w3ChP2CVArW0/Q+kQcFTOl9cGGPUPfYB3bdM6RcyXWzE/VpxsepaHbq0hoVdVItuSkuW/U7oYzZaz6c7",
+	"Mu6NGfD62QZ1ECv81RDEOs54dEHHv29+ut2CnzobFh7Yebb+gYr9+hUwbiT4Ch9tw7s/RQ3m7NPfSoz2",
+	"k62vXYtIrPBNwAqEt8+1zsLn0ZTBeja90oSLNCFrvkRerwcuj+pwA5+vTtjxfXBTVFwT3o2pNM8yW2LX",
+	"e1l7EZbgo5757gaN2GvdVwCTIOcv/6Qgcrzv/Vd2Z8v+K25m511vWCG6FOkvQR9WMfWlrX4gpn48AodO",
+	"iZ2XGOPuWkUVIKtYqXx/OQScs6HMU0W4rlEbb8uqkNFVDq/FEL+E/sbfH8fbbcHxcsijgbSMVxBK/wqY",
+	"HhL/LZhe1MpR95qFLpXIgkUcU2hSxFwUxCpkjTe3PPq9XNsPX5168qiSfHUm3mumb3VjNiPPkgP0lOoJ",
+	"UOdsvv7WLdXUHPiiYJCvRqcsKteszIlLNYVkUGcRvr/YSFHYwNYS7LqFvbW0kC8omj+fpdVYArWBOdgS",
+	"FKWyJV+lkTXHFM9HbvYVqRvfpm2GV+SuttmqCHjb0ONrpgNVdrCsdVfLDz+xKrrhsxCfAmeVmyI8GwuP",
+	"8vOerl5EaHZNF2UEt+JiyCqWYMnXaM0/1LC4GPfJGXIGw8+hRHnZryeFrSKB7Y7Cm7qCL5c34ZtRvEpo",
+	"yHqWVQWV3pPV9KhNrdGmRPlGFCUWP4NiVTJFrWKFfMJqOhbY9dTvq1lmvX++0qrMQlSxrpji03lGtcx7",
+	"A5KyIU+ZItc2eTlRc4DX2u7rDpBqq9FNZJaSpHCum3saCzO0NgwZKk+Wym8HfeaqVakr3TksRPaJIrmU",
+	"pbBArwgaxAKD2k9U8HtYFaToGCWuwDcElcEw5SLL5DXhumA9BDmPG6BW5fPIm/vjJvevsflJrtHQJouZ",
+	"1BMbQg24ycNpaX6mtrZAw0QNWbrqBv8SrO7bVH/OkZMYuU5oiAv2BxhwRnfNvPZTY781ajtv/LXeEE1F",
+	"1oCpbKVArlUsAlBVz3AJBHPSnJFZC9hTBa/bAv/0O8Y9fdWgnrXYlxAu03qDPi9kpo9dg2xvsAQ+BndF",
+	"HW5mHztTu1+FyJlsEYsudf1ResFDG+FofA+sSscyh68pfwrjfBX4mtU9lD2NBilUrZExjxiYbw8DE4in",
+	"0sfNwJfDO8NaEF4OLG86N9eWlbvUYL1TGOaJQnGXM2GDnUV1bci+vuYK+oTUuTcFu94QTvKvACP5BuEj",
+	"j7CRR9jI/cBGmtldo0a+CVbkpfX8OcRb2SsaZOlkiwHZ3d4znGu5KXKI21hW9qNY2ERRmXvLvZzWtZSr",
+	"AolYFa8C+kNdYq6vhu08jnXs8asFZOytB2QYpuCW9q9iU/9royVWqTa1JvZZkFx5G/TDN4Z6eEQ7/N7Q",
+	"DiuV+c8FccAI4NKteaJawBn65JUNmYN/OmfOJb7cxWE/FklYdTtpKIuN6MdZzhRgM8+YoFNujApJKNoc",
+	"NIOMfzJX2M2LupaYBWqxkhwN9kpb+ZmbN7K0HpvZqxOrv28wxbcFongETzyCJ74oeKK1hRKW3moTNah0",
+	"mCl66WDhiFJ/GcLFMJunLLW18VjqHgPGzBV0gRfZArhtLJJyquYfXWon5AupK2waEuROE8jKxoxQM1pz",
+	"bKC0yntii6vrhmG8FgtRVDdNS5xug5vYVktbYlhtM1exstn6WAKe0XIUIexw0TTHsFVGQwxhfQOMNuGO",
+	"UgPmonuL2eqmuUGN20236luMZZBuOZYRRjEikgRnlFRiF1Ep8fdzhStCIvkGohYBk2gftyjd7MfQxbcS",
+	"uigdW0lYlkRFu/hFiUdBnVjbXQ6rBdswd6V7W0J8U7hFvZYfizA28co1+ZWi3N886GNuy0CGsqdo24Fl",
+	"qIz9A00VEptcZNtPwaNc+U73knSpqw4GRcHAEWn7MdiWEct91ivZYIhpqk8HW6rxSLrOpAoQkT3cxKJ4",
+	"kGDXOEdfFNfrGvi2S5ku+rHwPbDdoLb4rq25lDMo35OzLdeYJO1XOCZXLp40K3pvQWydiyC6viL+E5DS",
+	"7zgCFKxybQyodFM2CgPtfh5G33KqQSxoOREvIjWEG1ma5dpQHsQLffJk8oUMvcfcvt9lWCqk1FWibIXl",
+	"5yGxH0uNizbAxVKS5guSz0VvYNv1VMpSv7JSx3Btx3MVNpvCOkqlpkL9WDhhkvwWY1+f2JpBsWtZFHcG",
+	"f/nn3//x4VNCulIY1g9dgZZbFGH9m2AcbJQVY2Ml6H2KnZJi4VolfUr65J3E+nhcYVGM2miWa/V0uLzY",
+	"rxnqWt9ZrNGZBmK/uW+Y7+7lm4c9nK+tttdWzUJq+kq5IiJmZRHhI6Kkz2Etr5Frp/Q8Qmm/br6IHe5K",
+	"JOua2lUO9ba88rdKbfpWsfxCUe22qJWwpBzX6hi9fVAs5sKr8bHwHXMp1FGdyo8sXW48gbGIsrNuKXbf",
+	"EHsYuFatsQDlBmsJr4jzP7wafPvSC0taX2P5hTVa32NJhkeQwVqQQVvNrRXSoES63SVn/BN0mhqZZ5iG",
+	"a6tblNIPMI31mIT7vscP5s1rZ+Q9Rt++WmhC+3uyKT6hJMhXIxQOgxIL7kYhNgF1jYgwYcRiSkYZHUel",
+	"huxDORfaGCFm6vWXU0vZ65OD2CEVfJPcHPo2b7nB8X7bRkcYPfMyv/AEQhnoa5qnCkU9Dmou/5SmRoOP",
+	"hRRDhmLNViDnrco4tfTbefdcLFyk2/npSOCma0QxfB1Kw+fDMbT3mt0GyfDlvWX20O+qNz26xh6hFF8G",
+	"SnErr5rPzVyPpPCY62pBiVUAh1p4w6l76RdNe1wdyLcp8/Upi7fJUGyHLvgdRvXFFwvnfxvZh3AbFm0D",
+	"+O4WPkbuv43I/azgdTX58GuD9YIcH7x1zIiL5ZTCIzqcFBUvCCKNfMGPhdD0Jhbd5ABqYGCzLlvpAxt2",
+	"mXuMH39k+aX9DD9w4b8tc3/sN1zYLzOJxG4//8v1hOXuQS9e8csPSW+f0GCSpZY1kPKoWJDJs00cdjks",
+	"5kG4SNkNKOkY+rAuQVyppldMEQZGRgE4EDJltp0UobFQIPibA+B4E3+3kW9c3hrl3e3nl8l4tCewem6P",
+	"eY6PAeUwoDxz13ZdwRH3+dPf8JENIiGW9Lq723s964OAljiEazLOqTC6r+0DWMd7iGU9DSGHB2U8t80q",
+	"DG7fY0Lh797Xv+pStfDuW2Jp4aa/R9r/8IUl06M0+kod8quJeTPCO7Wio73vHd9elxgYhbXqrLN932qx",
+	"/CPbVJigM+iLC5PP5YNupb9+2TS61VzCxRUeucWjx/fuHt/Wai+WzWjh4bX1NZbdDO2r6gF0GLtNN9bX",
+	"+4XriZzXdP1KeJoEyHmbk4C5ZwQcDB9Zbrtsd22nUijuqXr7Fr4vGNcTlkfhemyCW3Oh0SC7r0j8c13p",
+	"75L4d8dKgrFoV0rwZzzgh/JbYGP5hy4maM9jdfZf61qCD5QOaBNbHrMA71LRsJTk8pUUNvymMgWBP7QN",
+	"MOA9ewwvfBvhhV8d63dKgP2gTR4gMqe6oEKQFudbgqeSqag11sZ3EGhIksNcvyLD6C/bH/pYQX3Ebaqf",
+	"S54LgX8I0gkrHdqqYMFrDg4vjv98lFQxgiUcD3FSjCimNRdjBREEbD0gh3OzEyx1fERZqY9FWvrQud5M",
+	"VYpjcQ6qpUoCNLLDQ2VUs7w52gC38ncbbIDVrbHVvIL3JbLqcPtXziwINJAuqp2OugjVRIoh6z1m1z0G",
+	"Q76mYMivlqssyYMak/Dpb7ZyR+swiE1GtuadIWMH5TRyolzncanTJhUNUsNZO2ZcIS2HLq7hVH5k4NHB",
+	"XqHH717764eYTVk01ccyWEs9cNR8OGQsVf1YHIS57rxIt8aeOEU1rNqSks1ZIw/JzW+bLeLb/hjG5vpZ",
+	"75ORBHDA0qaNZA5HPMvlOGdKPWaIPEaN1kSNGrlPi5CRLcpkKM4rZRuUoLy/C/jZTbGVWsejW/grDSKt",
+	"oO3NaO5nFLrty0s6C8hdi4YMCYIJEiV7rTlbIhb3ky7hoxrenCysrKDKZSxWl7kklSqXZvQkZSMuWFqq",
+	"e7my7GU7yywWXSrIXFwJeS2seyqAn0F16rKSYJ4vVP8NFQQ8yi+tIHyuqFwbQ68wsr9MTkhLW+8xBeQx",
+	"IPgNBwRvZ/r5Sip4McNCsIPf7irZaj2Qb9GeCx1A1dLj1fijDeEpOvVxPBSCxjZcFoGF1IvF50kSJFin",
+	"IJR5sSgMV+xWSISxOUnRNtH88lLaiaD3xw9oGymuaXiKuBLr0P99Fk6uX+IaCVOze1+jhAGqeZQvj/Ll",
+	"G5Ivhl0XFSIloVjlsaF484ZCZzbPMaD4OQRN6Ln0Keelcsfd5N3J2duDN4azI1illAXvfvTyzc8JlOSS",
+	"I+Tf3eTFycVPSS+KxV3dnqTk9XzbkBmPpSJht0reOzClrtjM2D5GgAuWHRubJ+NT7vI24SEQslDbGX+l",
+	"+uSkKPwZGIWrqn4WwwGnRK+sFNV86kFNZW2Lm6lUIkLADBiFaKtiDwFbmNQVE42gnicAIYOyytWxBoRm",
+	"WbJPaN1rQkOOuvFHJZ+2M+r2Ch8yrpUrx6dZGu5aLK4tkgnUl2KbuA73x7+jTp6fmjf8/kzDYlkr5PYv",
+	"5ky0xF1uLa5rwNdLt+LRp/0oLr+UuDxF/nhXayxnac4/ss9rg2FN2wSERVKIyFEupyXH47JMBGBiyNwi",
+	"IrPUA7jACgpqu10xNjO/5TmAPCNyyYZyyshHrvhlxsrhPPiZrRC3sJVolKaA+xpTLnB+f2O57Mdiqa6n",
+	"4fBGLzHs/eTwmMB+9PrknImUJL99Ssy058piPRDggeKyjj+f4TE4sfw1F8isTHUF4/1JXpMpFUEdHi3B",
+	"NHlYsHxlwqsbw4v59JKBAuYnDcbUY3XLr994CNgHS4vzW+IhAbd0P1rLL5062wLezlOv/bunUC+00cVs",
+	"Ac0nA0gDF8QDS4nMU5ZHRFrkWLZAQDho1bGAYqvmZ04Nt+WDH6ydvNuHO5YUa436vZ36eRdk8bqFhPv+",
+	"EP038H2tO2/gzw0VPoJrv5GuG8WdquFLdwv7ruFq9lJu0uGq7Np4opa6OHWXzOKBecTY7/CLXlRJOOyC",
+	"RwCyb8AGpmmhGqZU00uqWG9Arm1zje4v5h9OnPe8Z/s1096tgY5xrCEVC8XFOGNbFLIdt/x8nduFq3P4",
+	"wQF87xhV0uuTU1+6jQuSszFXGvkhcukB1E5eMz6W1c6V0f4g1xIs/eTs/bt3ADHrYpY/JGK6R4tFgXMC",
+	"mHoskvOLg3cvX/xHsk8o7oZtaAyhjPPJXKfyWoCvI3lzdPBnM/x+cG7wY4iHd2VuodE4TMpZCt6Pa5Qy",
+	"fgkZo4qRjM4US3thklJGlQZpcfTvxxcJ2LuUTLmYa9YnCVJCQtR8qrCIPVYSJRU1el1jsi8rZh6iDutq",
+	"th7WEFQR1O+3LUIKmjEEhcbQv4qK+hWw7CWGuKIy3kPz8qIO+xrE7UExZ1jBSjaWMfqRYYnkqhfWfFZi",
+	"jsDFMXJJRYo+Za+Oc41cBb4jKU/RWTq8EvI6Y+mYpQ1WOzZzDyecnB6cXRxfHJ+8S3AuscgZDI4TNfY5",
+	"eHtUOWbrSsu6AINnkDY3Y2p+jv4BozCBNOmTXyYMsk6vbeOqCs+OcJ1KU5FeLpDZ4q6AOYIiAOtHyY9m",
+	"BYjP9y+A7cjZkHEMWxvuXLhKsMgdF7GwHnuUQEUOTcmh7LfJuqKLebRiweUC9V8ZD95bU6LeCLhHVvgg",
+	"rPAMLnnI+7rAJnqfgftFrcmuJb/0E2tUfZGRlJ2Xjie5pweo3mAubuF1MGxgoQgX7vdaLnGbkcxjkcAP",
+	"IJ4TQAm71mE4qMNlonI4pHnOIb8uAaYx0zb6FHBSFYsu3mWrGENwcRjUDEH9rovYnuJHI5vy7JyjUmQL",
+	"ywCF9Gvkym8HaPDAxa4ptN7ATdN8yuRct1+Z0SMLhdmoNt1MijGZySzzSrGIhQujQYTuGoJu0FEwIjOp",
+	"zJQWhArbmw8KxJIkzX7F6gHESoj17ud+LGJxMjJDAbcNztd2E0js387SAdsmwwimdVQHu+XbkezbtMIb",
+	"XKN5BOuO26oDJWko87Jnazmi2mTBRDZiiCAhi/JQLBthSLEIbdraC+gn+vetV0ZEbLlhto59EHmfOLdt",
+	"BAUUk7fYCPHU3cKEuFgl172BUVgDY8L1gbT7U5GfhewrOcZK4m4/tIm6VtT23JOxEGY3C+e+Jx0FZEnm",
+	"QvPMfLdwKgbOoU+OMAZgCDhngl2rYOdCExdIJxaFiQtMoqDvXp+cMZq6qpJ1QX5Ph71COiud86EuGlXi",
+	"tIqtqxPSgbn7lTvjCsa8Qf0G98jKxtJTesOn82md115Lx9x2+v1nu40VGoCv12fo70Qd+4LO4NkuFGnA",
+	"P4oSDVxoNmZ5XY2Gn+Q1EqDns4FP2oiHldIBaB8LMCnS3e73957tAmT8pcsVRlKxeclPFKmVJM2lCWp+",
+	"Xa1QgYuFFweL395s8RKvHjoIkK1XZOjSUp9t75Ntj5RwGbCrlr4kZ5rXXf1p/aKftVjxLfzE6596mf36",
+	"AD7lkHc0uB2qFNv1gtUw2d6jhv0wzgZgYdOCz9+7U6Epcn9qgWGK7Jj7trvtZ2GLQds/UTpqWxSaajKV",
+	"SpPd75+TP/EXpLv7fHdnb49cLjRi4t5fvNr6YZ/skLf8hfWelqFhJHlzcPb66K9vj87PD14flYBh+2SY",
+	"cShid0kVe763xcRQpoxcckHzBfiKC88p5u44QA7VscCZwZu7ezvPSFKJYyYk6CsdiwNim35yKciI8mwO",
+	"neP+C/rLFG+4BA8qTN+oRFA4Iucaq05PuBgHaDuaM5LOc2q4nzPWY7G7vQ2tNJnQqODkEMoDxVWBgsiE",
+	"zhfg/gt5plub9QT8AihAkrJ07vkCueYildeR2WeniNqaGKXfGRUPkE0WH1zg/iwXBr0r52MuaIYFtCBn",
+	"EhUYhmeYIm6iJvl5NM8yoyzTm3P+N3YsXhhygNIZ1nmx+yNJKrcoCfYN3dwT9IJPmabmqPsV3Rt31zfu",
+	"ruqOrq4h2GvVrmCKmZHt+942vKBXj6zT3wJqI5jmGoh7qEHZDXzg4obztcLJz/Ga5awgVmh2ay/PysvS",
+	"e4RzfOXgNry4qwVfO/+Oh7qloSdEfW4wuJOaVT3qckGsv8bKUeTtrnKEsfaNrFHOPyyvxSAUChMKIiEW",
+	"hUxwpA2fRC41FpKYLJgErX1o6nwoU5Y8xX/bvUiIYtDNwAo5RbpGXWc3dDrLAKttkZYuzqc0BdEKy7DJ",
+	"SoCfs2YzCOktxVM0xhWcM/7tXtHsdv5GjNqKon7/HLu8G2uYtj0LH5sPmTjS/cPy8PLkV0PuZizfQmKW",
+	"cz2UU/bInL9q5nxQOCdJF4mrF4T3BKGoE98L056HnunPxrQPqy5xuEhVw+c+eHcsyvp8S97titQl1ndy",
+	"MAJnqxT4cqUw0LqCxRfs/d749fvy2fyL8+vybrTl14Wz2hxv4ZQj1k+lHpZvlxfxyLd/T3wbmVyFx903",
+	"3wY8WWNI9f1snNMU1RJKfmGX53J4hbrn9YQPbcI6rIDM5uB9Wu7h/aSIEBGEYiwIzXP+kUVEQOnuqcxZ",
+	"LPSECpKgAyQhc1EKqrlMkG4FDhFhHiS89vTgeOvo4Nz6Msy0+JA9UQTwh+Tg9Lhn80/8/MIYW+DRWhFR",
+	"I11KxkwYtspSwlN0C2GqIrQzK6AcaSwmMksLJxuEDmdMWBDfLIgfOL+Ga+JAMDBWeFuuJzwLsYlcATyx",
+	"ByHPVzmsg+aM/Nv5yTui2Y0O3H8XxSEpaEaEQyS/xZ0ioBh3BnHnn3//R9yJ4k4FEBp+J+IOHlHcGYgo",
+	"7tC5lodyOuU67gwupcw+YRhTwPhuEnFn8Jd//v0fHz5Z/GSI/fQh+AmdMSs/Hb8167vwIs9OHyduX/mX",
+	"uGN/HHci+wpDrYHSg6L2t7gj2JhCoK7mMVh1ykrbkDOqpCg+wqEtZCkgakeblrQDr1YsMDXJ0dZyBpM5",
+	"6AkfT1ywFBykCC0yL/eJvObOBZYCCv6JvLZjcx3FwmojL9/8bLtwG80iRJoqLWcu+1dNsKphSjwGCzC+",
+	"4AMtX2MgYxt0jYU9i5EhOjKlC4A2QPw+iTs8jTvJfsgXHBVbP545NqN4ubOwBfrN8eRsli3izuA3HGbw",
+	"z7//I4o7oBYBAZnPRcpu4s6A1x2X3ZrgvD58MgRnhB5H/66Dw1oVkKW270AskoKQLexgGnqBy8zIczEG",
+	"XmC4hMEtm0FRI0RMj9i1C5ZZREZpa1OuhlIINtQqsseDG2YOAcYBnC+i+WLRdWcZkTLoqxeRKmoPmc+K",
+	"jLqxdPHrEsCu4I+KdB2I2/y+DrBNM37Fen1yUoe3wMcQpliFD8TCaD0LDDjad4CcCd/SpR6fhzzTYw4M",
+	"vShN9VzBcVukNVxR8OhTjsxjSQkugdG/mUD86qi6LGArqubmVmVpd6ff39ne3m6MsSODbwiyQ3DZxV3N",
+	"MJsG2kN7lAWRKXP+CKcBgHy3EJtDz1EXjXMurm/9vEc0U8xPzwgqRsWtA8PVYO8OKrLlhZ5fc5v8Za9Z",
+	"oUDNcqnlUGb/OmHZ5/dm8zhducFQQ/vc13Qo9nyOyux9b/mXNRJQt+0acR44dQCwHKz94dHt3sD4zf7r",
+	"DLWt1iWly3544psApORyYX00MCD23uyTg7KXG9VMVNTYzcxY4852DyKrVHlsu1HTQNRaxHip/jMk04Tl",
+	"HQsPO4Di7bxtABlqjUxpNpL5FPGAI5kbxuvmFvY0To4FhK0LSN5aV/u35blpAwYPD+Sxieia0hlfoTeZ",
+	"uhP8IkDytyUOs7p+7tGNxn68ubGecs1ECKwuR2Oamc6g9DNUsQtwNfCSJqg4oJiFvCbdbRIkvwSwuYMA",
+	"wrHsQ17idAW4usyZ9s2p3CsTKjkbH93HwWas8R7Xu4q/hKc4dae3CkWIDU6wJvIjG/6dNQRBpzIN4IBw",
+	"5rdzIuucD5sTcnwVfz4F1whfKrOHpfOWK8X1kE1CTiDLtzBPmeQyy+YzFaE/bCRzsrNHUrpQsSiauw3Q",
+	"rwbOC/YRwIczlpPLudGDEW04pnNwLijAS6TWIWKzoXsuuQCfwIkkUGcoIVrGImEiTQDWQclMcqENo7U/",
+	"9oXfcjoa8aHvSmU+K1wzCosUkQP7Ssy/tAlJRVZJLBTT2kyw+2zbA67R3W12hom01yfvIJIJbuuf3x+9",
+	"P/rr26OLs+PD87+eHR28TMIis90EUvVh67fs2SXgNRxm8xQReMFPVD1+zrVUeGsPf0kM1Gl38FP0nUIP",
+	"xG7OZgxzNol/HE5UsY8sp5kRg1gT/o/Wj4aDNFn/4MgvGf5cs6lqVZ4VVwIt+z6Ba+MYH9353rsLaJ7T",
+	"RX1jx5poBwAfSdec0cnh8Usje0vNCsPFBZUGDUEBRHUQFjV8ooJ6Wd2i/KONB5ccKEXGrMtOsDfBYWwt",
+	"5aPnufKSoZxx5nxmdXtcCQrcZ3/MC0zExepcoGcBl+rmhj2zlKTyWjgnSs6UzObmwXAfwY0u5zm5ZCOZ",
+	"MwK3tIla4FWl+RstierOoGOE5JZhWJ2W02YiLU06IuxmmM0V/xjMH9PryrPHsD4GwKAlHIEAGCijVEN3",
+	"Irz+sfCcqUQ25V+5Yg6Nx8dEek9LvuapnmBGN/K9Pjn0lJYzYqSN4WTYlXffUZ3vpOeygFwG25RRERGE",
+	"9NLxOIfIgBRJz9VeRUat+uTAugR39va27buRvUPGd+PSi01vaO25Mw06esIf35v/7EwamnguJ8/YNbrp",
+	"M+eCwUk+KdbQ5L4s1t0wxym9CSaJf5mdu12f0S/S4MbJjMZ2EEZF8KAaRIHLEUmAuyePKSwP3dUGIvco",
+	"u4GcHZPwiiIe5+f1JBZFIYqWBOjn/1zgMhhdRaCPgHy1QUM/E4y1ydEIcLgjy42D3OEgjbdbiyaIsBGq",
+	"Mf16ZJbLIVPKpRn71zyx1SaMThahB4KD54KKhRUZ8lqwPPJlMK1u2CcHWUZkHgvrkRwEpSZsdrGEfD8c",
+	"AlRZ91ZbS4OM+UcmSGLBDoYfQ7NLYxvmjCrFx6Cu5rFQcj6e6F6RvVz2lZ5rmrHXwTAIZ4NNLnJuDoTb",
+	"0BlVemkjUNiFvo7tPjlbm/rbqnwGHvipe9sJTOPbiw1+rr4LtbtT8nis82I0eH3xvG1SCBLEo+P3q3X8",
+	"Hlrohj00VzHT3buCTd/GlVDD5BVjV5+/1Ywnu3BhNZWKSiskXZplECzCsj8oH3pEScx8c8UiDJOnqefO",
+	"miT4kgSYuA7gXE5wBOX9ASWDHB3ypROXxwl1mgp2PTaTprEQ7JoUzDoyk6EOb2PBzQUADErHYRUOmKK1",
+	"mhC2w65CBm5ZaCxW8tBzxq5OQxL4wiWI7p8Plle4Ef/b/kyTWIP39b+L/sVqIn8VjVGCG+rQVZbDdKFl",
+	"4QJiUFd81rsjw1xbGOkVJIFVoKaYYpZJmr6gGRVDLsZJie11HVUvddRIegNfoQz0USzBgvXUVqu9pNB6",
+	"wd8V1ofzQDTzq0uYlGXSyxw4Fta7gDDYoEqTU3QXLoIRWYzj/8/e1fW2bXPhv0L0pjagOk6/3rfeVZZl",
+	"ndePBHWGopgLiJFom5tMCSLV1i363weeQ4qkLdnqFidN4YsCRu2QFHW+yHPO8zhGWc+QeyuGOBh2JUCQ",
+	"8m7f6kpjXm76DTi22iMBnFwL/c9O5Wr/SobFKYJFPvjSVDSgL2k7vQaqhI/jiirLbLUe3Ie+yhArWpyb",
+	"qUhzUwsJYGDuJDNyIEcGWMdtGTS41BuBuDzNgaGN7EEalgEGIPjGenaYo5fbrXRYUjVKSAtmjymGjCwL",
+	"8FR4Twtw9STNE+mpyGCZElSJKyNRdf1Vl/PBc+ae8gerHNyKx2Mv63eVC26D5PnP1YJbkWm2IdJYDgdf",
+	"pNY1rPWRrgl1Zp83apsi2QZI22AUtOocoGJuGYyRpq1Gu+eiB+2iyZX10f2bL+WTiqoOSd6AjKMuhdEm",
+	"WjyYZXy+UIA2CcDUzqXW7XSSf2ZR6APgW8PMNBUb2GwB50KIyQYZZSzbbTHoE3ioWzbi67nEzDaFbDLT",
+	"cVk/UFt6ztK8BbaqA1MBKOre7/5xw9tu/hVVXCqeyIPxubFLftMmV2/93i3LR8do1oXAwCdoAy1YY/+N",
+	"iGAfa2qpFgYWg7E6m7FE1QnYqkzYVMT2I4wFkbZBugyo4eKPPhFbjP1CeaU2l7P2S9NdCBXHwYgqhxsj",
+	"HbaXDI8xhMuf8PAhGNeHhMgs35yLDLnxfUnKPA/4bD2Q/8FU3AypzFv/Rd4MP+G5ebmn/p47+9tgSU30",
+	"GkpRmzTYBj2OJRuDLYlklJjORvY84Wlz5Yhb44bMdVtNIG7/YkH74uTZpy/xRG+C1qwr0U4gCAeqnbvB",
+	"2xC8NM9BBa5k7a7M/+7oS6AkXzuFsdhXCNGn5QOFrIAgPqkvqe3ioCnA9AT1+nDm9q9UbRGa/yJuiXf8",
+	"oCy7ijb8l9SuLN8qjQER7a64bl3hjrB9u1XvoIQOfrK2frJkivQoANowxEMwUGr9kFM0coHOYFe0coaL",
+	"uZmQ5Xv3n2eIPdTNe+I7OrjNu+E2Q1W6L83r+15sQpbPt1sEqVhhMvGBTehZ6FBT8gQfLJSDhfNi6RYL",
+	"sftE81Iv7mAhzFacCdU9xM7yOTFgGwdLcUctRZbP928mFoxmavG51QbYFsiHw6GHfGTqJKFdphICygax",
+	"/UXkRL8LJpSR+c1I4Dcz5fcei+M6J3AEaa3scBtBM/7heiENtIywpCq5Wt0b/fk+lJgPTOiJizK/8iuB",
+	"6622h7FdrWHQFZmnfoWxqfq+KPMlUwtWSYSxYp+KXGImBDsWXJIAZ0UWTC0REpO5AHi1QgpOAORJAbge",
+	"L8lEXWvAIeVPevGvZ2/evKvbpl6OJ5dnr+Oozh/Gxw//NxgOhoPj0bPHTx/H/QjS1wDHxCUp8lKNyIIh",
+	"ghlzp0KvhuoxqUTGzBVcvWoJMbtrjvqbba7m8vzF2Ws9pYNbw3QRTCZMOReVJD4xtgjmHpGfGS1ZSabV",
+	"cPgogbHhI4uRCZ+S399ejgjFi0Wt9zi/W/Nxf0Au4UtD8QpbZtD/5X237kWZV3Nc2snFuMnBtraK7UX1",
+	"tNQcFRnla0q33iPRAlQOS732LMT+3ckWtfVUyr61npVC2d+mxnnBBC34YEWX2VZdPi+YOLkYkzRPKriV",
+	"xloPr+aCSy0ekZZVo5S2oF3bgW8w5M+ZMrNNCpbcgj23m+FEi6Ypx+vpi1IvVnE9jiorFnXYq4Hru8qv",
+	"/mJJ6x3Mxib33p28etm/Ket/CffRZg2yYAmfmS3ZJkKAotLV05syJmCZTqhASXG39z2fYdpwTycLahPN",
+	"Sz4HWEbs8n0yfDQV8QRRIP8Q9APlmf6pxxrSLnUNVuwNPsiPED/A/hrq7tU127onww598ZtvZasBw9K1",
+	"3YFHOMSXe1fgBLVn1CPqbTd/19DyY7NKkuTlnAoumfWOmHYzmR8dpwAYqioZSh01ddOVgOp4YLeQSLJT",
+	"IsBX3T/rJmlIWkHiVEa2HAIZFv0KiYzPWLJKMkZ6ZnBSZNQU7Jg50Ds3jP42TIOVmOfzbrPNkA9gSBfF",
+	"SH2+XmirjeliQHzB6CYlRVXO2aAxIdW0htM14nk435tSDnxEqlTJryrFyAzQ1lzn8oyKvFLrFWpQYtjS",
+	"ody0AsNTwcU8gv4g+OCw8SwgJhfavOn994qktN3Z3PA6U96Ac9feREd6m7AGfRfY1kGZDlCTBXYPaFHL",
+	"aLmUweymoXJj8vHJK1LkGU+4Xvv56RiyGgzchlwJRT855iX43YpIvqwyHRN4E9ghmpKsp2MyBoActYK+",
+	"K5eS9qSnEikrSXz0cHj8dPjs+P9xVHdJnJ+OzSNOfnkhSS/mZrSBHfYUkEbj/lQsqaBzhvF9OJkcuQJV",
+	"/78BTbNEFXUgCBgru2sq/y9Muts8uV1M05Pbx6MZYSIFEAhZ4zxAaE16eMSNwMaC7YqC6N9JRYRRUOBQ",
+	"fQnzTNzX91//CQAA//8=",
 }
 
 // decodeSpec returns the embedded OpenAPI spec as raw JSON bytes,

@@ -1,0 +1,469 @@
+package persistence
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgxpool"
+
+	"github.com/ferry-mq/ferry/fault"
+)
+
+// Partitions is the repository of queue-based load balancing (docs/partitions.md): the partitions' messages
+// (partition_messages), their offsets (queue_partitions) and each PARTITION group's assignment and committed
+// offsets (partition_assignments). Every decision about who owns a partition is made in PostgreSQL, under the
+// group's advisory lock (the one single-active-consumer decisions take), so any number of nodes agree.
+type Partitions struct {
+	pool *pgxpool.Pool
+	nums *queueNumbers
+}
+
+// NewPartitions builds the repository.
+func NewPartitions(pool *pgxpool.Pool) *Partitions {
+	return &Partitions{pool: pool, nums: newQueueNumbers(pool)}
+}
+
+// PartitionState is one partition of a PARTITION group.
+type PartitionState struct {
+	Partition  int32
+	Owner      string // "" = unassigned
+	Generation int64  // the group generation at which the owner got it (or it was sought)
+	Committed  int64  // the last offset processed; -1 = none
+	Latest     int64  // the partition's last offset; -1 = no message yet
+	NextOwner  string // a handover in progress: the owner is to release it to NextOwner
+}
+
+// Lag is how many messages of the partition the group has not committed.
+func (p PartitionState) Lag() int64 { return max(0, p.Latest-p.Committed) }
+
+// PartitionRecord is a message read from a partition.
+type PartitionRecord struct {
+	Partition  int32
+	Offset     int64
+	Generation int64
+	ID         int64
+	ChannelID  string
+	CreatedAt  time.Time
+	ExpireAt   time.Time
+	Content    string
+	Attributes []byte
+	Metadata   []byte
+}
+
+// FetchRequest is a consumer's call for its partitions' messages.
+type FetchRequest struct {
+	QueueID        string
+	TenancyID      string
+	GroupNo        int32
+	ConsumerID     string
+	PartitionCount int32
+	LeaseSeconds   int32         // a consumer that has not called (or committed) for this long is gone
+	HandoverGrace  time.Duration // how long a live owner has to release a partition that moves
+	Limit          int           // messages at most; 0 = only register and rebalance
+}
+
+// Fetched is the answer to a FetchRequest.
+type Fetched struct {
+	Generation int64            // the group's generation
+	Owned      []PartitionState // the caller's partitions, in partition order
+	Records    []PartitionRecord
+	Rebalanced bool // this call changed the assignment
+}
+
+const (
+	// Register or renew a PARTITION group's consumer (a consumer that lapsed or left registers again, at the back).
+	partitionsRegister = `-- partitions.register
+		INSERT INTO consumers AS c (queue_id, group_no, consumer_id, registered_at, last_seen, kind, tenancy_id, last_active)
+		VALUES ($1, $2, $3, clock_timestamp(), now(), 'partition', $4, now())
+		ON CONFLICT (queue_id, group_no, consumer_id) DO UPDATE SET last_seen = now(), last_active = now(),
+			kind = 'partition', leaving = false, left_at = NULL,
+			registered_at = CASE WHEN c.last_seen < now() - make_interval(secs => $5) OR c.left_at IS NOT NULL
+				THEN clock_timestamp() ELSE c.registered_at END`
+
+	// The group's live consumers, in registration order.
+	partitionsMembers = `-- partitions.members
+		SELECT consumer_id FROM consumers
+		WHERE queue_id = $1 AND group_no = $2 AND kind = 'partition' AND left_at IS NULL
+			AND last_seen >= now() - make_interval(secs => $3)
+		ORDER BY registered_at, consumer_id`
+
+	// The group's partitions (created on first use), with each partition's latest offset; the rows are locked
+	// for the rebalance (the group's advisory lock keeps other rebalances out; the row locks, commits).
+	partitionsEnsure = `-- partitions.ensure
+		INSERT INTO partition_assignments (queue_no, group_no, partition)
+		SELECT $1, $2, p FROM generate_series(0, $3 - 1) p
+		ON CONFLICT DO NOTHING`
+	partitionsAssignment = `-- partitions.assignment
+		SELECT a.partition, coalesce(a.owner, ''), a.generation, a.committed, coalesce(a.next_owner, ''),
+			coalesce(a.handover_by <= now(), false), coalesce(p.next_offset, 0) - 1
+		FROM partition_assignments a
+		LEFT JOIN queue_partitions p ON p.queue_no = a.queue_no AND p.partition = a.partition
+		WHERE a.queue_no = $1 AND a.group_no = $2 AND a.partition < $3
+		ORDER BY a.partition`
+
+	// Apply a rebalance's changes.
+	partitionsReassign = `-- partitions.reassign
+		UPDATE partition_assignments a SET owner = nullif(c.owner, ''), generation = c.generation,
+			next_owner = nullif(c.next_owner, ''),
+			handover_by = CASE WHEN c.next_owner <> '' THEN now() + make_interval(secs => $3) END
+		FROM unnest($4::int[], $5::text[], $6::bigint[], $7::text[]) AS c(partition, owner, generation, next_owner)
+		WHERE a.queue_no = $1 AND a.group_no = $2 AND a.partition = c.partition`
+
+	// Up to $5 messages of the given partitions after the given offsets, taken from the partitions in turn.
+	partitionsRead = `-- partitions.read
+		SELECT m.partition, m.log_offset, m.id, m.channel_id, m.created_at, m.expire_at, m.content, m.attributes, m.metadata
+		FROM (
+			SELECT m.*, row_number() OVER (PARTITION BY m.partition ORDER BY m.log_offset) AS turn
+			FROM unnest($2::int[], $3::bigint[]) AS o(partition, after)
+			CROSS JOIN LATERAL (
+				SELECT * FROM partition_messages m
+				WHERE m.queue_no = $1 AND m.partition = o.partition AND m.log_offset > o.after AND m.expire_at > now()
+				ORDER BY m.log_offset LIMIT $4) m
+		) m
+		ORDER BY m.turn, m.partition LIMIT $4`
+
+	// Commit: only the owner, at the partition's current generation (fencing), and only offsets that exist.
+	partitionsLatest = `-- partitions.latest
+		SELECT o.partition, coalesce(p.next_offset, 0) - 1 FROM unnest($2::int[]) AS o(partition)
+		LEFT JOIN queue_partitions p ON p.queue_no = $1 AND p.partition = o.partition`
+	partitionsCommit = `-- partitions.commit
+		UPDATE partition_assignments a SET committed = c.committed, time_committed = now()
+		FROM unnest($4::int[], $5::bigint[], $6::bigint[]) AS c(partition, committed, generation)
+		WHERE a.queue_no = $1 AND a.group_no = $2 AND a.partition = c.partition AND a.owner = $3
+			AND a.generation = c.generation
+		RETURNING a.partition`
+	partitionsHeartbeat = `-- partitions.heartbeat
+		UPDATE consumers SET last_seen = now(), last_active = now()
+		WHERE queue_id = $1 AND group_no = $2 AND consumer_id = $3 AND kind = 'partition' AND left_at IS NULL
+			AND last_seen >= now() - make_interval(secs => $4)`
+
+	// Seek: the next read of each partition starts at offset $5 (NULL: at the first message created at or after
+	// $6); every sought partition gets generation $7, which fences commits of what was read before.
+	partitionsSeek = `-- partitions.seek
+		UPDATE partition_assignments a SET generation = $7, committed = CASE
+				WHEN $5::bigint IS NOT NULL THEN least($5, ` + partitionNextOffset + `) - 1
+				ELSE coalesce((SELECT min(m.log_offset) FROM partition_messages m
+					WHERE m.queue_no = a.queue_no AND m.partition = a.partition AND m.created_at >= $6),
+					` + partitionNextOffset + `) - 1 END
+		WHERE a.queue_no = $1 AND a.group_no = $2 AND a.partition < $3 AND ($4::int[] IS NULL OR a.partition = ANY ($4))`
+	partitionNextOffset = `coalesce((SELECT p.next_offset FROM queue_partitions p
+		WHERE p.queue_no = a.queue_no AND p.partition = a.partition), 0)`
+
+	// A consumer leaves: it gives up its partitions (and the handovers to it) at once.
+	partitionsRelease = `-- partitions.release
+		UPDATE partition_assignments SET
+			owner = CASE WHEN owner = $3 THEN NULL ELSE owner END,
+			next_owner = NULL, handover_by = NULL
+		WHERE queue_no = $1 AND group_no = $2 AND (owner = $3 OR next_owner = $3)`
+
+	// Every partition of a group (also those no consumer has asked for yet), for stats and consumer lists.
+	partitionsStates = `-- partitions.states
+		SELECT s.p, coalesce(a.owner, ''), coalesce(a.generation, 0), coalesce(a.committed, -1),
+			coalesce(p.next_offset, 0) - 1, coalesce(a.next_owner, '')
+		FROM generate_series(0, $3 - 1) AS s(p)
+		LEFT JOIN partition_assignments a ON a.queue_no = $1 AND a.group_no = $2 AND a.partition = s.p
+		LEFT JOIN queue_partitions p ON p.queue_no = $1 AND p.partition = s.p
+		ORDER BY s.p`
+
+	// Retention: partition messages past their expiry (rows are never updated, so a ctid stays valid), then
+	// whatever deleted queues and groups left behind.
+	partitionsExpire = `-- partitions.expire
+		DELETE FROM partition_messages WHERE ctid = ANY (ARRAY (
+			SELECT ctid FROM partition_messages WHERE expire_at <= now() LIMIT $1))`
+	partitionsDropDeleted = `-- partitions.drop_deleted
+		WITH gone_queues AS (
+			SELECT no FROM queues WHERE lifecycle_state = 'DELETED' AND partition_count IS NOT NULL
+		), msgs AS (
+			DELETE FROM partition_messages WHERE ctid = ANY (ARRAY (
+				SELECT ctid FROM partition_messages WHERE queue_no IN (SELECT no FROM gone_queues) LIMIT $1))
+			RETURNING 1
+		), counters AS (
+			DELETE FROM queue_partitions WHERE queue_no IN (SELECT no FROM gone_queues)
+				AND NOT EXISTS (SELECT 1 FROM partition_messages m WHERE m.queue_no = queue_partitions.queue_no)
+			RETURNING 1
+		), groups AS (
+			DELETE FROM partition_assignments a USING queues q, consumer_groups g
+			WHERE q.no = a.queue_no AND g.queue_id = q.id AND g.group_no = a.group_no AND g.lifecycle_state = 'DELETED'
+			RETURNING 1
+		)
+		SELECT (SELECT count(*) FROM msgs) + (SELECT count(*) FROM counters) + (SELECT count(*) FROM groups)`
+)
+
+// StaleGenerationError refuses a commit for partitions the caller no longer owns at the generation it gave.
+type StaleGenerationError struct {
+	Partitions []int32
+}
+
+func (e *StaleGenerationError) Error() string {
+	parts := make([]string, len(e.Partitions))
+	for i, p := range e.Partitions {
+		parts[i] = fmt.Sprint(p)
+	}
+	return "the caller does not own partition(s) " + strings.Join(parts, ", ") +
+		" at the given generation (reassigned or sought since it read them): nothing was committed; read again"
+}
+
+// Fetch registers (or renews) the caller, rebalances the group when its live consumers changed, and reads the
+// caller's partitions after their committed offsets, in one transaction under the group's lock.
+func (r *Partitions) Fetch(ctx context.Context, req FetchRequest) (Fetched, error) {
+	no, err := r.nums.of(ctx, req.QueueID)
+	if err != nil {
+		return Fetched{}, err
+	}
+	var out Fetched
+	err = InTx(ctx, r.pool, func(tx pgx.Tx) error {
+		batch := &pgx.Batch{}
+		batch.Queue(consumersLock, req.QueueID, req.GroupNo)
+		batch.Queue(partitionsRegister, req.QueueID, req.GroupNo, req.ConsumerID, req.TenancyID, req.LeaseSeconds)
+		if err := tx.SendBatch(ctx, batch).Close(); err != nil {
+			return err
+		}
+		states, rebalanced, err := r.rebalance(ctx, tx, no, req.QueueID, req.GroupNo, req.PartitionCount, req.LeaseSeconds,
+			req.HandoverGrace, req.ConsumerID)
+		if err != nil {
+			return err
+		}
+		out.Rebalanced = rebalanced
+		var parts []int32
+		var after []int64
+		gens := map[int32]int64{}
+		for _, s := range states {
+			out.Generation = max(out.Generation, s.Generation)
+			if s.Owner == req.ConsumerID {
+				out.Owned = append(out.Owned, s)
+				parts, after = append(parts, s.Partition), append(after, s.Committed)
+				gens[s.Partition] = s.Generation
+			}
+		}
+		if len(parts) == 0 || req.Limit <= 0 {
+			return nil
+		}
+		rows, err := tx.Query(ctx, partitionsRead, no, parts, after, req.Limit)
+		if err != nil {
+			return err
+		}
+		out.Records, err = pgx.CollectRows(rows, func(row pgx.CollectableRow) (PartitionRecord, error) {
+			var m PartitionRecord
+			var attrs, meta *string
+			err := row.Scan(&m.Partition, &m.Offset, &m.ID, &m.ChannelID, &m.CreatedAt, &m.ExpireAt, &m.Content, &attrs, &meta)
+			m.CreatedAt, m.ExpireAt, m.Generation = m.CreatedAt.UTC(), m.ExpireAt.UTC(), gens[m.Partition]
+			if attrs != nil {
+				m.Attributes = []byte(*attrs)
+			}
+			if meta != nil {
+				m.Metadata = []byte(*meta)
+			}
+			return m, err
+		})
+		slices.SortFunc(out.Records, func(a, b PartitionRecord) int {
+			if a.Partition != b.Partition {
+				return int(a.Partition - b.Partition)
+			}
+			return int(a.Offset - b.Offset)
+		})
+		return err
+	})
+	return out, interpretError("reading partitions", err)
+}
+
+// rebalance reads the group's assignment and live consumers (the caller holds the group's lock) and applies the
+// assignment plan when it changes anything. It returns every partition's state after the change.
+func (r *Partitions) rebalance(ctx context.Context, tx pgx.Tx, queueNo int64, queueID string, groupNo, partitionCount,
+	leaseSeconds int32, grace time.Duration, caller string) ([]PartitionState, bool, error) {
+	var members []string
+	var states []PartitionState
+	var overdue []bool
+	read := func() error {
+		members, states, overdue = nil, nil, nil
+		batch := &pgx.Batch{}
+		batch.Queue(partitionsMembers, queueID, groupNo, leaseSeconds).Query(func(rows pgx.Rows) error {
+			var err error
+			members, err = pgx.CollectRows(rows, pgx.RowTo[string])
+			return err
+		})
+		batch.Queue(partitionsAssignment, queueNo, groupNo, partitionCount).Query(func(rows pgx.Rows) error {
+			var s PartitionState
+			var late bool
+			_, err := pgx.ForEachRow(rows, []any{&s.Partition, &s.Owner, &s.Generation, &s.Committed, &s.NextOwner, &late, &s.Latest},
+				func() error {
+					states, overdue = append(states, s), append(overdue, late)
+					return nil
+				})
+			return err
+		})
+		return tx.SendBatch(ctx, batch).Close()
+	}
+	if err := read(); err != nil {
+		return nil, false, err
+	}
+	if len(states) < int(partitionCount) {
+		if _, err := tx.Exec(ctx, partitionsEnsure, queueNo, groupNo, partitionCount); err != nil {
+			return nil, false, err
+		}
+		if err := read(); err != nil {
+			return nil, false, err
+		}
+	}
+	changes := planAssignment(states, overdue, members, caller)
+	if len(changes) == 0 {
+		return states, false, nil
+	}
+	parts, owners, gens, nexts := make([]int32, len(changes)), make([]string, len(changes)), make([]int64, len(changes)), make([]string, len(changes))
+	for i, c := range changes {
+		parts[i], owners[i], gens[i], nexts[i] = c.Partition, c.Owner, c.Generation, c.NextOwner
+		states[c.Partition].Owner, states[c.Partition].Generation, states[c.Partition].NextOwner = c.Owner, c.Generation, c.NextOwner
+	}
+	_, err := tx.Exec(ctx, partitionsReassign, queueNo, groupNo, grace.Seconds(), parts, owners, gens, nexts)
+	return states, true, err
+}
+
+// Commit records the offsets the caller processed, all or none: a partition it does not own at the given
+// generation refuses the whole commit (*StaleGenerationError), an offset past a partition's latest is
+// InvalidParameter. It renews the caller's consumer lease.
+func (r *Partitions) Commit(ctx context.Context, queueID string, groupNo int32, consumerID string, leaseSeconds int32,
+	partitions []int32, offsets, generations []int64) error {
+	no, err := r.nums.of(ctx, queueID)
+	if err != nil {
+		return err
+	}
+	ctx, cancel := withTimeout(ctx)
+	defer cancel()
+	err = InTx(ctx, r.pool, func(tx pgx.Tx) error {
+		rows, err := tx.Query(ctx, partitionsLatest, no, partitions)
+		if err != nil {
+			return err
+		}
+		latest := map[int32]int64{}
+		var p int32
+		var l int64
+		if _, err := pgx.ForEachRow(rows, []any{&p, &l}, func() error { latest[p] = l; return nil }); err != nil {
+			return err
+		}
+		for i, p := range partitions {
+			if offsets[i] > latest[p] {
+				return fault.InvalidParameter("offsets[%d].offset: partition %d's latest offset is %d", i, p, latest[p])
+			}
+		}
+		rows, err = tx.Query(ctx, partitionsCommit, no, groupNo, consumerID, partitions, offsets, generations)
+		if err != nil {
+			return err
+		}
+		done, err := pgx.CollectRows(rows, pgx.RowTo[int32])
+		if err != nil {
+			return err
+		}
+		if len(done) < len(partitions) {
+			stale := &StaleGenerationError{}
+			for _, p := range partitions {
+				if !slices.Contains(done, p) {
+					stale.Partitions = append(stale.Partitions, p)
+				}
+			}
+			return stale
+		}
+		_, err = tx.Exec(ctx, partitionsHeartbeat, queueID, groupNo, consumerID, leaseSeconds)
+		return err
+	})
+	var stale *StaleGenerationError
+	if errors.As(err, &stale) || fault.As(err) != nil {
+		return err
+	}
+	return interpretError("committing offsets", err)
+}
+
+// Seek moves the committed offsets of a group's partitions (nil = all) so that the next read starts at offset
+// (or, with offset nil, at the first message created at or after at), under a new generation. It returns every
+// partition's state after the move.
+func (r *Partitions) Seek(ctx context.Context, queueID string, groupNo, partitionCount int32, partitions []int32,
+	offset *int64, at time.Time) ([]PartitionState, error) {
+	no, err := r.nums.of(ctx, queueID)
+	if err != nil {
+		return nil, err
+	}
+	ctx, cancel := withTimeout(ctx)
+	defer cancel()
+	var states []PartitionState
+	err = InTx(ctx, r.pool, func(tx pgx.Tx) error {
+		if _, err := tx.Exec(ctx, consumersLock, queueID, groupNo); err != nil {
+			return err
+		}
+		if _, err := tx.Exec(ctx, partitionsEnsure, no, groupNo, partitionCount); err != nil {
+			return err
+		}
+		var generation int64
+		if err := tx.QueryRow(ctx, `SELECT coalesce(max(generation), 0) + 1 FROM partition_assignments
+			WHERE queue_no = $1 AND group_no = $2`, no, groupNo).Scan(&generation); err != nil {
+			return err
+		}
+		if _, err := tx.Exec(ctx, partitionsSeek, no, groupNo, partitionCount, partitions, offset, at, generation); err != nil {
+			return err
+		}
+		var err error
+		states, err = r.states(ctx, tx, no, groupNo, partitionCount)
+		return err
+	})
+	return states, interpretError("seeking partitions", err)
+}
+
+// Release gives up a consumer's partitions at once (it left) and hands them to the group's other live consumers,
+// so that they read them at their next call without another round of rebalancing.
+func (r *Partitions) Release(ctx context.Context, queueID string, groupNo, partitionCount, leaseSeconds int32, consumerID string) error {
+	no, err := r.nums.of(ctx, queueID)
+	if err != nil {
+		return err
+	}
+	ctx, cancel := withTimeout(ctx)
+	defer cancel()
+	err = InTx(ctx, r.pool, func(tx pgx.Tx) error {
+		if _, err := tx.Exec(ctx, consumersLock, queueID, groupNo); err != nil {
+			return err
+		}
+		if _, err := tx.Exec(ctx, partitionsRelease, no, groupNo, consumerID); err != nil {
+			return err
+		}
+		_, _, err := r.rebalance(ctx, tx, no, queueID, groupNo, partitionCount, leaseSeconds, 0, "")
+		return err
+	})
+	return interpretError("releasing partitions", err)
+}
+
+// States returns every partition of a PARTITION group, with its owner, offsets and lag.
+func (r *Partitions) States(ctx context.Context, queueID string, groupNo, partitionCount int32) ([]PartitionState, error) {
+	no, err := r.nums.of(ctx, queueID)
+	if err != nil {
+		return nil, err
+	}
+	ctx, cancel := withTimeout(ctx)
+	defer cancel()
+	states, err := r.states(ctx, r.pool, no, groupNo, partitionCount)
+	return states, interpretError("reading partitions", err)
+}
+
+func (r *Partitions) states(ctx context.Context, q querier, queueNo int64, groupNo, partitionCount int32) ([]PartitionState, error) {
+	rows, err := q.Query(ctx, partitionsStates, queueNo, groupNo, partitionCount)
+	if err != nil {
+		return nil, err
+	}
+	return pgx.CollectRows(rows, func(row pgx.CollectableRow) (PartitionState, error) {
+		var s PartitionState
+		err := row.Scan(&s.Partition, &s.Owner, &s.Generation, &s.Committed, &s.Latest, &s.NextOwner)
+		return s, err
+	})
+}
+
+// Expire deletes up to batch partition messages past their retention, and what deleted queues and groups left
+// behind; it returns how many rows went.
+func (r *Partitions) Expire(ctx context.Context, batch int) (int64, error) {
+	tag, err := r.pool.Exec(ctx, partitionsExpire, batch)
+	if err != nil {
+		return 0, interpretError("expiring partition messages", err)
+	}
+	var dropped int64
+	err = r.pool.QueryRow(ctx, partitionsDropDeleted, batch).Scan(&dropped)
+	return tag.RowsAffected() + dropped, interpretError("dropping partitions of deleted queues", err)
+}
