@@ -76,14 +76,24 @@ type Fetched struct {
 }
 
 const (
+	// The steady state's reads take the group's lock (consumers.lock) shared: they run side by side, and a
+	// rebalance (exclusive) waits for them, so a read sees an assignment either before or after it, whole.
+	partitionsLockShared = `-- partitions.lock_shared
+		SELECT pg_advisory_xact_lock_shared(hashtextextended($1 || '/' || $2::int, 1))`
+
 	// Register or renew a PARTITION group's consumer (a consumer that lapsed or left registers again, at the back).
+	// A registration renewed within the last quarter of the lease is not touched (not even locked): a read in the
+	// steady state then writes nothing, and commits without waiting for a WAL flush.
 	partitionsRegister = `-- partitions.register
 		INSERT INTO consumers AS c (queue_id, group_no, consumer_id, registered_at, last_seen, kind, tenancy_id, last_active)
-		VALUES ($1, $2, $3, clock_timestamp(), now(), 'partition', $4, now())
+		SELECT $1, $2, $3, clock_timestamp(), now(), 'partition', $4, now()
+		WHERE NOT EXISTS (SELECT 1 FROM consumers f WHERE f.queue_id = $1 AND f.group_no = $2 AND f.consumer_id = $3
+			AND f.kind = 'partition' AND f.left_at IS NULL AND f.last_seen >= now() - make_interval(secs => $5 / 4.0))
 		ON CONFLICT (queue_id, group_no, consumer_id) DO UPDATE SET last_seen = now(), last_active = now(),
 			kind = 'partition', leaving = false, left_at = NULL,
 			registered_at = CASE WHEN c.last_seen < now() - make_interval(secs => $5) OR c.left_at IS NOT NULL
-				THEN clock_timestamp() ELSE c.registered_at END`
+				THEN clock_timestamp() ELSE c.registered_at END
+		WHERE c.last_seen < now() - make_interval(secs => $5 / 4.0) OR c.left_at IS NOT NULL OR c.kind <> 'partition'`
 
 	// The group's live consumers, in registration order.
 	partitionsMembers = `-- partitions.members
@@ -127,20 +137,52 @@ const (
 		) m
 		ORDER BY m.turn, m.partition LIMIT $4`
 
-	// Commit: only the owner, at the partition's current generation (fencing), and only offsets that exist.
-	partitionsLatest = `-- partitions.latest
-		SELECT o.partition, coalesce(p.next_offset, 0) - 1 FROM unnest($2::int[]) AS o(partition)
-		LEFT JOIN queue_partitions p ON p.queue_no = $1 AND p.partition = o.partition`
+	// The steady state's read: the caller's partitions as they are assigned now (not being handed over), read
+	// in the same implicit transaction as the assignment, under the group's lock. Used when the plan changes
+	// nothing.
+	partitionsReadOwned = `-- partitions.read_owned
+		SELECT m.partition, m.log_offset, m.id, m.channel_id, m.created_at, m.expire_at, m.content, m.attributes, m.metadata
+		FROM (
+			SELECT m.*, row_number() OVER (PARTITION BY m.partition ORDER BY m.log_offset) AS turn
+			FROM partition_assignments a
+			CROSS JOIN LATERAL (
+				SELECT * FROM partition_messages m
+				WHERE m.queue_no = a.queue_no AND m.partition = a.partition AND m.log_offset > a.committed AND m.expire_at > now()
+				ORDER BY m.log_offset LIMIT $4) m
+			WHERE a.queue_no = $1 AND a.group_no = $2 AND a.owner = $3 AND a.next_owner IS NULL AND a.partition < $5
+		) m
+		ORDER BY m.turn, m.partition LIMIT $4`
+
+	// Commit, all or nothing, in one statement: the partitions' rows are locked (a rebalance waits, or has
+	// committed and is seen), each offset is checked against its partition's latest and the caller's ownership at
+	// the given generation (fencing), and the offsets are written only when every one passes. It answers each
+	// offset's check, in input order.
 	partitionsCommit = `-- partitions.commit
-		UPDATE partition_assignments a SET committed = c.committed, time_committed = now()
-		FROM unnest($4::int[], $5::bigint[], $6::bigint[]) AS c(partition, committed, generation)
-		WHERE a.queue_no = $1 AND a.group_no = $2 AND a.partition = c.partition AND a.owner = $3
-			AND a.generation = c.generation
-		RETURNING a.partition`
+		WITH input AS (
+			SELECT * FROM unnest($4::int[], $5::bigint[], $6::bigint[]) WITH ORDINALITY AS c(partition, committed, generation, ord)
+		), cur AS (
+			SELECT a.partition, a.owner, a.generation FROM partition_assignments a
+			WHERE a.queue_no = $1 AND a.group_no = $2 AND a.partition = ANY ($4)
+			FOR UPDATE
+		), checked AS (
+			SELECT i.ord, i.partition, i.committed, coalesce(p.next_offset, 0) - 1 AS latest,
+				coalesce(cur.owner = $3 AND cur.generation = i.generation, false) AS owned
+			FROM input i
+			LEFT JOIN cur ON cur.partition = i.partition
+			LEFT JOIN queue_partitions p ON p.queue_no = $1 AND p.partition = i.partition
+		), verdict AS (
+			SELECT NOT EXISTS (SELECT 1 FROM checked WHERE NOT owned OR committed > latest) AS ok
+		), written AS (
+			UPDATE partition_assignments a SET committed = c.committed, time_committed = now()
+			FROM checked c, verdict v
+			WHERE v.ok AND a.queue_no = $1 AND a.group_no = $2 AND a.partition = c.partition
+			RETURNING 1
+		)
+		SELECT c.partition, c.latest, c.owned, (SELECT count(*) FROM written) FROM checked c ORDER BY c.ord`
 	partitionsHeartbeat = `-- partitions.heartbeat
 		UPDATE consumers SET last_seen = now(), last_active = now()
 		WHERE queue_id = $1 AND group_no = $2 AND consumer_id = $3 AND kind = 'partition' AND left_at IS NULL
-			AND last_seen >= now() - make_interval(secs => $4)`
+			AND last_seen >= now() - make_interval(secs => $4) AND last_seen < now() - make_interval(secs => $4 / 4.0)`
 
 	// Seek: the next read of each partition starts at offset $5 (NULL: at the first message created at or after
 	// $6); every sought partition gets generation $7, which fences commits of what was read before.
@@ -215,6 +257,9 @@ func (r *Partitions) Fetch(ctx context.Context, req FetchRequest) (Fetched, erro
 	if err != nil {
 		return Fetched{}, err
 	}
+	if out, ok, err := r.fetchSteady(ctx, no, req); err != nil || ok {
+		return out, interpretError("reading partitions", err)
+	}
 	var out Fetched
 	err = InTx(ctx, r.pool, func(tx pgx.Tx) error {
 		batch := &pgx.Batch{}
@@ -247,28 +292,98 @@ func (r *Partitions) Fetch(ctx context.Context, req FetchRequest) (Fetched, erro
 		if err != nil {
 			return err
 		}
-		out.Records, err = pgx.CollectRows(rows, func(row pgx.CollectableRow) (PartitionRecord, error) {
-			var m PartitionRecord
-			var attrs, meta *string
-			err := row.Scan(&m.Partition, &m.Offset, &m.ID, &m.ChannelID, &m.CreatedAt, &m.ExpireAt, &m.Content, &attrs, &meta)
-			m.CreatedAt, m.ExpireAt, m.Generation = m.CreatedAt.UTC(), m.ExpireAt.UTC(), gens[m.Partition]
-			if attrs != nil {
-				m.Attributes = []byte(*attrs)
-			}
-			if meta != nil {
-				m.Metadata = []byte(*meta)
-			}
-			return m, err
-		})
-		slices.SortFunc(out.Records, func(a, b PartitionRecord) int {
-			if a.Partition != b.Partition {
-				return int(a.Partition - b.Partition)
-			}
-			return int(a.Offset - b.Offset)
-		})
+		out.Records, err = collectRecords(rows, gens)
 		return err
 	})
 	return out, interpretError("reading partitions", err)
+}
+
+// fetchSteady is Fetch in one round trip (one implicit transaction, under the group's lock, shared) for the common case:
+// the caller's registration, the group's assignment and the caller's messages as assigned now. ok is false when
+// the assignment must change (the caller then runs the full transaction).
+func (r *Partitions) fetchSteady(ctx context.Context, queueNo int64, req FetchRequest) (Fetched, bool, error) {
+	var members []string
+	var states []PartitionState
+	var overdue []bool
+	var records []PartitionRecord
+	batch := &pgx.Batch{}
+	batch.Queue(partitionsLockShared, req.QueueID, req.GroupNo)
+	batch.Queue(partitionsRegister, req.QueueID, req.GroupNo, req.ConsumerID, req.TenancyID, req.LeaseSeconds)
+	queueAssignment(batch, queueNo, req.QueueID, req.GroupNo, req.PartitionCount, req.LeaseSeconds, &members, &states, &overdue)
+	limit := max(req.Limit, 1)
+	batch.Queue(partitionsReadOwned, queueNo, req.GroupNo, req.ConsumerID, limit, req.PartitionCount).Query(func(rows pgx.Rows) error {
+		var err error
+		records, err = collectRecords(rows, nil)
+		return err
+	})
+	if err := r.pool.SendBatch(ctx, batch).Close(); err != nil {
+		return Fetched{}, false, err
+	}
+	if len(states) < int(req.PartitionCount) || len(planAssignment(states, overdue, members, req.ConsumerID)) > 0 {
+		return Fetched{}, false, nil
+	}
+	var out Fetched
+	gens := map[int32]int64{}
+	for _, s := range states {
+		out.Generation = max(out.Generation, s.Generation)
+		if s.Owner == req.ConsumerID {
+			out.Owned = append(out.Owned, s)
+			gens[s.Partition] = s.Generation
+		}
+	}
+	if req.Limit > 0 {
+		for i := range records {
+			records[i].Generation = gens[records[i].Partition]
+		}
+		out.Records = records
+	}
+	return out, true, nil
+}
+
+// collectRecords reads partition messages (partitionsRead's columns), each with its partition's generation, in
+// partition and offset order.
+func collectRecords(rows pgx.Rows, gens map[int32]int64) ([]PartitionRecord, error) {
+	records, err := pgx.CollectRows(rows, func(row pgx.CollectableRow) (PartitionRecord, error) {
+		var m PartitionRecord
+		var attrs, meta *string
+		err := row.Scan(&m.Partition, &m.Offset, &m.ID, &m.ChannelID, &m.CreatedAt, &m.ExpireAt, &m.Content, &attrs, &meta)
+		m.CreatedAt, m.ExpireAt, m.Generation = m.CreatedAt.UTC(), m.ExpireAt.UTC(), gens[m.Partition]
+		if attrs != nil {
+			m.Attributes = []byte(*attrs)
+		}
+		if meta != nil {
+			m.Metadata = []byte(*meta)
+		}
+		return m, err
+	})
+	slices.SortFunc(records, func(a, b PartitionRecord) int {
+		if a.Partition != b.Partition {
+			return int(a.Partition - b.Partition)
+		}
+		return int(a.Offset - b.Offset)
+	})
+	return records, err
+}
+
+// queueAssignment adds to batch the reads of a group's live consumers and of its partitions' assignment.
+func queueAssignment(batch *pgx.Batch, queueNo int64, queueID string, groupNo, partitionCount, leaseSeconds int32,
+	members *[]string, states *[]PartitionState, overdue *[]bool) {
+	*members, *states, *overdue = nil, nil, nil
+	batch.Queue(partitionsMembers, queueID, groupNo, leaseSeconds).Query(func(rows pgx.Rows) error {
+		var err error
+		*members, err = pgx.CollectRows(rows, pgx.RowTo[string])
+		return err
+	})
+	batch.Queue(partitionsAssignment, queueNo, groupNo, partitionCount).Query(func(rows pgx.Rows) error {
+		var s PartitionState
+		var late bool
+		_, err := pgx.ForEachRow(rows, []any{&s.Partition, &s.Owner, &s.Generation, &s.Committed, &s.NextOwner, &late, &s.Latest},
+			func() error {
+				*states, *overdue = append(*states, s), append(*overdue, late)
+				return nil
+			})
+		return err
+	})
 }
 
 // rebalance reads the group's assignment and live consumers (the caller holds the group's lock) and applies the
@@ -279,23 +394,8 @@ func (r *Partitions) rebalance(ctx context.Context, tx pgx.Tx, queueNo int64, qu
 	var states []PartitionState
 	var overdue []bool
 	read := func() error {
-		members, states, overdue = nil, nil, nil
 		batch := &pgx.Batch{}
-		batch.Queue(partitionsMembers, queueID, groupNo, leaseSeconds).Query(func(rows pgx.Rows) error {
-			var err error
-			members, err = pgx.CollectRows(rows, pgx.RowTo[string])
-			return err
-		})
-		batch.Queue(partitionsAssignment, queueNo, groupNo, partitionCount).Query(func(rows pgx.Rows) error {
-			var s PartitionState
-			var late bool
-			_, err := pgx.ForEachRow(rows, []any{&s.Partition, &s.Owner, &s.Generation, &s.Committed, &s.NextOwner, &late, &s.Latest},
-				func() error {
-					states, overdue = append(states, s), append(overdue, late)
-					return nil
-				})
-			return err
-		})
+		queueAssignment(batch, queueNo, queueID, groupNo, partitionCount, leaseSeconds, &members, &states, &overdue)
 		return tx.SendBatch(ctx, batch).Close()
 	}
 	if err := read(); err != nil {
@@ -333,42 +433,35 @@ func (r *Partitions) Commit(ctx context.Context, queueID string, groupNo int32, 
 	}
 	ctx, cancel := withTimeout(ctx)
 	defer cancel()
-	err = InTx(ctx, r.pool, func(tx pgx.Tx) error {
-		rows, err := tx.Query(ctx, partitionsLatest, no, partitions)
-		if err != nil {
-			return err
-		}
-		latest := map[int32]int64{}
+	// One round trip: the commit and the heartbeat in one implicit transaction.
+	var verdictErr error
+	batch := &pgx.Batch{}
+	batch.Queue(partitionsCommit, no, groupNo, consumerID, partitions, offsets, generations).Query(func(rows pgx.Rows) error {
+		stale := &StaleGenerationError{}
 		var p int32
-		var l int64
-		if _, err := pgx.ForEachRow(rows, []any{&p, &l}, func() error { latest[p] = l; return nil }); err != nil {
-			return err
-		}
-		for i, p := range partitions {
-			if offsets[i] > latest[p] {
-				return fault.InvalidParameter("offsets[%d].offset: partition %d's latest offset is %d", i, p, latest[p])
+		var latest, written int64
+		var owned bool
+		i := 0
+		_, err := pgx.ForEachRow(rows, []any{&p, &latest, &owned, &written}, func() error {
+			switch {
+			case offsets[i] > latest && verdictErr == nil:
+				verdictErr = fault.InvalidParameter("offsets[%d].offset: partition %d's latest offset is %d", i, p, latest)
+			case !owned:
+				stale.Partitions = append(stale.Partitions, p)
 			}
+			i++
+			return nil
+		})
+		if verdictErr == nil && len(stale.Partitions) > 0 {
+			verdictErr = stale
 		}
-		rows, err = tx.Query(ctx, partitionsCommit, no, groupNo, consumerID, partitions, offsets, generations)
-		if err != nil {
-			return err
-		}
-		done, err := pgx.CollectRows(rows, pgx.RowTo[int32])
-		if err != nil {
-			return err
-		}
-		if len(done) < len(partitions) {
-			stale := &StaleGenerationError{}
-			for _, p := range partitions {
-				if !slices.Contains(done, p) {
-					stale.Partitions = append(stale.Partitions, p)
-				}
-			}
-			return stale
-		}
-		_, err = tx.Exec(ctx, partitionsHeartbeat, queueID, groupNo, consumerID, leaseSeconds)
 		return err
 	})
+	batch.Queue(partitionsHeartbeat, queueID, groupNo, consumerID, leaseSeconds)
+	err = r.pool.SendBatch(ctx, batch).Close()
+	if err == nil {
+		err = verdictErr
+	}
 	var stale *StaleGenerationError
 	if errors.As(err, &stale) || fault.As(err) != nil {
 		return err

@@ -836,6 +836,7 @@ type ChannelId = string
 
 // CommitPartitionOffsetsDetails Offsets to commit, at most one per partition.
 type CommitPartitionOffsetsDetails struct {
+	// Offsets The offsets, one per partition at most.
 	Offsets []PartitionOffset `json:"offsets"`
 }
 
@@ -1977,7 +1978,9 @@ type SeekPartitionsDetails struct {
 // SeekPartitionsResult The partitions moved.
 type SeekPartitionsResult struct {
 	// Generation The group's generation after the seek.
-	Generation int64            `json:"generation"`
+	Generation int64 `json:"generation"`
+
+	// Partitions Every partition of the group after the seek.
 	Partitions []PartitionState `json:"partitions"`
 }
 

@@ -2,10 +2,8 @@ package dataplane
 
 import (
 	"cmp"
-	"encoding/json"
 	"errors"
 	"net/http"
-	"time"
 
 	"github.com/gin-gonic/gin"
 
@@ -14,28 +12,8 @@ import (
 	"github.com/ferry-mq/ferry/services/apierror"
 	"github.com/ferry-mq/ferry/services/httpapi"
 	"github.com/ferry-mq/ferry/services/messaging"
+	"github.com/ferry-mq/ferry/services/wire"
 )
-
-// partitionMessage is api.PartitionMessage with the stored attributes and metadata handed on as they are.
-type partitionMessage struct {
-	ID          int64           `json:"id"`
-	Partition   int32           `json:"partition"`
-	Offset      int64           `json:"offset"`
-	Generation  int64           `json:"generation"`
-	Content     string          `json:"content"`
-	CreatedAt   time.Time       `json:"createdAt"`
-	ExpireAfter time.Time       `json:"expireAfter"`
-	ChannelID   string          `json:"channelId,omitempty"`
-	Attributes  json.RawMessage `json:"attributes,omitempty"`
-	Metadata    json.RawMessage `json:"metadata,omitempty"`
-}
-
-// partitionMessages is api.PartitionMessages with partitionMessage.
-type partitionMessages struct {
-	Generation int64                `json:"generation"`
-	Partitions []api.PartitionState `json:"partitions"`
-	Messages   []partitionMessage   `json:"messages"`
-}
 
 func toPartitionStates(states []persistence.PartitionState) []api.PartitionState {
 	out := make([]api.PartitionState, len(states))
@@ -72,14 +50,7 @@ func (h *Handlers) GetPartitionMessages(c *gin.Context, queueID api.QueueIdPath,
 		writePartitionError(c, err)
 		return
 	}
-	out := partitionMessages{Generation: got.Generation, Partitions: toPartitionStates(got.Owned),
-		Messages: make([]partitionMessage, len(got.Records))}
-	for i, m := range got.Records {
-		out.Messages[i] = partitionMessage{ID: m.ID, Partition: m.Partition, Offset: m.Offset, Generation: m.Generation,
-			Content: m.Content, CreatedAt: m.CreatedAt, ExpireAfter: m.ExpireAt, ChannelID: m.ChannelID,
-			Attributes: m.Attributes, Metadata: m.Metadata}
-	}
-	c.JSON(http.StatusOK, out)
+	writeBody(c, func(b []byte) []byte { return wire.AppendPartitionMessages(b, got) })
 }
 
 // CommitPartitionOffsets commits the caller's offsets: 204, or 409 StaleGeneration.

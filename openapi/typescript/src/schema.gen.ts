@@ -2249,6 +2249,7 @@ export interface components {
         };
         /** @description Offsets to commit, at most one per partition. */
         CommitPartitionOffsetsDetails: {
+            /** @description The offsets, one per partition at most. */
             offsets: components["schemas"]["PartitionOffset"][];
         };
         /**
@@ -2276,6 +2277,7 @@ export interface components {
              * @description The group's generation after the seek.
              */
             generation: number;
+            /** @description Every partition of the group after the seek. */
             partitions: components["schemas"]["PartitionState"][];
         };
         /** @description The statistics of one consumer group. */
