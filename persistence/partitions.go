@@ -2,7 +2,6 @@ package persistence
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"slices"
 	"strings"
@@ -19,13 +18,17 @@ import (
 // offsets (partition_assignments). Every decision about who owns a partition is made in PostgreSQL, under the
 // group's advisory lock (the one single-active-consumer decisions take), so any number of nodes agree.
 type Partitions struct {
-	pool *pgxpool.Pool
-	nums *queueNumbers
+	pool    *pgxpool.Pool
+	nums    *queueNumbers
+	commits *coalescer[commitKey, CommitRequest, error] // nil: every commit alone
 }
 
-// NewPartitions builds the repository.
+// NewPartitions builds the repository; concurrent commits of a group share a statement (coalesce.go).
 func NewPartitions(pool *pgxpool.Pool) *Partitions {
-	return &Partitions{pool: pool, nums: newQueueNumbers(pool)}
+	r := &Partitions{pool: pool, nums: newQueueNumbers(pool)}
+	r.commits = newCoalescer(coalescedDurableInFlight, maxCoalescedMessages, func(c CommitRequest) int { return len(c.Partitions) },
+		r.commitBatch)
+	return r
 }
 
 // PartitionState is one partition of a PARTITION group.
@@ -153,35 +156,41 @@ const (
 		) m
 		ORDER BY m.turn, m.partition LIMIT $4`
 
-	// Commit, all or nothing, in one statement: the partitions' rows are locked (a rebalance waits, or has
-	// committed and is seen), each offset is checked against its partition's latest and the caller's ownership at
-	// the given generation (fencing), and the offsets are written only when every one passes. It answers each
-	// offset's check, in input order.
+	// Commits of a group's consumers, in one statement for several requests (coalesced): the partitions' rows are
+	// locked (a rebalance waits, or has committed and is seen); each request's offsets are checked against their
+	// partitions' latest offsets and the caller's ownership at the given generation (fencing), and a request's
+	// offsets are written only when every one of them passes (all or nothing per request; of two requests for one
+	// partition, the later one's offset stands). It answers each offset's check, in input order.
 	partitionsCommit = `-- partitions.commit
 		WITH input AS (
-			SELECT * FROM unnest($4::int[], $5::bigint[], $6::bigint[]) WITH ORDINALITY AS c(partition, committed, generation, ord)
+			SELECT * FROM unnest($3::int[], $4::text[], $5::int[], $6::bigint[], $7::bigint[])
+				WITH ORDINALITY AS c(req, consumer, partition, committed, generation, ord)
 		), cur AS (
 			SELECT a.partition, a.owner, a.generation FROM partition_assignments a
-			WHERE a.queue_no = $1 AND a.group_no = $2 AND a.partition = ANY ($4)
+			WHERE a.queue_no = $1 AND a.group_no = $2 AND a.partition = ANY ($5)
 			FOR UPDATE
 		), checked AS (
-			SELECT i.ord, i.partition, i.committed, coalesce(p.next_offset, 0) - 1 AS latest,
-				coalesce(cur.owner = $3 AND cur.generation = i.generation, false) AS owned
+			SELECT i.ord, i.req, i.partition, i.committed, coalesce(p.next_offset, 0) - 1 AS latest,
+				coalesce(cur.owner = i.consumer AND cur.generation = i.generation, false) AS owned
 			FROM input i
 			LEFT JOIN cur ON cur.partition = i.partition
 			LEFT JOIN queue_partitions p ON p.queue_no = $1 AND p.partition = i.partition
-		), verdict AS (
-			SELECT NOT EXISTS (SELECT 1 FROM checked WHERE NOT owned OR committed > latest) AS ok
+		), refused AS (
+			SELECT DISTINCT req FROM checked WHERE NOT owned OR committed > latest
+		), accepted AS (
+			SELECT DISTINCT ON (partition) partition, committed FROM checked
+			WHERE req NOT IN (SELECT req FROM refused)
+			ORDER BY partition, ord DESC
 		), written AS (
 			UPDATE partition_assignments a SET committed = c.committed, time_committed = now()
-			FROM checked c, verdict v
-			WHERE v.ok AND a.queue_no = $1 AND a.group_no = $2 AND a.partition = c.partition
+			FROM accepted c
+			WHERE a.queue_no = $1 AND a.group_no = $2 AND a.partition = c.partition
 			RETURNING 1
 		)
-		SELECT c.partition, c.latest, c.owned, (SELECT count(*) FROM written) FROM checked c ORDER BY c.ord`
+		SELECT c.req, c.partition, c.latest, c.owned, (SELECT count(*) FROM written) FROM checked c ORDER BY c.ord`
 	partitionsHeartbeat = `-- partitions.heartbeat
 		UPDATE consumers SET last_seen = now(), last_active = now()
-		WHERE queue_id = $1 AND group_no = $2 AND consumer_id = $3 AND kind = 'partition' AND left_at IS NULL
+		WHERE queue_id = $1 AND group_no = $2 AND consumer_id = ANY ($3) AND kind = 'partition' AND left_at IS NULL
 			AND last_seen >= now() - make_interval(secs => $4) AND last_seen < now() - make_interval(secs => $4 / 4.0)`
 
 	// Seek: the next read of each partition starts at offset $5 (NULL: at the first message created at or after
@@ -422,51 +431,95 @@ func (r *Partitions) rebalance(ctx context.Context, tx pgx.Tx, queueNo int64, qu
 	return states, true, err
 }
 
+// CommitRequest is one consumer's commit.
+type CommitRequest struct {
+	ConsumerID   string
+	LeaseSeconds int32
+	Partitions   []int32
+	Offsets      []int64
+	Generations  []int64
+}
+
+type commitKey struct {
+	queueNo int64
+	queueID string
+	groupNo int32
+}
+
 // Commit records the offsets the caller processed, all or none: a partition it does not own at the given
 // generation refuses the whole commit (*StaleGenerationError), an offset past a partition's latest is
-// InvalidParameter. It renews the caller's consumer lease.
-func (r *Partitions) Commit(ctx context.Context, queueID string, groupNo int32, consumerID string, leaseSeconds int32,
-	partitions []int32, offsets, generations []int64) error {
+// InvalidParameter. It renews the caller's consumer lease. Concurrent commits of a group run as one statement (one
+// WAL flush for all of them), as acknowledgements of a queue do.
+func (r *Partitions) Commit(ctx context.Context, queueID string, groupNo int32, req CommitRequest) error {
 	no, err := r.nums.of(ctx, queueID)
 	if err != nil {
 		return err
 	}
-	ctx, cancel := withTimeout(ctx)
-	defer cancel()
-	// One round trip: the commit and the heartbeat in one implicit transaction.
-	var verdictErr error
+	key := commitKey{queueNo: no, queueID: queueID, groupNo: groupNo}
+	var verdict error
+	if r.commits != nil {
+		verdict, err = r.commits.do(ctx, key, req)
+	} else {
+		var verdicts []error
+		verdicts, err = r.commitBatch(ctx, key, []CommitRequest{req})
+		if err == nil {
+			verdict = verdicts[0]
+		}
+	}
+	if err != nil {
+		return interpretError("committing offsets", err)
+	}
+	return verdict
+}
+
+// commitBatch runs the commits of several requests (partitionsCommit) and returns each one's verdict.
+func (r *Partitions) commitBatch(ctx context.Context, key commitKey, reqs []CommitRequest) ([]error, error) {
+	var reqNos, parts []int32
+	var consumers []string
+	var offsets, generations []int64
+	ids := make([]string, 0, len(reqs))
+	lease := int32(0)
+	for i, q := range reqs {
+		for k := range q.Partitions {
+			reqNos, consumers = append(reqNos, int32(i)), append(consumers, q.ConsumerID)
+			parts, offsets, generations = append(parts, q.Partitions[k]), append(offsets, q.Offsets[k]), append(generations, q.Generations[k])
+		}
+		ids, lease = append(ids, q.ConsumerID), max(lease, q.LeaseSeconds)
+	}
+	verdicts := make([]error, len(reqs))
+	stale := make([]*StaleGenerationError, len(reqs))
+	index := make([]int, len(reqs)) // the offset's index within its request
 	batch := &pgx.Batch{}
-	batch.Queue(partitionsCommit, no, groupNo, consumerID, partitions, offsets, generations).Query(func(rows pgx.Rows) error {
-		stale := &StaleGenerationError{}
-		var p int32
+	batch.Queue(partitionsCommit, key.queueNo, key.groupNo, reqNos, consumers, parts, offsets, generations).Query(func(rows pgx.Rows) error {
+		var req, p int32
 		var latest, written int64
 		var owned bool
-		i := 0
-		_, err := pgx.ForEachRow(rows, []any{&p, &latest, &owned, &written}, func() error {
+		_, err := pgx.ForEachRow(rows, []any{&req, &p, &latest, &owned, &written}, func() error {
+			i := index[req]
+			index[req]++
 			switch {
-			case offsets[i] > latest && verdictErr == nil:
-				verdictErr = fault.InvalidParameter("offsets[%d].offset: partition %d's latest offset is %d", i, p, latest)
+			case reqs[req].Offsets[i] > latest && verdicts[req] == nil:
+				verdicts[req] = fault.InvalidParameter("offsets[%d].offset: partition %d's latest offset is %d", i, p, latest)
 			case !owned:
-				stale.Partitions = append(stale.Partitions, p)
+				if stale[req] == nil {
+					stale[req] = &StaleGenerationError{}
+				}
+				stale[req].Partitions = append(stale[req].Partitions, p)
 			}
-			i++
 			return nil
 		})
-		if verdictErr == nil && len(stale.Partitions) > 0 {
-			verdictErr = stale
-		}
 		return err
 	})
-	batch.Queue(partitionsHeartbeat, queueID, groupNo, consumerID, leaseSeconds)
-	err = r.pool.SendBatch(ctx, batch).Close()
-	if err == nil {
-		err = verdictErr
+	batch.Queue(partitionsHeartbeat, key.queueID, key.groupNo, ids, lease)
+	if err := r.pool.SendBatch(ctx, batch).Close(); err != nil {
+		return nil, err
 	}
-	var stale *StaleGenerationError
-	if errors.As(err, &stale) || fault.As(err) != nil {
-		return err
+	for i := range verdicts {
+		if verdicts[i] == nil && stale[i] != nil {
+			verdicts[i] = stale[i]
+		}
 	}
-	return interpretError("committing offsets", err)
+	return verdicts, nil
 }
 
 // Seek moves the committed offsets of a group's partitions (nil = all) so that the next read starts at offset

@@ -248,7 +248,8 @@ func (s *Service) CommitOffsets(ctx context.Context, tenancyID, queueID, groupRe
 		seen[o.Partition] = true
 		parts[i], offs[i], gens[i] = o.Partition, o.Offset, o.Generation
 	}
-	return s.store.Partitions.Commit(context.WithoutCancel(ctx), queueID, g.No, consumerID, q.ConsumerLeaseSeconds, parts, offs, gens)
+	return s.store.Partitions.Commit(context.WithoutCancel(ctx), queueID, g.No, persistence.CommitRequest{ConsumerID: consumerID,
+		LeaseSeconds: q.ConsumerLeaseSeconds, Partitions: parts, Offsets: offs, Generations: gens})
 }
 
 // SeekPartitions moves a PARTITION group's committed offsets (partitions nil = all) so that the next read starts at

@@ -12,9 +12,7 @@ import (
 	"time"
 
 	"github.com/ferry-mq/ferry/openapi/sdk"
-	"github.com/ferry-mq/ferry/persistence/testdb"
 	"github.com/ferry-mq/ferry/tests/e2e"
-	"github.com/ferry-mq/ferry/tests/testserver"
 )
 
 // Queue-based load balancing against message-based consumption on the same server and database.
@@ -26,7 +24,7 @@ const (
 	messageBenchBatch        = 32  // GetMessages' largest batch, acknowledged with one DeleteMessages
 )
 
-// BenchmarkPartitions drains the same backlog (3,000 messages of 256 bytes) twice with 4 consumers: from a plain
+// BenchmarkPartitions runs the ferry binary (fsync on) and drains the same backlog (3,000 messages of 256 bytes) twice with 4 consumers: from a plain
 // queue, message by message (GetMessages of 32 with a lease, DeleteMessages of what came), and from a partitioned
 // queue of 4 partitions by a PARTITION group (reads of 100, one commit per read: no lease, no delete). The two
 // alternate for 3 rounds and the ratio is the median of the rounds' (the machine's load changes less within a
@@ -34,8 +32,8 @@ const (
 // consumer, waiting in a long poll, receives the messages of the partition it left. The last line is
 // machine-readable.
 func BenchmarkPartitions(b *testing.B) {
-	srv := testserver.Start(b, testserver.WithDatabase(testdb.New(b)))
-	tenancyID, c := srv.Admin(b, "bench-partitions")
+	n := startNode(b) // the real binary on its own PostgreSQL, fsync on: durability costs what it costs in production
+	c, tenancyID := e2e.NewClient(b, n.base, n.token), n.tenancy
 	ctx := context.Background()
 	content := strings.Repeat("x", 256)
 	fill := func(queueID string) {
@@ -131,7 +129,10 @@ func BenchmarkPartitions(b *testing.B) {
 	}
 	messageRate, partitionRate, ratio := median(messageRates), median(partitionRates), median(ratios)
 
-	rebalance := measureRebalance(b, c, partitioned, consumers, content)
+	var rebalance time.Duration
+	if len(consumers) > 1 {
+		rebalance = measureRebalance(b, c, partitioned, consumers, content)
+	}
 	b.ReportMetric(partitionRate, "partition_msgs/s")
 	b.ReportMetric(messageRate, "message_msgs/s")
 	b.ReportMetric(ratio, "ratio")
