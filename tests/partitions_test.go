@@ -460,3 +460,38 @@ func TestPartitionsBadInput(t *testing.T) {
 	put := c.PutErr(t, q, sdk.PutMessagesDetailsEntry{Content: "x", Metadata: &sdk.MessageMetadata{PartitionKey: &long}})
 	require.Equal(t, http.StatusBadRequest, put.StatusCode(), string(put.Body))
 }
+
+// TestPartitionsRetention: a partition's messages are kept whatever the groups committed (two groups read them at
+// their own pace; a committed group replays them), and go when the retention ends: never returned once expired,
+// deleted by the maintainer.
+func TestPartitionsRetention(t *testing.T) {
+	t.Parallel()
+	srv, tenancyID, c := testserver.StartAdmin(t)
+	q := newPartitioned(t, c, tenancyID, 2, e2e.WithRetention(60))
+	c.NewGroup(t, q, "audit", "", e2e.ByPartition())
+	for i := 0; i < 6; i++ {
+		c.Put(t, q, e2e.Keyed(fmt.Sprintf("m%d", i), fmt.Sprint(i)))
+	}
+	stream := c.ReadPartitions(t, q, "stream", "s", 100, 0)
+	require.Len(t, stream.Messages, 6)
+	c.CommitRead(t, q, "stream", "s", stream.Messages)
+	require.Len(t, c.ReadPartitions(t, q, "audit", "a", 100, 0).Messages, 6, "another group reads them at its own pace")
+	stored := func() int64 {
+		var n int64
+		require.NoError(t, srv.Pool.QueryRow(context.Background(),
+			`SELECT count(*) FROM partition_messages WHERE queue_no = (SELECT no FROM queues WHERE id = $1)`, q).Scan(&n))
+		return n
+	}
+	srv.RunMaintainer(t)
+	require.Equal(t, int64(6), stored(), "committing deletes nothing")
+
+	srv.AdvanceClock(t, 61*time.Second)
+	require.Empty(t, c.ReadPartitions(t, q, "audit", "a", 100, 0).Messages, "expired messages are not returned")
+	srv.RunMaintainer(t)
+	require.Zero(t, stored(), "the maintainer deleted the expired messages")
+	for _, g := range *c.Stats(t, q).ConsumerGroups {
+		if g.DisplayName == "stream" {
+			require.Zero(t, *g.Lag)
+		}
+	}
+}
