@@ -95,6 +95,10 @@ var Operations = map[string]Operation{
 	// Consumers: listing them reads the queue; leaving is a consumer's own act.
 	"ListConsumers":  {policy.PermQueueRead, TargetQueuePath, false},
 	"DeleteConsumer": {policy.PermQueuePull, TargetQueuePath, false},
+	// Queue-based load balancing: reading, committing and seeking a PARTITION group's offsets is consuming.
+	"GetPartitionMessages":   {policy.PermQueuePull, TargetQueuePath, false},
+	"CommitPartitionOffsets": {policy.PermQueuePull, TargetQueuePath, false},
+	"SeekPartitions":         {policy.PermQueuePull, TargetQueuePath, false},
 	// Policies.
 	"CreatePolicy": {policy.PermPolicyCreate, TargetCompartmentBody, false},
 	"GetPolicy":    {policy.PermPolicyRead, TargetPolicyPath, false},

@@ -32,6 +32,15 @@ const (
 	// MaxMessageGroupIDLength is the most characters of a messageGroupId.
 	// openapi.yaml: MessageMetadata.messageGroupId maxLength.
 	MaxMessageGroupIDLength = 128
+	// MaxPartitionKeyLength is the most characters of a partitionKey.
+	// openapi.yaml: MessageMetadata.partitionKey maxLength.
+	MaxPartitionKeyLength = 128
+	// MaxPartitions is the most partitions of a partitioned queue.
+	// openapi.yaml: CreateQueueDetails.partitionCount maximum.
+	MaxPartitions = 256
+	// MaxPartitionReadLimit is the most messages one GetPartitionMessages returns.
+	// openapi.yaml: GetPartitionMessages parameter limit maximum.
+	MaxPartitionReadLimit = 1000
 	// MaxDeduplicationIDLength is the most characters of a deduplicationId.
 	// openapi.yaml: MessageMetadata.deduplicationId maxLength.
 	MaxDeduplicationIDLength = 128

@@ -26,6 +26,7 @@ type ConsumerGroup struct {
 	Filter                       string
 	IsEnabled                    bool
 	DeadLetterQueueDeliveryCount *int32 // nil = the queue's
+	LoadBalancing                string // LoadBalancingMessage or LoadBalancingPartition; set at creation
 	LifecycleState               string
 	FreeformTags                 map[string]string
 	DefinedTags                  DefinedTags
@@ -39,6 +40,15 @@ func (g ConsumerGroup) Etag() string { return Etag(g.ID, g.Version) }
 
 // IsPrimary reports whether g is the queue's primary group.
 func (g ConsumerGroup) IsPrimary() bool { return g.GroupNo == PrimaryGroupNo }
+
+// How a consumer group balances its messages over its consumers (docs/partitions.md).
+const (
+	LoadBalancingMessage   = "MESSAGE"   // message by message: leases and receipts (rows in messages)
+	LoadBalancingPartition = "PARTITION" // partition by partition: committed offsets (partition_assignments)
+)
+
+// IsPartitioned reports whether g reads a partitioned queue by offsets.
+func (g ConsumerGroup) IsPartitioned() bool { return g.LoadBalancing == LoadBalancingPartition }
 
 // ConsumerGroupPatch holds the fields an update changes (nil = unchanged).
 type ConsumerGroupPatch struct {
@@ -67,7 +77,8 @@ type ConsumerGroups struct {
 }
 
 const consumerGroupColumns = `tenancy_id, id, queue_id, group_no, display_name, filter, is_enabled,
-	dead_letter_queue_delivery_count, lifecycle_state, freeform_tags, defined_tags, version, time_created, time_updated`
+	dead_letter_queue_delivery_count, lifecycle_state, freeform_tags, defined_tags, version, time_created, time_updated,
+	load_balancing`
 
 const (
 	consumerGroupGet = `SELECT ` + consumerGroupColumns + ` FROM consumer_groups
@@ -75,8 +86,9 @@ const (
 	consumerGroupGetLocked = `SELECT ` + consumerGroupColumns + ` FROM consumer_groups
 		WHERE tenancy_id = $1 AND id = $2 AND lifecycle_state <> 'DELETED' FOR UPDATE`
 	consumerGroupInsert = `INSERT INTO consumer_groups (tenancy_id, id, queue_id, group_no, display_name, filter, is_enabled,
-			dead_letter_queue_delivery_count, freeform_tags, defined_tags)
-		VALUES ($1, $2, $3, (SELECT coalesce(max(group_no), 0) + 1 FROM consumer_groups WHERE queue_id = $3), $4, $5, $6, $7, $8, $9)
+			dead_letter_queue_delivery_count, freeform_tags, defined_tags, load_balancing)
+		VALUES ($1, $2, $3, (SELECT coalesce(max(group_no), 0) + 1 FROM consumer_groups WHERE queue_id = $3), $4, $5, $6, $7, $8, $9,
+			coalesce(nullif($10, ''), 'MESSAGE'))
 		RETURNING ` + consumerGroupColumns
 	// The primary group: created with the capability (named "primary" unless named otherwise), or changed. An
 	// empty name and NULL filter keep the group's; $6 says whether $7 sets the dead-letter count.
@@ -111,7 +123,8 @@ const (
 func scanConsumerGroup(row pgx.Row) (ConsumerGroup, error) {
 	var g ConsumerGroup
 	err := row.Scan(&g.TenancyID, &g.ID, &g.QueueID, &g.GroupNo, &g.DisplayName, &g.Filter, &g.IsEnabled,
-		&g.DeadLetterQueueDeliveryCount, &g.LifecycleState, &g.FreeformTags, &g.DefinedTags, &g.Version, &g.TimeCreated, &g.TimeUpdated)
+		&g.DeadLetterQueueDeliveryCount, &g.LifecycleState, &g.FreeformTags, &g.DefinedTags, &g.Version, &g.TimeCreated, &g.TimeUpdated,
+		&g.LoadBalancing)
 	g.TimeCreated, g.TimeUpdated = g.TimeCreated.UTC(), g.TimeUpdated.UTC()
 	if g.DefinedTags == nil {
 		g.DefinedTags = DefinedTags{}
@@ -197,8 +210,18 @@ func (r *ConsumerGroups) Create(ctx context.Context, g ConsumerGroup, done WorkR
 		if err := r.quotas.checkCount(ctx, tx, g.TenancyID, QuotaConsumerGroupsPerQueue, 1, countGroups, g.QueueID); err != nil {
 			return err
 		}
+		if g.IsPartitioned() {
+			var partitions *int32
+			if err := tx.QueryRow(ctx, `SELECT partition_count FROM queues WHERE id = $1`, g.QueueID).Scan(&partitions); err != nil {
+				return err
+			}
+			if partitions == nil {
+				return fault.InvalidParameter("loadBalancing: PARTITION needs a partitioned queue (created with partitionCount)")
+			}
+		}
 		out, err = scanConsumerGroup(tx.QueryRow(ctx, consumerGroupInsert, g.TenancyID, g.ID, g.QueueID, g.DisplayName, g.Filter,
-			g.IsEnabled, g.DeadLetterQueueDeliveryCount, tagsOrEmpty(g.FreeformTags), definedTagsOrEmpty(g.DefinedTags)))
+			g.IsEnabled, g.DeadLetterQueueDeliveryCount, tagsOrEmpty(g.FreeformTags), definedTagsOrEmpty(g.DefinedTags),
+			g.LoadBalancing))
 		if err != nil {
 			return err
 		}

@@ -143,6 +143,7 @@ type ConsumerRow struct {
 	GroupNo        int32
 	ID             string
 	Watch          bool // a push consumer (watch); else a single active consumer's GetMessages registered it
+	Partition      bool // a consumer of a PARTITION group (GetPartitionMessages registered it)
 	TimeRegistered time.Time
 	LastSeen       time.Time
 	LeftAt         *time.Time
@@ -172,7 +173,7 @@ func (r *Consumers) ListAll(ctx context.Context, queueID string, groupNo *int32)
 		var kind string
 		err := row.Scan(&c.GroupNo, &c.ID, &kind, &c.TimeRegistered, &c.LastSeen, &c.LeftAt, &c.Leaving, &c.Window,
 			&c.AutoCommit, &c.Delivered, &c.LastActive, &c.Now, &c.Pending)
-		c.Watch = kind == "watch"
+		c.Watch, c.Partition = kind == "watch", kind == "partition"
 		return c, err
 	})
 	return out, interpretError("listing consumers", err)

@@ -104,6 +104,7 @@ type Store struct {
 	Quotas         *Quotas
 	Nodes          *Nodes
 	Usage          *Usage
+	Partitions     *Partitions
 }
 
 // NewStore builds the repositories.
@@ -124,6 +125,7 @@ func NewStore(pool *pgxpool.Pool) *Store {
 		Quotas:         quotas,
 		Nodes:          &Nodes{pool: pool},
 		Usage:          &Usage{pool: pool},
+		Partitions:     NewPartitions(pool),
 	}
 }
 

@@ -31,6 +31,7 @@ type Queue struct {
 	LargeMessages                bool          // the LARGE_MESSAGES capability: contents up to 1 MiB
 	SingleActiveConsumer         bool          // per consumer group, only the active consumer receives messages
 	ConsumerLeaseSeconds         int32         // how long a single active consumer stays active without calling
+	PartitionCount               int32         // partitions of a partitioned queue (0 = not partitioned); immutable
 	CustomEncryptionKeyID        *string       // kept and returned; at rest messages are PostgreSQL's to protect
 	FreeformTags                 map[string]string
 	DefinedTags                  DefinedTags
@@ -99,15 +100,15 @@ const queueColumns = `tenancy_id, id, compartment_id, display_name, lifecycle_st
 		'deadLetterQueueDeliveryCount', cg.dead_letter_queue_delivery_count)
 		FROM consumer_groups cg WHERE cg.queue_id = queues.id AND cg.group_no = 0) AS primary_group,
 	large_messages, is_single_active_consumer, consumer_lease_seconds, custom_encryption_key_id, freeform_tags,
-	defined_tags, version, time_created, time_updated`
+	defined_tags, version, time_created, time_updated, coalesce(partition_count, 0)`
 
 const (
 	queueGet       = `SELECT ` + queueColumns + ` FROM queues WHERE tenancy_id = $1 AND id = $2`
 	queueGetLocked = queueGet + ` FOR UPDATE`
 	queueInsert    = `INSERT INTO queues (tenancy_id, id, compartment_id, display_name, retention_seconds, visibility_seconds,
 		timeout_seconds, dead_letter_queue_delivery_count, channel_consumption_limit, max_size_bytes, dedup_window_seconds, freeform_tags,
-		is_single_active_consumer, consumer_lease_seconds, large_messages, custom_encryption_key_id, defined_tags)
-		VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $17) RETURNING ` + queueColumns
+		is_single_active_consumer, consumer_lease_seconds, large_messages, custom_encryption_key_id, defined_tags, partition_count)
+		VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $17, nullif($18, 0)) RETURNING ` + queueColumns
 	queueUpdate = `UPDATE queues SET display_name = coalesce($3, display_name),
 		visibility_seconds = coalesce($4, visibility_seconds), timeout_seconds = coalesce($5, timeout_seconds),
 		dead_letter_queue_delivery_count = coalesce($6, dead_letter_queue_delivery_count),
@@ -131,7 +132,7 @@ func scanQueue(row pgx.Row) (Queue, error) {
 		&q.RetentionSeconds, &q.VisibilitySeconds, &q.TimeoutSeconds, &q.DeadLetterQueueDeliveryCount,
 		&q.ChannelConsumptionLimit, &q.MaxSizeBytes, &q.DedupWindowSeconds, &q.ConsumerGroupsEnabled, &q.Primary,
 		&q.LargeMessages, &q.SingleActiveConsumer, &q.ConsumerLeaseSeconds, &q.CustomEncryptionKeyID, &q.FreeformTags,
-		&q.DefinedTags, &q.Version, &q.TimeCreated, &q.TimeUpdated)
+		&q.DefinedTags, &q.Version, &q.TimeCreated, &q.TimeUpdated, &q.PartitionCount)
 	q.TimeCreated, q.TimeUpdated = q.TimeCreated.UTC(), q.TimeUpdated.UTC()
 	if q.FreeformTags == nil {
 		q.FreeformTags = map[string]string{}
@@ -167,7 +168,8 @@ func (r *Queues) Create(ctx context.Context, q Queue, done WorkRequest) (Queue, 
 		out, err = scanQueue(tx.QueryRow(ctx, queueInsert, q.TenancyID, q.ID, q.CompartmentID, q.DisplayName,
 			q.RetentionSeconds, q.VisibilitySeconds, q.TimeoutSeconds, q.DeadLetterQueueDeliveryCount,
 			q.ChannelConsumptionLimit, q.MaxSizeBytes, q.DedupWindowSeconds, tagsOrEmpty(q.FreeformTags),
-			q.SingleActiveConsumer, q.ConsumerLeaseSeconds, q.LargeMessages, q.CustomEncryptionKeyID, definedTagsOrEmpty(q.DefinedTags)))
+			q.SingleActiveConsumer, q.ConsumerLeaseSeconds, q.LargeMessages, q.CustomEncryptionKeyID, definedTagsOrEmpty(q.DefinedTags),
+			q.PartitionCount))
 		if err != nil {
 			return err
 		}

@@ -56,6 +56,14 @@ func (m *iamMatrix) queue(t *testing.T, opts ...e2e.QueueOption) string {
 	return m.Admin.NewQueue(t, m.mx, opts...)
 }
 
+// partitioned creates a partitioned queue in mx with a PARTITION group named "stream".
+func (m *iamMatrix) partitioned(t *testing.T) string {
+	t.Helper()
+	q := m.queue(t, e2e.WithPartitions(2, false))
+	m.Admin.NewGroup(t, q, "stream", "", e2e.ByPartition())
+	return q
+}
+
 // receipt publishes a message to a new queue in mx and leases it: the queue and the receipt.
 func (m *iamMatrix) receipt(t *testing.T) (queueID, receipt string) {
 	t.Helper()
@@ -238,6 +246,22 @@ func iamMatrixRows() []iamMatrixRow {
 				q := m.queue(t, e2e.WithSingleActiveConsumer(30))
 				m.Admin.Get(t, q, e2e.As("leaving"))
 				return iamRequest{"DELETE", v + "/queues/" + q + "/consumers/leaving", nil}
+			}},
+		// Partitions are pulls. The matrix sends no consumer id: an allowed caller reaches the handler, which
+		// wants one (400); tests/partitions_test.go reads and commits for real.
+		{op: "GetPartitionMessages", allow: "use queue-pull", deny: []string{"read queue-pull", "manage queue-push", "manage queues"}, want: http.StatusBadRequest,
+			setup: func(t *testing.T, m *iamMatrix) iamRequest {
+				return iamRequest{"GET", v + "/queues/" + m.partitioned(t) + "/partitions/messages?consumerGroupId=stream&timeoutInSeconds=0", nil}
+			}},
+		{op: "CommitPartitionOffsets", allow: "use queue-pull", deny: []string{"read queue-pull", "manage queue-push", "manage queues"}, want: http.StatusBadRequest,
+			setup: func(t *testing.T, m *iamMatrix) iamRequest {
+				return iamRequest{"POST", v + "/queues/" + m.partitioned(t) + "/partitions/actions/commit?consumerGroupId=stream",
+					map[string]any{"offsets": []any{map[string]any{"partition": 0, "offset": -1, "generation": 0}}}}
+			}},
+		{op: "SeekPartitions", allow: "use queue-pull", deny: []string{"read queue-pull", "manage queue-push", "manage queues"}, want: http.StatusOK,
+			setup: func(t *testing.T, m *iamMatrix) iamRequest {
+				return iamRequest{"POST", v + "/queues/" + m.partitioned(t) + "/partitions/actions/seek?consumerGroupId=stream",
+					map[string]any{"offset": 0}}
 			}},
 		// Policies: the target is the policy's compartment (for create and list: the compartment named).
 		{op: "CreatePolicy", allow: "manage policies", deny: []string{"read policies", "manage compartments"}, want: http.StatusOK,

@@ -111,13 +111,16 @@ func (e CapabilityType) Valid() bool {
 
 // Defines values for ConsumerKind.
 const (
-	ConsumerKindPOLL  ConsumerKind = "POLL"
-	ConsumerKindWATCH ConsumerKind = "WATCH"
+	ConsumerKindPARTITION ConsumerKind = "PARTITION"
+	ConsumerKindPOLL      ConsumerKind = "POLL"
+	ConsumerKindWATCH     ConsumerKind = "WATCH"
 )
 
 // Valid indicates whether the value is a known member of the ConsumerKind enum.
 func (e ConsumerKind) Valid() bool {
 	switch e {
+	case ConsumerKindPARTITION:
+		return true
 	case ConsumerKindPOLL:
 		return true
 	case ConsumerKindWATCH:
@@ -145,6 +148,60 @@ func (e ConsumerStatus) Valid() bool {
 	case ConsumerStatusRUNNING:
 		return true
 	case ConsumerStatusSTANDBY:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for ConsumerGroupLoadBalancing.
+const (
+	ConsumerGroupLoadBalancingMESSAGE   ConsumerGroupLoadBalancing = "MESSAGE"
+	ConsumerGroupLoadBalancingPARTITION ConsumerGroupLoadBalancing = "PARTITION"
+)
+
+// Valid indicates whether the value is a known member of the ConsumerGroupLoadBalancing enum.
+func (e ConsumerGroupLoadBalancing) Valid() bool {
+	switch e {
+	case ConsumerGroupLoadBalancingMESSAGE:
+		return true
+	case ConsumerGroupLoadBalancingPARTITION:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for ConsumerGroupStatsLoadBalancing.
+const (
+	ConsumerGroupStatsLoadBalancingMESSAGE   ConsumerGroupStatsLoadBalancing = "MESSAGE"
+	ConsumerGroupStatsLoadBalancingPARTITION ConsumerGroupStatsLoadBalancing = "PARTITION"
+)
+
+// Valid indicates whether the value is a known member of the ConsumerGroupStatsLoadBalancing enum.
+func (e ConsumerGroupStatsLoadBalancing) Valid() bool {
+	switch e {
+	case ConsumerGroupStatsLoadBalancingMESSAGE:
+		return true
+	case ConsumerGroupStatsLoadBalancingPARTITION:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for CreateConsumerGroupDetailsLoadBalancing.
+const (
+	CreateConsumerGroupDetailsLoadBalancingMESSAGE   CreateConsumerGroupDetailsLoadBalancing = "MESSAGE"
+	CreateConsumerGroupDetailsLoadBalancingPARTITION CreateConsumerGroupDetailsLoadBalancing = "PARTITION"
+)
+
+// Valid indicates whether the value is a known member of the CreateConsumerGroupDetailsLoadBalancing enum.
+func (e CreateConsumerGroupDetailsLoadBalancing) Valid() bool {
+	switch e {
+	case CreateConsumerGroupDetailsLoadBalancingMESSAGE:
+		return true
+	case CreateConsumerGroupDetailsLoadBalancingPARTITION:
 		return true
 	default:
 		return false
@@ -777,6 +834,12 @@ type ChannelCollection struct {
 // ChannelId The id of a channel, a subset of the queue's messages that consumers can address (no `*`).
 type ChannelId = string
 
+// CommitPartitionOffsetsDetails Offsets to commit, at most one per partition.
+type CommitPartitionOffsetsDetails struct {
+	// Offsets The offsets, one per partition at most.
+	Offsets []PartitionOffset `json:"offsets"`
+}
+
 // Compartment A compartment, a node of the tenancy's compartment tree.
 type Compartment struct {
 	// CompartmentId The OCID of the parent compartment. Absent (or null) for the root compartment of a tenancy, whose
@@ -829,8 +892,16 @@ type Consumer struct {
 	// from it.
 	IdleSeconds int `json:"idleSeconds"`
 
-	// Kind `WATCH`: a push consumer (WatchMessages); `POLL`: a GetMessages caller.
+	// Kind `WATCH`: a push consumer (WatchMessages); `POLL`: a GetMessages caller; `PARTITION`: a
+	// GetPartitionMessages caller of a `PARTITION` group.
 	Kind ConsumerKind `json:"kind"`
+
+	// Lag `PARTITION` only. The sum of its partitions' lag (latest offset − committed offset).
+	Lag *int64 `json:"lag,omitempty"`
+
+	// Partitions `PARTITION` only. The partitions the consumer owns (empty: it stands by). A partition being handed to
+	// another consumer is listed with its owner until the owner releases it.
+	Partitions *[]int `json:"partitions,omitempty"`
 
 	// Pending The messages the consumer holds (delivered, not acknowledged, lease not ended).
 	Pending int64 `json:"pending"`
@@ -838,8 +909,9 @@ type Consumer struct {
 	// Slots Watch only. `window` − `pending`, how many more messages may be pushed to it.
 	Slots *int `json:"slots,omitempty"`
 
-	// Status `RUNNING`: receives messages (on a single-active-consumer queue: the active consumer); `STANDBY`: waits
-	// to take over; `LEAVING`: sent `Shutdown`, receives nothing more; `EXIT`: left.
+	// Status `RUNNING`: receives messages (on a single-active-consumer queue: the active consumer; in a `PARTITION`
+	// group: owns partitions); `STANDBY`: waits to take over (or owns no partition); `LEAVING`: sent
+	// `Shutdown`, receives nothing more; `EXIT`: left.
 	Status ConsumerStatus `json:"status"`
 
 	// TimeRegistered When the consumer registered (its place in line to become active; RFC 3339, UTC).
@@ -849,11 +921,13 @@ type Consumer struct {
 	Window *int `json:"window,omitempty"`
 }
 
-// ConsumerKind `WATCH`: a push consumer (WatchMessages); `POLL`: a GetMessages caller.
+// ConsumerKind `WATCH`: a push consumer (WatchMessages); `POLL`: a GetMessages caller; `PARTITION`: a
+// GetPartitionMessages caller of a `PARTITION` group.
 type ConsumerKind string
 
-// ConsumerStatus `RUNNING`: receives messages (on a single-active-consumer queue: the active consumer); `STANDBY`: waits
-// to take over; `LEAVING`: sent `Shutdown`, receives nothing more; `EXIT`: left.
+// ConsumerStatus `RUNNING`: receives messages (on a single-active-consumer queue: the active consumer; in a `PARTITION`
+// group: owns partitions); `STANDBY`: waits to take over (or owns no partition); `LEAVING`: sent
+// `Shutdown`, receives nothing more; `EXIT`: left.
 type ConsumerStatus string
 
 // ConsumerCollection The consumers of a queue's consumer groups.
@@ -904,6 +978,11 @@ type ConsumerGroup struct {
 	// LifecycleState The lifecycle state of a resource.
 	LifecycleState LifecycleState `json:"lifecycleState"`
 
+	// LoadBalancing How the group balances its messages over its consumers: `MESSAGE`, message by message (leases and
+	// receipts); `PARTITION`, partition by partition with committed offsets (docs/partitions.md). Set at
+	// creation. ferry extension.
+	LoadBalancing *ConsumerGroupLoadBalancing `json:"loadBalancing,omitempty"`
+
 	// QueueId The OCID of the queue.
 	QueueId Ocid `json:"queueId"`
 
@@ -913,6 +992,11 @@ type ConsumerGroup struct {
 	// TimeUpdated When the group was last changed (RFC 3339, UTC).
 	TimeUpdated time.Time `json:"timeUpdated"`
 }
+
+// ConsumerGroupLoadBalancing How the group balances its messages over its consumers: `MESSAGE`, message by message (leases and
+// receipts); `PARTITION`, partition by partition with committed offsets (docs/partitions.md). Set at
+// creation. ferry extension.
+type ConsumerGroupLoadBalancing string
 
 // ConsumerGroupCollection A page of consumer groups.
 type ConsumerGroupCollection struct {
@@ -947,13 +1031,28 @@ type ConsumerGroupStats struct {
 	// in exactly one of `visibleMessages`, `inFlightMessages` and `delayedMessages`.
 	Dlq QueueStatsDetail `json:"dlq"`
 
+	// Generation `PARTITION` only. The group's assignment generation.
+	Generation *int64 `json:"generation,omitempty"`
+
 	// IsEnabled Whether the group receives new messages.
 	IsEnabled bool `json:"isEnabled"`
+
+	// Lag `PARTITION` only. The sum of its partitions' lag.
+	Lag *int64 `json:"lag,omitempty"`
+
+	// LoadBalancing The group's load balancing.
+	LoadBalancing *ConsumerGroupStatsLoadBalancing `json:"loadBalancing,omitempty"`
+
+	// Partitions `PARTITION` only. Each partition's offsets, owner and lag.
+	Partitions *[]PartitionState `json:"partitions,omitempty"`
 
 	// Queue Message counts and size of a queue or of its dead-letter queue. Every stored, unexpired message is counted
 	// in exactly one of `visibleMessages`, `inFlightMessages` and `delayedMessages`.
 	Queue QueueStatsDetail `json:"queue"`
 }
+
+// ConsumerGroupStatsLoadBalancing The group's load balancing.
+type ConsumerGroupStatsLoadBalancing string
 
 // ConsumerId The id a consumer names itself with (1..128 characters: letters, digits and `.`, `_`, `:`, `@`, `~`, `-`),
 // for example a host or pod name.
@@ -1001,9 +1100,23 @@ type CreateConsumerGroupDetails struct {
 	// IsEnabled Whether the group receives messages (default true).
 	IsEnabled *bool `json:"isEnabled,omitempty"`
 
+	// LoadBalancing `MESSAGE` (the default): any consumer may lease any message, acknowledged one by one. `PARTITION`: the
+	// queue must be partitioned (`partitionCount`); each partition is read by exactly one live consumer of
+	// the group, in offset order, which commits offsets (GetPartitionMessages, CommitPartitionOffsets). A
+	// `PARTITION` group takes no filter and no dead-letter count. Cannot be changed after creation; the
+	// primary group is always `MESSAGE`. ferry extension.
+	LoadBalancing *CreateConsumerGroupDetailsLoadBalancing `json:"loadBalancing,omitempty"`
+
 	// QueueId The OCID of the queue.
 	QueueId Ocid `json:"queueId"`
 }
+
+// CreateConsumerGroupDetailsLoadBalancing `MESSAGE` (the default): any consumer may lease any message, acknowledged one by one. `PARTITION`: the
+// queue must be partitioned (`partitionCount`); each partition is read by exactly one live consumer of
+// the group, in offset order, which commits offsets (GetPartitionMessages, CommitPartitionOffsets). A
+// `PARTITION` group takes no filter and no dead-letter count. Cannot be changed after creation; the
+// primary group is always `MESSAGE`. ferry extension.
+type CreateConsumerGroupDetailsLoadBalancing string
 
 // CreatePolicyDetails A new policy.
 type CreatePolicyDetails struct {
@@ -1074,6 +1187,14 @@ type CreateQueueDetails struct {
 
 	// MaxSizeInBytes The largest total size of the queue's messages, in bytes (1 MiB..1 TiB, default 2 GiB).
 	MaxSizeInBytes *int64 `json:"maxSizeInBytes,omitempty"`
+
+	// PartitionCount Creates a partitioned queue of 1..256 partitions (absent = not partitioned): every message is also
+	// appended to partition `hash(partitionKey) mod partitionCount`, where the partition key is
+	// `metadata.partitionKey`, else `metadata.messageGroupId`, else the channel, else none (round robin).
+	// Consumer groups with `loadBalancing` `PARTITION` read the partitions by offset
+	// (docs/partitions.md). Immutable: keys keep their partition for the queue's life. Not combinable with
+	// `deduplicationWindowInSeconds`. ferry extension.
+	PartitionCount *int `json:"partitionCount,omitempty"`
 
 	// RetentionInSeconds How long a message is kept before it expires, in seconds (10..604800, default 86400). Cannot be changed
 	// after creation.
@@ -1374,6 +1495,12 @@ type MessageMetadata struct {
 	// message rejoins its group after the group's current message.
 	MessageGroupId *string `json:"messageGroupId,omitempty"`
 
+	// PartitionKey On a partitioned queue (`partitionCount`), the key that chooses the message's partition:
+	// `hash(partitionKey) mod partitionCount`; absent, `messageGroupId` is the key, else the channel, else the
+	// partitions take turns. Messages of one key keep their publish order in their partition. Used for
+	// routing only: not returned with the message. ferry extension.
+	PartitionKey *string `json:"partitionKey,omitempty"`
+
 	// Traceparent The W3C trace context of the producer (`traceparent` header format). When absent, the server stores the
 	// trace context of the publish request: its `traceparent` header, or the request's own span when the
 	// server records traces (an OTLP exporter is configured).
@@ -1434,6 +1561,85 @@ type NegativeAcknowledgement struct {
 //
 // Example: ocid1.queue.ferry.local.aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa
 type Ocid = string
+
+// PartitionMessage A message read from a partition.
+type PartitionMessage struct {
+	// Attributes The attributes of the message.
+	Attributes *MessageAttributes `json:"attributes,omitempty"`
+
+	// ChannelId The message's channel (absent for the default channel).
+	ChannelId *string `json:"channelId,omitempty"`
+
+	// Content The message content as published.
+	Content string `json:"content"`
+
+	// CreatedAt When the message was published (RFC 3339, UTC).
+	CreatedAt time.Time `json:"createdAt"`
+
+	// ExpireAfter When the message expires (RFC 3339, UTC).
+	ExpireAfter time.Time `json:"expireAfter"`
+
+	// Generation The generation of its partition's assignment, to pass back with the commit.
+	Generation int64 `json:"generation"`
+
+	// Id The id of the message, unique within the queue (the same id MESSAGE groups see).
+	Id int64 `json:"id"`
+
+	// Metadata The metadata of the message.
+	Metadata *MessageMetadata `json:"metadata,omitempty"`
+
+	// Offset Its offset in the partition (dense, from 0, in publish order).
+	Offset int64 `json:"offset"`
+
+	// Partition Its partition.
+	Partition int `json:"partition"`
+}
+
+// PartitionMessages The result of GetPartitionMessages.
+type PartitionMessages struct {
+	// Generation The group's assignment generation (it grows with every reassignment or seek of any partition).
+	Generation int64 `json:"generation"`
+
+	// Messages Messages of the caller's partitions after their committed offsets, in offset order per partition
+	// (possibly none).
+	Messages []PartitionMessage `json:"messages"`
+
+	// Partitions The partitions the caller owns (empty = it stands by), with their offsets.
+	Partitions []PartitionState `json:"partitions"`
+}
+
+// PartitionOffset An offset to commit.
+type PartitionOffset struct {
+	// Generation The partition's generation, as returned with the message.
+	Generation int64 `json:"generation"`
+
+	// Offset The offset of the last message processed (the next owner resumes after it).
+	Offset int64 `json:"offset"`
+
+	// Partition The partition.
+	Partition int `json:"partition"`
+}
+
+// PartitionState One partition of a `PARTITION` consumer group.
+type PartitionState struct {
+	// CommittedOffset The group's committed offset (the last message processed; −1 = none).
+	CommittedOffset int64 `json:"committedOffset"`
+
+	// Generation The generation at which the partition was last assigned (or sought): commits must carry it.
+	Generation int64 `json:"generation"`
+
+	// Lag `latestOffset` − `committedOffset` (at least 0).
+	Lag int64 `json:"lag"`
+
+	// LatestOffset The offset of the partition's last message (−1 while it has none).
+	LatestOffset int64 `json:"latestOffset"`
+
+	// Owner The consumer that owns the partition (absent while unassigned).
+	Owner *string `json:"owner,omitempty"`
+
+	// Partition The partition (0..partitionCount−1).
+	Partition int `json:"partition"`
+}
 
 // Policy An IAM policy.
 type Policy struct {
@@ -1600,6 +1806,11 @@ type Queue struct {
 	// Example: http://127.0.0.1:8080
 	MessagesEndpoint string `json:"messagesEndpoint"`
 
+	// PartitionCount The queue's partition count (1..256), when it was created partitioned (absent otherwise): every message
+	// is also appended to partition `hash(partitionKey) mod partitionCount` with a dense offset, for consumer
+	// groups with `loadBalancing` `PARTITION` (docs/partitions.md). Immutable. ferry extension.
+	PartitionCount *int `json:"partitionCount,omitempty"`
+
 	// RetentionInSeconds How long a message is kept before it expires, in seconds (10..604800). Cannot change.
 	RetentionInSeconds int `json:"retentionInSeconds"`
 
@@ -1749,6 +1960,28 @@ type RedriveMessagesDetails struct {
 type RedriveMessagesResult struct {
 	// RedrivenMessages How many messages were moved back to the queue.
 	RedrivenMessages int `json:"redrivenMessages"`
+}
+
+// SeekPartitionsDetails Where to move a `PARTITION` group's committed offsets: exactly one of `offset` (the next message to read)
+// and `time` (the first message published at or after it).
+type SeekPartitionsDetails struct {
+	// Offset The offset to read next (past the latest = at the end).
+	Offset *int64 `json:"offset,omitempty"`
+
+	// Partitions The partitions to move (absent = all).
+	Partitions *[]int `json:"partitions,omitempty"`
+
+	// Time Read next the first message published at or after this time.
+	Time *time.Time `json:"time,omitempty"`
+}
+
+// SeekPartitionsResult The partitions moved.
+type SeekPartitionsResult struct {
+	// Generation The group's generation after the seek.
+	Generation int64 `json:"generation"`
+
+	// Partitions Every partition of the group after the seek.
+	Partitions []PartitionState `json:"partitions"`
 }
 
 // SortOrder Ascending (`ASC`) or descending (`DESC`) order.
@@ -2801,6 +3034,51 @@ type GetQueueMetricsParamsResolution string
 // GetQueueMetricsParamsAggregation defines parameters for GetQueueMetrics.
 type GetQueueMetricsParamsAggregation string
 
+// CommitPartitionOffsetsParams defines parameters for CommitPartitionOffsets.
+type CommitPartitionOffsetsParams struct {
+	// ConsumerGroupId The consumer group the call addresses: its OCID or its `displayName`. Absent = the primary consumer
+	// group.
+	ConsumerGroupId *ConsumerGroupIdQuery `form:"consumerGroupId,omitempty" json:"consumerGroupId,omitempty"`
+
+	// OpcRequestId A caller-chosen unique id for this request (for log correlation); it is echoed in the `opc-request-id`
+	// response header. When absent the server generates one.
+	OpcRequestId *OpcRequestIdHeader `json:"opc-request-id,omitempty"`
+
+	// XFerryConsumerId The caller's consumer id, as the `consumerId` query parameter.
+	XFerryConsumerId *ConsumerIdHeader `json:"X-Ferry-Consumer-Id,omitempty"`
+}
+
+// SeekPartitionsParams defines parameters for SeekPartitions.
+type SeekPartitionsParams struct {
+	// ConsumerGroupId The consumer group the call addresses: its OCID or its `displayName`. Absent = the primary consumer
+	// group.
+	ConsumerGroupId *ConsumerGroupIdQuery `form:"consumerGroupId,omitempty" json:"consumerGroupId,omitempty"`
+
+	// OpcRequestId A caller-chosen unique id for this request (for log correlation); it is echoed in the `opc-request-id`
+	// response header. When absent the server generates one.
+	OpcRequestId *OpcRequestIdHeader `json:"opc-request-id,omitempty"`
+}
+
+// GetPartitionMessagesParams defines parameters for GetPartitionMessages.
+type GetPartitionMessagesParams struct {
+	// ConsumerGroupId The consumer group the call addresses: its OCID or its `displayName`. Absent = the primary consumer
+	// group.
+	ConsumerGroupId *ConsumerGroupIdQuery `form:"consumerGroupId,omitempty" json:"consumerGroupId,omitempty"`
+
+	// Limit The maximum number of messages to return (1..1000).
+	Limit *int `form:"limit,omitempty" json:"limit,omitempty"`
+
+	// TimeoutInSeconds How long to wait for a first message, in seconds (0..30; default the queue's timeoutInSeconds).
+	TimeoutInSeconds *int `form:"timeoutInSeconds,omitempty" json:"timeoutInSeconds,omitempty"`
+
+	// OpcRequestId A caller-chosen unique id for this request (for log correlation); it is echoed in the `opc-request-id`
+	// response header. When absent the server generates one.
+	OpcRequestId *OpcRequestIdHeader `json:"opc-request-id,omitempty"`
+
+	// XFerryConsumerId The caller's consumer id, as the `consumerId` query parameter.
+	XFerryConsumerId *ConsumerIdHeader `json:"X-Ferry-Consumer-Id,omitempty"`
+}
+
 // GetStatsParams defines parameters for GetStats.
 type GetStatsParams struct {
 	// ConsumerGroupId The consumer group the call addresses: its OCID or its `displayName`. Absent = the primary consumer
@@ -2955,6 +3233,12 @@ type UpdateMessagesJSONRequestBody = UpdateMessagesDetails
 // UpdateMessageJSONRequestBody defines body for UpdateMessage for application/json ContentType.
 type UpdateMessageJSONRequestBody = UpdateMessageDetails
 
+// CommitPartitionOffsetsJSONRequestBody defines body for CommitPartitionOffsets for application/json ContentType.
+type CommitPartitionOffsetsJSONRequestBody = CommitPartitionOffsetsDetails
+
+// SeekPartitionsJSONRequestBody defines body for SeekPartitions for application/json ContentType.
+type SeekPartitionsJSONRequestBody = SeekPartitionsDetails
+
 // ServerInterface represents all server handlers.
 type ServerInterface interface {
 	// IdentityListCompartments List compartments (OCI Identity)
@@ -3083,6 +3367,15 @@ type ServerInterface interface {
 	// GetQueueMetrics Get a queue's metrics over time
 	// (GET /20210201/queues/{queueId}/metrics)
 	GetQueueMetrics(c *gin.Context, queueId QueueIdPath, params GetQueueMetricsParams)
+	// CommitPartitionOffsets Commit offsets of the caller's partitions
+	// (POST /20210201/queues/{queueId}/partitions/actions/commit)
+	CommitPartitionOffsets(c *gin.Context, queueId QueueIdPath, params CommitPartitionOffsetsParams)
+	// SeekPartitions Move a partition group's offsets (replay or skip)
+	// (POST /20210201/queues/{queueId}/partitions/actions/seek)
+	SeekPartitions(c *gin.Context, queueId QueueIdPath, params SeekPartitionsParams)
+	// GetPartitionMessages Read the caller's partitions (partition load balancing)
+	// (GET /20210201/queues/{queueId}/partitions/messages)
+	GetPartitionMessages(c *gin.Context, queueId QueueIdPath, params GetPartitionMessagesParams)
 	// GetStats Get queue statistics
 	// (GET /20210201/queues/{queueId}/stats)
 	GetStats(c *gin.Context, queueId QueueIdPath, params GetStatsParams)
@@ -6035,6 +6328,231 @@ func (siw *ServerInterfaceWrapper) GetQueueMetrics(c *gin.Context) {
 	siw.Handler.GetQueueMetrics(c, queueId, params)
 }
 
+// CommitPartitionOffsets operation middleware
+func (siw *ServerInterfaceWrapper) CommitPartitionOffsets(c *gin.Context) {
+
+	var err error
+	_ = err
+
+	// ------------- Path parameter "queueId" -------------
+	var queueId QueueIdPath
+
+	err = runtime.BindStyledParameterWithOptions("simple", "queueId", c.Param("queueId"), &queueId, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationPath, Explode: false, Required: true, Type: "string", Format: "", ValueIsUnescaped: true})
+	if err != nil {
+		siw.ErrorHandler(c, fmt.Errorf("Invalid format for parameter queueId: %w", err), http.StatusBadRequest)
+		return
+	}
+
+	// Parameter object where we will unmarshal all parameters from the context
+	var params CommitPartitionOffsetsParams
+
+	// ------------- Optional query parameter "consumerGroupId" -------------
+
+	err = runtime.BindQueryParameterWithOptions("form", true, false, "consumerGroupId", c.Request.URL.Query(), &params.ConsumerGroupId, runtime.BindQueryParameterOptions{Type: "string", Format: ""})
+	if err != nil {
+		siw.ErrorHandler(c, fmt.Errorf("Invalid format for parameter consumerGroupId: %w", err), http.StatusBadRequest)
+		return
+	}
+
+	headers := c.Request.Header
+
+	// ------------- Optional header parameter "opc-request-id" -------------
+	if valueList, found := headers[http.CanonicalHeaderKey("opc-request-id")]; found {
+		var OpcRequestId OpcRequestIdHeader
+		n := len(valueList)
+		if n != 1 {
+			siw.ErrorHandler(c, fmt.Errorf("Expected one value for opc-request-id, got %d", n), http.StatusBadRequest)
+			return
+		}
+
+		err = runtime.BindStyledParameterWithOptions("simple", "opc-request-id", valueList[0], &OpcRequestId, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""})
+		if err != nil {
+			siw.ErrorHandler(c, fmt.Errorf("Invalid format for parameter opc-request-id: %w", err), http.StatusBadRequest)
+			return
+		}
+
+		params.OpcRequestId = &OpcRequestId
+
+	}
+
+	// ------------- Optional header parameter "X-Ferry-Consumer-Id" -------------
+	if valueList, found := headers[http.CanonicalHeaderKey("X-Ferry-Consumer-Id")]; found {
+		var XFerryConsumerId ConsumerIdHeader
+		n := len(valueList)
+		if n != 1 {
+			siw.ErrorHandler(c, fmt.Errorf("Expected one value for X-Ferry-Consumer-Id, got %d", n), http.StatusBadRequest)
+			return
+		}
+
+		err = runtime.BindStyledParameterWithOptions("simple", "X-Ferry-Consumer-Id", valueList[0], &XFerryConsumerId, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""})
+		if err != nil {
+			siw.ErrorHandler(c, fmt.Errorf("Invalid format for parameter X-Ferry-Consumer-Id: %w", err), http.StatusBadRequest)
+			return
+		}
+
+		params.XFerryConsumerId = &XFerryConsumerId
+
+	}
+
+	for _, middleware := range siw.HandlerMiddlewares {
+		middleware(c)
+		if c.IsAborted() {
+			return
+		}
+	}
+
+	siw.Handler.CommitPartitionOffsets(c, queueId, params)
+}
+
+// SeekPartitions operation middleware
+func (siw *ServerInterfaceWrapper) SeekPartitions(c *gin.Context) {
+
+	var err error
+	_ = err
+
+	// ------------- Path parameter "queueId" -------------
+	var queueId QueueIdPath
+
+	err = runtime.BindStyledParameterWithOptions("simple", "queueId", c.Param("queueId"), &queueId, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationPath, Explode: false, Required: true, Type: "string", Format: "", ValueIsUnescaped: true})
+	if err != nil {
+		siw.ErrorHandler(c, fmt.Errorf("Invalid format for parameter queueId: %w", err), http.StatusBadRequest)
+		return
+	}
+
+	// Parameter object where we will unmarshal all parameters from the context
+	var params SeekPartitionsParams
+
+	// ------------- Optional query parameter "consumerGroupId" -------------
+
+	err = runtime.BindQueryParameterWithOptions("form", true, false, "consumerGroupId", c.Request.URL.Query(), &params.ConsumerGroupId, runtime.BindQueryParameterOptions{Type: "string", Format: ""})
+	if err != nil {
+		siw.ErrorHandler(c, fmt.Errorf("Invalid format for parameter consumerGroupId: %w", err), http.StatusBadRequest)
+		return
+	}
+
+	headers := c.Request.Header
+
+	// ------------- Optional header parameter "opc-request-id" -------------
+	if valueList, found := headers[http.CanonicalHeaderKey("opc-request-id")]; found {
+		var OpcRequestId OpcRequestIdHeader
+		n := len(valueList)
+		if n != 1 {
+			siw.ErrorHandler(c, fmt.Errorf("Expected one value for opc-request-id, got %d", n), http.StatusBadRequest)
+			return
+		}
+
+		err = runtime.BindStyledParameterWithOptions("simple", "opc-request-id", valueList[0], &OpcRequestId, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""})
+		if err != nil {
+			siw.ErrorHandler(c, fmt.Errorf("Invalid format for parameter opc-request-id: %w", err), http.StatusBadRequest)
+			return
+		}
+
+		params.OpcRequestId = &OpcRequestId
+
+	}
+
+	for _, middleware := range siw.HandlerMiddlewares {
+		middleware(c)
+		if c.IsAborted() {
+			return
+		}
+	}
+
+	siw.Handler.SeekPartitions(c, queueId, params)
+}
+
+// GetPartitionMessages operation middleware
+func (siw *ServerInterfaceWrapper) GetPartitionMessages(c *gin.Context) {
+
+	var err error
+	_ = err
+
+	// ------------- Path parameter "queueId" -------------
+	var queueId QueueIdPath
+
+	err = runtime.BindStyledParameterWithOptions("simple", "queueId", c.Param("queueId"), &queueId, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationPath, Explode: false, Required: true, Type: "string", Format: "", ValueIsUnescaped: true})
+	if err != nil {
+		siw.ErrorHandler(c, fmt.Errorf("Invalid format for parameter queueId: %w", err), http.StatusBadRequest)
+		return
+	}
+
+	// Parameter object where we will unmarshal all parameters from the context
+	var params GetPartitionMessagesParams
+
+	// ------------- Optional query parameter "consumerGroupId" -------------
+
+	err = runtime.BindQueryParameterWithOptions("form", true, false, "consumerGroupId", c.Request.URL.Query(), &params.ConsumerGroupId, runtime.BindQueryParameterOptions{Type: "string", Format: ""})
+	if err != nil {
+		siw.ErrorHandler(c, fmt.Errorf("Invalid format for parameter consumerGroupId: %w", err), http.StatusBadRequest)
+		return
+	}
+
+	// ------------- Optional query parameter "limit" -------------
+
+	err = runtime.BindQueryParameterWithOptions("form", true, false, "limit", c.Request.URL.Query(), &params.Limit, runtime.BindQueryParameterOptions{Type: "integer", Format: ""})
+	if err != nil {
+		siw.ErrorHandler(c, fmt.Errorf("Invalid format for parameter limit: %w", err), http.StatusBadRequest)
+		return
+	}
+
+	// ------------- Optional query parameter "timeoutInSeconds" -------------
+
+	err = runtime.BindQueryParameterWithOptions("form", true, false, "timeoutInSeconds", c.Request.URL.Query(), &params.TimeoutInSeconds, runtime.BindQueryParameterOptions{Type: "integer", Format: ""})
+	if err != nil {
+		siw.ErrorHandler(c, fmt.Errorf("Invalid format for parameter timeoutInSeconds: %w", err), http.StatusBadRequest)
+		return
+	}
+
+	headers := c.Request.Header
+
+	// ------------- Optional header parameter "opc-request-id" -------------
+	if valueList, found := headers[http.CanonicalHeaderKey("opc-request-id")]; found {
+		var OpcRequestId OpcRequestIdHeader
+		n := len(valueList)
+		if n != 1 {
+			siw.ErrorHandler(c, fmt.Errorf("Expected one value for opc-request-id, got %d", n), http.StatusBadRequest)
+			return
+		}
+
+		err = runtime.BindStyledParameterWithOptions("simple", "opc-request-id", valueList[0], &OpcRequestId, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""})
+		if err != nil {
+			siw.ErrorHandler(c, fmt.Errorf("Invalid format for parameter opc-request-id: %w", err), http.StatusBadRequest)
+			return
+		}
+
+		params.OpcRequestId = &OpcRequestId
+
+	}
+
+	// ------------- Optional header parameter "X-Ferry-Consumer-Id" -------------
+	if valueList, found := headers[http.CanonicalHeaderKey("X-Ferry-Consumer-Id")]; found {
+		var XFerryConsumerId ConsumerIdHeader
+		n := len(valueList)
+		if n != 1 {
+			siw.ErrorHandler(c, fmt.Errorf("Expected one value for X-Ferry-Consumer-Id, got %d", n), http.StatusBadRequest)
+			return
+		}
+
+		err = runtime.BindStyledParameterWithOptions("simple", "X-Ferry-Consumer-Id", valueList[0], &XFerryConsumerId, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""})
+		if err != nil {
+			siw.ErrorHandler(c, fmt.Errorf("Invalid format for parameter X-Ferry-Consumer-Id: %w", err), http.StatusBadRequest)
+			return
+		}
+
+		params.XFerryConsumerId = &XFerryConsumerId
+
+	}
+
+	for _, middleware := range siw.HandlerMiddlewares {
+		middleware(c)
+		if c.IsAborted() {
+			return
+		}
+	}
+
+	siw.Handler.GetPartitionMessages(c, queueId, params)
+}
+
 // GetStats operation middleware
 func (siw *ServerInterfaceWrapper) GetStats(c *gin.Context) {
 
@@ -6573,6 +7091,9 @@ func RegisterHandlersWithOptions(router gin.IRouter, si ServerInterface, options
 	router.GET(options.BaseURL+"/20210201/queues/:queueId/metrics", wrapper.GetQueueMetrics)
 	router.GET(options.BaseURL+"/20210201/queues/:queueId/channels", wrapper.ListChannels)
 	router.POST(options.BaseURL+"/20210201/queues/:queueId/actions/redrive", wrapper.RedriveMessages)
+	router.GET(options.BaseURL+"/20210201/queues/:queueId/partitions/messages", wrapper.GetPartitionMessages)
+	router.POST(options.BaseURL+"/20210201/queues/:queueId/partitions/actions/commit", wrapper.CommitPartitionOffsets)
+	router.POST(options.BaseURL+"/20210201/queues/:queueId/partitions/actions/seek", wrapper.SeekPartitions)
 	router.GET(options.BaseURL+"/20210201/queues/:queueId/consumers", wrapper.ListConsumers)
 	router.DELETE(options.BaseURL+"/20210201/queues/:queueId/consumers/:consumerId", wrapper.DeleteConsumer)
 	router.GET(options.BaseURL+"/20210201/consumerGroups", wrapper.ListConsumerGroups)
@@ -6604,422 +7125,468 @@ func RegisterHandlersWithOptions(router gin.IRouter, si ServerInterface, options
 // const string: with thousands of chunks the chained `+` fold is several
 // times slower for the Go compiler than parsing a slice literal.
 var swaggerSpec = []string{
-	"7P3dchu59S8M3wqKe1eZnN2iKVnjzFCVercsyx4lsqWR5Mw/79D/NMQGScRNgNMAJTEu78rRU8/xvohc",
-	"WK7kKawFoNHNbrIpybI90Rx4RLIbnwsL6/O3PraGcjqTggmtWv2PrQmjCcvgz8MLOjb/T5gaZnymuRSt",
-	"futiwshwnmVMaMKE5npBNB0TOSJ6wkjGlJxnQ7ZHZlQpwjWhisR8tDWlejiJyUhmRM40n3Kl+ZAMpcC2",
-	"hotuK2qp4YRNqelTL2as1W8pnXExbn36FLVOZsO37Eaf0jFbHtRpxpQZ0PWECTKVGQxknmpF2A1Xuu9G",
-	"o8gVTefMDMqMNp7RMYvJb3OWLciMZnTKNMuIlmTMNDwh2I0m5qnuQKwf4Bn7bc6UPkqql20u+G9zRniC",
-	"q8UVyfCFCNZFzWczmWlCRUJSOSZDmWUspaaBLjkcTiTDUQ9pmrLsiSKxnA23bBNbPIkHAuYvBSPXVBGz",
-	"Io2G/YvMPqwZ+snB0Uu3x9cy++BGTvSEaqIzOvygcEpULcRwkkkh54rIGctwAoVR/M+MjVr91v94mtPe",
-	"U/xVPT0Z8gQGdsZ0ttgfaZYtD+kneU2mVCyIYkMpEmW27JpyTS7ZCHdfZwsuxsVup1zw6Xza6vcitxBc",
-	"aDZmWeuT6dFTAJD/wYQKwdJXPNUs+9mQyPI4zphZyaHGjfGzNcMxuzDEJkibCsJu6FD7b3jSIRIoDXYU",
-	"v1XkeiIVEIjSNNOKXHM9IXQgZhkb8RvSNg/bv0cyTeU1S8jlgsTfxUhC7IZOZykjsczMKd76Lu4gBXAz",
-	"WqDzVtQSdGrmPgwnWFwoenPMxFhPWv2d7/8QmYVzn7fNMmnNMtPgf//639+9/1+DwXf/v//Ziipo60BO",
-	"ZzTTUyb0UXIkzueXOmOsZi1/MbSrszmLSMqVJlzg2uRtkHgYNhjDSaFpagjTnG3THhMJFVqZpaI6OC5k",
-	"Sg21sM6ePSUjmioWESnSBUl4xoY6XZg+S32sWL7KyRXWMWEjOk91q4+duRW6lDJlVCwv0Sk1S7zu/AUd",
-	"d93YZubN6qG1opY5rDxjSasP67vpSSyMsWb3VgzSULnd0W6TtbyPAQs1n7LsdSbns+bLii+RsXnLnTU+",
-	"pdkCv3qi8HmON8lvczZn9rtO7UYUBnLvM1uxGaXpuJNAaJJkTCmm+jALXIEM/o4TrmYpXbylUxZ3yf4l",
-	"3Kl/JOFKuGYHAtpddTzKU6/hL9+X+UsVH8G2jpKfQDypmbG7F/3UeRL5q37o21i68P3mofCTz+G/tl6x",
-	"LFtsuf63SvNYtWX5mEtTqKdGJxjkmwfD55qY8SRmj1g6MkzqNdNvmFJ0zNQayrsD0dXOYBXVVewBkYJQ",
-	"orgYp2yLDjW/Ylv+ZzhFpO1GaGafsYjwsZDmI0sVuzZfdbrknE6d5DYQccXexAQ3cA/lwEtpLs+MgSBk",
-	"3lqQ6VwZGYGw3+Y0XU+7t9/ul+lv66+5oszgDyZ877hLwmiylTJz49q14kJpRj2p2C+BNOrYa5L+tum9",
-	"dDR6YyT2uvP2qlaO7+NxY5qO47JWYHYvpUqTjNGkS2ApuCYJH41Ypsgok1Mkf9QvBsK0ErAuoa7Nc7vb",
-	"OyR+Kw81Hb9BtcIIAkacGTNFhNQTI/rlu1s+1k4duRNPOuYjNlwMU3auqa6TaU6MdJExPc+EXwSFkg1X",
-	"JHVNGHFPs7rdSws9NabI4gDtmKdcrzi9U3pjBGQi5tNLlqFYxaYgXdtJcFQvjEZE2tvd7nav1+vUD3zK",
-	"dTXhbfd6Uct2B596US6eb1eI51HLMrwzNmR8puu5aIYPONpLGVUsIVN8GxgqzgVF54CTkva7s+MtRUdG",
-	"LJzR3+as7lqfFoZyawZbnNGSEll39vYtl90aGm1BBGqlUQFCvZK0zTclXbKzZ84cV4QZlTJxcvayMpkx",
-	"NZNCMctV7Xmll46dEsWyKyNgMGF4GFOGNFYcu2IHdYfvxx/Wnz1YJZ0tLuQHJpoukzYPo746pR+cLp0x",
-	"qs3aselMaiZ0n1DUHlH3gmmaewffNnzGf3Upk8VAmMe4IDu7ZCLnmSMuqxBmfMwFTa01ImTd0DEXY0LH",
-	"lIu9ckeo+FnOCKzQ9JZzwN6PJD6QYpTyoY7XrrnOFlvQbt2iP99tsuhmYWl6f9oAaVMnYirGitdhp6mq",
-	"sKEAfUrHbMWggbF5dodXNJqM7EzgmAh2o7fQdoQL7n6dZeyKy7mhAjw7dbMwL9dtxnZvp8F2nMqUDxdN",
-	"lZsZPF3Dzma2qburJz8bYaTpmEByqRnSb9jQ3Ud0LjN9kiW1FhwzKCUzTcBi0iUv8YaCOy9+eXh+EKMw",
-	"aZ4xx/VyQWLNp+wAGIe1QZhn96sepSC51wuayo2uMSH7+cDsCpa7ZqseWu9qFv+6YA+84xZ8Mu/jYQCz",
-	"2gua2LbNp6EUhuuaP+lslvIhHP6nf1dm7B8b9nSYZdKa8KrEAbwKjdYurmjKky45kInRf+Mj/OLUKYIx",
-	"aVN73LkiU5qOZGYULyPszkGiyIyMGRFqbt0PQl4LMuIsTQbCGVwj8zB1fMSwcpl5kSQfQyci8RuujFJU",
-	"7N0rQn4YyCM70UDEIL8d3gwZSwzptSnRTFAxXJhOUBEAmYtcy3magKJjHzbXmn32iSIxPKviqGDtUjGR",
-	"2UDEwA44U0ZPlppGhHptxGvRW6D9q60Zy7bgxzhySiqKE1ZE6nTJRf4JHrEKnByNmEjMOYEVxBlITfGw",
-	"BG6IkthQQwv2hacFK/wnq7fCNfn5yS2/kftW7UHSG9qvnT3XaCgsM9uXzHEQuDJAV3Hpyo5JxuZGgnW2",
-	"YC8TgABi6U1pmubLbOmt0zUkDqLfUIMW4Adm9TEO6pLZM4o6CMpHNE3ltRqIooLaDi3MCUsZyi/Fy928",
-	"bltl05nG8c1niRV2LJW6xy4ZF+OBgMZY0rn3vT8SmmWCpucgqeLGfX4yqOg17iPPYDczNtQsISPK03nG",
-	"SseDGXk6Y1eMpoZVYDNg4rnHRXkr9Ss5F8kDrMRbqffneiIz/g+WnGSu5zIZJpJZkrnhCllowdHlOBJJ",
-	"JDwG9AmazkDk9CkF4RoXVF9LMqSKKbD/JCzll6CigIk/4coQ45yrCb1M2b0T3SldpJImF1Ie0wy9lZ95",
-	"mUs9ltgPaA5tYBOO0LhZqo69HVBXodadpPg/2D0T3GkGXjpuhvuK8pQ9DOnl9iFrk8rd0FZq93QHX4em",
-	"pxoD1j0vjGEQfMjeCXpFeWqI8QEWZrlTuz5CJubMCbMgoNo7ClIk4+OJJkJeFy8B81ZCNb2kCu6SucgY",
-	"HcKp6tzzUl1I+YaKhf1WPcA6lXq0i2S9ie7uInqSSa1TlqDDKJCx3OKBjIR+aitgXS40K35tBa2C4Zdq",
-	"ujVLqWDEcC4U7PCRvBNvd9UkTqUYb81kmjo57toQNVPxXiiQWRGM645ns9aCrMhonqZdApYVQkcQCWHI",
-	"whsDnbMdRbyBiFFMgUfdmbpXbmpUB9/DuleDeAHYzneC+qvn4a46JjQIdO6Ou2Q0g5ASowoYpQKF/ijX",
-	"LiJySZN0QRQfC/PJHL8F0wT0BAKnbWY0gnu+pz45PQ7a2tc645dzzf5i1I5qLdLbQfJ7hLrX+iBAZuZE",
-	"tKkmU6k02fn+ORlOaEaHmmWqg4IqUlOXHAnyWqKxkisSU7GIB2Ii0wTFxBgbi/GleJRKqp/vWkuXFOxk",
-	"1Or/WjLaP18yk0Q+4AW7bX16H7VutsZyK7AvZyM6ZB8/GWrzsspLpilPYWVoghcXTU8zI2tobvRY6zgp",
-	"Wxwni5mR7Q0JpP7+HdlzhmYWovh0nlItwe04C9r8WLJtmc7T1M50vab9vkr71UYe0AURPTe6wc0mZeHn",
-	"IlcAFuN/63TNIpUdu/c6zKIL3qxcjL913W/oduZJTLxMoXBgqJLW2PUyLoZ8RtMnChtHv6lmU1URFgWu",
-	"iSP8ETwV9neaZXRhfp6xDA4yso6K7vzvREuSsCFPQHZgYj5t9X9t/fzu8N3h347enp8eHly0Ivv57HD/",
-	"pf/w7vTl/sWh/3hwdhh+fHl4fBh8fHPyl/zD6buz1+Gn85+CD8fH+UuHF2dHB+eu24OTN6f7ZxdvDt9e",
-	"BCMLv6140I8y/NKPNfzSj/j05Pjo4K9BF/YL27r95Nuwn31H9rNt7v3ymfe2w3skTGuqNDxzfvl3hsaE",
-	"FVQGphnD8o0goOaXMYhDm7oYc7vbr77fAu3ls5f4a8jDzsDnUGPxdDwIPMxDrmyIXpEdWZWg0ocNFoxQ",
-	"y/AmJ/tWt7XsVzZLYGSSBIwRUxdzWjE+/3tgkCBckzYYFdDOmjDBWdIpHOTiBLxh+z5IwbJvGI+5qFBt",
-	"8iNF6nCf1kzriSKa3ehua922B6b5vO2qbS9yqFIrbiOr1r+qsQM6o5c85Xqx8Q2IwuTQN9Al8cHJ2/N3",
-	"bw7P/vb67OTd6XlMmDAagiqxewWm9BEVcq4j+BvbvixFRNhIpIGoCtjCPzGM0gVrBS93uiQ+3j97bZjf",
-	"+fn+68PzmKRMKyfQGKmezGeGaW+TN/zFQAQuOyPP/Jm/MGf7dJ57jQMDs9I8TYmXf0wLHRB1qEAbGIsI",
-	"Re+XHOWLxJkaiIzNUjosztVIVflSGvpPGb1iCqzRZmboxpajEQpGRern6hSXqhA0dgiLnxS88WjWX47w",
-	"WNq6vjl5/uiXY8Ls6oP10YzSLWoe6cEVSbiCAcAOCzmwxlB8FclT5RJmVNBd8PUhzRKjb0HQh5yL3HK4",
-	"zG9mFSvwktHkGCJqwF31kqX8ipln5lXntmYdqqIDw1gdGFhJ1vJECIOti36oCE6umUcerXenYRuNkLRj",
-	"+7V1YuFmoXscbc/gAREsH33zu6x6/Dbw+C5DH0ET7lb4I2FmI3Pfw/JIK3QE+0V1NJtnY4HwVhpaK2oV",
-	"WUqFUFLix/BrJeOFGCYgy8DNfjtt5GLZ7z6VVyy3wcuHUEBWRAHAaHIDhJakjREQaN4wQn1p3YrDq1tA",
-	"wdIDmaZsqCvl8310zhkG7IPx1fJSeJGiYlXz93wmB+SIrFQpVt7Q+NqKGdUlZmDMKHVjMveLml8qpgte",
-	"9ifBDQcCjGPZigypDz0kbSFJ/F2FsPp8XQ5ARfx/IW68Mjwn1Dopmh/toEMLV0AzGWMNaHZNJAQFc1kY",
-	"RO8indsyI2Keph2vspe1Y1xrO7oI5YyBiI02agWNfOSm02peafpAYy9evMFiyiFPtgeD7q906x/v/5f9",
-	"o7f141bxw3f2w87WH95/fLYTfapc/8JCLK//KGNsaySzKQl+qTqr7SldgDPZcNlOt6or05Zp6oKOVXO+",
-	"8Sp8a5l/vPID1HSsKtMfPkUt/nkZFRghaIWdJNhtlwPwKSoHazYeWTlas3KMpYDRuhURlRKBaQCu+uW3",
-	"IhdDSKdSjCEXQPHLlIuxqtztIACmLsC5tIrXNBcm2mevDsizZ89+jMi7iwOgJ7PJVLf6LSMjb5nm67p9",
-	"B2L0Jt1CwDEGB9+67zK3TlywTHGXouVY3XCpijMoHZpK3p9PpeGNFkRzbHalBS/W32mrA+BzZn+H287e",
-	"S9X3hVUz8MIrKB0Vxou5lgdyOuUVd88v4O6TIl10idfjaMYIHX4Q8jpliaEVTDVY+BSCaovG5zCHrktL",
-	"ClOPcvNyKBsjM0pQtak8Ln4JSLtHQAe75qoUr6PIbK4mDALcuCaXC2ANzuME/qXCCeJCP99tVekvmzDp",
-	"MJXifbQitemJIjyxd0DKztE7tTxV+wNRXAxZYU2fWO4QBoEPaZqCERwfNxOGieKTdj1yD4jMyITRLBkI",
-	"yF7guqCJBivwgYuKbYh/2b84+Ck2ir5pOt/tNmyQG1Vnj8SnJ8fH8GB5tJjA5LQTaBDtpMeV5tEZhl3V",
-	"ZADkUmJAemjuantyQidVeFgijLPHIA6RWLNcA8JQqawyAoYnNL7mIpHXMfn3//t/SWyHH0dk4pKAIeHb",
-	"j9wKKyHldqu71lTPK/qOz969fXv09nXcXzZlkPbaZCbUVPEnv4RmA88v9t++fPHXuA+pymogtCSafmBE",
-	"XrFsj8THh/t/wW5BGo3PJ3OdyGsRR/k4bHILTHmPxIf/dXQR90nKRpbuHBXYKbSilu3VaKnYfitqmdcq",
-	"acPcT2dszJWu4Rr5JWunnPmnSducFTBiES5IygXodJdsKKduPfbIbe9+pIHVhAIELJXOd4trIAdDv2Qu",
-	"QoKtIomqW74ijRHJxp7o/DyF7LbIkZbWddXNt+qiD5mfwmswd9MVbKnL92Gdd+wUjFWFOyY140wiZPa+",
-	"OzWfTnHdGsoDwcK5D2pZNIhWiyX2vYjMCqms9nhJwciIZwrFceEs8iK5XLgwBQzsxpscfRThmYMDBKx9",
-	"44k1lHK8X3LVpsMirZR5cOr5lj+07abCHWxFjE2MqRfORF9lLd0jVdbSat6dsBEXLHHq5qoJvgweNW+u",
-	"spqWdSQYq9eOZnm+6pAqtsWFYkJxQ4k1WnGNhdN0Y02X7GaWMfQUG5JcjqxQtdbNJnp4c+37MynSyw79",
-	"JVm1GPeUq9JcFXwVdQ7IktNBsOt0QWbzy5SDADAN8qSXpXfvI1nVB8aoVPigct1jueVlQ8Am6v/9erEr",
-	"sm4aa/HWo/Zw+nve4efS3PPkonIyWcgc/PENKTGkmLto+0UOtvZqaKr9r5EBGty0VdExja/5e1D8S+LC",
-	"ehEIcHYKg4+sqGJ0ZWl1ErzoO1W35kOq74UAKrUC1yifIs3CGdTdhrV6fq02b9Vac79wMUznCUazmgVD",
-	"+Q+Qu/Jla6DLNdMsi1KlEc0bNb/kCirL5dVyeL7Ya6nOHOIV8SiAdFBDcg9DVyEKTbeRLBO6eCvlhST9",
-	"bd0JB7kO1gb9kHe6mtdcx8CZNx/QWtoo8vWQnWOPuBCrKGSF/y2wRbrgasBpgYQtAEnY+SEIhDXquhF6",
-	"VUQSPjangYqExN04IvHfzD9988//Nv/8H/PPVtyJBiIMu6dkYrRcmZGZTIIM0zCHeOeHVS67/a3/P7qS",
-	"un/r/+//s1Xnv4Ob7F4c0Qm+iQqMoYMSiNVDqjIVHsB79JaVfKe7QfjoV+Euu0/nEGmXSDkK6XhryZG8",
-	"bQNd1lNlNUmuDAewU6s8xJaQC0FAt4vwRtpdzfvvUScm7R75IxFSsE6gHnMxYRnXZTV5o4iiz6xBN1aa",
-	"Nwwk2kylbidyqJ7SGe9Ok3wBDSutUqm7TaKF7qRhq6bRdytu0dwUbVsANKnOigv1M2qRpROZa1YhkdQf",
-	"SQSxuMtZzIEtvmAkk0WRCZI8uFh/p/ziECrdO4qMMCtk4/tjEyIUzc6ttZ7aCIdbnFTVOMY7Iqw77pJ4",
-	"H6K8kdxPM5nMh0ZD0JLMlaW4LXCScVGMyQGs07igshYvnd7awZbyPaZcuI9rNNrKO6gw+Xrqt7fDvclU",
-	"eChdNJNiWsMlDfZuSNWUw7kZE0uIZR0VNoIwKnl54w6CXwu8oE/ijwOY6KDVH5RjJAetiPz7n//6VB/7",
-	"jdG8sCwWIKLoz46K7RcjLgetT7EFLcjZoxyFkdwWg6WRSSOPfi9Qxs6y62Lowg3NZGCNAKJjGeqsIpaH",
-	"ZmOmNFETo+HXBOtFhtZnLBtCJBLirUVu88h2r9eJMJ4vRBsGjxe9YgPBBRmlfDzRyxHHq+HWoi/GPx3G",
-	"YcFScsyoYkei4OG3q/tsaXF/ktcklZBFiG7asi/WcJ6Fct+60OYhTY1MG3rXYfVd0mv7+273Wa8XDYRb",
-	"/me9ciT3s8K6fl+5rnOl5fRQDLMFDPjPbNEkavEDW5iFYvhedWCnmUlEPrAZQoh7lDujOp4cHOGia46k",
-	"3ScjlmWLgVBaZqFUwQU5lUqPM3b+87ENcSTmITpmZJZJzSzc9ZRQTTKmNODJ5RAOdogWPo0rM/ZbxYyv",
-	"F6MtDVSSAJjRNJ+G2QQuNsAbiBxeONcQjawcIPcy6qYHO9wbiB5G4dj+O2TKqDCTX37tFpH+CXOgMFyK",
-	"X8DrXU35qwjfzveJInGhvSMMVM3YlE0vMZIjJPFet/vD891eb4/0IhJMMXJZG8pQf9Bep4tkRNiNNlK9",
-	"FKUZQ3NfUBWxDxR0W+8/3VT1eDilPXfScHUOTGwfuFUxPK4I4loKeqpmfV5ngJc6fVDPyuZziAorGDmX",
-	"lI89C+JklBSF0PtUOdd7DVFUZQPenPN/sCPxYqFZkbp3tnf/sPvDs+e7P6y6PLXUNAXIkpU3KAAukDYK",
-	"At1tcsFf5LfoDnnNX1SbuIOD++OP329vP9/5wx/+8Dy8Onu7P3z/h+dVRJ0xzQScucrTaw/GuhNMgH/O",
-	"dMCoEA6gdDlt97rd573dH0LxALrodMkBQnpcMudLGwhEd0AMyqUza9sJZ1k1QcNb5Vw3vZYvcnZCPFQF",
-	"Uo4c1d+6PXPr5nN61ut0izfuOuZyxZW98m41UohqS+YOYmgE8KBwGAJM2dKAd5/t9FaMGX9eXY2iqGQU",
-	"zdfrs2BeFhlqtV5R+z0ezPCr57sVnZSQjg+OwH4FHQMvi8gl8l01o0OrH/iPg1affBy0PrCF+QuQJT59",
-	"inPsiOe7+avK3zIfGMM00YEIYFanhvWM+RUTKInAGOA+zptwJSLktaV2a0s3y3DiEKSw7IdU+sAoSVmr",
-	"39rdgb1oshwvAcPMEfFtTRqXGM42CgIxJWKtVUT8MKGzSi2tGMnpGgAZ5tkOQCCDdEQBsbcQT2qXtdPY",
-	"/1s57UOhs5Ly9GxnE63azex904XGHjddbcdkV6yxhdJrft+XQZ3fR/eJUb1scnMDXL9UqwABLECxHJHi",
-	"OxX2gZQzoV8hfN0qF7bdQ0C6A0l7SOeK5YhaFqGakt2bGxKzLJPZgUxY3HcYmRCEDbiGdo4qImMp2EA4",
-	"2u7UBVvXnowTwYicawhJnYFgg8MwLyyAkbtvEA/2dscAV9qfgrLVAHGz77yEFn67Tcn3xRXs7NlqB3RB",
-	"1Hw4ZCzBpN6MmfaS6lUrG7aK+7w06miDQxquRyX5uS2RoxxY0rAmu9F71l4vBc5HVdGlTFitHr2l9CJl",
-	"BJaImCdxPUA9ha13S9zOMTzJKEDWtBQYDUQtpqFrspCubug1qgKaxcZziFnXAfn3P//V6Vt8LTPSmFBh",
-	"B47o3377MQbdJyJ4HESMch3SLFsUdjrXZDypVC/YTxcXpwTDnH0uEKzSE+VwK31dlTWjsEPmmrSNvEt2",
-	"e7vRQOz2fozI971nONuoZjNqD7cZvSWtKk/tZD6lYitjNDEqq5GXUyrsoKo7qvQ0LtG0hw9dXjGAWJQj",
-	"607C3QohwJuQ6j6Z0uGECxYM3dNrFVhxFYRwREogwQHF5tBkEaml4ijAlY+W4GOjYt0N03gZezIiS8h5",
-	"0M4yJKrh71VohCUBrVWeeBVFT29FDmA69ZjEpARJHBE+IlRg7r8fTSCL9309mW0jQux8/30Q5tHAe50Y",
-	"ad6NvIqLvipbHGoE+bVOyzqbwwe2eIqwbmB9CMTvDhrwhCSzjDmxfsqoAPC6URmhVV4LcinlByOh++Ir",
-	"gYytGZ0CzvgCnSINhepc8qna2aLYVJEC6GOoNxbf9vNXqyW4ID7b8mM/DDRc61oUIMcr7UOGk/pw5cog",
-	"LRt4u69XRM26Rq/D1spBs5iaZBR3UIZCFBswAycAoLtPMpZkRp9yrQ4Eal4uu61ZuG+yOu6hZKQNJzGh",
-	"ilwygHjyGWfAtV2TBEMWq9N4DOHNeMZqakcuLZk1qNw+rpkn6+p5ecneOldt0ZCCNbJBgGVKlX7LxlTz",
-	"qw1Sy90b+3n6E2bpVueYU6WJsK+EOX4O/yBcuja1yZF5RmV+nbMMyVEKPBRTpmlCNd34ML5xL1aP2BOF",
-	"hG8rD2Sgxq3RxrhCvuJrxhrWXhBnzRfBuhQWBGt6YtB3/vhAoOUNTh203iV/QRVHpAsyF5qnuSJImEhU",
-	"jeQG1qx0LWnn7fiSNW6EmI+niG0J68+QuUiZUlYLvtdge8cK8z0oc4bSrIrHN+R+71feEGqdZlsqmle8",
-	"K6YrGyneNIq0Z1KZIS8wNKuxmhjcZ+tC5f2Aqmb9E6OpnpzXJLDC/VTQFSbwvHUL0oQLs9mzTF5WLUVt",
-	"Xqz8YJUcbK4kGMkPawnCtlw1o6MEi0k3x4wxyvrJwRFxbz5RRE3ojCGKTZB7YQGQMyk1lrAo1JC11TyN",
-	"AMOTzpePRd2rBZ8xjJUPJ3A7CtArlwFnSPvk4GgggjU5f/ln5aqKwAsg24LlZNn11mxurvWCM25pqi8D",
-	"W3AlsApNr+lCWdWeC7TxdtbHTSHPXxeD+whRUwdRw9U+2FC4xZuvLqUOKdzK1SyJKbxyzK5Y+sf9g4PD",
-	"8/OjF8eH8V4BEDAotcyFmrGhXrEzK3PlNiPEgGk84ujc7pKujGIrYtsUk9uWct82zG9bv3fVN/Hy1tE1",
-	"t4Jm2VSRNrCXYgazza6Cqivx0dv9g4ujvxy6kuke7u/scP8CcRPwgVbUcs+2ohYAEePPiEn8shJZwU/3",
-	"YXIqwD4XrgNEAaK77KvJt3iQq2cPZWwq7EUzpTNz56OHAYnC3qjm8YLX8R5uoqCy8eWisCGdqkDfrycC",
-	"5T8tbaS4KqsY1p2c61Wx/ogzPvaphZ4Egzujzu1eELLa/k3y7//n/0LMoPk/GPi8D72S1iOiJKHe92Uu",
-	"cDg1ionEH52BmNJZZJUIV8vY6hn+ePkSsLXrh1L5vXBAEGXV8h2gpQ11WcUGfTqIbcVcBSkbaTK32npS",
-	"ldnzu+BZ5rLYPIvtSzAnN9pRgUntkQJa9vVEpsws0jpOxa6/DW5Ve3aCep8V2rHRYC2Zh1U+6xTlPa90",
-	"RdYlP5RZsnSanlizUGWJgAcMEwfcfZYmNjAVDVUPoGkVC6Z+ilrex3lRCxz9gQtYSP9oiNCGYuLfguIY",
-	"NThtEPZvGKWZa40BfY7hQn6gXJEEbAN54kBBMYBKOjnRubo4UKQVWXqtGc1y/PKaEAoFDXGOjaxgFdR8",
-	"ZpuvDJdYYeYKvdTLtW3dihuF9dRI5kZy/9vp2cnrs8Pz81bUerV/dAxfn787ODg8fAl/H+y/PTg8RpEe",
-	"/66R6Y1CZFTp2Wr9rbBYRoGj9p27Iam84gKcPOt6Htnn7tbbuaZZg2kqfOw+ddPicQvw18pyXE7By4en",
-	"tFnvm/FYT5UVlkhfvJLWsd3wXJQck8N69uGzAgttJTxxuQlhLcKCjgrEi3VyXgbaaNQ6OzzeX0H9VaSN",
-	"86lncOaFcnFE0g5tq3E1QJWVATNeV39dTwjV1tJZaH1IBblkYL/uVnvhTNsjjo6Re70C8iVfplDfaWHR",
-	"onCPq6jt1raO2u0vmSiAEAK7RNFEsXLzl33gK/ScVctbqiq3pL28qQA7cyEIz3YiouUYjYtog3QOxC4m",
-	"UeXjiDt9o+3APQChGM93g0gM0FtmiHuDk1QEkN7N1ae65KAIUoZZ5IoolrJhgCV5uTC0wLNwtJC0CIMZ",
-	"iPyI75FLqSc2gV/La5oVXXBQYrUcIUGn6Cbf3enmiWMSK70vBUs82ymTVNS62QJZbusDW2xN6c1WauXP",
-	"57v5lh6UFu4eg0qwaZKvQrFSYNtIoD+7MuK33EmCGwnIqX4nR6S64CDggVr0Znh2CxThJNw/TJYzLIsA",
-	"fG+c/xYbnXggtGXHCwIBipd0+IFcg2sbESWZBYful7HucjJixYSsoAugH4CCHS6tng3OtpUcYE3aFHR6",
-	"o53bhA4ugNT6ZLfXM6oNB92lYy3/1zI/QQCBSvVA2MMFLUbOO7zYkFgzNsZdZ/N7pM43YYBAc0vAywr/",
-	"P62PChquLqjhsmjLkQ6uNIZnF1g6Az3tQDxhDi44ZGYZG/GboNIIOlMGIrafsQJO7FK2I6g+kcNTYF5h",
-	"kIfnm29jusX5yz8T60VT4OyP/eTiaCCgNedNLDXR6Rbi/m1dKa6htFTNO9X1dFZUs/j1v797/10ltNCw",
-	"ihFtEhOyxMlqoMKruFJhX835rGnTWVMKCZSVXmnwe20NJ1IxIw32jfySsmI937AZgnDGEGwDpxCLYPkg",
-	"LsydZQTq4fCEcDUooBfnTwD6bcheeBLb0lqaMAG9Jxjk0QQkqiqIi5Yzp6pT1iClzIaeIZZcvso4ylLo",
-	"yVLe1I+QrnYi0oWLNBzNU4g4GIi84S7ZJzCqPCDDaL1mvnBd2tWBEudw1cAjFgssLuW6/bg+O7XYQE38",
-	"uu3Yjcej9YZxSOQXHBajQcBUCIEaQhfQYlsD4QrZY96y0e5xRbDvCLgP1YRCOJ0jQPMlz2N9ZGYjWbC/",
-	"lJotk4J5lMGByLtoa0moWCD0EBSCZjfatZg/JhEl33xZoFCZQUp1UpFSPRAOqcKyT7hkXRgehhouU4/D",
-	"FG/bOnJ+BBjBBA91uuQlH41YxoT2aSK+vODSCtLMHNwUr8FCHr3hgtRuo0NgBOMTCAAoCk67ZD/vJA+6",
-	"RGG1eHBiMpj3es8Y6TlaBaHDZqU5+CfYyj4pT9AWZIPk65QuIK4r8sO8phzyJRzT9o2FLAVFVfeKq7MM",
-	"yXNmRmHQZz6ljP1dcqHyIQZVwV0vrhiEI/Lb8Bid0SFDL2H18frl2QGBhzBm9sbHIc4sSgxpx0Ejvr4/",
-	"mhw6tv4gtZdskDtjwQ8g26K6A3vIrB7eR55S0Zevm2yftDHRakZ91gEbCNstWloVzgmwT8jJxfGpOQIy",
-	"01hefijFiI/nmS9uWF7UBmbjUi5alcVYzuhvcxbZ6uO2TjmcR6/aoiCKJ9W6qPzt+e7seEvREet0yZHO",
-	"fRTFsMaBKMc1FszlO7trKeQN0xkfnkpeRSEngpHL+fADs+W5FMt4VVwbxBlrOp3V5HBAE08U2rCaW8eu",
-	"6ium+yYxxr5NUcyOUDwc0zlc2fYyAo7JqCgZy+TcyFZLBttyRUE/Nzeg95X0YJbxnNXnxk3hiSeKzMxa",
-	"K7xWZiyzU6nwiPEp5virFaYs3BFDHnLUCCp1VU3n1SZD92DV9KtLsBycvHt7cXhmZwzcnl1BcIiN0Map",
-	"75HX++9eH4aPKdCHEtxdVSwRCW22oha8VGllcX6qtVCnuGuQ/P0pamH/1bsHvwXbFRGZJlCC3lyOje3z",
-	"4WmrsMfPRVVNpRxwAdAWIi/ZyRxgQq0veGyd8ba2BnQVhUTmF6Bqg+si3SsocxHCtmbMBvjSpcj2JyoP",
-	"hh9ldMo6m6QeQqphEQaaXjHSPqBTlh4YnngNFwGIDFRYDZamJO6iVzy2vAKPfbVJNWNU1Xl68bflIXSb",
-	"pSdVLTLYTKuukpOMDlO2dZDKeWITLnPzaJ/EUNuwC3LQEIC8QCKyX2SMptPSN2MuReEr9NHiV3Fk7TBx",
-	"xW+G1TzbQRk0M/ePvGbZ0Kz3JVXs2U5oJiplm+EoUUAFk0U3lUOadmnD/ypwZT5XfUdET6zci6P9N18D",
-	"NGKxVrob0O2BEb/2ehfBDO9a/+FWMI1NC5Osw2a0Cx+U4Qf7rVoITW86m9S5bRrkant8wDoTQY+fq9BE",
-	"o7DaYC/uu34kMohmxSNgOSrl5hVVI8KXGokWlmXdvk7E6Twb3wU4E3mLJDPTzgrjcFWlLPMKqjZla42e",
-	"MMVyK2+b3dChDutEowUFzbpIMa6kjLWxYooYGmb3Hc4zppMXrK9VCKdghm1kdm0Oc1pZ2HJd2RC/sEZv",
-	"8IXGva1yqah7UGAdNWvkpRkaO+Ig1TreIzFN0xibV3ZlbFUhZ6hBrMLgLbPG+BrHGgiJq2GJ2RADsR9W",
-	"nCogjtqacifFeci5TWnwA1+uXoTogLaxgbCWkk5E8hL7gPgPA6NpinPKm0FzlA1OBFxFLeXtqu6bhp0T",
-	"v9lFd+pfWb7tfgGnfAgsZE9R+fjm/dYe4brgh8oe+rYwSYjxRtrx25OzN/vHMbi77M9mbyvAG+OXxz/H",
-	"HUNZl1JPBqIdvzi5+Kkc6Y/ttaLWy+OfW1HLPFKpuQV50+tyDoNHN8k5NMqcbWSWW9VLkGO3Q6oJRrQS",
-	"pmaTdMSgzXsFvrLz3jRbs6IJwL7a6XWiPPgKIDrMDMDshW7S26xiPebVzkZI0huu8J0Rr2oX99uATegT",
-	"St5dvNr6wd2npUCAP/MXpL3zfGd7dxctEnuh4Xc4YcMPeAEzYVTdZCAU/wfrgL4NQJHVV1gReDq8wbrk",
-	"BRfm+kioph4ZxOibz3e3bCfkcjEQcH8AulKFMdTiSa5i7LkzHfA2aZYUPOo45y+ab79cjwe2dQ1hr0WJ",
-	"ytlq4GYMzNFrTItN6m05X1EZUiN3xmiJNTkSroY0S1jSr5AduHKIuQnCFQrpPSa2SsUUqm8l9RBm3xqG",
-	"hVmW6yo4Er9SHsBMSL/gVj4yIs4HwnWnBDDSsBoYaFvhilWR2s+uuFSZKeLwbSyOx81/hMb/fND49waG",
-	"vwr/nnj4+2gglMQHKbmcK69TkSFi4ypNsysUwRHS+KsGzC9a1XKs6FVw+QXuAQ7qamTpuA911S0KcQky",
-	"Pyz27XBFgkrM+GfHKUoD0RBT3zloK+qmP7F4KSSlM2XeDio8w0IMRDAoDBTAFC+opou5aha7Gtk0u+Jy",
-	"rsIOioXB81OCTpNHhP8vifD/YKj+pIfhdiie4a82xW75tUK4iOFYGcs7927vhb2VP0sRgM8G/P/7hPr/",
-	"SsD8P2c551WVAtZXBmhaCQBsW6nj+HAVlRlwx/DkUr2AaClibS+4bZcLCORBtrCdhhkplkKIqhiIMHK1",
-	"HQ99ic6407j0gDe0BwaLUnKCzBzGAqGXzvBXyslAKERXmPN6sgiL2CgSY5ZFXEmCt0U9uQvESU4uVbUX",
-	"7r/MQqdLToOQUEkoGc3TFN8fCMweV2R358cawf8uJRjc4A5FMqsOHTozrB0NvRCvYySNd2fHbpagyc9S",
-	"KpiNruNqaeZFEKyJ1rP+06fbO3/o9rq97nb/h94PvWqnfXV5iPsuB5HXf0D/VveWlR7We/CspeThHHh5",
-	"h/fhv6sraHFfNSzurW7F/Zeq6AQyP9dW1ufCRg1Dtg0Gk+Zlu0t4geiysUPgyu1FSULYvPAFX1+kfyOP",
-	"acWpq17pCmpYI67Wa7xLvHaNfFd7lddqeBWsbmM8JphSM1cxHLzNHMX4ikfYnFlrXSOjA9b7nk+nNLuL",
-	"57gcS1drCMIYSCODzAUW7I69AyaOgg+wm+YbL/ybD6EyaT674LJ4INo5qZFeVIuyGoWad8roFRfjDnTj",
-	"6M+1jBHbMARnZItJW8iBKDlmnbUxIjFeGOY5fxo6XfKazsfMTNWeetMmF6/AfGKnSBfYbZL+5vgcIIBj",
-	"jKHzAIxZTNqWxZjuPM+ADr2kmLMSxZhwYSzAyJ/1HIsq+ef8whvKK2xCqeh/uAVw6nEHCkfY/oIriFwF",
-	"F9BbEpMcmdSQql2Mls2JwebypWhFrfJCBAdWVToSA5KsOjd86kNngZvnoge8UeG5GY8zoKmq82ukCYjc",
-	"h50m7llmLSVB/DMIM4V41im9ASZDReU8bhUqkMcFo80vx+OxkfRW1zaaPiC81OST13THhLdcA1XZCPE2",
-	"uxmmc+Uioxoax6sZ24nwU5hBqoXZFkLVBzTJRI6qQd8xg4kBqSfeMBDXxmtXhFYFUdE1LHd5mWtCSJVM",
-	"5/WAQdc80RMkwjwQ3BHH9rQVtb43/2xPKskDAurrSnZnfm82Db2vrT0dzCYqnAk3FCSbaN1lYSSKFbgj",
-	"XGk+DI/m5v6nkiw7sUU1Si6CpWiTYu9BLExjyirUwsd5VtCX54n14Q7eKLcUo6BCNw8JvDztoq/MOcoi",
-	"83ylc6wBMnqS/tZcgc43F5X/GhW6uMqVBsSuP4UP0Lu1KmjF0lFN6XW8ktZQtO122eDhHexzyHAQiVf5",
-	"nR9cZrVBNl1yCHSIhQQiMhf2Fg11V2iaJVCZGGLkrHnJ8EZ71eaiRS6A+O8wcMrev/5bpJIyUlvhmRWE",
-	"m1vXWbY+jQ9Cs2xCoEurXJh7BVFEvRRiSLfSFNWAmMvTbjJ4RK/DJAab/WuGFShoPsmhjcUTMAFQKmY9",
-	"AKi8GXUaRgwhEbAGBTT75kdSrbMuLVuVgsTgLfTcwWRK2b6Bsalh3YQSaTVdT7e/7YzRBLwzl26ROxEJ",
-	"V7EYDVqZDawslgRYCwCwWRBGs5QHed+4DNxyy9u5wstzrSCnaOl0FHernn1YJazeh64ANBrjLI+50j+j",
-	"3td2sZOhg30P6vq/ZviQE/umnU0d7xeBPTJ80hegLNyKeYpW4Y5tRSXHeTXi11KM7Bd3+j56VD6bR+XR",
-	"R/BQBvRbIqN/4ybnz2zsvLtN8AzNI3eL7fV3ayAyhlqCluClR2QF66lvok41tDO0XU5BsJIdK/K8PP7Z",
-	"9GitQN4AUZENcIty8Wke7mRLTaPnvyKy1SaAY5JnOQgaFscFKgRlpSFuoVuOLFgTp/Rp/S43KxNbeqmq",
-	"cC6a1jaWwBE1pJIa1og+S11W0fS5zPQJwKotSzFqaOv/teP98wNMGDCP+G9fHtqvbcS9Bxg9PwBwvfOD",
-	"SrHhISGvbwdr/VkAox8hoh8QItrRWMAh74vKyile1YSmNF3YqrCAuldFZpuEe10EKDOhtQGR6iAGWyA4",
-	"0dY2+SPhYsIyXgycQ9irFcFXW9sPHKTk6OsW9wmaxuqbtaazNiYZuuTBqVPbyf5oBIF9EvG1LMvN7R2A",
-	"7XNNs0R1K1De7jfzWh1CrHPFDY4/2Psa/vRoQ1W1g+pPgr0Ebn8GzJp60JsVeIKNHPVHAlzscN05/zuA",
-	"BgrrlVldns+76vdIzxlyFITL382/XjX29+uW9O45XrisyEYqRIfa6u2+FJ97F+SiZztQ5gHW1qJmhgFi",
-	"GCWrmhfpq5xsRXrXs51N0rtWVUtf0eMd6XZldkxQFHOj/CCHJ1V9FxeqaZZLJ8JO+bjly0WxKGPTsJev",
-	"9DTlBS5vd66aSd7FdyqUpGLh/nqx21KkK33vknM85jVml7Yp2b25IbGvGR/3CRcW5isrlsdXERS89why",
-	"qj67qe6InwhG5FwD2O4MoHlwGFCv/Q5pr1UrXZP5GrUwSfDOS2hzDduUfF9cQQRURCRfNR8OmQP5y5hp",
-	"r6byfTmrrrjPS6OONmA5a1Pv3JZYLNuxy7zDYrYbICKdHBxZbKC8uH1NWX7SzkvRo8W8SG1BafulMvbL",
-	"mWhcAW1GFYX0beNTmhohhSW+A/Lvf/4Li2YPRGxGGoPVHgZeLLCqIF5ryxvyXc0Cci3naUKGNMsWNSV9",
-	"PVlUL9hPFxenhTIXbpWeINnNM2SqDUZhh8w1aRv9jOz2dqOB2O39GJHve89wtlHNZtQeZDP6N7eqvl/T",
-	"0R2zE6XAI6U2dA6ty7TMr1VAWi6Z/Gr7XW3+qzmWiJJyP+qbhbnxatvdtf9bqfqbqAfic6hP6yCPTNMh",
-	"3hGaDwyfo6lDA58WhciiRr++QlZz9JV60rgD9A1EFVjfW+jU38R0ROLlENrYZVFesoEoRP4+ps/+LtJn",
-	"uxunwjbLQw3yG1RlUpINRbffOh9y46zSx8TN/4DEzYGwmZuVqZrfaO4lKaVefk15liANrIoM2NSu+ZU4",
-	"Be6WP2nkP4iOG1WXOH+odLv7zqH7z02KuoUxqEZmS1boRx4opRSDV+ura6wKPaT6c5eIh8IAqkwVfzHa",
-	"OtUMq+Xc1vhs3SMg7LLhB+LxKxwilZGN8cbJFlAIR6yDxip1UWyoDaZof2I7ICNc0XRONbOVW1Isv7FB",
-	"OsASyNaSUlGWI1d5jewI2M0sY0ota3YIzb96C2376/dtlXHzimUJH2pE3MIWK7wCWSbrKNQaJPsWEhpq",
-	"XUwWYBcZtIYynU8Feds3isKg1a0GxtTDCauL0IfGEQsfTRUzlhUJB3jIskVy+R4o7w80XdktZFwGhDKj",
-	"mSpES4VOsIJTB5qs2pF15YOpWojhJJNCzlVgPXLISLNMjjNr4PhSkNL2KwrOTJaEpRm/UPXfZt0FS39S",
-	"aKF6CK6AcPWOdO+1PjDcedv2xlsqFFyj+PXut4Qw+qYbc8KNKwdvvEnn+Gp9bkZd1eFvri5w5OyWo3ma",
-	"LqAyptTlIXjTEKLbcE0mVD1kBeE7DeBLlhUOaOqw+gbb9y6FIklMq+qt1HtWoI0nCjwq1XdcnRQKmNjX",
-	"ZnGvMynGtQG5NcVz8AY2GzKbMXFv4bAw03zU4RCarHOzVPbikj9RuIqb5bbjK7estbJEHrdPcA+aOpbj",
-	"GmfePlGazZanXouxW0MubrO/EmK5BZW4NboloaRyvBGVpHLs3MV3JxW/v/dCLSdlkabC/5sLg0UmpTM6",
-	"/KBsQdJOl7xkKYNydEZonM0z8BQ7T0M295n+l3T4YZzJuUhCIChb5tAI2s6Bu7BuS1+rlmfFEXBFYl++",
-	"P8Y4EJskm+kigACWSf/bz+8O3/kS2flHrI3tP745+Uv+4fTd2ev8k22n6IrIG1z63rZc+r4qUnjT4vMW",
-	"07JOmFpVdn5jkcgNaH+4QnitKV8vgeozkhg9aqmQ/S0LzkckBrqKTctxITkgLsIyueTYz1OOvpjgEz/d",
-	"6e1s93Z6208R9eQpFiiy+emuQpHMBiJ4tJgpbl8p5TvYV2viCL5I/fu6kveF4axhPxV0VV8SqDlZ9Ul8",
-	"9PZvp2cnr88Oz8/jXHC0gq+KSHx2eLx/YbiGLbE5EGG0Q5FtvPQH/GWhkH7QSStq2RbXHe5zr5ms0i6W",
-	"r2ifcHBwcHha1b8t6x+1PEs0/Gr/7cHh8dHb1/7vBiPEXM9mt2M4zM2Ep8Kbt8MHCq0at70PIehrOM+4",
-	"XpybZnHcl4xmLNuf60n+6ZUTTv70y0Vr2cz4p18uSPvsfOf75xE5NP8z5PkTfqaFqp45qPwwpXyqSKzm",
-	"l7EvHiKGfEbTTkRiW9sJfxoIV+oJSphgQjy7mcV4P7oCcumCxOj/jrvknIEBx/Qfu2gpuMz75AXMidii",
-	"bPIDEwUmA0sMtiZ4Lmc7E61nrU+fIFl9JJe3FlPfOTj75qnmWzBqXybWygOKZVd8yHz5u5ODoy1wKG6p",
-	"CZ2xhJwdnl+Q/dOj7kAMhCGX774bSqEzmWJW4XffkSkV4BwN1DYVObwpMASGFIbCxnff5YmJ333nY+BV",
-	"hCZuFRWqbWMzXKgZ+Fd93qIFPNg/PcJ7AgQOlW/rFcuUkZhsGfic2ccRYTdGZTQTHoijBLnoE1W0dDmR",
-	"S5G5SFgGDWw/7/24/YOlEqgOXpw3h0UkQZOwkhCIORD/43+QAymuMH5DDcQW+e47QxDmC3Q1fvdd31Ud",
-	"omnqhqlDCZCmhNmMQkXa8dMJo6me/COOSPwUEuXxTwtSFEcDQUj8VM6YoDPeXdBpGneIYCxZQ41/+uXC",
-	"0uJe2Byyaoh1TIi0AWQzmWmofp2mkW0bzgqxwwbF2DZha9xyoTSjSZfskylXiotxFMa1OvAKfNjiVJoG",
-	"d3vbxIUd2nVjSbxHlCSJJPpalmblCgSriFDbGgAu/UD+zF+Y7+JhxoMywkZ/sRzBdIcCngWcQFMbFIwn",
-	"Mac6dtL0aK7nGSOXbCGtW+N5jygyTOXwA1Ef2DVyB8toCm3ijKGSBqxXBlnm5O274y4SyAW70TlZGEqH",
-	"45UtoElbaXnmgimxI2ahQDKnCXxgC7zQ/nR+8pZcymQR+RIZMALTN5bzcGEeb98dQ2VkpobAC9Q8yyQA",
-	"VuEGg0Wa8qyzh8rDNVeM7PZ6VQGegk4dUAPENrmpoXNTmenZXcJR0SxzESdckG2zlgD8ASN3Xz8zX1s4",
-	"FPd2e7f3A4ntbWSbxyPg/E1DKQReqACIkkrFks4exhDMZJpapoX+CL9Lw7m2Yz5zak+i8l3JmJpJoRgE",
-	"mnKmSCxnwy3L9La4oU8fEGsONsuIAj8elHMHHYoNJ5K5hTmZaT4F9BkzXqzxPVyY/nIjLsS0AiUyTcdx",
-	"PgZciz0Sn767sIgtKC3FOWq8awZWBlZDdaz9k8R8tAX+GIu2glGru9s75twdajp+gz9amS2Pb4GXcI62",
-	"KrkZmZ3SUcKmM6nNtzYYzEwnPj05v4h9eJgbAa6ezhZbcGJjWzsGoIjhCHsmD98FVGEmtLNLJnKe+dQT",
-	"CwLGx9wwT4zkjypbpCRx5euxUQ+Q2/uR5NHQdkqn1LTo2HbKVeHS0PQDIzFkIdtdMFKVo4SpzFxSgSLs",
-	"xrxr96VISBRmBAsi2I3egjbcqUenNRa3BqlNKZe6a2QNeLZLTrHg0AcmLAYZlBzfM6TjGa5gRR5bdYrt",
-	"rPcrXSKwm8kq44Olo53ejpc3YFpGPgiPiqNfMxAIZYhfH16QXFO7zsVN9fRj8Oko+RR78DobMG+FBA3w",
-	"xyxFdNRgAnZOYPpT330H6wMsMv44AAvooNUng1a32x20IjJwdq7g208xQi84yQog5nAIo5FNXEaeRw5k",
-	"wlS/foEjEr/Bq7DwHQQeHt4MGUvgpqu5AbHdXVIfk9+mJcNFHpkGBAgCrGAhl5rSBTygGDNrY/rgIjGc",
-	"SYznXE3oZco6ZkjLXHevdGgg8n8os4wNQf0yR2GJqeAstp+R+JQuUkmTCymPaWbODfyy8yOJL6R8Q8XC",
-	"0UCM6DYQGZsttiCNMu7ske9xjTXLBE3PITcDtjk2Pz0j8TkKv+8EvaI8NRNxmj3XYLRAGXr/9KgVtaws",
-	"2eq3HB1aX6QRqlr91rNur/usBWnEE1BdvKz4NBQQzS9jVlVDvyg0HnOlg3R1hTWOhhOeJgWBE4C7Cg6T",
-	"mLRlFsEJg5yJ4KcjcT6/1Bljf9TZnMWRxRGD9HoqtJVLSpuvGOt0yTuR8g8M4yKfKCKvBbA7pHPDKAcC",
-	"dI1Lf35A/QOVK5yaYzLAlAzvZEkf2BYW96rmciV+Bnvk+c5R0uq3XPPlZYMNsSdJ1Rpj8keensyGnpn8",
-	"BL23PkVr3zoIV/lnI5pt/Jbfm/z1IoHE+2//atUOG1vV6Zed88qi3yhNMkaHoFBR5XetvDp+MwYi3j84",
-	"ODw/P3pxfBj3XYlVc7eUqMEqYRYELyKmFwvUxtU+eDH5Zcr6BCjMRmYLNABmC1eBt9+i8Ogxu2Kp03Jp",
-	"CA61//avraiVD6rCWLK8RCdm2HjlL4UtwBgd4h2oLBA6ieWai8Waq8ZrCwfnA10NJrDRUAsbyK1CVYYG",
-	"atNiTVr89nKunWz3Mq4d/BJoTT6NVWYdd6gCkimjGjWgcri8Gp8JI6rUnQCfWEO0JMoonJeLPokvjt4c",
-	"WgNhTNqCXXvHDrlc+LMCFuq3+29ABk5nE3rJzMWZhs/Uk6vp7cWiklKD7ltRy/RQQ6trZu5hUez034Pj",
-	"G2RBuDV2ej2LwOMqNNKZD1B++neF9sF8fFW4PMV7Y3NDXwVFVBj8PkW1ZsqirYRW3BhmLFaXM6MpXAh1",
-	"w7PPG+b9lt1oQ0N4OYcaWIOXPefHSeziile95Hfm6QuaBKbP3d72+lfeCeqlM3xpd/1LToiDF3Z+XP9C",
-	"SUgy733fZEIVAhNaZx30YMtcI0ViaodXfMdIUBBK/qv1QehF6/2nqDWTar3gg1haAYH1c92wwNDRJAe2",
-	"WgrqWvhjSSQypDYQoGqS0OOTTyFGUbgN+iCkfUSoG85YBtYpKTooVFWb9/oDEQfzsvkGaPaOHGiqD/OH",
-	"n32wkWHiKGraeleajlGLmNGhucKVxBuZCixgPhBTCiUuQX3okn2ro+70eoFNO1gOFz+IhoJVAtTS8j+Q",
-	"BAVv6WxxYbRU99p7dB0wpV/IZLER92vExcpzdZHNFSzsoowGKS1Zdluhf8NIPZ/uyLg3ZsDrRxsA9JX4",
-	"qyGIdZzx8IKOf9/8tNeAnzo1Fl7Yfrb+hZL++hUwbiT4Eh9twrs/RTXq7NOPBUb7yQI/V0bDlvgmxKmE",
-	"p89VDsP3UZVBLKVOYcB5ippVXyIv1wOXR3G4hs+XB+z4PlgqStYJb99UmqepxX715tdONBC5dVTlZi2v",
-	"yC7ZtSBEh5y//LOCqIU9b9iyK1s0bHEzOm+TQ+jiQpRJIexmFVNfWuoHYupHI7DpFNh5gTHurBVUIVwa",
-	"IbT3lsMPMjaUGXgiKsTG27IqZHSlzWvQxC+hIfL3x/F2GnC8DHK4ICXoFYRxfAVMD4n/FkwvamSoe81C",
-	"k0pkA5UcU6gTxJx7xApktSe32Pq9HNv3X5148iiSfHUq3mumb3ViNiPPggH0lOoJUOdsvv7ULeG59j0g",
-	"HeRK0imLinipGXFpzpCI7DTCdxcbCQob6FqCXTfQt5Ym8gWv5s+nadXC79YwBwt/UoDM+SqVrDmmFz9y",
-	"s69I3Pg2dTM8InfVzVa5xpu6Hl8zHYiy/WWpuwx9/cSK6IbPgn8KjFVuiPDuQPgIU2/p6kSEptd0Ucwe",
-	"UFwMWUkTLNgarfqHEhYX4y45Q85g+LlRq0jRrieFRTDBOjzhSV3Bl4uL8M0IXoVI3GqWVQ5oviet6VGa",
-	"WiNNieKJyOE9P4NgVVBFrWCFfMJKOjbi66lfVzPNavt8qYaWDY9GTDvFp/OUapl1+iRhQ54wRa5t4nys",
-	"5hDaHVv3sA2GtkiIEOIY58Z1c04HwjStDUMG1NMC9HtQAK2MiF4qG2HDs58okklZcAt0cqfBQKBT+4kK",
-	"nodZQXqYEeLy+IYAlQ4jN9NUXhOuc9ZDkPO4BipFPh+Sc3/c5P4lNj/INRLaZDGTemJdqAE3eTgpzY/U",
-	"4lrUDNSQpUPW+I9gdd+m+HOOnMTc64SG0dt+AwPO6I6Zl34q9LdaaefYH+sNo6nImmAqi1LJtRqIIKiq",
-	"Y7gERnnSjJFZg7CnUiBvg/in33Hc01cd1LM29iUMl2m8QJ83ZKZL4qBoVQxfg7miKm5mD0smu6fCyJl0",
-	"MRBt6mrzdIKXNoqj8cWZSqW0XHxN8Vto56uIr1ld3NfTaJC+1zgy5jEG5tuLgQmup8LX9YEvB3cOa8G4",
-	"c2B5LpWnUCEJsXahmScKr7uMCevszJHdffJOp8a8Kdj1huEk/wlhJN9g+Mhj2Mhj2Mj9hI3Us7taiXyT",
-	"WJGX1vLnIt6KVtEgfSdd9MlOb9dwruVqvWHcxrKwHw2ETVKWmdfci/leS+kqkKFVsiqgPdQlhXskdmdx",
-	"rGKPX21Axu76gAzDFNzU/lN06v/saIlVok2lin0WZF3eJvrhG4t6eIx2+L1FO6wU5j9XiAN6AJdOzRPV",
-	"IJyhS15Zl7lDFrAm8eUKInsDEYeI73ENJDtGP84ypiA284y5FH5JKOocNAW0CTJXWEmOunKsedRiKWsa",
-	"9JWm92dmemRJdWxmp+pa/X0HU3xbQRSPwROPwRNfNHiisYYSwr418RqUqhvldZyi5ar1hIthOk9YYnEZ",
-	"WeJeA8bMlQYMnXQB3HYg4mKq5h9daifkC6kPWLAmyJ0mkJWNGaGmtXrfQGGW98QWV2PWob8WESrKi6Yl",
-	"DrfGTGyR+pYYVtPMVUTVW+9LwD1a9iKE1VXqxhiWaanxIawvvtLE3VEo/p1XDjJLXTc2wFfedKm+RV8G",
-	"aRd9GaEXIyJxsEdxyXcRFRJ/P5e7IiSSb8BrETCJ5n6Lwsl+dF18K66LwrYVLsvCVdHMf1HgUYBRbCsb",
-	"IlK1dXOXKgfGxBckXFRL+QMR+iZeuQLTUhRr6wc19C0EaXj35CVjEJ/K6D9Q0CO2yUW29Bm8ypWdhJaS",
-	"tKlDpgNAOjBE2logtlzJco3/UjYYxjRVp4Mt4YuStlOpgojIDi5ijiok2DWO0QMye1kDe7uUyaI7EL7+",
-	"umvUQtVZMCaLa5axLVcUJ+mWOCZXzp80y+u+gW+di8C7vsL/E5DS79gDFMxyrQ+ocFI2cgPtfB5G33Co",
-	"gS9oOREvIhWEG1ma5dpQHvgLffJk/IUUvcfcvt+lWyqk1FVX2QrNz4fEXhWKZm0QF0tJki1INhedvi0V",
-	"VYJEf2VvHcTnRJ6rsNAZ4igVClp1B8JdJvHHAdaUGlg1aODKZQ1a/V///c9/vf8Uk7YUhvVDRarl8liI",
-	"fxO0g0XaBljUC+ruYpWugXBluj7FXfJWInAeVwiKUenNcmXGDpYn+zWHulZXtas1psG1X1+zzleW84Xr",
-	"Hs7WVlnnrWIiFTXNHIiImVlE+Igo6XNYi3Pk2gk9j6G0XzdfxOqKBZJ1BRVLm3pbXvmxVBehkS8/F1Tb",
-	"DbASloTjShmjsweCxVx4MX4gfLVmCgCrU3nFkuWiJ+iLKBrrlnz3Nb6HvisTPBAg3CCO9Qo//8OLwbeH",
-	"XliS+mrhF9ZIfY+QDI9BBmuDDJpKbo0iDQqk214yxj9Bo6m58wzTcCWd8zIOQUxjdUzCfZ/jB7PmNVPy",
-	"Hr1vX21oQvNzsml8QuEiXx2hcBBALLgThbEJKGtEhAlzLSZklNJxRBJGk62UaSOGDOVcaKOEmKFXH04t",
-	"ZadL9gcuUsEXaM6gZviWaxzPty2yhd4zf+fnlkCAgb6mWaLwqsdGzeGf0sRI8AMhxZDhtWahyXkjGKeG",
-	"djtvnhsI5+l2djoSmOlqoxi+DqHh88UxNLea3SaS4ctby+ym31VuejSNPYZSfJlQiltZ1Xxu5vpICh9z",
-	"XQaUWBXgUBnecOo6/aJpj6sd+TZlvjpl8TYZis2iC36HXn3xxdz530b2IZyGRVMHvjuFj577b8NzP8t5",
-	"XUU+/FpnvSBH+28cM+JiOaXwkA4nOeIFwUgjD/ixEJreDEQ73gcMDCwUZ5E+sFicOcf49RXLLu13+IVz",
-	"/22Z82N/4cL+mEokdvv9r9cTlrkX/fWKP76PO3uEBoMs1LKBlEfFgkyeXlh+LJiaSNgNlmUD14c1CeJM",
-	"Nf3AFGGgZOQBB0ImvigZHQgFF3+9AxxP4u/W843TWyO8u/X8MhmPdgdWj+0xz/HRoRw6lGfu2K4DHHHf",
-	"P/2Ir2zgCbGk197p7XasDQJK4hCuyTijwsi+tkBgFe8hlvXUuBwelPHcNqswOH2PCYW/e1v/qkPVwLpv",
-	"iaWBmf4eaf/9F76ZHm+jr9Qgv5qYNyO8U3t1NLe9Y+9ViYFRiFVnje17VorlV2zTywSNQV/8MvlcNuhG",
-	"8uuXTaNbzSWcX+GRWzxafO9u8W0s9iJsRgMLr8XXWDYzNEfVg9BhLENdi6/3iy1YvlT1K+ZJHETO25wE",
-	"zD0jYGC4Ypktv922lUoB3FN19mz4vmBcT6AsfD4fm+BWDzQaZPfliX/25Tsl/t0RSXAgmkEJ/owb/FB2",
-	"C9M3TR8aTNDux+rsv8ZYgg+UDmgTWx6zAO+CaFhIcvlKgA2/qUxB4A9NHQx4zh7dC9+Ge+E3x/qdEGC/",
-	"aJIHiMypyqkQpMX5kuCJZCpqHGvjKwjUJMlhrl+eYfRr730XEdRH3Kb6ueS5MPAPg3RCpEOLChZ0s39w",
-	"cfSXw7gcI1iI4yHuFiOKac3FWIEHAUsPyOHcrARLHB9R9tZHkJYuVK43Q5XiSJyDaKniIBrZxUOlVLOs",
-	"3tsAp/J362yA2a3R1byA9yWy6nD5V44scDSQNoqdjroI1USKIes8Ztc9OkO+JmfIb5arLN0HFSrh048W",
-	"uaOxG8QmI1v1zpCxC+U090QR53Gp0iYVNbeG03ZMu0JaDp0fw6m8YmDRwVqhR29f++OHMZsyL6qPMFhL",
-	"NXDUfDhkLFHdgdgPc915nm6NNXFyNKxKSMn6rJGH5Oa3zRbxZX8MY3P1rPfISEJwwNKijWQGWzzL5Dhj",
-	"Sj1miDx6jdZ4jWq5TwOXkQVlMhTnhbINICjv7wB+dlVspdTxaBb+Sp1IK2h7M5r7GS/d5vCSTgNyx6Im",
-	"Q4JggkRBX6vPlhiI+0mX8F4Nr07mWlaAcjkQq2EuSQnl0rQeJ2zEBUsKuJcrYS+baWYD0aaCzMUHIa+F",
-	"NU8F4WeATl0UEsz7uei/oYCAW/mlBYTP5ZVroujlSvaXyQlpqOs9poA8OgS/YYfg7VQ/j6SCBzMEgu1/",
-	"vOvNVmmBfIP6XGgAKkOPl/2P1oWn6NT78fASNLrh8hWY33oD8XmSBAniFIR33kDkiitWKyTC6JwkL5to",
-	"nryUdiBo/fEN2kKKawqeYlyJNej/PoGTq6e45oapWL2v8YYBqnm8Xx7vl2/ofjHsOkeIlIQiymMNePOG",
-	"l85snqFD8XNcNKHl0qecF+CO2/Hbk7M3+8eGs2OwSiEL3j308vjnGCC55Aj5dzt+cXLxU9yJBuKuZk9S",
-	"sHq+qcmMR6hIWK2C9Q5UqQ9sZnQfc4ELlh4ZnSflU+7yNuEluGQB2xmfUl1ykgN/BkrhKtTPvDnglGiV",
-	"laKcT92vQNa2cTMlJCIMmAGlEHVVrCFggUkdmGgEeJ4QCBnAKpfb6hOapvEeoVXdhIocde2PCjZtp9Tt",
-	"5jZknCtXjk+zJFy1gbi2kUwgvuTLxHW4Pr6Pqvv81PTw+1MN82mtuLd/MXuiJa5y4+u6Ivh66VQ82rQf",
-	"r8svdV2eIn+8qzaWsSTjV+zz6mCIaRvDZRHnV+Qok9OC4XH5ToTAxJC5RUSmiQ/gAi0owHb7wNjMPMsz",
-	"CPKMyCUbyikjV1zxy5QV3XnwmEWIW1gkGqUpxH2NKRc4vn+wTHYHYgnX03B4I5cY9n5ycERgPTpdcs5E",
-	"QuKPn2Iz7LmysR4Y4IHXZRV/PsNtcNfy1wyQWRrqCsb7k7wmUyoCHB4tQTV52GD50oBXF4YX8+klAwHM",
-	"DxqUqUd0y69feQjYB0vy/VviIQG3dA+t5ZdOnG0Q3s4TL/27t1AutN7FdAHFJ4OQBi6IDywlMktYFhFp",
-	"I8fSBQaEg1Q9EAC2ah5zYriFD36wcvJuHe4IKdY46vd24uddIovXTSRc94eov4H9Na68gY8bKnwMrv1G",
-	"qm7kZ6qCL93N7buGq9lDuUmFq6Jp44laquLUXlKL++YVo7/DE52olHDYBosAZN+ADkyTXDRMqKaXVLFO",
-	"n1zb4hrtX8wf7jrveMv2a6a9WQMN44ghNRCKi3HKtihkO2758TqzC1fn8MA+/O4YVdzpklMP3cYFydiY",
-	"K438ELl0H7CT17SPsNqZMtIf5FqCph+fvXv7FkLM2pjlD4mY7tV8UmCcAKY+EPH5xf7bly/+Gu8Riqth",
-	"CxqDK+N8MteJvBZg64iPD/f/YprfC/YNHgZ/eFtmNjQam0k4S8D6cY23jJ9CyqhiJKUzxZJOmKSUUqXh",
-	"tjj8r6OLGPRdSqZczDXrkhgpISZqPlUIYo9IoqQkRq8rTPZlr5mHwGFdzdZDDEEVAX6/LRGS04whKFSG",
-	"/lNE1K+AZS8xxBXIeA/Ny3Mc9jURt/v5mGEGK9lYyugVQ4jkshXWfFdgjsDF0XNJRYI2ZS+Oc41cBX4j",
-	"CU/QWDr8IOR1ypIxq1Hau+SXCYO0z2tbOarENCPsSGkqkssFcjscFugDyIMRwElemTljgLwRieC+gPFk",
-	"bMg4+o0Ne8xtFYgyx8VAWJM5XgF5EkvBouuXyNqC83E04oFFhPivjAnursGINzfMIy96EF50BqcsZD5t",
-	"OKedz8B+osZk15Bh+YHVyp6GTZSth44ruLf7KF9gMmyu9hs2sFCEC/e8lsT5Ex3bHslsIGJ4ABwqQSxf",
-	"21rs+lWBkSidDWmWcUhwi4FpzLR1/wSsTA1EG8+ylUzBuzcMQDtQwGpjcE3+0MjmHDvrpBTpwjJAIf0c",
-	"ufLLASI0cLFrCrUvcNE0nzI5181nZgS5XGI1skU7lWJMZjJNvVQqBsL5scBFdg1eLyjpF5GZVGZIC0KF",
-	"LY4HCK0kTtLfMH0fJ93E/tsdiIE4GZmmgNsG+2vh/GP72akaoFyk6EK0luJgtXw9kD2b13eDczSvIPC3",
-	"TfsP9jAxW1YwLS27NOtUiMi67DBKx4ZZKJaO0KeX+xYt+AEaav5r65W5IrZcM1tH3ou7R5zdNAIEw/gN",
-	"ViI8dacwJs5ZyHWnbyTGQJp3hRjt+pTuz/zuK1imCtfdXqiUtO1V23FvDoQwq5lb1z3pKCBLMheap+a3",
-	"hbvkcQxdcohGeEPAGRPsWgUrF+qYQDoDkeuYwCRy+u50yRmjiYN1rPKyezrs5Lez0hkf6rxSJA4rX7qq",
-	"SzrQN79ya1jOmDcAUHCvrKzsPKU3fDqfVpnNtXTMbbvbfbZTC5EAfL06RX47atkOWv1nO4CSgB9yjAQu",
-	"NBuzrAok4Sd5jQTo+WxgFDbXw8rbAWgfEZAUafe63d1nOxCz/dIl6yKp2MTgJ4pU3iT12AAVT5chInCy",
-	"0HEw+d5mk5d49FBDR7ZeukOXpvqst0d6PlTBpaCumvrSPVM/7/Kj1ZN+1mDGtzDUrn/rZfrbAxh1Q95R",
-	"o/eXKbbtL1bDZDuPEvbDaPvAwqY5n793rb7OdX5qI7MU2TbnbafnR2HRmO1HvB21RWWmmkyl0mTn++fk",
-	"z/wFae8839ne3SWXC41Bae8uXm39sEe2yRv+wpovi7FZJD7eP3t9+Lc3h+fn+68PC5FZe2SYckCRu6SK",
-	"Pd/dYmIoE0YuuaDZAoy1uekSk2dcRAzVA4Ejg57bu9vPSFxyJMYkKOw8EPvEVt3kUpAR5ekcSrf9HQq8",
-	"5D1cggkThm9EIkBuyLhG2OcJF+Mg3I1mjCTzjBru55T1gdjp9aCWJRMaBZwMfGkguCoQEJnQ2QLsbyHP",
-	"dHOzloBfIAyPJCyZe75ArrlI5HVk1tkJohaUovCcEfEgtMgG6OaBd5YLg9yV8TEXNEUEK0haRAGG4R4m",
-	"GLhQkX08mqepEZbpzTn/BzsSLww5AHaFNV7s/Eji0imKg3VDO/MEzdBTpqnZ6m5J9sbV9ZWzy7KjAxYE",
-	"fa1clksx07Lt701NB53q0Db9LYRNBMNcE2MeSlB2AR8YXXC+9nLyY7xmGcuJFarN2sOz8rB0HuMpvvLo",
-	"Mjy4qy++ZvYdH2uWhJYQ9bmjsd2tWZajLhfE2mvsPYq83UE3GG3f3DXK2YflteiHl8KEwpUwEPmd4Egb",
-	"volcbipkEdloDtT2oarygUxY/BT/tmsRE8WgnIC95BRpG3Gd3dDpLIVgaRvq6BxtSlO4WmEaNlsIAtis",
-	"2gyX9JbiCSrjCvYZP7su6s3O34hSWxLU759jF1djDdO2e+Gd4yETR7p/WB5eHPzqmLcZy7aQmOVcD+WU",
-	"PTLnr5o57we+sjYSVyfwrwlCUSa+F6Y9Dy3Tn41pH5RN4nCQyorPffDugSjK8w15t0OJi63tZH8ExlYp",
-	"sHOl0NO5gsXn7P3e+PW74t78h/Pr4mo05de5sdpsb26UI9ZOpR6Wbxcn8ci3f18l+AFJpcjj7ptvQ0BX",
-	"rUv13Wyc0QTFEkp+YZfncvgBZc/rCR/ajHGYAZnNwfq0XET7Se4hIhiKsSA0y/gVi4gA7OypzNhA6AkV",
-	"JEYDSEzmouBUc6kY7VI4RISJiNDt6f7R1uH+ubVlmGHxIXuiCAQAkv3To45NAPHjC31sgUVrhUeNtCkZ",
-	"M2HYKksIT9AshLmCUE8sD+VIBmIi0yQ3soHrcMaEjaKbBf4DZ9dwVRQIOsZya8v1hKdhcCBXEB/YAZfn",
-	"qwzmQTNG/nR+8pZodqMD899FvkkKqgFhE/HHQSt3KA5a/UHr3//816AVDVqliMzwNzFo4RYNWn0RDVp0",
-	"ruWBnE65HrT6l1Kmn9CNKaB9N4hBq//rv//5r/efbABjGHzpXfATOmP2/nT81szvwl95dvg4cNvlr4OW",
-	"fXjQimwXhloDoQev2o+DlmBjCo66itdg1gkrLEPGqJIi/wqbzlhasPLmtGlJO7BqDQTmBjnaWk4hMhs9",
-	"4eOJc5aCgRRDi0znPpPWnLlAU8CLfyKvbdtcRwNhpZGXxz/bMthGsghDPZWWM5d+qyYIK5i4CSkMsgUb",
-	"aPEYAxlbp+tA2L0YGaIjU7qA0Abw38eDFk8GrXgv5AuOiq0dz2ybEbzcXliEfLM9GZuli0Gr/xGb6f/7",
-	"n/+KBi0Qi4CAzPciYTeDVp9XbZddmmC/3n8yBGcuPY72XRePakVAlljg/4GIc0K2YQfT0ApcZEaeizGw",
-	"AsMhDE7ZDFCFMGR5xK6ds8xGZBSWNuFqKIVgQ60iuz24YGYToB0ItMVwuoFou72MSDHoqxORctgcMp8V",
-	"KW1j6fzXjk+DPT3nj4q0XRS1eb4qYpqm/APrdMlJVbwFvoZxguXwgYEwUs8CHY62D7hnwl7a1MfnIc/0",
-	"MQeGXpSmeq5gu22oMxxRsOhTjsxjSQguRIN/M4741V51mYetqIqTW75L29vd7nav16v1sSODr3Gyg3PZ",
-	"+V1NM5s62kN9lAWeKbP/GE4DEert/Noceo66qB1zfnyrxz2iqWJ+eOaiYlTc2jFcdvZuoyBbnOj5NbfZ",
-	"V/aY5QLULJNaDmX6n+OWfX5vOo+TlWsUNdTPPahCvuZzFGbve8m/rJKAsm3bXOeBUQcCloO5P3x4uVcw",
-	"Ptq/zlDaaozpXLTDE4/Cn5DLhbXRQINY/LJL9otWbhQzUVBjNzOjjTvdPfCsUuWDy42YBletjRgvADBD",
-	"NkuIr5hb2CEq3Y7bOpAB7GNK05HMphgPOJKZYbxubGFR4fhIgNs6D8lba2r/tiw3TYLBww15rOK5Brvi",
-	"K7QmU7eDXySQ/E2Bw6wGsD280VgQNzPaU6aZCAOri96YeqbTLzyGInYeXA28pC5UHKKYhbwm7V6ueHEd",
-	"hM3tByEcyzbkJU6XB1cXOdOe2ZV7ZUIFY+Oj+ThYjDXW42pT8ZewFCdu91ZFEWKFEQQlfmTDv7OKHGhU",
-	"pkE4IOz57YzIOuPD+oQcD6PPp2Aa4Us4d4hdtwzV1kE2CZBYLNvCRGGSyTSdz1SE9rCRzMj2LknoQg1E",
-	"Xl2tj3Y1MF6wKwg+nLGMXM6NHIzRhmM6B+OCgniJxBpEbDpyxyUX4Bs4kBiAfmKi5UDETCQxhHVQMpNc",
-	"aMNo7cMeeS2joxEf+rJQ5rvcNKMQJYjs2y4xAdImJOVZJQOhmNZmgO1nPR9wjeZuszJMJJ0ueQueTDBb",
-	"//zu8N3h394cXpwdHZz/7exw/2Ucory2Y8iVh6XfsnsXg9VwmM4TjMALHlHV8XOupsEbu/lL10CVdAeP",
-	"ou0UihC2MzZjFPNi/euwo4pdsYym5hpEUPY/WjsaNlKn/YMhv6D4c82mqhE+Ks4EauZ9AtPGEb66/b03",
-	"F9Aso4vqyooV3g4IfCRts0cnB0cvzd1bqBYYTi6A+jMEBSGq/RBV8IkKAKvaOf6i9QcXDCg5zLDLTrAn",
-	"wcXYWspHy3Opk6GcceZsZlVrXHIK3GeBygtMxEV4LJCzgEu1M8OeWUISeS2cESVjSqZz82K4jmBGl/OM",
-	"XLKRzBiBU1pHLdBVYfxGSqK61W+ZS3LLMKxWw2EzkRQGHRF2M0znil8F48f0uuLo0a2PDjCoyUbAAQbC",
-	"KNVQHgiP/0B4zlQgm+JTDk2hdvuYSO5pytc80RPMAUe+1yUHntIyRsxtYzgZlsXdc1TnS9m5LCCXwTZl",
-	"VEQEQ3rpeJyBZ0CKuOPAT5FRqy7ZtybB7d3dnu0b2fuQpmn91PNFr6mtuT0NSmrCh+/NP9uTmiqay8kz",
-	"do5u+MyZYHCQT/I51Jkv83nXjHFKb4JB4iezcrcr9PlFKsy4O6O2HoMREXxQDUaByxGJgbvHjyksD11W",
-	"Bjz3eHcDOTsm4QVF3M7Pa0lUmuoGMmYBjM9r4sJINVujlI8nGpLdAZgm9+z5aB7F/8Ein86cF5SzyKwD",
-	"sZQaWsBcK6aEgkCLXoMaEeocJvWFVeiKItEoGSwjU3PlJ1QnHTiY58blog/8G58+P+vBBa9jPJpqrjQf",
-	"qkce82A8xkbp+KX/7D6K6xzRuAmAWQjQDKegVP0jKtQGr0FgtBAPoxEbai//zbOhEXXcn9CW0YRdon0B",
-	"Gjq+DoGYYwxXMPrk0nBKT9rgJnB4FFrUEqIgyPWEZQxlNMLVHsaRCMaN6hDZ4VvJ1hY3eaJIJmWhnkUA",
-	"8tUdiIcBlfwl3MiHqlSMm3sQrnlddfmw3H6RiuqooWEt/pxiblGTv36MSzTXbDQFcrvFgD4XJufnvEsC",
-	"0jtHbtYUaLNACI9Qm98Gblth04ILqnCVlMyk4W9PPxYOyadGYiyGNYH06eoBgLItCrWMieeLlXVHA0L9",
-	"6quPhmOtkdDCjXgsRfqV6ozhJtUflk2psVCIYp1cVz5wTzF6tPbcgQUPHikXWpsyTdoU8mkYhmPbTM5O",
-	"saZAlAs63XXSyiEO5mFElq/9/jzE1Kdmtyfu0eO1+W1cm8Wj9ETZ7ftaeEIqx6s5gtJspiqLL1rkggi9",
-	"FfCHiyR32YQsWcEh1ms0x2ZwjxzCLsWh0M1F7FSOiY31f+QU3yinSOX487OJCaOpnvyjlgfs+2J5vSDx",
-	"apZJyNzlimRzIQApCL3vQhKzF0xoS/PLksBPtsuvXRbHcZ6DClKbSJovBE351f1GVBsaYcN5xvWi1f/1",
-	"fZFirpgwHc8yeRk6IvxSO2VsXWQKBGXJJHRwWKfTaSanTE/YXGEWHbuZScURUgocprmTAHtFFHxDEQqh",
-	"miHfboEQ/JAPlABuFhrJBPon0OcgrwVpx68Oz87+6qM2jo/OLw7fxpGvARVv7/yh2+v2utv9H3ef78ad",
-	"CALbIRuMKzKTme6TCcMESpZrhYXSgXORMmuC86NWILPnsRkf2PJoLk7+fPjWdJlne2LiD3QmbD4eVSTe",
-	"t7wI+u6TF4xmLCODea/3bAhtw58sxkpYlPzpl4s+oWhYNOce+8/HvN3pkgv40ZZ4gCWz4GPqST7uSSbn",
-	"Yxza/ulR1QVbG6nyWY6eoZqns5Ty0qEru2hrcJJgqPfuhfj818mKYxscKbdrbUeFqrPqGMsZE3TGuws6",
-	"TVee5ZMZE/unRySRwzlYpcHQis9dghGcK0MekaFVeyghohfSRBK2ASN/zbTt7XzGhl+An7vFyEmLJlik",
-	"kKanmRms5qYdnc1Z1GCtunnYh7z8OxvW2mCWFrn91/03x52H4v4XYI+2Y1AzNuQjuySrSAiSOJre9DY5",
-	"E6rMDKlASsmt9+2wwoytPTOcUOdonvIxZIVjkOH3vWcDEZ9jEvo7Qa8oT82jAWhhPdVVlvyDifwe5AdY",
-	"X1u6Z3HPvO77XoOw3OVdWcnAECF6veBRbOJj6xIuQXMzmhbNstv3luBscq+SIjIbU8EVc7cjut2s58fI",
-	"KYDFoDOGVEczlE7ngkP0HEV4GbOZGeYX+vC9vJMKpxU4TlXkwiEQ4D2MkEj5iA0Xw5SRtm2czFJqoWVt",
-	"H7aa6HLrvxTdYBn6+QJrtm1yC5rMpRhl9OuJ4droLoaEE5RukrxC77JDqmoMB6XCU6Df21AOnCLVOuOX",
-	"c83ICJI988DJERVyrsuA1XrCpt2aAMmqEViYPC7GEURdwx95aq7Lx+fCsDez/gGcr+E7ywvuPeUVabb1",
-	"MTykvRxV3ckFWy+UGQF1OMESp4bUUppNVaF3G8+11PnR/hsykykfcjP2k4Mj8GowuDbUQmh6kwO/wnML",
-	"ovh0nhqZIOjANVHlZD04IkeQn6MXgGmbu6QD6pmLhGUkfrrT237e+3H7hzgiSqJ0cHJwZKd4/vLPirRj",
-	"blvrumYPAOgg7gzElAo6ZijfFztT/RwAKvwakvkzPKJ5DDbKyrmZKnzDurvtzN1gqmbupkdTwkQCMejK",
-	"h5mDaE3aqOJGwGOBd0UF6T+nigiloMKFGlJYwOI+vf/0/wUAAP//",
+	"7L1vc9s4si/8VVC6tyrSXFqxHU92Rq6t5zqOk/HZJPbYzs45zzJnCYuQhGMK0BBQbO1Ubu2rp+7r8yH2",
+	"g+0neQrdAAhSpETZjpPMel5kLInE30aj//y6+7fOUE5nUjChVWfwW2fCaMpy+PPogo7N/1OmhjmfaS5F",
+	"Z9C5mDAynOc5E5owobleEE3HRI6InjCSMyXn+ZDtkxlVinBNqCIJH21NqR5OEjKSOZEzzadcaT4kQymw",
+	"reGi34k6ajhhU2r61IsZ6ww6SudcjDufPkWdk9nwHbvRp3TMlgd1mjNlBnQ9YYJMZQ4DmWdaEXbDlR64",
+	"0SjykWZzZgZlRpvM6Jgl5Nc5yxdkRnM6ZZrlREsyZhqeEOxGE/NUPxbrB3jGfp0zpY/T+mWbC/7rnBGe",
+	"4mpxRXJ8IYJ1UfPZTOaaUJGSTI7JUOY5y6hpoE+OhhPJcNRDmmUsf6JIImfDLdvEFk+TWMD8pWDkmipi",
+	"VqTVsH+R+dWaoZ8cHr90e3wt8ys3cqInVBOd0+GVwilRtRDDSS6FnCsiZyzHCZRG8T9zNuoMOv/jaUF7",
+	"T/FX9fRkyFMY2BnT+eJgpFm+PKSf5DWZUrEgig2lSJXZsmvKNblkI9x9nS+4GJe7nXLBp/NpZ7AduYXg",
+	"QrMxyzufTI+eAoD8DydUCJa94plm+c+GRJbHccbMSg41boyfrRmO2YUhNkG6VBB2Q4faf8PTHpFAabCj",
+	"+K0i1xOpgECUprlW5JrrCaGxmOVsxG9I1zxs/x7JLJPXLCWXC5J8lyAJsRs6nWWMJDI3p3jru6SHFMDN",
+	"aIHOO1FH0KmZ+zCcYHmh6M0bJsZ60hnsfv+HyCyc+7xjlklrlpsG//Mv//ndh/8Vx9/9P/+zE9XQ1qGc",
+	"zmiup0zo4/RYnM8vdc5Yw1r+YmhX53MWkYwrTbjAtSnaIMkwbDCBk0KzzBCmOdumPSZSKrQyS0V1cFzI",
+	"lBpqYb19e0pGNFMsIlJkC5LynA11tjB9VvpYsXy1kyutY8pGdJ7pzgA7cyt0KWXGqFheolNqlnjd+Qs6",
+	"7ruxzcyb9UPrRB1zWHnO0s4A1nfTk1gaY8PurRikoXK7o/02a3kfAxZqPmX561zOZ+2XFV8iY/OWO2t8",
+	"SvMFfvVE4fMcb5Jf52zO7He9xo0oDeTeZ7ZiMyrTcSeB0DTNmVJMDWAWuAI5/J2kXM0yunhHpyzpk4NL",
+	"uFP/SMKVcM3GAtpddTyqU2/gL99X+UsdH8G2jtOfQDxpmLG7F/3UeRr5q37o21i68P3mofBTzOHft16x",
+	"PF9suf63KvNYtWXFmCtTaKZGJxgUmwfD55qY8aRmj1g2MkzqNdNvmVJ0zNQayrsD0TXOYBXV1ewBkYJQ",
+	"orgYZ2yLDjX/yLb8z3CKSNeN0Mw+ZxHhYyHNR5Ypdm2+6vXJOZ06yS0WSc3eJAQ3cB/lwEtpLs+cgSBk",
+	"3lqQ6VwZGYGwX+c0W0+7t9/ul9mv66+5sszgDyZ877hLymi6lTFz49q14kJpRj2p2C+BNJrYa5r9uum9",
+	"dDx6ayT2pvP2qlGOH+BxY5qOk6pWYHYvo0qTnNG0T2ApuCYpH41Yrsgol1Mkf9QvYmFaCViXUNfmub2d",
+	"XZK8k0eajt+iWmEEASPOjJkiQuqJEf2K3a0ea6eO3IknveEjNlwMM3auqW6SaU6MdJEzPc+FXwSFkg1X",
+	"JHNNGHFPs6bdy0o9tabI8gDtmKdcrzi9U3pjBGQi5tNLlqNYxaYgXdtJcFQvjEZEujv9/s729naveeBT",
+	"rusJb2d7O+rY7uDTdlSI5zs14nnUsQzvjA0Zn+lmLprjA472MkYVS8kU3waGinNB0TngpKT7/uzNlqIj",
+	"IxbO6K9z1nStT0tDuTWDLc9oSYlsOnsHlstuDY22IAK10qgAoV5Juuabii7Z2zdnjivCjEqZOjl7WZnM",
+	"mZpJoZjlqva80kvHToli+UcjYDBheBhThjRWHLtyB02H78cf1p89WCWdLy7kFRNtl0mbh1FfndIrp0vn",
+	"jGqzdmw6k5oJPSAUtUfUvWCa5t7Btw2f8V9dynQRC/MYF2R3j0zkPHfEZRXCnI+5oJm1RoSsGzrmYkzo",
+	"mHKxX+0IFT/LGYEVmt4KDrj9I0kOpRhlfKiTtWuu88UWtNu06M/32iy6WVia3Z82QLrUiZiKsfJ12Gur",
+	"KmwoQJ/SMVsxaGBsnt3hFY0mIzsTOCaC3egttB3hgrtfZzn7yOXcUAGenaZZmJebNmNne7fFdpzKjA8X",
+	"bZWbGTzdwM5mtqm7qyc/G2Gk7ZhAcmkY0q/Y0N1HdC5zfZKnjRYcMyglc03AYtInL/GGgjsveXl0fpig",
+	"MGmeMcf1ckESzafsEBiHtUGYZw/qHqUguTcLmsqNrjUh+/nA7EqWu3arHlrvGhb/umQPvOMWfDLv42EA",
+	"s9oLmtq2zaehFIbrmj/pbJbxIRz+p/+lzNh/a9nTUZ5La8KrEwfwKjRau/hIM572yaFMjf6bHOMXp04R",
+	"TEiX2uPOFZnSbCRzo3gZYXcOEkVuZMyIUHPrXgl5LciIsyyNhTO4RuZh6viIYeUy9yJJMYZeRJK3XBml",
+	"qNy7V4T8MJBH9qJYJCC/Hd0MGUsN6XUp0UxQMVyYTlARAJmLXMt5loKiYx8215p99okiCTyrkqhk7VIJ",
+	"kXksEmAHnCmjJ0tNI0K9NuK16C3Q/tXWjOVb8GMSOSUVxQkrIvX65KL4BI9YBU6ORkyk5pzACuIMpKZ4",
+	"WAI3REVsaKAF+8LTkhX+k9Vb4Zr8/ORW3MgDq/Yg6Q3t186eazQUlpvtS+c4CFwZoKukcmUnJGdzI8E6",
+	"W7CXCUAAsfSmNM2KZbb01usbEgfRb6hBC/ADs/oYB3XJ7BlFHQTlI5pl8lrFoqygdkMLc8oyhvJL+XI3",
+	"r9tW2XSmcXzzWWqFHUul7rFLxsU4FtAYS3v3vvfHQrNc0OwcJFXcuM9PBjW9JgPkGexmxoaapWREeTbP",
+	"WeV4MCNP5+wjo5lhFdgMmHjucVHeSf1KzkX6ACvxTuqDuZ7InP+NpSe567lKhqlklmRuuEIWWnJ0OY5E",
+	"UgmPAX2CphOLgj6lIFzjguprSYZUMQX2n5Rl/BJUFDDxp1wZYpxzNaGXGbt3ojuli0zS9ELKNzRHb+Vn",
+	"XuZKjxX2A5pDF9iEIzRulqpnbwfUVah1Jyn+N3bPBHeag5eOm+G+ojxjD0N6hX3I2qQKN7SV2j3dwdeh",
+	"6anBgHXPC2MYBB+y94J+pDwzxPgAC7PcqV0fIVNz5oRZEFDtHQUpkvPxRBMhr8uXgHkrpZpeUgV3yVzk",
+	"jA7hVPXueakupHxLxcJ+qx5gnSo92kWy3kR3dxE9yaXWGUvRYRTIWG7xQEZCP7UVsC4XmpW/toJWyfBL",
+	"Nd2aZVQwYjgXCnb4SNGJt7tqkmRSjLdmMsucHHdtiJqpZD8UyKwIxnXPs1lrQVZkNM+yPgHLCqEjQEIY",
+	"svDGQOdsRxEvFgmKKfCoO1P3yk2N6uB7WPdqgBeA7XwvqL96Hu6qY0KDQOfuuEtGc4CUGFXAKBUo9EeF",
+	"dhGRS5pmC6L4WJhP5vgtmCagJxA4bTOjEdzzPfXJ6XHQ1oHWOb+ca/Zno3bUa5HeDlLcI9S9NgABMjcn",
+	"oks1mUqlye73z8lwQnM61CxXPRRUkZr65FiQ1xKNlVyRhIpFEouJzFIUExNsLMGXklEmqX6+Zy1dUrCT",
+	"UWfwl4rR/vmSmSTygBfstvPpQ9S52RrLrcC+nI/okP32yVCbl1VeMk15BitDU7y4aHaaG1lDc6PHWsdJ",
+	"1eI4WcyMbG9IIPP378ieMzSzEMWn84xqCW7HWdDmbxXbluk8y+xM12vaH+q0X23kAV0S0QujG9xsUpZ+",
+	"LnMFYDH+t17fLFLVsXuvwyy74M3KJfhb3/2GbmeeJsTLFAoHhippg10v52LIZzR7orBx9JtqNlU1sChw",
+	"TRzjj+CpsL/TPKcL8/OM5XCQkXXUdOd/J1qSlA15CrIDE/NpZ/CXzs/vj94f/fX43fnp0eFFJ7Kfz44O",
+	"XvoP709fHlwc+Y+HZ0fhx5dHb46Cj29P/lx8OH1/9jr8dP5T8OHNm+Klo4uz48Nz1+3hydvTg7OLt0fv",
+	"LoKRhd/WPOhHGX7pxxp+6Ud8evLm+PA/gi7sF7Z1+8m3YT/7juxn29yH5TPvbYf3SJjWVGl45vzyvxga",
+	"E1ZQGZhmDMs3goCaXyYgDm3qYizsbn/x/ZZor5i9xF9DHnYGPocGi6fjQeBhHnJlIXpldmRVglofNlgw",
+	"Qi3Dm5zsW/3Osl/ZLIGRSVIwRkwd5rRmfP73wCBBuCZdMCqgnTVlgrO0VzrI5Ql4w/Z9kIJl3zAec1Gh",
+	"2uRHitThPq2Z1hNFNLvR/c66bQ9M80Xbddte5lCVVtxG1q1/XWOHdEYvecb1YuMbEIXJoW+gT5LDk3fn",
+	"798enf319dnJ+9PzhDBhNARVYfcKTOkjKuRcR/A3tn1ZQURYJFIs6gBb+CfCKB1YK3i51yfJm4Oz14b5",
+	"nZ8fvD46T0jGtHICjZHqyXxmmPYOectfxCJw2Rl55k/8hTnbp/PCaxwYmJXmWUa8/GNa6IGoQwXawFhE",
+	"KHq/5KhYJM5ULHI2y+iwPFcjVRVLaeg/Y/QjU2CNNjNDN7YcjVAwKlM/V6e4VCXQ2BEsflryxqNZfxnh",
+	"sbR1A3Py/NGvYsLs6oP10YzSLWqB9OCKpFzBAGCHhYytMRRfRfJUhYQZlXQXfH1I89ToWwD6kHNRWA6X",
+	"+c2sZgVeMpq+AUQNuKtesox/ZOaZed25bViHOnRgiNWBgVVkLU+EMNgm9EMNOLlhHgVa707DNhoh6Sb2",
+	"a+vEws1C9zjansEDIlgx+vZ3Wf34LfD4LkMfQRPuVvgjYWYjC9/D8khrdAT7RT2azbOxQHirDK0Tdcos",
+	"pUYoqfBj+LWW8QKGCcgycLPfThu5WPa7T+VHVtjg5UMoICtQADCawgChJekiAgLNG0aor6xbeXhNCyhY",
+	"diizjA11rXx+gM45w4A9GF8tL4UXKWpWtXjPR3JAjMhKlWLlDY2vrZhRU2AGYkapG5O5X9T8UjFd8rI/",
+	"CW44EGAcy1ZkSD30kHSFJMl3NcLq83UxADX4f8CNT7k+pbkGmj0ZjRTT6nbUbF82VDKEZiN/zwIgjeVk",
+	"5jpa3kyJb9cvof0xWm7IdVHa2FUHoTLXsibpltEplmtIwo25liiKg1ALfAr1eYqGXUsOoe0wOI05Yy24",
+	"wRqMCQVDZBie4DDkXZkTMc+ynjeGVO0OSMV2dBFKcLFIjJ5vRbhi5KbT+lvI9IFmdBRpAjKVQ57uxHH/",
+	"L3Trbx/+l/1je+vHrfKH7+yH3a0/fPjt2W70qZaySwuxvP6jnLGtkcynJPiljgt2p3QBbnpzf/X6dV2Z",
+	"tkxTF3Ss2nPkV+Fby5z5lR+gpmNVG1jyKerwz3sFgHmH1liggt120RWfoioMtvXIqjjY2jFWoLhNKyJq",
+	"ZS3TAAhRy29FDp1Jp1KMIcpC8cuMi7Gq3e0AWtQEHa+s4jUtxLTu2atD8uzZsx8j8v7iEOjJbDLVnUHH",
+	"aB9bpvmmbt+DgrJJtwDlRtj1rfuu3oOpgyGVdylaRkGHS1WeQeXQrGGgLWWFACezmbAQvNgsLawOLSiY",
+	"/R3kCHvj198XVoFDUaKkztWYheZa4tVeQyvgSJUiW/SJ15BpzggdXgl5nbHU0AoGcSx8cEa9rehzGJrX",
+	"BXyFQV2F4T7UOpAZpag01h4XvwSku01Au73mqoKEUmQ2VxMG0EGuyeUCWIPz5YHnrnSCuNDP9zp1muEm",
+	"TDoMUvkQrQgae6IIT+0dkLFz9PstT9X+QBQXQ1Za0yeWO4Tw+iHNMnAv4ONmwjBRfNKuR+FbkjmZMJqn",
+	"sYC4EK5LOn6wAldc1GxD8svBxeFPyYBQaLrY7S5skBtVb58kpydv3sCD1dGy3Px6cHZxfHF88s48EovX",
+	"rJBoKw/j8QleIEGMnNMeYVhox35j/ucerjVlZ3UR+GEHeNLAtjifujhYL7+qJySjY9LNqGZgczISJfnn",
+	"//1vK0NrNB4ppnstqa1ouu24ijfKh05eC2UV94E5AkpTQ0qXi16fHAQiOLrZJ1SkcFpi4eBzRYSZApOa",
+	"g8iZFZDXguVkLjTPEFYOn3MGwSDK01JVWQsmuuzxAbBiQ9xMoVsFM0QjcdezCnTthowwwugUhD6ZCbbd",
+	"BpXJOm0m5L7JNRepvE5guxM7/CQiExc6D2kS/MitIBpypX5915rqed3un71/9+743etksGwAJN21IYBo",
+	"38Gf/BLuIzIxICwbdjpA8iloyxzj84uDdy9f/EcygFQAoCpqesWI/GhOvbQkJ2TxmnnrzdHBn3HYCuIs",
+	"kvPJXKfyWiRRMREbUwZrtk+So38/vkgGJGMjXT7cdg06UccOphN1bAedqGNeqz3mRng5Y2NDxPkaCcyu",
+	"We6fJl048hkdAqwr4wJMKZdsKKduQffJbQVDJKLVlAYnwCjifru5BnoyB4DMRUjxdTRVJwLWRA8j3Vl2",
+	"XxzI8C4uX1dL67pKLFolBYY3o0ImX3jHSy6MZWGpySl9GnIwFECQiUUoCfju1Hw6xXVrKSwGC+c+qDqO",
+	"tlJmte9FYA8pIsjt+ZSCkRHPFepqwjnCRHq5cOggjKdAMQ9dg/4sugME9/7GE2spAns4wKpNh0VaKRDj",
+	"1Istf2iTaQ0Kw8qfm/gwLpxnrM5JsU/qnBT1zD9lIy5Y6mwRqyb4MnjUvLnKWVFVoGGsXnWeFWHiQ6rY",
+	"FheKCcUNJTaYTBocC6Yb6zFgN7OcIUADroclQJNqdCq0MdK0N818JivLMo5mSZEpww0LOwtXJRdhk9+/",
+	"4usT7DpbkNn8MuMgQUyD9ATLqp13Ta7qA6FhNa7fQjFdbnnZSrSJbSjqZJKmL2hGxbBW2vsJcOdu9pfw",
+	"IMN8IP72A4IqMfEBSaxzKIk8qV16miJdK5dSkcbCBm+gZuIFnygUiRfBB5B5q+K8ETvlUD0tBKT+NO31",
+	"yTnThOpYYPSpFH0yYnm+IOxGmyMlRVmcsYNeq6bcJ+KmJkKwtV3Mev8fziJWdPi5bGFFIGQ18DXkqJ7n",
+	"hcc3PGZ3sZ+V2f7a+7StPW2N4NRCPKlD8rWWje7BlFaRsdbLjZATrDT4yMp3pKsBs2I0QZSOenWixkMa",
+	"xEpgT7UiB1sxRZqHM2gSIRotZ432MWsoMpcyF8NsniLy3iyY1fypCpetjSGjlT5fFsWNPtOq+SW3dVWZ",
+	"qVdeisVeS3XmEK/AzkFWlgaSexi6CjNm9VsJgCEcpVbISrNf151wEIZhbdDLDLBgTE9Ry4/qTVZuJFQp",
+	"Phbg7igaaWuWva0UtUZyuheLYMs5rJGFwqUyj1pxyKZd3FSG2MyyeESHk2JWT1TgxAdTH+TQxIlu5rj3",
+	"gmBVXYaLeHP6W8sKytd4eHtjj0j3qxjCCmhI4MxxcT+QQgyERsjfs/tDEKMxIKgYqoikfGwIx6xj0k8i",
+	"kvzV/DMw//xv88//Mf9sJb0oFmFEGCUTgGTkZCbTIPlBmN5i94dVaJKDrf8XffH9vw7+9//ZaoKWgOBy",
+	"LxipFN9EJd8cwEp+xYdU92sgFPcIN6jAevaCyIavAm9wn951o1OVSDkK6XhrCeO0YzGY66myniRXItXs",
+	"1GoPsSXkEj71dsFHSLurr/p7tBuR7jb5IxFSsF5gQuJiwnKuq6akjcCun9nK1NqwtCHGdTOzEyrodMaN",
+	"Zu4X0LDSOrNTvw2Q9U5WKNUWGL5CfCn8PbYFSHTYa5BklqUL22sgM1TkAGdFQWe9faE3IKEaAq4H9KuB",
+	"m8snfgsRCEYsvlxAwrKyhxcCW5EoXLJIL2YYNS3xn+DMJL19wkqyCIH0axSSy0HO5wy6IVno2CJyhNk1",
+	"rBLIhXPOgtk8ItcTPnRmHVUYdeqczxGpx1n2+uQgFkveaLDDgxvM0iTi8JfPd58cYiz4JfOGDYwKdtaj",
+	"fVytklUOMtZk13ShCpvXN2JlqrDwwvIScpVmHo4Jue7CvIskXV8QlW0z4gUBq1ysF0J+cdm23TuKjDDC",
+	"dWOBYxOuJdoxeuuSspjCW7B21TpeLSKsP+6T5AAi1vBInOYynQ9ZDi7pubIUtwWwFC7KKFjI256U9Jay",
+	"lLK9drCV2NX2iONaoaU0+Wbqt+LEvQnheCgdflgxrUGqAyci8H45nJsxsdRdAzU2xDDCannjDoNfS7xg",
+	"QJLfYpho3BnE1XiPuBORf/79H5+a49gwMgmWRdWwyF5Ubr8cPRJ3PiU2AVPgUhiFUWkV8MpKk2cRyVfG",
+	"oi8ruEMXOmEmA2sE6caW07bWoGdpPmZKEzWhOWsKPIBbbsbyIWB/MXds5DaP7Gxv9yKMTQgrJwCMgH5k",
+	"seCCjDI+nujl6KnVqWOjL8Y/Xb7mkiX1jZFMjkUJU2dX99nS4v4kr0kmISMCgmeqCBnDeRbKfevCtIY0",
+	"M0pQiGeD1XcJPLrf9/vPtrejWLjlf7ZdjUp7VlrX72vXda60nB6JYb6AAf+JLdrECVyxhVkohu/VB6mY",
+	"mUTkis2wHIrP2DuSuWkLF11zJO0ByhexUFrmoRjKBTmVSo9zdv7zGxtUQMxDdMzILJea2dIdU0I1yZnS",
+	"kBu3SEdlh2hTwXJlxn6r+Lf1epelgVoSADO75tMwMtIhtrwB2dU+4Roiq5QrLrKcQdwnbt6PxXZZlCZT",
+	"RhEktfTaLaIWU+YS3HEpfgEoUT3lryJ8O98niiSl9o4xNCRnUza9RHxdSOLb/f4Pz/e2t/fJdkSCKUYu",
+	"AlUZ6g/a6zWIqX7G0NwX1F3tAyVjiAelbKqrPpyVp3DicnUOTOwAuFUZkF5OSF+BGdezPq9kwku9Aejz",
+	"Vfca4LBLTpAlbdWqMYAqVVhGiCqHZ2ogirrMBjfn/G/sWLxYaFam7t2dvT/s/fDs+d4Pqy5PLTXNIP3a",
+	"yhsUkkeRLgoC/R1ywV8Ut+guec1f1LvAgoP744/f7+w83/3DH/7wPLw6t/d++P4Pz1eifhvsRIdW1qEl",
+	"XRmZjRyRnX5/9/vnIRK4iIs2bDZ4qTco2z1QnVQyFnQ2YxYDHCjbyYSqSdd//hNb9MhUpqSipRvez3Lm",
+	"bKz2ZXMRcRWLZMo0Tamm/bChJILqE6T41Y7J2u7d70EBJ/uNMPTWzeXc3Fzykgtztx5WhES4U5KSESQp",
+	"YcfBiKDLCOrLhbUFxKIe4HE8nc614W4DMztzXzFA7vEwqnFUSfGT8RHrk3cYhnXJQaqF8cUiWcXCk3Uc",
+	"00U8rpDNcqaZAHZeezFYnrvuciBwNc90cAdi1qyK3LOz3e8/3977IZQ8oYtejbUjFmVzR2Vytp3wANVN",
+	"0Fzbcq7bSnwXxU1FfEY3ZEpy1CzQbRuBrpjTs+1evyzMrbu3PnJlpalbjRTMbencZeIcQRZ94LNB6YXK",
+	"gPee7W6vGDP+vLpoW1l/LbvS1geLvyzf1fUqa+P3yPPDr57v1XRSCWM+PAZbOnQM12RkDjU452Z0aFVP",
+	"/zHuDMhvceeKLcxfkIDt06ekSLH2fK94VXkBxhx6Dybz1Qim5lYb849MoJALYwBRr2jC+YvltbPRoV/P",
+	"LMOJS7SK1fGk0odG/847g87eLuxFm+V4Cal+HRHf1lp2ifDzURB5ITElcQ1Clwmd1xoAyqEbrgEQj5/t",
+	"QqUQELwpFLYoBQfZZe219i/XTvtI6Lyilz/b3cRg42b2oe1CY4+brrZjsivW2IIW24uS1donH6L7LOWy",
+	"bM11A1y/VKvyZtk6HnJEyu/UmJ4yzoR+hVmeV6Gn7B5CQmhQ4oZ0rliReNYWcqFk7+aGJCzPZX4oU5YM",
+	"XCp5iKiD9N8OORqRsRQsFo62e02Rc40n40QwIucaQkhmIDPjMMwLC2Dk7hssm3C7Y4Ar7U9B1SCF5WXu",
+	"vIS2Sk2Xku/LK9jbt0XB6IKo+XDIWIq5b3Jm2kvrV61qMy3v89Koow0Oabge9Zkq7JbIUZF/3bAmu9H7",
+	"1ncoBc5H1dGlTFmjiWZL6UXGCCwRMU/ieoDlA7beLXG3SHVPRkECekuBUSwaU3+7JktZnQy9RnX1GLDx",
+	"ohKD64D88+//6FlvXWJGmhAq7MCxSI7ffgw681GlPl04RqUMaZ4vSjtdKMmeVOoX7KeLi1OCYUk+sBtW",
+	"6Yly6d19+cE1o7BD5pp0jbxL9rb3oljsbf8Yke+3n+Fso4bNaDzcZvSWtOpQI5P5lIoto2WAvM9uZhkV",
+	"dlD1HdWiHpZo2mfZX14xyEQuR1bFw90KK+W0IdUDMqXDCRcsGLqn17qaHnWVNiJSqaURUGyRwTcijVQc",
+	"BeWXoqUqC1G5PJ1pvJqiPSJLCaahneXKAYa/1yXtrghonerE6yh6eityAKu8L91BKpU7IsJHhApMkeVH",
+	"E8jiA+9J3zEixO733weQsxZImtRI827kdVz0VdWY1SDIrwVQNJmzrtjiKWY/BsNWIH73UI8Xksxy5sT6",
+	"KaMCcjyPqoUM5LUgl1JeGQnd1ygMZGzN6BTK8SzQ39ZSqC4kn7qdLYtNNfkcfMzTxuLbQfFqvQQXxFNZ",
+	"fuyHgT4R3Zgs0/FK+5DhpD68qBYfbGM+DvSKgA3X6HXYWjVeA2ORjeIOylCY7BE8DCnUmTggOUtzo0+5",
+	"VmOBmpcLL28XaZKuxmBV7P/hJCZUkUsGmVB9iDlwbdckQbR8fditIbwZz1lDifWlJbMGlduH1PB0Xdlb",
+	"L9lbv72trVcydLfBLVOl37Ex1fzjBnmC3BsHBU4IU67UJwyiShNhXwmxRS6ZVbh0XWozXRTpMYrrnOVI",
+	"jlLgoXDmxo0P41v3Yv2IPVHIGRoTaw5koMat0ca4Qr4yIDOqIOJby7JSZL4I1qW0IFj6HuONisdjgZY3",
+	"OHXQep/8GVUckS2CdA5obmIiVQ2SG1izsrWkXbTjKzv66DyIn1fEtoRlGslcZEwpqwXfa5yXY4XFHlQ5",
+	"Q2VW5eMbcr8PK28ItU6zrdSWLt8V05WNlG8aRbozqcyQFwgTba0mBvfZuigtP6C6Wf/EaKYn5w0ZK+B+",
+	"KukKE3jeepxpyoXZ7FkuL+uWojERhryySg42VxGM5NVagrAt183oODXiqV60TwBolPWTw2Pi3nyiiJrQ",
+	"GcNkj0HYn60TkkupsdJbYD5NXNF7I8DwtPflcfH7jZkEHXjS3I4C9Mrl7IGke3J4HItgTc5f/km54nvw",
+	"Asi2YDlZ9uq2m5trveTnXZrqy8AWXJslz6IpUbXnAm28vfWQPOT56+IBHvMNNuUb5OoAbCjclmWq5O/I",
+	"mbKnK+PKlfZLKLzyhn1k2R8PDg+Pzs+PX7w5SvZLebNttqgpNfupZmyoV+zMytj2zQgxYBqPSRFvd0nX",
+	"AiTLiQrLcdVLYdcbhlav37v6m3h56+iaW0GzfKpIF9hLOeOIDeyF4oTJ8buDw4vjPx8lvTKKGwp2YJ4j",
+	"fKATddyznagD9TrwZyzd8bIW4+2n+zDxXWCfC9fBouP1hE2/mtivB7l69lHGpsJeNFMKUH70MCBR2BvV",
+	"PF7yOt7DTUS6vu7t5aK0Ib06DPnXA276VwthK6/KKoZ1J+d6XdwRluMZ+6h2T4LBndHkdi8JWV3/Jvnn",
+	"//ffgAIy/wcDn/eh19J6RJQk1Pu+zAUOp0YxkfqjE4spnUVWicCykcrpGf54GWU/VF2X1w+l8nvhgCDK",
+	"quU7QEsLdVnFBn1omm3FXAUZG2kyt9p6Whdl+LvgWeay2Dyi9kswJzfaUYlJ7ZNSUZnricyYWaR1nIpd",
+	"fxvcqvHsBGXxa7Rjo8FaMg+L4Tcpyvte6YqsS34o83TpND2xZqHa+gMPGIEA5alYllrMMxqqHkDTCpcS",
+	"+vA+zovG+ipXXMBC+kfDxBEoJv41qCFXnzcCI0oMozRzbTCgzxEu5AfKFUnBNlDEpJQUAyg4WRCdKx9p",
+	"bkjL0hvNaJbjV9eEUKj7jXNsZQWroeYz23wtXGKFmSv0Ule3qlhxo7CeGsncSO5/PT07eX12dH7eiTqv",
+	"Do7fwNfn7w8Pj45ewt+HB+8Oj96gSI9/N8j0RiEyqvRstf5WWiyjwFH7zt2SeL3iApw863oe2efu1tu5",
+	"pnmLaSp87D510/JxC/KlVuW4goKXD09lsz6047GeKmsskb7GO21iu+G5qDgmh83swwecltpKeerCXsKS",
+	"3SUdFYgXy0m+DLTRqHN29OZgBfXXkTbOp5nBmReqNcRJN7StJvUJJa0MmPOGQpNUTwjV1tJZan1IBblk",
+	"YL/u13vhTNsjjo6Re70CiiVfplDfaWnRonCP66jt1raOxu2vmCiAEAK7RNlEsXLzl33gK/ScVctbKb68",
+	"pL28rUlO6iAIz3YjouUYjYtog/TxChifV4wj6dmoADlCKMbzvQCJAXrLDAMscJKKQNkec/WpPikHMNjs",
+	"AYoolrFhkPv5cmHjDYLRQjwsDCYWxRHfJ5cSclfOQRe5pnnZBaf439gSQoJO0U2+t9svYhIBhFgDlni2",
+	"WyWpqHOzBbLc1hVbbE3pzVZm5c/ne8WWHlYW7h5BJdg0KVahXFC7ayTQn21cxm13kuBGxiLcyRGpr8sN",
+	"ucJsKQ54dgsU4TTcP4zDNCyLQC2GpPgtMTpxLLRlxwsCAMVLOrwqQm4W5JrZSh+Dam7agoxYOdYv6ALo",
+	"h2sVi+HS6llwti14BmvSpaDTG+3cBnRwAaQ2IHvb20a14aC79Kzl/1oWJwhSllMdC3u4oMXIeYcXGxJr",
+	"zsa462x+j9T5NgQItLcEvKzx/9NmVNBwdd05F6BdRTq4CnKeXWCFOfS0A/GE4d3gkJnlbMRvgoJ8ygUf",
+	"2c9YKDJx2QAiKCVWpMrBkNUgxNM338Vwi/OXf3I5SRQ4+xM/uSSKBbTmvImVJnr9Eu7fll/lGiqwNrxT",
+	"X3ZyRWmyv/zndx++q01zNqxjRJtgQpY4WUPdlzquVNpXcz4b2nTWlFJsbq1XGvxeW8OJVMxIgwMjv2Ss",
+	"FItWaoZg+QEA28ApxMofHsSFYdmMQNlInkIwXynNj38CstWH7IWnic18ownDhD8pgjzaJKyrA3HRauRU",
+	"fcgahJRZ6BmmMS1WGUdZgZ4sxU39COFqJyJbOKThaJ4B4iAWRcN9ckBgVAUgw2i9Zr5wXdrV4QKsOEkl",
+	"trES6/bj+sDncgMN+HXbsRuPz64f4pDILzgsSKtUDefVYchO6eaEB2Jh7rEiJN5o97giLrGS4T5UEwpw",
+	"OkeA5kteYH1kbpEs2F9GzZZJwXyC21gUXXS1JFQsMA2aBvPZjXYtFo9JLHkE8aylRFQ5ROunNdH6Ng+V",
+	"2Uhkn3DJOhgeQg2XqcfVAOnacst+BIhggod6ffKSj0Ysh4onpRXEOZZXkObm4GZ4DZZSNBguSO02uuS/",
+	"YHwCAQBFwSnkoXKdFKBLFFbLBych8Xx7+xkj245WQeiwUWkuFR1s5YBUJ2jrFkNcf0YXgOuK/DCvKYd4",
+	"Cce0fWMhS0FR1b1ihAF7RKcwoxD0WUwpZ/8luVDFEO0hD3txlb0ckd+Gx4TByXUhO7Xh18sJy6IiCQdU",
+	"gp1IqcrA0idBwthBLFrGWDtHQbTETFwa/yu2aIyZxjQ5Qa0oSPQzz4UKCslZz48ZexjYHJ5wm+spjHfu",
+	"k/cKU4fEIpdzGzWTLQZAYD6CzN8VnhE1BTdvsmk6p0OGrt16nvjLs0MCDyHQ+caDR2c2axTpJkEjCZkw",
+	"auaJdqKera3ulj4IeLLJUGBh6zuw62aNJwO8CGr6gqJtQTSaBbKrGfWhIiwWtls0jyucE+RCIicXb04N",
+	"35K5xnJdQylGfDzPfeH26qK2sPVXAgjrzPxyRn+ds4goPgaXkbxiNpjB2yNQe0D2aqnLizzvz95sKTpi",
+	"vT451oVjqYxFjUUVjFrycezuraWQt0znfHgqeR2FnAhGLufDK2YL5CqW8zowIoDDNZ3OGgJvoIknCg2P",
+	"7U2aoAquaRIDI7oUdaMIZfoxnQMfsRIEXHOMioqFU86NQLxkZa9WS/dzcwP6UEsPZhnPWXNA4xSeMMzN",
+	"rHVQ7xmnUuPG5FM8+WqF/RF3xJCHHLVKrb4qr+FqO697sG769UUQD0/ev7s4OrMzhiuafQREj4XV49T3",
+	"yeuD96+PwscUKLEp7q4ql7+HNjtRB16qNY055+LaXNm4axCxb2446L9+9+C3YLsiIrOUKY0STWunSnja",
+	"apwoc1FX1bRIwALZVyIvjssi4Yzqr7XTWwSFLWAGXUUhkfkFqNvgpvCEGspchHm/bdHDsLKmC0d4oooI",
+	"hlFOp6y3SbwoxIeWy0bQj4x0D+mUZYeGJ17DRQD3KhXW7EAzkvQRypBYXoHHvt4OnjOqmtzz+NvyEPrt",
+	"YsrqFhkM3XVXyUlOhxnbOszkPLVRsoVNe0ASqC7eB+F1CIn9QIy1X+SMZtPKN2MuRekrdKzjVz5fTVLz",
+	"m2E1z3ZRccjN/SOvWT40631JFXu2G9r2KiGCOErUKkC46WdySLM+bflfTZ6pz1VhvZrmtjYQ1AvgNEXb",
+	"UiABf1VxbqttaYXY7Q1XDnPTZJWqNRZ9ndF07aWNB45HW1UYBDKf+9+XymiUioNEmJJKKWv2dnoEZm/e",
+	"qIzzXYLjMJGfM4XZdKJOqVeMta2M87niz1y7dQcEk1otr8CxT37tBJYii1U3ZUKxCA/+drRk69m4pHF9",
+	"9yWG0qZ0adGen1eJ1sJYr+KQlam/7m5aSvzdIpBr6Z2aAqXrTsGqYjhgZRrn8tpe8xjYby5m/7DMDfFd",
+	"gfoigsJ1vUqM7CqCbJpvaBgoxVkHhgRvi+H5cpm8pczrIGD6t2NRjWBrn3l36QKrKyq9ouZNXe1sW2W8",
+	"qJxN/lgunR157sNzN8d7q4FTIfYSSQcziVbH5FXS1G+ajMhvl5YBg92MpEM2Xjxbzie0ZA2qzam40iLe",
+	"xNQuMIeCdVlqF0zsLaS5HDKlsCacMyfb+uVGyHUkzRuKtvtBbe1syO5Ka9MvJ/L7fqNMbOt44ErCaIB6",
+	"gBLouf9Sqf31Rc7s2T9ZsS3eXFthFLgV9du0T/75f/97x5VCaXnpbCB7lGA+Qd1PV3QSea0hF8Nq5Xw8",
+	"0b2BLx0BqTcgyc1yWoJVEfR1VcYyqpnSuH62rnxlVTE1nVE4NdnutQ7XL5ptc1rC41vaki5sBLp0uPYB",
+	"oG3HAYdsTcVJTFB+bRlyIIxYgR07nwu3KfWSetszCO6+spndTLHXQhQJT2CJU5dWO1o6Frj3tecTKjvU",
+	"asfHB2+/huIVAH2WWaqCShR3KV3xtZd5DmZ417LHtyqk0bYe97rqGXbhi8cQBqUWQtObctaAZf9KRaRq",
+	"Fytqe3zASsFBj5+rVHCr6NRgL+5SE7iZQbQr/wvLUevJWFH3N3ypnUSLLOv2lX5P5/n4LqVNkLdIMjPt",
+	"rMBY1UwYukZnUxX0oCdMsQIs1YUyU952xFPMaG7RUUgxzgVrDUmYaQXxTQcuFTcqbyUQU10NGkAztUIv",
+	"tS9EE9U5StYVfvYLGxEjJlkriBfck0rdloT4cjAL9HUiL80RM5AEGcuSfZLQLEuweWVXxhbTd3gHrCYR",
+	"vGXWGF/jWMUWglldR0Z39Eu9VIzfljU9Kc9Dzm1mAD/w5aL9KJraxmJhJdheRBL7HeKccGA0y3BORTOI",
+	"6rDiC1S+0FLeqsYFNOyw8O0uulP/yvJt9wsIvWF+XnuKlkQd30jjEW6KIajtYWBLS4dZ+Ek3eXdy9vbg",
+	"DeIn7M9mb2vKayQv3/yc9AxlXUo9iUU3eXFy8VM1YB7b60Sdl29+7kQd80itLy1IP7bO4hM8uknqHqNZ",
+	"2UZmBTitkrn7dglfgxGtzPa6SVafoM17zR9t571p0qOaJiCF9O52LypimCDTpZkBABEQbXybVWxOHb27",
+	"Ua2vDVf4zomjGxf328g+OCCUvL94tfWDu08rePo/8Reku/t8d2dvD33E+yEUZzhhwyu8gJkYypSlsVD8",
+	"b6wHHlAo5VF/hZVLg4U3WJ+84MJcH2BSdwk2L6liz/e2bCfkcoFVJjFJcQ08xVb8WMXYC0w6mBlpnpaA",
+	"6TjnL5q2brnENmzrGsJem2y5YKsBWjcACK0Be6xKWF0tGFf1pRWYRi2xzG7K1ZDmKUsHNbIDV66mUYpZ",
+	"/4X0lixb5HNqGJ6HW/0OUkGaZbmu80P6lfJ5wIX0C27lIyPiXIEBtZ1BrE7bWueu+dnVi68yRRy+DWnx",
+	"lQ0fixd+vuKF91aucFWFQuILFEaxUBIfpORyrrxORYZYYkZpmn9EERyLTn3VJQ3LVrWimteqgoYl7gE4",
+	"7/raX8mATIpiPpWihjkbc6URZO/Sc9oaYIDihz97TlGKRcuqhw4yGzRXpGW1UNCMzpR5W2PsvEgvES0d",
+	"i2BQiLfHTCnyo62k7KuLIZtmH7mcq7CDeTlCxZ8ShLE91mD8kjUYH6zuItnGqDUUz/BXm6lm+bVS1IXh",
+	"WDkrOvdA5IW9lT9LmcbPVprx91mM8Sspt/j5SqWvruW4vnZj21qN6HZ1HB+uoioD7hmeXKnouAwG2g9u",
+	"2+USj0WsKmynYUaKZRDpKWIRBoB2Eze24zTptS4O6Q3tgcGiAmWRuUtVSOilM/xVUhtgRQGL5yTXk0VY",
+	"ZliRBJMVJLUkeNvkoXfJFFqQS111zPsvhNnrk9MgslISSkbzLMP3Y4FJ2BTZ2/2xQfC/S5FMN7gjkc7q",
+	"gznODGtHQy9EUBhJ4/3ZGzdL0ORnGRXM4j65Wpp5OZf0ROvZ4OnTnd0/9Lf72/2dwQ/bP2yvdDg3XHYX",
+	"wSIX3mcMdu9i+U6XsJ6Xs6uGEWfOCQ7H7JpDTdZSNc9Y2HKe5E7VPC2knAAA0IID8GhU9LwWVTbXlNH8",
+	"jBUu77uiZVHCEn2L/VsWq1zvPbVWqodznhYd3ofvtKkm532V4by30pv3X22zF+hbCBxcmDvOBj5DwhCM",
+	"h/VRLdWSB+gus0Pgyu1F5VhsXruz1oNdLui5kbe65tTVr3QNNaxRFZqtDUv33BrZulGMatSua66ZjVNK",
+	"w5Tauenh4G3mpMdXfJGQmbWUtjL4wMjO59Mpze/ita9GljUa4TAi0Mh/c6FZrgYk8c6vJAo+wG6ab7zi",
+	"ZT6Eirz57EKtklh0C1Ij21FjoZgotHpkjH7kYtyDbhz9uZYx6ByG4AycCekKGYuKU9xZeiOS4IVhnvOn",
+	"odcnr+l8zMxU7ak3bXLxCkxXdop0gd2m2a+Oz0ERM4y4c96XMUtI17IY053nGdChl9ILVqKYkR9EAXl9",
+	"tu1YVMU36hfeUF5pE4qyKPBjuAVw6nEHSkfY/oIriFwFF9BbcdOiuIohVbsYHZvWA5srlqITdaoLERxY",
+	"VevEDUiy7tzwqQ8kBW5eiH3wRo3XbDzOgabqzq+RJiD5AOw0cc8ya6UKooFBkCxFd07pDTAZKmrncSuY",
+	"RhEli/bWIqVwWIjcaGQUk9Q2pMRr6I6JtASktvHSXXYzzObKodJaOibqGduJ8FOYQbYIsy2Eqis0h0WO",
+	"qjGGQI5IAsmGkw3DUm30cg2sLYgRbmC5y8vcEFCpZDZvxp5e81RPkAiLsGhHHDvTTtT53vyzM6klDwgv",
+	"r2/Y5ra5VSB6Qxx0aTZR6Uy4oSDZROsuCyNRrEidypXmw/Bobu77q8iyE1sXtOKeWUL6lHsPcEitKesw",
+	"HBjOs4a+PE9shpp4g+gSPkSFLjYSeNi6ZT+lc1JG5vlax2QLlHaa/dreeFFsLhpeGswX5VWuNd72/Sl8",
+	"gN6tRUcrlo369eSPV9IairbdNsVNoYKPOW+cucVhEGTeCHDqkyOgQ6yFGJG5sLdoqLtC0yyNBRcE8InW",
+	"tGd4o71qC9GiEED8dwhas/ev/xappJpsvvTMCsItPBssX5+JCGBxNqeRywy1MPcKFkLxUogh3VojQZuo",
+	"z8q02wweE/BjSL9NYGaGFShoPuS/i/UfMYeRVMx6X1B5M+o0jBjgKLAGpYJ87Y+kWmfZW7boBbnNttBr",
+	"CpOpJCwLDH0tYzgqpNV2Pd3+dnNGU/CMXbpF7kUkXMUyErc2oZmy6TDBWgA1pwRhNM94kLoOl4G7aKVb",
+	"wRCqc60hp2jpdJR3q5l9WCWsGb+goO4VYlzfcKV/Rr2v63CrIbhhn8wVI68ZPuTEvmlvU9BDaKYMn4zM",
+	"IIzEVboVi4QlpTu2E1VAC/VJy5fwyV/c4f7ozfps3qxH/8xDOS9uWdztGzc5f2Zj591tgmdoHrkbrtrf",
+	"rYHIGGoJWgJCAtNkWJREG3WqpZ2h6+I5gpXsWZHn5ZufTY/WCuQNEDWRGP3NgSVZATUDA71DXdSgim06",
+	"NEx5VAWgw+I4kMh25O39gBnpV1EdazBin9bvMkJg16FfKy8t75UzrW0sgWPi01pqWCP6LHVZR9PnjF35",
+	"oHJ12wAuyGFu96Yccd4ULK4GSxqPdNHRPqI/gMYbmbMXC1B4zLm2j5VSFgfaCoWcGkUOgBqVqEXmAdsv",
+	"DqY7MzzO5bpV5lzYmFgm0t4tUh9sktjC0b0/kjTLykGf7dMQlFCiQTb+Unho/d2GK9F24eF+M41tcAOs",
+	"IdBVpzFYLzg0t0/jEiYW8FlqFWNXm2bLqdlZNAuUcjT4HLg1vT1kUpJa/iBzfQKVI5a1HDVkAjS+bnJw",
+	"fojBXOYR/+3LI/u1jYbyNZTOD6F+yPlhrVrxkFX9ble577PUxHusgveAVfAcjQUS1H1RWTX8tp7QlKYL",
+	"ggZuKCxSR2abQHFD/hVaIy0+advlXtknWzvkj4SLCct5GdSMmf1XAGPrk+V8RpXb0dct5E00nTc3a03r",
+	"PkVUCYPV65OD0QhA1xJLCFiRLLjoDKu+pnmq+jWFLO43K4Y6gjiUGgkff7DyPPzpL5O68ujNJ8EKibc/",
+	"A2ZNfYroFSVTWgF5jgVAcEAcdvgcSGEnrNfWCR6VMhA2f7+H8uyTbWfoVS4X1B3wN3Vj/7BuSe8ef4vL",
+	"imykRrVgQueNlsDSu6A3PduFJF6wtrYwUAjexQgG1WstfNROtib09tnuJqG3blKtl/c2wbdLdLsycjEv",
+	"sqhvFLvpsq/X38W2Ve+cR6eEB6iF6dYuF+FO9VvD4r7S0+TWM7rluWqnmZffqTGiQNjvK8qzeb5SLbcU",
+	"SUaUZ0HgpC/rh5H/XUr2bm5IwvJc5ocyZcmAcGGT4kPQVub3XEVkLAXzRTJUc+Rp0xE/MbrzXEM9sRlk",
+	"v8NhmBcWd0hJULfSDVkJog4GcN95CW0ceJeS78sriDVjsFiZmg+HzNUxyZlpL61ftWrEc3mfl0YdbcBy",
+	"1oZFuy2x5brGLioazs4m+cNPDo9tJm1YDswnbkN6ucJtdsvZTQ6lGGV8qBP0qJWpLYpF8k7qg7meyJz/",
+	"jaUn+TupX8m5SJPlKGGugDYjkhwj9Z7SnE6ZZrlrfEozI6Sw1HdA/vn3f/QGGA+bmJEm4NWDgdva7m6r",
+	"Ac+55R19riwruZbzLMVUfKVdDRBOjizqF+yni4vTUiVft0pPkOzmOTLVFqOwQ+aadI1+Rva296JY7G3/",
+	"GJHvt5/hbKOGzWg8yGb0K7J1T+ZTKrZyRlMQ5tjNLKPCDqq+oztGjkuBR0pt6DxeFwVfXKtQTK7iEmjs",
+	"d0PjEB5LzGB1P+qbTUHm1ba7a/+3UvU3UQ/E51Cf1qWjM02HuejQfGD4HM1cwcPpkoUy0Oi31w6hfWas",
+	"ZtK4Q1oyQB1Z33wI+tnEdESSZYh94iLcL1ksSpEBj6kNfhepDfobpylolyMgiH9StQGjNlTFfuswJq0j",
+	"/h+D6v8FgupjYaPqa8Pov9G4eFIJi/+aYuBBGliFHNrUrvmVOAXuFttu5D9Az476tbHgDxUKfd/xzf+6",
+	"QZO3MAY1yGxpi2pGVYxuo6+utSr0kOrPXRBRpQHUmSr+bLR1qhkWBL+t8dm6R0DYZcMr4nMLuWyBRjbG",
+	"Gwey5pP1xaQqXZQb6oIp2p/YHsgIH2k2p5pZwEGGFYY3CBdaSoC4pFRU5chVXiM7AnYzy5lSy5odFrJc",
+	"vYW2/fX7tsq4+ZHlKR9qzIaILdZ4BfJcNlGoNUgObAE1KOc7WYBdJO4MZTafCvJuYBSFuNOvT1qshxPW",
+	"FMEDjWPlSDRVzFheJhwsKbNkkVy+B6r7A03XdgsR2QGhzGiuSmjK0AlWcupAk3U78ovMr87QfFqb0Z+q",
+	"hRhOcinkXAXWI5e1bpbLcW4NHF8q3b/9ioIzE0x1Ss7z4WdDC1/L/MqZnLFolVuWzXIeB0t/UmqhfghX",
+	"HMMb63cEBmJVuUM5nWWsrnQKiN1z9Lj5qXBFUjCDhsrgNiqDJS4+yiTVzYrf9lL9VozLM3vRnLEYf15a",
+	"WLud7VO8B6t5ZlutteOD2fRWm3SOrzbHbs1VI4mYu+/ApgBecaWWVsDc+T5t8J1Qzq+4wCDqNT2P7HOR",
+	"s1uO5lm2MEKs0RUrQ/CmIcw8hnVWNhvXuaZ5iwVR+Ni9DqBO7CifY08rywjtgqqXz1xlr9fw3KP6G+zA",
+	"uxTKJDGtq07c7FmBNgCYmtYHcEybpFCoV3ANhWxyKcaNgP2GUtO/2ARBE0jvc29weZhpMepwCG3WuV2q",
+	"i/KSP1G4ipvlvsBXblmZeIk8bp8AI2jqjRw3OPMOiNJstjz1xvznDeTiNvsrIZZbUIlbo1sSSibHG1FJ",
+	"JsfOXXx3UvH7ey/UclIVaWr8v4UwWGZSOqfDKyzd80T1+uQly5gGr4lIobAC/G2tdvncZwK5pMOrcS7n",
+	"Ig2T9MWC5gwEFO/AXVi3ZeQ0Np6XR8AVSc7fHx4eHb08epkgDsQG0ee6nGDk8Ozo4OLorz+/P3p/1Ik6",
+	"709fhh9fHr05Cj6+Pflz8eH0/dnr4pNtp+yKKBpc+t62XPm+DilcJ9jUUKW7k1y+4SZhqqK9Du8kt7oB",
+	"HQxXCK++rlZpSKkEqs9JavQoa9Utie5MaK4XzQRoVqqApuCLEUmArhLTclIKHkrKKfNc8HxNehHT7fuc",
+	"NyHw9aRcis+v/JAKcolVqMsBgMnT3e3dne3d7Z2nmBXpKZbztvkrXD1vmccieLScScK+UomHsq824AiK",
+	"yuT3rgQFO7WManPbFoX0VRrOGvZTQ1fN5drak9WAJMfv/np6dvL67Oj8PCkERyv4qogkZ0dvDi4M17BJ",
+	"DmMRoh3KbOOlP+Av/ZE2fwWddKKObXHd4T73mskq7WL5ivYBB4eHR6d1/WOwaSfqeJZo+NXBu8OjN8fv",
+	"Xvu/W4wQY8Hb3Y7hMDcTnkpv3i5/WGjVuO19CKCv4TznenFumsVxXzKas/xgrifFp1dOOPm3Xy46y2bG",
+	"f/vlgnTPzne/fx6RI/M/Q54/4WcKzukRH89zlvaCkuEZ5VNFEjW/THxhJzHkM5r1IpLYunv4UyxcGT4o",
+	"L4UJM9jNLMH7EctlUKPIJej/TvrknIEBx/SfOLQUXOYD8gLmRJDdaHnFRInJwBKDrQmeK9jOROtZ59Mn",
+	"SGYxkstbi6kxODj75pnmWzDqIr4K5QHF8o98aEufUAHgMHAobqkJnbGUnB2dX5CD0+N+LGJhyOW774ZS",
+	"6FxmGHX83XdkSgU4RwO1TUUuHx0YAkMKQ2Hju++KwOXvvvMYeBWhiVtFcZiuHZvhQs3Av+rjmm1ClIPT",
+	"Y7wnQOBQxbZ+ZLkyEtMsZyN+E9wLSUTYjVEZzYRjcZwiF32iypYuJ3IpMhcpy6GBnefbP+78kARV38vz",
+	"5rCIJGgSVhKAmLH4H/+DHErxEfEbKhZb5LvvDEGYL9DV+N13LnnrkGaZG6YOJUCaEWYjjhXpJk8njGZ6",
+	"8rckIslTSKSBf9okZkkUC0KSp3LGBJ3x/oJOs6RHBGPpGmr8t18uLC3uh80hqwasY0qkBZDNZK7NPU2z",
+	"LLJtw1khdtigGNsmCJC52U/NaNonB2TKleJiHIW4VpfcBh+2OYRNg3vbO8TBDu26sTTZJ0qSVBJ9LSuz",
+	"SsiE0RRig6htDRKy/UD+xF+Y75JhzrV7KgIfueUIpjsU8GxCGjS1mZYESTjViZOmR3M9zxm5ZAtp3RrP",
+	"t4kiw0wOr4i6YtfIHSyjKbWJM4YqR7BeOWShIO/ev+kjgVywG12QhaF0OF75AprEYZOZA1NiR8ymCsqd",
+	"JnDFFnih/dv5yTtyKdNF5MsXwQhM31hqycE83r1/Q7pUEKaGwAvUPM8lJLTDDQaLNOV5b79IPUz2trfr",
+	"AJ6CTl0iF8A2uamhc1OZ6dldwlHRPHeIEy7IjllLSAwEI3dfPzNf23RJ7u3u3vYPJLG3kW0ej4DzNw2l",
+	"EHihQsKkTCqW9vYRQzCTWWaZFvoj/C4N59qO+cypPakqdiVnaiaFYgA05UyRRM6GW5bpbXFDnx4Qa+vJ",
+	"K/DjGU2Lgw7FhhPJ3MKczDSfQnYqM97hPM+ZGC5Mf4URF8tLG0pkmo6TYgy4FvskOX1/YTM6obSUFBU9",
+	"XDOwMrAaqmftnyThoy3wx9hsTIha3dvZNefuSNPxW/zRJab2+BZ4CecII9bEjMxO6Thl05nU5lsLBjPT",
+	"SU5Pzi8SDw9zI8DV0/liC05sYut6QZp4OMKeycN3AVWYCe3ukYmc5z70xCYJ5GNumCci+aPaFilJ+WjE",
+	"YOzQqE9evv0jKdDQdkqn1LTo2HbGVenS0PSKkQSyFNhdMFKVo4SpzF1QgSLshttI8CVCojAjWBDBbvQW",
+	"tOFOPTqtP9IMM53MKBSwh9B+I2vAs31yihHvV0zYHIUz+uuc7RvS8QxXsDKPrTvFdtYHtS4R2M10lfHB",
+	"0tHu9q6XN2BaRj4Ij4qjXzMQgDIkr48uSKGpXRfipnr6W/DpOP2U+OSWFjBvhQQNqelZhtmTgwnYOYHp",
+	"T333HawPsMjktxgsoHFnQOJOv9+POxGJnZ0r+PZTgqlZnGQFKShxCKORDVxGnkcOZcrUoHmBI5K8xauw",
+	"9B0AD49uhoylcNM13IDY7h5pxuR3acVwUSDTgABBgBUs5FJTuoAHFGNmbUwfXKSGM4nxnKsJvcxYzwxp",
+	"mevuVw4NIP+HMs/ZENQvcxSWmArOYucZSU7pIpM0vZDyDc3NuYFfdn8kyYWUb6lYOBpIMPsVIGPzxRaE",
+	"USa9ffI9rrFmuaDZOcRmwDYn5qdnJDlH4fe9oB8pz8xEnGbPNRgtUIY+OD3uRB0rS3YGHUeH1hdphKrO",
+	"oPOsv91/BsHvegKqi5cVn4YCIuYMqHH+VoTGN1zpIFxdYf254YRnaUnghDQXJYdJQroyj+CEQcxE8NOx",
+	"OJ9f6pyxP+p8zpLI5hmE8HoqtJVLKpuvGOv1yXuR8SuGuMgnishrAewO6dwwSqwxQC79+QH1D1SucGqO",
+	"yQBTMryTpQNgW1h4sZ7LVfgZ7JHnO8dpZ9BxzVeXDbMR4ElSjcaY4pGnJ7OhZyY/Qe+dT9Hatw7DVf7Z",
+	"iGYbv+X3pni9TCDJwbv/sGqHxVb1BlXnvLLZsZQmOaNDUKio8rtWXR2/GbFIDg4Pj87Pj1+8OUoGrvy1",
+	"uVsq1GCVMJskMyKmF5vIkasD8GLyy4wNCFCYRWYLNADmC1cdfdCh8Ogb9pFlTsulYfK4g3f/0Yk6xaBq",
+	"jCXLS3Riho1X/hJsAcbo8sOAygLQSSylXy6kXzdeW9S9GOjqZAIbDbW0gdwqVNXUYUWeFifam28v59rJ",
+	"di+TxsEvJbUqprHKrOMOVUAy1axnLagcLq/WZ8KIKk0nwAfWEC2JMgrn5WJAkovjt0fWQJiQrmDX3rFD",
+	"Lhf+rICF+t3BW5CBs9mEXjJzcWbhM83kanp7sail1KD7TtQxPTTQ6pqZ+7QodvofwPENsiDcGrvb2zZD",
+	"l6ueS2ceoPz0vxTaB4vx1eXtKt8bmxv6aiiixuD3KWo0U5ZtJbTmxjBjsbocpFQKL4Sm4dnnDfN+x260",
+	"oSG8nEMNrMXLnvPjJPZwxete8jvz9AVNA9Pn3vbO+lfeC+qlM3xpb/1LToiDF3Z/XP9CRUgy733fZkI1",
+	"AhNaZ11q0o65RsrE1A2v+J6RoABK/hfrg9CLzodPUWcm1XrBB3PtBQQ2KHTDEkNHk5zGLE2gVAY/VkQi",
+	"Q2qxAFWThB6fYgoJisJd0Ach7CNC3XDGcrBOSdFDoarevDeIRRLMy8YboNk7ckmVPcwffvZgI8PEUdS0",
+	"tQg1HaMWMaNDc4UriTcyFQRyi8RiSqH8MKgPfXJgddTd7e3Aph0sh8MPoqFglQC1tPwPJEHBWzpfXBgt",
+	"1b32AV0HTOkXMl1sxP1acbHqXB2yuYaFXVSzxUpLlv1O6N8wUs+nOzLujRnw+tEGCTwr/NUQxDrOeHRB",
+	"x79vfrrdgp86NRZe2Hm2/oWK/voVMG4k+AofbcO7P0UN6uzT30qM9pNNDF+Lhq3wTcCphKfP1XzD91GV",
+	"wVxKvdKAixA1q75EXq4HLo/icAOfrw7Y8X2wVFSsE96+qTTPMpsb2ptfexHmjqSe+e4WzLfergUQHXL+",
+	"8k8KUAv73rBlV7Zs2OJmdN4mh6nNSyiTEuxmFVNfWuoHYurHI7DplNh5iTHurhVUAS6NKfb3l+EHORvK",
+	"HDwRNWLjbVkVMrrK5rVo4pfQEPn743i7LTheDjFcEBL0CmAcXwHTQ+K/BdOLWhnqXrPQpBJZoJJjCk2C",
+	"mHOPWIGs8eSWW7+XY/vhqxNPHkWSr07Fe830rU7MZuRZMoCeUj0B6pzN15+6pXyuA5+QDmIl6ZRF5Xyp",
+	"OXFhzhCI7DTC9xcbCQob6FqCXbfQt5Ym8gWv5s+naTWm321gDjb9SSllzlepZM0xvPiRm31F4sa3qZvh",
+	"EbmrbrbKNd7W9fia6UCUHSxL3dXU10+siG74LPinwFjlhgjvxsIjTL2lqxcRml3TRTl6QHExZBVNsGRr",
+	"tOofSlhcjPvkDDmD4eeQW79s15PCZjDBOl3hSV3Bl8uL8M0IXiUkbj3LqgKa70lrepSm1khTonwiivSe",
+	"n0GwKqmiVrBCPmElHYv4eurX1Uyz3j5fqbFn4dGY007x6TyjWua9AUnZkKdMkWsbOJ+oOUC7E+setmBo",
+	"mwkRII5JYVw35zQWpmltGDJkPS2lfg8KJFYzolfKylh49hNFcilLboFe4TSIBTq1n6jgeZgVhIcZIa7A",
+	"NwRZ6RC5mWXymnBdsB6CnMc1UCvyeUjO/XGT+5fY/CDXSGiTxUzqiXWhBtzk4aQ0P1Kb16JhoIYsXWaN",
+	"fwlW922KP+fIScy9TmiI3vYbGHBGd8y89FOjvzVKO2/8sd4QTUXWgKlslkquVSwCUFXPcAlEedKckVkL",
+	"2FMFyNsC//Q7xj191aCetdiXEC7TeoE+L2Smj+WubFG7BL4Gc0UdbmYfS6q7p0LkTLaIRZe62jy94KWN",
+	"cDS+eFul1J7D15S/hXa+CnzN6uLfnkaD8L3WyJhHDMy3h4EJrqfS183Al8M7w1oQdw4sz4XylCokYa5d",
+	"aOaJwusuZ8I6O4vM7j54p9dg3hTsekM4yb8CjOQbhI88wkYeYSP3AxtpZneNEvkmWJGX1vLnEG9lq2gQ",
+	"vpMtBmR3e89wruVq3iFuY1nYj2Jhg5Rl7jX3crzXUrgKRGhVrApoD3VB4T4Tu7M41rHHrxaQsbcekGGY",
+	"gpvav4pO/a+Nllgl2tSq2GdB1OVt0A/fGOrhEe3we0M7rBTmPxfEAT2AS6fmiWoBZ+iTV9Zl7jILWJP4",
+	"cgWR/VgkYcb3pCElO6IfZzlTgM08Yy6EXxKKOgfNINsEmSusJEddOdYCtViJmgZ9pe39mZseWVqPzezV",
+	"Xau/bzDFtwWieARPPIInvih4orWGEqZ9a+M1qFQ3Kuo4YUaJUm0jwsUwm6cstXkZWepeA8bMlYYcOtkC",
+	"uG0sknKo5h9daCfEC6krLFgTxE4TiMrGiFDTWrNvoDTLe2KLq3PWob8WM1RUF01LHG6Dmdhm6ltiWG0j",
+	"VzGr3npfAu7RshchrK7SNMawTEuDD2F98ZU27o5S8e+icpBZ6qaxQX7lTZfqW/RlkG7ZlxF6MSKSBHuU",
+	"VHwXUSnw93O5K0Ii+Qa8FgGTaO+3KJ3sR9fFt+K6KG1b6bIsXRXt/BclHgU5im1lQ8xUbd3clcqBCfEF",
+	"CRf1Un4sQt/EK1dgWopybf2ghr5NQRrePUXJGMxPZfQfKOiR2OAiW/oMXuXKTkJLSbrUZaaDhHRgiLS1",
+	"QGy5kuUa/5VoMMQ01YeDLeUXJV2nUgWIyB4uYpFVSLBrHKNPyOxlDeztUqaLfix8/XXXqE1VZ5Mx2bxm",
+	"OdtyRXHSfoVjcuX8SbOi7hv41rkIvOsr/D8BKf2OPUDBLNf6gEonZSM30O7nYfQthxr4gpYD8SJSQ7iR",
+	"pVmuDeWBv9AHTyZfSNF7jO37XbqlQkpddZWt0Pw8JPZjqWjWBrhYStJ8QfK56A1sqahKSvRX9tbB/JzI",
+	"cxUWOsM8SqWCVv1YuMsk+S3GmlKxVYNiVy4r7gz+8s+//+PDp4R0pTCsHypSLZfHwvw3QTtYpC3Gol5Q",
+	"dxerdMXClen6lPTJO4mJ87jCpBi13ixXZuxwebJfM9S1vqpdozENrv3mmnW+spwvXPdwtrbaOm81E6mp",
+	"aeaSiJiZRYSPiJI+hrU8R66d0PMIpf26+SJWVyyRrCuoWNnU2/LK3yp1EVr58gtBtdsiV8KScFwrY/T2",
+	"QbCYCy/Gx8JXa6aQYHUqP7J0uegJ+iLKxrol332D72HgygTHAoQbzGO9ws//8GLw7VMvLEl9jekX1kh9",
+	"jykZHkEGa0EGbSW3VkiDEul2l4zxT9Boau48wzRcSeeijEOAaazHJNz3OX4wa147Je/R+/bVQhPan5NN",
+	"8Qmli3w1QuEwSLHgThRiE1DWiAgT5lpMySij44ikjKZbGdNGDBnKudBGCTFDrz+cWspenxzEDqngCzTn",
+	"UDN8yzWO59sW2ULvmb/zC0sgpIG+pnmq8KrHRs3hn9LUSPCxkGLI8Fqzqcl5qzROLe123jwXC+fpdnY6",
+	"EpjpGlEMX4fQ8PlwDO2tZrdBMnx5a5nd9LvKTY+msUcoxZeBUtzKquZjM9cjKTzmuppQYhXAoRbecOo6",
+	"/aJhj6sd+TZkvj5k8TYRiu3QBb9Dr774Yu78byP6EE7Doq0D353CR8/9t+G5nxW8riYefq2zXpDjg7eO",
+	"GXGxHFJ4RIeTIuMFQaSRT/ixEJrexKKbHEAODCwUZzN9YLE4c47x648sv7Tf4RfO/bdlzo/9hQv7YyaR",
+	"2O33f7mesNy96K9X/PFD0tsnNBhkqZYNhDwqFkTybIflx4KpiZTdYFk2cH1YkyDOVNMrpggDJaMAHAiZ",
+	"+qJkNBYKLv5mBziexN+t5xunt0Z4d+v5ZSIe7Q6sHttjnOOjQzl0KM/csV2XcMR9//Q3fGUDT4glve7u",
+	"9l7P2iCgJA7hmoxzKozsawsE1vEeYllPg8vhQRnPbaMKg9P3GFD4u7f1rzpULaz7llhamOnvkfY/fOGb",
+	"6fE2+koN8quJeTPCO7VXR3vbO/ZeFxgYhbnqrLF930qx/CPb9DJBY9AXv0w+lw26lfz6ZcPoVnMJ51d4",
+	"5BaPFt+7W3xbi72YNqOFhdfm11g2M7TPqgfQYSxD3Zhf7xdbsHyp6lfC0yRAztuYBIw9I2Bg+MhyW367",
+	"ayuVQnJP1du38H3BuJ5AWfhiPjbArTnRaBDdVwT+2ZfvFPh3x0yCsWiXSvBn3OCHsluYvmn20MkE7X6s",
+	"jv5rnUvwgcIBbWDLYxTgXTIaloJcvpLEht9UpCDwh7YOBjxnj+6Fb8O98Ktj/U4IsF+0iQNE5lTnVAjC",
+	"4nxJ8FQyFbXG2vgKAg1BchjrV0QY/WX7Qx8zqI+4DfVzwXMh8A9BOmGmQ5sVLOjm4PDi+M9HSRUjWMLx",
+	"EHeLEcW05mKswIOApQfkcG5WgqWOjyh762OSlj5UrjdDleJYnINoqZIAjezwUBnVLG/2NsCp/N06G2B2",
+	"a3Q1L+B9iag6XP6VIwscDaSLYqejLkI1kWLIeo/RdY/OkK/JGfKr5SpL90GNSvj0N5u5o7UbxAYjW/XO",
+	"kLGDcpp7opzncanSJhUNt4bTdky7QloOXRzDqfzIwKKDtUKP3732xw8xm7Ioqo9psJZq4Kj5cMhYqvqx",
+	"OAhj3XkRbo01cYpsWLUpJZujRh6Sm982WsSX/TGMzdWz3icjCeCApUUbyRy2eJbLcc6UeowQefQarfEa",
+	"NXKfFi4jm5TJUJwXyjZIQXl/B/Czq2IrpY5Hs/BX6kRaQdub0dzPeOm2Ty/pNCB3LBoiJAgGSJT0teZo",
+	"iVjcT7iE92p4dbLQsoIsl7FYneaSVLJcmtaTlI24YGkp7+XKtJftNLNYdKkgc3El5LWw5qkAfgbZqctC",
+	"gnm/EP03FBBwK7+0gPC5vHJtFL1Cyf4yMSEtdb3HEJBHh+A37BC8nernM6ngwQwTwQ5+u+vNVmuBfIv6",
+	"XGgAqqYer/ofrQtP0an34+ElaHTD5SuwuPVi8XmCBAnmKQjvvFgUiitWKyTC6JykKJtonryUdiBo/fEN",
+	"2kKKawqeIq7EGvR/n4mT66e45oapWb2v8YYBqnm8Xx7vl2/ofjHsusgQKQnFLI8NyZs3vHRm8xwdip/j",
+	"ogktlz7kvJTuuJu8Ozl7e/DGcHYEq5Si4N1DL9/8nEBKLjlC/t1NXpxc/JT0oljc1exJSlbPtw2R8Zgq",
+	"ElarZL0DVeqKzYzuYy5wwbJjo/NkfMpd3Ca8BJcs5HbGp1SfnBSJPwOlcFXWz6I54JRolZWiGk89qMms",
+	"bXEzlUxECJgBpRB1VawhYBOTumSiEeTzBCBkkFa52taA0CxL9gmt6yZU5Khrf1SyaTulbq+wIeNcuXJ8",
+	"mqXhqsXi2iKZQHwplonrcH18H3X3+anp4fenGhbTWnFv/2L2REtc5dbXdQ34eulUPNq0H6/LL3VdniJ/",
+	"vKs2lrM05x/Z59XBMKdtApdFUlyRo1xOS4bH5TsRgIkhc4uIzFIP4AItKMjtdsXYzDzLcwB5RuSSDeWU",
+	"kY9c8cuMld158JjNELewmWiUpoD7GlMucHx/Y7nsx2Ipr6fh8EYuMez95PCYwHr0+uSciZQkv31KzLDn",
+	"ymI9EOCB12Udfz7DbXDX8tecILMy1BWM9yd5TaZUBHl4tATV5GHB8pUBry4ML+bTSwYCmB80KFOP2S2/",
+	"fuUhYB8sLfZviYcE3NI9tJZfOnG2Bbydp176d2+hXGi9i9kCik8GkAYuiAeWEpmnLI+ItMixbIGAcJCq",
+	"YwHJVs1jTgy36YMfrJy8W4c7phRrjfq9nfh5F2TxuomE6/4Q9Tewv9aVN/BxQ4WP4NpvpOpGcaZq+NLd",
+	"3L5ruJo9lJtUuCqbNp6opSpO3SW1eGBeMfo7PNGLKgGHXbAIQPQN6MA0LUTDlGp6SRXrDci1La7R/cX8",
+	"4a7znrdsv2bamzXQMI45pGKhuBhnbItCtOOWH68zu3B1Dg8cwO+OUSW9Pjn1qdu4IDkbc6WRHyKXHkDu",
+	"5DXtY1rtXBnpD2ItQdNPzt6/ewcQsy5G+UMgpnu1mBQYJ4CpxyI5vzh49/LFfyT7hOJq2ILG4Mo4n8x1",
+	"Kq8F2DqSN0cHfzbN7wf7Bg+DP7wrcwuNxmZSzlKwflzjLeOnkDGqGMnoTLG0FwYpZVRpuC2O/v34IgF9",
+	"l5IpF3PN+iRBSkiImk8VJrHHTKKkIkavK0z2Za+Zh8jDupqthzkEVQT5+22JkIJmDEGhMvSvIqJ+BSx7",
+	"iSGuyIz30Ly8yMO+BnF7UIwZZrCSjWWMfmSYIrlqhTXflZgjcHH0XFKRok3Zi+NcI1eB30jKUzSWDq+E",
+	"vM5YOmZpg9aOxdzDASenB2cXxxfHJ+8SHEsscgaN40CNfg7WHlX22brUss7B4Bmkjc2YmsfRPmAEJrhN",
+	"+uSXCYOo02tbuKrCsyOcp9JUpJcLZLa4KqCO4BWA+aPkRzMDxOf7DmA5cjZkHN3WhjsXphJMcsdFLKzF",
+	"Hm+gIoamZFD2y2RN0cU4WrHgcoL6r4wH761JUW8uuEdW+CCs8AwOecj7usAmep+B+0Wtya4lv/QDaxR9",
+	"kZGUjZeOJ7m3ByjeYCxuYXUwbGChCBfueS2XuM1I5rFI4AHw5wRQwq41GA7qcJkoHA5pnnOIr0uAacy0",
+	"9T4FnFTFootn2QrG4FwcBjlDUL7rIraneGhkQ56dcVSKbGEZoJB+jlz55QAJHrjYNYXSG7homk+ZnOv2",
+	"MzNyZCEwG9Gmm0kxJjOZZV4oFrFwbjTw0F2D0w0qCkZkJpUZ0oJQYWvzQYJYkqTZr5g9gNgbYr35uR+L",
+	"WJyMTFPAbYP9tdUEEvvZaTqg22TowbSG6mC1fDmSfRtWeINzNK9g3nGbdaB0G8q8bNla9qg2aTCR9Rgi",
+	"SMiiPBTLRuhSLFybNvcC2on+feuVuSK2XDNbx96JvE+c2TaCBIrJWyyEeOpOYUKcr5Lr3sAIrIEy4epA",
+	"2vWp3J/F3VcyjJWuu/1QJ+raq7bn3oyFMKtZGPc96SggSzIXmmfmt4UTMXAMfXKEPgBDwDkT7FoFKxeq",
+	"uEA6sShUXGASBX33+uSM0dRllaxz8ns67BW3s9I5H+qiUCUOq1i6uks6UHe/cmNcwZg3yN/gXllZWHpK",
+	"b/h0Pq2z2mvpmNtOv/9stzFDA/D1+gj9nahjO+gMnu1Ckgb8UKRo4EKzMcvrcjT8JK+RAD2fDWzS5npY",
+	"eTsA7WMCJkW62/3+3rNdgIy/dLHCSCo2LvmJIrU3SXNqgpqnqxkqcLLQcTD57c0mL/HooYEA2XrlDl2a",
+	"6rPtfbLtkRIuAnbV1JfumeZ5Vx+tn/SzFjO+hZ14/Vsvs18fwKYc8o4Gs0OVYrv+YjVMtvcoYT+MsQFY",
+	"2LTg8/duVGjy3J9aYJgiO+a87W77Udhk0PYj3o7aJoWmmkyl0mT3++fkT/wF6e4+393Z2yOXC42YuPcX",
+	"r7Z+2Cc75C1/Ya2nZWgYSd4cnL0++uvbo/Pzg9dHJWDYPhlmHJLYXVLFnu9tMTGUKSOXXNB8AbbiwnKK",
+	"sTsOkEN1LHBk0HN3b+cZSSp+zIQEdaVjcUBs0U8uBRlRns2hctx/QX2ZoodLsKDC8I1IBIkjcq4x6/SE",
+	"i3GAtqM5I+k8p4b7OWU9Frvb21BKkwmNAk4OrjwQXBUIiEzofAHmv5BnurlZS8AvgAIkKUvnni+Qay5S",
+	"eR2ZdXaCqM2JUXrOiHiAbLL44AL3Z7kwyF05H3NBM0ygBTGTKMAw3MMUcRM1wc+jeZYZYZnenPO/sWPx",
+	"wpADpM6wxovdH0lSOUVJsG5o5p6gFXzKNDVb3a/I3ri6vnB3VXZ0eQ1BX6tWBVPMtGz7e9vQQa8eWae/",
+	"BdRGMMw1EPdQgrIL+MDJDedrLyc/xmuWs4JYoditPTwrD0vvEc7xlYPb8OCuvvja2Xc81C0NLSHqc4PB",
+	"3a1ZlaMuF8Taa+w9irzdZY4w2r65a5SzD8trMQgvhQmFKyEWxZ3gSBu+iVxoLAQxWTAJavtQ1PlQpix5",
+	"in/btUiIYlDNwF5yinSNuM5u6HSWAVbbIi2dn09pClcrTMMGKwF+zqrNcElvKZ6iMq5gn/Gz66LZ7PyN",
+	"KLUVQf3+OXZ5NdYwbbsX3jcfMnGk+4fl4eXBr4bczVi+hcQs53oop+yROX/VzPmgME6SLhJXL3DvCUJR",
+	"Jr4Xpj0PLdOfjWkfVk3icJCqis998O5YlOX5lrzbJalLrO3kYATGVimwc6XQ0bqCxRfs/d749fvy3vyL",
+	"8+vyarTl14Wx2mxvYZQj1k6lHpZvlyfxyLd/T3wbmVyFx9033wY8WaNL9f1snNMUxRJKfmGX53J4hbLn",
+	"9YQPbcA6zIDM5mB9Wq7h/aTwEBGEYiwIzXP+kUVEQOruqcxZLPSECpKgASQhc1FyqrlIkG4FDhFhHCR0",
+	"e3pwvHV0cG5tGWZYfMieKAL4Q3Jwetyz8Sd+fKGPLbBorfCokS4lYyYMW2Up4SmahTBUEcqZFVCONBYT",
+	"maWFkQ1chzMmLIhvFvgPnF3DFXEg6BgrrC3XE56F2ESuAJ7YA5fnqxzmQXNG/u385B3R7EYH5r+LYpMU",
+	"FCPCJpLf4k7hUIw7g7jzz7//I+5EcacCCA1/E3EHtyjuDEQUd+hcy0M5nXIddwaXUmaf0I0poH03iLgz",
+	"+Ms///6PD58sfjLEfnoX/ITOmL0/Hb8187vwV54dPg7cdvmXuGMfjjuR7cJQayD04FX7W9wRbEzBUVfz",
+	"Gsw6ZaVlyBlVUhRfYdMWshQQtaNNS9qBVSsWGJrkaGs5gsls9ISPJ85ZCgZShBaZzn0grzlzgaaAF/9E",
+	"Xtu2uY5iYaWRl29+tlW4jWQRIk2VljMX/asmmNUwJR6DBRhfsIGWjzGQsXW6xsLuxcgQHZnSBUAbwH+f",
+	"xB2exp1kP+QLjoqtHc9smxG83F7YBP1me3I2yxZxZ/AbNjP459//EcUdEIuAgMz3ImU3cWfA67bLLk2w",
+	"Xx8+GYIzlx5H+66Dw1oRkKW27kAskoKQLexgGlqBy8zIczEGVmA4hMEpm0FSI0RMj9i1c5ZZREZpaVOu",
+	"hlIINtQqstuDC2Y2AdoBnC+i+WLRdXsZkTLoqxeRKmoPmc+KiLqxdP7rEsCu4I+KdB2I2zxfB9imGb9i",
+	"vT45qcNb4GsIU6zCB2JhpJ4FOhxtH3DPhL10qcfnIc/0mANDL0pTPVew3RZpDUcULPqUI/NYEoJLYPRv",
+	"xhG/2qsuC9iKqjm51bu0u9Pv72xvbzf62JHBNzjZwbns/K6mmU0d7aE+ygLPlNl/hNMAQL5bXJtDz1EX",
+	"jWMujm/9uEc0U8wPz1xUjIpbO4arzt4dFGTLEz2/5jb4yx6zQoCa5VLLocz+ddyyz+9N53GycoOihvq5",
+	"z+lQrPkchdn7XvIvqySgbNs113lg1AHAcjD3h0e3ewXjN/vXGUpbrVNKl+3wxBcBSMnlwtpooEGsvdkn",
+	"B2UrN4qZKKixm5nRxp3uHnhWqfLYdiOmwVVrEeOl/M8QTBOmdyws7ACKt+O2DmTINTKl2UjmU8QDjmRu",
+	"GK8bW1jTODkW4LYuIHlrTe3fluWmDRg83JDHIqJrUmd8hdZk6nbwiwDJ35Y4zOr8uUc3Guvx5kZ7yjUT",
+	"IbC67I1pZjqD0mMoYhfgauAlTVBxQDELeU262yQIfglgcwcBhGPZhrzE6QpwdZkz7ZtduVcmVDI2PpqP",
+	"g8VYYz2uNxV/CUtx6nZvFYoQC5xgTuRHNvw7KwiCRmUawAFhz29nRNY5HzYH5Pgs/nwKphG+lGYPU+ct",
+	"Z4rrIZuEmECWb2GcMsllls1nKkJ72EjmZGePpHShYlEUdxugXQ2MF+wjgA9nLCeXcyMHI9pwTOdgXFCA",
+	"l0itQcRGQ/dccAG+gQNJIM9QQrSMRcJEmgCsg5KZ5EIbRmsf9onfcjoa8aGvSmW+K0wzCpMUkQPbJcZf",
+	"2oCkIqokFoppbQbYfbbtAddo7jYrw0Ta65N34MkEs/XP74/eH/317dHF2fHh+V/Pjg5eJmGS2W4Cofqw",
+	"9Ft27xKwGg6zeYoIvOARVY+fcyUV3trNX7oG6qQ7eBRtp1ADsZuzGcOYTeJfhx1V7CPLaWauQcwJ/0dr",
+	"R8NGmrR/MOSXFH+u2VS1Ss+KM4GSfZ/AtHGMr+58780FNM/por6wY423A4CPpGv26OTw+KW5e0vFCsPJ",
+	"BZkGDUEBRHUQJjV8ooJ8Wd0i/aP1B5cMKEXErItOsCfBYWwt5aPludLJUM44czazujWuOAXusz7mBQbi",
+	"YnYukLOAS3Vzw55ZSlJ5LZwRJWdKZnPzYriOYEaX85xcspHMGYFT2kQt0FVp/EZKoroz6JhLcsswrE7L",
+	"YTORlgYdEXYzzOaKfwzGj+F15dGjWx8dYFASjoADDIRRqqE6ER7/WHjOVCKb8lMumUPj9jGR3tOUr3mq",
+	"JxjRjXyvTw49peWMmNvGcDKsyrvvqM5X0nNRQC6CbcqoiAhCeul4nINnQIqk53KvIqNWfXJgTYI7e3vb",
+	"tm9k7xDx3Tj1YtEbSnvuTIOKnvDhe/PPzqShiOdy8Iydoxs+cyYYHOSTYg5N5sti3g1jnNKbYJD4yazc",
+	"7eqMfpECN+7OaCwHYUQED6pBFLgckQS4e/IYwvLQVW3Ac493N5CzYxJeUMTt/LyWxCIpRFGSAO38nwtc",
+	"Bq2rCOQRuF+t09CPBH1tcjQCHO7/z9719bZxI/GvQvQlErBV5DTtXXVPrs/N+ZrWRuRDUJwKLL2iJZ5X",
+	"3MWSG1ct8t0PnBkuSe2upLSW/6R+CCBE8nLIHQ6HM7/5zTVZ46B2OCjjHXSiCRJshGqvfkNWVkUmtHZl",
+	"xs0wL4htwvpkCUYgJEQuuFrTkVHcKlElDQ0m+YYjdpznrKhmiiKSk4BqgqqLC6j3w0eAK+tGJS4NtpAf",
+	"hGIpgR2sPYZml/ZuWAmutVyAu1rNlC7qxdIMffVyHCudGp6LN8FjEM4Gi+xrbo6VW9CSa9NaCDzswljH",
+	"eMTe7Sz93Ys+A1/4hRvtHMR4ernBQ/Vd6FydKOKxK4rRE/XF901FIagQz4HfRxv4PSHoBr00x5jp9p03",
+	"038klNBh5LUQN4dvNdOoXTixDqaiaIZswPMckkVI+4Pnw5DpAivfHFmENfJ83lhnw1IcJAUjbgI4lzs4",
+	"Anp/QMmgRYd66dTVcQJPkzfXCys0nyklbpk31okVhju8DYGbPQAMqOOQhQNEpFsTwnbETWjAyYTO1FYb",
+	"OhXi5iJUgQemILp7OxjP8JPs3/hAQuzA+za/S/5inMiPojFKsEMduooszABaFq4hB3Ujy+GfNJg7iZG+",
+	"hyKwDagplpjlBZ9/x3OuMqkWaWT2Bk6rWx010uGkYSgDfxQpWJBPbbvby7zXC/GukB+uAaLZX12BUGSk",
+	"2xZ4pii6gDDYgKXJObprl8FICOPoO8oGhjyQGPxgWJWIQSqIvjVIY1m1zw24trorAdxcS/vPDeWxf5VA",
+	"cIoSSUi+NFMd7EvWTm+QKuF0PKiyytebzn18VlFjRcdzM1PzgrCQQAbmbzITT3JExDp+yaDApVkI5OXp",
+	"dgydZw/asIo4AOFsbEaHMQaFW0rPJdWwhPRw9hAYMnFdgGcqmC3Q1bN5kelgi4xWc4Zb4oo0qsFf7XM/",
+	"eCP8LD8z5OBWPh4XrN8FF9xGyfOn0YJbmWm2MdK4Hg6hSm3usN4p3RHrzCEjam2V7COk7TAKdus8U8U8",
+	"MBkjn/ca7YH3HuwRza7cGT28fyifNtzskeSNmnE0UBhrotWX17lcLA2wTQIxtT9Sm3I6LX8TSXwGwLfU",
+	"mWmmWtxsUc+FmJMNMsoI2+0x6FOY1AMb8c1cYu6KQtqd6aRuJtSXnnNt3iJbtUenAtioB4/944L3Rf4N",
+	"N1Ibmeln43NvQX4qk2uW/uCW5dZ3NNungUHYoA12wUb334Qpcdu0lurpwEIcq9fXIjNNArauMjFTqfsI",
+	"zwJPm5guo9Zw6W3YiC3FeqGiNm1xNn5J1YWAOI6eaAqIGFm3vRJ4jWFS/wMvH0pIe0lISHy6F1Fz4xea",
+	"VUUR9bMNSP5HM3U/TWXehy/yfvoTntPLPQnX3NvfDktK3musRX3a4Ar0JEI2RlsSyagxexvZ80zOu5Ej",
+	"XsaWzu0nTaRuf0CgQ/XkOeRZEqjeFK3Zvo12IkV4brXzNPo2RC8tOKCio2QjVhZ+9/L3aJN83MuNxbpC",
+	"8D5dP1DICigWNvVljV0cdTmYgaLeHc/c4TdVn4cWvogH6jv+vFl2gTbCl9S/WT5VG6NGtLv8us0N9xLL",
+	"t3v3HUDo4Ccb8rOVMGzAgdBGIB8CUakN456iiXd0Rru8lVMU5n5clsd+fp4i99B+pye+o+dj82kcm/FW",
+	"eqHp9T0Wm5AXi+0WQRtRUiY+sgkDRx1KkCf44KgcHJ2XmG+xELtvNG+tcM8WgpbiVJn9Xey8WDAi23i2",
+	"FE/UUuTF4vBmYil4bpa/9doAVwL5ajwOmI8IJwnlMrVSABvE8hdVMPsuhDKk821P4F805GP3xVHOKVxB",
+	"epEdfiF4Lj/cLaWB1RGR1ZU06y8m//0l1pgPQtmBy6q4CpHAzVK7y9iu0jCoiizmIcKYUN8XVbESZilq",
+	"jTRW4tey0JgJwYoFnyTAUbELptUIjclcILxaYwtOIOSZA3E9BslUgzWQkPJng/T703fvfm7Kpt6eTS9P",
+	"f0qTJn+YHr3622g8Go+OJt++/uZ1OkwgfQ10TFKzsqjMhC0FMpgJfysMMFSvWa1yQSG4RmoNPrsvjroR",
+	"bWkuz384/ckO6enWMF0EgymCc3HN0mOyRTD2hH0neCUqNqvH468yeDZ8FCl2wufs3+8vJ4xjYNHuexzf",
+	"y3w0HLFL+JJavMKSEfu/fuHlXlZFvUDRji/Oug7Y3lKxg2w9qzUvy5zLjU23WSPRQ1QOot55FuLwx8mW",
+	"bRtsKffWBk4L9XDbNi5KoXgpR2u+yrfu5fNSqOOLMzYvshqi0oj1CDAXUlv1SKyu0qZ0gHZrBz7BkL8R",
+	"hkabliJ7AHvuFsOrFp/PJYanLyorrJH2OaaqRbLHWo183VVx9T+R9cZgWos8+Pn4x7fD+7L+lxCPJhl0",
+	"KTJ5TUuyTYWARWXfk55gTNBlOuMKNcVH7wdhh2nqPZ0tuUs0r+QCaBmxyvfr8VczlU6RBfI/in/gMrc/",
+	"DbqG9GtdhxV7hxP5HPwHWF9q3b2+Y1v39XiPuvj2W9lqwBC6ttvxiB/x+xdXcAjak9E+0S47/V1HyY/L",
+	"KmlWVAuupBbudMS0G2V+rJ8CZKimEqh1nHDTtQJ0PHS30Nhkp0KCr6Z+1g/SkbSCxKlOHBwCOyyGCIlc",
+	"XotsneWCDejhrMw5AXZoDDydO57+Pk6DVZjnC6LZ9Mgv4ZHei9H2fr20VhvTxcD4gt7NnJV1tRCjzoRU",
+	"lwwnG43n4X5PUA6cIjemkle1Eewa2NZ85fI1V0VtNhFqADHsqVDukoD6VEi1SKA+CD54bjxHiCmVNW92",
+	"/QOQlLU77QVvMuUdPHf9RXRs0KY1GHrHtnHKrIOaLbF6wKpazquVjkangsrW4GfHP7KyyGUmreznJ2eQ",
+	"1RBwbOi1MvxX33kJfrdmWq7q3PoEwQDuEV1J1pMzdgYEOWYNdVc+JR1oT63momLpy1fjo2/G3x79PU2a",
+	"KonzkzOa4vSfP2g2SCU9beQeewJMo+lwplZc8YVA/z4eTE88QDX8b2DTrHCLehIE9JV9mCr8C0p308yd",
+	"MF0zd9PjORNqDiQQuuF5ANeaDfCKm4CNBduVRN6/14oEvaDoQA01LDBxH3/5+P8AAAD//w==",
 }
 
 // decodeSpec returns the embedded OpenAPI spec as raw JSON bytes,

@@ -111,13 +111,16 @@ func (e CapabilityType) Valid() bool {
 
 // Defines values for ConsumerKind.
 const (
-	ConsumerKindPOLL  ConsumerKind = "POLL"
-	ConsumerKindWATCH ConsumerKind = "WATCH"
+	ConsumerKindPARTITION ConsumerKind = "PARTITION"
+	ConsumerKindPOLL      ConsumerKind = "POLL"
+	ConsumerKindWATCH     ConsumerKind = "WATCH"
 )
 
 // Valid indicates whether the value is a known member of the ConsumerKind enum.
 func (e ConsumerKind) Valid() bool {
 	switch e {
+	case ConsumerKindPARTITION:
+		return true
 	case ConsumerKindPOLL:
 		return true
 	case ConsumerKindWATCH:
@@ -145,6 +148,60 @@ func (e ConsumerStatus) Valid() bool {
 	case ConsumerStatusRUNNING:
 		return true
 	case ConsumerStatusSTANDBY:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for ConsumerGroupLoadBalancing.
+const (
+	ConsumerGroupLoadBalancingMESSAGE   ConsumerGroupLoadBalancing = "MESSAGE"
+	ConsumerGroupLoadBalancingPARTITION ConsumerGroupLoadBalancing = "PARTITION"
+)
+
+// Valid indicates whether the value is a known member of the ConsumerGroupLoadBalancing enum.
+func (e ConsumerGroupLoadBalancing) Valid() bool {
+	switch e {
+	case ConsumerGroupLoadBalancingMESSAGE:
+		return true
+	case ConsumerGroupLoadBalancingPARTITION:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for ConsumerGroupStatsLoadBalancing.
+const (
+	ConsumerGroupStatsLoadBalancingMESSAGE   ConsumerGroupStatsLoadBalancing = "MESSAGE"
+	ConsumerGroupStatsLoadBalancingPARTITION ConsumerGroupStatsLoadBalancing = "PARTITION"
+)
+
+// Valid indicates whether the value is a known member of the ConsumerGroupStatsLoadBalancing enum.
+func (e ConsumerGroupStatsLoadBalancing) Valid() bool {
+	switch e {
+	case ConsumerGroupStatsLoadBalancingMESSAGE:
+		return true
+	case ConsumerGroupStatsLoadBalancingPARTITION:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for CreateConsumerGroupDetailsLoadBalancing.
+const (
+	CreateConsumerGroupDetailsLoadBalancingMESSAGE   CreateConsumerGroupDetailsLoadBalancing = "MESSAGE"
+	CreateConsumerGroupDetailsLoadBalancingPARTITION CreateConsumerGroupDetailsLoadBalancing = "PARTITION"
+)
+
+// Valid indicates whether the value is a known member of the CreateConsumerGroupDetailsLoadBalancing enum.
+func (e CreateConsumerGroupDetailsLoadBalancing) Valid() bool {
+	switch e {
+	case CreateConsumerGroupDetailsLoadBalancingMESSAGE:
+		return true
+	case CreateConsumerGroupDetailsLoadBalancingPARTITION:
 		return true
 	default:
 		return false
@@ -777,6 +834,12 @@ type ChannelCollection struct {
 // ChannelId The id of a channel, a subset of the queue's messages that consumers can address (no `*`).
 type ChannelId = string
 
+// CommitPartitionOffsetsDetails Offsets to commit, at most one per partition.
+type CommitPartitionOffsetsDetails struct {
+	// Offsets The offsets, one per partition at most.
+	Offsets []PartitionOffset `json:"offsets"`
+}
+
 // Compartment A compartment, a node of the tenancy's compartment tree.
 type Compartment struct {
 	// CompartmentId The OCID of the parent compartment. Absent (or null) for the root compartment of a tenancy, whose
@@ -829,8 +892,16 @@ type Consumer struct {
 	// from it.
 	IdleSeconds int `json:"idleSeconds"`
 
-	// Kind `WATCH`: a push consumer (WatchMessages); `POLL`: a GetMessages caller.
+	// Kind `WATCH`: a push consumer (WatchMessages); `POLL`: a GetMessages caller; `PARTITION`: a
+	// GetPartitionMessages caller of a `PARTITION` group.
 	Kind ConsumerKind `json:"kind"`
+
+	// Lag `PARTITION` only. The sum of its partitions' lag (latest offset − committed offset).
+	Lag *int64 `json:"lag,omitempty"`
+
+	// Partitions `PARTITION` only. The partitions the consumer owns (empty: it stands by). A partition being handed to
+	// another consumer is listed with its owner until the owner releases it.
+	Partitions *[]int `json:"partitions,omitempty"`
 
 	// Pending The messages the consumer holds (delivered, not acknowledged, lease not ended).
 	Pending int64 `json:"pending"`
@@ -838,8 +909,9 @@ type Consumer struct {
 	// Slots Watch only. `window` − `pending`, how many more messages may be pushed to it.
 	Slots *int `json:"slots,omitempty"`
 
-	// Status `RUNNING`: receives messages (on a single-active-consumer queue: the active consumer); `STANDBY`: waits
-	// to take over; `LEAVING`: sent `Shutdown`, receives nothing more; `EXIT`: left.
+	// Status `RUNNING`: receives messages (on a single-active-consumer queue: the active consumer; in a `PARTITION`
+	// group: owns partitions); `STANDBY`: waits to take over (or owns no partition); `LEAVING`: sent
+	// `Shutdown`, receives nothing more; `EXIT`: left.
 	Status ConsumerStatus `json:"status"`
 
 	// TimeRegistered When the consumer registered (its place in line to become active; RFC 3339, UTC).
@@ -849,11 +921,13 @@ type Consumer struct {
 	Window *int `json:"window,omitempty"`
 }
 
-// ConsumerKind `WATCH`: a push consumer (WatchMessages); `POLL`: a GetMessages caller.
+// ConsumerKind `WATCH`: a push consumer (WatchMessages); `POLL`: a GetMessages caller; `PARTITION`: a
+// GetPartitionMessages caller of a `PARTITION` group.
 type ConsumerKind string
 
-// ConsumerStatus `RUNNING`: receives messages (on a single-active-consumer queue: the active consumer); `STANDBY`: waits
-// to take over; `LEAVING`: sent `Shutdown`, receives nothing more; `EXIT`: left.
+// ConsumerStatus `RUNNING`: receives messages (on a single-active-consumer queue: the active consumer; in a `PARTITION`
+// group: owns partitions); `STANDBY`: waits to take over (or owns no partition); `LEAVING`: sent
+// `Shutdown`, receives nothing more; `EXIT`: left.
 type ConsumerStatus string
 
 // ConsumerCollection The consumers of a queue's consumer groups.
@@ -904,6 +978,11 @@ type ConsumerGroup struct {
 	// LifecycleState The lifecycle state of a resource.
 	LifecycleState LifecycleState `json:"lifecycleState"`
 
+	// LoadBalancing How the group balances its messages over its consumers: `MESSAGE`, message by message (leases and
+	// receipts); `PARTITION`, partition by partition with committed offsets (docs/partitions.md). Set at
+	// creation. ferry extension.
+	LoadBalancing *ConsumerGroupLoadBalancing `json:"loadBalancing,omitempty"`
+
 	// QueueId The OCID of the queue.
 	QueueId Ocid `json:"queueId"`
 
@@ -913,6 +992,11 @@ type ConsumerGroup struct {
 	// TimeUpdated When the group was last changed (RFC 3339, UTC).
 	TimeUpdated time.Time `json:"timeUpdated"`
 }
+
+// ConsumerGroupLoadBalancing How the group balances its messages over its consumers: `MESSAGE`, message by message (leases and
+// receipts); `PARTITION`, partition by partition with committed offsets (docs/partitions.md). Set at
+// creation. ferry extension.
+type ConsumerGroupLoadBalancing string
 
 // ConsumerGroupCollection A page of consumer groups.
 type ConsumerGroupCollection struct {
@@ -947,13 +1031,28 @@ type ConsumerGroupStats struct {
 	// in exactly one of `visibleMessages`, `inFlightMessages` and `delayedMessages`.
 	Dlq QueueStatsDetail `json:"dlq"`
 
+	// Generation `PARTITION` only. The group's assignment generation.
+	Generation *int64 `json:"generation,omitempty"`
+
 	// IsEnabled Whether the group receives new messages.
 	IsEnabled bool `json:"isEnabled"`
+
+	// Lag `PARTITION` only. The sum of its partitions' lag.
+	Lag *int64 `json:"lag,omitempty"`
+
+	// LoadBalancing The group's load balancing.
+	LoadBalancing *ConsumerGroupStatsLoadBalancing `json:"loadBalancing,omitempty"`
+
+	// Partitions `PARTITION` only. Each partition's offsets, owner and lag.
+	Partitions *[]PartitionState `json:"partitions,omitempty"`
 
 	// Queue Message counts and size of a queue or of its dead-letter queue. Every stored, unexpired message is counted
 	// in exactly one of `visibleMessages`, `inFlightMessages` and `delayedMessages`.
 	Queue QueueStatsDetail `json:"queue"`
 }
+
+// ConsumerGroupStatsLoadBalancing The group's load balancing.
+type ConsumerGroupStatsLoadBalancing string
 
 // ConsumerId The id a consumer names itself with (1..128 characters: letters, digits and `.`, `_`, `:`, `@`, `~`, `-`),
 // for example a host or pod name.
@@ -1001,9 +1100,23 @@ type CreateConsumerGroupDetails struct {
 	// IsEnabled Whether the group receives messages (default true).
 	IsEnabled *bool `json:"isEnabled,omitempty"`
 
+	// LoadBalancing `MESSAGE` (the default): any consumer may lease any message, acknowledged one by one. `PARTITION`: the
+	// queue must be partitioned (`partitionCount`); each partition is read by exactly one live consumer of
+	// the group, in offset order, which commits offsets (GetPartitionMessages, CommitPartitionOffsets). A
+	// `PARTITION` group takes no filter and no dead-letter count. Cannot be changed after creation; the
+	// primary group is always `MESSAGE`. ferry extension.
+	LoadBalancing *CreateConsumerGroupDetailsLoadBalancing `json:"loadBalancing,omitempty"`
+
 	// QueueId The OCID of the queue.
 	QueueId Ocid `json:"queueId"`
 }
+
+// CreateConsumerGroupDetailsLoadBalancing `MESSAGE` (the default): any consumer may lease any message, acknowledged one by one. `PARTITION`: the
+// queue must be partitioned (`partitionCount`); each partition is read by exactly one live consumer of
+// the group, in offset order, which commits offsets (GetPartitionMessages, CommitPartitionOffsets). A
+// `PARTITION` group takes no filter and no dead-letter count. Cannot be changed after creation; the
+// primary group is always `MESSAGE`. ferry extension.
+type CreateConsumerGroupDetailsLoadBalancing string
 
 // CreatePolicyDetails A new policy.
 type CreatePolicyDetails struct {
@@ -1074,6 +1187,14 @@ type CreateQueueDetails struct {
 
 	// MaxSizeInBytes The largest total size of the queue's messages, in bytes (1 MiB..1 TiB, default 2 GiB).
 	MaxSizeInBytes *int64 `json:"maxSizeInBytes,omitempty"`
+
+	// PartitionCount Creates a partitioned queue of 1..256 partitions (absent = not partitioned): every message is also
+	// appended to partition `hash(partitionKey) mod partitionCount`, where the partition key is
+	// `metadata.partitionKey`, else `metadata.messageGroupId`, else the channel, else none (round robin).
+	// Consumer groups with `loadBalancing` `PARTITION` read the partitions by offset
+	// (docs/partitions.md). Immutable: keys keep their partition for the queue's life. Not combinable with
+	// `deduplicationWindowInSeconds`. ferry extension.
+	PartitionCount *int `json:"partitionCount,omitempty"`
 
 	// RetentionInSeconds How long a message is kept before it expires, in seconds (10..604800, default 86400). Cannot be changed
 	// after creation.
@@ -1374,6 +1495,12 @@ type MessageMetadata struct {
 	// message rejoins its group after the group's current message.
 	MessageGroupId *string `json:"messageGroupId,omitempty"`
 
+	// PartitionKey On a partitioned queue (`partitionCount`), the key that chooses the message's partition:
+	// `hash(partitionKey) mod partitionCount`; absent, `messageGroupId` is the key, else the channel, else the
+	// partitions take turns. Messages of one key keep their publish order in their partition. Used for
+	// routing only: not returned with the message. ferry extension.
+	PartitionKey *string `json:"partitionKey,omitempty"`
+
 	// Traceparent The W3C trace context of the producer (`traceparent` header format). When absent, the server stores the
 	// trace context of the publish request: its `traceparent` header, or the request's own span when the
 	// server records traces (an OTLP exporter is configured).
@@ -1434,6 +1561,85 @@ type NegativeAcknowledgement struct {
 //
 // Example: ocid1.queue.ferry.local.aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa
 type Ocid = string
+
+// PartitionMessage A message read from a partition.
+type PartitionMessage struct {
+	// Attributes The attributes of the message.
+	Attributes *MessageAttributes `json:"attributes,omitempty"`
+
+	// ChannelId The message's channel (absent for the default channel).
+	ChannelId *string `json:"channelId,omitempty"`
+
+	// Content The message content as published.
+	Content string `json:"content"`
+
+	// CreatedAt When the message was published (RFC 3339, UTC).
+	CreatedAt time.Time `json:"createdAt"`
+
+	// ExpireAfter When the message expires (RFC 3339, UTC).
+	ExpireAfter time.Time `json:"expireAfter"`
+
+	// Generation The generation of its partition's assignment, to pass back with the commit.
+	Generation int64 `json:"generation"`
+
+	// Id The id of the message, unique within the queue (the same id MESSAGE groups see).
+	Id int64 `json:"id"`
+
+	// Metadata The metadata of the message.
+	Metadata *MessageMetadata `json:"metadata,omitempty"`
+
+	// Offset Its offset in the partition (dense, from 0, in publish order).
+	Offset int64 `json:"offset"`
+
+	// Partition Its partition.
+	Partition int `json:"partition"`
+}
+
+// PartitionMessages The result of GetPartitionMessages.
+type PartitionMessages struct {
+	// Generation The group's assignment generation (it grows with every reassignment or seek of any partition).
+	Generation int64 `json:"generation"`
+
+	// Messages Messages of the caller's partitions after their committed offsets, in offset order per partition
+	// (possibly none).
+	Messages []PartitionMessage `json:"messages"`
+
+	// Partitions The partitions the caller owns (empty = it stands by), with their offsets.
+	Partitions []PartitionState `json:"partitions"`
+}
+
+// PartitionOffset An offset to commit.
+type PartitionOffset struct {
+	// Generation The partition's generation, as returned with the message.
+	Generation int64 `json:"generation"`
+
+	// Offset The offset of the last message processed (the next owner resumes after it).
+	Offset int64 `json:"offset"`
+
+	// Partition The partition.
+	Partition int `json:"partition"`
+}
+
+// PartitionState One partition of a `PARTITION` consumer group.
+type PartitionState struct {
+	// CommittedOffset The group's committed offset (the last message processed; −1 = none).
+	CommittedOffset int64 `json:"committedOffset"`
+
+	// Generation The generation at which the partition was last assigned (or sought): commits must carry it.
+	Generation int64 `json:"generation"`
+
+	// Lag `latestOffset` − `committedOffset` (at least 0).
+	Lag int64 `json:"lag"`
+
+	// LatestOffset The offset of the partition's last message (−1 while it has none).
+	LatestOffset int64 `json:"latestOffset"`
+
+	// Owner The consumer that owns the partition (absent while unassigned).
+	Owner *string `json:"owner,omitempty"`
+
+	// Partition The partition (0..partitionCount−1).
+	Partition int `json:"partition"`
+}
 
 // Policy An IAM policy.
 type Policy struct {
@@ -1600,6 +1806,11 @@ type Queue struct {
 	// Example: http://127.0.0.1:8080
 	MessagesEndpoint string `json:"messagesEndpoint"`
 
+	// PartitionCount The queue's partition count (1..256), when it was created partitioned (absent otherwise): every message
+	// is also appended to partition `hash(partitionKey) mod partitionCount` with a dense offset, for consumer
+	// groups with `loadBalancing` `PARTITION` (docs/partitions.md). Immutable. ferry extension.
+	PartitionCount *int `json:"partitionCount,omitempty"`
+
 	// RetentionInSeconds How long a message is kept before it expires, in seconds (10..604800). Cannot change.
 	RetentionInSeconds int `json:"retentionInSeconds"`
 
@@ -1749,6 +1960,28 @@ type RedriveMessagesDetails struct {
 type RedriveMessagesResult struct {
 	// RedrivenMessages How many messages were moved back to the queue.
 	RedrivenMessages int `json:"redrivenMessages"`
+}
+
+// SeekPartitionsDetails Where to move a `PARTITION` group's committed offsets: exactly one of `offset` (the next message to read)
+// and `time` (the first message published at or after it).
+type SeekPartitionsDetails struct {
+	// Offset The offset to read next (past the latest = at the end).
+	Offset *int64 `json:"offset,omitempty"`
+
+	// Partitions The partitions to move (absent = all).
+	Partitions *[]int `json:"partitions,omitempty"`
+
+	// Time Read next the first message published at or after this time.
+	Time *time.Time `json:"time,omitempty"`
+}
+
+// SeekPartitionsResult The partitions moved.
+type SeekPartitionsResult struct {
+	// Generation The group's generation after the seek.
+	Generation int64 `json:"generation"`
+
+	// Partitions Every partition of the group after the seek.
+	Partitions []PartitionState `json:"partitions"`
 }
 
 // SortOrder Ascending (`ASC`) or descending (`DESC`) order.
@@ -2801,6 +3034,51 @@ type GetQueueMetricsParamsResolution string
 // GetQueueMetricsParamsAggregation defines parameters for GetQueueMetrics.
 type GetQueueMetricsParamsAggregation string
 
+// CommitPartitionOffsetsParams defines parameters for CommitPartitionOffsets.
+type CommitPartitionOffsetsParams struct {
+	// ConsumerGroupId The consumer group the call addresses: its OCID or its `displayName`. Absent = the primary consumer
+	// group.
+	ConsumerGroupId *ConsumerGroupIdQuery `form:"consumerGroupId,omitempty" json:"consumerGroupId,omitempty"`
+
+	// OpcRequestId A caller-chosen unique id for this request (for log correlation); it is echoed in the `opc-request-id`
+	// response header. When absent the server generates one.
+	OpcRequestId *OpcRequestIdHeader `json:"opc-request-id,omitempty"`
+
+	// XFerryConsumerId The caller's consumer id, as the `consumerId` query parameter.
+	XFerryConsumerId *ConsumerIdHeader `json:"X-Ferry-Consumer-Id,omitempty"`
+}
+
+// SeekPartitionsParams defines parameters for SeekPartitions.
+type SeekPartitionsParams struct {
+	// ConsumerGroupId The consumer group the call addresses: its OCID or its `displayName`. Absent = the primary consumer
+	// group.
+	ConsumerGroupId *ConsumerGroupIdQuery `form:"consumerGroupId,omitempty" json:"consumerGroupId,omitempty"`
+
+	// OpcRequestId A caller-chosen unique id for this request (for log correlation); it is echoed in the `opc-request-id`
+	// response header. When absent the server generates one.
+	OpcRequestId *OpcRequestIdHeader `json:"opc-request-id,omitempty"`
+}
+
+// GetPartitionMessagesParams defines parameters for GetPartitionMessages.
+type GetPartitionMessagesParams struct {
+	// ConsumerGroupId The consumer group the call addresses: its OCID or its `displayName`. Absent = the primary consumer
+	// group.
+	ConsumerGroupId *ConsumerGroupIdQuery `form:"consumerGroupId,omitempty" json:"consumerGroupId,omitempty"`
+
+	// Limit The maximum number of messages to return (1..1000).
+	Limit *int `form:"limit,omitempty" json:"limit,omitempty"`
+
+	// TimeoutInSeconds How long to wait for a first message, in seconds (0..30; default the queue's timeoutInSeconds).
+	TimeoutInSeconds *int `form:"timeoutInSeconds,omitempty" json:"timeoutInSeconds,omitempty"`
+
+	// OpcRequestId A caller-chosen unique id for this request (for log correlation); it is echoed in the `opc-request-id`
+	// response header. When absent the server generates one.
+	OpcRequestId *OpcRequestIdHeader `json:"opc-request-id,omitempty"`
+
+	// XFerryConsumerId The caller's consumer id, as the `consumerId` query parameter.
+	XFerryConsumerId *ConsumerIdHeader `json:"X-Ferry-Consumer-Id,omitempty"`
+}
+
 // GetStatsParams defines parameters for GetStats.
 type GetStatsParams struct {
 	// ConsumerGroupId The consumer group the call addresses: its OCID or its `displayName`. Absent = the primary consumer
@@ -2954,6 +3232,12 @@ type UpdateMessagesJSONRequestBody = UpdateMessagesDetails
 
 // UpdateMessageJSONRequestBody defines body for UpdateMessage for application/json ContentType.
 type UpdateMessageJSONRequestBody = UpdateMessageDetails
+
+// CommitPartitionOffsetsJSONRequestBody defines body for CommitPartitionOffsets for application/json ContentType.
+type CommitPartitionOffsetsJSONRequestBody = CommitPartitionOffsetsDetails
+
+// SeekPartitionsJSONRequestBody defines body for SeekPartitions for application/json ContentType.
+type SeekPartitionsJSONRequestBody = SeekPartitionsDetails
 
 // RequestEditorFn is the function signature for the RequestEditor callback function
 type RequestEditorFn func(ctx context.Context, req *http.Request) error
@@ -3528,7 +3812,8 @@ type ClientInterface interface {
 	// DeleteConsumer Remove a consumer (leave)
 	//
 	// A consumer of a single-active-consumer queue leaves its consumer group: its registration is removed and
-	// the messages it leased and did not acknowledge become visible at once. When it was the active consumer,
+	// the messages it leased and did not acknowledged become visible at once. A consumer of a `PARTITION` group
+	// releases its partitions at once; the group's other consumers take them at their next call. When it was the active consumer,
 	// the standby that registered first takes over on its next call and receives those messages first, in
 	// publish order. Answers 404 when the consumer is not registered. ferry extension.
 	//
@@ -3698,6 +3983,70 @@ type ClientInterface interface {
 	//
 	// Corresponds with GET /20210201/queues/{queueId}/metrics (the `GetQueueMetrics` operationId).
 	GetQueueMetrics(ctx context.Context, queueId QueueIdPath, params *GetQueueMetricsParams, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// CommitPartitionOffsetsWithBody Commit offsets of the caller's partitions
+	//
+	// Commits, for each listed partition, the offset of the last message the caller (`X-Ferry-Consumer-Id`,
+	// required) processed; the partition's next read, by this or any later owner, starts after it. All or
+	// nothing: when the caller no longer owns a partition at the given `generation` (it was reassigned or
+	// sought), the call answers 409 `StaleGeneration` and commits nothing. An offset past the partition's latest
+	// answers 400. Renews the caller's consumer lease. ferry extension.
+	//
+	// Takes any type of body and a specified content type.
+	//
+	// Corresponds with POST /20210201/queues/{queueId}/partitions/actions/commit (the `CommitPartitionOffsets` operationId).
+	CommitPartitionOffsetsWithBody(ctx context.Context, queueId QueueIdPath, params *CommitPartitionOffsetsParams, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// CommitPartitionOffsets Commit offsets of the caller's partitions
+	//
+	// Commits, for each listed partition, the offset of the last message the caller (`X-Ferry-Consumer-Id`,
+	// required) processed; the partition's next read, by this or any later owner, starts after it. All or
+	// nothing: when the caller no longer owns a partition at the given `generation` (it was reassigned or
+	// sought), the call answers 409 `StaleGeneration` and commits nothing. An offset past the partition's latest
+	// answers 400. Renews the caller's consumer lease. ferry extension.
+	//
+	// Takes a body of the `application/json` content type.
+	//
+	// Corresponds with POST /20210201/queues/{queueId}/partitions/actions/commit (the `CommitPartitionOffsets` operationId).
+	CommitPartitionOffsets(ctx context.Context, queueId QueueIdPath, params *CommitPartitionOffsetsParams, body CommitPartitionOffsetsJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// SeekPartitionsWithBody Move a partition group's offsets (replay or skip)
+	//
+	// Moves the committed offsets of a `PARTITION` group's partitions (all, or those listed) so that the next
+	// read starts at `offset` or at the first message published at or after `time`. Each moved partition gets a
+	// new generation, so a commit its owner sends for what it read before the seek answers 409. ferry
+	// extension.
+	//
+	// Takes any type of body and a specified content type.
+	//
+	// Corresponds with POST /20210201/queues/{queueId}/partitions/actions/seek (the `SeekPartitions` operationId).
+	SeekPartitionsWithBody(ctx context.Context, queueId QueueIdPath, params *SeekPartitionsParams, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// SeekPartitions Move a partition group's offsets (replay or skip)
+	//
+	// Moves the committed offsets of a `PARTITION` group's partitions (all, or those listed) so that the next
+	// read starts at `offset` or at the first message published at or after `time`. Each moved partition gets a
+	// new generation, so a commit its owner sends for what it read before the seek answers 409. ferry
+	// extension.
+	//
+	// Takes a body of the `application/json` content type.
+	//
+	// Corresponds with POST /20210201/queues/{queueId}/partitions/actions/seek (the `SeekPartitions` operationId).
+	SeekPartitions(ctx context.Context, queueId QueueIdPath, params *SeekPartitionsParams, body SeekPartitionsJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// GetPartitionMessages Read the caller's partitions (partition load balancing)
+	//
+	// For a consumer group with `loadBalancing` `PARTITION` (required `consumerGroupId`): registers or renews
+	// the caller (`X-Ferry-Consumer-Id`, required) as a consumer of the group, rebalances the group's partitions
+	// over its live consumers when they changed, and returns the partitions the caller owns with up to `limit`
+	// messages after their committed offsets, in offset order per partition. When there is none, waits up to
+	// `timeoutInSeconds` for one (long poll), and answers early when the caller's partitions change. Reading
+	// does not move the offset: the next call returns the same messages until CommitPartitionOffsets commits
+	// them. A consumer that does not call (or commit) for the queue's `consumerLeaseInSeconds` leaves, and its
+	// partitions move. docs/partitions.md describes the protocol. ferry extension.
+	//
+	// Corresponds with GET /20210201/queues/{queueId}/partitions/messages (the `GetPartitionMessages` operationId).
+	GetPartitionMessages(ctx context.Context, queueId QueueIdPath, params *GetPartitionMessagesParams, reqEditors ...RequestEditorFn) (*http.Response, error)
 
 	// GetStats Get queue statistics
 	//
@@ -4751,7 +5100,8 @@ func (c *Client) ListConsumers(ctx context.Context, queueId QueueIdPath, params 
 // DeleteConsumer Remove a consumer (leave)
 //
 // A consumer of a single-active-consumer queue leaves its consumer group: its registration is removed and
-// the messages it leased and did not acknowledge become visible at once. When it was the active consumer,
+// the messages it leased and did not acknowledged become visible at once. A consumer of a `PARTITION` group
+// releases its partitions at once; the group's other consumers take them at their next call. When it was the active consumer,
 // the standby that registered first takes over on its next call and receives those messages first, in
 // publish order. Answers 404 when the consumer is not registered. ferry extension.
 //
@@ -5042,6 +5392,120 @@ func (c *Client) UpdateMessage(ctx context.Context, queueId QueueIdPath, message
 // Corresponds with GET /20210201/queues/{queueId}/metrics (the `GetQueueMetrics` operationId).
 func (c *Client) GetQueueMetrics(ctx context.Context, queueId QueueIdPath, params *GetQueueMetricsParams, reqEditors ...RequestEditorFn) (*http.Response, error) {
 	req, err := NewGetQueueMetricsRequest(c.Server, queueId, params)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// CommitPartitionOffsetsWithBody Commit offsets of the caller's partitions
+//
+// Commits, for each listed partition, the offset of the last message the caller (`X-Ferry-Consumer-Id`,
+// required) processed; the partition's next read, by this or any later owner, starts after it. All or
+// nothing: when the caller no longer owns a partition at the given `generation` (it was reassigned or
+// sought), the call answers 409 `StaleGeneration` and commits nothing. An offset past the partition's latest
+// answers 400. Renews the caller's consumer lease. ferry extension.
+//
+// Takes any type of body and a specified content type.
+//
+// Corresponds with POST /20210201/queues/{queueId}/partitions/actions/commit (the `CommitPartitionOffsets` operationId).
+func (c *Client) CommitPartitionOffsetsWithBody(ctx context.Context, queueId QueueIdPath, params *CommitPartitionOffsetsParams, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewCommitPartitionOffsetsRequestWithBody(c.Server, queueId, params, contentType, body)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// CommitPartitionOffsets Commit offsets of the caller's partitions
+//
+// Commits, for each listed partition, the offset of the last message the caller (`X-Ferry-Consumer-Id`,
+// required) processed; the partition's next read, by this or any later owner, starts after it. All or
+// nothing: when the caller no longer owns a partition at the given `generation` (it was reassigned or
+// sought), the call answers 409 `StaleGeneration` and commits nothing. An offset past the partition's latest
+// answers 400. Renews the caller's consumer lease. ferry extension.
+//
+// Takes a body of the `application/json` content type.
+//
+// Corresponds with POST /20210201/queues/{queueId}/partitions/actions/commit (the `CommitPartitionOffsets` operationId).
+func (c *Client) CommitPartitionOffsets(ctx context.Context, queueId QueueIdPath, params *CommitPartitionOffsetsParams, body CommitPartitionOffsetsJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewCommitPartitionOffsetsRequest(c.Server, queueId, params, body)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// SeekPartitionsWithBody Move a partition group's offsets (replay or skip)
+//
+// Moves the committed offsets of a `PARTITION` group's partitions (all, or those listed) so that the next
+// read starts at `offset` or at the first message published at or after `time`. Each moved partition gets a
+// new generation, so a commit its owner sends for what it read before the seek answers 409. ferry
+// extension.
+//
+// Takes any type of body and a specified content type.
+//
+// Corresponds with POST /20210201/queues/{queueId}/partitions/actions/seek (the `SeekPartitions` operationId).
+func (c *Client) SeekPartitionsWithBody(ctx context.Context, queueId QueueIdPath, params *SeekPartitionsParams, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewSeekPartitionsRequestWithBody(c.Server, queueId, params, contentType, body)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// SeekPartitions Move a partition group's offsets (replay or skip)
+//
+// Moves the committed offsets of a `PARTITION` group's partitions (all, or those listed) so that the next
+// read starts at `offset` or at the first message published at or after `time`. Each moved partition gets a
+// new generation, so a commit its owner sends for what it read before the seek answers 409. ferry
+// extension.
+//
+// Takes a body of the `application/json` content type.
+//
+// Corresponds with POST /20210201/queues/{queueId}/partitions/actions/seek (the `SeekPartitions` operationId).
+func (c *Client) SeekPartitions(ctx context.Context, queueId QueueIdPath, params *SeekPartitionsParams, body SeekPartitionsJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewSeekPartitionsRequest(c.Server, queueId, params, body)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// GetPartitionMessages Read the caller's partitions (partition load balancing)
+//
+// For a consumer group with `loadBalancing` `PARTITION` (required `consumerGroupId`): registers or renews
+// the caller (`X-Ferry-Consumer-Id`, required) as a consumer of the group, rebalances the group's partitions
+// over its live consumers when they changed, and returns the partitions the caller owns with up to `limit`
+// messages after their committed offsets, in offset order per partition. When there is none, waits up to
+// `timeoutInSeconds` for one (long poll), and answers early when the caller's partitions change. Reading
+// does not move the offset: the next call returns the same messages until CommitPartitionOffsets commits
+// them. A consumer that does not call (or commit) for the queue's `consumerLeaseInSeconds` leaves, and its
+// partitions move. docs/partitions.md describes the protocol. ferry extension.
+//
+// Corresponds with GET /20210201/queues/{queueId}/partitions/messages (the `GetPartitionMessages` operationId).
+func (c *Client) GetPartitionMessages(ctx context.Context, queueId QueueIdPath, params *GetPartitionMessagesParams, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewGetPartitionMessagesRequest(c.Server, queueId, params)
 	if err != nil {
 		return nil, err
 	}
@@ -8738,6 +9202,306 @@ func NewGetQueueMetricsRequest(server string, queueId QueueIdPath, params *GetQu
 	return req, nil
 }
 
+// NewCommitPartitionOffsetsRequest calls the generic CommitPartitionOffsets builder with application/json body
+func NewCommitPartitionOffsetsRequest(server string, queueId QueueIdPath, params *CommitPartitionOffsetsParams, body CommitPartitionOffsetsJSONRequestBody) (*http.Request, error) {
+	var bodyReader io.Reader
+	buf, err := json.Marshal(body)
+	if err != nil {
+		return nil, err
+	}
+	bodyReader = bytes.NewReader(buf)
+	return NewCommitPartitionOffsetsRequestWithBody(server, queueId, params, "application/json", bodyReader)
+}
+
+// NewCommitPartitionOffsetsRequestWithBody constructs an http.Request for the CommitPartitionOffsets method, with any body, and a specified content type
+func NewCommitPartitionOffsetsRequestWithBody(server string, queueId QueueIdPath, params *CommitPartitionOffsetsParams, contentType string, body io.Reader) (*http.Request, error) {
+	var err error
+
+	var pathParam0 string
+
+	pathParam0, err = runtime.StyleParamWithOptions("simple", false, "queueId", queueId, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationPath, Type: "string", Format: ""})
+	if err != nil {
+		return nil, err
+	}
+
+	serverURL, err := url.Parse(server)
+	if err != nil {
+		return nil, err
+	}
+
+	operationPath := fmt.Sprintf("/20210201/queues/%s/partitions/actions/commit", pathParam0)
+	if operationPath[0] == '/' {
+		operationPath = "." + operationPath
+	}
+
+	queryURL, err := serverURL.Parse(operationPath)
+	if err != nil {
+		return nil, err
+	}
+
+	if params != nil {
+		// queryValues collects non-styled parameters (passthrough, JSON)
+		// that are safe to round-trip through url.Values.Encode().
+		queryValues := queryURL.Query()
+		// rawQueryFragments collects pre-encoded query fragments from
+		// styled parameters, preserving literal commas as delimiters
+		// per the OpenAPI spec (e.g. "color=blue,black,brown").
+		var rawQueryFragments []string
+
+		if params.ConsumerGroupId != nil {
+
+			if queryFrag, err := runtime.StyleParamWithOptions("form", true, "consumerGroupId", *params.ConsumerGroupId, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			} else {
+				for _, qp := range strings.Split(queryFrag, "&") {
+					rawQueryFragments = append(rawQueryFragments, qp)
+				}
+			}
+
+		}
+
+		if encoded := queryValues.Encode(); encoded != "" {
+			rawQueryFragments = append(rawQueryFragments, encoded)
+		}
+		queryURL.RawQuery = strings.Join(rawQueryFragments, "&")
+	}
+
+	req, err := http.NewRequest(http.MethodPost, queryURL.String(), body)
+	if err != nil {
+		return nil, err
+	}
+
+	req.Header.Add("Content-Type", contentType)
+
+	if params != nil {
+
+		if params.OpcRequestId != nil {
+			var headerParam0 string
+
+			headerParam0, err = runtime.StyleParamWithOptions("simple", false, "opc-request-id", *params.OpcRequestId, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationHeader, Type: "string", Format: ""})
+			if err != nil {
+				return nil, err
+			}
+
+			req.Header.Set("opc-request-id", headerParam0)
+		}
+
+		if params.XFerryConsumerId != nil {
+			var headerParam1 string
+
+			headerParam1, err = runtime.StyleParamWithOptions("simple", false, "X-Ferry-Consumer-Id", *params.XFerryConsumerId, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationHeader, Type: "string", Format: ""})
+			if err != nil {
+				return nil, err
+			}
+
+			req.Header.Set("X-Ferry-Consumer-Id", headerParam1)
+		}
+
+	}
+
+	return req, nil
+}
+
+// NewSeekPartitionsRequest calls the generic SeekPartitions builder with application/json body
+func NewSeekPartitionsRequest(server string, queueId QueueIdPath, params *SeekPartitionsParams, body SeekPartitionsJSONRequestBody) (*http.Request, error) {
+	var bodyReader io.Reader
+	buf, err := json.Marshal(body)
+	if err != nil {
+		return nil, err
+	}
+	bodyReader = bytes.NewReader(buf)
+	return NewSeekPartitionsRequestWithBody(server, queueId, params, "application/json", bodyReader)
+}
+
+// NewSeekPartitionsRequestWithBody constructs an http.Request for the SeekPartitions method, with any body, and a specified content type
+func NewSeekPartitionsRequestWithBody(server string, queueId QueueIdPath, params *SeekPartitionsParams, contentType string, body io.Reader) (*http.Request, error) {
+	var err error
+
+	var pathParam0 string
+
+	pathParam0, err = runtime.StyleParamWithOptions("simple", false, "queueId", queueId, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationPath, Type: "string", Format: ""})
+	if err != nil {
+		return nil, err
+	}
+
+	serverURL, err := url.Parse(server)
+	if err != nil {
+		return nil, err
+	}
+
+	operationPath := fmt.Sprintf("/20210201/queues/%s/partitions/actions/seek", pathParam0)
+	if operationPath[0] == '/' {
+		operationPath = "." + operationPath
+	}
+
+	queryURL, err := serverURL.Parse(operationPath)
+	if err != nil {
+		return nil, err
+	}
+
+	if params != nil {
+		// queryValues collects non-styled parameters (passthrough, JSON)
+		// that are safe to round-trip through url.Values.Encode().
+		queryValues := queryURL.Query()
+		// rawQueryFragments collects pre-encoded query fragments from
+		// styled parameters, preserving literal commas as delimiters
+		// per the OpenAPI spec (e.g. "color=blue,black,brown").
+		var rawQueryFragments []string
+
+		if params.ConsumerGroupId != nil {
+
+			if queryFrag, err := runtime.StyleParamWithOptions("form", true, "consumerGroupId", *params.ConsumerGroupId, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			} else {
+				for _, qp := range strings.Split(queryFrag, "&") {
+					rawQueryFragments = append(rawQueryFragments, qp)
+				}
+			}
+
+		}
+
+		if encoded := queryValues.Encode(); encoded != "" {
+			rawQueryFragments = append(rawQueryFragments, encoded)
+		}
+		queryURL.RawQuery = strings.Join(rawQueryFragments, "&")
+	}
+
+	req, err := http.NewRequest(http.MethodPost, queryURL.String(), body)
+	if err != nil {
+		return nil, err
+	}
+
+	req.Header.Add("Content-Type", contentType)
+
+	if params != nil {
+
+		if params.OpcRequestId != nil {
+			var headerParam0 string
+
+			headerParam0, err = runtime.StyleParamWithOptions("simple", false, "opc-request-id", *params.OpcRequestId, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationHeader, Type: "string", Format: ""})
+			if err != nil {
+				return nil, err
+			}
+
+			req.Header.Set("opc-request-id", headerParam0)
+		}
+
+	}
+
+	return req, nil
+}
+
+// NewGetPartitionMessagesRequest constructs an http.Request for the GetPartitionMessages method
+func NewGetPartitionMessagesRequest(server string, queueId QueueIdPath, params *GetPartitionMessagesParams) (*http.Request, error) {
+	var err error
+
+	var pathParam0 string
+
+	pathParam0, err = runtime.StyleParamWithOptions("simple", false, "queueId", queueId, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationPath, Type: "string", Format: ""})
+	if err != nil {
+		return nil, err
+	}
+
+	serverURL, err := url.Parse(server)
+	if err != nil {
+		return nil, err
+	}
+
+	operationPath := fmt.Sprintf("/20210201/queues/%s/partitions/messages", pathParam0)
+	if operationPath[0] == '/' {
+		operationPath = "." + operationPath
+	}
+
+	queryURL, err := serverURL.Parse(operationPath)
+	if err != nil {
+		return nil, err
+	}
+
+	if params != nil {
+		// queryValues collects non-styled parameters (passthrough, JSON)
+		// that are safe to round-trip through url.Values.Encode().
+		queryValues := queryURL.Query()
+		// rawQueryFragments collects pre-encoded query fragments from
+		// styled parameters, preserving literal commas as delimiters
+		// per the OpenAPI spec (e.g. "color=blue,black,brown").
+		var rawQueryFragments []string
+
+		if params.ConsumerGroupId != nil {
+
+			if queryFrag, err := runtime.StyleParamWithOptions("form", true, "consumerGroupId", *params.ConsumerGroupId, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			} else {
+				for _, qp := range strings.Split(queryFrag, "&") {
+					rawQueryFragments = append(rawQueryFragments, qp)
+				}
+			}
+
+		}
+
+		if params.Limit != nil {
+
+			if queryFrag, err := runtime.StyleParamWithOptions("form", true, "limit", *params.Limit, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			} else {
+				for _, qp := range strings.Split(queryFrag, "&") {
+					rawQueryFragments = append(rawQueryFragments, qp)
+				}
+			}
+
+		}
+
+		if params.TimeoutInSeconds != nil {
+
+			if queryFrag, err := runtime.StyleParamWithOptions("form", true, "timeoutInSeconds", *params.TimeoutInSeconds, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			} else {
+				for _, qp := range strings.Split(queryFrag, "&") {
+					rawQueryFragments = append(rawQueryFragments, qp)
+				}
+			}
+
+		}
+
+		if encoded := queryValues.Encode(); encoded != "" {
+			rawQueryFragments = append(rawQueryFragments, encoded)
+		}
+		queryURL.RawQuery = strings.Join(rawQueryFragments, "&")
+	}
+
+	req, err := http.NewRequest(http.MethodGet, queryURL.String(), nil)
+	if err != nil {
+		return nil, err
+	}
+
+	if params != nil {
+
+		if params.OpcRequestId != nil {
+			var headerParam0 string
+
+			headerParam0, err = runtime.StyleParamWithOptions("simple", false, "opc-request-id", *params.OpcRequestId, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationHeader, Type: "string", Format: ""})
+			if err != nil {
+				return nil, err
+			}
+
+			req.Header.Set("opc-request-id", headerParam0)
+		}
+
+		if params.XFerryConsumerId != nil {
+			var headerParam1 string
+
+			headerParam1, err = runtime.StyleParamWithOptions("simple", false, "X-Ferry-Consumer-Id", *params.XFerryConsumerId, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationHeader, Type: "string", Format: ""})
+			if err != nil {
+				return nil, err
+			}
+
+			req.Header.Set("X-Ferry-Consumer-Id", headerParam1)
+		}
+
+	}
+
+	return req, nil
+}
+
 // NewGetStatsRequest constructs an http.Request for the GetStats method
 func NewGetStatsRequest(server string, queueId QueueIdPath, params *GetStatsParams) (*http.Request, error) {
 	var err error
@@ -9915,7 +10679,8 @@ type ClientWithResponsesInterface interface {
 	// DeleteConsumerWithResponse Remove a consumer (leave)
 	//
 	// A consumer of a single-active-consumer queue leaves its consumer group: its registration is removed and
-	// the messages it leased and did not acknowledge become visible at once. When it was the active consumer,
+	// the messages it leased and did not acknowledged become visible at once. A consumer of a `PARTITION` group
+	// releases its partitions at once; the group's other consumers take them at their next call. When it was the active consumer,
 	// the standby that registered first takes over on its next call and receives those messages first, in
 	// publish order. Answers 404 when the consumer is not registered. ferry extension.
 	//
@@ -10095,6 +10860,72 @@ type ClientWithResponsesInterface interface {
 	//
 	// Corresponds with GET /20210201/queues/{queueId}/metrics (the `GetQueueMetrics` operationId).
 	GetQueueMetricsWithResponse(ctx context.Context, queueId QueueIdPath, params *GetQueueMetricsParams, reqEditors ...RequestEditorFn) (*GetQueueMetricsResponse, error)
+
+	// CommitPartitionOffsetsWithBodyWithResponse Commit offsets of the caller's partitions
+	//
+	// Commits, for each listed partition, the offset of the last message the caller (`X-Ferry-Consumer-Id`,
+	// required) processed; the partition's next read, by this or any later owner, starts after it. All or
+	// nothing: when the caller no longer owns a partition at the given `generation` (it was reassigned or
+	// sought), the call answers 409 `StaleGeneration` and commits nothing. An offset past the partition's latest
+	// answers 400. Renews the caller's consumer lease. ferry extension.
+	//
+	// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with POST /20210201/queues/{queueId}/partitions/actions/commit (the `CommitPartitionOffsets` operationId).
+	CommitPartitionOffsetsWithBodyWithResponse(ctx context.Context, queueId QueueIdPath, params *CommitPartitionOffsetsParams, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*CommitPartitionOffsetsResponse, error)
+
+	// CommitPartitionOffsetsWithResponse Commit offsets of the caller's partitions
+	//
+	// Commits, for each listed partition, the offset of the last message the caller (`X-Ferry-Consumer-Id`,
+	// required) processed; the partition's next read, by this or any later owner, starts after it. All or
+	// nothing: when the caller no longer owns a partition at the given `generation` (it was reassigned or
+	// sought), the call answers 409 `StaleGeneration` and commits nothing. An offset past the partition's latest
+	// answers 400. Renews the caller's consumer lease. ferry extension.
+	//
+	// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with POST /20210201/queues/{queueId}/partitions/actions/commit (the `CommitPartitionOffsets` operationId).
+	CommitPartitionOffsetsWithResponse(ctx context.Context, queueId QueueIdPath, params *CommitPartitionOffsetsParams, body CommitPartitionOffsetsJSONRequestBody, reqEditors ...RequestEditorFn) (*CommitPartitionOffsetsResponse, error)
+
+	// SeekPartitionsWithBodyWithResponse Move a partition group's offsets (replay or skip)
+	//
+	// Moves the committed offsets of a `PARTITION` group's partitions (all, or those listed) so that the next
+	// read starts at `offset` or at the first message published at or after `time`. Each moved partition gets a
+	// new generation, so a commit its owner sends for what it read before the seek answers 409. ferry
+	// extension.
+	//
+	// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with POST /20210201/queues/{queueId}/partitions/actions/seek (the `SeekPartitions` operationId).
+	SeekPartitionsWithBodyWithResponse(ctx context.Context, queueId QueueIdPath, params *SeekPartitionsParams, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*SeekPartitionsResponse, error)
+
+	// SeekPartitionsWithResponse Move a partition group's offsets (replay or skip)
+	//
+	// Moves the committed offsets of a `PARTITION` group's partitions (all, or those listed) so that the next
+	// read starts at `offset` or at the first message published at or after `time`. Each moved partition gets a
+	// new generation, so a commit its owner sends for what it read before the seek answers 409. ferry
+	// extension.
+	//
+	// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with POST /20210201/queues/{queueId}/partitions/actions/seek (the `SeekPartitions` operationId).
+	SeekPartitionsWithResponse(ctx context.Context, queueId QueueIdPath, params *SeekPartitionsParams, body SeekPartitionsJSONRequestBody, reqEditors ...RequestEditorFn) (*SeekPartitionsResponse, error)
+
+	// GetPartitionMessagesWithResponse Read the caller's partitions (partition load balancing)
+	//
+	// For a consumer group with `loadBalancing` `PARTITION` (required `consumerGroupId`): registers or renews
+	// the caller (`X-Ferry-Consumer-Id`, required) as a consumer of the group, rebalances the group's partitions
+	// over its live consumers when they changed, and returns the partitions the caller owns with up to `limit`
+	// messages after their committed offsets, in offset order per partition. When there is none, waits up to
+	// `timeoutInSeconds` for one (long poll), and answers early when the caller's partitions change. Reading
+	// does not move the offset: the next call returns the same messages until CommitPartitionOffsets commits
+	// them. A consumer that does not call (or commit) for the queue's `consumerLeaseInSeconds` leaves, and its
+	// partitions move. docs/partitions.md describes the protocol. ferry extension.
+	//
+	// Returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with GET /20210201/queues/{queueId}/partitions/messages (the `GetPartitionMessages` operationId).
+	GetPartitionMessagesWithResponse(ctx context.Context, queueId QueueIdPath, params *GetPartitionMessagesParams, reqEditors ...RequestEditorFn) (*GetPartitionMessagesResponse, error)
 
 	// GetStatsWithResponse Get queue statistics
 	//
@@ -15867,6 +16698,370 @@ func (r GetQueueMetricsResponse) ContentType() string {
 	return ""
 }
 
+// CommitPartitionOffsetsResponse204Headers the declared response headers of an HTTP 204 response for CommitPartitionOffsets
+type CommitPartitionOffsetsResponse204Headers struct {
+	OpcRequestId *string
+}
+
+// CommitPartitionOffsetsResponse400Headers the declared response headers of an HTTP 400 response for CommitPartitionOffsets
+type CommitPartitionOffsetsResponse400Headers struct {
+	OpcRequestId *string
+}
+
+// CommitPartitionOffsetsResponse401Headers the declared response headers of an HTTP 401 response for CommitPartitionOffsets
+type CommitPartitionOffsetsResponse401Headers struct {
+	OpcRequestId *string
+}
+
+// CommitPartitionOffsetsResponse404Headers the declared response headers of an HTTP 404 response for CommitPartitionOffsets
+type CommitPartitionOffsetsResponse404Headers struct {
+	OpcRequestId *string
+}
+
+// CommitPartitionOffsetsResponse409Headers the declared response headers of an HTTP 409 response for CommitPartitionOffsets
+type CommitPartitionOffsetsResponse409Headers struct {
+	OpcRequestId *string
+}
+
+// CommitPartitionOffsetsResponse429Headers the declared response headers of an HTTP 429 response for CommitPartitionOffsets
+type CommitPartitionOffsetsResponse429Headers struct {
+	OpcRequestId *string
+	RetryAfter   *int
+}
+
+// CommitPartitionOffsetsResponse500Headers the declared response headers of an HTTP 500 response for CommitPartitionOffsets
+type CommitPartitionOffsetsResponse500Headers struct {
+	OpcRequestId *string
+}
+
+type CommitPartitionOffsetsResponse struct {
+	Body         []byte
+	HTTPResponse *http.Response
+	// JSON400 the response for an HTTP 400 `application/json` response
+	JSON400 *BadRequest
+	// JSON401 the response for an HTTP 401 `application/json` response
+	JSON401 *Unauthorized
+	// JSON404 the response for an HTTP 404 `application/json` response
+	JSON404 *NotFound
+	// JSON409 the response for an HTTP 409 `application/json` response
+	JSON409 *Conflict
+	// JSON429 the response for an HTTP 429 `application/json` response
+	JSON429 *TooManyRequests
+	// JSON500 the response for an HTTP 500 `application/json` response
+	JSON500 *InternalServerError
+	// Headers204 the parsed response headers for an HTTP 204 response
+	Headers204 *CommitPartitionOffsetsResponse204Headers
+	// Headers400 the parsed response headers for an HTTP 400 response
+	Headers400 *CommitPartitionOffsetsResponse400Headers
+	// Headers401 the parsed response headers for an HTTP 401 response
+	Headers401 *CommitPartitionOffsetsResponse401Headers
+	// Headers404 the parsed response headers for an HTTP 404 response
+	Headers404 *CommitPartitionOffsetsResponse404Headers
+	// Headers409 the parsed response headers for an HTTP 409 response
+	Headers409 *CommitPartitionOffsetsResponse409Headers
+	// Headers429 the parsed response headers for an HTTP 429 response
+	Headers429 *CommitPartitionOffsetsResponse429Headers
+	// Headers500 the parsed response headers for an HTTP 500 response
+	Headers500 *CommitPartitionOffsetsResponse500Headers
+}
+
+// GetJSON400 returns the response for an HTTP 400 `application/json` response
+func (r CommitPartitionOffsetsResponse) GetJSON400() *BadRequest {
+	return r.JSON400
+}
+
+// GetJSON401 returns the response for an HTTP 401 `application/json` response
+func (r CommitPartitionOffsetsResponse) GetJSON401() *Unauthorized {
+	return r.JSON401
+}
+
+// GetJSON404 returns the response for an HTTP 404 `application/json` response
+func (r CommitPartitionOffsetsResponse) GetJSON404() *NotFound {
+	return r.JSON404
+}
+
+// GetJSON409 returns the response for an HTTP 409 `application/json` response
+func (r CommitPartitionOffsetsResponse) GetJSON409() *Conflict {
+	return r.JSON409
+}
+
+// GetJSON429 returns the response for an HTTP 429 `application/json` response
+func (r CommitPartitionOffsetsResponse) GetJSON429() *TooManyRequests {
+	return r.JSON429
+}
+
+// GetJSON500 returns the response for an HTTP 500 `application/json` response
+func (r CommitPartitionOffsetsResponse) GetJSON500() *InternalServerError {
+	return r.JSON500
+}
+
+// GetBody returns the raw response body bytes
+func (r CommitPartitionOffsetsResponse) GetBody() []byte {
+	return r.Body
+}
+
+// Status returns HTTPResponse.Status
+func (r CommitPartitionOffsetsResponse) Status() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Status
+	}
+	return http.StatusText(0)
+}
+
+// StatusCode returns HTTPResponse.StatusCode
+func (r CommitPartitionOffsetsResponse) StatusCode() int {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.StatusCode
+	}
+	return 0
+}
+
+// ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
+func (r CommitPartitionOffsetsResponse) ContentType() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Header.Get("Content-Type")
+	}
+	return ""
+}
+
+// SeekPartitionsResponse200Headers the declared response headers of an HTTP 200 response for SeekPartitions
+type SeekPartitionsResponse200Headers struct {
+	OpcRequestId *string
+}
+
+// SeekPartitionsResponse400Headers the declared response headers of an HTTP 400 response for SeekPartitions
+type SeekPartitionsResponse400Headers struct {
+	OpcRequestId *string
+}
+
+// SeekPartitionsResponse401Headers the declared response headers of an HTTP 401 response for SeekPartitions
+type SeekPartitionsResponse401Headers struct {
+	OpcRequestId *string
+}
+
+// SeekPartitionsResponse404Headers the declared response headers of an HTTP 404 response for SeekPartitions
+type SeekPartitionsResponse404Headers struct {
+	OpcRequestId *string
+}
+
+// SeekPartitionsResponse429Headers the declared response headers of an HTTP 429 response for SeekPartitions
+type SeekPartitionsResponse429Headers struct {
+	OpcRequestId *string
+	RetryAfter   *int
+}
+
+// SeekPartitionsResponse500Headers the declared response headers of an HTTP 500 response for SeekPartitions
+type SeekPartitionsResponse500Headers struct {
+	OpcRequestId *string
+}
+
+type SeekPartitionsResponse struct {
+	Body         []byte
+	HTTPResponse *http.Response
+	// JSON200 the response for an HTTP 200 `application/json` response
+	JSON200 *SeekPartitionsResult
+	// JSON400 the response for an HTTP 400 `application/json` response
+	JSON400 *BadRequest
+	// JSON401 the response for an HTTP 401 `application/json` response
+	JSON401 *Unauthorized
+	// JSON404 the response for an HTTP 404 `application/json` response
+	JSON404 *NotFound
+	// JSON429 the response for an HTTP 429 `application/json` response
+	JSON429 *TooManyRequests
+	// JSON500 the response for an HTTP 500 `application/json` response
+	JSON500 *InternalServerError
+	// Headers200 the parsed response headers for an HTTP 200 response
+	Headers200 *SeekPartitionsResponse200Headers
+	// Headers400 the parsed response headers for an HTTP 400 response
+	Headers400 *SeekPartitionsResponse400Headers
+	// Headers401 the parsed response headers for an HTTP 401 response
+	Headers401 *SeekPartitionsResponse401Headers
+	// Headers404 the parsed response headers for an HTTP 404 response
+	Headers404 *SeekPartitionsResponse404Headers
+	// Headers429 the parsed response headers for an HTTP 429 response
+	Headers429 *SeekPartitionsResponse429Headers
+	// Headers500 the parsed response headers for an HTTP 500 response
+	Headers500 *SeekPartitionsResponse500Headers
+}
+
+// GetJSON200 returns the response for an HTTP 200 `application/json` response
+func (r SeekPartitionsResponse) GetJSON200() *SeekPartitionsResult {
+	return r.JSON200
+}
+
+// GetJSON400 returns the response for an HTTP 400 `application/json` response
+func (r SeekPartitionsResponse) GetJSON400() *BadRequest {
+	return r.JSON400
+}
+
+// GetJSON401 returns the response for an HTTP 401 `application/json` response
+func (r SeekPartitionsResponse) GetJSON401() *Unauthorized {
+	return r.JSON401
+}
+
+// GetJSON404 returns the response for an HTTP 404 `application/json` response
+func (r SeekPartitionsResponse) GetJSON404() *NotFound {
+	return r.JSON404
+}
+
+// GetJSON429 returns the response for an HTTP 429 `application/json` response
+func (r SeekPartitionsResponse) GetJSON429() *TooManyRequests {
+	return r.JSON429
+}
+
+// GetJSON500 returns the response for an HTTP 500 `application/json` response
+func (r SeekPartitionsResponse) GetJSON500() *InternalServerError {
+	return r.JSON500
+}
+
+// GetBody returns the raw response body bytes
+func (r SeekPartitionsResponse) GetBody() []byte {
+	return r.Body
+}
+
+// Status returns HTTPResponse.Status
+func (r SeekPartitionsResponse) Status() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Status
+	}
+	return http.StatusText(0)
+}
+
+// StatusCode returns HTTPResponse.StatusCode
+func (r SeekPartitionsResponse) StatusCode() int {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.StatusCode
+	}
+	return 0
+}
+
+// ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
+func (r SeekPartitionsResponse) ContentType() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Header.Get("Content-Type")
+	}
+	return ""
+}
+
+// GetPartitionMessagesResponse200Headers the declared response headers of an HTTP 200 response for GetPartitionMessages
+type GetPartitionMessagesResponse200Headers struct {
+	OpcRequestId *string
+}
+
+// GetPartitionMessagesResponse400Headers the declared response headers of an HTTP 400 response for GetPartitionMessages
+type GetPartitionMessagesResponse400Headers struct {
+	OpcRequestId *string
+}
+
+// GetPartitionMessagesResponse401Headers the declared response headers of an HTTP 401 response for GetPartitionMessages
+type GetPartitionMessagesResponse401Headers struct {
+	OpcRequestId *string
+}
+
+// GetPartitionMessagesResponse404Headers the declared response headers of an HTTP 404 response for GetPartitionMessages
+type GetPartitionMessagesResponse404Headers struct {
+	OpcRequestId *string
+}
+
+// GetPartitionMessagesResponse429Headers the declared response headers of an HTTP 429 response for GetPartitionMessages
+type GetPartitionMessagesResponse429Headers struct {
+	OpcRequestId *string
+	RetryAfter   *int
+}
+
+// GetPartitionMessagesResponse500Headers the declared response headers of an HTTP 500 response for GetPartitionMessages
+type GetPartitionMessagesResponse500Headers struct {
+	OpcRequestId *string
+}
+
+type GetPartitionMessagesResponse struct {
+	Body         []byte
+	HTTPResponse *http.Response
+	// JSON200 the response for an HTTP 200 `application/json` response
+	JSON200 *PartitionMessages
+	// JSON400 the response for an HTTP 400 `application/json` response
+	JSON400 *BadRequest
+	// JSON401 the response for an HTTP 401 `application/json` response
+	JSON401 *Unauthorized
+	// JSON404 the response for an HTTP 404 `application/json` response
+	JSON404 *NotFound
+	// JSON429 the response for an HTTP 429 `application/json` response
+	JSON429 *TooManyRequests
+	// JSON500 the response for an HTTP 500 `application/json` response
+	JSON500 *InternalServerError
+	// Headers200 the parsed response headers for an HTTP 200 response
+	Headers200 *GetPartitionMessagesResponse200Headers
+	// Headers400 the parsed response headers for an HTTP 400 response
+	Headers400 *GetPartitionMessagesResponse400Headers
+	// Headers401 the parsed response headers for an HTTP 401 response
+	Headers401 *GetPartitionMessagesResponse401Headers
+	// Headers404 the parsed response headers for an HTTP 404 response
+	Headers404 *GetPartitionMessagesResponse404Headers
+	// Headers429 the parsed response headers for an HTTP 429 response
+	Headers429 *GetPartitionMessagesResponse429Headers
+	// Headers500 the parsed response headers for an HTTP 500 response
+	Headers500 *GetPartitionMessagesResponse500Headers
+}
+
+// GetJSON200 returns the response for an HTTP 200 `application/json` response
+func (r GetPartitionMessagesResponse) GetJSON200() *PartitionMessages {
+	return r.JSON200
+}
+
+// GetJSON400 returns the response for an HTTP 400 `application/json` response
+func (r GetPartitionMessagesResponse) GetJSON400() *BadRequest {
+	return r.JSON400
+}
+
+// GetJSON401 returns the response for an HTTP 401 `application/json` response
+func (r GetPartitionMessagesResponse) GetJSON401() *Unauthorized {
+	return r.JSON401
+}
+
+// GetJSON404 returns the response for an HTTP 404 `application/json` response
+func (r GetPartitionMessagesResponse) GetJSON404() *NotFound {
+	return r.JSON404
+}
+
+// GetJSON429 returns the response for an HTTP 429 `application/json` response
+func (r GetPartitionMessagesResponse) GetJSON429() *TooManyRequests {
+	return r.JSON429
+}
+
+// GetJSON500 returns the response for an HTTP 500 `application/json` response
+func (r GetPartitionMessagesResponse) GetJSON500() *InternalServerError {
+	return r.JSON500
+}
+
+// GetBody returns the raw response body bytes
+func (r GetPartitionMessagesResponse) GetBody() []byte {
+	return r.Body
+}
+
+// Status returns HTTPResponse.Status
+func (r GetPartitionMessagesResponse) Status() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Status
+	}
+	return http.StatusText(0)
+}
+
+// StatusCode returns HTTPResponse.StatusCode
+func (r GetPartitionMessagesResponse) StatusCode() int {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.StatusCode
+	}
+	return 0
+}
+
+// ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
+func (r GetPartitionMessagesResponse) ContentType() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Header.Get("Content-Type")
+	}
+	return ""
+}
+
 // GetStatsResponse200Headers the declared response headers of an HTTP 200 response for GetStats
 type GetStatsResponse200Headers struct {
 	OpcRequestId *string
@@ -17516,7 +18711,8 @@ func (c *ClientWithResponses) ListConsumersWithResponse(ctx context.Context, que
 // DeleteConsumerWithResponse Remove a consumer (leave)
 //
 // A consumer of a single-active-consumer queue leaves its consumer group: its registration is removed and
-// the messages it leased and did not acknowledge become visible at once. When it was the active consumer,
+// the messages it leased and did not acknowledged become visible at once. A consumer of a `PARTITION` group
+// releases its partitions at once; the group's other consumers take them at their next call. When it was the active consumer,
 // the standby that registered first takes over on its next call and receives those messages first, in
 // publish order. Answers 404 when the consumer is not registered. ferry extension.
 //
@@ -17773,6 +18969,102 @@ func (c *ClientWithResponses) GetQueueMetricsWithResponse(ctx context.Context, q
 		return nil, err
 	}
 	return ParseGetQueueMetricsResponse(rsp)
+}
+
+// CommitPartitionOffsetsWithBodyWithResponse Commit offsets of the caller's partitions
+//
+// Commits, for each listed partition, the offset of the last message the caller (`X-Ferry-Consumer-Id`,
+// required) processed; the partition's next read, by this or any later owner, starts after it. All or
+// nothing: when the caller no longer owns a partition at the given `generation` (it was reassigned or
+// sought), the call answers 409 `StaleGeneration` and commits nothing. An offset past the partition's latest
+// answers 400. Renews the caller's consumer lease. ferry extension.
+//
+// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
+//
+// Corresponds with POST /20210201/queues/{queueId}/partitions/actions/commit (the `CommitPartitionOffsets` operationId).
+func (c *ClientWithResponses) CommitPartitionOffsetsWithBodyWithResponse(ctx context.Context, queueId QueueIdPath, params *CommitPartitionOffsetsParams, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*CommitPartitionOffsetsResponse, error) {
+	rsp, err := c.CommitPartitionOffsetsWithBody(ctx, queueId, params, contentType, body, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseCommitPartitionOffsetsResponse(rsp)
+}
+
+// CommitPartitionOffsetsWithResponse Commit offsets of the caller's partitions
+//
+// Commits, for each listed partition, the offset of the last message the caller (`X-Ferry-Consumer-Id`,
+// required) processed; the partition's next read, by this or any later owner, starts after it. All or
+// nothing: when the caller no longer owns a partition at the given `generation` (it was reassigned or
+// sought), the call answers 409 `StaleGeneration` and commits nothing. An offset past the partition's latest
+// answers 400. Renews the caller's consumer lease. ferry extension.
+//
+// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
+//
+// Corresponds with POST /20210201/queues/{queueId}/partitions/actions/commit (the `CommitPartitionOffsets` operationId).
+func (c *ClientWithResponses) CommitPartitionOffsetsWithResponse(ctx context.Context, queueId QueueIdPath, params *CommitPartitionOffsetsParams, body CommitPartitionOffsetsJSONRequestBody, reqEditors ...RequestEditorFn) (*CommitPartitionOffsetsResponse, error) {
+	rsp, err := c.CommitPartitionOffsets(ctx, queueId, params, body, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseCommitPartitionOffsetsResponse(rsp)
+}
+
+// SeekPartitionsWithBodyWithResponse Move a partition group's offsets (replay or skip)
+//
+// Moves the committed offsets of a `PARTITION` group's partitions (all, or those listed) so that the next
+// read starts at `offset` or at the first message published at or after `time`. Each moved partition gets a
+// new generation, so a commit its owner sends for what it read before the seek answers 409. ferry
+// extension.
+//
+// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
+//
+// Corresponds with POST /20210201/queues/{queueId}/partitions/actions/seek (the `SeekPartitions` operationId).
+func (c *ClientWithResponses) SeekPartitionsWithBodyWithResponse(ctx context.Context, queueId QueueIdPath, params *SeekPartitionsParams, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*SeekPartitionsResponse, error) {
+	rsp, err := c.SeekPartitionsWithBody(ctx, queueId, params, contentType, body, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseSeekPartitionsResponse(rsp)
+}
+
+// SeekPartitionsWithResponse Move a partition group's offsets (replay or skip)
+//
+// Moves the committed offsets of a `PARTITION` group's partitions (all, or those listed) so that the next
+// read starts at `offset` or at the first message published at or after `time`. Each moved partition gets a
+// new generation, so a commit its owner sends for what it read before the seek answers 409. ferry
+// extension.
+//
+// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
+//
+// Corresponds with POST /20210201/queues/{queueId}/partitions/actions/seek (the `SeekPartitions` operationId).
+func (c *ClientWithResponses) SeekPartitionsWithResponse(ctx context.Context, queueId QueueIdPath, params *SeekPartitionsParams, body SeekPartitionsJSONRequestBody, reqEditors ...RequestEditorFn) (*SeekPartitionsResponse, error) {
+	rsp, err := c.SeekPartitions(ctx, queueId, params, body, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseSeekPartitionsResponse(rsp)
+}
+
+// GetPartitionMessagesWithResponse Read the caller's partitions (partition load balancing)
+//
+// For a consumer group with `loadBalancing` `PARTITION` (required `consumerGroupId`): registers or renews
+// the caller (`X-Ferry-Consumer-Id`, required) as a consumer of the group, rebalances the group's partitions
+// over its live consumers when they changed, and returns the partitions the caller owns with up to `limit`
+// messages after their committed offsets, in offset order per partition. When there is none, waits up to
+// `timeoutInSeconds` for one (long poll), and answers early when the caller's partitions change. Reading
+// does not move the offset: the next call returns the same messages until CommitPartitionOffsets commits
+// them. A consumer that does not call (or commit) for the queue's `consumerLeaseInSeconds` leaves, and its
+// partitions move. docs/partitions.md describes the protocol. ferry extension.
+//
+// Returns a wrapper object for the known response body format(s).
+//
+// Corresponds with GET /20210201/queues/{queueId}/partitions/messages (the `GetPartitionMessages` operationId).
+func (c *ClientWithResponses) GetPartitionMessagesWithResponse(ctx context.Context, queueId QueueIdPath, params *GetPartitionMessagesParams, reqEditors ...RequestEditorFn) (*GetPartitionMessagesResponse, error) {
+	rsp, err := c.GetPartitionMessages(ctx, queueId, params, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseGetPartitionMessagesResponse(rsp)
 }
 
 // GetStatsWithResponse Get queue statistics
@@ -24456,6 +25748,412 @@ func ParseGetQueueMetricsResponse(rsp *http.Response) (*GetQueueMetricsResponse,
 		response.Headers429 = &headers
 	case rsp.StatusCode == 500:
 		var headers GetQueueMetricsResponse500Headers
+		if values := rsp.Header.Values("opc-request-id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "opc-request-id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.OpcRequestId = &value
+		}
+		response.Headers500 = &headers
+	}
+
+	return response, nil
+}
+
+// ParseCommitPartitionOffsetsResponse parses an HTTP response from a CommitPartitionOffsetsWithResponse call
+func ParseCommitPartitionOffsetsResponse(rsp *http.Response) (*CommitPartitionOffsetsResponse, error) {
+	bodyBytes, err := io.ReadAll(rsp.Body)
+	defer func() { _ = rsp.Body.Close() }()
+	if err != nil {
+		return nil, err
+	}
+
+	response := &CommitPartitionOffsetsResponse{
+		Body:         bodyBytes,
+		HTTPResponse: rsp,
+	}
+
+	switch {
+	case rsp.StatusCode == 204:
+		break // No content-type
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 400:
+		var dest BadRequest
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON400 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 401:
+		var dest Unauthorized
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON401 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 404:
+		var dest NotFound
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON404 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 409:
+		var dest Conflict
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON409 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 429:
+		var dest TooManyRequests
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON429 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 500:
+		var dest InternalServerError
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON500 = &dest
+
+	}
+
+	switch {
+	case rsp.StatusCode == 204:
+		var headers CommitPartitionOffsetsResponse204Headers
+		if values := rsp.Header.Values("opc-request-id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "opc-request-id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.OpcRequestId = &value
+		}
+		response.Headers204 = &headers
+	case rsp.StatusCode == 400:
+		var headers CommitPartitionOffsetsResponse400Headers
+		if values := rsp.Header.Values("opc-request-id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "opc-request-id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.OpcRequestId = &value
+		}
+		response.Headers400 = &headers
+	case rsp.StatusCode == 401:
+		var headers CommitPartitionOffsetsResponse401Headers
+		if values := rsp.Header.Values("opc-request-id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "opc-request-id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.OpcRequestId = &value
+		}
+		response.Headers401 = &headers
+	case rsp.StatusCode == 404:
+		var headers CommitPartitionOffsetsResponse404Headers
+		if values := rsp.Header.Values("opc-request-id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "opc-request-id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.OpcRequestId = &value
+		}
+		response.Headers404 = &headers
+	case rsp.StatusCode == 409:
+		var headers CommitPartitionOffsetsResponse409Headers
+		if values := rsp.Header.Values("opc-request-id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "opc-request-id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.OpcRequestId = &value
+		}
+		response.Headers409 = &headers
+	case rsp.StatusCode == 429:
+		var headers CommitPartitionOffsetsResponse429Headers
+		if values := rsp.Header.Values("opc-request-id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "opc-request-id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.OpcRequestId = &value
+		}
+		if values := rsp.Header.Values("retry-after"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "retry-after", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = &value
+		}
+		response.Headers429 = &headers
+	case rsp.StatusCode == 500:
+		var headers CommitPartitionOffsetsResponse500Headers
+		if values := rsp.Header.Values("opc-request-id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "opc-request-id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.OpcRequestId = &value
+		}
+		response.Headers500 = &headers
+	}
+
+	return response, nil
+}
+
+// ParseSeekPartitionsResponse parses an HTTP response from a SeekPartitionsWithResponse call
+func ParseSeekPartitionsResponse(rsp *http.Response) (*SeekPartitionsResponse, error) {
+	bodyBytes, err := io.ReadAll(rsp.Body)
+	defer func() { _ = rsp.Body.Close() }()
+	if err != nil {
+		return nil, err
+	}
+
+	response := &SeekPartitionsResponse{
+		Body:         bodyBytes,
+		HTTPResponse: rsp,
+	}
+
+	switch {
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 200:
+		var dest SeekPartitionsResult
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON200 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 400:
+		var dest BadRequest
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON400 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 401:
+		var dest Unauthorized
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON401 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 404:
+		var dest NotFound
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON404 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 429:
+		var dest TooManyRequests
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON429 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 500:
+		var dest InternalServerError
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON500 = &dest
+
+	}
+
+	switch {
+	case rsp.StatusCode == 200:
+		var headers SeekPartitionsResponse200Headers
+		if values := rsp.Header.Values("opc-request-id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "opc-request-id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.OpcRequestId = &value
+		}
+		response.Headers200 = &headers
+	case rsp.StatusCode == 400:
+		var headers SeekPartitionsResponse400Headers
+		if values := rsp.Header.Values("opc-request-id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "opc-request-id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.OpcRequestId = &value
+		}
+		response.Headers400 = &headers
+	case rsp.StatusCode == 401:
+		var headers SeekPartitionsResponse401Headers
+		if values := rsp.Header.Values("opc-request-id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "opc-request-id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.OpcRequestId = &value
+		}
+		response.Headers401 = &headers
+	case rsp.StatusCode == 404:
+		var headers SeekPartitionsResponse404Headers
+		if values := rsp.Header.Values("opc-request-id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "opc-request-id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.OpcRequestId = &value
+		}
+		response.Headers404 = &headers
+	case rsp.StatusCode == 429:
+		var headers SeekPartitionsResponse429Headers
+		if values := rsp.Header.Values("opc-request-id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "opc-request-id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.OpcRequestId = &value
+		}
+		if values := rsp.Header.Values("retry-after"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "retry-after", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = &value
+		}
+		response.Headers429 = &headers
+	case rsp.StatusCode == 500:
+		var headers SeekPartitionsResponse500Headers
+		if values := rsp.Header.Values("opc-request-id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "opc-request-id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.OpcRequestId = &value
+		}
+		response.Headers500 = &headers
+	}
+
+	return response, nil
+}
+
+// ParseGetPartitionMessagesResponse parses an HTTP response from a GetPartitionMessagesWithResponse call
+func ParseGetPartitionMessagesResponse(rsp *http.Response) (*GetPartitionMessagesResponse, error) {
+	bodyBytes, err := io.ReadAll(rsp.Body)
+	defer func() { _ = rsp.Body.Close() }()
+	if err != nil {
+		return nil, err
+	}
+
+	response := &GetPartitionMessagesResponse{
+		Body:         bodyBytes,
+		HTTPResponse: rsp,
+	}
+
+	switch {
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 200:
+		var dest PartitionMessages
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON200 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 400:
+		var dest BadRequest
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON400 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 401:
+		var dest Unauthorized
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON401 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 404:
+		var dest NotFound
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON404 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 429:
+		var dest TooManyRequests
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON429 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 500:
+		var dest InternalServerError
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON500 = &dest
+
+	}
+
+	switch {
+	case rsp.StatusCode == 200:
+		var headers GetPartitionMessagesResponse200Headers
+		if values := rsp.Header.Values("opc-request-id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "opc-request-id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.OpcRequestId = &value
+		}
+		response.Headers200 = &headers
+	case rsp.StatusCode == 400:
+		var headers GetPartitionMessagesResponse400Headers
+		if values := rsp.Header.Values("opc-request-id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "opc-request-id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.OpcRequestId = &value
+		}
+		response.Headers400 = &headers
+	case rsp.StatusCode == 401:
+		var headers GetPartitionMessagesResponse401Headers
+		if values := rsp.Header.Values("opc-request-id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "opc-request-id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.OpcRequestId = &value
+		}
+		response.Headers401 = &headers
+	case rsp.StatusCode == 404:
+		var headers GetPartitionMessagesResponse404Headers
+		if values := rsp.Header.Values("opc-request-id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "opc-request-id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.OpcRequestId = &value
+		}
+		response.Headers404 = &headers
+	case rsp.StatusCode == 429:
+		var headers GetPartitionMessagesResponse429Headers
+		if values := rsp.Header.Values("opc-request-id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "opc-request-id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.OpcRequestId = &value
+		}
+		if values := rsp.Header.Values("retry-after"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "retry-after", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = &value
+		}
+		response.Headers429 = &headers
+	case rsp.StatusCode == 500:
+		var headers GetPartitionMessagesResponse500Headers
 		if values := rsp.Header.Values("opc-request-id"); len(values) > 0 {
 			var value string
 			if err := runtime.BindStyledParameterWithOptions("simple", "opc-request-id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {

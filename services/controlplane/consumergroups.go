@@ -24,6 +24,7 @@ func toConsumerGroup(g persistence.ConsumerGroup, compartmentID string) api.Cons
 		Filter:         g.Filter,
 		IsEnabled:      g.IsEnabled,
 		IsPrimary:      g.IsPrimary(),
+		LoadBalancing:  httpapi.Ptr(api.ConsumerGroupLoadBalancing(g.LoadBalancing)),
 		LifecycleState: api.LifecycleState(g.LifecycleState),
 		FreeformTags:   g.FreeformTags,
 		DefinedTags:    api.DefinedTags(g.DefinedTags),
@@ -82,6 +83,11 @@ func (h *Handlers) CreateConsumerGroup(c *gin.Context, _ api.CreateConsumerGroup
 		apierror.Write(c, err)
 		return
 	}
+	loadBalancing := string(httpapi.Deref(body.LoadBalancing))
+	if loadBalancing == persistence.LoadBalancingPartition && (expr != "" || body.DeadLetterQueueDeliveryCount != nil) {
+		apierror.Write(c, fault.InvalidParameter("filter, deadLetterQueueDeliveryCount: a PARTITION group reads every message of its partitions and has no dead-letter queue"))
+		return
+	}
 	enabled := true
 	if body.IsEnabled != nil {
 		enabled = *body.IsEnabled
@@ -95,6 +101,7 @@ func (h *Handlers) CreateConsumerGroup(c *gin.Context, _ api.CreateConsumerGroup
 		Filter:                       expr,
 		IsEnabled:                    enabled,
 		DeadLetterQueueDeliveryCount: int32Ptr(body.DeadLetterQueueDeliveryCount),
+		LoadBalancing:                loadBalancing,
 		FreeformTags:                 tagsOf(body.FreeformTags),
 		DefinedTags:                  definedTagsOf(body.DefinedTags),
 	}, wr)
@@ -156,7 +163,14 @@ func (h *Handlers) UpdateConsumerGroup(c *gin.Context, id api.ConsumerGroupIdPat
 		}
 	}
 	wr := h.completedWork(persistence.OpUpdateConsumerGroup, resourceConsumerGroup, persistence.ActionUpdated)
-	g, err := h.store.ConsumerGroups.Update(c.Request.Context(), tenancyOf(c), id, groupChangeable(httpapi.Deref(params.IfMatch), false), patch, wr)
+	changeable := groupChangeable(httpapi.Deref(params.IfMatch), false)
+	check := func(cur persistence.GroupInQueue) error {
+		if cur.IsPartitioned() && ((body.Filter != nil && *body.Filter != "") || patch.SetDLQCount) {
+			return fault.InvalidParameter("filter, deadLetterQueueDeliveryCount: a PARTITION group reads every message of its partitions and has no dead-letter queue")
+		}
+		return changeable(cur)
+	}
+	g, err := h.store.ConsumerGroups.Update(c.Request.Context(), tenancyOf(c), id, check, patch, wr)
 	if err == nil {
 		h.queueConfigChanged(g.QueueID)
 	}

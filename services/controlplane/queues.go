@@ -6,6 +6,7 @@ import (
 
 	"github.com/gin-gonic/gin"
 
+	"github.com/ferry-mq/ferry/fault"
 	"github.com/ferry-mq/ferry/iam"
 	"github.com/ferry-mq/ferry/iam/policy"
 	"github.com/ferry-mq/ferry/openapi/api"
@@ -41,6 +42,7 @@ func (h *Handlers) toQueue(q persistence.Queue) api.Queue {
 		DeduplicationWindowInSeconds: int(q.DedupWindowSeconds),
 		IsSingleActiveConsumer:       q.SingleActiveConsumer,
 		ConsumerLeaseInSeconds:       int(q.ConsumerLeaseSeconds),
+		PartitionCount:               partitionCountOf(q),
 		MessagesEndpoint:             h.publicURL,
 		Capabilities:                 capabilitiesOf(q),
 		CustomEncryptionKeyId:        q.CustomEncryptionKeyID,
@@ -80,6 +82,10 @@ func (h *Handlers) CreateQueue(c *gin.Context, _ api.CreateQueueParams) {
 		apierror.Write(c, err)
 		return
 	}
+	if body.PartitionCount != nil && httpapi.Deref(body.DeduplicationWindowInSeconds) > 0 {
+		apierror.Write(c, fault.InvalidParameter("partitionCount: a partitioned queue has no deduplication window (deduplicationWindowInSeconds must be 0)"))
+		return
+	}
 	wr := h.completedWork(persistence.OpCreateQueue, resourceQueue, persistence.ActionCreated)
 	q, err := h.store.Queues.Create(c.Request.Context(), persistence.Queue{
 		TenancyID:                    tenancyOf(c),
@@ -101,6 +107,7 @@ func (h *Handlers) CreateQueue(c *gin.Context, _ api.CreateQueueParams) {
 		ConsumerGroupsEnabled:        caps.consumerGroups != nil && *caps.consumerGroups,
 		Primary:                      &caps.primary,
 		LargeMessages:                caps.largeMessages != nil && *caps.largeMessages,
+		PartitionCount:               int32(httpapi.Deref(body.PartitionCount)),
 	}, wr)
 	respondAccepted(c, wr, q, err, h.toQueue)
 }
@@ -167,7 +174,14 @@ func (h *Handlers) UpdateQueue(c *gin.Context, id api.QueueIdPath, params api.Up
 		return
 	}
 	wr := h.completedWork(persistence.OpUpdateQueue, resourceQueue, persistence.ActionUpdated)
-	q, err := h.store.Queues.Update(c.Request.Context(), tenancyOf(c), id, queueIn(httpapi.Deref(params.IfMatch), persistence.StateActive), persistence.QueuePatch{
+	updatable := queueIn(httpapi.Deref(params.IfMatch), persistence.StateActive)
+	check := func(cur persistence.Queue) error {
+		if cur.PartitionCount > 0 && httpapi.Deref(body.DeduplicationWindowInSeconds) > 0 {
+			return fault.InvalidParameter("deduplicationWindowInSeconds: a partitioned queue has no deduplication window")
+		}
+		return updatable(cur)
+	}
+	q, err := h.store.Queues.Update(c.Request.Context(), tenancyOf(c), id, check, persistence.QueuePatch{
 		DisplayName:                  body.DisplayName,
 		VisibilitySeconds:            int32Ptr(body.VisibilityInSeconds),
 		TimeoutSeconds:               int32Ptr(body.TimeoutInSeconds),
@@ -237,4 +251,13 @@ func (h *Handlers) ChangeQueueCompartment(c *gin.Context, id api.QueueIdPath, pa
 		queueIn(httpapi.Deref(params.IfMatch), persistence.StateActive), body.CompartmentId, wr)
 	h.invalidateOnSuccess(c, err)
 	respondAccepted(c, wr, q, err, h.toQueue)
+}
+
+// partitionCountOf is the queue's partitionCount as the API shows it: absent when it is not partitioned.
+func partitionCountOf(q persistence.Queue) *int {
+	if q.PartitionCount == 0 {
+		return nil
+	}
+	n := int(q.PartitionCount)
+	return &n
 }

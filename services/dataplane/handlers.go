@@ -202,12 +202,26 @@ func (h *Handlers) GetStats(c *gin.Context, queueID api.QueueIdPath, params api.
 		apierror.Write(c, err)
 		return
 	}
+	partitions, err := h.svc.PartitionStates(ctx, tenancyOf(c), queueID)
+	if err != nil {
+		apierror.Write(c, err)
+		return
+	}
 	out := api.QueueStats{Queue: toStats(queue), Dlq: toStats(dlq), DiscardedMessages: &discarded}
 	if groups != nil {
 		list := make([]api.ConsumerGroupStats, len(groups))
 		for i, g := range groups {
 			list[i] = api.ConsumerGroupStats{ConsumerGroupId: g.ID, DisplayName: g.DisplayName, IsEnabled: g.Enabled,
-				Queue: toStats(g.Queue), Dlq: toStats(g.DLQ)}
+				Queue: toStats(g.Queue), Dlq: toStats(g.DLQ),
+				LoadBalancing: httpapi.Ptr(api.ConsumerGroupStatsLoadBalancing(persistence.LoadBalancingMessage))}
+			if states, ok := partitions[g.ID]; ok {
+				var generation, lag int64
+				for _, s := range states {
+					generation, lag = max(generation, s.Generation), lag+s.Lag()
+				}
+				list[i].LoadBalancing = httpapi.Ptr(api.ConsumerGroupStatsLoadBalancing(persistence.LoadBalancingPartition))
+				list[i].Generation, list[i].Lag, list[i].Partitions = &generation, &lag, httpapi.Ptr(toPartitionStates(states))
+			}
 		}
 		out.ConsumerGroups = &list
 	}
@@ -261,6 +275,15 @@ func (h *Handlers) ListConsumers(c *gin.Context, queueID api.QueueIdPath, params
 		item := api.Consumer{Id: cs.ID, ConsumerGroupId: cs.GroupID, Status: api.ConsumerStatus(cs.Status),
 			Kind: api.ConsumerKindPOLL, Pending: cs.Pending, Delivered: cs.Delivered,
 			IdleSeconds: int(cs.Idle / time.Second), TimeRegistered: cs.TimeRegistered}
+		if cs.Partition {
+			item.Kind = api.ConsumerKindPARTITION
+			parts := make([]int, len(cs.Partitions))
+			for k, p := range cs.Partitions {
+				parts[k] = int(p)
+			}
+			lag := cs.Lag
+			item.Partitions, item.Lag = &parts, &lag
+		}
 		if cs.Watch {
 			item.Kind = api.ConsumerKindWATCH
 			auto := cs.AutoCommit

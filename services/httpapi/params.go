@@ -8,3 +8,6 @@ func Deref[T any](p *T) T {
 	}
 	return *p
 }
+
+// Ptr returns a pointer to v (for the generated types' optional fields).
+func Ptr[T any](v T) *T { return &v }

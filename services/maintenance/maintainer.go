@@ -98,6 +98,10 @@ func (m *Maintainer) RunOnce(ctx context.Context) (bool, error) {
 	if err := m.purgeDeletedGroups(ctx); err != nil {
 		return true, err
 	}
+	// Partitioned queues keep their messages until retention ends, whatever their groups committed.
+	if err := m.drain(ctx, func() (int64, error) { return m.Store.Partitions.Expire(ctx, m.batch()) }); err != nil {
+		return true, err
+	}
 	if err := m.drain(ctx, func() (int64, error) { return m.Store.Consumers.Sweep(ctx, m.batch()) }); err != nil {
 		return true, err
 	}

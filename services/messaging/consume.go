@@ -92,6 +92,9 @@ func (s *Service) Get(ctx context.Context, tenancyID, queueID string, req GetReq
 	if err != nil {
 		return nil, err
 	}
+	if err := g.notPartitioned(); err != nil {
+		return nil, err
+	}
 	maxDeliveries := g.maxDeliveries(q)
 	if req.DLQ {
 		maxDeliveries = 0

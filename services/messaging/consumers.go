@@ -39,10 +39,15 @@ const (
 // Consumer is a registered consumer of a consumer group: a watch (push), or a GetMessages caller of a
 // single-active-consumer queue.
 type Consumer struct {
-	ID             string
-	GroupID        string
-	Status         string
-	Watch          bool
+	ID      string
+	GroupID string
+	Status  string
+	Watch   bool
+	// Partition: a consumer of a PARTITION group, which owns Partitions (none: it stands by) with Lag messages
+	// not committed.
+	Partition      bool
+	Partitions     []int32
+	Lag            int64
 	Pending        int64  // messages leased to it and not acknowledged
 	Window         *int32 // watch: the most unacknowledged messages it may hold
 	AutoCommit     bool
@@ -90,6 +95,12 @@ func (s *Service) Consumers(ctx context.Context, tenancyID, queueID, groupRef st
 		ids[g.No], index[g.No] = g.ID, i
 		summary[i].GroupID = g.ID
 	}
+	var owners map[string][]persistence.PartitionState // group OCID → partitions
+	if q.PartitionCount > 0 {
+		if owners, err = s.PartitionStates(ctx, tenancyID, queueID); err != nil {
+			return nil, nil, err
+		}
+	}
 	var live, gone []Consumer
 	activeSeen := map[int32]bool{}
 	lease := time.Duration(q.ConsumerLeaseSeconds) * time.Second
@@ -107,9 +118,19 @@ func (s *Service) Consumers(ctx context.Context, tenancyID, queueID, groupRef st
 		if r.Watch {
 			liveFor = WatchLiveness
 		}
+		if r.Partition {
+			c.Partition = true
+			for _, p := range owners[groupID] {
+				if p.Owner == r.ID {
+					c.Partitions, c.Lag = append(c.Partitions, p.Partition), c.Lag+p.Lag()
+				}
+			}
+		}
 		switch {
 		case r.LeftAt != nil || r.Now.Sub(r.LastSeen) > liveFor:
 			c.Status = StatusExit
+		case r.Partition && len(c.Partitions) == 0:
+			c.Status = StatusStandby
 		case r.Leaving:
 			c.Status = StatusLeaving
 		case q.SingleActiveConsumer && activeSeen[r.GroupNo]:
@@ -153,6 +174,13 @@ func (s *Service) Leave(ctx context.Context, tenancyID, queueID, groupRef, consu
 	if !found {
 		return fault.NotFound("consumerId: consumer %q is not registered in this consumer group", consumerID)
 	}
+	if g.Partitioned {
+		// Its partitions move to the group's other live consumers now, not at their next rebalance.
+		if err := s.store.Partitions.Release(context.WithoutCancel(ctx), queueID, g.No, q.PartitionCount,
+			q.ConsumerLeaseSeconds, consumerID); err != nil {
+			return err
+		}
+	}
 	s.consumersChanged(tenancyID, queueID, g.No, released)
 	return nil
 }
@@ -162,6 +190,7 @@ func (s *Service) Leave(ctx context.Context, tenancyID, queueID, groupRef, consu
 func (s *Service) consumersChanged(tenancyID, queueID string, groupNo int32, released int64) {
 	s.meter.Count(tenancyID, queueID, groupNo, metering.Released, released)
 	s.waiters.wakeStandby(queueID)
+	s.readers.wake(queueID)
 	if hook := s.consumersHook.Load(); hook != nil {
 		(*hook)(queueID) // this node's watches (the NOTIFY is for the other nodes)
 	}

@@ -19,6 +19,17 @@ type group struct {
 	Enabled       bool
 	Filter        *filter.Filter // nil matches every message
 	MaxDeliveries *int32         // nil = the queue's deadLetterQueueDeliveryCount
+	// Partitioned: the group reads the queue's partitions by offset (loadBalancing PARTITION): it gets no copy of
+	// a message, and GetMessages and watches refuse it.
+	Partitioned bool
+}
+
+// notPartitioned refuses a message-based operation on a PARTITION group.
+func (g group) notPartitioned() error {
+	if g.Partitioned {
+		return fault.InvalidParameter("consumerGroupId: %q balances by partition: read it with GET /queues/{queueId}/partitions/messages", g.DisplayName)
+	}
+	return nil
 }
 
 // maxDeliveries is the group's dead-letter count: its own, else the queue's (0 = no DLQ).
@@ -82,7 +93,8 @@ func (c *groupCache) of(ctx context.Context, q persistence.Queue) ([]group, erro
 	}
 	list := make([]group, 0, len(rows))
 	for _, r := range rows {
-		g := group{No: r.GroupNo, ID: r.ID, DisplayName: r.DisplayName, Enabled: r.IsEnabled, MaxDeliveries: r.DeadLetterQueueDeliveryCount}
+		g := group{No: r.GroupNo, ID: r.ID, DisplayName: r.DisplayName, Enabled: r.IsEnabled, MaxDeliveries: r.DeadLetterQueueDeliveryCount,
+			Partitioned: r.IsPartitioned()}
 		if r.Filter != "" {
 			f, err := filter.Compile(r.Filter)
 			if err != nil {
@@ -152,7 +164,7 @@ func (s *Service) resolveGroup(ctx context.Context, tenancyID, queueID, groupRef
 func fanout(groups []group, attrs map[string]any) []int32 {
 	var out []int32
 	for _, g := range groups {
-		if g.Enabled && g.Filter.Match(attrs) {
+		if g.Enabled && !g.Partitioned && g.Filter.Match(attrs) {
 			out = append(out, g.No)
 		}
 	}

@@ -35,6 +35,9 @@ type PutEntry struct {
 	// ("" = unordered). A delayed message is delivered out of its group's order (it neither waits nor holds the
 	// group back): ordering it would let a delay block the group, or need a second head per group.
 	MessageGroupID string
+	// PartitionKey chooses the message's partition on a partitioned queue ("" = MessageGroupID, else the
+	// channel, else round robin). Routing only: it is not stored.
+	PartitionKey string
 }
 
 // Put validates and stores a batch (all or nothing) and wakes the queue's consumers. Results are in batch order.
@@ -49,6 +52,9 @@ func (s *Service) Put(ctx context.Context, tenancyID, queueID string, entries []
 	groups, err := s.groups.of(ctx, q)
 	if err != nil {
 		return nil, err
+	}
+	if q.PartitionCount > 0 {
+		return s.putPartitioned(ctx, q, groups, entries)
 	}
 	allGroups := make([]int32, len(groups))
 	for i, g := range groups {

@@ -63,6 +63,7 @@ type Service struct {
 	groups   *groupCache
 	channels *channelSet
 	waiters  *waiters
+	readers  *readerSet // waiting partition reads (partitions.go)
 	notifier *notifier
 	receipts *Receipts
 	sizes    *sizeCache
@@ -74,7 +75,8 @@ type Service struct {
 	configHook    atomic.Pointer[func(persistence.Notification)]
 	reconnectHook atomic.Pointer[func()]
 	consumersHook atomic.Pointer[func(queueID string)]
-	node          string // this node's id in its NOTIFY payloads
+	node          string        // this node's id in its NOTIFY payloads
+	roundRobin    atomic.Uint64 // the partition of the next message without a key
 	metrics       serviceMetrics
 }
 
@@ -125,6 +127,7 @@ func New(cfg Config, store *persistence.Store, databaseURL string, receiptKey []
 		groups:   newGroupCache(store.ConsumerGroups),
 		channels: newChannelSet(messages),
 		waiters:  newWaiters(),
+		readers:  newReaderSet(),
 		receipts: NewReceipts(receiptKey),
 		sizes:    newSizeCache(messages, store.Queues, cfg.SizeRefresh, logger),
 		inst:     inst,
@@ -151,6 +154,7 @@ func New(cfg Config, store *persistence.Store, databaseURL string, receiptKey []
 			}
 			s.groups.clear()
 			s.waiters.wakeAll()
+			s.readers.wake("")
 		},
 		Logger: logger,
 	}
@@ -177,12 +181,14 @@ func (s *Service) onNotify(n persistence.Notification) {
 		s.waiters.wakeDLQ(n.QueueID)
 	case persistence.ConsumersChanged:
 		s.waiters.wakeStandby(n.QueueID)
+		s.readers.wake(n.QueueID)
 		if hook := s.consumersHook.Load(); hook != nil {
 			(*hook)(n.QueueID)
 		}
 	case persistence.MessagesAvailable:
 		s.channels.invalidate(n.QueueID) // another node may have published to a channel this node has not seen
 		s.waiters.wakeQueue(n.QueueID)
+		s.readers.wake(n.QueueID)
 	}
 }
 

@@ -62,6 +62,9 @@ func (s *Service) Subscribe(ctx context.Context, tenancyID, queueID string, req 
 	if err != nil {
 		return nil, err
 	}
+	if err := g.notPartitioned(); err != nil {
+		return nil, err
+	}
 	return &Subscription{s: s, tenancyID: tenancyID, queueID: q.ID, groupNo: g.No, groupID: g.ID, q: q, g: g,
 		consumer: req.ConsumerID, sac: q.SingleActiveConsumer,
 		channelFilter: req.ChannelFilter, maxDeliveries: g.maxDeliveries(q)}, nil

@@ -47,6 +47,7 @@ func PutEntries(body api.PutMessagesDetails) []messaging.PutEntry {
 			e.DedupID = deref(md.DeduplicationId)
 			e.Traceparent = deref(md.Traceparent)
 			e.MessageGroupID = deref(md.MessageGroupId)
+			e.PartitionKey = deref(md.PartitionKey)
 			if md.CustomProperties != nil {
 				e.CustomProperties = *md.CustomProperties
 			}
@@ -136,7 +137,7 @@ func (s *scanner) putEntry() (messaging.PutEntry, bool) {
 
 // metadata reads a message's metadata into e.
 func (s *scanner) metadata(e *messaging.PutEntry) bool {
-	var has [6]bool // channelId, messageGroupId, deduplicationId, traceparent, delayInSeconds, customProperties
+	var has [7]bool // channelId, messageGroupId, deduplicationId, traceparent, delayInSeconds, customProperties, partitionKey
 	str := func(i int, dst *string, minChars, maxChars int) bool {
 		if has[i] {
 			return false
@@ -156,6 +157,8 @@ func (s *scanner) metadata(e *messaging.PutEntry) bool {
 			return str(0, &e.ChannelID, 0, openapi.MaxChannelIDLength) && !strings.Contains(e.ChannelID, "*")
 		case "messageGroupId":
 			return str(1, &e.MessageGroupID, 1, openapi.MaxMessageGroupIDLength)
+		case "partitionKey":
+			return str(6, &e.PartitionKey, 1, openapi.MaxPartitionKeyLength)
 		case "deduplicationId":
 			return str(2, &e.DedupID, 1, openapi.MaxDeduplicationIDLength)
 		case "traceparent":

@@ -45,6 +45,12 @@ var limits = []limit{
 		prop("PurgeQueueDetails", "maxItems", "channelIds")}},
 	{"MaxMessageGroupIDLength", "the most characters of a messageGroupId", []func(spec) (float64, string){
 		prop("MessageMetadata", "maxLength", "messageGroupId")}},
+	{"MaxPartitionKeyLength", "the most characters of a partitionKey", []func(spec) (float64, string){
+		prop("MessageMetadata", "maxLength", "partitionKey")}},
+	{"MaxPartitions", "the most partitions of a partitioned queue", []func(spec) (float64, string){
+		prop("CreateQueueDetails", "maximum", "partitionCount")}},
+	{"MaxPartitionReadLimit", "the most messages one GetPartitionMessages returns", []func(spec) (float64, string){
+		param("GetPartitionMessages", "limit", "maximum")}},
 	{"MaxDeduplicationIDLength", "the most characters of a deduplicationId", []func(spec) (float64, string){
 		prop("MessageMetadata", "maxLength", "deduplicationId")}},
 	{"MaxTraceparentLength", "the most characters of a traceparent", []func(spec) (float64, string){

@@ -548,6 +548,89 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/20210201/queues/{queueId}/partitions/messages": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description The OCID of the queue. */
+                queueId: components["parameters"]["QueueIdPath"];
+            };
+            cookie?: never;
+        };
+        /**
+         * Read the caller's partitions (partition load balancing)
+         * @description For a consumer group with `loadBalancing` `PARTITION` (required `consumerGroupId`): registers or renews
+         *     the caller (`X-Ferry-Consumer-Id`, required) as a consumer of the group, rebalances the group's partitions
+         *     over its live consumers when they changed, and returns the partitions the caller owns with up to `limit`
+         *     messages after their committed offsets, in offset order per partition. When there is none, waits up to
+         *     `timeoutInSeconds` for one (long poll), and answers early when the caller's partitions change. Reading
+         *     does not move the offset: the next call returns the same messages until CommitPartitionOffsets commits
+         *     them. A consumer that does not call (or commit) for the queue's `consumerLeaseInSeconds` leaves, and its
+         *     partitions move. docs/partitions.md describes the protocol. ferry extension.
+         */
+        get: operations["GetPartitionMessages"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/20210201/queues/{queueId}/partitions/actions/commit": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description The OCID of the queue. */
+                queueId: components["parameters"]["QueueIdPath"];
+            };
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Commit offsets of the caller's partitions
+         * @description Commits, for each listed partition, the offset of the last message the caller (`X-Ferry-Consumer-Id`,
+         *     required) processed; the partition's next read, by this or any later owner, starts after it. All or
+         *     nothing: when the caller no longer owns a partition at the given `generation` (it was reassigned or
+         *     sought), the call answers 409 `StaleGeneration` and commits nothing. An offset past the partition's latest
+         *     answers 400. Renews the caller's consumer lease. ferry extension.
+         */
+        post: operations["CommitPartitionOffsets"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/20210201/queues/{queueId}/partitions/actions/seek": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description The OCID of the queue. */
+                queueId: components["parameters"]["QueueIdPath"];
+            };
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Move a partition group's offsets (replay or skip)
+         * @description Moves the committed offsets of a `PARTITION` group's partitions (all, or those listed) so that the next
+         *     read starts at `offset` or at the first message published at or after `time`. Each moved partition gets a
+         *     new generation, so a commit its owner sends for what it read before the seek answers 409. ferry
+         *     extension.
+         */
+        post: operations["SeekPartitions"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/20210201/queues/{queueId}/consumers": {
         parameters: {
             query?: never;
@@ -594,7 +677,8 @@ export interface paths {
         /**
          * Remove a consumer (leave)
          * @description A consumer of a single-active-consumer queue leaves its consumer group: its registration is removed and
-         *     the messages it leased and did not acknowledge become visible at once. When it was the active consumer,
+         *     the messages it leased and did not acknowledged become visible at once. A consumer of a `PARTITION` group
+         *     releases its partitions at once; the group's other consumers take them at their next call. When it was the active consumer,
          *     the standby that registered first takes over on its next call and receives those messages first, in
          *     publish order. Answers 404 when the consumer is not registered. ferry extension.
          */
@@ -1147,6 +1231,12 @@ export interface components {
              */
             customEncryptionKeyId?: string;
             definedTags: components["schemas"]["DefinedTags"];
+            /**
+             * @description The queue's partition count (1..256), when it was created partitioned (absent otherwise): every message
+             *     is also appended to partition `hash(partitionKey) mod partitionCount` with a dense offset, for consumer
+             *     groups with `loadBalancing` `PARTITION` (docs/partitions.md). Immutable. ferry extension.
+             */
+            partitionCount?: number;
         };
         /** @description A queue as listed by ListQueues (without its settings; use GetQueue for them). */
         QueueSummary: {
@@ -1246,6 +1336,15 @@ export interface components {
              * @default 30
              */
             consumerLeaseInSeconds?: number;
+            /**
+             * @description Creates a partitioned queue of 1..256 partitions (absent = not partitioned): every message is also
+             *     appended to partition `hash(partitionKey) mod partitionCount`, where the partition key is
+             *     `metadata.partitionKey`, else `metadata.messageGroupId`, else the channel, else none (round robin).
+             *     Consumer groups with `loadBalancing` `PARTITION` read the partitions by offset
+             *     (docs/partitions.md). Immutable: keys keep their partition for the queue's life. Not combinable with
+             *     `deduplicationWindowInSeconds`. ferry extension.
+             */
+            partitionCount?: number;
             /** @description Free-form tags of the queue. */
             freeformTags?: components["schemas"]["FreeformTags"];
             /**
@@ -1488,6 +1587,13 @@ export interface components {
              *     message rejoins its group after the group's current message.
              */
             messageGroupId?: string;
+            /**
+             * @description On a partitioned queue (`partitionCount`), the key that chooses the message's partition:
+             *     `hash(partitionKey) mod partitionCount`; absent, `messageGroupId` is the key, else the channel, else the
+             *     partitions take turns. Messages of one key keep their publish order in their partition. Used for
+             *     routing only: not returned with the message. ferry extension.
+             */
+            partitionKey?: string;
             /**
              * @description How long after publishing the message first becomes visible, in seconds (0..900). Only meaningful when
              *     publishing. A delayed message is not ordered within its `messageGroupId`.
@@ -1827,16 +1933,18 @@ export interface components {
             /** @description The OCID of the consumer group (the queue's OCID for the primary group). */
             consumerGroupId: components["schemas"]["Ocid"];
             /**
-             * @description `RUNNING`: receives messages (on a single-active-consumer queue: the active consumer); `STANDBY`: waits
-             *     to take over; `LEAVING`: sent `Shutdown`, receives nothing more; `EXIT`: left.
+             * @description `RUNNING`: receives messages (on a single-active-consumer queue: the active consumer; in a `PARTITION`
+             *     group: owns partitions); `STANDBY`: waits to take over (or owns no partition); `LEAVING`: sent
+             *     `Shutdown`, receives nothing more; `EXIT`: left.
              * @enum {string}
              */
             status: "RUNNING" | "STANDBY" | "LEAVING" | "EXIT";
             /**
-             * @description `WATCH`: a push consumer (WatchMessages); `POLL`: a GetMessages caller.
+             * @description `WATCH`: a push consumer (WatchMessages); `POLL`: a GetMessages caller; `PARTITION`: a
+             *     GetPartitionMessages caller of a `PARTITION` group.
              * @enum {string}
              */
-            kind: "WATCH" | "POLL";
+            kind: "WATCH" | "POLL" | "PARTITION";
             /**
              * Format: int64
              * @description The messages the consumer holds (delivered, not acknowledged, lease not ended).
@@ -1858,6 +1966,16 @@ export interface components {
              *     from it.
              */
             idleSeconds: number;
+            /**
+             * @description `PARTITION` only. The partitions the consumer owns (empty: it stands by). A partition being handed to
+             *     another consumer is listed with its owner until the owner releases it.
+             */
+            partitions?: number[];
+            /**
+             * Format: int64
+             * @description `PARTITION` only. The sum of its partitions' lag (latest offset − committed offset).
+             */
+            lag?: number;
             /**
              * Format: date-time
              * @description When the consumer registered (its place in line to become active; RFC 3339, UTC).
@@ -1951,6 +2069,13 @@ export interface components {
             isPrimary: boolean;
             /** @description The group's dead-letter count; absent = the queue's. */
             deadLetterQueueDeliveryCount?: number;
+            /**
+             * @description How the group balances its messages over its consumers: `MESSAGE`, message by message (leases and
+             *     receipts); `PARTITION`, partition by partition with committed offsets (docs/partitions.md). Set at
+             *     creation. ferry extension.
+             * @enum {string}
+             */
+            loadBalancing?: "MESSAGE" | "PARTITION";
             lifecycleState: components["schemas"]["LifecycleState"];
             /**
              * Format: date-time
@@ -1985,6 +2110,16 @@ export interface components {
             isEnabled?: boolean;
             /** @description The group's dead-letter count (0 = none); absent = inherit the queue's. */
             deadLetterQueueDeliveryCount?: number;
+            /**
+             * @description `MESSAGE` (the default): any consumer may lease any message, acknowledged one by one. `PARTITION`: the
+             *     queue must be partitioned (`partitionCount`); each partition is read by exactly one live consumer of
+             *     the group, in offset order, which commits offsets (GetPartitionMessages, CommitPartitionOffsets). A
+             *     `PARTITION` group takes no filter and no dead-letter count. Cannot be changed after creation; the
+             *     primary group is always `MESSAGE`. ferry extension.
+             * @default MESSAGE
+             * @enum {string}
+             */
+            loadBalancing?: "MESSAGE" | "PARTITION";
             freeformTags?: components["schemas"]["FreeformTags"];
             definedTags?: components["schemas"]["DefinedTags"];
         };
@@ -2017,6 +2152,134 @@ export interface components {
             /** @description When valid, one entry per attribute set, in order. */
             matches?: boolean[];
         };
+        /** @description One partition of a `PARTITION` consumer group. */
+        PartitionState: {
+            /** @description The partition (0..partitionCount−1). */
+            partition: number;
+            /**
+             * Format: int64
+             * @description The generation at which the partition was last assigned (or sought): commits must carry it.
+             */
+            generation: number;
+            /** @description The consumer that owns the partition (absent while unassigned). */
+            owner?: string;
+            /**
+             * Format: int64
+             * @description The offset of the partition's last message (−1 while it has none).
+             */
+            latestOffset: number;
+            /**
+             * Format: int64
+             * @description The group's committed offset (the last message processed; −1 = none).
+             */
+            committedOffset: number;
+            /**
+             * Format: int64
+             * @description `latestOffset` − `committedOffset` (at least 0).
+             */
+            lag: number;
+        };
+        /** @description A message read from a partition. */
+        PartitionMessage: {
+            /**
+             * Format: int64
+             * @description The id of the message, unique within the queue (the same id MESSAGE groups see).
+             */
+            id: number;
+            /** @description Its partition. */
+            partition: number;
+            /**
+             * Format: int64
+             * @description Its offset in the partition (dense, from 0, in publish order).
+             */
+            offset: number;
+            /**
+             * Format: int64
+             * @description The generation of its partition's assignment, to pass back with the commit.
+             */
+            generation: number;
+            /** @description The message content as published. */
+            content: string;
+            /**
+             * Format: date-time
+             * @description When the message was published (RFC 3339, UTC).
+             */
+            createdAt: string;
+            /**
+             * Format: date-time
+             * @description When the message expires (RFC 3339, UTC).
+             */
+            expireAfter: string;
+            /** @description The message's channel (absent for the default channel). */
+            channelId?: string;
+            /** @description The attributes of the message. */
+            attributes?: components["schemas"]["MessageAttributes"];
+            /** @description The metadata of the message. */
+            metadata?: components["schemas"]["MessageMetadata"];
+        };
+        /** @description The result of GetPartitionMessages. */
+        PartitionMessages: {
+            /**
+             * Format: int64
+             * @description The group's assignment generation (it grows with every reassignment or seek of any partition).
+             */
+            generation: number;
+            /** @description The partitions the caller owns (empty = it stands by), with their offsets. */
+            partitions: components["schemas"]["PartitionState"][];
+            /**
+             * @description Messages of the caller's partitions after their committed offsets, in offset order per partition
+             *     (possibly none).
+             */
+            messages: components["schemas"]["PartitionMessage"][];
+        };
+        /** @description An offset to commit. */
+        PartitionOffset: {
+            /** @description The partition. */
+            partition: number;
+            /**
+             * Format: int64
+             * @description The offset of the last message processed (the next owner resumes after it).
+             */
+            offset: number;
+            /**
+             * Format: int64
+             * @description The partition's generation, as returned with the message.
+             */
+            generation: number;
+        };
+        /** @description Offsets to commit, at most one per partition. */
+        CommitPartitionOffsetsDetails: {
+            /** @description The offsets, one per partition at most. */
+            offsets: components["schemas"]["PartitionOffset"][];
+        };
+        /**
+         * @description Where to move a `PARTITION` group's committed offsets: exactly one of `offset` (the next message to read)
+         *     and `time` (the first message published at or after it).
+         */
+        SeekPartitionsDetails: {
+            /** @description The partitions to move (absent = all). */
+            partitions?: number[];
+            /**
+             * Format: int64
+             * @description The offset to read next (past the latest = at the end).
+             */
+            offset?: number;
+            /**
+             * Format: date-time
+             * @description Read next the first message published at or after this time.
+             */
+            time?: string;
+        };
+        /** @description The partitions moved. */
+        SeekPartitionsResult: {
+            /**
+             * Format: int64
+             * @description The group's generation after the seek.
+             */
+            generation: number;
+            /** @description Every partition of the group after the seek. */
+            partitions: components["schemas"]["PartitionState"][];
+        };
         /** @description The statistics of one consumer group. */
         ConsumerGroupStats: {
             /** @description The group's OCID. */
@@ -2025,6 +2288,23 @@ export interface components {
             displayName: string;
             /** @description Whether the group receives new messages. */
             isEnabled: boolean;
+            /**
+             * @description The group's load balancing.
+             * @enum {string}
+             */
+            loadBalancing?: "MESSAGE" | "PARTITION";
+            /**
+             * Format: int64
+             * @description `PARTITION` only. The group's assignment generation.
+             */
+            generation?: number;
+            /**
+             * Format: int64
+             * @description `PARTITION` only. The sum of its partitions' lag.
+             */
+            lag?: number;
+            /** @description `PARTITION` only. Each partition's offsets, owner and lag. */
+            partitions?: components["schemas"]["PartitionState"][];
             queue: components["schemas"]["QueueStatsDetail"];
             dlq: components["schemas"]["QueueStatsDetail"];
         };
@@ -3698,6 +3978,144 @@ export interface operations {
             401: components["responses"]["Unauthorized"];
             404: components["responses"]["NotFound"];
             413: components["responses"]["PayloadTooLarge"];
+            429: components["responses"]["TooManyRequests"];
+            500: components["responses"]["InternalServerError"];
+        };
+    };
+    GetPartitionMessages: {
+        parameters: {
+            query?: {
+                /**
+                 * @description The consumer group the call addresses: its OCID or its `displayName`. Absent = the primary consumer
+                 *     group.
+                 */
+                consumerGroupId?: components["parameters"]["ConsumerGroupIdQuery"];
+                /** @description The maximum number of messages to return (1..1000). */
+                limit?: number;
+                /** @description How long to wait for a first message, in seconds (0..30; default the queue's timeoutInSeconds). */
+                timeoutInSeconds?: number;
+            };
+            header?: {
+                /**
+                 * @description A caller-chosen unique id for this request (for log correlation); it is echoed in the `opc-request-id`
+                 *     response header. When absent the server generates one.
+                 */
+                "opc-request-id"?: components["parameters"]["OpcRequestIdHeader"];
+                /** @description The caller's consumer id, as the `consumerId` query parameter. */
+                "X-Ferry-Consumer-Id"?: components["parameters"]["ConsumerIdHeader"];
+            };
+            path: {
+                /** @description The OCID of the queue. */
+                queueId: components["parameters"]["QueueIdPath"];
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The caller's partitions and messages (possibly none). */
+            200: {
+                headers: {
+                    "opc-request-id": components["headers"]["OpcRequestId"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["PartitionMessages"];
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            404: components["responses"]["NotFound"];
+            429: components["responses"]["TooManyRequests"];
+            500: components["responses"]["InternalServerError"];
+        };
+    };
+    CommitPartitionOffsets: {
+        parameters: {
+            query?: {
+                /**
+                 * @description The consumer group the call addresses: its OCID or its `displayName`. Absent = the primary consumer
+                 *     group.
+                 */
+                consumerGroupId?: components["parameters"]["ConsumerGroupIdQuery"];
+            };
+            header?: {
+                /**
+                 * @description A caller-chosen unique id for this request (for log correlation); it is echoed in the `opc-request-id`
+                 *     response header. When absent the server generates one.
+                 */
+                "opc-request-id"?: components["parameters"]["OpcRequestIdHeader"];
+                /** @description The caller's consumer id, as the `consumerId` query parameter. */
+                "X-Ferry-Consumer-Id"?: components["parameters"]["ConsumerIdHeader"];
+            };
+            path: {
+                /** @description The OCID of the queue. */
+                queueId: components["parameters"]["QueueIdPath"];
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["CommitPartitionOffsetsDetails"];
+            };
+        };
+        responses: {
+            /** @description The offsets were committed. */
+            204: {
+                headers: {
+                    "opc-request-id": components["headers"]["OpcRequestId"];
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            404: components["responses"]["NotFound"];
+            409: components["responses"]["Conflict"];
+            429: components["responses"]["TooManyRequests"];
+            500: components["responses"]["InternalServerError"];
+        };
+    };
+    SeekPartitions: {
+        parameters: {
+            query?: {
+                /**
+                 * @description The consumer group the call addresses: its OCID or its `displayName`. Absent = the primary consumer
+                 *     group.
+                 */
+                consumerGroupId?: components["parameters"]["ConsumerGroupIdQuery"];
+            };
+            header?: {
+                /**
+                 * @description A caller-chosen unique id for this request (for log correlation); it is echoed in the `opc-request-id`
+                 *     response header. When absent the server generates one.
+                 */
+                "opc-request-id"?: components["parameters"]["OpcRequestIdHeader"];
+            };
+            path: {
+                /** @description The OCID of the queue. */
+                queueId: components["parameters"]["QueueIdPath"];
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["SeekPartitionsDetails"];
+            };
+        };
+        responses: {
+            /** @description The partitions, moved. */
+            200: {
+                headers: {
+                    "opc-request-id": components["headers"]["OpcRequestId"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["SeekPartitionsResult"];
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            404: components["responses"]["NotFound"];
             429: components["responses"]["TooManyRequests"];
             500: components["responses"]["InternalServerError"];
         };
