@@ -107,7 +107,8 @@ export function PollMessages({ client, queue, dlq }: { client: Client; queue: Qu
   const [groups] = useGroups(client, queue.id);
   const [group, setGroup] = useState("");
   const [limit, setLimit] = useState("10");
-  const [visibility, setVisibility] = useState("30");
+  // Browsing the DLQ looks without holding the messages (a lease of 0) unless asked to.
+  const [visibility, setVisibility] = useState(dlq ? "0" : "30");
   const [polled, setPolled] = useState<Message[] | undefined>();
   const [notes, setNotes] = useState<Record<string, string>>({});
   const action = useAction();
@@ -163,7 +164,7 @@ export function PollMessages({ client, queue, dlq }: { client: Client; queue: Qu
       </form>
       {action.problem && <ErrorBox problem={action.problem} />}
       {polled === undefined ? (
-        <p class="muted">{dlq ? "Browsing leases the dead letters for the lease time, as a poll does." : "Polled messages are leased for the lease time: delete or release them here."}</p>
+        <p class="muted">{dlq ? "Browsing is a poll of the DLQ: a lease of 0 looks at the dead letters without holding them." : "Polled messages are leased for the lease time: delete or release them here."}</p>
       ) : polled.length === 0 ? (
         <Empty title={dlq ? "No dead letters" : "No messages to deliver"}>
           <p>{dlq ? "Nothing was dead-lettered in this group (or it is all leased)." : "The queue has no visible messages for this group right now."}</p>
