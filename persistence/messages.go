@@ -18,7 +18,7 @@ type Messages struct {
 	// Concurrent plain puts, leases and acknowledgements of a queue run as one statement (coalesce.go); nil
 	// when coalescing is off (NewMessages).
 	puts    *coalescer[putKey, []NewMessage, []PutResult]
-	leases  *coalescer[leaseKey, LeaseRequest, []LeasedMessage]
+	leases  *coalescer[leaseKey, LeaseRequest, leaseResult]
 	deletes *coalescer[int64, []Receipt, []bool]
 	async   bool // AsynchronousCommits
 }
@@ -112,6 +112,9 @@ type LeaseRequest struct {
 	// Owner is the consumer the messages are leased to (a watch's consumer: its messages are released when it
 	// leaves); "" = nobody in particular (GetMessages).
 	Owner string
+	// Acknowledge holds receipts to acknowledge in the lease's transaction, before it leases (LeaseAcknowledging):
+	// plain receipts only (not of ordered messages).
+	Acknowledge []Receipt
 }
 
 // ConsumerLeaseRequest is a lease on a single-active-consumer queue: Consumer registers (or renews) first, and

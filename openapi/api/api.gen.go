@@ -1092,6 +1092,15 @@ type CreateQueueDetails struct {
 // Example: {"Operations":{"CostCenter":"42"}}
 type DefinedTags map[string]map[string]interface{}
 
+// DeleteAndGetMessagesResult The result of DeleteAndGetMessages.
+type DeleteAndGetMessagesResult struct {
+	// Deleted The result of DeleteMessages.
+	Deleted DeleteMessagesResult `json:"deleted"`
+
+	// Messages The leased messages (possibly none).
+	Messages []GetMessage `json:"messages"`
+}
+
 // DeleteMessagesDetails A batch of messages to delete.
 type DeleteMessagesDetails struct {
 	// Entries The messages to delete (1..32, as many as one GetMessages returns).
@@ -2686,6 +2695,42 @@ type PutMessagesParams struct {
 	OpcRequestId *OpcRequestIdHeader `json:"opc-request-id,omitempty"`
 }
 
+// DeleteAndGetMessagesParams defines parameters for DeleteAndGetMessages.
+type DeleteAndGetMessagesParams struct {
+	// ConsumerGroupId The consumer group the call addresses: its OCID or its `displayName`. Absent = the primary consumer
+	// group.
+	ConsumerGroupId *ConsumerGroupIdQuery `form:"consumerGroupId,omitempty" json:"consumerGroupId,omitempty"`
+
+	// ConsumerId The caller's consumer id on a single-active-consumer queue (required there, ignored elsewhere). Same as the
+	// `X-Ferry-Consumer-Id` header; when both are sent they must be equal.
+	ConsumerId *ConsumerIdQuery `form:"consumerId,omitempty" json:"consumerId,omitempty"`
+
+	// Limit The maximum number of messages to lease (1..32).
+	Limit *int `form:"limit,omitempty" json:"limit,omitempty"`
+
+	// VisibilityInSeconds How long the leased messages stay invisible to other consumers, in seconds (0..43200). Defaults to the
+	// queue's `visibilityInSeconds`.
+	VisibilityInSeconds *int `form:"visibilityInSeconds,omitempty" json:"visibilityInSeconds,omitempty"`
+
+	// TimeoutInSeconds How long to wait for a first visible message, in seconds (0..30; 0 answers at once). Defaults to the
+	// queue's `timeoutInSeconds`.
+	TimeoutInSeconds *int `form:"timeoutInSeconds,omitempty" json:"timeoutInSeconds,omitempty"`
+
+	// ChannelFilter Restricts the operation to one channel (an exact channel id) or to the channels whose id starts with a
+	// prefix (the prefix followed by `*`, for example `orders-*`).
+	ChannelFilter *ChannelFilterQuery `form:"channelFilter,omitempty" json:"channelFilter,omitempty"`
+
+	// Dlq When true, the operation addresses the queue's dead-letter queue instead of the queue itself.
+	Dlq *DlqQuery `form:"dlq,omitempty" json:"dlq,omitempty"`
+
+	// OpcRequestId A caller-chosen unique id for this request (for log correlation); it is echoed in the `opc-request-id`
+	// response header. When absent the server generates one.
+	OpcRequestId *OpcRequestIdHeader `json:"opc-request-id,omitempty"`
+
+	// XFerryConsumerId The caller's consumer id, as the `consumerId` query parameter.
+	XFerryConsumerId *ConsumerIdHeader `json:"X-Ferry-Consumer-Id,omitempty"`
+}
+
 // DeleteMessagesParams defines parameters for DeleteMessages.
 type DeleteMessagesParams struct {
 	// ConsumerGroupId The consumer group the call addresses: its OCID or its `displayName`. Absent = the primary consumer
@@ -2946,6 +2991,9 @@ type RedriveMessagesJSONRequestBody = RedriveMessagesDetails
 // PutMessagesJSONRequestBody defines body for PutMessages for application/json ContentType.
 type PutMessagesJSONRequestBody = PutMessagesDetails
 
+// DeleteAndGetMessagesJSONRequestBody defines body for DeleteAndGetMessages for application/json ContentType.
+type DeleteAndGetMessagesJSONRequestBody = DeleteMessagesDetails
+
 // DeleteMessagesJSONRequestBody defines body for DeleteMessages for application/json ContentType.
 type DeleteMessagesJSONRequestBody = DeleteMessagesDetails
 
@@ -3065,6 +3113,9 @@ type ServerInterface interface {
 	// PutMessages Publish messages
 	// (POST /20210201/queues/{queueId}/messages)
 	PutMessages(c *gin.Context, queueId QueueIdPath, params PutMessagesParams)
+	// DeleteAndGetMessages Acknowledge a batch and lease the next one (ferry extension)
+	// (POST /20210201/queues/{queueId}/messages/actions/deleteAndGetMessages)
+	DeleteAndGetMessages(c *gin.Context, queueId QueueIdPath, params DeleteAndGetMessagesParams)
 	// DeleteMessages Acknowledge (delete) messages in a batch
 	// (POST /20210201/queues/{queueId}/messages/actions/deleteMessages)
 	DeleteMessages(c *gin.Context, queueId QueueIdPath, params DeleteMessagesParams)
@@ -5560,6 +5611,130 @@ func (siw *ServerInterfaceWrapper) PutMessages(c *gin.Context) {
 	siw.Handler.PutMessages(c, queueId, params)
 }
 
+// DeleteAndGetMessages operation middleware
+func (siw *ServerInterfaceWrapper) DeleteAndGetMessages(c *gin.Context) {
+
+	var err error
+	_ = err
+
+	// ------------- Path parameter "queueId" -------------
+	var queueId QueueIdPath
+
+	err = runtime.BindStyledParameterWithOptions("simple", "queueId", c.Param("queueId"), &queueId, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationPath, Explode: false, Required: true, Type: "string", Format: "", ValueIsUnescaped: true})
+	if err != nil {
+		siw.ErrorHandler(c, fmt.Errorf("Invalid format for parameter queueId: %w", err), http.StatusBadRequest)
+		return
+	}
+
+	// Parameter object where we will unmarshal all parameters from the context
+	var params DeleteAndGetMessagesParams
+
+	// ------------- Optional query parameter "consumerGroupId" -------------
+
+	err = runtime.BindQueryParameterWithOptions("form", true, false, "consumerGroupId", c.Request.URL.Query(), &params.ConsumerGroupId, runtime.BindQueryParameterOptions{Type: "string", Format: ""})
+	if err != nil {
+		siw.ErrorHandler(c, fmt.Errorf("Invalid format for parameter consumerGroupId: %w", err), http.StatusBadRequest)
+		return
+	}
+
+	// ------------- Optional query parameter "consumerId" -------------
+
+	err = runtime.BindQueryParameterWithOptions("form", true, false, "consumerId", c.Request.URL.Query(), &params.ConsumerId, runtime.BindQueryParameterOptions{Type: "string", Format: ""})
+	if err != nil {
+		siw.ErrorHandler(c, fmt.Errorf("Invalid format for parameter consumerId: %w", err), http.StatusBadRequest)
+		return
+	}
+
+	// ------------- Optional query parameter "limit" -------------
+
+	err = runtime.BindQueryParameterWithOptions("form", true, false, "limit", c.Request.URL.Query(), &params.Limit, runtime.BindQueryParameterOptions{Type: "integer", Format: ""})
+	if err != nil {
+		siw.ErrorHandler(c, fmt.Errorf("Invalid format for parameter limit: %w", err), http.StatusBadRequest)
+		return
+	}
+
+	// ------------- Optional query parameter "visibilityInSeconds" -------------
+
+	err = runtime.BindQueryParameterWithOptions("form", true, false, "visibilityInSeconds", c.Request.URL.Query(), &params.VisibilityInSeconds, runtime.BindQueryParameterOptions{Type: "integer", Format: ""})
+	if err != nil {
+		siw.ErrorHandler(c, fmt.Errorf("Invalid format for parameter visibilityInSeconds: %w", err), http.StatusBadRequest)
+		return
+	}
+
+	// ------------- Optional query parameter "timeoutInSeconds" -------------
+
+	err = runtime.BindQueryParameterWithOptions("form", true, false, "timeoutInSeconds", c.Request.URL.Query(), &params.TimeoutInSeconds, runtime.BindQueryParameterOptions{Type: "integer", Format: ""})
+	if err != nil {
+		siw.ErrorHandler(c, fmt.Errorf("Invalid format for parameter timeoutInSeconds: %w", err), http.StatusBadRequest)
+		return
+	}
+
+	// ------------- Optional query parameter "channelFilter" -------------
+
+	err = runtime.BindQueryParameterWithOptions("form", true, false, "channelFilter", c.Request.URL.Query(), &params.ChannelFilter, runtime.BindQueryParameterOptions{Type: "string", Format: ""})
+	if err != nil {
+		siw.ErrorHandler(c, fmt.Errorf("Invalid format for parameter channelFilter: %w", err), http.StatusBadRequest)
+		return
+	}
+
+	// ------------- Optional query parameter "dlq" -------------
+
+	err = runtime.BindQueryParameterWithOptions("form", true, false, "dlq", c.Request.URL.Query(), &params.Dlq, runtime.BindQueryParameterOptions{Type: "boolean", Format: ""})
+	if err != nil {
+		siw.ErrorHandler(c, fmt.Errorf("Invalid format for parameter dlq: %w", err), http.StatusBadRequest)
+		return
+	}
+
+	headers := c.Request.Header
+
+	// ------------- Optional header parameter "opc-request-id" -------------
+	if valueList, found := headers[http.CanonicalHeaderKey("opc-request-id")]; found {
+		var OpcRequestId OpcRequestIdHeader
+		n := len(valueList)
+		if n != 1 {
+			siw.ErrorHandler(c, fmt.Errorf("Expected one value for opc-request-id, got %d", n), http.StatusBadRequest)
+			return
+		}
+
+		err = runtime.BindStyledParameterWithOptions("simple", "opc-request-id", valueList[0], &OpcRequestId, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""})
+		if err != nil {
+			siw.ErrorHandler(c, fmt.Errorf("Invalid format for parameter opc-request-id: %w", err), http.StatusBadRequest)
+			return
+		}
+
+		params.OpcRequestId = &OpcRequestId
+
+	}
+
+	// ------------- Optional header parameter "X-Ferry-Consumer-Id" -------------
+	if valueList, found := headers[http.CanonicalHeaderKey("X-Ferry-Consumer-Id")]; found {
+		var XFerryConsumerId ConsumerIdHeader
+		n := len(valueList)
+		if n != 1 {
+			siw.ErrorHandler(c, fmt.Errorf("Expected one value for X-Ferry-Consumer-Id, got %d", n), http.StatusBadRequest)
+			return
+		}
+
+		err = runtime.BindStyledParameterWithOptions("simple", "X-Ferry-Consumer-Id", valueList[0], &XFerryConsumerId, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""})
+		if err != nil {
+			siw.ErrorHandler(c, fmt.Errorf("Invalid format for parameter X-Ferry-Consumer-Id: %w", err), http.StatusBadRequest)
+			return
+		}
+
+		params.XFerryConsumerId = &XFerryConsumerId
+
+	}
+
+	for _, middleware := range siw.HandlerMiddlewares {
+		middleware(c)
+		if c.IsAborted() {
+			return
+		}
+	}
+
+	siw.Handler.DeleteAndGetMessages(c, queueId, params)
+}
+
 // DeleteMessages operation middleware
 func (siw *ServerInterfaceWrapper) DeleteMessages(c *gin.Context) {
 
@@ -6568,6 +6743,7 @@ func RegisterHandlersWithOptions(router gin.IRouter, si ServerInterface, options
 	router.DELETE(options.BaseURL+"/20210201/queues/:queueId/messages/:messageReceipt", wrapper.DeleteMessage)
 	router.PUT(options.BaseURL+"/20210201/queues/:queueId/messages/:messageReceipt", wrapper.UpdateMessage)
 	router.POST(options.BaseURL+"/20210201/queues/:queueId/messages/actions/deleteMessages", wrapper.DeleteMessages)
+	router.POST(options.BaseURL+"/20210201/queues/:queueId/messages/actions/deleteAndGetMessages", wrapper.DeleteAndGetMessages)
 	router.POST(options.BaseURL+"/20210201/queues/:queueId/messages/actions/updateMessages", wrapper.UpdateMessages)
 	router.GET(options.BaseURL+"/20210201/queues/:queueId/stats", wrapper.GetStats)
 	router.GET(options.BaseURL+"/20210201/queues/:queueId/metrics", wrapper.GetQueueMetrics)
@@ -6604,416 +6780,423 @@ func RegisterHandlersWithOptions(router gin.IRouter, si ServerInterface, options
 // const string: with thousands of chunks the chained `+` fold is several
 // times slower for the Go compiler than parsing a slice literal.
 var swaggerSpec = []string{
-	"7P3dchu59S8M3wqKe1eZnN2iKVnjzFCVerdGlj1KZEsjyZl/3qH/aYgNkoibAKcBSmKmvCtHTz3H+yJy",
-	"YbmSp7AWgEY3u8mmvmxPlIOJRbLR+FhY3+u3fmsN5XQmBRNatfq/tSaMJiyDfx5e0LH5/4SpYcZnmkvR",
-	"6rcuJowM51nGhCZMaK4XRNMxkSOiJ4xkTMl5NmR7ZEaVIlwTqkjMR1tTqoeTmIxkRuRM8ylXmg/JUAoc",
-	"a7jotqKWGk7YlJp36sWMtfotpTMuxq1Pn6LWyWz4jt3oUzpmy5M6zZgyE7qeMEGmMoOJzFOtCLvhSvfd",
-	"bBS5oumcmUmZ2cYzOmYx+XXOsgWZ0YxOmWYZ0ZKMmYZfCHajiflVdyDWT/CM/TpnSh8l1ds2F/zXOSM8",
-	"wd3iimT4QAT7ouazmcw0oSIhqRyTocwyllIzQJccDieS4ayHNE1Z9kyRWM6GW3aILZ7EAwHrl4KRa6qI",
-	"2ZFG0/5ZZh/XTP3k4OiVO+NrmX10Myd6QjXRGR1+VLgkqhZiOMmkkHNF5IxluIDCLP5nxkatfut/PM9p",
-	"7zl+q56fDHkCEztjOlvsjzTLlqf0o7wmUyoWRLGhFIkyR3ZNuSaXbISnr7MFF+Pia6dc8Ol82ur3IrcR",
-	"XGg2Zlnrk3mjpwAg/4MJFYKlr3mqWfaTIZHleZwxs5NDjQfjV2umY05hiEOQNhWE3dCh9p/wpEMkUBqc",
-	"KH6qyPVEKiAQpWmmFbnmekLoQMwyNuI3pG1+bP89kmkqr1lCLhck/iZGEmI3dDpLGYllZm7x1jdxBymA",
-	"m9kCnbeilqBTs/ZhuMDiRtGbYybGetLq73z7h8hsnPt722yT1iwzA/73L//9zYf/NRh88//7n62ogrYO",
-	"5HRGMz1lQh8lR+J8fqkzxmr28mdDuzqbs4ikXGnCBe5NPgaJh+GAMdwUmqaGMM3dNuMxkVChldkqqoPr",
-	"QqbUUAvr7NlbMqKpYhGRIl2QhGdsqNOFeWfpHSu2r3JxhX1M2IjOU93q48vcDl1KmTIqlrfolJotXnf/",
-	"ghd33dxm5snqqbWilrmsPGNJqw/7u+lNLMyx5vRWTNJQuT3RbpO9vI8JCzWfsuxNJuez5tuKD5Gxecrd",
-	"NT6l2QI/eqbw9xwlya9zNmf2s07tQRQmcu8rW3EYpeW4m0BokmRMKab6sArcgQz+HSdczVK6eEenLO6S",
-	"/UuQqX8k4U64YQcCxl11PcpLr+Ev35b5SxUfwbGOkh9BPalZsZOLfuk8ibyoH/oxlgS+PzxUfvI1/NfW",
-	"a5Zliy33/q3SOlYdWT7n0hLqqdEpBvnhwfS5JmY+iTkjlo4Mk3rD9FumFB0ztYby7kB0tStYRXUVZ0Ck",
-	"IJQoLsYp26JDza/Ylv8abhFpuxma1WcsInwspPmTpYpdm486XXJOp05zG4i44mxigge4h3rgpTTCM2Og",
-	"CJmnFmQ6V0ZHIOzXOU3X0+7tj/tV+ut6MVfUGfzFhM8dd0kYTbZSZiSu3SsulGbUk4r9EEijjr0m6a+b",
-	"yqWj0Vujsdfdt9e1enwfrxvTdByXrQJzeilVmmSMJl0CW8E1SfhoxDJFRpmcIvmjfTEQZpSAdQl1bX63",
-	"u71D4nfyUNPxWzQrjCJg1JkxU0RIPTGqX3665WvtzJE78aRjPmLDxTBl55rqOp3mxGgXGdPzTPhNUKjZ",
-	"cEVSN4RR9zSrO7208KbGFFmcoJ3zlOsVt3dKb4yCTMR8eskyVKvYFLRruwiO5oWxiEh7u9vd7vV6nfqJ",
-	"T7muJrztXi9q2dfBX70oV8+3K9TzqGUZ3hkbMj7T9Vw0wx842ksZVSwhU3waGCquBVXngJOS9vuz4y1F",
-	"R0YtnNFf56xOrE8LU7k1gy2uaMmIrLt7+5bLbg2NtSACs9KYAKFdSdrmk5It2dkzd44rwoxJmTg9e9mY",
-	"zJiaSaGY5ar2vtJLx06JYtmVUTCYMDyMKUMaK65d8QV1l+/779bfPdglnS0u5Ecmmm6TNj9Ge3VKPzpb",
-	"OmNUm71j05nUTOg+oWg9ou0FyzRyB582fMZ/dCmTxUCYn3FBdnbJRM4zR1zWIMz4mAuaWm9EyLrhxVyM",
-	"CR1TLvbKL0LDz3JGYIXmbTkH7H1P4gMpRikf6njtnutssQXj1m36y90mm242lqb3Zw2QNnUqpmKsKA47",
-	"TU2FDRXoUzpmKyYNjM2zOxTR6DKyK4FrItiN3kLfEW64+3aWsSsu54YK8O7UrcI8XHcY272dBsdxKlM+",
-	"XDQ1bmbw6xp2NrND3d08+ckoI03nBJpLzZR+xYHuPqNzmemTLKn14JhJKZlpAh6TLnmFEgpkXvzq8Pwg",
-	"RmXS/MZc18sFiTWfsgNgHNYHYX67X/VTCpp7vaKp3OwaE7JfD6yu4Llrtuuh965m868L/sA7HsEn8zxe",
-	"BnCr/UATO7b5ayiF4brmn3Q2S/kQLv/zvysz998avukwy6R14VWpAygKjdUurmjKky45kImxf+Mj/ODU",
-	"GYIxaVN73bkiU5qOZGYML6PszkGjyIyOGRFqpO5HIa8FGXGWJgPhHK6R+TF1fMSwcpl5lSSfQyci8Vuu",
-	"jFFUfLs3hPw0kEd2ooGIQX87vBkylhjSa1OimaBiuDAvQUMAdC5yLedpAoaO/XGnS0DBQ40DqNKKqNGI",
-	"icSQKywESTUIApSEds1J2AeeF3zgn6zVCELq4Q87l4d9a3TgwQ/tx86bauwDlpnNS+Y4CdwPONW4JDBj",
-	"krG50R+dJ9ZLZBD/9rSVpmm+ufa0O11DYKB4DTXo4H5i1hriYKwYQUjRAkDthKapvFYDUTQP26F/N2Ep",
-	"Q+2hKFrN43ZUNp1pnN98llhVw9KI+9kl42I8EDCYIZH7PvsjoVkmaHoOeiIe3MOTQcVb4z7eWHYzY0PN",
-	"EjKiPJ1nrHQpmNFmM3bFaGouKg4DDpZ73JR3Ur+Wc5E8wk68k3p/ricy4/9gyUnm3lwmw0QySzI3XCED",
-	"K4SZQD3gTJFEws+APsHOGIicPqUx5XFD9bUkQ6qYAu9LwlJ+CQYCONgTrgwxzrma0MuU3TvRndJFKmly",
-	"IeUxzTBW+MDbXHpjif2A3t4GNuEIjZut6ljejGyY2mCO4v9g90xwpxnEyLiZ7mvKU/Y4pJd7Z6xHKA8C",
-	"W53Z0x18HDp+atxH97wxhkHwIXsv6BXlqSHGR9iY5Zfa/REyMXdOmA0Bw9pRkCIZH080EfK6KATMUwnV",
-	"9JIqkCVzkTE6hFvVueetupDyLRUL+6l6hH0qvdFuko3lOdlF9CSTWqcs8VzLukMVGc3TtEvATUDoCML6",
-	"Zpe9Z8tGjgfC+T9Q6sNPHYneK3MyerB/w7pHg+A37M57QT0nfzzJwYQG/ciJjEtGM8iPMHqt0ZBRg41y",
-	"VTkilzRJF0TxsTB/GWpeME1A6SVAvDOj3t4z2//kjBIYa1/rjF/ONfuL0aGrTSJv1OdsmbrH+qCPGUub",
-	"tKkmU6k02fn2JRlOaEaHmmWqg3ofUlOXHAnyRqLnjSsSU7GIB2Ii0wS1rhgHi/GheJRKql/uWreNFOxk",
-	"1Or/UvJAv1yy+SOfvYGvbX36ELVutsZyK3CWZiM6ZL99MtTmRf8rpilPYWdognKApqeZEd2aG6PMRgHK",
-	"7rPJYmZUZUMCqRdnI3vP0GdAFJ/OU6olxNBmwZi/lRw15uVpale63mz8UGXKaSNedUHjzT1IICikLHxd",
-	"5AoQlfLfdbpmk8pRynudZjGebHYuxu+67juMofIkJl5EK5wYfKNqnFQZF0M+o+kzhYNjEFCzqarI8QE/",
-	"+xF+CW53+z3NMrowX89YBhcZWUfF6/z3REuSsCFPQBQzMZ+2+r+0fnp/+P7wb0fvzk8PDy5akf377HD/",
-	"lf/j/emr/YtD/+fB2WH456vD48Pgz7cnf8n/OH1/9ib86/zH4I/j4/yhw4uzo4Nz99qDk7en+2cXbw/f",
-	"XQQzCz+t+KGfZfihn2v4oZ/x6cnx0cFfg1fYD+zo9i8/hv3bv8j+bYf7sHznvSPsHgnT+t0Mz5xf/p2h",
-	"bb6CysDPYFj+M0ViNb+MQbvYNF6WO5F+8e8t0F6+eonfhjzsDBzoNe47x4MgXDrkyuabFdmR1bArA7Lg",
-	"EAiVdu8/sU91W8tBUrMFejhhCdj2U5dAWTE//31g3xOuSRtsdHQaJkxwY4OHF7m4AO+lvQ9SsOwb5mME",
-	"FVohfqZIHe6vNct6pohmN7rbWnfsgZ85H7vq2IscqjSKO8iq/a8a7IDO6CVPuV5sLAFRmRz6AbokPjh5",
-	"d/7+7eHZ396cnbw/PY8JE0bhViV2r8AvPKJCznUE/8axL0vhfZtWMxBV2Uf4T8wJdJlHwcOdLomP98/e",
-	"GOZ3fr7/5vA8JinTyik0Rkkm85lh2tvkLf/BqLo+/mT0mT/zH8zdPp3nIdDAW6o0T1Pi9R8zQgdUHSrQ",
-	"pcQiQjGUI0f5JnGmBiJjs5QOi2s1WlW+lYb+U0avmALXqlkZxmTlaISKUZH6uTrFrSpkQB3C5ieF0DL6",
-	"qJfTFZaOrm9unr/65QQnu/vgzDOzdJuapy1wRRKuYAJwwkIOrG8RH0XyVLmGieEk7wWAx4c0S1hC2pDB",
-	"IOcid8Qt85tZxQ68YjQ5hvQQiL28Yim/YuY386p7W7MPValuYeIJTKyka3kihMnWhfIrMm1r1pGnnt1p",
-	"2oJOGWnH9mMbkcHDwlgvunLBnS9YPvvmsqx6/jaL9i5TH8EQTir8kTBzkI5cqmZaYSPYD6pTszwbC5S3",
-	"0tRaUavIUiqUkhI/hm8rGS8k5ABZBjHj21kjF8tB5Km8YrlLWz6GAbIipA2zyR0QWpI2hvMxQGOU+tK+",
-	"FadXt4GCpQcyTdlQV+rn+xhpMgzYZ5ar5a3wKkXFrubP+bIEKHhYaVKslND42IoV1VUZYAIkdXMy8kXN",
-	"LxXThZDxs0DCgQLjWLYiQ+rz6EhbSBJ/U6GsvlyX0F6RzF5Igq7MNQmtTorePDtpSwJF85PojLEGNLsm",
-	"rE/BXRpmhLu03bbMiJinaceb7GXrGPfazi5CPWMgYmONWkUjn7l5aTWvNO9A3ykK3mAz5ZAn24NB9xe6",
-	"9Y8P/8v+o7f1/Vbxj2/sHztbf/jw24ud6FPl/hc2Ynn/RxljWyOZTUnwTdVdbU/pAiKjhst2ulWvMmOZ",
-	"oS7oWDXnG6/Dp5b5x2s/QU3HqjKX/1PU4g/LqMAJQSv8JMFpu4T2T1E587DxzMqph5VzLGU/1u2IqNQI",
-	"zAAg6pefilxCHJ1KMYbEdsUvUy7GqvK0g2yOumzd0i5e01yZaJ+9PiAvXrz4PiLvLw6AnswhU93qt4yO",
-	"vGWGr3vte1CjN3ktZM9ipuut313m1onL/CieUrSceBpuVXEFpUtTyfvzpTSUaPkDG4q04MF6mbY6mztn",
-	"9neQdlYuVcsLa2agwCsYHRXOi7mWB3I65RWy52eInkmRLrrE23E0Y4QOPwp5nbLE0ArmzS98Pny1R+Mh",
-	"3KHramzCOprcvRzqxsiMEjRtKq+L3wLS7hGwwa65YsWkF0VmczVhkK3FNblcAGtwEcdrM0ThBnGhX+62",
-	"quyXTZh0WBfwIVpRp/NMEZ5YGZCyc4xOLS/VfkEUF0NW2NNnljuEGc1DmqbgBMefmwXDQvGXdj/yCIjM",
-	"yITRLBkISMXnumCJBjvwkYuKY4h/3r84+DE2hr4ZOj/tNhyQm1Vnj8SnJ8fH8MPybLEax1knMCD6SY8r",
-	"3aMzTF6qSWfPtcSA9NDd1fbkhEGq8LJEmDSOOREisW65BoShUlnlBAxvaHzNRSKvY/Lv//f/kthOP47I",
-	"xFW0QvWyn7lVVkLK7Va/WlM9r3h3fPb+3bujd2/i/rIrg7TXVuagpYpf+S00B3h+sf/u1Q9/jftQd6sG",
-	"Qkui6UdG5BXL9kh8fLj/F3wtaKPx+WSuE3kt4iifh63UgCXvkfjwv44u4j5J2cjSnaMCu4RW1LJvNVYq",
-	"jt+KWuaxStow8umMjbnSNVwjF7J2yZn/NWmbuwJOLMIFSbkAm+6SDeXU7cceua3sRxpYTShAwFLp/LS4",
-	"BnIw9EvmIiTYKpKokvIVNXlINvZG5/cpZLdFjrS0r6sk3ypBHzI/hWIwD9MVfKnL8rAuOnYKzqqCjEnN",
-	"PJMImb1/nZpPp7hvDfWBYOPcH2pZNYhWqyX2uYjMCnWZ9npJwciIZwrVceE88iK5XChXpQFZyijJMUYR",
-	"3jm4QMDaN15YQy3HxyVXHTps0kqdB5eeH/lj+24qwsFWxdjEmXrhXPRV3tI9UuUtrebdCRtxwRJnbq5a",
-	"4Kvgp+bJVV7Tso0Ec/XW0SwvvhxSxba4UEwobiixxiqu8XCa11jXJbuZZQwjxYYklzMrVK13s4kd3tz6",
-	"fiBDejmgv6SrRqSs06L2ylUhVlEXgCwFHQS7ThdkNr9MOSgA06Dod1l79zGSVe/AHJWKGFRueyyPvOwI",
-	"2MT8v98odkUJSWMr3kbUHs9+z1/4UJZ7XilTrowKmYO/viElhhRzF2u/yMHWioam1v8aHaCBpK3Kjmks",
-	"5u/B8C+pC+tVIACNKUw+sqqKsZWltUlQ0HeqpOZjmu+FBCq1AqQnXyLNwhXUScNaO7/WmrdmrZEvXAzT",
-	"eYLJoWbDUP8DGKp82xrYcs0sy6JWaVTzRsMvhYLKenm1Hp5v9lqqM5d4RT4KlO3XkNzj0FUIqdJtpMuE",
-	"Id5KfSFJf113w0Gvg73BOOSdRPMacQycefMJraWNIl8P2Tm+ETdiFYWsiL8FvkgsErOgI1D/BBX/O98F",
-	"ibDGXDdKr4pIwsfmNlCRkLgbRyT+m/lP3/znf5v//B/zn624Ew1EmMVOycRYuTIjM5kE5ZJhQezOd6tC",
-	"dvtb/38MJXX/1v/f/2erLn4HkuxeAtEJPokGjKGDEiLTY5oyFRHAe4yWlWKnu0H66BcRLrvP4BBpl0g5",
-	"Cul4aymQvG0TXdZTZTVJrkwHsEurvMSWkAtJQLfL8EbaXc3779EmJu0e+SMRUrBOYB5zMWEZ12UzeaOM",
-	"oge2oBsbzRsmEm1mUrcTOVTP6Yx3p0m+gYaVVpnU3SbZQneysFXT7LsVUjR3RdsRABqps0KgPqAVWbqR",
-	"uWUVEkn9lUREhrvcxRyl4TNmMllIlKDIg4v1MuVnB7fonlFkhFUhG8uPTYhQNLu31ntqMxxucVNV4xzv",
-	"iLDuuEvifcjyRnI/zWQyHxoLQUsyV5bitiBIxkUxJweAO+OCyVoUOr21ky3Ve0y5cH+usWgrZVBh8fXU",
-	"b6XDvelUeCldNpNiWoOQBn83VD7K4dzMiSXEso4KH0GYlbx8cAfBtwVe0CfxbwNY6KDVH5RzJAetiPz7",
-	"n//6VJ/7jdm8sC0Wrq4Yz46K4xczLgetT7HFAMjZoxyFmdwWUKSRSyPPfi9Qxs5y6GLo0g3NYmCPAG9i",
-	"GberIpeHZmOmNFETY+HXJOtFhtZnLBtCJhKCh0Xu8Mh2r9eJMJ8vhM6FiBe9YlCnOUr5eKKXM45XY4dF",
-	"n41/OsC+gqfkmFHFjkQhwm9398XS5v4or0kqoYoQw7TlWKzhPAvlPnWpzUOaGp02jK7D7ju45Pa33e6L",
-	"Xi8aCLf9L3rlTO4XhX39tnJf50rL6aEYZguY8J/ZoknW4ke2MBvF8LnqxE6zkoh8ZDPEw/aQbcZ0PDk4",
-	"wk3XHEm7T0YsyxYDobTMQq2CC3IqlR5n7PynY5viSMyP6JiRWSY1s9jNU0I1yZjSAI6WIyLYKVosMK7M",
-	"3G+VM75ejbY0UEkC4EbTfBpWE7jcAO8gcuDXXEM2snLo0ssQkh65b28gepiFY9/fIVNGhVn88mO3yPRP",
-	"mMNY4VL8DFHvaspfRfh2vc8UiQvjHWGiasambHqJmRwhife63e9e7vZ6e6QXkWCJkavaUIb6g/E6XSQj",
-	"wm600eqlKK0YhvuMpoj9QcG29fHTTU2PxzPa8yANV+fAxPaBWxXT44qIpKWkp2rW520GeKjTB/Os7D6H",
-	"rLCCk3PJ+NhDGQ15Ywpx5KlyofcaoqiqBrw55/9gR+KHhWZF6t7Z3v3D7ncvXu5+t0p4aqlpCgggKyXo",
-	"5QLiqKgIdLfJBf8hl6I75A3/odrFHVzc77//dnv75c4f/vCHl6Ho7O1+9+0fXlYRdcY0E3DnKm+vvRjr",
-	"bjAB/jnTAaNCOICScNrudbsve7vfheoBvKLTJQeIkHHJXCxtIBDdAQEVl+6sHSdcZdUCDW+Vc91ULF/k",
-	"7ATWuDWTaYqUI0f1UrdnpG6+phe9TrcocdcxlyuurMi71Uwhqy2ZO8SeEWBdwmUIAFJLE959sdNbMWf8",
-	"enVrhaKRUXRfr6+CeVVkqNV2Re3neDHDj17uVrykBNt7cAT+K3gx8LKIXCLfVTM6tPaB/3PQ6pPfBq2P",
-	"bGH+BcgSnz7FOXbEy938UeWlzEfGsEx0IALM0KlhPWN+xQRqIjAHkMf5EK7fgby21G596WYbThwgE/aw",
-	"kEofGCMpa/VbuztwFk224xVAgjkivq1L4xLT2UZBIqZE6LKKjB8mdFZppRUzOd0AoMO82AE8X9COKMDP",
-	"FvJJ7bZ2Gsd/K5d9KHRWMp5e7GxiVbuVfWi60fjGTXfbMdkVe2yR6ZrL+zJC8YfoPgGXl11uboLrt2oV",
-	"IIBF25UjUnymwj+Qcib0a0SDWxXCtmcIwHGgaQ/pXLEcoMrCLVOye3NDYpZlMjuQCYv7DvARkrABJtCu",
-	"UUVkLAUbCEfbnbpk69qbcSIYkXMNKakzUGxwGuaBBTBy9wmCm97uGuBO+1tQ9hogCPSdt9BiSbcp+ba4",
-	"g509C91PF0TNh0PGEizqzZgZL6netbJjq3jOS7OONrik4X5Ukp87EjnKcRoNa7IHvWf99VLgelQVXcqE",
-	"1drRW0ovUkZgi4j5Je4HmKdw9G6L2zkkJhkFQJWWAqOBqIUIdEMWytUNvUZVqKk4eI6X6l5A/v3Pf3X6",
-	"tmGDmWlMqLATRyhrf/yYg+4LETysIGa5DmmWLQonnVsynlSqN+zHi4tTgmnOvhYIdumZcjCQvknImlnY",
-	"KXNN2kbfJbu93WggdnvfR+Tb3gtcbVRzGLWX28zeklZVpHYyn1KxlTGaGJPV6MspFXZS1S+qjDQu0bRH",
-	"41zeMUAslCMbTsLTCvGsm5DqPpnS4YQLFkzd02sV8m4VHm5ESoi3AcXm0GQRqaXiKABJj5bQWKNiEwkz",
-	"eBnKMSJLQHQwzjLCqOHvVeB+JQWtVV54FUVPb0UO4DqtBfaNCB8RKrD2388m0MX7vjnKtlEhdr79Nkjz",
-	"aBC9Tow272ZexUVflz0ONYr82qBlnc/hI1s8R1g38D4E6ncHHXhCklnGnFo/ZVQAeN2oDHgqrwW5lPKj",
-	"0dB9J5FAx9aMTgE0e4FBkYZKda75VJ1sUW2qKAH0OdQbq2/7+aPVGlyQn235sZ8GOq51LQqQ45X2R4aT",
-	"+nTlyiQtm3i7r1dkzbpBr8PRykmzWJpkDHcwhkIUG3ADJ4BHu08ylmTGnnKjDgRaXq66rVm6b7I676Hk",
-	"pA0XMaGKXDKAePIVZ8C13ZAEUxary3gM4c14xmoaIS5tmXWo3D6vmSfrmlN5zd4GV20HjII3skGCZUqV",
-	"fsfGVPOrDUrL3RP7efkTVulW15hTpYmwj4Q1fg7/INy6NrXFkXlFZS7OWYbkKAVeiinTNKGabnwZ37oH",
-	"q2fsiULCp5UXMjDj1lhjXCFf8Q1QDWsvqLPmg2BfChuCDSox6Tv/+UCg5w1uHYzeJX9BE0ekCzIXmqe5",
-	"IUiYSFSN5gberHQtaefj+P4rboZYj6eIHQmbqZC5SJlS1gq+12R7xwrzMyhzhtKqitc35H4fVkoItc6y",
-	"LXWAK8qK6cpBipJGkfZMKjPlBaZmNTYTA3m2LlXeT6hq1T8ymurJeU0BK8ingq0wgd/bsCBNuDCHPcvk",
-	"ZdVW1NbFyo/WyMHhSoqR/LiWIOzIVSs6SrAzcnPMGGOsnxwcEffkM0XUhM4YotgEtRfxnsdyeaaWGqLa",
-	"1pRGgeFJ5/Pnou7Vgs8YxsqHE5COAuzKZcAZ0j45OBqIYE/OX/1ZuRYZ8ADotuA5WQ69NVubG70QjFta",
-	"6qvAF1wJrELTa7pQ1rTnAn28nfV5U8jz1+XgPkHU1EHUcLUPPhRu4dur+4JDCbdyLUBiCo8csyuW/nH/",
-	"4ODw/Pzoh+PDeK8ACBj0DeZCzdhQrziZlbVymxFiwDSecHRuJ6Qrs9iK2DbF4ral2rcN69vWn121JF4+",
-	"OrpGKmiWTRVpA3spVjDb6ipoYhIfvds/uDj6y6Hr/+3h/s4O9y8QNwF/0Ipa7retqAVAxPg1YhK/qkRW",
-	"8Mt9nJoK8M+F+wBZgBgu+2LqLR5F9Oyhjk2FFTRTOjMyHyMMSBRWopqfF6KO9yCJgja9l4vCgXSqEn2/",
-	"nAyU/7SykeKurGJYdwquV+X6I8742JcWehIMZEZd2L2gZLX9k+Tf/8//hZxB8//g4PMx9Epaj4iShPrY",
-	"lxHgcGsUE4m/OgMxpbPIGhGuMa+1M/z18v1Ma/cPtfJ74YCgyqplGaClTXVZxQZ9OYgdxYiClI00mVtr",
-	"Pamq7Pld8CwjLDavYvsczMnNdlRgUnukgJZ9PZEpM5u0jlOx66+DW9XenaB5ZYV1bCxYS+Zhy8o6Q3nP",
-	"G12RDckPZZYs3aZn1i1U2SLgEdPEAXefpYlNTEVH1SNYWsXun5+ilo9xXtQCR3/kAjbS/zREaEM18W9B",
-	"c4wanDZI+zeM0qy1xoE+x3QhP1GuSAK+gbxwoGAYQCednOhcXxzoOIosvdaNZjl+eU8Ihf6AuMZGXrAK",
-	"aj6zw1emS6xwc4VR6uVGrW7HjcF6ajRzo7n/7fTs5M3Z4fl5K2q93j86ho/P3x8cHB6+gn8f7L87ODxG",
-	"lR7/XaPTG4PImNKz1fZbYbOMAUftM3dDUnnNBQR51r15ZH93t7eda5o1WKbCn92nbVq8bgH+WlmPyyl4",
-	"+fKUDutDMx7rqbLCE+l7QdI6thvei1JgcljPPnxVYGGshCeuNiFs7VewUYF4sU/Oq8AajVpnh8f7K6i/",
-	"irRxPfUMzjxQ7jVI2qFvNa4GqLI6YMbrmonrCaHaejoLow+pIJcM/Nfd6iicGXvEMTByryIg3/JlCvUv",
-	"LWxaFJ5xFbXd2tdRe/wlFwUQQuCXKLooVh7+cgx8hZ2zantLXeWWrJe3FWBnLgXhxU5EtByjcxF9kC6A",
-	"2MUiqnwecadvrB2QA5CK8XI3yMQAu2WGuDe4SEUA6d2IPtUlB0WQMqwiV0SxlA0DLMnLhaEFnoWzhaJF",
-	"mMxA5Fd8j1xKPbEF/Fpe06wYgoOOpeUMCTrFMPnuTjcvHJPYtnwpWeLFTpmkotbNFuhyWx/ZYmtKb7ZS",
-	"q3++3M2P9KC0cfeYVIJDk3wXip0C20YD/ckWZ9z2JAkeJCCn+pMckeqGg4AHatGb4bdbYAgn4flhsZxh",
-	"WQTge+P8u9jYxAOhLTteEEhQvKTDj+QaQtuIKMksOHS/jHWXkxErFmQFrwD6ASjY4dLu2eRs28kB9qRN",
-	"waY31rkt6OACSK1Pdns9Y9pwsF061vN/LfMbBBCoVA+EvVwwYuSiw4sNiTVjYzx1Nr9H6nwbJgg09wS8",
-	"qoj/0/qsoOHqhhquirac6eBaY3h2ga0zMNIOxBPW4GJH+4yN+E3QaQSDKQMR27+xA07sSrYj6D6Rw1Ng",
-	"XWFQh+eHb2O5xfmrPxMbRVMQ7I/94uJoIGA0F00sDdHpFvL+bV8prqG1VM0z1f10VnSz+OW/v/nwTSW0",
-	"0LCKEW2SE7LEyWqgwqu4UuFczf2sGdN5UwoFlJVRaYh7bQ0nUjGjDfaN/pKyQkFaYRiCcMaQbAO3EJtg",
-	"+SQurJ1lBPrh8IRwNSigF+e/APTbkL3wJLattTRhAt6eYJJHE5CoqiQuWq6cqi5Zg5Iym3qGWHL5LuMs",
-	"S6knS3VT30O52olIFy7TcDRPIeNgIPKBu2SfwKzyhAzXwB/Epd0d6BgOogZ+YrHA4lKt2/frq1OLA9Tk",
-	"r9sXu/l4tN4wD4n8jNNiNEiYCiFQQ+gCWhxrIFxfeKxbNtY97gi+OwLuQzWhkE7nCNB8yPNcH5nZTBZ8",
-	"X0rNkUnBPMrgQOSvaGtJqFgg9BA0gmY32o2Y/0wiSr75sEChMoOS6qSipHogHFKFZZ8gZF0aHqYaLlOP",
-	"wxRv2z5yfgaYwQQ/6nTJKz4asYwJ7ctEfHvBpR2kmbm4KYrBQh294YLUHqNDYATnEygAqApOu2Q/f0me",
-	"dInKavHixGQw7/VeMNJztApKh61Kc/BPcJR9Ul6gbcgGxdcpXUBeV+SneU051Es4pu0HC1kKqqruEddn",
-	"GYrnzIrCpM98SRn7u+RC5VMMuoK7t7hmEI7Ib8NjdEaHDKOE1dfr5xcHBH6EObM3Pg9xZlFiSDsOBvHt",
-	"8tHl0LH9B6kVskHtjAU/gGqL6hfYS2bt8D7ylIp3+b7J9pc2J1rNqK86YANhX4ueVoVrAuwTcnJxfGqu",
-	"gMw0dmsfSjHi43nmmxuWN7WB27hUi1blMZYz+uucRbb7uO1TDvfRm7aoiOJNtSEqLz3fnx1vKTpinS45",
-	"0nmMopjWOBDlvMaCu3xndy2FvGU648NTyaso5EQwcjkffmS2PZdiGa/Ka4M8Y02ns5oaDhjimUIfVnPv",
-	"2FV9x3Q/JObYtymq2RGqh2M6B5FthRFwTEZFyVkm50a3WnLYljsK+rW5CX2opAezjeesvjZuCr94psjM",
-	"7LVCsTJjmV1KRUSMT7HGX61wZeGJGPKQo0ZQqat6Oq92GbofVi2/ugXLwcn7dxeHZ3bFwO3ZFSSH2Axt",
-	"XPoeebP//s1h+DMF9lCCp6uKLSJhzFbUgocqvSwuTrUW6hRPDYq/P0UtfH/16cF3wXFFRKYJtKA3wrGx",
-	"fz68bRX++Lmo6qmUAy4A2kLkNTuZA0yo9Q2PbTDe9taAV0UhkfkNqDrgukz3CspchLCtGbMJvnQps/2Z",
-	"ypPhRxmdss4mpYdQaliEgaZXjLQP6JSlB4YnXoMgAJWBCmvB0pTEXYyKx5ZX4LWvdqlmjKq6SC9+tzyF",
-	"brPypKpNBp9plSg5yegwZVsHqZwntuAyd4/2SQy9DbugBw0ByAs0IvtBxmg6LX0y5lIUPsIYLX4UR9YP",
-	"E1d8Z1jNix3UQTMjf+Q1y4Zmvy+pYi92QjdRqdoMZ4kKKrgsuqkc0rRLG/6vAlfmofo7Inpi5Vkc7b/9",
-	"EqARi73S3YRuD4z4pfe7CFZ41/4Pt4JpbNqYZB02o934oA0/+G/VQmh609mkz23TJFf7xkfsMxG88aEa",
-	"TTRKqw3O4r77RyKDaNY8ArajUm9e0TUifKiRamFZ1u37RJzOs/FdgDORt0gyM+OscA5Xdcoyj6BpU/bW",
-	"6AlTLPfyttkNHeqwTzR6UNCtixTjWspYHyuWiKFjdt/hPGM5ecH7WoVwCm7YRm7X5jCnlY0t17UN8Rtr",
-	"7AbfaNz7KpeaugcN1tGyRl6aobMjDkqt4z0S0zSNcXhld8Z2FXKOGsQqDJ4ye4yPceyBkLgellgNMRD7",
-	"YcepAuKo7Sl3UlyHnNuSBj/x5e5FiA5oBxsI6ynpRCRvsQ+I/zAxmqa4pnwYdEfZ5ETAVdRS3q7rvhnY",
-	"BfGbCbpT/8iytPsZgvIhsJC9ReXrm7+39grXJT9UvqFvG5OEGG+kHb87OXu7fxxDuMt+bc62ArwxfnX8",
-	"U9wxlHUp9WQg2vEPJxc/ljP9cbxW1Hp1/FMrapmfVFpuQd30uprD4Keb1BwaY84OMsu96iXIsdsh1QQz",
-	"WglTs0k5YjDmvQJf2XVvWq1ZMQRgX+30OlGefAUQHWYF4PbCMOltdrEe82pnIyTpDXf4zohXtZv7dcAm",
-	"9Akl7y9eb33n5GkpEeDP/AfS3nm5s727ix6JvdDxO5yw4UcUwEwYUzcZCMX/wTpgbwNQZLUIKwJPhxKs",
-	"S37gwoiPhGrqkUGMvflyd8u+hFwuBgLkB6ArVThDLZ7kKsaeB9MBb5NmSSGijmv+rPX2y/144FjXEPZa",
-	"lKicrQZhxsAdvca12KTflosVlSE18mCMltiTI+FqSLOEJf0K3YErh5ibIFyhkD5iYrtUTKH7VlIPYfa1",
-	"YViYbbmugiPxO+UBzIT0G271I6PifCRcd0oAIw27gYG1Fe5YFan95JpLlZkiTt/m4njc/Cdo/IeDxr83",
-	"MPxV+PfEw99HA6Ek/pCSy7nyNhUZIjau0jS7QhUcIY2/aMD8olctx4peBZdf4B4QoK5Glo770FfdohCX",
-	"IPPDZt8OVyToxIz/7DhDaSAaYuq7AG1F3/RnFi+FpHSmzNNBh2fYiIEIJoWJAljiBd10sVbNYlcjm2ZX",
-	"XM5V+IJiY/D8lmDQ5Anh/3Mi/D8aqj/pYbodqmf4rS2xW36skC5iOFbG8pf7sPfCSuUHaQLwYMD/v0+o",
-	"/y8EzP8h2zmv6hSwvjNA004A4NtKHccHUVRmwB3Dk0v9AqKljLW9QNouNxDIk2zhOA0zUiyFFFUxEGHm",
-	"ajse+hadcadx6wHvaA8cFqXiBJk5jAVCL53jr1STgVCIrjHn9WQRNrFRJMYqi7iSBG+LenIXiJOcXKp6",
-	"L9x/m4VOl5wGKaGSUDKapyk+PxBYPa7I7s73NYr/XVowuMkdimRWnTp0Zlg7OnohX8doGu/Pjt0qwZKf",
-	"pVQwm13H1dLKiyBYE61n/efPt3f+0O11e93t/ne973rVQfvq9hD33Q4i7/+A8a3uLTs9rI/gWU/J4wXw",
-	"8hfeR/yurqHFffWwuLe+FfffqqIT6PxcW12fC5s1DNU2mEyat+0u4QViyMZOgSt3FiUNYfPGF3x9k/6N",
-	"IqYVt656pyuoYY26Wm/xLvHaNfpdrSivtfAqWN3GeEywpGahYrh4mwWK8RGPsDmz3rpGTgfs9z2fTml2",
-	"l8hxOZeu1hGEOZBGB5kLbNgd+wBMHAV/wGmaT7zyb/4IjUnzt0suiweinZMa6UW1KKtRaHmnjF5xMe7A",
-	"axz9uZExYxum4JxsMWkLORClwKzzNkYkRoFhfudvQ6dL3tD5mJml2ltvxuTiNbhP7BLpAl+bpL86PgcI",
-	"4Jhj6CIAYxaTtmUx5nWeZ8ALvaaYsxLFmHBpLMDIX/QciyrF5/zGG8orHEKp6X94BHDr8QQKV9h+gzuI",
-	"XAU30HsSkxyZ1JCq3YyWrYnB4fKtaEWt8kYEF1ZVBhIDkqy6N3zqU2eBm+eqBzxREbkZjzOgqar7a7QJ",
-	"yNyHkybut8x6SoL8Z1BmCvmsU3oDTIaKynXcKlUgzwtGn1+Ox2Mz6a2tbSx9QHipqSeveR0T3nMNVGUz",
-	"xNvsZpjOlcuMaugcr2ZsJ8IvYQalFuZYCFUf0SUTOaoGe8dMJgaknnjDRFybr12RWhVkRdew3OVtrkkh",
-	"VTKd1wMGXfNET5AI80RwRxzb01bU+tb8Z3tSSR6QUF/XsjvzZ7Np6n1t7+lgNVHhTripINlE64SF0ShW",
-	"4I5wpfkwvJqbx59KuuzENtUohQiWsk2Kbw9yYRpTVqEXPq6zgr48T6xPd/BOuaUcBRWGeUgQ5WkXY2Uu",
-	"UBaZ31cGxxogoyfpr80N6Pxw0fivMaGLu1zpQOz6W/gIb7deBa1YOqppvY4iaQ1F29cuOzx8gH0OFQ4i",
-	"8Sa/i4PLrDbJpksOgQ6xkUBE5sJK0dB2haFZAp2JIUfOupcMb7SiNlctcgXEf4aJU1b++k+RSspIbYXf",
-	"rCDc3LvOsvVlfJCaZQsCXVnlwsgVRBH1Wogh3UpXVANiLi+7yeQRvQ6LGGz1r5lWYKD5Ioc2Nk/AAkCp",
-	"mI0AoPFmzGmYMaREwB4U0OybX0m1zru07FUKCoO3MHIHiylV+wbOpoZ9E0qk1XQ/3fm2M0YTiM5cuk3u",
-	"RCTcxWI2aGU1sLJYEuAtAMBmQRjNUh7UfeM2cMstbxcKL6+1gpyipdtRPK169mGNsPoYugLQaMyzPOZK",
-	"/4R2X9vlToYB9j3o6/+G4Y+c2jftbBp4vwj8keEvfQPKglTMS7QKMrYVlQLn1YhfSzmynz3o+xRRebCI",
-	"ylOM4LEc6LdERv/KXc4P7Oy8u0/wDN0jd8vt9bI1UBlDK0FLiNIjsoKN1Dcxpxr6GdqupiDYyY5VeV4d",
-	"/2TeaL1A3gFRUQ1wi3bxaZ7uZFtNY+S/IrPVFoBjkWc5CRo2xyUqBG2lIW+hW84sWJOn9Gn9KTdrE1t6",
-	"qKpxLrrWNtbAETWkkhrWqD5Lr6yi6XOZ6ROAVVvWYtTQ9v9rx/vnB1gwYH7iP311aD+2GfceYPT8AMD1",
-	"zg8q1YbHhLy+Haz1gwBGP0FEPyJEtKOxgEPeF5WVS7yqCU1purBdYQF1r4rMNkn3ughQZkJvAyLVQQ62",
-	"QHCirW3yR8LFhGW8mDiHsFcrkq+2th85ScnR1y3kCbrG6oe1rrM2Fhm64sGpM9vJ/mgEiX0S8bUsy839",
-	"HYDtc02zRHUrUN7ut/JaHUKuc4UExy+svIZ/erShqt5B9TfBCoHb3wGzpx70ZgWeYKNA/ZGAEDuIOxd/",
-	"B9BAYaMyq9vz+VD9Huk5R46CdPm7xder5v5h3ZbevcYLtxXZSIXqUNu93bfic8+CXvRiB9o8wN5a1Mww",
-	"QQyzZFXzJn2Vi60o73qxs0l516pu6SveeEe6XVkdEzTF3Kg+yOFJVcviQjfNcutEOCmft3y5KDZlbJr2",
-	"8oXeprzB5e3uVTPNu/hMhZFUbNxfr3ZbinSt711xjse8xurSNiW7Nzck9j3j4z7hwsJ8ZcX2+CqChvce",
-	"QU7VVzfVXfETwYicawDbnQE0D04D+rXfoey1aqdrKl+jFhYJ3nkLba1hm5JvizuIgIqI5KvmwyFzIH8Z",
-	"M+PVdL4vV9UVz3lp1tEGLGdt6Z07EotlO3aVd9jMdgNEpJODI4sNlDe3r2nLT9p5K3r0mBepLWhtv9TG",
-	"frkSjSugzaiikb4dfEpTo6SwxL+A/Puf/8Km2QMRm5nG4LWHiRcbrCrI19ryjnzXs4Bcy3makCHNskVN",
-	"S19PFtUb9uPFxWmhzYXbpWdIdvMMmWqDWdgpc03axj4ju73daCB2e99H5NveC1xtVHMYtRfZzP7trbrv",
-	"17zojtWJUuCVUhsGh9ZVWuZiFZCWSy6/2veudv/VXEtESbkf883C3Hiz7e7W/61M/U3MA/EQ5tM6yCMz",
-	"dIh3hO4Dw+do6tDAp0UlsmjRr++Q1Rx9pZ407gB9A1kFNvYWBvU3cR2ReDmFNnZVlJdsIAqZv0/ls7+L",
-	"8tnuxqWwzepQg/oGVVmUZFPR7acuhty4qvSpcPM/oHBzIGzlZmWp5ldae0lKpZdfUp0laAOrMgM29Wt+",
-	"IUGBu9VPGv0PsuNG1S3OH6vc7r5r6P5zi6Ju4Qyq0dmSFfaRB0op5eDVxuoam0KPaf7cJeOhMIEqV8Vf",
-	"jLVONcNuObd1PtvwCCi7bPiRePwKh0hldGOUONkCGuGIddBYpVcUB2qDK9rf2A7oCFc0nVPNbOeWFNtv",
-	"bFAOsASytWRUlPXIVVEjOwN2M8uYUsuWHULzrz5CO/76c1vl3LxiWcKHGhG3cMSKqECWyToKtQ7JvoWE",
-	"hl4XkwX4RQatoUznU0He9Y2hMGh1q4Ex9XDC6jL0YXDEwkdXxYxlRcIBHrLskVyWA+XzgaErXwsVlwGh",
-	"zGimCtlSYRCsENSBIatOZF37YKoWYjjJpJBzFXiPHDLSLJPjzDo4PhektP2IQjCTJWFrxs/U/bfZ64Kt",
-	"PymMUD0F10C4+kS699ofGGTetpV4S42Cawy/3v22EMbYdGNOuHHn4I0P6Rwfra/NqOs6/NX1BY6c33I0",
-	"T9MFdMaUujwF7xpCdBuuyYSqx+wgfKcJfM62wgFNHVZLsH0fUiiSxLSq30p9ZAXGeKYgolIt4+q0UMDE",
-	"vjabe51JMa5NyK1pnoMS2BzIbMbEvaXDwkrzWYdTaLLPzUrZi1v+TOEublbbjo/cstfKEnncvsA9GOpY",
-	"jmuCeftEaTZbXnotxm4NubjD/kKI5RZU4vboloSSyvFGVJLKsQsX351U/PneC7WclFWaivhvrgwWmZTO",
-	"6PCjsg1JO13yiqUM2tEZpXE2zyBS7CIN2dxX+l/S4cdxJuciCYGgbJtDo2i7AO7Chi19r1qeFWfAFYl9",
-	"+/4Y80BskWymiwAC2Cb9bz+9P3zvW2Tnf2JvbP/n25O/5H+cvj97k/9lxymGIvIBlz63I5c+r8oU3rT5",
-	"vMW0rFOmVrWd31glchPaH65QXmva10ug+owkxo5aamR/y4bzEYmBrmIzclwoDoiLsEyuOPZh2tEXC3zi",
-	"5zu9ne3eTm/7OaKePMcGRbY+3XUoktlABD8tVorbR0r1DvbRmjyCz9L/vq7lfWE6a9hPBV3VtwRqTlZ9",
-	"Eh+9+9vp2cmbs8Pz8zhXHK3iqyISnx0e718YrmFbbA5EmO1QZBuv/AV/VWikH7ykFbXsiOsu97m3TFZZ",
-	"F8si2hccHBwcnla937b1j1qeJRp+tf/u4PD46N0b/+8GM8Raz2bSMZzmZspT4cnb4QOFXo3bykNI+hrO",
-	"M64X52ZYnPcloxnL9ud6kv/12iknf/r5orXsZvzTzxekfXa+8+3LiBya/zPk+SP+TQtdPXNQ+WFK+VSR",
-	"WM0vY988RAz5jKadiMS2txN+NRCu1RO0MMGCeHYzi1E+ugZy6YLEGP+Ou+ScgQPHvD922VIgzPvkB1gT",
-	"sU3Z5EcmCkwGthh8TfC7nO1MtJ61Pn2CYvWRXD5aLH3nEOybp5pvwax9m1irDyiWXfEh8+3vTg6OtiCg",
-	"uKUmdMYScnZ4fkH2T4+6AzEQhly++WYohc5kilWF33xDplRAcDQw21Tk8KbAERhSGCob33yTFyZ+843P",
-	"gVcRurhVVOi2jcNwoWYQX/V1ixbwYP/0COUEKBwqP9YrlimjMdk28DmzjyPCbozJaBY8EEcJctFnqujp",
-	"ciqXInORsAwG2H7Z+377O0sl0B28uG4Om0iCIWEnIRFzIP7H/yAHUlxh/oYaiC3yzTeGIMwHGGr85pu+",
-	"6zpE09RNU4caIE0JsxWFirTj5xNGUz35RxyR+DkUyuM/LUhRHA0EIfFzOWOCznh3Qadp3CGCsWQNNf7p",
-	"5wtLi3vhcMiqIdcxIdImkM1kpqH7dZpGdmy4K8ROGwxjO4TtccuF0owmXbJPplwpLsZRmNfqwCvwxxan",
-	"0gy429smLu3Q7huDtuJmM8+cTpqofCczpmZSKAZZgJwpEsvZcMtS5BZP4r08WxE7ydtu/tBrGxRcNpxI",
-	"kErmJSczzacADWLYCTZgHi7M+3IPGyQcmisVM03HcT4H7Fa8R+LT9xcWTgNFWZxDerthzHJRpquOdU6R",
-	"mI+2wFluoTAwpXB3e8dsyqGm47f4pRWoefIBPIRrtC2jzczsko4SNp1JbT61mTpmOfHpyflF7HN33Axw",
-	"93S22ILDiffyVvl4WsX2+ZcyWdhmBWZBO7tkIueZrwuwCE18zA1lY5p1VDkiJYnrLY6DevTS3vckT1W1",
-	"SzqlZkR3p1KuCjda04+MxFAiak/BiDxHCVOZuYxvRdiNedaeS5GQKKwINkSwG70FY7jm1xhRxM7DIFKV",
-	"cnWVRhDAb7vkFLvBfGTCAkRBP+g9Qzr+NghWvAC9ihxau+r9Sn81nGayyjK0dLTT2/HCAJZlmHd4VRz9",
-	"molAnDl+c3hBcjX6OtcF1PPfgr+Okk+xRxaz2cyWg2vApmUpQlcGC7BrAr+M+uYb2J8/nZ+8g4SxoUzY",
-	"oNUng1a32x20IjJwTojg008x1sU7sQf4XziF0chWlUKyXZccyISpfv0GRyR+i3yq8BlkhR3eDBlLmOEk",
-	"1expD8fdJfUJ021asirztCEgQNAuBAu51JQu4AeKMbM35h1cJIYzifGcqwm9TFlnr3Q9IAF7KLOMDUEL",
-	"NkS/xD7MRy9IfEoXqaTJhZTHNDPXA5ax8z2JL6R8S8XCHXWMCCOQnZgttqCULe7skW9xKzXLBE3PIT8e",
-	"TjM2X70g8TkqIO8FvaI8NfN11hXXYDiiHrN/etSKWlaet/otR242HmQEW6vfetHtdV+0oJRzAuqjl9fP",
-	"QyFtvhmzqj7mRcF9zJUOSoYV9pkZTniaFIQ+gCcVnNYxacssgosEeevBV0fifH6pM8b+qLM5iyOL5QQl",
-	"zlRA9hjV5TNWjHW65L1I+UeGuWm2u73hakjOhh8OBOh7l/6agAoOam+4NMdLgPcYFsmSPnAnbLBUzcxK",
-	"bAvOyLOXo6TVb7nhy9sGB2IvjKo1iPOfPD+ZDT3P+BHe3voUrX3qINzln+YMfHObPeXPJn+8SCDx/ru/",
-	"WtXP5rd0+uUAqbIIJEqTjNEhKLVU+VMr744/jIGIjU15fn70w/Fh3HdtLo0IKVGDVYQtEFlEzFssWBZX",
-	"+xBJ4pcp6xOgMJsdK9AJky1cF9R+i8JPj9kVS52lQUOAnv13f21FrXxSFQbr8hadmGmjZF8KHcMcHeoY",
-	"qI2QvoYtc4sNc6vma5u35hNdXdC90VQLB8itUluGZ2nTYl9Q/PRyrp0K9yqunfwScEi+jFWmtbtUAcmU",
-	"kWUaUDnIqMZ3wmgkdTfAFzcQLYkySv/lok/ii6O3h9ZJE5O2YNfeuU4uF/6ugJfw3f5bUHXT2YReMiMf",
-	"0/A39eRq3vbDopJSg9e3opZ5Qw2trlm5h6awy/8AwUdQ+UBq7PR6FgXFdcmjM58k+vzvtgl8Pr8qbJSi",
-	"3Njc2VJBERVOl09RrauoaK/SColh5oJsH2ZTEAh107O/N8z7HbvRhoZQOIeGVoOHPefHRezijlc95E/m",
-	"+Q80CdxPu73t9Y+8F9QrYfjQ7vqHnK4GD+x8v/6BkpJknvu2yYIqFCb0kDn4t5YRI0ViaocivmM0KEjn",
-	"/cX6gfWi9eFT1JpJtV7xQTyjgMD6uQlYYOjoFgF/GQWrLPyypBIZUhsIsChJ6HXPlxCjxtsGsw9S7yM0",
-	"AWcsAw+BFB1UqqpdLP2BiIN12ZxvdD1GDrjSp1rD1z7hwzBxVDVtzyFNx2gszOjQiHAlUSJTgU2kB2JK",
-	"oc0gWAldsm9N0Z1eL/ArBtvhcrjQH7BKgVra/kfSoOApnS0ujDHqHvuA7lum9A8yWWzE/RpxsfJaXXZp",
-	"BQu7KCPySUuW3VboYzZaz6c7Mu6NGfD62QYgaSX+aghiHWc8vKDj3zc/7TXgp86GhQe2X6x/oGS/fgGM",
-	"Gwm+xEeb8O5PUY05+/y3AqP9ZMF3KzMSS3wTcgXC2+e6N+HzaMognk2nMOG8TMiaL5HX64HLozpcw+fL",
-	"E3Z8H9wUJdeEd2MqzdPU4m96L2snGojcCapy75U3ZJfcV5AmQc5f/VlB5HjP+6/szhb9V9zMzrveED62",
-	"EOkvpD6sYupLW/1ITP1oBA6dAjsvMMadtYoqpKwijPHecgg4Y0OZJYpwXaE23pZVIaMrHV6DIX4O/Y2/",
-	"P46304DjZVBHA2UZryGU/gUwPST+WzC9qJGj7g0LXSqRTRZxTKFOEXNREKuQ1d7c4uj3cm0/fHHqyZNK",
-	"8sWZeG+YvtWN2Yw8Cw7QU6onQJ2z+fpbt4Sp2fegYFCvRqcsKmJWZsSVmkIxqLMI319spChsYGsJdt3A",
-	"3lpayGcUzQ9nadVCoNYwBwtBUYAt+SKNrDmWeD5xsy9I3fg6bTO8Ine1zVZFwJuGHt8wHaiy/WWtuww/",
-	"/Myq6IbPQnwKnFVuivDsQPgsP+/p6kSEptd0UczgVlwMWckSLPgarfmHGhYX4y45Q85g+Lkxq0jRryeF",
-	"RZHAXijhTV3Bl4ub8NUoXoVsyGqWVU4qvSer6UmbWqNNieKNyCEWH0CxKpiiVrFCPmE1HZvY9dzvq1lm",
-	"tX++1MfIpqgirpji03lKtcw6fZKwIU+YIte2eDlWc0ivjW142CakWjS6iUwTEufOdXNPsfu+NgwZkCcL",
-	"8NtBE6oyKnUJut+myD5TJJOyEBbo5EGDgcCg9jMV/B5WBSU6RonL8xsCZDAsuUhTeU24zlkPQc7jBqhU",
-	"+Xzmzf1xk/vX2Pwk12hok8VM6okNoQbc5PG0ND9Tiy1QM1FDlg7d4D+C1X2d6s85chIj1wkN84L9AQac",
-	"0V0zr/1U2G+12s6xv9YbZlORNclUFimQazUQQVJVx3AJTOakGSOzBmlPpXzdBvlPv+O8py86qWdt7kuY",
-	"LtN4gx42ZaZL4qBxUAwfg7uiKm9mD9vWul+FmTPpYiDa1PVH6QQPbZRH4xvklNoZufya4qcwzheRX7O6",
-	"waqn0aCEqnFmzFMOzNeXAxOIp8LH9YkvB3dOa8H0cmB507m5tqzYpQbxTmGYZwrFXcaEDXbm6NpQfX3N",
-	"FfQJqXJvCna9YTrJf0IayVeYPvKUNvKUNnI/aSP17K5WI98kV+SV9fy5jLeiVzSo0kkXfbLT2zWca7lj",
-	"api3sazsRwNhC0Vl5i33YlnXUq0KFGKVvAroD3WFuR4N23kcq9jjF5uQsbs+IcMwBbe0/xSb+j87W2KV",
-	"alNpYp8FxZW3yX74yrIenrIdfm/ZDiuV+YdKccAI4NKteaYapDN0yWsbMgf/dMacS3y5i8PeQMQh6nZc",
-	"A4uN2Y+zjCnIzTxjgk6h370kFG0OmmJr/LnCbl7UtcTMsxZLxdFgrzSVn5l5I0uqczM7VWL1951M8XUl",
-	"UTwlTzwlT3zW5InGFkoIvdUkalDqMJP30omWO4cTLobpPGGJxcZjiXsMGDNXGnBM0gVw24GIi6Waf3Sl",
-	"nVAvpD5i05CgdppAVTZWhJrR6mMDhVXeE1tcjRtm2+VDFXF507TE6da4iS1a2hLDalq5ishm62MJeEbL",
-	"UYSww0XdHIu9+StjCOsbYDQJdxQaMOfdW8xW180NMG433aqvMZZB2sVYRhjFiEgcnFFcil1EhcLfhwpX",
-	"hETyFUQtAibRPG5RuNlPoYuvJXRROLaCsCyIimbxiwKPApxY210O0YJtmLvUvS0mvincolrLH4gwNvHa",
-	"NfmVotjfPOhjbmEgQ9mTt+1AGCpj/0BThdgWF9n2U/AoV77TvSRt6tDBABQMHJG2H4NtGbHcZ71UDYY5",
-	"TdXlYEsYj6TtTKogI7KDm5iDBwl2jXP0oLhe18C3Xcpk0R0I3wPbDWrBdy3mUsYAvidjW64xSdItcUyu",
-	"XDxplvfegtg6F0F0fUX8JyCl33EEKFjl2hhQ4aZsFAbaeRhG33CqQSxouRAvIhWEG1ma5dpQHsQLffFk",
-	"/JkMvafavt9lWCqk1FWibIXl51NirwqNizbIi6UkyRYkm4tO37brKcFSv7ZSx3Btx3MVNptCHKVCU6Hu",
-	"QDhhEv82wL4+A2sGDVzLokGr/8u///mvD59i0pbCsH7oCrTcogjxb4JxsFHWABsrQe9T7JQ0EK5V0qe4",
-	"S95JxMfjCkExKqNZrtXTwfJiv+RU1+rOYrXONBD79X3DfHcv3zzs8Xxtlb22KhZS0VfKgYiYlUWEj4iS",
-	"voa1uEaundLzlEr7ZfNF7HBXIFnX1K50qLfllb+VsOkbxfJzRbXdACthSTmu1DE6e6BYzIVX4wfCd8yl",
-	"gKM6lVcsWW48gbGIorNuKXZfE3vou1atAwHKDWIJr4jzP74afHvohSWtrxZ+YY3W9wTJ8JRksDbJoKnm",
-	"1ijToEC67SVn/DN0mhqZZ5iGa6ubQ+kHOY3VOQn3fY8fzZvXzMh7ir59sakJze/JpvkJBUG+OkPhIIBY",
-	"cDcKcxNQ14gIE0YsJmSU0nFUaMg+lHOhjRFipl59ObWUnS7ZH7hMBd8kN4O+zVtucLzfttERRs+8zM89",
-	"gQADfU2zRKGox0HN5Z/SxGjwAyHFkKFYswjkvBGMU0O/nXfPDYSLdDs/HQncdLVZDF+G0vBweQzNvWa3",
-	"yWT4/N4ye+h31ZueXGNPqRSfJ5XiVl41X5u5PpPC51yXASVWJThUpjecupd+1rLH1YF8WzJfXbJ4mwrF",
-	"ZtkFv8Oovvhs4fyvo/oQbsOiaQDf3cKnyP3XEbmf5byuoh5+bbBekKP9t44ZcbFcUnhIh5Mc8YJgppEH",
-	"/FgITW8Goh3vAwYGNuuySB/YsMvcY/z4imWX9jP8wIX/tsz9sd9wYb9MJRK7/fyX6wnL3INevOKXH+LO",
-	"HqHBJAsta6DkUbGgkqdHXO5yCOZBuEjYDSjpGPqwLkFcqaYfmSIMjIw84UDIhNl2UoQOhALBXx8Ax5v4",
-	"u4184/LWKO9uPz9PxaM9gdVze6pzfAoohwHlmbu26wBH3OfPf8NHNoiEWNJr7/R2O9YHAS1xCNdknFFh",
-	"dF/bB7CK9xDLempCDo/KeG5bVRjcvqeCwt+9r3/VpWrg3bfE0sBNf4+0/+EzS6YnafSFOuRXE/NmhHdq",
-	"RUdz3zu+vaowMAqx6qyzfc9qsfyKbSpM0Bn02YXJQ/mgG+mvn7eMbjWXcHGFJ27x5PG9u8e3sdqLsBkN",
-	"PLwWX2PZzdAcVQ9Sh7HbdC2+3s9cT+S8outXzJM4yJy3NQlYe0bAwXDFMttlu207lQK4p+rs2fR9wbie",
-	"sCwK12ML3OqBRoPqvrzwz3Wlv0vh3x2RBAeiGZTgT3jAj+W3wMbyjw0maM9jdfVfYyzBRyoHtIUtT1WA",
-	"d0E0LBS5fCHAhl9VpSDwh6YBBrxnT+GFryO88Ktj/U4JsB80qQNE5lQVVAjK4nxL8EQyFTXOtfEdBGqK",
-	"5LDWL68w+qX3oYsI6iNuS/1c8VyY+IdJOiHSoUUFC16zf3Bx9JfDuJwjWMjjIU6KEcW05mKsIIKArQfk",
-	"cG52giWOjygr9RGkpQud681UpTgS56BaqjjIRnb5UCnVLKuPNsCt/N0GG2B1a2w1r+B9jqo63P6VMwsC",
-	"DaSNaqejLkI1kWLIOk/VdU/BkC8pGPKr5SpL8qDCJHz+m0XuaBwGscXI1rwzZOxSOY2cKOI8LnXapKJG",
-	"ajhrx4wrpOXQ+TWcyisGHh3sFXr07o2/fpizKfOm+giDtdQDR82HQ8YS1R2I/bDWnefl1tgTJ0fDqoSU",
-	"rK8aeUxufttqEd/2xzA21896j4wkJAcsbdpIZnDEs0yOM6bUU4XIU9RoTdSolvs0CBlZUCZDcV4p2wCC",
-	"8v4u4IObYiu1jie38BcaRFpB25vR3E8odJvDSzoLyF2LmgoJggUSBXutvlpiIO6nXMJHNbw5mVtZAcrl",
-	"QKyGuSQllEszepywERcsKeBeroS9bGaZDUSbCjIXH4W8FtY9FaSfATp1UUkwz+eq/4YKAh7l51YQHioq",
-	"18TQy43sz1MT0tDWeyoBeQoIfsUBwduZfh5JBS9mCATb/+2ukq3SA/kW7bnQAVSGHi/HH20IT9Gpj+Oh",
-	"EDS24bIIzKXeQDxMkSBBnIJQ5g1Ebrhit0IijM1J8raJ5peX0k4EvT9+QNtIcU3DU8wrsQ793ydwcvUS",
-	"10iYit37EiUMUM2TfHmSL1+RfDHsOkeIlIQiymMNePOGQmc2zzCg+BCCJvRc+pLzAtxxO353cvZ2/9hw",
-	"dkxWKVTBux+9Ov4pBkguOUL+3Y5/OLn4Me5EA3FXtycpeD3f1lTGI1Qk7FbBewem1Ec2M7aPEeCCpUfG",
-	"5kn5lLu6TXgIhCxgO+OvVJec5MCfgVG4CvUzHw44JXplpSjXU/crkLVt3kwJiQgTZsAoRFsVewhYYFIH",
-	"JhoBnickQgawyuWx+oSmabxHaNVrQkOOuvFHBZ+2M+p2cx8yrpUrx6dZEu7aQFzbTCZQX/Jt4jrcH/+O",
-	"Knl+at7w+zMN82WtkNs/mzPREne5sbiuSL5euhVPPu0ncfm5xOUp8se7WmMZSzJ+xR7WBkNM2xiERZyL",
-	"yFEmpwXH47JMhMTEkLlFRKaJT+ACKyjAdvvI2Mz8lmeQ5BmRSzaUU0auuOKXKSuG8+BnFiFuYZFolKaQ",
-	"9zWmXOD8/sEy2R2IJVxPw+GNXmLY+8nBEYH96HTJORMJiX/7FJtpz5XN9cAEDxSXVfz5DI/BieUvGSCz",
-	"NNUVjPdHeU2mVAQ4PFqCafK4yfKlCa9uDC/m00sGCpifNBhTT+iWX77xELAPluTnt8RDAm7pfrSWXzp1",
-	"tkF6O0+89u+eQr3QRhfTBTSfDFIauCA+sZTILGFZRKTNHEsXmBAOWvVAANiq+ZlTwy188KO1k3f7cEdI",
-	"scZZv7dTP++SWbxuIeG+P0b/DXxf484b+HNDhU/JtV9J1438TlXwpbuFfddwNXspN+lwVXRtPFNLXZza",
-	"S2Zx3zxi7Hf4RScqFRy2wSMA1TdgA9MkVw0TquklVazTJ9e2uUb7Z/MPJ8473rP9hmnv1kDHOGJIDYTi",
-	"YpyyLQrVjlt+vs7twtU5/GAfvneMKu50yamHbuOCZGzMlUZ+iFy6D9jJa8ZHWO1MGe0Pai3B0o/P3r97",
-	"Bylmbazyh0JM92i+KHBOAFMfiPj8Yv/dqx/+Gu8RirthGxpDKON8MteJvBbg64iPD/f/YobfC84Nfgzx",
-	"8LbMbGo0DpNwloD34xqljF9CyqhiJKUzxZJOWKSUUqVBWhz+19FFDPYuJVMu5pp1SYyUEBM1nyoEsUck",
-	"UVJSo9c1Jvu8YuYxcFhXs/UQQ1BFgN9vW4TkNGMICo2h/xQV9Qtg2UsMcQUy3mPz8hyHfU3G7X4+Z1jB",
-	"SjaWMnrFECK57IU1nxWYI3BxjFxSkaBP2avjXCNXge9IwhN0lg4/CnmdsmTMaoz2Lvl5wqDs89p2jiox",
-	"zQhfpDQVyeUCuR1OC+wB5MEI4CSvzJoxQd6oRCAvYD4ZGzKOcWPDHnNfBaLMcTEQ1mWOIiAvYil4dP0W",
-	"WV9wPo9GPLCIEP+FMcHdNRjxRsI88aJH4UVncMtC5tOGe9p5APYTNSa7hgzLT6xW9zRsouw9dFzBPd1H",
-	"/QKLYXOz37CBhSJcuN9rSVw80bHtkcwGIoYfQEAlyOVrW49dvyoxErWzIc0yDgVuMTCNmbbhn4CVqYFo",
-	"4122milE94YBaAcqWG1Mrsl/NLI1x847KUW6sAxQSL9Grvx2gAoNXOyaQu8L3DTNp0zOdfOVGUUu11iN",
-	"btFOpRiTmUxTr5WKgXBxLAiRXUPUC1r6RWQmlZnSglBhm+MBQiuJk/RXLN/HRTfx/3YHYiBORmYo4LbB",
-	"+Vo4/9j+7UwNMC5SDCFaT3GwW74fyJ6t67vBNZpHEPjblv0HZ5iYIyu4lpZDmnUmRGRDdpilY9MsFEtH",
-	"GNPLY4sW/AAdNf+19dqIiC03zNaRj+LuEec3jQDBMH6LnQhP3S2MiQsWct3pG40x0OZdI0a7PyX5mcu+",
-	"gmeqIO72QqOkbUVtxz05EMLsZu5d96SjgCzJXGiemu8WTsjjHLrkEJ3whoAzJti1CnYutDGBdAYitzGB",
-	"SeT03emSM0YTB+tYFWX3dNjJpbPSGR/qvFMkTivfuiohHdibX7g3LGfMGwAouEdWdnae0hs+nU+r3OZa",
-	"Oua23e2+2KmFSAC+Xl0ivx217Ata/Rc7gJKAf+QYCVxoNmZZFUjCj/IaCdDz2cApbMTDSukAtI8ISIq0",
-	"e93u7osdyNl+5Yp1kVRsYfAzRSolST02QMWvyxARuFh4cbD43maLl3j10EJHtl6SoUtLfdHbIz2fquBK",
-	"UFctfUnO1K+7/NPqRb9osOJbOGrXP/Uq/fURnLoh76ix+8sU2/aC1TDZzpOG/TjWPrCwac7n792qrwud",
-	"n9rMLEW2zX3b6flZWDRm+ydKR21RmakmU6k02fn2Jfkz/4G0d17ubO/uksuFxqS09xevt77bI9vkLf/B",
-	"ui+LuVkkPt4/e3P4t7eH5+f7bw4LmVl7ZJhyQJG7pIq93N1iYigTRi65oNkCnLW56xKLZ1xGDNUDgTOD",
-	"N7d3t1+QuBRIjEnQ2Hkg9ontusmlICPK0zm0bvs7NHjJ33AJLkyYvlGJALkh4xphnydcjIN0N5oxkswz",
-	"arifM9YHYqfXg16WTGhUcDKIpYHiqkBBZEJnC/C/hTzTrc16An6GNDySsGTu+QK55iKR15HZZ6eIWlCK",
-	"wu+MigepRTZBN0+8s1wY9K6Mj7mgKSJYQdEiKjAMzzDBxIWK6uPRPE2Nskxvzvk/2JH4wZADYFdY58XO",
-	"9yQu3aI42Df0M0/QDT1lmpqj7pZ0b9xd3zm7rDs6YEGw18ptuRQzI9v3va15Qac6tU1/DWkTwTTX5JiH",
-	"GpTdwEdGF5yvFU5+jtcsYzmxQrdZe3lWXpbOUz7FF55dhhd3teBr5t/xuWZJ6AlRD52N7aRmWY+6XBDr",
-	"r7FyFHm7g24w1r6RNcr5h+W16IdCYUJBJAxELhMcacMnkatNhSoim82B1j50VT6QCYuf47/tXsREMWgn",
-	"YIWcIm2jrrMbOp2lkCxtUx1doE1pCqIVlmGrhSCBzZrNIKS3FE/QGFdwzvi3e0W92/krMWpLivr9c+zi",
-	"bqxh2vYsfHA8ZOJI94/Lw4uTX53zNmPZFhKznOuhnLIn5vxFM+f9IFbWRuLqBPE1QSjqxPfCtOehZ/rB",
-	"mPZB2SUOF6ls+NwH7x6Ioj7fkHc7lLjY+k72R+BslQJfrhRGOlew+Jy93xu/fl88m/9wfl3cjab8OndW",
-	"m+PNnXLE+qnU4/Lt4iKe+PbvqwU/IKkUedx9821I6KoNqb6fjTOaoFpCyc/s8lwOP6LueT3hQ1sxDisg",
-	"szl4n5abaD/LI0QEUzEWhGYZv2IREYCdPZUZGwg9oYLE6ACJyVwUgmquFKNdSoeIsBARXnu6f7R1uH9u",
-	"fRlmWnzInikCCYBk//SoYwtA/PzCGFvg0VoRUSNtSsZMGLbKEsITdAthrSD0E8tTOZKBmMg0yZ1sEDqc",
-	"MWGz6GZB/MD5NVwXBYKBsdzbcj3haZgcyBXkB3Yg5Pk6g3XQjJE/nZ+8I5rd6MD9d5EfkoJuQDhE/Nug",
-	"lQcUB63+oPXvf/5r0IoGrVJGZvidGLTwiAatvogGLTrX8kBOp1wPWv1LKdNPGMYUML6bxKDV/+Xf//zX",
-	"h082gTFMvvQh+AmdMSs/Hb8167vwIs9OHyduX/nLoGV/PGhF9hWGWgOlB0Xtb4OWYGMKgbqKx2DVCSts",
-	"Q8aokiL/CIfOWFrw8ua0aUk78GoNBNYGOdpaLiEyBz3h44kLloKDFFOLzMt9Ja25c4GlgIJ/Iq/t2FxH",
-	"A2G1kVfHP9k22EazCFM9lZYzV36rJggrmLgFKUyyBR9o8RoDGdug60DYsxgZoiNTuoDUBojfx4MWTwat",
-	"eC/kC46KrR/PHJtRvNxZWIR8czwZm6WLQav/Gw7T//c//xUNWqAWAQGZz0XCbgatPq86Lrs1wXl9+GQI",
-	"zgg9jv5dl49qVUCWWOD/gYhzQrZpB9PQC1xkRp6LMfACwyUMbtkMUIUwZXnErl2wzGZkFLY24WoohWBD",
-	"rSJ7PLhh5hBgHEi0xXS6gWi7s4xIMemrE5Fy2hwynxUlbWPp4teOT4M/PeePirRdFrX5fVXGNE35R9bp",
-	"kpOqfAt8DPMEy+kDA2G0ngUGHO07QM6Eb2lTn5+HPNPnHBh6UZrquYLjtqnOcEXBo085Mo8lJbiQDf7V",
-	"BOJXR9VlnraiKm5uWZa2t7vd7V6vVxtjRwZfE2SH4LKLu5phNg20h/YoCyJT5vwxnQYy1Nu52Bx6jrqo",
-	"nXN+favnPaKpYn56RlAxKm4dGC4He7dRkS0u9Pya2+ore81yBWqWSS2HMv3PCcu+vDebx+nKNYYa2uce",
-	"VCHf8zkqs/e95Z/XSEDdtm3EeeDUgYTlYO2Pn17uDYzf7L/OUNtqjOlc9MMTj8KfkMuF9dHAgNj8skv2",
-	"i15uVDNRUWM3M2ONO9s9iKxS5ZPLjZoGotZmjBcAmKGaJcRXzD3skJVu520DyAD2MaXpSGZTzAccycww",
-	"Xje3sKlwfCQgbJ2n5K11tX9dnpsmyeDhgTx18VyDXfEFepOpO8HPkkj+tsBhVgPYHt5obIibGesp00yE",
-	"idXFaEw90+kXfoYqdp5cDbykLlUcspiFvCbtXm54cR2kze0HKRzLPuQlTpcnVxc50545lXtlQgVn45P7",
-	"ONiMNd7jalfx5/AUJ+70VmURYocRBCV+YsO/s44c6FSmQTognPntnMg648P6ghwPo8+n4BrhSzh3iF23",
-	"DNXWQTYJkFgs28JCYZLJNJ3PVIT+sJHMyPYuSehCDUTeXa2PfjVwXrArSD6csYxczo0ejNmGYzoH54KC",
-	"fInEOkRsOXLHFRfgEziRGIB+YqLlQMRMJDGkdVAyk1xow2jtjz3yWkZHIz70baHMZ7lrRiFKENm3r8QC",
-	"SFuQlFeVDIRiWpsJtl/0fMI1urvNzjCRdLrkHUQywW390/vD94d/e3t4cXZ0cP63s8P9V3GI8tqOoVYe",
-	"tn7Lnl0MXsNhOk8wAy/4iarOn3M9Dd7aw18SA1XaHfwUfafQhLCdsRmjWBfrH4cTVeyKZTQ1YhBB2f9o",
-	"/Wg4SJ31D478guHPNZuqRviouBLomfcJXBtH+Oj2t95dQLOMLqo7K1ZEOyDxkbTNGZ0cHL0ysrfQLTBc",
-	"XAD1ZwgKUlT7IargMxUAVrVz/EUbDy44UHKYYVedYG+Cy7G1lI+e59JLhnLGmfOZVe1xKShwnw0qL7AQ",
-	"F+GxQM8CLtXODHtmCUnktXBOlIwpmc7Ng+E+ghtdzjNyyUYyYwRuaR21wKsK8zdaEtWtfssIyS3DsFoN",
-	"p81EUph0RNjNMJ0rfhXMH8vrirPHsD4GwKAnG4EAGCijVEN7ILz+A+E5U4Fsir9yaAq1x8dEck9LvuaJ",
-	"nmANOPK9LjnwlJYxYqSN4WTYFnfPUZ1vZeeqgFwF25RRERFM6aXjcQaRASnijgM/RUatumTfugS3d3d7",
-	"9t3I3oc0TeuXnm96TW/N7WnQUhP++Nb8Z3tS00VzuXjGrtFNnzkXDE7yWb6GOvdlvu6aOU7pTTBJ/Mvs",
-	"3O0afX6WDjNOZtT2YzAqgk+qwSxwOSIxcPf4qYTlsdvKQOQeZTeQs2MSXlHE43xYT6LSVDfQMQtgfN4S",
-	"F0ar2RqlfDzRUOwOwDR5ZM9n8yj+Dxb5cua8oZxFZh2IpdLQAuZasSQUFFqMGtSoUOewqM9sQlc0iUbN",
-	"YBmZmiu/oDrtwME8N24XfeCf+PTwrAc3vI7xaKq50nyonnjMo/EYm6Xjt/7BYxTXOaJxEwCzEKAZbkGp",
-	"+0dU6A1eg8BoIR5GIzbUXv+bZ0Oj6rh/wljGEnaF9gVo6Pg6BGKOMV3B2JNL0yn90iY3QcCjMKKWkAVB",
-	"ricsY6ijEa72MI9EMG5Mh8hO32q2trnJM0UyKQv9LAKQr+5APA6o5M/hQT5Wp2I83INwz+u6y4ft9otU",
-	"VEcNDXvx5xRzi5789XNcorlmsymQ2y0m9FCYnA8pSwLSO0du1hRos0AIT1CbXwduW+HQAgFVECUlN2n4",
-	"3fPfCpfkUyM1FtOaQPt0/QDA2BaFXsbE88XKvqMBoX7x3UfDudZoaOFBPLUi/UJtxvCQ6i/LptRYaESx",
-	"Tq8rX7jnmD1ae+/Agwc/KTdamzJN2hTqaRimY9tKzk6xp0CUKzrdddrKIU7mcVSWL11+HmLpUzPpiWf0",
-	"JDa/DrFZvErPlD2+L4UnpHK8miMozWaqsvmiRS6IMFoB/3CZ5K6akCUrOMR6i+bYTO6JQ9itOBS6uYqd",
-	"yjGxuf5PnOIr5RSpHD88m5gwmurJP2p5wL5vltcLCq9mmYTKXa5INhcCkIIw+i4kMWfBhLY0v6wJ/Ghf",
-	"+aXr4jjPczBBagtJ842gKb+634xqQyNsOM+4XrT6v3woUswVE+bFs0xehoEIv9XOGFuXmQJJWTIJAxw2",
-	"6HSaySnTEzZXWEXHbmZScYSUgoBpHiTAtyIKvqEIhVDNUG+3QAh+qAdKADcLnWQC4xMYc5DXgrTj14dn",
-	"Z3/1WRvHR+cXh+/iyPeAird3/tDtdXvd7f73uy93404Eie1QDcYVmclM98mEYQEly63CQuvAuUiZdcH5",
-	"WSvQ2fPcjI9seTYXJ38+fGdemVd7YuEPvEzYejyqSLxveRG8u09+YDRjGRnMe70XQxgb/sli7IRFyZ9+",
-	"vugTio5Fc+/x/fmctztdcgFf2hYPsGUWfEw9y+c9yeR8jFPbPz2qErC1mSoPcvUM1TyfpZSXLl05RFuD",
-	"kwRTvfcoxMOLkxXXNrhS7tTajgpVZ9U1ljMm6Ix3F3SarrzLJzMm9k+PSCKHc/BKg6MVf3cJTnCuDHlE",
-	"hlbtpYSMXigTSdgGjPwN0/Zt5zM2/Az83G1GTlo0wSaFND3NzGQ1N+PobM6iBnvVzdM+5OXf2bDWB7O0",
-	"ye2/7r897jwW978Af7Sdg5qxIR/ZLVlFQlDE0VTS2+JM6DIzpAIpJffet8MOM7b3zHBCXaB5ysdQFY5J",
-	"ht/2XgxEfI5F6O8FvaI8NT8NQAvrqa6y5R8s5PegP8D+2tY9i3vmdd/2GqTlLp/KSgaGCNHrFY/iEL+1",
-	"LkEIGsloRjTbbp9bgrPJo0qKyGxMBVfMSUcMu9nIj9FTAItBZwypjmaonc4Fh+w5ivAy5jAzrC/06Xv5",
-	"SyqCVhA4VZFLh0CA9zBDIuUjNlwMU0badnAyS6mFlrXvsN1El0f/uRgGyzDOF3iz7ZBbMGSuxShjX08M",
-	"18ZwMRScoHaT5B16lwNSVXM4KDWeAvvepnLgEqnWGb+ca0ZGUOyZJ06OqJBzXQas1hM27dYkSFbNwMLk",
-	"cTGOIOsa/pGX5rp6fC4MezP7H8D5Gr6zvOE+Ul5RZlufw0Pay1nVnVyx9UqZUVCHE2xxakgtpdlUFd5u",
-	"87mWXn60/5bMZMqH3Mz95OAIohoMxIZaCE1vcuBX+N2CKD6dp0YnCF7ghqgKsh4ckSOoz9ELwLTNQ9IB",
-	"9cxFwjISP9/pbb/sfb/9XRwRJVE7ODk4sks8f/VnRdoxt6N13bAHAHQQdwZiSgUdM9Tviy9T/RwAKvwY",
-	"ivkzvKJ5DjbqyrmbKnzChrvtyt1kqlbulkdTwkQCOejKp5mDak3aaOJGwGOBd0UF7T+nigi1oIJADSks",
-	"YHGfPnz6/wIAAP//",
+	"7P3rchs31igM3wqKe1eZzG7RlKx4Eqqmvq3IiqMZ2VIkefLMF/qZhtggiXETYBqgJI7Lu+bXW+/vfRFz",
+	"YXMlb2EtAI1udpNNnWxnlB+OSHbjsLCwzoePraGczqRgQqtW/2NrwmjCMvjz8IKOzf8TpoYZn2kuRavf",
+	"upgwMpxnGROaMKG5XhBNx0SOiJ4wkjEl59mQ7ZEZVYpwTagiMR9tTakeTmIykhmRM82nXGk+JEMpcKzh",
+	"otuKWmo4YVNq5tSLGWv1W0pnXIxbnz5FrZPZ8C270ad0zJYXdZoxZRZ0PWGCTGUGC5mnWhF2w5Xuu9Uo",
+	"ckXTOTOLMquNZ3TMYvLbnGULMqMZnTLNMqIlGTMNTwh2o4l5qjsQ6xd4xn6bM6WPkmqwzQX/bc4ITxBa",
+	"XJEMX4gALmo+m8lMEyoSksoxGcosYyk1A3TJ4XAiGa56SNOUZc8UieVsuGWH2OJJPBCwfykYuaaKGIg0",
+	"WvYvMvuwZuknB0ev3Blfy+yDWznRE6qJzujwg8ItUbUQw0kmhZwrImcsww0UVvE/MzZq9Vv/43mOe8/x",
+	"V/X8ZMgTWNgZ09lif6RZtrykn+Q1mVKxIIoNpUiUObJryjW5ZCM8fZ0tuBgXp51ywafzaavfixwguNBs",
+	"zLLWJzOjxwBA/4MJFYKlP/JUs+xngyLL6zhjBpJDjQfjd2uWY05hiEOQNhWE3dCh9t/wpEMkYBqcKH6r",
+	"yPVEKkAQpWmmFbnmekLoQMwyNuI3pG0etn+PZJrKa5aQywWJv4kRhdgNnc5SRmKZmVu89U3cQQzgZrWA",
+	"562oJejU7H0YbrAIKHpzzMRYT1r9nW//EBnAuc/bBkxas8wM+N+//vc37//XYPDN/+9/tqIK3DqQ0xnN",
+	"9JQJfZQcifP5pc4Yq4HlLwZ3dTZnEUm50oQLhE0+BomH4YAx3BSapgYxzd024zGRUKGVARXVwXUhU2qw",
+	"hXX27C0Z0VSxiEiRLkjCMzbU6cLMWZpjBfgqN1eAY8JGdJ7qVh8ncxC6lDJlVCyD6JQaEK+7f8HEXbe2",
+	"mXmzemmtqGUuK89Y0uoDfDe9iYU11pzeikUaLLcn2m0Cy/tYsFDzKcteZ3I+aw5WfImMzVvurvEpzRb4",
+	"1TOFz3PkJL/N2ZzZ7zq1B1FYyL3vbMVhlLbjbgKhSZIxpZjqwy4QAhn8HSdczVK6eEunLO6S/UvgqX8k",
+	"ISTcsAMB4666HuWt19CXb8v0pYqO4FhHyU8gntTs2PFFv3WeRJ7VD/0YSwzfHx4KP/ke/mvrR5Zliy03",
+	"/1ZpH6uOLF9zaQv12OgEg/zwYPlcE7OexJwRS0eGSL1m+g1Tio6ZWoN5d0C62h2swrqKMyBSEEoUF+OU",
+	"bdGh5ldsy/8Mt4i03QrN7jMWET4W0nxkqWLX5qtOl5zTqZPcBiKuOJuY4AHuoRx4KQ3zzBgIQuatBZnO",
+	"lZERCPttTtP1uHv7436V/raezRVlBn8x4XtHXRJGk62UGY5rYcWF0ox6VLFfAmrUkdck/W1TvnQ0emMk",
+	"9rr79mOtHN/H68Y0HcdlrcCcXkqVJhmjSZcAKLgmCR+NWKbIKJNTRH/ULwbCjBKQLqGuzXO72zskfisP",
+	"NR2/QbXCCAJGnBkzRYTUEyP65adbvtZOHbkTTTrmIzZcDFN2rqmuk2lOjHSRMT3PhAeCQsmGK5K6IYy4",
+	"p1nd6aWFmRpjZHGBds1Trlfc3im9MQIyEfPpJctQrGJTkK7tJjiqF0YjIu3tbne71+t16hc+5boa8bZ7",
+	"vahlp4NPvSgXz7crxPOoZQneGRsyPtP1VDTDBxzupYwqlpApvg0EFfeConNASUn73dnxlqIjIxbO6G9z",
+	"VsfWp4Wl3JrAFne0pETW3b19S2W3hkZbEIFaaVSAUK8kbfNNSZfs7Jk7xxVhRqVMnJy9rExmTM2kUMxS",
+	"VXtf6aUjp0Sx7MoIGEwYGsaUQY0V1644Qd3l+/679XcPoKSzxYX8wERTMGnzMOqrU/rB6dIZo9rAjk1n",
+	"UjOh+4Si9oi6F2zT8B1829AZ/9WlTBYDYR7jguzskomcZw65rEKY8TEXNLXWiJB0w8RcjAkdUy72yhOh",
+	"4mcpI5BCM1tOAXvfk/hAilHKhzpeC3OdLbZg3Dqgv9xtAnQDWJrenzZA2tSJmIqxIjvsNFUVNhSgT+mY",
+	"rVg0EDZP7pBFo8nI7gSuiWA3egttRwhw9+ssY1dczg0W4N2p24V5ue4wtns7DY7jVKZ8uGiq3Mzg6Rpy",
+	"NrND3V09+dkII03XBJJLzZJ+w4HuvqJzmemTLKm14JhFKZlpAhaTLnmFHAp4Xvzq8PwgRmHSPGOu6+WC",
+	"xJpP2QEQDmuDMM/uVz1KQXKvFzSVW11jRPb7gd0VLHfNoB5a72qAf12wB97xCD6Z9/EygFntB5rYsc2n",
+	"oRSG6po/6WyW8iFc/ud/V2btHxvOdJhl0prwqsQBZIVGaxdXNOVJlxzIxOi/8RF+ceoUwZi0qb3uXJEp",
+	"TUcyM4qXEXbnIFFkRsaMCDVc94OQ14KMOEuTgXAG18g8TB0dMaRcZl4kydfQiUj8hiujFBVn94qQXwbS",
+	"yE40EDHIb4c3Q8YSg3ptSjQTVAwXZhJUBEDmItdyniag6NiHO10CAh5KHICVlkWNRkwkBl1hI4iqgROg",
+	"xLRrTsK+8LxgA/9ktUZgUg9/2Dk/7FulAw9+aL921lSjH7DMAC+Z4yIQHnCqcYlhxiRjcyM/Okus58jA",
+	"/u1pK03THLj2tDtdg2AgeA01yOB+YVYb4qCsGEZIUQNA6YSmqbxWA1FUD9uhfTdhKUPpochazet2VDad",
+	"aVzffJZYUcPiiHvsknExHggYzKDIfZ/9kdAsEzQ9BzkRD+7h0aBi1riPN5bdzNhQs4SMKE/nGStdCmak",
+	"2YxdMZqai4rDgIHlHoHyVuof5VwkjwCJt1Lvz/VEZvwfLDnJ3MxlNEwksyhzwxUSsIKbCcQDzhRJJDwG",
+	"+Al6xkDk+CmNKo8A1deSDKliCqwvCUv5JSgIYGBPuDLIOOdqQi9Tdu9Id0oXqaTJhZTHNENf4QODuTRj",
+	"ifyA3N4GMuEQjRtQdSxtRjJMrTNH8X+we0a40wx8ZNws90fKU/Y4qJdbZ6xFKHcCW5nZ4x18HRp+asxH",
+	"9wwYQyD4kL0T9Iry1CDjIwBmeVILHyETc+eEAQgo1g6DFMn4eKKJkNdFJmDeSqiml1QBL5mLjNEh3KrO",
+	"PYPqQso3VCzst+oR4FSa0QLJ+vIc7yJ6kkmtU5Z4qmXNoYqM5mnaJWAmIHQEbn0DZW/Zsp7jgXD2D+T6",
+	"8KhD0XslTkYO9jOsezVwfgN03gnqKfnjcQ4mNMhHjmVcMppBfISRa42EjBJslIvKEbmkSbogio+F+WSw",
+	"ecE0AaGXAPLOjHh7z2T/k1NKYKx9rTN+OdfsL0aGrlaJvFKfk2XqXuuDPGY0bdKmmkyl0mTn25dkOKEZ",
+	"HWqWqQ7KfYhNXXIkyGuJljeuSEzFIh6IiUwTlLpiHCzGl+JRKql+uWvNNlKwk1Gr/2vJAv1ySeePfPQG",
+	"Ttv69D5q3WyN5VZgLM1GdMg+fjLY5ln/K6YpTwEyNEE+QNPTzLBuzY1SZr0AZfPZZDEzorJBgdSzs5G9",
+	"Z2gzIIpP5ynVEnxos2DMjyVDjZk8Te1O16uN76tUOW3Yqy5IvLkFCRiFlIWfi1QBvFL+t07XAKnspbzX",
+	"ZRb9yQZyMf7Wdb+hD5UnMfEsWuHC4BdVY6TKuBjyGU2fKRwcnYCaTVVFjA/Y2Y/wRzC7299pltGF+XnG",
+	"MrjISDoqpvO/Ey1JwoY8AVbMxHza6v/a+vnd4bvDvx29PT89PLhoRfbz2eH+K//h3emr/YtD//Hg7DD8",
+	"+Orw+DD4+ObkL/mH03dnr8NP5z8FH46P85cOL86ODs7dtAcnb073zy7eHL69CFYWflvxoF9l+KVfa/il",
+	"X/HpyfHRwV+DKewXdnT7yY9hP/uJ7Gc73PvlO+8NYfeImNbuZmjm/PLvDHXzFVgGdgZD8p8pEqv5ZQzS",
+	"xab+styI9Kuft4B7+e4l/hrSsDMwoNeY7xwNAnfpkCsbb1YkR1bCrnTIgkEgFNq9/cS+1W0tO0kNCPRw",
+	"whLQ7acugLJiff73QL8nXJM26OhoNEyY4EYHDy9ycQPeSnsfqGDJN6zHMCrUQvxKETvcpzXbeqaIZje6",
+	"21p37IGdOR+76tiLFKo0ijvIKvhXDXZAZ/SSp1wvNuaAKEwO/QBdEh+cvD1/9+bw7G+vz07enZ7HhAkj",
+	"cKsSuVdgFx5RIec6gr9x7MuSe9+G1QxEVfQR/okxgS7yKHi50yXx8f7Za0P8zs/3Xx+exyRlWjmBxgjJ",
+	"ZD4zRHubvOE/GFHX+5+MPPNn/oO526fz3AUaWEuV5mlKvPxjRuiAqEMFmpRYRCi6cuQoBxJnaiAyNkvp",
+	"sLhXI1XloDT4nzJ6xRSYVs3O0CcrRyMUjIrYz9UpgqoQAXUIwE8KrmW0US+HKywdXd/cPH/1ywFOFvpg",
+	"zDOrdEDNwxa4IglXsAA4YSEH1raIryJ6qlzCRHeStwLA60OaJSwhbYhgkHORG+KW6c2sAgKvGE2OITwE",
+	"fC+vWMqvmHlmXnVva+BQFeoWBp7AwkqylkdCWGydK78i0rZmH3no2Z2WLeiUkXZsv7YeGTws9PWiKRfM",
+	"+YLlq2/Oy6rXb6No77L0EQzhuMIfCTMH6dClaqUVOoL9ojo0y5OxQHgrLa0VtYokpUIoKdFj+LWS8EJA",
+	"DqBl4DO+nTZysexEnsorlpu05WMoICtc2rCa3AChJWmjOx8dNEaoL8GtuLw6AAqWHsg0ZUNdKZ/vo6fJ",
+	"EGAfWa6WQeFFigqo5u/5tARIeFipUqzk0Pjaih3VZRlgACR1azL8Rc0vFdMFl/GzgMOBAONItiJD6uPo",
+	"SFtIEn9TIay+XBfQXhHMXgiCrow1CbVOitY8u2iLAkX1k+iMsQY4u8atT8FcGkaEu7DdtsyImKdpx6vs",
+	"Ze0YYW1XF6GcMRCx0UatoJGv3ExaTSvNHGg7RcYbAFMOebI9GHR/pVv/eP+/7B+9re+3ih++sR92tv7w",
+	"/uOLnehTJfwLgFiG/yhjbGsksykJfqm6q+0pXYBn1FDZTrdqKjOWGeqCjlVzuvFj+NYy/fjRL1DTsaqM",
+	"5f8UtfjDEiowQtAKO0lw2i6g/VNUjjxsvLJy6GHlGkvRj3UQEZUSgRkAWP3yW5ELiKNTKcYQ2K74ZcrF",
+	"WFWedhDNURetW4LiNc2FifbZjwfkxYsX30fk3cUB4JM5ZKpb/ZaRkbfM8HXTvgMxepNpIXoWI11vPXeZ",
+	"Wicu8qN4StFy4GkIquIOSpemkvbnW2nI0fIXNmRpwYv1PG11NHdO7O/A7SxfquYXVs1AhldQOiqMF3Mt",
+	"D+R0yit4zy/gPZMiXXSJ1+NoxggdfhDyOmWJwRWMm1/4ePhqi8ZDmEPX5diEeTS5eTmUjZEYJajaVF4X",
+	"DwLS7hHQwa65YsWgF0VmczVhEK3FNblcAGlwHsdrM0ThBnGhX+62qvSXTYh0mBfwPlqRp/NMEZ5YHpCy",
+	"c/ROLW/V/kAUF0NWgOkzSx3CiOYhTVMwguPjZsOwUXzSwiP3gMiMTBjNkoGAUHyuC5poAIEPXFQcQ/zL",
+	"/sXBT7FR9M3Q+Wm34YDcqjp7JD49OT6GB8urxWwcp53AgGgnPa40j84weKkmnD2XEgPUQ3NX26MTOqnC",
+	"yxJh0DjGRIjEmuUaIIZKZZURMLyh8TUXibyOyb//3/9LYrv8OCITl9EK2ct+5VZYCTG3Wz21pnpeMXd8",
+	"9u7t26O3r+P+simDtNdm5qCmij95EJoDPL/Yf/vqh7/Gfci7VQOhJdH0AyPyimV7JD4+3P8LTgvSaHw+",
+	"metEXos4ytdhMzVgy3skPvyvo4u4T1I2snjnsMBuoRW17KxGS8XxW1HLvFaJG4Y/nbExV7qGauRM1m45",
+	"80+TtrkrYMQiXJCUC9DpLtlQTh089shteT/iwGpEAQSWSuenxTWgg8FfMhchwlahRBWXr8jJQ7SxNzq/",
+	"TyG5LVKkJbiu4nyrGH1I/BSywdxNV7ClLvPDOu/YKRirCjwmNetMIiT2fjo1n04Rbg3lgQBw7oNaFg2i",
+	"1WKJfS8is0Jepr1eUjAy4plCcVw4i7xILhfKZWlAlDJycvRRhHcOLhCQ9o031lDK8X7JVYcOQFop8+DW",
+	"8yN/bNtNhTvYihibGFMvnIm+ylq6R6qspdW0O2EjLlji1M1VG3wVPGreXGU1LetIsFavHc3y5MshVWyL",
+	"C8WE4gYTa7TiGgunmcaaLtnNLGPoKTYouRxZoWqtm0308Oba9wMp0ssO/SVZNSJlmRalV64Kvoo6B2TJ",
+	"6SDYdbogs/llykEAmAZJv8vSu/eRrJoDY1QqfFC57rE88rIhYBP1/3692BUpJI21eOtRezz9PZ/woTT3",
+	"PFOmnBkVEgd/fUNMDDHmLtp+kYKtZQ1Ntf81MkADTlsVHdOYzd+D4l8SF9aLQFA0prD4yIoqRleWVidB",
+	"Rt+p4pqPqb4XAqjUiiI9+RZpFu6gjhvW6vm12rxVaw1/4WKYzhMMDjUAQ/kPylDlYGugyzXTLItSpRHN",
+	"Gw2/5Aoqy+XVcngO7LVYZy7xingUSNuvQbnHwauwpEq3kSwTungr5YUk/W3dDQe5DmCDfsg7seY17Bgo",
+	"8+YLWosbRboeknOcEQGxCkNW+N8CWyQmidmiI5D/BBn/O98FgbBGXTdCr4pIwsfmNlCRkLgbRyT+m/mn",
+	"b/753+af/2P+2Yo70UCEUeyUTIyWKzMyk0mQLhkmxO58t8plt7/1/0dXUvdv/f/9f7bq/HfAye7FEZ3g",
+	"m6jAGDwoVWR6TFWmwgN4j96yku90Nwgf/SLcZffpHCLtEipHIR5vLTmSt22gy3qsrEbJleEAdmuVl9gi",
+	"ciEI6HYR3oi7q2n/PerEpN0jfyRCCtYJ1GMuJizjuqwmbxRR9MAadGOlecNAos1U6nYih+o5nfHuNMkB",
+	"aEhplUrdbRItdCcNWzWNvlvBRXNTtB0BSiN1VjDUB9QiSzcy16xCJKm/kliR4S53Ma/S8BkjmWxJlCDJ",
+	"g4v1POUXV27RvaPICLNCNuYfmyChaHZvrfXURjjc4qaqxjHeEWHdcZfE+xDljeh+mslkPjQagpZkrizG",
+	"bYGTjItiTA4U7owLKmuR6fTWLraU7zHlwn1co9FW8qDC5uux33KHe5Op8FK6aCbFtAYmDfZuyHyUw7lZ",
+	"E0uIJR0VNoIwKnn54A6CXwu0oE/ijwPY6KDVH5RjJAetiPz7n//6VB/7jdG8ABZbrq7oz46K4xcjLget",
+	"T7GtAZCTRzkKI7ltQZFGJo08+r2AGTvLrouhCzc0mwEYQb2J5bpdFbE8NBszpYmaGA2/JlgvMrg+Y9kQ",
+	"IpGweFjkDo9s93qdCOP5wtK54PGiVwzyNEcpH0/0csTx6tph0Wejn65gX8FScsyoYkei4OG30H2xBNyf",
+	"5DVJJWQRopu27Is1lGeh3LcutHlIUyPTht51gL4rl9z+ttt90etFA+HA/6JXjuR+UYDrt5VwnSstp4di",
+	"mC1gwX9miyZRix/YwgCK4XvVgZ1mJxH5wGZYD9uXbDOq48nBEQJdc0TtPhmxLFsMhNIyC6UKLsipVHqc",
+	"sfOfj22IIzEP0TEjs0xqZms3TwnVJGNKQ3G0vCKCXaKtBcaVWfutYsbXi9EWBypRAMxomk/DbAIXG+AN",
+	"RK74NdcQjaxcdenlEpK+ct/eQPQwCsfO3yFTRoXZ/PJrt4j0T5irscKl+AW83tWYvwrx7X6fKRIXxjvC",
+	"QNWMTdn0EiM5QhTvdbvfvdzt9fZILyLBFiOXtaEM9gfjdbqIRoTdaCPVS1HaMQz3GVUR+0BBt/X+001V",
+	"j8dT2nMnDVfnQMT2gVoVw+OKFUlLQU/VpM/rDPBSpw/qWdl8DlFhBSPnkvKxhzwa4sYU1pGnyrnea5Ci",
+	"Khvw5pz/gx2JHxaaFbF7Z3v3D7vfvXi5+90q5qmlpilUAFnJQS8X4EdFQaC7TS74DzkX3SGv+Q/VJu7g",
+	"4n7//bfb2y93/vCHP7wMWWdv97tv//CyCqkzppmAO1d5e+3FWHeDCdDPmQ4IFZYDKDGn7V63+7K3+10o",
+	"HsAUnS45wAoZl8z50gYCqztgQcWlO2vHCXdZtUFDW+VcN2XLFzk5gT1uzWSaIubIUT3X7Rmum+/pRa/T",
+	"LXLcdcTliivL8m61UohqS+auYs8Ial3CZQgKpJYWvPtip7dizfjz6tYKRSWjaL5enwXzqkhQq/WK2u/x",
+	"YoZfvdytmKRUtvfgCOxXMDHQsohcIt1VMzq0+oH/OGj1ycdB6wNbmL+gssSnT3FeO+Llbv6q8lzmA2OY",
+	"JjoQQc3QqSE9Y37FBEoisAbgx/kQrt+BvLbYbm3pBgwnriAT9rCQSh8YJSlr9Vu7O3AWTcDxCkqC7Ysk",
+	"QOVVKdi2vqkckao3q4yKUHJsPYM0j5UWYLZgv6leTLHiryLtmVSKX6YLND029gbnO1jrCvYLivzW3teC",
+	"1e3ntpaiS4wSHAXxrRIrwlUEUjGhM14HqeUBQDR8sQNlkkHopFDVtxCma7G1OSArt30odFbSSV/sbGKs",
+	"cDtrDGiccVNoO961Asa24F9zMapc+Pl9dJ91rJctmW6B60G1ySWvv97DlDOhf8Qie6siA+wZQj0+UGCG",
+	"dK5YXvfLVrGmZPfmhsQsy2R2IBMW910dTYhth+qLdo8qImMp2EA43O7UxbDX3owTwYica4j0nYG8iMsw",
+	"LyyAP7pvsGbs7a4BQtrfgrIxBmtr3xmEtkR3m5JvixDs7NmOCHRB1Hw4ZCzBXOmMmfGSaqiV7YXFc15a",
+	"dbTBJQ3hUYl+7kjkKC9/aUiTPeg96waRAvejqvBSJqzWPLGl9CJlBEBEzJMID9D64egdiNt5pVEyCup/",
+	"WgyMBqK28qIbslAFwOBrVFWMFgfPy9C6Cci///mvTt/2wTArjQkVduFYIdwfP4b2+/wOX60Rg4eHNMsW",
+	"hZPOFUSPKtUA++ni4pRg9LhPsQIoPVOuuqbvvbJmFXbJXJO2USPIbm83Gojd3vcR+bb3Ancb1RxG7eU2",
+	"q3fcu8IBPplPqdjKGE3opTn0m1lKhV1U9USVDtwlnPZFTpchBoUg5ch66fC0wjLhTVB1n0zpcMIFC5bu",
+	"8bWqoHFVmeGIlAoJBxibV3yLSC0WR0Ht+WipyG1U7M1hBi9XyIzIUn0/GGe5cKuh71U1E0tyb6u88SqM",
+	"nt4KHcAiXVsvOSJ8RKjAkgp+NYGK0/c9Z7aNCLHz7bdB9EyDoIDEKElu5VVU9MeyIadGP1rrC64z5Xxg",
+	"i+dYLQ+MOoFW00G7qJBkljGnLU0ZFVATcFSuIyuvBbmU8oNRfHyDlkB10YxOoRb5An1NDXWVQEyvONmi",
+	"2FSRWelD0zcW3/bzV6sluCDs3dJjvwz0B+ja4kqOVtqHDCX1UeCVsW82nnlfrwhGdoNeh6OVY5Ex40vz",
+	"KaYLhsWBwLqeQJnffZKxJDNqqht1IFChdUmDzaKok9XhJCXbd7iJCVXkkkHlLJ/IB1TbDUkwErQ6O8og",
+	"3oxnrKa/5BLIrJ3q9uHiPFnX88tL9tZnbRuLFIy8DeJWU6r0Wzamml9tkLHv3tjPs8ow+bk6dZ8qTYR9",
+	"JUyddGUlQtC1qc05zRNVc3bOMkRHKfBSTJmmCdV048v4xr1YvWKPFBK+rbyQgRq3RhvjCumK7ytrSHtB",
+	"nDVfBHApAAT7fmIsff74QKBBE24djN4lf0EVR6QLMheap7kiSJhIVI3kBkbCdC1q5+P4tjZuhZjmqIgd",
+	"CXvUkLlImVJWC77XHAZHCvMzKFOG0q6K1zekfu9Xcgi1TrNdabX6cs1OVbv+idFUT85r8oKBPxV0hQk8",
+	"b72tNOHCHPYsk5dVoKhNN5YfrJKDw5UEI/lhLULYkat2dJRgw+nmpXiMsn5ycETcm88UURM6Y1gcKEhp",
+	"ifd8iZxnaqnPrO34aQQYnnQ+f4jvXm1NH0NY+XAC3FGAXrlcx4e0Tw6OBiKAyfmrPyvXeQReANkWLCfL",
+	"Hs1me3OjF3ycS1t9FZjYK+vV0PSaLpRV7blA03lnfTga0vx1oc1PlX/qKv9wtQ82FG6r4le3W4fMeOU6",
+	"q8QUXjlmVyz94/7BweH5+dEPx4fxXqHOYtCOmQs1Y0O94mRWpiBuhogB0XgqT3Q7Jl0ZHFgsGVTMGVxK",
+	"KdwwbXD92VVz4uWjo2u4gmbZVJE2kJdiYrhNWoPeMPHR2/2Di6O/HLq26r6K4tnh/gWWo8AHWlHLPduK",
+	"WlDfGX/GUs+vKgtW+O0+TqoK2OdCOEBwJXohv5g0lkdhPXsoY1NhGc2UzgzPRw8DIoXlqObxgjP3HjhR",
+	"0P34clE4kE5V/PSXE9jzn5aNU4TKKoJ1p5iFqhQKLN8+9hmbHgUDnlEXzVAQstr+TfLv/+f/Qiim+T8Y",
+	"+HxoQiWuR0RJQr3vyzBwuDWKicRfnYGY0llklQjX79jqGf56+TaxtfBDqfxeKCCIsmqZB2hpI4hWkUGf",
+	"ZWNHMawgZSNN5lZbT6piG34XNMswi82TAz8HcXKrHRWI1B4pFCG/nsiUGSCto1Ts+uugVrV3J+gJWqEd",
+	"Gw3WonnYCbROUd7zSldkXfJDmSVLt+mZNQtVdl54xOh7aGfA0sTG+6Kh6hE0rWJT1U9Ry/s4L2rrcX/g",
+	"AgDpHw0L36GY+Leg50hN+TvIpjCE0uy1xoA+x3Ahv1CuSAK2gTwfo6AYQIOiHOlcuyFo5IokvdaMZil+",
+	"GSaEQttF3GMjK1gFNp/Z4SvDJVaYuUIv9XL/Wwdxo7CeGsncSO5/Oz07eX12eH7eilo/7h8dw9fn7w4O",
+	"Dg9fwd8H+28PDo9RpMe/a2R6oxAZVXq2Wn8rAMsocNS+c7cCNT9yAU6edTOP7HN3m+1c06zBNhU+dp+6",
+	"afG6BWXtynJcjsHLl6d0WO+b0ViPlRWWSN9ik9aR3fBelByTw3ry4ZMtC2MlPHEpH2HHxIKOCsiL7Yde",
+	"Bdpo1Do7PN5fgf1VqI37qSdw5oVyC0fSDm2rcXXdLysDZryuR7ueEKqtpbMw+pAKcsnAft2t9sKZsUcc",
+	"HSP3ygJykC9jqJ+0ALQoPOMqbLu1raP2+EsmCkCEwC5RNFGsPPxlH/gKPWcVeEvN+pa0lzcVNeRcCMKL",
+	"nYhoOUbjItognQOxi7lp+TriTt9oO8AHIBTj5W4QiQF6ywzLCeEmFYEC+ob1qS45KNZ+w+R8RRRL2TAo",
+	"0Xm5MLjAs3C1kAsKixmI/IrvkUupJ7YugpbXNCu64KARbDlCgk7RTb67083z8SR2g18KlnixU0apqHWz",
+	"BbLc1ge22JrSm63Uyp8vd/MjPSgB7h6DSnBokkOh2ICxbSTQn23Oy21PkuBBQkFaf5IjUt3HEcqs2qLY",
+	"8OwWKMJJeH6Yg2hIFoGqyHH+W2x04oHQlhwvCAQoXtLhB3INrm0s1Mlsze1+uYRgjkasmOcWTAH4AxV2",
+	"h0vQs8HZtkEGwKRNQac32rnNk+ECUK1Pdns9o9pw0F061vJ/LfMbBJVlqR4Ie7lgxMh5hxcbImvGxnjq",
+	"bH6P2PkmDBBobgl4VeH/p/VRQcPVfUpccnI50sF1HPHkAjuSoKcdkCdMbQaHzCxjI34TNHBBZ8pAxPYz",
+	"NhaKXSZ8BE098qofmK4ZpDf64duYxXL+6s/EetEUOPtjv7k4GggYzXkTS0N0uoW4f9uui2vo2FXzTnWb",
+	"ohVNQn7972/ef1NZsWlYRYg2iQlZomQ1FdirqFLhXM39rBnTWVMKeamVXmnwe20NJ1IxIw32jfySskKe",
+	"X2EYglWiIdgGbiH2FvNBXJiSzAi0GeIJ4WpQKAqdPwFFhUPywpPYdizThAmYPcEgjya1t6qCuGg5Ia06",
+	"ExAy9WzoGZboy6GMqyyFniylo30PWYAnIl24SMPRPIWIg4HIB+6SfQKrygMyjNZr9gvs0kIHGrEDq4FH",
+	"bIm1uJRC+P36pN/iADXx63Zitx5fBDmMQyK/4LIYDQKmwsqyYUUIWhxrIFy7fUwHN9o9QgTnjoD6UE0o",
+	"hNM5BDRf8jzWR2Y2kgXnS6k5MimYL944EPkUbS0JFQus6AT9tdmNdiPmj0lsPmC+LGCozCBTPanIVB8I",
+	"VwDEkk9gsi4MD0MNl7HHlWpv2/Z8fgUYwQQPdbrkFR+NWMaE9mkivmvjEgRpZi5uimywUJ7AUEFqj9EV",
+	"tgTjEwgAKApOu2Q/nyQPukRhtXhxYjKY93ovGOk5XAWhwyb7uapacJR9Ut6g7XMHOe0pXUBcV+SXeU05",
+	"5Es4ou0HC0kKiqruFde+GnISzY7CoM98Sxn7u+RC5UsMmq27WVyPDYfkt6ExOqNDhl7C6uv1y4sDAg9h",
+	"zOyNj0Oc2eI7pB0Hg7gW7wRNDh3b1pFaJhvkztiaEpBtUT2BvWRWD+8jTamYy7ejtk/amGg1oz7rgA2E",
+	"nRYtrQr3BCVlyMnF8am5AjLT2AR/KMWIj+eZ7xlZBmoDs3EpF63KYixn9Lc5i2xTd9v+He6jV21REMWb",
+	"al1Unnu+OzveUnTEOl1ypHMfRTGscSDKcY0Fc/nO7loMecN0xoenkldhyIlg5HI+/MBs1zPFMl4V1wZx",
+	"xppOZzU5HDDEM4U2rObWsav6RvR+SIyxb1MUsyMUD8d0DizbMiOgmIyKkrFMzo1stWSwLTdq9HtzC3pf",
+	"iQ8GjOesPjduCk88U2RmYK2QrcxYZrdS4RHjUyydoFaYsvBEDHrIUaMKtKtaZa82GboHq7Zf3dnm4OTd",
+	"24vDM7tjoPbsCoJDbIQ2bn2PvN5/9/owfEyBPpTg6api500YsxW14KVKK4vzU62tIIunBjn1n6IWzl99",
+	"evBbcFwRkWkCnf0Nc2xsnw9vW4U9fi6qWlXldSygiEXkJTuZ1+1Q6/tIW2e8bVkCU0UhknkAVB1wXaR7",
+	"BWYuwmq4GbMBvnQpsv2ZyoPhRxmdss4mqYeQalisrk2vGGkf0ClLDwxNvAZGACIDFVaDpSmJu+gVjy2t",
+	"wGtfbVLNGFV1nl78bXkJ3WbpSVVABptpFSs5yegwZVsHqZwnNuEyN4/2SQwtI7sgBw2hPhpIRPaLjNF0",
+	"WvpmzKUofIU+WvwqjqwdJq74zZCaFzsog2aG/8hrlg0NvC+pYi92QjNRKdsMV4kCKpgsuqkc0rRLG/5X",
+	"Ua7nodpmYlHKyrM42n/zJVScLLagdwu6fb3JL72NSLDDu7bVuFX1y6b9XtaVvLSAzx9D+61aCE1vOpu0",
+	"D24a5GpnfMT2HcGMD9W/o1FYbXAW992WEwlEs54cAI5KuXlFM47wpUaihSVZt2+/cTrPxnepR4q0RZKZ",
+	"GWeFcbiqAZl5BVWbsrVGT5hiuZW3zW7oUIftt9GCgmZdxBjXqcfaWDFFDA2z+658NqaTF6yvVYVjwQzb",
+	"yOzavHpsZb/Qdd1YPGCN3uD7t3tb5VKv/KBvPWrWSEszNHbEQap1vEdimqYxDq8sZGyzJmeowRKQwVsG",
+	"xvgax9YSiWsNitkQA7EfNvIqFHK1rfpOivuQc5vS4Be+3BQKiy7awQbCWko6EYntd2igxYXRNMU95cOg",
+	"OcoGJ0K5Si3lrQpTwsDOid+M0Z36V5a53S/glA8LC9lbVL6++by1V7gu+KFyhr7t9xKWziPt+O3J2Zv9",
+	"4xjcXfZnc7YVNTHjV8c/xx2DWZdSTwaiHf9wcvFTOdIfx2tFrVfHP7eilnmkUnML8qbX5RwGj26Sc2iU",
+	"OTvILLeqlyq53a5STbCilWVqNklHDMa818JXdt+bZmtWDAG1r3Z6nSgPvoISHWYHYPZCN+ltoFhf82pn",
+	"owLdG0L4zhWvaoH7dZRN6BNK3l38uPWd46elQIA/8x9Ie+flzvbuLlok9kLD73DChh+QATNhVN1kIBT/",
+	"B+uAvg31N6tZWLGed8jBuuQHLgz7SKimvjKI0Tdf7m7ZScjlYiCAf0B1pQpjqC3TuYqw5850KGNKs6Tg",
+	"Ucc9f9Z8++U2R3CsaxB7bZWonKwGbsbAHL3GtNikjZnzFZVLauTOGC2x1UnC1ZBmCUv6FbIDV64QcYJV",
+	"IIX0HhPb/GMKTc2S+hJmX1sNCwOW66pyJB5SvoCZkB7gVj4yIs4HwnWnVGCkYZM10LZCiFWh2s+uZ1eZ",
+	"KOLybSyOb0fw1HHg4ToO3FuPgVVtBYjvKhANhJL4ICWXc+V1KjLEksNK0+wKRXCsFP1F9yEoWtXyEtyr",
+	"uhAUqAc4qKsLdsd9aFdvizuXOhGEPdRdXZGgwTX+2XGK0kA0bFXgHLQV7eif2XopJKUzZd4OGmcDIAYi",
+	"WBQGCmCKFzQpxlw1WxIcyTS74nKuwgmK/dbzW4JOk6fGCZ+zccKjNUsgPQy3Q/EMf7UpdsuvFcJFDMXK",
+	"WD65d3svLFd+kN4KD9ZP4ffZQeEL6ZHwkF2yVzVgWN9woWmDBbBtpY7iAysqE+COocmlNgzRUsTaXsBt",
+	"l/sy5EG2cJyGGCmWQoiqGIgwcrUdD33n07jTuKODN7QHBotScoLMXI0FQi+d4a+Uk4GlEF2/0+vJIuwN",
+	"pEiMWRZxJQreturJXUqc5OhS1dLi/rtXdLrkNAgJlYSS0TxN8f2BwOxxRXZ3vq8R/O/S2cIt7lAks+rQ",
+	"oTND2tHQC/E6RtJ4d3bsdgma/CylgtnoOq6Wdl4sgjXRetZ//nx75w/dXrfX3e5/1/uuV+20r+66cd9d",
+	"NvK2Gujf6t6ygcZ6D561lDyeAy+f8D78d3V9Qu6rNci9tQO5/w4gnUDm59rK+lzYqGHItsFg0rwbeqle",
+	"ILps7BK4cmdRkhA27ydS6UUtNhnZyGNaceuqIV2BDWvE1XqNd4nWrpHvall5rYZXQeo2rscEW2rmKoaL",
+	"t5mjGF/xFTZn1lrXyOiAbdTn0ynN7uI5LsfS1RqCMAbSyCBzgX3QY++AiaPgA5ym+cYL/+ZDqEyazy64",
+	"LB6Ido5qpBfVVlmNQs07ZfSKi3EHpnH450bGiG1YgjOyxaQt5ECUHLPO2hiRGBmGec7fhk6XvKbzMTNb",
+	"tbfejMnFj2A+sVukC5w2SX9zdA4qgGOMofMAjFlM2pbEmOk8zYAJvaSYkxLFmHBhLEDIX/QciSr55zzg",
+	"DeYVDiGvKQo/hkcAtx5PoHCF7S8IQaQqCEBvSUzyyqQGVS0wWjYnBofLQdGKWmVABBdWVToSA5Ssujd8",
+	"6kNngZrnoge8UeG5GY8zwKmq+2ukCYjch5Mm7llmLSVB/DMIM4V41im9ASJDReU+bhUqkMcFo80vr8dj",
+	"I+mtrm00fajwUpNPXjMdE95yDVhlI8Tb7GaYzpWLjGpoHK8mbCfCb2EGqRbmWAhVH9AkEzmsBn3HLCaG",
+	"Sj3xhoG4Nl67IrQqiIquIbnLYK4JIVUyndcXDLrmiZ4gEuaB4A45tqetqPWt+Wd7UokeEFBf1wk982ez",
+	"aeh9bUvvYDdR4U64pSDaROuYhZEoVtQd4UrzYXg1N/c/lWTZiW2qUXIRLEWbFGcPYmEaY9ZBuDDcZwV+",
+	"eZpYH+7gjXJLMQoqdPOQwMvTLvrKnKMsMs9XOscaVEZP0t+aK9D54aLyX6NCF6FcaUDs+lv4CLNbq4JW",
+	"LB3VdLRHlrQGo+20ywYP72CfQ4aDSLzK7/zgMqsNsumSQ8BDbCQQkbmwXDTUXWFolkDDZ4iRs+YlQxst",
+	"q81Fi1wA8d9h4JTlv/5bxJKlLnThMysQN7eus2x9Gh+EZtmEQJdWuTB8BauIeinEoG6lKaoBMpe33WTx",
+	"WL0Okxhs9q9ZVqCg+SSHNjZPwARAqZj1AKDyZtRpWDGERAAMCtXsm19Jtc66tGxVChKDt9BzB5spZfsG",
+	"xqaGfRNKqNUUnu582xmjCXhnLh2QOxEJoViMBq3MBla2lgRYC6BgsyCMZikP8r4RDNxSy9u5wst7rUCn",
+	"aOl2FE+rnnxYJazeh66gaDTGWR5zpX9Gva/tYidDB/semSvoPggPObFv2tnU8X4R2CPDJ31fzwJXzFO0",
+	"Cjy2FZUc59UVv5ZiZD+70/fJo/JgHpUnH8FjGdBvWRn9Kzc5P7Cx8+42wTM0j9wtttfz1kBkDLUELcFL",
+	"j5UVrKe+iTrV0M7QdjkFASQ7VuR5dfyzmdFagbwBoiIb4BZd+NM83Ml28EbPf0Vkq00AxyTPchA0AMcF",
+	"KgTduiFuoVuOLFgTp/Rp/Sk3axNbeqmqcS6a1jaWwLFqSCU2rBF9lqaswulzmekTKKu2LMWooe3/1473",
+	"zw8wYcA84r99dWi/thH3vsDo+QEU1zs/qBQbHrPk9e3KWj9IweinEtGPWCLa4VhAIe8Ly8opXtWIpjRd",
+	"2K6wUHWvCs02Cfe6CKrMhNYGrFQHMdgCixNtbZM/Ei4mLOPFwDkse7Ui+Gpr+5GDlBx+3YKfoGmsflhr",
+	"OmtjkqFLHpw6tZ3sj0YQ2CexvpYlubm9A2r7XNMsUd2KKm/3m3mtDiHWuYKD4w+WX8OfvtpQVe+g+ptg",
+	"mcDt74CBqS96s6KeYCNH/ZEAFzuwO+d/h6KBwnplVrfn8676PdJzhhwF4fJ3869Xrf39OpDePccLwYpk",
+	"pEJ0qO3e7lvxuXdBLnqxA20eALa2amYYIIZRsqp5k77KzVakd73Y2SS9a1W39BUz3hFvV2bHBE0xN8oP",
+	"cvWkqnlxoZtmuXUinJSPW75cFJsyNg17+UJvU97g8nb3qpnkXXynQkkqNu6vF7stRrrW9y45x9e8xuzS",
+	"NiW7Nzck9j3j4z7hwpb5yort8VUEDe99BTlVn91Ud8VPBCNyrqHY7gxK8+AyoF/7HdJeqyBdk/katTBJ",
+	"8M4gtLmGbUq+LUIQCypiJV81Hw6ZK/KXMTNeTef7clZd8ZyXVh1tQHLWpt65I7G1bMcu8w6b2W5QEenk",
+	"4MjWBsqb29e05SftvBU9WsyL2Ba0tl9qY7+cicYV4GZU0UjfDj6lqRFSWOInIP/+57+wafZAxGalMVjt",
+	"YeHFBqsK4rW2vCHf9Swg13KeJmRIs2xR09LXo0U1wH66uDgttLlwUHqGaDfPkKg2WIVdMtekbfQzstvb",
+	"jQZit/d9RL7tvcDdRjWHUXuRzerf3Kr7fs1Ed8xOlAKvlNrQObQu0zJnq1BpuWTyq513tfmv5lpilZT7",
+	"Ud9smRuvtt1d+7+Vqr+JeiAeQn1aV/LIDB3WO0LzgaFzNHXVwKdFIbKo0a/vkNW8+ko9atyh9A1EFVjf",
+	"W+jU38R0ROLlENrYZVFesoEoRP4+pc/+LtJnuxunwjbLQw3yG1RlUpINRbffOh9y46zSp8TN/4DEzYGw",
+	"mZuVqZpfae4lKaVefkl5liANrIoM2NSu+YU4Be6WP2nkP4iOG1W3OH+sdLv7zqH7z02KuoUxqEZmS1bo",
+	"R75QSikGr9ZX11gVekz15y4RD4UFVJkq/mK0daoZdsu5rfHZukdA2GXDD8TXr3AVqYxsjBwnW0AjHLGu",
+	"NFZpiuJAbTBF+xvbARnhiqZzqpnt3JJi+40N0gGWimwtKRVlOXKV18iugN3MMqbUsmaHpflXH6Edf/25",
+	"rTJuXrEs4UONFbdwxAqvQJbJOgy1Bsm+LQkNvS4mC7CLDFpDmc6ngrztG0Vh0OpWF8bUwwmri9CHwbEW",
+	"PpoqZiwrIg7QkGWL5DIfKJ8PDF05LWRcBogyo5kqREuFTrCCUweGrDqRde2DqVqI4SSTQs5VYD1ylZFm",
+	"mRxn1sDxuUpK268oODNZErZm/Ezdf5tNF4D+pDBC9RJcA+HqE+nea39g4HnbluMtNQquUfx699tCGH3T",
+	"jSnhxp2DNz6kc3y1PjejruvwV9cXOHJ2y9E8TRfQGVPq8hK8aQir23BNJlQ9ZgfhOy3gc7YVDnDqsJqD",
+	"7XuXQhElplX9Vuo9KzDGMwUelWoeVyeFQk3sawPc60yKcW1Abk3zHOTA5kBmMybuLRwWdpqvOlxCEzg3",
+	"S2UvgvyZQihultuOr9yy18oSetw+wT0Y6liOa5x5+0RpNlveem2N3Rp0cYf9hSDLLbDEweiWiJLK8UZY",
+	"ksqxcxffHVX8+d4LtpyURZoK/28uDBaJlM7o8IOyDUk7XfKKpQza0RmhcTbPwFPsPA3Z3Gf6X9Lhh3Em",
+	"5yIJC0HZNodG0HYO3IV1W/petTwrroArEvv2/THGgdgk2UwXCwhgm/S//fzu8J1vkZ1/xN7Y/uObk7/k",
+	"H07fnb3OP9lxiq6IfMCl7+3Ipe+rIoU3bT5va1rWCVOr2s5vLBK5Be0PVwivNe3rJWB9RhKjRy01sr9l",
+	"w/mIxIBXsRk5LiQHxMWyTC459mHa0RcTfOLnO72d7d5Ob/s5Vj15jg2KbH6661Aks4EIHi1mittXSvkO",
+	"9tWaOILP0v++ruV9YTlryE8FXtW3BGqOVn0SH7392+nZyeuzw/PzOBccreCrIhKfHR7vXxiqYVtsDkQY",
+	"7VAkG6/8BX9VaKQfTNKKWnbEdZf73Gsmq7SLZRbtEw4ODg5Pq+a3bf2jlieJhl7tvz04PD56+9r/3WCF",
+	"mOvZjDuGy9xMeCq8ebv6QKFV47b8EIK+hvOM68W5GRbXfcloxrL9uZ7kn350wsmffrloLZsZ//TLBWmf",
+	"ne98+zIih+Z/Bj1/ws+00NUzLyo/TCmfKhKr+WXsm4eIIZ/RtBOR2PZ2wp8GwrV6ghYmmBDPbmYx8kfX",
+	"QC5dkBj933GXnDMw4Jj5YxctBcy8T36APRHblE1+YKJAZADEYGuC53KyM9F61vr0CZLVR3L5aDH1nYOz",
+	"b55qvgWr9m1irTygWHbFh8y3vzs5ONoCh+KWmtAZS8jZ4fkF2T896g7EQBh0+eaboRQ6kylmFX7zDZlS",
+	"Ac7RQG1Tkas3BYbAEMNQ2Pjmmzwx8ZtvfAy8itDEraJCt20chgs1A/+qz1u0BQ/2T4+QT4DAofJjvWKZ",
+	"MhKTbQOfE/s4IuzGqIxmwwNxlCAVfaaKli4ncikyFwnLYIDtl73vt7+zWALdwYv75gBEEgwJkIRAzIH4",
+	"H/+DHEhxhfEbaiC2yDffGIQwX6Cr8Ztv+q7rEE1Tt0wdSoA0JcxmFCrSjp9PGE315B9xROLnkCiPf9oi",
+	"RXE0EITEz+WMCTrj3QWdpnGHCMaSNdj4p18uLC7uhcMhqYZYx4RIG0A2k5mG7tdpGtmx4a4Qu2xQjO0Q",
+	"tsctF0ozmnTJPplypbgYR2FcqytegQ/bOpVmwN3eNnFhhxZuDNqKG2CeOZk0UTkkM6ZmUigGUYCcKRLL",
+	"2XDLYuQWT+K9PFoRO8nbbv7QaxsEXDacSOBKZpKTmeZTKA1iyAk2YB4uzHy5hQ0CDs2Vipmm4zhfA3Yr",
+	"3iPx6bsLW04DWVmcl/R2w5jtIk9XHWucIjEfbYGx3JbCwJDC3e0dA5RDTcdv8EfLUPPgA3gJ92hbRpuV",
+	"2S0dJWw6k9p8ayN1zHbi05Pzi9jH7rgVIPR0ttiCw4n38lb5eFrF9vmXMlnYZgVmQzu7ZCLnmc8LsBWa",
+	"+JgbzMYw66hyREoS11scB/XVS3vfkzxU1W7plJoR3Z1KuSrcaE0/MBJDiqg9BcPyHCZMZeYivhVhN+Zd",
+	"ey5FRKKwIwCIYDd6C8Zwza/Ro4idh4GlKuXyKg0jgGe75BS7wXxgwhaIgn7QewZ1/G0QrHgBehUxtHbX",
+	"+5X2ajjNZJVmaPFop7fjmQFsyxDv8Ko4/DULAT9z/PrwguRi9HUuC6jnH4NPR8mn2FcWs9HMloJrqE3L",
+	"UixdGWzA7gnsMuqbbwA+fzo/eQsBY0OZsEGrTwatbrc7aEVk4IwQwbefYsyLd2wP6n/hEkYjm1UKwXZd",
+	"ciATpvr1AI5I/AbpVOE7iAo7vBkyljBDSarJ0x6Ou0vqA6bbtKRV5mFDgIAgXQgWUqkpXcADijEDGzMH",
+	"F4mhTGI852pCL1PW2StdDwjAHsosY0OQgg3SL5EP89ULEp/SRSppciHlMc3M9YBt7HxP4gsp31CxcEcd",
+	"Y4URiE7MFluQyhZ39si3CErNMkHTc4iPh9OMzU8vSHyOAsg7Qa8oT816nXbFNSiOKMfsnx61opbl561+",
+	"y6Gb9QcZxtbqt150e90XLUjlnID46Pn185BJm1/GrKqPeZFxH3Olg5RhhX1mhhOeJgWmD8WTCkbrmLRl",
+	"FsFFgrj14KcjcT6/1Bljf9TZnMWRreUEKc5UQPQY1eUzVox1uuSdSPkHhrFptru9oWqIzoYeDgTIe5f+",
+	"moAIDmJvuDVHS4D2GBLJkj5QJ2ywVE3MSmQLzsiTl6Ok1W+54ctggwOxF0bVKsT5I89PZkNPM36C2Vuf",
+	"orVvHYRQ/nnOwDa32Vv+bPLXiwgS77/9qxX9bHxLp192kCpbgURpkjE6BKGWKn9qZej4wxiI2OiU5+dH",
+	"Pxwfxn3X5tKwkBI2WEHYFiKLiJnFFsviah88SfwyZX0CGGajYwUaYbKF64Lab1F49JhdsdRpGjQs0LP/",
+	"9q+tqJUvqkJhXQbRiVk2cvYl1zGs0VUdA7ERwtewZW6xYW7Vem3z1nyhqxO6N1pq4QC5FWrL5VnatNgX",
+	"FL+9nGsnwr2Kaxe/VDgk38Yq1dpdqgBlypVlGmA58KjGd8JIJHU3wCc3EC2JMkL/5aJP4oujN4fWSBOT",
+	"tmDX3rhOLhf+roCV8O3+GxB109mEXjLDH9PwmXp0NbP9sKjE1GD6VtQyM9Tg6pqd+9IUdvvvwfkIIh9w",
+	"jZ1ez1ZBcV3y6MwHiT7/u20Cn6+vqjZKkW9sbmypwIgKo8unqNZUVNRXaQXHMGtBsg+rKTCEuuXZ5w3x",
+	"fstutMEhZM6hotXgZU/5cRO7CPGql/zJPP+BJoH5abe3vf6Vd4J6IQxf2l3/kpPV4IWd79e/UBKSzHvf",
+	"NtlQhcCEFjJX/q1l2EgRmdohi+8YCQrCeX+1dmC9aL3/FLVmUq0XfLCeUYBg/VwFLBB0NIuAvYyCVhb+",
+	"WBKJDKoNBGiUJLS651uIUeJtg9oHofcRqoAzloGFQIoOClXVJpb+QMTBvmzMN5oeI1e40odaw88+4MMQ",
+	"cRQ1bc8hTceoLMzo0LBwJZEjU4FNpAdiSqHNIGgJXbJvVdGdXi+wKwbgcDFcaA9YJUAtgf+RJCh4S2eL",
+	"C6OMutfeo/mWKf2DTBYbUb9GVKy8VxddWkHCLsoV+aRFy24rtDEbqefTHQn3xgR4/WqDImkl+moQYh1l",
+	"PLyg4983Pe01oKdOh4UXtl+sf6Gkv34BhBsRvkRHm9DuT1GNOvv8Y4HQfrLFdysjEkt0E2IFwtvnujfh",
+	"+6jKYD2bTmHBeZqQVV8iL9cDlUdxuIbOlxfs6D6YKUqmCW/GVJqnqa2/6a2snWggciOoyq1XXpFdMl9B",
+	"mAQ5f/VnBZ7jPW+/spAt2q+4WZ03vWH52IKnvxD6sIqoL4H6kYj60QgMOgVyXiCMO2sFVQhZxTLGe8su",
+	"4IwNZZYownWF2HhbUoWErnR4DYb4JbQ3/v4o3k4DipdBHg2kZfwIrvQvgOgh8t+C6EWNDHWvWWhSiWyw",
+	"iCMKdYKY84JYgaz25hZHv5dr+/6LE0+eRJIvTsV7zfStbsxm6FkwgJ5SPQHsnM3X37qlmpp9XxQM8tXo",
+	"lEXFmpUZcammkAzqNMJ3FxsJChvoWoJdN9C3ljbyGVnzw2latSVQa4iDLUFRKFvyRSpZc0zxfKJmX5C4",
+	"8XXqZnhF7qqbrfKAN3U9vmY6EGX7y1J3ufzwMyuiGzoL/ikwVrklwrsD4aP8vKWrExGaXtNFMYJbcTFk",
+	"JU2wYGu06h9KWFyMu+QMKYOh50atIkW7nhS2igT2Qglv6gq6XATCVyN4FaIhq0lWOaj0nrSmJ2lqjTQl",
+	"ijciL7H4AIJVQRW1ghXSCSvp2MCu5x6uZpvV9vlSHyMboop1xRSfzlOqZdbpk4QNecIUubbJy7GaQ3ht",
+	"bN3DNiDVVqObyDQhcW5cN/cUu+9rQ5Ch8mSh/HbQhKpclbpUut+GyD5TJJOy4Bbo5E6DgUCn9jMVPA+7",
+	"ghQdI8Tl8Q1BZTBMuUhTeU24zkkPQcrjBqgU+Xzkzf1Rk/uX2Pwi10hok8VM6ol1oQbU5PGkNL9SW1ug",
+	"ZqEGLV11g/8IUvd1ij/nSEkMXyc0jAv2BxhQRnfNvPRTob/VSjvH/lpvGE1F1gRT2UqBXKuBCIKqOoZK",
+	"YDAnzRiZNQh7KsXrNoh/+h3HPX3RQT1rY1/CcJnGAHrYkJkuiYPGQTF8DeaKqriZPWxb654KI2fSxUC0",
+	"qeuP0gle2iiOxjfIKbUzcvE1xW9hnC8ivmZ1g1WPo0EKVePImKcYmK8vBiZgT4Wv6wNfDu4c1oLh5UDy",
+	"pnNzbVmxSw3WO4VhnilkdxkT1tmZV9eG7OtrrqBPSJV5U7DrDcNJ/hPCSL7C8JGnsJGnsJH7CRupJ3e1",
+	"EvkmsSKvrOXPRbwVraJBlk666JOd3q6hXMsdU8O4jWVhPxoImygqM6+5F9O6lnJVIBGrZFVAe6hLzPXV",
+	"sJ3FsYo8frEBGbvrAzIMUXBb+0/Rqf+zoyVWiTaVKvZZkFx5m+iHryzq4Sna4fcW7bBSmH+oEAf0AC7d",
+	"mmeqQThDl/xoXeZgn86YM4kvd3HYG4g4rLod15TFxujHWcYUxGaeMUGn0O9eEoo6B02xNf5cYTcv6lpi",
+	"5lGLpeRo0Fea8s/MzMiS6tjMThVb/X0HU3xdQRRPwRNPwROfNXiisYYSlt5q4jUodZjJe+lEy53DCRfD",
+	"dJ6wxNbGY4l7DQgzVxrqmKQLoLYDERdTNf/oUjshX0h9wKYhQe40gaxszAg1o9X7Bgq7vCeyuLpumG2X",
+	"D1nEZaBpicutMRPbamlLBKtp5ipWNlvvS8AzWvYihB0u6tZY7M1f6UNY3wCjibuj0IA5795iQF23Nqhx",
+	"uymovkZfBmkXfRmhFyMicXBGccl3ERUSfx/KXREiyVfgtQiIRHO/ReFmP7kuvhbXReHYCsyywCqa+S8K",
+	"NArqxNruclgt2Lq5S93bYuKbwi2qpfyBCH0TP7omv1IU+5sHfcxtGciQ9+RtO7AMldF/oKlCbJOLbPsp",
+	"eJUr3+lekjZ11cGgKBgYIm0/BtsyYrnPeikbDGOaqtPBlmo8krZTqYKIyA4CMS8eJNg1rtEXxfWyBs52",
+	"KZNFdyB8D2w3qC2+a2suZQzK92RsyzUmSbolismV8yfN8t5b4FvnIvCur/D/BKj0O/YABbtc6wMq3JSN",
+	"3EA7D0PoGy418AUtJ+JFpAJxI4uzXBvMA3+hT56MP5Oi95Tb97t0S4WYuoqVrdD8fEjsVaFx0QZxsZQk",
+	"2YJkc9Hp23Y9pbLUP1quY6i2o7kKm01hHaVCU6HuQDhmEn8cYF+fgVWDBq5l0aDV//Xf//zX+08xaUth",
+	"SD90BVpuUYT1b4JxsFHWABsrQe9T7JQ0EK5V0qe4S95KrI/HFRbFqPRmuVZPB8ub/ZJDXas7i9Ua04Dt",
+	"1/cN8929fPOwx7O1VfbaqthIRV8pV0TE7CwifESU9DmsxT1y7YSep1DaL5suYoe7Asq6pnalQ70trfxY",
+	"qk3fyJefC6rtBrUSloTjShmjsweCxVx4MX4gfMdcCnVUp/KKJcuNJ9AXUTTWLfnua3wPfdeqdSBAuMFa",
+	"wiv8/I8vBt++9MKS1FdbfmGN1PdUkuEpyGBtkEFTya1RpEEBddtLxvhnaDQ1PM8QDddWNy+lH8Q0Vsck",
+	"3Pc9fjRrXjMl78n79sWGJjS/J5vGJxQY+eoIhYOgxIK7URibgLJGRJgwbDEho5SOo0JD9qGcC22UELP0",
+	"6suppex0yf7ARSr4JrkZ9G3ecoPj/baNjtB75nl+bgmEMtDXNEsUsnoc1Fz+KU2MBD8QUgwZsjVbgZw3",
+	"KuPU0G7nzXMD4Tzdzk5HAjNdbRTDlyE0PFwcQ3Or2W0iGT6/tcwe+l3lpifT2FMoxecJpbiVVc3nZq6P",
+	"pPAx1+WCEqsCHCrDG07dpJ817XG1I9+mzFenLN4mQ7FZdMHv0KsvPps7/+vIPoTbsGjqwHe38Mlz/3V4",
+	"7mc5ravIh1/rrBfkaP+NI0ZcLKcUHtLhJK94QTDSyBf8WAhNbwaiHe9DDQxs1mUrfWDDLnOP8esrll3a",
+	"7/AL5/7bMvfH/sKF/TGViOz2+1+vJyxzL3r2ij++jzt7hAaLLLSsgZRHxYJMnh5xscthMQ/CRcJuQEhH",
+	"14c1CeJONf3AFGGgZOQBB0ImzLaTInQgFDD+egc43sTfrecbt7dGeHfw/DwZj/YEVq/tKc/xyaEcOpRn",
+	"7tquKzjivn/+EV/ZwBNiUa+909vtWBsEtMQhXJNxRoWRfW0fwCraQyzpqXE5PCrhuW1WYXD7nhIKf/e2",
+	"/lWXqoF13yJLAzP9PeL++8/MmZ640RdqkF+NzJsh3qllHc1t7zh7VWJgFNaqs8b2PSvF8iu2KTNBY9Bn",
+	"ZyYPZYNuJL9+3jS61VTC+RWeqMWTxffuFt/GYi+WzWhg4bX1NZbNDM2r6kHoMHabrq2v9wvXEzmv6PoV",
+	"8yQOIudtTgLmnhEwMFyxzHbZbttOpVDcU3X2bPi+YFxPWBaF+7EJbvWFRoPsvjzxz3Wlv0vi3x0rCQ5E",
+	"s1KCP+MBP5bdAhvLP3YxQXseq7P/GtcSfKR0QJvY8pQFeJeKhoUkly+ksOFXlSkI9KGpgwHv2ZN74etw",
+	"L/zmSL8TAuwXTfIAkThVORWCtDjfEjyRTEWNY218B4GaJDnM9cszjH7tve9iBfURt6l+LnkuDPzDIJ2w",
+	"0qGtChZMs39wcfSXw7gcI1iI4yGOixHFtOZirMCDgK0H5HBuIMESR0eU5fpYpKULnevNUqU4EucgWqo4",
+	"iEZ28VAp1Syr9zbArfzdOhtgd2t0NS/gfY6sOgT/ypUFjgbSRrHTYRehmkgxZJ2n7LonZ8iX5Az5zVKV",
+	"JX5QoRI+/2grdzR2g9hkZKveGTR2oZyGTxTrPC512qSihms4bceMK6Sl0Pk1nMorBhYd7BV69Pa1v34Y",
+	"synzpvpYBmupB46aD4eMJao7EPthrjvP062xJ05eDauypGR91shjUvPbZov4tj+GsLl+1ntkJCE4YAlo",
+	"I5nBEc8yOc6YUk8ZIk9eozVeo1rq08BlZIsyGYzzQtkGJSjv7wI+uCq2Uup4Mgt/oU6kFbi9Gc79jEy3",
+	"eXlJpwG5a1GTIUEwQaKgr9VnSwzE/aRLeK+GVydzLSuocjkQq8tcklKVSzN6nLARFywp1L1cWfaymWY2",
+	"EG0qyFx8EPJaWPNUEH4G1amLQoJ5Pxf9NxQQ8Cg/t4DwUF65JopermR/npyQhrreUwrIk0PwK3YI3k71",
+	"85VU8GKGhWD7H+/K2SotkG9QnwsNQOXS42X/o3XhKTr1fjxkgkY3XGaBOdcbiIdJEiRYpyDkeQORK67Y",
+	"rZAIo3OSvG2iefJS2oWg9ccPaBsprml4inEl1qD/+yycXL3FNRymAnpfIocBrHniL0/85SviL4Zc5xUi",
+	"JaFY5bGmePOGTGc2z9Ch+BCMJrRc+pTzQrnjdvz25OzN/rGh7BisUsiCdw+9Ov45hpJccoT0ux3/cHLx",
+	"U9yJBuKuZk9SsHq+qcmMx1KRAK2C9Q5UqQ9sZnQfw8AFS4+MzpPyKXd5m/ASMFmo7YxPqS45yQt/Bkrh",
+	"qqqf+XBAKdEqK0U5n7pfUVnbxs2UKhFhwAwohairYg8BW5jUFRONoJ4nBEIGZZXLY/UJTdN4j9CqaUJF",
+	"jrrxRwWbtlPqdnMbMu6VK0enWRJCbSCubSQTiC85mLgO4ePnqOLnp2aG359qmG9rBd/+xZyJlgjlxuy6",
+	"Ivh66VY82bSf2OXnYpenSB/vqo1lLMn4FXtYHQxr2sbALOKcRY4yOS0YHpd5IgQmhsQtIjJNfAAXaEFB",
+	"bbcPjM3MszyDIM+IXLKhnDJyxRW/TFnRnQeP2QpxC1uJRmkKcV9jygWu7x8sk92BWKrraSi8kUsMeT85",
+	"OCIAj06XnDORkPjjp9gse65srAcGeCC7rKLPZ3gMji1/yQUyS0tdQXh/ktdkSkVQh0dLUE0eN1i+tODV",
+	"jeHFfHrJQADziwZl6qm65ZevPATkgyX5+S3RkIBauofW0ksnzjYIb+eJl/7dWygXWu9iuoDmk0FIAxfE",
+	"B5YSmSUsi4i0kWPpAgPCQaoeCCi2ah5zYrgtH/xo7eQdHO5YUqxx1O/txM+7RBav20gI98fov4HzNe68",
+	"gY8bLHwKrv1Kum7kd6qCLt3N7buGqtlLuUmHq6Jp45la6uLUXlKL++YVo7/DE52olHDYBosAZN+ADkyT",
+	"XDRMqKaXVLFOn1zb5hrtX8wfjp13vGX7NdPerIGGcawhNRCKi3HKtihkO2759TqzC1fn8MA+/O4IVdzp",
+	"klNfuo0LkrExVxrpIVLpPtROXjM+ltXOlJH+INcSNP347N3btxBi1sYsf0jEdK/mmwLjBBD1gYjPL/bf",
+	"vvrhr/EeoQgN29AYXBnnk7lO5LUAW0d8fLj/FzP8XnBu8DD4w9sys6HROEzCWQLWj2vkMn4LKaOKkZTO",
+	"FEs6YZJSSpUGbnH4X0cXMei7lEy5mGvWJTFiQkzUfKqwiD1WEiUlMXpdY7LPy2Yeow7rarIe1hBUEdTv",
+	"ty1CcpwxCIXK0H+KiPoFkOwlgriiMt5j0/K8DvuaiNv9fM2wg5VkLGX0imGJ5LIV1nxXII5AxdFzSUWC",
+	"NmUvjnONVAV+IwlP0Fg6/CDkdcqSMatR2rvklwmDtM9r2zmqRDQjnEhpKpLLBVI7XBboA0iDsYCTvDJ7",
+	"xgB5IxIBv4D1ZGzIOPqNDXnMbRVYZY6LgbAmc2QBeRJLwaLrQWRtwfk6GtHAYoX4L4wI7q6pEW84zBMt",
+	"ehRadAa3LCQ+bbinnQcgP1FjtGtIsPzCamVPQybK1kNHFdzbfZQvMBk2V/sNGVgowoV7Xkvi/ImObI9k",
+	"NhAxPAAOlSCWr20tdv2qwEiUzoY0yzgkuMVANGbaun8CUqYGoo132Uqm4N0bBkU7UMBqY3BN/tDI5hw7",
+	"66QU6cISQCH9Hrny4AARGqjYNYXeFwg0zadMznXznRlBLpdYjWzRTqUYk5lMUy+VioFwfixwkV2D1wta",
+	"+kVkJpVZ0oJQYZvjQYVWEifpb5i+j5tuYv/tDsRAnIzMUEBtg/O15fxj+9mpGqBcpOhCtJbiAFq+H8ie",
+	"zeu7wT2aV7Dwt037D84wMUdWMC0tuzTrVIjIuuwwSseGWSiWjtCnl/sWbfEDNNT819aPhkVsuWG2jrwX",
+	"d484u2kEFQzjN9iJ8NTdwpg4ZyHXnb6RGANp3jVitPAp8c+c9xUsUwV2txcqJW3LajvuzYEQBpq5dd2j",
+	"jgK0JHOheWp+Wzgmj2vokkM0whsEzphg1yqAXKhjAuoMRK5jApHI8bvTJWeMJq6sY5WX3eNhJ+fOSmd8",
+	"qPNOkbisHHRVTDrQN79wa1hOmDcooOBeWdnZeUpv+HQ+rTKba+mI23a3+2KntkQC0PXqFPntqGUnaPVf",
+	"7ECVBPyQ10jgQrMxy6qKJPwkrxEBPZ0NjMKGPazkDoD7WAFJkXav2919sQMx269csi6iik0MfqZIJSep",
+	"rw1Q8XS5RARuFiYONt/bbPMSrx5q6EjWSzx0aasvenuk50MVXArqqq0v8Zn6fZcfrd70iwY7voWhdv1b",
+	"r9LfHsGoG9KOGr2/jLFtz1gNke08SdiPo+0DCZvmdP7etfo61/mpjcxSZNvct52eX4Wtxmw/InfUtioz",
+	"1WQqlSY7374kf+Y/kPbOy53t3V1yudAYlPbu4set7/bINnnDf7Dmy2JsFomP989eH/7tzeH5+f7rw0Jk",
+	"1h4ZphyqyF1SxV7ubjExlAkjl1zQbAHG2tx0ickzLiKG6oHAlcHM7d3tFyQuORJjEjR2Hoh9YrtucinI",
+	"iPJ0Dq3b/g4NXvIZLsGECcs3IhFUbsi4xrLPEy7GQbgbzRhJ5hk11M8p6wOx0+tBL0smNAo4GfjSQHBV",
+	"ICAyobMF2N9Cmun2Zi0Bv0AYHklYMvd0gVxzkcjryMDZCaK2KEXhOSPiQWiRDdDNA+8sFQa5K+NjLmiK",
+	"FawgaREFGIZnmGDgQkX28WiepkZYpjfn/B/sSPxg0AFqV1jjxc73JC7dojiAG9qZJ2iGnjJNzVF3S7I3",
+	"Qtd3zi7Ljq6wIOhr5bZcipmR7XxvaiboVIe26a8hbCJY5poY81CCsgB85OqC87XMya/xmmUsR1boNmsv",
+	"z8rL0nmKp/jCo8vw4q5mfM3sOz7WDO3Q+yIJpZ8HjcnO6b5ICv5BLjCemKZpZEVjT5GWjDhIsSybsTZo",
+	"qj5YA1LBkNCmRrXIGDYWmM2N5pvITt8nqxpiXFzbM/QAWhuS967OMnbF5VzhvB1r3AZZmuTQAJIbbOxZ",
+	"njlk03EnElNjlwVK6O07F4Yyx7bSdhwNRHl1M5ZtIfuTc210dkw9CgAEqVRDOYVQcJuYiylUGRUKT5/Q",
+	"gr1LCjYQ0HGV6IzPYNEGfo4342hwMpdST/YK4CmZglRk7XEG2LJomRmIetOMnQMtFeXt/H2uNLlkI5mx",
+	"fN02LwtNRMtihHUiuLj8HtS0KoOTqy7ZF0b1hAbLPg1st9frFLHOSi97GLIIM5RXaTPScjPTOuufAWiO",
+	"AKpwJxLJoHCJJ3jlB8zeS/eqHf/87vDd4d9O3x0fV7PnV1WX/slc8mQueTKX/A7NJfcvNxcJzhrRucxE",
+	"w9uFLI60wxzfkhZiCBzyDpmRV8c/dx5X7q4ilaujldfYiLwssMTDHYBKDOVJKv+ipfL9IEiCWoHUHDEy",
+	"jqIgWooy6NyjBP84sntu9ypj+eXCXXRrCUPUdsXXzOUdGSrhIjzkteiHZp0JBaPOQORWHSeGwTdRQYi1",
+	"8djor2PmVA5kwuLn+LeFRUwUg4Zg1kylSNtwEHZDp7MU0h1tspILlVOapp5eWbkSUlCs4wvMbFuKJ+hO",
+	"U4AT+NlNUS9tfSVy1tfGOz4HN2jGB5Z1tCdC/rUQ8jYiVyeIkBOOut8L0Z6HsSUPRrQPykEtcJHKrov7",
+	"oN0DUbTIN6Tdrs5zbMX5/RGES0iBkyuFsYorSHxO3u+NXr8rns1/OL0uQqMpvc7DTczx5noisaqTely6",
+	"XdzEE93+PdFtJHIlGnffdBtSMmqDIt/NxhlNUCyh5Bd2eS6HH1D2vJ7woa35BDsgszn4jwsByaDpPlMF",
+	"KyAEZNEs41csIgK630xlxgZCT6ggMbowYzIXhbA4l0xdVjUiLCUC057uH20d7p9brdosiw/ZM0UghYfs",
+	"nx51bAq3X18YJRf4pFfExJE2JWMmDFllCeEJWmSx2gd0BM6DsZOBQHu4c5ND8N+MCZsHMwtMWs4z6fqg",
+	"EQxty/2l1xOehuk9XEGGTweCFn/MYB80Y+RP5ydviTaKWe7Av8gPSUE/Txwi/jho5SGBg1Z/0Pr3P/81",
+	"aEWDVimnKvxNDFp4RINWX0SDFp1reQDG7UGrfyll+gkDEQWM7xYxaPV//fc///X+k01BCi29Poh2QmfM",
+	"8k9Hb83+LjzLs8vHhdspfx207MODVmSnMNgaaq/Aaj8OWoKNKYTaVbwGu05YAQwZo0qK/CscOmNpIU4j",
+	"x02L2oFfeiAwu9/h1nIRAHPQEz6euHBHCHHA5AAzua+FY+5coCkg45/Iazs219FAWGnk1fHPREvZ6RIj",
+	"WYTJWkrLmSugoyZYGDxxG1KYJgd+gOI1BjS2YZMDYc9iZJCOTOkCgpMhAjcetHgyaMV7IV1wWGw98eAG",
+	"kYZ94lk4z8lHA+5Zuhi0+h9xmP6///mvaNACsQgQyHwvEnYzaPV51XFZ0ATn9f6TQTjD9Dj6OFxGmRUB",
+	"WWJbdw1EnCOyDRyehnEcRWLkqRiDOA64hMEtm0FdUEw6HLFrZ7+1MdUF0CZcDaUQbKhVZI8HAQYuPTMO",
+	"pMphQsxAtN1ZRqSYttGJSDnxBYnPiqIUY+kiUB2dBjt7Th8Vabs8yLJP0+U80pR/YJ0uOamKmMbXMNOn",
+	"HAA8EEbqWaAN3M4BfCacpU19hg3STB81bPBFaarnCo7bJivCFYWYHMqReCwJwYV8zq/GN7Ta0SPzwHNV",
+	"cXPLvLS93e1u93q9WrcPEvgavw/4O5wrwAyzqe8n1EdZEFtmzh+9nZBj2s7Z5tBT1EXtmvPrW73uEU0V",
+	"88szjIpRcWtfRTlccxsF2eJGz6+5rZ9gr1kuQM0yqeVQpv85gZUv703ncbJyjaKG+rkvi5bDfI7C7H2D",
+	"/PMqCSjbtg07D4w6kHIY7P3xE0S9gvHR/nWG0lbjrixFOzzxfbQScrkgQQwLtq/vkv2ilRvFTBTU2M3M",
+	"aONOdw9iI6ny6aFGTANWa3M+Cy1UIB89rJCeW9ghr9Su2wdR0IGY0nQksylm9IxkZgivW1tQl53ERxic",
+	"kSfVrDW1f12WmybpnOGBPPXhX1N97gu0JlN3gp8lFfRNgcKsbkFxeKNBh5SZ0Z4yzUQYKlb0xtQTnX7h",
+	"MRSx8/RIoCV1yZ6QhyjkNWn3csWL6yCSYz8Iwl62IS9Rujw9skiZ9syp3CsRKhgbn8zHATDWWI+rTcWf",
+	"w1KcuNNbFeOBPQKxrcgTGf6d9dRDozINEnrgzG9nRNYZH9an1PtGWHwKphG+VKkaq08vF1vuIJmEorYs",
+	"28JSPySTaTqfqQjtYSOZke1dktCFGoi8P3If7WpgvGBXkD40Yxm5nBs5GIOUxnQOxgUF8RKJNYjYgkId",
+	"lx6Mb+BCYijVGRMtByJmIokhrIOSmeRCG0JrH/a1kzM6GvGhb+xqvstNMwrrfJJ9OyWWMLElBfK88IFQ",
+	"TGuzwPaLno8BRHO3gQwTSadL3oInE8zWGB375vDi7Ojg/G9nh/uv4rBPQzuGalcA+i17djFYDYfpPMEc",
+	"muARVR1i67qSvbGHv8QGqqQ7eBRtp9BGvJ2xGaNY2ca/Dieq2BXLaGrYILZV+qO1o+Egddo/GPILij/X",
+	"bKoadTjAnUDX609g2jjCV7e/9eYCmmV0Ud0bvcLbAalLpG3O6OTg6JXhvYV+3+HmgmLdBqEgyawf1gV/",
+	"poKSs+28grr1BxcMKHmjEBcwa2+CC82zmI+W59IkQznjzNnMqmBccgrcZ4v5CyylgwVuQc4CKtWGoH2W",
+	"kEReC2dEyZiS6dy8GMIRzOhynrkwerilddgCUxXWb6Qkqlv9lmGSW4ZgtRoum4mksOiIsJthOlf8Klg/",
+	"hsgXV49ufXSAQVdlAg4wEEaphgafeP0HwlOmAtoUn3L10GqPj4nknrZ8zRM9wSpOSPe65MBjWsaI4TaG",
+	"kl0BodpzWOebUbvAdFeDYsqoiAgm5dHxOAPPgBRxx7UvQEKtumTfmgS3d3d7dm4k70OapvVbz4Fe0x1/",
+	"exo0xYcP35p/tic1ffCX47ntHt3ymTPB4CKf5XuoM1/m+65Z45TeBIvETwZyt2vV/1l6RDqeUdtRzYgI",
+	"PqgG8zjliMRA3eOnJPTHbgwJnnvk3YDOjkh4QRGP82EtiUpT3UDGLJTT9pq4MFLN1ijl44mGclVQWjLM",
+	"SrNeWcX/wSJfkChvCW17KwzEUnGXQtXkYlEXEGjRa1AjQp3Dpj6zCl0WZVLnk17uLcOV31CddOAatRTI",
+	"V4Naw3AfH5z0IMDrCI+mmivNh+qJxjwajbFROh70D+6juM57kjQpQRy2WIFbUOrfFxHBrn1ziJoa6ja/",
+	"dzRiQ+3lv3k2NKKO+xPGMpqwK5VVaO4SX4etVGIMVzD65NJySk/a4CZweBRG1BKiIMj1hGUMZTTC1R7G",
+	"kQjGjeoQ2eVbyda2J3ymSCZloSNdUKa3OxCPUxb+l/AgH6fD0Ik93IMQ5jn9raCkVtMtYlEdNrj4II4a",
+	"Y3eFHIsY05jIngx5Uq245mtcwrlmqymg2y0W9FBV9R+SlwSod47UrGmp/AIiPBXL/zoqLxcOLWBQBVZS",
+	"MpOGvz3/WLgknxqJsRjWBNKn6+gFyrYgYVs+4ulit0rADBD1/grVPPylqpPQwoP4TJ1Dny7LOp0xPKT6",
+	"y7IpNhZaya2T68oX7jlGj9beO7DgwSPlVslTpkmbQj4Nw3Bsm8nZKXYFi3JBp7tOWjnExTyOyPKl889D",
+	"TH1qxj3xjJ7Y5tfBNotX6Zmyx/el0IRUjldTBKXZTFW2T7e1xyL0VsAfLpLcZROyZAWFWK/RHJvFPVEI",
+	"C4pDoZuL2KkcExvr/0QpvlJKkcrxw5OJCaOpnvyjlgbs52W1gsSrWSYhc5crks2FgFqf6H0XkpizYEJb",
+	"nF+WBH6yU37psjiu8xxUkNpE0hwQNOVX9xtRbXCEDecZ14tW/9f3RYy5YsJMPMvkZeiI8KB2yti6yBQI",
+	"ypJJ6OCwTqfTTE6ZnrC5wiw6djOTimNRWHCY5k4CnBX7WBmMUNhsBfLtFthEC/KBEqwTB0Yygf4J9DnI",
+	"a0Ha8Y+HZ2d/9VEbx0fnF4dv48h3cY23d/7Q7XV73e3+97svd+NOBIHtkA3GFZnJTPfJhGECJcu1wkLz",
+	"77lImTXB+VUrkNnz2IwPbHk1Fyd/PnxrpsyzPTHxByYTNh+PKhK7Qm4wd5/8wGjGMjKY93ovhjA2/Mli",
+	"7GVLyZ9+uegTioZFc+9x/nzN250uuYAfbZM2AJmtaqWe5eueZHI+xqXtnx5VMdjaSJUHuXoGa57PUspL",
+	"l67soq2pdApLvXcvxMOzkxXXNrhS7tTaDgtVZ9U1ljMm6Ix3F3SarrzLJzMm9k+PSCKHc7BKg6EVn7sE",
+	"IzhXBj2gSKK9lBDRC2kiCduAkL9m2s52PmPDz0DPHTBy1KIJthmn6WlmFqu5GUdncxY1gFU3D/uQl39n",
+	"w1obzBKQ23/df3PceSzqfwH2aLsGNWNDPrIgWYVCkMTRlNPb5EzoEzmkAjElt963wx6RtnvkcEKdo3nK",
+	"x5AVjkGG3/ZeDER8jkno7wS9ojw1jwZlx+uxrrJpN2zk9yA/AHxt883FPdO6b3sNwnKXT2UlAcMeL+sF",
+	"j+IQH1uXwAQNZzQjGrDb95bK2eReJUVkNqaCK+a4I7rdrOfHyClQi0FnDLGO2pqxc8Eheo5ieRlzmBnm",
+	"F/rwvXySCqcVOE5V5MIhsEVTGCGR8hEbLoYpI207OJml1DaHsHMgd64Y/ZeiGyxDP19gzbZDbsGQuRSj",
+	"jH49MVQb3cWQcILSTUJm82zMupUOqao1HJRax4J+b0M5bF1erTN+OdeMjCDZMw+cHFEh57pcQ1VP2LRb",
+	"EyBZtQJb6JqLcQRR1/BHnprr8vG5MOTNwD8otmjozjLAvae8Is22PoaHtJejqju5YOuFMiOgDic0s3Vv",
+	"aEqzqSrMbuO5liY/2n9DZjLlQ27WfnJwBF4NrCOsFkLTm6BepHluQRSfzlMjEwQTuCGqnKwHR+QI8nP0",
+	"ArpS5C7pAHtsxennO73tl73vt7+LI6IkSgcnB0d2i+ev/qxIO+Z2tK4b9gAKHcSdgZhSQccM5fviZKof",
+	"FvjMv4Zk/gyvaB6DjbJybqYK37Dubrtzt5iqnbvt0ZQwkUAMuvJh5iBakzaquBHQWKBdUUH6z7EiQimo",
+	"wFBDDAtI3Kf3n/6/AAAA//8=",
 }
 
 // decodeSpec returns the embedded OpenAPI spec as raw JSON bytes,
