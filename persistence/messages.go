@@ -19,6 +19,9 @@ type Messages struct {
 	// when coalescing is off (NewMessages).
 	puts    *coalescer[putKey, []NewMessage, []PutResult]
 	leases  *coalescer[leaseKey, LeaseRequest, leaseResult]
+	// Leases that acknowledge (LeaseAcknowledging) coalesce apart, with the in-flight batches of both kinds:
+	// each of their transactions does the work of a lease and of an acknowledgement.
+	leasesAcking *coalescer[leaseKey, LeaseRequest, leaseResult]
 	deletes *coalescer[int64, []Receipt, []bool]
 	async   bool // AsynchronousCommits
 }
@@ -37,6 +40,7 @@ func NewMessages(pool *pgxpool.Pool, coalesce bool, opts ...MessagesOption) *Mes
 		}
 		r.puts = newCoalescer(coalescedDurableInFlight, maxCoalescedMessages, func(m []NewMessage) int { return len(m) }, r.insertPlain)
 		r.leases = newCoalescer(inFlight, maxCoalescedLease, func(l LeaseRequest) int { return l.Limit }, r.leaseBatch)
+		r.leasesAcking = newCoalescer(2*inFlight, maxCoalescedLease, func(l LeaseRequest) int { return l.Limit }, r.leaseBatch)
 		r.deletes = newCoalescer(inFlight, maxCoalescedMessages, func(rc []Receipt) int { return len(rc) }, r.acknowledge)
 	}
 	return r

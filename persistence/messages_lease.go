@@ -100,7 +100,11 @@ func (r *Messages) LeaseAcknowledging(ctx context.Context, req LeaseRequest) (_ 
 		if len(req.Channels) != 1 {
 			key.owner = req.Owner // owners are dealt out per row by the single-channel lease only
 		}
-		res, err = r.leases.do(ctx, key, req)
+		leases := r.leases
+		if len(req.Acknowledge) > 0 {
+			leases = r.leasesAcking
+		}
+		res, err = leases.do(ctx, key, req)
 	} else {
 		var done deletedSet
 		res.leased, done, err = r.lease(ctx, no, req, nil, req.Acknowledge)
@@ -183,13 +187,16 @@ func (r *Messages) lease(ctx context.Context, no int64, req LeaseRequest, owners
 	query := leaseStatement(pick, deadLetter)
 	var out []LeasedMessage
 	err := r.sendRetrying(ctx, func(batch *pgx.Batch) {
+		if len(acks) > 0 {
+			// Before leasePrelude, which forces the lease's generic plan for the rest of the transaction: the
+			// acknowledgement plans as DeleteMessages' does.
+			r.commitMode(batch)
+			done = r.queueDelete(batch, no, acks)
+		}
 		if r.async {
 			batch.Queue(leasePreludeAsync)
 		} else {
 			batch.Queue(leasePrelude)
-		}
-		if len(acks) > 0 {
-			done = r.queueDelete(batch, no, acks)
 		}
 		// In the order of the single-channel statements' parameters, the common case (statement.bind).
 		query.queue(batch, arg{"queue_no", no}, arg{"group_no", req.GroupNo}, arg{"dlq", req.DLQ},
