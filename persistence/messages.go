@@ -17,13 +17,13 @@ type Messages struct {
 	nums *queueNumbers
 	// Concurrent plain puts, leases and acknowledgements of a queue run as one statement (coalesce.go); nil
 	// when coalescing is off (NewMessages).
-	puts    *coalescer[putKey, []NewMessage, []PutResult]
-	leases  *coalescer[leaseKey, LeaseRequest, leaseResult]
+	puts   *coalescer[putKey, []NewMessage, []PutResult]
+	leases *coalescer[leaseKey, LeaseRequest, leaseResult]
 	// Leases that acknowledge (LeaseAcknowledging) coalesce apart, with the in-flight batches of both kinds:
 	// each of their transactions does the work of a lease and of an acknowledgement.
 	leasesAcking *coalescer[leaseKey, LeaseRequest, leaseResult]
-	deletes *coalescer[int64, []Receipt, []bool]
-	async   bool // AsynchronousCommits
+	deletes      *coalescer[int64, []Receipt, []bool]
+	async        bool // AsynchronousCommits
 }
 
 // NewMessages builds the repository. coalesce merges concurrent calls of a queue into shared statements
