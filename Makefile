@@ -90,7 +90,7 @@ fuzz: ## run every fuzz target for FUZZTIME (default 100000 executions each)
 	done
 
 bench: ## the load benchmarks in tests/bench and the long crash run (not part of make test); the last line is BenchmarkQueue's summary
-	$(GO) test -run '^$$' -bench 'Fanout|Ordering|Watch|MetricsCost|DurabilityCost' -benchtime 1x -timeout 30m -v ./tests/bench/
+	FERRY_BENCH_CONSUME=1 $(GO) test -run '^$$' -bench 'Fanout|Ordering|Watch|MetricsCost|DurabilityCost|Consume' -benchtime 1x -timeout 30m -v ./tests/bench/
 	FERRY_FAULTS_LONG=1 $(GO) test -count=1 -run TestCrashes -timeout 20m -v ./tests/faults/
 	$(GO) test -run '^$$' -bench 'BenchmarkQueue$$' -benchtime 1x -timeout 30m -v ./tests/bench/
 

@@ -98,3 +98,27 @@ func TestDeleteAndGetMessagesOrdered(t *testing.T) {
 	require.Equal(t, []string{""}, entryCodes(next.Deleted))
 	require.Equal(t, []string{"a2"}, e2e.Contents(next.Messages))
 }
+
+// TestDeleteAndGetMessagesSingleActiveConsumer: on a single-active-consumer queue the combined call acknowledges
+// (on its own, before the consumers' decision) and leases as the active consumer, in publish order; a call
+// without consumerId is refused and acknowledges nothing.
+func TestDeleteAndGetMessagesSingleActiveConsumer(t *testing.T) {
+	t.Parallel()
+	srv, tenancyID, c := testserver.StartAdmin(t)
+	token := srv.AdminToken(t, tenancyID)
+	q := c.NewQueue(t, tenancyID, e2e.WithSingleActiveConsumer(30))
+	c.Put(t, q, e2e.Msg("s0"), e2e.Msg("s1"), e2e.Msg("s2"))
+	got := srv.Call(t, token, http.MethodGet, "/20210201/queues/"+q+"/messages?consumerId=c1&limit=1&timeoutInSeconds=0&visibilityInSeconds=60", nil)
+	require.Equal(t, http.StatusOK, got.Status, string(got.Body))
+	var first sdk.GetMessages
+	require.NoError(t, json.Unmarshal(got.Body, &first))
+	require.Equal(t, []string{"s0"}, e2e.Contents(first.Messages))
+
+	raw := srv.Call(t, token, http.MethodPost, "/20210201/queues/"+q+"/messages/actions/deleteAndGetMessages?limit=1",
+		map[string]any{"entries": []any{map[string]any{"receipt": first.Messages[0].Receipt}}})
+	e2e.RequireAPIError(t, raw.Status, raw.Body, http.StatusBadRequest, "MissingParameter")
+
+	next := deleteAndGet(t, srv, token, q, "consumerId=c1&limit=2&timeoutInSeconds=0&visibilityInSeconds=60", first.Messages[0].Receipt)
+	require.Equal(t, []string{""}, entryCodes(next.Deleted), "s0 acknowledged by this call, not by the refused one")
+	require.Equal(t, []string{"s1", "s2"}, e2e.Contents(next.Messages))
+}
