@@ -89,9 +89,11 @@ var Operations = map[string]Operation{
 	"GetMessages":    {policy.PermQueuePull, TargetQueuePath, false},
 	"DeleteMessage":  {policy.PermQueuePull, TargetQueuePath, false},
 	"DeleteMessages": {policy.PermQueuePull, TargetQueuePath, false},
-	"UpdateMessage":  {policy.PermQueuePull, TargetQueuePath, false},
-	"UpdateMessages": {policy.PermQueuePull, TargetQueuePath, false},
-	"WatchMessages":  {policy.PermQueuePull, TargetQueuePath, false},
+	// Acknowledging and leasing are both QUEUE_PULL.
+	"DeleteAndGetMessages": {policy.PermQueuePull, TargetQueuePath, false},
+	"UpdateMessage":        {policy.PermQueuePull, TargetQueuePath, false},
+	"UpdateMessages":       {policy.PermQueuePull, TargetQueuePath, false},
+	"WatchMessages":        {policy.PermQueuePull, TargetQueuePath, false},
 	// Consumers: listing them reads the queue; leaving is a consumer's own act.
 	"ListConsumers":  {policy.PermQueueRead, TargetQueuePath, false},
 	"DeleteConsumer": {policy.PermQueuePull, TargetQueuePath, false},

@@ -221,10 +221,11 @@ func TestCoalescedStatements(t *testing.T) {
 	}
 	leased, err := r.leaseBatch(ctx, leaseKey{queueNo: queueNo, channels: "ch", visibilitySeconds: 60}, reqs)
 	require.NoError(t, err)
-	require.Equal(t, []int{2, 4, 3}, []int{len(leased[0]), len(leased[1]), len(leased[2])})
+	require.Equal(t, []int{2, 4, 3}, []int{len(leased[0].leased), len(leased[1].leased), len(leased[2].leased)})
 	var ids []int64
-	for _, msgs := range leased {
-		for _, m := range msgs {
+	for _, res := range leased {
+		require.Nil(t, res.deleted, "no receipts to acknowledge")
+		for _, m := range res.leased {
 			require.Equal(t, int64(777), m.LeaseID, "held by the batch's lease")
 			require.Equal(t, int32(1), m.DeliveryCount)
 			ids = append(ids, m.ID)
@@ -258,9 +259,9 @@ func TestCoalescedStatements(t *testing.T) {
 	}
 	dealt, err := r.leaseBatch(ctx, leaseKey{queueNo: queueNo, channels: "ch", visibilitySeconds: 60}, owned)
 	require.NoError(t, err)
-	for i, msgs := range dealt {
-		require.Len(t, msgs, owned[i].Limit)
-		for _, m := range msgs {
+	for i, res := range dealt {
+		require.Len(t, res.leased, owned[i].Limit)
+		for _, m := range res.leased {
 			var owner *string
 			require.NoError(t, pool.QueryRow(ctx, `SELECT lease_owner FROM messages WHERE queue_no = $1 AND id = $2`, queueNo, m.ID).Scan(&owner))
 			if owned[i].Owner == "" {
@@ -362,4 +363,48 @@ func TestCoalescerRunsUpToMaxInFlightAtOnce(t *testing.T) {
 		defer c.mu.Unlock()
 		return len(c.running) == 0
 	}, time.Second, time.Millisecond)
+}
+
+// Leases that carry receipts to acknowledge (LeaseAcknowledging), coalesced into one transaction: each request
+// learns which of its own receipts deleted their message (a receipt of another lease deletes nothing), the
+// acknowledged messages are gone before the lease picks, and the lease deals out the rest.
+func TestLeaseAcknowledgingBatch(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	pool := connectTest(t, testdb.New(t))
+	r := NewMessages(pool, true)
+	const queueNo = 43
+	var batch []NewMessage
+	for k := range 10 {
+		batch = append(batch, NewMessage{ChannelID: "ch", SizeBytes: 4, Content: strconv.Itoa(k), Groups: []int32{0}})
+	}
+	_, err := r.insertPlain(ctx, putKey{queueNo: queueNo, retentionSeconds: 3600}, [][]NewMessage{batch})
+	require.NoError(t, err)
+	lease := LeaseRequest{Channels: []string{"ch"}, VisibilitySeconds: 60, LeaseID: 5, Limit: 4}
+	first, err := r.leaseBatch(ctx, leaseKey{queueNo: queueNo, channels: "ch", visibilitySeconds: 60}, []LeaseRequest{lease})
+	require.NoError(t, err)
+	require.Len(t, first[0].leased, 4)
+	receipt := func(m LeasedMessage) Receipt { return Receipt{ID: m.ID, LeaseID: m.LeaseID} }
+	held := first[0].leased
+
+	// Two requests in one statement: the first acknowledges two of the leased messages and a receipt of a message
+	// that does not exist, the second the other two; they lease 3 + 4 of the 6 left.
+	a, b := lease, lease
+	a.LeaseID, a.Limit = 6, 3
+	a.Acknowledge = []Receipt{receipt(held[0]), {ID: held[3].ID + 1000, LeaseID: 5}, receipt(held[1])}
+	b.Acknowledge = []Receipt{receipt(held[2]), receipt(held[3])}
+	got, err := r.leaseBatch(ctx, leaseKey{queueNo: queueNo, channels: "ch", visibilitySeconds: 60}, []LeaseRequest{a, b})
+	require.NoError(t, err)
+	require.Equal(t, []bool{true, false, true}, got[0].deleted)
+	require.Equal(t, []bool{true, true}, got[1].deleted)
+	require.Len(t, got[0].leased, 3)
+	require.Len(t, got[1].leased, 3, "6 messages were left for limits 3 + 4")
+	for _, res := range got {
+		for _, m := range res.leased {
+			require.NotContains(t, []int64{held[0].ID, held[1].ID, held[2].ID, held[3].ID}, m.ID, "an acknowledged message is not leased again")
+		}
+	}
+	var left int
+	require.NoError(t, pool.QueryRow(ctx, `SELECT count(*) FROM messages WHERE queue_no = $1`, queueNo).Scan(&left))
+	require.Equal(t, 6, left)
 }

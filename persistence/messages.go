@@ -17,10 +17,13 @@ type Messages struct {
 	nums *queueNumbers
 	// Concurrent plain puts, leases and acknowledgements of a queue run as one statement (coalesce.go); nil
 	// when coalescing is off (NewMessages).
-	puts    *coalescer[putKey, []NewMessage, []PutResult]
-	leases  *coalescer[leaseKey, LeaseRequest, []LeasedMessage]
-	deletes *coalescer[int64, []Receipt, []bool]
-	async   bool // AsynchronousCommits
+	puts   *coalescer[putKey, []NewMessage, []PutResult]
+	leases *coalescer[leaseKey, LeaseRequest, leaseResult]
+	// Leases that acknowledge (LeaseAcknowledging) coalesce apart, with the in-flight batches of both kinds:
+	// each of their transactions does the work of a lease and of an acknowledgement.
+	leasesAcking *coalescer[leaseKey, LeaseRequest, leaseResult]
+	deletes      *coalescer[int64, []Receipt, []bool]
+	async        bool // AsynchronousCommits
 }
 
 // NewMessages builds the repository. coalesce merges concurrent calls of a queue into shared statements
@@ -37,6 +40,7 @@ func NewMessages(pool *pgxpool.Pool, coalesce bool, opts ...MessagesOption) *Mes
 		}
 		r.puts = newCoalescer(coalescedDurableInFlight, maxCoalescedMessages, func(m []NewMessage) int { return len(m) }, r.insertPlain)
 		r.leases = newCoalescer(inFlight, maxCoalescedLease, func(l LeaseRequest) int { return l.Limit }, r.leaseBatch)
+		r.leasesAcking = newCoalescer(2*inFlight, maxCoalescedLease, func(l LeaseRequest) int { return l.Limit }, r.leaseBatch)
 		r.deletes = newCoalescer(inFlight, maxCoalescedMessages, func(rc []Receipt) int { return len(rc) }, r.acknowledge)
 	}
 	return r
@@ -112,6 +116,9 @@ type LeaseRequest struct {
 	// Owner is the consumer the messages are leased to (a watch's consumer: its messages are released when it
 	// leaves); "" = nobody in particular (GetMessages).
 	Owner string
+	// Acknowledge holds receipts to acknowledge in the lease's transaction, before it leases (LeaseAcknowledging):
+	// plain receipts only (not of ordered messages).
+	Acknowledge []Receipt
 }
 
 // ConsumerLeaseRequest is a lease on a single-active-consumer queue: Consumer registers (or renews) first, and

@@ -81,15 +81,16 @@ func (r *Messages) deleteReceipts(ctx context.Context, queueNo int64, queueID st
 	ordered bool) (done deletedSet, unblocked int, err error) {
 	groups, ids, leases, dlqs := receiptArrays(receipts)
 	err = r.sendRetrying(ctx, func(batch *pgx.Batch) {
-		done, unblocked = make(deletedSet, len(receipts)), 0
-		query := messagesDelete
-		if ordered {
-			messagesLockReceiptGroups.queue(batch, arg{"queue_id", queueID}, arg{"queue_no", queueNo},
-				arg{"group_nos", groups}, arg{"ids", ids})
-			query = messagesDeleteOrdered
+		if !ordered {
+			r.commitMode(batch)
+			done = r.queueDelete(batch, queueNo, receipts)
+			return
 		}
+		done, unblocked = make(deletedSet, len(receipts)), 0
+		messagesLockReceiptGroups.queue(batch, arg{"queue_id", queueID}, arg{"queue_no", queueNo},
+			arg{"group_nos", groups}, arg{"ids", ids})
 		r.commitMode(batch)
-		query.queue(batch, arg{"group_nos", groups}, arg{"ids", ids}, arg{"lease_ids", leases}, arg{"dlqs", dlqs},
+		messagesDeleteOrdered.queue(batch, arg{"group_nos", groups}, arg{"ids", ids}, arg{"lease_ids", leases}, arg{"dlqs", dlqs},
 			arg{"queue_no", queueNo}).Query(func(rows pgx.Rows) error {
 			var g int32
 			var id, lease int64
@@ -104,12 +105,38 @@ func (r *Messages) deleteReceipts(ctx context.Context, queueNo int64, queueID st
 			})
 			return err
 		})
-		if sharedIDs := sharedOf(receipts); len(sharedIDs) > 0 {
-			// After the delete, in the same transaction: the bodies of shared messages whose last copy it was.
-			messagesDeleteBodies.queue(batch, arg{"queue_no", queueNo}, arg{"ids", sharedIDs})
-		}
+		queueDeleteBodies(batch, queueNo, receipts)
 	})
 	return done, unblocked, err
+}
+
+// queueDelete queues the acknowledgement of plain receipts (none of an ordered message) on batch, and the
+// deletion of the bodies of shared messages whose last copy it deletes; the returned set fills in with the
+// messages it deleted as the batch's results are read.
+func (r *Messages) queueDelete(batch *pgx.Batch, queueNo int64, receipts []Receipt) deletedSet {
+	groups, ids, leases, dlqs := receiptArrays(receipts)
+	done := make(deletedSet, len(receipts))
+	messagesDelete.queue(batch, arg{"group_nos", groups}, arg{"ids", ids}, arg{"lease_ids", leases}, arg{"dlqs", dlqs},
+		arg{"queue_no", queueNo}).Query(func(rows pgx.Rows) error {
+		var g int32
+		var id, lease int64
+		var unblockedRow bool // always false: this statement unblocks nothing
+		_, err := pgx.ForEachRow(rows, []any{&g, &id, &unblockedRow, &lease}, func() error {
+			done[receiptKey{g, id, lease}] = true
+			return nil
+		})
+		return err
+	})
+	queueDeleteBodies(batch, queueNo, receipts)
+	return done
+}
+
+// queueDeleteBodies queues, after an acknowledgement in the same transaction, the deletion of the bodies of the
+// receipts' shared messages whose last copy it was.
+func queueDeleteBodies(batch *pgx.Batch, queueNo int64, receipts []Receipt) {
+	if sharedIDs := sharedOf(receipts); len(sharedIDs) > 0 {
+		messagesDeleteBodies.queue(batch, arg{"queue_no", queueNo}, arg{"ids", sharedIDs})
+	}
 }
 
 // sharedOf returns the ids of the receipts' messages whose content is stored once for several groups.

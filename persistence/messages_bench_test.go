@@ -49,7 +49,7 @@ func BenchmarkLease(b *testing.B) {
 			b.ResetTimer()
 			for i := range b.N {
 				req.LeaseID = int64(i + 1)
-				got, err := r.lease(ctx, no, req, nil)
+				got, _, err := r.lease(ctx, no, req, nil, nil)
 				if err != nil {
 					b.Fatal(err)
 				}

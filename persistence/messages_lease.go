@@ -80,22 +80,47 @@ func leaseStatement(pick leasePick, deadLetter bool) *statement {
 // Lease leases up to req.Limit messages in one statement (shared with concurrent leases of the same kind: the
 // messages' LeaseID then is the one of the first request).
 func (r *Messages) Lease(ctx context.Context, req LeaseRequest) ([]LeasedMessage, error) {
+	req.Acknowledge = nil
+	out, _, err := r.LeaseAcknowledging(ctx, req)
+	return out, err
+}
+
+// LeaseAcknowledging acknowledges req.Acknowledge (plain receipts: none of an ordered message) and then leases,
+// in one transaction: one round trip and one commit (one WAL flush) for both, shared with the concurrent leases
+// of the same kind. deleted reports per receipt whether it deleted the message, as Delete does.
+func (r *Messages) LeaseAcknowledging(ctx context.Context, req LeaseRequest) (_ []LeasedMessage, deleted []bool, err error) {
 	no, err := r.nums.of(ctx, req.QueueID)
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
-	var out []LeasedMessage
+	var res leaseResult
 	if r.leases != nil {
 		key := leaseKey{queueNo: no, groupNo: req.GroupNo, dlq: req.DLQ, channels: strings.Join(req.Channels, "\x00"),
 			visibilitySeconds: req.VisibilitySeconds, maxDeliveries: req.MaxDeliveries}
 		if len(req.Channels) != 1 {
 			key.owner = req.Owner // owners are dealt out per row by the single-channel lease only
 		}
-		out, err = r.leases.do(ctx, key, req)
+		leases := r.leases
+		if len(req.Acknowledge) > 0 {
+			leases = r.leasesAcking
+		}
+		res, err = leases.do(ctx, key, req)
 	} else {
-		out, err = r.lease(ctx, no, req, nil)
+		var done deletedSet
+		res.leased, done, err = r.lease(ctx, no, req, nil, req.Acknowledge)
+		res.deleted = done.of(req.Acknowledge)
 	}
-	return out, interpretError("leasing messages", err)
+	if err != nil {
+		return nil, nil, interpretError("leasing messages", err)
+	}
+	return res.leased, res.deleted, nil
+}
+
+// leaseResult is a lease's outcome for one request: what it leased, and per receipt of its Acknowledge whether
+// it deleted the message.
+type leaseResult struct {
+	leased  []LeasedMessage
+	deleted []bool
 }
 
 // leaseKey groups the leases that can share a statement: everything of LeaseRequest but the limit and lease id.
@@ -110,10 +135,15 @@ type leaseKey struct {
 
 // leaseBatch leases for concurrent requests (coalescer) in one statement, under the first request's lease id,
 // and deals the leased messages out in id order, each request up to its limit. Requests of different owners
-// (watches) share a single-channel lease that gives each row its request's owner.
-func (r *Messages) leaseBatch(ctx context.Context, key leaseKey, items []LeaseRequest) ([][]LeasedMessage, error) {
+// (watches) share a single-channel lease that gives each row its request's owner. The requests' receipts to
+// acknowledge are deleted first, in the same transaction.
+func (r *Messages) leaseBatch(ctx context.Context, key leaseKey, items []LeaseRequest) ([]leaseResult, error) {
 	req := items[0]
 	var owners []*string // per slot, when the owners differ
+	var acks []Receipt
+	for _, it := range items {
+		acks = append(acks, it.Acknowledge...)
+	}
 	for _, it := range items[1:] {
 		req.Limit += it.Limit
 		if it.Owner != req.Owner && owners == nil {
@@ -127,21 +157,25 @@ func (r *Messages) leaseBatch(ctx context.Context, key leaseKey, items []LeaseRe
 			}
 		}
 	}
-	leased, err := r.lease(ctx, key.queueNo, req, owners)
+	leased, done, err := r.lease(ctx, key.queueNo, req, owners, acks)
 	if err != nil {
 		return nil, err
 	}
-	out := make([][]LeasedMessage, len(items))
+	out := make([]leaseResult, len(items))
 	for i, it := range items {
 		n := min(it.Limit, len(leased))
-		out[i], leased = leased[:n:n], leased[n:]
+		out[i].leased, leased = leased[:n:n], leased[n:]
+		if it.Acknowledge != nil {
+			out[i].deleted = done.of(it.Acknowledge)
+		}
 	}
 	return out, nil
 }
 
 // lease runs the lease statement; owners (a single channel only) gives the k-th row by id the k-th owner
-// instead of req.Owner to every row.
-func (r *Messages) lease(ctx context.Context, no int64, req LeaseRequest, owners []*string) ([]LeasedMessage, error) {
+// instead of req.Owner to every row. acks (plain receipts) are acknowledged first, in the same transaction: done
+// holds the messages it deleted.
+func (r *Messages) lease(ctx context.Context, no int64, req LeaseRequest, owners []*string, acks []Receipt) (_ []LeasedMessage, done deletedSet, _ error) {
 	deadLetter := req.MaxDeliveries > 0 && !req.DLQ
 	pick, owner := pickChannels, arg{"owner", nilIfEmpty(req.Owner)}
 	switch {
@@ -153,6 +187,12 @@ func (r *Messages) lease(ctx context.Context, no int64, req LeaseRequest, owners
 	query := leaseStatement(pick, deadLetter)
 	var out []LeasedMessage
 	err := r.sendRetrying(ctx, func(batch *pgx.Batch) {
+		if len(acks) > 0 {
+			// Before leasePrelude, which forces the lease's generic plan for the rest of the transaction: the
+			// acknowledgement plans as DeleteMessages' does.
+			r.commitMode(batch)
+			done = r.queueDelete(batch, no, acks)
+		}
 		if r.async {
 			batch.Queue(leasePreludeAsync)
 		} else {
@@ -167,7 +207,7 @@ func (r *Messages) lease(ctx context.Context, no int64, req LeaseRequest, owners
 			return err
 		})
 	})
-	return out, err
+	return out, done, err
 }
 
 // LeaseAsConsumer registers (or renews) the consumer of a single-active-consumer queue, decides who is the

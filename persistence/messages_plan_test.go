@@ -158,8 +158,8 @@ func TestPlans(t *testing.T) {
 }
 
 // assertLeasePlan: the pick (the CTE next, picked or candidates) scans messages by pickIndex only; each update of
-// messages (the lease's, and the unblocking of dead-lettering variants) finds its rows by primary key; nothing
-// scans messages sequentially.
+// messages finds its rows by ctid (the lease's: the rows its pick locked) or by primary key (the unblocking of
+// dead-lettering variants); nothing scans messages sequentially.
 func assertLeasePlan(t *testing.T, name string, plan planNode, pickIndex string, deadLetter bool) {
 	t.Helper()
 	picks := plan.find(func(n planNode) bool {
@@ -177,8 +177,12 @@ func assertLeasePlan(t *testing.T, name string, plan planNode, pickIndex string,
 	}
 	updates := plan.find(func(n planNode) bool { return n.NodeType == "ModifyTable" && n.Operation == "Update" })
 	require.Len(t, updates, map[bool]int{false: 1, true: 2}[deadLetter], "%s: the lease, and the unblocking", name)
-	for _, u := range updates {
-		require.Equal(t, []string{"Index Scan/messages_pkey"}, u.scans(), "%s updates by primary key", name)
+	for i, u := range updates {
+		if i == 0 {
+			require.Equal(t, []string{"Tid Scan/"}, u.scans(), "%s leases the picked rows by ctid", name)
+		} else {
+			require.Equal(t, []string{"Index Scan/messages_pkey"}, u.scans(), "%s unblocks by primary key", name)
+		}
 	}
 	require.Empty(t, plan.find(func(n planNode) bool { return n.RelationName == "messages" && n.NodeType == "Seq Scan" }), name)
 }

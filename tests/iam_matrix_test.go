@@ -219,6 +219,12 @@ func iamMatrixRows() []iamMatrixRow {
 				return iamRequest{"POST", v + "/queues/" + q + "/messages/actions/deleteMessages",
 					map[string]any{"entries": []any{map[string]any{"receipt": r}}}}
 			}},
+		{op: "DeleteAndGetMessages", allow: "use queue-pull", deny: []string{"read queue-pull", "manage queue-push", "manage queues"}, want: http.StatusOK,
+			setup: func(t *testing.T, m *iamMatrix) iamRequest {
+				q, r := m.receipt(t)
+				return iamRequest{"POST", v + "/queues/" + q + "/messages/actions/deleteAndGetMessages?timeoutInSeconds=0",
+					map[string]any{"entries": []any{map[string]any{"receipt": r}}}}
+			}},
 		{op: "UpdateMessage", allow: "use queue-pull", deny: []string{"read queue-pull", "manage queue-push", "manage queues"}, want: http.StatusOK,
 			setup: func(t *testing.T, m *iamMatrix) iamRequest {
 				q, r := m.receipt(t)

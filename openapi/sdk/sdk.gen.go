@@ -1213,6 +1213,15 @@ type CreateQueueDetails struct {
 // Example: {"Operations":{"CostCenter":"42"}}
 type DefinedTags map[string]map[string]interface{}
 
+// DeleteAndGetMessagesResult The result of DeleteAndGetMessages.
+type DeleteAndGetMessagesResult struct {
+	// Deleted The result of DeleteMessages.
+	Deleted DeleteMessagesResult `json:"deleted"`
+
+	// Messages The leased messages (possibly none).
+	Messages []GetMessage `json:"messages"`
+}
+
 // DeleteMessagesDetails A batch of messages to delete.
 type DeleteMessagesDetails struct {
 	// Entries The messages to delete (1..32, as many as one GetMessages returns).
@@ -2919,6 +2928,42 @@ type PutMessagesParams struct {
 	OpcRequestId *OpcRequestIdHeader `json:"opc-request-id,omitempty"`
 }
 
+// DeleteAndGetMessagesParams defines parameters for DeleteAndGetMessages.
+type DeleteAndGetMessagesParams struct {
+	// ConsumerGroupId The consumer group the call addresses: its OCID or its `displayName`. Absent = the primary consumer
+	// group.
+	ConsumerGroupId *ConsumerGroupIdQuery `form:"consumerGroupId,omitempty" json:"consumerGroupId,omitempty"`
+
+	// ConsumerId The caller's consumer id on a single-active-consumer queue (required there, ignored elsewhere). Same as the
+	// `X-Ferry-Consumer-Id` header; when both are sent they must be equal.
+	ConsumerId *ConsumerIdQuery `form:"consumerId,omitempty" json:"consumerId,omitempty"`
+
+	// Limit The maximum number of messages to lease (1..32).
+	Limit *int `form:"limit,omitempty" json:"limit,omitempty"`
+
+	// VisibilityInSeconds How long the leased messages stay invisible to other consumers, in seconds (0..43200). Defaults to the
+	// queue's `visibilityInSeconds`.
+	VisibilityInSeconds *int `form:"visibilityInSeconds,omitempty" json:"visibilityInSeconds,omitempty"`
+
+	// TimeoutInSeconds How long to wait for a first visible message, in seconds (0..30; 0 answers at once). Defaults to the
+	// queue's `timeoutInSeconds`.
+	TimeoutInSeconds *int `form:"timeoutInSeconds,omitempty" json:"timeoutInSeconds,omitempty"`
+
+	// ChannelFilter Restricts the operation to one channel (an exact channel id) or to the channels whose id starts with a
+	// prefix (the prefix followed by `*`, for example `orders-*`).
+	ChannelFilter *ChannelFilterQuery `form:"channelFilter,omitempty" json:"channelFilter,omitempty"`
+
+	// Dlq When true, the operation addresses the queue's dead-letter queue instead of the queue itself.
+	Dlq *DlqQuery `form:"dlq,omitempty" json:"dlq,omitempty"`
+
+	// OpcRequestId A caller-chosen unique id for this request (for log correlation); it is echoed in the `opc-request-id`
+	// response header. When absent the server generates one.
+	OpcRequestId *OpcRequestIdHeader `json:"opc-request-id,omitempty"`
+
+	// XFerryConsumerId The caller's consumer id, as the `consumerId` query parameter.
+	XFerryConsumerId *ConsumerIdHeader `json:"X-Ferry-Consumer-Id,omitempty"`
+}
+
 // DeleteMessagesParams defines parameters for DeleteMessages.
 type DeleteMessagesParams struct {
 	// ConsumerGroupId The consumer group the call addresses: its OCID or its `displayName`. Absent = the primary consumer
@@ -3223,6 +3268,9 @@ type RedriveMessagesJSONRequestBody = RedriveMessagesDetails
 
 // PutMessagesJSONRequestBody defines body for PutMessages for application/json ContentType.
 type PutMessagesJSONRequestBody = PutMessagesDetails
+
+// DeleteAndGetMessagesJSONRequestBody defines body for DeleteAndGetMessages for application/json ContentType.
+type DeleteAndGetMessagesJSONRequestBody = DeleteMessagesDetails
 
 // DeleteMessagesJSONRequestBody defines body for DeleteMessages for application/json ContentType.
 type DeleteMessagesJSONRequestBody = DeleteMessagesDetails
@@ -3872,6 +3920,40 @@ type ClientInterface interface {
 	//
 	// Corresponds with POST /20210201/queues/{queueId}/messages (the `PutMessages` operationId).
 	PutMessages(ctx context.Context, queueId QueueIdPath, params *PutMessagesParams, body PutMessagesJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// DeleteAndGetMessagesWithBody Acknowledge a batch and lease the next one (ferry extension)
+	//
+	// DeleteMessages and GetMessages in one call, for a consumer that acknowledges each batch when it asks for
+	// the next one (as streaming pulls do): the body is DeleteMessages' (the receipts of the previous batch),
+	// the query parameters are GetMessages', and the answer holds the leased messages and, under `deleted`,
+	// DeleteMessages' per-entry outcome. The acknowledgement commits in the same transaction as the lease (one
+	// round trip and one durable commit for both; receipts of ordered messages, and calls on a queue with
+	// `isSingleActiveConsumer`, commit their acknowledgement just before the lease), and it is durable when the
+	// call answers 200, as DeleteMessages' is. An invalid request (400) acknowledges nothing; once the
+	// acknowledgement is made, the call waits up to `timeoutInSeconds` for messages as GetMessages does.
+	// Authorized as GetMessages and DeleteMessages (`QUEUE_PULL`).
+	//
+	// Takes any type of body and a specified content type.
+	//
+	// Corresponds with POST /20210201/queues/{queueId}/messages/actions/deleteAndGetMessages (the `DeleteAndGetMessages` operationId).
+	DeleteAndGetMessagesWithBody(ctx context.Context, queueId QueueIdPath, params *DeleteAndGetMessagesParams, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// DeleteAndGetMessages Acknowledge a batch and lease the next one (ferry extension)
+	//
+	// DeleteMessages and GetMessages in one call, for a consumer that acknowledges each batch when it asks for
+	// the next one (as streaming pulls do): the body is DeleteMessages' (the receipts of the previous batch),
+	// the query parameters are GetMessages', and the answer holds the leased messages and, under `deleted`,
+	// DeleteMessages' per-entry outcome. The acknowledgement commits in the same transaction as the lease (one
+	// round trip and one durable commit for both; receipts of ordered messages, and calls on a queue with
+	// `isSingleActiveConsumer`, commit their acknowledgement just before the lease), and it is durable when the
+	// call answers 200, as DeleteMessages' is. An invalid request (400) acknowledges nothing; once the
+	// acknowledgement is made, the call waits up to `timeoutInSeconds` for messages as GetMessages does.
+	// Authorized as GetMessages and DeleteMessages (`QUEUE_PULL`).
+	//
+	// Takes a body of the `application/json` content type.
+	//
+	// Corresponds with POST /20210201/queues/{queueId}/messages/actions/deleteAndGetMessages (the `DeleteAndGetMessages` operationId).
+	DeleteAndGetMessages(ctx context.Context, queueId QueueIdPath, params *DeleteAndGetMessagesParams, body DeleteAndGetMessagesJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error)
 
 	// DeleteMessagesWithBody Acknowledge (delete) messages in a batch
 	//
@@ -5191,6 +5273,60 @@ func (c *Client) PutMessagesWithBody(ctx context.Context, queueId QueueIdPath, p
 // Corresponds with POST /20210201/queues/{queueId}/messages (the `PutMessages` operationId).
 func (c *Client) PutMessages(ctx context.Context, queueId QueueIdPath, params *PutMessagesParams, body PutMessagesJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error) {
 	req, err := NewPutMessagesRequest(c.Server, queueId, params, body)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// DeleteAndGetMessagesWithBody Acknowledge a batch and lease the next one (ferry extension)
+//
+// DeleteMessages and GetMessages in one call, for a consumer that acknowledges each batch when it asks for
+// the next one (as streaming pulls do): the body is DeleteMessages' (the receipts of the previous batch),
+// the query parameters are GetMessages', and the answer holds the leased messages and, under `deleted`,
+// DeleteMessages' per-entry outcome. The acknowledgement commits in the same transaction as the lease (one
+// round trip and one durable commit for both; receipts of ordered messages, and calls on a queue with
+// `isSingleActiveConsumer`, commit their acknowledgement just before the lease), and it is durable when the
+// call answers 200, as DeleteMessages' is. An invalid request (400) acknowledges nothing; once the
+// acknowledgement is made, the call waits up to `timeoutInSeconds` for messages as GetMessages does.
+// Authorized as GetMessages and DeleteMessages (`QUEUE_PULL`).
+//
+// Takes any type of body and a specified content type.
+//
+// Corresponds with POST /20210201/queues/{queueId}/messages/actions/deleteAndGetMessages (the `DeleteAndGetMessages` operationId).
+func (c *Client) DeleteAndGetMessagesWithBody(ctx context.Context, queueId QueueIdPath, params *DeleteAndGetMessagesParams, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewDeleteAndGetMessagesRequestWithBody(c.Server, queueId, params, contentType, body)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// DeleteAndGetMessages Acknowledge a batch and lease the next one (ferry extension)
+//
+// DeleteMessages and GetMessages in one call, for a consumer that acknowledges each batch when it asks for
+// the next one (as streaming pulls do): the body is DeleteMessages' (the receipts of the previous batch),
+// the query parameters are GetMessages', and the answer holds the leased messages and, under `deleted`,
+// DeleteMessages' per-entry outcome. The acknowledgement commits in the same transaction as the lease (one
+// round trip and one durable commit for both; receipts of ordered messages, and calls on a queue with
+// `isSingleActiveConsumer`, commit their acknowledgement just before the lease), and it is durable when the
+// call answers 200, as DeleteMessages' is. An invalid request (400) acknowledges nothing; once the
+// acknowledgement is made, the call waits up to `timeoutInSeconds` for messages as GetMessages does.
+// Authorized as GetMessages and DeleteMessages (`QUEUE_PULL`).
+//
+// Takes a body of the `application/json` content type.
+//
+// Corresponds with POST /20210201/queues/{queueId}/messages/actions/deleteAndGetMessages (the `DeleteAndGetMessages` operationId).
+func (c *Client) DeleteAndGetMessages(ctx context.Context, queueId QueueIdPath, params *DeleteAndGetMessagesParams, body DeleteAndGetMessagesJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewDeleteAndGetMessagesRequest(c.Server, queueId, params, body)
 	if err != nil {
 		return nil, err
 	}
@@ -8538,6 +8674,178 @@ func NewPutMessagesRequestWithBody(server string, queueId QueueIdPath, params *P
 	return req, nil
 }
 
+// NewDeleteAndGetMessagesRequest calls the generic DeleteAndGetMessages builder with application/json body
+func NewDeleteAndGetMessagesRequest(server string, queueId QueueIdPath, params *DeleteAndGetMessagesParams, body DeleteAndGetMessagesJSONRequestBody) (*http.Request, error) {
+	var bodyReader io.Reader
+	buf, err := json.Marshal(body)
+	if err != nil {
+		return nil, err
+	}
+	bodyReader = bytes.NewReader(buf)
+	return NewDeleteAndGetMessagesRequestWithBody(server, queueId, params, "application/json", bodyReader)
+}
+
+// NewDeleteAndGetMessagesRequestWithBody constructs an http.Request for the DeleteAndGetMessages method, with any body, and a specified content type
+func NewDeleteAndGetMessagesRequestWithBody(server string, queueId QueueIdPath, params *DeleteAndGetMessagesParams, contentType string, body io.Reader) (*http.Request, error) {
+	var err error
+
+	var pathParam0 string
+
+	pathParam0, err = runtime.StyleParamWithOptions("simple", false, "queueId", queueId, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationPath, Type: "string", Format: ""})
+	if err != nil {
+		return nil, err
+	}
+
+	serverURL, err := url.Parse(server)
+	if err != nil {
+		return nil, err
+	}
+
+	operationPath := fmt.Sprintf("/20210201/queues/%s/messages/actions/deleteAndGetMessages", pathParam0)
+	if operationPath[0] == '/' {
+		operationPath = "." + operationPath
+	}
+
+	queryURL, err := serverURL.Parse(operationPath)
+	if err != nil {
+		return nil, err
+	}
+
+	if params != nil {
+		// queryValues collects non-styled parameters (passthrough, JSON)
+		// that are safe to round-trip through url.Values.Encode().
+		queryValues := queryURL.Query()
+		// rawQueryFragments collects pre-encoded query fragments from
+		// styled parameters, preserving literal commas as delimiters
+		// per the OpenAPI spec (e.g. "color=blue,black,brown").
+		var rawQueryFragments []string
+
+		if params.ConsumerGroupId != nil {
+
+			if queryFrag, err := runtime.StyleParamWithOptions("form", true, "consumerGroupId", *params.ConsumerGroupId, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			} else {
+				for _, qp := range strings.Split(queryFrag, "&") {
+					rawQueryFragments = append(rawQueryFragments, qp)
+				}
+			}
+
+		}
+
+		if params.ConsumerId != nil {
+
+			if queryFrag, err := runtime.StyleParamWithOptions("form", true, "consumerId", *params.ConsumerId, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			} else {
+				for _, qp := range strings.Split(queryFrag, "&") {
+					rawQueryFragments = append(rawQueryFragments, qp)
+				}
+			}
+
+		}
+
+		if params.Limit != nil {
+
+			if queryFrag, err := runtime.StyleParamWithOptions("form", true, "limit", *params.Limit, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			} else {
+				for _, qp := range strings.Split(queryFrag, "&") {
+					rawQueryFragments = append(rawQueryFragments, qp)
+				}
+			}
+
+		}
+
+		if params.VisibilityInSeconds != nil {
+
+			if queryFrag, err := runtime.StyleParamWithOptions("form", true, "visibilityInSeconds", *params.VisibilityInSeconds, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			} else {
+				for _, qp := range strings.Split(queryFrag, "&") {
+					rawQueryFragments = append(rawQueryFragments, qp)
+				}
+			}
+
+		}
+
+		if params.TimeoutInSeconds != nil {
+
+			if queryFrag, err := runtime.StyleParamWithOptions("form", true, "timeoutInSeconds", *params.TimeoutInSeconds, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			} else {
+				for _, qp := range strings.Split(queryFrag, "&") {
+					rawQueryFragments = append(rawQueryFragments, qp)
+				}
+			}
+
+		}
+
+		if params.ChannelFilter != nil {
+
+			if queryFrag, err := runtime.StyleParamWithOptions("form", true, "channelFilter", *params.ChannelFilter, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			} else {
+				for _, qp := range strings.Split(queryFrag, "&") {
+					rawQueryFragments = append(rawQueryFragments, qp)
+				}
+			}
+
+		}
+
+		if params.Dlq != nil {
+
+			if queryFrag, err := runtime.StyleParamWithOptions("form", true, "dlq", *params.Dlq, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "boolean", Format: ""}); err != nil {
+				return nil, err
+			} else {
+				for _, qp := range strings.Split(queryFrag, "&") {
+					rawQueryFragments = append(rawQueryFragments, qp)
+				}
+			}
+
+		}
+
+		if encoded := queryValues.Encode(); encoded != "" {
+			rawQueryFragments = append(rawQueryFragments, encoded)
+		}
+		queryURL.RawQuery = strings.Join(rawQueryFragments, "&")
+	}
+
+	req, err := http.NewRequest(http.MethodPost, queryURL.String(), body)
+	if err != nil {
+		return nil, err
+	}
+
+	req.Header.Add("Content-Type", contentType)
+
+	if params != nil {
+
+		if params.OpcRequestId != nil {
+			var headerParam0 string
+
+			headerParam0, err = runtime.StyleParamWithOptions("simple", false, "opc-request-id", *params.OpcRequestId, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationHeader, Type: "string", Format: ""})
+			if err != nil {
+				return nil, err
+			}
+
+			req.Header.Set("opc-request-id", headerParam0)
+		}
+
+		if params.XFerryConsumerId != nil {
+			var headerParam1 string
+
+			headerParam1, err = runtime.StyleParamWithOptions("simple", false, "X-Ferry-Consumer-Id", *params.XFerryConsumerId, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationHeader, Type: "string", Format: ""})
+			if err != nil {
+				return nil, err
+			}
+
+			req.Header.Set("X-Ferry-Consumer-Id", headerParam1)
+		}
+
+	}
+
+	return req, nil
+}
+
 // NewDeleteMessagesRequest calls the generic DeleteMessages builder with application/json body
 func NewDeleteMessagesRequest(server string, queueId QueueIdPath, params *DeleteMessagesParams, body DeleteMessagesJSONRequestBody) (*http.Request, error) {
 	var bodyReader io.Reader
@@ -10743,6 +11051,40 @@ type ClientWithResponsesInterface interface {
 	//
 	// Corresponds with POST /20210201/queues/{queueId}/messages (the `PutMessages` operationId).
 	PutMessagesWithResponse(ctx context.Context, queueId QueueIdPath, params *PutMessagesParams, body PutMessagesJSONRequestBody, reqEditors ...RequestEditorFn) (*PutMessagesResponse, error)
+
+	// DeleteAndGetMessagesWithBodyWithResponse Acknowledge a batch and lease the next one (ferry extension)
+	//
+	// DeleteMessages and GetMessages in one call, for a consumer that acknowledges each batch when it asks for
+	// the next one (as streaming pulls do): the body is DeleteMessages' (the receipts of the previous batch),
+	// the query parameters are GetMessages', and the answer holds the leased messages and, under `deleted`,
+	// DeleteMessages' per-entry outcome. The acknowledgement commits in the same transaction as the lease (one
+	// round trip and one durable commit for both; receipts of ordered messages, and calls on a queue with
+	// `isSingleActiveConsumer`, commit their acknowledgement just before the lease), and it is durable when the
+	// call answers 200, as DeleteMessages' is. An invalid request (400) acknowledges nothing; once the
+	// acknowledgement is made, the call waits up to `timeoutInSeconds` for messages as GetMessages does.
+	// Authorized as GetMessages and DeleteMessages (`QUEUE_PULL`).
+	//
+	// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with POST /20210201/queues/{queueId}/messages/actions/deleteAndGetMessages (the `DeleteAndGetMessages` operationId).
+	DeleteAndGetMessagesWithBodyWithResponse(ctx context.Context, queueId QueueIdPath, params *DeleteAndGetMessagesParams, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*DeleteAndGetMessagesResponse, error)
+
+	// DeleteAndGetMessagesWithResponse Acknowledge a batch and lease the next one (ferry extension)
+	//
+	// DeleteMessages and GetMessages in one call, for a consumer that acknowledges each batch when it asks for
+	// the next one (as streaming pulls do): the body is DeleteMessages' (the receipts of the previous batch),
+	// the query parameters are GetMessages', and the answer holds the leased messages and, under `deleted`,
+	// DeleteMessages' per-entry outcome. The acknowledgement commits in the same transaction as the lease (one
+	// round trip and one durable commit for both; receipts of ordered messages, and calls on a queue with
+	// `isSingleActiveConsumer`, commit their acknowledgement just before the lease), and it is durable when the
+	// call answers 200, as DeleteMessages' is. An invalid request (400) acknowledges nothing; once the
+	// acknowledgement is made, the call waits up to `timeoutInSeconds` for messages as GetMessages does.
+	// Authorized as GetMessages and DeleteMessages (`QUEUE_PULL`).
+	//
+	// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with POST /20210201/queues/{queueId}/messages/actions/deleteAndGetMessages (the `DeleteAndGetMessages` operationId).
+	DeleteAndGetMessagesWithResponse(ctx context.Context, queueId QueueIdPath, params *DeleteAndGetMessagesParams, body DeleteAndGetMessagesJSONRequestBody, reqEditors ...RequestEditorFn) (*DeleteAndGetMessagesResponse, error)
 
 	// DeleteMessagesWithBodyWithResponse Acknowledge (delete) messages in a batch
 	//
@@ -15914,6 +16256,139 @@ func (r PutMessagesResponse) ContentType() string {
 	return ""
 }
 
+// DeleteAndGetMessagesResponse200Headers the declared response headers of an HTTP 200 response for DeleteAndGetMessages
+type DeleteAndGetMessagesResponse200Headers struct {
+	OpcRequestId *string
+}
+
+// DeleteAndGetMessagesResponse400Headers the declared response headers of an HTTP 400 response for DeleteAndGetMessages
+type DeleteAndGetMessagesResponse400Headers struct {
+	OpcRequestId *string
+}
+
+// DeleteAndGetMessagesResponse401Headers the declared response headers of an HTTP 401 response for DeleteAndGetMessages
+type DeleteAndGetMessagesResponse401Headers struct {
+	OpcRequestId *string
+}
+
+// DeleteAndGetMessagesResponse404Headers the declared response headers of an HTTP 404 response for DeleteAndGetMessages
+type DeleteAndGetMessagesResponse404Headers struct {
+	OpcRequestId *string
+}
+
+// DeleteAndGetMessagesResponse413Headers the declared response headers of an HTTP 413 response for DeleteAndGetMessages
+type DeleteAndGetMessagesResponse413Headers struct {
+	OpcRequestId *string
+}
+
+// DeleteAndGetMessagesResponse429Headers the declared response headers of an HTTP 429 response for DeleteAndGetMessages
+type DeleteAndGetMessagesResponse429Headers struct {
+	OpcRequestId *string
+	RetryAfter   *int
+}
+
+// DeleteAndGetMessagesResponse500Headers the declared response headers of an HTTP 500 response for DeleteAndGetMessages
+type DeleteAndGetMessagesResponse500Headers struct {
+	OpcRequestId *string
+}
+
+type DeleteAndGetMessagesResponse struct {
+	Body         []byte
+	HTTPResponse *http.Response
+	// JSON200 the response for an HTTP 200 `application/json` response
+	JSON200 *DeleteAndGetMessagesResult
+	// JSON400 the response for an HTTP 400 `application/json` response
+	JSON400 *BadRequest
+	// JSON401 the response for an HTTP 401 `application/json` response
+	JSON401 *Unauthorized
+	// JSON404 the response for an HTTP 404 `application/json` response
+	JSON404 *NotFound
+	// JSON413 the response for an HTTP 413 `application/json` response
+	JSON413 *PayloadTooLarge
+	// JSON429 the response for an HTTP 429 `application/json` response
+	JSON429 *TooManyRequests
+	// JSON500 the response for an HTTP 500 `application/json` response
+	JSON500 *InternalServerError
+	// Headers200 the parsed response headers for an HTTP 200 response
+	Headers200 *DeleteAndGetMessagesResponse200Headers
+	// Headers400 the parsed response headers for an HTTP 400 response
+	Headers400 *DeleteAndGetMessagesResponse400Headers
+	// Headers401 the parsed response headers for an HTTP 401 response
+	Headers401 *DeleteAndGetMessagesResponse401Headers
+	// Headers404 the parsed response headers for an HTTP 404 response
+	Headers404 *DeleteAndGetMessagesResponse404Headers
+	// Headers413 the parsed response headers for an HTTP 413 response
+	Headers413 *DeleteAndGetMessagesResponse413Headers
+	// Headers429 the parsed response headers for an HTTP 429 response
+	Headers429 *DeleteAndGetMessagesResponse429Headers
+	// Headers500 the parsed response headers for an HTTP 500 response
+	Headers500 *DeleteAndGetMessagesResponse500Headers
+}
+
+// GetJSON200 returns the response for an HTTP 200 `application/json` response
+func (r DeleteAndGetMessagesResponse) GetJSON200() *DeleteAndGetMessagesResult {
+	return r.JSON200
+}
+
+// GetJSON400 returns the response for an HTTP 400 `application/json` response
+func (r DeleteAndGetMessagesResponse) GetJSON400() *BadRequest {
+	return r.JSON400
+}
+
+// GetJSON401 returns the response for an HTTP 401 `application/json` response
+func (r DeleteAndGetMessagesResponse) GetJSON401() *Unauthorized {
+	return r.JSON401
+}
+
+// GetJSON404 returns the response for an HTTP 404 `application/json` response
+func (r DeleteAndGetMessagesResponse) GetJSON404() *NotFound {
+	return r.JSON404
+}
+
+// GetJSON413 returns the response for an HTTP 413 `application/json` response
+func (r DeleteAndGetMessagesResponse) GetJSON413() *PayloadTooLarge {
+	return r.JSON413
+}
+
+// GetJSON429 returns the response for an HTTP 429 `application/json` response
+func (r DeleteAndGetMessagesResponse) GetJSON429() *TooManyRequests {
+	return r.JSON429
+}
+
+// GetJSON500 returns the response for an HTTP 500 `application/json` response
+func (r DeleteAndGetMessagesResponse) GetJSON500() *InternalServerError {
+	return r.JSON500
+}
+
+// GetBody returns the raw response body bytes
+func (r DeleteAndGetMessagesResponse) GetBody() []byte {
+	return r.Body
+}
+
+// Status returns HTTPResponse.Status
+func (r DeleteAndGetMessagesResponse) Status() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Status
+	}
+	return http.StatusText(0)
+}
+
+// StatusCode returns HTTPResponse.StatusCode
+func (r DeleteAndGetMessagesResponse) StatusCode() int {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.StatusCode
+	}
+	return 0
+}
+
+// ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
+func (r DeleteAndGetMessagesResponse) ContentType() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Header.Get("Content-Type")
+	}
+	return ""
+}
+
 // DeleteMessagesResponse200Headers the declared response headers of an HTTP 200 response for DeleteMessages
 type DeleteMessagesResponse200Headers struct {
 	OpcRequestId *string
@@ -18798,6 +19273,52 @@ func (c *ClientWithResponses) PutMessagesWithResponse(ctx context.Context, queue
 		return nil, err
 	}
 	return ParsePutMessagesResponse(rsp)
+}
+
+// DeleteAndGetMessagesWithBodyWithResponse Acknowledge a batch and lease the next one (ferry extension)
+//
+// DeleteMessages and GetMessages in one call, for a consumer that acknowledges each batch when it asks for
+// the next one (as streaming pulls do): the body is DeleteMessages' (the receipts of the previous batch),
+// the query parameters are GetMessages', and the answer holds the leased messages and, under `deleted`,
+// DeleteMessages' per-entry outcome. The acknowledgement commits in the same transaction as the lease (one
+// round trip and one durable commit for both; receipts of ordered messages, and calls on a queue with
+// `isSingleActiveConsumer`, commit their acknowledgement just before the lease), and it is durable when the
+// call answers 200, as DeleteMessages' is. An invalid request (400) acknowledges nothing; once the
+// acknowledgement is made, the call waits up to `timeoutInSeconds` for messages as GetMessages does.
+// Authorized as GetMessages and DeleteMessages (`QUEUE_PULL`).
+//
+// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
+//
+// Corresponds with POST /20210201/queues/{queueId}/messages/actions/deleteAndGetMessages (the `DeleteAndGetMessages` operationId).
+func (c *ClientWithResponses) DeleteAndGetMessagesWithBodyWithResponse(ctx context.Context, queueId QueueIdPath, params *DeleteAndGetMessagesParams, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*DeleteAndGetMessagesResponse, error) {
+	rsp, err := c.DeleteAndGetMessagesWithBody(ctx, queueId, params, contentType, body, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseDeleteAndGetMessagesResponse(rsp)
+}
+
+// DeleteAndGetMessagesWithResponse Acknowledge a batch and lease the next one (ferry extension)
+//
+// DeleteMessages and GetMessages in one call, for a consumer that acknowledges each batch when it asks for
+// the next one (as streaming pulls do): the body is DeleteMessages' (the receipts of the previous batch),
+// the query parameters are GetMessages', and the answer holds the leased messages and, under `deleted`,
+// DeleteMessages' per-entry outcome. The acknowledgement commits in the same transaction as the lease (one
+// round trip and one durable commit for both; receipts of ordered messages, and calls on a queue with
+// `isSingleActiveConsumer`, commit their acknowledgement just before the lease), and it is durable when the
+// call answers 200, as DeleteMessages' is. An invalid request (400) acknowledges nothing; once the
+// acknowledgement is made, the call waits up to `timeoutInSeconds` for messages as GetMessages does.
+// Authorized as GetMessages and DeleteMessages (`QUEUE_PULL`).
+//
+// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
+//
+// Corresponds with POST /20210201/queues/{queueId}/messages/actions/deleteAndGetMessages (the `DeleteAndGetMessages` operationId).
+func (c *ClientWithResponses) DeleteAndGetMessagesWithResponse(ctx context.Context, queueId QueueIdPath, params *DeleteAndGetMessagesParams, body DeleteAndGetMessagesJSONRequestBody, reqEditors ...RequestEditorFn) (*DeleteAndGetMessagesResponse, error) {
+	rsp, err := c.DeleteAndGetMessages(ctx, queueId, params, body, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseDeleteAndGetMessagesResponse(rsp)
 }
 
 // DeleteMessagesWithBodyWithResponse Acknowledge (delete) messages in a batch
@@ -24868,6 +25389,154 @@ func ParsePutMessagesResponse(rsp *http.Response) (*PutMessagesResponse, error) 
 		response.Headers429 = &headers
 	case rsp.StatusCode == 500:
 		var headers PutMessagesResponse500Headers
+		if values := rsp.Header.Values("opc-request-id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "opc-request-id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.OpcRequestId = &value
+		}
+		response.Headers500 = &headers
+	}
+
+	return response, nil
+}
+
+// ParseDeleteAndGetMessagesResponse parses an HTTP response from a DeleteAndGetMessagesWithResponse call
+func ParseDeleteAndGetMessagesResponse(rsp *http.Response) (*DeleteAndGetMessagesResponse, error) {
+	bodyBytes, err := io.ReadAll(rsp.Body)
+	defer func() { _ = rsp.Body.Close() }()
+	if err != nil {
+		return nil, err
+	}
+
+	response := &DeleteAndGetMessagesResponse{
+		Body:         bodyBytes,
+		HTTPResponse: rsp,
+	}
+
+	switch {
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 200:
+		var dest DeleteAndGetMessagesResult
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON200 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 400:
+		var dest BadRequest
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON400 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 401:
+		var dest Unauthorized
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON401 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 404:
+		var dest NotFound
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON404 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 413:
+		var dest PayloadTooLarge
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON413 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 429:
+		var dest TooManyRequests
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON429 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 500:
+		var dest InternalServerError
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON500 = &dest
+
+	}
+
+	switch {
+	case rsp.StatusCode == 200:
+		var headers DeleteAndGetMessagesResponse200Headers
+		if values := rsp.Header.Values("opc-request-id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "opc-request-id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.OpcRequestId = &value
+		}
+		response.Headers200 = &headers
+	case rsp.StatusCode == 400:
+		var headers DeleteAndGetMessagesResponse400Headers
+		if values := rsp.Header.Values("opc-request-id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "opc-request-id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.OpcRequestId = &value
+		}
+		response.Headers400 = &headers
+	case rsp.StatusCode == 401:
+		var headers DeleteAndGetMessagesResponse401Headers
+		if values := rsp.Header.Values("opc-request-id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "opc-request-id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.OpcRequestId = &value
+		}
+		response.Headers401 = &headers
+	case rsp.StatusCode == 404:
+		var headers DeleteAndGetMessagesResponse404Headers
+		if values := rsp.Header.Values("opc-request-id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "opc-request-id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.OpcRequestId = &value
+		}
+		response.Headers404 = &headers
+	case rsp.StatusCode == 413:
+		var headers DeleteAndGetMessagesResponse413Headers
+		if values := rsp.Header.Values("opc-request-id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "opc-request-id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.OpcRequestId = &value
+		}
+		response.Headers413 = &headers
+	case rsp.StatusCode == 429:
+		var headers DeleteAndGetMessagesResponse429Headers
+		if values := rsp.Header.Values("opc-request-id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "opc-request-id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.OpcRequestId = &value
+		}
+		if values := rsp.Header.Values("retry-after"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "retry-after", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = &value
+		}
+		response.Headers429 = &headers
+	case rsp.StatusCode == 500:
+		var headers DeleteAndGetMessagesResponse500Headers
 		if values := rsp.Header.Values("opc-request-id"); len(values) > 0 {
 			var value string
 			if err := runtime.BindStyledParameterWithOptions("simple", "opc-request-id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {

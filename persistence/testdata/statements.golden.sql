@@ -59,17 +59,17 @@ WHERE m.queue_no = $3;
 -- $1 @channels, $2 @queue_no, $3 @group_no, $4 @dlq, $5 @limit, $6 @max_deliveries, $7 @visibility_seconds, $8 @lease_id, $9 @owner
 -- messages.lease
 WITH candidates AS (
-	SELECT m.group_no, m.id, row_number() OVER (PARTITION BY c.ord ORDER BY m.visible_at, m.id) AS rank, c.ord
+	SELECT m.ctid, m.group_no, m.id, row_number() OVER (PARTITION BY c.ord ORDER BY m.visible_at, m.id) AS rank, c.ord
 	FROM unnest($1::text[]) WITH ORDINALITY AS c(channel_id, ord)
 	CROSS JOIN LATERAL (
-		SELECT group_no, id, visible_at FROM messages
+		SELECT ctid, group_no, id, visible_at FROM messages
 		WHERE queue_no = $2 AND group_no = $3 AND dlq = $4 AND channel_id = c.channel_id
 			AND visible_at <= now() AND expire_at > now()
 		ORDER BY visible_at, id
 		LIMIT $5
 		FOR UPDATE SKIP LOCKED) m
 ), next AS (
-	SELECT group_no, id FROM candidates ORDER BY rank, ord LIMIT $5
+	SELECT ctid, group_no, id FROM candidates ORDER BY rank, ord LIMIT $5
 )
 , leased AS (
 UPDATE messages m SET
@@ -81,8 +81,7 @@ UPDATE messages m SET
 	lease_id = $8,
 	lease_owner = $9
 FROM next
-WHERE m.queue_no = $2 AND m.id = ANY (ARRAY (SELECT id FROM next)) AND m.id = next.id
-	AND m.group_no IS NOT DISTINCT FROM next.group_no
+WHERE m.ctid = ANY (ARRAY (SELECT ctid FROM next)) AND m.ctid = next.ctid AND m.queue_no = $2
 RETURNING m.group_no, m.id, m.channel_id, m.visible_at, m.expire_at, m.delivery_count, m.content,
 	m.attributes, m.metadata, m.time_created, m.dlq <> $4 AS dead_lettered, m.last_negative_code,
 	m.last_negative_reason, m.message_group
@@ -97,17 +96,17 @@ FROM leased l LEFT JOIN LATERAL (
 -- $1 @channels, $2 @queue_no, $3 @group_no, $4 @dlq, $5 @limit, $6 @max_deliveries, $7 @visibility_seconds, $8 @lease_id, $9 @owner
 -- messages.lease_dead_letter
 WITH candidates AS (
-	SELECT m.group_no, m.id, row_number() OVER (PARTITION BY c.ord ORDER BY m.visible_at, m.id) AS rank, c.ord
+	SELECT m.ctid, m.group_no, m.id, row_number() OVER (PARTITION BY c.ord ORDER BY m.visible_at, m.id) AS rank, c.ord
 	FROM unnest($1::text[]) WITH ORDINALITY AS c(channel_id, ord)
 	CROSS JOIN LATERAL (
-		SELECT group_no, id, visible_at FROM messages
+		SELECT ctid, group_no, id, visible_at FROM messages
 		WHERE queue_no = $2 AND group_no = $3 AND dlq = $4 AND channel_id = c.channel_id
 			AND visible_at <= now() AND expire_at > now()
 		ORDER BY visible_at, id
 		LIMIT $5
 		FOR UPDATE SKIP LOCKED) m
 ), next AS (
-	SELECT group_no, id FROM candidates ORDER BY rank, ord LIMIT $5
+	SELECT ctid, group_no, id FROM candidates ORDER BY rank, ord LIMIT $5
 )
 , leased AS (
 UPDATE messages m SET
@@ -119,8 +118,7 @@ UPDATE messages m SET
 	lease_id = $8,
 	lease_owner = $9
 FROM next
-WHERE m.queue_no = $2 AND m.id = ANY (ARRAY (SELECT id FROM next)) AND m.id = next.id
-	AND m.group_no IS NOT DISTINCT FROM next.group_no
+WHERE m.ctid = ANY (ARRAY (SELECT ctid FROM next)) AND m.ctid = next.ctid AND m.queue_no = $2
 RETURNING m.group_no, m.id, m.channel_id, m.visible_at, m.expire_at, m.delivery_count, m.content,
 	m.attributes, m.metadata, m.time_created, m.dlq <> $4 AS dead_lettered, m.last_negative_code,
 	m.last_negative_reason, m.message_group
@@ -149,7 +147,7 @@ FROM leased l LEFT JOIN LATERAL (
 -- $1 @queue_no, $2 @group_no, $3 @dlq, $4 @channels, $5 @limit, $6 @max_deliveries, $7 @visibility_seconds, $8 @lease_id, $9 @owner
 -- messages.lease_one
 WITH next AS (
-	SELECT group_no, id FROM messages
+	SELECT ctid, group_no, id FROM messages
 	WHERE queue_no = $1 AND group_no = $2 AND dlq = $3 AND channel_id = ($4::text[])[1]
 		AND visible_at <= now() AND expire_at > now()
 	ORDER BY visible_at, id
@@ -166,8 +164,7 @@ UPDATE messages m SET
 	lease_id = $8,
 	lease_owner = $9
 FROM next
-WHERE m.queue_no = $1 AND m.id = ANY (ARRAY (SELECT id FROM next)) AND m.id = next.id
-	AND m.group_no IS NOT DISTINCT FROM next.group_no
+WHERE m.ctid = ANY (ARRAY (SELECT ctid FROM next)) AND m.ctid = next.ctid AND m.queue_no = $1
 RETURNING m.group_no, m.id, m.channel_id, m.visible_at, m.expire_at, m.delivery_count, m.content,
 	m.attributes, m.metadata, m.time_created, m.dlq <> $3 AS dead_lettered, m.last_negative_code,
 	m.last_negative_reason, m.message_group
@@ -182,7 +179,7 @@ FROM leased l LEFT JOIN LATERAL (
 -- $1 @queue_no, $2 @group_no, $3 @dlq, $4 @channels, $5 @limit, $6 @max_deliveries, $7 @visibility_seconds, $8 @lease_id, $9 @owner
 -- messages.lease_one_dead_letter
 WITH next AS (
-	SELECT group_no, id FROM messages
+	SELECT ctid, group_no, id FROM messages
 	WHERE queue_no = $1 AND group_no = $2 AND dlq = $3 AND channel_id = ($4::text[])[1]
 		AND visible_at <= now() AND expire_at > now()
 	ORDER BY visible_at, id
@@ -199,8 +196,7 @@ UPDATE messages m SET
 	lease_id = $8,
 	lease_owner = $9
 FROM next
-WHERE m.queue_no = $1 AND m.id = ANY (ARRAY (SELECT id FROM next)) AND m.id = next.id
-	AND m.group_no IS NOT DISTINCT FROM next.group_no
+WHERE m.ctid = ANY (ARRAY (SELECT ctid FROM next)) AND m.ctid = next.ctid AND m.queue_no = $1
 RETURNING m.group_no, m.id, m.channel_id, m.visible_at, m.expire_at, m.delivery_count, m.content,
 	m.attributes, m.metadata, m.time_created, m.dlq <> $3 AS dead_lettered, m.last_negative_code,
 	m.last_negative_reason, m.message_group
@@ -229,14 +225,14 @@ FROM leased l LEFT JOIN LATERAL (
 -- $1 @queue_no, $2 @group_no, $3 @dlq, $4 @channels, $5 @limit, $6 @max_deliveries, $7 @visibility_seconds, $8 @lease_id, $9 @owners
 -- messages.lease_one_owners
 WITH picked AS (
-	SELECT group_no, id FROM messages
+	SELECT ctid, group_no, id FROM messages
 	WHERE queue_no = $1 AND group_no = $2 AND dlq = $3 AND channel_id = ($4::text[])[1]
 		AND visible_at <= now() AND expire_at > now()
 	ORDER BY visible_at, id
 	LIMIT $5
 	FOR UPDATE SKIP LOCKED
 ), next AS (
-	SELECT group_no, id, row_number() OVER (ORDER BY id) AS slot FROM picked
+	SELECT ctid, group_no, id, row_number() OVER (ORDER BY id) AS slot FROM picked
 )
 , leased AS (
 UPDATE messages m SET
@@ -248,8 +244,7 @@ UPDATE messages m SET
 	lease_id = $8,
 	lease_owner = ($9::text[])[next.slot]
 FROM next
-WHERE m.queue_no = $1 AND m.id = ANY (ARRAY (SELECT id FROM next)) AND m.id = next.id
-	AND m.group_no IS NOT DISTINCT FROM next.group_no
+WHERE m.ctid = ANY (ARRAY (SELECT ctid FROM next)) AND m.ctid = next.ctid AND m.queue_no = $1
 RETURNING m.group_no, m.id, m.channel_id, m.visible_at, m.expire_at, m.delivery_count, m.content,
 	m.attributes, m.metadata, m.time_created, m.dlq <> $3 AS dead_lettered, m.last_negative_code,
 	m.last_negative_reason, m.message_group
@@ -264,14 +259,14 @@ FROM leased l LEFT JOIN LATERAL (
 -- $1 @queue_no, $2 @group_no, $3 @dlq, $4 @channels, $5 @limit, $6 @max_deliveries, $7 @visibility_seconds, $8 @lease_id, $9 @owners
 -- messages.lease_one_owners_dead_letter
 WITH picked AS (
-	SELECT group_no, id FROM messages
+	SELECT ctid, group_no, id FROM messages
 	WHERE queue_no = $1 AND group_no = $2 AND dlq = $3 AND channel_id = ($4::text[])[1]
 		AND visible_at <= now() AND expire_at > now()
 	ORDER BY visible_at, id
 	LIMIT $5
 	FOR UPDATE SKIP LOCKED
 ), next AS (
-	SELECT group_no, id, row_number() OVER (ORDER BY id) AS slot FROM picked
+	SELECT ctid, group_no, id, row_number() OVER (ORDER BY id) AS slot FROM picked
 )
 , leased AS (
 UPDATE messages m SET
@@ -283,8 +278,7 @@ UPDATE messages m SET
 	lease_id = $8,
 	lease_owner = ($9::text[])[next.slot]
 FROM next
-WHERE m.queue_no = $1 AND m.id = ANY (ARRAY (SELECT id FROM next)) AND m.id = next.id
-	AND m.group_no IS NOT DISTINCT FROM next.group_no
+WHERE m.ctid = ANY (ARRAY (SELECT ctid FROM next)) AND m.ctid = next.ctid AND m.queue_no = $1
 RETURNING m.group_no, m.id, m.channel_id, m.visible_at, m.expire_at, m.delivery_count, m.content,
 	m.attributes, m.metadata, m.time_created, m.dlq <> $3 AS dead_lettered, m.last_negative_code,
 	m.last_negative_reason, m.message_group
@@ -313,7 +307,7 @@ FROM leased l LEFT JOIN LATERAL (
 -- $1 @queue_no, $2 @group_no, $3 @dlq, $4 @channels, $5 @queue_id, $6 @consumer, $7 @limit, $8 @max_deliveries, $9 @visibility_seconds, $10 @lease_id
 -- messages.lease_as_consumer
 WITH next AS (
-	SELECT group_no, id FROM messages
+	SELECT ctid, group_no, id FROM messages
 	WHERE queue_no = $1 AND group_no = $2 AND dlq = $3 AND ($4::text[] IS NULL OR channel_id = ANY ($4))
 		AND visible_at <= now() AND expire_at > now()
 		AND EXISTS (SELECT 1 FROM consumers c WHERE c.queue_id = $5 AND c.group_no = $2 AND c.consumer_id = $6
@@ -332,8 +326,7 @@ UPDATE messages m SET
 	lease_id = $10,
 	lease_owner = $6
 FROM next
-WHERE m.queue_no = $1 AND m.id = ANY (ARRAY (SELECT id FROM next)) AND m.id = next.id
-	AND m.group_no IS NOT DISTINCT FROM next.group_no
+WHERE m.ctid = ANY (ARRAY (SELECT ctid FROM next)) AND m.ctid = next.ctid AND m.queue_no = $1
 RETURNING m.group_no, m.id, m.channel_id, m.visible_at, m.expire_at, m.delivery_count, m.content,
 	m.attributes, m.metadata, m.time_created, m.dlq <> $3 AS dead_lettered, m.last_negative_code,
 	m.last_negative_reason, m.message_group
@@ -348,7 +341,7 @@ FROM leased l LEFT JOIN LATERAL (
 -- $1 @queue_no, $2 @group_no, $3 @dlq, $4 @channels, $5 @queue_id, $6 @consumer, $7 @limit, $8 @max_deliveries, $9 @visibility_seconds, $10 @lease_id
 -- messages.lease_as_consumer_dead_letter
 WITH next AS (
-	SELECT group_no, id FROM messages
+	SELECT ctid, group_no, id FROM messages
 	WHERE queue_no = $1 AND group_no = $2 AND dlq = $3 AND ($4::text[] IS NULL OR channel_id = ANY ($4))
 		AND visible_at <= now() AND expire_at > now()
 		AND EXISTS (SELECT 1 FROM consumers c WHERE c.queue_id = $5 AND c.group_no = $2 AND c.consumer_id = $6
@@ -367,8 +360,7 @@ UPDATE messages m SET
 	lease_id = $10,
 	lease_owner = $6
 FROM next
-WHERE m.queue_no = $1 AND m.id = ANY (ARRAY (SELECT id FROM next)) AND m.id = next.id
-	AND m.group_no IS NOT DISTINCT FROM next.group_no
+WHERE m.ctid = ANY (ARRAY (SELECT ctid FROM next)) AND m.ctid = next.ctid AND m.queue_no = $1
 RETURNING m.group_no, m.id, m.channel_id, m.visible_at, m.expire_at, m.delivery_count, m.content,
 	m.attributes, m.metadata, m.time_created, m.dlq <> $3 AS dead_lettered, m.last_negative_code,
 	m.last_negative_reason, m.message_group

@@ -83,15 +83,30 @@ func (h *Handlers) PutMessages(c *gin.Context, queueID api.QueueIdPath, _ api.Pu
 
 // GetMessages leases messages, long-polling up to timeoutInSeconds for the first one.
 func (h *Handlers) GetMessages(c *gin.Context, queueID api.QueueIdPath, params api.GetMessagesParams) {
+	req, ok := getRequest(c, params)
+	if !ok {
+		return
+	}
+	got, err := h.svc.Get(c.Request.Context(), tenancyOf(c), queueID, req)
+	if err != nil {
+		apierror.Write(c, err)
+		return
+	}
+	writeGetMessages(c, got)
+}
+
+// getRequest is the GetMessages request of the query parameters (and the consumer id header); false when it
+// answered 400.
+func getRequest(c *gin.Context, params api.GetMessagesParams) (messaging.GetRequest, bool) {
 	consumerID := httpapi.Deref(params.ConsumerId)
 	if header := httpapi.Deref(params.XFerryConsumerId); header != "" {
 		if consumerID != "" && consumerID != header {
 			apierror.Write(c, fault.InvalidParameter("consumerId: the query parameter and the X-Ferry-Consumer-Id header differ"))
-			return
+			return messaging.GetRequest{}, false
 		}
 		consumerID = header
 	}
-	got, err := h.svc.Get(c.Request.Context(), tenancyOf(c), queueID, messaging.GetRequest{
+	return messaging.GetRequest{
 		ConsumerID:        consumerID,
 		ConsumerGroup:     httpapi.Deref(params.ConsumerGroupId),
 		DLQ:               httpapi.Deref(params.Dlq),
@@ -99,12 +114,30 @@ func (h *Handlers) GetMessages(c *gin.Context, queueID api.QueueIdPath, params a
 		VisibilitySeconds: int32Ptr(params.VisibilityInSeconds),
 		TimeoutSeconds:    int32Ptr(params.TimeoutInSeconds),
 		ChannelFilter:     httpapi.Deref(params.ChannelFilter),
-	})
+	}, true
+}
+
+// DeleteAndGetMessages acknowledges a batch (each entry on its own, as DeleteMessages) and leases the next one,
+// the acknowledgement in the lease's transaction.
+func (h *Handlers) DeleteAndGetMessages(c *gin.Context, queueID api.QueueIdPath, params api.DeleteAndGetMessagesParams) {
+	var body api.DeleteMessagesDetails
+	if !bind(c, &body) {
+		return
+	}
+	req, ok := getRequest(c, api.GetMessagesParams(params))
+	if !ok {
+		return
+	}
+	receipts := make([]string, len(body.Entries))
+	for i, e := range body.Entries {
+		receipts[i] = e.Receipt
+	}
+	got, errs, err := h.svc.GetAcknowledging(c.Request.Context(), tenancyOf(c), queueID, req, receipts)
 	if err != nil {
 		apierror.Write(c, err)
 		return
 	}
-	writeGetMessages(c, got)
+	writeBody(c, func(b []byte) []byte { return wire.AppendDeleteAndGetMessages(b, got, errs) })
 }
 
 // DeleteMessage acknowledges one message: 204, 409 for a stale receipt, 404 when the message is gone.

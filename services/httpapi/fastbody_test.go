@@ -24,6 +24,7 @@ var fastOps = []struct {
 }{
 	{"PutMessages", http.MethodPost, "/20210201/queues/" + testQueue + "/messages", decodePutEntries},
 	{"DeleteMessages", http.MethodPost, "/20210201/queues/" + testQueue + "/messages/actions/deleteMessages", decodeAs[api.DeleteMessagesDetails]},
+	{"DeleteAndGetMessages", http.MethodPost, "/20210201/queues/" + testQueue + "/messages/actions/deleteAndGetMessages", decodeAs[api.DeleteMessagesDetails]},
 	{"UpdateMessages", http.MethodPost, "/20210201/queues/" + testQueue + "/messages/actions/updateMessages", decodeAs[api.UpdateMessagesDetails]},
 	{"UpdateMessage", http.MethodPut, "/20210201/queues/" + testQueue + "/messages/some-receipt", decodeAs[api.UpdateMessageDetails]},
 }

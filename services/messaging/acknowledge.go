@@ -2,6 +2,7 @@ package messaging
 
 import (
 	"context"
+	"slices"
 	"time"
 
 	"github.com/ferry-mq/ferry/fault"
@@ -148,4 +149,60 @@ func validEntries(decoded []persistence.Receipt, errs []EntryError) ([]persisten
 		}
 	}
 	return valid, idx
+}
+
+// pendingAcks are the receipts of a GetAcknowledging call: decoded, then deleted in the lease's transaction
+// (leaseOnce) or on their own (deleteNow), then classified (answer).
+type pendingAcks struct {
+	tenancyID, queueID string
+	groupNo            int32
+	errs               []EntryError          // per receipt: invalid ones at once, missed ones by answer
+	valid              []persistence.Receipt // the receipts that decoded
+	idx                []int                 // valid[k]'s receipt
+	deleted            []bool                // per valid receipt, once done
+	unblocked          int                   // ordered groups' next messages made visible (deleteNow)
+	done               bool                  // the valid receipts were acknowledged
+}
+
+func (s *Service) newPendingAcks(tenancyID, queueID string, groupNo int32, dlq bool, receipts []string) *pendingAcks {
+	decoded, errs := s.decodeReceipts(queueID, groupNo, dlq, receipts)
+	valid, idx := validEntries(decoded, errs)
+	return &pendingAcks{tenancyID: tenancyID, queueID: queueID, groupNo: groupNo, errs: errs, valid: valid, idx: idx,
+		done: len(valid) == 0}
+}
+
+// ordered reports whether a receipt is of an ordered message (its acknowledgement unblocks its group's next).
+func (a *pendingAcks) ordered() bool {
+	return slices.ContainsFunc(a.valid, func(rc persistence.Receipt) bool { return rc.Ordered && !rc.DLQ })
+}
+
+// deleteNow acknowledges the receipts on their own, as Delete does (to its end, even if the caller leaves).
+func (a *pendingAcks) deleteNow(ctx context.Context, s *Service) error {
+	ctx = context.WithoutCancel(ctx)
+	deleted, unblocked, err := s.messages.Delete(ctx, a.queueID, a.valid)
+	if err != nil {
+		return err
+	}
+	a.deleted, a.unblocked, a.done = deleted, unblocked, true
+	if unblocked > 0 {
+		s.waiters.wakeOne(a.queueID, a.groupNo, false)
+		s.notifier.mark(persistence.MessagesAvailable, a.queueID)
+	}
+	return nil
+}
+
+// answer classifies the receipts that deleted nothing (stale or gone), counts the acknowledged messages and
+// returns the call's answer. a may be nil (a call without receipts).
+func (a *pendingAcks) answer(ctx context.Context, s *Service, got []Delivered) ([]Delivered, []EntryError, error) {
+	if a == nil {
+		return got, nil, nil
+	}
+	if len(a.valid) > 0 {
+		acked, err := s.classifyMissed(context.WithoutCancel(ctx), a.queueID, a.valid, a.idx, a.deleted, a.errs)
+		s.meter.Count(a.tenancyID, a.queueID, a.groupNo, metering.Acknowledged, int64(acked))
+		if err != nil {
+			return nil, nil, err
+		}
+	}
+	return got, a.errs, nil
 }

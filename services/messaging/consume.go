@@ -57,17 +57,27 @@ type storedMetadata struct {
 // caller and leases only when it is the group's active consumer; a standby waits for a change of consumers or
 // for the active consumer's lease to end, and a waiting consumer renews its own lease every third of it.
 func (s *Service) Get(ctx context.Context, tenancyID, queueID string, req GetRequest) ([]Delivered, error) {
+	got, _, err := s.GetAcknowledging(ctx, tenancyID, queueID, req, nil)
+	return got, err
+}
+
+// GetAcknowledging acknowledges (deletes) the messages of receipts, as Delete does, and then leases as Get does,
+// in one call: the acknowledgement commits in the lease's transaction (one round trip, one WAL flush) unless it
+// holds receipts of ordered messages or the queue has a single active consumer, when it commits on its own just
+// before. It answers the leased messages and one outcome per receipt (nil: deleted). Nothing is acknowledged
+// when the request is invalid (an error); once the receipts are acknowledged, the long poll may wait.
+func (s *Service) GetAcknowledging(ctx context.Context, tenancyID, queueID string, req GetRequest, receipts []string) ([]Delivered, []EntryError, error) {
 	q, err := s.queues.active(ctx, tenancyID, queueID)
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	consumer := ""
 	if q.SingleActiveConsumer && !req.DLQ {
 		if req.ConsumerID == "" {
-			return nil, fault.MissingParameter("consumerId: the queue has a single active consumer: name the consumer with consumerId or the X-Ferry-Consumer-Id header")
+			return nil, nil, fault.MissingParameter("consumerId: the queue has a single active consumer: name the consumer with consumerId or the X-Ferry-Consumer-Id header")
 		}
 		if err := ValidConsumerID(req.ConsumerID); err != nil {
-			return nil, err
+			return nil, nil, err
 		}
 		consumer = req.ConsumerID
 	}
@@ -75,10 +85,10 @@ func (s *Service) Get(ctx context.Context, tenancyID, queueID string, req GetReq
 		req.Limit = 1
 	}
 	if req.Limit > openapi.MaxGetLimit {
-		return nil, fault.InvalidParameter("limit: must be 1 to %d", openapi.MaxGetLimit)
+		return nil, nil, fault.InvalidParameter("limit: must be 1 to %d", openapi.MaxGetLimit)
 	}
 	if err := validChannelFilter(req.ChannelFilter); err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	visibility := q.VisibilitySeconds
 	if req.VisibilitySeconds != nil {
@@ -90,16 +100,27 @@ func (s *Service) Get(ctx context.Context, tenancyID, queueID string, req GetReq
 	}
 	g, err := s.groups.resolve(ctx, q, req.ConsumerGroup)
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	if err := g.notPartitioned(); err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	maxDeliveries := g.maxDeliveries(q)
 	if req.DLQ {
 		maxDeliveries = 0
 	}
 	deadline := time.Now().Add(time.Duration(timeout) * time.Second)
+	var acks *pendingAcks
+	if len(receipts) > 0 {
+		acks = s.newPendingAcks(tenancyID, queueID, g.No, req.DLQ, receipts)
+		if consumer != "" || acks.ordered() {
+			// Not in the lease's transaction: the ordered groups' locks and unblocking, and the consumers'
+			// decision, are Delete's and LeaseAsConsumer's own.
+			if err := acks.deleteNow(ctx, s); err != nil {
+				return nil, nil, err
+			}
+		}
+	}
 
 	var w *waiter
 	defer func() {
@@ -113,22 +134,28 @@ func (s *Service) Get(ctx context.Context, tenancyID, queueID string, req GetReq
 		w = s.waiters.add(queueID, g.No, req.DLQ)
 	}
 	for {
-		got, more, decision, err := s.leaseOnce(ctx, q, g.No, req, visibility, maxDeliveries, consumer)
+		got, more, decision, err := s.leaseOnce(ctx, q, g.No, req, visibility, maxDeliveries, consumer, acks)
 		if err != nil {
-			return nil, err
+			return nil, nil, err
+		}
+		if acks != nil && !acks.done {
+			// The lease did not run (no channel to lease from).
+			if err := acks.deleteNow(ctx, s); err != nil {
+				return nil, nil, err
+			}
 		}
 		if len(got) > 0 && ctx.Err() != nil {
 			s.releaseUnanswered(tenancyID, queueID, req.DLQ, got)
-			return nil, ctx.Err()
+			return nil, nil, ctx.Err()
 		}
 		if len(got) > 0 {
 			if more && w != nil && !w.standby {
 				s.waiters.wakeOne(queueID, g.No, req.DLQ) // there may be more: let the next waiter look
 			}
-			return got, nil
+			return acks.answer(ctx, s, got)
 		}
 		if timeout == 0 || !time.Now().Before(deadline) {
-			return []Delivered{}, nil
+			return acks.answer(ctx, s, []Delivered{})
 		}
 		standby := consumer != "" && !decision.Active
 		if w == nil || w.standby != standby {
@@ -151,7 +178,7 @@ func (s *Service) Get(ctx context.Context, tenancyID, queueID string, req GetReq
 			}
 		}
 		if !s.wait(ctx, w, deadline, recheck) {
-			return []Delivered{}, nil
+			return acks.answer(ctx, s, []Delivered{})
 		}
 	}
 }
@@ -231,7 +258,7 @@ func (s *Service) wait(ctx context.Context, w *waiter, deadline, recheck time.Ti
 // their visibility timeout. Run to its end, it returns what it leased, and a caller whose ctx has ended releases
 // it (a GetMessages: releaseUnanswered; a watch: its consumer, when it shuts down or leaves).
 func (s *Service) leaseOnce(ctx context.Context, q persistence.Queue, groupNo int32, req GetRequest, visibility, maxDeliveries int32,
-	consumer string) (_ []Delivered, more bool, _ persistence.ConsumerDecision, _ error) {
+	consumer string, acks *pendingAcks) (_ []Delivered, more bool, _ persistence.ConsumerDecision, _ error) {
 	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), statementTimeout)
 	defer cancel()
 	var decision persistence.ConsumerDecision
@@ -264,6 +291,13 @@ func (s *Service) leaseOnce(ctx context.Context, q persistence.Queue, groupNo in
 				s.meter.Count(q.TenancyID, q.ID, groupNo, metering.Released, decision.Released)
 				s.logger.Info("single active consumer took over", "queue", q.ID, "group", groupNo, "consumer", consumer,
 					"released", decision.Released)
+			}
+		} else if acks != nil && !acks.done {
+			lease.Acknowledge = acks.valid
+			var deleted []bool
+			leased, deleted, err = s.messages.LeaseAcknowledging(ctx, lease)
+			if err == nil {
+				acks.deleted, acks.done = deleted, true
 			}
 		} else {
 			leased, err = s.messages.Lease(ctx, lease)

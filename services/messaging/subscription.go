@@ -98,7 +98,7 @@ func (sub *Subscription) Lease(ctx context.Context, n int, lease time.Duration) 
 		if err := sub.refresh(ctx); err != nil {
 			return nil, err
 		}
-		got, more, decision, err := s.leaseOnce(ctx, sub.q, sub.g.No, req, visibility, sub.maxDeliveries, consumer)
+		got, more, decision, err := s.leaseOnce(ctx, sub.q, sub.g.No, req, visibility, sub.maxDeliveries, consumer, nil)
 		if err != nil {
 			return nil, err
 		}

@@ -28,8 +28,10 @@ import (
 var FastDecoders = map[string]func(body []byte) (decoded any, ok bool){
 	"PutMessages":    decodePutMessages,
 	"DeleteMessages": decodeDeleteMessages,
-	"UpdateMessages": decodeUpdateMessages,
-	"UpdateMessage":  decodeUpdateMessage,
+	// The same body as DeleteMessages'.
+	"DeleteAndGetMessages": decodeDeleteMessages,
+	"UpdateMessages":       decodeUpdateMessages,
+	"UpdateMessage":        decodeUpdateMessage,
 }
 
 // PutEntries converts a PutMessages body decoded by encoding/json (the general path) into the entries to

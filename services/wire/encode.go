@@ -82,7 +82,13 @@ func appendTime(b []byte, t time.Time) []byte {
 // api.GetMessage's JSON encoding: the GetMessages body, and a watch's messages frame. Attributes are stored as
 // the JSON that json.Marshal gave for them when they were published, and copied into the answer as they are.
 func AppendGetMessages(b []byte, got []messaging.Delivered) []byte {
-	b = append(b, `{"messages":[`...)
+	b = appendMessagesMember(append(b, '{'), got)
+	return append(b, '}')
+}
+
+// appendMessagesMember appends the "messages" member of a GetMessages answer.
+func appendMessagesMember(b []byte, got []messaging.Delivered) []byte {
+	b = append(b, `"messages":[`...)
 	for i := range got {
 		m := &got[i]
 		if i > 0 {
@@ -150,7 +156,7 @@ func AppendGetMessages(b []byte, got []messaging.Delivered) []byte {
 		b = appendTime(b, m.VisibleAt)
 		b = append(b, '}')
 	}
-	return append(b, "]}"...)
+	return append(b, ']')
 }
 
 // CountFailure counts a failed entry of a batch as the client's (4xx: clientFailures) or the server's (5xx:
@@ -161,4 +167,13 @@ func CountFailure(e *apierror.Error, client, server *int) {
 	} else {
 		*client++
 	}
+}
+
+// AppendDeleteAndGetMessages appends the DeleteAndGetMessages answer: under "deleted", AppendEntryResults'
+// outcome of the acknowledgement, and AppendGetMessages' "messages".
+func AppendDeleteAndGetMessages(b []byte, got []messaging.Delivered, errs []messaging.EntryError) []byte {
+	b = append(b, `{"deleted":`...)
+	b = AppendEntryResults(b, errs)
+	b = appendMessagesMember(append(b, ','), got)
+	return append(b, '}')
 }

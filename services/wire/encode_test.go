@@ -216,3 +216,28 @@ func TestPutAndDeleteResultsEncoding(t *testing.T) {
 		}
 	}
 }
+
+// TestDeleteAndGetMessagesEncoding: the hand-written DeleteAndGetMessages answer is encoding/json's.
+func TestDeleteAndGetMessagesEncoding(t *testing.T) {
+	r := rand.New(rand.NewPCG(5, 6))
+	for round := 0; round < 200; round++ {
+		got := randomDelivered(r, r.IntN(33))
+		errs := make([]messaging.EntryError, 1+r.IntN(32))
+		del := api.DeleteMessagesResult{Entries: make([]api.DeleteMessagesResultEntry, len(errs))}
+		for i := range errs {
+			if r.IntN(3) == 0 {
+				errs[i] = fault.Conflict("receipt: the lease expired")
+				e := apierror.From(errs[i])
+				del.Entries[i] = api.DeleteMessagesResultEntry{Code: &e.Code, ErrorCode: &e.Status, ErrorMessage: &e.Message}
+				CountFailure(e, &del.ClientFailures, &del.ServerFailures)
+			}
+		}
+		want, err := json.Marshal(api.DeleteAndGetMessagesResult{Deleted: del, Messages: reference(got).Messages})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if body := AppendDeleteAndGetMessages(nil, got, errs); string(body) != string(want) {
+			t.Fatalf("hand-written\n%s\nencoding/json\n%s", body, want)
+		}
+	}
+}

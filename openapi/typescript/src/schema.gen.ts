@@ -423,6 +423,37 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/20210201/queues/{queueId}/messages/actions/deleteAndGetMessages": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description The OCID of the queue. */
+                queueId: components["parameters"]["QueueIdPath"];
+            };
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Acknowledge a batch and lease the next one (ferry extension)
+         * @description DeleteMessages and GetMessages in one call, for a consumer that acknowledges each batch when it asks for
+         *     the next one (as streaming pulls do): the body is DeleteMessages' (the receipts of the previous batch),
+         *     the query parameters are GetMessages', and the answer holds the leased messages and, under `deleted`,
+         *     DeleteMessages' per-entry outcome. The acknowledgement commits in the same transaction as the lease (one
+         *     round trip and one durable commit for both; receipts of ordered messages, and calls on a queue with
+         *     `isSingleActiveConsumer`, commit their acknowledgement just before the lease), and it is durable when the
+         *     call answers 200, as DeleteMessages' is. An invalid request (400) acknowledges nothing; once the
+         *     acknowledgement is made, the call waits up to `timeoutInSeconds` for messages as GetMessages does.
+         *     Authorized as GetMessages and DeleteMessages (`QUEUE_PULL`).
+         */
+        post: operations["DeleteAndGetMessages"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/20210201/queues/{queueId}/messages/actions/updateMessages": {
         parameters: {
             query?: never;
@@ -1741,6 +1772,12 @@ export interface components {
             serverFailures: number;
             /** @description One outcome per request entry, in request order. */
             entries: components["schemas"]["DeleteMessagesResultEntry"][];
+        };
+        /** @description The result of DeleteAndGetMessages. */
+        DeleteAndGetMessagesResult: {
+            /** @description The leased messages (possibly none). */
+            messages: components["schemas"]["GetMessage"][];
+            deleted: components["schemas"]["DeleteMessagesResult"];
         };
         /** @description The new lease of a message. */
         UpdateMessageDetails: {
@@ -3730,6 +3767,79 @@ export interface operations {
                 };
                 content: {
                     "application/json": components["schemas"]["DeleteMessagesResult"];
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            404: components["responses"]["NotFound"];
+            413: components["responses"]["PayloadTooLarge"];
+            429: components["responses"]["TooManyRequests"];
+            500: components["responses"]["InternalServerError"];
+        };
+    };
+    DeleteAndGetMessages: {
+        parameters: {
+            query?: {
+                /**
+                 * @description The consumer group the call addresses: its OCID or its `displayName`. Absent = the primary consumer
+                 *     group.
+                 */
+                consumerGroupId?: components["parameters"]["ConsumerGroupIdQuery"];
+                /**
+                 * @description The caller's consumer id on a single-active-consumer queue (required there, ignored elsewhere). Same as the
+                 *     `X-Ferry-Consumer-Id` header; when both are sent they must be equal.
+                 */
+                consumerId?: components["parameters"]["ConsumerIdQuery"];
+                /** @description The maximum number of messages to lease (1..32). */
+                limit?: number;
+                /**
+                 * @description How long the leased messages stay invisible to other consumers, in seconds (0..43200). Defaults to the
+                 *     queue's `visibilityInSeconds`.
+                 */
+                visibilityInSeconds?: number;
+                /**
+                 * @description How long to wait for a first visible message, in seconds (0..30; 0 answers at once). Defaults to the
+                 *     queue's `timeoutInSeconds`.
+                 */
+                timeoutInSeconds?: number;
+                /**
+                 * @description Restricts the operation to one channel (an exact channel id) or to the channels whose id starts with a
+                 *     prefix (the prefix followed by `*`, for example `orders-*`).
+                 */
+                channelFilter?: components["parameters"]["ChannelFilterQuery"];
+                /** @description When true, the operation addresses the queue's dead-letter queue instead of the queue itself. */
+                dlq?: components["parameters"]["DlqQuery"];
+            };
+            header?: {
+                /**
+                 * @description A caller-chosen unique id for this request (for log correlation); it is echoed in the `opc-request-id`
+                 *     response header. When absent the server generates one.
+                 */
+                "opc-request-id"?: components["parameters"]["OpcRequestIdHeader"];
+                /** @description The caller's consumer id, as the `consumerId` query parameter. */
+                "X-Ferry-Consumer-Id"?: components["parameters"]["ConsumerIdHeader"];
+            };
+            path: {
+                /** @description The OCID of the queue. */
+                queueId: components["parameters"]["QueueIdPath"];
+            };
+            cookie?: never;
+        };
+        /** @description The receipts of the messages to delete (of the same consumer group and queue or DLQ). */
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["DeleteMessagesDetails"];
+            };
+        };
+        responses: {
+            /** @description The leased messages (possibly none) and the per-entry outcome of the acknowledgement. */
+            200: {
+                headers: {
+                    "opc-request-id": components["headers"]["OpcRequestId"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["DeleteAndGetMessagesResult"];
                 };
             };
             400: components["responses"]["BadRequest"];
