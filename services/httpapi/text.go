@@ -74,7 +74,8 @@ func queryTextProblem(raw string) *fault.Error {
 // http.Header (canonical, looked up without canonicalizing it per request).
 type headerParam struct{ name, key string }
 
-// headerParams lists the header parameters an operation declares (their values are checked by the rule).
+// headerParams lists the header parameters an operation declares, and those the middleware reads of every
+// request (their values are checked by the rule).
 func headerParams(r *route) []headerParam {
 	var out []headerParam
 	add := func(in, name string) {
@@ -89,6 +90,8 @@ func headerParams(r *route) []headerParam {
 	for _, p := range r.Operation.Parameters {
 		add(p.Value.In, p.Value.Name)
 	}
+	// RetryTokens stores the opc-retry-token of every POST, declared or not.
+	add("header", "opc-retry-token")
 	return out
 }
 

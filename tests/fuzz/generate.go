@@ -135,6 +135,9 @@ func (g *Generator) Next(op Operation) Request {
 			req.Header.Add(p.Name, g.headerValue(p))
 		}
 	}
+	if op.Method == http.MethodPost && g.chance(0.05) { // the middleware honours a retry token on every POST
+		req.Header.Set("opc-retry-token", g.headerValue(&openapi3.Parameter{Name: "opc-retry-token", Schema: &openapi3.SchemaRef{Value: &openapi3.Schema{MaxLength: openapi3.Uint64Ptr(64)}}}))
+	}
 	if g.chance(0.05) {
 		query = append(query, g.pick([]string{"%FF=1", "x=%00", "unknown=1", "=", "&&", "a=%", "%zz=1"}))
 	}
