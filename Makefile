@@ -6,6 +6,9 @@ BIN := bin
 # An execution count, not a duration: a duration races the fuzz coordinator's deadline in Go 1.26 and fails
 # spuriously with "context deadline exceeded" (golang/go#75804, fixed in Go 1.27).
 FUZZTIME ?= 100000x
+# How long make fuzz sends generated requests to every operation of the API (tests/fuzz); make test runs it for
+# its default of a few seconds as part of go test, and skips the long run.
+API_FUZZ_DURATION ?= 2m
 
 # The Terraform provider's documentation (terraform/docs) from its schema's descriptions and terraform/examples;
 # it builds the provider and asks the terraform on PATH for its schema (no registry, no download).
@@ -34,7 +37,7 @@ run: build ## start ferry on the embedded Postgres (.data/), create the dev tena
 test: tools lint verify ## everything CI runs: gofmt, vet, generated-code check, go test -race, timing tests, short fuzz runs, TypeScript SDK tests
 	$(GO) test -race -count=1 -timeout 20m ./...
 	@$(MAKE) --no-print-directory timing
-	@$(MAKE) --no-print-directory fuzz FUZZTIME=$(FUZZTIME)
+	@$(MAKE) --no-print-directory fuzz FUZZTIME=$(FUZZTIME) API_FUZZ_DURATION=
 	@$(MAKE) --no-print-directory test-typescript
 
 # The tests that assert timings skip under the race detector (raceEnabled in iam/authz): run them once without it.
@@ -82,16 +85,22 @@ verify: ## fail when the generated code is not what make generate produces
 	    { echo "terraform/docs is stale: run make generate and commit"; exit 1; }
 	@$(MAKE) --no-print-directory verify-typescript
 
-fuzz: ## run every fuzz target for FUZZTIME (default 100000 executions each)
+fuzz: ## run every fuzz target for FUZZTIME (default 100000 executions each), then the API fuzz suite for API_FUZZ_DURATION (default 2m)
 	@for pkg in $$($(GO) list ./... ); do \
 	  for target in $$($(GO) test -list '^Fuzz' $$pkg 2>/dev/null | grep '^Fuzz'); do \
 	    echo "fuzz $$pkg $$target ($(FUZZTIME))"; \
 	    $(GO) test -run '^$$' -fuzz "^$$target$$" -fuzztime $(FUZZTIME) $$pkg || exit 1; \
 	  done; \
 	done
+	@if [ -n "$(API_FUZZ_DURATION)" ]; then \
+	  echo "fuzz the API (tests/fuzz, $(API_FUZZ_DURATION))"; \
+	  FERRY_FUZZ_DURATION=$(API_FUZZ_DURATION) $(GO) test -count=1 -run '^TestFuzzAPI$$' -timeout 30m -v ./tests/fuzz/ | grep -aE '^(---|ok|FAIL|PASS)|fuzz_test.go'; \
+	  test $${PIPESTATUS[0]} -eq 0; \
+	fi
 
-bench: ## the load benchmarks in tests/bench and the long crash run (not part of make test); the last line is BenchmarkQueue's summary
+bench: ## the load benchmarks in tests/bench (RabbitMQ at 127.0.0.1:5672 as the peer when it answers) and the long crash run (not part of make test); the last line is BenchmarkQueue's summary
 	$(GO) test -run '^$$' -bench 'Fanout|Ordering|Watch|MetricsCost|DurabilityCost|NoisyNeighbour' -benchtime 1x -timeout 30m -v ./tests/bench/
+	$(GO) test -run '^$$' -bench 'RabbitMQ|PublishedLimits' -benchtime 1x -timeout 40m -v ./tests/bench/
 	FERRY_FAULTS_LONG=1 $(GO) test -count=1 -run TestCrashes -timeout 20m -v ./tests/faults/
 	$(GO) test -run '^$$' -bench 'BenchmarkQueue$$' -benchtime 1x -timeout 30m -v ./tests/bench/
 

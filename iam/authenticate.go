@@ -24,10 +24,18 @@ func NewCallers(auth *Authenticator, exists TenancyLookup) *Callers {
 	return &Callers{auth: auth, exists: exists}
 }
 
-// Identify returns the caller that an "Authorization: Bearer <token>" header names, or a NotAuthenticated
-// fault.
-func (c *Callers) Identify(ctx context.Context, authorization string) (*Principal, error) {
-	token, ok := bearerToken(authorization)
+// Identify returns the caller that the request's "Authorization: Bearer <token>" header (all its values) names,
+// or a NotAuthenticated fault. Two Authorization headers are refused even when the first is valid: a proxy or a
+// handler that reads the other one would act for someone else.
+func (c *Callers) Identify(ctx context.Context, authorization []string) (*Principal, error) {
+	if len(authorization) > 1 {
+		return nil, fault.NotAuthenticated("the request must carry one Authorization header, not %d", len(authorization))
+	}
+	var header string
+	if len(authorization) == 1 {
+		header = authorization[0]
+	}
+	token, ok := bearerToken(header)
 	if !ok {
 		return nil, fault.NotAuthenticated("the Authorization header must carry a Bearer token")
 	}

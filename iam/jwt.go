@@ -5,19 +5,29 @@ import (
 	"crypto/ecdsa"
 	"crypto/rsa"
 	"crypto/x509"
+	"encoding/base64"
+	"encoding/json"
 	"encoding/pem"
 	"errors"
 	"fmt"
 	"os"
 	"slices"
+	"strings"
 	"sync"
 	"time"
+	"unicode/utf8"
 
 	"github.com/golang-jwt/jwt/v5"
+
+	"github.com/ferry-mq/ferry/persistence"
 )
 
 // ClockSkew is how far token times may disagree with ours.
 const ClockSkew = 60 * time.Second
+
+// MaxTokenBytes bounds a bearer token: a token is a few hundred bytes; a larger one is refused before it is
+// decoded (a probe sends megabytes of claims to make the server parse them).
+const MaxTokenBytes = 8 << 10
 
 // AuthConfig configures token verification. Exactly one of the key sources is usually set; several may be.
 type AuthConfig struct {
@@ -132,10 +142,14 @@ func (a *Authenticator) Authenticate(ctx context.Context, token string) (*Princi
 	if p := a.verified.get(token); p != nil {
 		return p, nil
 	}
+	if err := checkTokenForm(token); err != nil {
+		return nil, err
+	}
 	opts := []jwt.ParserOption{
 		jwt.WithValidMethods(a.algs), // "none" is never in the list
 		jwt.WithLeeway(ClockSkew),
 		jwt.WithExpirationRequired(),
+		jwt.WithIssuedAt(), // an iat later than now (beyond the skew) is refused
 	}
 	if a.cfg.Issuer != "" {
 		opts = append(opts, jwt.WithIssuer(a.cfg.Issuer))
@@ -153,6 +167,13 @@ func (a *Authenticator) Authenticate(ctx context.Context, token string) (*Princi
 	}
 	if claims.Tenancy == "" {
 		return nil, errors.New("the token has no tenancy claim")
+	}
+	// The tenancy is looked up in the database, the subject and groups are compared with stored text: text the
+	// database cannot hold is no identity (and must not surface as a database error).
+	for _, v := range append([]string{claims.Tenancy, claims.Subject}, claims.Groups...) {
+		if why := persistence.TextProblem(v); why != "" {
+			return nil, fmt.Errorf("the token's claims %s", why)
+		}
 	}
 	p := &Principal{Subject: claims.Subject, TenancyID: claims.Tenancy, Groups: claims.Groups}
 	var notBefore time.Time
@@ -180,6 +201,43 @@ func (a *Authenticator) key(ctx context.Context, t *jwt.Token) (any, error) {
 		return a.publicKey, nil
 	}
 	return nil, fmt.Errorf("algorithm %s is not allowed", t.Method.Alg())
+}
+
+// checkTokenForm refuses what the JWT library would let through but ferry does not accept: tokens over
+// MaxTokenBytes, a header with a crit parameter (RFC 7515 section 4.1.11: ferry understands no extension, so a
+// token that needs one must be refused), a payload that is not UTF-8 (encoding/json would replace the bad bytes),
+// and time claims that are not JSON numbers ("exp":"1700000000" is decoded as a number by the library).
+func checkTokenForm(token string) error {
+	if len(token) > MaxTokenBytes {
+		return fmt.Errorf("the token is longer than %d bytes", MaxTokenBytes)
+	}
+	parts := strings.Split(token, ".")
+	if len(parts) != 3 {
+		return errors.New("the token must have three segments")
+	}
+	var header map[string]json.RawMessage
+	if raw, err := jwtSegment(parts[0]); err != nil || json.Unmarshal(raw, &header) != nil {
+		return errors.New("the token's header is not a base64url JSON object")
+	}
+	if _, ok := header["crit"]; ok {
+		return errors.New("the token's header names critical extensions (crit) that ferry does not understand")
+	}
+	raw, err := jwtSegment(parts[1])
+	var claims map[string]json.RawMessage
+	if err != nil || !utf8.Valid(raw) || json.Unmarshal(raw, &claims) != nil {
+		return errors.New("the token's payload is not a base64url UTF-8 JSON object")
+	}
+	for _, name := range []string{"exp", "iat", "nbf"} {
+		if v, ok := claims[name]; ok && (len(v) == 0 || v[0] != '-' && (v[0] < '0' || v[0] > '9')) {
+			return fmt.Errorf("the token's %s claim must be a number", name)
+		}
+	}
+	return nil
+}
+
+// jwtSegment decodes a token segment as the JWT library does (base64url, padding tolerated).
+func jwtSegment(s string) ([]byte, error) {
+	return base64.RawURLEncoding.DecodeString(strings.TrimRight(s, "="))
 }
 
 // IssueHS256 signs a token for subject in tenancy (ferry token, tests).

@@ -39,7 +39,7 @@ func (r *Messages) Delete(ctx context.Context, queueID string, receipts []Receip
 
 // acknowledge deletes the messages of concurrent acknowledgements without ordered messages (coalescer) in one
 // statement, and reports per receipt whether it deleted the message. A message whose receipt two of them hold
-// is deleted once, and reported deleted to both.
+// is deleted once, and reported deleted to both; a stale receipt of it (an older lease) is not.
 func (r *Messages) acknowledge(ctx context.Context, queueNo int64, items [][]Receipt) ([][]bool, error) {
 	all := items[0]
 	if len(items) > 1 {
@@ -56,14 +56,20 @@ func (r *Messages) acknowledge(ctx context.Context, queueNo int64, items [][]Rec
 	return out, nil
 }
 
-// deletedSet holds the (group, id) of the messages an acknowledgement deleted.
-type deletedSet map[[2]int64]bool
+// deletedSet holds the (group, id, lease) of the messages an acknowledgement deleted.
+type deletedSet map[receiptKey]bool
 
-// of reports, per receipt, whether its message was deleted.
+// receiptKey names one lease of one group's copy of a message: a receipt.
+type receiptKey struct {
+	group     int32
+	id, lease int64
+}
+
+// of reports, per receipt, whether it deleted its message.
 func (d deletedSet) of(receipts []Receipt) []bool {
 	out := make([]bool, len(receipts))
 	for i, rc := range receipts {
-		out[i] = d[[2]int64{int64(rc.GroupNo), rc.ID}]
+		out[i] = d[receiptKey{rc.GroupNo, rc.ID, rc.LeaseID}]
 	}
 	return out
 }
@@ -86,13 +92,13 @@ func (r *Messages) deleteReceipts(ctx context.Context, queueNo int64, queueID st
 		query.queue(batch, arg{"group_nos", groups}, arg{"ids", ids}, arg{"lease_ids", leases}, arg{"dlqs", dlqs},
 			arg{"queue_no", queueNo}).Query(func(rows pgx.Rows) error {
 			var g int32
-			var id int64
+			var id, lease int64
 			var next bool
-			_, err := pgx.ForEachRow(rows, []any{&g, &id, &next}, func() error {
+			_, err := pgx.ForEachRow(rows, []any{&g, &id, &next, &lease}, func() error {
 				if next {
 					unblocked++
 				} else {
-					done[[2]int64{int64(g), id}] = true
+					done[receiptKey{g, id, lease}] = true
 				}
 				return nil
 			})
@@ -130,16 +136,16 @@ func (r *Messages) UpdateVisibility(ctx context.Context, queueID string, receipt
 	if err != nil {
 		return nil, interpretError("updating messages", err)
 	}
-	got := map[[2]int64]time.Time{}
+	got := map[receiptKey]time.Time{}
 	var g int32
-	var id int64
+	var id, lease int64
 	var at time.Time
-	if _, err := pgx.ForEachRow(rows, []any{&g, &id, &at}, func() error { got[[2]int64{int64(g), id}] = at.UTC(); return nil }); err != nil {
+	if _, err := pgx.ForEachRow(rows, []any{&g, &id, &lease, &at}, func() error { got[receiptKey{g, id, lease}] = at.UTC(); return nil }); err != nil {
 		return nil, interpretError("updating messages", err)
 	}
 	out := make([]*time.Time, len(receipts))
 	for i, rc := range receipts {
-		if t, ok := got[[2]int64{int64(rc.GroupNo), rc.ID}]; ok {
+		if t, ok := got[receiptKey{rc.GroupNo, rc.ID, rc.LeaseID}]; ok {
 			out[i] = &t
 		}
 	}

@@ -52,12 +52,13 @@ func (p Page) decode() (*cursor, error) {
 	if p.Token == "" {
 		return nil, nil
 	}
-	raw, err := base64.RawURLEncoding.DecodeString(p.Token)
+	raw, err := DecodePageToken(p.Token)
 	var c cursor
 	if err == nil {
 		err = json.Unmarshal(raw, &c)
 	}
-	if err != nil || c.ID == "" || c.Sort != p.sortKey() {
+	// The JSON may still spell a NUL as \u0000: the cursor's text goes into the keyset predicate.
+	if err != nil || c.ID == "" || c.Sort != p.sortKey() || TextProblem(c.ID) != "" || TextProblem(c.Name) != "" {
 		return nil, fault.InvalidParameter("page: invalid page token")
 	}
 	return &c, nil

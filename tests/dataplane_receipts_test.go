@@ -140,3 +140,42 @@ func TestReceiptScope(t *testing.T) {
 	require.Equal(t, http.StatusNoContent, del.StatusCode(), string(del.Body))
 	c.RequireStats(t, a, 0, 0, 0, 0)
 }
+
+// TestStaleAndCurrentReceiptInOneBatch: a batch holding both a stale receipt and the current one of the same
+// message acts on the current one only. The stale entry fails as it would alone (404 when the batch deleted the
+// message, 409 when it updated it), for deleteMessages and updateMessages alike.
+func TestStaleAndCurrentReceiptInOneBatch(t *testing.T) {
+	t.Parallel()
+	_, tenancyID, c := testserver.StartAdmin(t)
+	q := c.NewQueue(t, tenancyID)
+	ctx := context.Background()
+	c.Put(t, q, e2e.Msg("one"))
+
+	stale := c.Get(t, q, e2e.Visibility(60))[0]
+	rel, err := c.UpdateMessageWithResponse(ctx, q, stale.Receipt, &sdk.UpdateMessageParams{}, sdk.UpdateMessageDetails{VisibilityInSeconds: 0})
+	require.NoError(t, err)
+	require.Equal(t, http.StatusOK, rel.StatusCode(), string(rel.Body))
+	current := c.Get(t, q, e2e.Visibility(60))[0]
+	require.Equal(t, stale.Id, current.Id)
+	require.NotEqual(t, stale.Receipt, current.Receipt)
+
+	upd, err := c.UpdateMessagesWithResponse(ctx, q, &sdk.UpdateMessagesParams{}, sdk.UpdateMessagesDetails{Entries: []sdk.UpdateMessagesDetailsEntry{
+		{Receipt: stale.Receipt, VisibilityInSeconds: 300},
+		{Receipt: current.Receipt, VisibilityInSeconds: 120},
+	}})
+	require.NoError(t, err)
+	require.Equal(t, http.StatusOK, upd.StatusCode(), string(upd.Body))
+	require.Equal(t, 1, upd.JSON200.ClientFailures)
+	require.Equal(t, http.StatusConflict, *upd.JSON200.Entries[0].ErrorCode)
+	require.Nil(t, upd.JSON200.Entries[1].ErrorCode)
+
+	del, err := c.DeleteMessagesWithResponse(ctx, q, &sdk.DeleteMessagesParams{}, sdk.DeleteMessagesDetails{Entries: []sdk.DeleteMessagesDetailsEntry{
+		{Receipt: stale.Receipt}, {Receipt: current.Receipt},
+	}})
+	require.NoError(t, err)
+	require.Equal(t, http.StatusOK, del.StatusCode(), string(del.Body))
+	require.Equal(t, 1, del.JSON200.ClientFailures)
+	require.Equal(t, http.StatusNotFound, *del.JSON200.Entries[0].ErrorCode)
+	require.Nil(t, del.JSON200.Entries[1].ErrorCode)
+	c.RequireStats(t, q, 0, 0, 0, 0)
+}

@@ -2,6 +2,7 @@ package tests
 
 import (
 	"context"
+	"encoding/json"
 	"net/http"
 	"strings"
 	"sync"
@@ -450,6 +451,25 @@ func TestWatchBadInput(t *testing.T) {
 	_, pushed, err := conn.Read(ctx)
 	require.NoError(t, err)
 	require.Contains(t, string(pushed), "still here")
+
+	// A reason the database cannot store (it is stored with the message) is refused like a body's text: a NUL
+	// reached PostgreSQL and answered InternalServerError; invalid UTF-8 was stored as U+FFFD.
+	var frame struct {
+		Messages []struct {
+			Receipt string `json:"receipt"`
+		} `json:"messages"`
+	}
+	require.NoError(t, json.Unmarshal(pushed, &frame))
+	require.Len(t, frame.Messages, 1)
+	receipt := frame.Messages[0].Receipt
+	for _, reason := range []string{`"a\u0000b"`, "\"a\xffb\"", `"\udc00"`} {
+		bad := `{"negative":["` + receipt + `"],"code":"Failed","reason":` + reason + `}`
+		require.NoError(t, conn.Write(ctx, websocket.MessageText, []byte(bad)))
+		_, answer, err := conn.Read(ctx)
+		require.NoError(t, err)
+		require.Contains(t, string(answer), `"InvalidParameter"`, reason)
+		require.Contains(t, string(answer), "reason", reason)
+	}
 }
 
 // TestWatchHandle: the SDK's handler loop commits what the handler accepts and releases what it rejects, with

@@ -323,10 +323,13 @@ func BenchmarkAuthorize1000Parallel(b *testing.B) {
 	})
 }
 
-// TestLatency holds the median decision with 1,000 statements to well under DESIGN section 5's 100 µs. The p99
-// target (< 50 µs) is reported by BenchmarkAuthorize1000 rather than asserted: on a shared machine the tail measures
-// the neighbours as much as the engine (BenchmarkOPAFloor shows how much), and a test that fails for that reason
-// teaches nothing. It skips where timing means nothing (-short, the race detector).
+// TestLatency measures first decisions with 1,000 statements in the tenancy: Authorize, which Decide runs for an
+// input it has not decided before, and which remembers nothing (the test checks that the memo stayed empty, so
+// that no decision came from it). It holds the median to well under DESIGN section 5's 100 µs and the p99 of each
+// input's best of ten decisions under its 50 µs: the engine's own tail. The p99 of all decisions (wall and
+// on-CPU) is logged beside it, not asserted: on a shared machine that tail measures the neighbours as much as the
+// engine (BenchmarkOPAFloor shows how much), and a test that fails for that reason teaches nothing. It skips where
+// timing means nothing (-short, the race detector); make timing runs it without -race in make test and CI.
 func TestLatency(t *testing.T) {
 	if testing.Short() || raceEnabled {
 		t.Skip("timing is meaningless under -short or -race")
@@ -335,9 +338,15 @@ func TestLatency(t *testing.T) {
 	e, inputs := newBenchEngine(t, 1000)
 	measureLatency(t, e, inputs, 2_000) // warm up
 	l := measureLatency(t, e, inputs, 20_000)
-	t.Logf("1,000 statements, 20,000 decisions: wall p50 %v p99 %v, on-CPU p50 %v p99 %v (%.0f%% allowed)",
-		l.wallP50, l.wallP99, l.cpuP50, l.cpuP99, l.allowedShare*100)
+	bestP50, bestP99 := bestOf(t, e, inputs, 10)
+	t.Logf("1,000 statements, 20,000 decisions, none remembered: wall p50 %v p99 %v, on-CPU p50 %v p99 %v (%.0f%% allowed); best of ten per input: p50 %v p99 %v",
+		l.wallP50, l.wallP99, l.cpuP50, l.cpuP99, l.allowedShare*100, bestP50, bestP99)
+	e.mu.RLock()
+	remembered := e.tenancies[inputs[0].TenancyID].memo.size.Load()
+	e.mu.RUnlock()
+	require.Zero(t, remembered, "the measured decisions must be first decisions, none remembered")
 	require.Less(t, l.wallP50, 50*time.Microsecond)
+	require.Less(t, bestP99, 50*time.Microsecond, "DESIGN section 5: p99 < 50 µs with 1,000 statements")
 	require.Greater(t, l.allowedShare, 0.2, "the generated requests must also exercise allowing")
 	require.Less(t, l.allowedShare, 0.8, "the generated requests must also exercise denying")
 }

@@ -12,14 +12,14 @@ SELECT set_config('plan_cache_mode', 'force_generic_plan', true);
 -- messages.delete
 DELETE FROM messages m USING unnest($1::int[], $2::bigint[], $3::bigint[], $4::bool[]) AS r(group_no, id, lease_id, dlq)
 WHERE m.queue_no = $5 AND m.id = r.id AND m.group_no IS NOT DISTINCT FROM r.group_no AND m.lease_id = r.lease_id AND m.dlq IS NOT DISTINCT FROM r.dlq
-RETURNING m.group_no, m.id, false;
+RETURNING m.group_no, m.id, false, m.lease_id;
 
 -- $1 @group_nos, $2 @ids, $3 @lease_ids, $4 @dlqs, $5 @queue_no
 -- messages.delete_ordered
 WITH deleted AS (
 	DELETE FROM messages m USING unnest($1::int[], $2::bigint[], $3::bigint[], $4::bool[]) AS r(group_no, id, lease_id, dlq)
 	WHERE m.queue_no = $5 AND m.id = r.id AND m.group_no IS NOT DISTINCT FROM r.group_no AND m.lease_id = r.lease_id AND m.dlq IS NOT DISTINCT FROM r.dlq
-	RETURNING m.group_no, m.id, m.message_group, m.dlq
+	RETURNING m.group_no, m.id, m.message_group, m.dlq, m.lease_id
 ), heads_left AS (
 	SELECT group_no, message_group FROM deleted WHERE NOT dlq
 ), next_up AS MATERIALIZED (
@@ -35,7 +35,7 @@ WITH deleted AS (
 		AND m.group_no IS NOT DISTINCT FROM nx.group_no AND m.visible_at = 'infinity'
 	RETURNING m.group_no, m.id
 )
-SELECT group_no, id, false FROM deleted UNION ALL SELECT group_no, id, true FROM unblocked;
+SELECT group_no, id, false, lease_id FROM deleted UNION ALL SELECT group_no, id, true, 0::bigint FROM unblocked;
 
 -- $1 @queue_no, $2 @ids
 -- messages.delete_bodies
@@ -48,7 +48,7 @@ WHERE b.queue_no = $1 AND b.id = ANY ($2::bigint[])
 UPDATE messages m SET visible_at = now() + make_interval(secs => r.secs)
 FROM unnest($1::int[], $2::bigint[], $3::bigint[], $4::bool[], $5::int[]) AS r(group_no, id, lease_id, dlq, secs)
 WHERE m.queue_no = $6 AND m.id = r.id AND m.group_no IS NOT DISTINCT FROM r.group_no AND m.lease_id = r.lease_id AND m.dlq IS NOT DISTINCT FROM r.dlq
-RETURNING m.group_no, m.id, m.visible_at;
+RETURNING m.group_no, m.id, m.lease_id, m.visible_at;
 
 -- $1 @group_nos, $2 @ids, $3 @queue_no
 -- messages.existing

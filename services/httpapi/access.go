@@ -20,7 +20,7 @@ func Authenticate(callers *iam.Callers, public func(path string) bool) gin.Handl
 			c.Next()
 			return
 		}
-		p, err := callers.Identify(c.Request.Context(), c.GetHeader("Authorization"))
+		p, err := callers.Identify(c.Request.Context(), c.Request.Header.Values("Authorization"))
 		if err != nil {
 			apierror.Write(c, err)
 			return

@@ -69,6 +69,25 @@ func BodyLimit(limit func(c *gin.Context) int64) gin.HandlerFunc {
 	}
 }
 
+// BodyReadDeadline gives a request's body timeout to arrive (a body trickled a byte at a time would hold its
+// connection forever): the connection's read deadline is set when the request has a body, and the Validator lifts
+// it once it has read the body, so that the handler — a long poll, a watch — runs without one. A body that is
+// still arriving at the deadline answers 408 RequestTimeout (readJSONBody); one that nobody reads (an unknown
+// route, another content type) makes net/http close the connection when it tries to drain it.
+func BodyReadDeadline(timeout time.Duration) gin.HandlerFunc {
+	return func(c *gin.Context) {
+		if r := c.Request; r.Body != nil && r.Body != http.NoBody {
+			_ = http.NewResponseController(c.Writer).SetReadDeadline(time.Now().Add(timeout))
+		}
+		c.Next()
+	}
+}
+
+// endBodyRead lifts BodyReadDeadline's deadline once the body is read.
+func endBodyRead(c *gin.Context) {
+	_ = http.NewResponseController(c.Writer).SetReadDeadline(time.Time{})
+}
+
 // IsTooLarge reports whether err comes from reading past the body limit.
 func IsTooLarge(err error) bool {
 	var maxErr *http.MaxBytesError

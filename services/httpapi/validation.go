@@ -7,9 +7,8 @@ import (
 	"fmt"
 	"io"
 	"mime"
+	"net"
 	"net/http"
-	"slices"
-	"strconv"
 	"strings"
 
 	"github.com/getkin/kin-openapi/openapi3"
@@ -56,6 +55,8 @@ type route struct {
 	json *openapi3.MediaType
 	// params checks the parameters without kin-openapi when they are simple (fastparams.go); nil = kin-openapi.
 	params fastParams
+	// headers are the header parameters the operation declares (their text is checked: text.go).
+	headers []headerParam
 }
 
 // NewValidator indexes the spec's operations by their gin route.
@@ -83,6 +84,7 @@ func NewValidator(doc *openapi3.T) *Validator {
 			if fast := wire.FastDecoders[op.OperationID]; fast != nil && op.RequestBody != nil && op.RequestBody.Value != nil {
 				r.fast, r.json = fast, op.RequestBody.Value.Content.Get("application/json")
 			}
+			r.headers = headerParams(r)
 			v.routes[method+" "+GinPath(path)] = r
 		}
 	}
@@ -108,27 +110,26 @@ func (v *Validator) Middleware() gin.HandlerFunc {
 			c.Next()
 			return
 		}
+		// The one rule for text (text.go), before anything reads the request.
+		if err := paramTextProblem(c, route.headers); err != nil {
+			apierror.Write(c, err)
+			return
+		}
 		params := make(map[string]string, len(c.Params))
 		for _, p := range c.Params {
 			params[p.Key] = p.Value
 		}
-		body, isJSON, apiErr := readJSONBody(c.Request)
-		if apiErr != nil {
-			apierror.Write(c, apiErr)
+		body, isJSON, err := readJSONBody(c.Request)
+		if err != nil {
+			if isTimeout(err) {
+				c.Header("Connection", "close") // the rest of the body may still be on its way
+				err = apierror.New(http.StatusRequestTimeout, "RequestTimeout", "the request body did not arrive within the body read timeout")
+			}
+			apierror.Write(c, err)
 			return
 		}
-		// PostgreSQL text cannot hold NUL, so a NUL would otherwise surface as a 500 from the database.
-		for _, p := range c.Params {
-			if strings.ContainsRune(p.Value, 0) {
-				apierror.Write(c, fault.InvalidParameter("%s: must not contain NUL characters", p.Key))
-				return
-			}
-		}
-		for name, values := range c.Request.URL.Query() {
-			if slices.ContainsFunc(values, func(v string) bool { return strings.ContainsRune(v, 0) }) {
-				apierror.Write(c, fault.InvalidParameter("%s: must not contain NUL characters", name))
-				return
-			}
+		if body != nil {
+			endBodyRead(c)
 		}
 		if decoded, ok := v.fastBody(route, c.Request, body, isJSON); ok {
 			// The body is valid (and free of trailing data and NUL): the parameters remain.
@@ -143,6 +144,12 @@ func (v *Validator) Middleware() gin.HandlerFunc {
 			c.Next()
 			return
 		}
+		// The fast decoders accept only good text; any other body is checked here, before kin-openapi (whose
+		// decoding would turn invalid UTF-8 into U+FFFD).
+		if err := JSONTextProblem(body); err != nil {
+			apierror.Write(c, err)
+			return
+		}
 		// An operation without a body (GetMessages) whose parameters pass needs nothing of kin-openapi.
 		if route.Operation.RequestBody != nil || !v.fastParams(route, c.Request, params) {
 			input := &openapi3filter.RequestValidationInput{Request: c.Request, PathParams: params, Route: route.Route, Options: v.opts}
@@ -155,10 +162,6 @@ func (v *Validator) Middleware() gin.HandlerFunc {
 			// kin-openapi (like encoding/json's Decoder) reads the first JSON value and ignores the rest, so a body
 			// such as `{...}x` or `{...}{...}` would pass: reject it instead of acting on half of what was sent.
 			apierror.Write(c, fault.InvalidParameter("body: the request body is not valid JSON (unexpected data after the top-level value)"))
-			return
-		}
-		if field, ok := nulField(body); ok {
-			apierror.Write(c, fault.InvalidParameter("%s: must not contain NUL characters", field))
 			return
 		}
 		c.Next()
@@ -184,7 +187,7 @@ func (v *Validator) fastBody(r *route, req *http.Request, body []byte, isJSON bo
 // readJSONBody buffers a JSON request body (and puts it back for the validator and the handler). Bodies of other
 // content types are left alone and return nil: the validator rejects the content type. isJSON reports a body of
 // exactly application/json (parameters aside).
-func readJSONBody(r *http.Request) (body []byte, isJSON bool, _ *fault.Error) {
+func readJSONBody(r *http.Request) (body []byte, isJSON bool, _ error) {
 	if r.Body == nil || r.Body == http.NoBody {
 		return nil, false, nil
 	}
@@ -197,10 +200,19 @@ func readJSONBody(r *http.Request) (body []byte, isJSON bool, _ *fault.Error) {
 		if IsTooLarge(err) {
 			return nil, false, fault.PayloadTooLarge("the request body is too large")
 		}
+		if isTimeout(err) {
+			return nil, false, err
+		}
 		return nil, false, fault.InvalidParameter("body: reading the request body: %v", err)
 	}
 	r.Body = io.NopCloser(bytes.NewReader(body))
 	return body, mediaType == "application/json", nil
+}
+
+// isTimeout reports a read that passed the connection's read deadline (BodyReadDeadline).
+func isTimeout(err error) bool {
+	var netErr net.Error
+	return errors.As(err, &netErr) && netErr.Timeout()
 }
 
 // readAll reads a body in one allocation when its length is known (io.ReadAll grows its buffer step by step,
@@ -218,43 +230,6 @@ func readAll(r io.Reader, length int64) ([]byte, error) {
 		buf = append(buf, rest...)
 	}
 	return buf, err
-}
-
-// nulField finds a string (or object key) holding a NUL character in a valid JSON body and returns its path. JSON
-// can only carry NUL as the escape \u0000, so bodies without that text are not decoded again.
-func nulField(body []byte) (string, bool) {
-	if !bytes.Contains(body, []byte(`\u0000`)) {
-		return "", false
-	}
-	var v any
-	if err := json.Unmarshal(body, &v); err != nil {
-		return "", false
-	}
-	var walk func(v any, path []string) ([]string, bool)
-	walk = func(v any, path []string) ([]string, bool) {
-		switch v := v.(type) {
-		case string:
-			return path, strings.ContainsRune(v, 0)
-		case []any:
-			for i, e := range v {
-				if p, ok := walk(e, append(path, strconv.Itoa(i))); ok {
-					return p, true
-				}
-			}
-		case map[string]any:
-			for k, e := range v {
-				if strings.ContainsRune(k, 0) {
-					return path, true
-				}
-				if p, ok := walk(e, append(path, k)); ok {
-					return p, true
-				}
-			}
-		}
-		return nil, false
-	}
-	path, ok := walk(v, nil)
-	return fieldName(nil, path), ok
 }
 
 // TranslateValidationError turns a kin-openapi error into InvalidParameter/MissingParameter naming the field.

@@ -5,7 +5,6 @@ import (
 	"encoding/base64"
 	"strings"
 
-	"github.com/ferry-mq/ferry/fault"
 	"github.com/ferry-mq/ferry/persistence"
 )
 
@@ -64,9 +63,9 @@ func (s *Service) Channels(ctx context.Context, tenancyID, queueID, groupRef str
 	if err != nil {
 		return nil, "", err
 	}
-	last, err := base64.RawURLEncoding.DecodeString(page)
-	if err != nil || (page != "" && len(last) == 0) {
-		return nil, "", fault.InvalidParameter("page: not a page token of this list; pass the opc-next-page header back unchanged")
+	last, err := persistence.DecodePageToken(page)
+	if err != nil {
+		return nil, "", err
 	}
 	after := string(last)
 	prefix, isPrefix := strings.CutSuffix(filter, "*")

@@ -12,6 +12,7 @@ import (
 	"github.com/ferry-mq/ferry/fault"
 	"github.com/ferry-mq/ferry/openapi"
 	"github.com/ferry-mq/ferry/persistence"
+	"github.com/ferry-mq/ferry/services/httpapi"
 	"github.com/ferry-mq/ferry/services/messaging"
 	"github.com/ferry-mq/ferry/services/wire"
 )
@@ -280,6 +281,11 @@ func (ss *session) read(frames chan<- clientFrame) {
 		var f clientFrame
 		if err := json.Unmarshal(data, &f); typ != websocket.MessageText || err != nil {
 			_ = ss.write(errorFrame{Error: *bodyOf(fault.InvalidParameter("frame: not a JSON object of the watch protocol"))})
+			continue
+		}
+		// The request bodies' rule for text: a reason is stored with the messages it releases.
+		if err := httpapi.JSONTextProblem(data); err != nil {
+			_ = ss.write(errorFrame{Error: *bodyOf(err)})
 			continue
 		}
 		select {

@@ -53,6 +53,13 @@ type Config struct {
 	DBAsyncCommit bool `env:"FERRY_DB_ASYNC_COMMIT" envDefault:"false"`
 	// LogLevel is debug, info, warn or error. Default info.
 	LogLevel string `env:"FERRY_LOG_LEVEL" envDefault:"info"`
+	// ReadHeaderTimeout bounds how long a client may take to send a request's headers. Default
+	// ReadHeaderTimeoutDefault.
+	ReadHeaderTimeout time.Duration `env:"FERRY_READ_HEADER_TIMEOUT"`
+	// BodyReadTimeout bounds how long a client may take to send a request's body, from the end of its headers; a
+	// body still arriving then answers 408 and the connection is closed. Long polls and watches are not
+	// affected: the deadline ends once the body is read. Default BodyReadTimeoutDefault.
+	BodyReadTimeout time.Duration `env:"FERRY_BODY_READ_TIMEOUT"`
 	// MaintenanceInterval is how often retention and cleanup run. Default 10s.
 	MaintenanceInterval time.Duration `env:"FERRY_MAINTENANCE_INTERVAL" envDefault:"10s"`
 	// Messaging tunes the data plane (wake-ups, fallback polling); tests shorten it.
@@ -67,6 +74,13 @@ type Config struct {
 	// FERRY_METRICS_*.
 	Metrics metering.Config
 }
+
+// Read timeouts: a client trickling its headers or body (1 byte every 2 s) would otherwise hold a connection and
+// a goroutine indefinitely. 30 s lets a 2 MiB body arrive at 70 KB/s.
+const (
+	ReadHeaderTimeoutDefault = 10 * time.Second
+	BodyReadTimeoutDefault   = 30 * time.Second
+)
 
 // MetricsListenDefault is where /metrics is served when FERRY_METRICS_LISTEN is unset: loopback, so that the
 // metrics (which name every tenancy's busiest queues) reach only a Prometheus on the same host or one the operator

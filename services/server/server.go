@@ -1,6 +1,7 @@
 package server
 
 import (
+	"cmp"
 	"context"
 	"crypto/subtle"
 	"errors"
@@ -138,6 +139,7 @@ func New(cfg Config, pool *pgxpool.Pool, tel *telemetry.Telemetry, logger *slog.
 	r.Use(
 		httpapi.RequestID(),
 		httpapi.Recover(),
+		httpapi.BodyReadDeadline(cmp.Or(cfg.BodyReadTimeout, BodyReadTimeoutDefault)),
 		tracing,
 		httpapi.Metrics(tel.Instruments, func(method, route string) string { return routeOps[method+" "+route] }),
 		httpapi.AccessLog(logger),
@@ -233,15 +235,23 @@ func (s *Server) Executor() *maintenance.WorkRequestExecutor { return s.executor
 // Serve serves HTTP on l until ctx is cancelled, then drains in-flight requests (up to drain) and stops.
 func (s *Server) Serve(ctx context.Context, l net.Listener, drain time.Duration) error {
 	srv := &http.Server{
-		Handler:           s.engine,
-		ReadHeaderTimeout: 10 * time.Second,
-		IdleTimeout:       2 * time.Minute,
-		BaseContext:       func(net.Listener) context.Context { return context.WithoutCancel(ctx) },
+		Handler:     s.engine,
+		BaseContext: func(net.Listener) context.Context { return context.WithoutCancel(ctx) },
 	}
+	ConfigureHTTP(srv, s.cfg)
 	// Watches are hijacked connections that Shutdown does not wait for: close them as the drain starts, so that
 	// their messages go to consumers on other nodes at once.
 	srv.RegisterOnShutdown(s.push.Stop)
 	return serve(ctx, srv, l, drain)
+}
+
+// ConfigureHTTP sets the timeouts of the API's http.Server (cmd/ferry's, and the tests' httptest server): headers
+// within ReadHeaderTimeout, idle keep-alive connections closed after two minutes. There is no ReadTimeout: it would
+// also end long polls and watches (net/http cancels a request whose connection's read deadline passes while it
+// runs); the body's deadline is set per request by httpapi.BodyReadDeadline and lifted once the body is read.
+func ConfigureHTTP(srv *http.Server, cfg Config) {
+	srv.ReadHeaderTimeout = cmp.Or(cfg.ReadHeaderTimeout, ReadHeaderTimeoutDefault)
+	srv.IdleTimeout = 2 * time.Minute
 }
 
 // MetricsHandler serves the node's metrics (Prometheus text format) to operators: the handler of the metrics

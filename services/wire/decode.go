@@ -387,8 +387,8 @@ func (s *scanner) array(elem func() bool) bool {
 }
 
 // str reads a string. Without escapes (the common case) the text is taken as is, provided it is valid UTF-8
-// (encoding/json would replace invalid bytes); with escapes encoding/json decodes it, and text holding NUL is
-// refused (the validator refuses NUL everywhere).
+// (encoding/json would replace invalid bytes); with escapes encoding/json decodes it, unless StringProblem finds
+// text that the validator refuses (invalid UTF-8, NUL, an unpaired surrogate).
 func (s *scanner) str() (string, bool) {
 	if s.peek() != '"' {
 		return "", false
@@ -409,8 +409,10 @@ func (s *scanner) str() (string, bool) {
 		case c == '"':
 			s.i = j + 1
 			if escaped {
+				// encoding/json would turn invalid UTF-8 and unpaired surrogate escapes into U+FFFD: those (and
+				// NUL) go to the validator's general path, which refuses them.
 				var out string
-				if json.Unmarshal(s.b[start-1:j+1], &out) != nil || strings.IndexByte(out, 0) >= 0 {
+				if StringProblem(s.b[start-1:j+1]) != "" || json.Unmarshal(s.b[start-1:j+1], &out) != nil {
 					return "", false
 				}
 				return out, true

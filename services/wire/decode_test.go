@@ -39,3 +39,19 @@ func mustMarshal(t *testing.T, s string) []byte {
 	}
 	return b
 }
+
+// TestScannerBadText: escaped strings that encoding/json would silently change are left to the validator, which
+// refuses them; their valid neighbours are decoded.
+func TestScannerBadText(t *testing.T) {
+	for lit, valid := range map[string]bool{
+		`"\ud83d\ude00"`: true, `"\ufffd"`: true, `"\\ud800"`: true, `"\u00e9\n"`: true,
+		`"\ud800"`: false, `"\udc00\ud800"`: false, `"x\ud83d"`: false, `"\u0000"`: false, "\"\\n\xff\"": false,
+		"\"\\n\xc0\x80\"": false,
+	} {
+		s := scanner{b: []byte(lit)}
+		_, ok := s.str()
+		if ok != valid {
+			t.Errorf("%s: accepted %v, want %v", lit, ok, valid)
+		}
+	}
+}

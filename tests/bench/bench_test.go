@@ -163,10 +163,7 @@ func (n *node) httpCycle(b testing.TB, queue string, target int) float64 {
 func (n *node) sqlCycle(b testing.TB, target int) float64 {
 	ctx := context.Background()
 	// Like ferry's queue, the table lives on from one round to the next (with its backlog, dead rows and bloat).
-	if _, err := n.pool.Exec(ctx, `CREATE TABLE IF NOT EXISTS bench_raw (id bigserial PRIMARY KEY,
-			visible_at timestamptz NOT NULL DEFAULT now(), payload text NOT NULL) WITH (fillfactor = 80,
-			autovacuum_vacuum_scale_factor = 0.01, autovacuum_vacuum_threshold = 1000, autovacuum_vacuum_cost_delay = 0, vacuum_truncate = false);
-		CREATE INDEX IF NOT EXISTS bench_raw_lease ON bench_raw (visible_at, id)`); err != nil {
+	if _, err := n.pool.Exec(ctx, rawTable); err != nil {
 		b.Fatal(err)
 	}
 	ctx, cancel := context.WithTimeout(ctx, phase)
@@ -178,7 +175,7 @@ func (n *node) sqlCycle(b testing.TB, target int) float64 {
 	var consumed, backlog atomic.Int64
 	var wg sync.WaitGroup
 	keepBacklog(ctx, &wg, target, &backlog, func() error {
-		_, err := n.pool.Exec(ctx, `INSERT INTO bench_raw (payload) SELECT unnest($1::text[])`, payloads)
+		_, err := n.pool.Exec(ctx, rawInsert, payloads)
 		return err
 	})
 	start := time.Now()

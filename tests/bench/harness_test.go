@@ -316,8 +316,9 @@ func roleDelta(before, after roleReading, total, msgs float64) string {
 		}
 	}
 	sort.Strings(parts)
-	// What /proc showed for every postgres process (cpuSplit) and the roles did not account for: seen up to
-	// ~20 µs/msg in some rounds, cause not found yet.
+	// What cpuSplit read for this benchmark's cluster and the roles did not account for. The roles count every
+	// "postgres: " process on the machine, other clusters' too (cpuSplit counted them all as well until it was
+	// narrowed to this cluster), which may be the ~20 µs/msg once seen here.
 	if gap := total * 1e6 / msgs; gap >= 0.5 || gap <= -0.5 {
 		parts = append(parts, fmt.Sprintf("unattributed %.0f", gap))
 	}
@@ -349,16 +350,46 @@ func processes() []int {
 	return pids
 }
 
-// cpuSplit is the CPU seconds used so far by ferry, by PostgreSQL (every postgres process, with the backends
-// that have exited) and by this benchmark process (the load generator and the raw SQL client).
+// cpuSplit is the CPU seconds used so far by ferry, by this benchmark's PostgreSQL (clusterCPU) and by this
+// benchmark process (the load generator and the raw SQL client).
 func (n *node) cpuSplit() (ferry, postgres, client float64) {
+	return n.ferryCPU(), n.clusterCPU(), processCPU(os.Getpid(), false)
+}
+
+// clusterCPU is the CPU seconds of this benchmark's PostgreSQL alone: its postmaster with the children it reaped,
+// and its running children (cpuSplit counts every postgres process, other clusters on the machine too).
+func (n *node) clusterCPU() float64 {
+	parents := map[int]int{}
+	started := map[int]bool{} // processes with the postmaster's command line: it, and children just forked
 	for _, pid := range processes() {
-		comm, err := os.ReadFile(fmt.Sprintf("/proc/%d/comm", pid))
-		if err == nil && strings.TrimSpace(string(comm)) == "postgres" {
-			postgres += processCPU(pid, true)
+		raw, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
+		if err != nil {
+			continue
+		}
+		if fields := strings.Fields(string(raw[strings.LastIndexByte(string(raw), ')')+2:])); len(fields) > 1 {
+			parents[pid], _ = strconv.Atoi(fields[1])
+		}
+		if cmdline, err := os.ReadFile(fmt.Sprintf("/proc/%d/cmdline", pid)); err == nil &&
+			strings.HasPrefix(string(cmdline), "/") && strings.Contains(string(cmdline), n.pgDir) {
+			started[pid] = true
 		}
 	}
-	return n.ferryCPU(), postgres, processCPU(os.Getpid(), false)
+	postmaster := 0
+	for pid := range started {
+		if !started[parents[pid]] {
+			postmaster = pid
+		}
+	}
+	if postmaster == 0 {
+		return 0
+	}
+	sum := processCPU(postmaster, true)
+	for pid, parent := range parents {
+		if parent == postmaster {
+			sum += processCPU(pid, false)
+		}
+	}
+	return sum
 }
 
 // statementsReset starts a pg_stat_statements reading when the benchmark's cluster loads it

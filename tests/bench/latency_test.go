@@ -97,6 +97,12 @@ func pct(v []float64) string {
 // a message's way (the put call, from the put's answer to the receive, the get and delete calls) and returns the
 // p50 and p99 of put→receive in milliseconds.
 func (n *node) latency(b testing.TB, queue string, rate int, d time.Duration) (p50, p99 float64) {
+	return n.latencyVia(b, []*node{n}, queue, rate, d)
+}
+
+// latencyVia is latency with the puts sent to n and the consumers spread over via (consumer i long-polls
+// via[i%len(via)]): across nodes, a put's wake-up reaches the other nodes' waiting receives through PostgreSQL.
+func (n *node) latencyVia(b testing.TB, via []*node, queue string, rate int, d time.Duration) (p50, p99 float64) {
 	ctx, cancel := context.WithTimeout(context.Background(), d+3*time.Second)
 	defer cancel()
 	times := newPutTimes()
@@ -107,10 +113,11 @@ func (n *node) latency(b testing.TB, queue string, rate int, d time.Duration) (p
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
+			consumer := via[c%len(via)]
 			for ctx.Err() == nil {
 				var got getResp
 				g0 := time.Now()
-				if _, err := n.call(ctx, http.MethodGet, "/20210201/queues/"+queue+"/messages?limit=32&timeoutInSeconds=5", nil, &got); err != nil {
+				if _, err := consumer.call(ctx, http.MethodGet, "/20210201/queues/"+queue+"/messages?limit=32&timeoutInSeconds=5", nil, &got); err != nil {
 					continue
 				}
 				now := time.Now().UnixNano()
@@ -126,7 +133,7 @@ func (n *node) latency(b testing.TB, queue string, rate int, d time.Duration) (p
 				getDur = append(getDur, float64(time.Since(g0))/1e6)
 				mu.Unlock()
 				d0 := time.Now()
-				_, _ = n.call(context.WithoutCancel(ctx), http.MethodPost, "/20210201/queues/"+queue+"/messages/actions/deleteMessages",
+				_, _ = consumer.call(context.WithoutCancel(ctx), http.MethodPost, "/20210201/queues/"+queue+"/messages/actions/deleteMessages",
 					deleteBody(receipts), nil)
 				mu.Lock()
 				delDur = append(delDur, float64(time.Since(d0))/1e6)

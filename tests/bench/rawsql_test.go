@@ -22,6 +22,13 @@ const (
 		UPDATE %s r SET visible_at = now() + interval '120 seconds' FROM next WHERE r.id = next.id
 		RETURNING r.id, r.payload`
 	rawAsync = `SELECT set_config('synchronous_commit', 'off', true)`
+	// rawTable is the raw cycle's table, with ferry's table settings (migrations/0002).
+	rawTable = `CREATE TABLE IF NOT EXISTS bench_raw (id bigserial PRIMARY KEY,
+			visible_at timestamptz NOT NULL DEFAULT now(), payload text NOT NULL) WITH (fillfactor = 80,
+			autovacuum_vacuum_scale_factor = 0.01, autovacuum_vacuum_threshold = 1000, autovacuum_vacuum_cost_delay = 0, vacuum_truncate = false);
+		CREATE INDEX IF NOT EXISTS bench_raw_lease ON bench_raw (visible_at, id)`
+	// rawInsert stores a batch of payloads ($1) in one statement, as PutMessages stores a batch.
+	rawInsert = `INSERT INTO bench_raw (payload) SELECT unnest($1::text[])`
 )
 
 // rawAsyncCommit: FERRY_DB_ASYNC_COMMIT=true, as ferry's nodes see it.

@@ -86,7 +86,9 @@ func Start(t testing.TB, opts ...Option) *Server {
 	}
 	// PublicURL is only known once the listener exists: build the handler behind a switch.
 	var handler http.Handler
-	hs := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { handler.ServeHTTP(w, r) }))
+	hs := httptest.NewUnstartedServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { handler.ServeHTTP(w, r) }))
+	server.ConfigureHTTP(hs.Config, cfg) // the timeouts of cmd/ferry's server
+	hs.Start()
 	cfg.PublicURL = hs.URL
 	node, err := server.New(cfg, pool, tel, logger)
 	if err != nil {

@@ -6,20 +6,21 @@
 -- 1–3 ms per acknowledged message under load).
 
 -- name: messages.delete
--- Acknowledge: delete the rows whose lease the receipts still hold. Rows come back as (group_no, id, false) per
--- deleted message.
+-- Acknowledge: delete the rows whose lease the receipts still hold. Rows come back as (group_no, id, false,
+-- lease_id) per deleted message: the lease tells the receipt that deleted it from a stale receipt of the same
+-- message in the same batch.
 DELETE FROM messages m USING unnest(@group_nos::int[], @ids::bigint[], @lease_ids::bigint[], @dlqs::bool[]) AS r(group_no, id, lease_id, dlq)
 WHERE m.queue_no = @queue_no AND m.id = r.id AND m.group_no IS NOT DISTINCT FROM r.group_no AND m.lease_id = r.lease_id AND m.dlq IS NOT DISTINCT FROM r.dlq
-RETURNING m.group_no, m.id, false;
+RETURNING m.group_no, m.id, false, m.lease_id;
 
 -- name: messages.delete_ordered
 -- Acknowledge receipts of which some are of ordered messages (after messages.lock_receipt_groups in the same
 -- transaction): a deleted head of an ordered message group makes the group's next message visible in the same
--- statement, which returns (group_no, id, true) for it.
+-- statement, which returns (group_no, id, true, 0) for it.
 WITH deleted AS (
 	DELETE FROM messages m USING unnest(@group_nos::int[], @ids::bigint[], @lease_ids::bigint[], @dlqs::bool[]) AS r(group_no, id, lease_id, dlq)
 	WHERE m.queue_no = @queue_no AND m.id = r.id AND m.group_no IS NOT DISTINCT FROM r.group_no AND m.lease_id = r.lease_id AND m.dlq IS NOT DISTINCT FROM r.dlq
-	RETURNING m.group_no, m.id, m.message_group, m.dlq
+	RETURNING m.group_no, m.id, m.message_group, m.dlq, m.lease_id
 ), heads_left AS (
 	SELECT group_no, message_group FROM deleted WHERE NOT dlq
 -- The next message of each ordered group in heads_left (group_no, message_group; NULL groups are ignored) that
@@ -42,7 +43,7 @@ WITH deleted AS (
 		AND m.group_no IS NOT DISTINCT FROM nx.group_no AND m.visible_at = 'infinity'
 	RETURNING m.group_no, m.id
 )
-SELECT group_no, id, false FROM deleted UNION ALL SELECT group_no, id, true FROM unblocked;
+SELECT group_no, id, false, lease_id FROM deleted UNION ALL SELECT group_no, id, true, 0::bigint FROM unblocked;
 
 -- name: messages.delete_bodies
 -- The bodies (put.sql) of the given messages that no consumer group's row holds any more: after an
@@ -58,7 +59,7 @@ WHERE b.queue_no = @queue_no AND b.id = ANY (@ids::bigint[])
 UPDATE messages m SET visible_at = now() + make_interval(secs => r.secs)
 FROM unnest(@group_nos::int[], @ids::bigint[], @lease_ids::bigint[], @dlqs::bool[], @seconds::int[]) AS r(group_no, id, lease_id, dlq, secs)
 WHERE m.queue_no = @queue_no AND m.id = r.id AND m.group_no IS NOT DISTINCT FROM r.group_no AND m.lease_id = r.lease_id AND m.dlq IS NOT DISTINCT FROM r.dlq
-RETURNING m.group_no, m.id, m.visible_at;
+RETURNING m.group_no, m.id, m.lease_id, m.visible_at;
 
 -- name: messages.existing
 -- Which of these messages still exist (to tell a stale receipt from a message already acknowledged).
