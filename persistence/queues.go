@@ -190,18 +190,6 @@ func (r *Queues) Create(ctx context.Context, q Queue, done WorkRequest) (Queue, 
 	return out, nameConflict("creating queue", err, fault.Conflict("primaryConsumerGroupDisplayName: the name is taken"))
 }
 
-// IDsOf returns the ids of a tenancy's queues that are not deleted (the stored-bytes quota sums their sizes).
-func (r *Queues) IDsOf(ctx context.Context, tenancyID string) ([]string, error) {
-	ctx, cancel := withTimeout(ctx)
-	defer cancel()
-	rows, err := r.pool.Query(ctx, `SELECT id FROM queues WHERE tenancy_id = $1 AND lifecycle_state <> 'DELETED'`, tenancyID)
-	if err != nil {
-		return nil, interpretError("listing queue ids", err)
-	}
-	ids, err := pgx.CollectRows(rows, pgx.RowTo[string])
-	return ids, interpretError("listing queue ids", err)
-}
-
 // List returns one page of queues and the next page token.
 func (r *Queues) List(ctx context.Context, tenancyID string, f QueueFilter, p Page) ([]Queue, string, error) {
 	ctx, cancel := withTimeout(ctx)

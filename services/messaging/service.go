@@ -50,7 +50,7 @@ type Config struct {
 	// durability costs; FERRY_DB_ASYNC_COMMIT=true.
 	AsyncCommit bool
 	// StoredBytesOf, when set, is a tenancy's stored-bytes quota (services/limits), checked on every put against
-	// the sizes this node knows of the tenancy's queues.
+	// the sizes of the tenancy's queues this node published to since it started.
 	StoredBytesOf func(tenancyID string) int64 `env:"-"`
 }
 
@@ -129,7 +129,7 @@ func New(cfg Config, store *persistence.Store, databaseURL string, receiptKey []
 		waiters:  newWaiters(),
 		readers:  newReaderSet(),
 		receipts: NewReceipts(receiptKey),
-		sizes:    newSizeCache(messages, store.Queues, cfg.SizeRefresh, logger),
+		sizes:    newSizeCache(messages, cfg.SizeRefresh, logger),
 		inst:     inst,
 		meter:    meter,
 		logger:   logger,

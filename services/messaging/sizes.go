@@ -18,11 +18,10 @@ type sizeCache struct {
 	logger  *slog.Logger
 	mu      sync.Mutex
 	byQueue map[string]*queueSize
-	// byTenancy sums the known sizes of each tenancy's queues, for its stored-bytes quota. The first put of a
-	// tenancy on this node starts a scan of all its queues (queuesOf), so that the sum soon covers the queues this
-	// node never published to.
+	// byTenancy sums the known sizes of each tenancy's queues, for its stored-bytes quota: the queues this node
+	// published to since it started (a scan of every queue of a tenancy at its first put would cost a tenancy of
+	// 10,000 idle queues 10,000 statements).
 	byTenancy map[string]int64
-	queuesOf  func(ctx context.Context, tenancyID string) ([]string, error)
 }
 
 type queueSize struct {
@@ -48,9 +47,9 @@ type addedBytes struct {
 // pendingMax bounds the puts remembered during one scan; beyond it they are left to the next scan.
 const pendingMax = 4096
 
-func newSizeCache(m *persistence.Messages, queues *persistence.Queues, refresh time.Duration, logger *slog.Logger) *sizeCache {
+func newSizeCache(m *persistence.Messages, refresh time.Duration, logger *slog.Logger) *sizeCache {
 	return &sizeCache{scan: m.SizeByChannel, refresh: refresh, logger: logger, byQueue: map[string]*queueSize{},
-		byTenancy: map[string]int64{}, queuesOf: queues.IDsOf}
+		byTenancy: map[string]int64{}}
 }
 
 // tenancyTotal is the stored bytes of the tenancy's queues known to this node.
@@ -60,45 +59,14 @@ func (c *sizeCache) tenancyTotal(tenancyID string) int64 {
 	return c.byTenancy[tenancyID]
 }
 
-// entryLocked returns the queue's entry, making it (and, for a tenancy not seen before, starting the scan of its
-// other queues) when there is none.
+// entryLocked returns the queue's entry, making it when there is none.
 func (c *sizeCache) entryLocked(queueID, tenancyID string) *queueSize {
 	e := c.byQueue[queueID]
 	if e == nil {
 		e = &queueSize{tenancyID: tenancyID}
 		c.byQueue[queueID] = e
-		if _, seen := c.byTenancy[tenancyID]; !seen && tenancyID != "" && c.queuesOf != nil {
-			c.byTenancy[tenancyID] = 0
-			go c.loadTenancy(tenancyID)
-		}
 	}
 	return e
-}
-
-// loadTenancy scans each of the tenancy's queues this node does not know yet, one after the other.
-func (c *sizeCache) loadTenancy(tenancyID string) {
-	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
-	defer cancel()
-	ids, err := c.queuesOf(ctx, tenancyID)
-	if err != nil {
-		c.logger.Warn("listing the tenancy's queues for its stored bytes", "tenancy", tenancyID, "error", err)
-		return
-	}
-	for _, id := range ids {
-		c.mu.Lock()
-		e, known := c.byQueue[id]
-		if !known {
-			e = c.entryLocked(id, tenancyID)
-		}
-		start := !e.loading && e.fetched.IsZero()
-		if start {
-			e.loading = true
-		}
-		c.mu.Unlock()
-		if start {
-			c.load(id)
-		}
-	}
 }
 
 // get returns the last known size of the queue and of each of the given channels (zero before the first scan
