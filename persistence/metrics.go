@@ -22,6 +22,8 @@ var (
 	metricsSampleCandidates = stmt("metrics.sample_candidates")
 	metricsConsumers        = stmt("metrics.consumers")
 	metricsLatestGauges     = stmt("metrics.latest_gauges")
+	metricsPartitionLags    = stmt("metrics.partition_lags")
+	metricsLatestLags       = stmt("metrics.latest_partition_lags")
 	metricsSeries           = stmt("metrics.series")
 	metricsExpire           = stmt("metrics.expire")
 )
@@ -53,6 +55,9 @@ type Gauges struct {
 	Visible, InFlight, Delayed, DLQMessages int64
 	OldestAgeSeconds                        float64
 	Consumers                               int32
+	// PartitionLag is a PARTITION group's lag (latest offset − committed offset, summed over its partitions), or
+	// the sum of the queue's PARTITION groups' for the whole queue; nil where there is no PARTITION group.
+	PartitionLag *int64
 }
 
 // GaugeRow is one key's sample of one minute.
@@ -106,18 +111,21 @@ func (r *Metrics) SetGauges(ctx context.Context, rows []GaugeRow) error {
 		minutes                              = make([]time.Time, n)
 		visible, inFlight, delayed, dlqDepth = make([]int64, n), make([]int64, n), make([]int64, n), make([]int64, n)
 		ages                                 = make([]float64, n)
+		lags                                 = make([]*int64, n)
 	)
 	for i, row := range rows {
 		queues[i], tenancies[i], groups[i], minutes[i] = row.QueueID, row.TenancyID, row.GroupNo, row.Minute
 		g := row.Gauges
 		visible[i], inFlight[i], delayed[i], dlqDepth[i], ages[i], consumers[i] = g.Visible, g.InFlight, g.Delayed,
 			g.DLQMessages, g.OldestAgeSeconds, g.Consumers
+		lags[i] = g.PartitionLag
 	}
 	ctx, cancel := withTimeout(ctx)
 	defer cancel()
 	_, err := metricsSetGauges.exec(ctx, r.pool, arg{"queue_ids", queues}, arg{"group_nos", groups}, arg{"minutes", minutes},
 		arg{"tenancy_ids", tenancies}, arg{"visible", visible}, arg{"in_flight", inFlight}, arg{"delayed", delayed},
-		arg{"dlq_messages", dlqDepth}, arg{"oldest_age_seconds", ages}, arg{"consumers", consumers})
+		arg{"dlq_messages", dlqDepth}, arg{"oldest_age_seconds", ages}, arg{"consumers", consumers},
+		arg{"partition_lags", lags})
 	return interpretError("writing metric samples", err)
 }
 
@@ -170,6 +178,49 @@ func (r *Metrics) LatestGauges(ctx context.Context, since time.Time) ([]GaugeRow
 	return out, interpretError("reading metric samples", err)
 }
 
+// PartitionLags returns the lag of each PARTITION group of a queue, by group number (empty for a queue without
+// PARTITION groups).
+func (r *Metrics) PartitionLags(ctx context.Context, queueID string) (map[int32]int64, error) {
+	ctx, cancel := withTimeout(ctx)
+	defer cancel()
+	rows, err := metricsPartitionLags.query(ctx, r.pool, arg{"queue_id", queueID})
+	if err != nil {
+		return nil, interpretError("reading partition lags", err)
+	}
+	out := map[int32]int64{}
+	var (
+		group int32
+		lag   int64
+	)
+	_, err = pgx.ForEachRow(rows, []any{&group, &lag}, func() error {
+		out[group] = lag
+		return nil
+	})
+	return out, interpretError("reading partition lags", err)
+}
+
+// GroupLag is the latest sampled lag of one PARTITION group.
+type GroupLag struct {
+	MetricKey
+	GroupID string
+	Lag     int64
+}
+
+// LatestPartitionLags returns the latest sampled lag of every PARTITION group sampled since since.
+func (r *Metrics) LatestPartitionLags(ctx context.Context, since time.Time) ([]GroupLag, error) {
+	ctx, cancel := withTimeout(ctx)
+	defer cancel()
+	rows, err := metricsLatestLags.query(ctx, r.pool, arg{"since", since})
+	if err != nil {
+		return nil, interpretError("reading partition lag samples", err)
+	}
+	out, err := pgx.CollectRows(rows, func(row pgx.CollectableRow) (GroupLag, error) {
+		var g GroupLag
+		return g, row.Scan(&g.QueueID, &g.TenancyID, &g.GroupNo, &g.GroupID, &g.Lag)
+	})
+	return out, interpretError("reading partition lag samples", err)
+}
+
 // GaugeStats are a gauge's maximum and mean over a bucket's samples.
 type GaugeStats struct{ Max, Mean float64 }
 
@@ -180,6 +231,7 @@ type Bucket struct {
 	Counts
 	Samples                                                       int64
 	Visible, InFlight, Delayed, DLQMessages, OldestAge, Consumers GaugeStats
+	PartitionLag                                                  GaugeStats // 0 where no sample had a lag
 }
 
 // Series reads the rollups of a queue's key (group WholeQueue = the queue as a whole) in [start, end), in buckets
@@ -198,7 +250,8 @@ func (r *Metrics) Series(ctx context.Context, queueID string, groupNo int32, sta
 		err := row.Scan(&b.Start, &c.Published, &c.PublishedBytes, &c.Delivered, &c.Acknowledged, &c.Released,
 			&c.DeadLettered, &c.Redriven, &c.Discarded, &c.Expired, &b.Samples,
 			&b.Visible.Max, &b.Visible.Mean, &b.InFlight.Max, &b.InFlight.Mean, &b.Delayed.Max, &b.Delayed.Mean,
-			&b.DLQMessages.Max, &b.DLQMessages.Mean, &b.OldestAge.Max, &b.OldestAge.Mean, &b.Consumers.Max, &b.Consumers.Mean)
+			&b.DLQMessages.Max, &b.DLQMessages.Mean, &b.OldestAge.Max, &b.OldestAge.Mean, &b.Consumers.Max, &b.Consumers.Mean,
+			&b.PartitionLag.Max, &b.PartitionLag.Mean)
 		b.Start = b.Start.UTC()
 		return b, err
 	})

@@ -128,7 +128,7 @@ func TestQueueMetricsSayWhatWasDone(t *testing.T) {
 	require.Equal(t, sdk.QueueMetricsResolutionN1m, m.Resolution)
 	require.Equal(t, t1, m.Start.UTC())
 	require.Equal(t, end, m.End.UTC())
-	require.Len(t, m.Items, 15, "every metric when names is absent")
+	require.Len(t, m.Items, 16, "every metric when names is absent")
 	want := map[sdk.QueueMetricName][3]float64{
 		sdk.QueueMetricNamePublished:      {100, 0, 0},
 		sdk.QueueMetricNamePublishedBytes: {bytes, 0, 0},

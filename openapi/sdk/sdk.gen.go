@@ -391,6 +391,7 @@ const (
 	QueueMetricNameExpired          QueueMetricName = "expired"
 	QueueMetricNameInFlight         QueueMetricName = "inFlight"
 	QueueMetricNameOldestMessageAge QueueMetricName = "oldestMessageAge"
+	QueueMetricNamePartitionLag     QueueMetricName = "partitionLag"
 	QueueMetricNamePublished        QueueMetricName = "published"
 	QueueMetricNamePublishedBytes   QueueMetricName = "publishedBytes"
 	QueueMetricNameRedriven         QueueMetricName = "redriven"
@@ -420,6 +421,8 @@ func (e QueueMetricName) Valid() bool {
 	case QueueMetricNameInFlight:
 		return true
 	case QueueMetricNameOldestMessageAge:
+		return true
+	case QueueMetricNamePartitionLag:
 		return true
 	case QueueMetricNamePublished:
 		return true
@@ -1543,7 +1546,9 @@ type MetricSeries struct {
 	// Name A queue metric. Counters: `published`, `publishedBytes`, `delivered`, `acknowledged`, `released`
 	// (visibility 0, negative acknowledgement, a consumer leaving), `deadLettered`, `redriven`, `discarded` (no
 	// consumer group matched), `expired` (retention). Gauges: `visible`, `inFlight`, `delayed`, `dlqMessages`,
-	// `oldestMessageAge` (seconds), `consumers` (registered consumers seen in the last 30 seconds).
+	// `oldestMessageAge` (seconds), `consumers` (registered consumers seen in the last 30 seconds),
+	// `partitionLag` (a PARTITION consumer group's latest offsets minus its committed offsets, summed over its
+	// partitions; for the queue as a whole, the sum over its PARTITION groups; 0 without PARTITION groups).
 	Name QueueMetricName `json:"name"`
 
 	// Points One point per bucket, oldest first.
@@ -1846,7 +1851,9 @@ type QueueCollection struct {
 // QueueMetricName A queue metric. Counters: `published`, `publishedBytes`, `delivered`, `acknowledged`, `released`
 // (visibility 0, negative acknowledgement, a consumer leaving), `deadLettered`, `redriven`, `discarded` (no
 // consumer group matched), `expired` (retention). Gauges: `visible`, `inFlight`, `delayed`, `dlqMessages`,
-// `oldestMessageAge` (seconds), `consumers` (registered consumers seen in the last 30 seconds).
+// `oldestMessageAge` (seconds), `consumers` (registered consumers seen in the last 30 seconds),
+// `partitionLag` (a PARTITION consumer group's latest offsets minus its committed offsets, summed over its
+// partitions; for the queue as a whole, the sum over its PARTITION groups; 0 without PARTITION groups).
 type QueueMetricName string
 
 // QueueMetrics Time series of a queue's metrics.

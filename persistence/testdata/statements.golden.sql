@@ -661,24 +661,42 @@ ON CONFLICT (queue_id, group_no, minute) DO UPDATE SET
 	discarded = m.discarded + excluded.discarded,
 	expired = m.expired + excluded.expired;
 
--- $1 @queue_ids, $2 @group_nos, $3 @minutes, $4 @tenancy_ids, $5 @visible, $6 @in_flight, $7 @delayed, $8 @dlq_messages, $9 @oldest_age_seconds, $10 @consumers
+-- $1 @queue_ids, $2 @group_nos, $3 @minutes, $4 @tenancy_ids, $5 @visible, $6 @in_flight, $7 @delayed, $8 @dlq_messages, $9 @oldest_age_seconds, $10 @consumers, $11 @partition_lags
 -- metrics.set_gauges
 INSERT INTO queue_metrics AS m (queue_id, group_no, minute, tenancy_id, visible, in_flight, delayed, dlq_messages,
-	oldest_age_seconds, consumers)
+	oldest_age_seconds, consumers, partition_lag)
 SELECT * FROM unnest($1::text[], $2::int[], $3::timestamptz[], $4::text[],
 	$5::bigint[], $6::bigint[], $7::bigint[], $8::bigint[],
-	$9::float8[], $10::int[])
+	$9::float8[], $10::int[], $11::bigint[])
 ON CONFLICT (queue_id, group_no, minute) DO UPDATE SET
 	visible = excluded.visible, in_flight = excluded.in_flight, delayed = excluded.delayed,
 	dlq_messages = excluded.dlq_messages, oldest_age_seconds = excluded.oldest_age_seconds,
-	consumers = excluded.consumers;
+	consumers = excluded.consumers, partition_lag = excluded.partition_lag;
 
 -- $1 @minute
 -- metrics.sample_candidates
 SELECT DISTINCT queue_id, tenancy_id FROM queue_metrics
 WHERE minute BETWEEN $1::timestamptz - interval '1 minute' AND $1 AND group_no = -1
 	AND (published + delivered + acknowledged + released + dead_lettered + redriven + discarded + expired > 0
-		OR visible > 0 OR in_flight > 0 OR delayed > 0 OR dlq_messages > 0);
+		OR visible > 0 OR in_flight > 0 OR delayed > 0 OR dlq_messages > 0 OR partition_lag > 0);
+
+-- $1 @queue_id
+-- metrics.partition_lags
+SELECT g.group_no, sum(greatest(0, coalesce(p.next_offset, 0) - 1 - coalesce(a.committed, -1)))::bigint
+FROM queues q
+JOIN consumer_groups g ON g.queue_id = q.id AND g.load_balancing = 'PARTITION' AND g.lifecycle_state <> 'DELETED'
+CROSS JOIN generate_series(0, q.partition_count - 1) AS s(p)
+LEFT JOIN partition_assignments a ON a.queue_no = q.no AND a.group_no = g.group_no AND a.partition = s.p
+LEFT JOIN queue_partitions p ON p.queue_no = q.no AND p.partition = s.p
+WHERE q.id = $1 AND q.partition_count IS NOT NULL
+GROUP BY g.group_no;
+
+-- $1 @since
+-- metrics.latest_partition_lags
+SELECT DISTINCT ON (m.queue_id, m.group_no) m.queue_id, m.tenancy_id, m.group_no, g.id, m.partition_lag
+FROM queue_metrics m JOIN consumer_groups g ON g.queue_id = m.queue_id AND g.group_no = m.group_no
+WHERE m.minute >= $1 AND m.group_no >= 0 AND m.partition_lag IS NOT NULL
+ORDER BY m.queue_id, m.group_no, m.minute DESC;
 
 -- $1 @queue_id, $2 @live
 -- metrics.consumers
@@ -704,7 +722,8 @@ SELECT date_bin($1::interval, minute, TIMESTAMPTZ '2000-01-01 00:00:00+00') AS b
 	coalesce(max(delayed), 0)::float8, coalesce(avg(delayed), 0)::float8,
 	coalesce(max(dlq_messages), 0)::float8, coalesce(avg(dlq_messages), 0)::float8,
 	coalesce(max(oldest_age_seconds), 0)::float8, coalesce(avg(oldest_age_seconds), 0)::float8,
-	coalesce(max(consumers), 0)::float8, coalesce(avg(consumers), 0)::float8
+	coalesce(max(consumers), 0)::float8, coalesce(avg(consumers), 0)::float8,
+	coalesce(max(partition_lag), 0)::float8, coalesce(avg(partition_lag), 0)::float8
 FROM queue_metrics WHERE queue_id = $2 AND group_no = $3 AND minute >= $4 AND minute < $5
 GROUP BY bucket ORDER BY bucket;
 

@@ -51,6 +51,7 @@ func (m *Meter) register(meter metric.Meter) error {
 	delayed := gauge("ferry.queue.messages.delayed", "{message}", "Messages published with a delay that has not passed (sampled once a minute).")
 	dlq := gauge("ferry.queue.dlq.messages", "{message}", "Messages in the queue's dead-letter queue (sampled once a minute).")
 	consumers := gauge("ferry.queue.consumers", "{consumer}", "Registered consumers seen in the last 30 s: watches, single active consumers (sampled once a minute).")
+	lag := gauge("ferry.queue.partition.lag", "{message}", "A PARTITION consumer group's lag: latest offset minus committed offset, summed over its partitions (sampled once a minute).")
 	if err != nil {
 		return err
 	}
@@ -65,7 +66,7 @@ func (m *Meter) register(meter metric.Meter) error {
 	if err != nil {
 		return err
 	}
-	instruments := []metric.Observable{visible, inFlight, delayed, dlq, consumers, age}
+	instruments := []metric.Observable{visible, inFlight, delayed, dlq, consumers, age, lag}
 	for _, c := range counters {
 		instruments = append(instruments, c)
 	}
@@ -170,6 +171,21 @@ func (m *Meter) register(meter metric.Meter) error {
 		for tenancyID, g := range rest {
 			observeGauges(o, *g, otherOf(tenancyID), visible, inFlight, delayed, dlq, consumers, age)
 		}
+		// Partition lag: per PARTITION group of the top queues; the others' summed per tenancy (queue and
+		// consumer_group "other").
+		if lags := m.lags.Load(); lags != nil {
+			restLag := map[string]int64{}
+			for _, g := range *lags {
+				if _, ok := top[g.QueueID]; !ok {
+					restLag[g.TenancyID] += g.Lag
+					continue
+				}
+				o.ObserveInt64(lag, g.Lag, groupAttrs(g.TenancyID, g.QueueID, g.GroupID))
+			}
+			for tenancyID, n := range restLag {
+				o.ObserveInt64(lag, n, groupAttrs(tenancyID, other, other))
+			}
+		}
 		return nil
 	}, instruments...)
 	return err
@@ -235,4 +251,19 @@ func (m *Meter) refreshGauges(ctx context.Context) {
 		return
 	}
 	m.gauges.Store(&rows)
+	lags, err := m.store.LatestPartitionLags(ctx, m.now().Add(-3*time.Minute))
+	if err != nil {
+		if ctx.Err() == nil {
+			m.logger.Warn("reading the latest partition lag samples", "error", err)
+		}
+		return
+	}
+	m.lags.Store(&lags)
+}
+
+// groupAttrs are the labels of a consumer group's series. Built per collection (a scrape, not a hot path), for
+// the PARTITION groups of the top queues only.
+func groupAttrs(tenancyID, queueID, groupID string) metric.ObserveOption {
+	return metric.WithAttributeSet(attribute.NewSet(attribute.String("tenancy", tenancyID),
+		attribute.String("queue", queueID), attribute.String("consumer_group", groupID)))
 }

@@ -83,6 +83,7 @@ type Meter struct {
 	current time.Time                      // the minute being counted (background flush)
 
 	gauges      atomic.Pointer[[]persistence.GaugeRow] // the latest samples, for the export
+	lags        atomic.Pointer[[]persistence.GroupLag] // the latest samples of PARTITION groups' lags
 	lastSampled time.Time                              // the last minute this node sampled
 
 	usageStore *persistence.Usage

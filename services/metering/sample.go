@@ -30,8 +30,8 @@ func (m *Meter) SampleDue(ctx context.Context) error {
 }
 
 // Sample stores the gauges of minute for every queue with traffic in it or the minute before, or with messages at
-// its previous sample: one scan of each such queue's messages (the statement of GetStats' per-group view) and one
-// count of its consumers, and one statement for every row. The whole queue's gauges sum its groups' (its DLQ
+// its previous sample, or a PARTITION group's lag at its previous sample: one scan of each such queue's messages (the statement of GetStats' per-group view) and one
+// count of its consumers, one sum of its PARTITION groups' lags, and one statement for every row. The whole queue's gauges sum its groups' (its DLQ
 // depth: every group's DLQ; its oldest message: the oldest of any group).
 func (m *Meter) Sample(ctx context.Context, minute time.Time) error {
 	if !m.on() {
@@ -74,6 +74,14 @@ func (m *Meter) Sample(ctx context.Context, minute time.Time) error {
 		for no, n := range consumers {
 			group(no).Consumers = n
 		}
+		lags, err := m.store.PartitionLags(ctx, q.QueueID)
+		if err != nil {
+			return err
+		}
+		for no, lag := range lags {
+			group(no).PartitionLag = &lag
+			whole.PartitionLag = ptrSum(whole.PartitionLag, lag)
+		}
 		for _, g := range groups {
 			whole.Visible += g.Visible
 			whole.InFlight += g.InFlight
@@ -93,6 +101,14 @@ func (m *Meter) Sample(ctx context.Context, minute time.Time) error {
 	}
 	m.refreshGauges(ctx) // this node exports the new samples at once; the others at their next refresh
 	return nil
+}
+
+// ptrSum adds n to a nullable sum (nil: nothing yet).
+func ptrSum(sum *int64, n int64) *int64 {
+	if sum != nil {
+		n += *sum
+	}
+	return &n
 }
 
 // ExpireBatch deletes up to limit rollups older than the retention, and returns how many (the maintainer drains

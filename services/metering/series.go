@@ -57,6 +57,7 @@ var Metrics = []Metric{
 	gauge("dlqMessages", "messages", func(b *persistence.Bucket) persistence.GaugeStats { return b.DLQMessages }),
 	gauge("oldestMessageAge", "seconds", func(b *persistence.Bucket) persistence.GaugeStats { return b.OldestAge }),
 	gauge("consumers", "consumers", func(b *persistence.Bucket) persistence.GaugeStats { return b.Consumers }),
+	gauge("partitionLag", "messages", func(b *persistence.Bucket) persistence.GaugeStats { return b.PartitionLag }),
 }
 
 // Resolutions are the bucket widths a query may ask for.

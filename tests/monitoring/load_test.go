@@ -21,19 +21,24 @@ type ferry struct {
 	tenancyID string
 	queueID   string
 	idleID    string // a queue nobody puts to: its receives long-poll
-	admin     *e2e.Client
-	stranger  *e2e.Client // a member of no group: every call is denied
+	// partitionedID has a PARTITION consumer group ("stream") that lags behind.
+	partitionedID string
+	admin         *e2e.Client
+	stranger      *e2e.Client // a member of no group: every call is denied
 }
 
 func startFerry(t *testing.T) *ferry {
 	t.Helper()
 	tn := testserver.StartTenancy(t, "monitoring")
-	return &ferry{
+	f := &ferry{
 		srv: tn.Server, tenancyID: tn.ID, admin: tn.Admin,
-		queueID:  tn.Admin.NewQueue(t, tn.ID, e2e.WithDLQ(1)),
-		idleID:   tn.Admin.NewQueue(t, tn.ID),
-		stranger: tn.Client(t, "stranger", "Nobody"),
+		queueID:       tn.Admin.NewQueue(t, tn.ID, e2e.WithDLQ(1)),
+		idleID:        tn.Admin.NewQueue(t, tn.ID),
+		partitionedID: tn.Admin.NewQueue(t, tn.ID, e2e.WithPartitions(2, false)),
+		stranger:      tn.Client(t, "stranger", "Nobody"),
 	}
+	tn.Admin.NewGroup(t, f.partitionedID, "stream", "", e2e.ByPartition())
+	return f
 }
 
 // load drives the traffic that every panel and rule reads, for rounds rounds (a few milliseconds each): puts,
@@ -74,6 +79,8 @@ func (f *ferry) load(t *testing.T, rounds int) {
 	dead := f.admin.Get(t, f.queueID, e2e.FromDLQ(), e2e.Limit(32))
 	f.admin.DeleteAll(t, f.queueID, dead, e2e.FromDLQ())
 	f.admin.Put(t, f.queueID, e2e.Msg("left waiting")) // the queue's gauges see one visible message
+	// A partitioned queue with a PARTITION group that read nothing: its lag is the messages put.
+	f.admin.Put(t, f.partitionedID, e2e.Keyed("a", "k1"), e2e.Keyed("b", "k2"))
 
 	minute := time.Now().UTC().Truncate(time.Minute)
 	require.NoError(t, f.srv.Node.Metering().Flush(ctx, minute))
@@ -86,7 +93,8 @@ func (f *ferry) awaitGauges(t *testing.T) string {
 	var page string
 	require.Eventually(t, func() bool {
 		page = f.srv.Scrape(t)
-		return strings.Contains(page, `ferry_queue_messages_visible{queue="`+f.queueID+`"`)
+		return strings.Contains(page, `ferry_queue_messages_visible{queue="`+f.queueID+`"`) &&
+			strings.Contains(page, `ferry_queue_partition_lag{consumer_group=`)
 	}, 30*time.Second, 100*time.Millisecond, "the node did not export the queue's sampled gauges")
 	return page
 }

@@ -1880,10 +1880,12 @@ export interface components {
          * @description A queue metric. Counters: `published`, `publishedBytes`, `delivered`, `acknowledged`, `released`
          *     (visibility 0, negative acknowledgement, a consumer leaving), `deadLettered`, `redriven`, `discarded` (no
          *     consumer group matched), `expired` (retention). Gauges: `visible`, `inFlight`, `delayed`, `dlqMessages`,
-         *     `oldestMessageAge` (seconds), `consumers` (registered consumers seen in the last 30 seconds).
+         *     `oldestMessageAge` (seconds), `consumers` (registered consumers seen in the last 30 seconds),
+         *     `partitionLag` (a PARTITION consumer group's latest offsets minus its committed offsets, summed over its
+         *     partitions; for the queue as a whole, the sum over its PARTITION groups; 0 without PARTITION groups).
          * @enum {string}
          */
-        QueueMetricName: "published" | "publishedBytes" | "delivered" | "acknowledged" | "released" | "deadLettered" | "redriven" | "discarded" | "expired" | "visible" | "inFlight" | "delayed" | "dlqMessages" | "oldestMessageAge" | "consumers";
+        QueueMetricName: "published" | "publishedBytes" | "delivered" | "acknowledged" | "released" | "deadLettered" | "redriven" | "discarded" | "expired" | "visible" | "inFlight" | "delayed" | "dlqMessages" | "oldestMessageAge" | "consumers" | "partitionLag";
         /** @description Time series of a queue's metrics. */
         QueueMetrics: {
             /** @description The queue the series are of. */

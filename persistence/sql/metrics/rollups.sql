@@ -23,14 +23,14 @@ ON CONFLICT (queue_id, group_no, minute) DO UPDATE SET
 -- The sampled gauges of one minute, for every sampled queue and group: a later sample of the same minute
 -- replaces an earlier one.
 INSERT INTO queue_metrics AS m (queue_id, group_no, minute, tenancy_id, visible, in_flight, delayed, dlq_messages,
-	oldest_age_seconds, consumers)
+	oldest_age_seconds, consumers, partition_lag)
 SELECT * FROM unnest(@queue_ids::text[], @group_nos::int[], @minutes::timestamptz[], @tenancy_ids::text[],
 	@visible::bigint[], @in_flight::bigint[], @delayed::bigint[], @dlq_messages::bigint[],
-	@oldest_age_seconds::float8[], @consumers::int[])
+	@oldest_age_seconds::float8[], @consumers::int[], @partition_lags::bigint[])
 ON CONFLICT (queue_id, group_no, minute) DO UPDATE SET
 	visible = excluded.visible, in_flight = excluded.in_flight, delayed = excluded.delayed,
 	dlq_messages = excluded.dlq_messages, oldest_age_seconds = excluded.oldest_age_seconds,
-	consumers = excluded.consumers;
+	consumers = excluded.consumers, partition_lag = excluded.partition_lag;
 
 -- name: metrics.sample_candidates
 -- The queues to sample for a minute: those with traffic in it or the minute before, or with messages at the
@@ -38,7 +38,27 @@ ON CONFLICT (queue_id, group_no, minute) DO UPDATE SET
 SELECT DISTINCT queue_id, tenancy_id FROM queue_metrics
 WHERE minute BETWEEN @minute::timestamptz - interval '1 minute' AND @minute AND group_no = -1
 	AND (published + delivered + acknowledged + released + dead_lettered + redriven + discarded + expired > 0
-		OR visible > 0 OR in_flight > 0 OR delayed > 0 OR dlq_messages > 0);
+		OR visible > 0 OR in_flight > 0 OR delayed > 0 OR dlq_messages > 0 OR partition_lag > 0);
+
+-- name: metrics.partition_lags
+-- The lag of each live PARTITION group of a queue: the sum over its partitions of latest offset − committed
+-- offset (the statement of GetStats' partition view, summed). No rows for a queue without PARTITION groups.
+SELECT g.group_no, sum(greatest(0, coalesce(p.next_offset, 0) - 1 - coalesce(a.committed, -1)))::bigint
+FROM queues q
+JOIN consumer_groups g ON g.queue_id = q.id AND g.load_balancing = 'PARTITION' AND g.lifecycle_state <> 'DELETED'
+CROSS JOIN generate_series(0, q.partition_count - 1) AS s(p)
+LEFT JOIN partition_assignments a ON a.queue_no = q.no AND a.group_no = g.group_no AND a.partition = s.p
+LEFT JOIN queue_partitions p ON p.queue_no = q.no AND p.partition = s.p
+WHERE q.id = @queue_id AND q.partition_count IS NOT NULL
+GROUP BY g.group_no;
+
+-- name: metrics.latest_partition_lags
+-- The latest sampled lag of every PARTITION group sampled since @since, with the group's id: the per-group
+-- gauge each node exports.
+SELECT DISTINCT ON (m.queue_id, m.group_no) m.queue_id, m.tenancy_id, m.group_no, g.id, m.partition_lag
+FROM queue_metrics m JOIN consumer_groups g ON g.queue_id = m.queue_id AND g.group_no = m.group_no
+WHERE m.minute >= @since AND m.group_no >= 0 AND m.partition_lag IS NOT NULL
+ORDER BY m.queue_id, m.group_no, m.minute DESC;
 
 -- name: metrics.consumers
 -- The live registered consumers of each group of a queue (single active consumers' GetMessages, watches), as
@@ -66,7 +86,8 @@ SELECT date_bin(@resolution::interval, minute, TIMESTAMPTZ '2000-01-01 00:00:00+
 	coalesce(max(delayed), 0)::float8, coalesce(avg(delayed), 0)::float8,
 	coalesce(max(dlq_messages), 0)::float8, coalesce(avg(dlq_messages), 0)::float8,
 	coalesce(max(oldest_age_seconds), 0)::float8, coalesce(avg(oldest_age_seconds), 0)::float8,
-	coalesce(max(consumers), 0)::float8, coalesce(avg(consumers), 0)::float8
+	coalesce(max(consumers), 0)::float8, coalesce(avg(consumers), 0)::float8,
+	coalesce(max(partition_lag), 0)::float8, coalesce(avg(partition_lag), 0)::float8
 FROM queue_metrics WHERE queue_id = @queue_id AND group_no = @group_no AND minute >= @start AND minute < @end
 GROUP BY bucket ORDER BY bucket;
 

@@ -1,0 +1,1 @@
+ALTER TABLE queue_metrics DROP COLUMN partition_lag;
