@@ -283,3 +283,56 @@ func TestPartitionWatch(t *testing.T) {
 		}
 	}
 }
+
+// TestPartitionWatchBadInput: a PARTITION watch refuses a channel filter (400 before the upgrade), answers a
+// negative acknowledgement and a malformed commit with an InvalidParameter reply, and an offset past the latest
+// with InvalidParameter, committing nothing.
+func TestPartitionWatchBadInput(t *testing.T) {
+	t.Parallel()
+	srv, tenancyID, c := testserver.StartAdmin(t)
+	token := srv.AdminToken(t, tenancyID)
+	q := newPartitioned(t, c, tenancyID, 2)
+
+	u := srv.URL + "/20210201/queues/" + url.PathEscape(q) + "/messages/watch?consumerGroupId=stream&channelFilter=a"
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	_, resp, err := websocket.Dial(ctx, u, &websocket.DialOptions{HTTPHeader: http.Header{
+		"Authorization": {"Bearer " + token}, "X-Ferry-Consumer-Id": {"w"}}})
+	require.Error(t, err)
+	require.Equal(t, http.StatusBadRequest, resp.StatusCode)
+
+	w := openPartitionWatch(t, srv, token, q, "stream", "w", 10)
+	w.until("w owns both partitions", func(owned []int, _ []sdk.PartitionMessage) bool { return len(owned) == 2 })
+	send := func(frame string) watchReplyFrame {
+		t.Helper()
+		w.mu.Lock()
+		ch := make(chan watchReplyFrame, 1)
+		w.reps["x"] = ch
+		w.mu.Unlock()
+		require.NoError(t, w.conn.Write(ctx, websocket.MessageText, []byte(frame)))
+		select {
+		case r := <-ch:
+			return r
+		case <-ctx.Done():
+			t.Fatal("no reply")
+			return watchReplyFrame{}
+		}
+	}
+	for _, frame := range []string{
+		`{"id":"x","negative":[],"code":"Timeout"}`,
+		`{"id":"x","commit":[]}`,
+		`{"id":"x","commit":[{"partition":0,"offset":5,"generation":1}]}`, // nothing was published
+		`{"id":"x","commit":[{"partition":7,"offset":0,"generation":1}]}`,
+	} {
+		r := send(frame)
+		require.NotNil(t, r.Error, frame)
+		require.Equal(t, "InvalidParameter", r.Error.Code, frame)
+	}
+	for _, g := range *c.Stats(t, q).ConsumerGroups {
+		if g.DisplayName == "stream" {
+			for _, p := range *g.Partitions {
+				require.EqualValues(t, -1, p.CommittedOffset, "nothing committed")
+			}
+		}
+	}
+}
