@@ -336,3 +336,41 @@ func TestPartitionWatchBadInput(t *testing.T) {
 		}
 	}
 }
+
+// TestPartitionWatchSDK: the Go SDK's Watcher on a PARTITION group: frames on Partitions(), CommitOffsets, a
+// fenced commit as a WatchError StaleGeneration.
+func TestPartitionWatchSDK(t *testing.T) {
+	t.Parallel()
+	srv, tenancyID, c := testserver.StartAdmin(t)
+	q := newPartitioned(t, c, tenancyID, 2)
+	w := e2e.Watch(t, srv.URL, srv.AdminToken(t, tenancyID), q, sdk.WatchOptions{ConsumerGroupID: "stream", ConsumerID: "sdk-1"})
+	require.Equal(t, "PARTITION", w.LoadBalancing)
+	for i := range 5 {
+		c.Put(t, q, e2e.Keyed(fmt.Sprintf("m%d", i), fmt.Sprintf("key-%d", i)))
+	}
+	var got []sdk.PartitionMessage
+	var owned []sdk.PartitionState
+	deadline := time.After(30 * time.Second)
+	for len(got) < 5 {
+		select {
+		case f := <-w.Partitions():
+			owned = f.Partitions
+			got = append(got, f.Messages...)
+		case <-deadline:
+			t.Fatalf("5 messages not pushed within 30 s (got %d)", len(got))
+		}
+	}
+	require.Len(t, owned, 2)
+	ctx := context.Background()
+	stale := e2e.LastOffsets(got)[0]
+	stale.Generation += 10
+	var werr *sdk.WatchError
+	require.ErrorAs(t, w.CommitOffsets(ctx, stale), &werr)
+	require.Equal(t, "StaleGeneration", werr.Code)
+	require.NoError(t, w.CommitOffsets(ctx, e2e.LastOffsets(got)...))
+	for _, g := range *c.Stats(t, q).ConsumerGroups {
+		if g.DisplayName == "stream" {
+			require.EqualValues(t, 0, *g.Lag)
+		}
+	}
+}
