@@ -68,6 +68,7 @@ type FetchRequest struct {
 	LeaseSeconds   int32         // a consumer that has not called (or committed) for this long is gone
 	HandoverGrace  time.Duration // how long a live owner has to release a partition that moves
 	Limit          int           // messages at most; 0 = only register and rebalance
+	SessionID      string        // a watch's session: renew only its registration (OpenWatch made it), never revive it
 }
 
 // Fetched is the answer to a FetchRequest.
@@ -85,18 +86,24 @@ const (
 		SELECT pg_advisory_xact_lock_shared(hashtextextended($1 || '/' || $2::int, 1))`
 
 	// Register or renew a PARTITION group's consumer (a consumer that lapsed or left registers again, at the back).
+	// A watch ($6, its session) only renews its own registration: one that was removed (left) stays removed, and
+	// its watch closes at its node's next heartbeat.
 	// A registration renewed within the last quarter of the lease is not touched (not even locked): a read in the
 	// steady state then writes nothing, and commits without waiting for a WAL flush.
 	partitionsRegister = `-- partitions.register
 		INSERT INTO consumers AS c (queue_id, group_no, consumer_id, registered_at, last_seen, kind, tenancy_id, last_active)
 		SELECT $1, $2, $3, clock_timestamp(), now(), 'partition', $4, now()
-		WHERE NOT EXISTS (SELECT 1 FROM consumers f WHERE f.queue_id = $1 AND f.group_no = $2 AND f.consumer_id = $3
+		WHERE $6::text IS NULL AND NOT EXISTS (SELECT 1 FROM consumers f WHERE f.queue_id = $1 AND f.group_no = $2 AND f.consumer_id = $3
 			AND f.kind = 'partition' AND f.left_at IS NULL AND f.last_seen >= now() - make_interval(secs => $5 / 4.0))
 		ON CONFLICT (queue_id, group_no, consumer_id) DO UPDATE SET last_seen = now(), last_active = now(),
 			kind = 'partition', leaving = false, left_at = NULL,
 			registered_at = CASE WHEN c.last_seen < now() - make_interval(secs => $5) OR c.left_at IS NOT NULL
-				THEN clock_timestamp() ELSE c.registered_at END
-		WHERE c.last_seen < now() - make_interval(secs => $5 / 4.0) OR c.left_at IS NOT NULL OR c.kind <> 'partition'`
+				THEN clock_timestamp() ELSE c.registered_at END,
+			-- a consumer that comes back by long poll after its watch ended is no watch
+			session_id = CASE WHEN $6::text IS NULL AND (c.last_seen < now() - make_interval(secs => $5) OR c.left_at IS NOT NULL)
+				THEN NULL ELSE c.session_id END
+		WHERE (c.last_seen < now() - make_interval(secs => $5 / 4.0) OR c.left_at IS NOT NULL OR c.kind <> 'partition')
+			AND ($6::text IS NULL OR c.session_id = $6 AND c.left_at IS NULL)`
 
 	// The group's live consumers, in registration order.
 	partitionsMembers = `-- partitions.members
@@ -273,7 +280,7 @@ func (r *Partitions) Fetch(ctx context.Context, req FetchRequest) (Fetched, erro
 	err = InTx(ctx, r.pool, func(tx pgx.Tx) error {
 		batch := &pgx.Batch{}
 		batch.Queue(consumersLock, req.QueueID, req.GroupNo)
-		batch.Queue(partitionsRegister, req.QueueID, req.GroupNo, req.ConsumerID, req.TenancyID, req.LeaseSeconds)
+		batch.Queue(partitionsRegister, req.QueueID, req.GroupNo, req.ConsumerID, req.TenancyID, req.LeaseSeconds, nilIfEmpty(req.SessionID))
 		if err := tx.SendBatch(ctx, batch).Close(); err != nil {
 			return err
 		}
@@ -317,7 +324,7 @@ func (r *Partitions) fetchSteady(ctx context.Context, queueNo int64, req FetchRe
 	var records []PartitionRecord
 	batch := &pgx.Batch{}
 	batch.Queue(partitionsLockShared, req.QueueID, req.GroupNo)
-	batch.Queue(partitionsRegister, req.QueueID, req.GroupNo, req.ConsumerID, req.TenancyID, req.LeaseSeconds)
+	batch.Queue(partitionsRegister, req.QueueID, req.GroupNo, req.ConsumerID, req.TenancyID, req.LeaseSeconds, nilIfEmpty(req.SessionID))
 	queueAssignment(batch, queueNo, req.QueueID, req.GroupNo, req.PartitionCount, req.LeaseSeconds, &members, &states, &overdue)
 	limit := max(req.Limit, 1)
 	batch.Queue(partitionsReadOwned, queueNo, req.GroupNo, req.ConsumerID, limit, req.PartitionCount).Query(func(rows pgx.Rows) error {

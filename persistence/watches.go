@@ -25,6 +25,16 @@ type Watch struct {
 	Delivered  int64
 	Leaving    bool
 	LastActive time.Time
+	// Partition: the watch is a member of a PARTITION group; its registration has kind 'partition', the kind the
+	// group's assignment counts (docs/partitions.md).
+	Partition bool
+}
+
+func (w Watch) kind() string {
+	if w.Partition {
+		return "partition"
+	}
+	return "watch"
 }
 
 // OpenWatchResult is the outcome of OpenWatch.
@@ -38,14 +48,17 @@ const (
 )
 
 const (
-	// Another live watch of the same consumer (one that heartbeats within $5 seconds and has not left).
+	// Another live watch of the same consumer (one that heartbeats within $5 seconds and has not left). A watch
+	// on a PARTITION group has kind 'partition' and a session.
 	watchBusy = `-- consumers.watch_busy
-		SELECT EXISTS (SELECT 1 FROM consumers WHERE queue_id = $1 AND group_no = $2 AND consumer_id = $3 AND kind = 'watch'
+		SELECT EXISTS (SELECT 1 FROM consumers WHERE queue_id = $1 AND group_no = $2 AND consumer_id = $3
+			AND (kind = 'watch' OR kind = 'partition' AND session_id IS NOT NULL)
 			AND left_at IS NULL AND session_id IS DISTINCT FROM $4 AND last_seen >= now() - make_interval(secs => $5))`
 
 	// The tenancy's live open watches.
 	watchCount = `-- consumers.watch_count
-		SELECT count(*) FROM consumers WHERE tenancy_id = $1 AND kind = 'watch' AND left_at IS NULL
+		SELECT count(*) FROM consumers WHERE tenancy_id = $1
+			AND (kind = 'watch' OR kind = 'partition' AND session_id IS NOT NULL) AND left_at IS NULL
 			AND last_seen >= now() - make_interval(secs => $2)`
 
 	// Register the watch. A consumer that was registered and is still live (a single active consumer that
@@ -53,13 +66,13 @@ const (
 	watchRegister = `-- consumers.watch_register
 		INSERT INTO consumers AS c (queue_id, group_no, consumer_id, registered_at, last_seen, kind, tenancy_id,
 			session_id, window_size, auto_commit, delivered, leaving, left_at, last_active)
-		VALUES ($1, $2, $3, clock_timestamp(), now(), 'watch', $6, $4, $7, $8, 0, false, NULL, now())
+		VALUES ($1, $2, $3, clock_timestamp(), now(), $9, $6, $4, $7, $8, 0, false, NULL, now())
 		ON CONFLICT (queue_id, group_no, consumer_id) DO UPDATE SET
 			registered_at = CASE WHEN c.left_at IS NOT NULL OR c.last_seen < now() - make_interval(secs => $5)
 				THEN clock_timestamp() ELSE c.registered_at END,
 			active_since = CASE WHEN c.left_at IS NOT NULL OR c.last_seen < now() - make_interval(secs => $5)
 				THEN NULL ELSE c.active_since END,
-			last_seen = now(), kind = 'watch', tenancy_id = $6, session_id = $4, window_size = $7, auto_commit = $8,
+			last_seen = now(), kind = $9, tenancy_id = $6, session_id = $4, window_size = $7, auto_commit = $8,
 			delivered = 0, leaving = false, left_at = NULL, last_active = now()`
 
 	// The heartbeat of a node's watches: renew each one that its session still owns (re-register one whose row
@@ -68,13 +81,13 @@ const (
 	watchHeartbeat = `-- consumers.watch_heartbeat
 		INSERT INTO consumers AS c (queue_id, group_no, consumer_id, registered_at, last_seen, kind, tenancy_id,
 			session_id, window_size, auto_commit, delivered, leaving, last_active)
-		SELECT u.queue_id, u.group_no, u.consumer_id, now(), now(), 'watch', u.tenancy_id, u.session_id, u.window_size,
+		SELECT u.queue_id, u.group_no, u.consumer_id, now(), now(), u.kind, u.tenancy_id, u.session_id, u.window_size,
 			u.auto_commit, u.delivered, u.leaving, u.last_active
 		FROM unnest($1::text[], $2::int[], $3::text[], $4::text[], $5::text[], $6::int[], $7::bool[], $8::bigint[],
-			$9::bool[], $10::timestamptz[]) AS u(queue_id, group_no, consumer_id, tenancy_id, session_id, window_size,
-			auto_commit, delivered, leaving, last_active)
+			$9::bool[], $10::timestamptz[], $11::text[]) AS u(queue_id, group_no, consumer_id, tenancy_id, session_id,
+			window_size, auto_commit, delivered, leaving, last_active, kind)
 		ON CONFLICT (queue_id, group_no, consumer_id) DO UPDATE SET
-			last_seen = now(), kind = 'watch', session_id = excluded.session_id, delivered = excluded.delivered,
+			last_seen = now(), kind = excluded.kind, session_id = excluded.session_id, delivered = excluded.delivered,
 			leaving = excluded.leaving, last_active = excluded.last_active
 		WHERE c.left_at IS NULL AND (c.session_id IS NULL OR c.session_id = excluded.session_id)
 		RETURNING c.session_id`
@@ -140,7 +153,7 @@ func (r *Consumers) OpenWatch(ctx context.Context, w Watch, liveSeconds int32, m
 			return nil
 		}
 		_, err := tx.Exec(ctx, watchRegister, w.QueueID, w.GroupNo, w.ConsumerID, w.SessionID, liveSeconds, w.TenancyID,
-			w.Window, w.AutoCommit)
+			w.Window, w.AutoCommit, w.kind())
 		return err
 	})
 	return result, interpretError("opening watch", err)
@@ -170,13 +183,15 @@ func (r *Consumers) Heartbeat(ctx context.Context, watches []Watch) (map[string]
 	auto, leaving := make([]bool, n), make([]bool, n)
 	delivered := make([]int64, n)
 	active := make([]time.Time, n)
+	kinds := make([]string, n)
 	for i, w := range sorted {
+		kinds[i] = w.kind()
 		queues[i], groups[i], consumers[i], tenancies[i], sessions[i] = w.QueueID, w.GroupNo, w.ConsumerID, w.TenancyID, w.SessionID
 		windows[i], auto[i], delivered[i], leaving[i], active[i] = w.Window, w.AutoCommit, w.Delivered, w.Leaving, w.LastActive
 	}
 	ctx, cancel := withTimeout(ctx)
 	defer cancel()
-	rows, err := r.pool.Query(ctx, watchHeartbeat, queues, groups, consumers, tenancies, sessions, windows, auto, delivered, leaving, active)
+	rows, err := r.pool.Query(ctx, watchHeartbeat, queues, groups, consumers, tenancies, sessions, windows, auto, delivered, leaving, active, kinds)
 	if err != nil {
 		return nil, interpretError("heartbeat of watches", err)
 	}

@@ -4028,6 +4028,15 @@ type ClientInterface interface {
 	// consumers (watches and GetMessages callers alike). Ordered message groups and single active consumer
 	// apply to watches as to GetMessages (a standby watch receives `{"status":"STANDBY"}` and waits).
 	//
+	// On a `PARTITION` consumer group the watch is a member of the group like a GetPartitionMessages caller: the
+	// first frame has `"loadBalancing":"PARTITION"`, then the server pushes `{"generation":g,"partitions":[…],
+	// "messages":[…]}` (the GetPartitionMessages body: messages with `partition`, `offset` and `generation`; a
+	// frame without messages says the consumer's partitions changed). The client commits offsets,
+	// `{"id":…,"commit":[{"partition":p,"offset":o,"generation":g}]}` (all or none), answered by
+	// `{"reply":{"id":…,"errors":[]}}`, with `"error":{"code":"StaleGeneration",…}` when the consumer does not own
+	// a partition at that generation. There are no negative acknowledgements and no `channelFilter`; when the
+	// watch closes, its partitions go to the group's other consumers at once.
+	//
 	// Corresponds with GET /20210201/queues/{queueId}/messages/watch (the `WatchMessages` operationId).
 	WatchMessages(ctx context.Context, queueId QueueIdPath, params *WatchMessagesParams, reqEditors ...RequestEditorFn) (*http.Response, error)
 
@@ -5449,6 +5458,15 @@ func (c *Client) UpdateMessages(ctx context.Context, queueId QueueIdPath, params
 // (Shutdown, DeleteConsumer), the messages it holds become visible at once and go to the group's other
 // consumers (watches and GetMessages callers alike). Ordered message groups and single active consumer
 // apply to watches as to GetMessages (a standby watch receives `{"status":"STANDBY"}` and waits).
+//
+// On a `PARTITION` consumer group the watch is a member of the group like a GetPartitionMessages caller: the
+// first frame has `"loadBalancing":"PARTITION"`, then the server pushes `{"generation":g,"partitions":[…],
+// "messages":[…]}` (the GetPartitionMessages body: messages with `partition`, `offset` and `generation`; a
+// frame without messages says the consumer's partitions changed). The client commits offsets,
+// `{"id":…,"commit":[{"partition":p,"offset":o,"generation":g}]}` (all or none), answered by
+// `{"reply":{"id":…,"errors":[]}}`, with `"error":{"code":"StaleGeneration",…}` when the consumer does not own
+// a partition at that generation. There are no negative acknowledgements and no `channelFilter`; when the
+// watch closes, its partitions go to the group's other consumers at once.
 //
 // Corresponds with GET /20210201/queues/{queueId}/messages/watch (the `WatchMessages` operationId).
 func (c *Client) WatchMessages(ctx context.Context, queueId QueueIdPath, params *WatchMessagesParams, reqEditors ...RequestEditorFn) (*http.Response, error) {
@@ -11158,6 +11176,15 @@ type ClientWithResponsesInterface interface {
 	// (Shutdown, DeleteConsumer), the messages it holds become visible at once and go to the group's other
 	// consumers (watches and GetMessages callers alike). Ordered message groups and single active consumer
 	// apply to watches as to GetMessages (a standby watch receives `{"status":"STANDBY"}` and waits).
+	//
+	// On a `PARTITION` consumer group the watch is a member of the group like a GetPartitionMessages caller: the
+	// first frame has `"loadBalancing":"PARTITION"`, then the server pushes `{"generation":g,"partitions":[…],
+	// "messages":[…]}` (the GetPartitionMessages body: messages with `partition`, `offset` and `generation`; a
+	// frame without messages says the consumer's partitions changed). The client commits offsets,
+	// `{"id":…,"commit":[{"partition":p,"offset":o,"generation":g}]}` (all or none), answered by
+	// `{"reply":{"id":…,"errors":[]}}`, with `"error":{"code":"StaleGeneration",…}` when the consumer does not own
+	// a partition at that generation. There are no negative acknowledgements and no `channelFilter`; when the
+	// watch closes, its partitions go to the group's other consumers at once.
 	//
 	// Returns a wrapper object for the known response body format(s).
 	//
@@ -19417,6 +19444,15 @@ func (c *ClientWithResponses) UpdateMessagesWithResponse(ctx context.Context, qu
 // (Shutdown, DeleteConsumer), the messages it holds become visible at once and go to the group's other
 // consumers (watches and GetMessages callers alike). Ordered message groups and single active consumer
 // apply to watches as to GetMessages (a standby watch receives `{"status":"STANDBY"}` and waits).
+//
+// On a `PARTITION` consumer group the watch is a member of the group like a GetPartitionMessages caller: the
+// first frame has `"loadBalancing":"PARTITION"`, then the server pushes `{"generation":g,"partitions":[…],
+// "messages":[…]}` (the GetPartitionMessages body: messages with `partition`, `offset` and `generation`; a
+// frame without messages says the consumer's partitions changed). The client commits offsets,
+// `{"id":…,"commit":[{"partition":p,"offset":o,"generation":g}]}` (all or none), answered by
+// `{"reply":{"id":…,"errors":[]}}`, with `"error":{"code":"StaleGeneration",…}` when the consumer does not own
+// a partition at that generation. There are no negative acknowledgements and no `channelFilter`; when the
+// watch closes, its partitions go to the group's other consumers at once.
 //
 // Returns a wrapper object for the known response body format(s).
 //

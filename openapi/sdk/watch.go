@@ -53,18 +53,21 @@ func (e *WatchError) Error() string {
 }
 
 // Watcher is an open watch: messages arrive on Messages(); acknowledge them with Commit or release them with
-// Negative. The server never pushes more than Window unacknowledged messages.
+// Negative. The server never pushes more than Window unacknowledged messages. On a PARTITION consumer group
+// (LoadBalancing "PARTITION"), frames arrive on Partitions() instead, and CommitOffsets commits offsets.
 type Watcher struct {
 	ConsumerID      string
 	ConsumerGroupID string
 	Window          int
 	AutoCommit      bool
+	LoadBalancing   string // MESSAGE or PARTITION
 
-	conn     *websocket.Conn
-	messages chan GetMessage
-	done     chan struct{}
-	status   atomic.Value // string: RUNNING, STANDBY, LEAVING
-	statuses chan string
+	conn       *websocket.Conn
+	messages   chan GetMessage
+	partitions chan PartitionMessages
+	done       chan struct{}
+	status     atomic.Value // string: RUNNING, STANDBY, LEAVING
+	statuses   chan string
 
 	mu      sync.Mutex
 	nextID  int
@@ -73,14 +76,16 @@ type Watcher struct {
 }
 
 type watchFrame struct {
-	ConsumerID      string       `json:"consumerId"`
-	ConsumerGroupID string       `json:"consumerGroupId"`
-	Window          int          `json:"window"`
-	AutoCommit      bool         `json:"autoCommit"`
-	Messages        []GetMessage `json:"messages"`
-	Status          string       `json:"status"`
-	Reply           *watchReply  `json:"reply"`
-	Error           *Error       `json:"error"`
+	ConsumerID      string           `json:"consumerId"`
+	ConsumerGroupID string           `json:"consumerGroupId"`
+	Window          int              `json:"window"`
+	AutoCommit      bool             `json:"autoCommit"`
+	LoadBalancing   string           `json:"loadBalancing"`
+	Partitions      *json.RawMessage `json:"partitions"`
+	Messages        json.RawMessage  `json:"messages"`
+	Status          string           `json:"status"`
+	Reply           *watchReply      `json:"reply"`
+	Error           *Error           `json:"error"`
 }
 
 type watchReply struct {
@@ -142,7 +147,9 @@ func Watch(ctx context.Context, server, queueID string, opts WatchOptions) (*Wat
 	}
 	w := &Watcher{
 		ConsumerID: hello.ConsumerID, ConsumerGroupID: hello.ConsumerGroupID, Window: hello.Window, AutoCommit: hello.AutoCommit,
-		conn: conn, messages: make(chan GetMessage, max(hello.Window, 32)), done: make(chan struct{}),
+		LoadBalancing: hello.LoadBalancing,
+		conn:          conn, messages: make(chan GetMessage, max(hello.Window, 32)), partitions: make(chan PartitionMessages, 8),
+		done:     make(chan struct{}),
 		statuses: make(chan string, 8), replies: map[string]chan watchReply{},
 	}
 	w.status.Store("RUNNING")
@@ -152,6 +159,17 @@ func Watch(ctx context.Context, server, queueID string, opts WatchOptions) (*Wat
 
 // Messages delivers the pushed messages; it is closed when the watch ends.
 func (w *Watcher) Messages() <-chan GetMessage { return w.messages }
+
+// Partitions delivers a PARTITION group's frames: the consumer's partitions now and messages of them (none: its
+// partitions changed); it is closed when the watch ends.
+func (w *Watcher) Partitions() <-chan PartitionMessages { return w.partitions }
+
+// CommitOffsets commits offsets of a PARTITION group (all or none) and waits for the server's answer: a
+// *WatchError with Code "StaleGeneration" when the consumer does not own a partition at that generation.
+func (w *Watcher) CommitOffsets(ctx context.Context, offsets ...PartitionOffset) error {
+	_, err := w.send(ctx, map[string]any{"commit": offsets})
+	return err
+}
 
 // Statuses delivers the status changes the server announces (STANDBY, RUNNING, LEAVING); it is never closed and
 // drops changes nobody reads.
@@ -291,6 +309,7 @@ func (w *Watcher) read() {
 		w.err = err
 		w.mu.Unlock()
 		close(w.messages)
+		close(w.partitions)
 		close(w.done)
 	}()
 	for {
@@ -319,8 +338,15 @@ func (w *Watcher) read() {
 			}
 		case f.Error != nil:
 			// A frame the server could not read; nothing waits for it.
+		case f.Partitions != nil:
+			var p PartitionMessages
+			if json.Unmarshal(data, &p) == nil {
+				w.partitions <- p
+			}
 		default:
-			for _, m := range f.Messages {
+			var msgs []GetMessage
+			_ = json.Unmarshal(f.Messages, &msgs)
+			for _, m := range msgs {
 				w.messages <- m
 			}
 		}

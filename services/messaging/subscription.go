@@ -23,6 +23,8 @@ type Subscription struct {
 	queueID   string // identity: never changes, read by any goroutine
 	groupNo   int32
 	groupID   string
+	// partitioned: a PARTITION group (set at the group's creation, never changed).
+	partitioned bool
 	// The settings below are refreshed before each lease and read only by the goroutine that calls Lease.
 	q             persistence.Queue
 	g             group
@@ -46,7 +48,7 @@ type SubscribeRequest struct {
 }
 
 // Subscribe checks the queue, the consumer group and the consumer id, and returns a subscription (it leases
-// nothing yet).
+// nothing yet). On a PARTITION group the subscription polls partitions (partition_subscription.go).
 func (s *Service) Subscribe(ctx context.Context, tenancyID, queueID string, req SubscribeRequest) (*Subscription, error) {
 	if err := ValidConsumerID(req.ConsumerID); err != nil {
 		return nil, err
@@ -62,10 +64,10 @@ func (s *Service) Subscribe(ctx context.Context, tenancyID, queueID string, req 
 	if err != nil {
 		return nil, err
 	}
-	if err := g.notPartitioned(); err != nil {
-		return nil, err
+	if g.Partitioned && req.ChannelFilter != "" {
+		return nil, fault.InvalidParameter("channelFilter: a PARTITION consumer group reads whole partitions (no channel filter)")
 	}
-	return &Subscription{s: s, tenancyID: tenancyID, queueID: q.ID, groupNo: g.No, groupID: g.ID, q: q, g: g,
+	return &Subscription{s: s, tenancyID: tenancyID, queueID: q.ID, groupNo: g.No, groupID: g.ID, partitioned: g.Partitioned, q: q, g: g,
 		consumer: req.ConsumerID, sac: q.SingleActiveConsumer,
 		channelFilter: req.ChannelFilter, maxDeliveries: g.maxDeliveries(q)}, nil
 }
@@ -255,10 +257,13 @@ func (sub *Subscription) Shutdown(ctx context.Context, sessionID string) (int64,
 }
 
 // Leave ends the subscription: the watch session's registration is marked left and the messages the consumer
-// holds are released at once. Safe to call more than once.
+// holds (on a PARTITION group: its partitions) are released at once. Safe to call more than once.
 func (sub *Subscription) Leave(ctx context.Context, sessionID string) (int64, error) {
 	sub.Pause()
-	_, n, err := sub.s.store.Consumers.Leave(context.WithoutCancel(ctx), sub.queueID, sub.groupNo, sub.consumer, sessionID)
+	found, n, err := sub.s.store.Consumers.Leave(context.WithoutCancel(ctx), sub.queueID, sub.groupNo, sub.consumer, sessionID)
+	if err == nil && sub.Partitioned() {
+		err = sub.leavePartitions(ctx, found)
+	}
 	sub.s.consumersChanged(sub.tenancyID, sub.queueID, sub.groupNo, n)
 	return n, err
 }

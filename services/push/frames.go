@@ -12,10 +12,11 @@ type helloFrame struct {
 	ConsumerGroupID string `json:"consumerGroupId"`
 	Window          int    `json:"window"`
 	AutoCommit      bool   `json:"autoCommit"`
+	LoadBalancing   string `json:"loadBalancing"` // MESSAGE or PARTITION: the frames that follow
 }
 
 // A messages frame pushes leased messages: it is the GetMessages body, {"messages":[…]}
-// (wire.AppendGetMessages).
+// (wire.AppendGetMessages); on a PARTITION group, the GetPartitionMessages body (partitions.go).
 
 // statusFrame tells the consumer its status changed (STANDBY, RUNNING, LEAVING).
 type statusFrame struct {
@@ -62,6 +63,10 @@ type clientFrame struct {
 	Negative []string `json:"negative,omitempty"`
 	Code     string   `json:"code,omitempty"`
 	Reason   string   `json:"reason,omitempty"`
+
+	// A PARTITION group's frame (partitions.go): the offsets to commit.
+	partitionFrame bool
+	offsets        []offsetFrame
 }
 
 // shutdownCode is the negative code that stops the pushing and releases everything the consumer holds.

@@ -205,7 +205,7 @@ func (s *Service) WatchMessages(c *gin.Context, queueID api.QueueIdPath, params 
 	ss := &session{
 		svc: s, sub: sub, id: randomHex(16), tenancyID: principal.TenancyID, window: window,
 		autoCommit: params.AutoCommit != nil && *params.AutoCommit,
-		pending:    map[string]struct{}{}, lastActive: time.Now(), freed: make(chan struct{}, 1),
+		pending:    map[string]struct{}{}, offsets: map[int32]pushedOffset{}, lastActive: time.Now(), freed: make(chan struct{}, 1),
 	}
 	// The request's context ends when the handler returns; the watch keeps its values (principal, trace).
 	ctx := c.Request.Context()

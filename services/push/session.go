@@ -30,7 +30,8 @@ type session struct {
 	autoCommit bool
 
 	mu         sync.Mutex
-	pending    map[string]struct{} // receipts pushed and not yet committed or released
+	pending    map[string]struct{}    // receipts pushed and not yet committed or released
+	offsets    map[int32]pushedOffset // PARTITION groups: per partition, the last offset pushed (at its generation)
 	delivered  int64
 	leaving    bool
 	lastActive time.Time
@@ -51,7 +52,7 @@ func (ss *session) registration() persistence.Watch {
 	return persistence.Watch{
 		QueueID: ss.sub.QueueID(), GroupNo: ss.sub.GroupNo(), ConsumerID: ss.sub.ConsumerID(), TenancyID: ss.tenancyID,
 		SessionID: ss.id, Window: int32(ss.window), AutoCommit: ss.autoCommit, Delivered: ss.delivered,
-		Leaving: ss.leaving, LastActive: ss.lastActive,
+		Leaving: ss.leaving, LastActive: ss.lastActive, Partition: ss.sub.Partitioned(),
 	}
 }
 
@@ -95,8 +96,13 @@ func (ss *session) run(conn *websocket.Conn) {
 		close(pushed)
 		return
 	}
+	partitioned := ss.sub.Partitioned()
+	loadBalancing := "MESSAGE"
+	if partitioned {
+		loadBalancing = "PARTITION"
+	}
 	if err := ss.write(helloFrame{ConsumerID: ss.sub.ConsumerID(), ConsumerGroupID: ss.sub.GroupID(), Window: ss.window,
-		AutoCommit: ss.autoCommit}); err != nil {
+		AutoCommit: ss.autoCommit, LoadBalancing: loadBalancing}); err != nil {
 		close(pushed)
 		return
 	}
@@ -110,7 +116,14 @@ func (ss *session) run(conn *websocket.Conn) {
 	wg.Add(2)
 	go func() { defer wg.Done(); ss.read(frames) }()
 	go func() { defer wg.Done(); ss.ping() }()
-	go func() { defer close(pushed); ss.push(pushCtx) }()
+	go func() {
+		defer close(pushed)
+		if partitioned {
+			ss.pushPartitions(pushCtx)
+		} else {
+			ss.push(pushCtx)
+		}
+	}()
 
 	renew := time.NewTicker(cfg.Lease / 3)
 	defer renew.Stop()
@@ -123,6 +136,10 @@ func (ss *session) run(conn *websocket.Conn) {
 				return
 			}
 			ss.touch()
+			if f.partitionFrame {
+				ss.handlePartitions(f)
+				continue
+			}
 			if f.Negative != nil && f.Code == shutdownCode {
 				stopPush()
 				<-pushed
@@ -279,7 +296,12 @@ func (ss *session) read(frames chan<- clientFrame) {
 			return
 		}
 		var f clientFrame
-		if err := json.Unmarshal(data, &f); typ != websocket.MessageText || err != nil {
+		if ss.sub.Partitioned() {
+			f, err = parsePartitionFrame(data)
+		} else {
+			err = json.Unmarshal(data, &f)
+		}
+		if typ != websocket.MessageText || err != nil {
 			_ = ss.write(errorFrame{Error: *bodyOf(fault.InvalidParameter("frame: not a JSON object of the watch protocol"))})
 			continue
 		}

@@ -355,6 +355,15 @@ export interface paths {
          *     (Shutdown, DeleteConsumer), the messages it holds become visible at once and go to the group's other
          *     consumers (watches and GetMessages callers alike). Ordered message groups and single active consumer
          *     apply to watches as to GetMessages (a standby watch receives `{"status":"STANDBY"}` and waits).
+         *
+         *     On a `PARTITION` consumer group the watch is a member of the group like a GetPartitionMessages caller: the
+         *     first frame has `"loadBalancing":"PARTITION"`, then the server pushes `{"generation":g,"partitions":[…],
+         *     "messages":[…]}` (the GetPartitionMessages body: messages with `partition`, `offset` and `generation`; a
+         *     frame without messages says the consumer's partitions changed). The client commits offsets,
+         *     `{"id":…,"commit":[{"partition":p,"offset":o,"generation":g}]}` (all or none), answered by
+         *     `{"reply":{"id":…,"errors":[]}}`, with `"error":{"code":"StaleGeneration",…}` when the consumer does not own
+         *     a partition at that generation. There are no negative acknowledgements and no `channelFilter`; when the
+         *     watch closes, its partitions go to the group's other consumers at once.
          */
         get: operations["WatchMessages"];
         put?: never;
