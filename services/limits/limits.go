@@ -102,7 +102,7 @@ type Service struct {
 	inFlight  admission
 	loop      startstop.Base
 	refreshed chan struct{} // signalled after each refresh (a test hook)
-	lastFree  time.Time     // when returnMemory last returned memory (the refresh loop's own)
+	lastFree  time.Time     // when returnMemory last returned memory (under freeMu)
 }
 
 // New builds the service and sets the store's quota defaults from cfg.

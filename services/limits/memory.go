@@ -3,6 +3,7 @@ package limits
 import (
 	"runtime/debug"
 	"runtime/metrics"
+	"sync"
 	"time"
 )
 
@@ -16,15 +17,20 @@ const (
 	freeEvery   = 10 * time.Second
 )
 
-var freeHeapSample = []metrics.Sample{{Name: "/memory/classes/heap/free:bytes"}}
+// freeMu serialises returnMemory: a refresh called at once (Refresh) may run beside the loop's, and several nodes
+// of one process (tests) share the runtime it reads and frees.
+var freeMu sync.Mutex
 
 // returnMemory runs on each refresh.
 func (s *Service) returnMemory() {
+	freeMu.Lock()
+	defer freeMu.Unlock()
 	if time.Since(s.lastFree) < freeEvery || s.inFlight.used.Load() > freeHeapMax {
 		return
 	}
-	metrics.Read(freeHeapSample)
-	if freeHeapSample[0].Value.Kind() != metrics.KindUint64 || freeHeapSample[0].Value.Uint64() < freeHeapMax {
+	sample := []metrics.Sample{{Name: "/memory/classes/heap/free:bytes"}}
+	metrics.Read(sample)
+	if sample[0].Value.Kind() != metrics.KindUint64 || sample[0].Value.Uint64() < freeHeapMax {
 		return
 	}
 	s.lastFree = time.Now()
