@@ -139,15 +139,24 @@ func etagOf(r response) string { return httpResponse(r).Header.Get("etag") }
 // work request's end, so this polls, backing off from 100 ms to 2 s.
 func (c *client) waitWorkRequest(ctx context.Context, id string) error {
 	interval := 100 * time.Millisecond
+	var last *sdk.WorkRequest // the last state read, for the timeout's message
+	timedOut := func() error {
+		if last == nil {
+			return fmt.Errorf("timed out waiting for work request %s: %w", id, ctx.Err())
+		}
+		return fmt.Errorf("timed out waiting for work request %s (%s, %s, %.0f%% complete): %w",
+			id, last.OperationType, last.Status, last.PercentComplete, ctx.Err())
+	}
 	for {
 		resp, err := c.api.GetWorkRequestWithResponse(ctx, id, &sdk.GetWorkRequestParams{})
 		if ctx.Err() != nil {
-			return fmt.Errorf("timed out waiting for work request %s: %w", id, ctx.Err())
+			return timedOut()
 		}
 		if err := expect("GetWorkRequest", resp, err, http.StatusOK); err != nil {
 			return err
 		}
 		wr := resp.JSON200
+		last = wr
 		switch wr.Status {
 		case sdk.WorkRequestStatusSUCCEEDED:
 			return nil
@@ -158,8 +167,7 @@ func (c *client) waitWorkRequest(ctx context.Context, id string) error {
 		select {
 		case <-ctx.Done():
 			timer.Stop()
-			return fmt.Errorf("timed out waiting for work request %s (%s, %s, %.0f%% complete): %w",
-				id, wr.OperationType, wr.Status, wr.PercentComplete, ctx.Err())
+			return timedOut()
 		case <-timer.C:
 		}
 		interval = min(2*interval, 2*time.Second)

@@ -44,7 +44,8 @@ func TestWaitWorkRequestFailed(t *testing.T) {
 }
 
 func TestWaitWorkRequestTimesOut(t *testing.T) {
-	ctx, cancel := context.WithTimeout(context.Background(), 300*time.Millisecond)
+	// Long enough for the first poll to answer on a loaded machine under -race (300 ms was not, once).
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
 	defer cancel()
 	err := workRequestStub(t, sdk.WorkRequestStatusINPROGRESS).waitWorkRequest(ctx, "wr")
 	require.ErrorContains(t, err, "timed out waiting for work request wr (DELETE_QUEUE, IN_PROGRESS, 50% complete)")
