@@ -48,6 +48,24 @@ func (a *app) defaultCompartment(given string) (string, error) {
 	return "", usagef("--compartment-id is required: the token names no tenancy to default to")
 }
 
+// call sends one request with this invocation's client (resolving it first, as api does).
+func (a *app) call(send func(c *sdk.ClientWithResponses) (*reply, error)) (*reply, error) {
+	c, err := a.api()
+	if err != nil {
+		return nil, err
+	}
+	return send(c)
+}
+
+// show sends one request and prints its answer with v.
+func (a *app) show(v view, send func(c *sdk.ClientWithResponses) (*reply, error)) error {
+	r, err := a.call(send)
+	if err != nil {
+		return err
+	}
+	return a.emit(v, r.body)
+}
+
 // reply is an answer of ferry: its status, headers and body as returned.
 type reply struct {
 	status int
@@ -176,11 +194,9 @@ func (a *app) accepted(ctx context.Context, r *reply, v view, wait bool) error {
 }
 
 func (a *app) getWorkRequest(ctx context.Context, id string) (*reply, error) {
-	c, err := a.api()
-	if err != nil {
-		return nil, err
-	}
-	return check(c.GetWorkRequestWithResponse(ctx, id, &sdk.GetWorkRequestParams{}))
+	return a.call(func(c *sdk.ClientWithResponses) (*reply, error) {
+		return check(c.GetWorkRequestWithResponse(ctx, id, &sdk.GetWorkRequestParams{}))
+	})
 }
 
 // workRequestError is a work request that ended FAILED or CANCELED, or that did not end in time.

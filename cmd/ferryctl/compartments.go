@@ -43,15 +43,9 @@ func (a *app) compartmentCommand() *cobra.Command {
 
 	get := idCommand("get COMPARTMENT_ID", "Get a compartment", "compartment-id", "compartment",
 		func(cmd *cobra.Command, id string) error {
-			c, err := a.api()
-			if err != nil {
-				return err
-			}
-			r, err := check(c.GetCompartmentWithResponse(cmd.Context(), id, &sdk.GetCompartmentParams{}))
-			if err != nil {
-				return err
-			}
-			return a.emit(compartmentView, r.body)
+			return a.show(compartmentView, func(c *sdk.ClientWithResponses) (*reply, error) {
+				return check(c.GetCompartmentWithResponse(cmd.Context(), id, &sdk.GetCompartmentParams{}))
+			})
 		})
 
 	var lf listFlags
@@ -87,17 +81,11 @@ func (a *app) compartmentCommand() *cobra.Command {
 
 	update := idCommand("update COMPARTMENT_ID", "Rename a compartment or change its description or tags", "compartment-id", "compartment",
 		func(cmd *cobra.Command, id string) error {
-			c, err := a.api()
-			if err != nil {
-				return err
-			}
-			body := sdk.UpdateCompartmentDetails{Name: optString(cmd, "name"), Description: optString(cmd, "description"),
-				FreeformTags: optTags(cmd, "freeform-tags")}
-			r, err := check(c.UpdateCompartmentWithResponse(cmd.Context(), id, &sdk.UpdateCompartmentParams{IfMatch: optString(cmd, "if-match")}, body))
-			if err != nil {
-				return err
-			}
-			return a.emit(compartmentView, r.body)
+			return a.show(compartmentView, func(c *sdk.ClientWithResponses) (*reply, error) {
+				body := sdk.UpdateCompartmentDetails{Name: optString(cmd, "name"), Description: optString(cmd, "description"),
+					FreeformTags: optTags(cmd, "freeform-tags")}
+				return check(c.UpdateCompartmentWithResponse(cmd.Context(), id, &sdk.UpdateCompartmentParams{IfMatch: optString(cmd, "if-match")}, body))
+			})
 		})
 	update.Flags().String("name", "", "the new name")
 	update.Flags().String("description", "", "the new description")
@@ -106,11 +94,9 @@ func (a *app) compartmentCommand() *cobra.Command {
 
 	del := idCommand("delete COMPARTMENT_ID", "Delete an empty compartment", "compartment-id", "compartment",
 		func(cmd *cobra.Command, id string) error {
-			c, err := a.api()
-			if err != nil {
-				return err
-			}
-			_, err = check(c.DeleteCompartmentWithResponse(cmd.Context(), id, &sdk.DeleteCompartmentParams{IfMatch: optString(cmd, "if-match")}))
+			_, err := a.call(func(c *sdk.ClientWithResponses) (*reply, error) {
+				return check(c.DeleteCompartmentWithResponse(cmd.Context(), id, &sdk.DeleteCompartmentParams{IfMatch: optString(cmd, "if-match")}))
+			})
 			return err
 		})
 	ifMatchFlag(del)
@@ -163,15 +149,9 @@ func (a *app) policyCommand() *cobra.Command {
 	_ = create.MarkFlagRequired("statements")
 
 	get := idCommand("get POLICY_ID", "Get a policy", "policy-id", "policy", func(cmd *cobra.Command, id string) error {
-		c, err := a.api()
-		if err != nil {
-			return err
-		}
-		r, err := check(c.GetPolicyWithResponse(cmd.Context(), id, &sdk.GetPolicyParams{}))
-		if err != nil {
-			return err
-		}
-		return a.emit(policyView, r.body)
+		return a.show(policyView, func(c *sdk.ClientWithResponses) (*reply, error) {
+			return check(c.GetPolicyWithResponse(cmd.Context(), id, &sdk.GetPolicyParams{}))
+		})
 	})
 
 	var lf listFlags
@@ -206,17 +186,11 @@ func (a *app) policyCommand() *cobra.Command {
 
 	update := idCommand("update POLICY_ID", "Change a policy's statements, name, description or tags", "policy-id", "policy",
 		func(cmd *cobra.Command, id string) error {
-			c, err := a.api()
-			if err != nil {
-				return err
-			}
-			body := sdk.UpdatePolicyDetails{Name: optString(cmd, "name"), Description: optString(cmd, "description"),
-				Statements: optStrings(cmd, "statements"), FreeformTags: optTags(cmd, "freeform-tags")}
-			r, err := check(c.UpdatePolicyWithResponse(cmd.Context(), id, &sdk.UpdatePolicyParams{IfMatch: optString(cmd, "if-match")}, body))
-			if err != nil {
-				return err
-			}
-			return a.emit(policyView, r.body)
+			return a.show(policyView, func(c *sdk.ClientWithResponses) (*reply, error) {
+				body := sdk.UpdatePolicyDetails{Name: optString(cmd, "name"), Description: optString(cmd, "description"),
+					Statements: optStrings(cmd, "statements"), FreeformTags: optTags(cmd, "freeform-tags")}
+				return check(c.UpdatePolicyWithResponse(cmd.Context(), id, &sdk.UpdatePolicyParams{IfMatch: optString(cmd, "if-match")}, body))
+			})
 		})
 	update.Flags().String("name", "", "the new name")
 	update.Flags().StringArray("statements", nil, "the new statements (repeat the flag; replaces them all)")
@@ -225,11 +199,9 @@ func (a *app) policyCommand() *cobra.Command {
 	ifMatchFlag(update)
 
 	del := idCommand("delete POLICY_ID", "Delete a policy", "policy-id", "policy", func(cmd *cobra.Command, id string) error {
-		c, err := a.api()
-		if err != nil {
-			return err
-		}
-		_, err = check(c.DeletePolicyWithResponse(cmd.Context(), id, &sdk.DeletePolicyParams{IfMatch: optString(cmd, "if-match")}))
+		_, err := a.call(func(c *sdk.ClientWithResponses) (*reply, error) {
+			return check(c.DeletePolicyWithResponse(cmd.Context(), id, &sdk.DeletePolicyParams{IfMatch: optString(cmd, "if-match")}))
+		})
 		return err
 	})
 	ifMatchFlag(del)

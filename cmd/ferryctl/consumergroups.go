@@ -47,15 +47,9 @@ func (a *app) consumerGroupCommand() *cobra.Command {
 
 	get := idCommand("get CONSUMER_GROUP_ID", "Get a consumer group", "consumer-group-id", "consumer group",
 		func(cmd *cobra.Command, id string) error {
-			c, err := a.api()
-			if err != nil {
-				return err
-			}
-			r, err := check(c.GetConsumerGroupWithResponse(cmd.Context(), id, &sdk.GetConsumerGroupParams{}))
-			if err != nil {
-				return err
-			}
-			return a.emit(consumerGroupView, r.body)
+			return a.show(consumerGroupView, func(c *sdk.ClientWithResponses) (*reply, error) {
+				return check(c.GetConsumerGroupWithResponse(cmd.Context(), id, &sdk.GetConsumerGroupParams{}))
+			})
 		})
 
 	var lf listFlags
@@ -253,12 +247,10 @@ func (a *app) consumerCommand() *cobra.Command {
 		Short: "Make a consumer leave its group: its messages go to the others at once (a standby takes over)",
 		Args:  exactArgs(1, "CONSUMER_ID"),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			c, err := a.api()
-			if err != nil {
-				return err
-			}
-			_, err = check(c.DeleteConsumerWithResponse(cmd.Context(), flagString(cmd, "queue-id"), args[0],
-				&sdk.DeleteConsumerParams{ConsumerGroupId: optString(cmd, "consumer-group-id")}))
+			_, err := a.call(func(c *sdk.ClientWithResponses) (*reply, error) {
+				return check(c.DeleteConsumerWithResponse(cmd.Context(), flagString(cmd, "queue-id"), args[0],
+					&sdk.DeleteConsumerParams{ConsumerGroupId: optString(cmd, "consumer-group-id")}))
+			})
 			return err
 		},
 	}

@@ -34,16 +34,10 @@ func (a *app) dlqCommand() *cobra.Command {
 		Short: "Move messages of a dead-letter queue back to its queue",
 		Args:  cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			c, err := a.api()
-			if err != nil {
-				return err
-			}
-			body := sdk.RedriveMessagesDetails{ConsumerGroupId: optString(cmd, "consumer-group-id"), Limit: optInt(cmd, "limit")}
-			r, err := check(c.RedriveMessagesWithResponse(cmd.Context(), flagString(cmd, "queue-id"), &sdk.RedriveMessagesParams{}, body))
-			if err != nil {
-				return err
-			}
-			return a.emit(redriveView, r.body)
+			return a.show(redriveView, func(c *sdk.ClientWithResponses) (*reply, error) {
+				body := sdk.RedriveMessagesDetails{ConsumerGroupId: optString(cmd, "consumer-group-id"), Limit: optInt(cmd, "limit")}
+				return check(c.RedriveMessagesWithResponse(cmd.Context(), flagString(cmd, "queue-id"), &sdk.RedriveMessagesParams{}, body))
+			})
 		},
 	}
 	redrive.Flags().String("queue-id", "", "the queue")
@@ -68,21 +62,15 @@ func (a *app) messageGet(dlq bool) *cobra.Command {
 		Example: `  ferryctl message get --queue-id $Q --limit 10 --timeout-in-seconds 5 -o table`,
 		Args:    cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			c, err := a.api()
-			if err != nil {
-				return err
-			}
 			p := sdk.GetMessagesParams{ConsumerGroupId: optString(cmd, "consumer-group-id"), ConsumerId: optString(cmd, "consumer-id"),
 				Limit: optInt(cmd, "limit"), VisibilityInSeconds: optInt(cmd, "visibility-in-seconds"),
 				TimeoutInSeconds: optInt(cmd, "timeout-in-seconds"), ChannelFilter: optString(cmd, "channel-filter")}
 			if dlq {
 				p.Dlq = &dlq
 			}
-			r, err := check(c.GetMessagesWithResponse(cmd.Context(), flagString(cmd, "queue-id"), &p))
-			if err != nil {
-				return err
-			}
-			return a.emit(messagesView, r.body)
+			return a.show(messagesView, func(c *sdk.ClientWithResponses) (*reply, error) {
+				return check(c.GetMessagesWithResponse(cmd.Context(), flagString(cmd, "queue-id"), &p))
+			})
 		},
 	}
 	f := cmd.Flags()

@@ -107,15 +107,9 @@ func (a *app) queueCreate() *cobra.Command {
 
 func (a *app) queueGet() *cobra.Command {
 	return idCommand("get QUEUE_ID", "Get a queue", "queue-id", "queue", func(cmd *cobra.Command, id string) error {
-		c, err := a.api()
-		if err != nil {
-			return err
-		}
-		r, err := check(c.GetQueueWithResponse(cmd.Context(), id, &sdk.GetQueueParams{}))
-		if err != nil {
-			return err
-		}
-		return a.emit(queueView, r.body)
+		return a.show(queueView, func(c *sdk.ClientWithResponses) (*reply, error) {
+			return check(c.GetQueueWithResponse(cmd.Context(), id, &sdk.GetQueueParams{}))
+		})
 	})
 }
 
@@ -259,16 +253,10 @@ func (a *app) queueMove() *cobra.Command {
 func (a *app) queueStats() *cobra.Command {
 	cmd := idCommand("stats QUEUE_ID", "Visible, in-flight and delayed messages of a queue, its DLQ and its consumer groups", "queue-id", "queue",
 		func(cmd *cobra.Command, id string) error {
-			c, err := a.api()
-			if err != nil {
-				return err
-			}
-			r, err := check(c.GetStatsWithResponse(cmd.Context(), id, &sdk.GetStatsParams{
-				ConsumerGroupId: optString(cmd, "consumer-group-id"), ChannelId: optString(cmd, "channel-id")}))
-			if err != nil {
-				return err
-			}
-			return a.emit(statsView, r.body)
+			return a.show(statsView, func(c *sdk.ClientWithResponses) (*reply, error) {
+				return check(c.GetStatsWithResponse(cmd.Context(), id, &sdk.GetStatsParams{
+					ConsumerGroupId: optString(cmd, "consumer-group-id"), ChannelId: optString(cmd, "channel-id")}))
+			})
 		})
 	cmd.Flags().String("consumer-group-id", "", "only this consumer group (OCID or display name)")
 	cmd.Flags().String("channel-id", "", "only this channel")
@@ -299,15 +287,9 @@ func (a *app) queueChannels() *cobra.Command {
 func (a *app) queueConsumers() *cobra.Command {
 	cmd := idCommand("consumers QUEUE_ID", "List the live consumers (watches, single active consumers) of a queue's groups", "queue-id", "queue",
 		func(cmd *cobra.Command, id string) error {
-			c, err := a.api()
-			if err != nil {
-				return err
-			}
-			r, err := check(c.ListConsumersWithResponse(cmd.Context(), id, &sdk.ListConsumersParams{ConsumerGroupId: optString(cmd, "consumer-group-id")}))
-			if err != nil {
-				return err
-			}
-			return a.emit(consumersView, r.body)
+			return a.show(consumersView, func(c *sdk.ClientWithResponses) (*reply, error) {
+				return check(c.ListConsumersWithResponse(cmd.Context(), id, &sdk.ListConsumersParams{ConsumerGroupId: optString(cmd, "consumer-group-id")}))
+			})
 		})
 	cmd.Flags().String("consumer-group-id", "", "only this consumer group (OCID or display name)")
 	return cmd
