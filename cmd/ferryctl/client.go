@@ -120,13 +120,18 @@ func check[R sdkResponse](r R, err error) (*reply, error) {
 	return nil, e
 }
 
-// pageFunc fetches one page of a list (page nil: the first).
-type pageFunc func(ctx context.Context, page *string) (*reply, error)
+// pageFunc fetches one page of a list with c (page nil: the first).
+type pageFunc func(ctx context.Context, c *sdk.ClientWithResponses, page *string) (*reply, error)
 
-// list prints one page of a list, or with all every page merged into one {"items":[…]}.
-func (a *app) list(ctx context.Context, v view, all bool, page *string, fetch pageFunc) error {
-	if !all {
-		r, err := fetch(ctx, page)
+// list prints the page of a list that lf names (--page), or with --all every page merged into one {"items":[…]}.
+func (a *app) list(ctx context.Context, v view, lf *listFlags, fetch pageFunc) error {
+	c, err := a.api()
+	if err != nil {
+		return err
+	}
+	page := lf.pageParam()
+	if !lf.all {
+		r, err := fetch(ctx, c, page)
 		if err != nil {
 			return err
 		}
@@ -140,7 +145,7 @@ func (a *app) list(ctx context.Context, v view, all bool, page *string, fetch pa
 	}
 	merged.Items = []json.RawMessage{}
 	for {
-		r, err := fetch(ctx, page)
+		r, err := fetch(ctx, c, page)
 		if err != nil {
 			return err
 		}

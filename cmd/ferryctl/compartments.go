@@ -54,10 +54,6 @@ func (a *app) compartmentCommand() *cobra.Command {
 		Short: "List the compartments of a compartment (default: the root compartment)",
 		Args:  cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			c, err := a.api()
-			if err != nil {
-				return err
-			}
 			parent, err := a.defaultCompartment(flagString(cmd, "compartment-id"))
 			if err != nil {
 				return err
@@ -67,7 +63,7 @@ func (a *app) compartmentCommand() *cobra.Command {
 			if s := optString(cmd, "sort-by"); s != nil {
 				p.SortBy = (*sdk.ListCompartmentsParamsSortBy)(s)
 			}
-			return a.list(cmd.Context(), compartmentView.listOf("items"), lf.all, lf.pageParam(), func(ctx context.Context, page *string) (*reply, error) {
+			return a.list(cmd.Context(), compartmentView.listOf("items"), &lf, func(ctx context.Context, c *sdk.ClientWithResponses, page *string) (*reply, error) {
 				p.Page = page
 				return check(c.ListCompartmentsWithResponse(ctx, &p))
 			})
@@ -160,10 +156,6 @@ func (a *app) policyCommand() *cobra.Command {
 		Short: "List the policies of a compartment (default: the root compartment)",
 		Args:  cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			c, err := a.api()
-			if err != nil {
-				return err
-			}
 			compartment, err := a.defaultCompartment(flagString(cmd, "compartment-id"))
 			if err != nil {
 				return err
@@ -173,7 +165,7 @@ func (a *app) policyCommand() *cobra.Command {
 			if s := optString(cmd, "sort-by"); s != nil {
 				p.SortBy = (*sdk.ListPoliciesParamsSortBy)(s)
 			}
-			return a.list(cmd.Context(), policyView.listOf("items"), lf.all, lf.pageParam(), func(ctx context.Context, page *string) (*reply, error) {
+			return a.list(cmd.Context(), policyView.listOf("items"), &lf, func(ctx context.Context, c *sdk.ClientWithResponses, page *string) (*reply, error) {
 				p.Page = page
 				return check(c.ListPoliciesWithResponse(ctx, &p))
 			})

@@ -58,16 +58,12 @@ func (a *app) consumerGroupCommand() *cobra.Command {
 		Short: "List a queue's consumer groups",
 		Args:  cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			c, err := a.api()
-			if err != nil {
-				return err
-			}
 			p := sdk.ListConsumerGroupsParams{QueueId: flagString(cmd, "queue-id"), DisplayName: optString(cmd, "display-name"),
 				Id: optString(cmd, "id"), LifecycleState: lifecycleParam(cmd), Limit: lf.limitParam(cmd), SortOrder: lf.sortOrderParam()}
 			if s := optString(cmd, "sort-by"); s != nil {
 				p.SortBy = (*sdk.ListConsumerGroupsParamsSortBy)(s)
 			}
-			return a.list(cmd.Context(), consumerGroupView.listOf("items"), lf.all, lf.pageParam(), func(ctx context.Context, page *string) (*reply, error) {
+			return a.list(cmd.Context(), consumerGroupView.listOf("items"), &lf, func(ctx context.Context, c *sdk.ClientWithResponses, page *string) (*reply, error) {
 				p.Page = page
 				return check(c.ListConsumerGroupsWithResponse(ctx, &p))
 			})
@@ -189,13 +185,9 @@ func (a *app) workRequestCommand() *cobra.Command {
 		Short: "List work requests (default: those of the root compartment)",
 		Args:  cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			c, err := a.api()
-			if err != nil {
-				return err
-			}
 			p := sdk.ListWorkRequestsParams{CompartmentId: optString(cmd, "compartment-id"), ResourceId: optString(cmd, "resource-id"),
 				WorkRequestId: optString(cmd, "work-request-id"), Limit: lf.limitParam(cmd)}
-			return a.list(cmd.Context(), workRequestView.listOf("items"), lf.all, lf.pageParam(), func(ctx context.Context, page *string) (*reply, error) {
+			return a.list(cmd.Context(), workRequestView.listOf("items"), &lf, func(ctx context.Context, c *sdk.ClientWithResponses, page *string) (*reply, error) {
 				p.Page = page
 				return check(c.ListWorkRequestsWithResponse(ctx, &p))
 			})
@@ -209,12 +201,8 @@ func (a *app) workRequestCommand() *cobra.Command {
 	var elf listFlags
 	errs := idCommand("errors WORK_REQUEST_ID", "List a work request's errors", "work-request-id", "work request",
 		func(cmd *cobra.Command, id string) error {
-			c, err := a.api()
-			if err != nil {
-				return err
-			}
 			p := sdk.ListWorkRequestErrorsParams{Limit: elf.limitParam(cmd)}
-			return a.list(cmd.Context(), workRequestErrorView, elf.all, elf.pageParam(), func(ctx context.Context, page *string) (*reply, error) {
+			return a.list(cmd.Context(), workRequestErrorView, &elf, func(ctx context.Context, c *sdk.ClientWithResponses, page *string) (*reply, error) {
 				p.Page = page
 				return check(c.ListWorkRequestErrorsWithResponse(ctx, id, &p))
 			})
@@ -224,12 +212,8 @@ func (a *app) workRequestCommand() *cobra.Command {
 	var llf listFlags
 	logs := idCommand("logs WORK_REQUEST_ID", "List a work request's log entries", "work-request-id", "work request",
 		func(cmd *cobra.Command, id string) error {
-			c, err := a.api()
-			if err != nil {
-				return err
-			}
 			p := sdk.ListWorkRequestLogsParams{Limit: llf.limitParam(cmd)}
-			return a.list(cmd.Context(), workRequestLogView, llf.all, llf.pageParam(), func(ctx context.Context, page *string) (*reply, error) {
+			return a.list(cmd.Context(), workRequestLogView, &llf, func(ctx context.Context, c *sdk.ClientWithResponses, page *string) (*reply, error) {
 				p.Page = page
 				return check(c.ListWorkRequestLogsWithResponse(ctx, id, &p))
 			})

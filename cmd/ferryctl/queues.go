@@ -120,17 +120,13 @@ func (a *app) queueList() *cobra.Command {
 		Short: "List queues (default: those of the root compartment)",
 		Args:  cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			c, err := a.api()
-			if err != nil {
-				return err
-			}
 			p := sdk.ListQueuesParams{CompartmentId: optString(cmd, "compartment-id"), CompartmentIdInSubtree: optBool(cmd, "compartment-id-in-subtree"),
 				DisplayName: optString(cmd, "display-name"), Id: optString(cmd, "id"), LifecycleState: lifecycleParam(cmd),
 				Limit: lf.limitParam(cmd), SortOrder: lf.sortOrderParam()}
 			if s := optString(cmd, "sort-by"); s != nil {
 				p.SortBy = (*sdk.ListQueuesParamsSortBy)(s)
 			}
-			return a.list(cmd.Context(), queueView.listOf("items"), lf.all, lf.pageParam(), func(ctx context.Context, page *string) (*reply, error) {
+			return a.list(cmd.Context(), queueView.listOf("items"), &lf, func(ctx context.Context, c *sdk.ClientWithResponses, page *string) (*reply, error) {
 				p.Page = page
 				return check(c.ListQueuesWithResponse(ctx, &p))
 			})
@@ -267,13 +263,9 @@ func (a *app) queueChannels() *cobra.Command {
 	var lf listFlags
 	cmd := idCommand("channels QUEUE_ID", "List a queue's non-empty channels", "queue-id", "queue",
 		func(cmd *cobra.Command, id string) error {
-			c, err := a.api()
-			if err != nil {
-				return err
-			}
 			p := sdk.ListChannelsParams{ConsumerGroupId: optString(cmd, "consumer-group-id"), ChannelFilter: optString(cmd, "channel-filter"),
 				Limit: lf.limitParam(cmd)}
-			return a.list(cmd.Context(), channelsView, lf.all, lf.pageParam(), func(ctx context.Context, page *string) (*reply, error) {
+			return a.list(cmd.Context(), channelsView, &lf, func(ctx context.Context, c *sdk.ClientWithResponses, page *string) (*reply, error) {
 				p.Page = page
 				return check(c.ListChannelsWithResponse(ctx, id, &p))
 			})
