@@ -60,9 +60,7 @@ func (a *app) compartmentCommand() *cobra.Command {
 			}
 			p := sdk.ListCompartmentsParams{CompartmentId: parent, CompartmentIdInSubtree: optBool(cmd, "compartment-id-in-subtree"),
 				Name: optString(cmd, "name"), LifecycleState: lifecycleParam(cmd), Limit: lf.limitParam(cmd), SortOrder: lf.sortOrderParam()}
-			if s := optString(cmd, "sort-by"); s != nil {
-				p.SortBy = (*sdk.ListCompartmentsParamsSortBy)(s)
-			}
+			p.SortBy = sortByParam[sdk.ListCompartmentsParamsSortBy](cmd)
 			return a.list(cmd.Context(), compartmentView.listOf("items"), &lf, func(ctx context.Context, c *sdk.ClientWithResponses, page *string) (*reply, error) {
 				p.Page = page
 				return check(c.ListCompartmentsWithResponse(ctx, &p))
@@ -162,9 +160,7 @@ func (a *app) policyCommand() *cobra.Command {
 			}
 			p := sdk.ListPoliciesParams{CompartmentId: compartment, Name: optString(cmd, "name"), LifecycleState: lifecycleParam(cmd),
 				Limit: lf.limitParam(cmd), SortOrder: lf.sortOrderParam()}
-			if s := optString(cmd, "sort-by"); s != nil {
-				p.SortBy = (*sdk.ListPoliciesParamsSortBy)(s)
-			}
+			p.SortBy = sortByParam[sdk.ListPoliciesParamsSortBy](cmd)
 			return a.list(cmd.Context(), policyView.listOf("items"), &lf, func(ctx context.Context, c *sdk.ClientWithResponses, page *string) (*reply, error) {
 				p.Page = page
 				return check(c.ListPoliciesWithResponse(ctx, &p))

@@ -60,9 +60,7 @@ func (a *app) consumerGroupCommand() *cobra.Command {
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			p := sdk.ListConsumerGroupsParams{QueueId: flagString(cmd, "queue-id"), DisplayName: optString(cmd, "display-name"),
 				Id: optString(cmd, "id"), LifecycleState: lifecycleParam(cmd), Limit: lf.limitParam(cmd), SortOrder: lf.sortOrderParam()}
-			if s := optString(cmd, "sort-by"); s != nil {
-				p.SortBy = (*sdk.ListConsumerGroupsParamsSortBy)(s)
-			}
+			p.SortBy = sortByParam[sdk.ListConsumerGroupsParamsSortBy](cmd)
 			return a.list(cmd.Context(), consumerGroupView.listOf("items"), &lf, func(ctx context.Context, c *sdk.ClientWithResponses, page *string) (*reply, error) {
 				p.Page = page
 				return check(c.ListConsumerGroupsWithResponse(ctx, &p))

@@ -148,6 +148,16 @@ func (l *listFlags) pageParam() *string {
 	return &l.page
 }
 
+// sortByParam is --sort-by as a list's own SortBy type (nil when left out).
+func sortByParam[T ~string](cmd *cobra.Command) *T {
+	s := optString(cmd, "sort-by")
+	if s == nil {
+		return nil
+	}
+	v := T(*s)
+	return &v
+}
+
 func (l *listFlags) sortOrderParam() *sdk.SortOrder {
 	if l.sortOrder == "" {
 		return nil

@@ -123,9 +123,7 @@ func (a *app) queueList() *cobra.Command {
 			p := sdk.ListQueuesParams{CompartmentId: optString(cmd, "compartment-id"), CompartmentIdInSubtree: optBool(cmd, "compartment-id-in-subtree"),
 				DisplayName: optString(cmd, "display-name"), Id: optString(cmd, "id"), LifecycleState: lifecycleParam(cmd),
 				Limit: lf.limitParam(cmd), SortOrder: lf.sortOrderParam()}
-			if s := optString(cmd, "sort-by"); s != nil {
-				p.SortBy = (*sdk.ListQueuesParamsSortBy)(s)
-			}
+			p.SortBy = sortByParam[sdk.ListQueuesParamsSortBy](cmd)
 			return a.list(cmd.Context(), queueView.listOf("items"), &lf, func(ctx context.Context, c *sdk.ClientWithResponses, page *string) (*reply, error) {
 				p.Page = page
 				return check(c.ListQueuesWithResponse(ctx, &p))
