@@ -198,6 +198,15 @@ func (a *app) accepted(ctx context.Context, r *reply, v view, wait bool) error {
 	return a.emit(v, r.body)
 }
 
+// submit sends one change and prints what accepted prints for it.
+func (a *app) submit(ctx context.Context, v view, wait bool, send func(c *sdk.ClientWithResponses) (*reply, error)) error {
+	r, err := a.call(send)
+	if err != nil {
+		return err
+	}
+	return a.accepted(ctx, r, v, wait)
+}
+
 func (a *app) getWorkRequest(ctx context.Context, id string) (*reply, error) {
 	return a.call(func(c *sdk.ClientWithResponses) (*reply, error) {
 		return check(c.GetWorkRequestWithResponse(ctx, id, &sdk.GetWorkRequestParams{}))

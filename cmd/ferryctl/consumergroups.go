@@ -102,15 +102,9 @@ func (a *app) consumerGroupCommand() *cobra.Command {
 	var deleteWait bool
 	del := idCommand("delete CONSUMER_GROUP_ID", "Delete a consumer group (not the primary one)", "consumer-group-id", "consumer group",
 		func(cmd *cobra.Command, id string) error {
-			c, err := a.api()
-			if err != nil {
-				return err
-			}
-			r, err := check(c.DeleteConsumerGroupWithResponse(cmd.Context(), id, &sdk.DeleteConsumerGroupParams{IfMatch: optString(cmd, "if-match")}))
-			if err != nil {
-				return err
-			}
-			return a.accepted(cmd.Context(), r, workRequestView, deleteWait)
+			return a.submit(cmd.Context(), workRequestView, deleteWait, func(c *sdk.ClientWithResponses) (*reply, error) {
+				return check(c.DeleteConsumerGroupWithResponse(cmd.Context(), id, &sdk.DeleteConsumerGroupParams{IfMatch: optString(cmd, "if-match")}))
+			})
 		})
 	ifMatchFlag(del)
 	waitFlag(del, &deleteWait, "of the deletion")

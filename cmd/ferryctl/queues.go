@@ -179,15 +179,9 @@ func (a *app) queueDelete() *cobra.Command {
 	var wait bool
 	cmd := idCommand("delete QUEUE_ID", "Delete a queue and its messages (in the background: prints the work request)", "queue-id", "queue",
 		func(cmd *cobra.Command, id string) error {
-			c, err := a.api()
-			if err != nil {
-				return err
-			}
-			r, err := check(c.DeleteQueueWithResponse(cmd.Context(), id, &sdk.DeleteQueueParams{IfMatch: optString(cmd, "if-match")}))
-			if err != nil {
-				return err
-			}
-			return a.accepted(cmd.Context(), r, workRequestView, wait)
+			return a.submit(cmd.Context(), workRequestView, wait, func(c *sdk.ClientWithResponses) (*reply, error) {
+				return check(c.DeleteQueueWithResponse(cmd.Context(), id, &sdk.DeleteQueueParams{IfMatch: optString(cmd, "if-match")}))
+			})
 		})
 	ifMatchFlag(cmd)
 	waitFlag(cmd, &wait, "of the deletion")
@@ -198,20 +192,14 @@ func (a *app) queuePurge() *cobra.Command {
 	var wait bool
 	cmd := idCommand("purge QUEUE_ID [--purge-type NORMAL|DLQ|BOTH]", "Delete a queue's messages (in the background: prints the work request)",
 		"queue-id", "queue", func(cmd *cobra.Command, id string) error {
-			c, err := a.api()
-			if err != nil {
-				return err
-			}
-			body := sdk.PurgeQueueDetails{PurgeType: sdk.PurgeType(flagString(cmd, "purge-type")), ConsumerGroupId: optString(cmd, "consumer-group-id")}
-			if cmd.Flags().Changed("channel-ids") {
-				ids, _ := cmd.Flags().GetStringArray("channel-ids")
-				body.ChannelIds = &ids
-			}
-			r, err := check(c.PurgeQueueWithResponse(cmd.Context(), id, &sdk.PurgeQueueParams{IfMatch: optString(cmd, "if-match")}, body))
-			if err != nil {
-				return err
-			}
-			return a.accepted(cmd.Context(), r, workRequestView, wait)
+			return a.submit(cmd.Context(), workRequestView, wait, func(c *sdk.ClientWithResponses) (*reply, error) {
+				body := sdk.PurgeQueueDetails{PurgeType: sdk.PurgeType(flagString(cmd, "purge-type")), ConsumerGroupId: optString(cmd, "consumer-group-id")}
+				if cmd.Flags().Changed("channel-ids") {
+					ids, _ := cmd.Flags().GetStringArray("channel-ids")
+					body.ChannelIds = &ids
+				}
+				return check(c.PurgeQueueWithResponse(cmd.Context(), id, &sdk.PurgeQueueParams{IfMatch: optString(cmd, "if-match")}, body))
+			})
 		})
 	cmd.Flags().String("purge-type", string(sdk.PurgeTypeNORMAL), "NORMAL (the queue), DLQ (its dead-letter queue) or BOTH")
 	cmd.Flags().StringArray("channel-ids", nil, `only this channel ("" = the default channel; repeatable; default: every channel)`)
@@ -226,16 +214,10 @@ func (a *app) queueMove() *cobra.Command {
 	var wait bool
 	cmd := idCommand("move QUEUE_ID --compartment-id ID", "Move a queue to another compartment", "queue-id", "queue",
 		func(cmd *cobra.Command, id string) error {
-			c, err := a.api()
-			if err != nil {
-				return err
-			}
-			body := sdk.ChangeQueueCompartmentDetails{CompartmentId: flagString(cmd, "compartment-id")}
-			r, err := check(c.ChangeQueueCompartmentWithResponse(cmd.Context(), id, &sdk.ChangeQueueCompartmentParams{IfMatch: optString(cmd, "if-match")}, body))
-			if err != nil {
-				return err
-			}
-			return a.accepted(cmd.Context(), r, queueView, wait)
+			return a.submit(cmd.Context(), queueView, wait, func(c *sdk.ClientWithResponses) (*reply, error) {
+				body := sdk.ChangeQueueCompartmentDetails{CompartmentId: flagString(cmd, "compartment-id")}
+				return check(c.ChangeQueueCompartmentWithResponse(cmd.Context(), id, &sdk.ChangeQueueCompartmentParams{IfMatch: optString(cmd, "if-match")}, body))
+			})
 		})
 	cmd.Flags().String("compartment-id", "", "the compartment to move the queue to")
 	_ = cmd.MarkFlagRequired("compartment-id")
