@@ -79,50 +79,39 @@ func (d deletedSet) of(receipts []Receipt) []bool {
 // message, in the same round trip (a batch is one implicit transaction); unblocked counts those.
 func (r *Messages) deleteReceipts(ctx context.Context, queueNo int64, queueID string, receipts []Receipt,
 	ordered bool) (done deletedSet, unblocked int, err error) {
-	groups, ids, leases, dlqs := receiptArrays(receipts)
 	err = r.sendRetrying(ctx, func(batch *pgx.Batch) {
-		if !ordered {
-			r.commitMode(batch)
-			done = r.queueDelete(batch, queueNo, receipts)
-			return
+		unblocked = 0
+		query := messagesDelete
+		if ordered {
+			groups, ids, _, _ := receiptArrays(receipts)
+			messagesLockReceiptGroups.queue(batch, arg{"queue_id", queueID}, arg{"queue_no", queueNo},
+				arg{"group_nos", groups}, arg{"ids", ids})
+			query = messagesDeleteOrdered
 		}
-		done, unblocked = make(deletedSet, len(receipts)), 0
-		messagesLockReceiptGroups.queue(batch, arg{"queue_id", queueID}, arg{"queue_no", queueNo},
-			arg{"group_nos", groups}, arg{"ids", ids})
 		r.commitMode(batch)
-		messagesDeleteOrdered.queue(batch, arg{"group_nos", groups}, arg{"ids", ids}, arg{"lease_ids", leases}, arg{"dlqs", dlqs},
-			arg{"queue_no", queueNo}).Query(func(rows pgx.Rows) error {
-			var g int32
-			var id, lease int64
-			var next bool
-			_, err := pgx.ForEachRow(rows, []any{&g, &id, &next, &lease}, func() error {
-				if next {
-					unblocked++
-				} else {
-					done[receiptKey{g, id, lease}] = true
-				}
-				return nil
-			})
-			return err
-		})
-		queueDeleteBodies(batch, queueNo, receipts)
+		done = queueDelete(batch, query, queueNo, receipts, &unblocked)
 	})
 	return done, unblocked, err
 }
 
-// queueDelete queues the acknowledgement of plain receipts (none of an ordered message) on batch, and the
-// deletion of the bodies of shared messages whose last copy it deletes; the returned set fills in with the
-// messages it deleted as the batch's results are read.
-func (r *Messages) queueDelete(batch *pgx.Batch, queueNo int64, receipts []Receipt) deletedSet {
+// queueDelete queues an acknowledgement statement on batch (messagesDelete for plain receipts; after the groups'
+// locks, messagesDeleteOrdered, whose rows also name each ordered group's next message made visible: counted in
+// unblocked), and the deletion of the bodies of shared messages whose last copy it deletes. The returned set
+// fills in with the messages it deleted as the batch's results are read.
+func queueDelete(batch *pgx.Batch, query *statement, queueNo int64, receipts []Receipt, unblocked *int) deletedSet {
 	groups, ids, leases, dlqs := receiptArrays(receipts)
 	done := make(deletedSet, len(receipts))
-	messagesDelete.queue(batch, arg{"group_nos", groups}, arg{"ids", ids}, arg{"lease_ids", leases}, arg{"dlqs", dlqs},
+	query.queue(batch, arg{"group_nos", groups}, arg{"ids", ids}, arg{"lease_ids", leases}, arg{"dlqs", dlqs},
 		arg{"queue_no", queueNo}).Query(func(rows pgx.Rows) error {
 		var g int32
 		var id, lease int64
-		var unblockedRow bool // always false: this statement unblocks nothing
-		_, err := pgx.ForEachRow(rows, []any{&g, &id, &unblockedRow, &lease}, func() error {
-			done[receiptKey{g, id, lease}] = true
+		var next bool // always false from messagesDelete
+		_, err := pgx.ForEachRow(rows, []any{&g, &id, &next, &lease}, func() error {
+			if next {
+				*unblocked++
+			} else {
+				done[receiptKey{g, id, lease}] = true
+			}
 			return nil
 		})
 		return err

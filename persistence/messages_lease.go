@@ -191,7 +191,8 @@ func (r *Messages) lease(ctx context.Context, no int64, req LeaseRequest, owners
 			// Before leasePrelude, which forces the lease's generic plan for the rest of the transaction: the
 			// acknowledgement plans as DeleteMessages' does.
 			r.commitMode(batch)
-			done = r.queueDelete(batch, no, acks)
+			var unblocked int // plain receipts unblock nothing
+			done = queueDelete(batch, messagesDelete, no, acks, &unblocked)
 		}
 		if r.async {
 			batch.Queue(leasePreludeAsync)

@@ -198,10 +198,7 @@ func (c *Cluster) supervise(exited <-chan struct{}) {
 	defer close(c.watching)
 	for {
 		<-exited
-		c.mu.Lock()
-		stopping := c.stopping
-		c.mu.Unlock()
-		if stopping {
+		if c.isStopping() {
 			return
 		}
 		c.opts.Logger.Error("PostgreSQL exited unexpectedly; restarting it", "dir", c.pgdata, "port", c.port)
@@ -216,10 +213,7 @@ func (c *Cluster) supervise(exited <-chan struct{}) {
 				exited = next
 				break
 			}
-			c.mu.Lock()
-			stopping := c.stopping
-			c.mu.Unlock()
-			if stopping {
+			if c.isStopping() {
 				return
 			}
 			// A killed postmaster's children may still hold its shared memory for a moment.
@@ -228,6 +222,13 @@ func (c *Cluster) supervise(exited <-chan struct{}) {
 			backoff = min(2*backoff, 2*time.Second)
 		}
 	}
+}
+
+// isStopping reports whether Stop was called: an exit of postgres is then expected.
+func (c *Cluster) isStopping() bool {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.stopping
 }
 
 func (c *Cluster) prepareDirs() error {

@@ -39,27 +39,14 @@ func (s *Service) Delete(ctx context.Context, tenancyID, queueID, groupRef strin
 	if err != nil {
 		return nil, err
 	}
-	ctx = context.WithoutCancel(ctx) // an acknowledgement that reached us completes even if the caller leaves
-	decoded, errs := s.decodeReceipts(queueID, groupNo, dlq, receipts)
-	valid, idx := validEntries(decoded, errs)
-	if len(valid) == 0 {
-		return errs, nil
+	a := s.newPendingAcks(tenancyID, queueID, groupNo, dlq, receipts)
+	if !a.done {
+		if err := a.deleteNow(ctx, s); err != nil {
+			return nil, err
+		}
 	}
-	deleted, unblocked, err := s.messages.Delete(ctx, queueID, valid)
-	if err != nil {
-		return nil, err
-	}
-	if unblocked > 0 {
-		// The next messages of ordered groups became visible.
-		s.waiters.wakeOne(queueID, groupNo, false)
-		s.notifier.mark(persistence.MessagesAvailable, queueID)
-	}
-	acked, err := s.classifyMissed(ctx, queueID, valid, idx, deleted, errs)
-	s.meter.Count(tenancyID, queueID, groupNo, metering.Acknowledged, int64(acked))
-	if err != nil {
-		return nil, err
-	}
-	return errs, nil
+	_, errs, err := a.answer(ctx, s, nil)
+	return errs, err
 }
 
 // Update moves the visibility of leased messages: seconds from now (0 releases the message at once).
@@ -151,7 +138,7 @@ func validEntries(decoded []persistence.Receipt, errs []EntryError) ([]persisten
 	return valid, idx
 }
 
-// pendingAcks are the receipts of a GetAcknowledging call: decoded, then deleted in the lease's transaction
+// pendingAcks are the receipts of a Delete or GetAcknowledging call: decoded, then deleted in the lease's transaction
 // (leaseOnce) or on their own (deleteNow), then classified (answer).
 type pendingAcks struct {
 	tenancyID, queueID string
@@ -160,7 +147,6 @@ type pendingAcks struct {
 	valid              []persistence.Receipt // the receipts that decoded
 	idx                []int                 // valid[k]'s receipt
 	deleted            []bool                // per valid receipt, once done
-	unblocked          int                   // ordered groups' next messages made visible (deleteNow)
 	done               bool                  // the valid receipts were acknowledged
 }
 
@@ -176,15 +162,17 @@ func (a *pendingAcks) ordered() bool {
 	return slices.ContainsFunc(a.valid, func(rc persistence.Receipt) bool { return rc.Ordered && !rc.DLQ })
 }
 
-// deleteNow acknowledges the receipts on their own, as Delete does (to its end, even if the caller leaves).
+// deleteNow acknowledges the receipts on their own (Delete; GetAcknowledging when the lease cannot take them), to
+// its end even if the caller leaves: an acknowledgement that reached us completes.
 func (a *pendingAcks) deleteNow(ctx context.Context, s *Service) error {
 	ctx = context.WithoutCancel(ctx)
 	deleted, unblocked, err := s.messages.Delete(ctx, a.queueID, a.valid)
 	if err != nil {
 		return err
 	}
-	a.deleted, a.unblocked, a.done = deleted, unblocked, true
+	a.deleted, a.done = deleted, true
 	if unblocked > 0 {
+		// The next messages of ordered groups became visible.
 		s.waiters.wakeOne(a.queueID, a.groupNo, false)
 		s.notifier.mark(persistence.MessagesAvailable, a.queueID)
 	}
