@@ -44,6 +44,13 @@ type PartitionState struct {
 // Lag is how many messages of the partition the group has not committed.
 func (p PartitionState) Lag() int64 { return max(0, p.Latest-p.Committed) }
 
+// SameAssignment reports whether a and b hold the same partitions at the same generations.
+func SameAssignment(a, b []PartitionState) bool {
+	return slices.EqualFunc(a, b, func(x, y PartitionState) bool {
+		return x.Partition == y.Partition && x.Generation == y.Generation
+	})
+}
+
 // PartitionRecord is a message read from a partition.
 type PartitionRecord struct {
 	Partition  int32

@@ -42,7 +42,7 @@ func (sub *Subscription) PollPartitions(ctx context.Context, sessionID string, l
 		if got.Rebalanced {
 			s.partitionsChanged(sub.queueID)
 		}
-		if len(got.Records) > 0 || !sameAssignment(known, got.Owned) {
+		if len(got.Records) > 0 || !persistence.SameAssignment(known, got.Owned) {
 			return got, nil
 		}
 		select {

@@ -3,7 +3,6 @@ package messaging
 import (
 	"context"
 	"hash/fnv"
-	"slices"
 	"sync"
 	"time"
 	"unicode/utf8"
@@ -193,7 +192,7 @@ func (s *Service) ReadPartitions(ctx context.Context, tenancyID, queueID string,
 			first = got.Owned
 		}
 		remaining := time.Until(deadline)
-		if len(got.Records) > 0 || remaining <= 0 || ctx.Err() != nil || !sameAssignment(first, got.Owned) {
+		if len(got.Records) > 0 || remaining <= 0 || ctx.Err() != nil || !persistence.SameAssignment(first, got.Owned) {
 			s.meter.Count(tenancyID, queueID, g.No, metering.Delivered, int64(len(got.Records)))
 			return got, ctx.Err()
 		}
@@ -204,13 +203,6 @@ func (s *Service) ReadPartitions(ctx context.Context, tenancyID, queueID string,
 			return got, ctx.Err()
 		}
 	}
-}
-
-// sameAssignment: the same partitions at the same generations.
-func sameAssignment(a, b []persistence.PartitionState) bool {
-	return slices.EqualFunc(a, b, func(x, y persistence.PartitionState) bool {
-		return x.Partition == y.Partition && x.Generation == y.Generation
-	})
 }
 
 // partitionsChanged tells the readers of the queue's partitions, here and on the other nodes, that the assignment
