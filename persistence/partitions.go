@@ -297,19 +297,13 @@ func (r *Partitions) Fetch(ctx context.Context, req FetchRequest) (Fetched, erro
 			return err
 		}
 		out.Rebalanced = rebalanced
-		var parts []int32
-		var after []int64
-		gens := map[int32]int64{}
-		for _, s := range states {
-			out.Generation = max(out.Generation, s.Generation)
-			if s.Owner == req.ConsumerID {
-				out.Owned = append(out.Owned, s)
-				parts, after = append(parts, s.Partition), append(after, s.Committed)
-				gens[s.Partition] = s.Generation
-			}
-		}
-		if len(parts) == 0 || req.Limit <= 0 {
+		gens := out.own(states, req.ConsumerID)
+		if len(out.Owned) == 0 || req.Limit <= 0 {
 			return nil
+		}
+		parts, after := make([]int32, len(out.Owned)), make([]int64, len(out.Owned))
+		for i, s := range out.Owned {
+			parts[i], after[i] = s.Partition, s.Committed
 		}
 		rows, err := tx.Query(ctx, partitionsRead, no, parts, after, req.Limit)
 		if err != nil {
@@ -346,14 +340,7 @@ func (r *Partitions) fetchSteady(ctx context.Context, queueNo int64, req FetchRe
 		return Fetched{}, false, nil
 	}
 	var out Fetched
-	gens := map[int32]int64{}
-	for _, s := range states {
-		out.Generation = max(out.Generation, s.Generation)
-		if s.Owner == req.ConsumerID {
-			out.Owned = append(out.Owned, s)
-			gens[s.Partition] = s.Generation
-		}
-	}
+	gens := out.own(states, req.ConsumerID)
 	if req.Limit > 0 {
 		for i := range records {
 			records[i].Generation = gens[records[i].Partition]
@@ -361,6 +348,20 @@ func (r *Partitions) fetchSteady(ctx context.Context, queueNo int64, req FetchRe
 		out.Records = records
 	}
 	return out, true, nil
+}
+
+// own sets the answer's generation (the group's highest) and the caller's partitions from the group's states,
+// and returns the generation of each of the caller's partitions.
+func (out *Fetched) own(states []PartitionState, consumerID string) map[int32]int64 {
+	gens := map[int32]int64{}
+	for _, s := range states {
+		out.Generation = max(out.Generation, s.Generation)
+		if s.Owner == consumerID {
+			out.Owned = append(out.Owned, s)
+			gens[s.Partition] = s.Generation
+		}
+	}
+	return gens
 }
 
 // collectRecords reads partition messages (partitionsRead's columns), each with its partition's generation, in
