@@ -141,32 +141,28 @@ const (
 		FROM unnest($4::int[], $5::text[], $6::bigint[], $7::text[]) AS c(partition, owner, generation, next_owner)
 		WHERE a.queue_no = $1 AND a.group_no = $2 AND a.partition = c.partition`
 
-	// Up to $5 messages of the given partitions after the given offsets, taken from the partitions in turn.
+	// Up to $4 messages of the given partitions after the given offsets, taken from the partitions in turn.
 	partitionsRead = `-- partitions.read
-		SELECT m.partition, m.log_offset, m.id, m.channel_id, m.created_at, m.expire_at, m.content, m.attributes, m.metadata
-		FROM (
-			SELECT m.*, row_number() OVER (PARTITION BY m.partition ORDER BY m.log_offset) AS turn
-			FROM unnest($2::int[], $3::bigint[]) AS o(partition, after)
-			CROSS JOIN LATERAL (
-				SELECT * FROM partition_messages m
-				WHERE m.queue_no = $1 AND m.partition = o.partition AND m.log_offset > o.after AND m.expire_at > now()
-				ORDER BY m.log_offset LIMIT $4) m
-		) m
-		ORDER BY m.turn, m.partition LIMIT $4`
+		` + partitionsReadHead + `unnest($2::int[], $3::bigint[]) AS o(partition, after)` + partitionsReadTail
 
 	// The steady state's read: the caller's partitions as they are assigned now (not being handed over), read
 	// in the same implicit transaction as the assignment, under the group's lock. Used when the plan changes
 	// nothing.
 	partitionsReadOwned = `-- partitions.read_owned
-		SELECT m.partition, m.log_offset, m.id, m.channel_id, m.created_at, m.expire_at, m.content, m.attributes, m.metadata
+		` + partitionsReadHead + `(SELECT a.partition, a.committed FROM partition_assignments a
+				WHERE a.queue_no = $1 AND a.group_no = $2 AND a.owner = $3 AND a.next_owner IS NULL AND a.partition < $5
+			) AS o(partition, after)` + partitionsReadTail
+
+	// The read of both: up to $4 messages of queue $1's partitions o(partition, after), after each one's offset.
+	partitionsReadHead = `SELECT m.partition, m.log_offset, m.id, m.channel_id, m.created_at, m.expire_at, m.content, m.attributes, m.metadata
 		FROM (
 			SELECT m.*, row_number() OVER (PARTITION BY m.partition ORDER BY m.log_offset) AS turn
-			FROM partition_assignments a
+			FROM `
+	partitionsReadTail = `
 			CROSS JOIN LATERAL (
 				SELECT * FROM partition_messages m
-				WHERE m.queue_no = a.queue_no AND m.partition = a.partition AND m.log_offset > a.committed AND m.expire_at > now()
+				WHERE m.queue_no = $1 AND m.partition = o.partition AND m.log_offset > o.after AND m.expire_at > now()
 				ORDER BY m.log_offset LIMIT $4) m
-			WHERE a.queue_no = $1 AND a.group_no = $2 AND a.owner = $3 AND a.next_owner IS NULL AND a.partition < $5
 		) m
 		ORDER BY m.turn, m.partition LIMIT $4`
 
