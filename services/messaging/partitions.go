@@ -174,9 +174,7 @@ func (s *Service) ReadPartitions(ctx context.Context, tenancyID, queueID string,
 	deadline := time.Now().Add(time.Duration(timeout) * time.Second)
 	w := s.readers.add(queueID)
 	defer s.readers.remove(queueID, w)
-	fetch := persistence.FetchRequest{QueueID: queueID, TenancyID: tenancyID, GroupNo: g.No, ConsumerID: req.ConsumerID,
-		PartitionCount: q.PartitionCount, LeaseSeconds: q.ConsumerLeaseSeconds,
-		HandoverGrace: time.Duration(q.ConsumerLeaseSeconds) * time.Second, Limit: req.Limit}
+	fetch := fetchRequest(q, g.No, req.ConsumerID, req.Limit)
 	var first []persistence.PartitionState
 	for attempt := 0; ; attempt++ {
 		// Finished even when the caller goes away: a rebalance half done would only be redone, but the commit of
@@ -203,6 +201,13 @@ func (s *Service) ReadPartitions(ctx context.Context, tenancyID, queueID string,
 			return got, ctx.Err()
 		}
 	}
+}
+
+// fetchRequest is a consumer's read of its partitions of a PARTITION group of q (a long poll's, or a watch's poll).
+func fetchRequest(q persistence.Queue, groupNo int32, consumerID string, limit int) persistence.FetchRequest {
+	return persistence.FetchRequest{QueueID: q.ID, TenancyID: q.TenancyID, GroupNo: groupNo, ConsumerID: consumerID,
+		PartitionCount: q.PartitionCount, LeaseSeconds: q.ConsumerLeaseSeconds,
+		HandoverGrace: time.Duration(q.ConsumerLeaseSeconds) * time.Second, Limit: limit}
 }
 
 // partitionsChanged tells the readers of the queue's partitions, here and on the other nodes, that the assignment
