@@ -44,6 +44,13 @@ type PartitionState struct {
 // Lag is how many messages of the partition the group has not committed.
 func (p PartitionState) Lag() int64 { return max(0, p.Latest-p.Committed) }
 
+// SameAssignment reports whether a and b hold the same partitions at the same generations.
+func SameAssignment(a, b []PartitionState) bool {
+	return slices.EqualFunc(a, b, func(x, y PartitionState) bool {
+		return x.Partition == y.Partition && x.Generation == y.Generation
+	})
+}
+
 // PartitionRecord is a message read from a partition.
 type PartitionRecord struct {
 	Partition  int32
@@ -134,32 +141,28 @@ const (
 		FROM unnest($4::int[], $5::text[], $6::bigint[], $7::text[]) AS c(partition, owner, generation, next_owner)
 		WHERE a.queue_no = $1 AND a.group_no = $2 AND a.partition = c.partition`
 
-	// Up to $5 messages of the given partitions after the given offsets, taken from the partitions in turn.
+	// Up to $4 messages of the given partitions after the given offsets, taken from the partitions in turn.
 	partitionsRead = `-- partitions.read
-		SELECT m.partition, m.log_offset, m.id, m.channel_id, m.created_at, m.expire_at, m.content, m.attributes, m.metadata
-		FROM (
-			SELECT m.*, row_number() OVER (PARTITION BY m.partition ORDER BY m.log_offset) AS turn
-			FROM unnest($2::int[], $3::bigint[]) AS o(partition, after)
-			CROSS JOIN LATERAL (
-				SELECT * FROM partition_messages m
-				WHERE m.queue_no = $1 AND m.partition = o.partition AND m.log_offset > o.after AND m.expire_at > now()
-				ORDER BY m.log_offset LIMIT $4) m
-		) m
-		ORDER BY m.turn, m.partition LIMIT $4`
+		` + partitionsReadHead + `unnest($2::int[], $3::bigint[]) AS o(partition, after)` + partitionsReadTail
 
 	// The steady state's read: the caller's partitions as they are assigned now (not being handed over), read
 	// in the same implicit transaction as the assignment, under the group's lock. Used when the plan changes
 	// nothing.
 	partitionsReadOwned = `-- partitions.read_owned
-		SELECT m.partition, m.log_offset, m.id, m.channel_id, m.created_at, m.expire_at, m.content, m.attributes, m.metadata
+		` + partitionsReadHead + `(SELECT a.partition, a.committed FROM partition_assignments a
+				WHERE a.queue_no = $1 AND a.group_no = $2 AND a.owner = $3 AND a.next_owner IS NULL AND a.partition < $5
+			) AS o(partition, after)` + partitionsReadTail
+
+	// The read of both: up to $4 messages of queue $1's partitions o(partition, after), after each one's offset.
+	partitionsReadHead = `SELECT m.partition, m.log_offset, m.id, m.channel_id, m.created_at, m.expire_at, m.content, m.attributes, m.metadata
 		FROM (
 			SELECT m.*, row_number() OVER (PARTITION BY m.partition ORDER BY m.log_offset) AS turn
-			FROM partition_assignments a
+			FROM `
+	partitionsReadTail = `
 			CROSS JOIN LATERAL (
 				SELECT * FROM partition_messages m
-				WHERE m.queue_no = a.queue_no AND m.partition = a.partition AND m.log_offset > a.committed AND m.expire_at > now()
+				WHERE m.queue_no = $1 AND m.partition = o.partition AND m.log_offset > o.after AND m.expire_at > now()
 				ORDER BY m.log_offset LIMIT $4) m
-			WHERE a.queue_no = $1 AND a.group_no = $2 AND a.owner = $3 AND a.next_owner IS NULL AND a.partition < $5
 		) m
 		ORDER BY m.turn, m.partition LIMIT $4`
 
@@ -290,19 +293,13 @@ func (r *Partitions) Fetch(ctx context.Context, req FetchRequest) (Fetched, erro
 			return err
 		}
 		out.Rebalanced = rebalanced
-		var parts []int32
-		var after []int64
-		gens := map[int32]int64{}
-		for _, s := range states {
-			out.Generation = max(out.Generation, s.Generation)
-			if s.Owner == req.ConsumerID {
-				out.Owned = append(out.Owned, s)
-				parts, after = append(parts, s.Partition), append(after, s.Committed)
-				gens[s.Partition] = s.Generation
-			}
-		}
-		if len(parts) == 0 || req.Limit <= 0 {
+		gens := out.own(states, req.ConsumerID)
+		if len(out.Owned) == 0 || req.Limit <= 0 {
 			return nil
+		}
+		parts, after := make([]int32, len(out.Owned)), make([]int64, len(out.Owned))
+		for i, s := range out.Owned {
+			parts[i], after[i] = s.Partition, s.Committed
 		}
 		rows, err := tx.Query(ctx, partitionsRead, no, parts, after, req.Limit)
 		if err != nil {
@@ -339,14 +336,7 @@ func (r *Partitions) fetchSteady(ctx context.Context, queueNo int64, req FetchRe
 		return Fetched{}, false, nil
 	}
 	var out Fetched
-	gens := map[int32]int64{}
-	for _, s := range states {
-		out.Generation = max(out.Generation, s.Generation)
-		if s.Owner == req.ConsumerID {
-			out.Owned = append(out.Owned, s)
-			gens[s.Partition] = s.Generation
-		}
-	}
+	gens := out.own(states, req.ConsumerID)
 	if req.Limit > 0 {
 		for i := range records {
 			records[i].Generation = gens[records[i].Partition]
@@ -354,6 +344,20 @@ func (r *Partitions) fetchSteady(ctx context.Context, queueNo int64, req FetchRe
 		out.Records = records
 	}
 	return out, true, nil
+}
+
+// own sets the answer's generation (the group's highest) and the caller's partitions from the group's states,
+// and returns the generation of each of the caller's partitions.
+func (out *Fetched) own(states []PartitionState, consumerID string) map[int32]int64 {
+	gens := map[int32]int64{}
+	for _, s := range states {
+		out.Generation = max(out.Generation, s.Generation)
+		if s.Owner == consumerID {
+			out.Owned = append(out.Owned, s)
+			gens[s.Partition] = s.Generation
+		}
+	}
+	return gens
 }
 
 // collectRecords reads partition messages (partitionsRead's columns), each with its partition's generation, in

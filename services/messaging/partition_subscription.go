@@ -33,7 +33,7 @@ func (sub *Subscription) PollPartitions(ctx context.Context, sessionID string, l
 		if err := sub.refresh(ctx); err != nil {
 			return persistence.Fetched{}, err
 		}
-		req := sub.fetchRequest(limit)
+		req := fetchRequest(sub.q, sub.groupNo, sub.consumer, limit)
 		req.SessionID = sessionID
 		got, err := s.store.Partitions.Fetch(context.WithoutCancel(ctx), req)
 		if err != nil {
@@ -42,7 +42,7 @@ func (sub *Subscription) PollPartitions(ctx context.Context, sessionID string, l
 		if got.Rebalanced {
 			s.partitionsChanged(sub.queueID)
 		}
-		if len(got.Records) > 0 || !sameAssignment(known, got.Owned) {
+		if len(got.Records) > 0 || !persistence.SameAssignment(known, got.Owned) {
 			return got, nil
 		}
 		select {
@@ -52,12 +52,6 @@ func (sub *Subscription) PollPartitions(ctx context.Context, sessionID string, l
 			return persistence.Fetched{}, ctx.Err()
 		}
 	}
-}
-
-func (sub *Subscription) fetchRequest(limit int) persistence.FetchRequest {
-	return persistence.FetchRequest{QueueID: sub.queueID, TenancyID: sub.tenancyID, GroupNo: sub.groupNo,
-		ConsumerID: sub.consumer, PartitionCount: sub.q.PartitionCount, LeaseSeconds: sub.q.ConsumerLeaseSeconds,
-		HandoverGrace: time.Duration(sub.q.ConsumerLeaseSeconds) * time.Second, Limit: limit}
 }
 
 // CountDelivered counts messages pushed to the consumer (a poll may return messages pushed before, still

@@ -3,7 +3,6 @@ package messaging
 import (
 	"context"
 	"hash/fnv"
-	"slices"
 	"sync"
 	"time"
 	"unicode/utf8"
@@ -175,9 +174,7 @@ func (s *Service) ReadPartitions(ctx context.Context, tenancyID, queueID string,
 	deadline := time.Now().Add(time.Duration(timeout) * time.Second)
 	w := s.readers.add(queueID)
 	defer s.readers.remove(queueID, w)
-	fetch := persistence.FetchRequest{QueueID: queueID, TenancyID: tenancyID, GroupNo: g.No, ConsumerID: req.ConsumerID,
-		PartitionCount: q.PartitionCount, LeaseSeconds: q.ConsumerLeaseSeconds,
-		HandoverGrace: time.Duration(q.ConsumerLeaseSeconds) * time.Second, Limit: req.Limit}
+	fetch := fetchRequest(q, g.No, req.ConsumerID, req.Limit)
 	var first []persistence.PartitionState
 	for attempt := 0; ; attempt++ {
 		// Finished even when the caller goes away: a rebalance half done would only be redone, but the commit of
@@ -193,7 +190,7 @@ func (s *Service) ReadPartitions(ctx context.Context, tenancyID, queueID string,
 			first = got.Owned
 		}
 		remaining := time.Until(deadline)
-		if len(got.Records) > 0 || remaining <= 0 || ctx.Err() != nil || !sameAssignment(first, got.Owned) {
+		if len(got.Records) > 0 || remaining <= 0 || ctx.Err() != nil || !persistence.SameAssignment(first, got.Owned) {
 			s.meter.Count(tenancyID, queueID, g.No, metering.Delivered, int64(len(got.Records)))
 			return got, ctx.Err()
 		}
@@ -206,11 +203,11 @@ func (s *Service) ReadPartitions(ctx context.Context, tenancyID, queueID string,
 	}
 }
 
-// sameAssignment: the same partitions at the same generations.
-func sameAssignment(a, b []persistence.PartitionState) bool {
-	return slices.EqualFunc(a, b, func(x, y persistence.PartitionState) bool {
-		return x.Partition == y.Partition && x.Generation == y.Generation
-	})
+// fetchRequest is a consumer's read of its partitions of a PARTITION group of q (a long poll's, or a watch's poll).
+func fetchRequest(q persistence.Queue, groupNo int32, consumerID string, limit int) persistence.FetchRequest {
+	return persistence.FetchRequest{QueueID: q.ID, TenancyID: q.TenancyID, GroupNo: groupNo, ConsumerID: consumerID,
+		PartitionCount: q.PartitionCount, LeaseSeconds: q.ConsumerLeaseSeconds,
+		HandoverGrace: time.Duration(q.ConsumerLeaseSeconds) * time.Second, Limit: limit}
 }
 
 // partitionsChanged tells the readers of the queue's partitions, here and on the other nodes, that the assignment

@@ -4,7 +4,6 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
-	"slices"
 	"time"
 
 	"github.com/coder/websocket"
@@ -71,7 +70,7 @@ func (ss *session) pushPartitions(ctx context.Context) {
 			}
 			continue
 		}
-		changed := !sameAssignment(known, got.Owned)
+		changed := !persistence.SameAssignment(known, got.Owned)
 		known = got.Owned
 		fresh := ss.unpushed(got)
 		if !changed && len(fresh) == 0 {
@@ -124,13 +123,6 @@ func (ss *session) unpushed(got persistence.Fetched) []persistence.PartitionReco
 		ss.lastActive = time.Now()
 	}
 	return fresh
-}
-
-// sameAssignment: the same partitions at the same generations.
-func sameAssignment(a, b []persistence.PartitionState) bool {
-	return slices.EqualFunc(a, b, func(x, y persistence.PartitionState) bool {
-		return x.Partition == y.Partition && x.Generation == y.Generation
-	})
 }
 
 // pollFailed handles a failed poll: false when the watch must stop.
