@@ -211,6 +211,12 @@ func (c *Cluster) supervise(exited <-chan struct{}) {
 			if err == nil {
 				c.opts.Logger.Info("PostgreSQL restarted", "dir", c.pgdata, "port", c.port, "after", time.Since(began).Round(time.Millisecond))
 				exited = next
+				if c.isStopping() {
+					// Stop ran during the restart and signalled the old, dead process: stop the new one here (Stop
+					// waits for this loop to return).
+					c.stopRestarted(next)
+					return
+				}
 				break
 			}
 			if c.isStopping() {
@@ -221,6 +227,20 @@ func (c *Cluster) supervise(exited <-chan struct{}) {
 			time.Sleep(backoff)
 			backoff = min(2*backoff, 2*time.Second)
 		}
+	}
+}
+
+// stopRestarted stops a postgres that supervise started after Stop had signalled its predecessor.
+func (c *Cluster) stopRestarted(exited <-chan struct{}) {
+	c.mu.Lock()
+	proc := c.proc
+	c.mu.Unlock()
+	_ = proc.Signal(syscall.SIGINT)
+	select {
+	case <-exited:
+	case <-time.After(30 * time.Second):
+		_ = proc.Kill()
+		<-exited
 	}
 }
 
