@@ -110,7 +110,7 @@ func TestIAMPolicyChangesAcrossNodes(t *testing.T) {
 		require.Eventually(t, func() bool {
 			status, _ := reader.TryGetQueue(t, q)
 			return (status == http.StatusOK) == allowed && (allowed || status == http.StatusNotFound)
-		}, time.Second, 20*time.Millisecond, "node 2 must see %s within 1 s", what)
+		}, 3*time.Second, 20*time.Millisecond, "node 2 must see %s within 3 s", what)
 		t.Logf("%s: seen on node 2 after %v", what, time.Since(start).Round(time.Millisecond))
 	}
 	// Node 2 has loaded the tenancy (and cached the queue) before anything changes.
