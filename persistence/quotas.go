@@ -136,13 +136,13 @@ type QuotaUsage struct {
 	Used *int64 `json:"used"`
 }
 
-// quotaUsed counts what a tenancy uses of each quota the database can count.
-const quotaUsed = `SELECT
-	(SELECT count(*) FROM queues WHERE tenancy_id = $1 AND lifecycle_state <> 'DELETED'),
+// quotaUsed counts what a tenancy uses of each quota the database can count: the count quotas as checkCount
+// counts them ($1 the tenancy), then the watches ($2 their liveness) and the stored bytes.
+const quotaUsed = `SELECT (` + countQueues + `),
 	(SELECT coalesce(max(n), 0) FROM (SELECT count(*) AS n FROM consumer_groups
 		WHERE tenancy_id = $1 AND lifecycle_state <> 'DELETED' GROUP BY queue_id) g),
-	(SELECT count(*) FROM compartments WHERE tenancy_id = $1 AND parent_id IS NOT NULL AND lifecycle_state <> 'DELETED'),
-	(SELECT count(*) FROM policies WHERE tenancy_id = $1 AND lifecycle_state <> 'DELETED'),
+	(` + countCompartments + `),
+	(` + countPolicies + `),
 	(SELECT count(*) FROM consumers WHERE tenancy_id = $1 AND kind = 'watch' AND left_at IS NULL
 		AND last_seen >= now() - make_interval(secs => $2)),
 	(SELECT coalesce(sum(m.size_bytes), 0)::bigint FROM queues q JOIN messages m ON m.queue_no = q.no

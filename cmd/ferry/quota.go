@@ -34,11 +34,7 @@ func adminStore(ctx context.Context) (store *persistence.Store, release func(), 
 		return nil, nil, err
 	}
 	store = persistence.NewStore(pool)
-	limitsCfg := cfg.Limits
-	if limitsCfg.Watches == 0 {
-		limitsCfg.Watches = int64(cfg.Watch.MaxPerTenancy)
-	}
-	store.Quotas.SetDefaults(limitsCfg.QuotaDefaults())
+	store.Quotas.SetDefaults(cfg.LimitsConfig().QuotaDefaults())
 	return store, func() { pool.Close(); releaseDB() }, nil
 }
 

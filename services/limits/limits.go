@@ -184,7 +184,18 @@ func (s *Service) Refresh(ctx context.Context) { s.refresh(ctx) }
 
 // Limit is a tenancy's value of a quota: its override, or the default.
 func (s *Service) Limit(tenancyID, name string) int64 {
-	if v, ok := (*s.overrides.Load())[tenancyID][name]; ok {
+	return s.limitOf(s.overridesOf(tenancyID), name)
+}
+
+// overridesOf is the tenancy's overrides in the cache (nil when it has none): a request needing several quotas
+// looks its tenancy up once.
+func (s *Service) overridesOf(tenancyID string) map[string]int64 {
+	return (*s.overrides.Load())[tenancyID]
+}
+
+// limitOf is a quota's value given the tenancy's overrides: the override, or the default.
+func (s *Service) limitOf(overrides map[string]int64, name string) int64 {
+	if v, ok := overrides[name]; ok {
 		return v
 	}
 	return s.quotas.Default(name)

@@ -125,8 +125,9 @@ func (s *Service) AllowRequest(tenancyID, queueID string, in int64) (Refusal, bo
 	t := s.rates.get(rateKey{tenancyID: tenancyID})
 	t.mu.Lock()
 	defer t.mu.Unlock()
-	if limit, wait := check(t, now, s.share(s.Limit(tenancyID, persistence.QuotaRequestsPerSecond)),
-		s.share(s.Limit(tenancyID, persistence.QuotaBytesPerSecond))); limit != "" {
+	o := s.overridesOf(tenancyID)
+	if limit, wait := check(t, now, s.share(s.limitOf(o, persistence.QuotaRequestsPerSecond)),
+		s.share(s.limitOf(o, persistence.QuotaBytesPerSecond))); limit != "" {
 		return Refusal{Limit: limit, RetryAfter: wait}, false
 	}
 	if queueID != "" {

@@ -75,6 +75,16 @@ type Config struct {
 	Metrics metering.Config
 }
 
+// LimitsConfig is Limits with the watches' quota defaulting to FERRY_WATCH_MAX_PER_TENANCY, the older name of
+// that default: what the nodes enforce and `ferry quota list` shows.
+func (c Config) LimitsConfig() limits.Config {
+	l := c.Limits
+	if l.Watches == 0 {
+		l.Watches = int64(c.Watch.MaxPerTenancy)
+	}
+	return l
+}
+
 // Read timeouts: a client trickling its headers or body (1 byte every 2 s) would otherwise hold a connection and
 // a goroutine indefinitely. 30 s lets a 2 MiB body arrive at 70 KB/s.
 const (

@@ -85,10 +85,7 @@ func New(cfg Config, pool *pgxpool.Pool, tel *telemetry.Telemetry, logger *slog.
 	if s.metering, err = metering.New(cfg.Metrics, store, tel.Meter, logger); err != nil {
 		return nil, err
 	}
-	if cfg.Limits.Watches == 0 {
-		cfg.Limits.Watches = int64(cfg.Watch.MaxPerTenancy) // FERRY_WATCH_MAX_PER_TENANCY, the older name of the default
-	}
-	s.limits = limits.New(cfg.Limits, store, logger)
+	s.limits = limits.New(cfg.LimitsConfig(), store, logger)
 	cfg.Messaging.StoredBytesOf = func(tenancyID string) int64 { return s.limits.Limit(tenancyID, persistence.QuotaStoredBytes) }
 	s.messaging = messaging.New(cfg.Messaging, store, pool.Config().ConnString(), receiptKey, tel.Instruments, s.metering, logger)
 	cfg.Watch.WatchesOf = func(tenancyID string) int { return int(s.limits.Limit(tenancyID, persistence.QuotaWatches)) }
