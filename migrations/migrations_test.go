@@ -42,3 +42,20 @@ func countTables(t *testing.T, url string) int {
 		`SELECT count(*) FROM pg_tables WHERE schemaname = 'public' AND tablename <> 'schema_migrations'`).Scan(&n))
 	return n
 }
+
+// ANALYZE samples 300 rows per unit of the largest statistics target among a table's columns: the message tables
+// keep every column at 10 (0016), so that autovacuum's frequent analyzes of a busy queue's table stay cheap. A
+// column added later without the setting would bring back the 30,000-row sample.
+func TestMessageTablesSampleFewRows(t *testing.T) {
+	conn, err := pgx.Connect(context.Background(), testdb.New(t))
+	require.NoError(t, err)
+	defer conn.Close(context.Background())
+	rows, err := conn.Query(context.Background(), `
+		SELECT attrelid::regclass::text || '.' || attname FROM pg_attribute
+		WHERE attrelid IN ('messages'::regclass, 'message_bodies'::regclass) AND attnum > 0 AND NOT attisdropped
+			AND coalesce(nullif(attstattarget, -1), current_setting('default_statistics_target')::int) > 10`)
+	require.NoError(t, err)
+	wide, err := pgx.CollectRows(rows, pgx.RowTo[string])
+	require.NoError(t, err)
+	require.Empty(t, wide, "columns sampled at the default statistics target")
+}
