@@ -147,16 +147,38 @@ func (s *channelSet) published(key channelKey, channels map[string]bool) {
 		return // not listed yet: the first lease lists them (a read under way has made the entry)
 	}
 	for ch := range channels {
-		if !slices.Contains(e.channels, ch) && len(e.channels) < channelsCachedMax {
-			e.channels = append(slices.Clip(e.channels), ch)
-		}
-		if e.reading > 0 && !slices.Contains(e.publishedMeanwhile, ch) && len(e.publishedMeanwhile) < channelsCachedMax {
-			e.publishedMeanwhile = append(e.publishedMeanwhile, ch)
+		e.add(ch)
+	}
+}
+
+// publishedElsewhere adds the channels another node's put wrote on a queue (its NOTIFY names them) to every
+// listed consumer group of the queue: the put does not say which groups its messages went to, and a channel
+// listed for a group that has no message in it costs that group's leases one empty index probe until the next
+// refresh.
+func (s *channelSet) publishedElsewhere(queueID string, channels []string) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	for k, e := range s.byKey {
+		if k.queueID == queueID && !k.dlq {
+			for _, ch := range channels {
+				e.add(ch)
+			}
 		}
 	}
 }
 
-// invalidate makes the next lease on the queue list its channels again.
+// add lists ch (under the set's mu), and keeps it through a read under way.
+func (e *channelEntry) add(ch string) {
+	if !slices.Contains(e.channels, ch) && len(e.channels) < channelsCachedMax {
+		e.channels = append(slices.Clip(e.channels), ch)
+	}
+	if e.reading > 0 && !slices.Contains(e.publishedMeanwhile, ch) && len(e.publishedMeanwhile) < channelsCachedMax {
+		e.publishedMeanwhile = append(e.publishedMeanwhile, ch)
+	}
+}
+
+// invalidate makes the next lease on the queue list its channels again (another node announced messages without
+// naming their channels).
 func (s *channelSet) invalidate(queueID string) {
 	s.mu.Lock()
 	defer s.mu.Unlock()

@@ -69,3 +69,36 @@ func listBlocked(s *channelSet, key channelKey, reading chan struct{}, release c
 	<-reading
 	return got
 }
+
+// A put on another node names its channels in its NOTIFY: they join the lists of the queue's consumer groups
+// (not of its DLQs, nor of other queues) without a read of the queue's channels, which a busy queue paid after
+// every NOTIFY.
+func TestChannelsNamedByAnotherNodeNeedNoRead(t *testing.T) {
+	s := &channelSet{byKey: map[channelKey]*channelEntry{}}
+	reads := 0
+	s.fetch = func(context.Context, channelKey) ([]string, error) { reads++; return []string{""}, nil }
+	keys := []channelKey{{queueID: "q"}, {queueID: "q", groupNo: 1}, {queueID: "q", dlq: true}, {queueID: "other"}}
+	for _, k := range keys {
+		if _, err := s.list(context.Background(), k); err != nil {
+			t.Fatal(err)
+		}
+	}
+	s.publishedElsewhere("q", []string{"", "orders"})
+	for _, k := range keys {
+		chans, _ := s.list(context.Background(), k)
+		want := []string{""}
+		if k.queueID == "q" && !k.dlq {
+			want = []string{"", "orders"}
+		}
+		if !slices.Equal(chans, want) {
+			t.Fatalf("%+v: channels %v, want %v", k, chans, want)
+		}
+	}
+	if reads != len(keys) {
+		t.Fatalf("%d reads of the channels, want %d (one per list)", reads, len(keys))
+	}
+	s.invalidate("q") // a NOTIFY that names none
+	if _, err := s.list(context.Background(), keys[0]); err != nil || reads != len(keys)+1 {
+		t.Fatalf("after an unnamed NOTIFY: %d reads, want %d (%v)", reads, len(keys)+1, err)
+	}
+}

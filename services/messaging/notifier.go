@@ -3,6 +3,7 @@ package messaging
 import (
 	"context"
 	"log/slog"
+	"slices"
 	"sync"
 	"time"
 
@@ -22,20 +23,68 @@ type notifier struct {
 
 	loop   startstop.Base
 	mu     sync.Mutex
-	dirty  map[persistence.Notification]struct{}
+	dirty  map[notifyKey]*pendingChannels
 	signal chan struct{}
 }
 
+type notifyKey struct {
+	kind    persistence.NotificationKind
+	queueID string
+}
+
+// pendingChannels are the channels a queue's next MessagesAvailable names: those its puts of the window wrote,
+// unless another cause marked it too, or they grew past persistence.MaxNotifiedChannels (unnamed: the receivers
+// list the queue's channels again).
+type pendingChannels struct {
+	unnamed  bool
+	channels []string
+}
+
+func (p *pendingChannels) add(channels map[string]bool) {
+	for ch := range channels {
+		if p.unnamed {
+			return
+		}
+		if !slices.Contains(p.channels, ch) {
+			p.channels = append(p.channels, ch)
+			p.unnamed = len(p.channels) > persistence.MaxNotifiedChannels
+		}
+	}
+}
+
 func newNotifier(window time.Duration, send func(ctx context.Context, list []persistence.Notification) error, logger *slog.Logger) *notifier {
-	return &notifier{window: window, send: send, logger: logger, dirty: map[persistence.Notification]struct{}{},
+	return &notifier{window: window, send: send, logger: logger, dirty: map[notifyKey]*pendingChannels{},
 		signal: make(chan struct{}, 1)}
 }
 
 // mark schedules a NOTIFY of kind for the queue.
 func (n *notifier) mark(kind persistence.NotificationKind, queueID string) {
 	n.mu.Lock()
-	n.dirty[persistence.Notification{Kind: kind, QueueID: queueID}] = struct{}{}
+	n.pending(kind, queueID).unnamed = true
 	n.mu.Unlock()
+	n.wake()
+}
+
+// markPut schedules a MessagesAvailable for the queue that names the channels a put wrote.
+func (n *notifier) markPut(queueID string, channels map[string]bool) {
+	n.mu.Lock()
+	n.pending(persistence.MessagesAvailable, queueID).add(channels)
+	n.mu.Unlock()
+	n.wake()
+}
+
+// pending is the entry of (kind, queue) in the window's marks (under mu).
+func (n *notifier) pending(kind persistence.NotificationKind, queueID string) *pendingChannels {
+	key := notifyKey{kind: kind, queueID: queueID}
+	p := n.dirty[key]
+	if p == nil {
+		p = &pendingChannels{}
+		n.dirty[key] = p
+	}
+	return p
+}
+
+func (n *notifier) wake() {
 	select {
 	case n.signal <- struct{}{}:
 	default:
@@ -55,7 +104,11 @@ func (n *notifier) run(ctx context.Context) {
 		}
 		n.mu.Lock()
 		list := make([]persistence.Notification, 0, len(n.dirty))
-		for note := range n.dirty {
+		for key, p := range n.dirty {
+			note := persistence.Notification{Kind: key.kind, QueueID: key.queueID}
+			if !p.unnamed {
+				note.Channels = p.channels
+			}
 			list = append(list, note)
 		}
 		clear(n.dirty)

@@ -136,7 +136,7 @@ func (s *Service) Put(ctx context.Context, tenancyID, queueID string, entries []
 			s.channels.published(channelKey{queueID: queueID, groupNo: g.No}, channels)
 		}
 		s.waiters.wakeQueue(queueID) // local consumers do not wait for the NOTIFY round trip
-		s.notifier.mark(persistence.MessagesAvailable, queueID)
+		s.notifier.markPut(queueID, channels)
 		s.meter.Count(tenancyID, queueID, persistence.WholeQueue, metering.Published, int64(fresh))
 		s.meter.Count(tenancyID, queueID, persistence.WholeQueue, metering.PublishedBytes, freshBytes)
 	}

@@ -186,7 +186,12 @@ func (s *Service) onNotify(n persistence.Notification) {
 			(*hook)(n.QueueID)
 		}
 	case persistence.MessagesAvailable:
-		s.channels.invalidate(n.QueueID) // another node may have published to a channel this node has not seen
+		// Another node may have published to a channel this node has not listed: its put names them.
+		if n.Channels != nil {
+			s.channels.publishedElsewhere(n.QueueID, n.Channels)
+		} else {
+			s.channels.invalidate(n.QueueID)
+		}
 		s.waiters.wakeQueue(n.QueueID)
 		s.readers.wake(n.QueueID)
 	}
