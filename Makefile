@@ -101,7 +101,7 @@ fuzz: ## run every fuzz target for FUZZTIME (default 100000 executions each), th
 	fi
 
 bench: ## the load benchmarks in tests/bench (RabbitMQ at 127.0.0.1:5672 as the peer when it answers) and the long crash run (not part of make test); the last line is BenchmarkQueue's summary
-	FERRY_BENCH_CONSUME=1 $(GO) test -run '^$$' -bench 'Fanout|Ordering|Watch|MetricsCost|DurabilityCost|NoisyNeighbour|Partitions|Consume' -benchtime 1x -timeout 30m -v ./tests/bench/
+	FERRY_BENCH_CONSUME=1 $(GO) test -run '^$$' -bench 'Fanout|Ordering|Watch|MetricsCost|DurabilityCost|NoisyNeighbour|Partitions|Consume|LeaseDesigns' -benchtime 1x -timeout 45m -v ./tests/bench/
 	$(GO) test -run '^$$' -bench 'RabbitMQ|PublishedLimits' -benchtime 1x -timeout 40m -v ./tests/bench/
 	FERRY_FAULTS_LONG=1 $(GO) test -count=1 -run TestCrashes -timeout 20m -v ./tests/faults/
 	$(GO) test -run '^$$' -bench 'BenchmarkQueue$$' -benchtime 1x -timeout 30m -v ./tests/bench/
