@@ -313,7 +313,9 @@ func (d *leaseDesign) leaseAndAck(ctx context.Context, n *node, leaseID int64) (
 		return 0, fmt.Errorf("acknowledged %d of %d", tag.RowsAffected(), len(ids))
 	}
 	if d.ackBodies != "" {
-		if tag, err := n.pool.Exec(ctx, d.ackBodies, designQueueNo, ids); err != nil || int(tag.RowsAffected()) != len(ids) {
+		// ferry's maintainer may have taken a content of message_bodies whose row was just deleted (it deletes the
+		// contents no row refers to), so only the hot design's own table must match exactly.
+		if tag, err := n.pool.Exec(ctx, d.ackBodies, designQueueNo, ids); err != nil || (d.hot && int(tag.RowsAffected()) != len(ids)) {
 			return 0, fmt.Errorf("deleted %d of %d contents (%v)", tag.RowsAffected(), len(ids), err)
 		}
 	}
