@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/ferry-mq/ferry/openapi/sdk"
+	"github.com/ferry-mq/ferry/services/server"
 	"github.com/ferry-mq/ferry/tests/e2e"
 	"github.com/ferry-mq/ferry/tests/testserver"
 )
@@ -28,6 +29,10 @@ const (
 	orderingBatch     = 20 // messages per PutMessages (its maximum) and entries per deleteMessages
 )
 
+// ratesOff turns an in-process server's rate limits off, as the benchmarks on the ferry binary do with
+// FERRY_*_PER_SECOND: they measure throughput, not the limits.
+func ratesOff(c *server.Config) { c.Limits.RatesOff = true }
+
 // orderingResult is one mode's figures.
 type orderingResult struct {
 	publishPerSec, consumePerSec, overallPerSec float64
@@ -40,7 +45,7 @@ type orderingResult struct {
 // probe per put and acknowledgement, and nothing per receive: the target is ordered ≥ 50 % of unordered. The
 // ordered run also checks that every group is delivered in publish order.
 func BenchmarkOrdering(b *testing.B) {
-	srv := testserver.Start(b)
+	srv := testserver.Start(b, ratesOff) // 16 producers on one queue go past its 1,000 calls/s
 	tenancyID, c := srv.Admin(b, "bench-ordering")
 	var unordered, ordered orderingResult
 	for b.Loop() {
