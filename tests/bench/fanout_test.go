@@ -51,7 +51,7 @@ type fanoutResult struct {
 // The summary line compares 100 groups with 1.
 func BenchmarkPublishFanout(b *testing.B) {
 	proxy := startCountingProxy(b, testdb.New(b))
-	srv := testserver.Start(b, testserver.WithDatabase(proxy.url), ratesOff)
+	srv := testserver.Start(b, testserver.WithDatabase(proxy.url), benchLimits)
 	tenancyID, c := srv.Admin(b, "bench-fanout")
 	ctx := context.Background()
 
