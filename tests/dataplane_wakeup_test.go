@@ -13,23 +13,25 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/ferry-mq/ferry/openapi/sdk"
+	"github.com/ferry-mq/ferry/services/server"
 	"github.com/ferry-mq/ferry/tests/e2e"
 	"github.com/ferry-mq/ferry/tests/testserver"
 )
 
 // TestLongPollWakesForEveryBurst races puts against long-polling consumers that are busy leasing and
 // acknowledging: bursts of 1–4 concurrent puts, each burst awaited before the next. A put whose wake-up was lost
-// is only found by the fallback poll (a second later) — or, in a steady stream, by the next put's wake-up, which
-// hides the loss as a millisecond of latency. With a pause after every burst, every message must arrive within
-// 500 ms of its put (milliseconds, normally; the margin is for a loaded test machine).
+// is found only when a consumer polls again — or, in a steady stream, by the next put's wake-up, which hides the
+// loss as a millisecond of latency. The fallback poll is off and every burst is awaited, so a lost wake-up leaves
+// its message waiting for the 5 s the test gives it: every message must arrive within 2 s of its put
+// (milliseconds, normally; the margin is for a loaded test machine, where 0.5 s was once not enough).
 func TestLongPollWakesForEveryBurst(t *testing.T) {
 	t.Parallel()
 	const (
 		consumers = 4
 		bursts    = 400
-		late      = 500 * time.Millisecond // the fallback poll comes 0.7–1.3 s after a lost wake-up
+		late      = 2 * time.Second
 	)
-	_, tenancyID, c := testserver.StartAdmin(t)
+	_, tenancyID, c := testserver.StartAdmin(t, noFallbackPoll)
 	q := c.NewQueue(t, tenancyID, e2e.WithVisibility(600))
 	ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
 	defer cancel()
@@ -87,7 +89,7 @@ func TestLongPollWakesForEveryBurst(t *testing.T) {
 				c.Put(t, q, e2e.Msg(content))
 				select {
 				case <-ch:
-				case <-time.After(3 * time.Second):
+				case <-time.After(5 * time.Second):
 				}
 				d := time.Since(start)
 				mu.Lock()
@@ -112,7 +114,7 @@ func TestLongPollWakesForEveryBurst(t *testing.T) {
 // queue's consumer to its fallback poll, a second later).
 func TestDLQLongPollDoesNotTakeTheQueuesWakeUps(t *testing.T) {
 	t.Parallel()
-	srv, tenancyID, c := testserver.StartAdmin(t)
+	srv, tenancyID, c := testserver.StartAdmin(t, noFallbackPoll)
 	q := c.NewQueue(t, tenancyID, e2e.WithDLQ(3))
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
@@ -138,8 +140,8 @@ func TestDLQLongPollDoesNotTakeTheQueuesWakeUps(t *testing.T) {
 	c.Put(t, q, e2e.Msg("for the queue"))
 	at, ok := <-got
 	require.True(t, ok, "the queue's long poll got the message")
-	// Woken, it takes milliseconds; left to a fallback poll, at least 400 ms (0.7–1.3 s after a registration).
-	require.Less(t, at.Sub(start), 300*time.Millisecond, "the queue's long poll was woken by the put")
+	// Woken, it takes milliseconds; not woken, it would have answered nothing after its 10 s (no fallback poll).
+	require.Less(t, at.Sub(start), 3*time.Second, "the queue's long poll was woken by the put")
 	cancel()
 	<-dlqDone
 }
@@ -148,8 +150,8 @@ func TestDLQLongPollDoesNotTakeTheQueuesWakeUps(t *testing.T) {
 // waiting on the DLQ, on the same node and on another one (NOTIFY crosses nodes).
 func TestDLQLongPollWakesWhenAMessageIsDeadLettered(t *testing.T) {
 	t.Parallel()
-	srv, tenancyID, c := testserver.StartAdmin(t)
-	second := srv.Peer(t)
+	srv, tenancyID, c := testserver.StartAdmin(t, noFallbackPoll)
+	second := srv.Peer(t, noFallbackPoll)
 	c2 := second.AdminOf(t, tenancyID)
 	<-srv.Node.Messaging().Ready() // the first node LISTENs
 	for _, tc := range []struct {
@@ -169,8 +171,13 @@ func TestDLQLongPollWakesWhenAMessageIsDeadLettered(t *testing.T) {
 			r := <-got
 			require.NoError(t, r.Err)
 			require.Len(t, r.Msgs, 1, "the DLQ's long poll got the message")
-			// Woken, it takes milliseconds; the fallback poll (every 0.7–1.3 s) would mostly come later.
-			require.Less(t, r.At.Sub(start), 300*time.Millisecond, "the DLQ's long poll was woken by the dead-lettering lease")
+			// Woken, it takes milliseconds; not woken, it would have answered nothing after its 10 s (no fallback poll).
+			require.Less(t, r.At.Sub(start), 3*time.Second, "the DLQ's long poll was woken by the dead-lettering lease")
 		})
 	}
 }
+
+// noFallbackPoll turns the waiting GetMessages' fallback poll off (a minute, longer than any call here waits): a
+// long poll that answers with a message was woken, however slow the machine, so the tests' time bounds can leave
+// room for a loaded machine without letting a lost wake-up pass.
+func noFallbackPoll(c *server.Config) { c.Messaging.PollInterval = time.Minute }
