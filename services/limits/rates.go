@@ -122,7 +122,14 @@ func (s *Service) AllowRequest(tenancyID, queueID string, in int64) (Refusal, bo
 		return Refusal{}, true
 	}
 	now := s.rates.now()
+	// Both buckets are found before either is locked: the sweep holds the table's lock while it locks each bucket
+	// in turn, so a request that asked the table for its queue's bucket while holding its tenancy's would wait for
+	// the sweep, which waits for that request (two requests of make test hung so for 17 minutes).
 	t := s.rates.get(rateKey{tenancyID: tenancyID})
+	var q *rateState
+	if queueID != "" {
+		q = s.rates.get(rateKey{tenancyID: tenancyID, queueID: queueID})
+	}
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	o := s.overridesOf(tenancyID)
@@ -130,8 +137,7 @@ func (s *Service) AllowRequest(tenancyID, queueID string, in int64) (Refusal, bo
 		s.share(s.limitOf(o, persistence.QuotaBytesPerSecond))); limit != "" {
 		return Refusal{Limit: limit, RetryAfter: wait}, false
 	}
-	if queueID != "" {
-		q := s.rates.get(rateKey{tenancyID: tenancyID, queueID: queueID})
+	if q != nil {
 		q.mu.Lock() // always after the tenancy's: one order, no deadlock
 		defer q.mu.Unlock()
 		if limit, wait := check(q, now, s.share(s.cfg.QueueRequestsPerSecond), s.share(s.cfg.QueueBytesPerSecond)); limit != "" {
