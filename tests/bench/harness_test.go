@@ -30,6 +30,7 @@ import (
 
 	"github.com/ferry-mq/ferry/iam"
 	"github.com/ferry-mq/ferry/persistence/pgcluster"
+	"github.com/ferry-mq/ferry/services/server"
 )
 
 // node is a ferry process under test.
@@ -516,4 +517,12 @@ func (n *node) peer(b testing.TB, extraEnv ...string) *node {
 		}
 		time.Sleep(100 * time.Millisecond)
 	}
+}
+
+// benchLimits lifts an in-process server's limits out of the benchmarks' way, as the benchmarks on the ferry binary
+// do with FERRY_*_PER_SECOND: they measure throughput, not the limits. Rate limits off (16 producers on one queue go
+// past its 1,000 calls/s), and room for BenchmarkPublishFanout's 100 consumer groups beside the queue's own.
+func benchLimits(c *server.Config) {
+	c.Limits.RatesOff = true
+	c.Limits.ConsumerGroupsPerQueue = 1000
 }

@@ -12,7 +12,6 @@ import (
 	"time"
 
 	"github.com/ferry-mq/ferry/openapi/sdk"
-	"github.com/ferry-mq/ferry/services/server"
 	"github.com/ferry-mq/ferry/tests/e2e"
 	"github.com/ferry-mq/ferry/tests/testserver"
 )
@@ -28,14 +27,6 @@ const (
 	orderingLimit     = 32
 	orderingBatch     = 20 // messages per PutMessages (its maximum) and entries per deleteMessages
 )
-
-// benchLimits lifts an in-process server's limits out of the benchmarks' way, as the benchmarks on the ferry binary
-// do with FERRY_*_PER_SECOND: they measure throughput, not the limits. Rate limits off (16 producers on one queue go
-// past its 1,000 calls/s), and room for BenchmarkPublishFanout's 100 consumer groups beside the queue's own.
-func benchLimits(c *server.Config) {
-	c.Limits.RatesOff = true
-	c.Limits.ConsumerGroupsPerQueue = 1000
-}
 
 // orderingResult is one mode's figures.
 type orderingResult struct {
