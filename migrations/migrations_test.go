@@ -2,6 +2,7 @@ package migrations_test
 
 import (
 	"context"
+	"strings"
 	"testing"
 
 	"github.com/jackc/pgx/v5"
@@ -45,17 +46,57 @@ func countTables(t *testing.T, url string) int {
 
 // ANALYZE samples 300 rows per unit of the largest statistics target among a table's columns: the message tables
 // keep every column at 10 (0016), so that autovacuum's frequent analyzes of a busy queue's table stay cheap. A
-// column added later without the setting would bring back the 30,000-row sample.
+// column added later without the setting would bring back the 30,000-row sample. Autovacuum analyzes each of the
+// tables' partitions (0017) by its own columns' targets, so they are checked too.
 func TestMessageTablesSampleFewRows(t *testing.T) {
 	conn, err := pgx.Connect(context.Background(), testdb.New(t))
 	require.NoError(t, err)
 	defer conn.Close(context.Background())
 	rows, err := conn.Query(context.Background(), `
 		SELECT attrelid::regclass::text || '.' || attname FROM pg_attribute
-		WHERE attrelid IN ('messages'::regclass, 'message_bodies'::regclass) AND attnum > 0 AND NOT attisdropped
+		WHERE attrelid IN (SELECT relid FROM pg_partition_tree('messages') UNION ALL SELECT relid FROM pg_partition_tree('message_bodies'))
+			AND attnum > 0 AND NOT attisdropped
 			AND coalesce(nullif(attstattarget, -1), current_setting('default_statistics_target')::int) > 10`)
 	require.NoError(t, err)
 	wide, err := pgx.CollectRows(rows, pgx.RowTo[string])
 	require.NoError(t, err)
 	require.Empty(t, wide, "columns sampled at the default statistics target")
+}
+
+// The message tables are split by queue into partitions (0017), each with the settings the single tables had
+// (autovacuum's thresholds, fillfactor, no truncation) and the indexes named after the partition.
+func TestMessageTablesArePartitionedByQueue(t *testing.T) {
+	conn, err := pgx.Connect(context.Background(), testdb.New(t))
+	require.NoError(t, err)
+	defer conn.Close(context.Background())
+	rows, err := conn.Query(context.Background(), `
+		SELECT c.relname, array_to_string(c.reloptions, ','),
+			(SELECT array_agg(i.indexrelid::regclass::text ORDER BY i.indexrelid::regclass::text) FROM pg_index i WHERE i.indrelid = c.oid)
+		FROM pg_partition_tree('messages') t JOIN pg_class c ON c.oid = t.relid WHERE t.isleaf
+		UNION ALL
+		SELECT c.relname, array_to_string(c.reloptions, ','),
+			(SELECT array_agg(i.indexrelid::regclass::text ORDER BY i.indexrelid::regclass::text) FROM pg_index i WHERE i.indrelid = c.oid)
+		FROM pg_partition_tree('message_bodies') t JOIN pg_class c ON c.oid = t.relid WHERE t.isleaf
+		ORDER BY 1`)
+	require.NoError(t, err)
+	type partition struct {
+		name, options string
+		indexes       []string
+	}
+	partitions, err := pgx.CollectRows(rows, func(r pgx.CollectableRow) (partition, error) {
+		var p partition
+		return p, r.Scan(&p.name, &p.options, &p.indexes)
+	})
+	require.NoError(t, err)
+	require.Len(t, partitions, 16)
+	for _, p := range partitions {
+		require.Contains(t, p.options, "autovacuum_vacuum_scale_factor=0.01", p.name)
+		require.Contains(t, p.options, "vacuum_truncate=false", p.name)
+		if strings.HasPrefix(p.name, "message_bodies") {
+			require.Equal(t, []string{p.name + "_pkey"}, p.indexes)
+			continue
+		}
+		require.Contains(t, p.options, "fillfactor=80", p.name)
+		require.Equal(t, []string{p.name + "_group", p.name + "_lease", p.name + "_lease_owner", p.name + "_pkey"}, p.indexes)
+	}
 }

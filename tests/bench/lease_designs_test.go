@@ -268,11 +268,13 @@ func (d *leaseDesign) drain(b *testing.B, n *node, round int) {
 }
 
 // updates reads the table's updates and HOT updates so far. A session reports its statistics at most once a
-// second, and an idle one only after ten: the pool's sessions are closed first, which reports them.
+// second, and an idle one only after ten: the pool's sessions are closed first, which reports them. A partitioned
+// table's figures are its partitions'.
 func (d *leaseDesign) updates(b *testing.B, n *node) (hot, all int64) {
 	n.pool.Reset()
 	time.Sleep(200 * time.Millisecond)
-	if err := n.pool.QueryRow(context.Background(), `SELECT n_tup_hot_upd, n_tup_upd FROM pg_stat_user_tables WHERE relname = $1`,
+	if err := n.pool.QueryRow(context.Background(), `SELECT coalesce(sum(s.n_tup_hot_upd), 0), coalesce(sum(s.n_tup_upd), 0)
+		FROM pg_partition_tree($1::regclass) t JOIN pg_stat_user_tables s ON s.relid = t.relid`,
 		d.table()).Scan(&hot, &all); err != nil {
 		b.Fatal(err)
 	}
