@@ -47,6 +47,7 @@ func BenchmarkLeaseDesigns(b *testing.B) {
 		{name: "bodies", apart: true, lease: goldenStatement(b, golden, "messages.lease_one"), ack: goldenStatement(b, golden, "messages.delete"),
 			ackBodies: goldenStatement(b, golden, "messages.delete_bodies")},
 		{name: "hot", apart: true, hot: true, lease: hotLease, ack: hotAck, ackBodies: hotAckBodies},
+		{name: "segments", segments: true},
 	}
 	if only := os.Getenv("FERRY_BENCH_DESIGNS"); only != "" { // a comma-separated subset, to look at one design
 		var chosen []*leaseDesign
@@ -57,8 +58,10 @@ func BenchmarkLeaseDesigns(b *testing.B) {
 		}
 		designs = chosen
 	}
-	if _, err := n.pool.Exec(ctx, hotSchema); err != nil {
-		b.Fatal(err)
+	for _, schema := range []string{hotSchema, segmentSchema} {
+		if _, err := n.pool.Exec(ctx, schema); err != nil {
+			b.Fatal(err)
+		}
 	}
 	if designIdle > 0 { // other queues' messages, stored and left alone: autovacuum's work grows with them
 		if _, err := n.pool.Exec(ctx, `INSERT INTO messages (queue_no, group_no, id, channel_id, visible_at, expire_at, size_bytes, content)
@@ -72,7 +75,7 @@ func BenchmarkLeaseDesigns(b *testing.B) {
 		b.Logf("%d messages of another queue stored beside the drains", designIdle)
 	}
 	b.Cleanup(func() {
-		_, _ = n.pool.Exec(context.Background(), `DROP TABLE IF EXISTS bench_hot_messages, bench_hot_bodies`)
+		_, _ = n.pool.Exec(context.Background(), `DROP TABLE IF EXISTS bench_hot_messages, bench_hot_bodies, bench_seg_messages`)
 	})
 	for round := 1; round <= 2; round++ {
 		for _, d := range designs {
@@ -103,6 +106,7 @@ const designQueueNo = -1
 type leaseDesign struct {
 	name           string
 	apart, hot     bool // contents in message_bodies; the narrow table
+	segments       bool // the segments design (lease_segments_test.go)
 	lease, ack     string
 	ackBodies      string
 	rate, pgMicros float64 // sums over the rounds
@@ -175,8 +179,11 @@ func (d *leaseDesign) fill(b *testing.B, n *node) {
 		`DELETE FROM bench_hot_messages WHERE queue_no = $1`,
 		`DELETE FROM message_bodies WHERE queue_no = $1`,
 		`DELETE FROM bench_hot_bodies WHERE queue_no = $1`,
+		`DELETE FROM bench_seg_messages WHERE queue_no = $1`,
 	}
 	switch {
+	case d.segments:
+		statements = append(statements, segmentFill)
 	case !d.apart:
 		statements = append(statements, `INSERT INTO messages (queue_no, group_no, id, channel_id, visible_at, expire_at, size_bytes, content)
 			SELECT $1, 0, g, '', now(), now() + interval '7 days', 1024, `+content+` FROM generate_series(1, $2::int) g`)
@@ -196,7 +203,7 @@ func (d *leaseDesign) fill(b *testing.B, n *node) {
 		}
 	}
 	for _, sql := range []string{`VACUUM ANALYZE messages`, `VACUUM ANALYZE message_bodies`, `VACUUM ANALYZE bench_hot_messages`,
-		`VACUUM ANALYZE bench_hot_bodies`, `CHECKPOINT`} {
+		`VACUUM ANALYZE bench_hot_bodies`, `VACUUM ANALYZE bench_seg_messages`, `CHECKPOINT`} {
 		if _, err := n.pool.Exec(ctx, sql); err != nil {
 			b.Fatal(err)
 		}
@@ -214,6 +221,9 @@ func (d *leaseDesign) bodies() string {
 
 // table is the design's delivery-state table.
 func (d *leaseDesign) table() string {
+	if d.segments {
+		return "bench_seg_messages"
+	}
 	if d.hot {
 		return "bench_hot_messages"
 	}
@@ -273,8 +283,8 @@ func (d *leaseDesign) drain(b *testing.B, n *node, round int) {
 func (d *leaseDesign) updates(b *testing.B, n *node) (hot, all int64) {
 	n.pool.Reset()
 	time.Sleep(200 * time.Millisecond)
-	if err := n.pool.QueryRow(context.Background(), `SELECT coalesce(sum(s.n_tup_hot_upd), 0), coalesce(sum(s.n_tup_upd), 0)
-		FROM pg_partition_tree($1::regclass) t JOIN pg_stat_user_tables s ON s.relid = t.relid`,
+	if err := n.pool.QueryRow(context.Background(), `SELECT coalesce(sum(n_tup_hot_upd), 0), coalesce(sum(n_tup_upd), 0) FROM pg_stat_user_tables
+		WHERE relid = $1::regclass OR relid IN (SELECT relid FROM pg_partition_tree($1::regclass))`,
 		d.table()).Scan(&hot, &all); err != nil {
 		b.Fatal(err)
 	}
@@ -283,6 +293,9 @@ func (d *leaseDesign) updates(b *testing.B, n *node) (hot, all int64) {
 
 // leaseAndAck leases up to 48 messages and acknowledges them; it returns how many.
 func (d *leaseDesign) leaseAndAck(ctx context.Context, n *node, leaseID int64) (int, error) {
+	if d.segments {
+		return d.leaseAndAckSegments(ctx, n, leaseID)
+	}
 	rows, err := n.pool.Query(ctx, d.lease, designQueueNo, int32(0), false, []string{""}, int32(48), int32(0), int32(30), leaseID, nil)
 	if err != nil {
 		return 0, err
