@@ -1,6 +1,7 @@
 package limits
 
 import (
+	"sync"
 	"testing"
 	"time"
 
@@ -122,6 +123,36 @@ func TestSweepForgetsIdleKeys(t *testing.T) {
 	require.Len(t, s.rates.m, 2)
 	s.rates.sweep(0)
 	require.Empty(t, s.rates.m)
+}
+
+// A sweep that takes the table between a request's lookups of its tenancy's and its queue's buckets: the sweep
+// waits for each bucket's lock in turn, so a request must not hold one while it waits for the table (it did, and
+// two requests of make test hung for 17 minutes). Deterministic: the hooks place the sweep exactly there.
+func TestSweepBetweenARequestsLookups(t *testing.T) {
+	s := newService(t, Config{})
+	s.AllowRequest("t", "q", 0) // both buckets exist, and the sweep will visit them
+	sweepHolds := make(chan struct{})
+	s.rates.sweeping = func() { close(sweepHolds) }
+	var once sync.Once
+	s.rates.beforeGet = func(k rateKey) {
+		if k.queueID != "" { // the request asks for its queue's bucket: first, the sweep takes the table
+			once.Do(func() {
+				go s.rates.sweep(time.Hour)
+				<-sweepHolds
+			})
+		}
+	}
+	done := make(chan bool)
+	go func() {
+		_, ok := s.AllowRequest("t", "q", 0)
+		done <- ok
+	}()
+	select {
+	case ok := <-done:
+		require.True(t, ok)
+	case <-time.After(5 * time.Second):
+		t.Fatal("the request and the sweep wait for each other")
+	}
 }
 
 func BenchmarkAllowRequest(b *testing.B) {

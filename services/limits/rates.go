@@ -40,6 +40,11 @@ type rateTable struct {
 	start time.Time
 	mu    sync.RWMutex
 	m     map[rateKey]*rateState
+
+	// Tests only (nil otherwise): beforeGet runs when get is asked for a key's bucket, sweeping when sweep holds
+	// the table's lock; together they set up the interleavings of requests and sweeps.
+	beforeGet func(rateKey)
+	sweeping  func()
 }
 
 func (t *rateTable) init() {
@@ -50,17 +55,19 @@ func (t *rateTable) init() {
 func (t *rateTable) now() time.Duration { return time.Since(t.start) + 1 } // never 0, which means "never"
 
 func (t *rateTable) get(k rateKey) *rateState {
+	if t.beforeGet != nil {
+		t.beforeGet(k)
+	}
 	t.mu.RLock()
 	st := t.m[k]
 	t.mu.RUnlock()
-	if st != nil {
-		return st
-	}
-	t.mu.Lock()
-	defer t.mu.Unlock()
-	if st = t.m[k]; st == nil {
-		st = &rateState{}
-		t.m[k] = st
+	if st == nil {
+		t.mu.Lock()
+		if st = t.m[k]; st == nil {
+			st = &rateState{}
+			t.m[k] = st
+		}
+		t.mu.Unlock()
 	}
 	return st
 }
@@ -70,6 +77,9 @@ func (t *rateTable) sweep(idle time.Duration) {
 	cut := t.now() - idle
 	t.mu.Lock()
 	defer t.mu.Unlock()
+	if t.sweeping != nil {
+		t.sweeping()
+	}
 	for k, st := range t.m {
 		st.mu.Lock()
 		old := st.lastUse < cut
