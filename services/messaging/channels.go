@@ -18,8 +18,14 @@ import (
 type channelSet struct {
 	fetch func(ctx context.Context, key channelKey) ([]string, error)
 	mu    sync.Mutex
-	byKey map[channelKey]*channelEntry
+	// The lists by queue, then by key: a notification about a queue visits that queue's lists only, however many
+	// queues the node has listed.
+	byQueue map[string]map[channelKey]*channelEntry
+	entries int
 }
+
+// entry is key's list, or nil (under mu).
+func (s *channelSet) entry(key channelKey) *channelEntry { return s.byQueue[key.queueID][key] }
 
 const (
 	channelRefresh     = time.Second
@@ -46,7 +52,7 @@ type channelEntry struct {
 }
 
 func newChannelSet(m *persistence.Messages) *channelSet {
-	return &channelSet{byKey: map[channelKey]*channelEntry{}, fetch: func(ctx context.Context, key channelKey) ([]string, error) {
+	return &channelSet{byQueue: map[string]map[channelKey]*channelEntry{}, fetch: func(ctx context.Context, key channelKey) ([]string, error) {
 		return m.Channels(ctx, key.queueID, key.groupNo, key.dlq, "", true, channelsCachedMax)
 	}}
 }
@@ -78,7 +84,7 @@ func (s *channelSet) pick(ctx context.Context, key channelKey, filter string) ([
 		return matching, nil
 	}
 	s.mu.Lock()
-	e := s.byKey[key]
+	e := s.entry(key)
 	start := 0
 	if e != nil {
 		start = e.next % len(matching)
@@ -95,18 +101,25 @@ func (s *channelSet) pick(ctx context.Context, key channelKey, filter string) ([
 
 func (s *channelSet) list(ctx context.Context, key channelKey) ([]string, error) {
 	s.mu.Lock()
-	e := s.byKey[key]
+	e := s.entry(key)
 	if e != nil && time.Since(e.fetched) < channelRefresh {
 		chans := e.channels
 		s.mu.Unlock()
 		return chans, nil
 	}
 	if e == nil {
-		if len(s.byKey) > 100000 {
-			clear(s.byKey)
+		if s.entries >= 100000 {
+			clear(s.byQueue)
+			s.entries = 0
+		}
+		lists := s.byQueue[key.queueID]
+		if lists == nil {
+			lists = map[channelKey]*channelEntry{}
+			s.byQueue[key.queueID] = lists
 		}
 		e = &channelEntry{}
-		s.byKey[key] = e
+		lists[key] = e
+		s.entries++
 	}
 	e.reading++
 	e.started++
@@ -142,7 +155,7 @@ func (s *channelSet) list(ctx context.Context, key channelKey) ([]string, error)
 func (s *channelSet) published(key channelKey, channels map[string]bool) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	e := s.byKey[key]
+	e := s.entry(key)
 	if e == nil {
 		return // not listed yet: the first lease lists them (a read under way has made the entry)
 	}
@@ -158,8 +171,8 @@ func (s *channelSet) published(key channelKey, channels map[string]bool) {
 func (s *channelSet) publishedElsewhere(queueID string, channels []string) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	for k, e := range s.byKey {
-		if k.queueID == queueID && !k.dlq {
+	for k, e := range s.byQueue[queueID] {
+		if !k.dlq {
 			for _, ch := range channels {
 				e.add(ch)
 			}
@@ -182,9 +195,7 @@ func (e *channelEntry) add(ch string) {
 func (s *channelSet) invalidate(queueID string) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	for k, e := range s.byKey {
-		if k.queueID == queueID {
-			e.fetched = time.Time{}
-		}
+	for _, e := range s.byQueue[queueID] {
+		e.fetched = time.Time{}
 	}
 }

@@ -2,6 +2,7 @@ package messaging
 
 import (
 	"context"
+	"fmt"
 	"slices"
 	"testing"
 )
@@ -12,7 +13,7 @@ import (
 func TestChannelsPublishedDuringARefreshSurviveIt(t *testing.T) {
 	for _, listedBefore := range []bool{false, true} {
 		reading, release := make(chan struct{}), make(chan []string)
-		s := &channelSet{byKey: map[channelKey]*channelEntry{}}
+		s := &channelSet{byQueue: map[string]map[channelKey]*channelEntry{}}
 		key := channelKey{queueID: "q"}
 		if listedBefore {
 			s.fetch = func(context.Context, channelKey) ([]string, error) { return []string{"a"}, nil }
@@ -40,7 +41,7 @@ func TestChannelsPublishedDuringARefreshSurviveIt(t *testing.T) {
 
 // A read that began before the stored one does not replace it.
 func TestChannelsAnOlderReadDoesNotReplaceANewerOne(t *testing.T) {
-	s := &channelSet{byKey: map[channelKey]*channelEntry{}}
+	s := &channelSet{byQueue: map[string]map[channelKey]*channelEntry{}}
 	key := channelKey{queueID: "q"}
 	reading, release := make(chan struct{}), make(chan []string)
 	got := listBlocked(s, key, reading, release)
@@ -74,7 +75,7 @@ func listBlocked(s *channelSet, key channelKey, reading chan struct{}, release c
 // (not of its DLQs, nor of other queues) without a read of the queue's channels, which a busy queue paid after
 // every NOTIFY.
 func TestChannelsNamedByAnotherNodeNeedNoRead(t *testing.T) {
-	s := &channelSet{byKey: map[channelKey]*channelEntry{}}
+	s := &channelSet{byQueue: map[string]map[channelKey]*channelEntry{}}
 	reads := 0
 	s.fetch = func(context.Context, channelKey) ([]string, error) { reads++; return []string{""}, nil }
 	keys := []channelKey{{queueID: "q"}, {queueID: "q", groupNo: 1}, {queueID: "q", dlq: true}, {queueID: "other"}}
@@ -100,5 +101,22 @@ func TestChannelsNamedByAnotherNodeNeedNoRead(t *testing.T) {
 	s.invalidate("q") // a NOTIFY that names none
 	if _, err := s.list(context.Background(), keys[0]); err != nil || reads != len(keys)+1 {
 		t.Fatalf("after an unnamed NOTIFY: %d reads, want %d (%v)", reads, len(keys)+1, err)
+	}
+}
+
+// A notification about one queue, on a node that has listed the channels of 10,000 queues: it visits that queue's
+// lists, not every list.
+func BenchmarkChannelsNotifiedAmongManyQueues(b *testing.B) {
+	s := newChannelSet(nil)
+	s.fetch = func(context.Context, channelKey) ([]string, error) { return []string{""}, nil }
+	for q := range 10000 {
+		if _, err := s.list(context.Background(), channelKey{queueID: fmt.Sprint("q", q)}); err != nil {
+			b.Fatal(err)
+		}
+	}
+	channels := []string{""}
+	b.ResetTimer()
+	for i := 0; b.Loop(); i++ {
+		s.publishedElsewhere(fmt.Sprint("q", i%10000), channels)
 	}
 }
