@@ -5,6 +5,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/jackc/pgx/v5"
 	"github.com/stretchr/testify/require"
 	"go.opentelemetry.io/otel/attribute"
 	sdkmetric "go.opentelemetry.io/otel/sdk/metric"
@@ -83,6 +84,69 @@ func TestStatementAndPoolMetrics(t *testing.T) {
 	require.Positive(t, gauge("ferry.db.pool.acquires"))
 	_, ok = metrics["ferry.db.pool.acquire.duration"].(metricdata.Sum[float64])
 	require.True(t, ok)
+}
+
+// The database's health gauges: the message tables' live and dead row versions (over their partitions), and the
+// age of the oldest open transaction, which an idle transaction left open makes grow.
+func TestDatabaseHealthMetrics(t *testing.T) {
+	t.Parallel()
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	reader := sdkmetric.NewManualReader()
+	provider := sdkmetric.NewMeterProvider(sdkmetric.WithReader(reader))
+	t.Cleanup(func() { _ = provider.Shutdown(context.Background()) })
+	url := testdb.New(t)
+	pool, err := Connect(ctx, url, 3, WithMeter(provider.Meter("test")))
+	require.NoError(t, err)
+	t.Cleanup(pool.Close)
+	f := newMsgFixture(t, ctx, pool, false)
+	for range 3 {
+		f.put(msg("a", "x", ""))
+	}
+	leased := f.lease(LeaseRequest{Channels: []string{"a"}, Limit: 3})
+	require.Len(t, leased, 3) // three dead row versions: the leased rows' old ones
+	_, err = pool.Exec(ctx, `SELECT pg_stat_force_next_flush()`)
+	require.NoError(t, err)
+
+	collect := func() (gauges map[string]float64) {
+		t.Helper()
+		var rm metricdata.ResourceMetrics
+		require.NoError(t, reader.Collect(ctx, &rm))
+		gauges = map[string]float64{}
+		for _, sm := range rm.ScopeMetrics {
+			for _, m := range sm.Metrics {
+				switch data := m.Data.(type) {
+				case metricdata.Gauge[int64]:
+					require.NotEmpty(t, m.Description, m.Name)
+					for _, dp := range data.DataPoints {
+						table, _ := dp.Attributes.Value("db.collection.name")
+						gauges[m.Name+"/"+table.AsString()] = float64(dp.Value)
+					}
+				case metricdata.Gauge[float64]:
+					for _, dp := range data.DataPoints {
+						gauges[m.Name] = dp.Value
+					}
+				}
+			}
+		}
+		return gauges
+	}
+	require.Eventually(t, func() bool { // the statistics reach the collector within a second or so
+		g := collect()
+		return g["ferry.db.table.live_tuples/messages"] >= 3 && g["ferry.db.table.dead_tuples/messages"] >= 3
+	}, 10*time.Second, 100*time.Millisecond, "%v", collect())
+	g := collect()
+	require.Contains(t, g, "ferry.db.table.live_tuples/message_bodies")
+	require.Contains(t, g, "ferry.db.table.dead_tuples/message_bodies")
+	require.Less(t, g["ferry.db.oldest_transaction.age"], 5.0, "no transaction is open but the collection's own")
+
+	conn, err := pgx.Connect(ctx, url) // a client that leaves a transaction open
+	require.NoError(t, err)
+	t.Cleanup(func() { _ = conn.Close(context.Background()) })
+	_, err = conn.Exec(ctx, `BEGIN; SELECT txid_current()`)
+	require.NoError(t, err)
+	time.Sleep(1500 * time.Millisecond)
+	require.GreaterOrEqual(t, collect()["ferry.db.oldest_transaction.age"], 1.5)
 }
 
 // The tracer takes a statement's name from its first line only, without allocating, and nothing else for one.

@@ -80,9 +80,11 @@ func Connect(ctx context.Context, databaseURL string, maxConns int32, opts ...Co
 		return nil, fmt.Errorf("persistence: connecting: %w", err)
 	}
 	if o.meter != nil {
-		if err := observePool(o.meter, pool); err != nil {
-			pool.Close()
-			return nil, fmt.Errorf("persistence: %w", err)
+		for _, observe := range []func(metric.Meter, *pgxpool.Pool) error{observePool, observeDatabase} {
+			if err := observe(o.meter, pool); err != nil {
+				pool.Close()
+				return nil, fmt.Errorf("persistence: %w", err)
+			}
 		}
 	}
 	return pool, nil

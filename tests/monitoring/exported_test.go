@@ -49,7 +49,7 @@ func TestExportedMetrics(t *testing.T) {
 
 	t.Run("labels are the documented, bounded ones", func(t *testing.T) {
 		bounded := map[string]bool{"http_route": true, "http_request_method": true, "http_response_status_code": true,
-			"operation": true, "db_query_summary": true, "db_system_name": true, "db_client_connection_state": true,
+			"operation": true, "db_query_summary": true, "db_system_name": true, "db_client_connection_state": true, "db_collection_name": true,
 			"permission": true, "result": true, "origin": true, "tenancy": true, "queue": true, "consumer_group": true}
 		for family, mf := range exported.families {
 			if strings.HasPrefix(family, "go_") || strings.HasPrefix(family, "process_") || family == "target_info" {

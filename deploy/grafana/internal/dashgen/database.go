@@ -2,10 +2,11 @@ package main
 
 import "github.com/grafana/grafana-foundation-sdk/go/dashboard"
 
-// database shows ferry's side of PostgreSQL: the pool, the statements by name, and LISTEN/NOTIFY between nodes.
+// database shows ferry's side of PostgreSQL: the pool, vacuum's progress on the message tables, the statements by
+// name, and LISTEN/NOTIFY between nodes.
 func database() *dashboard.DashboardBuilder {
 	return newDashboard("ferry-database", "ferry / database",
-		"The connection pool, the data plane's statements by name, and the LISTEN/NOTIFY wake-ups between nodes.").
+		"The connection pool, vacuum's progress on the message tables, the data plane's statements by name, and the LISTEN/NOTIFY wake-ups between nodes.").
 		WithVariable(instanceVariable()).
 		WithRow(row("Pool")).
 		WithPanel(graph("Connections", "Connections of each node's pool in use and idle, and the pool's size (FERRY_DB_MAX_CONNS).", "short",
@@ -18,6 +19,12 @@ func database() *dashboard.DashboardBuilder {
 		WithPanel(graph("Mean acquire wait", "Time to get a connection from the pool, on average.", "s",
 			q(`sum by (instance) (rate(ferry_db_pool_acquire_duration_seconds_total{`+nodes+`}[$__rate_interval]))
   / sum by (instance) (rate(ferry_db_pool_acquires_total{`+nodes+`}[$__rate_interval]))`, "{{instance}}"))).
+		WithRow(row("Vacuum")).
+		WithPanel(graph("Message tables' row versions", "Live and dead row versions of the message tables (all partitions). Every lease and acknowledgement leaves a dead one, which leases walk until vacuum removes it: dead rows that keep growing mean vacuum does not keep up.", "short",
+			q(`max by (db_collection_name) (ferry_db_table_live_tuples{`+nodes+`})`, "live {{db_collection_name}}"),
+			q(`max by (db_collection_name) (ferry_db_table_dead_tuples{`+nodes+`})`, "dead {{db_collection_name}}"))).
+		WithPanel(graph("Oldest open transaction", "Age of the oldest open transaction on ferry's database: vacuum removes no row version newer than it (FerryDBTransactionHeldOpen fires above 10 minutes).", "s",
+			q(`max(ferry_db_oldest_transaction_age_seconds{`+nodes+`})`, "oldest"))).
 		WithRow(row("Statements")).
 		WithPanel(graph("Statements per second", "Statements per second by name (the data plane's; \"other\" is the control plane's).", "short",
 			q(`sum by (db_query_summary) (rate(db_client_operation_duration_seconds_count{`+nodes+`}[$__rate_interval]))`, "{{db_query_summary}}"))).
