@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/stretchr/testify/require"
 	"go.opentelemetry.io/otel/attribute"
 	sdkmetric "go.opentelemetry.io/otel/sdk/metric"
@@ -20,16 +21,11 @@ func TestStatementAndPoolMetrics(t *testing.T) {
 	t.Parallel()
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
-	reader := sdkmetric.NewManualReader()
-	provider := sdkmetric.NewMeterProvider(sdkmetric.WithReader(reader))
-	t.Cleanup(func() { _ = provider.Shutdown(context.Background()) })
-	pool, err := Connect(ctx, testdb.New(t), 3, WithMeter(provider.Meter("test")))
-	require.NoError(t, err)
-	t.Cleanup(pool.Close)
+	pool, reader := meteredPool(ctx, t, testdb.New(t))
 	f := newMsgFixture(t, ctx, pool, false)
 	f.put(msg("a", "x", ""))                                                    // a batch of one named statement
 	require.Len(t, f.lease(LeaseRequest{Channels: []string{"a"}, Limit: 1}), 1) // a batch: prelude, then the lease
-	_, _, err = f.r.Stats(ctx, f.queueID, 0, "")                                // plain queries
+	_, _, err := f.r.Stats(ctx, f.queueID, 0, "")                               // plain queries
 	require.NoError(t, err)
 
 	var rm metricdata.ResourceMetrics
@@ -86,26 +82,33 @@ func TestStatementAndPoolMetrics(t *testing.T) {
 	require.True(t, ok)
 }
 
+// meteredPool connects a pool of 3 to url whose meter a manual reader collects.
+func meteredPool(ctx context.Context, t *testing.T, url string) (*pgxpool.Pool, *sdkmetric.ManualReader) {
+	t.Helper()
+	reader := sdkmetric.NewManualReader()
+	provider := sdkmetric.NewMeterProvider(sdkmetric.WithReader(reader))
+	t.Cleanup(func() { _ = provider.Shutdown(context.Background()) })
+	pool, err := Connect(ctx, url, 3, WithMeter(provider.Meter("test")))
+	require.NoError(t, err)
+	t.Cleanup(pool.Close)
+	return pool, reader
+}
+
 // The database's health gauges: the message tables' live and dead row versions (over their partitions), and the
 // age of the oldest open transaction, which an idle transaction left open makes grow.
 func TestDatabaseHealthMetrics(t *testing.T) {
 	t.Parallel()
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
-	reader := sdkmetric.NewManualReader()
-	provider := sdkmetric.NewMeterProvider(sdkmetric.WithReader(reader))
-	t.Cleanup(func() { _ = provider.Shutdown(context.Background()) })
 	url := testdb.New(t)
-	pool, err := Connect(ctx, url, 3, WithMeter(provider.Meter("test")))
-	require.NoError(t, err)
-	t.Cleanup(pool.Close)
+	pool, reader := meteredPool(ctx, t, url)
 	f := newMsgFixture(t, ctx, pool, false)
 	for range 3 {
 		f.put(msg("a", "x", ""))
 	}
 	leased := f.lease(LeaseRequest{Channels: []string{"a"}, Limit: 3})
 	require.Len(t, leased, 3) // three dead row versions: the leased rows' old ones
-	_, err = pool.Exec(ctx, `SELECT pg_stat_force_next_flush()`)
+	_, err := pool.Exec(ctx, `SELECT pg_stat_force_next_flush()`)
 	require.NoError(t, err)
 
 	collect := func() (gauges map[string]float64) {
