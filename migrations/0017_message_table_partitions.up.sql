@@ -24,23 +24,16 @@ CREATE TABLE message_bodies (LIKE message_bodies_unpartitioned INCLUDING DEFAULT
 
 -- The storage and autovacuum settings of 0002, 0008 and 0012, on each partition (a partitioned table has none).
 DO $$
+DECLARE
+    autovacuum text := 'autovacuum_vacuum_scale_factor = 0.01, autovacuum_vacuum_threshold = 1000,
+        autovacuum_vacuum_insert_scale_factor = 0.05, autovacuum_analyze_scale_factor = 0.05,
+        autovacuum_vacuum_cost_delay = 0, vacuum_truncate = false';
 BEGIN
     FOR p IN 0..7 LOOP
-        EXECUTE format('CREATE TABLE messages_%s PARTITION OF messages FOR VALUES WITH (MODULUS 8, REMAINDER %s) WITH (
-            fillfactor = 80,
-            autovacuum_vacuum_scale_factor = 0.01,
-            autovacuum_vacuum_threshold = 1000,
-            autovacuum_vacuum_insert_scale_factor = 0.05,
-            autovacuum_analyze_scale_factor = 0.05,
-            autovacuum_vacuum_cost_delay = 0,
-            vacuum_truncate = false)', p, p);
-        EXECUTE format('CREATE TABLE message_bodies_%s PARTITION OF message_bodies FOR VALUES WITH (MODULUS 8, REMAINDER %s) WITH (
-            autovacuum_vacuum_scale_factor = 0.01,
-            autovacuum_vacuum_threshold = 1000,
-            autovacuum_vacuum_insert_scale_factor = 0.05,
-            autovacuum_analyze_scale_factor = 0.05,
-            autovacuum_vacuum_cost_delay = 0,
-            vacuum_truncate = false)', p, p);
+        EXECUTE format('CREATE TABLE messages_%s PARTITION OF messages FOR VALUES WITH (MODULUS 8, REMAINDER %s)
+            WITH (fillfactor = 80, %s)', p, p, autovacuum);
+        EXECUTE format('CREATE TABLE message_bodies_%s PARTITION OF message_bodies FOR VALUES WITH (MODULUS 8, REMAINDER %s)
+            WITH (%s)', p, p, autovacuum);
     END LOOP;
 END $$;
 

@@ -54,7 +54,7 @@ func TestMessageTablesSampleFewRows(t *testing.T) {
 	defer conn.Close(context.Background())
 	rows, err := conn.Query(context.Background(), `
 		SELECT attrelid::regclass::text || '.' || attname FROM pg_attribute
-		WHERE attrelid IN (SELECT relid FROM pg_partition_tree('messages') UNION ALL SELECT relid FROM pg_partition_tree('message_bodies'))
+		WHERE attrelid IN (SELECT t.relid FROM unnest(ARRAY['messages', 'message_bodies']) AS r(name), pg_partition_tree(r.name::regclass) t)
 			AND attnum > 0 AND NOT attisdropped
 			AND coalesce(nullif(attstattarget, -1), current_setting('default_statistics_target')::int) > 10`)
 	require.NoError(t, err)
@@ -72,11 +72,8 @@ func TestMessageTablesArePartitionedByQueue(t *testing.T) {
 	rows, err := conn.Query(context.Background(), `
 		SELECT c.relname, array_to_string(c.reloptions, ','),
 			(SELECT array_agg(i.indexrelid::regclass::text ORDER BY i.indexrelid::regclass::text) FROM pg_index i WHERE i.indrelid = c.oid)
-		FROM pg_partition_tree('messages') t JOIN pg_class c ON c.oid = t.relid WHERE t.isleaf
-		UNION ALL
-		SELECT c.relname, array_to_string(c.reloptions, ','),
-			(SELECT array_agg(i.indexrelid::regclass::text ORDER BY i.indexrelid::regclass::text) FROM pg_index i WHERE i.indrelid = c.oid)
-		FROM pg_partition_tree('message_bodies') t JOIN pg_class c ON c.oid = t.relid WHERE t.isleaf
+		FROM unnest(ARRAY['messages', 'message_bodies']) AS r(name), pg_partition_tree(r.name::regclass) t
+		JOIN pg_class c ON c.oid = t.relid WHERE t.isleaf
 		ORDER BY 1`)
 	require.NoError(t, err)
 	type partition struct {

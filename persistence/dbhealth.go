@@ -23,8 +23,8 @@ SELECT coalesce(sum(s.n_live_tup) FILTER (WHERE t.name = 'messages'), 0)::bigint
 		WHERE a.datname = current_database() AND a.backend_type = 'client backend' AND a.xact_start IS NOT NULL
 			AND a.pid <> pg_backend_pid())
 FROM (VALUES ('messages'), ('message_bodies')) AS t(name)
-LEFT JOIN pg_stat_user_tables s
-	ON s.relid = t.name::regclass OR s.relid IN (SELECT relid FROM pg_partition_tree(t.name::regclass))`
+CROSS JOIN pg_partition_tree(t.name::regclass) p
+LEFT JOIN pg_stat_user_tables s ON s.relid = p.relid`
 
 // healthTimeout bounds the query a collection runs: a scrape should not hang on a busy database.
 const healthTimeout = 2 * time.Second

@@ -13,7 +13,7 @@ import (
 func TestChannelsPublishedDuringARefreshSurviveIt(t *testing.T) {
 	for _, listedBefore := range []bool{false, true} {
 		reading, release := make(chan struct{}), make(chan []string)
-		s := &channelSet{byQueue: map[string]map[channelKey]*channelEntry{}}
+		s := newChannelSet(nil)
 		key := channelKey{queueID: "q"}
 		if listedBefore {
 			s.fetch = func(context.Context, channelKey) ([]string, error) { return []string{"a"}, nil }
@@ -41,7 +41,7 @@ func TestChannelsPublishedDuringARefreshSurviveIt(t *testing.T) {
 
 // A read that began before the stored one does not replace it.
 func TestChannelsAnOlderReadDoesNotReplaceANewerOne(t *testing.T) {
-	s := &channelSet{byQueue: map[string]map[channelKey]*channelEntry{}}
+	s := newChannelSet(nil)
 	key := channelKey{queueID: "q"}
 	reading, release := make(chan struct{}), make(chan []string)
 	got := listBlocked(s, key, reading, release)
@@ -75,7 +75,7 @@ func listBlocked(s *channelSet, key channelKey, reading chan struct{}, release c
 // (not of its DLQs, nor of other queues) without a read of the queue's channels, which a busy queue paid after
 // every NOTIFY.
 func TestChannelsNamedByAnotherNodeNeedNoRead(t *testing.T) {
-	s := &channelSet{byQueue: map[string]map[channelKey]*channelEntry{}}
+	s := newChannelSet(nil)
 	reads := 0
 	s.fetch = func(context.Context, channelKey) ([]string, error) { reads++; return []string{""}, nil }
 	keys := []channelKey{{queueID: "q"}, {queueID: "q", groupNo: 1}, {queueID: "q", dlq: true}, {queueID: "other"}}

@@ -112,6 +112,11 @@ type leaseDesign struct {
 	rate, pgMicros float64 // sums over the rounds
 }
 
+// designAutovacuum is the autovacuum settings of ferry's message tables (their partitions'), for the designs' own
+// tables.
+const designAutovacuum = `autovacuum_vacuum_scale_factor = 0.01, autovacuum_vacuum_threshold = 1000,
+	autovacuum_vacuum_insert_scale_factor = 0.05, autovacuum_analyze_scale_factor = 0.05, autovacuum_vacuum_cost_delay = 0`
+
 // hotSchema is the narrow delivery-state table of the hot design: ferry's columns but the content, with the lease
 // index of today's table without visible_at; and a table of contents like message_bodies (ferry's maintainer
 // deletes the rows of message_bodies that no message row refers to).
@@ -123,8 +128,7 @@ CREATE TABLE bench_hot_messages (
 	delivery_count integer NOT NULL DEFAULT 0, lease_id bigint NOT NULL DEFAULT 0, dlq boolean NOT NULL DEFAULT false,
 	size_bytes integer NOT NULL, lease_owner text, time_created timestamptz NOT NULL DEFAULT now(),
 	PRIMARY KEY (queue_no, id, group_no)
-) WITH (fillfactor = 50, autovacuum_vacuum_scale_factor = 0.01, autovacuum_vacuum_threshold = 1000,
-	autovacuum_vacuum_insert_scale_factor = 0.05, autovacuum_analyze_scale_factor = 0.05, autovacuum_vacuum_cost_delay = 0);
+) WITH (fillfactor = 50, ` + designAutovacuum + `);
 CREATE INDEX bench_hot_messages_lease ON bench_hot_messages (queue_no, group_no, dlq, channel_id, id);
 DROP TABLE IF EXISTS bench_hot_bodies;
 CREATE TABLE bench_hot_bodies (LIKE message_bodies INCLUDING ALL);`

@@ -3,6 +3,7 @@ package bench
 import (
 	"context"
 	"fmt"
+	"strconv"
 )
 
 // The segments design of BenchmarkLeaseDesigns: a put's batch of messages (segmentSize, as a PutMessages call of
@@ -18,6 +19,9 @@ import (
 // channels within a segment, and fanout. Its figure is therefore an upper bound of what segments would gain.
 const segmentSize = 20
 
+// segmentSizeSQL is segmentSize in the statements' text.
+var segmentSizeSQL = strconv.Itoa(segmentSize)
+
 const segmentSchema = `
 DROP TABLE IF EXISTS bench_seg_messages;
 CREATE TABLE bench_seg_messages (
@@ -27,28 +31,27 @@ CREATE TABLE bench_seg_messages (
 	n integer NOT NULL, acked bigint NOT NULL DEFAULT 0, contents text[] NOT NULL,
 	time_created timestamptz NOT NULL DEFAULT now(),
 	PRIMARY KEY (queue_no, seg_id, group_no)
-) WITH (fillfactor = 80, autovacuum_vacuum_scale_factor = 0.01, autovacuum_vacuum_threshold = 1000,
-	autovacuum_vacuum_insert_scale_factor = 0.05, autovacuum_analyze_scale_factor = 0.05, autovacuum_vacuum_cost_delay = 0);
+) WITH (fillfactor = 80, ` + designAutovacuum + `);
 ALTER TABLE bench_seg_messages ALTER COLUMN contents SET STORAGE EXTERNAL;
 CREATE INDEX bench_seg_messages_lease ON bench_seg_messages (queue_no, group_no, dlq, channel_id, visible_at, seg_id);`
 
 // segmentFill stores $2 messages of queue $1 as segments of segmentSize, each content 1,024 random hex digits.
-const segmentFill = `
+var segmentFill = `
 INSERT INTO bench_seg_messages (queue_no, group_no, seg_id, channel_id, visible_at, expire_at, n, contents)
-SELECT $1, 0, s * ` + "20" + `, '', now(), now() + interval '7 days', 20,
+SELECT $1, 0, s * ` + segmentSizeSQL + `, '', now(), now() + interval '7 days', ` + segmentSizeSQL + `,
 	(SELECT array_agg((SELECT string_agg(md5(random()::text || k || s || x), '') FROM generate_series(1, 32) x))
-	 FROM generate_series(1, 20) k)
-FROM generate_series(1, $2::int / 20) s`
+	 FROM generate_series(1, ` + segmentSizeSQL + `) k)
+FROM generate_series(1, $2::int / ` + segmentSizeSQL + `) s`
 
 // segmentLease leases up to $5 messages' worth of whole segments (at least one) and returns their messages not
 // yet acknowledged, with messages.lease_one's parameters.
-const segmentLease = `
+var segmentLease = `
 WITH next AS (
 	SELECT ctid FROM bench_seg_messages
 	WHERE queue_no = $1 AND group_no = $2 AND dlq = $3 AND channel_id = ($4::text[])[1]
 		AND visible_at <= now() AND expire_at > now()
 	ORDER BY visible_at, seg_id
-	LIMIT greatest(1, $5 / 20)
+	LIMIT greatest(1, $5 / ` + segmentSizeSQL + `)
 	FOR UPDATE SKIP LOCKED
 ), leased AS (
 	UPDATE bench_seg_messages m SET
