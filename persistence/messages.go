@@ -39,7 +39,7 @@ func NewMessages(pool *pgxpool.Pool, coalesce bool, opts ...MessagesOption) *Mes
 			inFlight = coalescedAsyncInFlight
 		}
 		r.puts = newCoalescer(coalescedDurableInFlight, maxCoalescedMessages, func(m []NewMessage) int { return len(m) }, r.insertPlain)
-		r.leases = newCoalescer(inFlight, maxCoalescedLease, func(l LeaseRequest) int { return l.Limit }, r.leaseBatch)
+		r.leases = newCoalescer(coalescedAsyncInFlight, maxCoalescedLease, func(l LeaseRequest) int { return l.Limit }, r.leaseBatch)
 		r.leasesAcking = newCoalescer(2*inFlight, maxCoalescedLease, func(l LeaseRequest) int { return l.Limit }, r.leaseBatch)
 		r.deletes = newCoalescer(inFlight, maxCoalescedMessages, func(rc []Receipt) int { return len(rc) }, r.acknowledge)
 	}
@@ -51,7 +51,8 @@ func NewMessages(pool *pgxpool.Pool, coalesce bool, opts ...MessagesOption) *Mes
 // flush, so two run at once: at 1,000 single-message puts/s the put call's p50 fell from 2.9–3.1 to 1.8–2.0 ms
 // (and put→receive's from 3.8–4.0 to 2.6–2.8 ms) at the same throughput with batches of 20; 4 at once was worse
 // than 2. Asynchronous leases and acknowledgements (AsynchronousCommits) are CPU work: one at a time batches them
-// most, and 2 measured less throughput.
+// most, and 2 measured less throughput. Leases commit asynchronously unless their visibility timeout is very
+// short (leasePrelude), so they run one at a time per queue in every mode.
 const (
 	coalescedDurableInFlight = 2
 	coalescedAsyncInFlight   = 1
@@ -164,20 +165,33 @@ type MessagesOption func(*Messages)
 // acknowledged deletes (the message is delivered again) and leases (a delivery count goes down).
 func AsynchronousCommits() MessagesOption { return func(r *Messages) { r.async = true } }
 
-// Every commit is durable before its caller is answered: a put's messages are stored, an acknowledged delete
-// stays deleted and a delivery count never goes down, even when the database crashes (tests/faults). Leases
-// and acknowledgements are coalesced per queue (group commit), so one WAL flush serves every call of a batch.
+// A put's messages are stored and an acknowledged delete stays deleted before its caller is answered, even when
+// the database crashes (tests/faults): their commits wait for their WAL. Leases and acknowledgements are
+// coalesced per queue (group commit), so one WAL flush serves every call of a batch.
+//
+// A lease need not wait (DESIGN allows it, as long as a delivery count never goes down): a crash that undoes it
+// makes its messages visible again with their delivery counts as before, and its receipts stale (409), which is
+// at-least-once delivery. Its WAL reaches the disk with the next durable commit of any session, or within
+// 3 × wal_writer_delay (the WAL writer's longest delay) — so a lease whose visibility timeout outlasts that by a
+// second is on disk before its messages can be leased again, and a crash undoes at most the last lease of a
+// message: its next delivery repeats a count, never goes below one. leasePrelude decides per transaction (from
+// the server's current wal_writer_delay); a lease that acknowledges (LeaseAcknowledging) always waits.
 //
 // asyncCommit, first in a batch (one implicit transaction), lets that transaction commit without waiting for its
 // WAL: only under AsynchronousCommits.
 const asyncCommit = `SELECT set_config('synchronous_commit', 'off', true)`
 
-// leasePrelude runs the lease statement's generic plan: planning the lease anew for each call cost as much as a
-// third of its execution, and its generic plan is the custom one (the lease index for the pick, primary-key
-// probes for the update). leasePreludeAsync also commits asynchronously.
+// leasePrelude runs the lease statement's generic plan (planning the lease anew for each call cost as much as a
+// third of its execution, and its generic plan is the custom one: the lease index for the pick, a TID scan for the
+// update), and commits asynchronously when the visibility timeout ($1 seconds) allows it (see above).
+// leasePreludeDurable plans the same and waits for the WAL (a lease that acknowledges); leasePreludeAsync does
+// not wait (AsynchronousCommits).
 const (
-	leasePrelude      = `SELECT set_config('plan_cache_mode', 'force_generic_plan', true)`
-	leasePreludeAsync = `SELECT set_config('synchronous_commit', 'off', true), set_config('plan_cache_mode', 'force_generic_plan', true)`
+	leasePrelude = `SELECT set_config('plan_cache_mode', 'force_generic_plan', true), set_config('synchronous_commit',
+		CASE WHEN $1::int > 1 + 3 * extract(epoch FROM current_setting('wal_writer_delay')::interval) THEN 'off'
+			ELSE current_setting('synchronous_commit') END, true)`
+	leasePreludeDurable = `SELECT set_config('plan_cache_mode', 'force_generic_plan', true)`
+	leasePreludeAsync   = `SELECT set_config('synchronous_commit', 'off', true), set_config('plan_cache_mode', 'force_generic_plan', true)`
 )
 
 // commitMode queues the statement that makes the batch's transaction commit asynchronously, under

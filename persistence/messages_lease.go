@@ -188,16 +188,19 @@ func (r *Messages) lease(ctx context.Context, no int64, req LeaseRequest, owners
 	var out []LeasedMessage
 	err := r.sendRetrying(ctx, func(batch *pgx.Batch) {
 		if len(acks) > 0 {
-			// Before leasePrelude, which forces the lease's generic plan for the rest of the transaction: the
+			// Before the lease's prelude, which forces the lease's generic plan for the rest of the transaction: the
 			// acknowledgement plans as DeleteMessages' does.
 			r.commitMode(batch)
 			var unblocked int // plain receipts unblock nothing
 			done = queueDelete(batch, messagesDelete, no, acks, &unblocked)
 		}
-		if r.async {
+		switch {
+		case r.async:
 			batch.Queue(leasePreludeAsync)
-		} else {
-			batch.Queue(leasePrelude)
+		case len(acks) > 0:
+			batch.Queue(leasePreludeDurable)
+		default:
+			batch.Queue(leasePrelude, req.VisibilitySeconds)
 		}
 		// In the order of the single-channel statements' parameters, the common case (statement.bind).
 		query.queue(batch, arg{"queue_no", no}, arg{"group_no", req.GroupNo}, arg{"dlq", req.DLQ},

@@ -6,7 +6,15 @@
 SELECT set_config('synchronous_commit', 'off', true);
 
 -- leasePrelude (a Go constant, messages.go)
+SELECT set_config('plan_cache_mode', 'force_generic_plan', true), set_config('synchronous_commit',
+		CASE WHEN $1::int > 1 + 3 * extract(epoch FROM current_setting('wal_writer_delay')::interval) THEN 'off'
+			ELSE current_setting('synchronous_commit') END, true);
+
+-- leasePreludeDurable (a Go constant, messages.go)
 SELECT set_config('plan_cache_mode', 'force_generic_plan', true);
+
+-- leasePreludeAsync (a Go constant, messages.go)
+SELECT set_config('synchronous_commit', 'off', true), set_config('plan_cache_mode', 'force_generic_plan', true);
 
 -- $1 @group_nos, $2 @ids, $3 @lease_ids, $4 @dlqs, $5 @queue_no
 -- messages.delete

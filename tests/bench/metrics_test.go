@@ -13,8 +13,9 @@ func BenchmarkMetricsCost(b *testing.B) {
 	fmt.Printf("metrics_rollups_on_over_off=%.3f\n", on/off)
 }
 
-// BenchmarkDurabilityCost measures what durable leases and acknowledgements cost (their commits wait for their
-// WAL, the default) against FERRY_DB_ASYNC_COMMIT=true, where a database crash can undo an acknowledged delete.
+// BenchmarkDurabilityCost measures what durable acknowledgements cost (their commits wait for their WAL, the
+// default) against FERRY_DB_ASYNC_COMMIT=true, where a database crash can undo an acknowledged delete (and every
+// lease commits without waiting, as those with a visibility timeout of a few seconds or more always do).
 func BenchmarkDurabilityCost(b *testing.B) {
 	durable, async := compareSettings(b, nil, []string{"FERRY_DB_ASYNC_COMMIT=true"})
 	b.Logf("durable %.0f msgs/s, asynchronous commits %.0f msgs/s: durable/async %.3f", durable, async, durable/async)
