@@ -52,7 +52,7 @@ func NewMessages(pool *pgxpool.Pool, coalesce bool, opts ...MessagesOption) *Mes
 // (and put→receive's from 3.8–4.0 to 2.6–2.8 ms) at the same throughput with batches of 20; 4 at once was worse
 // than 2. Asynchronous leases and acknowledgements (AsynchronousCommits) are CPU work: one at a time batches them
 // most, and 2 measured less throughput. Leases commit asynchronously unless their visibility timeout is very
-// short (leasePrelude), so they run one at a time per queue in every mode.
+// short (leaseCommit), so they run one at a time per queue in every mode.
 const (
 	coalescedDurableInFlight = 2
 	coalescedAsyncInFlight   = 1
@@ -172,10 +172,11 @@ func AsynchronousCommits() MessagesOption { return func(r *Messages) { r.async =
 // A lease need not wait (DESIGN allows it, as long as a delivery count never goes down): a crash that undoes it
 // makes its messages visible again with their delivery counts as before, and its receipts stale (409), which is
 // at-least-once delivery. Its WAL reaches the disk with the next durable commit of any session, or within
-// 3 × wal_writer_delay (the WAL writer's longest delay) — so a lease whose visibility timeout outlasts that by a
-// second is on disk before its messages can be leased again, and a crash undoes at most the last lease of a
-// message: its next delivery repeats a count, never goes below one. leasePrelude decides per transaction (from
-// the server's current wal_writer_delay); a lease that acknowledges (LeaseAcknowledging) always waits.
+// 3 × wal_writer_delay (the WAL writer's longest delay) — so a lease whose messages stay invisible for that and a
+// second more after it commits is on disk before they can be leased again, and a crash undoes at most the last
+// lease of a message: its next delivery repeats a count, never goes below one. leaseCommit decides per
+// transaction, after the lease (so that a slow lease counts its own time), from the server's current
+// wal_writer_delay; a lease that acknowledges (LeaseAcknowledging) always waits.
 //
 // asyncCommit, first in a batch (one implicit transaction), lets that transaction commit without waiting for its
 // WAL: only under AsynchronousCommits.
@@ -183,15 +184,16 @@ const asyncCommit = `SELECT set_config('synchronous_commit', 'off', true)`
 
 // leasePrelude runs the lease statement's generic plan (planning the lease anew for each call cost as much as a
 // third of its execution, and its generic plan is the custom one: the lease index for the pick, a TID scan for the
-// update), and commits asynchronously when the visibility timeout ($1 seconds) allows it (see above).
-// leasePreludeDurable plans the same and waits for the WAL (a lease that acknowledges); leasePreludeAsync does
-// not wait (AsynchronousCommits).
+// update); leasePreludeAsync also commits asynchronously (AsynchronousCommits). leaseCommit, after the lease in
+// its transaction, lets it commit without waiting for its WAL when the leased messages stay invisible (until the
+// transaction's start plus the visibility timeout, $1 seconds) for 3 × wal_writer_delay and a second after now;
+// otherwise the transaction keeps the session's synchronous_commit (see above).
 const (
-	leasePrelude = `SELECT set_config('plan_cache_mode', 'force_generic_plan', true), set_config('synchronous_commit',
-		CASE WHEN $1::int > 1 + 3 * extract(epoch FROM current_setting('wal_writer_delay')::interval) THEN 'off'
-			ELSE current_setting('synchronous_commit') END, true)`
-	leasePreludeDurable = `SELECT set_config('plan_cache_mode', 'force_generic_plan', true)`
-	leasePreludeAsync   = `SELECT set_config('synchronous_commit', 'off', true), set_config('plan_cache_mode', 'force_generic_plan', true)`
+	leasePrelude      = `SELECT set_config('plan_cache_mode', 'force_generic_plan', true)`
+	leasePreludeAsync = `SELECT set_config('synchronous_commit', 'off', true), set_config('plan_cache_mode', 'force_generic_plan', true)`
+	leaseCommit       = `SELECT set_config('synchronous_commit', CASE WHEN now() + make_interval(secs => $1::int) >
+		clock_timestamp() + 3 * current_setting('wal_writer_delay')::interval + interval '1 second' THEN 'off'
+		ELSE current_setting('synchronous_commit') END, true)`
 )
 
 // commitMode queues the statement that makes the batch's transaction commit asynchronously, under

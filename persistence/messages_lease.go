@@ -194,13 +194,10 @@ func (r *Messages) lease(ctx context.Context, no int64, req LeaseRequest, owners
 			var unblocked int // plain receipts unblock nothing
 			done = queueDelete(batch, messagesDelete, no, acks, &unblocked)
 		}
-		switch {
-		case r.async:
+		if r.async {
 			batch.Queue(leasePreludeAsync)
-		case len(acks) > 0:
-			batch.Queue(leasePreludeDurable)
-		default:
-			batch.Queue(leasePrelude, req.VisibilitySeconds)
+		} else {
+			batch.Queue(leasePrelude)
 		}
 		// In the order of the single-channel statements' parameters, the common case (statement.bind).
 		query.queue(batch, arg{"queue_no", no}, arg{"group_no", req.GroupNo}, arg{"dlq", req.DLQ},
@@ -210,6 +207,9 @@ func (r *Messages) lease(ctx context.Context, no int64, req LeaseRequest, owners
 			out, err = collectLeased(rows, req.LeaseID)
 			return err
 		})
+		if !r.async && len(acks) == 0 {
+			batch.Queue(leaseCommit, req.VisibilitySeconds) // after the lease: it counts the time the lease took
+		}
 	})
 	return out, done, err
 }

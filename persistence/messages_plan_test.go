@@ -62,8 +62,8 @@ func (n planNode) find(match func(planNode) bool) []planNode {
 }
 
 // explainPrepared is the plan of statement s for args as a prepared statement under the transaction's
-// plan_cache_mode — force_generic_plan after leasePreludeDurable, as the lease runs. EXPLAIN EXECUTE plans
-// through the plan cache, unlike an EXPLAIN of the statement with parameters, whose plan is always a custom one.
+// plan_cache_mode — force_generic_plan after leasePrelude, as the lease runs. EXPLAIN EXECUTE plans through the
+// plan cache, unlike an EXPLAIN of the statement with parameters, whose plan is always a custom one.
 func explainPrepared(ctx context.Context, t *testing.T, tx pgx.Tx, s *statement, args ...arg) planNode {
 	t.Helper()
 	name := strings.NewReplacer(".", "_").Replace(s.name)
@@ -112,7 +112,7 @@ func TestPlans(t *testing.T) {
 	tx, err := pool.Begin(ctx)
 	require.NoError(t, err)
 	defer func() { _ = tx.Rollback(ctx) }()
-	_, err = tx.Exec(ctx, leasePreludeDurable)
+	_, err = tx.Exec(ctx, leasePrelude)
 	require.NoError(t, err)
 
 	base := []arg{{"queue_no", int64(1)}, {"group_no", int32(0)}, {"dlq", false}, {"limit", 32},
@@ -142,7 +142,7 @@ func TestPlans(t *testing.T) {
 				require.NoError(t, err)
 				custom := &statement{name: s.name + "_custom", sql: s.sql, params: s.params}
 				plans = append(plans, explainPrepared(ctx, t, tx, custom, args...))
-				_, err = tx.Exec(ctx, leasePreludeDurable)
+				_, err = tx.Exec(ctx, leasePrelude)
 				require.NoError(t, err)
 			}
 			for _, plan := range plans {

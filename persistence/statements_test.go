@@ -23,7 +23,7 @@ func TestStatementsGolden(t *testing.T) {
 		"-- sql/messages/*.sql when the package initialises), with the named parameter behind each $k. Generated:\n" +
 		"-- go test ./persistence -run TestStatementsGolden -update\n")
 	for _, c := range []struct{ name, sql string }{{"asyncCommit", asyncCommit}, {"leasePrelude", leasePrelude},
-		{"leasePreludeDurable", leasePreludeDurable}, {"leasePreludeAsync", leasePreludeAsync}} {
+		{"leasePreludeAsync", leasePreludeAsync}, {"leaseCommit", leaseCommit}} {
 		fmt.Fprintf(&b, "\n-- %s (a Go constant, messages.go)\n%s;\n", c.name, c.sql)
 	}
 	for _, name := range statementNames {

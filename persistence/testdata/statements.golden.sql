@@ -6,15 +6,15 @@
 SELECT set_config('synchronous_commit', 'off', true);
 
 -- leasePrelude (a Go constant, messages.go)
-SELECT set_config('plan_cache_mode', 'force_generic_plan', true), set_config('synchronous_commit',
-		CASE WHEN $1::int > 1 + 3 * extract(epoch FROM current_setting('wal_writer_delay')::interval) THEN 'off'
-			ELSE current_setting('synchronous_commit') END, true);
-
--- leasePreludeDurable (a Go constant, messages.go)
 SELECT set_config('plan_cache_mode', 'force_generic_plan', true);
 
 -- leasePreludeAsync (a Go constant, messages.go)
 SELECT set_config('synchronous_commit', 'off', true), set_config('plan_cache_mode', 'force_generic_plan', true);
+
+-- leaseCommit (a Go constant, messages.go)
+SELECT set_config('synchronous_commit', CASE WHEN now() + make_interval(secs => $1::int) >
+		clock_timestamp() + 3 * current_setting('wal_writer_delay')::interval + interval '1 second' THEN 'off'
+		ELSE current_setting('synchronous_commit') END, true);
 
 -- $1 @group_nos, $2 @ids, $3 @lease_ids, $4 @dlqs, $5 @queue_no
 -- messages.delete
