@@ -168,6 +168,20 @@ func TestPlans(t *testing.T) {
 		require.Empty(t, plan.find(func(n planNode) bool { return unpartitioned(n.IndexName) == "messages_lease" }),
 			"%s never uses the lease index", c.s.name)
 	}
+
+	// The deletion of shared bodies after an acknowledgement probes messages' primary key per id, and
+	// message_bodies' only for the ids no group's row holds any more: nothing is read sequentially.
+	plan := explainPrepared(ctx, t, tx, messagesDeleteBodies, arg{"queue_no", int64(1)}, arg{"ids", []int64{5, 6}})
+	probes := plan.find(func(n planNode) bool { return unpartitioned(n.RelationName) == "messages" })
+	require.NotEmpty(t, probes, "delete_bodies checks messages for each id")
+	for _, p := range probes {
+		require.Contains(t, []string{"messages_pkey"}, unpartitioned(p.IndexName), "delete_bodies probes messages by primary key: %s", p.NodeType)
+	}
+	bodies := plan.find(func(n planNode) bool { return unpartitioned(n.RelationName) == "message_bodies" && n.Operation == "" })
+	require.NotEmpty(t, bodies)
+	for _, b := range bodies {
+		require.Equal(t, "Index Scan/message_bodies_pkey", b.NodeType+"/"+unpartitioned(b.IndexName))
+	}
 }
 
 // assertLeasePlan: the pick (the CTE next, picked or candidates) scans messages by pickIndex only; each update of

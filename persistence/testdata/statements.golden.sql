@@ -48,8 +48,9 @@ SELECT group_no, id, false, lease_id FROM deleted UNION ALL SELECT group_no, id,
 -- $1 @queue_no, $2 @ids
 -- messages.delete_bodies
 DELETE FROM message_bodies b
-WHERE b.queue_no = $1 AND b.id = ANY ($2::bigint[])
-	AND NOT EXISTS (SELECT 1 FROM messages m WHERE m.queue_no = $1 AND m.id = b.id);
+WHERE b.queue_no = $1 AND b.id = ANY (ARRAY (
+	SELECT i FROM unnest($2::bigint[]) AS i
+	WHERE NOT EXISTS (SELECT 1 FROM messages m WHERE m.queue_no = $1 AND m.id = i)));
 
 -- $1 @group_nos, $2 @ids, $3 @lease_ids, $4 @dlqs, $5 @seconds, $6 @queue_no
 -- messages.update_visibility

@@ -49,10 +49,14 @@ SELECT group_no, id, false, lease_id FROM deleted UNION ALL SELECT group_no, id,
 -- The bodies (put.sql) of the given messages that no consumer group's row holds any more: after an
 -- acknowledgement, in its transaction (this statement sees the rows it deleted gone). Two groups acknowledging
 -- the same message at once may each still see the other's row, and keep the body: the maintainer deletes what
--- is older than the queue's oldest message (messages.expire_bodies).
+-- is older than the queue's oldest message (messages.expire_bodies). The ids whose rows are all gone are found
+-- first, by primary-key probes of messages: most acknowledgements of a message of many groups leave its body (the
+-- other groups' rows remain), and then read nothing of message_bodies (a group's drain among 100 groups ran
+-- 0.71–0.73 of one group's rate with the body probed first, 0.77 so; 0.80–0.83 with no deletion at all).
 DELETE FROM message_bodies b
-WHERE b.queue_no = @queue_no AND b.id = ANY (@ids::bigint[])
-	AND NOT EXISTS (SELECT 1 FROM messages m WHERE m.queue_no = @queue_no AND m.id = b.id);
+WHERE b.queue_no = @queue_no AND b.id = ANY (ARRAY (
+	SELECT i FROM unnest(@ids::bigint[]) AS i
+	WHERE NOT EXISTS (SELECT 1 FROM messages m WHERE m.queue_no = @queue_no AND m.id = i)));
 
 -- name: messages.update_visibility
 -- Move the leases that the receipts still hold to now() + @seconds (per receipt).
