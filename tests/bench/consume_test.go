@@ -4,8 +4,10 @@ import (
 	"bytes"
 	"context"
 	"fmt"
+	"maps"
 	"net/http"
 	"os"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -63,25 +65,47 @@ func BenchmarkConsume(b *testing.B) {
 type consumer func(n *node, ctx context.Context, queue string, state *consumerState) int
 
 // consumerState is what a worker carries from one cycle to the next (the receipts not yet acknowledged, for a
-// cycle that acknowledges with its next receive).
+// cycle that acknowledges with its next receive), and the time its calls took by kind.
 type consumerState struct {
 	pending []string
 	calls   int64
+	spent   map[string]callTime
+}
+
+// callTime is the calls of one kind that succeeded, and the time they took.
+type callTime struct {
+	n     int64
+	total time.Duration
+}
+
+// call makes one HTTP call of kind (its method and path, for the phase's log) and counts its time when it
+// succeeds.
+func (st *consumerState) call(ctx context.Context, n *node, kind, method, path string, in, out any) error {
+	st.calls++
+	start := time.Now()
+	if _, err := n.call(ctx, method, path, in, out); err != nil {
+		return err
+	}
+	if st.spent == nil {
+		st.spent = map[string]callTime{}
+	}
+	c := st.spent[kind]
+	st.spent[kind] = callTime{c.n + 1, c.total + time.Since(start)}
+	return nil
 }
 
 // standardConsumer: GetMessages, then DeleteMessages of its receipts (two round trips per batch).
 func (n *node) standardConsumer(ctx context.Context, queue string, st *consumerState) int {
 	var raw []byte
-	st.calls++
-	if _, err := n.call(ctx, http.MethodGet, "/20210201/queues/"+queue+"/messages?limit=32&timeoutInSeconds=0", nil, &raw); err != nil {
+	if err := st.call(ctx, n, "GetMessages", http.MethodGet, "/20210201/queues/"+queue+"/messages?limit=32&timeoutInSeconds=0", nil, &raw); err != nil {
 		return 0
 	}
 	receipts := scanReceipts(raw)
 	if len(receipts) == 0 {
 		return 0
 	}
-	st.calls++
-	if _, err := n.call(ctx, http.MethodPost, "/20210201/queues/"+queue+"/messages/actions/deleteMessages", deleteBody(receipts), nil); err != nil {
+	if err := st.call(ctx, n, "DeleteMessages", http.MethodPost, "/20210201/queues/"+queue+"/messages/actions/deleteMessages",
+		deleteBody(receipts), nil); err != nil {
 		return 0
 	}
 	return len(receipts)
@@ -91,17 +115,16 @@ func (n *node) standardConsumer(ctx context.Context, queue string, st *consumerS
 // consumer long-polls (timeoutInSeconds=0): the call that acknowledges the last batch would otherwise wait the
 // queue's whole timeout for messages that never come, and count it in the phase.
 func (n *node) combinedConsumer(ctx context.Context, queue string, st *consumerState) int {
-	st.calls++
 	if len(st.pending) == 0 {
 		var raw []byte
-		if _, err := n.call(ctx, http.MethodGet, "/20210201/queues/"+queue+"/messages?limit=32&timeoutInSeconds=0", nil, &raw); err != nil {
+		if err := st.call(ctx, n, "GetMessages", http.MethodGet, "/20210201/queues/"+queue+"/messages?limit=32&timeoutInSeconds=0", nil, &raw); err != nil {
 			return 0
 		}
 		st.pending = scanReceipts(raw)
 		return 0
 	}
 	var raw []byte
-	if _, err := n.call(ctx, http.MethodPost, "/20210201/queues/"+queue+"/messages/actions/deleteAndGetMessages?limit=32&timeoutInSeconds=0",
+	if err := st.call(ctx, n, "DeleteAndGetMessages", http.MethodPost, "/20210201/queues/"+queue+"/messages/actions/deleteAndGetMessages?limit=32&timeoutInSeconds=0",
 		deleteBody(st.pending), &raw); err != nil {
 		return 0
 	}
@@ -120,6 +143,8 @@ func (db *node) drainPhase(b *testing.B, n *node, name string, consume consumer)
 	f0, p0, c0 := n.ferryCPU(), db.ownPostgresCPU(), processCPU(os.Getpid(), false)
 	w0, _ := db.walCounters(b)
 	var consumed, calls atomic.Int64
+	var mu sync.Mutex
+	spent := map[string]callTime{} // the workers' calls by kind
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
 	defer cancel()
 	start := time.Now()
@@ -135,6 +160,12 @@ func (db *node) drainPhase(b *testing.B, n *node, name string, consume consumer)
 				}
 			}
 			calls.Add(st.calls)
+			mu.Lock()
+			for kind, c := range st.spent {
+				sum := spent[kind]
+				spent[kind] = callTime{sum.n + c.n, sum.total + c.total}
+			}
+			mu.Unlock()
 		})
 	}
 	wg.Wait()
@@ -145,6 +176,12 @@ func (db *node) drainPhase(b *testing.B, n *node, name string, consume consumer)
 	rate := msgs / elapsed
 	b.Logf("drain %-8s %.0f msgs/s; per message: CPU µs ferry %.1f, postgres %.1f, client %.1f; WAL %.0f B; HTTP calls %.3f",
 		name, rate, (f1-f0)*1e6/msgs, (p1-p0)*1e6/msgs, (c1-c0)*1e6/msgs, float64(w1-w0)/msgs, float64(calls.Load())/msgs)
+	var means []string
+	for _, kind := range slices.Sorted(maps.Keys(spent)) {
+		c := spent[kind]
+		means = append(means, fmt.Sprintf("%s %.2f ms (%d)", kind, c.total.Seconds()*1000/float64(c.n), c.n))
+	}
+	b.Logf("drain %s: each worker's calls, mean time: %s", name, strings.Join(means, ", "))
 	for _, f := range n.failures() {
 		b.Logf("drain %s: failed call: %s", name, f)
 	}
