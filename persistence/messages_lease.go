@@ -188,7 +188,7 @@ func (r *Messages) lease(ctx context.Context, no int64, req LeaseRequest, owners
 	var out []LeasedMessage
 	err := r.sendRetrying(ctx, func(batch *pgx.Batch) {
 		if len(acks) > 0 {
-			// Before the lease's prelude, which forces the lease's generic plan for the rest of the transaction: the
+			// Before leasePrelude, which forces the lease's generic plan for the rest of the transaction: the
 			// acknowledgement plans as DeleteMessages' does.
 			r.commitMode(batch)
 			var unblocked int // plain receipts unblock nothing
