@@ -23,7 +23,10 @@ type Messages struct {
 	// each of their transactions does the work of a lease and of an acknowledgement.
 	leasesAcking *coalescer[leaseKey, LeaseRequest, leaseResult]
 	deletes      *coalescer[int64, []Receipt, []bool]
-	async        bool // AsynchronousCommits
+	// Acknowledgements with receipts of ordered messages coalesce apart: their batch takes the union of its
+	// receipts' group locks (in lock_groups' global order) before it deletes.
+	deletesOrdered *coalescer[orderedAckKey, []Receipt, orderedAck]
+	async          bool // AsynchronousCommits
 }
 
 // NewMessages builds the repository. coalesce merges concurrent calls of a queue into shared statements
@@ -42,6 +45,7 @@ func NewMessages(pool *pgxpool.Pool, coalesce bool, opts ...MessagesOption) *Mes
 		r.leases = newCoalescer(coalescedAsyncInFlight, maxCoalescedLease, func(l LeaseRequest) int { return l.Limit }, r.leaseBatch)
 		r.leasesAcking = newCoalescer(2*inFlight, maxCoalescedLease, func(l LeaseRequest) int { return l.Limit }, r.leaseBatch)
 		r.deletes = newCoalescer(inFlight, maxCoalescedMessages, func(rc []Receipt) int { return len(rc) }, r.acknowledge)
+		r.deletesOrdered = newCoalescer(inFlight, maxCoalescedMessages, func(rc []Receipt) int { return len(rc) }, r.acknowledgeOrdered)
 	}
 	return r
 }

@@ -26,9 +26,13 @@ func (r *Messages) Delete(ctx context.Context, queueID string, receipts []Receip
 		return nil, 0, err
 	}
 	ordered := slices.ContainsFunc(receipts, func(rc Receipt) bool { return rc.Ordered && !rc.DLQ })
-	if r.deletes != nil && !ordered {
+	switch {
+	case r.deletes != nil && !ordered:
 		deleted, err := r.deletes.do(ctx, no, receipts)
 		return deleted, 0, interpretError("deleting messages", err)
+	case r.deletesOrdered != nil:
+		res, err := r.deletesOrdered.do(ctx, orderedAckKey{queueNo: no, queueID: queueID}, receipts)
+		return res.deleted, res.unblocked, interpretError("deleting messages", err)
 	}
 	done, unblocked, err := r.deleteReceipts(ctx, no, queueID, receipts, ordered)
 	if err != nil {
@@ -52,6 +56,39 @@ func (r *Messages) acknowledge(ctx context.Context, queueNo int64, items [][]Rec
 	out := make([][]bool, len(items))
 	for i, receipts := range items {
 		out[i] = done.of(receipts)
+	}
+	return out, nil
+}
+
+// orderedAckKey groups the acknowledgements of ordered messages that can share a transaction: a queue's (its id
+// names the groups' locks).
+type orderedAckKey struct {
+	queueNo int64
+	queueID string
+}
+
+// orderedAck is one acknowledgement's outcome in a coalesced batch: per receipt whether it deleted the message,
+// and how many ordered groups' next messages the batch made visible (the batch's, not the call's: a caller that
+// sees some wakes a waiter).
+type orderedAck struct {
+	deleted   []bool
+	unblocked int
+}
+
+// acknowledgeOrdered deletes the messages of concurrent acknowledgements with ordered receipts (coalescer) in one
+// transaction, under the union of their groups' locks, and unblocks each group's next message.
+func (r *Messages) acknowledgeOrdered(ctx context.Context, key orderedAckKey, items [][]Receipt) ([]orderedAck, error) {
+	all := items[0]
+	if len(items) > 1 {
+		all = slices.Concat(items...)
+	}
+	done, unblocked, err := r.deleteReceipts(ctx, key.queueNo, key.queueID, all, true)
+	if err != nil {
+		return nil, err
+	}
+	out := make([]orderedAck, len(items))
+	for i, receipts := range items {
+		out[i] = orderedAck{deleted: done.of(receipts), unblocked: unblocked}
 	}
 	return out, nil
 }

@@ -1,8 +1,11 @@
 package persistence
 
 import (
+	"fmt"
+	"sync"
 	"testing"
 
+	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 )
 
@@ -89,5 +92,56 @@ func TestMessagesOrderedGroupDeadLetterUnblocks(t *testing.T) {
 		require.Equal(t, put[1:], ids(next), "and the group goes on with its next message")
 		require.False(t, next[0].DeadLettered)
 		require.Equal(t, int32(1), next[0].DeliveryCount)
+	})
+}
+
+// Acknowledgements with ordered receipts share a transaction when they meet (acknowledgeOrdered, as the coalescer
+// runs them): each caller learns which of its own receipts deleted, a receipt two callers hold is deleted once
+// and reported to both, and every acknowledged head lets its group's next message through. Through the
+// coalescer, concurrent acknowledgements of many groups' heads unblock every group.
+func TestMessagesOrderedAcknowledgementsCoalesce(t *testing.T) {
+	eachMode(t, func(t *testing.T, f *msgFixture) {
+		var batch []NewMessage
+		for _, g := range []string{"a", "b", "c"} {
+			batch = append(batch, msg("ch", g+"1", g), msg("ch", g+"2", g))
+		}
+		put := f.put(batch...)
+		heads := f.lease(LeaseRequest{Channels: []string{"ch"}, Limit: 10})
+		require.Equal(t, []int64{put[0], put[2], put[4]}, ids(heads), "one head per group")
+
+		first, second := receiptsOf(heads[0], heads[1]), receiptsOf(heads[1], heads[2])
+		got, err := f.r.acknowledgeOrdered(f.ctx, orderedAckKey{queueNo: f.queueNo, queueID: f.queueID}, [][]Receipt{first, second})
+		require.NoError(t, err)
+		require.Equal(t, []bool{true, true}, got[0].deleted)
+		require.Equal(t, []bool{true, true}, got[1].deleted, "b's head, deleted once, is reported to both")
+		require.Equal(t, 3, got[0].unblocked)
+		next := f.lease(LeaseRequest{Channels: []string{"ch"}, Limit: 10})
+		require.Equal(t, []int64{put[1], put[3], put[5]}, ids(next), "each group's second message is its head now")
+
+		// Concurrently, through Delete: 40 groups of 3, their heads acknowledged by 8 callers at once, twice over.
+		batch = batch[:0]
+		for g := range 40 {
+			for k := range 3 {
+				batch = append(batch, msg("x", fmt.Sprintf("%d/%d", g, k), fmt.Sprintf("g%d", g)))
+			}
+		}
+		f.put(batch...)
+		for round := range 3 {
+			leased := f.lease(LeaseRequest{Channels: []string{"x"}, Limit: 100})
+			require.Len(t, leased, 40, "round %d: every group's head, and only those", round)
+			for _, m := range leased {
+				require.Equal(t, fmt.Sprintf("%s/%d", (*m.MessageGroup)[1:], round), m.Content, "round %d: in publish order", round)
+			}
+			var wg sync.WaitGroup
+			for caller := range 8 {
+				wg.Go(func() {
+					deleted, _, err := f.r.Delete(f.ctx, f.queueID, receiptsOf(leased[caller*5:caller*5+5]...))
+					assert.NoError(t, err)
+					assert.Equal(t, []bool{true, true, true, true, true}, deleted)
+				})
+			}
+			wg.Wait()
+		}
+		require.Empty(t, f.lease(LeaseRequest{Channels: []string{"x"}, Limit: 100}))
 	})
 }
