@@ -82,3 +82,28 @@ func BenchmarkInsertPlain(b *testing.B) {
 		}
 	}
 }
+
+// BenchmarkInsertFanout stores batches of 20 × 1 KiB messages, each for 100 consumer groups (its content once in
+// message_bodies, a row per group): the statement behind BenchmarkPublishFanout's 100-group publish, without HTTP.
+//
+//	go test -run '^$' -bench InsertFanout -count 5 ./persistence/
+func BenchmarkInsertFanout(b *testing.B) {
+	ctx := context.Background()
+	r := NewMessages(connectTest(b, testdb.New(b)), false)
+	content := strings.Repeat("x", 1024)
+	groups := make([]int32, 100)
+	for g := range groups {
+		groups[g] = int32(g)
+	}
+	batch := make([]NewMessage, 20)
+	for i := range batch {
+		batch[i] = NewMessage{ChannelID: "ch", SizeBytes: 1024, Content: content, Groups: groups}
+	}
+	b.ResetTimer()
+	for range b.N {
+		if _, err := r.insertPlain(ctx, putKey{queueNo: 7, retentionSeconds: 3600}, [][]NewMessage{batch}); err != nil {
+			b.Fatal(err)
+		}
+	}
+	b.ReportMetric(float64(b.Elapsed().Microseconds())/float64(b.N*len(batch)*len(groups)), "µs/row")
+}
