@@ -239,9 +239,9 @@ func TestCoalescedStatements(t *testing.T) {
 	receipt := func(id int64) Receipt { return Receipt{ID: id, LeaseID: 777} }
 	first := []Receipt{receipt(ids[0]), receipt(ids[1]), receipt(ids[2])}
 	second := []Receipt{receipt(ids[2]), receipt(ids[3]), {ID: ids[4], LeaseID: 1}}
-	deleted, err := r.acknowledge(ctx, queueNo, [][]Receipt{first, second})
+	acked, err := r.acknowledge(ctx, ackKey{queueNo: queueNo}, [][]Receipt{first, second})
 	require.NoError(t, err)
-	require.Equal(t, [][]bool{{true, true, true}, {true, true, false}}, deleted)
+	require.Equal(t, [][]bool{{true, true, true}, {true, true, false}}, [][]bool{acked[0].deleted, acked[1].deleted})
 	var left int
 	require.NoError(t, pool.QueryRow(ctx, `SELECT count(*) FROM messages WHERE queue_no = $1`, queueNo).Scan(&left))
 	require.Equal(t, 9-4, left)

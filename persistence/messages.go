@@ -22,11 +22,10 @@ type Messages struct {
 	// Leases that acknowledge (LeaseAcknowledging) coalesce apart, with the in-flight batches of both kinds:
 	// each of their transactions does the work of a lease and of an acknowledgement.
 	leasesAcking *coalescer[leaseKey, LeaseRequest, leaseResult]
-	deletes      *coalescer[int64, []Receipt, []bool]
-	// Acknowledgements with receipts of ordered messages coalesce apart: their batch takes the union of its
-	// receipts' group locks (in lock_groups' global order) before it deletes.
-	deletesOrdered *coalescer[orderedAckKey, []Receipt, orderedAck]
-	async          bool // AsynchronousCommits
+	// Acknowledgements with receipts of ordered messages coalesce apart (ackKey): their batch takes the union of
+	// its receipts' group locks (in lock_groups' global order) before it deletes.
+	deletes *coalescer[ackKey, []Receipt, ackResult]
+	async   bool // AsynchronousCommits
 }
 
 // NewMessages builds the repository. coalesce merges concurrent calls of a queue into shared statements
@@ -42,10 +41,9 @@ func NewMessages(pool *pgxpool.Pool, coalesce bool, opts ...MessagesOption) *Mes
 			inFlight = coalescedAsyncInFlight
 		}
 		r.puts = newCoalescer(coalescedDurableInFlight, maxCoalescedMessages, func(m []NewMessage) int { return len(m) }, r.insertPlain)
-		r.leases = newCoalescer(coalescedAsyncInFlight, maxCoalescedLease, func(l LeaseRequest) int { return l.Limit }, r.leaseBatch)
+		r.leases = newCoalescer(coalescedLeaseInFlight, maxCoalescedLease, func(l LeaseRequest) int { return l.Limit }, r.leaseBatch)
 		r.leasesAcking = newCoalescer(2*inFlight, maxCoalescedLease, func(l LeaseRequest) int { return l.Limit }, r.leaseBatch)
 		r.deletes = newCoalescer(inFlight, maxCoalescedMessages, func(rc []Receipt) int { return len(rc) }, r.acknowledge)
-		r.deletesOrdered = newCoalescer(inFlight, maxCoalescedMessages, func(rc []Receipt) int { return len(rc) }, r.acknowledgeOrdered)
 	}
 	return r
 }
@@ -60,6 +58,7 @@ func NewMessages(pool *pgxpool.Pool, coalesce bool, opts ...MessagesOption) *Mes
 const (
 	coalescedDurableInFlight = 2
 	coalescedAsyncInFlight   = 1
+	coalescedLeaseInFlight   = coalescedAsyncInFlight
 	maxCoalescedMessages     = 200
 	maxCoalescedLease        = 128
 )

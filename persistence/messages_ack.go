@@ -26,12 +26,8 @@ func (r *Messages) Delete(ctx context.Context, queueID string, receipts []Receip
 		return nil, 0, err
 	}
 	ordered := slices.ContainsFunc(receipts, func(rc Receipt) bool { return rc.Ordered && !rc.DLQ })
-	switch {
-	case r.deletes != nil && !ordered:
-		deleted, err := r.deletes.do(ctx, no, receipts)
-		return deleted, 0, interpretError("deleting messages", err)
-	case r.deletesOrdered != nil:
-		res, err := r.deletesOrdered.do(ctx, orderedAckKey{queueNo: no, queueID: queueID}, receipts)
+	if r.deletes != nil {
+		res, err := r.deletes.do(ctx, ackKey{queueNo: no, queueID: queueID, ordered: ordered}, receipts)
 		return res.deleted, res.unblocked, interpretError("deleting messages", err)
 	}
 	done, unblocked, err := r.deleteReceipts(ctx, no, queueID, receipts, ordered)
@@ -41,54 +37,38 @@ func (r *Messages) Delete(ctx context.Context, queueID string, receipts []Receip
 	return done.of(receipts), unblocked, nil
 }
 
-// acknowledge deletes the messages of concurrent acknowledgements without ordered messages (coalescer) in one
-// statement, and reports per receipt whether it deleted the message. A message whose receipt two of them hold
-// is deleted once, and reported deleted to both; a stale receipt of it (an older lease) is not.
-func (r *Messages) acknowledge(ctx context.Context, queueNo int64, items [][]Receipt) ([][]bool, error) {
-	all := items[0]
-	if len(items) > 1 {
-		all = slices.Concat(items...)
-	}
-	done, _, err := r.deleteReceipts(ctx, queueNo, "", all, false)
-	if err != nil {
-		return nil, err
-	}
-	out := make([][]bool, len(items))
-	for i, receipts := range items {
-		out[i] = done.of(receipts)
-	}
-	return out, nil
-}
-
-// orderedAckKey groups the acknowledgements of ordered messages that can share a transaction: a queue's (its id
-// names the groups' locks).
-type orderedAckKey struct {
+// ackKey groups the acknowledgements that can share a transaction: a queue's (its id names the groups' locks),
+// those with receipts of ordered messages apart from the others, which take no lock and run the plain delete.
+type ackKey struct {
 	queueNo int64
 	queueID string
+	ordered bool
 }
 
-// orderedAck is one acknowledgement's outcome in a coalesced batch: per receipt whether it deleted the message,
+// ackResult is one acknowledgement's outcome in a coalesced batch: per receipt whether it deleted the message,
 // and how many ordered groups' next messages the batch made visible (the batch's, not the call's: a caller that
 // sees some wakes a waiter).
-type orderedAck struct {
+type ackResult struct {
 	deleted   []bool
 	unblocked int
 }
 
-// acknowledgeOrdered deletes the messages of concurrent acknowledgements with ordered receipts (coalescer) in one
-// transaction, under the union of their groups' locks, and unblocks each group's next message.
-func (r *Messages) acknowledgeOrdered(ctx context.Context, key orderedAckKey, items [][]Receipt) ([]orderedAck, error) {
+// acknowledge deletes the messages of concurrent acknowledgements (coalescer) in one transaction — with ordered
+// receipts, under the union of their groups' locks, unblocking each group's next message — and reports per
+// receipt whether it deleted the message. A message whose receipt two of them hold is deleted once, and reported
+// deleted to both; a stale receipt of it (an older lease) is not.
+func (r *Messages) acknowledge(ctx context.Context, key ackKey, items [][]Receipt) ([]ackResult, error) {
 	all := items[0]
 	if len(items) > 1 {
 		all = slices.Concat(items...)
 	}
-	done, unblocked, err := r.deleteReceipts(ctx, key.queueNo, key.queueID, all, true)
+	done, unblocked, err := r.deleteReceipts(ctx, key.queueNo, key.queueID, all, key.ordered)
 	if err != nil {
 		return nil, err
 	}
-	out := make([]orderedAck, len(items))
+	out := make([]ackResult, len(items))
 	for i, receipts := range items {
-		out[i] = orderedAck{deleted: done.of(receipts), unblocked: unblocked}
+		out[i] = ackResult{deleted: done.of(receipts), unblocked: unblocked}
 	}
 	return out, nil
 }

@@ -95,7 +95,7 @@ func TestMessagesOrderedGroupDeadLetterUnblocks(t *testing.T) {
 	})
 }
 
-// Acknowledgements with ordered receipts share a transaction when they meet (acknowledgeOrdered, as the coalescer
+// Acknowledgements with ordered receipts share a transaction when they meet (acknowledge, as the coalescer
 // runs them): each caller learns which of its own receipts deleted, a receipt two callers hold is deleted once
 // and reported to both, and every acknowledged head lets its group's next message through. Through the
 // coalescer, concurrent acknowledgements of many groups' heads unblock every group.
@@ -110,7 +110,7 @@ func TestMessagesOrderedAcknowledgementsCoalesce(t *testing.T) {
 		require.Equal(t, []int64{put[0], put[2], put[4]}, ids(heads), "one head per group")
 
 		first, second := receiptsOf(heads[0], heads[1]), receiptsOf(heads[1], heads[2])
-		got, err := f.r.acknowledgeOrdered(f.ctx, orderedAckKey{queueNo: f.queueNo, queueID: f.queueID}, [][]Receipt{first, second})
+		got, err := f.r.acknowledge(f.ctx, ackKey{queueNo: f.queueNo, queueID: f.queueID, ordered: true}, [][]Receipt{first, second})
 		require.NoError(t, err)
 		require.Equal(t, []bool{true, true}, got[0].deleted)
 		require.Equal(t, []bool{true, true}, got[1].deleted, "b's head, deleted once, is reported to both")

@@ -67,20 +67,8 @@ func BenchmarkLease(b *testing.B) {
 //
 //	go test -run '^$' -bench InsertPlain -benchmem ./persistence/
 func BenchmarkInsertPlain(b *testing.B) {
-	ctx := context.Background()
-	r := NewMessages(connectTest(b, testdb.New(b)), false)
-	content := strings.Repeat("x", 1024)
-	batch := make([]NewMessage, 20)
-	for i := range batch {
-		batch[i] = NewMessage{SizeBytes: 1024, Content: content, Groups: []int32{0}}
-	}
 	b.ReportAllocs()
-	b.ResetTimer()
-	for range b.N {
-		if _, err := r.insertPlain(ctx, putKey{queueNo: 7, retentionSeconds: 3600}, [][]NewMessage{batch}); err != nil {
-			b.Fatal(err)
-		}
-	}
+	benchmarkInsert(b, "", []int32{0})
 }
 
 // BenchmarkInsertFanout stores batches of 20 × 1 KiB messages, each for 100 consumer groups (its content once in
@@ -88,16 +76,22 @@ func BenchmarkInsertPlain(b *testing.B) {
 //
 //	go test -run '^$' -bench InsertFanout -count 5 ./persistence/
 func BenchmarkInsertFanout(b *testing.B) {
-	ctx := context.Background()
-	r := NewMessages(connectTest(b, testdb.New(b)), false)
-	content := strings.Repeat("x", 1024)
 	groups := make([]int32, 100)
 	for g := range groups {
 		groups[g] = int32(g)
 	}
+	benchmarkInsert(b, "ch", groups)
+	b.ReportMetric(float64(b.Elapsed().Microseconds())/float64(b.N*20*len(groups)), "µs/row")
+}
+
+// benchmarkInsert stores b.N batches of 20 × 1 KiB messages of channel for groups through insertPlain.
+func benchmarkInsert(b *testing.B, channel string, groups []int32) {
+	ctx := context.Background()
+	r := NewMessages(connectTest(b, testdb.New(b)), false)
+	content := strings.Repeat("x", 1024)
 	batch := make([]NewMessage, 20)
 	for i := range batch {
-		batch[i] = NewMessage{ChannelID: "ch", SizeBytes: 1024, Content: content, Groups: groups}
+		batch[i] = NewMessage{ChannelID: channel, SizeBytes: 1024, Content: content, Groups: groups}
 	}
 	b.ResetTimer()
 	for range b.N {
@@ -105,5 +99,4 @@ func BenchmarkInsertFanout(b *testing.B) {
 			b.Fatal(err)
 		}
 	}
-	b.ReportMetric(float64(b.Elapsed().Microseconds())/float64(b.N*len(batch)*len(groups)), "µs/row")
 }

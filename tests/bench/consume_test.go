@@ -1,7 +1,6 @@
 package bench
 
 import (
-	"bytes"
 	"context"
 	"fmt"
 	"maps"
@@ -129,7 +128,7 @@ func (n *node) combinedConsumer(ctx context.Context, queue string, st *consumerS
 		return 0
 	}
 	acked := len(st.pending) // the bench's receipts are all fresh: each entry succeeds
-	st.pending = scanReceipts(raw[bytes.Index(raw, []byte(`"messages":`)):])
+	st.pending = scanLeasedReceipts(raw)
 	return acked
 }
 

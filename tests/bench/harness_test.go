@@ -430,6 +430,16 @@ func (n *node) statementsReport(b testing.TB, msgs float64) {
 	}
 }
 
+// scanLeasedReceipts finds the receipts of the messages a DeleteAndGetMessages answer leased (after its entries'
+// results, which echo the acknowledged receipts).
+func scanLeasedReceipts(body []byte) []string {
+	i := bytes.Index(body, []byte(`"messages":`))
+	if i < 0 {
+		return nil
+	}
+	return scanReceipts(body[i:])
+}
+
 // scanReceipts finds the receipts in a GetMessages answer without decoding the messages' contents (as the raw SQL
 // client reads only ids): receipts are base64url, so the text between the quotes is the receipt.
 func scanReceipts(body []byte) []string {

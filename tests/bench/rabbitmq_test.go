@@ -1,7 +1,6 @@
 package bench
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -210,10 +209,7 @@ func (n *node) ferryLifecycle(b testing.TB, queue string, total int, combined bo
 						continue
 					}
 					k := len(pending) // fresh receipts: every entry succeeds (counted below against what was published)
-					pending = nil
-					if i := bytes.Index(raw, []byte(`"messages":`)); i >= 0 { // after the entries' results
-						pending = scanReceipts(raw[i:])
-					}
+					pending = scanLeasedReceipts(raw)
 					acked(k)
 					continue
 				}
