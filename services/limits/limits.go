@@ -97,12 +97,13 @@ type Service struct {
 	overrides atomic.Pointer[map[string]map[string]int64] // tenancy → quota → value
 	liveNodes atomic.Int64
 
-	rates     rateTable
-	longPolls concurrency
-	inFlight  admission
-	loop      startstop.Base
-	refreshed chan struct{} // signalled after each refresh (a test hook)
-	lastFree  time.Time     // when returnMemory last returned memory (under freeMu)
+	rates         rateTable
+	longPolls     concurrency
+	inFlight      admission
+	loop          startstop.Base
+	refreshed     chan struct{} // signalled after each refresh (a test hook)
+	lastFree      time.Time     // when returnMemory last returned memory (under freeMu)
+	lastAllocated uint64        // the runtime's allocated bytes at the previous returnMemory (under freeMu)
 }
 
 // New builds the service and sets the store's quota defaults from cfg.
