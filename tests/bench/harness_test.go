@@ -405,10 +405,11 @@ func (n *node) statementsReset() bool {
 	return err == nil
 }
 
-// statementsReport logs the statements that took most of PostgreSQL's execution time since statementsReset.
+// statementsReport logs the statements that took most of PostgreSQL's execution time since statementsReset, with
+// the shared buffers each call touched (a lease that walks dead index entries touches many).
 func (n *node) statementsReport(b testing.TB, msgs float64) {
 	rows, err := n.pool.Query(context.Background(), `SELECT calls, total_exec_time, total_plan_time, rows, wal_bytes::float8,
-			regexp_replace(left(query, 60), '\s+', ' ', 'g')
+			(shared_blks_hit + shared_blks_read)::float8, regexp_replace(left(query, 60), '\s+', ' ', 'g')
 		FROM pg_stat_statements ORDER BY total_exec_time DESC LIMIT 10`)
 	if err != nil {
 		b.Logf("pg_stat_statements: %v", err)
@@ -418,15 +419,15 @@ func (n *node) statementsReport(b testing.TB, msgs float64) {
 	for rows.Next() {
 		var calls, nrows int64
 		var total, plan float64
-		var wal float64
+		var wal, buffers float64
 		var query string
-		if err := rows.Scan(&calls, &total, &plan, &nrows, &wal, &query); err != nil {
+		if err := rows.Scan(&calls, &total, &plan, &nrows, &wal, &buffers, &query); err != nil {
 			b.Logf("pg_stat_statements: %v", err)
 			return
 		}
-		b.Logf("  %7d calls %6.0f ms + planning %5.0f ms (%5.1f µs/msg, %.3f ms/call, %.1f rows/call, %.0f WAL B/msg) %s",
+		b.Logf("  %7d calls %6.0f ms + planning %5.0f ms (%5.1f µs/msg, %.3f ms/call, %.1f rows/call, %.0f buffers/call, %.0f WAL B/msg) %s",
 			calls, total, plan, (total+plan)*1000/msgs, (total+plan)/float64(calls), float64(nrows)/float64(calls),
-			wal/msgs, query)
+			buffers/float64(calls), wal/msgs, query)
 	}
 }
 

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"net/http"
+	"os"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -18,6 +19,7 @@ import (
 // largeMessage is the size of the large-message phase's messages (64 KiB), and nodeWorkers the producers and the
 // consumers of the three-node phase (a multiple of three, so that each node gets as many).
 var (
+	nodesOnly    = os.Getenv("FERRY_BENCH_LIMITS") == "nodes" // only the three-node phases (a focused run)
 	largeMessage = 64 << 10
 	nodeWorkers  = envInt("FERRY_BENCH_NODE_WORKERS", 6)
 )
@@ -37,7 +39,7 @@ func BenchmarkPublishedLimits(b *testing.B) {
 	b.Logf("phase=%s", phase)
 
 	var ferryPut, rawPut float64
-	for round := 1; round <= 2; round++ {
+	for round := 1; round <= 2 && !nodesOnly; round++ {
 		n.settle(b)
 		statements := n.statementsReset() // with pg_stat_statements loaded (FERRY_BENCH_PG_SETTINGS), the statements' time
 		f := n.publishOnly(b, n.createQueue(b, fmt.Sprintf("publish-%d", round)))
@@ -56,17 +58,24 @@ func BenchmarkPublishedLimits(b *testing.B) {
 	}
 	b.Logf("batched publish %.0f msgs/s over raw 20-row INSERT %.0f msgs/s: %.2f (target ≥ 0.75)", ferryPut, rawPut, ferryPut/rawPut)
 
-	n.settle(b)
-	in, out := n.largeMessages(b, n.createQueue(b, "large"))
-	b.Logf("one queue, 64 KiB messages: %.1f MB/s in, %.1f MB/s out (target 10 and 10)", in, out)
+	var in, out float64
+	if !nodesOnly {
+		n.settle(b)
+		in, out = n.largeMessages(b, n.createQueue(b, "large"))
+		b.Logf("one queue, 64 KiB messages: %.1f MB/s in, %.1f MB/s out (target 10 and 10)", in, out)
+	}
 
 	nodes := []*node{n, n.peer(b), n.peer(b)}
 	var one, spread float64
 	for round := 1; round <= 2; round++ {
 		for _, on := range [][]*node{nodes[:1], nodes} {
 			n.settle(b)
+			statements := n.statementsReset()
 			r := cycleOver(b, on, n.createQueue(b, fmt.Sprintf("nodes-%d-%d", len(on), round)))
 			b.Logf("round %d: HTTP cycle on %d node(s), %d producers and %d consumers: %s", round, len(on), nodeWorkers, nodeWorkers, r)
+			if statements {
+				n.statementsReport(b, float64(r.msgs))
+			}
 			if len(on) == 1 {
 				one += r.rate() / 2
 			} else {
