@@ -15,8 +15,8 @@ import (
 type Messages struct {
 	pool *pgxpool.Pool
 	nums *queueNumbers
-	// Concurrent plain puts, leases and acknowledgements of a queue run as one statement (coalesce.go); nil
-	// when coalescing is off (NewMessages).
+	// Concurrent puts (one consumer group per message), leases and acknowledgements of a queue run as one
+	// statement or transaction (coalesce.go); nil when coalescing is off (NewMessages).
 	puts   *coalescer[putKey, []NewMessage, []PutResult]
 	leases *coalescer[leaseKey, LeaseRequest, leaseResult]
 	// Leases that acknowledge (LeaseAcknowledging) coalesce apart, with the in-flight batches of both kinds:

@@ -42,8 +42,12 @@ func (r *Messages) Put(ctx context.Context, queueID string, retentionSeconds, de
 		}
 	}
 	if len(dedupIDs) == 0 {
-		if r.puts != nil && isPlain(msgs) {
-			results, err := r.puts.do(ctx, putKey{no, retentionSeconds}, msgs)
+		if r.puts != nil && oneGroupEach(msgs) {
+			key := putKey{queueNo: no, retentionSeconds: retentionSeconds}
+			if hasOrdered(msgs) {
+				key.ordered, key.queueID = true, queueID
+			}
+			results, err := r.puts.do(ctx, key, msgs)
 			return results, interpretError("putting messages", err)
 		}
 		batch := &pgx.Batch{}
@@ -137,19 +141,31 @@ func (r *Messages) Put(ctx context.Context, queueID string, retentionSeconds, de
 	return results, interpretError("putting messages", err)
 }
 
-// putKey groups the puts that can share a statement: same queue, same retention.
+// putKey groups the puts that can share a statement: same queue, same retention, and whether they hold ordered
+// messages. Plain batches (messages.insert_one_copy) and ordered ones (their message groups locked first, then
+// messages.insert_ordered) coalesce apart, so that a plain batch never pays for the locks.
 type putKey struct {
 	queueNo          int64
 	retentionSeconds int32
+	ordered          bool
+	queueID          string // of an ordered batch: its group locks are named after it
 }
 
-// isPlain: every message goes to one consumer group and none is ordered (the statement messages.insert_one_copy).
-func isPlain(msgs []NewMessage) bool {
-	return !slices.ContainsFunc(msgs, func(m NewMessage) bool { return m.MessageGroup != "" || len(m.Groups) != 1 })
+// oneGroupEach: every message goes to exactly one consumer group. Such puts coalesce; a fanout to several groups
+// (its content stored once, message_bodies) is a statement of its own, its rows already many.
+func oneGroupEach(msgs []NewMessage) bool {
+	return !slices.ContainsFunc(msgs, func(m NewMessage) bool { return len(m.Groups) != 1 })
 }
 
-// insertPlain stores the plain batches of concurrent puts (coalescer) in one statement — one transaction, one
-// WAL flush — and returns each batch's results.
+// hasOrdered: some message belongs to an ordered message group.
+func hasOrdered(msgs []NewMessage) bool {
+	return slices.ContainsFunc(msgs, func(m NewMessage) bool { return m.MessageGroup != "" })
+}
+
+// insertPlain stores the batches of concurrent puts (coalescer) in one transaction — one WAL flush — and returns
+// each batch's results: plain ones in one statement; ordered ones under the union of their message groups'
+// locks (taken in lock_groups' global order, so that concurrent batches cannot deadlock), in one statement that
+// queues each group's messages in batch order (a put's messages before those of a put coalesced after it).
 func (r *Messages) insertPlain(ctx context.Context, key putKey, items [][]NewMessage) ([][]PutResult, error) {
 	all := items[0]
 	if len(items) > 1 {
@@ -157,7 +173,7 @@ func (r *Messages) insertPlain(ctx context.Context, key putKey, items [][]NewMes
 	}
 	results := make([]PutResult, len(all))
 	batch := &pgx.Batch{}
-	release := r.queueInsert(batch, "", key.queueNo, key.retentionSeconds, all, results, nil)
+	release := r.queueInsert(batch, key.queueID, key.queueNo, key.retentionSeconds, all, results, nil)
 	err := r.pool.SendBatch(ctx, batch).Close()
 	release()
 	if err != nil {

@@ -1,8 +1,11 @@
 package persistence
 
 import (
+	"fmt"
+	"sync"
 	"testing"
 
+	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 )
 
@@ -74,5 +77,63 @@ func TestMessagesPutDeduplicates(t *testing.T) {
 		}
 		require.NoError(t, rows.Err())
 		require.Equal(t, []string{"d1"}, left)
+	})
+}
+
+// TestMessagesOrderedPutsCoalesce: ordered puts of a queue share one transaction (insertPlain under the union of
+// their message groups' locks), and each group still queues in publish order — a put's messages before those of
+// a put coalesced after it — with one head per group.
+func TestMessagesOrderedPutsCoalesce(t *testing.T) {
+	eachMode(t, func(t *testing.T, f *msgFixture) {
+		first := []NewMessage{msg("ch", "a1", "a"), msg("ch", "b1", "b"), msg("ch", "a2", "a")}
+		second := []NewMessage{msg("ch", "a3", "a"), msg("ch", "plain", ""), msg("ch", "b2", "b")}
+		got, err := f.r.insertPlain(f.ctx, putKey{queueNo: f.queueNo, retentionSeconds: 3600, ordered: true, queueID: f.queueID},
+			[][]NewMessage{first, second})
+		require.NoError(t, err)
+		require.Len(t, got, 2)
+		require.Len(t, got[0], 3)
+		require.Len(t, got[1], 3)
+		require.Less(t, got[0][2].ID, got[1][0].ID, "the first put's messages before the second's")
+		for round, want := range [][]string{{"a1", "b1", "plain"}, {"a2", "b2"}, {"a3"}} {
+			leased := f.lease(LeaseRequest{Channels: []string{"ch"}, Limit: 10})
+			var contents []string
+			for _, m := range leased {
+				contents = append(contents, m.Content)
+			}
+			require.ElementsMatch(t, want, contents, "round %d: each group's head, in publish order", round)
+			deleted, _, err := f.r.Delete(f.ctx, f.queueID, receiptsOf(leased...))
+			require.NoError(t, err)
+			require.NotContains(t, deleted, false)
+		}
+		require.Zero(t, f.stored())
+
+		// Through Put, concurrently: 8 producers, each owning 5 groups, put 10 batches one after the other; every
+		// group is then delivered in the order its producer put it.
+		var wg sync.WaitGroup
+		for p := range 8 {
+			wg.Go(func() {
+				for seq := range 10 {
+					var batch []NewMessage
+					for g := range 5 {
+						group := fmt.Sprintf("p%dg%d", p, g)
+						batch = append(batch, msg("x", fmt.Sprintf("%s/%d", group, seq), group))
+					}
+					_, err := f.r.Put(f.ctx, f.queueID, 3600, 0, []int32{0}, batch)
+					assert.NoError(t, err)
+				}
+			})
+		}
+		wg.Wait()
+		for seq := range 10 {
+			leased := f.lease(LeaseRequest{Channels: []string{"x"}, Limit: 100})
+			require.Len(t, leased, 40, "seq %d: every group's head, and only those", seq)
+			for _, m := range leased {
+				require.Equal(t, fmt.Sprintf("%s/%d", *m.MessageGroup, seq), m.Content, "seq %d: in publish order", seq)
+			}
+			deleted, _, err := f.r.Delete(f.ctx, f.queueID, receiptsOf(leased...))
+			require.NoError(t, err)
+			require.NotContains(t, deleted, false)
+		}
+		require.Zero(t, f.stored())
 	})
 }
