@@ -181,7 +181,9 @@ func TestLongPollWakesOnPut(t *testing.T) {
 	r := <-done
 	require.NoError(t, r.Err)
 	require.Len(t, r.Msgs, 1)
-	require.Less(t, r.At.Sub(putAt), 200*time.Millisecond)
+	// Woken by the put, not by the 10-second timeout. The bound leaves room for a loaded machine running the
+	// suite in parallel (a wake-up took 349 ms on one); put→receive latency is BenchmarkQueue's to measure.
+	require.Less(t, r.At.Sub(putAt), time.Second)
 
 	// Nothing arrives: the call returns after timeoutInSeconds.
 	start := time.Now()
