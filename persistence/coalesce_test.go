@@ -198,7 +198,7 @@ func TestCoalescedStatements(t *testing.T) {
 		}
 		puts = append(puts, batch)
 	}
-	stored, err := r.insertPlain(ctx, putKey{queueNo: queueNo, retentionSeconds: 3600}, puts)
+	stored, err := r.insertBatches(ctx, putKey{queueNo: queueNo, retentionSeconds: 3600}, puts)
 	require.NoError(t, err)
 	require.Len(t, stored, 3)
 	for caller, results := range stored {
@@ -253,7 +253,7 @@ func TestCoalescedStatements(t *testing.T) {
 	owned[1].Limit = 1
 	owned[2].Limit, owned[2].Owner = 3, "watch-2"
 	for i := range 6 {
-		_, err := r.insertPlain(ctx, putKey{queueNo: queueNo, retentionSeconds: 3600},
+		_, err := r.insertBatches(ctx, putKey{queueNo: queueNo, retentionSeconds: 3600},
 			[][]NewMessage{{{ChannelID: "ch", SizeBytes: 1, Content: strconv.Itoa(i), Groups: []int32{0}}}})
 		require.NoError(t, err)
 	}
@@ -378,7 +378,7 @@ func TestLeaseAcknowledgingBatch(t *testing.T) {
 	for k := range 10 {
 		batch = append(batch, NewMessage{ChannelID: "ch", SizeBytes: 4, Content: strconv.Itoa(k), Groups: []int32{0}})
 	}
-	_, err := r.insertPlain(ctx, putKey{queueNo: queueNo, retentionSeconds: 3600}, [][]NewMessage{batch})
+	_, err := r.insertBatches(ctx, putKey{queueNo: queueNo, retentionSeconds: 3600}, [][]NewMessage{batch})
 	require.NoError(t, err)
 	lease := LeaseRequest{Channels: []string{"ch"}, VisibilitySeconds: 60, LeaseID: 5, Limit: 4}
 	first, err := r.leaseBatch(ctx, leaseKey{queueNo: queueNo, channels: "ch", visibilitySeconds: 60}, []LeaseRequest{lease})

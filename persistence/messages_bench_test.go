@@ -35,7 +35,7 @@ func BenchmarkLease(b *testing.B) {
 				batch = append(batch, NewMessage{ChannelID: bc.channels[i%len(bc.channels)], SizeBytes: 16,
 					Content: "0123456789abcdef", Groups: []int32{0}})
 				if len(batch) == cap(batch) || i == b.N*limit-1 {
-					if _, err := r.insertPlain(ctx, putKey{queueNo: no, retentionSeconds: 3600}, [][]NewMessage{batch}); err != nil {
+					if _, err := r.insertBatches(ctx, putKey{queueNo: no, retentionSeconds: 3600}, [][]NewMessage{batch}); err != nil {
 						b.Fatal(err)
 					}
 					batch = batch[:0]
@@ -61,7 +61,7 @@ func BenchmarkLease(b *testing.B) {
 	}
 }
 
-// BenchmarkInsertPlain stores batches of 20 × 1 KiB messages through insertPlain (one statement per batch) and
+// BenchmarkInsertPlain stores batches of 20 × 1 KiB messages through insertBatches (one statement per batch) and
 // reports the bytes ferry allocates per batch: pgx's own text[] encoding regrows its parameter buffer from 256
 // bytes by doubling for every statement.
 //
@@ -84,7 +84,7 @@ func BenchmarkInsertFanout(b *testing.B) {
 	b.ReportMetric(float64(b.Elapsed().Microseconds())/float64(b.N*20*len(groups)), "µs/row")
 }
 
-// benchmarkInsert stores b.N batches of 20 × 1 KiB messages of channel for groups through insertPlain.
+// benchmarkInsert stores b.N batches of 20 × 1 KiB messages of channel for groups through insertBatches.
 func benchmarkInsert(b *testing.B, channel string, groups []int32) {
 	ctx := context.Background()
 	r := NewMessages(connectTest(b, testdb.New(b)), false)
@@ -95,7 +95,7 @@ func benchmarkInsert(b *testing.B, channel string, groups []int32) {
 	}
 	b.ResetTimer()
 	for range b.N {
-		if _, err := r.insertPlain(ctx, putKey{queueNo: 7, retentionSeconds: 3600}, [][]NewMessage{batch}); err != nil {
+		if _, err := r.insertBatches(ctx, putKey{queueNo: 7, retentionSeconds: 3600}, [][]NewMessage{batch}); err != nil {
 			b.Fatal(err)
 		}
 	}

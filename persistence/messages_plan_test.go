@@ -100,7 +100,7 @@ func TestPlans(t *testing.T) {
 				batch[i] = NewMessage{ChannelID: []string{"a", "b", "c"}[i%3], SizeBytes: 1, Content: "x",
 					Groups: []int32{int32(i % 2)}}
 			}
-			_, err := r.insertPlain(ctx, putKey{queueNo: no, retentionSeconds: 3600}, [][]NewMessage{batch})
+			_, err := r.insertBatches(ctx, putKey{queueNo: no, retentionSeconds: 3600}, [][]NewMessage{batch})
 			require.NoError(t, err)
 		}
 	}

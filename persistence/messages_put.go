@@ -45,7 +45,7 @@ func (r *Messages) Put(ctx context.Context, queueID string, retentionSeconds, de
 		if r.puts != nil && oneGroupEach(msgs) {
 			key := putKey{queueNo: no, retentionSeconds: retentionSeconds}
 			if hasOrdered(msgs) {
-				key.ordered, key.queueID = true, queueID
+				key.queueID = queueID
 			}
 			results, err := r.puts.do(ctx, key, msgs)
 			return results, interpretError("putting messages", err)
@@ -147,8 +147,7 @@ func (r *Messages) Put(ctx context.Context, queueID string, retentionSeconds, de
 type putKey struct {
 	queueNo          int64
 	retentionSeconds int32
-	ordered          bool
-	queueID          string // of an ordered batch: its group locks are named after it
+	queueID          string // set for an ordered batch only (its group locks are named after it): the kinds' keys differ
 }
 
 // oneGroupEach: every message goes to exactly one consumer group. Such puts coalesce; a fanout to several groups
@@ -162,11 +161,11 @@ func hasOrdered(msgs []NewMessage) bool {
 	return slices.ContainsFunc(msgs, func(m NewMessage) bool { return m.MessageGroup != "" })
 }
 
-// insertPlain stores the batches of concurrent puts (coalescer) in one transaction — one WAL flush — and returns
+// insertBatches stores the batches of concurrent puts (coalescer) in one transaction — one WAL flush — and returns
 // each batch's results: plain ones in one statement; ordered ones under the union of their message groups'
 // locks (taken in lock_groups' global order, so that concurrent batches cannot deadlock), in one statement that
 // queues each group's messages in batch order (a put's messages before those of a put coalesced after it).
-func (r *Messages) insertPlain(ctx context.Context, key putKey, items [][]NewMessage) ([][]PutResult, error) {
+func (r *Messages) insertBatches(ctx context.Context, key putKey, items [][]NewMessage) ([][]PutResult, error) {
 	all := items[0]
 	if len(items) > 1 {
 		all = slices.Concat(items...)

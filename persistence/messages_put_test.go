@@ -80,14 +80,14 @@ func TestMessagesPutDeduplicates(t *testing.T) {
 	})
 }
 
-// TestMessagesOrderedPutsCoalesce: ordered puts of a queue share one transaction (insertPlain under the union of
+// TestMessagesOrderedPutsCoalesce: ordered puts of a queue share one transaction (insertBatches under the union of
 // their message groups' locks), and each group still queues in publish order — a put's messages before those of
 // a put coalesced after it — with one head per group.
 func TestMessagesOrderedPutsCoalesce(t *testing.T) {
 	eachMode(t, func(t *testing.T, f *msgFixture) {
 		first := []NewMessage{msg("ch", "a1", "a"), msg("ch", "b1", "b"), msg("ch", "a2", "a")}
 		second := []NewMessage{msg("ch", "a3", "a"), msg("ch", "plain", ""), msg("ch", "b2", "b")}
-		got, err := f.r.insertPlain(f.ctx, putKey{queueNo: f.queueNo, retentionSeconds: 3600, ordered: true, queueID: f.queueID},
+		got, err := f.r.insertBatches(f.ctx, putKey{queueNo: f.queueNo, retentionSeconds: 3600, queueID: f.queueID},
 			[][]NewMessage{first, second})
 		require.NoError(t, err)
 		require.Len(t, got, 2)

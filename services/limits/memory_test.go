@@ -36,7 +36,6 @@ func TestReturnMemoryKeepsABusyHeap(t *testing.T) {
 	for range 64 {
 		keep = append(keep, make([]byte, 1<<20)) // 64 MiB allocated since the previous refresh
 	}
-	_ = keep
 	before := s.lastFree
 	s.returnMemory()
 	if s.lastFree != before {
