@@ -84,16 +84,25 @@ func TestLongPollTimeouts(t *testing.T) {
 	require.NoError(t, err)
 	require.Equal(t, http.StatusOK, resp.StatusCode(), string(resp.Body))
 	require.Empty(t, resp.JSON200.Messages)
-	require.InDelta(t, 1.0, time.Since(start).Seconds(), 0.5)
+	waitedAbout(t, time.Since(start), time.Second)
 
 	start = time.Now()
 	require.Empty(t, c.Get(t, q, e2e.Timeout(2)))
-	require.InDelta(t, 2.0, time.Since(start).Seconds(), 0.5)
+	waitedAbout(t, time.Since(start), 2*time.Second)
 
 	start = time.Now()
 	require.Empty(t, c.Get(t, q, e2e.Timeout(0)))
 	require.Less(t, time.Since(start), 500*time.Millisecond, "timeoutInSeconds 0 answers at once")
 	require.Zero(t, srv.Node.Messaging().Waiting())
+}
+
+// waitedAbout checks that an empty long poll answered at its timeout: not before it (less a timer's slack), and
+// well before any other timeout the call could have used; the late side allows for a loaded machine, where a 2 s
+// poll has answered after 3.1 s.
+func waitedAbout(t *testing.T, waited, timeout time.Duration) {
+	t.Helper()
+	require.GreaterOrEqual(t, waited, timeout-50*time.Millisecond, "answered before the timeout")
+	require.Less(t, waited, timeout+3*time.Second, "answered at the timeout")
 }
 
 // TestManyLongPollsHoldNoConnections: 200 long polls on an empty queue wait without holding database connections;
@@ -114,12 +123,21 @@ func TestManyLongPollsHoldNoConnections(t *testing.T) {
 	}
 	require.Eventually(t, func() bool { return srv.Node.Messaging().Waiting() == waiters }, 10*time.Second, 10*time.Millisecond)
 	// Each waiter looks once more right after registering; after that, waiting holds no connection: sample the
-	// pool for a while.
+	// pool for a while. Waiters that held connections would take the whole pool (20); the node's background work
+	// (maintenance, limits, metering) holds one or two at times, a few more when a loaded machine slows its
+	// statements: every sample stays well under the pool's size, and most at the background's usual one or two.
 	require.Eventually(t, func() bool { return srv.Pool.Stat().AcquiredConns() <= 2 }, 10*time.Second, 5*time.Millisecond)
-	for range 20 {
-		require.LessOrEqual(t, srv.Pool.Stat().AcquiredConns(), int32(2), "connections held while %d calls wait", waiters)
+	const samples = 20
+	few := 0
+	for range samples {
+		acquired := srv.Pool.Stat().AcquiredConns()
+		require.LessOrEqual(t, acquired, int32(6), "connections held while %d calls wait", waiters)
+		if acquired <= 2 {
+			few++
+		}
 		time.Sleep(10 * time.Millisecond) // sampling over a while is the subject: nothing to wait for
 	}
+	require.GreaterOrEqual(t, few, samples/2, "samples with at most 2 connections held while %d calls wait", waiters)
 
 	putAt := time.Now()
 	var sent []int64
