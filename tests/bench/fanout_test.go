@@ -134,10 +134,10 @@ func BenchmarkPublishFanout(b *testing.B) {
 				b.Fatal(err)
 			}
 			// Consumption: one group drains its messages (GetMessages of 20, DeleteMessages of what it got), after a
-			// VACUUM ANALYZE of the message tables, so that autovacuum's pass over the rows just put runs beside
-			// neither size's drain and every size is planned with statistics of its own rows (the table held the
-			// previous size's: with a plain VACUUM, 10 groups drained at a third of 1 group's and 100 groups' rate);
-			// the median of a few slices, so that one slow moment of the machine does not decide it.
+			// VACUUM ANALYZE of the message tables, so that autovacuum's pass over the rows just put (and its
+			// analyze of them) runs beside neither size's drain; the median of a few slices, so that one slow
+			// moment of the machine does not decide it (slices of the same drain have differed 2–4×, with no
+			// statement of the drain over 2 ms: the serial client's turns on a busy machine).
 			if _, err := srv.Pool.Exec(ctx, `VACUUM ANALYZE messages, message_bodies`); err != nil {
 				b.Fatal(err)
 			}
