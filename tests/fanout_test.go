@@ -414,7 +414,9 @@ func TestFanoutLongPollPerGroup(t *testing.T) {
 	require.Equal(t, []int{1}, e2e.GroupCounts(c.Put(t, q, e2e.WithAttrs("for red", map[string]any{"color": "red"}))))
 	got := <-red
 	require.Equal(t, []string{"for red"}, e2e.Contents(got.msgs))
-	require.Less(t, got.at.Sub(putAt), 500*time.Millisecond, "the red long poll was woken by the put")
+	// Woken by the put, not by its 10-second timeout: the bound leaves room for a loaded machine running the
+	// suite in parallel (latency is the benchmarks' to measure).
+	require.Less(t, got.at.Sub(putAt), 2*time.Second, "the red long poll was woken by the put")
 	other := <-blue
 	require.Empty(t, other.msgs, "blue's filter did not match: its long poll ran to its timeout")
 	require.GreaterOrEqual(t, other.at.Sub(putAt), time.Second)
