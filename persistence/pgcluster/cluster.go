@@ -7,6 +7,7 @@ package pgcluster
 
 import (
 	"bufio"
+	"bytes"
 	"cmp"
 	"context"
 	"crypto/sha256"
@@ -410,6 +411,11 @@ func (c *Cluster) start(ctx context.Context) error {
 		// rate of a queue of 10,000, its pages copied in from the kernel's cache; with 1 GB, at 92 %. Memory is
 		// only taken as pages are used. (Test clusters keep the default: their databases are small.)
 		args = append(args, "-c", "shared_buffers=1GB")
+		// After a crash, PostgreSQL first syncs its whole data directory; file by file (the default) that took
+		// 2–3 s of a 3.4 s recovery, one syncfs of the file system 0.5 s. (PostgreSQL 14 and later, on Linux.)
+		if runtime.GOOS == "linux" && c.majorVersion() >= 14 {
+			args = append(args, "-c", "recovery_init_sync_method=syncfs")
+		}
 	}
 	for name, value := range c.opts.Settings {
 		args = append(args, "-c", name+"="+value)
@@ -422,6 +428,16 @@ func (c *Cluster) start(ctx context.Context) error {
 	c.watching = make(chan struct{})
 	go c.supervise(exited)
 	return nil
+}
+
+// majorVersion is the PostgreSQL major version of the data directory (its PG_VERSION file), 0 if unreadable.
+func (c *Cluster) majorVersion() int {
+	raw, err := os.ReadFile(filepath.Join(c.pgdata, "PG_VERSION"))
+	if err != nil {
+		return 0
+	}
+	major, _ := strconv.Atoi(strings.TrimSpace(string(raw)))
+	return major
 }
 
 // spawn runs postgres with c.args and waits until it accepts connections; it returns the channel closed when it
@@ -574,15 +590,24 @@ func reachable(path string, uid, gid uint32) bool {
 	}
 }
 
+// isPostgres reports whether pid is a live postgres process. A zombie is not: a postmaster whose ferry died is
+// reparented to init and, once it exits, stays a zombie until init reaps it (seconds under some inits), though it
+// holds nothing any more — waiting for it to vanish delayed every restart by that long.
 func isPostgres(pid int) bool {
 	if err := syscall.Kill(pid, 0); err != nil && !errors.Is(err, syscall.EPERM) {
 		return false
 	}
-	comm, err := os.ReadFile(fmt.Sprintf("/proc/%d/comm", pid))
+	stat, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
 	if err != nil {
 		return runtime.GOOS != "linux" // no /proc: trust kill(0)
 	}
-	return strings.HasPrefix(strings.TrimSpace(string(comm)), "postgres")
+	// "pid (comm) state ...": comm may hold spaces and parentheses, so split at the last ')'.
+	open, closing := bytes.IndexByte(stat, '('), bytes.LastIndexByte(stat, ')')
+	if open < 0 || closing < open || len(stat) < closing+3 {
+		return false
+	}
+	comm, state := string(stat[open+1:closing]), stat[closing+2]
+	return strings.HasPrefix(comm, "postgres") && state != 'Z' && state != 'X'
 }
 
 func freePort() (int, error) {

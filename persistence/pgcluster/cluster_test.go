@@ -3,6 +3,7 @@ package pgcluster
 import (
 	"context"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strconv"
 	"strings"
@@ -139,4 +140,37 @@ func TestOpenWaitsForAStoppingCluster(t *testing.T) {
 	require.True(t, got.c.Owned(), "started afresh")
 	ping(t, got.c.URL(""))
 	require.NoError(t, first.Stop(ctx))
+}
+
+// TestIsPostgresIgnoresZombies: a postmaster that has exited but is not yet reaped (its ferry died, and init reaps
+// orphans when it gets to them) no longer runs; waiting for its zombie to vanish delayed every restart of ferry.
+func TestIsPostgresIgnoresZombies(t *testing.T) {
+	binDir, err := FindBinaries()
+	if err != nil {
+		t.Skip(err)
+	}
+	if _, err := os.Stat("/proc/self/stat"); err != nil {
+		t.Skip("no /proc")
+	}
+	exited := exec.Command(binary(binDir, "postgres"), "--version")
+	require.NoError(t, exited.Start()) // not waited for: it stays a zombie until Wait
+	defer func() { _ = exited.Wait() }()
+	require.Eventually(t, func() bool {
+		stat, err := os.ReadFile("/proc/" + strconv.Itoa(exited.Process.Pid) + "/stat")
+		return err == nil && strings.Contains(string(stat), ") Z ")
+	}, 10*time.Second, 10*time.Millisecond)
+	require.False(t, isPostgres(exited.Process.Pid), "a zombie postgres is not running")
+
+	live := exec.Command("sleep", "10")
+	require.NoError(t, live.Start())
+	defer func() { _ = live.Process.Kill(); _ = live.Wait() }()
+	require.False(t, isPostgres(live.Process.Pid), "another program is not postgres")
+
+	c, err := Open(context.Background(), Options{Dir: t.TempDir(), NoSync: true, Database: "ferry_test"})
+	require.NoError(t, err)
+	defer func() { _ = c.Stop(context.Background()) }()
+	c.mu.Lock()
+	pid := c.proc.Pid
+	c.mu.Unlock()
+	require.True(t, isPostgres(pid), "a running postmaster")
 }
