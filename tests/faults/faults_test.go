@@ -200,11 +200,13 @@ func postgresWork(t *testing.T, path string, offset int64) time.Duration {
 	var shown []string
 	began := map[int]time.Time{}
 	for _, line := range strings.Split(string(raw[offset:]), "\n") {
-		// log_line_prefix '%m [%p] ': "2026-01-02 15:04:05.000 UTC [123] LOG:  ..."
-		if len(line) < 27 {
+		// log_line_prefix '%m [%p] ': "2026-01-02 15:04:05.000 UTC [123] LOG:  ...". A line it cannot date counts
+		// for nothing, which leaves the whole outage to ferry's bound.
+		stamp, _, ok := strings.Cut(line, " [")
+		if !ok {
 			continue
 		}
-		at, err := time.Parse("2006-01-02 15:04:05.000 MST", line[:27])
+		at, err := time.Parse("2006-01-02 15:04:05.000 MST", stamp)
 		if err != nil {
 			continue
 		}
