@@ -12,6 +12,7 @@ import (
 	"encoding/hex"
 	"encoding/json"
 	"fmt"
+	"io"
 	"net"
 	"net/http"
 	"os"
@@ -143,14 +144,21 @@ func (o outage) String() string {
 	return fmt.Sprintf("%v (PostgreSQL's own work %v)", o.total.Round(time.Millisecond), o.postgres.Round(time.Millisecond))
 }
 
-func (f *ferry) postgresLog() string { return filepath.Join(f.dir, "data", "postgres", "postgres.log") }
+// postgresDir is where the embedded cluster lives: pgdata/ and postgres.log.
+func (f *ferry) postgresDir() string { return filepath.Join(f.dir, "data", "postgres") }
 
+// postgresLogSize is where PostgreSQL's log ends now: what it writes after a fault starts there.
 func (f *ferry) postgresLogSize() int64 {
-	st, err := os.Stat(f.postgresLog())
+	st, err := os.Stat(filepath.Join(f.postgresDir(), "postgres.log"))
 	if err != nil {
 		return 0
 	}
 	return st.Size()
+}
+
+// outage pairs how long ferry was not ready with PostgreSQL's own work in its log from offset on.
+func (f *ferry) outage(total time.Duration, offset int64) outage {
+	return outage{total: total, postgres: postgresWork(f.t, filepath.Join(f.postgresDir(), "postgres.log"), offset)}
 }
 
 // crash SIGKILLs ferry (its PostgreSQL gets its parent-death signal) and starts it again at once.
@@ -158,14 +166,13 @@ func (f *ferry) crash() outage {
 	offset := f.postgresLogSize()
 	_ = f.cmd.Process.Kill()
 	_ = f.cmd.Wait()
-	total := f.start()
-	return outage{total: total, postgres: postgresWork(f.t, f.postgresLog(), offset)}
+	return f.outage(f.start(), offset)
 }
 
 // killPostgres SIGKILLs every process of ferry's PostgreSQL at once, as a power cut would: whatever was not on
 // disk is gone. It returns how long ferry took to answer /readyz again, and PostgreSQL's part of that.
 func (f *ferry) killPostgres() outage {
-	lines, err := os.ReadFile(filepath.Join(f.dir, "data", "postgres", "pgdata", "postmaster.pid"))
+	lines, err := os.ReadFile(filepath.Join(f.postgresDir(), "pgdata", "postmaster.pid"))
 	require.NoError(f.t, err)
 	pid, err := strconv.Atoi(strings.SplitN(string(lines), "\n", 2)[0])
 	require.NoError(f.t, err)
@@ -175,7 +182,7 @@ func (f *ferry) killPostgres() outage {
 	time.Sleep(200 * time.Millisecond)
 	for {
 		if status, _ := f.call(context.Background(), http.MethodGet, "/readyz", nil, nil); status == http.StatusOK {
-			return outage{total: time.Since(began), postgres: postgresWork(f.t, f.postgresLog(), offset)}
+			return f.outage(time.Since(began), offset)
 		}
 		if time.Since(began) > 60*time.Second {
 			f.t.Fatalf("ferry did not become ready again within 60 s of its PostgreSQL's death")
@@ -189,17 +196,21 @@ func (f *ferry) killPostgres() outage {
 // accept connections" (after a kill: syncing the data directory, redo and the end-of-recovery checkpoint). The
 // lines of those spans go to the test's log.
 func postgresWork(t *testing.T, path string, offset int64) time.Duration {
-	raw, err := os.ReadFile(path)
+	file, err := os.Open(path)
 	require.NoError(t, err)
-	require.LessOrEqual(t, offset, int64(len(raw)))
+	defer file.Close()
+	_, err = file.Seek(offset, io.SeekStart)
+	require.NoError(t, err)
+	raw, err := io.ReadAll(file)
+	require.NoError(t, err)
 	spans := []struct{ begin, end string }{
 		{"received fast shutdown request", "database system is shut down"},
 		{"starting PostgreSQL", "database system is ready to accept connections"},
 	}
 	var work time.Duration
 	var shown []string
-	began := map[int]time.Time{}
-	for _, line := range strings.Split(string(raw[offset:]), "\n") {
+	began := make([]time.Time, len(spans)) // of each span, while it is open
+	for _, line := range strings.Split(string(raw), "\n") {
 		// log_line_prefix '%m [%p] ': "2026-01-02 15:04:05.000 UTC [123] LOG:  ...". A line it cannot date counts
 		// for nothing, which leaves the whole outage to ferry's bound.
 		stamp, _, ok := strings.Cut(line, " [")
@@ -217,7 +228,7 @@ func postgresWork(t *testing.T, path string, offset int64) time.Duration {
 				shown = append(shown, line)
 			case strings.Contains(line, span.end) && !began[i].IsZero():
 				work += at.Sub(began[i])
-				delete(began, i)
+				began[i] = time.Time{}
 				shown = append(shown, line)
 			}
 		}
