@@ -25,7 +25,12 @@ import (
 //     the leased versions (fillfactor 50): a lease changes no indexed column, so PostgreSQL updates the row in
 //     place (a HOT update: no new index entries, the WAL record carries only the changed bytes); contents apart.
 //     The price, which is why ferry does not run it: a lease reads past the leased rows, in flight or not (it
-//     filters visible_at in the heap), and waiting ordered messages and delayed ones would be read past too.
+//     filters visible_at in the heap), and waiting ordered messages and delayed ones would be read past too;
+//   - pk and nopkey (only when FERRY_BENCH_DESIGNS names them): today's columns, indexes and statements on a table of
+//     their own, with and without the primary key (queue_no, id, group_no). Every version a lease writes adds an
+//     entry to each index of the table, so without the key a lease adds one instead of two; nopkey acknowledges by
+//     the lease index's key instead (the leased version's channel and visible_at, which a receipt would have to
+//     carry), which is what a table without the key would have to do.
 //
 // FERRY_BENCH_DESIGN_IDLE (default 0) stores that many messages of another queue beside the drains, as a shared
 // service's table holds. It logs each phase's rate, PostgreSQL's CPU per message (all its processes: backends, WAL writer, autovacuum,
@@ -49,6 +54,17 @@ func BenchmarkLeaseDesigns(b *testing.B) {
 		{name: "hot", apart: true, hot: true, lease: hotLease, ack: hotAck, ackBodies: hotAckBodies},
 		{name: "segments", segments: true},
 	}
+	if strings.Contains(os.Getenv("FERRY_BENCH_DESIGNS"), "pk") {
+		pkReplacer := func(tab string) *strings.Replacer {
+			return strings.NewReplacer(" FROM messages\n", " FROM "+tab+"\n", "UPDATE messages m", "UPDATE "+tab+" m", "DELETE FROM messages m", "DELETE FROM "+tab+" m")
+		}
+		pk, nopk := pkReplacer("bench_pk_messages"), pkReplacer("bench_nopk_messages")
+		designs = append(designs,
+			&leaseDesign{name: "pk", tab: "bench_pk_messages", lease: pk.Replace(goldenStatement(b, golden, "messages.lease_one")),
+				ack: pk.Replace(goldenStatement(b, golden, "messages.delete"))},
+			&leaseDesign{name: "nopkey", tab: "bench_nopk_messages", lease: nopk.Replace(goldenStatement(b, golden, "messages.lease_one")),
+				ack: noKeyAck, ackByLeaseKey: true})
+	}
 	if only := os.Getenv("FERRY_BENCH_DESIGNS"); only != "" { // a comma-separated subset, to look at one design
 		var chosen []*leaseDesign
 		for _, d := range designs {
@@ -58,7 +74,7 @@ func BenchmarkLeaseDesigns(b *testing.B) {
 		}
 		designs = chosen
 	}
-	for _, schema := range []string{hotSchema, segmentSchema} {
+	for _, schema := range []string{hotSchema, segmentSchema, keySchema} {
 		if _, err := n.pool.Exec(ctx, schema); err != nil {
 			b.Fatal(err)
 		}
@@ -75,7 +91,7 @@ func BenchmarkLeaseDesigns(b *testing.B) {
 		b.Logf("%d messages of another queue stored beside the drains", designIdle)
 	}
 	b.Cleanup(func() {
-		_, _ = n.pool.Exec(context.Background(), `DROP TABLE IF EXISTS bench_hot_messages, bench_hot_bodies, bench_seg_messages`)
+		_, _ = n.pool.Exec(context.Background(), `DROP TABLE IF EXISTS bench_hot_messages, bench_hot_bodies, bench_seg_messages, bench_pk_messages, bench_nopk_messages`)
 	})
 	for round := 1; round <= 2; round++ {
 		for _, d := range designs {
@@ -105,8 +121,10 @@ const designQueueNo = -1
 // ferry's (positional parameters as in statements.golden.sql); hot's take the same parameters.
 type leaseDesign struct {
 	name           string
-	apart, hot     bool // contents in message_bodies; the narrow table
-	segments       bool // the segments design (lease_segments_test.go)
+	apart, hot     bool   // contents in message_bodies; the narrow table
+	segments       bool   // the segments design (lease_segments_test.go)
+	tab            string // a table of its own with today's columns (pk, nopkey)
+	ackByLeaseKey  bool   // ack's $6 and $7 are the leased versions' channels and visible_at
 	lease, ack     string
 	ackBodies      string
 	rate, pgMicros float64 // sums over the rounds
@@ -164,6 +182,34 @@ RETURNING m.group_no, m.id, false, m.lease_id`
 	hotAckBodies = `DELETE FROM bench_hot_bodies b WHERE b.queue_no = $1 AND b.id = ANY ($2::bigint[])`
 )
 
+// keySchema is the tables of the pk and nopkey designs: today's columns, storage and indexes, one table each (not
+// partitioned), with and without the primary key.
+const keySchema = `
+DROP TABLE IF EXISTS bench_pk_messages, bench_nopk_messages;
+CREATE TABLE bench_pk_messages (LIKE messages INCLUDING DEFAULTS INCLUDING CONSTRAINTS INCLUDING STORAGE)
+	WITH (fillfactor = 80, ` + designAutovacuum + `);
+ALTER TABLE bench_pk_messages ADD PRIMARY KEY (queue_no, id, group_no);
+CREATE TABLE bench_nopk_messages (LIKE bench_pk_messages INCLUDING DEFAULTS INCLUDING CONSTRAINTS INCLUDING STORAGE)
+	WITH (fillfactor = 80, ` + designAutovacuum + `);
+DO $$
+DECLARE
+	t text;
+BEGIN
+	FOREACH t IN ARRAY ARRAY['bench_pk_messages', 'bench_nopk_messages'] LOOP
+		EXECUTE format('CREATE INDEX ON %I (queue_no, group_no, dlq, channel_id, visible_at, id)', t);
+		EXECUTE format('CREATE INDEX ON %I (queue_no, group_no, message_group, id) WHERE message_group IS NOT NULL AND NOT dlq', t);
+		EXECUTE format('CREATE INDEX ON %I (queue_no, group_no, lease_owner) WHERE lease_owner IS NOT NULL', t);
+	END LOOP;
+END $$;`
+
+// noKeyAck is messages.delete without the primary key: each receipt names its row by the lease index's key.
+const noKeyAck = `
+DELETE FROM bench_nopk_messages m
+USING unnest($1::int[], $2::bigint[], $3::bigint[], $4::bool[], $6::text[], $7::timestamptz[]) AS r(group_no, id, lease_id, dlq, channel_id, visible_at)
+WHERE m.queue_no = $5 AND m.group_no = r.group_no AND m.dlq = r.dlq AND m.channel_id = r.channel_id
+	AND m.visible_at = r.visible_at AND m.id = r.id AND m.lease_id = r.lease_id
+RETURNING m.group_no, m.id, false, m.lease_id`
+
 // goldenStatement is the text of the named statement in statements.golden.sql.
 func goldenStatement(b *testing.B, golden []byte, name string) string {
 	_, rest, found := strings.Cut(string(golden), "\n-- "+name+"\n")
@@ -184,12 +230,14 @@ func (d *leaseDesign) fill(b *testing.B, n *node) {
 		`DELETE FROM message_bodies WHERE queue_no = $1`,
 		`DELETE FROM bench_hot_bodies WHERE queue_no = $1`,
 		`DELETE FROM bench_seg_messages WHERE queue_no = $1`,
+		`DELETE FROM bench_pk_messages WHERE queue_no = $1`,
+		`DELETE FROM bench_nopk_messages WHERE queue_no = $1`,
 	}
 	switch {
 	case d.segments:
 		statements = append(statements, segmentFill)
 	case !d.apart:
-		statements = append(statements, `INSERT INTO messages (queue_no, group_no, id, channel_id, visible_at, expire_at, size_bytes, content)
+		statements = append(statements, `INSERT INTO `+d.table()+` (queue_no, group_no, id, channel_id, visible_at, expire_at, size_bytes, content)
 			SELECT $1, 0, g, '', now(), now() + interval '7 days', 1024, `+content+` FROM generate_series(1, $2::int) g`)
 	default:
 		statements = append(statements, `INSERT INTO `+d.bodies()+` (queue_no, id, content)
@@ -207,7 +255,8 @@ func (d *leaseDesign) fill(b *testing.B, n *node) {
 		}
 	}
 	for _, sql := range []string{`VACUUM ANALYZE messages`, `VACUUM ANALYZE message_bodies`, `VACUUM ANALYZE bench_hot_messages`,
-		`VACUUM ANALYZE bench_hot_bodies`, `VACUUM ANALYZE bench_seg_messages`, `CHECKPOINT`} {
+		`VACUUM ANALYZE bench_hot_bodies`, `VACUUM ANALYZE bench_seg_messages`, `VACUUM ANALYZE bench_pk_messages`,
+		`VACUUM ANALYZE bench_nopk_messages`, `CHECKPOINT`} {
 		if _, err := n.pool.Exec(ctx, sql); err != nil {
 			b.Fatal(err)
 		}
@@ -225,6 +274,9 @@ func (d *leaseDesign) bodies() string {
 
 // table is the design's delivery-state table.
 func (d *leaseDesign) table() string {
+	if d.tab != "" {
+		return d.tab
+	}
 	if d.segments {
 		return "bench_seg_messages"
 	}
@@ -307,6 +359,8 @@ func (d *leaseDesign) leaseAndAck(ctx context.Context, n *node, leaseID int64) (
 	var groups []int32
 	var ids, leases []int64
 	var dlqs []bool
+	var channels []string
+	var visibleAt []time.Time
 	for rows.Next() {
 		values, err := rows.Values()
 		if err != nil {
@@ -319,12 +373,17 @@ func (d *leaseDesign) leaseAndAck(ctx context.Context, n *node, leaseID int64) (
 		}
 		groups, ids = append(groups, values[0].(int32)), append(ids, values[1].(int64))
 		leases, dlqs = append(leases, leaseID), append(dlqs, false)
+		channels, visibleAt = append(channels, values[2].(string)), append(visibleAt, values[3].(time.Time))
 	}
 	rows.Close()
 	if err := rows.Err(); err != nil || len(ids) == 0 {
 		return 0, err
 	}
-	tag, err := n.pool.Exec(ctx, d.ack, groups, ids, leases, dlqs, designQueueNo)
+	args := []any{groups, ids, leases, dlqs, designQueueNo}
+	if d.ackByLeaseKey {
+		args = append(args, channels, visibleAt)
+	}
+	tag, err := n.pool.Exec(ctx, d.ack, args...)
 	if err != nil {
 		return 0, err
 	}
