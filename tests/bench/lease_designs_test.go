@@ -14,7 +14,7 @@ import (
 // BenchmarkLeaseDesigns measures PostgreSQL alone — no ferry, no HTTP in the path — draining the same backlog
 // (FERRY_BENCH_DRAIN_MESSAGES, default 100,000 messages of 1 KiB, random hex) with FERRY_BENCH_DESIGN_WORKERS
 // (default 4) connections, each leasing 48 at a time (one statement, its own commit) and then acknowledging them
-// (another), under three table designs, alternated for two rounds, each round starting settled (VACUUM ANALYZE,
+// (another), under the table designs below, alternated for two rounds, each round starting settled (VACUUM ANALYZE,
 // CHECKPOINT):
 //
 //   - today: ferry's messages table and its own statements, read from persistence/testdata/statements.golden.sql

@@ -22,6 +22,7 @@ var (
 	rabbitURL      = envString("FERRY_BENCH_RABBITMQ_URL", "amqp://guest:guest@127.0.0.1:5672/")
 	peerMessages   = envInt("FERRY_BENCH_PEER_MESSAGES", 100_000)
 	peerWorkers    = envInt("FERRY_BENCH_PEER_WORKERS", 8)
+	peerRounds     = max(1, envInt("FERRY_BENCH_PEER_ROUNDS", 3))
 	rabbitQueue    = "ferry-bench-peer"
 	rabbitWindow   = 256 // publisher confirms in flight
 	rabbitPrefetch = 100 // unacknowledged deliveries to the consumer
@@ -90,7 +91,7 @@ func beamCPU() float64 {
 }
 
 // BenchmarkRabbitMQ runs the same durable workload on ferry and on a RabbitMQ quorum queue, alternated (ferry,
-// RabbitMQ, ferry with DeleteAndGetMessages, for two rounds), each phase after the database settled:
+// RabbitMQ, ferry with DeleteAndGetMessages, for peerRounds rounds), each phase after the database settled:
 // peerMessages 1 KiB messages published and then drained. ferry: peerWorkers HTTP workers putting batches of 20,
 // then peerWorkers getting 32 and deleting them (or acknowledging them with the next DeleteAndGetMessages).
 // RabbitMQ: one publisher with confirms, 256 in flight, and one consumer with manual acks, prefetch 100
@@ -111,12 +112,13 @@ func BenchmarkRabbitMQ(b *testing.B) {
 	n := startNode(b)
 
 	var ferrySum, combinedSum, rabbitSum lifecycle
+	var roundRatios []string // consume+ack, ferry's standard calls over RabbitMQ, round by round
 	add := func(sum *lifecycle, l lifecycle) {
 		sum.msgs += l.msgs
 		sum.publish += l.publish
 		sum.consume += l.consume
 	}
-	for round := 1; round <= 2; round++ {
+	for round := 1; round <= peerRounds; round++ {
 		n.settle(b)
 		f := n.ferryLifecycle(b, n.createQueue(b, fmt.Sprintf("peer-%d", round)), peerMessages, false)
 		b.Logf("round %d: ferry    %s", round, f)
@@ -125,6 +127,7 @@ func BenchmarkRabbitMQ(b *testing.B) {
 		r := rabbitLifecycle(b, conn, n, peerMessages)
 		b.Logf("round %d: rabbitmq %s", round, r)
 		add(&rabbitSum, r)
+		roundRatios = append(roundRatios, fmt.Sprintf("%.2f", f.consumeRate()/r.consumeRate()))
 		n.settle(b)
 		c := n.ferryLifecycle(b, n.createQueue(b, fmt.Sprintf("peer-combined-%d", round)), peerMessages, true)
 		b.Logf("round %d: ferry, DeleteAndGetMessages %s", round, c)
@@ -133,15 +136,16 @@ func BenchmarkRabbitMQ(b *testing.B) {
 	pub := ferrySum.publishRate() / rabbitSum.publishRate()
 	con := ferrySum.consumeRate() / rabbitSum.consumeRate()
 	whole := ferrySum.wholeRate() / rabbitSum.wholeRate()
-	b.Logf("ferry over RabbitMQ: publish %.2f, consume+ack %.2f, lifecycle %.2f (ferry %.0f/%.0f/%.0f msgs/s, RabbitMQ %.0f/%.0f/%.0f)",
-		pub, con, whole, ferrySum.publishRate(), ferrySum.consumeRate(), ferrySum.wholeRate(),
+	b.Logf("ferry over RabbitMQ: publish %.2f, consume+ack %.2f (rounds %s), lifecycle %.2f (ferry %.0f/%.0f/%.0f msgs/s, RabbitMQ %.0f/%.0f/%.0f)",
+		pub, con, strings.Join(roundRatios, ", "), whole, ferrySum.publishRate(), ferrySum.consumeRate(), ferrySum.wholeRate(),
 		rabbitSum.publishRate(), rabbitSum.consumeRate(), rabbitSum.wholeRate())
 	combCon := combinedSum.consumeRate() / rabbitSum.consumeRate()
 	combWhole := combinedSum.wholeRate() / rabbitSum.wholeRate()
 	b.Logf("ferry with DeleteAndGetMessages over RabbitMQ: consume+ack %.2f, lifecycle %.2f (ferry %.0f/%.0f/%.0f msgs/s)",
 		combCon, combWhole, combinedSum.publishRate(), combinedSum.consumeRate(), combinedSum.wholeRate())
-	fmt.Printf("ratio_over_rabbitmq publish=%.2f consume=%.2f lifecycle=%.2f combined_consume=%.2f combined_lifecycle=%.2f ferry_msgs_per_s=%.0f/%.0f rabbitmq_msgs_per_s=%.0f/%.0f\n",
-		pub, con, whole, combCon, combWhole, ferrySum.publishRate(), ferrySum.consumeRate(), rabbitSum.publishRate(), rabbitSum.consumeRate())
+	fmt.Printf("ratio_over_rabbitmq publish=%.2f consume=%.2f lifecycle=%.2f combined_consume=%.2f combined_lifecycle=%.2f ferry_msgs_per_s=%.0f/%.0f rabbitmq_msgs_per_s=%.0f/%.0f rounds=%d consume_by_round=%s\n",
+		pub, con, whole, combCon, combWhole, ferrySum.publishRate(), ferrySum.consumeRate(), rabbitSum.publishRate(), rabbitSum.consumeRate(),
+		peerRounds, strings.Join(roundRatios, "/"))
 }
 
 // redactURL hides an AMQP URL's password.
