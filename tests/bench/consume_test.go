@@ -26,7 +26,7 @@ var (
 // 32, then DeleteMessages of its receipts) and with DeleteAndGetMessages (each batch's receipts acknowledged by
 // the call that leases the next), durable (the default) and with FERRY_DB_ASYNC_COMMIT=true on a peer of the
 // same database. The phases alternate (A B B A) so that the machine's drift weighs on each alike. Each phase logs
-// its rate and, per message, the CPU of ferry, of this cluster's PostgreSQL and of the load generator, the WAL
+// its rate and, per message, the CPU of ferry, of this cluster's PostgreSQL (also by process: backends, autovacuum, …) and of the load generator, the WAL
 // bytes and the HTTP calls; with pg_stat_statements preloaded (FERRY_BENCH_PG_SETTINGS, see BenchmarkBacklog) its
 // statements too. Skipped unless FERRY_BENCH_CONSUME=1 (make bench sets it):
 //
@@ -140,6 +140,7 @@ func (db *node) drainPhase(b *testing.B, n *node, name string, consume consumer)
 	db.settle(b)
 	statements := db.statementsReset()
 	f0, p0, c0 := n.ferryCPU(), db.ownPostgresCPU(), processCPU(os.Getpid(), false)
+	roles0 := db.postgresCPUByRole()
 	w0, _ := db.walCounters(b)
 	var consumed, calls atomic.Int64
 	var mu sync.Mutex
@@ -170,6 +171,7 @@ func (db *node) drainPhase(b *testing.B, n *node, name string, consume consumer)
 	wg.Wait()
 	elapsed := time.Since(start).Seconds()
 	f1, p1, c1 := n.ferryCPU(), db.ownPostgresCPU(), processCPU(os.Getpid(), false)
+	roles1 := db.postgresCPUByRole()
 	w1, _ := db.walCounters(b)
 	msgs := float64(consumed.Load())
 	rate := msgs / elapsed
@@ -181,6 +183,7 @@ func (db *node) drainPhase(b *testing.B, n *node, name string, consume consumer)
 		means = append(means, fmt.Sprintf("%s %.2f ms (%d)", kind, c.total.Seconds()*1000/float64(c.n), c.n))
 	}
 	b.Logf("drain %s: each worker's calls, mean time: %s", name, strings.Join(means, ", "))
+	b.Logf("drain %s: PostgreSQL's CPU µs per message by process: %s", name, roleDelta(roles0, roles1, p1-p0, msgs))
 	for _, f := range n.failures() {
 		b.Logf("drain %s: failed call: %s", name, f)
 	}
