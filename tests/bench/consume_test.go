@@ -26,9 +26,9 @@ var (
 // 32, then DeleteMessages of its receipts) and with DeleteAndGetMessages (each batch's receipts acknowledged by
 // the call that leases the next), durable (the default) and with FERRY_DB_ASYNC_COMMIT=true on a peer of the
 // same database. The phases alternate (A B B A) so that the machine's drift weighs on each alike. Each phase logs
-// its rate and, per message, the CPU of ferry, of this cluster's PostgreSQL (also by process: backends, autovacuum, …) and of the load generator, the WAL
-// bytes and the HTTP calls; with pg_stat_statements preloaded (FERRY_BENCH_PG_SETTINGS, see BenchmarkBacklog) its
-// statements too. Skipped unless FERRY_BENCH_CONSUME=1 (make bench sets it):
+// its rate and, per message, the CPU of ferry, of this cluster's PostgreSQL (also by process: backends,
+// autovacuum, …) and of the load generator, the WAL bytes and the HTTP calls; with pg_stat_statements preloaded
+// (FERRY_BENCH_PG_SETTINGS, see BenchmarkBacklog) its statements too. Skipped unless FERRY_BENCH_CONSUME=1 (make bench sets it):
 //
 //	FERRY_BENCH_CONSUME=1 go test -run '^$' -bench Consume -benchtime 1x -v ./tests/bench/
 func BenchmarkConsume(b *testing.B) {

@@ -54,7 +54,9 @@ func BenchmarkLeaseDesigns(b *testing.B) {
 		{name: "hot", apart: true, hot: true, lease: hotLease, ack: hotAck, ackBodies: hotAckBodies},
 		{name: "segments", segments: true},
 	}
-	if strings.Contains(os.Getenv("FERRY_BENCH_DESIGNS"), "pk") {
+	only := os.Getenv("FERRY_BENCH_DESIGNS") // a comma-separated subset, to look at one design
+	named := func(name string) bool { return strings.Contains(","+only+",", ","+name+",") }
+	if named("pk") || named("nopkey") {
 		pkReplacer := func(tab string) *strings.Replacer {
 			return strings.NewReplacer(" FROM messages\n", " FROM "+tab+"\n", "UPDATE messages m", "UPDATE "+tab+" m", "DELETE FROM messages m", "DELETE FROM "+tab+" m")
 		}
@@ -65,10 +67,10 @@ func BenchmarkLeaseDesigns(b *testing.B) {
 			&leaseDesign{name: "nopkey", tab: "bench_nopk_messages", lease: nopk.Replace(goldenStatement(b, golden, "messages.lease_one")),
 				ack: noKeyAck, ackByLeaseKey: true})
 	}
-	if only := os.Getenv("FERRY_BENCH_DESIGNS"); only != "" { // a comma-separated subset, to look at one design
+	if only != "" {
 		var chosen []*leaseDesign
 		for _, d := range designs {
-			if strings.Contains(","+only+",", ","+d.name+",") {
+			if named(d.name) {
 				chosen = append(chosen, d)
 			}
 		}
