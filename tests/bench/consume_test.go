@@ -28,7 +28,8 @@ var (
 // same database. The phases alternate (A B B A) so that the machine's drift weighs on each alike. Each phase logs
 // its rate and, per message, the CPU of ferry, of this cluster's PostgreSQL (also by process: backends,
 // autovacuum, …) and of the load generator, the WAL bytes and the HTTP calls; with pg_stat_statements preloaded
-// (FERRY_BENCH_PG_SETTINGS, see BenchmarkBacklog) its statements too. Skipped unless FERRY_BENCH_CONSUME=1 (make bench sets it):
+// (FERRY_BENCH_PG_SETTINGS, see BenchmarkBacklog) its statements too. Skipped unless FERRY_BENCH_CONSUME=1 (make
+// bench sets it):
 //
 //	FERRY_BENCH_CONSUME=1 go test -run '^$' -bench Consume -benchtime 1x -v ./tests/bench/
 func BenchmarkConsume(b *testing.B) {

@@ -51,8 +51,8 @@ func BenchmarkLeaseDesigns(b *testing.B) {
 		{name: "today", lease: goldenStatement(b, golden, "messages.lease_one"), ack: goldenStatement(b, golden, "messages.delete")},
 		{name: "bodies", apart: true, lease: goldenStatement(b, golden, "messages.lease_one"), ack: goldenStatement(b, golden, "messages.delete"),
 			ackBodies: goldenStatement(b, golden, "messages.delete_bodies")},
-		{name: "hot", apart: true, hot: true, lease: hotLease, ack: hotAck, ackBodies: hotAckBodies},
-		{name: "segments", segments: true},
+		{name: "hot", tab: "bench_hot_messages", apart: true, hot: true, lease: hotLease, ack: hotAck, ackBodies: hotAckBodies},
+		{name: "segments", tab: "bench_seg_messages", segments: true},
 	}
 	only := os.Getenv("FERRY_BENCH_DESIGNS") // a comma-separated subset, to look at one design
 	named := func(name string) bool { return strings.Contains(","+only+",", ","+name+",") }
@@ -93,7 +93,7 @@ func BenchmarkLeaseDesigns(b *testing.B) {
 		b.Logf("%d messages of another queue stored beside the drains", designIdle)
 	}
 	b.Cleanup(func() {
-		_, _ = n.pool.Exec(context.Background(), `DROP TABLE IF EXISTS bench_hot_messages, bench_hot_bodies, bench_seg_messages, bench_pk_messages, bench_nopk_messages`)
+		_, _ = n.pool.Exec(context.Background(), `DROP TABLE IF EXISTS `+strings.Join(designTables, ", "))
 	})
 	for round := 1; round <= 2; round++ {
 		for _, d := range designs {
@@ -125,12 +125,15 @@ type leaseDesign struct {
 	name           string
 	apart, hot     bool   // contents in message_bodies; the narrow table
 	segments       bool   // the segments design (lease_segments_test.go)
-	tab            string // a table of its own with today's columns (pk, nopkey)
+	tab            string // its delivery-state table ("" = ferry's messages)
 	ackByLeaseKey  bool   // ack's $6 and $7 are the leased versions' channels and visible_at
 	lease, ack     string
 	ackBodies      string
 	rate, pgMicros float64 // sums over the rounds
 }
+
+// designTables is the designs' own tables (besides ferry's messages and message_bodies, which today and bodies use).
+var designTables = []string{"bench_hot_messages", "bench_hot_bodies", "bench_seg_messages", "bench_pk_messages", "bench_nopk_messages"}
 
 // designAutovacuum is the autovacuum settings of ferry's message tables (their partitions'), for the designs' own
 // tables.
@@ -226,14 +229,10 @@ func goldenStatement(b *testing.B, golden []byte, name string) string {
 func (d *leaseDesign) fill(b *testing.B, n *node) {
 	ctx := context.Background()
 	content := `(SELECT string_agg(md5(random()::text || s), '') FROM generate_series(1, 32) s)` // 1,024 hex digits
-	statements := []string{
-		`DELETE FROM messages WHERE queue_no = $1`,
-		`DELETE FROM bench_hot_messages WHERE queue_no = $1`,
-		`DELETE FROM message_bodies WHERE queue_no = $1`,
-		`DELETE FROM bench_hot_bodies WHERE queue_no = $1`,
-		`DELETE FROM bench_seg_messages WHERE queue_no = $1`,
-		`DELETE FROM bench_pk_messages WHERE queue_no = $1`,
-		`DELETE FROM bench_nopk_messages WHERE queue_no = $1`,
+	tables := append([]string{"messages", "message_bodies"}, designTables...)
+	var statements []string
+	for _, t := range tables {
+		statements = append(statements, `DELETE FROM `+t+` WHERE queue_no = $1`)
 	}
 	switch {
 	case d.segments:
@@ -256,9 +255,7 @@ func (d *leaseDesign) fill(b *testing.B, n *node) {
 			b.Fatalf("%s: %v", sql, err)
 		}
 	}
-	for _, sql := range []string{`VACUUM ANALYZE messages`, `VACUUM ANALYZE message_bodies`, `VACUUM ANALYZE bench_hot_messages`,
-		`VACUUM ANALYZE bench_hot_bodies`, `VACUUM ANALYZE bench_seg_messages`, `VACUUM ANALYZE bench_pk_messages`,
-		`VACUUM ANALYZE bench_nopk_messages`, `CHECKPOINT`} {
+	for _, sql := range []string{`VACUUM ANALYZE ` + strings.Join(tables, ", "), `CHECKPOINT`} {
 		if _, err := n.pool.Exec(ctx, sql); err != nil {
 			b.Fatal(err)
 		}
@@ -276,16 +273,10 @@ func (d *leaseDesign) bodies() string {
 
 // table is the design's delivery-state table.
 func (d *leaseDesign) table() string {
-	if d.tab != "" {
-		return d.tab
+	if d.tab == "" {
+		return "messages"
 	}
-	if d.segments {
-		return "bench_seg_messages"
-	}
-	if d.hot {
-		return "bench_hot_messages"
-	}
-	return "messages"
+	return d.tab
 }
 
 // drain fills the design's backlog and drains it, and logs and adds up what it measured.
@@ -375,7 +366,9 @@ func (d *leaseDesign) leaseAndAck(ctx context.Context, n *node, leaseID int64) (
 		}
 		groups, ids = append(groups, values[0].(int32)), append(ids, values[1].(int64))
 		leases, dlqs = append(leases, leaseID), append(dlqs, false)
-		channels, visibleAt = append(channels, values[2].(string)), append(visibleAt, values[3].(time.Time))
+		if d.ackByLeaseKey {
+			channels, visibleAt = append(channels, values[2].(string)), append(visibleAt, values[3].(time.Time))
+		}
 	}
 	rows.Close()
 	if err := rows.Err(); err != nil || len(ids) == 0 {
