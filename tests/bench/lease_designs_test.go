@@ -26,6 +26,10 @@ import (
 //     place (a HOT update: no new index entries, the WAL record carries only the changed bytes); contents apart.
 //     The price, which is why ferry does not run it: a lease reads past the leased rows, in flight or not (it
 //     filters visible_at in the heap), and waiting ordered messages and delayed ones would be read past too;
+//   - segments: a put's batch of 20 messages as one row, leased and acknowledged a segment at a time
+//     (lease_segments_test.go);
+//   - cursor: today's columns and indexes, and a lease that moves a cursor and records a range row instead of
+//     updating every leased row (lease_cursor_test.go);
 //   - pk and nopkey (only when FERRY_BENCH_DESIGNS names them): today's columns, indexes and statements on a table of
 //     their own, with and without the primary key (queue_no, id, group_no). Every version a lease writes adds an
 //     entry to each index of the table, so without the key a lease adds one instead of two; nopkey acknowledges by
@@ -37,7 +41,7 @@ import (
 // checkpointer), the WAL bytes and full-page images per message, and the share of leases that were HOT updates,
 // and ends with
 //
-//	lease_designs today_msgs_per_s=… bodies_msgs_per_s=… hot_msgs_per_s=… bodies_over_today=… hot_over_today=… today_pg_us_per_msg=… bodies_pg_us_per_msg=… hot_pg_us_per_msg=…
+//	lease_designs today_msgs_per_s=… bodies_msgs_per_s=… hot_msgs_per_s=… segments_msgs_per_s=… cursor_msgs_per_s=… bodies_over_today=… … today_pg_us_per_msg=… …
 //
 // It is the measurement behind docs/benchmarks.md's "What would close the gap".
 func BenchmarkLeaseDesigns(b *testing.B) {
@@ -53,6 +57,7 @@ func BenchmarkLeaseDesigns(b *testing.B) {
 			ackBodies: goldenStatement(b, golden, "messages.delete_bodies")},
 		{name: "hot", tab: "bench_hot_messages", apart: true, hot: true, lease: hotLease, ack: hotAck, ackBodies: hotAckBodies},
 		{name: "segments", tab: "bench_seg_messages", segments: true},
+		{name: "cursor", tab: "bench_cur_messages", cursor: true, lease: cursorLease, ack: cursorAck},
 	}
 	only := os.Getenv("FERRY_BENCH_DESIGNS") // a comma-separated subset, to look at one design
 	named := func(name string) bool { return strings.Contains(","+only+",", ","+name+",") }
@@ -76,7 +81,7 @@ func BenchmarkLeaseDesigns(b *testing.B) {
 		}
 		designs = chosen
 	}
-	for _, schema := range []string{hotSchema, segmentSchema, keySchema} {
+	for _, schema := range []string{hotSchema, segmentSchema, keySchema, cursorSchema} {
 		if _, err := n.pool.Exec(ctx, schema); err != nil {
 			b.Fatal(err)
 		}
@@ -125,6 +130,7 @@ type leaseDesign struct {
 	name           string
 	apart, hot     bool   // contents in message_bodies; the narrow table
 	segments       bool   // the segments design (lease_segments_test.go)
+	cursor         bool   // the cursor design (lease_cursor_test.go)
 	tab            string // its delivery-state table ("" = ferry's messages)
 	ackByLeaseKey  bool   // ack's $6 and $7 are the leased versions' channels and visible_at
 	lease, ack     string
@@ -133,7 +139,8 @@ type leaseDesign struct {
 }
 
 // designTables is the designs' own tables (besides ferry's messages and message_bodies, which today and bodies use).
-var designTables = []string{"bench_hot_messages", "bench_hot_bodies", "bench_seg_messages", "bench_pk_messages", "bench_nopk_messages"}
+var designTables = []string{"bench_hot_messages", "bench_hot_bodies", "bench_seg_messages", "bench_pk_messages", "bench_nopk_messages",
+	"bench_cur_messages", "bench_cur_cursors", "bench_cur_leases"}
 
 // designAutovacuum is the autovacuum settings of ferry's message tables (their partitions'), for the designs' own
 // tables.
@@ -237,6 +244,9 @@ func (d *leaseDesign) fill(b *testing.B, n *node) {
 	switch {
 	case d.segments:
 		statements = append(statements, segmentFill)
+	case d.cursor:
+		fill, cursor, _ := strings.Cut(fmt.Sprintf(cursorFill, content), ";\n")
+		statements = append(statements, fill, cursor)
 	case !d.apart:
 		statements = append(statements, `INSERT INTO `+d.table()+` (queue_no, group_no, id, channel_id, visible_at, expire_at, size_bytes, content)
 			SELECT $1, 0, g, '', now(), now() + interval '7 days', 1024, `+content+` FROM generate_series(1, $2::int) g`)
@@ -315,6 +325,12 @@ func (d *leaseDesign) drain(b *testing.B, n *node, round int) {
 		b.Fatalf("%s: %v after %d messages (%d stored, %d visible, %d contents)", d.name, err, consumed.Load(), states, visible, bodies)
 	}
 	elapsed := time.Since(start).Seconds()
+	if d.cursor { // every range was acknowledged whole, so each went with its last message
+		var ranges int
+		if err := n.pool.QueryRow(context.Background(), `SELECT count(*) FROM bench_cur_leases WHERE queue_no = $1`, designQueueNo).Scan(&ranges); err != nil || ranges != 0 {
+			b.Fatalf("cursor: %d lease ranges left after the drain (%v)", ranges, err)
+		}
+	}
 	p1 := n.ownPostgresCPU()
 	hot1, upd1 := d.updates(b, n)
 	w1, fpi1 := n.walCounters(b)
@@ -344,6 +360,9 @@ func (d *leaseDesign) updates(b *testing.B, n *node) (hot, all int64) {
 func (d *leaseDesign) leaseAndAck(ctx context.Context, n *node, leaseID int64) (int, error) {
 	if d.segments {
 		return d.leaseAndAckSegments(ctx, n, leaseID)
+	}
+	if d.cursor {
+		leaseID = cursorLeaseIDs.Add(1)
 	}
 	rows, err := n.pool.Query(ctx, d.lease, designQueueNo, int32(0), false, []string{""}, int32(48), int32(0), int32(30), leaseID, nil)
 	if err != nil {
