@@ -1,26 +1,46 @@
 package bench
 
-import "sync/atomic"
+import (
+	"context"
+	"fmt"
+	"os"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
 
-// The cursor design of BenchmarkLeaseDesigns: today's columns and
-// indexes, but a lease that writes nothing per message. A message no lease has taken yet is stored with visible_at
-// '-infinity' (so the lease index holds the fresh messages of a channel in id order), and a per-channel cursor
-// row records the last id leased. A lease advances the cursor past the messages it takes and records them as one
-// range row (its id bounds, lease id and visibility deadline): two row operations per lease, whatever its size,
-// where today's table updates every leased row — a new version with its content and two new index entries each.
-// An acknowledgement deletes its messages, as today, checking that the receipt's range is still held, and deletes
-// the range once no message of it is left.
+	"github.com/jackc/pgx/v5"
+)
+
+// The cursor design of BenchmarkLeaseDesigns and BenchmarkCursorLive: today's columns and indexes, but a lease
+// that writes nothing per message. A message no lease has taken yet is stored with visible_at '-infinity' (so the
+// lease index holds the fresh messages of a channel in id order), and a per-channel cursor row records the last id
+// leased. A lease advances the cursor past the messages it takes and records them as one range row (its id
+// bounds, lease id and visibility deadline): two row operations per lease, whatever its size, where today's table
+// updates every leased row — a new version with its content and two new index entries each. An acknowledgement
+// deletes its messages, as today, checking that the receipt's range is still held, and deletes the range once no
+// message of it is left.
 //
-// It is a measurement, not a design ferry runs: what a real one must also do is what the per-message update does
-// today for free — redelivering the messages of a range whose deadline passed (a sweeper turning them back into
-// per-message state: visible_at now, a delivery count, the dead-letter limit), changing one message's visibility
-// (UpdateMessage), and not skipping a message whose put commits after a later id's (ids are drawn before commit,
-// so a cursor may pass an id whose row is not visible yet: the sweeper, or a transaction-id watermark, must find
-// those). Ordered groups, delayed messages and several channels at once would keep today's per-message path.
-// Its figure is therefore an upper bound, like the segments design's, but for a change that keeps one row per
-// message.
+// The horizon: ids are drawn from a sequence before commit, so a cursor must not pass an id whose put has not
+// ended (that message would stay fresh below the cursor, in no range, never leased). A put takes its transaction
+// id before it draws ids (cursorPut); a lease reads the sequence's position before it takes a transaction id (the
+// cursor row's lock) and leaves the pair on the cursor row as a sample; a later lease whose snapshot's xmin is
+// above the sample's transaction id knows every put that drew an id up to the sample's position has ended, and
+// takes fresh messages up to there (or keeps the horizon it had: a lease that read the position before another
+// one but took the lock after it leaves an older sample). The fresh messages above the horizon are leased the per-message way (the
+// fallback: today's update, which takes them out of the fresh range), so nothing waits for the horizon. The
+// cursor row's lock serializes a channel's leases, and each lease takes it in a statement of its own, so that the
+// statement that leases sees what the previous lease (cursor or fallback) committed.
+//
+// It is a measurement, not a design ferry runs: redelivering the messages of a range whose deadline passed (a
+// sweeper turning them back into per-message state), changing one message's visibility, statistics, ordered
+// groups, delayed messages and several channels at once are left out (docs/benchmarks.md lists what a real one
+// needs).
 const cursorSchema = `
 DROP TABLE IF EXISTS bench_cur_messages, bench_cur_cursors, bench_cur_leases;
+DROP SEQUENCE IF EXISTS bench_cur_seq;
+CREATE SEQUENCE bench_cur_seq AS bigint;
 CREATE TABLE bench_cur_messages (LIKE messages INCLUDING DEFAULTS INCLUDING CONSTRAINTS INCLUDING STORAGE)
 	WITH (fillfactor = 80, ` + designAutovacuum + `);
 ALTER TABLE bench_cur_messages ADD PRIMARY KEY (queue_no, id, group_no);
@@ -28,7 +48,9 @@ CREATE INDEX ON bench_cur_messages (queue_no, group_no, dlq, channel_id, visible
 CREATE INDEX ON bench_cur_messages (queue_no, group_no, message_group, id) WHERE message_group IS NOT NULL AND NOT dlq;
 CREATE INDEX ON bench_cur_messages (queue_no, group_no, lease_owner) WHERE lease_owner IS NOT NULL;
 CREATE TABLE bench_cur_cursors (
-	queue_no bigint NOT NULL, group_no integer NOT NULL, channel_id text NOT NULL, last_id bigint NOT NULL,
+	queue_no bigint NOT NULL, group_no integer NOT NULL, channel_id text NOT NULL,
+	last_id bigint NOT NULL DEFAULT 0, safe_id bigint NOT NULL DEFAULT 0,
+	sample_id bigint NOT NULL DEFAULT 0, sample_xid xid8 NOT NULL DEFAULT '0',
 	PRIMARY KEY (queue_no, group_no, channel_id)
 ) WITH (fillfactor = 50, ` + designAutovacuum + `);
 CREATE TABLE bench_cur_leases (
@@ -41,50 +63,84 @@ CREATE INDEX ON bench_cur_leases (queue_no, visible_at);`
 // cursorFill stores $2 fresh messages of queue $1 (content as the other designs' fill, in %s) and its cursor.
 const cursorFill = `
 INSERT INTO bench_cur_messages (queue_no, group_no, id, channel_id, visible_at, expire_at, size_bytes, content)
-SELECT $1, 0, g, '', '-infinity', now() + interval '7 days', 1024, %s FROM generate_series(1, $2::int) g;
-INSERT INTO bench_cur_cursors (queue_no, group_no, channel_id, last_id) VALUES ($1, 0, '', 0)`
+SELECT $1, 0, nextval('bench_cur_seq'), '', '-infinity', now() + interval '7 days', 1024, %s FROM generate_series(1, $2::int) g;
+INSERT INTO bench_cur_cursors (queue_no, group_no, channel_id) VALUES ($1, 0, '')`
 
-// cursorLease is messages.lease_one's parameters and columns for the cursor design: the cursor row, locked,
-// bounds an id-ordered range scan of the channel's fresh messages; the cursor moves past them and their range
-// is recorded. The cursor's lock serializes a channel's leases (ferry runs one lease batch of a queue at a time
-// per node already).
+// cursorPut stores a put's batch ($2, contents) of queue $1 as fresh messages, after taking the transaction's id
+// (the horizon's half on the put's side). Queued in one pgx.Batch: one implicit transaction, one round trip.
+var cursorPut = []string{
+	`SELECT pg_current_xact_id()`,
+	`INSERT INTO bench_cur_messages (queue_no, group_no, id, channel_id, visible_at, expire_at, size_bytes, content)
+SELECT $1, 0, nextval('bench_cur_seq'), '', '-infinity', now() + interval '7 days', 1024, c FROM unnest($2::text[]) c`,
+}
+
+// cursorLeaseSteps are the lease's three statements, queued in one pgx.Batch (one implicit transaction, one
+// round trip): the sequence's position, read before the transaction has an id; the cursor row's lock, which
+// gives it one; the lease (cursorLease), in a snapshot taken once the lock is held.
+var cursorLeaseSteps = []string{
+	`SELECT set_config('bench.sequence_position', last_value::text, true) FROM bench_cur_seq`,
+	`SELECT last_id FROM bench_cur_cursors WHERE queue_no = $1 AND group_no = $2 AND channel_id = $3 FOR UPDATE`,
+}
+
+// cursorLease is messages.lease_one's parameters for the cursor design. It answers each leased message's group,
+// id and content and whether the cursor took it (false: the fallback did).
 const cursorLease = `
 WITH cur AS (
-	SELECT last_id FROM bench_cur_cursors
+	SELECT last_id, sample_xid < pg_snapshot_xmin(pg_current_snapshot()) AS matured,
+		CASE WHEN sample_xid < pg_snapshot_xmin(pg_current_snapshot()) THEN greatest(safe_id, sample_id) ELSE safe_id END AS safe_id
+	FROM bench_cur_cursors
 	WHERE queue_no = $1 AND group_no = $2 AND channel_id = ($4::text[])[1]
-	FOR UPDATE
 ), picked AS (
-	SELECT m.group_no, m.id, m.channel_id, m.expire_at, m.delivery_count, m.content, m.attributes, m.metadata,
-		m.time_created
+	SELECT m.group_no, m.id, m.content
 	FROM bench_cur_messages m
 	WHERE m.queue_no = $1 AND m.group_no = $2 AND m.dlq = $3 AND m.channel_id = ($4::text[])[1]
-		AND m.visible_at = '-infinity' AND m.id > (SELECT last_id FROM cur) AND m.expire_at > now() AND $6 >= 0
+		AND m.visible_at = '-infinity' AND m.id > (SELECT last_id FROM cur) AND m.id <= (SELECT safe_id FROM cur)
+		AND m.expire_at > now() AND $6 >= 0
 	ORDER BY m.id
 	LIMIT $5
+), beyond AS (
+	SELECT ctid FROM bench_cur_messages m
+	WHERE m.queue_no = $1 AND m.group_no = $2 AND m.dlq = $3 AND m.channel_id = ($4::text[])[1]
+		AND m.visible_at = '-infinity' AND m.id > (SELECT safe_id FROM cur) AND m.expire_at > now()
+	ORDER BY m.id
+	LIMIT (SELECT $5 - count(*) FROM picked)
+	FOR UPDATE
+), fallback AS (
+	UPDATE bench_cur_messages m SET
+		visible_at = now() + make_interval(secs => $7), delivery_count = m.delivery_count + 1, lease_id = $8, lease_owner = $9::text
+	WHERE m.ctid = ANY (ARRAY (SELECT ctid FROM beyond)) AND m.queue_no = $1
+	RETURNING m.group_no, m.id, m.content
 ), advanced AS (
-	UPDATE bench_cur_cursors c SET last_id = (SELECT max(id) FROM picked)
-	WHERE c.queue_no = $1 AND c.group_no = $2 AND c.channel_id = ($4::text[])[1] AND EXISTS (SELECT FROM picked)
+	UPDATE bench_cur_cursors c SET
+		last_id = coalesce((SELECT max(id) FROM picked), c.last_id),
+		safe_id = (SELECT safe_id FROM cur),
+		sample_id = CASE WHEN (SELECT matured FROM cur) THEN current_setting('bench.sequence_position')::bigint ELSE c.sample_id END,
+		sample_xid = CASE WHEN (SELECT matured FROM cur) THEN pg_current_xact_id() ELSE c.sample_xid END
+	WHERE c.queue_no = $1 AND c.group_no = $2 AND c.channel_id = ($4::text[])[1]
 ), ranged AS (
 	INSERT INTO bench_cur_leases (queue_no, lease_id, group_no, channel_id, from_id, to_id, visible_at, lease_owner)
 	SELECT $1, $8, $2, ($4::text[])[1], min(id), max(id), now() + make_interval(secs => $7), $9::text
 	FROM picked HAVING count(*) > 0
 )
-SELECT group_no, id, channel_id, now() + make_interval(secs => $7), expire_at, delivery_count + 1, content,
-	attributes, metadata, time_created
-FROM picked`
+SELECT group_no, id, content, true FROM picked
+UNION ALL
+SELECT group_no, id, content, false FROM fallback`
 
-// cursorAck is messages.delete's parameters and columns for the cursor design: each receipt's message is deleted
-// while its range is held (recorded and not past its deadline), and a range is deleted with its last message.
-// (Two acknowledgements of one range in concurrent transactions would each see the other's messages and leave
-// the range behind: the sweeper a real design needs would delete it.)
+// cursorAck is messages.delete's parameters and columns for the cursor design: a fresh message is deleted while
+// its receipt's range is held (recorded and not past its deadline), a message the fallback leased while it holds
+// the receipt's lease (as today), and a range is deleted with its last message. (Two acknowledgements of one range
+// in concurrent transactions would each see the other's messages and leave the range behind: the sweeper a real
+// design needs would delete it.)
 const cursorAck = `
 WITH del AS (
 	DELETE FROM bench_cur_messages m
-	USING unnest($1::int[], $2::bigint[], $3::bigint[], $4::bool[]) AS r(group_no, id, lease_id, dlq), bench_cur_leases l
-	WHERE m.queue_no = $5 AND m.id = r.id AND m.group_no = r.group_no AND m.dlq = r.dlq AND m.visible_at = '-infinity'
-		AND l.queue_no = $5 AND l.lease_id = r.lease_id AND l.group_no = m.group_no AND m.id BETWEEN l.from_id AND l.to_id
-		AND l.visible_at > now()
-	RETURNING m.group_no, m.id, l.lease_id
+	USING unnest($1::int[], $2::bigint[], $3::bigint[], $4::bool[]) AS r(group_no, id, lease_id, dlq)
+		LEFT JOIN bench_cur_leases l ON l.queue_no = $5 AND l.lease_id = r.lease_id
+	WHERE m.queue_no = $5 AND m.id = r.id AND m.group_no = r.group_no AND m.dlq = r.dlq
+		AND CASE WHEN m.visible_at = '-infinity'
+			THEN l.group_no = m.group_no AND m.id BETWEEN l.from_id AND l.to_id AND l.visible_at > now()
+			ELSE m.lease_id = r.lease_id END
+	RETURNING m.group_no, m.id, r.lease_id
 ), emptied AS (
 	DELETE FROM bench_cur_leases l
 	WHERE l.queue_no = $5 AND l.lease_id IN (SELECT lease_id FROM del)
@@ -98,3 +154,200 @@ SELECT group_no, id, false, lease_id FROM del`
 // cursorLeaseIDs numbers the cursor design's leases: its ranges are keyed by lease id, where the other designs
 // reuse a worker's.
 var cursorLeaseIDs atomic.Int64
+
+// leaseAndAckCursor is leaseAndAck for the cursor design; it returns how many messages it acknowledged and how
+// many of them the cursor (not the fallback) leased.
+func leaseAndAckCursor(ctx context.Context, n *node, queueNo int64) (acked, byCursor int, err error) {
+	leaseID := cursorLeaseIDs.Add(1)
+	batch := &pgx.Batch{}
+	batch.Queue(cursorLeaseSteps[0])
+	batch.Queue(cursorLeaseSteps[1], queueNo, int32(0), "")
+	batch.Queue(cursorLease, queueNo, int32(0), false, []string{""}, int32(48), int32(0), int32(30), leaseID, nil)
+	results := n.pool.SendBatch(ctx, batch)
+	for range 2 {
+		if _, err := results.Exec(); err != nil {
+			results.Close()
+			return 0, 0, err
+		}
+	}
+	rows, err := results.Query()
+	if err != nil {
+		results.Close()
+		return 0, 0, err
+	}
+	var groups []int32
+	var ids, leases []int64
+	var dlqs []bool
+	for rows.Next() {
+		var group int32
+		var id int64
+		var content string
+		var cursor bool
+		if err := rows.Scan(&group, &id, &content, &cursor); err != nil {
+			rows.Close()
+			results.Close()
+			return 0, 0, err
+		}
+		if len(content) != 1024 {
+			rows.Close()
+			results.Close()
+			return 0, 0, fmt.Errorf("leased a message of %d bytes", len(content))
+		}
+		groups, ids, leases, dlqs = append(groups, group), append(ids, id), append(leases, leaseID), append(dlqs, false)
+		if cursor {
+			byCursor++
+		}
+	}
+	rows.Close()
+	if err := results.Close(); err != nil || len(ids) == 0 {
+		return 0, 0, err
+	}
+	tag, err := n.pool.Exec(ctx, cursorAck, groups, ids, leases, dlqs, queueNo)
+	if err != nil {
+		return 0, 0, err
+	}
+	if int(tag.RowsAffected()) != len(ids) {
+		var detail string
+		_ = n.pool.QueryRow(ctx, `SELECT string_agg(format('%s vis=%s lease=%s', m.id, m.visible_at, m.lease_id), '; ') ||
+			' ranges: ' || coalesce((SELECT string_agg(format('%s [%s,%s] %s', lease_id, from_id, to_id, visible_at), '; ') FROM bench_cur_leases WHERE lease_id = $2), 'none')
+			FROM bench_cur_messages m WHERE m.id = ANY ($1)`, ids, leaseID).Scan(&detail)
+		return 0, 0, fmt.Errorf("acknowledged %d of %d (%d by the cursor, lease %d): %s", tag.RowsAffected(), len(ids), byCursor, leaseID, detail)
+	}
+	return len(ids), byCursor, nil
+}
+
+// BenchmarkCursorLive checks the cursor design's horizon where it matters, with puts committing while leases run:
+// cursorLiveProducers connections put batches of 20 fresh 1 KiB messages (cursorLiveMessages in all) while
+// designWorkers connections lease 48 at a time and acknowledge them, until every message put was acknowledged —
+// a message the cursor passed before its put committed would never be, and the phase fails after a minute. It
+// alternates with today's table and statements (the pk design's table, the same indexes) under the same load, for
+// two rounds, and logs each phase's rate, PostgreSQL's CPU per message and the share the cursor leased (the rest
+// went through the fallback, above the horizon). Skipped unless FERRY_BENCH_CURSOR=1:
+//
+//	FERRY_BENCH_CURSOR=1 go test -run '^$' -bench CursorLive -benchtime 1x -v ./tests/bench/
+func BenchmarkCursorLive(b *testing.B) {
+	if os.Getenv("FERRY_BENCH_CURSOR") == "" {
+		b.Skip("set FERRY_BENCH_CURSOR=1")
+	}
+	n := startNode(b)
+	ctx := context.Background()
+	for _, schema := range []string{keySchema, cursorSchema} {
+		if _, err := n.pool.Exec(ctx, schema); err != nil {
+			b.Fatal(err)
+		}
+	}
+	b.Cleanup(func() {
+		_, _ = n.pool.Exec(context.Background(), `DROP TABLE IF EXISTS `+strings.Join(designTables, ", ")+`; DROP SEQUENCE IF EXISTS bench_cur_seq`)
+	})
+	golden, err := os.ReadFile("../../persistence/testdata/statements.golden.sql")
+	if err != nil {
+		b.Fatal(err)
+	}
+	pk := strings.NewReplacer(" FROM messages\n", " FROM bench_pk_messages\n", "UPDATE messages m", "UPDATE bench_pk_messages m",
+		"DELETE FROM messages m", "DELETE FROM bench_pk_messages m")
+	today := &leaseDesign{name: "today", tab: "bench_pk_messages", lease: pk.Replace(goldenStatement(b, golden, "messages.lease_one")),
+		ack: pk.Replace(goldenStatement(b, golden, "messages.delete"))}
+	var rates [2]float64
+	for round := 1; round <= 2; round++ {
+		for i, cursor := range []bool{false, true} {
+			rates[i] += cursorLivePhase(b, n, round, cursor, today) / 2
+		}
+	}
+	fmt.Printf("cursor_live today_msgs_per_s=%.0f cursor_msgs_per_s=%.0f cursor_over_today=%.2f\n", rates[0], rates[1], rates[1]/rates[0])
+}
+
+// Settings of BenchmarkCursorLive (environment overrides).
+var (
+	cursorLiveMessages  = envInt("FERRY_BENCH_CURSOR_MESSAGES", 100_000)
+	cursorLiveProducers = envInt("FERRY_BENCH_CURSOR_PRODUCERS", 2)
+)
+
+// cursorLivePhase puts and drains cursorLiveMessages at once on the cursor design's tables (cursor) or today's
+// (the pk design's table and statements), and returns the rate of acknowledgements.
+func cursorLivePhase(b *testing.B, n *node, round int, cursor bool, today *leaseDesign) float64 {
+	ctx := context.Background()
+	for _, sql := range []string{`DELETE FROM bench_cur_messages`, `DELETE FROM bench_cur_leases`, `DELETE FROM bench_cur_cursors`,
+		`DELETE FROM bench_pk_messages`, `INSERT INTO bench_cur_cursors (queue_no, group_no, channel_id) VALUES (-1, 0, '')`,
+		`VACUUM ANALYZE bench_cur_messages, bench_cur_leases, bench_cur_cursors, bench_pk_messages`, `CHECKPOINT`} {
+		if _, err := n.pool.Exec(ctx, sql); err != nil {
+			b.Fatal(err)
+		}
+	}
+	contents := make([]string, 20)
+	for i := range contents {
+		contents[i] = strings.Repeat(fmt.Sprintf("%x", i%16), 1024)
+	}
+	ctx, cancel := context.WithTimeout(ctx, time.Minute)
+	defer cancel()
+	var put, acked, byCursor atomic.Int64
+	var failed atomic.Pointer[error] // the first failure (the others follow from its cancel)
+	fail := func(err error) { failed.CompareAndSwap(nil, &err); cancel() }
+	p0 := n.ownPostgresCPU()
+	start := time.Now()
+	var wg sync.WaitGroup
+	for range cursorLiveProducers {
+		wg.Go(func() {
+			for ctx.Err() == nil && put.Add(20) <= int64(cursorLiveMessages) {
+				var err error
+				if cursor {
+					batch := &pgx.Batch{}
+					batch.Queue(cursorPut[0])
+					batch.Queue(cursorPut[1], int64(designQueueNo), contents)
+					err = n.pool.SendBatch(ctx, batch).Close()
+				} else {
+					_, err = n.pool.Exec(ctx, `INSERT INTO bench_pk_messages (queue_no, group_no, id, channel_id, visible_at, expire_at, size_bytes, content)
+						SELECT $1, 0, nextval('bench_cur_seq'), '', now(), now() + interval '7 days', 1024, c FROM unnest($2::text[]) c`,
+						int64(designQueueNo), contents)
+				}
+				if err != nil {
+					fail(err)
+					return
+				}
+			}
+		})
+	}
+	for worker := range designWorkers {
+		wg.Go(func() {
+			for ctx.Err() == nil && acked.Load() < int64(cursorLiveMessages) {
+				var k, c int
+				var err error
+				if cursor {
+					k, c, err = leaseAndAckCursor(ctx, n, designQueueNo)
+				} else {
+					k, err = today.leaseAndAck(ctx, n, int64(worker+1))
+				}
+				if err != nil {
+					fail(err)
+					return
+				}
+				if k == 0 {
+					time.Sleep(time.Millisecond)
+				}
+				acked.Add(int64(k))
+				byCursor.Add(int64(c))
+			}
+		})
+	}
+	wg.Wait()
+	if err := failed.Load(); err != nil {
+		b.Fatalf("round %d, cursor %v: %v after %d acknowledged", round, cursor, *err, acked.Load())
+	}
+	elapsed := time.Since(start).Seconds()
+	msgs := float64(acked.Load())
+	if acked.Load() != int64(cursorLiveMessages) {
+		b.Fatalf("round %d, cursor %v: %d of %d messages acknowledged", round, cursor, acked.Load(), cursorLiveMessages)
+	}
+	var left, ranges int
+	if err := n.pool.QueryRow(context.Background(), `SELECT (SELECT count(*) FROM bench_cur_messages) + (SELECT count(*) FROM bench_pk_messages),
+		(SELECT count(*) FROM bench_cur_leases)`).Scan(&left, &ranges); err != nil || left != 0 || ranges != 0 {
+		b.Fatalf("round %d, cursor %v: %d messages and %d ranges left (%v)", round, cursor, left, ranges, err)
+	}
+	rate, pgMicros := msgs/elapsed, (n.ownPostgresCPU()-p0)*1e6/msgs
+	name := "today"
+	if cursor {
+		name = "cursor"
+	}
+	b.Logf("round %d: %-6s put and drained %.0f msgs/s; postgres CPU %.0f µs a message; the cursor leased %.0f %%",
+		round, name, rate, pgMicros, float64(byCursor.Load())*100/msgs)
+	return rate
+}
