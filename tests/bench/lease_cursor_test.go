@@ -243,8 +243,7 @@ func BenchmarkCursorLive(b *testing.B) {
 	if err != nil {
 		b.Fatal(err)
 	}
-	pk := strings.NewReplacer(" FROM messages\n", " FROM bench_pk_messages\n", "UPDATE messages m", "UPDATE bench_pk_messages m",
-		"DELETE FROM messages m", "DELETE FROM bench_pk_messages m")
+	pk := onTable("bench_pk_messages")
 	today := &leaseDesign{name: "today", tab: "bench_pk_messages", lease: pk.Replace(goldenStatement(b, golden, "messages.lease_one")),
 		ack: pk.Replace(goldenStatement(b, golden, "messages.delete"))}
 	var rates [2]float64
@@ -258,7 +257,7 @@ func BenchmarkCursorLive(b *testing.B) {
 
 // Settings of BenchmarkCursorLive (environment overrides).
 var (
-	cursorLiveMessages  = envInt("FERRY_BENCH_CURSOR_MESSAGES", 100_000)
+	cursorLiveMessages  = envInt("FERRY_BENCH_CURSOR_MESSAGES", 100_000) / 20 * 20 // whole batches
 	cursorLiveProducers = envInt("FERRY_BENCH_CURSOR_PRODUCERS", 2)
 )
 
@@ -267,9 +266,13 @@ var (
 func cursorLivePhase(b *testing.B, n *node, round int, cursor bool, today *leaseDesign) float64 {
 	ctx := context.Background()
 	for _, sql := range []string{`DELETE FROM bench_cur_messages`, `DELETE FROM bench_cur_leases`, `DELETE FROM bench_cur_cursors`,
-		`DELETE FROM bench_pk_messages`, `INSERT INTO bench_cur_cursors (queue_no, group_no, channel_id) VALUES (-1, 0, '')`,
+		`DELETE FROM bench_pk_messages`, `INSERT INTO bench_cur_cursors (queue_no, group_no, channel_id) VALUES ($1, 0, '')`,
 		`VACUUM ANALYZE bench_cur_messages, bench_cur_leases, bench_cur_cursors, bench_pk_messages`, `CHECKPOINT`} {
-		if _, err := n.pool.Exec(ctx, sql); err != nil {
+		var args []any
+		if strings.Contains(sql, "$1") {
+			args = append(args, designQueueNo)
+		}
+		if _, err := n.pool.Exec(ctx, sql, args...); err != nil {
 			b.Fatal(err)
 		}
 	}

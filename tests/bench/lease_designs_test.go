@@ -43,7 +43,7 @@ import (
 //
 //	lease_designs today_msgs_per_s=… bodies_msgs_per_s=… hot_msgs_per_s=… segments_msgs_per_s=… cursor_msgs_per_s=… bodies_over_today=… … today_pg_us_per_msg=… …
 //
-// It is the measurement behind docs/benchmarks.md's "What would close the gap".
+// It is the measurement behind docs/benchmarks.md's "Where consumption spends its time".
 func BenchmarkLeaseDesigns(b *testing.B) {
 	n := startNode(b)
 	ctx := context.Background()
@@ -62,10 +62,7 @@ func BenchmarkLeaseDesigns(b *testing.B) {
 	only := os.Getenv("FERRY_BENCH_DESIGNS") // a comma-separated subset, to look at one design
 	named := func(name string) bool { return strings.Contains(","+only+",", ","+name+",") }
 	if named("pk") || named("nopkey") {
-		pkReplacer := func(tab string) *strings.Replacer {
-			return strings.NewReplacer(" FROM messages\n", " FROM "+tab+"\n", "UPDATE messages m", "UPDATE "+tab+" m", "DELETE FROM messages m", "DELETE FROM "+tab+" m")
-		}
-		pk, nopk := pkReplacer("bench_pk_messages"), pkReplacer("bench_nopk_messages")
+		pk, nopk := onTable("bench_pk_messages"), onTable("bench_nopk_messages")
 		designs = append(designs,
 			&leaseDesign{name: "pk", tab: "bench_pk_messages", lease: pk.Replace(goldenStatement(b, golden, "messages.lease_one")),
 				ack: pk.Replace(goldenStatement(b, golden, "messages.delete"))},
@@ -222,6 +219,12 @@ WHERE m.queue_no = $5 AND m.group_no = r.group_no AND m.dlq = r.dlq AND m.channe
 	AND m.visible_at = r.visible_at AND m.id = r.id AND m.lease_id = r.lease_id
 RETURNING m.group_no, m.id, false, m.lease_id`
 
+// onTable rewrites ferry's lease and acknowledgement statements (messages.lease_one, messages.delete) to run on
+// tab, a table of today's columns and indexes.
+func onTable(tab string) *strings.Replacer {
+	return strings.NewReplacer(" FROM messages\n", " FROM "+tab+"\n", "UPDATE messages m", "UPDATE "+tab+" m", "DELETE FROM messages m", "DELETE FROM "+tab+" m")
+}
+
 // goldenStatement is the text of the named statement in statements.golden.sql.
 func goldenStatement(b *testing.B, golden []byte, name string) string {
 	_, rest, found := strings.Cut(string(golden), "\n-- "+name+"\n")
@@ -325,15 +328,15 @@ func (d *leaseDesign) drain(b *testing.B, n *node, round int) {
 		b.Fatalf("%s: %v after %d messages (%d stored, %d visible, %d contents)", d.name, err, consumed.Load(), states, visible, bodies)
 	}
 	elapsed := time.Since(start).Seconds()
+	p1 := n.ownPostgresCPU()
+	hot1, upd1 := d.updates(b, n)
+	w1, fpi1 := n.walCounters(b)
 	if d.cursor { // every range was acknowledged whole, so each went with its last message
 		var ranges int
 		if err := n.pool.QueryRow(context.Background(), `SELECT count(*) FROM bench_cur_leases WHERE queue_no = $1`, designQueueNo).Scan(&ranges); err != nil || ranges != 0 {
 			b.Fatalf("cursor: %d lease ranges left after the drain (%v)", ranges, err)
 		}
 	}
-	p1 := n.ownPostgresCPU()
-	hot1, upd1 := d.updates(b, n)
-	w1, fpi1 := n.walCounters(b)
 	msgs := float64(consumed.Load())
 	rate, pgMicros := msgs/elapsed, (p1-p0)*1e6/msgs
 	b.Logf("round %d: %-6s %.0f msgs/s; per message: postgres CPU %.0f µs, WAL %.0f B, %.3f full-page images; HOT updates %d of %d",
