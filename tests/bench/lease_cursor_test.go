@@ -82,14 +82,34 @@ var cursorLeaseSteps = []string{
 	`SELECT last_id FROM bench_cur_cursors WHERE queue_no = $1 AND group_no = $2 AND channel_id = $3 FOR UPDATE`,
 }
 
-// cursorLease is messages.lease_one's parameters for the cursor design. It answers each leased message's group,
-// id and content and whether the cursor took it (false: the fallback did).
+// cursorLease is messages.lease_one's parameters for the cursor design. In the order it leases: the messages
+// visible again (a range past its deadline was turned back into per-message state by an earlier lease, or a
+// per-message lease expired), the fresh messages up to the horizon (the cursor), the fresh ones above it (the
+// fallback). It answers each leased message's group, id, content and delivery count, and whether the cursor took
+// it. Each lease first turns the ranges of its channel past their deadline back into per-message state (visible
+// now, delivered once), for the leases after it.
 const cursorLease = `
 WITH cur AS (
 	SELECT last_id, sample_xid < pg_snapshot_xmin(pg_current_snapshot()) AS matured,
 		CASE WHEN sample_xid < pg_snapshot_xmin(pg_current_snapshot()) THEN greatest(safe_id, sample_id) ELSE safe_id END AS safe_id
 	FROM bench_cur_cursors
 	WHERE queue_no = $1 AND group_no = $2 AND channel_id = ($4::text[])[1]
+), expired AS (
+	DELETE FROM bench_cur_leases l
+	WHERE l.queue_no = $1 AND l.visible_at <= now() AND l.group_no = $2 AND l.channel_id = ($4::text[])[1]
+	RETURNING l.from_id, l.to_id
+), revived AS (
+	UPDATE bench_cur_messages m SET visible_at = now(), delivery_count = 1, lease_id = 0
+	FROM expired e
+	WHERE m.queue_no = $1 AND m.group_no = $2 AND NOT m.dlq AND m.channel_id = ($4::text[])[1]
+		AND m.visible_at = '-infinity' AND m.id BETWEEN e.from_id AND e.to_id
+), due AS (
+	SELECT ctid FROM bench_cur_messages m
+	WHERE m.queue_no = $1 AND m.group_no = $2 AND m.dlq = $3 AND m.channel_id = ($4::text[])[1]
+		AND m.visible_at > '-infinity' AND m.visible_at <= now() AND m.expire_at > now()
+	ORDER BY m.visible_at, m.id
+	LIMIT $5
+	FOR UPDATE SKIP LOCKED
 ), picked AS (
 	SELECT m.group_no, m.id, m.content
 	FROM bench_cur_messages m
@@ -97,19 +117,19 @@ WITH cur AS (
 		AND m.visible_at = '-infinity' AND m.id > (SELECT last_id FROM cur) AND m.id <= (SELECT safe_id FROM cur)
 		AND m.expire_at > now() AND $6 >= 0
 	ORDER BY m.id
-	LIMIT $5
+	LIMIT (SELECT $5 - count(*) FROM due)
 ), beyond AS (
 	SELECT ctid FROM bench_cur_messages m
 	WHERE m.queue_no = $1 AND m.group_no = $2 AND m.dlq = $3 AND m.channel_id = ($4::text[])[1]
 		AND m.visible_at = '-infinity' AND m.id > (SELECT safe_id FROM cur) AND m.expire_at > now()
 	ORDER BY m.id
-	LIMIT (SELECT $5 - count(*) FROM picked)
+	LIMIT (SELECT $5 - (SELECT count(*) FROM due) - count(*) FROM picked)
 	FOR UPDATE
 ), fallback AS (
 	UPDATE bench_cur_messages m SET
 		visible_at = now() + make_interval(secs => $7), delivery_count = m.delivery_count + 1, lease_id = $8, lease_owner = $9::text
-	WHERE m.ctid = ANY (ARRAY (SELECT ctid FROM beyond)) AND m.queue_no = $1
-	RETURNING m.group_no, m.id, m.content
+	WHERE m.ctid = ANY (ARRAY (SELECT ctid FROM due UNION ALL SELECT ctid FROM beyond)) AND m.queue_no = $1
+	RETURNING m.group_no, m.id, m.content, m.delivery_count
 ), advanced AS (
 	UPDATE bench_cur_cursors c SET
 		last_id = coalesce((SELECT max(id) FROM picked), c.last_id),
@@ -122,9 +142,9 @@ WITH cur AS (
 	SELECT $1, $8, $2, ($4::text[])[1], min(id), max(id), now() + make_interval(secs => $7), $9::text
 	FROM picked HAVING count(*) > 0
 )
-SELECT group_no, id, content, true FROM picked
+SELECT group_no, id, content, 1, true FROM picked
 UNION ALL
-SELECT group_no, id, content, false FROM fallback`
+SELECT group_no, id, content, delivery_count, false FROM fallback`
 
 // cursorAck is messages.delete's parameters and columns for the cursor design: a fresh message is deleted while
 // its receipt's range is held (recorded and not past its deadline), a message the fallback leased while it holds
@@ -155,74 +175,90 @@ SELECT group_no, id, false, lease_id FROM del`
 // reuse a worker's.
 var cursorLeaseIDs atomic.Int64
 
-// leaseAndAckCursor is leaseAndAck for the cursor design; it returns how many messages it acknowledged and how
-// many of them the cursor (not the fallback) leased.
-func leaseAndAckCursor(ctx context.Context, n *node, queueNo int64) (acked, byCursor int, err error) {
+// cursorLeased is what one lease of the cursor design took and what became of it.
+type cursorLeased struct {
+	acked       int // acknowledged (none when the lease was abandoned)
+	byCursor    int // taken by the cursor, not the fallback
+	redelivered int // delivered before (their delivery count above 1)
+}
+
+// leaseAndAckCursor is leaseAndAck for the cursor design: it leases up to 48 messages for visibility seconds and
+// acknowledges them, unless abandon (the consumer that never acknowledges, whose messages come back after the
+// deadline).
+func leaseAndAckCursor(ctx context.Context, n *node, queueNo int64, visibility int32, abandon bool) (cursorLeased, error) {
+	var got cursorLeased
 	leaseID := cursorLeaseIDs.Add(1)
 	batch := &pgx.Batch{}
 	batch.Queue(cursorLeaseSteps[0])
 	batch.Queue(cursorLeaseSteps[1], queueNo, int32(0), "")
-	batch.Queue(cursorLease, queueNo, int32(0), false, []string{""}, int32(48), int32(0), int32(30), leaseID, nil)
+	batch.Queue(cursorLease, queueNo, int32(0), false, []string{""}, int32(48), int32(0), visibility, leaseID, nil)
 	results := n.pool.SendBatch(ctx, batch)
+	defer results.Close()
 	for range 2 {
 		if _, err := results.Exec(); err != nil {
-			results.Close()
-			return 0, 0, err
+			return got, err
 		}
 	}
 	rows, err := results.Query()
 	if err != nil {
-		results.Close()
-		return 0, 0, err
+		return got, err
 	}
 	var groups []int32
 	var ids, leases []int64
 	var dlqs []bool
 	for rows.Next() {
-		var group int32
+		var group, deliveries int32
 		var id int64
 		var content string
 		var cursor bool
-		if err := rows.Scan(&group, &id, &content, &cursor); err != nil {
+		if err := rows.Scan(&group, &id, &content, &deliveries, &cursor); err != nil {
 			rows.Close()
-			results.Close()
-			return 0, 0, err
+			return got, err
 		}
 		if len(content) != 1024 {
 			rows.Close()
-			results.Close()
-			return 0, 0, fmt.Errorf("leased a message of %d bytes", len(content))
+			return got, fmt.Errorf("leased a message of %d bytes", len(content))
 		}
 		groups, ids, leases, dlqs = append(groups, group), append(ids, id), append(leases, leaseID), append(dlqs, false)
 		if cursor {
-			byCursor++
+			got.byCursor++
+		}
+		if deliveries > 1 {
+			got.redelivered++
 		}
 	}
 	rows.Close()
-	if err := results.Close(); err != nil || len(ids) == 0 {
-		return 0, 0, err
+	if err := rows.Err(); err != nil {
+		return got, err
+	}
+	if err := results.Close(); err != nil || len(ids) == 0 || abandon {
+		return got, err
 	}
 	tag, err := n.pool.Exec(ctx, cursorAck, groups, ids, leases, dlqs, queueNo)
 	if err != nil {
-		return 0, 0, err
+		return got, err
 	}
 	if int(tag.RowsAffected()) != len(ids) {
-		var detail string
-		_ = n.pool.QueryRow(ctx, `SELECT string_agg(format('%s vis=%s lease=%s', m.id, m.visible_at, m.lease_id), '; ') ||
-			' ranges: ' || coalesce((SELECT string_agg(format('%s [%s,%s] %s', lease_id, from_id, to_id, visible_at), '; ') FROM bench_cur_leases WHERE lease_id = $2), 'none')
-			FROM bench_cur_messages m WHERE m.id = ANY ($1)`, ids, leaseID).Scan(&detail)
-		return 0, 0, fmt.Errorf("acknowledged %d of %d (%d by the cursor, lease %d): %s", tag.RowsAffected(), len(ids), byCursor, leaseID, detail)
+		var state string
+		_ = n.pool.QueryRow(ctx, `SELECT string_agg(format('%s visible_at %s lease %s', m.id, m.visible_at, m.lease_id), '; ') ||
+			'; its range: ' || coalesce((SELECT format('[%s, %s] until %s', from_id, to_id, visible_at) FROM bench_cur_leases WHERE lease_id = $2), 'none')
+			FROM bench_cur_messages m WHERE m.id = ANY ($1)`, ids, leaseID).Scan(&state)
+		return got, fmt.Errorf("acknowledged %d of %d (%d by the cursor, lease %d): %s", tag.RowsAffected(), len(ids), got.byCursor, leaseID, state)
 	}
-	return len(ids), byCursor, nil
+	got.acked = len(ids)
+	return got, nil
 }
 
 // BenchmarkCursorLive checks the cursor design's horizon where it matters, with puts committing while leases run:
 // cursorLiveProducers connections put batches of 20 fresh 1 KiB messages (cursorLiveMessages in all) while
 // designWorkers connections lease 48 at a time and acknowledge them, until every message put was acknowledged —
-// a message the cursor passed before its put committed would never be, and the phase fails after a minute. It
-// alternates with today's table and statements (the pk design's table, the same indexes) under the same load, for
-// two rounds, and logs each phase's rate, PostgreSQL's CPU per message and the share the cursor leased (the rest
-// went through the fallback, above the horizon). Skipped unless FERRY_BENCH_CURSOR=1:
+// a message the cursor passed before its put committed would never be, one leased twice fails its second
+// acknowledgement, and the phase fails after a minute. It alternates with today's table and statements (the pk
+// design's table, the same indexes) under the same load, for two rounds, and logs each phase's rate, PostgreSQL's
+// CPU per message and the share the cursor leased (the rest went through the fallback, above the horizon). A last
+// phase checks redelivery: every 50th lease is abandoned with a 2 s deadline, and its messages must come back
+// (a range past its deadline turned back into per-message state) and be acknowledged once. Skipped unless
+// FERRY_BENCH_CURSOR=1:
 //
 //	FERRY_BENCH_CURSOR=1 go test -run '^$' -bench CursorLive -benchtime 1x -v ./tests/bench/
 func BenchmarkCursorLive(b *testing.B) {
@@ -248,10 +284,11 @@ func BenchmarkCursorLive(b *testing.B) {
 		ack: pk.Replace(goldenStatement(b, golden, "messages.delete"))}
 	var rates [2]float64
 	for round := 1; round <= 2; round++ {
-		for i, cursor := range []bool{false, true} {
-			rates[i] += cursorLivePhase(b, n, round, cursor, today) / 2
+		for i, mode := range []liveMode{liveToday, liveCursor} {
+			rates[i] += cursorLivePhase(b, n, round, mode, today) / 2
 		}
 	}
+	cursorLivePhase(b, n, 3, liveRedelivery, today)
 	fmt.Printf("cursor_live today_msgs_per_s=%.0f cursor_msgs_per_s=%.0f cursor_over_today=%.2f\n", rates[0], rates[1], rates[1]/rates[0])
 }
 
@@ -261,9 +298,17 @@ var (
 	cursorLiveProducers = envInt("FERRY_BENCH_CURSOR_PRODUCERS", 2)
 )
 
-// cursorLivePhase puts and drains cursorLiveMessages at once on the cursor design's tables (cursor) or today's
-// (the pk design's table and statements), and returns the rate of acknowledgements.
-func cursorLivePhase(b *testing.B, n *node, round int, cursor bool, today *leaseDesign) float64 {
+// liveMode is what a phase of BenchmarkCursorLive runs.
+type liveMode string
+
+const (
+	liveToday      liveMode = "today"      // today's table and statements
+	liveCursor     liveMode = "cursor"     // the cursor design
+	liveRedelivery liveMode = "redelivery" // the cursor design, every 50th lease abandoned with a 2 s deadline
+)
+
+// cursorLivePhase puts and drains cursorLiveMessages at once in mode, and returns the rate of acknowledgements.
+func cursorLivePhase(b *testing.B, n *node, round int, mode liveMode, today *leaseDesign) float64 {
 	ctx := context.Background()
 	for _, sql := range []string{`DELETE FROM bench_cur_messages`, `DELETE FROM bench_cur_leases`, `DELETE FROM bench_cur_cursors`,
 		`DELETE FROM bench_pk_messages`, `INSERT INTO bench_cur_cursors (queue_no, group_no, channel_id) VALUES ($1, 0, '')`,
@@ -282,7 +327,7 @@ func cursorLivePhase(b *testing.B, n *node, round int, cursor bool, today *lease
 	}
 	ctx, cancel := context.WithTimeout(ctx, time.Minute)
 	defer cancel()
-	var put, acked, byCursor atomic.Int64
+	var put, acked, byCursor, redelivered atomic.Int64
 	var failed atomic.Pointer[error] // the first failure (the others follow from its cancel)
 	fail := func(err error) { failed.CompareAndSwap(nil, &err); cancel() }
 	p0 := n.ownPostgresCPU()
@@ -292,15 +337,15 @@ func cursorLivePhase(b *testing.B, n *node, round int, cursor bool, today *lease
 		wg.Go(func() {
 			for ctx.Err() == nil && put.Add(20) <= int64(cursorLiveMessages) {
 				var err error
-				if cursor {
+				if mode == liveToday {
+					_, err = n.pool.Exec(ctx, `INSERT INTO bench_pk_messages (queue_no, group_no, id, channel_id, visible_at, expire_at, size_bytes, content)
+						SELECT $1, 0, nextval('bench_cur_seq'), '', now(), now() + interval '7 days', 1024, c FROM unnest($2::text[]) c`,
+						int64(designQueueNo), contents)
+				} else {
 					batch := &pgx.Batch{}
 					batch.Queue(cursorPut[0])
 					batch.Queue(cursorPut[1], int64(designQueueNo), contents)
 					err = n.pool.SendBatch(ctx, batch).Close()
-				} else {
-					_, err = n.pool.Exec(ctx, `INSERT INTO bench_pk_messages (queue_no, group_no, id, channel_id, visible_at, expire_at, size_bytes, content)
-						SELECT $1, 0, nextval('bench_cur_seq'), '', now(), now() + interval '7 days', 1024, c FROM unnest($2::text[]) c`,
-						int64(designQueueNo), contents)
 				}
 				if err != nil {
 					fail(err)
@@ -311,46 +356,49 @@ func cursorLivePhase(b *testing.B, n *node, round int, cursor bool, today *lease
 	}
 	for worker := range designWorkers {
 		wg.Go(func() {
-			for ctx.Err() == nil && acked.Load() < int64(cursorLiveMessages) {
-				var k, c int
+			for lease := 1; ctx.Err() == nil && acked.Load() < int64(cursorLiveMessages); lease++ {
+				var got cursorLeased
 				var err error
-				if cursor {
-					k, c, err = leaseAndAckCursor(ctx, n, designQueueNo)
-				} else {
-					k, err = today.leaseAndAck(ctx, n, int64(worker+1))
+				switch mode {
+				case liveToday:
+					got.acked, err = today.leaseAndAck(ctx, n, int64(worker+1))
+				case liveCursor:
+					got, err = leaseAndAckCursor(ctx, n, designQueueNo, 30, false)
+				case liveRedelivery:
+					got, err = leaseAndAckCursor(ctx, n, designQueueNo, 2, lease%50 == 0)
 				}
 				if err != nil {
 					fail(err)
 					return
 				}
-				if k == 0 {
+				if got.acked == 0 {
 					time.Sleep(time.Millisecond)
 				}
-				acked.Add(int64(k))
-				byCursor.Add(int64(c))
+				acked.Add(int64(got.acked))
+				byCursor.Add(int64(got.byCursor))
+				redelivered.Add(int64(got.redelivered))
 			}
 		})
 	}
 	wg.Wait()
+	elapsed, p1 := time.Since(start).Seconds(), n.ownPostgresCPU()
 	if err := failed.Load(); err != nil {
-		b.Fatalf("round %d, cursor %v: %v after %d acknowledged", round, cursor, *err, acked.Load())
+		b.Fatalf("round %d, %s: %v after %d acknowledged", round, mode, *err, acked.Load())
 	}
-	elapsed := time.Since(start).Seconds()
 	msgs := float64(acked.Load())
 	if acked.Load() != int64(cursorLiveMessages) {
-		b.Fatalf("round %d, cursor %v: %d of %d messages acknowledged", round, cursor, acked.Load(), cursorLiveMessages)
+		b.Fatalf("round %d, %s: %d of %d messages acknowledged", round, mode, acked.Load(), cursorLiveMessages)
+	}
+	if mode == liveRedelivery && redelivered.Load() == 0 {
+		b.Fatalf("round %d, %s: no abandoned message came back", round, mode)
 	}
 	var left, ranges int
 	if err := n.pool.QueryRow(context.Background(), `SELECT (SELECT count(*) FROM bench_cur_messages) + (SELECT count(*) FROM bench_pk_messages),
 		(SELECT count(*) FROM bench_cur_leases)`).Scan(&left, &ranges); err != nil || left != 0 || ranges != 0 {
-		b.Fatalf("round %d, cursor %v: %d messages and %d ranges left (%v)", round, cursor, left, ranges, err)
+		b.Fatalf("round %d, %s: %d messages and %d ranges left (%v)", round, mode, left, ranges, err)
 	}
-	rate, pgMicros := msgs/elapsed, (n.ownPostgresCPU()-p0)*1e6/msgs
-	name := "today"
-	if cursor {
-		name = "cursor"
-	}
-	b.Logf("round %d: %-6s put and drained %.0f msgs/s; postgres CPU %.0f µs a message; the cursor leased %.0f %%",
-		round, name, rate, pgMicros, float64(byCursor.Load())*100/msgs)
+	rate, pgMicros := msgs/elapsed, (p1-p0)*1e6/msgs
+	b.Logf("round %d: %-10s put and drained %.0f msgs/s; postgres CPU %.0f µs a message; the cursor leased %.0f %%, %d were redelivered",
+		round, mode, rate, pgMicros, float64(byCursor.Load())*100/msgs, redelivered.Load())
 	return rate
 }

@@ -365,8 +365,8 @@ func (d *leaseDesign) leaseAndAck(ctx context.Context, n *node, leaseID int64) (
 		return d.leaseAndAckSegments(ctx, n, leaseID)
 	}
 	if d.cursor {
-		k, _, err := leaseAndAckCursor(ctx, n, designQueueNo)
-		return k, err
+		got, err := leaseAndAckCursor(ctx, n, designQueueNo, 30, false)
+		return got.acked, err
 	}
 	rows, err := n.pool.Query(ctx, d.lease, designQueueNo, int32(0), false, []string{""}, int32(48), int32(0), int32(30), leaseID, nil)
 	if err != nil {
