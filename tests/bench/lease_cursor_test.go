@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"os"
+	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -25,18 +26,18 @@ import (
 // The horizon: ids are drawn from a sequence before commit, so a cursor must not pass an id whose put has not
 // ended (that message would stay fresh below the cursor, in no range, never leased). A put takes its transaction
 // id before it draws ids (cursorPut); a lease reads the sequence's position before it takes a transaction id (the
-// cursor row's lock) and leaves the pair on the cursor row as a sample; a later lease whose snapshot's xmin is
-// above the sample's transaction id knows every put that drew an id up to the sample's position has ended, and
-// takes fresh messages up to there (or keeps the horizon it had: a lease that read the position before another
-// one but took the lock after it leaves an older sample). The fresh messages above the horizon are leased the per-message way (the
-// fallback: today's update, which takes them out of the fresh range), so nothing waits for the horizon. The
-// cursor row's lock serializes a channel's leases, and each lease takes it in a statement of its own, so that the
-// statement that leases sees what the previous lease (cursor or fallback) committed.
+// cursor row's lock) and adds the pair to the cursor row's samples; a later lease whose snapshot's xmin is above a
+// sample's transaction id knows every put that drew an id up to the sample's position has ended. The horizon is
+// the highest such position, and only moves forward (a lease that read the position before another one but took
+// the lock after it adds an older sample). The row keeps the samples not yet matured, up to cursorSamples, so that
+// the horizon trails the puts by about one commit. The fresh messages above the horizon are leased the
+// per-message way (the fallback: today's update, which takes them out of the fresh range), so nothing waits for
+// the horizon. The cursor row's lock serializes a channel's leases, and each lease takes it in a statement of its
+// own, so that the statement that leases sees what the previous lease (cursor or fallback) committed.
 //
-// It is a measurement, not a design ferry runs: redelivering the messages of a range whose deadline passed (a
-// sweeper turning them back into per-message state), changing one message's visibility, statistics, ordered
-// groups, delayed messages and several channels at once are left out (docs/benchmarks.md lists what a real one
-// needs).
+// It is a measurement, not a design ferry runs: a sweep for the expired ranges of channels no lease visits,
+// changing one message's visibility, statistics, ordered groups, delayed messages and several channels at once
+// are left out (docs/benchmarks.md lists what a real one needs).
 const cursorSchema = `
 DROP TABLE IF EXISTS bench_cur_messages, bench_cur_cursors, bench_cur_leases;
 DROP SEQUENCE IF EXISTS bench_cur_seq;
@@ -50,7 +51,7 @@ CREATE INDEX ON bench_cur_messages (queue_no, group_no, lease_owner) WHERE lease
 CREATE TABLE bench_cur_cursors (
 	queue_no bigint NOT NULL, group_no integer NOT NULL, channel_id text NOT NULL,
 	last_id bigint NOT NULL DEFAULT 0, safe_id bigint NOT NULL DEFAULT 0,
-	sample_id bigint NOT NULL DEFAULT 0, sample_xid xid8 NOT NULL DEFAULT '0',
+	sample_ids bigint[] NOT NULL DEFAULT '{}', sample_xids xid8[] NOT NULL DEFAULT '{}',
 	PRIMARY KEY (queue_no, group_no, channel_id)
 ) WITH (fillfactor = 50, ` + designAutovacuum + `);
 CREATE TABLE bench_cur_leases (
@@ -88,12 +89,17 @@ var cursorLeaseSteps = []string{
 // fallback). It answers each leased message's group, id, content and delivery count, and whether the cursor took
 // it. Each lease first turns the ranges of its channel past their deadline back into per-message state (visible
 // now, delivered once), for the leases after it.
-const cursorLease = `
-WITH cur AS (
-	SELECT last_id, sample_xid < pg_snapshot_xmin(pg_current_snapshot()) AS matured,
-		CASE WHEN sample_xid < pg_snapshot_xmin(pg_current_snapshot()) THEN greatest(safe_id, sample_id) ELSE safe_id END AS safe_id
-	FROM bench_cur_cursors
-	WHERE queue_no = $1 AND group_no = $2 AND channel_id = ($4::text[])[1]
+var cursorLease = `
+WITH samples AS (
+	SELECT s.id, s.xid, s.k, s.xid < pg_snapshot_xmin(pg_current_snapshot()) AS matured
+	FROM bench_cur_cursors c, unnest(c.sample_ids, c.sample_xids) WITH ORDINALITY AS s(id, xid, k)
+	WHERE c.queue_no = $1 AND c.group_no = $2 AND c.channel_id = ($4::text[])[1]
+), cur AS (
+	SELECT c.last_id, greatest(c.safe_id, (SELECT max(s.id) FROM samples s WHERE s.matured)) AS safe_id,
+		ARRAY (SELECT s.id FROM samples s WHERE NOT s.matured ORDER BY s.k) AS pending_ids,
+		ARRAY (SELECT s.xid FROM samples s WHERE NOT s.matured ORDER BY s.k) AS pending_xids
+	FROM bench_cur_cursors c
+	WHERE c.queue_no = $1 AND c.group_no = $2 AND c.channel_id = ($4::text[])[1]
 ), expired AS (
 	DELETE FROM bench_cur_leases l
 	WHERE l.queue_no = $1 AND l.visible_at <= now() AND l.group_no = $2 AND l.channel_id = ($4::text[])[1]
@@ -134,8 +140,8 @@ WITH cur AS (
 	UPDATE bench_cur_cursors c SET
 		last_id = coalesce((SELECT max(id) FROM picked), c.last_id),
 		safe_id = (SELECT safe_id FROM cur),
-		sample_id = CASE WHEN (SELECT matured FROM cur) THEN current_setting('bench.sequence_position')::bigint ELSE c.sample_id END,
-		sample_xid = CASE WHEN (SELECT matured FROM cur) THEN pg_current_xact_id() ELSE c.sample_xid END
+		sample_ids = ((SELECT pending_ids FROM cur) || current_setting('bench.sequence_position')::bigint)[greatest(1, cardinality((SELECT pending_ids FROM cur)) - ` + cursorSamplesSQL + ` + 2):],
+		sample_xids = ((SELECT pending_xids FROM cur) || pg_current_xact_id())[greatest(1, cardinality((SELECT pending_xids FROM cur)) - ` + cursorSamplesSQL + ` + 2):]
 	WHERE c.queue_no = $1 AND c.group_no = $2 AND c.channel_id = ($4::text[])[1]
 ), ranged AS (
 	INSERT INTO bench_cur_leases (queue_no, lease_id, group_no, channel_id, from_id, to_id, visible_at, lease_owner)
@@ -170,6 +176,13 @@ WITH del AS (
 				AND m.id <> ALL (ARRAY (SELECT id FROM del)))
 )
 SELECT group_no, id, false, lease_id FROM del`
+
+// cursorSamples is how many samples of the horizon a cursor row keeps, newest last: the samples not yet matured
+// (some put older than them may still be running), and this lease's.
+const cursorSamples = 8
+
+// cursorSamplesSQL is cursorSamples in the statement's text.
+var cursorSamplesSQL = strconv.Itoa(cursorSamples)
 
 // cursorLeaseIDs numbers the cursor design's leases: its ranges are keyed by lease id, where the other designs
 // reuse a worker's.
