@@ -38,16 +38,10 @@ import (
 // It is a measurement, not a design ferry runs: a sweep for the expired ranges of channels no lease visits,
 // changing one message's visibility, statistics, ordered groups, delayed messages and several channels at once
 // are left out (docs/benchmarks.md lists what a real one needs).
-const cursorSchema = `
-DROP TABLE IF EXISTS bench_cur_messages, bench_cur_cursors, bench_cur_leases;
+var cursorSchema = todayTable("bench_cur_messages", true) + `
+DROP TABLE IF EXISTS bench_cur_cursors, bench_cur_leases;
 DROP SEQUENCE IF EXISTS bench_cur_seq;
 CREATE SEQUENCE bench_cur_seq AS bigint;
-CREATE TABLE bench_cur_messages (LIKE messages INCLUDING DEFAULTS INCLUDING CONSTRAINTS INCLUDING STORAGE)
-	WITH (fillfactor = 80, ` + designAutovacuum + `);
-ALTER TABLE bench_cur_messages ADD PRIMARY KEY (queue_no, id, group_no);
-CREATE INDEX ON bench_cur_messages (queue_no, group_no, dlq, channel_id, visible_at, id);
-CREATE INDEX ON bench_cur_messages (queue_no, group_no, message_group, id) WHERE message_group IS NOT NULL AND NOT dlq;
-CREATE INDEX ON bench_cur_messages (queue_no, group_no, lease_owner) WHERE lease_owner IS NOT NULL;
 CREATE TABLE bench_cur_cursors (
 	queue_no bigint NOT NULL, group_no integer NOT NULL, channel_id text NOT NULL,
 	last_id bigint NOT NULL DEFAULT 0, safe_id bigint NOT NULL DEFAULT 0,
@@ -61,18 +55,31 @@ CREATE TABLE bench_cur_leases (
 ) WITH (` + designAutovacuum + `);
 CREATE INDEX ON bench_cur_leases (queue_no, visible_at);`
 
-// cursorFill stores $2 fresh messages of queue $1 (content as the other designs' fill, in %s) and its cursor.
-const cursorFill = `
-INSERT INTO bench_cur_messages (queue_no, group_no, id, channel_id, visible_at, expire_at, size_bytes, content)
-SELECT $1, 0, nextval('bench_cur_seq'), '', '-infinity', now() + interval '7 days', 1024, %s FROM generate_series(1, $2::int) g;
-INSERT INTO bench_cur_cursors (queue_no, group_no, channel_id) VALUES ($1, 0, '')`
+// cursorFill stores $2 fresh messages of queue $1 (the content expression in %s, as the other designs' fill),
+// then its cursor.
+var cursorFill = []string{
+	cursorInsert("%s FROM generate_series(1, $2::int) g"),
+	`INSERT INTO bench_cur_cursors (queue_no, group_no, channel_id) VALUES ($1, 0, '')`,
+}
+
+// cursorInsert is the INSERT of fresh messages of queue $1 into the cursor design's table, each content the
+// expression that source (the rest of the SELECT) gives.
+func cursorInsert(source string) string {
+	return liveInsert("bench_cur_messages", "'-infinity'", source)
+}
+
+// liveInsert is the INSERT of 1 KiB messages of queue $1 into table with visibleAt, each content the expression
+// that source (the rest of the SELECT) gives.
+func liveInsert(table, visibleAt, source string) string {
+	return `INSERT INTO ` + table + ` (queue_no, group_no, id, channel_id, visible_at, expire_at, size_bytes, content)
+SELECT $1, 0, nextval('bench_cur_seq'), '', ` + visibleAt + `, now() + interval '7 days', 1024, ` + source
+}
 
 // cursorPut stores a put's batch ($2, contents) of queue $1 as fresh messages, after taking the transaction's id
 // (the horizon's half on the put's side). Queued in one pgx.Batch: one implicit transaction, one round trip.
 var cursorPut = []string{
 	`SELECT pg_current_xact_id()`,
-	`INSERT INTO bench_cur_messages (queue_no, group_no, id, channel_id, visible_at, expire_at, size_bytes, content)
-SELECT $1, 0, nextval('bench_cur_seq'), '', '-infinity', now() + interval '7 days', 1024, c FROM unnest($2::text[]) c`,
+	cursorInsert("c FROM unnest($2::text[]) c"),
 }
 
 // cursorLeaseSteps are the lease's three statements, queued in one pgx.Batch (one implicit transaction, one
@@ -280,7 +287,7 @@ func BenchmarkCursorLive(b *testing.B) {
 	}
 	n := startNode(b)
 	ctx := context.Background()
-	for _, schema := range []string{keySchema, cursorSchema} {
+	for _, schema := range designSchemas() {
 		if _, err := n.pool.Exec(ctx, schema); err != nil {
 			b.Fatal(err)
 		}
@@ -292,9 +299,7 @@ func BenchmarkCursorLive(b *testing.B) {
 	if err != nil {
 		b.Fatal(err)
 	}
-	pk := onTable("bench_pk_messages")
-	today := &leaseDesign{name: "today", tab: "bench_pk_messages", lease: pk.Replace(goldenStatement(b, golden, "messages.lease_one")),
-		ack: pk.Replace(goldenStatement(b, golden, "messages.delete"))}
+	today := pkDesign(b, golden) // today's statements on a table like the cursor design's
 	var rates [2]float64
 	for round := 1; round <= 2; round++ {
 		for i, mode := range []liveMode{liveToday, liveCursor} {
@@ -323,9 +328,8 @@ const (
 // cursorLivePhase puts and drains cursorLiveMessages at once in mode, and returns the rate of acknowledgements.
 func cursorLivePhase(b *testing.B, n *node, round int, mode liveMode, today *leaseDesign) float64 {
 	ctx := context.Background()
-	for _, sql := range []string{`DELETE FROM bench_cur_messages`, `DELETE FROM bench_cur_leases`, `DELETE FROM bench_cur_cursors`,
-		`DELETE FROM bench_pk_messages`, `INSERT INTO bench_cur_cursors (queue_no, group_no, channel_id) VALUES ($1, 0, '')`,
-		`VACUUM ANALYZE bench_cur_messages, bench_cur_leases, bench_cur_cursors, bench_pk_messages`, `CHECKPOINT`} {
+	for _, sql := range append(designDeletes(), cursorFill[1],
+		`VACUUM ANALYZE bench_cur_messages, bench_cur_leases, bench_cur_cursors, bench_pk_messages`, `CHECKPOINT`) {
 		var args []any
 		if strings.Contains(sql, "$1") {
 			args = append(args, designQueueNo)
@@ -351,9 +355,7 @@ func cursorLivePhase(b *testing.B, n *node, round int, mode liveMode, today *lea
 			for ctx.Err() == nil && put.Add(20) <= int64(cursorLiveMessages) {
 				var err error
 				if mode == liveToday {
-					_, err = n.pool.Exec(ctx, `INSERT INTO bench_pk_messages (queue_no, group_no, id, channel_id, visible_at, expire_at, size_bytes, content)
-						SELECT $1, 0, nextval('bench_cur_seq'), '', now(), now() + interval '7 days', 1024, c FROM unnest($2::text[]) c`,
-						int64(designQueueNo), contents)
+					_, err = n.pool.Exec(ctx, liveInsert("bench_pk_messages", "now()", "c FROM unnest($2::text[]) c"), int64(designQueueNo), contents)
 				} else {
 					batch := &pgx.Batch{}
 					batch.Queue(cursorPut[0])

@@ -62,10 +62,8 @@ func BenchmarkLeaseDesigns(b *testing.B) {
 	only := os.Getenv("FERRY_BENCH_DESIGNS") // a comma-separated subset, to look at one design
 	named := func(name string) bool { return strings.Contains(","+only+",", ","+name+",") }
 	if named("pk") || named("nopkey") {
-		pk, nopk := onTable("bench_pk_messages"), onTable("bench_nopk_messages")
-		designs = append(designs,
-			&leaseDesign{name: "pk", tab: "bench_pk_messages", lease: pk.Replace(goldenStatement(b, golden, "messages.lease_one")),
-				ack: pk.Replace(goldenStatement(b, golden, "messages.delete"))},
+		nopk := onTable("bench_nopk_messages")
+		designs = append(designs, pkDesign(b, golden),
 			&leaseDesign{name: "nopkey", tab: "bench_nopk_messages", lease: nopk.Replace(goldenStatement(b, golden, "messages.lease_one")),
 				ack: noKeyAck, ackByLeaseKey: true})
 	}
@@ -78,7 +76,7 @@ func BenchmarkLeaseDesigns(b *testing.B) {
 		}
 		designs = chosen
 	}
-	for _, schema := range []string{hotSchema, segmentSchema, keySchema, cursorSchema} {
+	for _, schema := range designSchemas() {
 		if _, err := n.pool.Exec(ctx, schema); err != nil {
 			b.Fatal(err)
 		}
@@ -139,6 +137,19 @@ type leaseDesign struct {
 var designTables = []string{"bench_hot_messages", "bench_hot_bodies", "bench_seg_messages", "bench_pk_messages", "bench_nopk_messages",
 	"bench_cur_messages", "bench_cur_cursors", "bench_cur_leases"}
 
+// designSchemas is the SQL that makes the designs' own tables (designTables).
+func designSchemas() []string { return []string{hotSchema, segmentSchema, keySchema, cursorSchema} }
+
+// designDeletes is the statements that delete the benchmark's messages ($1: designQueueNo) from ferry's message
+// tables and the designs' own.
+func designDeletes() []string {
+	var statements []string
+	for _, t := range append([]string{"messages", "message_bodies"}, designTables...) {
+		statements = append(statements, `DELETE FROM `+t+` WHERE queue_no = $1`)
+	}
+	return statements
+}
+
 // designAutovacuum is the autovacuum settings of ferry's message tables (their partitions'), for the designs' own
 // tables.
 const designAutovacuum = `autovacuum_vacuum_scale_factor = 0.01, autovacuum_vacuum_threshold = 1000,
@@ -191,25 +202,32 @@ RETURNING m.group_no, m.id, false, m.lease_id`
 	hotAckBodies = `DELETE FROM bench_hot_bodies b WHERE b.queue_no = $1 AND b.id = ANY ($2::bigint[])`
 )
 
-// keySchema is the tables of the pk and nopkey designs: today's columns, storage and indexes, one table each (not
-// partitioned), with and without the primary key.
-const keySchema = `
-DROP TABLE IF EXISTS bench_pk_messages, bench_nopk_messages;
-CREATE TABLE bench_pk_messages (LIKE messages INCLUDING DEFAULTS INCLUDING CONSTRAINTS INCLUDING STORAGE)
+// todayTable is the SQL that makes tab a table of today's columns, storage and indexes (not partitioned), with or
+// without the primary key (queue_no, id, group_no).
+func todayTable(tab string, primaryKey bool) string {
+	sql := `
+DROP TABLE IF EXISTS ` + tab + `;
+CREATE TABLE ` + tab + ` (LIKE messages INCLUDING DEFAULTS INCLUDING CONSTRAINTS INCLUDING STORAGE)
 	WITH (fillfactor = 80, ` + designAutovacuum + `);
-ALTER TABLE bench_pk_messages ADD PRIMARY KEY (queue_no, id, group_no);
-CREATE TABLE bench_nopk_messages (LIKE bench_pk_messages INCLUDING DEFAULTS INCLUDING CONSTRAINTS INCLUDING STORAGE)
-	WITH (fillfactor = 80, ` + designAutovacuum + `);
-DO $$
-DECLARE
-	t text;
-BEGIN
-	FOREACH t IN ARRAY ARRAY['bench_pk_messages', 'bench_nopk_messages'] LOOP
-		EXECUTE format('CREATE INDEX ON %I (queue_no, group_no, dlq, channel_id, visible_at, id)', t);
-		EXECUTE format('CREATE INDEX ON %I (queue_no, group_no, message_group, id) WHERE message_group IS NOT NULL AND NOT dlq', t);
-		EXECUTE format('CREATE INDEX ON %I (queue_no, group_no, lease_owner) WHERE lease_owner IS NOT NULL', t);
-	END LOOP;
-END $$;`
+CREATE INDEX ON ` + tab + ` (queue_no, group_no, dlq, channel_id, visible_at, id);
+CREATE INDEX ON ` + tab + ` (queue_no, group_no, message_group, id) WHERE message_group IS NOT NULL AND NOT dlq;
+CREATE INDEX ON ` + tab + ` (queue_no, group_no, lease_owner) WHERE lease_owner IS NOT NULL;`
+	if primaryKey {
+		sql += `
+ALTER TABLE ` + tab + ` ADD PRIMARY KEY (queue_no, id, group_no);`
+	}
+	return sql
+}
+
+// keySchema is the tables of the pk and nopkey designs: today's, with and without the primary key.
+var keySchema = todayTable("bench_pk_messages", true) + todayTable("bench_nopk_messages", false)
+
+// pkDesign is the pk design: today's statements (from statements.golden.sql) on a table of today's of its own.
+func pkDesign(b *testing.B, golden []byte) *leaseDesign {
+	pk := onTable("bench_pk_messages")
+	return &leaseDesign{name: "pk", tab: "bench_pk_messages", lease: pk.Replace(goldenStatement(b, golden, "messages.lease_one")),
+		ack: pk.Replace(goldenStatement(b, golden, "messages.delete"))}
+}
 
 // noKeyAck is messages.delete without the primary key: each receipt names its row by the lease index's key.
 const noKeyAck = `
@@ -239,17 +257,12 @@ func goldenStatement(b *testing.B, golden []byte, name string) string {
 func (d *leaseDesign) fill(b *testing.B, n *node) {
 	ctx := context.Background()
 	content := `(SELECT string_agg(md5(random()::text || s), '') FROM generate_series(1, 32) s)` // 1,024 hex digits
-	tables := append([]string{"messages", "message_bodies"}, designTables...)
-	var statements []string
-	for _, t := range tables {
-		statements = append(statements, `DELETE FROM `+t+` WHERE queue_no = $1`)
-	}
+	statements := designDeletes()
 	switch {
 	case d.segments:
 		statements = append(statements, segmentFill)
 	case d.cursor:
-		fill, cursor, _ := strings.Cut(fmt.Sprintf(cursorFill, content), ";\n")
-		statements = append(statements, fill, cursor)
+		statements = append(statements, fmt.Sprintf(cursorFill[0], content), cursorFill[1])
 	case !d.apart:
 		statements = append(statements, `INSERT INTO `+d.table()+` (queue_no, group_no, id, channel_id, visible_at, expire_at, size_bytes, content)
 			SELECT $1, 0, g, '', now(), now() + interval '7 days', 1024, `+content+` FROM generate_series(1, $2::int) g`)
@@ -268,7 +281,7 @@ func (d *leaseDesign) fill(b *testing.B, n *node) {
 			b.Fatalf("%s: %v", sql, err)
 		}
 	}
-	for _, sql := range []string{`VACUUM ANALYZE ` + strings.Join(tables, ", "), `CHECKPOINT`} {
+	for _, sql := range []string{`VACUUM ANALYZE messages, message_bodies, ` + strings.Join(designTables, ", "), `CHECKPOINT`} {
 		if _, err := n.pool.Exec(ctx, sql); err != nil {
 			b.Fatal(err)
 		}
