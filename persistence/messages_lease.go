@@ -7,6 +7,14 @@ import (
 	"github.com/jackc/pgx/v5"
 )
 
+// The cursor lease's companions (sql/messages/ranges.sql).
+var (
+	messagesLeasePosition = stmt("messages.lease_position")
+	messagesLeaseLock     = stmt("messages.lease_lock")
+	messagesReviveRanges  = stmt("messages.revive_ranges")
+	messagesReviveExpired = stmt("messages.revive_expired_ranges")
+)
+
 // leasePick is how a lease statement picks its messages (sql/messages/lease.sql).
 type leasePick int
 
@@ -15,6 +23,7 @@ const (
 	pickOne                       // a single channel
 	pickOwners                    // a single channel, an owner per slot (coalesced leases of several watches)
 	pickConsumer                  // a single-active-consumer queue, in publish order
+	pickCursor                    // a single channel, no owner: fresh messages by the channel's cursor
 	leasePicks
 )
 
@@ -36,13 +45,16 @@ func (v leaseVariant) Owners() bool { return v.pick == pickOwners }
 // Consumer: as a single-active-consumer queue's active consumer.
 func (v leaseVariant) Consumer() bool { return v.pick == pickConsumer }
 
+// Cursor: from a single channel, its fresh messages by the channel's cursor, as ranges.
+func (v leaseVariant) Cursor() bool { return v.pick == pickCursor }
+
 // DeadLetter: moves the messages that reached the delivery limit to the DLQ.
 func (v leaseVariant) DeadLetter() bool { return v.deadLetter }
 
 // Name is the statement's name: messages.lease, then what it picks (_one, _one_owners, _as_consumer), then
 // _dead_letter.
 func (v leaseVariant) Name() string {
-	name := "messages.lease" + [...]string{"", "_one", "_one_owners", "_as_consumer"}[v.pick]
+	name := "messages.lease" + [...]string{"", "_one", "_one_owners", "_as_consumer", "_cursor"}[v.pick]
 	if v.deadLetter {
 		name += "_dead_letter"
 	}
@@ -181,12 +193,17 @@ func (r *Messages) lease(ctx context.Context, no int64, req LeaseRequest, owners
 	switch {
 	case owners != nil:
 		pick, owner = pickOwners, arg{"owners", owners}
+	case len(req.Channels) == 1 && req.Owner == "" && !req.DLQ:
+		pick = pickCursor
 	case len(req.Channels) == 1:
 		pick = pickOne
 	}
 	query := leaseStatement(pick, deadLetter)
 	var out []LeasedMessage
 	err := r.sendRetrying(ctx, func(batch *pgx.Batch) {
+		if pick == pickCursor {
+			batch.Queue(messagesLeasePosition.sql) // before anything gives the transaction an id
+		}
 		if len(acks) > 0 {
 			// Before leasePrelude, which forces the lease's generic plan for the rest of the transaction: the
 			// acknowledgement plans as DeleteMessages' does.
@@ -199,6 +216,7 @@ func (r *Messages) lease(ctx context.Context, no int64, req LeaseRequest, owners
 		} else {
 			batch.Queue(leasePrelude)
 		}
+		queueLeaseLock(batch, no, req.GroupNo, req.DLQ)
 		// In the order of the single-channel statements' parameters, the common case (statement.bind).
 		query.queue(batch, arg{"queue_no", no}, arg{"group_no", req.GroupNo}, arg{"dlq", req.DLQ},
 			arg{"channels", req.Channels}, arg{"limit", req.Limit}, arg{"max_deliveries", req.MaxDeliveries},
@@ -238,6 +256,7 @@ func (r *Messages) LeaseAsConsumer(ctx context.Context, req ConsumerLeaseRequest
 		batch.Queue(consumersDecide, req.QueueID, req.GroupNo, req.Consumer, req.ConsumerLeaseSeconds).QueryRow(func(row pgx.Row) error {
 			return d.scan(row)
 		})
+		queueLeaseLock(batch, no, req.GroupNo, req.DLQ)
 		query.queue(batch, arg{"queue_no", no}, arg{"group_no", req.GroupNo}, arg{"dlq", req.DLQ}, arg{"channels", channels},
 			arg{"queue_id", req.QueueID}, arg{"consumer", req.Consumer}, arg{"limit", req.Limit},
 			arg{"max_deliveries", req.MaxDeliveries}, arg{"visibility_seconds", req.VisibilitySeconds},
@@ -275,4 +294,14 @@ func collectLeased(rows pgx.Rows, leaseID int64, limit int) ([]LeasedMessage, er
 	}
 	sortLeased(out)
 	return out, nil
+}
+
+// queueLeaseLock queues, before a lease of the group's messages (not of its DLQ, which holds no fresh message),
+// the group's lease lock and the end of its ranges past their deadline (sql/messages/ranges.sql).
+func queueLeaseLock(batch *pgx.Batch, queueNo int64, groupNo int32, dlq bool) {
+	if dlq {
+		return
+	}
+	messagesLeaseLock.queue(batch, arg{"queue_no", queueNo}, arg{"group_no", groupNo})
+	messagesReviveRanges.queue(batch, arg{"queue_no", queueNo}, arg{"group_no", groupNo})
 }

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"regexp"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -131,6 +132,8 @@ func TestPlans(t *testing.T) {
 				args = append(args, arg{"channels", []string{"a"}}, arg{"owners", []*string{&w, nil}})
 			case pickConsumer:
 				args = append(args, arg{"channels", []string{"a", "b"}}, arg{"queue_id", "q"}, arg{"consumer", "c"})
+			case pickCursor:
+				args = append(args, arg{"channels", []string{"a"}}, arg{"owner", (*string)(nil)})
 			}
 			plans := []planNode{explainPrepared(ctx, t, tx, s, args...)}
 			pickIndex := "messages_lease"
@@ -162,11 +165,15 @@ func TestPlans(t *testing.T) {
 		{messagesUpdateVisibility, "Update", append(append([]arg{}, receipts...), arg{"seconds", []int32{10, 10}})},
 	} {
 		plan := explainPrepared(ctx, t, tx, c.s, c.args...)
-		mods := plan.find(func(n planNode) bool { return n.NodeType == "ModifyTable" && n.Operation == c.operation })
+		mods := plan.find(func(n planNode) bool {
+			return n.NodeType == "ModifyTable" && n.Operation == c.operation && unpartitioned(n.RelationName) == "messages"
+		})
 		require.Len(t, mods, 1, c.s.name)
 		require.Equal(t, []string{"Index Scan/messages_pkey"}, mods[0].scans(), "%s finds its rows by primary key", c.s.name)
-		require.Empty(t, plan.find(func(n planNode) bool { return unpartitioned(n.IndexName) == "messages_lease" }),
-			"%s never uses the lease index", c.s.name)
+		require.Empty(t, mods[0].find(func(n planNode) bool { return unpartitioned(n.IndexName) == "messages_lease" }),
+			"%s never finds its rows by the lease index", c.s.name)
+		require.Empty(t, mods[0].find(func(n planNode) bool { return n.IndexName == "message_ranges_expiry" }),
+			"%s finds a receipt's range by its lease", c.s.name)
 	}
 
 	// The deletion of shared bodies after an acknowledgement probes messages' primary key per id, and
@@ -184,20 +191,25 @@ func TestPlans(t *testing.T) {
 	}
 }
 
-// assertLeasePlan: the pick (the CTE next, picked or candidates) scans messages by pickIndex only; each update of
+// assertLeasePlan: the pick (the CTE next, picked or candidates; the cursor lease's due, picked and beyond, one
+// scan each) scans messages by pickIndex only; each update of
 // messages finds its rows by ctid (the lease's: the rows its pick locked) or by primary key (the unblocking of
 // dead-lettering variants); nothing scans messages sequentially.
 func assertLeasePlan(t *testing.T, name string, plan planNode, pickIndex string, deadLetter bool) {
 	t.Helper()
 	picks := plan.find(func(n planNode) bool {
-		return n.SubplanName == "CTE next" || n.SubplanName == "CTE picked" || n.SubplanName == "CTE candidates"
+		return slices.Contains([]string{"CTE next", "CTE picked", "CTE candidates", "CTE due", "CTE beyond"}, n.SubplanName)
 	})
 	require.NotEmpty(t, picks, name)
 	var pickScans []string
 	for _, p := range picks {
 		pickScans = append(pickScans, p.scans()...)
 	}
-	require.Len(t, pickScans, 1, "%s picks from one partition of messages: %v", name, pickScans)
+	wantScans := 1
+	if strings.Contains(name, "_cursor") {
+		wantScans = 3
+	}
+	require.Len(t, pickScans, wantScans, "%s picks from one partition of messages: %v", name, pickScans)
 	for _, scan := range pickScans {
 		require.Contains(t, []string{"Index Scan/" + pickIndex, "Index Only Scan/" + pickIndex}, scan,
 			"%s picks by %s: %v", name, pickIndex, pickScans)

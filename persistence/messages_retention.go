@@ -111,6 +111,15 @@ func (r *Messages) DeleteOrphans(ctx context.Context, batch int) (int64, error) 
 	return tag.RowsAffected(), interpretError("deleting messages of deleted queues", err)
 }
 
+// ReviveExpiredRanges ends up to batch ranges of the cursor lease past their deadline (sql/messages/ranges.sql),
+// making the messages they still hold visible again, and returns how many it ended. Leases do this for their own
+// group; the maintainer does it for the groups that nobody leases from.
+func (r *Messages) ReviveExpiredRanges(ctx context.Context, batch int) (int64, error) {
+	var n int64
+	err := messagesReviveExpired.queryRow(ctx, r.pool, arg{"limit", batch}).Scan(&n)
+	return n, interpretError("reviving expired leases", err)
+}
+
 // ExpireBodies deletes up to batch bodies of shared messages (message_bodies) that no consumer group's row holds
 // any more, and returns how many.
 func (r *Messages) ExpireBodies(ctx context.Context, batch int) (int64, error) {

@@ -51,7 +51,7 @@ func TestStatementAndPoolMetrics(t *testing.T) {
 		counts[summary.AsString()] += dp.Count
 	}
 	require.Positive(t, counts["messages.insert_one_copy"]+counts["messages.insert"], "the put: %v", counts)
-	require.Positive(t, counts["messages.lease_one"], "the lease, sent in a batch: %v", counts)
+	require.Positive(t, counts["messages.lease_cursor"], "the lease, sent in a batch: %v", counts)
 	require.Positive(t, counts["messages.stats"], "a plain query: %v", counts)
 	require.Positive(t, counts["other"], "the fixture's unnamed SQL: %v", counts)
 	for name := range counts {

@@ -69,7 +69,7 @@ func TestUnblockNextIsTheSameEverywhere(t *testing.T) {
 			users++
 		}
 	}
-	require.Equal(t, 6, users, "messages.delete_ordered, messages.unblock_groups and four dead-lettering leases")
+	require.Equal(t, 7, users, "messages.delete_ordered, messages.unblock_groups and five dead-lettering leases")
 }
 
 func TestCompileSQL(t *testing.T) {
@@ -125,7 +125,7 @@ func TestLeaseVariantsParameters(t *testing.T) {
 	for pick := range leasePicks {
 		for _, dl := range []bool{false, true} {
 			s := leaseStatement(pick, dl)
-			want := append(append([]string{}, common...), [...][]string{{"owner"}, {"owner"}, {"owners"}, {"queue_id", "consumer"}}[pick]...)
+			want := append(append([]string{}, common...), [...][]string{{"owner"}, {"owner"}, {"owners"}, {"queue_id", "consumer"}, {"owner"}}[pick]...)
 			require.ElementsMatch(t, want, s.params, s.name)
 			require.Equal(t, dl, strings.HasSuffix(s.name, "_dead_letter"), s.name)
 			require.True(t, strings.HasPrefix(s.sql, "-- "+s.name+"\n"), s.name)

@@ -18,16 +18,30 @@ SELECT set_config('synchronous_commit', CASE WHEN now() + make_interval(secs => 
 
 -- $1 @group_nos, $2 @ids, $3 @lease_ids, $4 @dlqs, $5 @queue_no
 -- messages.delete
-DELETE FROM messages m USING unnest($1::int[], $2::bigint[], $3::bigint[], $4::bool[]) AS r(group_no, id, lease_id, dlq)
-WHERE m.queue_no = $5 AND m.id = r.id AND m.group_no IS NOT DISTINCT FROM r.group_no AND m.lease_id = r.lease_id AND m.dlq IS NOT DISTINCT FROM r.dlq
-RETURNING m.group_no, m.id, false, m.lease_id;
+WITH deleted AS (
+	DELETE FROM messages m USING unnest($1::int[], $2::bigint[], $3::bigint[], $4::bool[]) AS r(group_no, id, lease_id, dlq)
+	WHERE m.queue_no = $5 AND m.id = r.id AND m.group_no IS NOT DISTINCT FROM r.group_no AND m.dlq IS NOT DISTINCT FROM r.dlq
+		AND (m.lease_id = r.lease_id OR m.visible_at = '-infinity' AND EXISTS (SELECT 1 FROM message_ranges g
+			WHERE g.queue_no = $5 AND g.lease_id = r.lease_id AND g.group_no = m.group_no AND m.id BETWEEN g.from_id AND g.to_id))
+	RETURNING m.group_no, m.id, r.lease_id, m.visible_at = '-infinity' AS ranged
+), emptied AS (
+	DELETE FROM message_ranges g
+	WHERE g.queue_no = $5 AND g.lease_id = ANY (ARRAY (SELECT DISTINCT lease_id FROM deleted WHERE ranged))
+		AND NOT EXISTS (SELECT 1 FROM messages m
+			WHERE m.queue_no = $5 AND m.group_no = g.group_no AND NOT m.dlq AND m.channel_id = g.channel_id
+				AND m.visible_at = '-infinity' AND m.id BETWEEN g.from_id AND g.to_id
+				AND m.id <> ALL (ARRAY (SELECT id FROM deleted WHERE ranged AND group_no = g.group_no)))
+)
+SELECT group_no, id, false, lease_id FROM deleted;
 
 -- $1 @group_nos, $2 @ids, $3 @lease_ids, $4 @dlqs, $5 @queue_no
 -- messages.delete_ordered
 WITH deleted AS (
 	DELETE FROM messages m USING unnest($1::int[], $2::bigint[], $3::bigint[], $4::bool[]) AS r(group_no, id, lease_id, dlq)
-	WHERE m.queue_no = $5 AND m.id = r.id AND m.group_no IS NOT DISTINCT FROM r.group_no AND m.lease_id = r.lease_id AND m.dlq IS NOT DISTINCT FROM r.dlq
-	RETURNING m.group_no, m.id, m.message_group, m.dlq, m.lease_id
+	WHERE m.queue_no = $5 AND m.id = r.id AND m.group_no IS NOT DISTINCT FROM r.group_no AND m.dlq IS NOT DISTINCT FROM r.dlq
+		AND (m.lease_id = r.lease_id OR m.visible_at = '-infinity' AND EXISTS (SELECT 1 FROM message_ranges g
+			WHERE g.queue_no = $5 AND g.lease_id = r.lease_id AND g.group_no = m.group_no AND m.id BETWEEN g.from_id AND g.to_id))
+	RETURNING m.group_no, m.id, m.message_group, m.dlq, r.lease_id
 ), heads_left AS (
 	SELECT group_no, message_group FROM deleted WHERE NOT dlq
 ), next_up AS MATERIALIZED (
@@ -54,9 +68,12 @@ WHERE b.queue_no = $1 AND b.id = ANY (ARRAY (
 
 -- $1 @group_nos, $2 @ids, $3 @lease_ids, $4 @dlqs, $5 @seconds, $6 @queue_no
 -- messages.update_visibility
-UPDATE messages m SET visible_at = now() + make_interval(secs => r.secs)
+UPDATE messages m SET visible_at = now() + make_interval(secs => r.secs), lease_id = r.lease_id,
+	delivery_count = CASE WHEN m.visible_at = '-infinity' THEN 1 ELSE m.delivery_count END
 FROM unnest($1::int[], $2::bigint[], $3::bigint[], $4::bool[], $5::int[]) AS r(group_no, id, lease_id, dlq, secs)
-WHERE m.queue_no = $6 AND m.id = r.id AND m.group_no IS NOT DISTINCT FROM r.group_no AND m.lease_id = r.lease_id AND m.dlq IS NOT DISTINCT FROM r.dlq
+WHERE m.queue_no = $6 AND m.id = r.id AND m.group_no IS NOT DISTINCT FROM r.group_no AND m.dlq IS NOT DISTINCT FROM r.dlq
+	AND (m.lease_id = r.lease_id OR m.visible_at = '-infinity' AND EXISTS (SELECT 1 FROM message_ranges g
+		WHERE g.queue_no = $6 AND g.lease_id = r.lease_id AND g.group_no = m.group_no AND m.id BETWEEN g.from_id AND g.to_id))
 RETURNING m.group_no, m.id, m.lease_id, m.visible_at;
 
 -- $1 @group_nos, $2 @ids, $3 @queue_no
@@ -71,9 +88,11 @@ WITH candidates AS (
 	SELECT m.ctid, m.group_no, m.id, row_number() OVER (PARTITION BY c.ord ORDER BY m.visible_at, m.id) AS rank, c.ord
 	FROM unnest($1::text[]) WITH ORDINALITY AS c(channel_id, ord)
 	CROSS JOIN LATERAL (
-		SELECT ctid, group_no, id, visible_at FROM messages
+		SELECT ctid, group_no, id, visible_at FROM messages m
 		WHERE queue_no = $2 AND group_no = $3 AND dlq = $4 AND channel_id = c.channel_id
 			AND visible_at <= now() AND expire_at > now()
+			AND (m.visible_at > '-infinity' OR m.id > coalesce((SELECT k.last_id FROM message_cursors k
+				WHERE k.queue_no = $2 AND k.group_no = $3 AND k.channel_id = m.channel_id), 0))
 		ORDER BY visible_at, id
 		LIMIT $5
 		FOR UPDATE SKIP LOCKED) m
@@ -108,9 +127,11 @@ WITH candidates AS (
 	SELECT m.ctid, m.group_no, m.id, row_number() OVER (PARTITION BY c.ord ORDER BY m.visible_at, m.id) AS rank, c.ord
 	FROM unnest($1::text[]) WITH ORDINALITY AS c(channel_id, ord)
 	CROSS JOIN LATERAL (
-		SELECT ctid, group_no, id, visible_at FROM messages
+		SELECT ctid, group_no, id, visible_at FROM messages m
 		WHERE queue_no = $2 AND group_no = $3 AND dlq = $4 AND channel_id = c.channel_id
 			AND visible_at <= now() AND expire_at > now()
+			AND (m.visible_at > '-infinity' OR m.id > coalesce((SELECT k.last_id FROM message_cursors k
+				WHERE k.queue_no = $2 AND k.group_no = $3 AND k.channel_id = m.channel_id), 0))
 		ORDER BY visible_at, id
 		LIMIT $5
 		FOR UPDATE SKIP LOCKED) m
@@ -156,9 +177,11 @@ FROM leased l LEFT JOIN LATERAL (
 -- $1 @queue_no, $2 @group_no, $3 @dlq, $4 @channels, $5 @limit, $6 @max_deliveries, $7 @visibility_seconds, $8 @lease_id, $9 @owner
 -- messages.lease_one
 WITH next AS (
-	SELECT ctid, group_no, id FROM messages
+	SELECT ctid, group_no, id FROM messages m
 	WHERE queue_no = $1 AND group_no = $2 AND dlq = $3 AND channel_id = ($4::text[])[1]
 		AND visible_at <= now() AND expire_at > now()
+			AND (m.visible_at > '-infinity' OR m.id > coalesce((SELECT k.last_id FROM message_cursors k
+				WHERE k.queue_no = $1 AND k.group_no = $2 AND k.channel_id = m.channel_id), 0))
 	ORDER BY visible_at, id
 	LIMIT $5
 	FOR UPDATE SKIP LOCKED
@@ -188,9 +211,11 @@ FROM leased l LEFT JOIN LATERAL (
 -- $1 @queue_no, $2 @group_no, $3 @dlq, $4 @channels, $5 @limit, $6 @max_deliveries, $7 @visibility_seconds, $8 @lease_id, $9 @owner
 -- messages.lease_one_dead_letter
 WITH next AS (
-	SELECT ctid, group_no, id FROM messages
+	SELECT ctid, group_no, id FROM messages m
 	WHERE queue_no = $1 AND group_no = $2 AND dlq = $3 AND channel_id = ($4::text[])[1]
 		AND visible_at <= now() AND expire_at > now()
+			AND (m.visible_at > '-infinity' OR m.id > coalesce((SELECT k.last_id FROM message_cursors k
+				WHERE k.queue_no = $1 AND k.group_no = $2 AND k.channel_id = m.channel_id), 0))
 	ORDER BY visible_at, id
 	LIMIT $5
 	FOR UPDATE SKIP LOCKED
@@ -234,9 +259,11 @@ FROM leased l LEFT JOIN LATERAL (
 -- $1 @queue_no, $2 @group_no, $3 @dlq, $4 @channels, $5 @limit, $6 @max_deliveries, $7 @visibility_seconds, $8 @lease_id, $9 @owners
 -- messages.lease_one_owners
 WITH picked AS (
-	SELECT ctid, group_no, id FROM messages
+	SELECT ctid, group_no, id FROM messages m
 	WHERE queue_no = $1 AND group_no = $2 AND dlq = $3 AND channel_id = ($4::text[])[1]
 		AND visible_at <= now() AND expire_at > now()
+			AND (m.visible_at > '-infinity' OR m.id > coalesce((SELECT k.last_id FROM message_cursors k
+				WHERE k.queue_no = $1 AND k.group_no = $2 AND k.channel_id = m.channel_id), 0))
 	ORDER BY visible_at, id
 	LIMIT $5
 	FOR UPDATE SKIP LOCKED
@@ -268,9 +295,11 @@ FROM leased l LEFT JOIN LATERAL (
 -- $1 @queue_no, $2 @group_no, $3 @dlq, $4 @channels, $5 @limit, $6 @max_deliveries, $7 @visibility_seconds, $8 @lease_id, $9 @owners
 -- messages.lease_one_owners_dead_letter
 WITH picked AS (
-	SELECT ctid, group_no, id FROM messages
+	SELECT ctid, group_no, id FROM messages m
 	WHERE queue_no = $1 AND group_no = $2 AND dlq = $3 AND channel_id = ($4::text[])[1]
 		AND visible_at <= now() AND expire_at > now()
+			AND (m.visible_at > '-infinity' OR m.id > coalesce((SELECT k.last_id FROM message_cursors k
+				WHERE k.queue_no = $1 AND k.group_no = $2 AND k.channel_id = m.channel_id), 0))
 	ORDER BY visible_at, id
 	LIMIT $5
 	FOR UPDATE SKIP LOCKED
@@ -316,14 +345,16 @@ FROM leased l LEFT JOIN LATERAL (
 -- $1 @queue_no, $2 @group_no, $3 @dlq, $4 @channels, $5 @queue_id, $6 @consumer, $7 @limit, $8 @max_deliveries, $9 @visibility_seconds, $10 @lease_id
 -- messages.lease_as_consumer
 WITH next AS (
-	SELECT ctid, group_no, id FROM messages
+	SELECT ctid, group_no, id FROM messages m
 	WHERE queue_no = $1 AND group_no = $2 AND dlq = $3 AND ($4::text[] IS NULL OR channel_id = ANY ($4))
 		AND visible_at <= now() AND expire_at > now()
+			AND (m.visible_at > '-infinity' OR m.id > coalesce((SELECT k.last_id FROM message_cursors k
+				WHERE k.queue_no = $1 AND k.group_no = $2 AND k.channel_id = m.channel_id), 0))
 		AND EXISTS (SELECT 1 FROM consumers c WHERE c.queue_id = $5 AND c.group_no = $2 AND c.consumer_id = $6
 			AND c.active_since IS NOT NULL AND c.last_seen = now())
 	ORDER BY id
 	LIMIT $7
-	FOR UPDATE OF messages SKIP LOCKED
+	FOR UPDATE OF m SKIP LOCKED
 )
 , leased AS (
 UPDATE messages m SET
@@ -350,14 +381,16 @@ FROM leased l LEFT JOIN LATERAL (
 -- $1 @queue_no, $2 @group_no, $3 @dlq, $4 @channels, $5 @queue_id, $6 @consumer, $7 @limit, $8 @max_deliveries, $9 @visibility_seconds, $10 @lease_id
 -- messages.lease_as_consumer_dead_letter
 WITH next AS (
-	SELECT ctid, group_no, id FROM messages
+	SELECT ctid, group_no, id FROM messages m
 	WHERE queue_no = $1 AND group_no = $2 AND dlq = $3 AND ($4::text[] IS NULL OR channel_id = ANY ($4))
 		AND visible_at <= now() AND expire_at > now()
+			AND (m.visible_at > '-infinity' OR m.id > coalesce((SELECT k.last_id FROM message_cursors k
+				WHERE k.queue_no = $1 AND k.group_no = $2 AND k.channel_id = m.channel_id), 0))
 		AND EXISTS (SELECT 1 FROM consumers c WHERE c.queue_id = $5 AND c.group_no = $2 AND c.consumer_id = $6
 			AND c.active_since IS NOT NULL AND c.last_seen = now())
 	ORDER BY id
 	LIMIT $7
-	FOR UPDATE OF messages SKIP LOCKED
+	FOR UPDATE OF m SKIP LOCKED
 )
 , leased AS (
 UPDATE messages m SET
@@ -392,6 +425,168 @@ SELECT l.group_no, l.id, l.channel_id, l.visible_at, l.expire_at, l.delivery_cou
 	coalesce(l.content, b.content), coalesce(l.attributes, b.attributes), coalesce(l.metadata, b.metadata),
 	l.time_created, l.dead_lettered, l.last_negative_code, l.last_negative_reason, l.message_group, l.content IS NULL
 FROM leased l LEFT JOIN LATERAL (
+	SELECT b.content, b.attributes, b.metadata FROM message_bodies b
+	WHERE l.content IS NULL AND b.queue_no = $1 AND b.id = l.id) b ON true;
+
+-- $1 @queue_no, $2 @group_no, $3 @channels, $4 @dlq, $5 @limit, $6 @visibility_seconds, $7 @lease_id, $8 @max_deliveries, $9 @owner
+-- messages.lease_cursor
+WITH samples AS (
+	SELECT s.id, s.xid, s.k, s.xid < pg_snapshot_xmin(pg_current_snapshot()) AS matured
+	FROM message_cursors c, unnest(c.sample_ids, c.sample_xids) WITH ORDINALITY AS s(id, xid, k)
+	WHERE c.queue_no = $1 AND c.group_no = $2 AND c.channel_id = ($3::text[])[1]
+), cur AS (
+	SELECT coalesce(c.last_id, 0) AS last_id,
+		greatest(coalesce(c.safe_id, 0), (SELECT max(s.id) FROM samples s WHERE s.matured)) AS safe_id,
+		ARRAY (SELECT s.id FROM samples s WHERE NOT s.matured ORDER BY s.k) AS pending_ids,
+		ARRAY (SELECT s.xid FROM samples s WHERE NOT s.matured ORDER BY s.k) AS pending_xids
+	FROM (SELECT) one LEFT JOIN message_cursors c
+		ON c.queue_no = $1 AND c.group_no = $2 AND c.channel_id = ($3::text[])[1]
+), due AS (
+	SELECT ctid, group_no, id FROM messages m
+	WHERE queue_no = $1 AND group_no = $2 AND dlq = $4 AND channel_id = ($3::text[])[1]
+		AND visible_at > '-infinity' AND visible_at <= now() AND expire_at > now()
+	ORDER BY visible_at, id
+	LIMIT $5
+	FOR UPDATE SKIP LOCKED
+), picked AS (
+	SELECT m.group_no, m.id, m.channel_id, now() + make_interval(secs => $6) AS visible_at,
+		m.expire_at, 1 AS delivery_count, m.content, m.attributes, m.metadata, m.time_created, false AS dead_lettered,
+		m.last_negative_code, m.last_negative_reason, m.message_group
+	FROM messages m
+	WHERE m.queue_no = $1 AND m.group_no = $2 AND m.dlq = $4 AND m.channel_id = ($3::text[])[1]
+		AND m.visible_at = '-infinity' AND m.id > (SELECT last_id FROM cur) AND m.id <= (SELECT safe_id FROM cur)
+		AND m.expire_at > now()
+	ORDER BY m.id
+	LIMIT (SELECT $5 - count(*) FROM due)
+), beyond AS (
+	SELECT ctid, group_no, id FROM messages m
+	WHERE m.queue_no = $1 AND m.group_no = $2 AND m.dlq = $4 AND m.channel_id = ($3::text[])[1]
+		AND m.visible_at = '-infinity' AND m.id > (SELECT greatest(last_id, safe_id) FROM cur) AND m.expire_at > now()
+	ORDER BY m.id
+	LIMIT (SELECT $5 - (SELECT count(*) FROM due) - count(*) FROM picked)
+	FOR UPDATE SKIP LOCKED
+), advanced AS (
+	INSERT INTO message_cursors AS c (queue_no, group_no, channel_id, last_id, safe_id, sample_ids, sample_xids)
+	SELECT $1, $2, ($3::text[])[1], coalesce((SELECT max(id) FROM picked), cur.last_id), cur.safe_id,
+		(cur.pending_ids || current_setting('ferry.sequence_position')::bigint)[greatest(1, cardinality(cur.pending_ids) - 6):],
+		(cur.pending_xids || pg_current_xact_id())[greatest(1, cardinality(cur.pending_xids) - 6):]
+	FROM cur
+	ON CONFLICT (queue_no, group_no, channel_id) DO UPDATE SET last_id = excluded.last_id, safe_id = excluded.safe_id,
+		sample_ids = excluded.sample_ids, sample_xids = excluded.sample_xids
+), ranged AS (
+	INSERT INTO message_ranges (queue_no, lease_id, group_no, channel_id, from_id, to_id, visible_at)
+	SELECT $1, $7, $2, ($3::text[])[1], min(id), max(id), now() + make_interval(secs => $6)
+	FROM picked HAVING count(*) > 0
+), next AS (
+	SELECT ctid, group_no, id FROM due UNION ALL SELECT ctid, group_no, id FROM beyond
+)
+, leased AS (
+UPDATE messages m SET
+	dlq = m.dlq OR ($8 > 0 AND m.delivery_count >= $8),
+	visible_at = CASE WHEN NOT m.dlq AND $8 > 0 AND m.delivery_count >= $8 THEN now()
+		ELSE now() + make_interval(secs => $6) END,
+	delivery_count = CASE WHEN NOT m.dlq AND $8 > 0 AND m.delivery_count >= $8 THEN m.delivery_count
+		ELSE m.delivery_count + 1 END,
+	lease_id = $7,
+	lease_owner = $9
+FROM next
+WHERE m.ctid = ANY (ARRAY (SELECT ctid FROM next)) AND m.ctid = next.ctid AND m.queue_no = $1
+RETURNING m.group_no, m.id, m.channel_id, m.visible_at, m.expire_at, m.delivery_count, m.content,
+	m.attributes, m.metadata, m.time_created, m.dlq <> $4 AS dead_lettered, m.last_negative_code,
+	m.last_negative_reason, m.message_group
+)
+SELECT l.group_no, l.id, l.channel_id, l.visible_at, l.expire_at, l.delivery_count,
+	coalesce(l.content, b.content), coalesce(l.attributes, b.attributes), coalesce(l.metadata, b.metadata),
+	l.time_created, l.dead_lettered, l.last_negative_code, l.last_negative_reason, l.message_group, l.content IS NULL
+FROM (SELECT * FROM leased UNION ALL SELECT * FROM picked) l LEFT JOIN LATERAL (
+	SELECT b.content, b.attributes, b.metadata FROM message_bodies b
+	WHERE l.content IS NULL AND b.queue_no = $1 AND b.id = l.id) b ON true;
+
+-- $1 @queue_no, $2 @group_no, $3 @channels, $4 @dlq, $5 @limit, $6 @visibility_seconds, $7 @lease_id, $8 @max_deliveries, $9 @owner
+-- messages.lease_cursor_dead_letter
+WITH samples AS (
+	SELECT s.id, s.xid, s.k, s.xid < pg_snapshot_xmin(pg_current_snapshot()) AS matured
+	FROM message_cursors c, unnest(c.sample_ids, c.sample_xids) WITH ORDINALITY AS s(id, xid, k)
+	WHERE c.queue_no = $1 AND c.group_no = $2 AND c.channel_id = ($3::text[])[1]
+), cur AS (
+	SELECT coalesce(c.last_id, 0) AS last_id,
+		greatest(coalesce(c.safe_id, 0), (SELECT max(s.id) FROM samples s WHERE s.matured)) AS safe_id,
+		ARRAY (SELECT s.id FROM samples s WHERE NOT s.matured ORDER BY s.k) AS pending_ids,
+		ARRAY (SELECT s.xid FROM samples s WHERE NOT s.matured ORDER BY s.k) AS pending_xids
+	FROM (SELECT) one LEFT JOIN message_cursors c
+		ON c.queue_no = $1 AND c.group_no = $2 AND c.channel_id = ($3::text[])[1]
+), due AS (
+	SELECT ctid, group_no, id FROM messages m
+	WHERE queue_no = $1 AND group_no = $2 AND dlq = $4 AND channel_id = ($3::text[])[1]
+		AND visible_at > '-infinity' AND visible_at <= now() AND expire_at > now()
+	ORDER BY visible_at, id
+	LIMIT $5
+	FOR UPDATE SKIP LOCKED
+), picked AS (
+	SELECT m.group_no, m.id, m.channel_id, now() + make_interval(secs => $6) AS visible_at,
+		m.expire_at, 1 AS delivery_count, m.content, m.attributes, m.metadata, m.time_created, false AS dead_lettered,
+		m.last_negative_code, m.last_negative_reason, m.message_group
+	FROM messages m
+	WHERE m.queue_no = $1 AND m.group_no = $2 AND m.dlq = $4 AND m.channel_id = ($3::text[])[1]
+		AND m.visible_at = '-infinity' AND m.id > (SELECT last_id FROM cur) AND m.id <= (SELECT safe_id FROM cur)
+		AND m.expire_at > now()
+	ORDER BY m.id
+	LIMIT (SELECT $5 - count(*) FROM due)
+), beyond AS (
+	SELECT ctid, group_no, id FROM messages m
+	WHERE m.queue_no = $1 AND m.group_no = $2 AND m.dlq = $4 AND m.channel_id = ($3::text[])[1]
+		AND m.visible_at = '-infinity' AND m.id > (SELECT greatest(last_id, safe_id) FROM cur) AND m.expire_at > now()
+	ORDER BY m.id
+	LIMIT (SELECT $5 - (SELECT count(*) FROM due) - count(*) FROM picked)
+	FOR UPDATE SKIP LOCKED
+), advanced AS (
+	INSERT INTO message_cursors AS c (queue_no, group_no, channel_id, last_id, safe_id, sample_ids, sample_xids)
+	SELECT $1, $2, ($3::text[])[1], coalesce((SELECT max(id) FROM picked), cur.last_id), cur.safe_id,
+		(cur.pending_ids || current_setting('ferry.sequence_position')::bigint)[greatest(1, cardinality(cur.pending_ids) - 6):],
+		(cur.pending_xids || pg_current_xact_id())[greatest(1, cardinality(cur.pending_xids) - 6):]
+	FROM cur
+	ON CONFLICT (queue_no, group_no, channel_id) DO UPDATE SET last_id = excluded.last_id, safe_id = excluded.safe_id,
+		sample_ids = excluded.sample_ids, sample_xids = excluded.sample_xids
+), ranged AS (
+	INSERT INTO message_ranges (queue_no, lease_id, group_no, channel_id, from_id, to_id, visible_at)
+	SELECT $1, $7, $2, ($3::text[])[1], min(id), max(id), now() + make_interval(secs => $6)
+	FROM picked HAVING count(*) > 0
+), next AS (
+	SELECT ctid, group_no, id FROM due UNION ALL SELECT ctid, group_no, id FROM beyond
+)
+, leased AS (
+UPDATE messages m SET
+	dlq = m.dlq OR ($8 > 0 AND m.delivery_count >= $8),
+	visible_at = CASE WHEN NOT m.dlq AND $8 > 0 AND m.delivery_count >= $8 THEN now()
+		ELSE now() + make_interval(secs => $6) END,
+	delivery_count = CASE WHEN NOT m.dlq AND $8 > 0 AND m.delivery_count >= $8 THEN m.delivery_count
+		ELSE m.delivery_count + 1 END,
+	lease_id = $7,
+	lease_owner = $9
+FROM next
+WHERE m.ctid = ANY (ARRAY (SELECT ctid FROM next)) AND m.ctid = next.ctid AND m.queue_no = $1
+RETURNING m.group_no, m.id, m.channel_id, m.visible_at, m.expire_at, m.delivery_count, m.content,
+	m.attributes, m.metadata, m.time_created, m.dlq <> $4 AS dead_lettered, m.last_negative_code,
+	m.last_negative_reason, m.message_group
+), heads_left AS (
+	SELECT group_no, message_group FROM leased WHERE dead_lettered
+), next_up AS MATERIALIZED (
+	SELECT h.group_no, (SELECT n.id FROM messages n
+			WHERE n.queue_no = $1 AND n.group_no = h.group_no AND n.message_group = h.message_group AND NOT n.dlq
+				AND n.visible_at = 'infinity'
+			ORDER BY n.id LIMIT 1) AS id
+	FROM (SELECT DISTINCT group_no, message_group FROM heads_left WHERE message_group IS NOT NULL) h
+), unblocked AS (
+	UPDATE messages m SET visible_at = now()
+	FROM next_up nx
+	WHERE m.queue_no = $1 AND m.id = ANY (ARRAY (SELECT id FROM next_up)) AND m.id = nx.id
+		AND m.group_no IS NOT DISTINCT FROM nx.group_no AND m.visible_at = 'infinity'
+	RETURNING m.group_no, m.id
+)
+SELECT l.group_no, l.id, l.channel_id, l.visible_at, l.expire_at, l.delivery_count,
+	coalesce(l.content, b.content), coalesce(l.attributes, b.attributes), coalesce(l.metadata, b.metadata),
+	l.time_created, l.dead_lettered, l.last_negative_code, l.last_negative_reason, l.message_group, l.content IS NULL
+FROM (SELECT * FROM leased UNION ALL SELECT * FROM picked) l LEFT JOIN LATERAL (
 	SELECT b.content, b.attributes, b.metadata FROM message_bodies b
 	WHERE l.content IS NULL AND b.queue_no = $1 AND b.id = l.id) b ON true;
 
@@ -462,13 +657,15 @@ WITH input AS (
 	SELECT nextval('messages_id_seq') AS id, u.*
 	FROM unnest($1::text[], $2::int[], $3::int[], $4::text[], $5::json[], $6::json[], $7::bool[])
 		WITH ORDINALITY AS u(channel_id, delay, size_bytes, content, attributes, metadata, shared, ord)
+	WHERE pg_current_xact_id() IS NOT NULL
 	ORDER BY u.ord
 ), bodies AS (
 	INSERT INTO message_bodies (queue_no, id, content, attributes, metadata)
 	SELECT $8, id, content, attributes, metadata FROM input WHERE shared
 ), ins AS (
 	INSERT INTO messages (queue_no, group_no, id, channel_id, visible_at, expire_at, size_bytes, content, attributes, metadata)
-	SELECT $8, g.group_no, input.id, input.channel_id, now() + make_interval(secs => input.delay),
+	SELECT $8, g.group_no, input.id, input.channel_id,
+		CASE WHEN input.delay = 0 THEN '-infinity' ELSE now() + make_interval(secs => input.delay) END,
 		now() + make_interval(secs => $9), input.size_bytes,
 		CASE WHEN NOT input.shared THEN input.content END, CASE WHEN NOT input.shared THEN input.attributes END,
 		CASE WHEN NOT input.shared THEN input.metadata END
@@ -478,10 +675,12 @@ SELECT id, ord, now() + make_interval(secs => $9) FROM input;
 -- $1 @queue_no, $2 @retention_seconds, $3 @channel_ids, $4 @delays, $5 @sizes, $6 @contents, $7 @attributes, $8 @metadata, $9 @group_nos
 -- messages.insert_one_copy
 INSERT INTO messages (queue_no, group_no, id, channel_id, visible_at, expire_at, size_bytes, content, attributes, metadata)
-SELECT $1, u.group_no, nextval('messages_id_seq'), u.channel_id, now() + make_interval(secs => u.delay),
+SELECT $1, u.group_no, nextval('messages_id_seq'), u.channel_id,
+	CASE WHEN u.delay = 0 THEN '-infinity' ELSE now() + make_interval(secs => u.delay) END,
 	now() + make_interval(secs => $2), u.size_bytes, u.content, u.attributes, u.metadata
 FROM unnest($3::text[], $4::int[], $5::int[], $6::text[], $7::json[], $8::json[], $9::int[])
 	AS u(channel_id, delay, size_bytes, content, attributes, metadata, group_no)
+WHERE pg_current_xact_id() IS NOT NULL
 RETURNING id, expire_at;
 
 -- $1 @channel_ids, $2 @delays, $3 @sizes, $4 @contents, $5 @attributes, $6 @metadata, $7 @message_groups, $8 @shared, $9 @queue_no, $10 @copy_ords, $11 @copy_group_nos, $12 @retention_seconds
@@ -490,6 +689,7 @@ WITH input AS (
 	SELECT nextval('messages_id_seq') AS id, u.*
 	FROM unnest($1::text[], $2::int[], $3::int[], $4::text[], $5::json[], $6::json[], $7::text[], $8::bool[])
 		WITH ORDINALITY AS u(channel_id, delay, size_bytes, content, attributes, metadata, message_group, shared, ord)
+	WHERE pg_current_xact_id() IS NOT NULL
 	ORDER BY u.ord
 ), bodies AS (
 	INSERT INTO message_bodies (queue_no, id, content, attributes, metadata)
@@ -511,6 +711,7 @@ WITH input AS (
 		attributes, metadata, message_group)
 	SELECT $9, c.group_no, c.id, c.channel_id,
 		CASE WHEN c.message_group IS NOT NULL AND (c.position > 1 OR q.group_no IS NOT NULL) THEN 'infinity'::timestamptz
+			WHEN c.message_group IS NULL AND c.delay = 0 THEN '-infinity'
 			ELSE now() + make_interval(secs => c.delay) END,
 		now() + make_interval(secs => $12), c.size_bytes, CASE WHEN NOT c.shared THEN c.content END,
 		CASE WHEN NOT c.shared THEN c.attributes END, CASE WHEN NOT c.shared THEN c.metadata END, c.message_group
@@ -536,6 +737,40 @@ FROM message_dedup_keys k WHERE k.queue_id = $5 AND k.dedup_id = ANY ($6::text[]
 -- dedup.set
 UPDATE message_dedup_keys k SET message_id = r.id FROM unnest($1::text[], $2::bigint[]) AS r(dedup_id, id)
 WHERE k.queue_id = $3 AND k.dedup_id = r.dedup_id;
+
+-- no parameters
+-- messages.lease_position
+SELECT set_config('ferry.sequence_position', (CASE WHEN is_called THEN last_value ELSE 0 END)::text, true) FROM messages_id_seq;
+
+-- $1 @queue_no, $2 @group_no
+-- messages.lease_lock
+SELECT pg_advisory_xact_lock(hashtextextended($1::bigint::text || '/' || $2::int::text, 2));
+
+-- $1 @queue_no, $2 @group_no
+-- messages.revive_ranges
+WITH expired AS (
+	DELETE FROM message_ranges r
+	WHERE r.queue_no = $1 AND r.group_no = $2 AND r.visible_at <= now()
+	RETURNING r.lease_id, r.channel_id, r.from_id, r.to_id
+)
+UPDATE messages m SET visible_at = now(), delivery_count = 1, lease_id = e.lease_id
+FROM expired e
+WHERE m.queue_no = $1 AND m.group_no = $2 AND NOT m.dlq AND m.channel_id = e.channel_id
+	AND m.visible_at = '-infinity' AND m.id BETWEEN e.from_id AND e.to_id;
+
+-- $1 @limit
+-- messages.revive_expired_ranges
+WITH expired AS (
+	DELETE FROM message_ranges r
+	WHERE r.ctid = ANY (ARRAY (SELECT ctid FROM message_ranges WHERE visible_at <= now() LIMIT $1))
+	RETURNING r.queue_no, r.group_no, r.lease_id, r.channel_id, r.from_id, r.to_id
+), revived AS (
+	UPDATE messages m SET visible_at = now(), delivery_count = 1, lease_id = e.lease_id
+	FROM expired e
+	WHERE m.queue_no = e.queue_no AND m.group_no = e.group_no AND NOT m.dlq AND m.channel_id = e.channel_id
+		AND m.visible_at = '-infinity' AND m.id BETWEEN e.from_id AND e.to_id
+)
+SELECT count(*) FROM expired;
 
 -- $1 @queue_no, $2 @dlq, $3 @group_nos, $4 @channel_ids, $5 @up_to, $6 @limit
 -- messages.purge_pick
@@ -610,22 +845,28 @@ DELETE FROM message_dedup_keys WHERE ctid = ANY (ARRAY (
 
 -- $1 @queue_no, $2 @group_no, $3 @channel_id
 -- messages.stats
-SELECT dlq, count(*) FILTER (WHERE visible_at <= now() OR visible_at = 'infinity'),
-	count(*) FILTER (WHERE visible_at > now() AND visible_at < 'infinity' AND delivery_count > 0),
+SELECT dlq, count(*) FILTER (WHERE visible_at <= now() AND NOT ranged OR visible_at = 'infinity'),
+	count(*) FILTER (WHERE visible_at > now() AND visible_at < 'infinity' AND delivery_count > 0 OR ranged),
 	count(*) FILTER (WHERE visible_at > now() AND visible_at < 'infinity' AND delivery_count = 0),
 	coalesce(sum(size_bytes), 0)
-FROM messages WHERE queue_no = $1 AND group_no = $2 AND ($3 = '' OR channel_id = $3) AND expire_at > now()
+FROM (SELECT m.dlq, m.visible_at, m.delivery_count, m.size_bytes,
+		m.visible_at = '-infinity' AND m.id <= coalesce(k.last_id, 0) AS ranged
+	FROM messages m LEFT JOIN message_cursors k ON k.queue_no = $1 AND k.group_no = m.group_no AND k.channel_id = m.channel_id
+	WHERE m.queue_no = $1 AND m.group_no = $2 AND ($3 = '' OR m.channel_id = $3) AND m.expire_at > now()) s
 GROUP BY dlq;
 
 -- $1 @queue_no, $2 @group_nos, $3 @channel_id
 -- messages.stats_by_group
-SELECT group_no, dlq, count(*) FILTER (WHERE visible_at <= now() OR visible_at = 'infinity'),
-	count(*) FILTER (WHERE visible_at > now() AND visible_at < 'infinity' AND delivery_count > 0),
+SELECT group_no, dlq, count(*) FILTER (WHERE visible_at <= now() AND NOT ranged OR visible_at = 'infinity'),
+	count(*) FILTER (WHERE visible_at > now() AND visible_at < 'infinity' AND delivery_count > 0 OR ranged),
 	count(*) FILTER (WHERE visible_at > now() AND visible_at < 'infinity' AND delivery_count = 0),
 	coalesce(sum(size_bytes), 0),
-	coalesce(extract(epoch FROM now() - min(time_created) FILTER (WHERE visible_at <= now() OR visible_at = 'infinity')), 0)::float8
-FROM messages WHERE queue_no = $1 AND ($2::int[] IS NULL OR group_no = ANY ($2))
-	AND ($3 = '' OR channel_id = $3) AND expire_at > now()
+	coalesce(extract(epoch FROM now() - min(time_created) FILTER (WHERE visible_at <= now() AND NOT ranged OR visible_at = 'infinity')), 0)::float8
+FROM (SELECT m.group_no, m.dlq, m.visible_at, m.delivery_count, m.size_bytes, m.time_created,
+		m.visible_at = '-infinity' AND m.id <= coalesce(k.last_id, 0) AS ranged
+	FROM messages m LEFT JOIN message_cursors k ON k.queue_no = $1 AND k.group_no = m.group_no AND k.channel_id = m.channel_id
+	WHERE m.queue_no = $1 AND ($2::int[] IS NULL OR m.group_no = ANY ($2))
+		AND ($3 = '' OR m.channel_id = $3) AND m.expire_at > now()) s
 GROUP BY group_no, dlq;
 
 -- $1 @queue_no, $2 @group_no, $3 @dlq, $4 @from_channel, $5 @inclusive, $6 @limit

@@ -184,6 +184,7 @@ func (s *Server) AdvanceClock(t testing.TB, d time.Duration) {
 	shift := fmt.Sprintf("%d microseconds", d.Microseconds())
 	for _, stmt := range []string{
 		`UPDATE messages SET visible_at = visible_at - $1::interval, expire_at = expire_at - $1::interval`,
+		`UPDATE message_ranges SET visible_at = visible_at - $1::interval`,
 		`UPDATE message_dedup_keys SET expire_at = expire_at - $1::interval`,
 		`UPDATE message_id_watermarks SET time_recorded = time_recorded - $1::interval`,
 		`UPDATE partition_messages SET created_at = created_at - $1::interval, expire_at = expire_at - $1::interval`,

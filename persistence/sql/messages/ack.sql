@@ -5,13 +5,32 @@
 -- (queue_no, group_no, dlq, …) for a way to find single rows by id, which scans the whole queue per row (it did:
 -- 1–3 ms per acknowledged message under load).
 
+-- A receipt holds its message while the message's row carries the receipt's lease id (a per-message lease), or
+-- while the message is fresh (visible_at '-infinity') and a range of that lease id holds it (the cursor lease,
+-- lease.sql): the range is there until a lease after its deadline ends it (messages.revive_ranges), which moves
+-- its lease id onto the messages it still held. A fresh row's own lease_id is 0, which no receipt carries.
+
 -- name: messages.delete
 -- Acknowledge: delete the rows whose lease the receipts still hold. Rows come back as (group_no, id, false,
 -- lease_id) per deleted message: the lease tells the receipt that deleted it from a stale receipt of the same
--- message in the same batch.
-DELETE FROM messages m USING unnest(@group_nos::int[], @ids::bigint[], @lease_ids::bigint[], @dlqs::bool[]) AS r(group_no, id, lease_id, dlq)
-WHERE m.queue_no = @queue_no AND m.id = r.id AND m.group_no IS NOT DISTINCT FROM r.group_no AND m.lease_id = r.lease_id AND m.dlq IS NOT DISTINCT FROM r.dlq
-RETURNING m.group_no, m.id, false, m.lease_id;
+-- message in the same batch. A range whose last fresh message this deletes is deleted with it (two
+-- acknowledgements of one range in concurrent transactions may each see the other's messages and leave it: it
+-- then ends at its deadline, holding nothing).
+WITH deleted AS (
+	DELETE FROM messages m USING unnest(@group_nos::int[], @ids::bigint[], @lease_ids::bigint[], @dlqs::bool[]) AS r(group_no, id, lease_id, dlq)
+	WHERE m.queue_no = @queue_no AND m.id = r.id AND m.group_no IS NOT DISTINCT FROM r.group_no AND m.dlq IS NOT DISTINCT FROM r.dlq
+		AND (m.lease_id = r.lease_id OR m.visible_at = '-infinity' AND EXISTS (SELECT 1 FROM message_ranges g
+			WHERE g.queue_no = @queue_no AND g.lease_id = r.lease_id AND g.group_no = m.group_no AND m.id BETWEEN g.from_id AND g.to_id))
+	RETURNING m.group_no, m.id, r.lease_id, m.visible_at = '-infinity' AS ranged
+), emptied AS (
+	DELETE FROM message_ranges g
+	WHERE g.queue_no = @queue_no AND g.lease_id = ANY (ARRAY (SELECT DISTINCT lease_id FROM deleted WHERE ranged))
+		AND NOT EXISTS (SELECT 1 FROM messages m
+			WHERE m.queue_no = @queue_no AND m.group_no = g.group_no AND NOT m.dlq AND m.channel_id = g.channel_id
+				AND m.visible_at = '-infinity' AND m.id BETWEEN g.from_id AND g.to_id
+				AND m.id <> ALL (ARRAY (SELECT id FROM deleted WHERE ranged AND group_no = g.group_no)))
+)
+SELECT group_no, id, false, lease_id FROM deleted;
 
 -- name: messages.delete_ordered
 -- Acknowledge receipts of which some are of ordered messages (after messages.lock_receipt_groups in the same
@@ -19,8 +38,10 @@ RETURNING m.group_no, m.id, false, m.lease_id;
 -- statement, which returns (group_no, id, true, 0) for it.
 WITH deleted AS (
 	DELETE FROM messages m USING unnest(@group_nos::int[], @ids::bigint[], @lease_ids::bigint[], @dlqs::bool[]) AS r(group_no, id, lease_id, dlq)
-	WHERE m.queue_no = @queue_no AND m.id = r.id AND m.group_no IS NOT DISTINCT FROM r.group_no AND m.lease_id = r.lease_id AND m.dlq IS NOT DISTINCT FROM r.dlq
-	RETURNING m.group_no, m.id, m.message_group, m.dlq, m.lease_id
+	WHERE m.queue_no = @queue_no AND m.id = r.id AND m.group_no IS NOT DISTINCT FROM r.group_no AND m.dlq IS NOT DISTINCT FROM r.dlq
+		AND (m.lease_id = r.lease_id OR m.visible_at = '-infinity' AND EXISTS (SELECT 1 FROM message_ranges g
+			WHERE g.queue_no = @queue_no AND g.lease_id = r.lease_id AND g.group_no = m.group_no AND m.id BETWEEN g.from_id AND g.to_id))
+	RETURNING m.group_no, m.id, m.message_group, m.dlq, r.lease_id
 ), heads_left AS (
 	SELECT group_no, message_group FROM deleted WHERE NOT dlq
 -- The next message of each ordered group in heads_left (group_no, message_group; NULL groups are ignored) that
@@ -59,10 +80,14 @@ WHERE b.queue_no = @queue_no AND b.id = ANY (ARRAY (
 	WHERE NOT EXISTS (SELECT 1 FROM messages m WHERE m.queue_no = @queue_no AND m.id = i)));
 
 -- name: messages.update_visibility
--- Move the leases that the receipts still hold to now() + @seconds (per receipt).
-UPDATE messages m SET visible_at = now() + make_interval(secs => r.secs)
+-- Move the leases that the receipts still hold to now() + @seconds (per receipt). A fresh message that a range
+-- holds leaves the range for per-message state: delivered once, under the receipt's lease.
+UPDATE messages m SET visible_at = now() + make_interval(secs => r.secs), lease_id = r.lease_id,
+	delivery_count = CASE WHEN m.visible_at = '-infinity' THEN 1 ELSE m.delivery_count END
 FROM unnest(@group_nos::int[], @ids::bigint[], @lease_ids::bigint[], @dlqs::bool[], @seconds::int[]) AS r(group_no, id, lease_id, dlq, secs)
-WHERE m.queue_no = @queue_no AND m.id = r.id AND m.group_no IS NOT DISTINCT FROM r.group_no AND m.lease_id = r.lease_id AND m.dlq IS NOT DISTINCT FROM r.dlq
+WHERE m.queue_no = @queue_no AND m.id = r.id AND m.group_no IS NOT DISTINCT FROM r.group_no AND m.dlq IS NOT DISTINCT FROM r.dlq
+	AND (m.lease_id = r.lease_id OR m.visible_at = '-infinity' AND EXISTS (SELECT 1 FROM message_ranges g
+		WHERE g.queue_no = @queue_no AND g.lease_id = r.lease_id AND g.group_no = m.group_no AND m.id BETWEEN g.from_id AND g.to_id))
 RETURNING m.group_no, m.id, m.lease_id, m.visible_at;
 
 -- name: messages.existing

@@ -5,8 +5,19 @@ package initialises, into one section named after it). Which messages it picks:
   .One       (messages.lease_one…)         a single channel, @channels[1];
   .Owners    (messages.lease_one_owners…)  the same, an owner per slot;
   .Consumer  (messages.lease_as_consumer…) a single-active-consumer queue, in publish order;
+  .Cursor    (messages.lease_cursor…)      a single channel, for no owner: its fresh messages by the cursor;
 and .DeadLetter (…_dead_letter) moves the messages that reached @max_deliveries to the DLQ.
+
+Fresh messages (visible_at '-infinity', put.sql) at or below their channel's cursor (message_cursors.last_id) are
+held by a range (message_ranges): every variant but .Cursor skips them (notHeld), and leases fresh ones above it
+the per-message way. Every lease of a group runs under messages.lease_lock (ranges.sql), taken in a statement of
+its own before this one, so it sees the cursor that the previous lease left, and no cursor can take a fresh
+message that a per-message lease is taking.
 */ -}}
+{{- define "notHeld"}}
+			AND (m.visible_at > '-infinity' OR m.id > coalesce((SELECT k.last_id FROM message_cursors k
+				WHERE k.queue_no = @queue_no AND k.group_no = @group_no AND k.channel_id = m.channel_id), 0))
+{{- end}}
 -- name: {{.Name}}
 -- Lease: the oldest visible rows, locked with SKIP LOCKED and updated in the same statement.
 {{- if .Channels}}
@@ -15,9 +26,10 @@ WITH candidates AS (
 	SELECT m.ctid, m.group_no, m.id, row_number() OVER (PARTITION BY c.ord ORDER BY m.visible_at, m.id) AS rank, c.ord
 	FROM unnest(@channels::text[]) WITH ORDINALITY AS c(channel_id, ord)
 	CROSS JOIN LATERAL (
-		SELECT ctid, group_no, id, visible_at FROM messages
+		SELECT ctid, group_no, id, visible_at FROM messages m
 		WHERE queue_no = @queue_no AND group_no = @group_no AND dlq = @dlq AND channel_id = c.channel_id
 			AND visible_at <= now() AND expire_at > now()
+			{{- template "notHeld"}}
 		ORDER BY visible_at, id
 		LIMIT @limit
 		FOR UPDATE SKIP LOCKED) m
@@ -29,14 +41,79 @@ WITH candidates AS (
 -- row was written now) leases, and it leases in publish order across the channels (@channels NULL = every
 -- channel).
 WITH next AS (
-	SELECT ctid, group_no, id FROM messages
+	SELECT ctid, group_no, id FROM messages m
 	WHERE queue_no = @queue_no AND group_no = @group_no AND dlq = @dlq AND (@channels::text[] IS NULL OR channel_id = ANY (@channels))
 		AND visible_at <= now() AND expire_at > now()
+		{{- template "notHeld"}}
 		AND EXISTS (SELECT 1 FROM consumers c WHERE c.queue_id = @queue_id AND c.group_no = @group_no AND c.consumer_id = @consumer
 			AND c.active_since IS NOT NULL AND c.last_seen = now())
 	ORDER BY id
 	LIMIT @limit
-	FOR UPDATE OF messages SKIP LOCKED
+	FOR UPDATE OF m SKIP LOCKED
+)
+{{- else if .Cursor}}
+-- The cursor lease, from a single channel (messages.lease_position, messages.lease_lock and messages.revive_ranges
+-- before it in its transaction). In the order it leases: the messages visible in per-message state (due: a lease
+-- that ended, a range that ended and was revived, a delayed or ordered message); the fresh messages after the
+-- cursor up to the horizon (picked: not updated, but recorded as one range, ranged, and the cursor moved past
+-- them, advanced); the fresh ones above the horizon, the per-message way (beyond), so that none waits for it.
+--
+-- The horizon: ids are drawn from a sequence before commit, so the cursor must not pass an id whose put has not
+-- ended (that message would stay fresh below the cursor, in no range, never leased). A put takes its transaction
+-- id before it draws ids (put.sql); this lease read the sequence's position before its transaction took an id
+-- (messages.lease_position), and leaves the pair on the cursor row as a sample. A later lease whose snapshot's
+-- xmin is above a sample's transaction id knows that every put that drew an id up to the sample's position has
+-- ended. The horizon (safe_id) is the highest such position and only moves forward; the row keeps the samples not
+-- yet matured, the newest 8, so that the horizon trails the puts by about one commit.
+WITH samples AS (
+	SELECT s.id, s.xid, s.k, s.xid < pg_snapshot_xmin(pg_current_snapshot()) AS matured
+	FROM message_cursors c, unnest(c.sample_ids, c.sample_xids) WITH ORDINALITY AS s(id, xid, k)
+	WHERE c.queue_no = @queue_no AND c.group_no = @group_no AND c.channel_id = (@channels::text[])[1]
+), cur AS (
+	SELECT coalesce(c.last_id, 0) AS last_id,
+		greatest(coalesce(c.safe_id, 0), (SELECT max(s.id) FROM samples s WHERE s.matured)) AS safe_id,
+		ARRAY (SELECT s.id FROM samples s WHERE NOT s.matured ORDER BY s.k) AS pending_ids,
+		ARRAY (SELECT s.xid FROM samples s WHERE NOT s.matured ORDER BY s.k) AS pending_xids
+	FROM (SELECT) one LEFT JOIN message_cursors c
+		ON c.queue_no = @queue_no AND c.group_no = @group_no AND c.channel_id = (@channels::text[])[1]
+), due AS (
+	SELECT ctid, group_no, id FROM messages m
+	WHERE queue_no = @queue_no AND group_no = @group_no AND dlq = @dlq AND channel_id = (@channels::text[])[1]
+		AND visible_at > '-infinity' AND visible_at <= now() AND expire_at > now()
+	ORDER BY visible_at, id
+	LIMIT @limit
+	FOR UPDATE SKIP LOCKED
+), picked AS (
+	SELECT m.group_no, m.id, m.channel_id, now() + make_interval(secs => @visibility_seconds) AS visible_at,
+		m.expire_at, 1 AS delivery_count, m.content, m.attributes, m.metadata, m.time_created, false AS dead_lettered,
+		m.last_negative_code, m.last_negative_reason, m.message_group
+	FROM messages m
+	WHERE m.queue_no = @queue_no AND m.group_no = @group_no AND m.dlq = @dlq AND m.channel_id = (@channels::text[])[1]
+		AND m.visible_at = '-infinity' AND m.id > (SELECT last_id FROM cur) AND m.id <= (SELECT safe_id FROM cur)
+		AND m.expire_at > now()
+	ORDER BY m.id
+	LIMIT (SELECT @limit - count(*) FROM due)
+), beyond AS (
+	SELECT ctid, group_no, id FROM messages m
+	WHERE m.queue_no = @queue_no AND m.group_no = @group_no AND m.dlq = @dlq AND m.channel_id = (@channels::text[])[1]
+		AND m.visible_at = '-infinity' AND m.id > (SELECT greatest(last_id, safe_id) FROM cur) AND m.expire_at > now()
+	ORDER BY m.id
+	LIMIT (SELECT @limit - (SELECT count(*) FROM due) - count(*) FROM picked)
+	FOR UPDATE SKIP LOCKED
+), advanced AS (
+	INSERT INTO message_cursors AS c (queue_no, group_no, channel_id, last_id, safe_id, sample_ids, sample_xids)
+	SELECT @queue_no, @group_no, (@channels::text[])[1], coalesce((SELECT max(id) FROM picked), cur.last_id), cur.safe_id,
+		(cur.pending_ids || current_setting('ferry.sequence_position')::bigint)[greatest(1, cardinality(cur.pending_ids) - 6):],
+		(cur.pending_xids || pg_current_xact_id())[greatest(1, cardinality(cur.pending_xids) - 6):]
+	FROM cur
+	ON CONFLICT (queue_no, group_no, channel_id) DO UPDATE SET last_id = excluded.last_id, safe_id = excluded.safe_id,
+		sample_ids = excluded.sample_ids, sample_xids = excluded.sample_xids
+), ranged AS (
+	INSERT INTO message_ranges (queue_no, lease_id, group_no, channel_id, from_id, to_id, visible_at)
+	SELECT @queue_no, @lease_id, @group_no, (@channels::text[])[1], min(id), max(id), now() + make_interval(secs => @visibility_seconds)
+	FROM picked HAVING count(*) > 0
+), next AS (
+	SELECT ctid, group_no, id FROM due UNION ALL SELECT ctid, group_no, id FROM beyond
 )
 {{- else}}
 -- From a single channel (the common case: a queue with one channel, or an exact channelFilter): one index
@@ -49,9 +126,10 @@ WITH picked AS (
 {{- else}}
 WITH next AS (
 {{- end}}
-	SELECT ctid, group_no, id FROM messages
+	SELECT ctid, group_no, id FROM messages m
 	WHERE queue_no = @queue_no AND group_no = @group_no AND dlq = @dlq AND channel_id = (@channels::text[])[1]
 		AND visible_at <= now() AND expire_at > now()
+		{{- template "notHeld"}}
 	ORDER BY visible_at, id
 	LIMIT @limit
 	FOR UPDATE SKIP LOCKED
@@ -116,6 +194,10 @@ RETURNING m.group_no, m.id, m.channel_id, m.visible_at, m.expire_at, m.delivery_
 SELECT l.group_no, l.id, l.channel_id, l.visible_at, l.expire_at, l.delivery_count,
 	coalesce(l.content, b.content), coalesce(l.attributes, b.attributes), coalesce(l.metadata, b.metadata),
 	l.time_created, l.dead_lettered, l.last_negative_code, l.last_negative_reason, l.message_group, l.content IS NULL
+{{- if .Cursor}}
+FROM (SELECT * FROM leased UNION ALL SELECT * FROM picked) l LEFT JOIN LATERAL (
+{{- else}}
 FROM leased l LEFT JOIN LATERAL (
+{{- end}}
 	SELECT b.content, b.attributes, b.metadata FROM message_bodies b
 	WHERE l.content IS NULL AND b.queue_no = @queue_no AND b.id = l.id) b ON true;

@@ -1,4 +1,9 @@
 -- Publishing: the inserts of a put batch, and its deduplication keys. Go: messages_put.go.
+--
+-- A message without delay or message group is stored fresh (visible_at '-infinity'): visible, and never leased,
+-- which the cursor lease takes by id (lease.sql). Each insert gives its transaction an id before it draws the
+-- first id from the sequence (pg_current_xact_id() in the scan's filter, which runs before the projection that
+-- calls nextval): the cursor's horizon relies on it.
 
 -- name: messages.insert
 -- Insert a batch: ids come from the sequence in input order (volatile functions are evaluated after the
@@ -10,13 +15,15 @@ WITH input AS (
 	SELECT nextval('messages_id_seq') AS id, u.*
 	FROM unnest(@channel_ids::text[], @delays::int[], @sizes::int[], @contents::text[], @attributes::json[], @metadata::json[], @shared::bool[])
 		WITH ORDINALITY AS u(channel_id, delay, size_bytes, content, attributes, metadata, shared, ord)
+	WHERE pg_current_xact_id() IS NOT NULL
 	ORDER BY u.ord
 ), bodies AS (
 	INSERT INTO message_bodies (queue_no, id, content, attributes, metadata)
 	SELECT @queue_no, id, content, attributes, metadata FROM input WHERE shared
 ), ins AS (
 	INSERT INTO messages (queue_no, group_no, id, channel_id, visible_at, expire_at, size_bytes, content, attributes, metadata)
-	SELECT @queue_no, g.group_no, input.id, input.channel_id, now() + make_interval(secs => input.delay),
+	SELECT @queue_no, g.group_no, input.id, input.channel_id,
+		CASE WHEN input.delay = 0 THEN '-infinity' ELSE now() + make_interval(secs => input.delay) END,
 		now() + make_interval(secs => @retention_seconds), input.size_bytes,
 		CASE WHEN NOT input.shared THEN input.content END, CASE WHEN NOT input.shared THEN input.attributes END,
 		CASE WHEN NOT input.shared THEN input.metadata END
@@ -28,10 +35,12 @@ SELECT id, ord, now() + make_interval(secs => @retention_seconds) FROM input;
 -- and no join (a 20-message insert ran 1.5–2× the rate of messages.insert's, pgbench). unnest yields the rows in
 -- batch order and nextval is evaluated row by row, so the returned ids sorted are in batch order.
 INSERT INTO messages (queue_no, group_no, id, channel_id, visible_at, expire_at, size_bytes, content, attributes, metadata)
-SELECT @queue_no, u.group_no, nextval('messages_id_seq'), u.channel_id, now() + make_interval(secs => u.delay),
+SELECT @queue_no, u.group_no, nextval('messages_id_seq'), u.channel_id,
+	CASE WHEN u.delay = 0 THEN '-infinity' ELSE now() + make_interval(secs => u.delay) END,
 	now() + make_interval(secs => @retention_seconds), u.size_bytes, u.content, u.attributes, u.metadata
 FROM unnest(@channel_ids::text[], @delays::int[], @sizes::int[], @contents::text[], @attributes::json[], @metadata::json[], @group_nos::int[])
 	AS u(channel_id, delay, size_bytes, content, attributes, metadata, group_no)
+WHERE pg_current_xact_id() IS NOT NULL
 RETURNING id, expire_at;
 
 -- name: messages.insert_ordered
@@ -45,6 +54,7 @@ WITH input AS (
 	SELECT nextval('messages_id_seq') AS id, u.*
 	FROM unnest(@channel_ids::text[], @delays::int[], @sizes::int[], @contents::text[], @attributes::json[], @metadata::json[], @message_groups::text[], @shared::bool[])
 		WITH ORDINALITY AS u(channel_id, delay, size_bytes, content, attributes, metadata, message_group, shared, ord)
+	WHERE pg_current_xact_id() IS NOT NULL
 	ORDER BY u.ord
 ), bodies AS (
 	INSERT INTO message_bodies (queue_no, id, content, attributes, metadata)
@@ -66,6 +76,7 @@ WITH input AS (
 		attributes, metadata, message_group)
 	SELECT @queue_no, c.group_no, c.id, c.channel_id,
 		CASE WHEN c.message_group IS NOT NULL AND (c.position > 1 OR q.group_no IS NOT NULL) THEN 'infinity'::timestamptz
+			WHEN c.message_group IS NULL AND c.delay = 0 THEN '-infinity'
 			ELSE now() + make_interval(secs => c.delay) END,
 		now() + make_interval(secs => @retention_seconds), c.size_bytes, CASE WHEN NOT c.shared THEN c.content END,
 		CASE WHEN NOT c.shared THEN c.attributes END, CASE WHEN NOT c.shared THEN c.metadata END, c.message_group

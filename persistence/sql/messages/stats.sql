@@ -5,24 +5,31 @@
 -- A group's messages (@channel_id '' = every channel), the queue's and its DLQ's. Messages of an ordered group
 -- that wait for an earlier one (visible_at 'infinity') count as visible: they are in the queue, neither leased
 -- nor delayed.
-SELECT dlq, count(*) FILTER (WHERE visible_at <= now() OR visible_at = 'infinity'),
-	count(*) FILTER (WHERE visible_at > now() AND visible_at < 'infinity' AND delivery_count > 0),
+-- A fresh message at or below its channel's cursor is in flight: a range holds it (lease.sql).
+SELECT dlq, count(*) FILTER (WHERE visible_at <= now() AND NOT ranged OR visible_at = 'infinity'),
+	count(*) FILTER (WHERE visible_at > now() AND visible_at < 'infinity' AND delivery_count > 0 OR ranged),
 	count(*) FILTER (WHERE visible_at > now() AND visible_at < 'infinity' AND delivery_count = 0),
 	coalesce(sum(size_bytes), 0)
-FROM messages WHERE queue_no = @queue_no AND group_no = @group_no AND (@channel_id = '' OR channel_id = @channel_id) AND expire_at > now()
+FROM (SELECT m.dlq, m.visible_at, m.delivery_count, m.size_bytes,
+		m.visible_at = '-infinity' AND m.id <= coalesce(k.last_id, 0) AS ranged
+	FROM messages m LEFT JOIN message_cursors k ON k.queue_no = @queue_no AND k.group_no = m.group_no AND k.channel_id = m.channel_id
+	WHERE m.queue_no = @queue_no AND m.group_no = @group_no AND (@channel_id = '' OR m.channel_id = @channel_id) AND m.expire_at > now()) s
 GROUP BY dlq;
 
 -- name: messages.stats_by_group
 -- Every group's counts in one scan of the queue's messages (@group_nos NULL = every group), with the definitions
 -- of messages.stats: GetStats' per-group view, and the metrics sampler's (which also reads the age of the oldest
 -- visible message, and does not restrict the channel).
-SELECT group_no, dlq, count(*) FILTER (WHERE visible_at <= now() OR visible_at = 'infinity'),
-	count(*) FILTER (WHERE visible_at > now() AND visible_at < 'infinity' AND delivery_count > 0),
+SELECT group_no, dlq, count(*) FILTER (WHERE visible_at <= now() AND NOT ranged OR visible_at = 'infinity'),
+	count(*) FILTER (WHERE visible_at > now() AND visible_at < 'infinity' AND delivery_count > 0 OR ranged),
 	count(*) FILTER (WHERE visible_at > now() AND visible_at < 'infinity' AND delivery_count = 0),
 	coalesce(sum(size_bytes), 0),
-	coalesce(extract(epoch FROM now() - min(time_created) FILTER (WHERE visible_at <= now() OR visible_at = 'infinity')), 0)::float8
-FROM messages WHERE queue_no = @queue_no AND (@group_nos::int[] IS NULL OR group_no = ANY (@group_nos))
-	AND (@channel_id = '' OR channel_id = @channel_id) AND expire_at > now()
+	coalesce(extract(epoch FROM now() - min(time_created) FILTER (WHERE visible_at <= now() AND NOT ranged OR visible_at = 'infinity')), 0)::float8
+FROM (SELECT m.group_no, m.dlq, m.visible_at, m.delivery_count, m.size_bytes, m.time_created,
+		m.visible_at = '-infinity' AND m.id <= coalesce(k.last_id, 0) AS ranged
+	FROM messages m LEFT JOIN message_cursors k ON k.queue_no = @queue_no AND k.group_no = m.group_no AND k.channel_id = m.channel_id
+	WHERE m.queue_no = @queue_no AND (@group_nos::int[] IS NULL OR m.group_no = ANY (@group_nos))
+		AND (@channel_id = '' OR m.channel_id = @channel_id) AND m.expire_at > now()) s
 GROUP BY group_no, dlq;
 
 -- name: messages.channels
