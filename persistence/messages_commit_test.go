@@ -65,8 +65,9 @@ func TestLeaseCommitsAsynchronouslyOnlyWhenSafe(t *testing.T) {
 }
 
 // The lease path ends a lease's transaction with leaseCommit (so that it may commit asynchronously), never one
-// that acknowledges (LeaseAcknowledging waits for its WAL, as an acknowledgement does); under
-// AsynchronousCommits every lease starts with leasePreludeAsync instead.
+// that acknowledges (LeaseAcknowledging waits for its WAL, as an acknowledgement does) — except that a cursor
+// lease acknowledges in a transaction of its own, and commits as a lease; under AsynchronousCommits every lease
+// starts with leasePreludeAsync instead.
 func TestLeaseBatchesChooseTheirCommit(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()
@@ -79,7 +80,7 @@ func TestLeaseBatchesChooseTheirCommit(t *testing.T) {
 	require.NoError(t, err)
 	t.Cleanup(pool.Close)
 	f := newMsgFixture(t, ctx, pool, true)
-	f.put(msg("a", "1", ""), msg("a", "2", ""), msg("a", "3", ""))
+	f.put(msg("a", "1", ""), msg("a", "2", ""), msg("a", "3", ""), msg("a", "4", ""))
 
 	rec.take()
 	first := f.lease(LeaseRequest{Channels: []string{"a"}, Limit: 1})
@@ -90,13 +91,23 @@ func TestLeaseBatchesChooseTheirCommit(t *testing.T) {
 
 	f.leases++
 	next, deleted, err := f.r.LeaseAcknowledging(ctx, LeaseRequest{QueueID: f.queueID, LeaseID: f.leases,
-		Channels: []string{"a"}, Limit: 1, VisibilitySeconds: 60, Acknowledge: receiptsOf(first...)})
+		Channels: []string{"a", "b"}, Limit: 1, VisibilitySeconds: 60, Acknowledge: receiptsOf(first...)})
 	require.NoError(t, err)
 	require.Equal(t, []bool{true}, deleted)
 	require.Len(t, next, 1)
 	sent = rec.take()
 	require.Contains(t, sent, leasePrelude)
 	require.NotContains(t, sent, leaseCommit, "a lease that acknowledges waits for its WAL")
+
+	f.leases++
+	last, deleted, err := f.r.LeaseAcknowledging(ctx, LeaseRequest{QueueID: f.queueID, LeaseID: f.leases,
+		Channels: []string{"a"}, Limit: 1, VisibilitySeconds: 60, Acknowledge: receiptsOf(next...)})
+	require.NoError(t, err)
+	require.Equal(t, []bool{true}, deleted)
+	require.Len(t, last, 1)
+	sent = rec.take()
+	require.Contains(t, sent, leaseCommit, "the cursor lease commits as a lease")
+	require.Contains(t, sent, messagesDelete.sql, "its acknowledgement apart")
 
 	async := NewMessages(pool, true, AsynchronousCommits())
 	f.leases++

@@ -2,17 +2,20 @@ package persistence
 
 import (
 	"context"
+	"errors"
 	"strings"
+	"sync"
 
 	"github.com/jackc/pgx/v5"
 )
 
 // The cursor lease's companions (sql/messages/ranges.sql).
 var (
-	messagesLeasePosition = stmt("messages.lease_position")
-	messagesLeaseLock     = stmt("messages.lease_lock")
-	messagesReviveRanges  = stmt("messages.revive_ranges")
-	messagesReviveExpired = stmt("messages.revive_expired_ranges")
+	messagesLeasePosition     = stmt("messages.lease_position")
+	messagesLeaseLock         = stmt("messages.lease_lock")
+	messagesReviveRanges      = stmt("messages.revive_ranges")
+	messagesReviveExpired     = stmt("messages.revive_expired_ranges")
+	messagesDeleteEmptyRanges = stmt("messages.delete_empty_ranges")
 )
 
 // leasePick is how a lease statement picks its messages (sql/messages/lease.sql).
@@ -100,7 +103,22 @@ func (r *Messages) Lease(ctx context.Context, req LeaseRequest) ([]LeasedMessage
 // LeaseAcknowledging acknowledges req.Acknowledge (plain receipts: none of an ordered message) and then leases,
 // in one transaction: one round trip and one commit (one WAL flush) for both, shared with the concurrent leases
 // of the same kind. deleted reports per receipt whether it deleted the message, as Delete does.
+//
+// A cursor lease (one channel, no owner) is the exception: its transaction holds the group's lease lock until it
+// commits, and an acknowledgement's commit waits for its WAL, so together the group's leases would run one WAL
+// flush at a time. It acknowledges in a transaction of its own (Delete, coalesced with the other
+// acknowledgements), beside the lease.
 func (r *Messages) LeaseAcknowledging(ctx context.Context, req LeaseRequest) (_ []LeasedMessage, deleted []bool, err error) {
+	if len(req.Acknowledge) > 0 && cursorLease(req) {
+		var wg sync.WaitGroup
+		var ackErr error
+		acks := req.Acknowledge
+		wg.Go(func() { deleted, _, ackErr = r.Delete(ctx, req.QueueID, acks) })
+		req.Acknowledge = nil
+		leased, _, err := r.LeaseAcknowledging(ctx, req)
+		wg.Wait()
+		return leased, deleted, errors.Join(ackErr, err)
+	}
 	no, err := r.nums.of(ctx, req.QueueID)
 	if err != nil {
 		return nil, nil, err
@@ -193,7 +211,7 @@ func (r *Messages) lease(ctx context.Context, no int64, req LeaseRequest, owners
 	switch {
 	case owners != nil:
 		pick, owner = pickOwners, arg{"owners", owners}
-	case len(req.Channels) == 1 && req.Owner == "" && !req.DLQ:
+	case cursorLease(req):
 		pick = pickCursor
 	case len(req.Channels) == 1:
 		pick = pickOne
@@ -294,6 +312,12 @@ func collectLeased(rows pgx.Rows, leaseID int64, limit int) ([]LeasedMessage, er
 	}
 	sortLeased(out)
 	return out, nil
+}
+
+// cursorLease: req leases by its channel's cursor (lease.sql, .Cursor): a single channel, for no owner (a watch's
+// leases are released by owner, per message), from the group (the DLQ holds no fresh message).
+func cursorLease(req LeaseRequest) bool {
+	return len(req.Channels) == 1 && req.Owner == "" && !req.DLQ
 }
 
 // queueLeaseLock queues, before a lease of the group's messages (not of its DLQ, which holds no fresh message),

@@ -120,6 +120,13 @@ func (r *Messages) ReviveExpiredRanges(ctx context.Context, batch int) (int64, e
 	return n, interpretError("reviving expired leases", err)
 }
 
+// DeleteEmptyRanges deletes up to batch ranges of the cursor lease that hold no message any more
+// (sql/messages/ranges.sql), and returns how many.
+func (r *Messages) DeleteEmptyRanges(ctx context.Context, batch int) (int64, error) {
+	tag, err := messagesDeleteEmptyRanges.exec(ctx, r.pool, arg{"limit", batch})
+	return tag.RowsAffected(), interpretError("deleting empty leases", err)
+}
+
 // ExpireBodies deletes up to batch bodies of shared messages (message_bodies) that no consumer group's row holds
 // any more, and returns how many.
 func (r *Messages) ExpireBodies(ctx context.Context, batch int) (int64, error) {

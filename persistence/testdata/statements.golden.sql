@@ -25,12 +25,16 @@ WITH deleted AS (
 			WHERE g.queue_no = $5 AND g.lease_id = r.lease_id AND g.group_no = m.group_no AND m.id BETWEEN g.from_id AND g.to_id))
 	RETURNING m.group_no, m.id, r.lease_id, m.visible_at = '-infinity' AS ranged
 ), emptied AS (
-	DELETE FROM message_ranges g
-	WHERE g.queue_no = $5 AND g.lease_id = ANY (ARRAY (SELECT DISTINCT lease_id FROM deleted WHERE ranged))
-		AND NOT EXISTS (SELECT 1 FROM messages m
-			WHERE m.queue_no = $5 AND m.group_no = g.group_no AND NOT m.dlq AND m.channel_id = g.channel_id
-				AND m.visible_at = '-infinity' AND m.id BETWEEN g.from_id AND g.to_id
-				AND m.id <> ALL (ARRAY (SELECT id FROM deleted WHERE ranged AND group_no = g.group_no)))
+	DELETE FROM message_ranges d
+	WHERE d.ctid = ANY (ARRAY (
+		SELECT g.ctid FROM message_ranges g
+		WHERE g.queue_no = $5 AND g.lease_id = ANY (ARRAY (SELECT DISTINCT lease_id FROM deleted WHERE ranged))
+			AND (SELECT m.id FROM messages m
+				WHERE m.queue_no = $5 AND m.id BETWEEN g.from_id AND g.to_id AND m.group_no = g.group_no AND NOT m.dlq
+					AND m.channel_id = g.channel_id AND m.visible_at = '-infinity'
+					AND m.id <> ALL (ARRAY (SELECT id FROM deleted WHERE ranged AND group_no = g.group_no))
+				LIMIT 1) IS NULL
+		FOR UPDATE SKIP LOCKED))
 )
 SELECT group_no, id, false, lease_id FROM deleted;
 
@@ -468,8 +472,9 @@ WITH samples AS (
 ), advanced AS (
 	INSERT INTO message_cursors AS c (queue_no, group_no, channel_id, last_id, safe_id, sample_ids, sample_xids)
 	SELECT $1, $2, ($3::text[])[1], coalesce((SELECT max(id) FROM picked), cur.last_id), cur.safe_id,
-		(cur.pending_ids || current_setting('ferry.sequence_position')::bigint)[greatest(1, cardinality(cur.pending_ids) - 6):],
-		(cur.pending_xids || pg_current_xact_id())[greatest(1, cardinality(cur.pending_xids) - 6):]
+		CASE WHEN cardinality(cur.pending_ids) < 8 THEN cur.pending_ids || current_setting('ferry.sequence_position')::bigint
+			ELSE cur.pending_ids END,
+		CASE WHEN cardinality(cur.pending_xids) < 8 THEN cur.pending_xids || pg_current_xact_id() ELSE cur.pending_xids END
 	FROM cur
 	ON CONFLICT (queue_no, group_no, channel_id) DO UPDATE SET last_id = excluded.last_id, safe_id = excluded.safe_id,
 		sample_ids = excluded.sample_ids, sample_xids = excluded.sample_xids
@@ -542,8 +547,9 @@ WITH samples AS (
 ), advanced AS (
 	INSERT INTO message_cursors AS c (queue_no, group_no, channel_id, last_id, safe_id, sample_ids, sample_xids)
 	SELECT $1, $2, ($3::text[])[1], coalesce((SELECT max(id) FROM picked), cur.last_id), cur.safe_id,
-		(cur.pending_ids || current_setting('ferry.sequence_position')::bigint)[greatest(1, cardinality(cur.pending_ids) - 6):],
-		(cur.pending_xids || pg_current_xact_id())[greatest(1, cardinality(cur.pending_xids) - 6):]
+		CASE WHEN cardinality(cur.pending_ids) < 8 THEN cur.pending_ids || current_setting('ferry.sequence_position')::bigint
+			ELSE cur.pending_ids END,
+		CASE WHEN cardinality(cur.pending_xids) < 8 THEN cur.pending_xids || pg_current_xact_id() ELSE cur.pending_xids END
 	FROM cur
 	ON CONFLICT (queue_no, group_no, channel_id) DO UPDATE SET last_id = excluded.last_id, safe_id = excluded.safe_id,
 		sample_ids = excluded.sample_ids, sample_xids = excluded.sample_xids
@@ -750,13 +756,18 @@ SELECT pg_advisory_xact_lock(hashtextextended($1::bigint::text || '/' || $2::int
 -- messages.revive_ranges
 WITH expired AS (
 	DELETE FROM message_ranges r
-	WHERE r.queue_no = $1 AND r.group_no = $2 AND r.visible_at <= now()
+	WHERE r.queue_no = $1 AND r.visible_at <= now() AND r.group_no = $2
 	RETURNING r.lease_id, r.channel_id, r.from_id, r.to_id
+), held AS (
+	SELECT k.id, e.lease_id FROM expired e CROSS JOIN LATERAL (
+		SELECT m.id FROM messages m
+		WHERE m.queue_no = $1 AND m.id BETWEEN e.from_id AND e.to_id AND m.group_no = $2 AND NOT m.dlq
+			AND m.channel_id = e.channel_id AND m.visible_at = '-infinity') k
 )
-UPDATE messages m SET visible_at = now(), delivery_count = 1, lease_id = e.lease_id
-FROM expired e
-WHERE m.queue_no = $1 AND m.group_no = $2 AND NOT m.dlq AND m.channel_id = e.channel_id
-	AND m.visible_at = '-infinity' AND m.id BETWEEN e.from_id AND e.to_id;
+UPDATE messages m SET visible_at = now(), delivery_count = 1, lease_id = h.lease_id
+FROM held h
+WHERE m.queue_no = $1 AND m.id = ANY (ARRAY (SELECT id FROM held)) AND m.id = h.id AND m.group_no = $2
+	AND m.visible_at = '-infinity';
 
 -- $1 @limit
 -- messages.revive_expired_ranges
@@ -764,13 +775,29 @@ WITH expired AS (
 	DELETE FROM message_ranges r
 	WHERE r.ctid = ANY (ARRAY (SELECT ctid FROM message_ranges WHERE visible_at <= now() LIMIT $1))
 	RETURNING r.queue_no, r.group_no, r.lease_id, r.channel_id, r.from_id, r.to_id
+), held AS (
+	SELECT e.queue_no, e.group_no, k.id, e.lease_id FROM expired e CROSS JOIN LATERAL (
+		SELECT m.id FROM messages m
+		WHERE m.queue_no = e.queue_no AND m.id BETWEEN e.from_id AND e.to_id AND m.group_no = e.group_no AND NOT m.dlq
+			AND m.channel_id = e.channel_id AND m.visible_at = '-infinity') k
 ), revived AS (
-	UPDATE messages m SET visible_at = now(), delivery_count = 1, lease_id = e.lease_id
-	FROM expired e
-	WHERE m.queue_no = e.queue_no AND m.group_no = e.group_no AND NOT m.dlq AND m.channel_id = e.channel_id
-		AND m.visible_at = '-infinity' AND m.id BETWEEN e.from_id AND e.to_id
+	UPDATE messages m SET visible_at = now(), delivery_count = 1, lease_id = h.lease_id
+	FROM held h
+	WHERE m.queue_no = h.queue_no AND m.id = h.id AND m.group_no = h.group_no AND m.visible_at = '-infinity'
 )
 SELECT count(*) FROM expired;
+
+-- $1 @limit
+-- messages.delete_empty_ranges
+DELETE FROM message_ranges d
+WHERE d.ctid = ANY (ARRAY (
+	SELECT g.ctid FROM message_ranges g
+	WHERE (SELECT m.id FROM messages m
+		WHERE m.queue_no = g.queue_no AND m.id BETWEEN g.from_id AND g.to_id AND m.group_no = g.group_no AND NOT m.dlq
+			AND m.channel_id = g.channel_id AND m.visible_at = '-infinity'
+		LIMIT 1) IS NULL
+	LIMIT $1
+	FOR UPDATE SKIP LOCKED));
 
 -- $1 @queue_no, $2 @dlq, $3 @group_nos, $4 @channel_ids, $5 @up_to, $6 @limit
 -- messages.purge_pick

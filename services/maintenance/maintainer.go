@@ -92,6 +92,9 @@ func (m *Maintainer) RunOnce(ctx context.Context) (bool, error) {
 	if err := m.drain(ctx, func() (int64, error) { return m.Messages.ReviveExpiredRanges(ctx, m.batch()) }); err != nil {
 		return true, err
 	}
+	if err := m.drain(ctx, func() (int64, error) { return m.Messages.DeleteEmptyRanges(ctx, m.batch()) }); err != nil {
+		return true, err
+	}
 	if err := m.drain(ctx, func() (int64, error) { return m.Messages.ExpireBodies(ctx, m.batch()) }); err != nil {
 		return true, err
 	}

@@ -201,7 +201,8 @@ func (n *node) sqlCycle(b testing.TB, target int) float64 {
 }
 
 // fill puts count 1 KiB messages into queue directly in SQL (the HTTP path would take minutes), in the shape
-// PutMessages stores them.
+// PutMessages stores them: fresh (visible_at '-infinity', for the cursor lease), the transaction's id taken
+// before the first id is drawn (put.sql).
 func (n *node) fill(b testing.TB, queue string, count int) {
 	start := time.Now()
 	ctx := context.Background()
@@ -209,7 +210,8 @@ func (n *node) fill(b testing.TB, queue string, count int) {
 	for done := 0; done < count; done += chunk {
 		k := min(chunk, count-done)
 		if _, err := n.pool.Exec(ctx, `INSERT INTO messages (queue_no, group_no, id, visible_at, expire_at, size_bytes, content)
-			SELECT (SELECT no FROM queues WHERE id = $1), 0, nextval('messages_id_seq'), now(), now() + interval '1 day', 1024, $2 FROM generate_series(1, $3)`,
+			SELECT (SELECT no FROM queues WHERE id = $1), 0, nextval('messages_id_seq'), '-infinity', now() + interval '1 day', 1024, $2
+			FROM generate_series(1, $3) WHERE pg_current_xact_id() IS NOT NULL`,
 			queue, payload, k); err != nil {
 			b.Fatal(err)
 		}

@@ -63,8 +63,10 @@ WITH next AS (
 -- id before it draws ids (put.sql); this lease read the sequence's position before its transaction took an id
 -- (messages.lease_position), and leaves the pair on the cursor row as a sample. A later lease whose snapshot's
 -- xmin is above a sample's transaction id knows that every put that drew an id up to the sample's position has
--- ended. The horizon (safe_id) is the highest such position and only moves forward; the row keeps the samples not
--- yet matured, the newest 8, so that the horizon trails the puts by about one commit.
+-- ended. The horizon (safe_id) is the highest such position and only moves forward; the row keeps up to 8 samples
+-- not yet matured, so that the horizon trails the puts by about one commit. When 8 are waiting, a lease adds none:
+-- the oldest are the nearest to maturing (dropping them instead kept the horizon still for as long as 8 leases
+-- were queued on the lock with transaction ids, which acknowledging leases are).
 WITH samples AS (
 	SELECT s.id, s.xid, s.k, s.xid < pg_snapshot_xmin(pg_current_snapshot()) AS matured
 	FROM message_cursors c, unnest(c.sample_ids, c.sample_xids) WITH ORDINALITY AS s(id, xid, k)
@@ -103,8 +105,9 @@ WITH samples AS (
 ), advanced AS (
 	INSERT INTO message_cursors AS c (queue_no, group_no, channel_id, last_id, safe_id, sample_ids, sample_xids)
 	SELECT @queue_no, @group_no, (@channels::text[])[1], coalesce((SELECT max(id) FROM picked), cur.last_id), cur.safe_id,
-		(cur.pending_ids || current_setting('ferry.sequence_position')::bigint)[greatest(1, cardinality(cur.pending_ids) - 6):],
-		(cur.pending_xids || pg_current_xact_id())[greatest(1, cardinality(cur.pending_xids) - 6):]
+		CASE WHEN cardinality(cur.pending_ids) < 8 THEN cur.pending_ids || current_setting('ferry.sequence_position')::bigint
+			ELSE cur.pending_ids END,
+		CASE WHEN cardinality(cur.pending_xids) < 8 THEN cur.pending_xids || pg_current_xact_id() ELSE cur.pending_xids END
 	FROM cur
 	ON CONFLICT (queue_no, group_no, channel_id) DO UPDATE SET last_id = excluded.last_id, safe_id = excluded.safe_id,
 		sample_ids = excluded.sample_ids, sample_xids = excluded.sample_xids

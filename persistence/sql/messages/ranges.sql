@@ -16,16 +16,23 @@ SELECT pg_advisory_xact_lock(hashtextextended(@queue_no::bigint::text || '/' || 
 -- name: messages.revive_ranges
 -- Before a lease, under messages.lease_lock: the group's ranges past their deadline end, and the fresh messages
 -- they still hold become visible in per-message state — delivered once, under the range's lease id (so that its
--- receipts still acknowledge them until another lease takes them, as a per-message lease's do).
+-- receipts still acknowledge them until another lease takes them, as a per-message lease's do). The messages are
+-- found by a primary-key range per range (held: LATERAL keeps it per range; a join let the planner hash the
+-- queue's messages) and updated by primary key (m.id = ANY).
 WITH expired AS (
 	DELETE FROM message_ranges r
-	WHERE r.queue_no = @queue_no AND r.group_no = @group_no AND r.visible_at <= now()
+	WHERE r.queue_no = @queue_no AND r.visible_at <= now() AND r.group_no = @group_no
 	RETURNING r.lease_id, r.channel_id, r.from_id, r.to_id
+), held AS (
+	SELECT k.id, e.lease_id FROM expired e CROSS JOIN LATERAL (
+		SELECT m.id FROM messages m
+		WHERE m.queue_no = @queue_no AND m.id BETWEEN e.from_id AND e.to_id AND m.group_no = @group_no AND NOT m.dlq
+			AND m.channel_id = e.channel_id AND m.visible_at = '-infinity') k
 )
-UPDATE messages m SET visible_at = now(), delivery_count = 1, lease_id = e.lease_id
-FROM expired e
-WHERE m.queue_no = @queue_no AND m.group_no = @group_no AND NOT m.dlq AND m.channel_id = e.channel_id
-	AND m.visible_at = '-infinity' AND m.id BETWEEN e.from_id AND e.to_id;
+UPDATE messages m SET visible_at = now(), delivery_count = 1, lease_id = h.lease_id
+FROM held h
+WHERE m.queue_no = @queue_no AND m.id = ANY (ARRAY (SELECT id FROM held)) AND m.id = h.id AND m.group_no = @group_no
+	AND m.visible_at = '-infinity';
 
 -- name: messages.revive_expired_ranges
 -- The maintainer's sweep, for the groups no lease visits: up to @limit ranges past their deadline, as
@@ -35,10 +42,29 @@ WITH expired AS (
 	DELETE FROM message_ranges r
 	WHERE r.ctid = ANY (ARRAY (SELECT ctid FROM message_ranges WHERE visible_at <= now() LIMIT @limit))
 	RETURNING r.queue_no, r.group_no, r.lease_id, r.channel_id, r.from_id, r.to_id
+), held AS (
+	SELECT e.queue_no, e.group_no, k.id, e.lease_id FROM expired e CROSS JOIN LATERAL (
+		SELECT m.id FROM messages m
+		WHERE m.queue_no = e.queue_no AND m.id BETWEEN e.from_id AND e.to_id AND m.group_no = e.group_no AND NOT m.dlq
+			AND m.channel_id = e.channel_id AND m.visible_at = '-infinity') k
 ), revived AS (
-	UPDATE messages m SET visible_at = now(), delivery_count = 1, lease_id = e.lease_id
-	FROM expired e
-	WHERE m.queue_no = e.queue_no AND m.group_no = e.group_no AND NOT m.dlq AND m.channel_id = e.channel_id
-		AND m.visible_at = '-infinity' AND m.id BETWEEN e.from_id AND e.to_id
+	UPDATE messages m SET visible_at = now(), delivery_count = 1, lease_id = h.lease_id
+	FROM held h
+	WHERE m.queue_no = h.queue_no AND m.id = h.id AND m.group_no = h.group_no AND m.visible_at = '-infinity'
 )
 SELECT count(*) FROM expired;
+
+-- name: messages.delete_empty_ranges
+-- The maintainer's: up to @limit ranges that hold no fresh message any more (their messages were acknowledged, or
+-- changed to per-message state), which acknowledgements left behind (ack.sql). A range never gains a fresh
+-- message (its ids were all put before it was taken), so what this snapshot sees empty stays empty. (A scalar
+-- subquery per range, as in messages.delete.)
+DELETE FROM message_ranges d
+WHERE d.ctid = ANY (ARRAY (
+	SELECT g.ctid FROM message_ranges g
+	WHERE (SELECT m.id FROM messages m
+		WHERE m.queue_no = g.queue_no AND m.id BETWEEN g.from_id AND g.to_id AND m.group_no = g.group_no AND NOT m.dlq
+			AND m.channel_id = g.channel_id AND m.visible_at = '-infinity'
+		LIMIT 1) IS NULL
+	LIMIT @limit
+	FOR UPDATE SKIP LOCKED));
