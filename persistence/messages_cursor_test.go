@@ -104,6 +104,17 @@ func TestCursorLeaseTakesRanges(t *testing.T) {
 		require.NoError(t, err)
 		require.Equal(t, []bool{false, false, true, true, true}, deleted)
 		require.Equal(t, 1, f.ranges(), "gone with its last message")
+
+		// The maintainer deletes a range that holds nothing any more (acknowledgements can leave one behind), and
+		// only such a range.
+		n, err := f.r.DeleteEmptyRanges(f.ctx, 100)
+		require.NoError(t, err)
+		require.Zero(t, n, "the first range still holds its messages")
+		f.exec(`DELETE FROM messages WHERE queue_no = $1 AND id = ANY ($2)`, f.queueNo, ids(before))
+		n, err = f.r.DeleteEmptyRanges(f.ctx, 100)
+		require.NoError(t, err)
+		require.Equal(t, int64(1), n)
+		require.Zero(t, f.ranges())
 	})
 }
 
