@@ -11,11 +11,11 @@ import (
 
 // The cursor lease's companions (sql/messages/ranges.sql).
 var (
-	messagesLeasePosition     = stmt("messages.lease_position")
-	messagesLeaseLock         = stmt("messages.lease_lock")
-	messagesReviveRanges      = stmt("messages.revive_ranges")
-	messagesReviveExpired     = stmt("messages.revive_expired_ranges")
-	messagesDeleteEmptyRanges = stmt("messages.delete_empty_ranges")
+	messagesLeasePosition      = stmt("messages.lease_position")
+	messagesLeaseLock          = stmt("messages.lease_lock")
+	messagesReviveRanges       = stmt("messages.revive_ranges")
+	messagesExpiredRangeGroups = stmt("messages.expired_range_groups")
+	messagesDeleteEmptyRanges  = stmt("messages.delete_empty_ranges")
 )
 
 // leasePick is how a lease statement picks its messages (sql/messages/lease.sql).
@@ -54,8 +54,8 @@ func (v leaseVariant) Cursor() bool { return v.pick == pickCursor }
 // DeadLetter: moves the messages that reached the delivery limit to the DLQ.
 func (v leaseVariant) DeadLetter() bool { return v.deadLetter }
 
-// Name is the statement's name: messages.lease, then what it picks (_one, _one_owners, _as_consumer), then
-// _dead_letter.
+// Name is the statement's name: messages.lease, then what it picks (_one, _one_owners, _as_consumer, _cursor),
+// then _dead_letter.
 func (v leaseVariant) Name() string {
 	name := "messages.lease" + [...]string{"", "_one", "_one_owners", "_as_consumer", "_cursor"}[v.pick]
 	if v.deadLetter {

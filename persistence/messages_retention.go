@@ -111,13 +111,32 @@ func (r *Messages) DeleteOrphans(ctx context.Context, batch int) (int64, error) 
 	return tag.RowsAffected(), interpretError("deleting messages of deleted queues", err)
 }
 
-// ReviveExpiredRanges ends up to batch ranges of the cursor lease past their deadline (sql/messages/ranges.sql),
-// making the messages they still hold visible again, and returns how many it ended. Leases do this for their own
-// group; the maintainer does it for the groups that nobody leases from.
+// ReviveExpiredRanges ends the ranges of the cursor lease past their deadline in up to batch (queue, consumer
+// group) pairs, as a lease of the group would (sql/messages/ranges.sql), making the messages they still hold
+// visible again, and returns how many pairs it visited. Leases do this for their own group; the maintainer does
+// it for the groups that nobody leases from.
 func (r *Messages) ReviveExpiredRanges(ctx context.Context, batch int) (int64, error) {
-	var n int64
-	err := messagesReviveExpired.queryRow(ctx, r.pool, arg{"limit", batch}).Scan(&n)
-	return n, interpretError("reviving expired leases", err)
+	rows, err := messagesExpiredRangeGroups.query(ctx, r.pool, arg{"limit", batch})
+	if err != nil {
+		return 0, interpretError("reviving expired leases", err)
+	}
+	type group struct {
+		queueNo int64
+		groupNo int32
+	}
+	var groups []group
+	var g group
+	if _, err := pgx.ForEachRow(rows, []any{&g.queueNo, &g.groupNo}, func() error { groups = append(groups, g); return nil }); err != nil {
+		return 0, interpretError("reviving expired leases", err)
+	}
+	for _, g := range groups {
+		batch := &pgx.Batch{}
+		queueLeaseLock(batch, g.queueNo, g.groupNo, false)
+		if err := r.pool.SendBatch(ctx, batch).Close(); err != nil {
+			return 0, interpretError("reviving expired leases", err)
+		}
+	}
+	return int64(len(groups)), nil
 }
 
 // DeleteEmptyRanges deletes up to batch ranges of the cursor lease that hold no message any more

@@ -770,22 +770,8 @@ WHERE m.queue_no = $1 AND m.id = ANY (ARRAY (SELECT id FROM held)) AND m.id = h.
 	AND m.visible_at = '-infinity';
 
 -- $1 @limit
--- messages.revive_expired_ranges
-WITH expired AS (
-	DELETE FROM message_ranges r
-	WHERE r.ctid = ANY (ARRAY (SELECT ctid FROM message_ranges WHERE visible_at <= now() LIMIT $1))
-	RETURNING r.queue_no, r.group_no, r.lease_id, r.channel_id, r.from_id, r.to_id
-), held AS (
-	SELECT e.queue_no, e.group_no, k.id, e.lease_id FROM expired e CROSS JOIN LATERAL (
-		SELECT m.id FROM messages m
-		WHERE m.queue_no = e.queue_no AND m.id BETWEEN e.from_id AND e.to_id AND m.group_no = e.group_no AND NOT m.dlq
-			AND m.channel_id = e.channel_id AND m.visible_at = '-infinity') k
-), revived AS (
-	UPDATE messages m SET visible_at = now(), delivery_count = 1, lease_id = h.lease_id
-	FROM held h
-	WHERE m.queue_no = h.queue_no AND m.id = h.id AND m.group_no = h.group_no AND m.visible_at = '-infinity'
-)
-SELECT count(*) FROM expired;
+-- messages.expired_range_groups
+SELECT DISTINCT queue_no, group_no FROM message_ranges WHERE visible_at <= now() LIMIT $1;
 
 -- $1 @limit
 -- messages.delete_empty_ranges

@@ -34,25 +34,12 @@ FROM held h
 WHERE m.queue_no = @queue_no AND m.id = ANY (ARRAY (SELECT id FROM held)) AND m.id = h.id AND m.group_no = @group_no
 	AND m.visible_at = '-infinity';
 
--- name: messages.revive_expired_ranges
--- The maintainer's sweep, for the groups no lease visits: up to @limit ranges past their deadline, as
--- messages.revive_ranges does (no lock needed: no lease reads a fresh message at or below its cursor), and the
--- ranges of deleted queues. Returns the ranges it ended.
-WITH expired AS (
-	DELETE FROM message_ranges r
-	WHERE r.ctid = ANY (ARRAY (SELECT ctid FROM message_ranges WHERE visible_at <= now() LIMIT @limit))
-	RETURNING r.queue_no, r.group_no, r.lease_id, r.channel_id, r.from_id, r.to_id
-), held AS (
-	SELECT e.queue_no, e.group_no, k.id, e.lease_id FROM expired e CROSS JOIN LATERAL (
-		SELECT m.id FROM messages m
-		WHERE m.queue_no = e.queue_no AND m.id BETWEEN e.from_id AND e.to_id AND m.group_no = e.group_no AND NOT m.dlq
-			AND m.channel_id = e.channel_id AND m.visible_at = '-infinity') k
-), revived AS (
-	UPDATE messages m SET visible_at = now(), delivery_count = 1, lease_id = h.lease_id
-	FROM held h
-	WHERE m.queue_no = h.queue_no AND m.id = h.id AND m.group_no = h.group_no AND m.visible_at = '-infinity'
-)
-SELECT count(*) FROM expired;
+-- name: messages.expired_range_groups
+-- The maintainer's sweep, for the groups no lease visits: up to @limit (queue, group) pairs that hold ranges past
+-- their deadline. Each is revived as a lease would (messages.lease_lock, then messages.revive_ranges, in one
+-- transaction): a statement over several queues at once let the planner join the ranges to every partition of
+-- messages and ran for seconds, holding up the leases that waited for the same ranges.
+SELECT DISTINCT queue_no, group_no FROM message_ranges WHERE visible_at <= now() LIMIT @limit;
 
 -- name: messages.delete_empty_ranges
 -- The maintainer's: up to @limit ranges that hold no fresh message any more (their messages were acknowledged, or
