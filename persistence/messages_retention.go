@@ -130,9 +130,9 @@ func (r *Messages) ReviveExpiredRanges(ctx context.Context, batch int) (int64, e
 		return 0, interpretError("reviving expired leases", err)
 	}
 	for _, g := range groups {
-		batch := &pgx.Batch{}
-		queueLeaseLock(batch, g.queueNo, g.groupNo, false)
-		if err := r.pool.SendBatch(ctx, batch).Close(); err != nil {
+		revive := &pgx.Batch{} // one transaction: the group's lease lock, then its expired ranges
+		queueLeaseLock(revive, g.queueNo, g.groupNo, false)
+		if err := r.pool.SendBatch(ctx, revive).Close(); err != nil {
 			return 0, interpretError("reviving expired leases", err)
 		}
 	}
