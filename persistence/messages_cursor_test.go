@@ -118,6 +118,55 @@ func TestCursorLeaseTakesRanges(t *testing.T) {
 	})
 }
 
+// A lease's receipts that name as many messages of its range as the range took are acknowledged by one walk of
+// the range; the walk counts only the range's own fresh messages, so a receipt of the same lease for a message
+// leased the per-message way inside the range's ids (a delayed message that came due) does not stand in for one
+// of them: what the range still holds stays held, and the range ends with it.
+func TestCursorAckOfWholeRange(t *testing.T) {
+	eachMode(t, func(t *testing.T, f *msgFixture) {
+		put := f.primeCursor(10)
+		f.exec(`UPDATE messages SET visible_at = now() - interval '1 second' WHERE queue_no = $1 AND id = $2`, f.queueNo, put[4])
+		leased := f.lease(LeaseRequest{Channels: []string{"a"}, Limit: 10})
+		require.Len(t, leased, 10)
+		require.Equal(t, 1, f.ranges())
+		var taken int
+		require.NoError(t, f.pool.QueryRow(f.ctx, `SELECT taken FROM message_ranges WHERE queue_no = $1`, f.queueNo).Scan(&taken))
+		require.Equal(t, 9, taken, "the due message is leased the per-message way")
+
+		// Nine receipts of the lease, as many as the range took, but one of them the due message's.
+		var acked, kept []LeasedMessage
+		for _, m := range leased {
+			if m.ID == put[7] {
+				kept = append(kept, m)
+			} else {
+				acked = append(acked, m)
+			}
+		}
+		deleted, _, err := f.r.Delete(f.ctx, f.queueID, receiptsOf(acked...))
+		require.NoError(t, err)
+		require.Equal(t, slices.Repeat([]bool{true}, 9), deleted)
+		require.Equal(t, 1, f.ranges(), "the range still holds one message")
+		require.Equal(t, []bool{true}, f.fresh(put[7]))
+		require.Empty(t, f.lease(LeaseRequest{Channels: []string{"a"}, Limit: 10}), "held: no other lease takes it")
+
+		deleted, _, err = f.r.Delete(f.ctx, f.queueID, receiptsOf(slices.Concat(kept, kept)...))
+		require.NoError(t, err)
+		require.Equal(t, []bool{true, true}, deleted, "a receipt twice in a batch")
+		require.Zero(t, f.ranges())
+		require.Zero(t, f.stored())
+
+		// The usual case: a batch acknowledged whole ends its range in the same statement.
+		more := f.primeCursor(5)
+		batch := f.lease(LeaseRequest{Channels: []string{"a"}, Limit: 5})
+		require.Equal(t, more, ids(batch))
+		deleted, _, err = f.r.Delete(f.ctx, f.queueID, receiptsOf(batch...))
+		require.NoError(t, err)
+		require.Equal(t, slices.Repeat([]bool{true}, 5), deleted)
+		require.Zero(t, f.ranges())
+		require.Zero(t, f.stored())
+	})
+}
+
 // A range past its deadline ends at the next lease of its group: its messages come back delivered once, and
 // their old receipts acknowledge them until another lease takes them, as a per-message lease's do. Changing a
 // held message's visibility, or releasing it, takes it out of its range.

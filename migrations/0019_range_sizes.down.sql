@@ -1,0 +1,1 @@
+ALTER TABLE message_ranges DROP COLUMN IF EXISTS taken;
