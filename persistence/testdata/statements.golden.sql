@@ -16,26 +16,14 @@ SELECT set_config('synchronous_commit', CASE WHEN now() + make_interval(secs => 
 		clock_timestamp() + 3 * current_setting('wal_writer_delay')::interval + interval '1 second' THEN 'off'
 		ELSE current_setting('synchronous_commit') END, true);
 
--- $1 @group_nos, $2 @ids, $3 @lease_ids, $4 @dlqs, $5 @queue_no
+-- $1 @queue_no, $2 @lease_ids, $3 @group_nos, $4 @ids, $5 @dlqs
 -- messages.delete
-WITH receipts AS MATERIALIZED (
-	SELECT * FROM unnest($1::int[], $2::bigint[], $3::bigint[], $4::bool[]) AS r(group_no, id, lease_id, dlq)
-), held AS MATERIALIZED (
-	SELECT g.ctid, g.lease_id, g.group_no, g.channel_id, g.from_id, g.to_id, g.taken, n.ids, g.taken = cardinality(n.ids) AS whole
-	FROM message_ranges g, LATERAL (SELECT ARRAY (SELECT DISTINCT r.id FROM receipts r
-		WHERE r.lease_id = g.lease_id AND r.group_no = g.group_no AND NOT r.dlq AND r.id BETWEEN g.from_id AND g.to_id) AS ids) n
-	WHERE g.queue_no = $5 AND g.lease_id = ANY (ARRAY (SELECT DISTINCT lease_id FROM receipts))
-), spanned AS (
-	DELETE FROM messages m USING held h
-	WHERE h.whole AND m.queue_no = $5 AND m.id BETWEEN h.from_id AND h.to_id AND m.group_no = h.group_no AND NOT m.dlq
-		AND m.channel_id = h.channel_id AND m.visible_at = '-infinity' AND (m.id = ANY (h.ids)) IS TRUE
-	RETURNING m.group_no, m.id, h.lease_id
-), rest AS MATERIALIZED (
-	SELECT r.* FROM receipts r
-	WHERE NOT EXISTS (SELECT 1 FROM spanned s WHERE s.id = r.id AND s.group_no = r.group_no AND s.lease_id = r.lease_id AND NOT r.dlq)
+WITH held AS MATERIALIZED (
+	SELECT g.ctid, g.lease_id, g.group_no, g.channel_id, g.from_id, g.to_id FROM message_ranges g
+	WHERE g.queue_no = $1 AND g.lease_id = ANY (ARRAY (SELECT DISTINCT l FROM unnest($2::bigint[]) AS l))
 ), deleted AS (
-	DELETE FROM messages m USING rest r
-	WHERE m.queue_no = $5 AND m.id = r.id AND m.group_no IS NOT DISTINCT FROM r.group_no AND m.dlq IS NOT DISTINCT FROM r.dlq
+	DELETE FROM messages m USING unnest($3::int[], $4::bigint[], $2::bigint[], $5::bool[]) AS r(group_no, id, lease_id, dlq)
+	WHERE m.queue_no = $1 AND m.id = r.id AND m.group_no IS NOT DISTINCT FROM r.group_no AND m.dlq IS NOT DISTINCT FROM r.dlq
 		AND (m.lease_id = r.lease_id OR m.visible_at = '-infinity' AND EXISTS (SELECT 1 FROM held g
 			WHERE g.lease_id = r.lease_id AND g.group_no = m.group_no AND m.id BETWEEN g.from_id AND g.to_id))
 	RETURNING m.group_no, m.id, r.lease_id, m.visible_at = '-infinity' AS ranged
@@ -43,39 +31,39 @@ WITH receipts AS MATERIALIZED (
 	DELETE FROM message_ranges d
 	WHERE d.ctid = ANY (ARRAY (
 		SELECT g.ctid FROM message_ranges g
-		WHERE g.ctid = ANY (ARRAY (SELECT h.ctid FROM held h
-				WHERE h.whole OR h.lease_id = ANY (ARRAY (SELECT DISTINCT lease_id FROM deleted WHERE ranged))))
-			AND CASE WHEN g.taken = (SELECT count(*) FROM spanned s WHERE s.lease_id = g.lease_id AND s.group_no = g.group_no) THEN true
-				ELSE (SELECT m.id FROM messages m
-					WHERE m.queue_no = $5 AND m.id BETWEEN g.from_id AND g.to_id AND m.group_no = g.group_no AND NOT m.dlq
-						AND m.channel_id = g.channel_id AND m.visible_at = '-infinity'
-						AND m.id <> ALL (ARRAY (SELECT id FROM deleted WHERE ranged AND group_no = g.group_no
-							UNION ALL SELECT id FROM spanned WHERE group_no = g.group_no))
-					LIMIT 1) IS NULL END
+		WHERE g.ctid = ANY (ARRAY (SELECT h.ctid FROM held h WHERE h.lease_id = ANY (ARRAY (SELECT DISTINCT lease_id FROM deleted WHERE ranged))))
+			AND (SELECT m.id FROM messages m
+				WHERE m.queue_no = $1 AND m.id BETWEEN g.from_id AND g.to_id AND m.group_no = g.group_no AND NOT m.dlq
+					AND m.channel_id = g.channel_id AND m.visible_at = '-infinity'
+					AND m.id <> ALL (ARRAY (SELECT id FROM deleted WHERE ranged AND group_no = g.group_no))
+				LIMIT 1) IS NULL
 		FOR UPDATE SKIP LOCKED))
 )
-SELECT group_no, id, false, lease_id FROM spanned UNION ALL SELECT group_no, id, false, lease_id FROM deleted;
+SELECT group_no, id, false, lease_id FROM deleted;
 
--- $1 @group_nos, $2 @ids, $3 @lease_ids, $4 @dlqs, $5 @queue_no
+-- $1 @queue_no, $2 @lease_ids, $3 @group_nos, $4 @ids, $5 @dlqs
 -- messages.delete_ordered
-WITH deleted AS (
-	DELETE FROM messages m USING unnest($1::int[], $2::bigint[], $3::bigint[], $4::bool[]) AS r(group_no, id, lease_id, dlq)
-	WHERE m.queue_no = $5 AND m.id = r.id AND m.group_no IS NOT DISTINCT FROM r.group_no AND m.dlq IS NOT DISTINCT FROM r.dlq
-		AND (m.lease_id = r.lease_id OR m.visible_at = '-infinity' AND EXISTS (SELECT 1 FROM message_ranges g
-			WHERE g.queue_no = $5 AND g.lease_id = r.lease_id AND g.group_no = m.group_no AND m.id BETWEEN g.from_id AND g.to_id))
+WITH held AS MATERIALIZED (
+	SELECT g.lease_id, g.group_no, g.from_id, g.to_id FROM message_ranges g
+	WHERE g.queue_no = $1 AND g.lease_id = ANY (ARRAY (SELECT DISTINCT l FROM unnest($2::bigint[]) AS l))
+), deleted AS (
+	DELETE FROM messages m USING unnest($3::int[], $4::bigint[], $2::bigint[], $5::bool[]) AS r(group_no, id, lease_id, dlq)
+	WHERE m.queue_no = $1 AND m.id = r.id AND m.group_no IS NOT DISTINCT FROM r.group_no AND m.dlq IS NOT DISTINCT FROM r.dlq
+		AND (m.lease_id = r.lease_id OR m.visible_at = '-infinity' AND EXISTS (SELECT 1 FROM held g
+			WHERE g.lease_id = r.lease_id AND g.group_no = m.group_no AND m.id BETWEEN g.from_id AND g.to_id))
 	RETURNING m.group_no, m.id, m.message_group, m.dlq, r.lease_id
 ), heads_left AS (
 	SELECT group_no, message_group FROM deleted WHERE NOT dlq
 ), next_up AS MATERIALIZED (
 	SELECT h.group_no, (SELECT n.id FROM messages n
-			WHERE n.queue_no = $5 AND n.group_no = h.group_no AND n.message_group = h.message_group AND NOT n.dlq
+			WHERE n.queue_no = $1 AND n.group_no = h.group_no AND n.message_group = h.message_group AND NOT n.dlq
 				AND n.visible_at = 'infinity'
 			ORDER BY n.id LIMIT 1) AS id
 	FROM (SELECT DISTINCT group_no, message_group FROM heads_left WHERE message_group IS NOT NULL) h
 ), unblocked AS (
 	UPDATE messages m SET visible_at = now()
 	FROM next_up nx
-	WHERE m.queue_no = $5 AND m.id = ANY (ARRAY (SELECT id FROM next_up)) AND m.id = nx.id
+	WHERE m.queue_no = $1 AND m.id = ANY (ARRAY (SELECT id FROM next_up)) AND m.id = nx.id
 		AND m.group_no IS NOT DISTINCT FROM nx.group_no AND m.visible_at = 'infinity'
 	RETURNING m.group_no, m.id
 )
@@ -497,9 +485,8 @@ WITH samples AS (
 	ON CONFLICT (queue_no, group_no, channel_id) DO UPDATE SET last_id = excluded.last_id, safe_id = excluded.safe_id,
 		sample_ids = excluded.sample_ids, sample_xids = excluded.sample_xids
 ), ranged AS (
-	INSERT INTO message_ranges (queue_no, lease_id, group_no, channel_id, from_id, to_id, visible_at, taken)
-	SELECT $1, $7, $2, ($3::text[])[1], min(id), max(id), now() + make_interval(secs => $6),
-		count(*)
+	INSERT INTO message_ranges (queue_no, lease_id, group_no, channel_id, from_id, to_id, visible_at)
+	SELECT $1, $7, $2, ($3::text[])[1], min(id), max(id), now() + make_interval(secs => $6)
 	FROM picked HAVING count(*) > 0
 ), next AS (
 	SELECT ctid, group_no, id FROM due UNION ALL SELECT ctid, group_no, id FROM beyond
@@ -573,9 +560,8 @@ WITH samples AS (
 	ON CONFLICT (queue_no, group_no, channel_id) DO UPDATE SET last_id = excluded.last_id, safe_id = excluded.safe_id,
 		sample_ids = excluded.sample_ids, sample_xids = excluded.sample_xids
 ), ranged AS (
-	INSERT INTO message_ranges (queue_no, lease_id, group_no, channel_id, from_id, to_id, visible_at, taken)
-	SELECT $1, $7, $2, ($3::text[])[1], min(id), max(id), now() + make_interval(secs => $6),
-		count(*)
+	INSERT INTO message_ranges (queue_no, lease_id, group_no, channel_id, from_id, to_id, visible_at)
+	SELECT $1, $7, $2, ($3::text[])[1], min(id), max(id), now() + make_interval(secs => $6)
 	FROM picked HAVING count(*) > 0
 ), next AS (
 	SELECT ctid, group_no, id FROM due UNION ALL SELECT ctid, group_no, id FROM beyond

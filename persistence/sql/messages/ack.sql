@@ -13,38 +13,20 @@
 -- name: messages.delete
 -- Acknowledge: delete the rows whose lease the receipts still hold. Rows come back as (group_no, id, false,
 -- lease_id) per deleted message: the lease tells the receipt that deleted it from a stale receipt of the same
--- message in the same batch.
---
--- The ranges of the receipts' leases are read once (held). A range is whole when the receipts name as many of
--- its ids as it took: the usual acknowledgement of a GetMessages batch. Its fresh messages that the receipts name
--- are deleted by one walk of its ids (spanned), not a primary-key probe per receipt (0.58 against 0.89 ms for 64
--- receipts, a third of the buffers). The other receipts — of messages leased the per-message way, of part of a
--- range, and any that the walk did not delete — are deleted one by one (deleted). A range ends with its last
--- message: at once when the walk deleted as many as it took; otherwise when a scalar subquery (a primary-key
--- range per range row; as NOT EXISTS the planner made it an anti join that hashed every fresh message of the
--- queue: 250 ms per acknowledgement on a queue of 75,000) finds no fresh message left in it. Range rows that
--- another transaction holds are skipped (SKIP LOCKED: a wait here would queue acknowledgements behind each
--- other's commits), as are ranges that two concurrent acknowledgements each empty half of (each sees the other's
--- messages): the maintainer deletes those (messages.delete_empty_ranges).
-WITH receipts AS MATERIALIZED (
-	SELECT * FROM unnest(@group_nos::int[], @ids::bigint[], @lease_ids::bigint[], @dlqs::bool[]) AS r(group_no, id, lease_id, dlq)
-), held AS MATERIALIZED (
-	SELECT g.ctid, g.lease_id, g.group_no, g.channel_id, g.from_id, g.to_id, g.taken, n.ids, g.taken = cardinality(n.ids) AS whole
-	FROM message_ranges g, LATERAL (SELECT ARRAY (SELECT DISTINCT r.id FROM receipts r
-		WHERE r.lease_id = g.lease_id AND r.group_no = g.group_no AND NOT r.dlq AND r.id BETWEEN g.from_id AND g.to_id) AS ids) n
-	WHERE g.queue_no = @queue_no AND g.lease_id = ANY (ARRAY (SELECT DISTINCT lease_id FROM receipts))
--- The filter by the range's receipts is not an index condition ("IS TRUE"): as one, the planner probed the
--- primary key once per id.
-), spanned AS (
-	DELETE FROM messages m USING held h
-	WHERE h.whole AND m.queue_no = @queue_no AND m.id BETWEEN h.from_id AND h.to_id AND m.group_no = h.group_no AND NOT m.dlq
-		AND m.channel_id = h.channel_id AND m.visible_at = '-infinity' AND (m.id = ANY (h.ids)) IS TRUE
-	RETURNING m.group_no, m.id, h.lease_id
-), rest AS MATERIALIZED (
-	SELECT r.* FROM receipts r
-	WHERE NOT EXISTS (SELECT 1 FROM spanned s WHERE s.id = r.id AND s.group_no = r.group_no AND s.lease_id = r.lease_id AND NOT r.dlq)
+-- message in the same batch. The ranges of the receipts' leases are read once (held), not per receipt: probed per
+-- receipt, message_ranges was read sequentially each time (a small table to the planner, full of dead rows
+-- between vacuums), and the acknowledgement of 32 receipts took 25–40 % more of its backend's CPU. A range whose
+-- last fresh message this deletes is deleted with it, unless another transaction holds the range's row (SKIP
+-- LOCKED: a wait here would queue acknowledgements behind each other's commits). Two acknowledgements of one
+-- range in concurrent transactions may also each see the other's messages: either way the maintainer deletes
+-- the empty range later (messages.delete_empty_ranges). Whether a range still holds a message is a scalar
+-- subquery, a primary-key range per range row: as NOT EXISTS, the planner made it an anti join that hashed every
+-- fresh message of the queue (250 ms per acknowledgement on a queue of 75,000).
+WITH held AS MATERIALIZED (
+	SELECT g.ctid, g.lease_id, g.group_no, g.channel_id, g.from_id, g.to_id FROM message_ranges g
+	WHERE g.queue_no = @queue_no AND g.lease_id = ANY (ARRAY (SELECT DISTINCT l FROM unnest(@lease_ids::bigint[]) AS l))
 ), deleted AS (
-	DELETE FROM messages m USING rest r
+	DELETE FROM messages m USING unnest(@group_nos::int[], @ids::bigint[], @lease_ids::bigint[], @dlqs::bool[]) AS r(group_no, id, lease_id, dlq)
 	WHERE m.queue_no = @queue_no AND m.id = r.id AND m.group_no IS NOT DISTINCT FROM r.group_no AND m.dlq IS NOT DISTINCT FROM r.dlq
 		AND (m.lease_id = r.lease_id OR m.visible_at = '-infinity' AND EXISTS (SELECT 1 FROM held g
 			WHERE g.lease_id = r.lease_id AND g.group_no = m.group_no AND m.id BETWEEN g.from_id AND g.to_id))
@@ -53,28 +35,29 @@ WITH receipts AS MATERIALIZED (
 	DELETE FROM message_ranges d
 	WHERE d.ctid = ANY (ARRAY (
 		SELECT g.ctid FROM message_ranges g
-		WHERE g.ctid = ANY (ARRAY (SELECT h.ctid FROM held h
-				WHERE h.whole OR h.lease_id = ANY (ARRAY (SELECT DISTINCT lease_id FROM deleted WHERE ranged))))
-			AND CASE WHEN g.taken = (SELECT count(*) FROM spanned s WHERE s.lease_id = g.lease_id AND s.group_no = g.group_no) THEN true
-				ELSE (SELECT m.id FROM messages m
-					WHERE m.queue_no = @queue_no AND m.id BETWEEN g.from_id AND g.to_id AND m.group_no = g.group_no AND NOT m.dlq
-						AND m.channel_id = g.channel_id AND m.visible_at = '-infinity'
-						AND m.id <> ALL (ARRAY (SELECT id FROM deleted WHERE ranged AND group_no = g.group_no
-							UNION ALL SELECT id FROM spanned WHERE group_no = g.group_no))
-					LIMIT 1) IS NULL END
+		WHERE g.ctid = ANY (ARRAY (SELECT h.ctid FROM held h WHERE h.lease_id = ANY (ARRAY (SELECT DISTINCT lease_id FROM deleted WHERE ranged))))
+			AND (SELECT m.id FROM messages m
+				WHERE m.queue_no = @queue_no AND m.id BETWEEN g.from_id AND g.to_id AND m.group_no = g.group_no AND NOT m.dlq
+					AND m.channel_id = g.channel_id AND m.visible_at = '-infinity'
+					AND m.id <> ALL (ARRAY (SELECT id FROM deleted WHERE ranged AND group_no = g.group_no))
+				LIMIT 1) IS NULL
 		FOR UPDATE SKIP LOCKED))
 )
-SELECT group_no, id, false, lease_id FROM spanned UNION ALL SELECT group_no, id, false, lease_id FROM deleted;
+SELECT group_no, id, false, lease_id FROM deleted;
 
 -- name: messages.delete_ordered
 -- Acknowledge receipts of which some are of ordered messages (after messages.lock_receipt_groups in the same
 -- transaction): a deleted head of an ordered message group makes the group's next message visible in the same
--- statement, which returns (group_no, id, true, 0) for it.
-WITH deleted AS (
+-- statement, which returns (group_no, id, true, 0) for it. The receipts' ranges are read once, as in
+-- messages.delete.
+WITH held AS MATERIALIZED (
+	SELECT g.lease_id, g.group_no, g.from_id, g.to_id FROM message_ranges g
+	WHERE g.queue_no = @queue_no AND g.lease_id = ANY (ARRAY (SELECT DISTINCT l FROM unnest(@lease_ids::bigint[]) AS l))
+), deleted AS (
 	DELETE FROM messages m USING unnest(@group_nos::int[], @ids::bigint[], @lease_ids::bigint[], @dlqs::bool[]) AS r(group_no, id, lease_id, dlq)
 	WHERE m.queue_no = @queue_no AND m.id = r.id AND m.group_no IS NOT DISTINCT FROM r.group_no AND m.dlq IS NOT DISTINCT FROM r.dlq
-		AND (m.lease_id = r.lease_id OR m.visible_at = '-infinity' AND EXISTS (SELECT 1 FROM message_ranges g
-			WHERE g.queue_no = @queue_no AND g.lease_id = r.lease_id AND g.group_no = m.group_no AND m.id BETWEEN g.from_id AND g.to_id))
+		AND (m.lease_id = r.lease_id OR m.visible_at = '-infinity' AND EXISTS (SELECT 1 FROM held g
+			WHERE g.lease_id = r.lease_id AND g.group_no = m.group_no AND m.id BETWEEN g.from_id AND g.to_id))
 	RETURNING m.group_no, m.id, m.message_group, m.dlq, r.lease_id
 ), heads_left AS (
 	SELECT group_no, message_group FROM deleted WHERE NOT dlq

@@ -112,9 +112,8 @@ WITH samples AS (
 	ON CONFLICT (queue_no, group_no, channel_id) DO UPDATE SET last_id = excluded.last_id, safe_id = excluded.safe_id,
 		sample_ids = excluded.sample_ids, sample_xids = excluded.sample_xids
 ), ranged AS (
-	INSERT INTO message_ranges (queue_no, lease_id, group_no, channel_id, from_id, to_id, visible_at, taken)
-	SELECT @queue_no, @lease_id, @group_no, (@channels::text[])[1], min(id), max(id), now() + make_interval(secs => @visibility_seconds),
-		count(*)
+	INSERT INTO message_ranges (queue_no, lease_id, group_no, channel_id, from_id, to_id, visible_at)
+	SELECT @queue_no, @lease_id, @group_no, (@channels::text[])[1], min(id), max(id), now() + make_interval(secs => @visibility_seconds)
 	FROM picked HAVING count(*) > 0
 ), next AS (
 	SELECT ctid, group_no, id FROM due UNION ALL SELECT ctid, group_no, id FROM beyond

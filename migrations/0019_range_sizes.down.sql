@@ -1,1 +1,0 @@
-ALTER TABLE message_ranges DROP COLUMN IF EXISTS taken;
