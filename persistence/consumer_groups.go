@@ -107,6 +107,13 @@ const (
 		WHERE tenancy_id = $1 AND id = $2 AND queue_id = $9 RETURNING ` + consumerGroupColumns
 	consumerGroupMarkDeleted = `UPDATE consumer_groups SET lifecycle_state = 'DELETED', version = version + 1, time_updated = now()
 		WHERE tenancy_id = $1 AND id = $2 AND queue_id = $3`
+	// The cursor leases' state (message_cursors, message_ranges: sql/messages/lease.sql) of a deleted group ($2),
+	// or of every group of a deleted queue ($2 NULL): no lease reads it again (group numbers are never reused),
+	// and the group's messages go with the maintainer's purge. A lease already under way when the group is
+	// deleted may write its cursor again; that row stays, as small as it is.
+	leaseStateDelete = `WITH cursors AS (
+			DELETE FROM message_cursors WHERE queue_no = ` + queueNoOfParam1 + ` AND ($2::int IS NULL OR group_no = $2))
+		DELETE FROM message_ranges WHERE queue_no = ` + queueNoOfParam1 + ` AND ($2::int IS NULL OR group_no = $2)`
 	consumerGroupsDeleteOfQueue = `UPDATE consumer_groups SET lifecycle_state = 'DELETED', version = version + 1, time_updated = now()
 		WHERE tenancy_id = $1 AND queue_id = $2 AND lifecycle_state <> 'DELETED'`
 	consumerGroupsOfQueue = `SELECT ` + consumerGroupColumns + ` FROM consumer_groups
@@ -180,9 +187,13 @@ func lockGroup(tenancyID, id string) func(context.Context, pgx.Tx) (GroupInQueue
 	}
 }
 
-// deleteGroupsOfQueue marks every group of a deleted queue DELETED inside tx and tells the nodes.
+// deleteGroupsOfQueue marks every group of a deleted queue DELETED inside tx, deletes their cursor leases' state,
+// and tells the nodes.
 func deleteGroupsOfQueue(ctx context.Context, tx pgx.Tx, tenancyID, queueID string) error {
 	if _, err := tx.Exec(ctx, consumerGroupsDeleteOfQueue, tenancyID, queueID); err != nil {
+		return err
+	}
+	if _, err := tx.Exec(ctx, leaseStateDelete, queueID, nil); err != nil {
 		return err
 	}
 	return Notify(ctx, tx, Notification{Kind: QueueChanged, QueueID: queueID})
@@ -282,6 +293,9 @@ func (r *ConsumerGroups) Delete(ctx context.Context, tenancyID, id string, check
 	err = changeRow(ctx, r.pool, lockGroup(tenancyID, id), check, func(ctx context.Context, tx pgx.Tx, cur GroupInQueue) error {
 		queueID = cur.QueueID
 		if _, err := tx.Exec(ctx, consumerGroupMarkDeleted, tenancyID, id, cur.QueueID); err != nil {
+			return err
+		}
+		if _, err := tx.Exec(ctx, leaseStateDelete, cur.QueueID, cur.GroupNo); err != nil {
 			return err
 		}
 		if err := recordCompleted(ctx, tx, done, tenancyID, cur.QueueCompartmentID, cur.ID); err != nil {

@@ -398,3 +398,41 @@ func TestValidateFilter(t *testing.T) {
 	unauth := srv.RawJSON(t, "", http.MethodPost, path, strings.NewReader(`{"filter":":a"}`))
 	require.Equal(t, http.StatusUnauthorized, unauth.Status)
 }
+
+// A deleted consumer group, and every group of a deleted queue, leave no cursor lease state behind (the cursors and
+// ranges of persistence/sql/messages/lease.sql): no lease reads it again.
+func TestDeletedGroupsLeaveNoLeaseState(t *testing.T) {
+	t.Parallel()
+	srv, tenancyID, c := testserver.StartAdmin(t)
+	ctx := context.Background()
+	q := c.NewQueue(t, tenancyID, e2e.WithConsumerGroups(true))
+	audit := c.NewGroup(t, q, "audit", "")
+	var auditNo int32
+	require.NoError(t, srv.Pool.QueryRow(ctx, `SELECT group_no FROM consumer_groups WHERE id = $1`, audit.Id).Scan(&auditNo))
+	// leaseState counts the queue's cursor and range rows, of one group or (-1) of all.
+	leaseState := func(groupNo int32) int {
+		t.Helper()
+		var n int
+		require.NoError(t, srv.Pool.QueryRow(ctx, `SELECT
+				(SELECT count(*) FROM message_cursors WHERE queue_no = (SELECT no FROM queues WHERE id = $1) AND ($2 < 0 OR group_no = $2))
+				+ (SELECT count(*) FROM message_ranges WHERE queue_no = (SELECT no FROM queues WHERE id = $1) AND ($2 < 0 OR group_no = $2))`,
+			q, groupNo).Scan(&n))
+		return n
+	}
+
+	for range 4 {
+		c.Put(t, q, sdk.PutMessagesDetailsEntry{Content: "m"})
+	}
+	require.Len(t, c.Get(t, q, e2e.Limit(2), e2e.OfGroup(audit.Id)), 2)
+	require.Len(t, c.Get(t, q, e2e.Limit(2)), 2)
+	require.Positive(t, leaseState(auditNo), "the group's lease keeps a cursor")
+	require.Positive(t, leaseState(0))
+
+	del, err := c.DeleteConsumerGroupWithResponse(ctx, audit.Id, &sdk.DeleteConsumerGroupParams{})
+	e2e.RequireStatus(t, del, err, http.StatusAccepted)
+	require.Zero(t, leaseState(auditNo), "gone with the group")
+	require.Positive(t, leaseState(0), "the other groups' state stays")
+
+	require.Equal(t, sdk.WorkRequestStatusSUCCEEDED, srv.WaitWorkRequest(t, c, c.StartQueueDelete(t, q)).Status)
+	require.Zero(t, leaseState(-1), "gone with the queue")
+}
