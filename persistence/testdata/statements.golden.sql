@@ -76,14 +76,18 @@ WHERE b.queue_no = $1 AND b.id = ANY (ARRAY (
 	SELECT i FROM unnest($2::bigint[]) AS i
 	WHERE NOT EXISTS (SELECT 1 FROM messages m WHERE m.queue_no = $1 AND m.id = i)));
 
--- $1 @group_nos, $2 @ids, $3 @lease_ids, $4 @dlqs, $5 @seconds, $6 @queue_no
+-- $1 @queue_no, $2 @lease_ids, $3 @group_nos, $4 @ids, $5 @dlqs, $6 @seconds
 -- messages.update_visibility
+WITH held AS MATERIALIZED (
+	SELECT g.lease_id, g.group_no, g.from_id, g.to_id FROM message_ranges g
+	WHERE g.queue_no = $1 AND g.lease_id = ANY (ARRAY (SELECT DISTINCT l FROM unnest($2::bigint[]) AS l))
+)
 UPDATE messages m SET visible_at = now() + make_interval(secs => r.secs), lease_id = r.lease_id,
 	delivery_count = CASE WHEN m.visible_at = '-infinity' THEN 1 ELSE m.delivery_count END
-FROM unnest($1::int[], $2::bigint[], $3::bigint[], $4::bool[], $5::int[]) AS r(group_no, id, lease_id, dlq, secs)
-WHERE m.queue_no = $6 AND m.id = r.id AND m.group_no IS NOT DISTINCT FROM r.group_no AND m.dlq IS NOT DISTINCT FROM r.dlq
-	AND (m.lease_id = r.lease_id OR m.visible_at = '-infinity' AND EXISTS (SELECT 1 FROM message_ranges g
-		WHERE g.queue_no = $6 AND g.lease_id = r.lease_id AND g.group_no = m.group_no AND m.id BETWEEN g.from_id AND g.to_id))
+FROM unnest($3::int[], $4::bigint[], $2::bigint[], $5::bool[], $6::int[]) AS r(group_no, id, lease_id, dlq, secs)
+WHERE m.queue_no = $1 AND m.id = r.id AND m.group_no IS NOT DISTINCT FROM r.group_no AND m.dlq IS NOT DISTINCT FROM r.dlq
+	AND (m.lease_id = r.lease_id OR m.visible_at = '-infinity' AND EXISTS (SELECT 1 FROM held g
+		WHERE g.lease_id = r.lease_id AND g.group_no = m.group_no AND m.id BETWEEN g.from_id AND g.to_id))
 RETURNING m.group_no, m.id, m.lease_id, m.visible_at;
 
 -- $1 @group_nos, $2 @ids, $3 @queue_no

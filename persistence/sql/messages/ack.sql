@@ -98,13 +98,18 @@ WHERE b.queue_no = @queue_no AND b.id = ANY (ARRAY (
 
 -- name: messages.update_visibility
 -- Move the leases that the receipts still hold to now() + @seconds (per receipt). A fresh message that a range
--- holds leaves the range for per-message state: delivered once, under the receipt's lease.
+-- holds leaves the range for per-message state: delivered once, under the receipt's lease. The receipts' ranges
+-- are read once, as in messages.delete.
+WITH held AS MATERIALIZED (
+	SELECT g.lease_id, g.group_no, g.from_id, g.to_id FROM message_ranges g
+	WHERE g.queue_no = @queue_no AND g.lease_id = ANY (ARRAY (SELECT DISTINCT l FROM unnest(@lease_ids::bigint[]) AS l))
+)
 UPDATE messages m SET visible_at = now() + make_interval(secs => r.secs), lease_id = r.lease_id,
 	delivery_count = CASE WHEN m.visible_at = '-infinity' THEN 1 ELSE m.delivery_count END
 FROM unnest(@group_nos::int[], @ids::bigint[], @lease_ids::bigint[], @dlqs::bool[], @seconds::int[]) AS r(group_no, id, lease_id, dlq, secs)
 WHERE m.queue_no = @queue_no AND m.id = r.id AND m.group_no IS NOT DISTINCT FROM r.group_no AND m.dlq IS NOT DISTINCT FROM r.dlq
-	AND (m.lease_id = r.lease_id OR m.visible_at = '-infinity' AND EXISTS (SELECT 1 FROM message_ranges g
-		WHERE g.queue_no = @queue_no AND g.lease_id = r.lease_id AND g.group_no = m.group_no AND m.id BETWEEN g.from_id AND g.to_id))
+	AND (m.lease_id = r.lease_id OR m.visible_at = '-infinity' AND EXISTS (SELECT 1 FROM held g
+		WHERE g.lease_id = r.lease_id AND g.group_no = m.group_no AND m.id BETWEEN g.from_id AND g.to_id))
 RETURNING m.group_no, m.id, m.lease_id, m.visible_at;
 
 -- name: messages.existing
