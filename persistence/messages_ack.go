@@ -118,8 +118,8 @@ func (r *Messages) deleteReceipts(ctx context.Context, queueNo int64, queueID st
 func queueDelete(batch *pgx.Batch, query *statement, queueNo int64, receipts []Receipt, unblocked *int) deletedSet {
 	groups, ids, leases, dlqs := receiptArrays(receipts)
 	done := make(deletedSet, len(receipts))
-	query.queue(batch, arg{"group_nos", groups}, arg{"ids", ids}, arg{"lease_ids", leases}, arg{"dlqs", dlqs},
-		arg{"queue_no", queueNo}).Query(func(rows pgx.Rows) error {
+	query.queue(batch, arg{"queue_no", queueNo}, arg{"lease_ids", leases}, arg{"group_nos", groups}, arg{"ids", ids},
+		arg{"dlqs", dlqs}).Query(func(rows pgx.Rows) error {
 		var g int32
 		var id, lease int64
 		var next bool // always false from messagesDelete
@@ -164,8 +164,8 @@ func (r *Messages) UpdateVisibility(ctx context.Context, queueID string, receipt
 		return nil, err
 	}
 	groups, ids, leases, dlqs := receiptArrays(receipts)
-	rows, err := messagesUpdateVisibility.query(ctx, r.pool, arg{"group_nos", groups}, arg{"ids", ids}, arg{"lease_ids", leases},
-		arg{"dlqs", dlqs}, arg{"seconds", seconds}, arg{"queue_no", no})
+	rows, err := messagesUpdateVisibility.query(ctx, r.pool, arg{"queue_no", no}, arg{"lease_ids", leases},
+		arg{"group_nos", groups}, arg{"ids", ids}, arg{"dlqs", dlqs}, arg{"seconds", seconds})
 	if err != nil {
 		return nil, interpretError("updating messages", err)
 	}

@@ -52,9 +52,10 @@ func BenchmarkLeaseDesigns(b *testing.B) {
 		b.Fatal(err)
 	}
 	designs := []*leaseDesign{
-		{name: "today", lease: goldenStatement(b, golden, "messages.lease_one"), ack: goldenStatement(b, golden, "messages.delete")},
+		{name: "today", lease: goldenStatement(b, golden, "messages.lease_one"), ack: goldenStatement(b, golden, "messages.delete"),
+			ackParams: goldenParams(b, golden, "messages.delete")},
 		{name: "bodies", apart: true, lease: goldenStatement(b, golden, "messages.lease_one"), ack: goldenStatement(b, golden, "messages.delete"),
-			ackBodies: goldenStatement(b, golden, "messages.delete_bodies")},
+			ackParams: goldenParams(b, golden, "messages.delete"), ackBodies: goldenStatement(b, golden, "messages.delete_bodies")},
 		{name: "hot", tab: "bench_hot_messages", apart: true, hot: true, lease: hotLease, ack: hotAck, ackBodies: hotAckBodies},
 		{name: "segments", tab: "bench_seg_messages", segments: true},
 		{name: "cursor", tab: "bench_cur_messages", cursor: true},
@@ -123,11 +124,12 @@ const designQueueNo = -1
 // ferry's (positional parameters as in statements.golden.sql); hot's take the same parameters.
 type leaseDesign struct {
 	name           string
-	apart, hot     bool   // contents in message_bodies; the narrow table
-	segments       bool   // the segments design (lease_segments_test.go)
-	cursor         bool   // the cursor design (lease_cursor_test.go)
-	tab            string // its delivery-state table ("" = ferry's messages)
-	ackByLeaseKey  bool   // ack's $6 and $7 are the leased versions' channels and visible_at
+	apart, hot     bool     // contents in message_bodies; the narrow table
+	segments       bool     // the segments design (lease_segments_test.go)
+	cursor         bool     // the cursor design (lease_cursor_test.go)
+	tab            string   // its delivery-state table ("" = ferry's messages)
+	ackByLeaseKey  bool     // ack's $6 and $7 are the leased versions' channels and visible_at
+	ackParams      []string // a golden ack's parameters by name, in $k order (else $1–$5: group_nos, ids, lease_ids, dlqs, queue_no)
 	lease, ack     string
 	ackBodies      string
 	rate, pgMicros float64 // sums over the rounds
@@ -226,7 +228,7 @@ var keySchema = todayTable("bench_pk_messages", true) + todayTable("bench_nopk_m
 func pkDesign(b *testing.B, golden []byte) *leaseDesign {
 	pk := onTable("bench_pk_messages")
 	return &leaseDesign{name: "pk", tab: "bench_pk_messages", lease: pk.Replace(goldenStatement(b, golden, "messages.lease_one")),
-		ack: pk.Replace(goldenStatement(b, golden, "messages.delete"))}
+		ack: pk.Replace(goldenStatement(b, golden, "messages.delete")), ackParams: goldenParams(b, golden, "messages.delete")}
 }
 
 // noKeyAck is messages.delete without the primary key: each receipt names its row by the lease index's key.
@@ -251,6 +253,25 @@ func goldenStatement(b *testing.B, golden []byte, name string) string {
 	}
 	text, _, _ := strings.Cut(rest, "\n\n")
 	return text
+}
+
+// goldenParams is the parameter list of a statement in statements.golden.sql (the line "-- $1 @a, $2 @b, …" above
+// its name): the names in $k order.
+func goldenParams(b *testing.B, golden []byte, name string) []string {
+	before, _, found := strings.Cut(string(golden), "\n-- "+name+"\n")
+	if !found {
+		b.Fatalf("statement %s is not in statements.golden.sql", name)
+	}
+	line := before[strings.LastIndex(before, "\n")+1:]
+	var names []string
+	for _, p := range strings.Split(strings.TrimPrefix(line, "-- "), ", ") {
+		_, param, ok := strings.Cut(p, " @")
+		if !ok {
+			b.Fatalf("statement %s: no parameter list above it (%q)", name, line)
+		}
+		names = append(names, param)
+	}
+	return names
 }
 
 // fill stores the backlog of the design and settles the cluster.
@@ -314,7 +335,7 @@ func (d *leaseDesign) drain(b *testing.B, n *node, round int) {
 	p0 := n.ownPostgresCPU()
 	w0, fpi0 := n.walCounters(b)
 	var consumed atomic.Int64
-	var failed atomic.Value
+	var failed atomic.Pointer[error] // the first worker's error (errors of several types: not an atomic.Value)
 	start := time.Now()
 	var wg sync.WaitGroup
 	for worker := range designWorkers {
@@ -322,7 +343,7 @@ func (d *leaseDesign) drain(b *testing.B, n *node, round int) {
 			for ctx.Err() == nil && consumed.Load() < int64(drainMessages) {
 				k, err := d.leaseAndAck(ctx, n, int64(worker+1))
 				if err != nil {
-					failed.Store(err)
+					failed.CompareAndSwap(nil, &err)
 					cancel()
 					return
 				}
@@ -334,7 +355,8 @@ func (d *leaseDesign) drain(b *testing.B, n *node, round int) {
 		})
 	}
 	wg.Wait()
-	if err, _ := failed.Load().(error); err != nil {
+	if p := failed.Load(); p != nil {
+		err := *p
 		var states, visible, bodies int64
 		_ = n.pool.QueryRow(context.Background(), `SELECT count(*), count(*) FILTER (WHERE visible_at <= now()),
 			(SELECT count(*) FROM `+d.bodies()+` WHERE queue_no = $1) FROM `+d.table()+` WHERE queue_no = $1`, designQueueNo).Scan(&states, &visible, &bodies)
@@ -411,6 +433,13 @@ func (d *leaseDesign) leaseAndAck(ctx context.Context, n *node, leaseID int64) (
 		return 0, err
 	}
 	args := []any{groups, ids, leases, dlqs, designQueueNo}
+	if d.ackParams != nil {
+		byName := map[string]any{"group_nos": groups, "ids": ids, "lease_ids": leases, "dlqs": dlqs, "queue_no": designQueueNo}
+		args = args[:0]
+		for _, name := range d.ackParams {
+			args = append(args, byName[name])
+		}
+	}
 	if d.ackByLeaseKey {
 		args = append(args, channels, visibleAt)
 	}
