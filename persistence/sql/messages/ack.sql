@@ -15,14 +15,13 @@
 -- lease_id) per deleted message: the lease tells the receipt that deleted it from a stale receipt of the same
 -- message in the same batch. The ranges of the receipts' leases are read once (held), not per receipt: probed per
 -- receipt, message_ranges was read sequentially each time (a small table to the planner, full of dead rows between
--- vacuums), and the acknowledgement of 32 receipts took a third to two thirds more of its backend's CPU (533–650
--- against 383–400 µs; docs/benchmarks.md). A range whose last fresh message this deletes is deleted with it,
--- unless another transaction holds the range's row (SKIP LOCKED: a wait here would queue acknowledgements behind
--- each other's commits). Two acknowledgements of one range in concurrent transactions may also each see the
--- other's messages: either way the maintainer deletes the empty range later (messages.delete_empty_ranges).
--- Whether a range still holds a message is a scalar subquery, a primary-key range per range row: as NOT EXISTS,
--- the planner made it an anti join that hashed every fresh message of the queue (250 ms per acknowledgement on a
--- queue of 75,000).
+-- vacuums), and the acknowledgement of 32 receipts took a sixth more of its backend's CPU (568–614 against 487–526
+-- µs; docs/benchmarks.md). A range whose last fresh message this deletes is deleted with it, unless another
+-- transaction holds the range's row (SKIP LOCKED: a wait here would queue acknowledgements behind each other's
+-- commits). Two acknowledgements of one range in concurrent transactions may also each see the other's messages:
+-- either way the maintainer deletes the empty range later (messages.delete_empty_ranges). Whether a range still
+-- holds a message is a scalar subquery, a primary-key range per range row: as NOT EXISTS, the planner made it an
+-- anti join that hashed every fresh message of the queue (250 ms per acknowledgement on a queue of 75,000).
 WITH held AS MATERIALIZED (
 	SELECT g.ctid, g.lease_id, g.group_no, g.channel_id, g.from_id, g.to_id FROM message_ranges g
 	WHERE g.queue_no = @queue_no AND g.lease_id = ANY (ARRAY (SELECT DISTINCT l FROM unnest(@lease_ids::bigint[]) AS l))
