@@ -25,9 +25,9 @@ import (
 //go:embed sql/*/*.sql
 var sqlFiles embed.FS
 
-// sqlTemplates names the files that are text/template templates of several variants of one statement, and the
-// variants to render (each renders one section); the other files are plain SQL.
-var sqlTemplates = map[string][]any{"lease.sql": leaseVariantData()}
+// sqlTemplates names the files that are text/template templates, and the variants to render: lease.sql's render
+// one section each; ack.sql renders once, its fragments shared by several statements. The other files are plain SQL.
+var sqlTemplates = map[string][]any{"lease.sql": leaseVariantData(), "ack.sql": {nil}}
 
 // statements holds every compiled statement by name, statementNames their names in file and section order.
 var statements, statementNames = mustLoadStatements()

@@ -24,8 +24,8 @@ WITH held AS MATERIALIZED (
 ), deleted AS (
 	DELETE FROM messages m USING unnest($3::int[], $4::bigint[], $2::bigint[], $5::bool[]) AS r(group_no, id, lease_id, dlq)
 	WHERE m.queue_no = $1 AND m.id = r.id AND m.group_no IS NOT DISTINCT FROM r.group_no AND m.dlq IS NOT DISTINCT FROM r.dlq
-		AND (m.lease_id = r.lease_id OR m.visible_at = '-infinity' AND EXISTS (SELECT 1 FROM held g
-			WHERE g.lease_id = r.lease_id AND g.group_no = m.group_no AND m.id BETWEEN g.from_id AND g.to_id))
+	AND (m.lease_id = r.lease_id OR m.visible_at = '-infinity' AND EXISTS (SELECT 1 FROM held g
+		WHERE g.lease_id = r.lease_id AND g.group_no = m.group_no AND m.id BETWEEN g.from_id AND g.to_id))
 	RETURNING m.group_no, m.id, r.lease_id, m.visible_at = '-infinity' AS ranged
 ), emptied AS (
 	DELETE FROM message_ranges d
@@ -44,13 +44,13 @@ SELECT group_no, id, false, lease_id FROM deleted;
 -- $1 @queue_no, $2 @lease_ids, $3 @group_nos, $4 @ids, $5 @dlqs
 -- messages.delete_ordered
 WITH held AS MATERIALIZED (
-	SELECT g.lease_id, g.group_no, g.from_id, g.to_id FROM message_ranges g
+	SELECT g.ctid, g.lease_id, g.group_no, g.channel_id, g.from_id, g.to_id FROM message_ranges g
 	WHERE g.queue_no = $1 AND g.lease_id = ANY (ARRAY (SELECT DISTINCT l FROM unnest($2::bigint[]) AS l))
 ), deleted AS (
 	DELETE FROM messages m USING unnest($3::int[], $4::bigint[], $2::bigint[], $5::bool[]) AS r(group_no, id, lease_id, dlq)
 	WHERE m.queue_no = $1 AND m.id = r.id AND m.group_no IS NOT DISTINCT FROM r.group_no AND m.dlq IS NOT DISTINCT FROM r.dlq
-		AND (m.lease_id = r.lease_id OR m.visible_at = '-infinity' AND EXISTS (SELECT 1 FROM held g
-			WHERE g.lease_id = r.lease_id AND g.group_no = m.group_no AND m.id BETWEEN g.from_id AND g.to_id))
+	AND (m.lease_id = r.lease_id OR m.visible_at = '-infinity' AND EXISTS (SELECT 1 FROM held g
+		WHERE g.lease_id = r.lease_id AND g.group_no = m.group_no AND m.id BETWEEN g.from_id AND g.to_id))
 	RETURNING m.group_no, m.id, m.message_group, m.dlq, r.lease_id
 ), heads_left AS (
 	SELECT group_no, message_group FROM deleted WHERE NOT dlq
@@ -79,7 +79,7 @@ WHERE b.queue_no = $1 AND b.id = ANY (ARRAY (
 -- $1 @queue_no, $2 @lease_ids, $3 @group_nos, $4 @ids, $5 @dlqs, $6 @seconds
 -- messages.update_visibility
 WITH held AS MATERIALIZED (
-	SELECT g.lease_id, g.group_no, g.from_id, g.to_id FROM message_ranges g
+	SELECT g.ctid, g.lease_id, g.group_no, g.channel_id, g.from_id, g.to_id FROM message_ranges g
 	WHERE g.queue_no = $1 AND g.lease_id = ANY (ARRAY (SELECT DISTINCT l FROM unnest($2::bigint[]) AS l))
 )
 UPDATE messages m SET visible_at = now() + make_interval(secs => r.secs), lease_id = r.lease_id,

@@ -10,6 +10,24 @@
 -- lease.sql): the range is there until a lease after its deadline ends it (messages.revive_ranges), which moves
 -- its lease id onto the messages it still held. A fresh row's own lease_id is 0, which no receipt carries.
 
+{{/*
+A text/template (one variant) for the pieces the statements on receipts share: held, the ranges of the receipts'
+leases, read once per statement (messages.delete explains why); heldByReceipt, whether the receipt r still holds
+the message m; deleteHeld, the deletion of the messages that the receipts still hold.
+*/ -}}
+{{- define "held"}}held AS MATERIALIZED (
+	SELECT g.ctid, g.lease_id, g.group_no, g.channel_id, g.from_id, g.to_id FROM message_ranges g
+	WHERE g.queue_no = @queue_no AND g.lease_id = ANY (ARRAY (SELECT DISTINCT l FROM unnest(@lease_ids::bigint[]) AS l))
+){{end}}
+{{- define "heldByReceipt"}}
+	AND (m.lease_id = r.lease_id OR m.visible_at = '-infinity' AND EXISTS (SELECT 1 FROM held g
+		WHERE g.lease_id = r.lease_id AND g.group_no = m.group_no AND m.id BETWEEN g.from_id AND g.to_id))
+{{- end}}
+{{- define "deleteHeld"}}
+	DELETE FROM messages m USING unnest(@group_nos::int[], @ids::bigint[], @lease_ids::bigint[], @dlqs::bool[]) AS r(group_no, id, lease_id, dlq)
+	WHERE m.queue_no = @queue_no AND m.id = r.id AND m.group_no IS NOT DISTINCT FROM r.group_no AND m.dlq IS NOT DISTINCT FROM r.dlq
+		{{- template "heldByReceipt"}}
+{{- end}}
 -- name: messages.delete
 -- Acknowledge: delete the rows whose lease the receipts still hold. Rows come back as (group_no, id, false,
 -- lease_id) per deleted message: the lease tells the receipt that deleted it from a stale receipt of the same
@@ -22,14 +40,8 @@
 -- either way the maintainer deletes the empty range later (messages.delete_empty_ranges). Whether a range still
 -- holds a message is a scalar subquery, a primary-key range per range row: as NOT EXISTS, the planner made it an
 -- anti join that hashed every fresh message of the queue (250 ms per acknowledgement on a queue of 75,000).
-WITH held AS MATERIALIZED (
-	SELECT g.ctid, g.lease_id, g.group_no, g.channel_id, g.from_id, g.to_id FROM message_ranges g
-	WHERE g.queue_no = @queue_no AND g.lease_id = ANY (ARRAY (SELECT DISTINCT l FROM unnest(@lease_ids::bigint[]) AS l))
-), deleted AS (
-	DELETE FROM messages m USING unnest(@group_nos::int[], @ids::bigint[], @lease_ids::bigint[], @dlqs::bool[]) AS r(group_no, id, lease_id, dlq)
-	WHERE m.queue_no = @queue_no AND m.id = r.id AND m.group_no IS NOT DISTINCT FROM r.group_no AND m.dlq IS NOT DISTINCT FROM r.dlq
-		AND (m.lease_id = r.lease_id OR m.visible_at = '-infinity' AND EXISTS (SELECT 1 FROM held g
-			WHERE g.lease_id = r.lease_id AND g.group_no = m.group_no AND m.id BETWEEN g.from_id AND g.to_id))
+WITH {{template "held"}}, deleted AS (
+	{{- template "deleteHeld"}}
 	RETURNING m.group_no, m.id, r.lease_id, m.visible_at = '-infinity' AS ranged
 ), emptied AS (
 	DELETE FROM message_ranges d
@@ -50,14 +62,8 @@ SELECT group_no, id, false, lease_id FROM deleted;
 -- transaction): a deleted head of an ordered message group makes the group's next message visible in the same
 -- statement, which returns (group_no, id, true, 0) for it. The receipts' ranges are read once, as in
 -- messages.delete.
-WITH held AS MATERIALIZED (
-	SELECT g.lease_id, g.group_no, g.from_id, g.to_id FROM message_ranges g
-	WHERE g.queue_no = @queue_no AND g.lease_id = ANY (ARRAY (SELECT DISTINCT l FROM unnest(@lease_ids::bigint[]) AS l))
-), deleted AS (
-	DELETE FROM messages m USING unnest(@group_nos::int[], @ids::bigint[], @lease_ids::bigint[], @dlqs::bool[]) AS r(group_no, id, lease_id, dlq)
-	WHERE m.queue_no = @queue_no AND m.id = r.id AND m.group_no IS NOT DISTINCT FROM r.group_no AND m.dlq IS NOT DISTINCT FROM r.dlq
-		AND (m.lease_id = r.lease_id OR m.visible_at = '-infinity' AND EXISTS (SELECT 1 FROM held g
-			WHERE g.lease_id = r.lease_id AND g.group_no = m.group_no AND m.id BETWEEN g.from_id AND g.to_id))
+WITH {{template "held"}}, deleted AS (
+	{{- template "deleteHeld"}}
 	RETURNING m.group_no, m.id, m.message_group, m.dlq, r.lease_id
 ), heads_left AS (
 	SELECT group_no, message_group FROM deleted WHERE NOT dlq
@@ -100,16 +106,12 @@ WHERE b.queue_no = @queue_no AND b.id = ANY (ARRAY (
 -- Move the leases that the receipts still hold to now() + @seconds (per receipt). A fresh message that a range
 -- holds leaves the range for per-message state: delivered once, under the receipt's lease. The receipts' ranges
 -- are read once, as in messages.delete.
-WITH held AS MATERIALIZED (
-	SELECT g.lease_id, g.group_no, g.from_id, g.to_id FROM message_ranges g
-	WHERE g.queue_no = @queue_no AND g.lease_id = ANY (ARRAY (SELECT DISTINCT l FROM unnest(@lease_ids::bigint[]) AS l))
-)
+WITH {{template "held"}}
 UPDATE messages m SET visible_at = now() + make_interval(secs => r.secs), lease_id = r.lease_id,
 	delivery_count = CASE WHEN m.visible_at = '-infinity' THEN 1 ELSE m.delivery_count END
 FROM unnest(@group_nos::int[], @ids::bigint[], @lease_ids::bigint[], @dlqs::bool[], @seconds::int[]) AS r(group_no, id, lease_id, dlq, secs)
 WHERE m.queue_no = @queue_no AND m.id = r.id AND m.group_no IS NOT DISTINCT FROM r.group_no AND m.dlq IS NOT DISTINCT FROM r.dlq
-	AND (m.lease_id = r.lease_id OR m.visible_at = '-infinity' AND EXISTS (SELECT 1 FROM held g
-		WHERE g.lease_id = r.lease_id AND g.group_no = m.group_no AND m.id BETWEEN g.from_id AND g.to_id))
+	{{- template "heldByReceipt"}}
 RETURNING m.group_no, m.id, m.lease_id, m.visible_at;
 
 -- name: messages.existing
