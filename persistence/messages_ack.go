@@ -105,7 +105,7 @@ func (r *Messages) deleteReceipts(ctx context.Context, queueNo int64, queueID st
 				arg{"group_nos", groups}, arg{"ids", ids})
 			query = messagesDeleteOrdered
 		}
-		r.commitMode(batch)
+		r.useGenericPlans(batch)
 		done = queueDelete(batch, query, queueNo, receipts, &unblocked)
 	})
 	return done, unblocked, err

@@ -45,7 +45,7 @@ func TestLeaseCommitsAsynchronouslyOnlyWhenSafe(t *testing.T) {
 	} {
 		tx, err := conn.Begin(ctx)
 		require.NoError(t, err)
-		_, err = tx.Exec(ctx, leasePrelude)
+		_, err = tx.Exec(ctx, genericPlans)
 		require.NoError(t, err)
 		if c.took > 0 {
 			_, err = tx.Exec(ctx, `SELECT pg_sleep($1)`, c.took)
@@ -67,7 +67,7 @@ func TestLeaseCommitsAsynchronouslyOnlyWhenSafe(t *testing.T) {
 // The lease path ends a lease's transaction with leaseCommit (so that it may commit asynchronously), never one
 // that acknowledges (LeaseAcknowledging waits for its WAL, as an acknowledgement does) — except that a cursor
 // lease acknowledges in a transaction of its own, and commits as a lease; under AsynchronousCommits every lease
-// starts with leasePreludeAsync instead.
+// starts with genericPlansAsync instead.
 func TestLeaseBatchesChooseTheirCommit(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()
@@ -86,7 +86,7 @@ func TestLeaseBatchesChooseTheirCommit(t *testing.T) {
 	first := f.lease(LeaseRequest{Channels: []string{"a"}, Limit: 1})
 	require.Len(t, first, 1)
 	sent := rec.take()
-	require.Contains(t, sent, leasePrelude)
+	require.Contains(t, sent, genericPlans)
 	require.Equal(t, leaseCommit, sent[len(sent)-1], "leaseCommit ends the lease's transaction")
 
 	f.leases++
@@ -96,7 +96,7 @@ func TestLeaseBatchesChooseTheirCommit(t *testing.T) {
 	require.Equal(t, []bool{true}, deleted)
 	require.Len(t, next, 1)
 	sent = rec.take()
-	require.Contains(t, sent, leasePrelude)
+	require.Contains(t, sent, genericPlans)
 	require.NotContains(t, sent, leaseCommit, "a lease that acknowledges waits for its WAL")
 
 	f.leases++
@@ -109,13 +109,18 @@ func TestLeaseBatchesChooseTheirCommit(t *testing.T) {
 	require.Contains(t, sent, leaseCommit, "the cursor lease commits as a lease")
 	require.Contains(t, sent, messagesDelete.sql, "its acknowledgement apart")
 
+	deleted, _, err = f.r.Delete(ctx, f.queueID, receiptsOf(last...))
+	require.NoError(t, err)
+	require.Equal(t, []bool{true}, deleted)
+	require.Equal(t, []string{genericPlans, messagesDelete.sql}, rec.take(), "an acknowledgement runs its generic plan and waits for its WAL")
+
 	async := NewMessages(pool, true, AsynchronousCommits())
 	f.leases++
 	got, err := async.Lease(ctx, LeaseRequest{QueueID: f.queueID, LeaseID: f.leases, Channels: []string{"a"}, Limit: 1, VisibilitySeconds: 60})
 	require.NoError(t, err)
 	require.Len(t, got, 1)
 	sent = rec.take()
-	require.Contains(t, sent, leasePreludeAsync)
+	require.Contains(t, sent, genericPlansAsync)
 	require.NotContains(t, sent, leaseCommit)
 }
 

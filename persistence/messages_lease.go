@@ -222,17 +222,10 @@ func (r *Messages) lease(ctx context.Context, no int64, req LeaseRequest, owners
 		if pick == pickCursor {
 			batch.Queue(messagesLeasePosition.sql) // before anything gives the transaction an id
 		}
+		r.useGenericPlans(batch)
 		if len(acks) > 0 {
-			// Before leasePrelude, which forces the lease's generic plan for the rest of the transaction: the
-			// acknowledgement plans as DeleteMessages' does.
-			r.commitMode(batch)
 			var unblocked int // plain receipts unblock nothing
 			done = queueDelete(batch, messagesDelete, no, acks, &unblocked)
-		}
-		if r.async {
-			batch.Queue(leasePreludeAsync)
-		} else {
-			batch.Queue(leasePrelude)
 		}
 		queueLeaseLock(batch, no, req.GroupNo, req.DLQ)
 		// In the order of the single-channel statements' parameters, the common case (statement.bind).

@@ -63,7 +63,7 @@ func (n planNode) find(match func(planNode) bool) []planNode {
 }
 
 // explainPrepared is the plan of statement s for args as a prepared statement under the transaction's
-// plan_cache_mode — force_generic_plan after leasePrelude, as the lease runs. EXPLAIN EXECUTE plans through the
+// plan_cache_mode — force_generic_plan after genericPlans, as the lease runs. EXPLAIN EXECUTE plans through the
 // plan cache, unlike an EXPLAIN of the statement with parameters, whose plan is always a custom one.
 func explainPrepared(ctx context.Context, t *testing.T, tx pgx.Tx, s *statement, args ...arg) planNode {
 	t.Helper()
@@ -85,8 +85,8 @@ func explainPrepared(ctx context.Context, t *testing.T, tx pgx.Tx, s *statement,
 }
 
 // The lease picks by the lease index and updates by primary key, in every variant and as its generic plan;
-// acknowledgements and visibility updates find their rows by primary key, never by the lease index (which would
-// scan the queue per row). Asserted on a queue of a few thousand messages, beside another queue's, after ANALYZE of
+// acknowledgements (whose generic plans run too) and visibility updates find their rows by primary key, never by
+// the lease index (which would scan the queue per row). Asserted on a queue of a few thousand messages, beside another queue's, after ANALYZE of
 // the partitions.
 func TestPlans(t *testing.T) {
 	t.Parallel()
@@ -113,7 +113,7 @@ func TestPlans(t *testing.T) {
 	tx, err := pool.Begin(ctx)
 	require.NoError(t, err)
 	defer func() { _ = tx.Rollback(ctx) }()
-	_, err = tx.Exec(ctx, leasePrelude)
+	_, err = tx.Exec(ctx, genericPlans)
 	require.NoError(t, err)
 
 	base := []arg{{"queue_no", int64(1)}, {"group_no", int32(0)}, {"dlq", false}, {"limit", 32},
@@ -139,13 +139,13 @@ func TestPlans(t *testing.T) {
 			pickIndex := "messages_lease"
 			if pick == pickConsumer {
 				// In publish order: the primary key is in id order, and the lease index is not (by channel, then
-				// visible_at). LeaseAsConsumer runs without leasePrelude, so its custom plans count as well.
+				// visible_at). LeaseAsConsumer runs without genericPlans, so its custom plans count as well.
 				pickIndex = "messages_pkey"
 				_, err := tx.Exec(ctx, `SET LOCAL plan_cache_mode = force_custom_plan`)
 				require.NoError(t, err)
 				custom := &statement{name: s.name + "_custom", sql: s.sql, params: s.params}
 				plans = append(plans, explainPrepared(ctx, t, tx, custom, args...))
-				_, err = tx.Exec(ctx, leasePrelude)
+				_, err = tx.Exec(ctx, genericPlans)
 				require.NoError(t, err)
 			}
 			for _, plan := range plans {

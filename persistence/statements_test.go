@@ -22,8 +22,8 @@ func TestStatementsGolden(t *testing.T) {
 	b.WriteString("-- Every statement of the data plane as PostgreSQL receives it (the positional text compiled from\n" +
 		"-- sql/messages/*.sql when the package initialises), with the named parameter behind each $k. Generated:\n" +
 		"-- go test ./persistence -run TestStatementsGolden -update\n")
-	for _, c := range []struct{ name, sql string }{{"asyncCommit", asyncCommit}, {"leasePrelude", leasePrelude},
-		{"leasePreludeAsync", leasePreludeAsync}, {"leaseCommit", leaseCommit}} {
+	for _, c := range []struct{ name, sql string }{{"asyncCommit", asyncCommit}, {"genericPlans", genericPlans},
+		{"genericPlansAsync", genericPlansAsync}, {"leaseCommit", leaseCommit}} {
 		fmt.Fprintf(&b, "\n-- %s (a Go constant, messages.go)\n%s;\n", c.name, c.sql)
 	}
 	for _, name := range statementNames {

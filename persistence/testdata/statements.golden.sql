@@ -5,10 +5,10 @@
 -- asyncCommit (a Go constant, messages.go)
 SELECT set_config('synchronous_commit', 'off', true);
 
--- leasePrelude (a Go constant, messages.go)
+-- genericPlans (a Go constant, messages.go)
 SELECT set_config('plan_cache_mode', 'force_generic_plan', true);
 
--- leasePreludeAsync (a Go constant, messages.go)
+-- genericPlansAsync (a Go constant, messages.go)
 SELECT set_config('synchronous_commit', 'off', true), set_config('plan_cache_mode', 'force_generic_plan', true);
 
 -- leaseCommit (a Go constant, messages.go)
