@@ -491,6 +491,12 @@ func receiptList(head, before, after string, receipts []string) []byte {
 // settings: an A/B comparison of a setting alternates phases between n and its peer on the same database.
 func (n *node) peer(b testing.TB, extraEnv ...string) *node {
 	b.Helper()
+	return n.peerBinary(b, n.bin, extraEnv...)
+}
+
+// peerBinary is peer with another ferry binary (BenchmarkConsumeAB: another revision's build).
+func (n *node) peerBinary(b testing.TB, bin string, extraEnv ...string) *node {
+	b.Helper()
 	l, _ := net.Listen("tcp", "127.0.0.1:0")
 	addr := l.Addr().String()
 	l.Close()
@@ -501,9 +507,9 @@ func (n *node) peer(b testing.TB, extraEnv ...string) *node {
 		"FERRY_DATABASE_URL="+n.dbURL)
 	env = append(env, extraEnv...)
 	p := &node{base: "http://" + addr, metrics: "http://" + metricsAddr + "/metrics", token: n.token, tenancy: n.tenancy,
-		pool: n.pool, client: n.client, dataDir: n.dataDir, pgDir: n.pgDir, stderr: &bytes.Buffer{}, bin: n.bin, env: env,
+		pool: n.pool, client: n.client, dataDir: n.dataDir, pgDir: n.pgDir, stderr: &bytes.Buffer{}, bin: bin, env: env,
 		dbURL: n.dbURL}
-	p.cmd = exec.Command(n.bin, "serve")
+	p.cmd = exec.Command(bin, "serve")
 	p.cmd.Env = env
 	p.cmd.Stderr = p.stderr
 	p.cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGTERM}
