@@ -405,28 +405,30 @@ func (n *node) statementsReset() bool {
 	return err == nil
 }
 
-// statementsReport logs the statements that took most of PostgreSQL's execution time since statementsReset, with
-// the shared buffers each call touched (a lease that walks dead index entries touches many).
+// statementsReport logs the statements that took most of PostgreSQL's time since statementsReset, with the shared
+// buffers each call touched (a lease that walks dead index entries touches many) and, with track_planning, how
+// often each was planned (a cached generic plan is planned again whenever vacuum or analyze of a table it reads
+// invalidates it).
 func (n *node) statementsReport(b testing.TB, msgs float64) {
-	rows, err := n.pool.Query(context.Background(), `SELECT calls, total_exec_time, total_plan_time, rows, wal_bytes::float8,
+	rows, err := n.pool.Query(context.Background(), `SELECT calls, plans, total_exec_time, total_plan_time, rows, wal_bytes::float8,
 			(shared_blks_hit + shared_blks_read)::float8, regexp_replace(left(query, 60), '\s+', ' ', 'g')
-		FROM pg_stat_statements ORDER BY total_exec_time DESC LIMIT 10`)
+		FROM pg_stat_statements ORDER BY total_exec_time + total_plan_time DESC LIMIT 10`)
 	if err != nil {
 		b.Logf("pg_stat_statements: %v", err)
 		return
 	}
 	defer rows.Close()
 	for rows.Next() {
-		var calls, nrows int64
+		var calls, plans, nrows int64
 		var total, plan float64
 		var wal, buffers float64
 		var query string
-		if err := rows.Scan(&calls, &total, &plan, &nrows, &wal, &buffers, &query); err != nil {
+		if err := rows.Scan(&calls, &plans, &total, &plan, &nrows, &wal, &buffers, &query); err != nil {
 			b.Logf("pg_stat_statements: %v", err)
 			return
 		}
-		b.Logf("  %7d calls %6.0f ms + planning %5.0f ms (%5.1f µs/msg, %.3f ms/call, %.1f rows/call, %.0f buffers/call, %.0f WAL B/msg) %s",
-			calls, total, plan, (total+plan)*1000/msgs, (total+plan)/float64(calls), float64(nrows)/float64(calls),
+		b.Logf("  %7d calls %6.0f ms + planning %5.0f ms in %5d plans (%5.1f µs/msg, %.3f ms/call, %.1f rows/call, %.0f buffers/call, %.0f WAL B/msg) %s",
+			calls, total, plan, plans, (total+plan)*1000/msgs, (total+plan)/float64(calls), float64(nrows)/float64(calls),
 			buffers/float64(calls), wal/msgs, query)
 	}
 }
