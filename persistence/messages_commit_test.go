@@ -107,12 +107,12 @@ func TestLeaseBatchesChooseTheirCommit(t *testing.T) {
 	require.Len(t, last, 1)
 	sent = rec.take()
 	require.Contains(t, sent, leaseCommit, "the cursor lease commits as a lease")
-	require.Contains(t, sent, messagesDelete.sql, "its acknowledgement apart")
+	require.Contains(t, sent, messagesDelete.on(f.queueNo), "its acknowledgement apart")
 
 	deleted, _, err = f.r.Delete(ctx, f.queueID, receiptsOf(last...))
 	require.NoError(t, err)
 	require.Equal(t, []bool{true}, deleted)
-	require.Equal(t, []string{genericPlans, messagesDelete.sql}, rec.take(), "an acknowledgement runs its generic plan and waits for its WAL")
+	require.Equal(t, []string{genericPlans, messagesDelete.on(f.queueNo)}, rec.take(), "an acknowledgement runs its generic plan and waits for its WAL")
 
 	async := NewMessages(pool, true, AsynchronousCommits())
 	f.leases++

@@ -62,13 +62,14 @@ func (n planNode) find(match func(planNode) bool) []planNode {
 	return out
 }
 
-// explainPrepared is the plan of statement s for args as a prepared statement under the transaction's
-// plan_cache_mode — force_generic_plan after genericPlans, as the lease runs. EXPLAIN EXECUTE plans through the
-// plan cache, unlike an EXPLAIN of the statement with parameters, whose plan is always a custom one.
+// explainPrepared is the plan of statement s for args (its text as sent: on the queue's partitions when it is
+// marked so) as a prepared statement under the transaction's plan_cache_mode — force_generic_plan after
+// genericPlans, as the lease runs. EXPLAIN EXECUTE plans through the plan cache, unlike an EXPLAIN of the statement
+// with parameters, whose plan is always a custom one.
 func explainPrepared(ctx context.Context, t *testing.T, tx pgx.Tx, s *statement, args ...arg) planNode {
 	t.Helper()
 	name := strings.NewReplacer(".", "_").Replace(s.name)
-	_, err := tx.Exec(ctx, "PREPARE "+name+" AS "+s.sql)
+	_, err := tx.Exec(ctx, "PREPARE "+name+" AS "+s.text(args))
 	require.NoError(t, err, s.name)
 	placeholders := make([]string, len(s.params))
 	for k := range placeholders {
@@ -143,8 +144,9 @@ func TestPlans(t *testing.T) {
 				pickIndex = "messages_pkey"
 				_, err := tx.Exec(ctx, `SET LOCAL plan_cache_mode = force_custom_plan`)
 				require.NoError(t, err)
-				custom := &statement{name: s.name + "_custom", sql: s.sql, params: s.params}
-				plans = append(plans, explainPrepared(ctx, t, tx, custom, args...))
+				custom := *s
+				custom.name += "_custom"
+				plans = append(plans, explainPrepared(ctx, t, tx, &custom, args...))
 				_, err = tx.Exec(ctx, genericPlans)
 				require.NoError(t, err)
 			}

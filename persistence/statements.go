@@ -7,6 +7,8 @@ import (
 	"fmt"
 	"io/fs"
 	"path"
+	"regexp"
+	"slices"
 	"strings"
 	"text/template"
 
@@ -40,7 +42,40 @@ type statement struct {
 	sql string
 	// params holds the parameters' names: params[k] is $(k+1).
 	params []string
+	// byPartition, for a statement marked partitionMarker, holds its text on each partition of the message tables
+	// (messages_k and message_bodies_k in place of messages and message_bodies): it runs the one of its
+	// @queue_no (text).
+	byPartition []string
 }
+
+// partitionMarker, the first line of a statement's section, says that the statement reads and writes one queue's
+// messages only (every row of messages and message_bodies it touches is of @queue_no): it is sent naming that
+// queue's partitions instead of the partitioned tables. Planning and starting a statement on a partitioned table
+// costs PostgreSQL 15 every partition (a generic plan is built for all eight and locks them all at each
+// execution, past the 16 locks a backend takes without the shared lock table): the same drain on the named
+// partitions ran 1.2–1.35× less PostgreSQL CPU per message (BenchmarkConsumeAB, docs/benchmarks.md), and a
+// generic plan of the cursor lease is planned in a fifth of the time when vacuum invalidates it.
+const partitionMarker = "-- runs on the partition of @queue_no"
+
+// messageTables matches the names of the partitioned message tables in a compiled statement.
+var messageTables = regexp.MustCompile(`\b(messages|message_bodies)\b`)
+
+// text is the SQL sent for a call with args: the statement on the partition of its queue when it has one.
+func (s *statement) text(args []arg) string {
+	if s.byPartition != nil {
+		for _, a := range args {
+			if a.name == "queue_no" {
+				if no, ok := a.value.(int64); ok {
+					return s.byPartition[messagePartition(no)]
+				}
+			}
+		}
+	}
+	return s.sql
+}
+
+// on is the SQL sent for a call on the queue queueNo.
+func (s *statement) on(queueNo int64) string { return s.text([]arg{{"queue_no", queueNo}}) }
 
 // arg is one argument of a statement, by the name of its parameter.
 type arg struct {
@@ -94,19 +129,19 @@ type querier interface {
 }
 
 func (s *statement) exec(ctx context.Context, q querier, args ...arg) (pgconn.CommandTag, error) {
-	return q.Exec(ctx, s.sql, s.bind(args...)...)
+	return q.Exec(ctx, s.text(args), s.bind(args...)...)
 }
 
 func (s *statement) query(ctx context.Context, q querier, args ...arg) (pgx.Rows, error) {
-	return q.Query(ctx, s.sql, s.bind(args...)...)
+	return q.Query(ctx, s.text(args), s.bind(args...)...)
 }
 
 func (s *statement) queryRow(ctx context.Context, q querier, args ...arg) pgx.Row {
-	return q.QueryRow(ctx, s.sql, s.bind(args...)...)
+	return q.QueryRow(ctx, s.text(args), s.bind(args...)...)
 }
 
 func (s *statement) queue(batch *pgx.Batch, args ...arg) *pgx.QueuedQuery {
-	return batch.Queue(s.sql, s.bind(args...)...)
+	return batch.Queue(s.text(args), s.bind(args...)...)
 }
 
 // stmt is the compiled statement of that name; a name without one panics when the package initialises.
@@ -119,16 +154,16 @@ func stmt(name string) *statement {
 }
 
 func mustLoadStatements() (map[string]*statement, []string) {
-	byName, names, err := loadStatements()
+	byName, names, err := loadStatements(sqlFiles)
 	if err != nil {
 		panic("persistence: " + err.Error())
 	}
 	return byName, names
 }
 
-// loadStatements compiles every section of every SQL file (of every variant, for templates).
-func loadStatements() (map[string]*statement, []string, error) {
-	files, err := fs.Glob(sqlFiles, "sql/*/*.sql") // in lexical order: messages before metrics
+// loadStatements compiles every section of every SQL file of fsys (of every variant, for templates).
+func loadStatements(fsys fs.FS) (map[string]*statement, []string, error) {
+	files, err := fs.Glob(fsys, "sql/*/*.sql") // in lexical order: messages before metrics
 	if err != nil {
 		return nil, nil, err
 	}
@@ -136,7 +171,7 @@ func loadStatements() (map[string]*statement, []string, error) {
 	var names []string
 	for _, file := range files {
 		base := path.Base(file)
-		src, err := sqlFiles.ReadFile(file)
+		src, err := fs.ReadFile(fsys, file)
 		if err != nil {
 			return nil, nil, err
 		}
@@ -171,7 +206,17 @@ func loadStatements() (map[string]*statement, []string, error) {
 				if len(params) > 64 {
 					return nil, nil, fmt.Errorf("%s: %s: more than 64 parameters", file, sec.name)
 				}
-				byName[sec.name] = &statement{name: sec.name, sql: "-- " + sec.name + "\n" + sql, params: params}
+				st := &statement{name: sec.name, sql: "-- " + sec.name + "\n" + sql, params: params}
+				if sec.partitioned {
+					if !slices.Contains(params, "queue_no") || !messageTables.MatchString(sql) {
+						return nil, nil, fmt.Errorf("%s: %s: marked %q without @queue_no or the message tables", file, sec.name, partitionMarker)
+					}
+					for k := range messagePartitions {
+						st.byPartition = append(st.byPartition,
+							"-- "+sec.name+"\n"+messageTables.ReplaceAllString(sql, fmt.Sprintf("${1}_%d", k)))
+					}
+				}
+				byName[sec.name] = st
 				names = append(names, sec.name)
 			}
 		}
@@ -179,9 +224,10 @@ func loadStatements() (map[string]*statement, []string, error) {
 	return byName, names, nil
 }
 
-// section is one named statement of a SQL file, as written.
+// section is one named statement of a SQL file, as written; partitioned when its first line is partitionMarker.
 type section struct {
-	name, body string
+	name, body  string
+	partitioned bool
 }
 
 const sectionMarker = "-- name: "
@@ -199,7 +245,8 @@ func splitSections(src string) ([]section, error) {
 			}
 			return nil
 		}
-		out = append(out, section{name: name, body: body})
+		first, _, _ := strings.Cut(body, "\n")
+		out = append(out, section{name: name, body: body, partitioned: strings.TrimSpace(first) == partitionMarker})
 		return nil
 	}
 	for i, line := range lines {

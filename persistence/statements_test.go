@@ -7,6 +7,7 @@ import (
 	"regexp"
 	"strings"
 	"testing"
+	"testing/fstest"
 
 	"github.com/stretchr/testify/require"
 )
@@ -35,7 +36,11 @@ func TestStatementsGolden(t *testing.T) {
 		if len(params) == 0 {
 			params = []string{"no parameters"}
 		}
-		fmt.Fprintf(&b, "\n-- %s\n%s;\n", strings.Join(params, ", "), s.sql)
+		b.WriteString("\n")
+		if s.byPartition != nil {
+			b.WriteString("-- sent on messages_k and message_bodies_k, k the partition of @queue_no\n")
+		}
+		fmt.Fprintf(&b, "-- %s\n%s;\n", strings.Join(params, ", "), s.sql)
 	}
 	if *update {
 		require.NoError(t, os.MkdirAll("testdata", 0o755))
@@ -96,11 +101,33 @@ SELECT @b, '@not -- either', "col@x" /* a /* nested */ @comment */, @a::int[],  
 }
 
 func TestSplitSections(t *testing.T) {
-	secs, err := splitSections("-- header\n\n-- name: a.one\nSELECT 1;\n-- name: a.two\n-- why\nSELECT 2;\n")
+	secs, err := splitSections("-- header\n\n-- name: a.one\nSELECT 1;\n-- name: a.two\n-- why\nSELECT 2;\n" +
+		"-- name: a.three\n" + partitionMarker + "\nSELECT 3;\n")
 	require.NoError(t, err)
-	require.Equal(t, []section{{"a.one", "SELECT 1;\n"}, {"a.two", "-- why\nSELECT 2;\n"}}, secs)
+	require.Equal(t, []section{{"a.one", "SELECT 1;\n", false}, {"a.two", "-- why\nSELECT 2;\n", false},
+		{"a.three", partitionMarker + "\nSELECT 3;\n", true}}, secs)
 	_, err = splitSections("SELECT 0;\n-- name: a.one\nSELECT 1;\n")
 	require.Error(t, err, "SQL before the first section")
+}
+
+// A statement marked partitionMarker is sent on its queue's partitions of the message tables, its other tables
+// and its tag as they are; one unmarked is sent as written.
+func TestStatementOnPartition(t *testing.T) {
+	for no := range int64(20) {
+		k := messagePartition(no)
+		got := messagesDeleteBodies.on(no)
+		require.True(t, strings.HasPrefix(got, "-- messages.delete_bodies\n"), got)
+		require.Contains(t, got, fmt.Sprintf("DELETE FROM message_bodies_%d b", k))
+		require.Contains(t, got, fmt.Sprintf("SELECT 1 FROM messages_%d m", k))
+		require.NotRegexp(t, `\bmessages\b|\bmessage_bodies\b`, strings.TrimPrefix(got, "-- messages.delete_bodies\n"))
+		require.Equal(t, got, messagesDeleteBodies.text([]arg{{"ids", []int64{1}}, {"queue_no", no}}))
+	}
+	lease := leaseStatement(pickCursor, false).on(3)
+	require.Contains(t, lease, "message_cursors c")
+	require.Contains(t, lease, "message_ranges (")
+	require.Equal(t, messagesLeaseLock.sql, messagesLeaseLock.on(3), "the lock touches no message table")
+	_, _, err := loadStatements(fstest.MapFS{"sql/x/bad.sql": {Data: []byte("-- name: x.bad\n" + partitionMarker + "\nSELECT 1 FROM messages;\n")}})
+	require.ErrorContains(t, err, "without @queue_no")
 }
 
 // bind puts each argument at its parameter's position whatever the order given, and refuses a missing, an

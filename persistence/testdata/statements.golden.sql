@@ -16,6 +16,7 @@ SELECT set_config('synchronous_commit', CASE WHEN now() + make_interval(secs => 
 		clock_timestamp() + 3 * current_setting('wal_writer_delay')::interval + interval '1 second' THEN 'off'
 		ELSE current_setting('synchronous_commit') END, true);
 
+-- sent on messages_k and message_bodies_k, k the partition of @queue_no
 -- $1 @queue_no, $2 @lease_ids, $3 @group_nos, $4 @ids, $5 @dlqs
 -- messages.delete
 WITH held AS MATERIALIZED (
@@ -41,6 +42,7 @@ WITH held AS MATERIALIZED (
 )
 SELECT group_no, id, false, lease_id FROM deleted;
 
+-- sent on messages_k and message_bodies_k, k the partition of @queue_no
 -- $1 @queue_no, $2 @lease_ids, $3 @group_nos, $4 @ids, $5 @dlqs
 -- messages.delete_ordered
 WITH held AS MATERIALIZED (
@@ -69,6 +71,7 @@ WITH held AS MATERIALIZED (
 )
 SELECT group_no, id, false, lease_id FROM deleted UNION ALL SELECT group_no, id, true, 0::bigint FROM unblocked;
 
+-- sent on messages_k and message_bodies_k, k the partition of @queue_no
 -- $1 @queue_no, $2 @ids
 -- messages.delete_bodies
 DELETE FROM message_bodies b
@@ -76,6 +79,7 @@ WHERE b.queue_no = $1 AND b.id = ANY (ARRAY (
 	SELECT i FROM unnest($2::bigint[]) AS i
 	WHERE NOT EXISTS (SELECT 1 FROM messages m WHERE m.queue_no = $1 AND m.id = i)));
 
+-- sent on messages_k and message_bodies_k, k the partition of @queue_no
 -- $1 @queue_no, $2 @lease_ids, $3 @group_nos, $4 @ids, $5 @dlqs, $6 @seconds
 -- messages.update_visibility
 WITH held AS MATERIALIZED (
@@ -90,12 +94,14 @@ WHERE m.queue_no = $1 AND m.id = r.id AND m.group_no IS NOT DISTINCT FROM r.grou
 		WHERE g.lease_id = r.lease_id AND g.group_no = m.group_no AND m.id BETWEEN g.from_id AND g.to_id))
 RETURNING m.group_no, m.id, m.lease_id, m.visible_at;
 
+-- sent on messages_k and message_bodies_k, k the partition of @queue_no
 -- $1 @group_nos, $2 @ids, $3 @queue_no
 -- messages.existing
 SELECT m.group_no, m.id FROM messages m
 JOIN unnest($1::int[], $2::bigint[]) AS r(group_no, id) ON m.id = r.id AND m.group_no IS NOT DISTINCT FROM r.group_no
 WHERE m.queue_no = $3;
 
+-- sent on messages_k and message_bodies_k, k the partition of @queue_no
 -- $1 @channels, $2 @queue_no, $3 @group_no, $4 @dlq, $5 @limit, $6 @max_deliveries, $7 @visibility_seconds, $8 @lease_id, $9 @owner
 -- messages.lease
 WITH candidates AS (
@@ -135,6 +141,7 @@ FROM leased l LEFT JOIN LATERAL (
 	SELECT b.content, b.attributes, b.metadata FROM message_bodies b
 	WHERE l.content IS NULL AND b.queue_no = $2 AND b.id = l.id) b ON true;
 
+-- sent on messages_k and message_bodies_k, k the partition of @queue_no
 -- $1 @channels, $2 @queue_no, $3 @group_no, $4 @dlq, $5 @limit, $6 @max_deliveries, $7 @visibility_seconds, $8 @lease_id, $9 @owner
 -- messages.lease_dead_letter
 WITH candidates AS (
@@ -188,6 +195,7 @@ FROM leased l LEFT JOIN LATERAL (
 	SELECT b.content, b.attributes, b.metadata FROM message_bodies b
 	WHERE l.content IS NULL AND b.queue_no = $2 AND b.id = l.id) b ON true;
 
+-- sent on messages_k and message_bodies_k, k the partition of @queue_no
 -- $1 @queue_no, $2 @group_no, $3 @dlq, $4 @channels, $5 @limit, $6 @max_deliveries, $7 @visibility_seconds, $8 @lease_id, $9 @owner
 -- messages.lease_one
 WITH next AS (
@@ -222,6 +230,7 @@ FROM leased l LEFT JOIN LATERAL (
 	SELECT b.content, b.attributes, b.metadata FROM message_bodies b
 	WHERE l.content IS NULL AND b.queue_no = $1 AND b.id = l.id) b ON true;
 
+-- sent on messages_k and message_bodies_k, k the partition of @queue_no
 -- $1 @queue_no, $2 @group_no, $3 @dlq, $4 @channels, $5 @limit, $6 @max_deliveries, $7 @visibility_seconds, $8 @lease_id, $9 @owner
 -- messages.lease_one_dead_letter
 WITH next AS (
@@ -270,6 +279,7 @@ FROM leased l LEFT JOIN LATERAL (
 	SELECT b.content, b.attributes, b.metadata FROM message_bodies b
 	WHERE l.content IS NULL AND b.queue_no = $1 AND b.id = l.id) b ON true;
 
+-- sent on messages_k and message_bodies_k, k the partition of @queue_no
 -- $1 @queue_no, $2 @group_no, $3 @dlq, $4 @channels, $5 @limit, $6 @max_deliveries, $7 @visibility_seconds, $8 @lease_id, $9 @owners
 -- messages.lease_one_owners
 WITH picked AS (
@@ -306,6 +316,7 @@ FROM leased l LEFT JOIN LATERAL (
 	SELECT b.content, b.attributes, b.metadata FROM message_bodies b
 	WHERE l.content IS NULL AND b.queue_no = $1 AND b.id = l.id) b ON true;
 
+-- sent on messages_k and message_bodies_k, k the partition of @queue_no
 -- $1 @queue_no, $2 @group_no, $3 @dlq, $4 @channels, $5 @limit, $6 @max_deliveries, $7 @visibility_seconds, $8 @lease_id, $9 @owners
 -- messages.lease_one_owners_dead_letter
 WITH picked AS (
@@ -356,6 +367,7 @@ FROM leased l LEFT JOIN LATERAL (
 	SELECT b.content, b.attributes, b.metadata FROM message_bodies b
 	WHERE l.content IS NULL AND b.queue_no = $1 AND b.id = l.id) b ON true;
 
+-- sent on messages_k and message_bodies_k, k the partition of @queue_no
 -- $1 @queue_no, $2 @group_no, $3 @dlq, $4 @channels, $5 @queue_id, $6 @consumer, $7 @limit, $8 @max_deliveries, $9 @visibility_seconds, $10 @lease_id
 -- messages.lease_as_consumer
 WITH next AS (
@@ -392,6 +404,7 @@ FROM leased l LEFT JOIN LATERAL (
 	SELECT b.content, b.attributes, b.metadata FROM message_bodies b
 	WHERE l.content IS NULL AND b.queue_no = $1 AND b.id = l.id) b ON true;
 
+-- sent on messages_k and message_bodies_k, k the partition of @queue_no
 -- $1 @queue_no, $2 @group_no, $3 @dlq, $4 @channels, $5 @queue_id, $6 @consumer, $7 @limit, $8 @max_deliveries, $9 @visibility_seconds, $10 @lease_id
 -- messages.lease_as_consumer_dead_letter
 WITH next AS (
@@ -442,6 +455,7 @@ FROM leased l LEFT JOIN LATERAL (
 	SELECT b.content, b.attributes, b.metadata FROM message_bodies b
 	WHERE l.content IS NULL AND b.queue_no = $1 AND b.id = l.id) b ON true;
 
+-- sent on messages_k and message_bodies_k, k the partition of @queue_no
 -- $1 @queue_no, $2 @group_no, $3 @channels, $4 @dlq, $5 @limit, $6 @visibility_seconds, $7 @lease_id, $8 @max_deliveries, $9 @owner
 -- messages.lease_cursor
 WITH samples AS (
@@ -517,6 +531,7 @@ FROM (SELECT * FROM leased UNION ALL SELECT * FROM picked) l LEFT JOIN LATERAL (
 	SELECT b.content, b.attributes, b.metadata FROM message_bodies b
 	WHERE l.content IS NULL AND b.queue_no = $1 AND b.id = l.id) b ON true;
 
+-- sent on messages_k and message_bodies_k, k the partition of @queue_no
 -- $1 @queue_no, $2 @group_no, $3 @channels, $4 @dlq, $5 @limit, $6 @visibility_seconds, $7 @lease_id, $8 @max_deliveries, $9 @owner
 -- messages.lease_cursor_dead_letter
 WITH samples AS (
@@ -612,6 +627,7 @@ SELECT pg_advisory_xact_lock(k) FROM (
 	SELECT DISTINCT hashtextextended($1 || '/' || u.group_no || '/' || u.message_group, 0) AS k
 	FROM unnest($2::int[], $3::text[]) AS u(group_no, message_group) ORDER BY 1) keys;
 
+-- sent on messages_k and message_bodies_k, k the partition of @queue_no
 -- $1 @queue_id, $2 @queue_no, $3 @group_nos, $4 @ids
 -- messages.lock_receipt_groups
 SELECT pg_advisory_xact_lock(k) FROM (
@@ -622,6 +638,7 @@ SELECT pg_advisory_xact_lock(k) FROM (
 		FROM unnest($3::int[], $4::bigint[]) AS r(group_no, id)) receipt_keys
 	WHERE k IS NOT NULL ORDER BY 1) keys;
 
+-- sent on messages_k and message_bodies_k, k the partition of @queue_no
 -- $1 @group_nos, $2 @message_groups, $3 @queue_no
 -- messages.unblock_groups
 WITH heads_left AS (
@@ -643,11 +660,13 @@ WITH heads_left AS (
 )
 SELECT count(*) FROM unblocked;
 
+-- sent on messages_k and message_bodies_k, k the partition of @queue_no
 -- $1 @queue_no, $2 @group_no, $3 @limit
 -- messages.redrive_pick
 SELECT id, message_group FROM messages WHERE queue_no = $1 AND group_no = $2 AND dlq
 ORDER BY id LIMIT $3 FOR UPDATE SKIP LOCKED;
 
+-- sent on messages_k and message_bodies_k, k the partition of @queue_no
 -- $1 @ids, $2 @message_groups, $3 @queue_no, $4 @group_no
 -- messages.redrive
 WITH picked AS (
@@ -667,6 +686,7 @@ UPDATE messages m SET dlq = false, delivery_count = 0, lease_id = 0,
 FROM picked p LEFT JOIN queued q ON q.message_group = p.message_group
 WHERE m.queue_no = $3 AND m.id = ANY ($1) AND m.id = p.id AND m.group_no IS NOT DISTINCT FROM $4 AND m.dlq;
 
+-- sent on messages_k and message_bodies_k, k the partition of @queue_no
 -- $1 @channel_ids, $2 @delays, $3 @sizes, $4 @contents, $5 @attributes, $6 @metadata, $7 @shared, $8 @queue_no, $9 @retention_seconds, $10 @copy_ords, $11 @copy_group_nos
 -- messages.insert
 WITH input AS (
@@ -688,6 +708,7 @@ WITH input AS (
 	FROM input JOIN unnest($10::int[], $11::int[]) AS g(ord, group_no) ON g.ord = input.ord)
 SELECT id, ord, now() + make_interval(secs => $9) FROM input;
 
+-- sent on messages_k and message_bodies_k, k the partition of @queue_no
 -- $1 @queue_no, $2 @retention_seconds, $3 @channel_ids, $4 @delays, $5 @sizes, $6 @contents, $7 @attributes, $8 @metadata, $9 @group_nos
 -- messages.insert_one_copy
 INSERT INTO messages (queue_no, group_no, id, channel_id, visible_at, expire_at, size_bytes, content, attributes, metadata)
@@ -699,6 +720,7 @@ FROM unnest($3::text[], $4::int[], $5::int[], $6::text[], $7::json[], $8::json[]
 WHERE pg_current_xact_id() IS NOT NULL
 RETURNING id, expire_at;
 
+-- sent on messages_k and message_bodies_k, k the partition of @queue_no
 -- $1 @channel_ids, $2 @delays, $3 @sizes, $4 @contents, $5 @attributes, $6 @metadata, $7 @message_groups, $8 @shared, $9 @queue_no, $10 @copy_ords, $11 @copy_group_nos, $12 @retention_seconds
 -- messages.insert_ordered
 WITH input AS (
@@ -762,6 +784,7 @@ SELECT set_config('ferry.sequence_position', (CASE WHEN is_called THEN last_valu
 -- messages.lease_lock
 SELECT pg_advisory_xact_lock(hashtextextended($1::bigint::text || '/' || $2::int::text, 2));
 
+-- sent on messages_k and message_bodies_k, k the partition of @queue_no
 -- $1 @queue_no, $2 @group_no
 -- messages.revive_ranges
 WITH expired AS (
@@ -795,6 +818,7 @@ WHERE d.ctid = ANY (ARRAY (
 	LIMIT $1
 	FOR UPDATE SKIP LOCKED));
 
+-- sent on messages_k and message_bodies_k, k the partition of @queue_no
 -- $1 @queue_no, $2 @dlq, $3 @group_nos, $4 @channel_ids, $5 @up_to, $6 @limit
 -- messages.purge_pick
 SELECT group_no, id, message_group FROM messages
@@ -803,12 +827,14 @@ WHERE queue_no = $1 AND ($2::bool IS NULL OR dlq = $2)
 	AND ($4::text[] IS NULL OR channel_id = ANY ($4))
 	AND id <= $5 LIMIT $6;
 
+-- sent on messages_k and message_bodies_k, k the partition of @queue_no
 -- $1 @queue_no, $2 @queue_id, $3 @cutoff, $4 @limit
 -- messages.expire_pick
 SELECT group_no, id, message_group FROM messages WHERE queue_no = $1
 	AND group_no = ANY (ARRAY (SELECT 0 UNION SELECT group_no FROM consumer_groups WHERE queue_id = $2))
 	AND id <= $3 LIMIT $4;
 
+-- sent on messages_k and message_bodies_k, k the partition of @queue_no
 -- $1 @group_nos, $2 @ids, $3 @queue_no, $4 @dlq
 -- messages.delete_picked
 DELETE FROM messages m USING unnest($1::int[], $2::bigint[]) AS p(group_no, id)
@@ -866,6 +892,7 @@ DELETE FROM message_id_watermarks WHERE time_recorded < now() - interval '8 days
 DELETE FROM message_dedup_keys WHERE ctid = ANY (ARRAY (
 	SELECT ctid FROM message_dedup_keys WHERE expire_at < now() LIMIT $1));
 
+-- sent on messages_k and message_bodies_k, k the partition of @queue_no
 -- $1 @queue_no, $2 @group_no, $3 @channel_id
 -- messages.stats
 SELECT dlq, count(*) FILTER (WHERE visible_at <= now() AND NOT ranged OR visible_at = 'infinity'),
@@ -878,6 +905,7 @@ FROM (SELECT m.dlq, m.visible_at, m.delivery_count, m.size_bytes,
 	WHERE m.queue_no = $1 AND m.group_no = $2 AND ($3 = '' OR m.channel_id = $3) AND m.expire_at > now()) s
 GROUP BY dlq;
 
+-- sent on messages_k and message_bodies_k, k the partition of @queue_no
 -- $1 @queue_no, $2 @group_nos, $3 @channel_id
 -- messages.stats_by_group
 SELECT group_no, dlq, count(*) FILTER (WHERE visible_at <= now() AND NOT ranged OR visible_at = 'infinity'),
@@ -892,6 +920,7 @@ FROM (SELECT m.group_no, m.dlq, m.visible_at, m.delivery_count, m.size_bytes, m.
 		AND ($3 = '' OR m.channel_id = $3) AND m.expire_at > now()) s
 GROUP BY group_no, dlq;
 
+-- sent on messages_k and message_bodies_k, k the partition of @queue_no
 -- $1 @queue_no, $2 @group_no, $3 @dlq, $4 @from_channel, $5 @inclusive, $6 @limit
 -- messages.channels
 WITH RECURSIVE ch AS (
@@ -903,6 +932,7 @@ WITH RECURSIVE ch AS (
 	FROM ch WHERE ch.channel_id IS NOT NULL)
 SELECT channel_id FROM ch WHERE channel_id IS NOT NULL LIMIT $6;
 
+-- sent on messages_k and message_bodies_k, k the partition of @queue_no
 -- $1 @queue_no
 -- messages.size_by_channel
 SELECT channel_id, coalesce(sum(size_bytes), 0), max(id) FROM messages WHERE queue_no = $1 GROUP BY channel_id;

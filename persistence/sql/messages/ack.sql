@@ -29,6 +29,7 @@ the message m; deleteHeld, the deletion of the messages that the receipts still 
 		{{- template "heldByReceipt"}}
 {{- end}}
 -- name: messages.delete
+-- runs on the partition of @queue_no
 -- Acknowledge: delete the rows whose lease the receipts still hold. Rows come back as (group_no, id, false,
 -- lease_id) per deleted message: the lease tells the receipt that deleted it from a stale receipt of the same
 -- message in the same batch. The ranges of the receipts' leases are read once (held), not per receipt: probed per
@@ -58,6 +59,7 @@ WITH {{template "held"}}, deleted AS (
 SELECT group_no, id, false, lease_id FROM deleted;
 
 -- name: messages.delete_ordered
+-- runs on the partition of @queue_no
 -- Acknowledge receipts of which some are of ordered messages (after messages.lock_receipt_groups in the same
 -- transaction): a deleted head of an ordered message group makes the group's next message visible in the same
 -- statement, which returns (group_no, id, true, 0) for it. The receipts' ranges are read once, as in
@@ -90,6 +92,7 @@ WITH {{template "held"}}, deleted AS (
 SELECT group_no, id, false, lease_id FROM deleted UNION ALL SELECT group_no, id, true, 0::bigint FROM unblocked;
 
 -- name: messages.delete_bodies
+-- runs on the partition of @queue_no
 -- The bodies (put.sql) of the given messages that no consumer group's row holds any more: after an
 -- acknowledgement, in its transaction (this statement sees the rows it deleted gone). Two groups acknowledging
 -- the same message at once may each still see the other's row, and keep the body: the maintainer deletes what
@@ -103,6 +106,7 @@ WHERE b.queue_no = @queue_no AND b.id = ANY (ARRAY (
 	WHERE NOT EXISTS (SELECT 1 FROM messages m WHERE m.queue_no = @queue_no AND m.id = i)));
 
 -- name: messages.update_visibility
+-- runs on the partition of @queue_no
 -- Move the leases that the receipts still hold to now() + @seconds (per receipt). A fresh message that a range
 -- holds leaves the range for per-message state: delivered once, under the receipt's lease. The receipts' ranges
 -- are read once, as in messages.delete.
@@ -115,6 +119,7 @@ WHERE m.queue_no = @queue_no AND m.id = r.id AND m.group_no IS NOT DISTINCT FROM
 RETURNING m.group_no, m.id, m.lease_id, m.visible_at;
 
 -- name: messages.existing
+-- runs on the partition of @queue_no
 -- Which of these messages still exist (to tell a stale receipt from a message already acknowledged).
 SELECT m.group_no, m.id FROM messages m
 JOIN unnest(@group_nos::int[], @ids::bigint[]) AS r(group_no, id) ON m.id = r.id AND m.group_no IS NOT DISTINCT FROM r.group_no

@@ -19,6 +19,7 @@ message that a per-message lease is taking.
 				WHERE k.queue_no = @queue_no AND k.group_no = @group_no AND k.channel_id = m.channel_id), 0))
 {{- end}}
 -- name: {{.Name}}
+-- runs on the partition of @queue_no
 -- Lease: the oldest visible rows, locked with SKIP LOCKED and updated in the same statement.
 {{- if .Channels}}
 -- The oldest visible rows of each requested channel, interleaved round-robin across channels.

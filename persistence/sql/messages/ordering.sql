@@ -13,6 +13,7 @@ SELECT pg_advisory_xact_lock(k) FROM (
 	FROM unnest(@group_nos::int[], @message_groups::text[]) AS u(group_no, message_group) ORDER BY 1) keys;
 
 -- name: messages.lock_receipt_groups
+-- runs on the partition of @queue_no
 -- The same locks, for the ordered messages that receipts address: one primary-key probe per receipt (a scalar
 -- subquery, so that the planner cannot turn it into a scan of the queue's ordered messages).
 SELECT pg_advisory_xact_lock(k) FROM (
@@ -24,6 +25,7 @@ SELECT pg_advisory_xact_lock(k) FROM (
 	WHERE k IS NOT NULL ORDER BY 1) keys;
 
 -- name: messages.unblock_groups
+-- runs on the partition of @queue_no
 -- After rows were deleted in bulk (purge, retention) — in the same transaction, under messages.lock_groups —
 -- make the next message of each given group visible when the group has no head left. next_up and unblocked are
 -- the same as in ack.sql's messages.delete_ordered, which explains them.
@@ -47,11 +49,13 @@ WITH heads_left AS (
 SELECT count(*) FROM unblocked;
 
 -- name: messages.redrive_pick
+-- runs on the partition of @queue_no
 -- Redrive, step 1: pick (and lock) the oldest DLQ messages.
 SELECT id, message_group FROM messages WHERE queue_no = @queue_no AND group_no = @group_no AND dlq
 ORDER BY id LIMIT @limit FOR UPDATE SKIP LOCKED;
 
 -- name: messages.redrive
+-- runs on the partition of @queue_no
 -- Redrive, step 2 (after messages.lock_groups for their ordered groups): back to the queue, visible at once —
 -- except a message of an ordered group that still has messages in the queue (or an earlier redriven one): it
 -- waits, and being older than the waiting ones it is next after the group's current head. The group's last

@@ -6,6 +6,7 @@
 -- calls nextval): the cursor's horizon relies on it.
 
 -- name: messages.insert
+-- runs on the partition of @queue_no
 -- Insert a batch: ids come from the sequence in input order (volatile functions are evaluated after the
 -- ordinality order), so sorting the returned ids restores the batch order. Each message is copied into the
 -- consumer groups that @copy_ords/@copy_group_nos pair with its ordinality (fanout). A message of several groups
@@ -31,6 +32,7 @@ WITH input AS (
 SELECT id, ord, now() + make_interval(secs => @retention_seconds) FROM input;
 
 -- name: messages.insert_one_copy
+-- runs on the partition of @queue_no
 -- The same for a batch whose every message goes to exactly one consumer group (@group_nos, per message): no CTE
 -- and no join (a 20-message insert ran 1.5–2× the rate of messages.insert's, pgbench). unnest yields the rows in
 -- batch order and nextval is evaluated row by row, so the returned ids sorted are in batch order.
@@ -44,6 +46,7 @@ WHERE pg_current_xact_id() IS NOT NULL
 RETURNING id, expire_at;
 
 -- name: messages.insert_ordered
+-- runs on the partition of @queue_no
 -- Insert a batch that holds ordered messages (after messages.lock_groups in the same transaction), storing a
 -- message of several groups once as messages.insert does. Per consumer
 -- group, the first message of a message group that has no message yet is its head and is inserted as usual;

@@ -14,6 +14,7 @@ SELECT set_config('ferry.sequence_position', (CASE WHEN is_called THEN last_valu
 SELECT pg_advisory_xact_lock(hashtextextended(@queue_no::bigint::text || '/' || @group_no::int::text, 2));
 
 -- name: messages.revive_ranges
+-- runs on the partition of @queue_no
 -- Before a lease, under messages.lease_lock: the group's ranges past their deadline end, and the fresh messages
 -- they still hold become visible in per-message state — delivered once, under the range's lease id (so that its
 -- receipts still acknowledge them until another lease takes them, as a per-message lease's do). The messages are

@@ -8,6 +8,7 @@
 -- (messages.delete_picked), unblock the groups (messages.unblock_groups).
 
 -- name: messages.purge_pick
+-- runs on the partition of @queue_no
 -- Purge, one batch of the messages published before the purge started (id <= @up_to) in its scope: @dlq NULL =
 -- queue and DLQ, @group_nos NULL = every consumer group, @channel_ids NULL = every channel. Only dlq can change
 -- between the pick and the delete (a lease dead-letters, a redrive moves back), so delete_picked checks only it.
@@ -18,12 +19,14 @@ WHERE queue_no = @queue_no AND (@dlq::bool IS NULL OR dlq = @dlq)
 	AND id <= @up_to LIMIT @limit;
 
 -- name: messages.expire_pick
+-- runs on the partition of @queue_no
 -- Retention: one batch of a queue's messages with ids at or below the cutoff (a primary-key range per group).
 SELECT group_no, id, message_group FROM messages WHERE queue_no = @queue_no
 	AND group_no = ANY (ARRAY (SELECT 0 UNION SELECT group_no FROM consumer_groups WHERE queue_id = @queue_id))
 	AND id <= @cutoff LIMIT @limit;
 
 -- name: messages.delete_picked
+-- runs on the partition of @queue_no
 -- The delete step of deleteBatch: the picked rows, by primary key, still in the DLQ or not as the purge asks
 -- (@dlq NULL = either).
 DELETE FROM messages m USING unnest(@group_nos::int[], @ids::bigint[]) AS p(group_no, id)

@@ -2,6 +2,7 @@
 -- Go: messages_stats.go.
 
 -- name: messages.stats
+-- runs on the partition of @queue_no
 -- A group's messages (@channel_id '' = every channel), the queue's and its DLQ's. Messages of an ordered group
 -- that wait for an earlier one (visible_at 'infinity') count as visible: they are in the queue, neither leased
 -- nor delayed.
@@ -17,6 +18,7 @@ FROM (SELECT m.dlq, m.visible_at, m.delivery_count, m.size_bytes,
 GROUP BY dlq;
 
 -- name: messages.stats_by_group
+-- runs on the partition of @queue_no
 -- Every group's counts in one scan of the queue's messages (@group_nos NULL = every group), with the definitions
 -- of messages.stats: GetStats' per-group view, and the metrics sampler's (which also reads the age of the oldest
 -- visible message, and does not restrict the channel).
@@ -33,6 +35,7 @@ FROM (SELECT m.group_no, m.dlq, m.visible_at, m.delivery_count, m.size_bytes, m.
 GROUP BY group_no, dlq;
 
 -- name: messages.channels
+-- runs on the partition of @queue_no
 -- Distinct channels by a skip scan over the lease index: one index probe per channel.
 WITH RECURSIVE ch AS (
 	(SELECT channel_id FROM messages WHERE queue_no = @queue_no AND group_no = @group_no AND dlq = @dlq AND channel_id >= @from_channel
@@ -44,6 +47,7 @@ WITH RECURSIVE ch AS (
 SELECT channel_id FROM ch WHERE channel_id IS NOT NULL LIMIT @limit;
 
 -- name: messages.size_by_channel
+-- runs on the partition of @queue_no
 -- The stored bytes of a queue (every group and the DLQ) per channel, and the highest id counted.
 SELECT channel_id, coalesce(sum(size_bytes), 0), max(id) FROM messages WHERE queue_no = @queue_no GROUP BY channel_id;
 
