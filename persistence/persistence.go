@@ -65,6 +65,10 @@ func Connect(ctx context.Context, databaseURL string, maxConns int32, opts ...Co
 		return nil, fmt.Errorf("persistence: %w", err)
 	}
 	cfg.ConnConfig.Tracer = tracer
+	// Room for each statement that runs on a queue's partitions on all eight of them (statements.go,
+	// partitionMarker) beside the others, so that no prepared statement is evicted and prepared again: pgx's
+	// default holds 512.
+	cfg.ConnConfig.StatementCacheCapacity = 1024
 	cfg.AfterConnect = func(_ context.Context, conn *pgx.Conn) error {
 		registerTextArray(conn)
 		return nil

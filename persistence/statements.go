@@ -52,9 +52,10 @@ type statement struct {
 // messages only (every row of messages and message_bodies it touches is of @queue_no): it is sent naming that
 // queue's partitions instead of the partitioned tables. Planning and starting a statement on a partitioned table
 // costs PostgreSQL 15 every partition (a generic plan is built for all eight and locks them all at each
-// execution, past the 16 locks a backend takes without the shared lock table): the same drain on the named
-// partitions ran 1.2–1.35× less PostgreSQL CPU per message (BenchmarkConsumeAB, docs/benchmarks.md), and a
-// generic plan of the cursor lease is planned in a fifth of the time when vacuum invalidates it.
+// execution, past the 16 locks a backend takes without the shared lock table): the same drain on the partitioned
+// tables cost PostgreSQL 1.23× the CPU per message of one on the named partitions (BenchmarkConsumeAB,
+// docs/benchmarks.md), and a generic plan of the cursor lease takes a fifth of the time to plan again when vacuum
+// invalidates it.
 const partitionMarker = "-- runs on the partition of @queue_no"
 
 // messageTables matches the names of the partitioned message tables in a compiled statement.
