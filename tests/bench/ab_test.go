@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 	"os"
-	"slices"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -16,7 +15,7 @@ import (
 // checkout's ferry (A) and the binary FERRY_BENCH_AB_BIN (B, built from another revision), each a node on the same
 // database, each draining its own queue with the standard calls (GetMessages limit 32, DeleteMessages) for the same
 // window. A change of a few per cent cannot be told from the machine's drift by phases run one after the other
-// (on a shared 2-core machine the same code's CPU per message moved by a quarter from one phase to the next); run at
+// (on a shared machine the same code's CPU per message can move by a quarter from one phase to the next); run at
 // once, both builds see the same drift. Each round logs, per build, the messages acknowledged in the window, the
 // CPU per message of its ferry process and of its PostgreSQL backends (told apart by application_name); the summary
 // line gives B over A, the medians of the rounds' ratios:
@@ -132,7 +131,7 @@ func (db *node) backendsCPU(b *testing.B, app string) float64 {
 		pids = append(pids, pid)
 	}
 	var sum float64
-	for _, pid := range slices.Compact(slices.Sorted(slices.Values(pids))) {
+	for _, pid := range pids {
 		raw, err := os.ReadFile(fmt.Sprintf("/proc/%d/schedstat", pid))
 		if err != nil {
 			continue
