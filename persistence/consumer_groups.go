@@ -111,7 +111,7 @@ const (
 	// or of every group of a deleted queue ($2 NULL): no lease reads it again (group numbers are never reused),
 	// and the group's messages go with the maintainer's purge. A lease already under way when the group is
 	// deleted may write its cursor again; that row stays, as small as it is.
-	leaseStateDelete = `WITH q AS MATERIALIZED (SELECT no FROM queues WHERE id = $1), cursors AS (
+	leaseStateDelete = `WITH q AS MATERIALIZED (SELECT ` + queueNoOfParam1 + ` AS no), cursors AS (
 			DELETE FROM message_cursors c USING q WHERE c.queue_no = q.no AND ($2::int IS NULL OR c.group_no = $2))
 		DELETE FROM message_ranges g USING q WHERE g.queue_no = q.no AND ($2::int IS NULL OR g.group_no = $2)`
 	consumerGroupsDeleteOfQueue = `UPDATE consumer_groups SET lifecycle_state = 'DELETED', version = version + 1, time_updated = now()

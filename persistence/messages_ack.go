@@ -13,6 +13,7 @@ var (
 	messagesDelete           = stmt("messages.delete")
 	messagesDeleteOrdered    = stmt("messages.delete_ordered")
 	messagesUpdateVisibility = stmt("messages.update_visibility")
+	messagesNegative         = stmt("messages.negative")
 	messagesExisting         = stmt("messages.existing")
 	messagesDeleteBodies     = stmt("messages.delete_bodies")
 )

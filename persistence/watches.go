@@ -112,26 +112,6 @@ const (
 		WHERE m.queue_no = ` + queueNoOfParam1 + ` AND m.group_no = $2 AND m.lease_owner = $3
 			AND NOT m.dlq AND m.visible_at > now() AND m.visible_at < 'infinity'`
 	watchRelease = `-- messages.release_owned` + releaseOwned
-
-	// A negative acknowledgement: the receipts' messages become visible at once with their leases revoked, and
-	// keep the code and reason (shown when they are delivered again, and in the DLQ). The delivery count went up
-	// when they were leased; a message over its group's dead-letter count moves to the DLQ at its next lease. A
-	// fresh message that a range of the receipt's lease holds until later (ack.sql) leaves it, delivered once.
-	// The receipts' ranges are read once, as in messages.delete.
-	messagesNegative = `-- messages.negative
-		WITH held AS MATERIALIZED (
-			SELECT g.lease_id, g.group_no, g.from_id, g.to_id FROM message_ranges g
-			WHERE g.queue_no = ` + queueNoOfParam1 + ` AND g.visible_at > now()
-				AND g.lease_id = ANY (ARRAY (SELECT DISTINCT l FROM unnest($4::bigint[]) AS l)))
-		UPDATE messages m SET visible_at = now(), lease_owner = NULL, lease_id = 0,
-			delivery_count = CASE WHEN m.visible_at = '-infinity' THEN 1 ELSE m.delivery_count END,
-			last_negative_code = $6, last_negative_reason = $7
-		FROM unnest($2::int[], $3::bigint[], $4::bigint[], $5::bool[]) AS r(group_no, id, lease_id, dlq)
-		WHERE m.queue_no = ` + queueNoOfParam1 + ` AND m.id = r.id AND m.group_no IS NOT DISTINCT FROM r.group_no
-			AND m.dlq IS NOT DISTINCT FROM r.dlq
-			AND (m.lease_id = r.lease_id AND m.visible_at > now() OR m.visible_at = '-infinity' AND EXISTS (SELECT 1 FROM held g
-				WHERE g.lease_id = r.lease_id AND g.group_no = m.group_no AND m.id BETWEEN g.from_id AND g.to_id))
-		RETURNING m.group_no, m.id`
 )
 
 // OpenWatch registers a watch, unless its consumer already has another live watch on the group or the tenancy
@@ -237,10 +217,15 @@ func (r *Messages) ReleaseOwned(ctx context.Context, queueID string, groupNo int
 // Negative releases the receipts' messages at once, recording code and reason on them, and reports per receipt
 // whether its lease was still held.
 func (r *Messages) Negative(ctx context.Context, queueID string, receipts []Receipt, code, reason string) ([]bool, error) {
+	no, err := r.nums.of(ctx, queueID)
+	if err != nil {
+		return nil, err
+	}
 	groups, ids, leases, dlqs := receiptArrays(receipts)
 	ctx, cancel := withTimeout(ctx)
 	defer cancel()
-	rows, err := r.pool.Query(ctx, messagesNegative, queueID, groups, ids, leases, dlqs, code, nilIfEmpty(reason))
+	rows, err := messagesNegative.query(ctx, r.pool, arg{"queue_no", no}, arg{"lease_ids", leases}, arg{"group_nos", groups},
+		arg{"ids", ids}, arg{"dlqs", dlqs}, arg{"code", code}, arg{"reason", nilIfEmpty(reason)})
 	if err != nil {
 		return nil, interpretError("releasing messages", err)
 	}

@@ -20,7 +20,7 @@ SELECT set_config('synchronous_commit', CASE WHEN now() + make_interval(secs => 
 -- $1 @queue_no, $2 @lease_ids, $3 @group_nos, $4 @ids, $5 @dlqs
 -- messages.delete
 WITH held AS MATERIALIZED (
-	SELECT g.ctid, g.lease_id, g.group_no, g.channel_id, g.from_id, g.to_id FROM message_ranges g
+	SELECT g.ctid, g.lease_id, g.group_no, g.channel_id, g.from_id, g.to_id, g.visible_at FROM message_ranges g
 	WHERE g.queue_no = $1 AND g.lease_id = ANY (ARRAY (SELECT DISTINCT l FROM unnest($2::bigint[]) AS l))
 ), deleted AS (
 	DELETE FROM messages m USING unnest($3::int[], $4::bigint[], $2::bigint[], $5::bool[]) AS r(group_no, id, lease_id, dlq)
@@ -46,7 +46,7 @@ SELECT group_no, id, false, lease_id FROM deleted;
 -- $1 @queue_no, $2 @lease_ids, $3 @group_nos, $4 @ids, $5 @dlqs
 -- messages.delete_ordered
 WITH held AS MATERIALIZED (
-	SELECT g.ctid, g.lease_id, g.group_no, g.channel_id, g.from_id, g.to_id FROM message_ranges g
+	SELECT g.ctid, g.lease_id, g.group_no, g.channel_id, g.from_id, g.to_id, g.visible_at FROM message_ranges g
 	WHERE g.queue_no = $1 AND g.lease_id = ANY (ARRAY (SELECT DISTINCT l FROM unnest($2::bigint[]) AS l))
 ), deleted AS (
 	DELETE FROM messages m USING unnest($3::int[], $4::bigint[], $2::bigint[], $5::bool[]) AS r(group_no, id, lease_id, dlq)
@@ -83,7 +83,7 @@ WHERE b.queue_no = $1 AND b.id = ANY (ARRAY (
 -- $1 @queue_no, $2 @lease_ids, $3 @group_nos, $4 @ids, $5 @dlqs, $6 @seconds
 -- messages.update_visibility
 WITH held AS MATERIALIZED (
-	SELECT g.ctid, g.lease_id, g.group_no, g.channel_id, g.from_id, g.to_id FROM message_ranges g
+	SELECT g.ctid, g.lease_id, g.group_no, g.channel_id, g.from_id, g.to_id, g.visible_at FROM message_ranges g
 	WHERE g.queue_no = $1 AND g.lease_id = ANY (ARRAY (SELECT DISTINCT l FROM unnest($2::bigint[]) AS l))
 )
 UPDATE messages m SET visible_at = now() + make_interval(secs => r.secs), lease_id = r.lease_id,
@@ -93,6 +93,22 @@ WHERE m.queue_no = $1 AND m.id = r.id AND m.group_no IS NOT DISTINCT FROM r.grou
 	AND (m.lease_id = r.lease_id OR m.visible_at = '-infinity' AND EXISTS (SELECT 1 FROM held g
 		WHERE g.lease_id = r.lease_id AND g.group_no = m.group_no AND m.id BETWEEN g.from_id AND g.to_id))
 RETURNING m.group_no, m.id, m.lease_id, m.visible_at;
+
+-- sent on messages_k and message_bodies_k, k the partition of @queue_no
+-- $1 @queue_no, $2 @lease_ids, $3 @code, $4 @reason, $5 @group_nos, $6 @ids, $7 @dlqs
+-- messages.negative
+WITH held AS MATERIALIZED (
+	SELECT g.ctid, g.lease_id, g.group_no, g.channel_id, g.from_id, g.to_id, g.visible_at FROM message_ranges g
+	WHERE g.queue_no = $1 AND g.lease_id = ANY (ARRAY (SELECT DISTINCT l FROM unnest($2::bigint[]) AS l))
+)
+UPDATE messages m SET visible_at = now(), lease_owner = NULL, lease_id = 0,
+	delivery_count = CASE WHEN m.visible_at = '-infinity' THEN 1 ELSE m.delivery_count END,
+	last_negative_code = $3, last_negative_reason = $4
+FROM unnest($5::int[], $6::bigint[], $2::bigint[], $7::bool[]) AS r(group_no, id, lease_id, dlq)
+WHERE m.queue_no = $1 AND m.id = r.id AND m.group_no IS NOT DISTINCT FROM r.group_no AND m.dlq IS NOT DISTINCT FROM r.dlq
+	AND (m.lease_id = r.lease_id AND m.visible_at > now() OR m.visible_at = '-infinity' AND EXISTS (SELECT 1 FROM held g
+		WHERE g.lease_id = r.lease_id AND g.group_no = m.group_no AND m.id BETWEEN g.from_id AND g.to_id AND g.visible_at > now()))
+RETURNING m.group_no, m.id;
 
 -- sent on messages_k and message_bodies_k, k the partition of @queue_no
 -- $1 @group_nos, $2 @ids, $3 @queue_no

@@ -33,9 +33,11 @@ func BenchmarkConsumeAB(b *testing.B) {
 	window := time.Duration(envInt("FERRY_BENCH_AB_SECONDS", 3)) * time.Second
 	const fill = 80_000 // per queue: more than a build drains in the window
 	db := startNode(b)  // hosts the database; idle during the windows
-	sides := []*abSide{
-		{name: "A", node: db.peerBinary(b, db.bin, "FERRY_DATABASE_URL="+db.dbURL+"&application_name=ferry-a")},
-		{name: "B", node: db.peerBinary(b, other, "FERRY_DATABASE_URL="+db.dbURL+"&application_name=ferry-b")},
+	var sides []*abSide
+	for _, s := range []struct{ name, bin string }{{"A", db.bin}, {"B", other}} {
+		app := "ferry-" + strings.ToLower(s.name) // its connections' application_name: how backendsCPU finds them
+		sides = append(sides, &abSide{name: s.name, app: app,
+			node: db.peerBinary(b, s.bin, "FERRY_DATABASE_URL="+db.dbURL+"&application_name="+app)})
 	}
 	b.Logf("A: %s, B: %s; %d rounds of %s, %d workers each, standard calls", db.bin, other, rounds, window, drainWorkers/2)
 	var rate, ferryCPU, pgCPU []float64
@@ -72,7 +74,7 @@ func BenchmarkConsumeAB(b *testing.B) {
 
 // abSide is one build in BenchmarkConsumeAB, and what its last window measured.
 type abSide struct {
-	name            string
+	name, app       string // app: its node's application_name
 	node            *node
 	queue           string
 	msgs            float64 // acknowledged in the window
@@ -86,7 +88,7 @@ func (db *node) abWindow(b *testing.B, sides []*abSide, window time.Duration) {
 	defer cancel()
 	f0, p0 := make([]float64, len(sides)), make([]float64, len(sides))
 	for i, s := range sides {
-		f0[i], p0[i] = s.node.ferryCPU(), db.backendsCPU(b, "ferry-"+strings.ToLower(s.name))
+		f0[i], p0[i] = s.node.ferryCPU(), db.backendsCPU(b, s.app)
 	}
 	counts := make([]atomic.Int64, len(sides))
 	var wg sync.WaitGroup
@@ -106,7 +108,7 @@ func (db *node) abWindow(b *testing.B, sides []*abSide, window time.Duration) {
 	for i, s := range sides {
 		s.msgs = float64(counts[i].Load())
 		s.ferry = s.node.ferryCPU() - f0[i]
-		s.backends = db.backendsCPU(b, "ferry-"+strings.ToLower(s.name)) - p0[i]
+		s.backends = db.backendsCPU(b, s.app) - p0[i]
 		if s.msgs == 0 {
 			b.Fatalf("%s acknowledged nothing in the window", s.name)
 		}

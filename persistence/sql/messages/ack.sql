@@ -16,7 +16,7 @@ leases, read once per statement (messages.delete explains why); heldByReceipt, w
 the message m; deleteHeld, the deletion of the messages that the receipts still hold.
 */ -}}
 {{- define "held"}}held AS MATERIALIZED (
-	SELECT g.ctid, g.lease_id, g.group_no, g.channel_id, g.from_id, g.to_id FROM message_ranges g
+	SELECT g.ctid, g.lease_id, g.group_no, g.channel_id, g.from_id, g.to_id, g.visible_at FROM message_ranges g
 	WHERE g.queue_no = @queue_no AND g.lease_id = ANY (ARRAY (SELECT DISTINCT l FROM unnest(@lease_ids::bigint[]) AS l))
 ){{end}}
 {{- define "heldByReceipt"}}
@@ -117,6 +117,23 @@ FROM unnest(@group_nos::int[], @ids::bigint[], @lease_ids::bigint[], @dlqs::bool
 WHERE m.queue_no = @queue_no AND m.id = r.id AND m.group_no IS NOT DISTINCT FROM r.group_no AND m.dlq IS NOT DISTINCT FROM r.dlq
 	{{- template "heldByReceipt"}}
 RETURNING m.group_no, m.id, m.lease_id, m.visible_at;
+
+-- name: messages.negative
+-- runs on the partition of @queue_no
+-- A negative acknowledgement (a watch's): the receipts' messages become visible at once with their leases revoked,
+-- and keep @code and @reason (shown when they are delivered again, and in the DLQ). The delivery count went up when
+-- they were leased; a message over its group's dead-letter count moves to the DLQ at its next lease. A lease that
+-- ended (its deadline passed) is not revoked, whether per message or by a range. A fresh message that a range of
+-- the receipt's lease holds leaves it, delivered once. The receipts' ranges are read once, as in messages.delete.
+WITH {{template "held"}}
+UPDATE messages m SET visible_at = now(), lease_owner = NULL, lease_id = 0,
+	delivery_count = CASE WHEN m.visible_at = '-infinity' THEN 1 ELSE m.delivery_count END,
+	last_negative_code = @code, last_negative_reason = @reason
+FROM unnest(@group_nos::int[], @ids::bigint[], @lease_ids::bigint[], @dlqs::bool[]) AS r(group_no, id, lease_id, dlq)
+WHERE m.queue_no = @queue_no AND m.id = r.id AND m.group_no IS NOT DISTINCT FROM r.group_no AND m.dlq IS NOT DISTINCT FROM r.dlq
+	AND (m.lease_id = r.lease_id AND m.visible_at > now() OR m.visible_at = '-infinity' AND EXISTS (SELECT 1 FROM held g
+		WHERE g.lease_id = r.lease_id AND g.group_no = m.group_no AND m.id BETWEEN g.from_id AND g.to_id AND g.visible_at > now()))
+RETURNING m.group_no, m.id;
 
 -- name: messages.existing
 -- runs on the partition of @queue_no
