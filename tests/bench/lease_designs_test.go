@@ -51,11 +51,12 @@ func BenchmarkLeaseDesigns(b *testing.B) {
 	if err != nil {
 		b.Fatal(err)
 	}
+	lease, ack, ackParams := goldenStatement(b, golden, "messages.lease_one"), goldenStatement(b, golden, "messages.delete"),
+		goldenParams(b, golden, "messages.delete")
 	designs := []*leaseDesign{
-		{name: "today", lease: goldenStatement(b, golden, "messages.lease_one"), ack: goldenStatement(b, golden, "messages.delete"),
-			ackParams: goldenParams(b, golden, "messages.delete")},
-		{name: "bodies", apart: true, lease: goldenStatement(b, golden, "messages.lease_one"), ack: goldenStatement(b, golden, "messages.delete"),
-			ackParams: goldenParams(b, golden, "messages.delete"), ackBodies: goldenStatement(b, golden, "messages.delete_bodies")},
+		{name: "today", lease: lease, ack: ack, ackParams: ackParams},
+		{name: "bodies", apart: true, lease: lease, ack: ack, ackParams: ackParams,
+			ackBodies: goldenStatement(b, golden, "messages.delete_bodies")},
 		{name: "hot", tab: "bench_hot_messages", apart: true, hot: true, lease: hotLease, ack: hotAck, ackBodies: hotAckBodies},
 		{name: "segments", tab: "bench_seg_messages", segments: true},
 		{name: "cursor", tab: "bench_cur_messages", cursor: true},
